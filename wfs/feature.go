@@ -1,0 +1,48 @@
+package wfs
+
+import (
+	"encoding/json"
+
+	"github.com/twpayne/go-geom"
+)
+
+// Feature is one decoded feature of a layer. Decoders reuse the value they return
+// from Next, so a caller that keeps a feature past the next call must copy it.
+type Feature struct {
+	// ID is the feature's identifier: the layer's id property when one is
+	// configured, else the GeoJSON "id" or the GML gml:id/fid; "" when the
+	// source has none.
+	ID string
+	// Geometry is nil for a feature with a null geometry. Its SRID is set to the
+	// CRS the source declared (4326 for RFC 7946 GeoJSON).
+	Geometry geom.T
+	// Properties is the feature's attributes as a JSON object, or nil.
+	Properties json.RawMessage
+}
+
+// FeatureReader yields the features of one response body in document order.
+// Next returns io.EOF after the last feature; any other error means the body
+// was malformed or cut short and the features already read are not a complete page.
+type FeatureReader interface {
+	Next() (*Feature, error)
+}
+
+// Layer describes what to fetch: a WFS feature type or a plain GeoJSON URL.
+type Layer struct {
+	// Kind is "wfs" or "geojson".
+	Kind string
+	// URL is the service endpoint (WFS) or the document (GeoJSON).
+	URL string
+	// TypeName is the WFS feature type, e.g. "topp:states".
+	TypeName string
+	// Version is the WFS version: "2.0.0" (default) or "1.1.0".
+	Version string
+	// OutputFormat is the WFS outputFormat parameter, e.g. "application/json".
+	OutputFormat string
+	// PageSize is the number of features per WFS request; 0 means one request.
+	PageSize int
+	// IDProperty names the property that identifies a feature, if any.
+	IDProperty string
+	// SortBy is sent as WFS sortBy so that paging sees a stable order; "" sends none.
+	SortBy string
+}
