@@ -1,0 +1,300 @@
+// Package wfstest is the fixture feed server: it serves layers as WFS 2.0.0 and
+// 1.1.0 GetFeature (GeoJSON output, with paging) and as plain GeoJSON documents,
+// and misbehaves on demand (status codes, HTML error pages, OGC exception
+// reports, delays, connections cut mid-body) so that tests and the demo can
+// exercise a flapping county server without leaving the machine.
+//
+// One Server is one origin. Tests usually start it with NewTestServer; the
+// feedserver command serves testdata/feeds over loopback ports for the demo.
+package wfstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Layer is a feature type the server can serve. Features are rendered on demand,
+// so a generated layer of millions of features costs no memory.
+type Layer interface {
+	// Len is the number of features.
+	Len() int
+	// AppendFeature appends feature i (0 ≤ i < Len) as a GeoJSON Feature object.
+	AppendFeature(buf []byte, i int) []byte
+}
+
+// Request describes one request the server received, for fault injection and counting.
+type Request struct {
+	// Seq numbers requests to this server from 1.
+	Seq int64
+	// Layer is the requested type name or GeoJSON document name.
+	Layer string
+	// StartIndex and Count are the paging parameters (Count -1 when absent).
+	StartIndex, Count int
+	// Page is StartIndex / Count, the 0-based page index (0 without paging).
+	Page int
+	// HTTP is the underlying request.
+	HTTP *http.Request
+}
+
+// Fault is how the server misbehaves for one request. The zero Fault serves
+// the request normally.
+type Fault struct {
+	// Delay waits before answering (or before cutting the connection).
+	Delay time.Duration
+	// Status answers with this status code and Body instead of data.
+	Status int
+	// Body is the response body for Status (and for 200 when Status is 200).
+	Body string
+	// ContentType of Body; "text/html" when empty and Body looks like HTML.
+	ContentType string
+	// Header adds response headers (e.g. Retry-After).
+	Header map[string]string
+	// CutAfter, when > 0, serves the normal response but closes the
+	// connection after that many body bytes, the way a dying server does.
+	CutAfter int
+	// Hang blocks until the client gives up (its context or timeout).
+	Hang bool
+}
+
+// FaultFunc decides the fault for a request; nil means serve normally.
+type FaultFunc func(r Request) *Fault
+
+// Server is one fixture origin.
+type Server struct {
+	mu     sync.RWMutex
+	layers map[string]Layer
+	fault  FaultFunc
+
+	seq      atomic.Int64
+	countsMu sync.Mutex
+	counts   map[string]map[int]int // layer → page → requests
+}
+
+// New returns a server with no layers.
+func New() *Server {
+	return &Server{layers: map[string]Layer{}, counts: map[string]map[int]int{}}
+}
+
+// AddLayer serves l under name (a WFS type name, and /geojson/NAME.geojson).
+func (s *Server) AddLayer(name string, l Layer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.layers[name] = l
+}
+
+// SetFault installs f for subsequent requests; nil restores normal service.
+func (s *Server) SetFault(f FaultFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fault = f
+}
+
+// Requests is the total number of requests received, faulty or not.
+func (s *Server) Requests() int64 { return s.seq.Load() }
+
+// PageRequests is how many times page of layer was requested.
+func (s *Server) PageRequests(layer string, page int) int {
+	s.countsMu.Lock()
+	defer s.countsMu.Unlock()
+	return s.counts[layer][page]
+}
+
+// ServeHTTP answers GetFeature at any path with a "request" parameter, and plain
+// GeoJSON at /geojson/NAME.geojson.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := Request{Seq: s.seq.Add(1), Count: -1, HTTP: r}
+	q := lowerKeys(r.URL.Query())
+	plain := strings.HasPrefix(r.URL.Path, "/geojson/")
+	switch {
+	case plain:
+		req.Layer = strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/geojson/"), ".geojson")
+	case strings.EqualFold(q["request"], "GetFeature"):
+		req.Layer = firstNonEmpty(q["typenames"], q["typename"])
+		req.StartIndex = atoiOr(q["startindex"], 0)
+		req.Count = atoiOr(firstNonEmpty(q["count"], q["maxfeatures"]), -1)
+		if req.Count > 0 {
+			req.Page = req.StartIndex / req.Count
+		}
+	default:
+		writeException(w, http.StatusBadRequest, "OperationNotSupported", "request",
+			"only GetFeature is served by the fixture server")
+		return
+	}
+	s.countsMu.Lock()
+	if s.counts[req.Layer] == nil {
+		s.counts[req.Layer] = map[int]int{}
+	}
+	s.counts[req.Layer][req.Page]++
+	s.countsMu.Unlock()
+
+	s.mu.RLock()
+	layer, ok := s.layers[req.Layer]
+	fault := s.fault
+	s.mu.RUnlock()
+
+	var f *Fault
+	if fault != nil {
+		f = fault(req)
+	}
+	if f == nil {
+		f = &Fault{}
+	}
+	if f.Delay > 0 {
+		select {
+		case <-time.After(f.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if f.Hang {
+		<-r.Context().Done()
+		return
+	}
+	for k, v := range f.Header {
+		w.Header().Set(k, v)
+	}
+	if f.Status != 0 {
+		ct := f.ContentType
+		if ct == "" {
+			ct = "text/plain; charset=utf-8"
+			if strings.Contains(strings.ToLower(f.Body), "<html") {
+				ct = "text/html; charset=utf-8"
+			} else if strings.HasPrefix(strings.TrimSpace(f.Body), "<") {
+				ct = "application/xml"
+			}
+		}
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(f.Status)
+		_, _ = w.Write([]byte(f.Body))
+		return
+	}
+	if !ok {
+		if plain {
+			http.NotFound(w, r)
+			return
+		}
+		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "typeNames",
+			fmt.Sprintf("Feature type %q unknown", req.Layer))
+		return
+	}
+
+	body := renderPage(layer, req, plain, strings.HasPrefix(q["version"], "1."))
+	w.Header().Set("Content-Type", "application/json")
+	if f.CutAfter > 0 && f.CutAfter < len(body) {
+		cut(w, body[:f.CutAfter], len(body))
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
+}
+
+// renderPage renders the requested slice of layer as a FeatureCollection: WFS 2.0
+// style with numberMatched/numberReturned, GeoServer's WFS 1.1 style with
+// totalFeatures, or a bare collection for plain GeoJSON.
+func renderPage(l Layer, req Request, plain, v1 bool) []byte {
+	start, end := 0, l.Len()
+	if !plain {
+		start = min(max(req.StartIndex, 0), l.Len())
+		if req.Count >= 0 {
+			end = min(start+req.Count, l.Len())
+		}
+	}
+	buf := make([]byte, 0, 256*(end-start)+128)
+	buf = append(buf, `{"type":"FeatureCollection",`...)
+	switch {
+	case plain:
+	case v1:
+		buf = append(buf, `"totalFeatures":`...)
+		buf = strconv.AppendInt(buf, int64(l.Len()), 10)
+		buf = append(buf, ',')
+	default:
+		buf = append(buf, `"numberMatched":`...)
+		buf = strconv.AppendInt(buf, int64(l.Len()), 10)
+		buf = append(buf, `,"numberReturned":`...)
+		buf = strconv.AppendInt(buf, int64(end-start), 10)
+		buf = append(buf, ',')
+	}
+	buf = append(buf, `"features":[`...)
+	for i := start; i < end; i++ {
+		if i > start {
+			buf = append(buf, ',')
+		}
+		buf = l.AppendFeature(buf, i)
+	}
+	return append(buf, "]}\n"...)
+}
+
+// cut sends a response that announces full bytes but delivers only part of
+// them, then drops the connection.
+func cut(w http.ResponseWriter, part []byte, full int) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("wfstest: response writer cannot be hijacked")
+	}
+	conn, bufrw, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", full)
+	_, _ = bufrw.Write(part)
+	_ = bufrw.Flush()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // a reset, not a clean FIN: what a crashed upstream looks like
+	}
+}
+
+func writeException(w http.ResponseWriter, status int, code, locator, text string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<ows:ExceptionReport xmlns:ows="http://www.opengis.net/ows/1.1" version="2.0.0">
+  <ows:Exception exceptionCode="%s" locator="%s">
+    <ows:ExceptionText>%s</ows:ExceptionText>
+  </ows:Exception>
+</ows:ExceptionReport>
+`, code, locator, text)
+}
+
+func lowerKeys(v map[string][]string) map[string]string {
+	out := make(map[string]string, len(v))
+	for k, vs := range v {
+		if len(vs) > 0 {
+			out[strings.ToLower(k)] = vs[0]
+		}
+	}
+	return out
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// MarshalFeature renders a GeoJSON feature with the given id, geometry (a
+// GeoJSON geometry object) and properties; a helper for hand-built layers.
+func MarshalFeature(id string, geometry json.RawMessage, props map[string]any) json.RawMessage {
+	p, err := json.Marshal(props)
+	if err != nil {
+		panic(err)
+	}
+	idj, _ := json.Marshal(id)
+	return json.RawMessage(`{"type":"Feature","id":` + string(idj) + `,"geometry":` + string(geometry) + `,"properties":` + string(p) + `}`)
+}
