@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# demo.sh — the run command: sets up PostGIS (installing it when missing),
+# starts the fixture feed server on loopback, runs ingestd on the demo
+# jurisdictions.yaml until every feed has landed, and prints feed_freshness.
+#
+#   scripts/demo.sh          run, print, stop
+#   scripts/demo.sh --keep   keep ingestd running in the foreground (Ctrl-C stops it)
+#
+# Logs: .demo/ingestd.log and .demo/feedserver.log (JSON, one event a line).
+set -euo pipefail
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+keep=false
+[[ ${1:-} == --keep ]] && keep=true
+
+log() { printf 'demo.sh: %s\n' "$*" >&2; }
+
+mkdir -p bin .demo
+log "building ingestd and the fixture feed server"
+go build -o bin/ingestd ./cmd/ingestd
+go build -o bin/feedserver ./cmd/feedserver
+
+if [[ -z ${DATABASE_URL:-} ]]; then
+	DATABASE_URL=$(scripts/postgis.sh start)
+fi
+export DATABASE_URL
+PSQL=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+bin/feedserver \
+	-serve 127.0.0.1:18081=testdata/feeds/raleigh \
+	-serve 127.0.0.1:18082=testdata/feeds/boulder >.demo/feedserver.log 2>&1 &
+pids+=($!)
+
+log "running ingestd on jurisdictions.yaml (log: .demo/ingestd.log)"
+bin/ingestd run -config jurisdictions.yaml >.demo/ingestd.log 2>&1 &
+ingestd_pid=$!
+pids+=($ingestd_pid)
+
+# Wait until every configured feed has landed a snapshot since we started.
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+for _ in $(seq 1 120); do
+	if ! kill -0 "$ingestd_pid" 2>/dev/null; then
+		log "ingestd exited; last lines of .demo/ingestd.log:"
+		tail -n 20 .demo/ingestd.log >&2
+		exit 1
+	fi
+	pending=$("${PSQL[@]}" -tAc "SELECT count(*) FROM feed_freshness
+		WHERE configured AND (last_success_at IS NULL OR last_success_at < '$started')" 2>/dev/null || echo x)
+	[[ $pending == 0 ]] && break
+	sleep 1
+done
+
+"${PSQL[@]}" -c "SELECT jurisdiction, feed, status, feature_count, last_success_at, age, expected_interval, last_error
+	FROM feed_freshness ORDER BY jurisdiction, feed"
+if [[ $pending != 0 ]]; then
+	log "not every feed landed within 120 s; see .demo/ingestd.log"
+	exit 1
+fi
+
+if $keep; then
+	log "ingestd keeps running (Ctrl-C stops it); try: psql \"$DATABASE_URL\""
+	wait "$ingestd_pid"
+fi

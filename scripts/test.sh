@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# test.sh — the test command: starts the project's PostGIS (installing
+# PostgreSQL 15 + PostGIS 3 when missing), then runs vet and every test
+# against it. Extra arguments go to `go test` (e.g. -run Breaker -v).
+#
+# DATABASE_URL, when set, is used instead of the project's own cluster.
+set -euo pipefail
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$ROOT"
+
+if [[ -z ${DATABASE_URL:-} ]]; then
+	DATABASE_URL=$(scripts/postgis.sh start)
+fi
+export DATABASE_URL
+
+echo "test.sh: go vet ./..." >&2
+go vet ./...
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n $unformatted ]]; then
+	echo "test.sh: not gofmt-formatted:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+echo "test.sh: go test ./... against $DATABASE_URL" >&2
+go test -count=1 -timeout 20m "$@" ./...
