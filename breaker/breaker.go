@@ -1,39 +1,36 @@
-// Package breaker guards every request ingestd makes with a circuit breaker per
-// origin (scheme://host:port), retries inside one logical call, and paces each
-// origin, all under a global bound on requests in flight.
 package breaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/url"
 	"strings"
 	"time"
-
-	"golang.org/x/sync/semaphore"
 )
 
 // Outcome classifies one attempt of a logical call.
 type Outcome int
 
 const (
-	// Success: the upstream answered (2xx data, or a 4xx other than 429). A
+	// Success means the upstream answered (2xx data, or a 4xx other than 429). A
 	// non-nil Err is returned to the caller as is and never retried.
 	Success Outcome = iota
-	// Failure: the upstream failed (transport error, timeout, 5xx, a body cut
-	// short, a server-side exception or an HTML error page). Retried while
+	// Failure means the upstream failed (transport error, timeout, 5xx, a body cut
+	// short, a server-side exception or an HTML error page). It is retried while
 	// attempts remain; only the final outcome of the call reaches the breaker.
 	Failure
-	// Throttled: the upstream answered 429. Neither success nor failure; the
-	// attempt's RetryAfter pauses the origin.
+	// Throttled means the upstream answered 429. It is neither success nor
+	// failure; the attempt's RetryAfter pauses the origin.
 	Throttled
-	// Ignored: not the origin's doing (the caller cancelled, or a local error
-	// such as the database failing). Neither success nor failure; not retried.
+	// Ignored means the result is not the origin's doing (the caller cancelled, or
+	// a local error such as the database failing). It is neither success nor
+	// failure and is not retried.
 	Ignored
 )
 
+// String returns the lower-case name used in logs and metrics labels.
 func (o Outcome) String() string {
 	switch o {
 	case Success:
@@ -57,6 +54,8 @@ type Result struct {
 }
 
 // AttemptFunc performs one attempt of a logical call; attempt counts from 1.
+// The context it receives carries the per-attempt timeout, if the origin's
+// policy sets one.
 type AttemptFunc func(ctx context.Context, attempt int) Result
 
 // OpenError is returned when the origin's breaker refuses a call without
@@ -66,40 +65,56 @@ type OpenError struct {
 	RetryAfter time.Duration
 }
 
+// Error describes the refusal; sub-second waits keep millisecond precision so
+// that short cooldowns do not read as "0s".
 func (e *OpenError) Error() string {
-	return fmt.Sprintf("breaker: %s is open, retry after %s", e.Origin, e.RetryAfter.Round(time.Second))
+	return fmt.Sprintf("breaker: %s is open, retry after %s", e.Origin, roundDuration(e.RetryAfter))
 }
 
-// Config holds the registry-wide settings.
-type Config struct {
-	// MaxInFlight bounds the requests in flight across all origins (default 20).
-	MaxInFlight int
+// RetryError is returned when a logical call ends without a success because
+// its attempts ran out, or because the origin's retry budget refused another
+// attempt. Err is the last attempt's error, so
+// errors.Is and errors.As see through it.
+type RetryError struct {
+	Origin string
+	// Attempts is the number of attempts made.
+	Attempts int
+	// Outcome is the last attempt's outcome: Failure or Throttled.
+	Outcome Outcome
+	// BudgetExhausted is true when the retry budget, not MaxAttempts, stopped
+	// the call.
+	BudgetExhausted bool
+	Err             error
 }
 
-// Registry holds one breaker per origin. Build one in main and pass it down.
-type Registry struct {
-	sem    *semaphore.Weighted
-	logger *slog.Logger
-}
-
-// NewRegistry returns an empty registry; logger may be nil.
-func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 20
+// Error names the origin, the number of attempts and why the call stopped.
+func (e *RetryError) Error() string {
+	why := "attempts exhausted"
+	if e.BudgetExhausted {
+		why = "retry budget exhausted"
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	if e.Err == nil {
+		return fmt.Sprintf("breaker: %s: %s after %d attempt(s), last %s", e.Origin, why, e.Attempts, e.Outcome)
 	}
-	return &Registry{sem: semaphore.NewWeighted(int64(cfg.MaxInFlight)), logger: logger}
+	return fmt.Sprintf("breaker: %s: %s after %d attempt(s), last %s: %v", e.Origin, why, e.Attempts, e.Outcome, e.Err)
 }
 
-// Do runs one logical call against origin.
-func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error {
-	if err := r.sem.Acquire(ctx, 1); err != nil {
-		return err
+// Unwrap returns the last attempt's error.
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// ErrAttemptTimeout is wrapped into the error of an attempt that hit the
+// policy's AttemptTimeout; such an attempt counts as a Failure.
+var ErrAttemptTimeout = errors.New("breaker: attempt timed out")
+
+// errUnspecifiedFailure stands in for a Failure reported without an error, so
+// that a failed call never returns nil.
+var errUnspecifiedFailure = errors.New("breaker: attempt failed")
+
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
 	}
-	defer r.sem.Release(1)
-	return fn(ctx, 1).Err
+	return d.Round(time.Second)
 }
 
 // Origin returns the breaker key of u: scheme://host:port, with the scheme's

@@ -1,0 +1,420 @@
+package breaker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
+)
+
+// State is the breaker state of an origin as ingestd sees it.
+type State int
+
+const (
+	// StateClosed admits calls and counts their outcomes.
+	StateClosed State = iota
+	// StateOpen refuses calls without touching the network until the cooldown ends.
+	StateOpen
+	// StateHalfOpen admits up to HalfOpenMaxCalls probes that decide the next state.
+	StateHalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s State) String() string {
+	switch s {
+	case StateClosed:
+		return "closed"
+	case StateOpen:
+		return "open"
+	case StateHalfOpen:
+		return "half-open"
+	}
+	return "unknown"
+}
+
+// Counts are the outcomes of the logical calls in the breaker's current
+// window (closed) or generation (half-open).
+type Counts struct {
+	Requests            uint32
+	Successes           uint32
+	Failures            uint32
+	ConsecutiveFailures uint32
+}
+
+func countsOf(c gobreaker.Counts) Counts {
+	return Counts{
+		Requests:            c.Requests,
+		Successes:           c.TotalSuccesses,
+		Failures:            c.TotalFailures,
+		ConsecutiveFailures: c.ConsecutiveFailures,
+	}
+}
+
+// errNeither is reported to gobreaker for calls that must not count: it is
+// excluded, which in half-open also gives the probe slot back
+// (gobreaker v2.4.0 computes free slots as Requests − TotalExclusions).
+var errNeither = errOutcome("neither")
+
+// errFailed is reported to gobreaker for a call whose final outcome is Failure.
+var errFailed = errOutcome("failure")
+
+type errOutcome string
+
+func (e errOutcome) Error() string { return "breaker: outcome " + string(e) }
+
+// origin is the state of one origin. Lock order: gobreaker's own mutex, then
+// mu. mu is a leaf lock: nothing calls into gobreaker, sleeps or logs while
+// holding it, which is what lets gobreaker's hooks (run under gobreaker's
+// mutex) take it.
+type origin struct {
+	name     string
+	policy   Policy
+	reg      *Registry
+	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
+	limiter  *rate.Limiter       // nil: unlimited
+	inflight *semaphore.Weighted // nil: no per-origin cap
+
+	mu sync.Mutex
+	// eff is the state callers see. It differs from gobreaker's while the
+	// cooldown runs: gobreaker's Timeout is fixed per breaker, so it is set to
+	// almost nothing and openUntil, which grows with repeated opens, gates
+	// admission instead.
+	eff         State
+	openUntil   time.Time
+	openSeq     uint64 // incremented on every trip, so a call can tell it was opened under it
+	opens       int    // consecutive opens, the growth factor of the open duration
+	closedAt    time.Time
+	tripCounts  gobreaker.Counts
+	pausedUntil time.Time // origin paused by a 429 until then
+	pauseSpan   time.Duration
+	budget      budget
+	pending     []StateChange
+	delivering  bool
+}
+
+// gobreakerTimeout is gobreaker's own open period. It is minimal because
+// openUntil decides when the cooldown ends; gobreaker treats Timeout <= 0 as
+// 60 s, hence one nanosecond rather than zero.
+const gobreakerTimeout = time.Nanosecond
+
+func newOrigin(r *Registry, name string, p Policy) *origin {
+	o := &origin{name: name, policy: p, reg: r}
+	// Ten buckets make the window roll in tenths rather than reset at once.
+	bucket := max(p.Window/10, time.Millisecond)
+	o.budget = newBudget(bucket, 10)
+	o.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:          name,
+		MaxRequests:   uint32(p.HalfOpenMaxCalls),
+		Interval:      p.Window,
+		BucketPeriod:  bucket,
+		Timeout:       gobreakerTimeout,
+		ReadyToTrip:   o.readyToTrip,
+		OnStateChange: o.onStateChange,
+		IsSuccessful:  func(err error) bool { return err == nil },
+		IsExcluded:    func(err error) bool { return err == errNeither },
+	})
+	if p.RateLimit > 0 {
+		o.limiter = rate.NewLimiter(rate.Limit(p.RateLimit), p.Burst)
+	}
+	if p.MaxInFlightPerOrigin > 0 {
+		o.inflight = semaphore.NewWeighted(int64(p.MaxInFlightPerOrigin))
+	}
+	return o
+}
+
+// readyToTrip runs under gobreaker's mutex after each failure in the closed state.
+func (o *origin) readyToTrip(c gobreaker.Counts) bool {
+	p := o.policy
+	trip := p.ConsecutiveFailures > 0 && c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures)
+	if !trip && p.FailureRatio > 0 {
+		// Calls still in flight or excluded are in Requests but decided
+		// nothing, so the ratio is over decided calls only.
+		decided := c.TotalSuccesses + c.TotalFailures
+		trip = decided >= uint32(p.MinCalls) && float64(c.TotalFailures) >= p.FailureRatio*float64(decided)
+	}
+	if trip {
+		// gobreaker clears its counts before OnStateChange runs; keep them
+		// for the state-change event.
+		o.mu.Lock()
+		o.tripCounts = c
+		o.mu.Unlock()
+	}
+	return trip
+}
+
+// onStateChange runs under gobreaker's mutex, so it must not call back into
+// the breaker: it updates the leaf state and queues the event, which flush
+// delivers once the gobreaker call has returned.
+func (o *origin) onStateChange(_ string, from, to gobreaker.State) {
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch to {
+	case gobreaker.StateOpen:
+		if o.eff == StateClosed && !o.closedAt.IsZero() {
+			// A healthy spell forgives earlier opens: halve per OpenDecay.
+			if steps := now.Sub(o.closedAt) / o.policy.OpenDecay; steps >= 63 {
+				o.opens = 0
+			} else {
+				o.opens >>= uint(steps)
+			}
+		}
+		o.opens++
+		d := o.openDuration()
+		o.openUntil = now.Add(d)
+		o.openSeq++
+		c := Counts{Requests: 1, Failures: 1, ConsecutiveFailures: 1} // a failed probe
+		if from == gobreaker.StateClosed {
+			c = countsOf(o.tripCounts)
+		}
+		o.queue(now, StateOpen, c, d)
+	case gobreaker.StateClosed:
+		o.closedAt = now
+		o.openUntil = time.Time{}
+		o.queue(now, StateClosed, Counts{}, 0)
+	case gobreaker.StateHalfOpen:
+		// gobreaker's own cooldown is a nanosecond; the half-open state callers
+		// see begins when admit lets the first probe through after openUntil.
+	}
+}
+
+// openDuration is OpenBase per consecutive open, capped by OpenMax, with ±20%
+// jitter so that origins tripped together do not probe together. Needs mu.
+func (o *origin) openDuration() time.Duration {
+	p := o.policy
+	d := p.OpenMax
+	if o.opens <= int(p.OpenMax/p.OpenBase) {
+		d = p.OpenBase * time.Duration(o.opens)
+	}
+	d = time.Duration(float64(d) * (0.8 + 0.4*o.reg.rand()))
+	return min(d, p.OpenMax)
+}
+
+// queue records a transition of eff for delivery by flush. Needs mu.
+func (o *origin) queue(now time.Time, to State, c Counts, retryAfter time.Duration) {
+	o.pending = append(o.pending, StateChange{
+		Origin:           o.name,
+		From:             o.eff,
+		To:               to,
+		At:               now,
+		Counts:           c,
+		RetryAfter:       retryAfter,
+		ConsecutiveOpens: o.opens,
+	})
+	o.eff = to
+}
+
+// flush delivers queued state changes outside every lock. One goroutine
+// delivers at a time, in order; a flush that finds another one delivering
+// leaves its events to it, which also keeps a hook that calls back into the
+// registry from deadlocking.
+func (o *origin) flush() {
+	o.mu.Lock()
+	if o.delivering || len(o.pending) == 0 {
+		o.mu.Unlock()
+		return
+	}
+	o.delivering = true
+	o.mu.Unlock()
+	finished := false
+	defer func() {
+		if !finished { // a hook panicked: let the next flush deliver
+			o.mu.Lock()
+			o.delivering = false
+			o.mu.Unlock()
+		}
+	}()
+	for {
+		o.mu.Lock()
+		evs := o.pending
+		o.pending = nil
+		if len(evs) == 0 {
+			o.delivering = false
+			o.mu.Unlock()
+			finished = true
+			return
+		}
+		o.mu.Unlock()
+		for _, ev := range evs {
+			o.reg.emit(ev)
+		}
+	}
+}
+
+// refusalRetryAfter is the RetryAfter of a refused call. Needs mu.
+func (o *origin) refusalRetryAfter(now time.Time) time.Duration {
+	if now.Before(o.openUntil) {
+		return o.openUntil.Sub(now)
+	}
+	// Cooldown over but the probe slots are taken: the probes decide within
+	// one attempt's time; if they fail, the next probe is at least OpenBase away.
+	return o.policy.OpenBase
+}
+
+// admit asks the breaker for one logical call. It returns the done func that
+// reports the call's final outcome, and the trip sequence at admission.
+func (o *origin) admit() (func(error), uint64, error) {
+	now := time.Now()
+	o.mu.Lock()
+	if now.Before(o.openUntil) {
+		err := &OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)}
+		o.mu.Unlock()
+		return nil, 0, err
+	}
+	o.mu.Unlock()
+
+	done, err := o.cb.Allow()
+	o.flush()
+	now = time.Now()
+	o.mu.Lock()
+	if err != nil { // half-open with every probe slot taken, or tripped just now
+		err := &OpenError{Origin: o.name, RetryAfter: o.refusalRetryAfter(now)}
+		o.mu.Unlock()
+		return nil, 0, err
+	}
+	if now.Before(o.openUntil) {
+		// Another call tripped the breaker between the check above and Allow,
+		// and gobreaker's nanosecond cooldown let this call in as a probe:
+		// give the slot back without deciding anything.
+		err := &OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)}
+		o.mu.Unlock()
+		done(errNeither)
+		o.flush()
+		return nil, 0, err
+	}
+	if o.eff == StateOpen {
+		// First probe after the cooldown.
+		o.queue(now, StateHalfOpen, Counts{}, 0)
+	}
+	seq := o.openSeq
+	o.budget.addCall(now)
+	o.mu.Unlock()
+	o.flush()
+	return done, seq, nil
+}
+
+// stillAdmitted returns an *OpenError if the origin was declared open after
+// the call was admitted (by other calls) and has not closed since.
+func (o *origin) stillAdmitted(seq uint64) error {
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.openSeq != seq && o.eff != StateClosed {
+		return &OpenError{Origin: o.name, RetryAfter: o.refusalRetryAfter(now)}
+	}
+	return nil
+}
+
+// pause holds back attempts to the origin for d, capped by MaxRetryAfter.
+func (o *origin) pause(d time.Duration) {
+	d = min(d, o.policy.MaxRetryAfter)
+	if d <= 0 {
+		return
+	}
+	until := time.Now().Add(d)
+	o.mu.Lock()
+	if until.After(o.pausedUntil) {
+		o.pausedUntil = until
+		o.pauseSpan = d
+	}
+	o.mu.Unlock()
+}
+
+// waitPause sleeps while the origin is paused, each waiter adding its own
+// jitter of up to a fifth of the pause so that parallel callers do not all
+// resume in the same instant.
+func (o *origin) waitPause(ctx context.Context) error {
+	for {
+		o.mu.Lock()
+		until, span := o.pausedUntil, o.pauseSpan
+		o.mu.Unlock()
+		wait := time.Until(until)
+		if wait <= 0 {
+			return nil
+		}
+		wait += time.Duration(o.reg.rand() * float64(span) / 5)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		extended := o.pausedUntil.After(until)
+		o.mu.Unlock()
+		if !extended {
+			return nil
+		}
+	}
+}
+
+// acquire waits for the origin's pause, its rate limiter and an in-flight
+// slot (the origin's first, then the global one, so that callers queued on a
+// busy origin hold no global slot). The returned func releases the slots.
+func (o *origin) acquire(ctx context.Context) (func(), error) {
+	if err := o.waitPause(ctx); err != nil {
+		return nil, err
+	}
+	if o.limiter != nil {
+		if err := o.limiter.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if o.inflight != nil {
+		if err := o.inflight.Acquire(ctx, 1); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.reg.sem.Acquire(ctx, 1); err != nil {
+		if o.inflight != nil {
+			o.inflight.Release(1)
+		}
+		return nil, err
+	}
+	return func() {
+		o.reg.sem.Release(1)
+		if o.inflight != nil {
+			o.inflight.Release(1)
+		}
+	}, nil
+}
+
+// snapshot returns the origin's state for Registry.Snapshot.
+func (o *origin) snapshot() OriginState {
+	o.cb.State() // rolls the window forward before the counts are read
+	c := o.cb.Counts()
+	now := time.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := OriginState{
+		Origin:           o.name,
+		State:            o.eff,
+		Counts:           countsOf(c),
+		ConsecutiveOpens: o.opens,
+	}
+	if now.Before(o.openUntil) {
+		s.State = StateOpen
+		s.OpenUntil = o.openUntil
+	} else if o.eff == StateOpen {
+		s.State = StateHalfOpen // cooldown over; the next call probes
+	}
+	if now.Before(o.pausedUntil) {
+		s.PausedUntil = o.pausedUntil
+	}
+	return s
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
