@@ -1,0 +1,248 @@
+// Package migrations holds ingestd's database schema as versioned SQL files
+// (NNNNN_name.sql, goose format, each with an Up and a Down section) embedded
+// in the binary, and applies them with goose.
+//
+// Each version runs in its own transaction together with its row in the
+// version table, so a failed migration leaves the database at the previous
+// version. Concurrent Up calls (several instances starting at once) are
+// serialised by a Postgres advisory lock.
+package migrations
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// FS holds the migration files.
+//
+//go:embed *.sql
+var FS embed.FS
+
+// VersionTable is the table in which goose records the applied versions.
+const VersionTable = "goose_db_version"
+
+// State tells where a database stands against the embedded migrations.
+type State struct {
+	// Current is the highest applied version, 0 when none is.
+	Current int64
+	// Latest is the highest embedded version.
+	Latest int64
+	// Pending lists the embedded versions not applied, in order.
+	Pending []int64
+}
+
+// UpToDate reports whether every embedded migration has been applied.
+func (s State) UpToDate() bool { return len(s.Pending) == 0 }
+
+// Option configures Up.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+}
+
+// WithLogger makes Up log each applied version to logger; nil discards.
+func WithLogger(logger *slog.Logger) Option {
+	return func(o *options) {
+		if logger != nil {
+			o.logger = logger
+		}
+	}
+}
+
+// Up applies every pending migration to db, each in its own transaction, and
+// returns the versions it applied. db must use the pgx driver (for a pool,
+// stdlib.OpenDBFromPool).
+func Up(ctx context.Context, db *sql.DB, opts ...Option) ([]int64, error) {
+	o := options{logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	// A session advisory lock: several instances starting together must not
+	// race to apply the same version.
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	p, err := newProvider(db, goose.WithSessionLocker(locker), goose.WithSlog(o.logger))
+	if err != nil {
+		return nil, err
+	}
+	results, err := p.Up(ctx)
+	applied := make([]int64, 0, len(results))
+	for _, r := range results {
+		if r.Error == nil {
+			applied = append(applied, r.Source.Version)
+		}
+	}
+	if err != nil {
+		return applied, fmt.Errorf("migrations: up: %w", err)
+	}
+	return applied, nil
+}
+
+// DownTo rolls db back to version (0 undoes every migration), one version
+// per transaction, newest first. It is for development and tests; production
+// schemas only move forward.
+func DownTo(ctx context.Context, db *sql.DB, version int64) error {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	p, err := newProvider(db, goose.WithSessionLocker(locker), goose.WithSlog(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return err
+	}
+	if _, err := p.DownTo(ctx, version); err != nil {
+		return fmt.Errorf("migrations: down to %d: %w", version, err)
+	}
+	return nil
+}
+
+// Status reports which embedded migrations db has applied. It takes no lock
+// and creates nothing, so a readiness probe can call it while another
+// instance migrates; a database without the version table has applied none.
+func Status(ctx context.Context, db *sql.DB) (State, error) {
+	p, err := newProvider(db)
+	if err != nil {
+		return State{}, err
+	}
+	var st State
+	sources := p.ListSources()
+	if len(sources) > 0 {
+		st.Latest = sources[len(sources)-1].Version
+	}
+	applied, err := appliedVersions(ctx, db)
+	if err != nil {
+		return State{}, err
+	}
+	for _, s := range sources {
+		if _, ok := applied[s.Version]; !ok {
+			st.Pending = append(st.Pending, s.Version)
+		}
+	}
+	for v := range applied {
+		st.Current = max(st.Current, v)
+	}
+	return st, nil
+}
+
+// Pending reports whether db lacks any embedded migration.
+func Pending(ctx context.Context, db *sql.DB) (bool, error) {
+	st, err := Status(ctx, db)
+	if err != nil {
+		return false, err
+	}
+	return !st.UpToDate(), nil
+}
+
+// Versions returns the embedded migration versions in order.
+func Versions() ([]int64, error) {
+	p, err := newProvider(nil)
+	if err != nil {
+		return nil, err
+	}
+	var vs []int64
+	for _, s := range p.ListSources() {
+		vs = append(vs, s.Version)
+	}
+	return vs, nil
+}
+
+// Hash returns a hex digest of the embedded migration files, names and
+// contents: it changes whenever the schema does, so test helpers can key
+// template databases on it.
+func Hash() (string, error) {
+	names, err := fs.Glob(FS, "*.sql")
+	if err != nil {
+		return "", fmt.Errorf("migrations: %w", err)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	for _, n := range names {
+		b, err := FS.ReadFile(n)
+		if err != nil {
+			return "", fmt.Errorf("migrations: %w", err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func newProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	// No global registry: ingestd has no Go migrations, and goose's global
+	// registry is package state we do not want to depend on.
+	opts = append(opts, goose.WithDisableGlobalRegistry(true), goose.WithTableName(VersionTable))
+	if db == nil {
+		// goose insists on a *sql.DB even to list sources; an unopened
+		// handle is enough for that and is never used to connect.
+		db = sql.OpenDB(nilConnector{})
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, FS, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return p, nil
+}
+
+// nilConnector lets goose build a provider that only lists sources; it
+// refuses to connect.
+type nilConnector struct{}
+
+func (nilConnector) Connect(context.Context) (driver.Conn, error) {
+	return nil, errors.New("migrations: no database")
+}
+
+func (nilConnector) Driver() driver.Driver { return nilDriver{} }
+
+type nilDriver struct{}
+
+func (nilDriver) Open(string) (driver.Conn, error) { return nil, errors.New("migrations: no database") }
+
+// appliedVersions reads the version table directly rather than through goose:
+// goose's status takes the migration lock (so it would wait for a running
+// migration) and fails when the table does not exist yet.
+func appliedVersions(ctx context.Context, db *sql.DB) (map[int64]struct{}, error) {
+	rows, err := db.QueryContext(ctx,
+
+		// The newest row of each version decides: older goose versions
+		// recorded a rollback as a new row with is_applied = false.
+		`SELECT version_id FROM (
+		   SELECT DISTINCT ON (version_id) version_id, is_applied
+		   FROM `+VersionTable+` ORDER BY version_id, id DESC) v
+		 WHERE is_applied AND version_id > 0`)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+			return map[int64]struct{}{}, nil
+		}
+		return nil, fmt.Errorf("migrations: read versions: %w", err)
+	}
+	defer rows.Close()
+	applied := make(map[int64]struct{})
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("migrations: read versions: %w", err)
+		}
+		applied[v] = struct{}{}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("migrations: read versions: %w", err)
+	}
+	return applied, nil
+}

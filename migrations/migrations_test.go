@@ -1,0 +1,148 @@
+package migrations_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/ingestd/ingestd/migrations"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+)
+
+var fileName = regexp.MustCompile(`^(\d{5})_[a-z0-9_]+\.sql$`)
+
+// TestFilesContiguousAndPaired checks the files without a database: versions
+// 1..n with no gap or repeat, each with an Up and a Down section that both
+// hold a statement.
+func TestFilesContiguousAndPaired(t *testing.T) {
+	entries, err := fs.ReadDir(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("no migrations embedded")
+	}
+	for i, e := range entries {
+		m := fileName.FindStringSubmatch(e.Name())
+		if m == nil {
+			t.Fatalf("%s: want NNNNN_name.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		if v != i+1 {
+			t.Fatalf("%s: version %d, want %d (versions must be contiguous from 1)", e.Name(), v, i+1)
+		}
+		b, err := migrations.FS.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sections := map[string]int{} // section -> statement lines
+		section := ""
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			switch {
+			case line == "-- +goose Up":
+				section = "up"
+				sections[section] += 0
+			case line == "-- +goose Down":
+				section = "down"
+				sections[section] += 0
+			case line == "" || strings.HasPrefix(line, "--"):
+			case section != "":
+				sections[section]++
+			}
+		}
+		for _, s := range []string{"up", "down"} {
+			if n, ok := sections[s]; !ok || n == 0 {
+				t.Errorf("%s: %s section missing or empty", e.Name(), s)
+			}
+		}
+	}
+	vs, err := migrations.Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != len(entries) {
+		t.Fatalf("goose sees %d versions, files are %d", len(vs), len(entries))
+	}
+}
+
+// TestUpDownUp runs every Down and every Up again on a real database, so a
+// Down that does not undo its Up fails here rather than in an operator's
+// rollback.
+func TestUpDownUp(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+
+	st, err := migrations.Status(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, _ := migrations.Versions()
+	if !st.UpToDate() || st.Current != vs[len(vs)-1] || st.Latest != st.Current {
+		t.Fatalf("fresh database: status %+v, want all of %v applied", st, vs)
+	}
+
+	if err := migrations.DownTo(ctx, db, 0); err != nil {
+		t.Fatal(err)
+	}
+	st, err = migrations.Status(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Current != 0 || len(st.Pending) != len(vs) {
+		t.Fatalf("after down: status %+v, want nothing applied", st)
+	}
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm') AND c.relname <> $1
+		AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')`,
+		migrations.VersionTable).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("after down: %d tables or views left", tables)
+	}
+	if pending, err := migrations.Pending(ctx, db); err != nil || !pending {
+		t.Fatalf("Pending = %v, %v; want true", pending, err)
+	}
+
+	applied, err := migrations.Up(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(applied) != fmt.Sprint(vs) {
+		t.Fatalf("Up applied %v, want %v", applied, vs)
+	}
+	if pending, err := migrations.Pending(ctx, db); err != nil || pending {
+		t.Fatalf("Pending = %v, %v; want false", pending, err)
+	}
+}
+
+// TestStatusWithoutVersionTable is what /readyz sees on a database nobody
+// migrated: everything pending, no error, nothing created.
+func TestStatusWithoutVersionTable(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(ctx, "DROP TABLE "+migrations.VersionTable); err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	st, err := migrations.Status(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Current != 0 || st.UpToDate() {
+		t.Fatalf("status %+v, want nothing applied", st)
+	}
+}
