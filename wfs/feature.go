@@ -2,6 +2,7 @@ package wfs
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/twpayne/go-geom"
 )
@@ -45,4 +46,12 @@ type Layer struct {
 	IDProperty string
 	// SortBy is sent as WFS sortBy so that paging sees a stable order; "" sends none.
 	SortBy string
+	// RequestTimeout bounds one attempt of one page request, from dialing to
+	// the last byte of the body; 0 means the Client's default (60s).
+	RequestTimeout time.Duration
+	// SRID is the SRID given to geometries when the body declares no CRS
+	// before its features; 0 means 4326 (RFC 7946). Set it for servers that
+	// answer in a projected CRS and write the legacy "crs" member after the
+	// features (GeoServer does), which a streaming decoder cannot wait for.
+	SRID int
 }

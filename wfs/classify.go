@@ -1,0 +1,323 @@
+package wfs
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+)
+
+// bodyKind is what the first bytes of a body say it is.
+type bodyKind int
+
+const (
+	kindUnknown   bodyKind = iota
+	kindEmpty              // nothing but whitespace
+	kindJSON               // '{' or '['
+	kindHTML               // <!DOCTYPE html, <html, or an XHTML root
+	kindException          // ows:ExceptionReport, ServiceExceptionReport
+	kindXML                // any other XML root: features (GML), to be decoded
+)
+
+func (k bodyKind) String() string {
+	switch k {
+	case kindEmpty:
+		return "empty"
+	case kindJSON:
+		return "json"
+	case kindHTML:
+		return "html"
+	case kindException:
+		return "exception report"
+	case kindXML:
+		return "xml"
+	}
+	return "unknown"
+}
+
+// sniffLen is how much of a body is looked at before trusting it. XML roots
+// may follow a prolog, comments and a stylesheet instruction, hence not 512.
+const sniffLen = 4096
+
+// maxExceptionBytes bounds how much of an exception report or error body is
+// read: reports are small, and the rest is of no use in an error message.
+const maxExceptionBytes = 1 << 20
+
+// sniff tells what a body is from its first bytes, skipping a UTF-8 BOM and
+// whitespace. It reads nothing: br still yields the whole body.
+func sniff(br *bufio.Reader) (bodyKind, string) {
+	p, err := br.Peek(sniffLen)
+	atEOF := err != nil
+	p = bytes.TrimPrefix(p, []byte("\xef\xbb\xbf"))
+	p = bytes.TrimLeft(p, " \t\r\n")
+	if len(p) == 0 {
+		if atEOF {
+			return kindEmpty, ""
+		}
+		return kindUnknown, ""
+	}
+	switch p[0] {
+	case '{', '[':
+		return kindJSON, ""
+	case '<':
+	default:
+		return kindUnknown, ""
+	}
+	head := bytes.ToLower(p[:min(len(p), 64)])
+	if bytes.HasPrefix(head, []byte("<!doctype html")) || bytes.HasPrefix(head, []byte("<html")) {
+		return kindHTML, ""
+	}
+	// The root element decides; the xml decoder skips the prolog, comments
+	// and doctype for us. Strict off: a truncated peek or HTML-ish markup
+	// must not stop us from seeing the root's name.
+	d := xml.NewDecoder(bytes.NewReader(p))
+	d.Strict = false
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return kindUnknown, ""
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(se.Name.Local) {
+		case "html":
+			return kindHTML, ""
+		case "exceptionreport", "serviceexceptionreport":
+			return kindException, ""
+		}
+		return kindXML, se.Name.Local
+	}
+}
+
+// Exception codes whose report means "our request is wrong": retrying will
+// not help and the origin is healthy. Every other code, an empty one and a
+// code we do not know mean "the server failed", because a server whose
+// database is down answers NoApplicableCode, and an unknown code is more
+// likely a vendor's server fault than a fault of the fixed requests we send.
+//
+// CannotLockAllFeatures counts as server-side: we never ask for locks, so it
+// can only be server state (another client's lock), which a retry may outlive.
+// ResponseCacheExpired (WFS 2.0 paging via stored results) is transient too.
+func clientSideCode(code string) bool {
+	switch code {
+	case "InvalidParameterValue", "MissingParameterValue", "OperationNotSupported",
+		"OptionNotSupported", "VersionNegotiationFailed", "InvalidFormat", "InvalidCRS",
+		"InvalidSRS", "OperationParsingFailed", "LayerNotDefined", "InvalidUpdateSequence",
+		"DuplicateStoredQueryIdValue", "DuplicateStoredQueryParameterName":
+		return true
+	}
+	return false
+}
+
+type xmlException struct {
+	Code     string   `xml:"exceptionCode,attr"`
+	Code10   string   `xml:"code,attr"`
+	Locator  string   `xml:"locator,attr"`
+	Texts    []string `xml:"ExceptionText"`
+	CharData string   `xml:",chardata"`
+}
+
+type xmlExceptionReport struct {
+	Exceptions        []xmlException `xml:"Exception"`
+	ServiceExceptions []xmlException `xml:"ServiceException"`
+}
+
+// parseExceptionReport reads an exception report. The report counts as
+// client-side only if every exception in it has a client-side code.
+func parseExceptionReport(r io.Reader, status int, redacted string) (*ExceptionReportError, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxExceptionBytes))
+	if err != nil {
+		return nil, err
+	}
+	var rep xmlExceptionReport
+	if err := xml.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("malformed exception report: %w", err)
+	}
+	all := append(rep.Exceptions, rep.ServiceExceptions...)
+	e := &ExceptionReportError{Status: status, URL: redacted, ServerSide: true}
+	if len(all) == 0 {
+		return e, nil
+	}
+	first := all[0]
+	e.Code = first.Code
+	if e.Code == "" {
+		e.Code = first.Code10
+	}
+	e.Locator = first.Locator
+	texts := first.Texts
+	if len(texts) == 0 {
+		texts = []string{first.CharData}
+	}
+	for i := range texts {
+		texts[i] = strings.Join(strings.Fields(texts[i]), " ")
+	}
+	e.Text = truncate(strings.Join(texts, "; "), 2000)
+	e.ServerSide = false
+	for _, x := range all {
+		code := x.Code
+		if code == "" {
+			code = x.Code10
+		}
+		if !clientSideCode(code) {
+			e.ServerSide = true
+		}
+	}
+	return e, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// htmlTitle digs the <title> out of an error page so the error says which
+// failure it was ("502 Bad Gateway", "HTTP Status 500 – Internal Server Error").
+func htmlTitle(br *bufio.Reader) string {
+	p, _ := br.Peek(sniffLen)
+	lower := bytes.ToLower(p)
+	i := bytes.Index(lower, []byte("<title"))
+	if i < 0 {
+		return ""
+	}
+	j := bytes.IndexByte(lower[i:], '>')
+	if j < 0 {
+		return ""
+	}
+	start := i + j + 1
+	end := bytes.Index(lower[start:], []byte("</title"))
+	if end < 0 {
+		return ""
+	}
+	return truncate(strings.Join(strings.Fields(string(p[start:start+end])), " "), 200)
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP-date.
+// A date in the past, a negative or an unreadable value mean "none given".
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		if s > int64(7*24*time.Hour/time.Second) { // keep the Duration from overflowing
+			s = int64(7 * 24 * time.Hour / time.Second)
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d.Round(time.Second)
+		}
+	}
+	return 0
+}
+
+// ClassifyResponse decides, before anyone trusts the body, what a response
+// means to the origin's breaker. It reads at most the first bytes of the
+// body through br, plus the whole of an exception report. The rule, in order:
+//
+//	status   body (sniffed after a BOM and whitespace)        outcome     error
+//	429      any                                              Throttled   *HTTPStatusError, RetryAfter from the header (seconds or HTTP-date)
+//	any      OGC exception report, server-side code           Failure     *ExceptionReportError
+//	         (NoApplicableCode, OperationProcessingFailed,
+//	         CannotLockAllFeatures, none, unknown)
+//	any      OGC exception report, client-side code           Success     *ExceptionReportError
+//	         (InvalidParameterValue, MissingParameterValue,
+//	         OperationNotSupported, OptionNotSupported,
+//	         VersionNegotiationFailed, InvalidFormat, InvalidCRS,
+//	         InvalidSRS, OperationParsingFailed, …)
+//	5xx      anything else                                    Failure     *HTTPStatusError
+//	other    anything else (4xx, unfollowed 3xx, 1xx)         Success     *HTTPStatusError
+//	2xx      HTML page                                        Failure     *BodyError wrapping ErrHTMLBody
+//	2xx      empty                                            Failure     *BodyError wrapping ErrEmptyBody
+//	2xx      neither JSON nor XML                             Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      XML other than an exception report (GML)         Success     *BodyError wrapping ErrGMLNotSupported
+//	2xx      JSON                                             (decode)    nil: the caller streams the body
+//
+// An exception report is judged by its code whatever the status, because
+// servers answer the same fault with 200 (WFS 1.x), 400 (WFS 2.0) or 500, and
+// a server whose database is down may answer 400 with NoApplicableCode. A
+// report with several exceptions is client-side only if all of them are. An
+// exception report that does not parse is a Failure. GML is Success: the
+// server answered; our configuration asked for (or got) a format we cannot
+// decode yet, which retrying will not change.
+//
+// When the result is nil the response is JSON data and kind says so. The
+// caller (Client.Fetch) turns transport errors and errors while streaming the
+// body into Failure, and the caller's cancellation into Ignored.
+func ClassifyResponse(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) *breaker.Result {
+	_, res := classify(resp, br, redacted, now)
+	return res
+}
+
+func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) (bodyKind, *breaker.Result) {
+	status := resp.StatusCode
+	if status == http.StatusTooManyRequests {
+		ra := parseRetryAfter(resp.Header.Get("Retry-After"), now)
+		return kindUnknown, &breaker.Result{
+			Outcome:    breaker.Throttled,
+			Err:        &HTTPStatusError{Status: status, URL: redacted, RetryAfter: ra},
+			RetryAfter: ra,
+		}
+	}
+	kind, root := sniff(br)
+	if kind == kindException {
+		rep, err := parseExceptionReport(br, status, redacted)
+		if err != nil {
+			return kind, &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{URL: redacted, Err: err}}
+		}
+		out := breaker.Success
+		if rep.ServerSide {
+			out = breaker.Failure
+		}
+		return kind, &breaker.Result{Outcome: out, Err: rep}
+	}
+	if status < 200 || status > 299 {
+		out := breaker.Success
+		if status >= 500 {
+			out = breaker.Failure
+		}
+		return kind, &breaker.Result{Outcome: out, Err: &HTTPStatusError{Status: status, URL: redacted}}
+	}
+	fail := func(err error) (bodyKind, *breaker.Result) {
+		return kind, &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{URL: redacted, Err: err}}
+	}
+	switch kind {
+	case kindJSON:
+		return kind, nil
+	case kindHTML:
+		if t := htmlTitle(br); t != "" {
+			return fail(fmt.Errorf("%w (title %q)", ErrHTMLBody, t))
+		}
+		return fail(ErrHTMLBody)
+	case kindEmpty:
+		return fail(ErrEmptyBody)
+	case kindXML:
+		// Where a GML decoder plugs in: sniff said XML features, root says
+		// which flavour (wfs:FeatureCollection, gml:FeatureCollection).
+		return kind, &breaker.Result{Outcome: breaker.Success, Err: &BodyError{
+			URL: redacted, Err: fmt.Errorf("%w (root element %s; ask for outputFormat application/json)", ErrGMLNotSupported, root)}}
+	}
+	return fail(ErrUnrecognizedBody)
+}
+
+// errIsBody reports whether err came from reading or decoding a body.
+func errIsBody(err error) bool {
+	var be *BodyError
+	return errors.As(err, &be)
+}

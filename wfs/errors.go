@@ -1,0 +1,138 @@
+package wfs
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Callers test for them with errors.Is; the typed errors
+// below wrap them and add the (redacted) URL.
+var (
+	// ErrResponseTooLarge means a body exceeded the Client's size limit. The
+	// limit applies to the decompressed bytes, so a gzip bomb stops there too.
+	ErrResponseTooLarge = errors.New("wfs: response body too large")
+	// ErrHTMLBody means the server answered with an HTML page (a proxy or
+	// servlet error page) where data was expected.
+	ErrHTMLBody = errors.New("wfs: HTML page instead of data")
+	// ErrEmptyBody means a successful status came with no body at all, which
+	// is never a valid empty page (that is an empty FeatureCollection).
+	ErrEmptyBody = errors.New("wfs: empty response body")
+	// ErrUnrecognizedBody means the body is neither JSON, an OGC exception
+	// report, XML features nor HTML.
+	ErrUnrecognizedBody = errors.New("wfs: unrecognized response body")
+	// ErrGMLNotSupported means the server sent XML features (GML). Only
+	// GeoJSON output is decoded so far; configure outputFormat application/json.
+	ErrGMLNotSupported = errors.New("wfs: GML output not supported yet")
+	// ErrStartIndexIgnored means a page beyond the first began with the same
+	// feature as the page before it: the server ignores startIndex, and paging
+	// would stage the same features again and again.
+	ErrStartIndexIgnored = errors.New("wfs: server ignores startIndex")
+	// ErrInvalidLayer means a Layer cannot be turned into a request.
+	ErrInvalidLayer = errors.New("wfs: invalid layer")
+)
+
+// HTTPStatusError is a response whose status is not 2xx and whose body is not
+// an OGC exception report.
+type HTTPStatusError struct {
+	Status int
+	// URL is the request URL with credentials redacted.
+	URL string
+	// RetryAfter is the parsed Retry-After header of a 429 (0: none given).
+	RetryAfter time.Duration
+}
+
+func (e *HTTPStatusError) Error() string {
+	msg := fmt.Sprintf("wfs: GET %s: HTTP %d %s", e.URL, e.Status, http.StatusText(e.Status))
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	return msg
+}
+
+// ExceptionReportError is an OGC exception report (ows:ExceptionReport of
+// WFS 1.1/2.0, or ServiceExceptionReport of WFS 1.0 and MapServer), whatever
+// the HTTP status it came with. Code, Locator and Text are those of the first
+// exception of the report.
+type ExceptionReportError struct {
+	Status  int
+	URL     string // redacted
+	Code    string // exceptionCode ("" when the server gave none)
+	Locator string
+	Text    string
+	// ServerSide is the verdict of the classification rule: true when the
+	// code says the server failed, false when it says our request is wrong.
+	ServerSide bool
+}
+
+func (e *ExceptionReportError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "wfs: GET %s: HTTP %d: OGC exception", e.URL, e.Status)
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
+	}
+	if e.Locator != "" {
+		fmt.Fprintf(&b, " (locator %s)", e.Locator)
+	}
+	if e.Text != "" {
+		b.WriteString(": " + e.Text)
+	}
+	return b.String()
+}
+
+// BodyError is a body that could not be read or trusted: cut short, malformed,
+// too large, an HTML page. The breaker counts it as a failure of the origin.
+// Handlers passed to Client.Fetch must wrap the errors of the FeatureReader
+// with %w so that Fetch can tell them from their own (database) errors.
+type BodyError struct {
+	URL  string // redacted
+	Page int
+	Err  error
+}
+
+func (e *BodyError) Error() string {
+	return fmt.Sprintf("wfs: body of page %d from %s: %v", e.Page, e.URL, e.Err)
+}
+
+func (e *BodyError) Unwrap() error { return e.Err }
+
+// TransportError is a request that got no response: DNS, dial, TLS, reset
+// before the headers, the attempt's timeout. It replaces net/http's *url.Error,
+// whose message would carry the URL's credentials.
+type TransportError struct {
+	URL string // redacted
+	Err error
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("wfs: GET %s: %v", e.URL, e.Err)
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// DecodeError is a malformed GeoJSON document. Index is the 0-based index of
+// the feature being read, or -1 when the fault is in the document around the
+// features.
+type DecodeError struct {
+	Index int
+	Msg   string
+	Err   error
+}
+
+func (e *DecodeError) Error() string {
+	where := "document"
+	if e.Index >= 0 {
+		where = fmt.Sprintf("feature %d", e.Index)
+	}
+	switch {
+	case e.Msg != "" && e.Err != nil:
+		return fmt.Sprintf("wfs: geojson: %s: %s: %v", where, e.Msg, e.Err)
+	case e.Err != nil:
+		return fmt.Sprintf("wfs: geojson: %s: %v", where, e.Err)
+	}
+	return fmt.Sprintf("wfs: geojson: %s: %s", where, e.Msg)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }

@@ -1,0 +1,651 @@
+package wfs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/geojson"
+)
+
+// ReaderOption configures a GeoJSONReader.
+type ReaderOption func(*readerConfig)
+
+type readerConfig struct {
+	idProperty string
+	srid       int
+}
+
+// WithIDProperty makes the feature ID the value of the named property instead
+// of the GeoJSON "id" member.
+func WithIDProperty(name string) ReaderOption {
+	return func(c *readerConfig) { c.idProperty = name }
+}
+
+// WithSRID sets the SRID of geometries when the document declares no CRS
+// before its features (default 4326, as RFC 7946 says).
+func WithSRID(srid int) ReaderOption {
+	return func(c *readerConfig) {
+		if srid > 0 {
+			c.srid = srid
+		}
+	}
+}
+
+type readerState int
+
+const (
+	stateStart    readerState = iota
+	stateMembers              // inside the top-level object, between members
+	stateFeatures             // inside the "features" array
+	stateLone                 // the document was a lone Feature, not yet returned
+	stateDone
+)
+
+// rawFeature is one feature as the decoder sees it: geometry, properties and
+// id stay raw, so no map is built per feature.
+type rawFeature struct {
+	Type       string          `json:"type"`
+	ID         json.RawMessage `json:"id"`
+	Geometry   json.RawMessage `json:"geometry"`
+	Properties json.RawMessage `json:"properties"`
+}
+
+// GeoJSONReader streams the features of a GeoJSON FeatureCollection (or of a
+// lone Feature) token by token, holding one feature in memory at a time.
+// Top-level members may come in any order; a "crs" member (the legacy 2008
+// form) sets the SRID of the geometries that follow it. A body cut short is
+// an error, never a short page.
+type GeoJSONReader struct {
+	dec   *json.Decoder
+	cfg   readerConfig
+	state readerState
+	err   error // sticky: once set, Next returns it forever
+	index int   // index of the next feature
+
+	raw     rawFeature
+	feature Feature
+
+	srid        int
+	crsSeen     bool
+	topType     string
+	sawFeatures bool
+	lone        rawFeature
+
+	numberMatched  int
+	numberReturned int
+	matchedStd     bool // numberMatched itself was seen, not totalFeatures
+}
+
+// NewGeoJSONReader returns a reader of the GeoJSON document r.
+func NewGeoJSONReader(r io.Reader, opts ...ReaderOption) *GeoJSONReader {
+	cfg := readerConfig{srid: 4326}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	dec := json.NewDecoder(r)
+	return &GeoJSONReader{
+		dec:            dec,
+		cfg:            cfg,
+		srid:           cfg.srid,
+		numberMatched:  -1,
+		numberReturned: -1,
+	}
+}
+
+// NumberMatched is the document's numberMatched (or, failing that, GeoServer's
+// totalFeatures): the size of the whole result set across pages. It is -1
+// while unknown; members after the features are known only once Next has
+// returned io.EOF.
+func (r *GeoJSONReader) NumberMatched() int { return r.numberMatched }
+
+// NumberReturned is the document's numberReturned, -1 while unknown.
+func (r *GeoJSONReader) NumberReturned() int { return r.numberReturned }
+
+// SRID is the SRID the reader gives geometries at this point of the document.
+func (r *GeoJSONReader) SRID() int { return r.srid }
+
+// Next returns the next feature, io.EOF after the last one, or an error that
+// names the feature index and what was wrong. The returned *Feature is the
+// same value at every call and is overwritten by the next call; its Geometry
+// and Properties are fresh at each call, so a shallow copy (f2 := *f) keeps a
+// feature. After an error, Next returns the same error and no feature.
+func (r *GeoJSONReader) Next() (*Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	f, err := r.next()
+	if err != nil {
+		if err != io.EOF {
+			r.err = err
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func (r *GeoJSONReader) fail(index int, msg string, err error) error {
+	if errors.Is(err, io.EOF) {
+		// Inside the document, the end of input is never the end of the page.
+		err = io.ErrUnexpectedEOF
+	}
+	return &DecodeError{Index: index, Msg: msg, Err: err}
+}
+
+func (r *GeoJSONReader) next() (*Feature, error) {
+	for {
+		switch r.state {
+		case stateDone:
+			return nil, io.EOF
+		case stateStart:
+			tok, err := r.dec.Token()
+			if err == io.EOF {
+				return nil, &DecodeError{Index: -1, Msg: "empty document", Err: io.ErrUnexpectedEOF}
+			}
+			if err != nil {
+				return nil, r.fail(-1, "", err)
+			}
+			if d, ok := tok.(json.Delim); !ok || d != '{' {
+				return nil, r.fail(-1, fmt.Sprintf("document is not a JSON object (starts with %v)", tok), nil)
+			}
+			r.state = stateMembers
+		case stateFeatures:
+			if r.dec.More() {
+				return r.decodeFeature()
+			}
+			tok, err := r.dec.Token()
+			if err != nil {
+				return nil, r.fail(r.index, "", err)
+			}
+			if d, ok := tok.(json.Delim); !ok || d != ']' {
+				return nil, r.fail(r.index, fmt.Sprintf("unexpected %v in features", tok), nil)
+			}
+			r.state = stateMembers
+		case stateLone:
+			r.state = stateDone
+			r.raw = r.lone
+			r.raw.Type = "Feature"
+			return r.buildFeature()
+		case stateMembers:
+			if err := r.member(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// member reads one top-level member, or the end of the document.
+func (r *GeoJSONReader) member() error {
+	if !r.dec.More() {
+		tok, err := r.dec.Token()
+		if err != nil {
+			return r.fail(-1, "", err)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '}' {
+			return r.fail(-1, fmt.Sprintf("unexpected %v", tok), nil)
+		}
+		// Only whitespace may follow: a second document would be a server
+		// concatenating responses, not something to half-read.
+		if tok, err := r.dec.Token(); err != io.EOF {
+			if err != nil {
+				return r.fail(-1, "after the document", err)
+			}
+			return r.fail(-1, fmt.Sprintf("data after the document (%v)", tok), nil)
+		}
+		return r.finish()
+	}
+	tok, err := r.dec.Token()
+	if err != nil {
+		return r.fail(-1, "", err)
+	}
+	key, ok := tok.(string)
+	if !ok {
+		return r.fail(-1, fmt.Sprintf("unexpected %v", tok), nil)
+	}
+	switch key {
+	case "type":
+		if err := r.dec.Decode(&r.topType); err != nil {
+			return r.fail(-1, `member "type"`, err)
+		}
+	case "features":
+		if r.sawFeatures {
+			return r.fail(-1, `second "features" member`, nil)
+		}
+		r.sawFeatures = true
+		tok, err := r.dec.Token()
+		if err != nil {
+			return r.fail(-1, `member "features"`, err)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '[' {
+			return r.fail(-1, fmt.Sprintf(`member "features" is %v, not an array`, tok), nil)
+		}
+		r.state = stateFeatures
+	case "numberMatched", "totalFeatures":
+		n, err := r.count(key)
+		if err != nil {
+			return err
+		}
+		// numberMatched is the standard; GeoServer's totalFeatures (WFS 1.x)
+		// only stands in for it.
+		if key == "numberMatched" {
+			r.numberMatched, r.matchedStd = n, true
+		} else if !r.matchedStd {
+			r.numberMatched = n
+		}
+	case "numberReturned":
+		n, err := r.count(key)
+		if err != nil {
+			return err
+		}
+		r.numberReturned = n
+	case "crs":
+		return r.crsMember()
+	case "id":
+		if err := r.dec.Decode(&r.lone.ID); err != nil {
+			return r.fail(-1, `member "id"`, err)
+		}
+	case "geometry":
+		if err := r.dec.Decode(&r.lone.Geometry); err != nil {
+			return r.fail(-1, `member "geometry"`, err)
+		}
+	case "properties":
+		if err := r.dec.Decode(&r.lone.Properties); err != nil {
+			return r.fail(-1, `member "properties"`, err)
+		}
+	default:
+		// bbox, timeStamp, links, name…: skipped token by token, so an
+		// unknown large member costs no buffer.
+		if err := skipValue(r.dec); err != nil {
+			return r.fail(-1, fmt.Sprintf("member %q", key), err)
+		}
+	}
+	return nil
+}
+
+// finish checks the document once its closing brace is read.
+func (r *GeoJSONReader) finish() error {
+	switch {
+	case r.sawFeatures && (r.topType == "FeatureCollection" || r.topType == ""):
+		r.state = stateDone
+	case r.topType == "Feature" && !r.sawFeatures:
+		r.state = stateLone
+	case r.topType == "FeatureCollection":
+		return r.fail(-1, `FeatureCollection without a "features" member`, nil)
+	case r.topType == "":
+		return r.fail(-1, `neither a FeatureCollection nor a Feature (no "type", no "features")`, nil)
+	default:
+		return r.fail(-1, fmt.Sprintf("type %q is not a FeatureCollection or a Feature", r.topType), nil)
+	}
+	return nil
+}
+
+// count reads numberMatched and friends: a number, or "unknown" (-1).
+func (r *GeoJSONReader) count(key string) (int, error) {
+	var num json.RawMessage
+	if err := r.dec.Decode(&num); err != nil {
+		return -1, r.fail(-1, fmt.Sprintf("member %q", key), err)
+	}
+	if c := firstByte(num); c == '"' || c == 'n' {
+		return -1, nil // "unknown", null
+	}
+	n, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt32 {
+		return -1, r.fail(-1, fmt.Sprintf("member %q is %s, not a count", key, num), nil)
+	}
+	return int(n), nil
+}
+
+func (r *GeoJSONReader) crsMember() error {
+	var crs *geojson.CRS
+	if err := r.dec.Decode(&crs); err != nil {
+		return r.fail(-1, `member "crs"`, err)
+	}
+	if crs == nil {
+		return nil // crs: null is "unknown"; keep the default
+	}
+	srid, err := sridOfCRS(crs)
+	if err != nil {
+		return r.fail(-1, `member "crs"`, err)
+	}
+	if r.index > 0 && srid != r.srid {
+		// The features already handed out carry r.srid; silently mixing two
+		// CRSs in one page would corrupt the mirror.
+		return r.fail(-1, fmt.Sprintf("crs EPSG:%d comes after %d features that were read as SRID %d; configure the layer's SRID", srid, r.index, r.srid), nil)
+	}
+	r.srid = srid
+	r.crsSeen = true
+	return nil
+}
+
+// sridOfCRS understands the legacy GeoJSON crs member: named CRSs
+// (EPSG:n, urn:ogc:def:crs:EPSG::n, http://www.opengis.net/def/crs/EPSG/0/n,
+// the CRS84 spellings) and the older {"type":"EPSG","properties":{"code":n}}.
+func sridOfCRS(crs *geojson.CRS) (int, error) {
+	switch strings.ToLower(crs.Type) {
+	case "name":
+		name, _ := crs.Properties["name"].(string)
+		return sridOfName(name)
+	case "epsg":
+		switch c := crs.Properties["code"].(type) {
+		case float64:
+			if c > 0 && c < math.MaxInt32 && c == math.Trunc(c) {
+				return int(c), nil
+			}
+		case string:
+			return sridOfName("EPSG:" + c)
+		}
+		return 0, fmt.Errorf("EPSG crs without a usable code: %v", crs.Properties["code"])
+	}
+	return 0, fmt.Errorf("unsupported crs type %q", crs.Type)
+}
+
+func sridOfName(name string) (int, error) {
+	n := strings.TrimSpace(name)
+	l := strings.ToLower(n)
+	if strings.HasSuffix(l, "crs84") {
+		return 4326, nil
+	}
+	var code string
+	switch {
+	case strings.HasPrefix(l, "epsg:"):
+		code = n[len("epsg:"):]
+	case strings.HasPrefix(l, "urn:ogc:def:crs:epsg:"), strings.HasPrefix(l, "urn:x-ogc:def:crs:epsg:"):
+		// urn:ogc:def:crs:EPSG:[version]:code
+		code = n[strings.LastIndexByte(n, ':')+1:]
+	case strings.Contains(l, "opengis.net/def/crs/epsg/"):
+		code = n[strings.LastIndexByte(n, '/')+1:]
+	case strings.Contains(l, "opengis.net/gml/srs/epsg.xml#"):
+		code = n[strings.LastIndexByte(n, '#')+1:]
+	default:
+		return 0, fmt.Errorf("unsupported crs name %q", name)
+	}
+	srid, err := strconv.Atoi(code)
+	if err != nil || srid <= 0 {
+		return 0, fmt.Errorf("unsupported crs name %q", name)
+	}
+	return srid, nil
+}
+
+func (r *GeoJSONReader) decodeFeature() (*Feature, error) {
+	// Reset what Decode would otherwise leave over from the previous feature.
+	// Properties starts nil so each feature gets its own bytes (callers may
+	// keep them); ID and Geometry reuse their buffers, being consumed here.
+	r.raw.Type = ""
+	r.raw.ID = r.raw.ID[:0]
+	r.raw.Geometry = r.raw.Geometry[:0]
+	r.raw.Properties = nil
+	if err := r.dec.Decode(&r.raw); err != nil {
+		return nil, r.fail(r.index, "", err)
+	}
+	return r.buildFeature()
+}
+
+func (r *GeoJSONReader) buildFeature() (*Feature, error) {
+	if r.raw.Type != "Feature" {
+		return nil, r.fail(r.index, fmt.Sprintf("type is %q, want \"Feature\"", r.raw.Type), nil)
+	}
+	g, err := r.geometry(r.raw.Geometry)
+	if err != nil {
+		return nil, r.fail(r.index, "geometry", err)
+	}
+	props := r.raw.Properties
+	if isNull(props) {
+		props = nil
+	} else if t := firstByte(props); t != '{' {
+		return nil, r.fail(r.index, "properties is not an object", nil)
+	}
+	var id string
+	if r.cfg.idProperty != "" {
+		v, found, err := findMember(props, r.cfg.idProperty)
+		if err != nil {
+			return nil, r.fail(r.index, "properties", err)
+		}
+		if found {
+			if id, err = renderID(v); err != nil {
+				return nil, r.fail(r.index, fmt.Sprintf("id property %q", r.cfg.idProperty), err)
+			}
+		}
+	} else if id, err = renderID(r.raw.ID); err != nil {
+		return nil, r.fail(r.index, "id", err)
+	}
+	r.feature = Feature{ID: id, Geometry: g, Properties: props}
+	r.index++
+	return &r.feature, nil
+}
+
+func (r *GeoJSONReader) geometry(raw json.RawMessage) (geom.T, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var gg geojson.Geometry
+	if err := json.Unmarshal(raw, &gg); err != nil {
+		return nil, err
+	}
+	srid := r.srid
+	if gg.CRS != nil { // a per-geometry crs (GeoJSON 2008) overrides the document's
+		s, err := sridOfCRS(gg.CRS)
+		if err != nil {
+			return nil, err
+		}
+		srid = s
+	}
+	g, err := gg.Decode()
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, nil
+	}
+	return geom.SetSRID(g, srid)
+}
+
+func isNull(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || string(b) == "null"
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// skipValue consumes one JSON value from dec without keeping it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+			default:
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// renderID turns a raw JSON id into the string form a feature ID takes:
+// strings as they are, numbers canonically (42, 42.0 and 4.2e1 are all "42";
+// integers of any size keep their digits), null or absent as "".
+func renderID(raw []byte) (string, error) {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return "", nil
+	}
+	switch c := b[0]; {
+	case c == '"':
+		if bytes.IndexByte(b, '\\') < 0 && len(b) >= 2 && b[len(b)-1] == '"' {
+			return string(b[1 : len(b)-1]), nil
+		}
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return "", err
+		}
+		return s, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		return canonicalNumber(string(b))
+	}
+	return "", fmt.Errorf("is %s, want a string or a number", truncate(string(b), 40))
+}
+
+func canonicalNumber(s string) (string, error) {
+	plainInt := len(s) > 0
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9') && !(i == 0 && s[i] == '-' && len(s) > 1) {
+			plainInt = false
+			break
+		}
+	}
+	if plainInt {
+		if s == "-0" {
+			return "0", nil
+		}
+		return s, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", fmt.Errorf("number %s out of range", truncate(s, 40))
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+		return strconv.FormatInt(int64(f), 10), nil
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64), nil
+}
+
+// findMember returns the raw value of member name of the JSON object obj, or
+// found=false. It scans bytes instead of building a map: only the ID is
+// wanted, once per feature. obj has been validated by encoding/json, but the
+// scan still checks its bounds so that it cannot panic.
+func findMember(obj []byte, name string) (value []byte, found bool, err error) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] == 'n' { // absent or null properties
+		return nil, false, nil
+	}
+	if obj[i] != '{' {
+		return nil, false, errors.New("not an object")
+	}
+	i++
+	for {
+		i = skipWS(obj, i)
+		if i >= len(obj) {
+			return nil, false, io.ErrUnexpectedEOF
+		}
+		switch obj[i] {
+		case '}':
+			return value, found, nil
+		case ',':
+			i++
+			continue
+		case '"':
+		default:
+			return nil, false, fmt.Errorf("unexpected %q in object", obj[i])
+		}
+		kstart := i
+		kend, escaped, err := scanString(obj, i)
+		if err != nil {
+			return nil, false, err
+		}
+		i = skipWS(obj, kend)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, false, errors.New("missing ':' after key")
+		}
+		i = skipWS(obj, i+1)
+		vstart := i
+		vend, err := scanValue(obj, i)
+		if err != nil {
+			return nil, false, err
+		}
+		i = vend
+		var match bool
+		if !escaped {
+			match = string(obj[kstart+1:kend-1]) == name
+		} else {
+			var k string
+			if json.Unmarshal(obj[kstart:kend], &k) == nil {
+				match = k == name
+			}
+		}
+		if match {
+			// Keep scanning: with duplicate keys the last one wins, as in
+			// encoding/json.
+			value, found = obj[vstart:vend], true
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index just past the string starting at b[i] == '"'.
+func scanString(b []byte, i int) (end int, escaped bool, err error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped, nil
+		}
+	}
+	return 0, false, io.ErrUnexpectedEOF
+}
+
+// scanValue returns the index just past the value starting at b[i].
+func scanValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, io.ErrUnexpectedEOF
+	}
+	switch b[i] {
+	case '"':
+		end, _, err := scanString(b, i)
+		return end, err
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _, err := scanString(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, io.ErrUnexpectedEOF
+	}
+	j := i
+	for j < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[j])) {
+		j++
+	}
+	if j == i {
+		return 0, fmt.Errorf("unexpected %q", b[i])
+	}
+	return j, nil
+}

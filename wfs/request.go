@@ -1,0 +1,215 @@
+package wfs
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Layer kinds.
+const (
+	KindWFS     = "wfs"
+	KindGeoJSON = "geojson"
+)
+
+// Defaults applied when a Layer leaves a field empty.
+const (
+	DefaultVersion      = "2.0.0"
+	DefaultOutputFormat = "application/json"
+)
+
+// Paged reports whether the layer is fetched in several requests.
+func (l Layer) Paged() bool {
+	return l.Kind == KindWFS && l.PageSize > 0
+}
+
+func (l Layer) version() string {
+	if l.Version == "" {
+		return DefaultVersion
+	}
+	return l.Version
+}
+
+// Validate reports why the layer cannot be requested, wrapping ErrInvalidLayer.
+func (l Layer) Validate() error {
+	u, err := url.Parse(l.URL)
+	if err != nil {
+		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(l.URL), redactErr(err, l.URL))
+	}
+	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
+		return fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, RedactURL(l.URL))
+	}
+	switch l.Kind {
+	case KindGeoJSON:
+		return nil
+	case KindWFS:
+	default:
+		return fmt.Errorf("%w: kind %q: want %q or %q", ErrInvalidLayer, l.Kind, KindWFS, KindGeoJSON)
+	}
+	if l.TypeName == "" {
+		return fmt.Errorf("%w: WFS layer without a type name", ErrInvalidLayer)
+	}
+	switch l.version() {
+	case "2.0.0", "1.1.0", "1.0.0":
+	default:
+		return fmt.Errorf("%w: WFS version %q: want 2.0.0, 1.1.0 or 1.0.0", ErrInvalidLayer, l.Version)
+	}
+	if l.PageSize < 0 {
+		return fmt.Errorf("%w: negative page size %d", ErrInvalidLayer, l.PageSize)
+	}
+	return nil
+}
+
+// RequestURL returns the URL of the request for the page of layer that starts
+// at feature startIndex (0-based).
+//
+// A GeoJSON layer is its URL as is (startIndex must be 0). A WFS layer gets a
+// GetFeature request: 2.0.0 sends typeNames/count, 1.1.0 and 1.0.0 send
+// typeName/maxFeatures; startIndex and the page size only when PageSize > 0.
+// Query parameters already in Layer.URL (an API token, a CQL filter, srsName)
+// are kept in their order and spelling, except those that name a parameter we
+// set, compared case-insensitively as OGC KVP keys are: ours win.
+func RequestURL(layer Layer, startIndex int) (*url.URL, error) {
+	if err := layer.Validate(); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(layer.URL) // Validate parsed it
+	if layer.Kind == KindGeoJSON {
+		if startIndex != 0 {
+			return nil, fmt.Errorf("%w: a GeoJSON layer has one page, asked for start index %d", ErrInvalidLayer, startIndex)
+		}
+		return u, nil
+	}
+	if startIndex < 0 {
+		return nil, fmt.Errorf("%w: negative start index %d", ErrInvalidLayer, startIndex)
+	}
+
+	version := layer.version()
+	format := layer.OutputFormat
+	if format == "" {
+		format = DefaultOutputFormat
+	}
+	type kv struct{ k, v string }
+	ours := []kv{{"service", "WFS"}, {"version", version}, {"request", "GetFeature"}}
+	if version == "2.0.0" {
+		ours = append(ours, kv{"typeNames", layer.TypeName})
+	} else {
+		ours = append(ours, kv{"typeName", layer.TypeName})
+	}
+	ours = append(ours, kv{"outputFormat", format})
+	if layer.SortBy != "" {
+		ours = append(ours, kv{"sortBy", layer.SortBy})
+	}
+	if layer.PageSize > 0 {
+		ours = append(ours, kv{"startIndex", strconv.Itoa(startIndex)})
+		if version == "2.0.0" {
+			ours = append(ours, kv{"count", strconv.Itoa(layer.PageSize)})
+		} else {
+			ours = append(ours, kv{"maxFeatures", strconv.Itoa(layer.PageSize)})
+		}
+	}
+
+	// Drop every spelling of the parameters we own, including the other
+	// version's names (typeName vs typeNames, count vs maxFeatures), so that
+	// a server never sees two answers to one question.
+	owned := func(key string) bool {
+		switch strings.ToLower(key) {
+		case "service", "version", "request", "typename", "typenames", "outputformat",
+			"sortby", "startindex", "count", "maxfeatures":
+			return true
+		}
+		return false
+	}
+	var parts []string
+	for seg := range strings.SplitSeq(u.RawQuery, "&") {
+		if seg == "" {
+			continue
+		}
+		key, _, _ := strings.Cut(seg, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if owned(key) {
+			continue
+		}
+		parts = append(parts, seg)
+	}
+	for _, p := range ours {
+		parts = append(parts, url.QueryEscape(p.k)+"="+url.QueryEscape(p.v))
+	}
+	u.RawQuery = strings.Join(parts, "&")
+	return u, nil
+}
+
+// redactMarker replaces secrets in URLs.
+const redactMarker = "REDACTED"
+
+// sensitiveParam reports whether a query parameter's value is a credential.
+// Matching is by name, case-insensitive, and deliberately broad: a redacted
+// harmless value costs nothing, a leaked token costs a rotation.
+func sensitiveParam(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "sig", "auth", "pwd", "pass", "jwt", "session", "sessionid", "credentials", "code":
+		return true
+	}
+	for _, s := range []string{"token", "secret", "passw", "apikey", "api_key", "api-key", "signature", "credential", "authorization"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	// key, apiKey, subscription-key, access_key, X-Amz-... keys.
+	return strings.HasSuffix(n, "key")
+}
+
+// RedactURL returns raw with the values of credential-like query parameters
+// (token, key, apikey, api_key, password, secret, access_token, signature,
+// sig, …) and any userinfo password replaced by "REDACTED". Everything else
+// keeps its spelling, so the result still identifies the request in logs,
+// errors and SQL. A string that does not parse as a URL has its query
+// redacted the same way, on a best-effort basis.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Still redact what looks like a query: log lines must never leak.
+		base, query, ok := strings.Cut(raw, "?")
+		if !ok {
+			if i := strings.LastIndex(base, "@"); i >= 0 && strings.Contains(base[:i], ":") {
+				return redactMarker + base[i:]
+			}
+			return raw
+		}
+		return RedactURL(base) + "?" + redactQuery(query)
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), redactMarker)
+		}
+	}
+	u.RawQuery = redactQuery(u.RawQuery)
+	return u.String()
+}
+
+func redactQuery(q string) string {
+	if q == "" {
+		return q
+	}
+	segs := strings.Split(q, "&")
+	for i, seg := range segs {
+		key, _, hasValue := strings.Cut(seg, "=")
+		name := key
+		if k, err := url.QueryUnescape(key); err == nil {
+			name = k
+		}
+		if hasValue && sensitiveParam(name) {
+			segs[i] = key + "=" + redactMarker
+		}
+	}
+	return strings.Join(segs, "&")
+}
+
+// redactErr keeps url.Parse's message without the credentials it quotes.
+func redactErr(err error, raw string) string {
+	return strings.ReplaceAll(err.Error(), raw, RedactURL(raw))
+}
