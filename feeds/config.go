@@ -752,6 +752,8 @@ func (p *parser) url(s scalar, field string, isWFS bool) bool {
 	case u.Scheme != "http" && u.Scheme != "https":
 		if u.Scheme == "" {
 			p.errorf(s.node, field, "bad url: no scheme; write an absolute http:// or https:// URL")
+		} else if s.expanded {
+			p.errorf(s.node, field, "bad url: scheme not supported after expanding environment variables; use http or https")
 		} else {
 			p.errorf(s.node, field, "bad url: scheme %q not supported; use http or https", u.Scheme)
 		}
@@ -837,10 +839,10 @@ func parseCron(spec string, loc *time.Location) (cron.Schedule, string) {
 		return nil, "time zone prefix not allowed here; set the jurisdiction's timezone instead"
 	}
 	if !strings.HasPrefix(spec, "@") {
-		// cron's own message ("expected exactly 5 fields, found 3: [...]") is
-		// close; this one also says what the five fields are.
+		// cron's own message ends with the fields it split; this one says what
+		// the five fields are instead.
 		if n := len(strings.Fields(spec)); n != 5 {
-			return nil, fmt.Sprintf("expected 5 fields (minute hour day-of-month month day-of-week), found %d", n)
+			return nil, fmt.Sprintf("expected exactly 5 fields, found %d (minute hour day-of-month month day-of-week)", n)
 		}
 	}
 	c, err := cron.ParseStandard(spec)
