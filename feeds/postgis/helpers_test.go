@@ -1,0 +1,136 @@
+package postgis_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twpayne/go-geom"
+
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/wfs"
+)
+
+// bundle is what most tests need: a store on a fresh database.
+type bundle struct {
+	ctx   context.Context
+	pool  *pgxpool.Pool
+	store *postgis.Store
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	return &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool)}
+}
+
+func feedInfo(name string) feeds.FeedInfo {
+	return feeds.FeedInfo{
+		Jurisdiction:     "wake",
+		Feed:             name,
+		Kind:             "wfs",
+		URL:              "https://gis.example.org/wfs?typeName=" + name,
+		Origin:           "https://gis.example.org:443",
+		ExpectedInterval: time.Hour,
+	}
+}
+
+// sliceReader yields features, then err (io.EOF when nil) — like a decoder,
+// it reuses the Feature it returns.
+type sliceReader struct {
+	features []wfs.Feature
+	err      error
+	cur      wfs.Feature
+}
+
+func (r *sliceReader) Next() (*wfs.Feature, error) {
+	if len(r.features) == 0 {
+		if r.err != nil {
+			return nil, r.err
+		}
+		return nil, io.EOF
+	}
+	r.cur, r.features = r.features[0], r.features[1:]
+	return &r.cur, nil
+}
+
+func reader(fs ...wfs.Feature) *sliceReader { return &sliceReader{features: fs} }
+
+func point(x, y float64, srid int) geom.T {
+	return geom.NewPointFlat(geom.XY, []float64{x, y}).SetSRID(srid)
+}
+
+func square(x, y, d float64) geom.T {
+	return geom.NewPolygonFlat(geom.XY, []float64{x, y, x + d, y, x + d, y + d, x, y + d, x, y}, []int{10}).SetSRID(4326)
+}
+
+func props(kv ...any) json.RawMessage {
+	m := map[string]any{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func feature(id string, g geom.T, p json.RawMessage) wfs.Feature {
+	return wfs.Feature{ID: id, Geometry: g, Properties: p}
+}
+
+// poll runs a whole successful poll of pages and returns Apply's result.
+func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, feeds.ApplyResult) {
+	t.Helper()
+	id, err := b.store.BeginPoll(b.ctx, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pages {
+		n, err := b.store.StagePage(b.ctx, id, i, reader(p...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(p) {
+			t.Fatalf("StagePage staged %d, want %d", n, len(p))
+		}
+	}
+	res, err := b.store.Apply(b.ctx, id, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, res
+}
+
+func (b *bundle) scalar(t *testing.T, dst any, sql string, args ...any) {
+	t.Helper()
+	if err := b.pool.QueryRow(b.ctx, sql, args...).Scan(dst); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	b.scalar(t, &n, sql, args...)
+	return n
+}
+
+// generatePolygons makes n distinct small squares for benchmarks.
+func generatePolygons(n int) []wfs.Feature {
+	out := make([]wfs.Feature, n)
+	for i := range out {
+		x := -78.9 + float64(i%1000)*1e-4
+		y := 35.7 + float64(i/1000)*1e-4
+		out[i] = feature(fmt.Sprintf("parcel.%d", i), square(x, y, 5e-5),
+			props("pin", fmt.Sprintf("%010d", i), "owner", "Example Owner LLC", "acres", float64(i%97)/10))
+	}
+	return out
+}
