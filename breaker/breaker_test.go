@@ -1,0 +1,692 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestOpensOnSustainedFlap(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.ConsecutiveFailures = 0 // the ratio alone must catch a flap
+	f := setup(t, p)
+	up := newUpstream(t, 0)
+	// Two of every three requests fail: never many in a row, but a sustained 67%.
+	up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+		if n%3 == 1 {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	for i := range p.MinCalls {
+		if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+			t.Fatalf("refused at call %d, before MinCalls", i+1)
+		}
+	}
+	if _, ok := asOpen(f.do(t.Context(), t, up.url())); !ok {
+		t.Fatalf("not open after %d calls at 67%% failures; transitions %v", p.MinCalls, f.transitions())
+	}
+	if got := up.hits.Load(); got != int64(p.MinCalls) {
+		t.Errorf("server saw %d requests, want %d", got, p.MinCalls)
+	}
+	f.mu.Lock()
+	ev := f.events[0]
+	f.mu.Unlock()
+	if ev.From != StateClosed || ev.To != StateOpen || ev.Counts.Failures != 4 || ev.Counts.Successes != 2 || ev.RetryAfter <= 0 {
+		t.Errorf("trip event = %+v", ev)
+	}
+}
+
+func TestStaysClosedBelowThresholds(t *testing.T) {
+	t.Parallel()
+	t.Run("below failure ratio", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, fastPolicy())
+		up := newUpstream(t, 0)
+		// One in three fails: 33% < 50%, and never three in a row.
+		up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+			if n%3 == 0 {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		})
+		for range 30 {
+			if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+				t.Fatal("refused below the failure ratio")
+			}
+		}
+		if tr := f.transitions(); len(tr) != 0 {
+			t.Errorf("transitions %v, want none", tr)
+		}
+	})
+	t.Run("below min calls", func(t *testing.T) {
+		t.Parallel()
+		p := fastPolicy()
+		p.ConsecutiveFailures = 0
+		f := setup(t, p)
+		up := newUpstream(t, http.StatusServiceUnavailable)
+		for range p.MinCalls - 1 {
+			if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+				t.Fatal("refused with fewer than MinCalls calls")
+			}
+		}
+		if s := f.state(t, up.origin(t)); s.State != StateClosed || s.Counts.Failures != uint32(p.MinCalls-1) {
+			t.Errorf("state %+v, want closed with %d failures", s, p.MinCalls-1)
+		}
+	})
+	t.Run("below consecutive failures", func(t *testing.T) {
+		t.Parallel()
+		p := fastPolicy()
+		p.FailureRatio = 0
+		f := setup(t, p)
+		up := newUpstream(t, 0)
+		up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+			if n%3 == 0 { // two failures, then a success resets the run
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			w.WriteHeader(http.StatusInternalServerError)
+		})
+		for range 30 {
+			if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+				t.Fatal("refused below ConsecutiveFailures")
+			}
+		}
+	})
+}
+
+func TestOpenMakesNoNetworkCalls(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.OpenBase = 500 * time.Millisecond
+	f := setup(t, p)
+	up := newUpstream(t, http.StatusServiceUnavailable)
+	oe := f.tripOpen(t, up.url())
+	before := up.hits.Load()
+	for range 50 {
+		oe2, ok := asOpen(f.do(t.Context(), t, up.url()))
+		if !ok {
+			t.Fatal("open breaker admitted a call")
+		}
+		if oe2.RetryAfter <= 0 || oe2.RetryAfter > oe.RetryAfter {
+			t.Fatalf("RetryAfter %s, want in (0, %s]", oe2.RetryAfter, oe.RetryAfter)
+		}
+		if oe2.Origin != up.origin(t) {
+			t.Fatalf("OpenError.Origin = %q", oe2.Origin)
+		}
+	}
+	if after := up.hits.Load(); after != before {
+		t.Errorf("server saw %d requests while open", after-before)
+	}
+	s := f.state(t, up.origin(t))
+	if s.State != StateOpen || s.OpenUntil.IsZero() || s.ConsecutiveOpens != 1 {
+		t.Errorf("snapshot %+v", s)
+	}
+}
+
+func TestHalfOpen(t *testing.T) {
+	t.Parallel()
+	t.Run("clean probe closes with a cleared window", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, fastPolicy())
+		up := newUpstream(t, http.StatusServiceUnavailable)
+		oe := f.tripOpen(t, up.url())
+		up.setStatus(http.StatusOK)
+		time.Sleep(oe.RetryAfter)
+		before := up.hits.Load()
+		if err := f.do(t.Context(), t, up.url()); err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+		if up.hits.Load() != before+1 {
+			t.Fatal("the probe did not reach the server")
+		}
+		s := f.state(t, up.origin(t))
+		if s.State != StateClosed || s.Counts != (Counts{}) {
+			t.Errorf("after a clean probe: %+v, want closed with zero counts", s)
+		}
+		want := []string{"closed>open", "open>half-open", "half-open>closed"}
+		if got := f.transitions(); !slices.Equal(got, want) {
+			t.Errorf("transitions %v, want %v", got, want)
+		}
+	})
+	t.Run("failed probe re-opens at once", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, fastPolicy())
+		up := newUpstream(t, http.StatusServiceUnavailable)
+		oe := f.tripOpen(t, up.url())
+		time.Sleep(oe.RetryAfter)
+		before := up.hits.Load()
+		err := f.do(t.Context(), t, up.url())
+		if _, ok := asOpen(err); ok {
+			t.Fatal("the probe was refused")
+		}
+		if _, ok := asOpen(f.do(t.Context(), t, up.url())); !ok {
+			t.Fatal("the call after a failed probe was admitted")
+		}
+		if up.hits.Load() != before+1 {
+			t.Errorf("server saw %d requests, want only the probe", up.hits.Load()-before)
+		}
+		want := []string{"closed>open", "open>half-open", "half-open>open"}
+		if got := f.transitions(); !slices.Equal(got, want) {
+			t.Errorf("transitions %v, want %v", got, want)
+		}
+	})
+	t.Run("admits only the cap", func(t *testing.T) {
+		t.Parallel()
+		p := fastPolicy()
+		p.HalfOpenMaxCalls = 2
+		f := setup(t, p)
+		up := newUpstream(t, http.StatusServiceUnavailable)
+		oe := f.tripOpen(t, up.url())
+		release := make(chan struct{})
+		up.set(func(_ int64, w http.ResponseWriter, _ *http.Request) {
+			<-release
+			w.WriteHeader(http.StatusOK)
+		})
+		time.Sleep(oe.RetryAfter)
+		before := up.hits.Load()
+		const callers = 8
+		var refused atomic.Int64
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+					refused.Add(1)
+				}
+			})
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for refused.Load() < callers-2 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		close(release)
+		wg.Wait()
+		if got := up.hits.Load() - before; got != 2 {
+			t.Errorf("%d probes reached the server, want 2", got)
+		}
+		if refused.Load() != callers-2 {
+			t.Errorf("%d callers refused, want %d", refused.Load(), callers-2)
+		}
+		if s := f.state(t, up.origin(t)); s.State != StateClosed {
+			t.Errorf("state %s after two clean probes, want closed", s.State)
+		}
+	})
+	t.Run("cancelled probe frees its slot", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, fastPolicy())
+		up := newUpstream(t, http.StatusServiceUnavailable)
+		oe := f.tripOpen(t, up.url())
+		started := make(chan struct{})
+		up.set(func(_ int64, _ http.ResponseWriter, r *http.Request) {
+			close(started)
+			<-r.Context().Done() // hang until the caller gives up
+		})
+		time.Sleep(oe.RetryAfter)
+		ctx, cancel := context.WithCancel(t.Context())
+		probe := make(chan error, 1)
+		go func() { probe <- f.do(ctx, t, up.url()) }()
+		<-started
+		if _, ok := asOpen(f.do(t.Context(), t, up.url())); !ok {
+			t.Fatal("a second call was admitted beside the probe")
+		}
+		cancel()
+		err := <-probe
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled probe returned %v", err)
+		}
+		if s := f.state(t, up.origin(t)); s.State != StateHalfOpen {
+			t.Fatalf("after a cancelled probe the state is %s, want half-open", s.State)
+		}
+		up.setStatus(http.StatusOK)
+		if err := f.do(t.Context(), t, up.url()); err != nil {
+			t.Fatalf("next probe: %v", err)
+		}
+		want := []string{"closed>open", "open>half-open", "half-open>closed"}
+		if got := f.transitions(); !slices.Equal(got, want) {
+			t.Errorf("transitions %v, want %v", got, want)
+		}
+	})
+}
+
+func TestNeverTrips(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		status int
+	}{{"404", http.StatusNotFound}, {"429", http.StatusTooManyRequests}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := fastPolicy()
+			p.ConsecutiveFailures, p.MinCalls, p.MaxAttempts = 1, 1, 2
+			f := setup(t, p)
+			up := newUpstream(t, tc.status)
+			for range 20 {
+				err := f.do(t.Context(), t, up.url())
+				if _, ok := asOpen(err); ok {
+					t.Fatal("refused")
+				}
+				var se errHTTPStatus
+				if !errors.As(err, &se) || int(se) != tc.status {
+					t.Fatalf("error %v, want the status %d", err, tc.status)
+				}
+			}
+			want := int64(20) // a 404 is final
+			if tc.status == http.StatusTooManyRequests {
+				want = 40 // a 429 is retried
+			}
+			if got := up.hits.Load(); got != want {
+				t.Errorf("server saw %d requests, want %d", got, want)
+			}
+			if tr := f.transitions(); len(tr) != 0 {
+				t.Errorf("transitions %v, want none", tr)
+			}
+		})
+	}
+}
+
+func TestTrips(t *testing.T) {
+	t.Parallel()
+	slow := func(t *testing.T) string {
+		up := newUpstream(t, 0)
+		up.set(func(_ int64, w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(2 * time.Second):
+			}
+		})
+		return up.url()
+	}
+	for _, tc := range []struct {
+		name   string
+		target func(t *testing.T) string
+	}{
+		{"503", func(t *testing.T) string { return newUpstream(t, http.StatusServiceUnavailable).url() }},
+		{"connection refused", closedAddr},
+		{"attempt timeout", slow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := fastPolicy()
+			p.AttemptTimeout = 30 * time.Millisecond
+			f := setup(t, p)
+			target := tc.target(t)
+			for i := range p.ConsecutiveFailures {
+				err := f.do(t.Context(), t, target)
+				var re *RetryError
+				if !errors.As(err, &re) || re.Outcome != Failure {
+					t.Fatalf("call %d: %v, want a *RetryError after a failure", i+1, err)
+				}
+				if tc.name == "attempt timeout" && !errors.Is(err, ErrAttemptTimeout) {
+					t.Fatalf("call %d: %v, want ErrAttemptTimeout", i+1, err)
+				}
+			}
+			if _, ok := asOpen(f.do(t.Context(), t, target)); !ok {
+				t.Fatalf("not open after %d failures", p.ConsecutiveFailures)
+			}
+		})
+	}
+}
+
+func TestCallerCancellationNeverTrips(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.ConsecutiveFailures, p.MinCalls = 1, 1
+	f := setup(t, p)
+	up := newUpstream(t, 0)
+	up.set(func(_ int64, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	for range 5 {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		err := f.do(ctx, t, up.url())
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want the caller's deadline", err)
+		}
+	}
+	if tr := f.transitions(); len(tr) != 0 {
+		t.Errorf("transitions %v, want none", tr)
+	}
+}
+
+func TestRetriesAreOneLogicalCall(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.MaxAttempts = 3
+	p.ConsecutiveFailures, p.MinCalls = 2, 2 // counting attempts would trip at once
+	f := setup(t, p)
+	up := newUpstream(t, 0)
+	// Every request fails twice, then answers.
+	var mu sync.Mutex
+	seen := map[string]int{}
+	up.set(func(_ int64, w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		n := seen[r.URL.Path]
+		mu.Unlock()
+		if n <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	var ok, refused int
+	for i := range 10 {
+		target := up.srv.URL + "/page/" + string(rune('a'+i))
+		switch err := f.do(t.Context(), t, target); {
+		case err == nil:
+			ok++
+		case errors.As(err, new(*OpenError)):
+			refused++
+		default:
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	if ok != 10 || refused != 0 {
+		t.Errorf("%d successes, %d refusals; want 10, 0", ok, refused)
+	}
+	if tr := f.transitions(); len(tr) != 0 {
+		t.Errorf("transitions %v, want none", tr)
+	}
+	if got := up.hits.Load(); got != 30 {
+		t.Errorf("server saw %d attempts, want 30", got)
+	}
+}
+
+func TestIsolation(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.MaxAttempts = 2
+	f := setup(t, p)
+	bad := newUpstream(t, http.StatusServiceUnavailable)
+	good := []*upstream{newUpstream(t, http.StatusOK), newUpstream(t, http.StatusOK)}
+	var wg sync.WaitGroup
+	var goodRefused, goodFailed, badRefused atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for range 25 {
+				if _, ok := asOpen(f.do(t.Context(), t, bad.url())); ok {
+					badRefused.Add(1)
+				}
+			}
+		})
+		for _, g := range good {
+			wg.Go(func() {
+				for range 25 {
+					err := f.do(t.Context(), t, g.url())
+					if _, ok := asOpen(err); ok {
+						goodRefused.Add(1)
+					} else if err != nil {
+						goodFailed.Add(1)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if goodRefused.Load() != 0 || goodFailed.Load() != 0 {
+		t.Errorf("healthy origins: %d refusals, %d failures; want 0, 0", goodRefused.Load(), goodFailed.Load())
+	}
+	if badRefused.Load() == 0 {
+		t.Error("the failing origin was never refused")
+	}
+	for _, g := range good {
+		if s := f.state(t, g.origin(t)); s.State != StateClosed || s.Counts.Successes != 100 {
+			t.Errorf("healthy origin %+v", s)
+		}
+	}
+}
+
+func TestRetryBudget(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.MaxAttempts = 5
+	p.ConsecutiveFailures, p.FailureRatio = 1000, 0 // keep it closed: budget only
+	p.RetryBudgetRatio, p.RetryBudgetMin = 0.2, 3
+	f := setup(t, p)
+	up := newUpstream(t, http.StatusServiceUnavailable)
+	budgetStops := 0
+	for range 20 {
+		var re *RetryError
+		if err := f.do(t.Context(), t, up.url()); !errors.As(err, &re) {
+			t.Fatalf("got %v, want a *RetryError", err)
+		} else if re.BudgetExhausted {
+			budgetStops++
+		}
+	}
+	// Without a budget: 20 × 5 = 100 attempts. With it: 20 calls plus at
+	// most max(3, 0.2 × 20) = 4 retries.
+	if got := up.hits.Load(); got != 24 {
+		t.Errorf("server saw %d attempts, want 24", got)
+	}
+	if budgetStops == 0 {
+		t.Error("no call reported an exhausted budget")
+	}
+}
+
+func TestRetryAfterPausesTheOrigin(t *testing.T) {
+	t.Parallel()
+	run := func(t *testing.T, header string, maxRetryAfter, wantPause time.Duration) {
+		p := fastPolicy()
+		p.MaxAttempts = 2
+		p.MaxRetryAfter = maxRetryAfter
+		f := setup(t, p)
+		up := newUpstream(t, 0)
+		var mu sync.Mutex
+		var times []time.Time
+		up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+			mu.Lock()
+			times = append(times, time.Now())
+			mu.Unlock()
+			if n == 1 {
+				w.Header().Set("Retry-After", header)
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		})
+		other := newUpstream(t, http.StatusOK)
+		first := make(chan error, 1)
+		go func() { first <- f.do(t.Context(), t, up.url()) }()
+		for up.hits.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond) // let the 429 land
+		// Another origin is not paused.
+		start := time.Now()
+		if err := f.do(t.Context(), t, other.url()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > wantPause/2 {
+			t.Errorf("another origin waited %s", d)
+		}
+		// A second caller of the paused origin waits too.
+		if err := f.do(t.Context(), t, up.url()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(times) != 3 {
+			t.Fatalf("server saw %d requests, want 3", len(times))
+		}
+		for _, at := range times[1:] {
+			if d := at.Sub(times[0]); d < wantPause || d > wantPause*2+100*time.Millisecond {
+				t.Errorf("request %s after the 429, want about %s", d, wantPause)
+			}
+		}
+		if tr := f.transitions(); len(tr) != 0 {
+			t.Errorf("transitions %v, want none", tr)
+		}
+	}
+	t.Run("honoured", func(t *testing.T) {
+		t.Parallel()
+		run(t, "0.15", time.Second, 150*time.Millisecond)
+	})
+	t.Run("capped", func(t *testing.T) {
+		t.Parallel()
+		run(t, "3600", 100*time.Millisecond, 100*time.Millisecond)
+	})
+}
+
+func TestOpenDurationGrowsAndDecays(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.ConsecutiveFailures = 1
+	p.OpenBase, p.OpenMax, p.OpenDecay = 40*time.Millisecond, 100*time.Millisecond, 80*time.Millisecond
+	f := setup(t, p)
+	f.reg.rand = func() float64 { return 0.5 } // no jitter: factor 1.0
+	up := newUpstream(t, http.StatusServiceUnavailable)
+	var got []time.Duration
+	oe := f.tripOpen(t, up.url())
+	for range 3 {
+		got = append(got, oe.RetryAfter)
+		time.Sleep(oe.RetryAfter)
+		if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok { // the failing probe
+			t.Fatal("probe refused")
+		}
+		var ok bool
+		if oe, ok = asOpen(f.do(t.Context(), t, up.url())); !ok {
+			t.Fatal("not re-opened after a failed probe")
+		}
+	}
+	got = append(got, oe.RetryAfter)
+	want := []time.Duration{40, 80, 100, 100} // OpenBase × opens, capped by OpenMax
+	for i := range want {
+		w := want[i] * time.Millisecond
+		if got[i] > w || got[i] < w-20*time.Millisecond {
+			t.Errorf("open %d: RetryAfter %s, want about %s", i+1, got[i], w)
+		}
+	}
+	if s := f.state(t, up.origin(t)); s.ConsecutiveOpens != 4 {
+		t.Errorf("ConsecutiveOpens %d, want 4", s.ConsecutiveOpens)
+	}
+	// Recover, stay healthy for two OpenDecay periods: 4 halves twice to 1,
+	// so the next trip is the second consecutive open.
+	time.Sleep(oe.RetryAfter)
+	up.setStatus(http.StatusOK)
+	if err := f.do(t.Context(), t, up.url()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2*p.OpenDecay + 10*time.Millisecond)
+	up.setStatus(http.StatusServiceUnavailable)
+	oe = f.tripOpen(t, up.url())
+	if oe.RetryAfter > 80*time.Millisecond || oe.RetryAfter < 60*time.Millisecond {
+		t.Errorf("after a healthy spell RetryAfter %s, want about 80ms", oe.RetryAfter)
+	}
+	if s := f.state(t, up.origin(t)); s.ConsecutiveOpens != 2 {
+		t.Errorf("ConsecutiveOpens %d after decay, want 2", s.ConsecutiveOpens)
+	}
+}
+
+func TestOpenedMeanwhileStopsRetries(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.ConsecutiveFailures = 1
+	p.MaxAttempts = 5
+	p.BackoffBase, p.BackoffMax = 150*time.Millisecond, 150*time.Millisecond
+	p.OpenBase = time.Second
+	p.RetryBudgetRatio, p.RetryBudgetMin = 0, 1 // A takes the only retry
+	f := setup(t, p)
+	f.reg.rand = func() float64 { return 0.99 }
+	up := newUpstream(t, http.StatusServiceUnavailable)
+	a := make(chan error, 1)
+	start := time.Now()
+	go func() { a <- f.do(t.Context(), t, up.url()) }()
+	for up.hits.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // A is backing off now
+	// B fails without a retry (the budget is spent) and trips the breaker.
+	var re *RetryError
+	if err := f.do(t.Context(), t, up.url()); !errors.As(err, &re) || !re.BudgetExhausted {
+		t.Fatalf("B: %v, want a budget-exhausted *RetryError", err)
+	}
+	err := <-a
+	if _, ok := asOpen(err); !ok {
+		t.Fatalf("A: %v, want an *OpenError", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("A took %s", d)
+	}
+	if got := up.hits.Load(); got != 2 {
+		t.Errorf("server saw %d requests, want 2 (A's first attempt and B)", got)
+	}
+}
+
+func TestPacing(t *testing.T) {
+	t.Parallel()
+	t.Run("in-flight cap per origin", func(t *testing.T) {
+		t.Parallel()
+		p := fastPolicy()
+		p.MaxInFlightPerOrigin = 2
+		f := setup(t, p)
+		up := newUpstream(t, 0)
+		var cur, peak atomic.Int64
+		up.set(func(_ int64, w http.ResponseWriter, _ *http.Request) {
+			n := cur.Add(1)
+			for {
+				m := peak.Load()
+				if n <= m || peak.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+			cur.Add(-1)
+		})
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				if err := f.do(t.Context(), t, up.url()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if peak.Load() != 2 {
+			t.Errorf("peak in flight %d, want 2", peak.Load())
+		}
+	})
+	t.Run("rate limit", func(t *testing.T) {
+		t.Parallel()
+		p := fastPolicy()
+		p.RateLimit, p.Burst = 50, 1
+		f := setup(t, p)
+		up := newUpstream(t, http.StatusOK)
+		start := time.Now()
+		for range 6 {
+			if err := f.do(t.Context(), t, up.url()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d < 90*time.Millisecond {
+			t.Errorf("6 calls at 50/s took %s, want ≥100ms", d)
+		}
+	})
+	t.Run("waits respect ctx", func(t *testing.T) {
+		t.Parallel()
+		p := fastPolicy()
+		p.RateLimit, p.Burst = 0.5, 1
+		f := setup(t, p)
+		up := newUpstream(t, http.StatusOK)
+		if err := f.do(t.Context(), t, up.url()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		if err := f.do(ctx, t, up.url()); err == nil {
+			t.Fatal("a call past the rate limit and the deadline succeeded")
+		}
+		if tr := f.transitions(); len(tr) != 0 {
+			t.Errorf("transitions %v, want none", tr)
+		}
+	})
+}

@@ -1,0 +1,77 @@
+// Package breaker guards every request ingestd makes with a circuit breaker per
+// origin (scheme://host:port), retries inside one logical call, and paces each
+// origin, all under a global bound on requests in flight.
+//
+// A Registry, built once in main and passed down, holds one breaker per origin
+// (a sony/gobreaker/v2 TwoStepCircuitBreaker) with the origin's Policy, rate
+// limiter, in-flight cap, Retry-After pause and retry budget. One origin's
+// trouble never refuses or slows calls to another, except through the global
+// bound on requests in flight, which a struggling origin cannot fill beyond
+// its own MaxInFlightPerOrigin.
+//
+// # Logical calls and outcomes
+//
+// Registry.Do runs one logical call: it asks the breaker once, runs the
+// AttemptFunc up to MaxAttempts times, and reports only the final outcome to
+// the breaker. Each attempt classifies itself:
+//
+//	outcome    examples                                   retried            breaker counts
+//	Success    2xx; 4xx other than 429 (Err returned)     no                 success
+//	Failure    transport error, AttemptTimeout, 5xx,      yes, with backoff  failure (if the
+//	           body cut short, OGC/HTML error page                           final attempt)
+//	Throttled  429                                        yes, after pause   neither
+//	Ignored    caller cancelled, local error              no                 neither
+//
+// Do corrects two classifications only it can make: an attempt that fails
+// while the caller's context is done is Ignored, and an attempt cut short by
+// the policy's AttemptTimeout is a Failure. A call that runs out of attempts
+// on 429s is reported as neither: pacing must never trip the breaker. A call
+// stopped by its context while waiting (backoff, pause, rate limiter, slots)
+// is Ignored.
+//
+// Retries wait a full-jitter exponential backoff, or the origin's pause after
+// a 429 with Retry-After (capped by MaxRetryAfter, plus per-caller jitter so
+// parallel callers do not resume together). Before each retry Do checks that
+// the origin has not been declared open since the call was admitted; if it
+// has, Do stops at once with an *OpenError. Retries also draw on the origin's
+// retry budget: over the last Window they may add at most RetryBudgetRatio of
+// the origin's calls (never fewer than RetryBudgetMin), so that a fixed retry
+// count cannot multiply the load on a failing host.
+//
+// Pacing is per attempt: wait out the origin's pause, take a token from its
+// rate limiter, then a slot of its in-flight cap, then a global slot. Slots
+// are released after each attempt, never held across a backoff, and every
+// wait ends with the caller's context.
+//
+// # Trip, open and half-open
+//
+// Closed: the breaker trips when ConsecutiveFailures calls in a row failed, or
+// when, over a rolling Window (ten buckets), at least MinCalls calls were
+// decided and at least FailureRatio of them failed. A call whose outcome
+// arrives after its start has left the window is not counted.
+//
+// Open: calls are refused without touching the network with an *OpenError
+// whose RetryAfter is the time until the next probe. The open duration is
+// OpenBase × the number of consecutive opens, capped by OpenMax, with ±20%
+// jitter; the count of consecutive opens halves for every OpenDecay the
+// origin then stays closed. gobreaker's own Timeout is fixed per breaker, so
+// it is set to a nanosecond and the package keeps the open deadline itself.
+//
+// Half-open: after the cooldown up to HalfOpenMaxCalls probes are admitted;
+// others are refused. HalfOpenMaxCalls consecutive successful probes close the
+// breaker with a fresh window; one failed probe re-opens it at once, for a
+// longer time. A probe whose outcome is neither (cancelled, throttled) gives
+// its slot back without deciding anything.
+//
+// # Visibility
+//
+// Every state change is logged once (keys origin, from, to,
+// consecutive_failures, requests, failures, retry_after) and passed to
+// Config.OnStateChange. gobreaker announces changes while holding its own
+// lock, so the package only records them there and delivers them after the
+// gobreaker call has returned. Registry.Snapshot reports every origin for
+// `ingestd status`.
+//
+// State lives in the process; sharing open verdicts and the probe lease
+// between instances through Postgres is left to a later layer.
+package breaker
