@@ -273,12 +273,10 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 	}
 	p := &parser{file: path, env: env, now: time.Now()}
 	cfg := p.parse(data)
-	sortErrors(p.errs)
-	if len(p.errs) > 0 {
-		return nil, p.errs
+	if errs := sortErrors(p.errs); len(errs) > 0 {
+		return nil, errs
 	}
-	sortErrors(p.warns)
-	cfg.Warnings = p.warns
+	cfg.Warnings = sortErrors(p.warns)
 	return cfg, nil
 }
 
@@ -332,13 +330,25 @@ func (p *parser) warnf(n *yaml.Node, field, format string, args ...any) {
 	p.warns = append(p.warns, p.at(n, field, format, args...))
 }
 
-func sortErrors(es ConfigErrors) {
+// sortErrors puts es in file order and drops repeats: a mapping pulled in twice
+// through a merge key (<<: *anchor) would otherwise report its problems twice.
+func sortErrors(es ConfigErrors) ConfigErrors {
 	sort.SliceStable(es, func(i, j int) bool {
 		if es[i].Line != es[j].Line {
 			return es[i].Line < es[j].Line
 		}
 		return es[i].Column < es[j].Column
 	})
+	out := es[:0]
+	for _, e := range es {
+		// Same place, same problem: the field paths differ only by which mapping
+		// merged it in; the first (the anchor's own) is kept.
+		if n := len(out); n > 0 && e.Line == out[n-1].Line && e.Column == out[n-1].Column && e.Msg == out[n-1].Msg {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // yamlLineRE pulls the line out of go-yaml's syntax errors ("yaml: line 7: ...").

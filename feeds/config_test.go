@@ -635,7 +635,7 @@ func TestWarnings(t *testing.T) {
 // them to share settings between similar feeds.
 func TestAnchors(t *testing.T) {
 	t.Parallel()
-	cfg := mustParse(t, `jurisdictions:
+	const src = `jurisdictions:
   - id: county
     feeds:
       - &layer
@@ -648,7 +648,13 @@ func TestAnchors(t *testing.T) {
       - <<: *layer
         id: roads
         type_name: c:roads
-`, nil)
+`
+	cfg := mustParse(t, src, nil)
+	// A typo in the anchored mapping is reported once, though the mapping is read twice.
+	_, err := parseString(t, strings.Replace(src, "sort_by:", "sortby:", 1), nil)
+	if errs := configErrors(t, err); len(errs) != 1 || errs[0].Line != 9 {
+		t.Errorf("want one error at line 9, got:\n%v", err)
+	}
 	fs := cfg.Feeds()
 	if len(fs) != 2 || fs[1].ID != "roads" || fs[1].TypeName != "c:roads" ||
 		fs[1].URL != fs[0].URL || fs[1].Timeout != Duration(20*time.Minute) {
