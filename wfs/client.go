@@ -1,0 +1,439 @@
+package wfs
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+)
+
+// Client defaults.
+const (
+	// DefaultMaxBodyBytes bounds one response body (decompressed).
+	DefaultMaxBodyBytes int64 = 1 << 30
+	// DefaultRequestTimeout bounds one attempt of one page request.
+	DefaultRequestTimeout = 60 * time.Second
+	// DefaultMaxPages stops a paging loop that never ends, such as a server
+	// ignoring startIndex on features without ids or properties to compare.
+	DefaultMaxPages = 100_000
+)
+
+// Page identifies one page request of a fetch.
+type Page struct {
+	// Index is the 0-based page number; the page starts at StartIndex.
+	Index      int
+	URL        string // credentials redacted
+	StartIndex int
+}
+
+// PageFunc consumes the features of one page while its body is open, for
+// example by copying them into a staging table. It must be all-or-nothing
+// per page and idempotent: when the attempt fails (the body is cut short),
+// the breaker retries it and PageFunc runs again for the same page.
+//
+// Errors of features.Next must be returned wrapped with %w: Fetch tells them
+// (*BodyError: the origin failed) from the handler's own errors (the
+// database failed: the origin is not to blame).
+type PageFunc func(ctx context.Context, page Page, features FeatureReader) error
+
+// FetchStats sums up a fetch, complete or not.
+type FetchStats struct {
+	Pages    int
+	Features int
+	// Bytes counts decompressed body bytes of the pages that succeeded.
+	Bytes int64
+	// NumberMatched is the server's count of the whole result (-1: unknown).
+	NumberMatched int
+	// Warnings are oddities that did not stop the fetch, such as a server
+	// that ignored the page size.
+	Warnings []string
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithMaxBodyBytes bounds each response body; a larger body fails the attempt
+// with ErrResponseTooLarge.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *Client) {
+		if n > 0 {
+			c.maxBodyBytes = n
+		}
+	}
+}
+
+// WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.requestTimeout = d
+		}
+	}
+}
+
+// WithMaxPages bounds the pages of one Fetch.
+func WithMaxPages(n int) Option {
+	return func(c *Client) {
+		if n > 0 {
+			c.maxPages = n
+		}
+	}
+}
+
+// WithUserAgent sets the User-Agent header of every request.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) { c.userAgent = ua }
+}
+
+// WithClock replaces time.Now, for Retry-After dates in tests.
+func WithClock(now func() time.Time) Option {
+	return func(c *Client) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// Client fetches layers page by page, each page one logical call through the
+// breaker of its origin. It is safe for concurrent use.
+type Client struct {
+	http           *http.Client
+	breakers       *breaker.Registry
+	logger         *slog.Logger
+	maxBodyBytes   int64
+	requestTimeout time.Duration
+	maxPages       int
+	userAgent      string
+	now            func() time.Time
+}
+
+// NewClient returns a Client. httpClient nil means http.DefaultClient; its
+// transport should leave Accept-Encoding alone so that gzip is negotiated and
+// decoded transparently. logger nil discards.
+func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		http:           httpClient,
+		breakers:       breakers,
+		logger:         logger,
+		maxBodyBytes:   DefaultMaxBodyBytes,
+		requestTimeout: DefaultRequestTimeout,
+		maxPages:       DefaultMaxPages,
+		userAgent:      "ingestd",
+		now:            time.Now,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// pageResult is what one successful attempt learned about its page.
+type pageResult struct {
+	features       int
+	bytes          int64
+	numberMatched  int
+	numberReturned int
+	firstKey       string // identity of the first feature, "" if none
+	handlerErr     error  // the handler's own error, returned as is
+}
+
+// Fetch fetches layer from page firstPage on (0, or the page to resume at),
+// calling handle for each page while its body is open.
+//
+// Paging continues while a page returned exactly PageSize features and the
+// server's numberMatched, when known, says there are more. It stops on a
+// short page. A page larger than PageSize means the server ignored the page
+// size: the fetch stops there with a warning. A page that starts with the
+// same feature (id, or properties when there is no id) as the page before it
+// means the server ignores startIndex: Fetch returns ErrStartIndexIgnored
+// before handing that page to handle.
+//
+// The error is the handler's own error as it returned it; otherwise an error
+// naming the page and (redacted) URL, wrapping *breaker.OpenError,
+// *breaker.RetryError, *HTTPStatusError, *ExceptionReportError, *BodyError,
+// *TransportError or a sentinel of this package. FetchStats covers the pages
+// fetched before the error.
+func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle PageFunc) (FetchStats, error) {
+	stats := FetchStats{NumberMatched: -1}
+	if err := layer.Validate(); err != nil {
+		return stats, err
+	}
+	if firstPage < 0 || (!layer.Paged() && firstPage != 0) {
+		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
+	}
+	var prevKey string
+	for page := firstPage; ; page++ {
+		if page-firstPage >= c.maxPages {
+			return stats, fmt.Errorf("wfs: %s: stopped after %d pages (the page limit)", RedactURL(layer.URL), c.maxPages)
+		}
+		startIndex := page * layer.PageSize
+		u, err := RequestURL(layer, startIndex)
+		if err != nil {
+			return stats, err
+		}
+		origin := breaker.Origin(u)
+		p := Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
+		log := c.logger.With("origin", origin, "page", page, "url", p.URL)
+		check := func(key string) error {
+			if page > firstPage && key != "" && key == prevKey {
+				return ErrStartIndexIgnored
+			}
+			return nil
+		}
+
+		var res pageResult
+		began := time.Now()
+		err = c.breakers.Do(ctx, origin, func(actx context.Context, attempt int) breaker.Result {
+			res = pageResult{}
+			return c.attempt(actx, layer, u, p, check, handle, &res)
+		})
+		if err != nil {
+			if res.handlerErr != nil && err == res.handlerErr {
+				return stats, err
+			}
+			return stats, fmt.Errorf("wfs: page %d (%s): %w", page, p.URL, err)
+		}
+		stats.Pages++
+		stats.Features += res.features
+		stats.Bytes += res.bytes
+		if res.numberMatched >= 0 {
+			stats.NumberMatched = res.numberMatched
+		}
+		log.Debug("page fetched", "features", res.features, "bytes", res.bytes,
+			"number_matched", res.numberMatched, "duration_ms", time.Since(began).Milliseconds())
+		warn := func(msg string) {
+			stats.Warnings = append(stats.Warnings, fmt.Sprintf("page %d: %s", page, msg))
+			log.Warn(msg)
+		}
+		if res.numberReturned >= 0 && res.numberReturned != res.features {
+			warn(fmt.Sprintf("numberReturned says %d features, the body held %d", res.numberReturned, res.features))
+		}
+		if !layer.Paged() {
+			return stats, nil
+		}
+		switch {
+		case res.features > layer.PageSize:
+			warn(fmt.Sprintf("server ignored the page size: asked for %d features, got %d; not paging further", layer.PageSize, res.features))
+			return stats, nil
+		case res.features < layer.PageSize:
+			if res.numberMatched >= 0 && startIndex+res.features < res.numberMatched {
+				warn(fmt.Sprintf("short page ends at %d features of the %d numberMatched promised", startIndex+res.features, res.numberMatched))
+			}
+			return stats, nil
+		case res.numberMatched >= 0 && startIndex+res.features >= res.numberMatched:
+			return stats, nil
+		}
+		prevKey = res.firstKey
+	}
+}
+
+func pagingDesc(l Layer) string {
+	if l.Paged() {
+		return "pages of " + strconv.Itoa(l.PageSize)
+	}
+	return "one request"
+}
+
+// attempt is one attempt of one page: GET, classify, stream into handle.
+// ctx is the call's context as the breaker passes it; its end is the
+// caller's doing (Ignored), while the attempt's own timeout is the origin's
+// (Failure).
+func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, check func(string) error, handle PageFunc, res *pageResult) breaker.Result {
+	timeout := layer.RequestTimeout
+	if timeout <= 0 {
+		timeout = c.requestTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	// ignoredOr classifies an error by whose doing it was.
+	ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
+		if ctx.Err() != nil {
+			return breaker.Result{Outcome: breaker.Ignored, Err: err}
+		}
+		if errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
+		}
+		return breaker.Result{Outcome: out, Err: err}
+	}
+
+	req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %w", p.URL, err)}
+	}
+	req.Header.Set("Accept", acceptHeader(layer))
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// *url.Error quotes the full URL, token included: keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return ignoredOr(breaker.Failure, &TransportError{URL: p.URL, Err: err})
+	}
+	defer resp.Body.Close()
+
+	body := &limitedBody{r: resp.Body, limit: c.maxBodyBytes}
+	br := bufio.NewReaderSize(body, 32<<10)
+	kind, cls := classify(resp, br, p.URL, c.now())
+	if cls != nil {
+		var be *BodyError
+		if errors.As(cls.Err, &be) {
+			be.Page = p.Index
+		}
+		if cls.Outcome == breaker.Failure {
+			return ignoredOr(breaker.Failure, cls.Err)
+		}
+		return *cls
+	}
+
+	var dec featureDecoder
+	switch kind {
+	case kindJSON:
+		dec = NewGeoJSONReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID))
+	default:
+		// classify lets only decodable kinds through; a GML decoder adds a case.
+		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: p.URL, Page: p.Index, Err: ErrUnrecognizedBody}}
+	}
+	fr := &pageReader{dec: dec, url: p.URL, page: p.Index}
+
+	// Read the first feature before the handler sees anything, so that a
+	// server ignoring startIndex is caught before its page is staged again.
+	first, err := fr.Next()
+	switch {
+	case err == io.EOF:
+	case err != nil:
+		return ignoredOr(breaker.Failure, err)
+	default:
+		res.firstKey = featureKey(first)
+		if err := check(res.firstKey); err != nil {
+			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("%w: page %d (%s) starts with the same feature as the page before", err, p.Index, p.URL)}
+		}
+		fr.pending = first
+	}
+
+	if herr := handle(ctx, p, fr); herr != nil {
+		if errIsBody(herr) {
+			return ignoredOr(breaker.Failure, herr)
+		}
+		res.handlerErr = herr
+		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
+	}
+	// The handler may have stopped early or swallowed an error; the page
+	// counts only if the body really ended where the document does.
+	if f, err := fr.Next(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("wfs: page %d (%s): handler returned before reading feature %d (id %q)", p.Index, p.URL, fr.n-1, f.ID)
+			res.handlerErr = err
+			return breaker.Result{Outcome: breaker.Ignored, Err: err}
+		}
+		return ignoredOr(breaker.Failure, err)
+	}
+	res.features = fr.n
+	res.bytes = body.read
+	res.numberMatched = dec.NumberMatched()
+	res.numberReturned = dec.NumberReturned()
+	return breaker.Result{Outcome: breaker.Success}
+}
+
+// featureDecoder is what a body decoder offers the client. GeoJSONReader is
+// one; a GML decoder, sniffed from the body's root element, will be another.
+type featureDecoder interface {
+	FeatureReader
+	NumberMatched() int
+	NumberReturned() int
+}
+
+func acceptHeader(l Layer) string {
+	if l.Kind == KindWFS && l.OutputFormat != "" && l.OutputFormat != "json" && l.OutputFormat != DefaultOutputFormat {
+		return l.OutputFormat + ", */*;q=0.1"
+	}
+	return "application/geo+json, application/json;q=0.9, */*;q=0.1"
+}
+
+// featureKey identifies a feature for the "startIndex ignored" check: its id,
+// else a hash of its properties; "" when it has neither.
+func featureKey(f *Feature) string {
+	if f.ID != "" {
+		return "id:" + f.ID
+	}
+	if len(f.Properties) == 0 {
+		return ""
+	}
+	h := fnv.New64a()
+	h.Write(f.Properties)
+	return "props:" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+// pageReader is the FeatureReader handed to a PageFunc: it replays a feature
+// read ahead, counts features, and wraps every error in *BodyError so that
+// Fetch can recognise it through the handler's wrapping.
+type pageReader struct {
+	dec     featureDecoder
+	url     string
+	page    int
+	pending *Feature
+	n       int
+	err     error
+}
+
+func (r *pageReader) Next() (*Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if f := r.pending; f != nil {
+		r.pending = nil
+		return f, nil
+	}
+	f, err := r.dec.Next()
+	if err == io.EOF {
+		return nil, io.EOF
+	}
+	if err != nil {
+		r.err = &BodyError{URL: r.url, Page: r.page, Err: err}
+		return nil, r.err
+	}
+	r.n++
+	return f, nil
+}
+
+// limitedBody counts the bytes read and fails with ErrResponseTooLarge past
+// limit, without reading more than one byte beyond it.
+type limitedBody struct {
+	r     io.Reader
+	limit int64
+	read  int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.read > b.limit {
+		return 0, ErrResponseTooLarge
+	}
+	if room := b.limit - b.read + 1; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	if b.read > b.limit {
+		return n - int(b.read-b.limit), fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, b.limit)
+	}
+	return n, err
+}

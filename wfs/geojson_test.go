@@ -1,0 +1,389 @@
+package wfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twpayne/go-geom"
+)
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "wfs", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// decoded is a feature copied out of the reader.
+type decoded struct {
+	ID    string
+	Type  string // geometry type, "" for null
+	SRID  int
+	Props string
+}
+
+// readAll drains r, checking the reader's invariants on the way.
+func readAll(t testing.TB, r FeatureReader) ([]decoded, error) {
+	t.Helper()
+	var out []decoded
+	for {
+		f, err := r.Next()
+		if err != nil {
+			if f != nil {
+				t.Fatalf("Next returned a feature with error %v", err)
+			}
+			if f2, err2 := r.Next(); f2 != nil || (err == io.EOF) != (err2 == io.EOF) {
+				t.Fatalf("Next after %v = %v, %v; want no feature and the same kind of error", err, f2, err2)
+			}
+			if err == io.EOF {
+				return out, nil
+			}
+			return out, err
+		}
+		d := decoded{ID: f.ID, Props: string(f.Properties)}
+		if f.Geometry != nil {
+			d.SRID = f.Geometry.SRID()
+			d.Type = fmt.Sprintf("%T", f.Geometry)
+		}
+		out = append(out, d)
+	}
+}
+
+func TestGeoJSONReaderGeoServerPage(t *testing.T) {
+	t.Parallel()
+	r := NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_2_0_page.json")))
+	if r.NumberMatched() != -1 || r.NumberReturned() != -1 {
+		t.Errorf("before reading: matched %d returned %d, want -1 -1", r.NumberMatched(), r.NumberReturned())
+	}
+	got, err := readAll(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []decoded{
+		{ID: "parcels.1", Type: "*geom.Polygon", SRID: 4326},
+		{ID: "parcels.2", Type: "*geom.Polygon", SRID: 4326},
+		{ID: "parcels.3"}, // null geometry
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d features, want %d", len(got), len(want))
+	}
+	for i := range want {
+		got[i].Props = ""
+		if got[i] != want[i] {
+			t.Errorf("feature %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if r.NumberMatched() != 12 || r.NumberReturned() != 3 {
+		t.Errorf("matched %d returned %d, want 12 3", r.NumberMatched(), r.NumberReturned())
+	}
+}
+
+func TestGeoJSONReaderMemberOrders(t *testing.T) {
+	t.Parallel()
+	feat := `{"type":"Feature","id":1,"geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1}}`
+	tests := []struct {
+		name          string
+		doc           string
+		matched, retd int
+	}{
+		{"counts first", `{"numberMatched":10,"numberReturned":1,"type":"FeatureCollection","features":[` + feat + `]}`, 10, 1},
+		{"counts last", `{"type":"FeatureCollection","features":[` + feat + `],"numberMatched":10,"numberReturned":1}`, 10, 1},
+		{"type last, bbox and links skipped", `{"bbox":[0,0,1,1],"links":[{"href":"x","rel":"next"}],"features":[` + feat + `],"type":"FeatureCollection"}`, -1, -1},
+		{"totalFeatures stands in", `{"type":"FeatureCollection","totalFeatures":7,"features":[` + feat + `]}`, 7, -1},
+		{"numberMatched beats totalFeatures", `{"type":"FeatureCollection","numberMatched":9,"features":[` + feat + `],"totalFeatures":7}`, 9, -1},
+		{"unknown counts", `{"type":"FeatureCollection","numberMatched":"unknown","totalFeatures":"unknown","features":[` + feat + `]}`, -1, -1},
+		{"whitespace and BOM-free padding", "\n\t {\n\"type\" : \"FeatureCollection\" ,\n\"features\" : [ " + feat + " ] }\n\n", -1, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewGeoJSONReader(strings.NewReader(tt.doc))
+			got, err := readAll(t, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].ID != "1" || got[0].Props != `{"a":1}` || got[0].SRID != 4326 {
+				t.Errorf("features = %+v", got)
+			}
+			if r.NumberMatched() != tt.matched || r.NumberReturned() != tt.retd {
+				t.Errorf("matched %d returned %d, want %d %d", r.NumberMatched(), r.NumberReturned(), tt.matched, tt.retd)
+			}
+		})
+	}
+}
+
+func TestGeoJSONReaderCRS(t *testing.T) {
+	t.Parallel()
+	pt := `{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":null}`
+	crs := func(name string) string {
+		return `"crs":{"type":"name","properties":{"name":"` + name + `"}}`
+	}
+	tests := []struct {
+		doc  string
+		opts []ReaderOption
+		want int
+	}{
+		{`{"type":"FeatureCollection",` + crs("EPSG:2264") + `,"features":[` + pt + `]}`, nil, 2264},
+		{`{"type":"FeatureCollection",` + crs("urn:ogc:def:crs:EPSG::3857") + `,"features":[` + pt + `]}`, nil, 3857},
+		{`{"type":"FeatureCollection",` + crs("urn:ogc:def:crs:EPSG:6.6:26917") + `,"features":[` + pt + `]}`, nil, 26917},
+		{`{"type":"FeatureCollection",` + crs("http://www.opengis.net/def/crs/EPSG/0/2913") + `,"features":[` + pt + `]}`, nil, 2913},
+		{`{"type":"FeatureCollection",` + crs("urn:ogc:def:crs:OGC:1.3:CRS84") + `,"features":[` + pt + `]}`, []ReaderOption{WithSRID(2264)}, 4326},
+		{`{"type":"FeatureCollection","crs":{"type":"EPSG","properties":{"code":32617}},"features":[` + pt + `]}`, nil, 32617},
+		{`{"type":"FeatureCollection","crs":null,"features":[` + pt + `]}`, nil, 4326},
+		{`{"type":"FeatureCollection","features":[` + pt + `]}`, []ReaderOption{WithSRID(2264)}, 2264},
+		// A crs after the features that agrees with what they were read as is fine.
+		{`{"type":"FeatureCollection","features":[` + pt + `],` + crs("urn:ogc:def:crs:EPSG::4326") + `}`, nil, 4326},
+		// A crs on the geometry itself wins.
+		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2],` + crs("EPSG:6543") + `},"properties":{}}]}`, nil, 6543},
+	}
+	for _, tt := range tests {
+		got, err := readAll(t, NewGeoJSONReader(strings.NewReader(tt.doc), tt.opts...))
+		if err != nil {
+			t.Errorf("%s: %v", tt.doc, err)
+			continue
+		}
+		if len(got) != 1 || got[0].SRID != tt.want {
+			t.Errorf("%s: got %+v, want SRID %d", tt.doc, got, tt.want)
+		}
+	}
+
+	got, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "gdal_projected_crs_first.geojson")), WithIDProperty("OBJECTID")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].SRID != 2264 || got[0].Type != "*geom.MultiPolygon" || got[0].ID != "101" || got[1].ID != "102" {
+		t.Errorf("gdal file: %+v", got)
+	}
+
+	// GeoServer writes crs last; a projected one contradicts the SRID the
+	// features were handed out with, and must fail the page, not mislabel it.
+	_, err = readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_projected_crs_last.json"))))
+	var de *DecodeError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "2264") {
+		t.Errorf("crs last: err = %v, want a DecodeError naming EPSG:2264", err)
+	}
+	// Configured with the right SRID, the same body reads.
+	if got, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_projected_crs_last.json")), WithSRID(2264))); err != nil || len(got) != 1 || got[0].SRID != 2264 {
+		t.Errorf("crs last with WithSRID(2264): %+v, %v", got, err)
+	}
+
+	_, err = readAll(t, NewGeoJSONReader(strings.NewReader(`{"type":"FeatureCollection",`+crs("EPSG:banana")+`,"features":[]}`)))
+	if err == nil {
+		t.Error("unknown crs name: no error")
+	}
+}
+
+func TestGeoJSONReaderIDs(t *testing.T) {
+	t.Parallel()
+	doc := `{"type":"FeatureCollection","features":[
+	{"type":"Feature","id":"a.1","geometry":null,"properties":{"pin":"P1","n":1}},
+	{"type":"Feature","id":42,"geometry":null,"properties":{"pin":12345678901234567890,"n":2}},
+	{"type":"Feature","id":4.2e1,"geometry":null,"properties":{"pin":42.0,"n":3}},
+	{"type":"Feature","geometry":null,"properties":{"n":4,"nested":{"pin":"no"},"s":"\"pin\":\"no\""}},
+	{"type":"Feature","id":null,"geometry":null,"properties":{"pin":null}},
+	{"type":"Feature","id":"x","geometry":null,"properties":{"p\u0069n":"esc\u00e9"}},
+	{"type":"Feature","id":-0,"geometry":null,"properties":{"pin":1.5}}
+	]}`
+	var ids, pins []string
+	for _, prop := range []string{"", "pin"} {
+		var opts []ReaderOption
+		if prop != "" {
+			opts = append(opts, WithIDProperty(prop))
+		}
+		got, err := readAll(t, NewGeoJSONReader(strings.NewReader(doc), opts...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range got {
+			if prop == "" {
+				ids = append(ids, d.ID)
+			} else {
+				pins = append(pins, d.ID)
+			}
+		}
+	}
+	if want := []string{"a.1", "42", "42", "", "", "x", "0"}; fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Errorf("GeoJSON ids = %q, want %q", ids, want)
+	}
+	if want := []string{"P1", "12345678901234567890", "42", "", "", "escé", "1.5"}; fmt.Sprint(pins) != fmt.Sprint(want) {
+		t.Errorf("property ids = %q, want %q", pins, want)
+	}
+
+	for _, bad := range []string{
+		`{"type":"FeatureCollection","features":[{"type":"Feature","id":{"a":1},"geometry":null,"properties":null}]}`,
+		`{"type":"FeatureCollection","features":[{"type":"Feature","id":true,"geometry":null,"properties":null}]}`,
+	} {
+		if _, err := readAll(t, NewGeoJSONReader(strings.NewReader(bad))); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestGeoJSONReaderLoneFeature(t *testing.T) {
+	t.Parallel()
+	got, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "lone_feature.geojson")), WithIDProperty("asset_id")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "9001" || got[0].Type != "*geom.Point" || !strings.Contains(got[0].Props, "City Hall") {
+		t.Errorf("lone feature = %+v", got)
+	}
+}
+
+// TestGeoJSONReaderErrors: malformed or cut documents are errors naming
+// where they went wrong, never a short page.
+func TestGeoJSONReaderErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ doc, want string }{
+		{``, "empty document"},
+		{`   `, "empty document"},
+		{`[]`, "not a JSON object"},
+		{`{"type":"FeatureCollection"}`, `without a "features"`},
+		{`{"type":"FeatureCollection","features":null}`, "not an array"},
+		{`{"type":"Polygon","coordinates":[]}`, "not a FeatureCollection"},
+		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":null,"properties":null},null]}`, "feature 1"},
+		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":["x"]},"properties":null}]}`, "feature 0: geometry"},
+		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Hexagon","coordinates":[]},"properties":null}]}`, "feature 0: geometry"},
+		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":null,"properties":[1]}]}`, "properties is not an object"},
+		{`{"type":"FeatureCollection","features":[]}{"type":"FeatureCollection","features":[]}`, "after the document"},
+		{`{"type":"FeatureCollection","features":[]`, "unexpected EOF"},
+		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":null,"properties":null}`, "unexpected EOF"},
+	}
+	for _, tt := range tests {
+		_, err := readAll(t, NewGeoJSONReader(strings.NewReader(tt.doc)))
+		var de *DecodeError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "wfs: ") {
+			t.Errorf("%q: err = %v, want a DecodeError containing %q", tt.doc, err, tt.want)
+		}
+	}
+}
+
+// TestGeoJSONReaderEveryPrefixFails cuts the recorded page at every byte: no
+// prefix may read as a complete page.
+func TestGeoJSONReaderEveryPrefixFails(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"geoserver_2_0_page.json", "gdal_projected_crs_first.geojson", "lone_feature.geojson"} {
+		full := bytes.TrimRight(readTestdata(t, name), "\n ")
+		for n := 0; n < len(full); n++ {
+			_, err := readAll(t, NewGeoJSONReader(bytes.NewReader(full[:n]), WithSRID(2264)))
+			if err == nil {
+				t.Fatalf("%s cut at %d bytes (%q…) read without error", name, n, full[max(0, n-20):n])
+			}
+		}
+	}
+	_, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "truncated_page.json"))))
+	if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "feature 2") {
+		t.Errorf("truncated_page.json: %v, want unexpected EOF at feature 2", err)
+	}
+}
+
+func TestGeoJSONReaderReusesFeature(t *testing.T) {
+	t.Parallel()
+	r := NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_2_0_page.json")))
+	f1, _ := r.Next()
+	kept := *f1 // the documented way to keep a feature
+	f2, _ := r.Next()
+	if f1 != f2 {
+		t.Error("Next returned a new *Feature; the reader is documented to reuse it")
+	}
+	if kept.ID != "parcels.1" || !strings.Contains(string(kept.Properties), "SMITH") {
+		t.Errorf("a shallow copy did not survive the next call: %+v", kept)
+	}
+}
+
+func FuzzGeoJSONReader(f *testing.F) {
+	entries, err := os.ReadDir(filepath.Join("..", "testdata", "wfs"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		f.Add(readTestdata(f, e.Name()), "")
+	}
+	f.Add([]byte(`{"type":"FeatureCollection","features":[{"type":"Feature","id":1,"geometry":null,"properties":{"k":"v"}}]}`), "k")
+	f.Fuzz(func(t *testing.T, doc []byte, idProp string) {
+		r := NewGeoJSONReader(bytes.NewReader(doc), WithIDProperty(idProp))
+		failed := false
+		for i := 0; i < 1_000_000; i++ {
+			feat, err := r.Next()
+			if feat != nil && err != nil {
+				t.Fatalf("feature and error %v together", err)
+			}
+			if feat != nil && failed {
+				t.Fatal("a feature after an error")
+			}
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				if failed {
+					return // the second Next after an error also failed: good
+				}
+				failed = true
+			}
+		}
+		t.Fatal("Next never ended")
+	})
+}
+
+// benchCollection generates n 20-vertex polygons with a handful of properties.
+func benchCollection(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"FeatureCollection","features":[`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"Feature","id":"parcels.%d","geometry":{"type":"Polygon","coordinates":[[`, i)
+		x, y := -78.6+float64(i%100)*0.001, 35.7+float64(i/100)*0.001
+		for v := range 20 {
+			if v > 0 {
+				b.WriteByte(',')
+			}
+			if v == 19 {
+				fmt.Fprintf(&b, "[%.6f,%.6f]", x, y)
+				continue
+			}
+			fmt.Fprintf(&b, "[%.6f,%.6f]", x+float64(v%5)*0.0001, y+float64(v/5)*0.0001)
+		}
+		fmt.Fprintf(&b, `]]},"geometry_name":"the_geom","properties":{"pin_num":"17%08d","owner":"OWNER %d","acres":%.2f,"land_val":%d,"zoning":"R-4","deed_date":"2019-04-12Z"}}`, i, i, float64(i%300)/100, 1000*i)
+	}
+	b.WriteString(`],"numberMatched":10000,"numberReturned":10000}`)
+	return b.Bytes()
+}
+
+func BenchmarkGeoJSONReader(b *testing.B) {
+	doc := benchCollection(10_000)
+	for _, idProp := range []string{"", "pin_num"} {
+		b.Run("id_property="+idProp, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			features := 0
+			start := time.Now()
+			for b.Loop() {
+				r := NewGeoJSONReader(bytes.NewReader(doc), WithIDProperty(idProp))
+				for {
+					f, err := r.Next()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, ok := f.Geometry.(*geom.Polygon); !ok || f.ID == "" {
+						b.Fatalf("bad feature %+v", f)
+					}
+					features++
+				}
+			}
+			b.ReportMetric(float64(features)/time.Since(start).Seconds(), "features/s")
+		})
+	}
+}
