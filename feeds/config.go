@@ -127,14 +127,15 @@ func (f *Feed) Key() string { return f.Jurisdiction + "/" + f.ID }
 // Layer returns what the wfs client needs to fetch the feed.
 func (f *Feed) Layer() wfs.Layer {
 	return wfs.Layer{
-		Kind:         f.Kind,
-		URL:          f.URL,
-		TypeName:     f.TypeName,
-		Version:      f.Version,
-		OutputFormat: f.OutputFormat,
-		PageSize:     f.PageSize,
-		IDProperty:   f.IDProperty,
-		SortBy:       f.SortBy,
+		Kind:           f.Kind,
+		URL:            f.URL,
+		TypeName:       f.TypeName,
+		Version:        f.Version,
+		OutputFormat:   f.OutputFormat,
+		PageSize:       f.PageSize,
+		IDProperty:     f.IDProperty,
+		SortBy:         f.SortBy,
+		RequestTimeout: f.RequestTimeout.Std(),
 	}
 }
 

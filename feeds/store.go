@@ -15,6 +15,9 @@ type Store interface {
 	// RegisterFeeds records the configured feeds (so that feed_freshness lists
 	// feeds never polled) with their expected interval between polls.
 	RegisterFeeds(ctx context.Context, feeds []FeedInfo) error
+	// LastSuccess returns, per feed key ("jurisdiction/feed"), when its last
+	// successful poll applied; feeds that never succeeded are absent.
+	LastSuccess(ctx context.Context) (map[string]time.Time, error)
 	// BeginPoll records the start of a poll and returns its id.
 	BeginPoll(ctx context.Context, feed FeedInfo) (pollID int64, err error)
 	// StagePage copies one page of features into the poll's staging area. It

@@ -1,0 +1,342 @@
+// Command ingestd keeps a PostGIS mirror of municipal GIS layers fresh.
+//
+//	ingestd run      [-config FILE] [-database-url URL] [-migrate=true] [-catch-up=true]
+//	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
+//	ingestd validate [FILE]
+//	ingestd migrate  [-database-url URL]
+//
+// main only parses flags, wires the parts together and handles signals; the
+// work happens in feeds, wfs, breaker and feeds/postgis.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations"
+	"github.com/ingestd/ingestd/wfs"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `ingestd keeps a PostGIS mirror of municipal GIS layers fresh.
+
+Usage:
+  ingestd run      [flags]                      schedule and poll every feed until SIGTERM
+  ingestd poll     [flags] JURISDICTION/FEED    poll one feed now; exit 1 if it fails
+  ingestd validate [FILE]                       check a config file; exit 1 on any error
+  ingestd migrate  [flags]                      apply pending schema migrations
+  ingestd version
+
+Run 'ingestd COMMAND -h' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the exit, so tests can call it.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, args := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "run":
+		err = cmdRun(args, stdout, stderr)
+	case "poll":
+		err = cmdPoll(args, stdout, stderr)
+	case "validate":
+		err = cmdValidate(args, stdout, stderr)
+	case "migrate":
+		err = cmdMigrate(args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "ingestd", version)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "ingestd: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "ingestd:", err)
+			return 2
+		}
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(stderr, "ingestd:", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+// errReported is returned by commands that already printed their failure.
+var errReported = errors.New("reported")
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// common holds the flags every command that touches the database shares.
+type common struct {
+	config      string
+	databaseURL string
+	logLevel    string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", envOr("INGESTD_CONFIG", "jurisdictions.yaml"), "jurisdictions file ($INGESTD_CONFIG)")
+	fs.StringVar(&c.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL ($DATABASE_URL)")
+	fs.StringVar(&c.logLevel, "log-level", envOr("INGESTD_LOG_LEVEL", "info"), "debug, info, warn or error")
+}
+
+func (c *common) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usageError{fmt.Sprintf("-log-level %q: want debug, info, warn or error", c.logLevel)}
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
+}
+
+func (c *common) pool(ctx context.Context) (*pgxpool.Pool, error) {
+	if c.databaseURL == "" {
+		return nil, usageError{"no database: set DATABASE_URL or -database-url"}
+	}
+	pool, err := pgxpool.New(ctx, c.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	return pool, nil
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	path := envOr("INGESTD_CONFIG", "jurisdictions.yaml")
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		path = fs.Arg(0)
+	default:
+		return usageError{"validate takes at most one file"}
+	}
+	cfg, err := feeds.LoadConfig(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return errReported
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, "warning:", w.Error())
+	}
+	n := len(cfg.Feeds())
+	fmt.Fprintf(stdout, "%s: ok, %d jurisdictions, %d feeds\n", path, len(cfg.Jurisdictions), n)
+	return nil
+}
+
+func cmdMigrate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	pool, err := c.pool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := migrate(ctx, pool, nil)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Fprintln(stdout, "migrations: up to date")
+		return nil
+	}
+	fmt.Fprintf(stdout, "migrations: applied %v\n", applied)
+	return nil
+}
+
+// daemon is everything run and poll build from flags.
+type daemon struct {
+	cfg     *feeds.Config
+	logger  *slog.Logger
+	pool    *pgxpool.Pool
+	manager *feeds.Manager
+}
+
+func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Writer) (*daemon, error) {
+	logger, err := c.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := feeds.LoadConfig(c.config)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		logger.Warn("config warning", "warning", w.Error())
+	}
+	pool, err := c.pool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if applyMigrations {
+		if _, err := migrate(ctx, pool, logger); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight}, logger)
+	client := wfs.NewClient(newHTTPClient(), breakers, logger)
+	store := postgis.New(pool)
+	manager := feeds.NewManager(store, client, feeds.WithLogger(logger))
+	return &daemon{cfg: cfg, logger: logger, pool: pool, manager: manager}, nil
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	migrate := fs.Bool("migrate", true, "apply pending migrations on start")
+	catchUp := fs.Bool("catch-up", true, "on start, poll feeds whose last success is older than their interval")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() != 0 {
+		return usageError{"run takes no arguments"}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	// Logs go to stdout: under systemd that is the journal.
+	d, err := setup(ctx, &c, *migrate, stdout)
+	if err != nil {
+		return err
+	}
+	defer d.pool.Close()
+
+	if err := d.manager.Start(ctx, d.cfg, *catchUp); err != nil {
+		return err
+	}
+	d.logger.Info("ingestd running", "version", version, "config", c.config,
+		"jurisdictions", len(d.cfg.Jurisdictions), "feeds", len(d.cfg.Feeds()))
+	<-ctx.Done()
+	d.logger.Info("shutting down: stopping the scheduler and cancelling polls in flight")
+	// Shutdown order: scheduler and polls first, then the pool they write through.
+	d.manager.Stop()
+	d.logger.Info("stopped")
+	return nil
+}
+
+func cmdPoll(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("poll", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	migrate := fs.Bool("migrate", true, "apply pending migrations first")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() != 1 || !strings.Contains(fs.Arg(0), "/") {
+		return usageError{"poll takes one JURISDICTION/FEED"}
+	}
+	key := fs.Arg(0)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	d, err := setup(ctx, &c, *migrate, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.pool.Close()
+	if _, ok := d.cfg.Feed(key); !ok {
+		return usageError{fmt.Sprintf("no feed %q in %s", key, c.config)}
+	}
+	if err := d.manager.Update(ctx, d.cfg); err != nil {
+		return err
+	}
+	res, err := d.manager.Poll(ctx, key)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: poll %d ok: %d features (%d added, %d modified, %d removed) in %d pages, %s\n",
+		key, res.PollID, res.Features, res.Added, res.Modified, res.Removed, res.Pages, res.Duration.Round(time.Millisecond))
+	return nil
+}
+
+// migrate applies pending migrations through pool.
+func migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) ([]int64, error) {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	return migrations.Up(ctx, db, migrations.WithLogger(logger))
+}
+
+// newHTTPClient returns the client every poll shares. Deadlines come from each
+// attempt's context; the transport only bounds the phases a context cannot see.
+func newHTTPClient() *http.Client {
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Minute,
+		MaxIdleConns:          200,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{Transport: userAgent{t}}
+}
+
+// userAgent names ingestd to the servers it polls, so a county's admin can see
+// who is calling and how often.
+type userAgent struct{ next http.RoundTripper }
+
+func (u userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("User-Agent") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("User-Agent", "ingestd/"+version)
+	}
+	return u.next.RoundTrip(r)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

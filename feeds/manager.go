@@ -1,0 +1,217 @@
+package feeds
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Manager schedules and runs the polls of every configured feed.
+//
+// Each feed has a cron entry in its jurisdiction's time zone, shifted by a
+// deterministic per-feed offset. A feed never has two polls running at once in
+// one process: a tick that finds the previous poll still running is skipped.
+type Manager struct {
+	store     Store
+	fetcher   Fetcher
+	logger    *slog.Logger
+	maxJitter time.Duration
+	now       func() time.Time
+
+	cron   *cron.Cron
+	ctx    context.Context // cancelled by Stop: in-flight polls end
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	feeds   map[string]*scheduledFeed // by Feed.Key()
+	running map[string]bool
+	wg      sync.WaitGroup
+}
+
+type scheduledFeed struct {
+	feed  Feed
+	entry cron.EntryID
+}
+
+// Option configures a Manager.
+type Option func(*Manager)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.logger = l } }
+
+// WithMaxJitter bounds each feed's start offset within its schedule
+// (default DefaultMaxJitter; 0 disables the offset).
+func WithMaxJitter(d time.Duration) Option { return func(m *Manager) { m.maxJitter = d } }
+
+// NewManager returns a manager that polls through fetcher into store.
+func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
+	m := &Manager{
+		store:     store,
+		fetcher:   fetcher,
+		logger:    slog.New(slog.DiscardHandler),
+		maxJitter: DefaultMaxJitter,
+		now:       time.Now,
+		feeds:     map[string]*scheduledFeed{},
+		running:   map[string]bool{},
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.cron = cron.New(cron.WithLocation(time.UTC))
+	return m
+}
+
+// Start registers cfg's feeds with the store, schedules them and starts the
+// scheduler. With catchUp, feeds whose last success is older than their
+// interval (or that never succeeded) are polled right away instead of waiting
+// for their next tick, so a restart at 05:01 does not skip the 05:00 poll.
+func (m *Manager) Start(ctx context.Context, cfg *Config, catchUp bool) error {
+	if err := m.Update(ctx, cfg); err != nil {
+		return err
+	}
+	m.cron.Start()
+	if catchUp {
+		overdue, err := m.overdue(ctx)
+		if err != nil {
+			return err
+		}
+		for _, f := range overdue {
+			m.logger.Info("catching up overdue feed", "jurisdiction", f.Jurisdiction, "feed", f.ID)
+			m.runAsync(f)
+		}
+	}
+	return nil
+}
+
+// Update makes cfg the running configuration: feeds that are new or changed are
+// (re)scheduled, removed feeds stop being scheduled. A poll already running is
+// never cancelled by an update, only by Stop.
+func (m *Manager) Update(ctx context.Context, cfg *Config) error {
+	now := m.now()
+	feeds := cfg.Feeds()
+	infos := make([]FeedInfo, 0, len(feeds))
+	for _, f := range feeds {
+		infos = append(infos, feedInfo(f, now))
+	}
+	if err := m.store.RegisterFeeds(ctx, infos); err != nil {
+		return fmt.Errorf("feeds: registering feeds: %w", err)
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := make(map[string]bool, len(feeds))
+	for _, f := range feeds {
+		key := f.Key()
+		seen[key] = true
+		if old, ok := m.feeds[key]; ok {
+			if reflect.DeepEqual(old.feed, *f) {
+				continue
+			}
+			m.cron.Remove(old.entry)
+		}
+		sf := &scheduledFeed{feed: *f}
+		offset := startOffset(key, f.ExpectedInterval(now), m.maxJitter)
+		sf.entry = m.cron.Schedule(jitteredSchedule{inner: f.Cron, offset: offset}, cron.FuncJob(func() {
+			m.runScheduled(&sf.feed)
+		}))
+		m.feeds[key] = sf
+		m.logger.Debug("feed scheduled", "jurisdiction", f.Jurisdiction, "feed", f.ID,
+			"schedule", f.Schedule, "offset", offset, "next", m.cron.Entry(sf.entry).Next)
+	}
+	for key, sf := range m.feeds {
+		if !seen[key] {
+			m.cron.Remove(sf.entry)
+			delete(m.feeds, key)
+			m.logger.Info("feed unscheduled", "feed", key)
+		}
+	}
+	return nil
+}
+
+// Stop stops scheduling, cancels polls in flight and waits for them to record
+// their outcome. Cancelled polls apply nothing.
+func (m *Manager) Stop() {
+	stopped := m.cron.Stop()
+	m.cancel()
+	<-stopped.Done()
+	m.wg.Wait()
+}
+
+// Poll runs one poll of the feed named key ("jurisdiction/feed") now, in the
+// caller's goroutine. It returns ErrPollInProgress if the feed is being polled.
+func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
+	m.mu.Lock()
+	sf, ok := m.feeds[key]
+	m.mu.Unlock()
+	if !ok {
+		return PollResult{}, fmt.Errorf("feeds: no feed %q in the configuration", key)
+	}
+	f := sf.feed
+	if !m.acquire(key) {
+		return PollResult{}, ErrPollInProgress
+	}
+	defer m.release(key)
+	return m.poll(ctx, &f)
+}
+
+func (m *Manager) runScheduled(f *Feed) {
+	key := f.Key()
+	if !m.acquire(key) {
+		m.logger.Warn("tick skipped: previous poll still running", "jurisdiction", f.Jurisdiction, "feed", f.ID)
+		return
+	}
+	defer m.release(key)
+	_, _ = m.poll(m.ctx, f) // the poll logs and records its own outcome
+}
+
+func (m *Manager) runAsync(f *Feed) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.runScheduled(f)
+	}()
+}
+
+func (m *Manager) acquire(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running[key] {
+		return false
+	}
+	m.running[key] = true
+	m.wg.Add(1)
+	return true
+}
+
+func (m *Manager) release(key string) {
+	m.mu.Lock()
+	delete(m.running, key)
+	m.mu.Unlock()
+	m.wg.Done()
+}
+
+// overdue lists the scheduled feeds whose last success is older than their
+// expected interval, or that never succeeded.
+func (m *Manager) overdue(ctx context.Context) ([]*Feed, error) {
+	last, err := m.store.LastSuccess(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("feeds: reading last successes: %w", err)
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*Feed
+	for key, sf := range m.feeds {
+		t, ok := last[key]
+		if !ok || now.Sub(t) > sf.feed.ExpectedInterval(now) {
+			out = append(out, &sf.feed)
+		}
+	}
+	return out, nil
+}
