@@ -195,6 +195,19 @@ func (f *fixture) transitions() []string {
 	return out
 }
 
+// openDurations returns the RetryAfter of every transition to open.
+func (f *fixture) openDurations() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []time.Duration
+	for _, ev := range f.events {
+		if ev.To == StateOpen {
+			out = append(out, ev.RetryAfter)
+		}
+	}
+	return out
+}
+
 func (f *fixture) state(t *testing.T, origin string) OriginState {
 	t.Helper()
 	for _, s := range f.reg.Snapshot() {
