@@ -657,6 +657,39 @@ func TestPacing(t *testing.T) {
 			t.Errorf("peak in flight %d, want 2", peak.Load())
 		}
 	})
+	t.Run("global in-flight bound", func(t *testing.T) {
+		t.Parallel()
+		p := fastPolicy()
+		f := &fixture{reg: NewRegistry(Config{MaxInFlight: 3, Policy: p}, nil), client: &http.Client{}}
+		var cur, peak atomic.Int64
+		slow := func(_ int64, w http.ResponseWriter, _ *http.Request) {
+			n := cur.Add(1)
+			for {
+				m := peak.Load()
+				if n <= m || peak.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+			cur.Add(-1)
+		}
+		var wg sync.WaitGroup
+		for range 3 {
+			up := newUpstream(t, 0)
+			up.set(slow)
+			for range 4 {
+				wg.Go(func() {
+					if err := f.do(t.Context(), t, up.url()); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		if peak.Load() != 3 {
+			t.Errorf("peak in flight across origins %d, want 3", peak.Load())
+		}
+	})
 	t.Run("rate limit", func(t *testing.T) {
 		t.Parallel()
 		p := fastPolicy()

@@ -48,7 +48,9 @@
 // Closed: the breaker trips when ConsecutiveFailures calls in a row failed, or
 // when, over a rolling Window (ten buckets), at least MinCalls calls were
 // decided and at least FailureRatio of them failed. A call whose outcome
-// arrives after its start has left the window is not counted.
+// arrives after its start has left the window is not counted (gobreaker's
+// rolling window works that way), which is why Policy.Validate insists that a
+// call bounded by AttemptTimeout fits in Window.
 //
 // Open: calls are refused without touching the network with an *OpenError
 // whose RetryAfter is the time until the next probe. The open duration is

@@ -44,7 +44,9 @@ type Policy struct {
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// AttemptTimeout bounds each attempt (0: only the caller's context). An
-	// attempt that hits it is a Failure.
+	// attempt that hits it is a Failure. When set, a whole call (attempts plus
+	// backoffs) must fit in Window: gobreaker does not count an outcome that
+	// arrives after its call's start has left the window.
 	AttemptTimeout time.Duration
 
 	// RateLimit is the steady request rate towards the origin, in requests per
@@ -128,6 +130,10 @@ func (p Policy) Validate() error {
 		return bad("BackoffMax %s is below BackoffBase %s", p.BackoffMax, p.BackoffBase)
 	case p.AttemptTimeout < 0:
 		return bad("AttemptTimeout %s is negative", p.AttemptTimeout)
+	case p.AttemptTimeout > 0 && p.longestCall() >= p.Window:
+		// gobreaker drops an outcome whose call began before the window, so a
+		// host that hangs every attempt would never trip the breaker.
+		return bad("a call may last %s (attempts × AttemptTimeout + backoffs), not less than Window %s", p.longestCall(), p.Window)
 	case p.RateLimit < 0:
 		return bad("RateLimit %g is negative", p.RateLimit)
 	case p.RateLimit > 0 && p.Burst < 1:
@@ -173,6 +179,13 @@ func MoreProtective(a, b Policy) Policy {
 		RetryBudgetRatio:     min(a.RetryBudgetRatio, b.RetryBudgetRatio),
 		RetryBudgetMin:       min(a.RetryBudgetMin, b.RetryBudgetMin),
 	}
+}
+
+// longestCall is the longest a logical call can take when AttemptTimeout is
+// set, leaving out waits for pacing, which precede no outcome of their own.
+func (p Policy) longestCall() time.Duration {
+	n := time.Duration(p.MaxAttempts)
+	return n*p.AttemptTimeout + (n-1)*p.BackoffMax
 }
 
 // minSet returns the smaller of a and b, where zero means "not set" and loses.

@@ -21,16 +21,17 @@ func TestDefaultPolicyIsValid(t *testing.T) {
 func TestValidateRejects(t *testing.T) {
 	t.Parallel()
 	for name, mutate := range map[string]func(*Policy){
-		"no trip rule":        func(p *Policy) { p.ConsecutiveFailures, p.FailureRatio = 0, 0 },
-		"ratio above one":     func(p *Policy) { p.FailureRatio = 1.5 },
-		"ratio without calls": func(p *Policy) { p.MinCalls = 0 },
-		"zero window":         func(p *Policy) { p.Window = 0 },
-		"max below base":      func(p *Policy) { p.OpenMax = p.OpenBase / 2 },
-		"no probes":           func(p *Policy) { p.HalfOpenMaxCalls = 0 },
-		"no attempts":         func(p *Policy) { p.MaxAttempts = 0 },
-		"rate without burst":  func(p *Policy) { p.RateLimit, p.Burst = 1, 0 },
-		"negative budget":     func(p *Policy) { p.RetryBudgetRatio = -1 },
-		"zero retry-after":    func(p *Policy) { p.MaxRetryAfter = 0 },
+		"no trip rule":         func(p *Policy) { p.ConsecutiveFailures, p.FailureRatio = 0, 0 },
+		"ratio above one":      func(p *Policy) { p.FailureRatio = 1.5 },
+		"ratio without calls":  func(p *Policy) { p.MinCalls = 0 },
+		"zero window":          func(p *Policy) { p.Window = 0 },
+		"max below base":       func(p *Policy) { p.OpenMax = p.OpenBase / 2 },
+		"no probes":            func(p *Policy) { p.HalfOpenMaxCalls = 0 },
+		"no attempts":          func(p *Policy) { p.MaxAttempts = 0 },
+		"rate without burst":   func(p *Policy) { p.RateLimit, p.Burst = 1, 0 },
+		"negative budget":      func(p *Policy) { p.RetryBudgetRatio = -1 },
+		"zero retry-after":     func(p *Policy) { p.MaxRetryAfter = 0 },
+		"call outlives window": func(p *Policy) { p.AttemptTimeout = p.Window / 2 },
 	} {
 		p := DefaultPolicy()
 		mutate(&p)
