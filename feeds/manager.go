@@ -117,12 +117,13 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 		}
 		sf := &scheduledFeed{feed: *f}
 		offset := startOffset(key, f.ExpectedInterval(now), m.maxJitter)
-		sf.entry = m.cron.Schedule(jitteredSchedule{inner: f.Cron, offset: offset}, cron.FuncJob(func() {
+		sched := jitteredSchedule{inner: f.Cron, offset: offset}
+		sf.entry = m.cron.Schedule(sched, cron.FuncJob(func() {
 			m.runScheduled(&sf.feed)
 		}))
 		m.feeds[key] = sf
 		m.logger.Debug("feed scheduled", "jurisdiction", f.Jurisdiction, "feed", f.ID,
-			"schedule", f.Schedule, "offset", offset, "next", m.cron.Entry(sf.entry).Next)
+			"schedule", f.Schedule, "offset", offset, "next", sched.Next(now))
 	}
 	for key, sf := range m.feeds {
 		if !seen[key] {

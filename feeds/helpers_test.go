@@ -1,0 +1,189 @@
+package feeds_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/wfs/wfstest"
+)
+
+// bundle is what a poll test needs: a fixture county server, a fresh
+// database, and a manager polling one through the other.
+type bundle struct {
+	ctx      context.Context
+	server   *wfstest.Server
+	url      string // the fixture server's base URL
+	pool     *pgxpool.Pool
+	store    *postgis.Store
+	breakers *breaker.Registry
+	manager  *feeds.Manager
+	cfg      *feeds.Config
+}
+
+type setupOptions struct {
+	feedsYAML   string // the feeds: list of jurisdiction "county"; %s is the server URL
+	policy      breaker.Policy
+	managerOpts []feeds.Option
+}
+
+type setupOption func(*setupOptions)
+
+// withFeeds sets the YAML of the test jurisdiction's feeds list; every %[1]s is
+// replaced by the fixture server's URL.
+func withFeeds(yaml string) setupOption { return func(o *setupOptions) { o.feedsYAML = yaml } }
+
+func withPolicy(p breaker.Policy) setupOption { return func(o *setupOptions) { o.policy = p } }
+
+func withManagerOptions(opts ...feeds.Option) setupOption {
+	return func(o *setupOptions) { o.managerOpts = append(o.managerOpts, opts...) }
+}
+
+// fastPolicy retries quickly and never paces, so tests take milliseconds.
+func fastPolicy() breaker.Policy {
+	p := breaker.DefaultPolicy()
+	p.BackoffBase = time.Millisecond
+	p.BackoffMax = 5 * time.Millisecond
+	p.RateLimit = 0
+	p.RetryBudgetMin = 100
+	return p
+}
+
+const defaultFeeds = `
+      - id: parcels
+        kind: wfs
+        url: %[1]s/wfs
+        type_name: parcels
+        page_size: 10
+        sort_by: pin
+        id_property: pin
+`
+
+func setup(t *testing.T, opts ...setupOption) *bundle {
+	t.Helper()
+	o := setupOptions{feedsYAML: defaultFeeds, policy: fastPolicy()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	server := wfstest.New()
+	ts := httptest.NewServer(server)
+	t.Cleanup(ts.Close)
+
+	yaml := fmt.Sprintf(`
+defaults:
+  schedule: "0 5 * * *"
+  timeout: 30s
+  request_timeout: 5s
+jurisdictions:
+  - id: county
+    timezone: America/New_York
+    feeds:
+`+o.feedsYAML, ts.URL)
+	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), nil)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pool := pgtest.Pool(t)
+	store := postgis.New(pool)
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: o.policy}, logger)
+	client := wfs.NewClient(ts.Client(), breakers, logger)
+	manager := feeds.NewManager(store, client, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
+	t.Cleanup(manager.Stop)
+
+	b := &bundle{ctx: t.Context(), server: server, url: ts.URL, pool: pool, store: store,
+		breakers: breakers, manager: manager, cfg: cfg}
+	if err := manager.Update(b.ctx, cfg); err != nil {
+		t.Fatalf("manager.Update: %v", err)
+	}
+	return b
+}
+
+// testWriter sends log lines to t.Log, so they show only for failing tests.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// featureIDs returns the feature ids of a feed, sorted.
+func (b *bundle) featureIDs(t *testing.T, feed string) []string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT feature_id FROM features WHERE jurisdiction = 'county' AND feed = $1 ORDER BY feature_id`, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// featureDigest fingerprints every stored row of a feed (id, geometry,
+// properties, hash, timestamps), to prove a failed poll touched nothing.
+func (b *bundle) featureDigest(t *testing.T, feed string) string {
+	t.Helper()
+	var digest string
+	err := b.pool.QueryRow(b.ctx, `
+		SELECT coalesce(md5(string_agg(feature_id || ST_AsEWKT(geom) || properties::text
+			|| encode(content_hash, 'hex') || changed_at::text || xmin::text, '|' ORDER BY feature_id)), '')
+		FROM features WHERE jurisdiction = 'county' AND feed = $1`, feed).Scan(&digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return digest
+}
+
+type pollRow struct {
+	Status   string
+	Error    string
+	Features int
+}
+
+// lastPoll returns the newest polls row of a feed.
+func (b *bundle) lastPoll(t *testing.T, feed string) pollRow {
+	t.Helper()
+	var r pollRow
+	err := b.pool.QueryRow(b.ctx, `
+		SELECT status, coalesce(error, ''), coalesce(features, 0) FROM polls
+		WHERE jurisdiction = 'county' AND feed = $1 ORDER BY id DESC LIMIT 1`, feed).Scan(&r.Status, &r.Error, &r.Features)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (b *bundle) freshness(t *testing.T, feed string) (status string, count int) {
+	t.Helper()
+	var n *int
+	err := b.pool.QueryRow(b.ctx, `SELECT status, feature_count FROM feed_freshness WHERE jurisdiction = 'county' AND feed = $1`, feed).Scan(&status, &n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != nil {
+		count = *n
+	}
+	return status, count
+}
