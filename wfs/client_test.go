@@ -1,0 +1,361 @@
+package wfs
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+)
+
+const testToken = "tok-8c1f3e"
+
+func wfsLayer(url string, pageSize int) Layer {
+	return Layer{Kind: KindWFS, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
+}
+
+func TestFetchPaging(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		fx            *fixtureWFS
+		version       string
+		firstPage     int
+		wantRequests  int
+		wantFeatures  int
+		wantMatched   int
+		wantLastQuery string
+	}{
+		{name: "numberMatched stops after 5 full pages", fx: &fixtureWFS{n: 50, withMatched: true}, wantRequests: 5, wantFeatures: 50, wantMatched: 50, wantLastQuery: "startIndex=40&count=10"},
+		{name: "no numberMatched, short last page", fx: &fixtureWFS{n: 47}, wantRequests: 5, wantFeatures: 47, wantMatched: -1, wantLastQuery: "startIndex=40&count=10"},
+		{name: "no numberMatched, exact multiple needs an empty page", fx: &fixtureWFS{n: 50}, wantRequests: 6, wantFeatures: 50, wantMatched: -1, wantLastQuery: "startIndex=50&count=10"},
+		{name: "1.1.0 pages with maxFeatures", fx: &fixtureWFS{n: 45, withMatched: true}, version: "1.1.0", wantRequests: 5, wantFeatures: 45, wantMatched: 45, wantLastQuery: "startIndex=40&maxFeatures=10"},
+		{name: "resume at page 2", fx: &fixtureWFS{n: 50, withMatched: true}, firstPage: 2, wantRequests: 3, wantFeatures: 30, wantMatched: 50, wantLastQuery: "startIndex=40&count=10"},
+		{name: "ids absent", fx: &fixtureWFS{n: 50, withMatched: true, withoutIDs: true}, wantRequests: 5, wantFeatures: 50, wantMatched: 50, wantLastQuery: "startIndex=40&count=10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := serve(t, tt.fx)
+			layer := wfsLayer(srv.URL, 10)
+			layer.Version = tt.version
+			var c collect
+			var urls []string
+			handle := func(ctx context.Context, p Page, fr FeatureReader) error {
+				urls = append(urls, p.URL)
+				if p.StartIndex != p.Index*10 {
+					t.Errorf("page %d starts at %d", p.Index, p.StartIndex)
+				}
+				return c.handle(ctx, p, fr)
+			}
+			stats, err := newTestClient(t, 1).Fetch(t.Context(), layer, tt.firstPage, handle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tt.fx.queries) != tt.wantRequests || stats.Pages != tt.wantRequests {
+				t.Errorf("%d requests, %d pages; want %d", len(tt.fx.queries), stats.Pages, tt.wantRequests)
+			}
+			if stats.Features != tt.wantFeatures || c.total() != tt.wantFeatures || stats.NumberMatched != tt.wantMatched {
+				t.Errorf("stats %+v, handled %d; want %d features, numberMatched %d", stats, c.total(), tt.wantFeatures, tt.wantMatched)
+			}
+			if last := tt.fx.queries[len(tt.fx.queries)-1]; !strings.HasSuffix(last, tt.wantLastQuery) {
+				t.Errorf("last query %s, want …%s", last, tt.wantLastQuery)
+			}
+			if stats.Bytes <= 0 || len(stats.Warnings) != 0 {
+				t.Errorf("stats %+v", stats)
+			}
+			for _, u := range urls {
+				if strings.Contains(u, testToken) || !strings.Contains(u, "token=REDACTED") {
+					t.Errorf("Page.URL %s is not redacted", u)
+				}
+			}
+			if got := c.pages[tt.firstPage][0]; !strings.Contains(got, fmt.Sprintf(`{"n":%d}`, tt.firstPage*10)) {
+				t.Errorf("first feature handled %s", got)
+			}
+		})
+	}
+}
+
+func TestFetchStartIndexIgnored(t *testing.T) {
+	t.Parallel()
+	for _, withoutIDs := range []bool{false, true} {
+		fx := &fixtureWFS{n: 50, ignoreStart: true, withoutIDs: withoutIDs}
+		srv := serve(t, fx)
+		var c collect
+		stats, err := newTestClient(t, 3).Fetch(t.Context(), wfsLayer(srv.URL, 10), 0, c.handle)
+		if !errors.Is(err, ErrStartIndexIgnored) {
+			t.Fatalf("withoutIDs=%v: err = %v, want ErrStartIndexIgnored", withoutIDs, err)
+		}
+		// The repeated page never reached the handler, and the verdict is not
+		// retried: the server answered, it just does not page.
+		if c.calls != 1 || stats.Pages != 1 || len(fx.queries) != 2 {
+			t.Errorf("withoutIDs=%v: handler calls %d, pages %d, requests %d; want 1 1 2", withoutIDs, c.calls, stats.Pages, len(fx.queries))
+		}
+		if !strings.Contains(err.Error(), "token=REDACTED") || strings.Contains(err.Error(), testToken) {
+			t.Errorf("error %q does not name the redacted URL", err)
+		}
+	}
+}
+
+func TestFetchPageSizeIgnored(t *testing.T) {
+	t.Parallel()
+	fx := &fixtureWFS{n: 25, ignoreCount: true}
+	srv := serve(t, fx)
+	var c collect
+	stats, err := newTestClient(t, 1).Fetch(t.Context(), wfsLayer(srv.URL, 10), 0, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Pages != 1 || stats.Features != 25 || len(stats.Warnings) != 1 || !strings.Contains(stats.Warnings[0], "ignored the page size") {
+		t.Errorf("stats %+v", stats)
+	}
+}
+
+// TestFetchRetryRerunsPage: a body cut mid-page fails the attempt; the
+// breaker retries it and the handler stages the page again from scratch.
+func TestFetchRetryRerunsPage(t *testing.T) {
+	t.Parallel()
+	fx := &fixtureWFS{n: 50, withMatched: true, serverSideErr: map[int]int{20: 1}}
+	srv := serve(t, fx)
+	var c collect
+	stats, err := newTestClient(t, 3).Fetch(t.Context(), wfsLayer(srv.URL, 10), 0, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Pages != 5 || stats.Features != 50 || c.total() != 50 || len(fx.queries) != 6 {
+		t.Errorf("stats %+v, handled %d, requests %d; want 5 pages, 50 features, 6 requests", stats, c.total(), len(fx.queries))
+	}
+}
+
+// TestFetchHandlerError: the database failing is not the origin's fault: the
+// handler's error comes back as is, after one attempt.
+func TestFetchHandlerError(t *testing.T) {
+	t.Parallel()
+	fx := &fixtureWFS{n: 50, withMatched: true}
+	srv := serve(t, fx)
+	errDB := errors.New("pg: connection refused")
+	handle := func(ctx context.Context, p Page, fr FeatureReader) error {
+		if _, err := fr.Next(); err != nil {
+			return err
+		}
+		return fmt.Errorf("copy into staging: %w", errDB)
+	}
+	_, err := newTestClient(t, 3).Fetch(t.Context(), wfsLayer(srv.URL, 10), 0, handle)
+	if !errors.Is(err, errDB) || !strings.HasPrefix(err.Error(), "copy into staging") {
+		t.Errorf("err = %v, want the handler's error as is", err)
+	}
+	if len(fx.queries) != 1 {
+		t.Errorf("%d requests, want 1 (an Ignored attempt is not retried)", len(fx.queries))
+	}
+}
+
+func TestFetchGeoJSONLayerGzip(t *testing.T) {
+	t.Parallel()
+	body := readTestdata(t, "geoserver_2_0_page.json")
+	var sawGzip bool
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "apikey="+testToken {
+			t.Errorf("query %q: a GeoJSON URL must go out as is", r.URL.RawQuery)
+		}
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			io.Copy(w, strings.NewReader(string(body)))
+			return
+		}
+		sawGzip = true
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		zw.Write(body)
+		zw.Close()
+	}))
+	layer := Layer{Kind: KindGeoJSON, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
+	var c collect
+	stats, err := newTestClient(t, 1).Fetch(t.Context(), layer, 0, c.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sawGzip {
+		t.Error("the client did not ask for gzip")
+	}
+	if stats.Pages != 1 || stats.Features != 3 || stats.NumberMatched != 12 || stats.Bytes != int64(len(body)) {
+		t.Errorf("stats %+v; want 1 page, 3 features, numberMatched 12, %d decompressed bytes", stats, len(body))
+	}
+	if _, err := newTestClient(t, 1).Fetch(t.Context(), layer, 1, c.handle); !errors.Is(err, ErrInvalidLayer) {
+		t.Errorf("resume a GeoJSON layer at page 1: %v, want ErrInvalidLayer", err)
+	}
+}
+
+// attemptCase serves one response and runs one attempt of page 0 against it,
+// so that the test sees the Outcome the breaker would.
+func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Layer, ctx context.Context) (breaker.Result, *collect) {
+	t.Helper()
+	srv := serve(t, h)
+	l := layer(srv.URL)
+	u, err := RequestURL(l, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Page{Index: 0, URL: RedactURL(u.String())}
+	var col collect
+	var res pageResult
+	r := c.attempt(ctx, l, u, p, func(string) error { return nil }, col.handle, &res)
+	return r, &col
+}
+
+func body(t *testing.T, status int, name string, header ...string) http.Handler {
+	var data []byte
+	if name != "" {
+		data = readTestdata(t, name)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(status)
+		w.Write(data)
+	})
+}
+
+func text(status int, s string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		io.WriteString(w, s)
+	})
+}
+
+// TestClassification runs every recorded body through a real attempt.
+func TestClassification(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2024, 5, 14, 9, 0, 0, 0, time.UTC)
+	page := readTestdata(t, "geoserver_2_0_page.json")
+	var exc *ExceptionReportError
+	var hse *HTTPStatusError
+	var be *BodyError
+	var te *TransportError
+	tests := []struct {
+		name    string
+		h       http.Handler
+		opts    []Option
+		want    breaker.Outcome
+		check   func(error) bool
+		retryIn time.Duration
+	}{
+		{"200 GeoJSON page", body(t, 200, "geoserver_2_0_page.json"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
+		{"200 GeoServer HTML error page", body(t, 200, "geoserver_error_page.html", "Content-Type", "text/html"), nil, breaker.Failure,
+			func(err error) bool { return errors.Is(err, ErrHTMLBody) && errors.As(err, &be) && strings.Contains(err.Error(), "HTTP Status 500") }, 0},
+		{"200 XHTML maintenance page", body(t, 200, "proxy_maintenance.html"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrHTMLBody) }, 0},
+		{"200 ows:ExceptionReport NoApplicableCode", body(t, 200, "geoserver_exception_2_0_noapplicablecode.xml"), nil, breaker.Failure,
+			func(err error) bool {
+				return errors.As(err, &exc) && exc.Code == "NoApplicableCode" && exc.ServerSide && strings.Contains(exc.Text, "Connection to localhost:5432 refused")
+			}, 0},
+		{"400 ows:ExceptionReport NoApplicableCode", body(t, 400, "geoserver_exception_2_0_noapplicablecode.xml"), nil, breaker.Failure,
+			func(err error) bool { return errors.As(err, &exc) && exc.Status == 400 }, 0},
+		{"400 ows:ExceptionReport InvalidParameterValue", body(t, 400, "geoserver_exception_2_0_invalidparametervalue.xml"), nil, breaker.Success,
+			func(err error) bool {
+				return errors.As(err, &exc) && exc.Code == "InvalidParameterValue" && exc.Locator == "typeName" && !exc.ServerSide && exc.Text == "Feature type county:parcelz unknown"
+			}, 0},
+		{"200 MapServer ServiceExceptionReport InvalidParameterValue", body(t, 200, "mapserver_service_exception_1_1.xml", "Content-Type", "text/xml"), nil, breaker.Success,
+			func(err error) bool {
+				return errors.As(err, &exc) && exc.Code == "InvalidParameterValue" && exc.Locator == "typename" && strings.Contains(exc.Text, "doesn't exist")
+			}, 0},
+		{"200 MapServer ServiceExceptionReport without code", body(t, 200, "mapserver_service_exception_nocode.xml"), nil, breaker.Failure,
+			func(err error) bool { return errors.As(err, &exc) && exc.Code == "" && exc.ServerSide }, 0},
+		{"503", text(503, "Service Unavailable"), nil, breaker.Failure, func(err error) bool { return errors.As(err, &hse) && hse.Status == 503 }, 0},
+		{"502 HTML", body(t, 502, "geoserver_error_page.html"), nil, breaker.Failure, func(err error) bool { return errors.As(err, &hse) && hse.Status == 502 }, 0},
+		{"404", text(404, "Not Found"), nil, breaker.Success, func(err error) bool { return errors.As(err, &hse) && hse.Status == 404 }, 0},
+		{"429 Retry-After seconds", body(t, 429, "", "Retry-After", "120"), nil, breaker.Throttled,
+			func(err error) bool { return errors.As(err, &hse) && hse.Status == 429 }, 120 * time.Second},
+		{"429 Retry-After date", body(t, 429, "", "Retry-After", now.Add(90*time.Second).Format(http.TimeFormat)), []Option{WithClock(func() time.Time { return now })}, breaker.Throttled,
+			func(err error) bool { return errors.As(err, &hse) }, 90 * time.Second},
+		{"429 without Retry-After", body(t, 429, ""), nil, breaker.Throttled, func(err error) bool { return errors.As(err, &hse) }, 0},
+		{"connection cut mid-body (Content-Length)", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			cutConnection(w, string(page[:500]), len(page))
+		}), nil, breaker.Failure, func(err error) bool { return errors.As(err, &be) && errors.Is(err, io.ErrUnexpectedEOF) }, 0},
+		{"connection cut mid-body (chunked)", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write(page[:500])
+			w.(http.Flusher).Flush()
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			conn.Close()
+		}), nil, breaker.Failure, func(err error) bool { return errors.As(err, &be) }, 0},
+		{"200 truncated JSON", body(t, 200, "truncated_page.json"), nil, breaker.Failure,
+			func(err error) bool { return errors.As(err, &be) && strings.Contains(err.Error(), "feature 2") }, 0},
+		{"200 empty", text(200, ""), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrEmptyBody) }, 0},
+		{"200 plain text", text(200, "Error: layer is being rebuilt"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }, 0},
+		{"200 GML", body(t, 200, "geoserver_gml32_page.xml"), nil, breaker.Success,
+			func(err error) bool { return errors.Is(err, ErrGMLNotSupported) && strings.Contains(err.Error(), "FeatureCollection") }, 0},
+		{"200 too large", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Failure,
+			func(err error) bool { return errors.Is(err, ErrResponseTooLarge) && errors.As(err, &be) }, 0},
+		{"attempt timeout", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}), []Option{WithRequestTimeout(50 * time.Millisecond)}, breaker.Failure,
+			func(err error) bool { return errors.As(err, &te) && errors.Is(err, context.DeadlineExceeded) }, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := NewClient(nil, nil, nil, tt.opts...)
+			res, col := runAttempt(t, tt.h, c, func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
+			if res.Outcome != tt.want || !tt.check(res.Err) {
+				t.Errorf("outcome %s, err %v (%T); want %s", res.Outcome, res.Err, res.Err, tt.want)
+			}
+			if res.RetryAfter != tt.retryIn {
+				t.Errorf("RetryAfter %s, want %s", res.RetryAfter, tt.retryIn)
+			}
+			if res.Err != nil {
+				msg := res.Err.Error()
+				if !strings.HasPrefix(msg, "wfs: ") && !strings.HasPrefix(msg, "staging") {
+					t.Errorf("error %q lacks the wfs: prefix", msg)
+				}
+				if strings.Contains(msg, testToken) || !strings.Contains(msg, "token=REDACTED") {
+					t.Errorf("error %q must name the URL, redacted", msg)
+				}
+				if res.Outcome != breaker.Failure || !errors.As(res.Err, &be) {
+					return
+				}
+			}
+			if tt.want == breaker.Success && res.Err == nil && col.total() != 3 {
+				t.Errorf("handled %d features, want 3", col.total())
+			}
+		})
+	}
+}
+
+func TestClassificationTransport(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, http.NotFoundHandler())
+	srv.Close() // nothing listens there any more
+	c := NewClient(nil, nil, nil)
+	l := wfsLayer(srv.URL, 10)
+	u, _ := RequestURL(l, 0)
+	var res pageResult
+	r := c.attempt(t.Context(), l, u, Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
+	var te *TransportError
+	if r.Outcome != breaker.Failure || !errors.As(r.Err, &te) || strings.Contains(r.Err.Error(), testToken) {
+		t.Errorf("dial refused: %s %v", r.Outcome, r.Err)
+	}
+}
+
+// TestClassificationCancelled: the caller's cancellation is nobody's fault.
+func TestClassificationCancelled(t *testing.T) {
+	t.Parallel()
+	page := readTestdata(t, "geoserver_2_0_page.json")
+	ctx, cancel := context.WithCancel(t.Context())
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(page[:300])
+		w.(http.Flusher).Flush()
+		cancel()
+		<-r.Context().Done()
+	})
+	res, _ := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) Layer { return wfsLayer(u, 10) }, ctx)
+	if res.Outcome != breaker.Ignored || !errors.Is(res.Err, context.Canceled) {
+		t.Errorf("cancelled mid-body: %s %v, want Ignored wrapping context.Canceled", res.Outcome, res.Err)
+	}
+}
