@@ -247,7 +247,9 @@ func TestClassification(t *testing.T) {
 	}{
 		{"200 GeoJSON page", body(t, 200, "geoserver_2_0_page.json"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
 		{"200 GeoServer HTML error page", body(t, 200, "geoserver_error_page.html", "Content-Type", "text/html"), nil, breaker.Failure,
-			func(err error) bool { return errors.Is(err, ErrHTMLBody) && errors.As(err, &be) && strings.Contains(err.Error(), "HTTP Status 500") }, 0},
+			func(err error) bool {
+				return errors.Is(err, ErrHTMLBody) && errors.As(err, &be) && strings.Contains(err.Error(), "HTTP Status 500")
+			}, 0},
 		{"200 XHTML maintenance page", body(t, 200, "proxy_maintenance.html"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrHTMLBody) }, 0},
 		{"200 ows:ExceptionReport NoApplicableCode", body(t, 200, "geoserver_exception_2_0_noapplicablecode.xml"), nil, breaker.Failure,
 			func(err error) bool {
@@ -287,7 +289,9 @@ func TestClassification(t *testing.T) {
 		{"200 empty", text(200, ""), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrEmptyBody) }, 0},
 		{"200 plain text", text(200, "Error: layer is being rebuilt"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }, 0},
 		{"200 GML", body(t, 200, "geoserver_gml32_page.xml"), nil, breaker.Success,
-			func(err error) bool { return errors.Is(err, ErrGMLNotSupported) && strings.Contains(err.Error(), "FeatureCollection") }, 0},
+			func(err error) bool {
+				return errors.Is(err, ErrGMLNotSupported) && strings.Contains(err.Error(), "FeatureCollection")
+			}, 0},
 		{"200 too large", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Failure,
 			func(err error) bool { return errors.Is(err, ErrResponseTooLarge) && errors.As(err, &be) }, 0},
 		{"attempt timeout", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
