@@ -106,7 +106,7 @@ func TestStaysClosedBelowThresholds(t *testing.T) {
 func TestOpenMakesNoNetworkCalls(t *testing.T) {
 	t.Parallel()
 	p := fastPolicy()
-	p.OpenBase = 500 * time.Millisecond
+	p.OpenBase, p.OpenMax = 2*time.Second, 2*time.Second // far longer than the test, even on a loaded machine
 	f := setup(t, p)
 	up := newUpstream(t, http.StatusServiceUnavailable)
 	oe := f.tripOpen(t, up.url())
@@ -529,11 +529,11 @@ func TestRetryAfterPausesTheOrigin(t *testing.T) {
 	}
 	t.Run("honoured", func(t *testing.T) {
 		t.Parallel()
-		run(t, "0.15", time.Second, 150*time.Millisecond)
+		run(t, "0.3", time.Second, 300*time.Millisecond)
 	})
 	t.Run("capped", func(t *testing.T) {
 		t.Parallel()
-		run(t, "3600", 100*time.Millisecond, 100*time.Millisecond)
+		run(t, "3600", 200*time.Millisecond, 200*time.Millisecond)
 	})
 }
 
@@ -541,7 +541,7 @@ func TestOpenDurationGrowsAndDecays(t *testing.T) {
 	t.Parallel()
 	p := fastPolicy()
 	p.ConsecutiveFailures = 1
-	p.OpenBase, p.OpenMax, p.OpenDecay = 40*time.Millisecond, 100*time.Millisecond, 80*time.Millisecond
+	p.OpenBase, p.OpenMax, p.OpenDecay = 120*time.Millisecond, 300*time.Millisecond, 250*time.Millisecond
 	f := setup(t, p)
 	f.reg.rand = func() float64 { return 0.5 } // no jitter: factor 1.0
 	up := newUpstream(t, http.StatusServiceUnavailable)
@@ -558,15 +558,15 @@ func TestOpenDurationGrowsAndDecays(t *testing.T) {
 	}
 	// The events carry the open durations exactly (jitter is pinned); a
 	// refusal's RetryAfter is what is left of them.
-	want := []time.Duration{40, 80, 100, 100} // OpenBase × opens, capped by OpenMax
+	want := []time.Duration{120, 240, 300, 300} // OpenBase × opens, capped by OpenMax
 	for i, d := range f.openDurations() {
 		if i >= len(want) || d != want[i]*time.Millisecond {
 			t.Errorf("open durations %v, want %v ms", f.openDurations(), want)
 			break
 		}
 	}
-	if oe.RetryAfter <= 0 || oe.RetryAfter > 100*time.Millisecond {
-		t.Errorf("RetryAfter %s, want in (0, 100ms]", oe.RetryAfter)
+	if oe.RetryAfter <= 0 || oe.RetryAfter > 300*time.Millisecond {
+		t.Errorf("RetryAfter %s, want in (0, 300ms]", oe.RetryAfter)
 	}
 	if s := f.state(t, up.origin(t)); s.ConsecutiveOpens != 4 {
 		t.Errorf("ConsecutiveOpens %d, want 4", s.ConsecutiveOpens)
@@ -581,8 +581,8 @@ func TestOpenDurationGrowsAndDecays(t *testing.T) {
 	time.Sleep(2*p.OpenDecay + 10*time.Millisecond)
 	up.setStatus(http.StatusServiceUnavailable)
 	f.tripOpen(t, up.url())
-	if ds := f.openDurations(); ds[len(ds)-1] != 80*time.Millisecond {
-		t.Errorf("after a healthy spell the open duration is %s, want 80ms", ds[len(ds)-1])
+	if ds := f.openDurations(); ds[len(ds)-1] != 240*time.Millisecond {
+		t.Errorf("after a healthy spell the open duration is %s, want 240ms", ds[len(ds)-1])
 	}
 	if s := f.state(t, up.origin(t)); s.ConsecutiveOpens != 2 {
 		t.Errorf("ConsecutiveOpens %d after decay, want 2", s.ConsecutiveOpens)
@@ -595,7 +595,7 @@ func TestOpenedMeanwhileStopsRetries(t *testing.T) {
 	p.ConsecutiveFailures = 1
 	p.MaxAttempts = 5
 	p.BackoffBase, p.BackoffMax = 400*time.Millisecond, 400*time.Millisecond
-	p.OpenBase = time.Second
+	p.OpenBase, p.OpenMax = time.Second, time.Second
 	p.RetryBudgetRatio, p.RetryBudgetMin = 0, 1 // A takes the only retry
 	f := setup(t, p)
 	f.reg.rand = func() float64 { return 0.99 }

@@ -132,7 +132,7 @@ func fastPolicy() Policy {
 		FailureRatio:        0.5,
 		MinCalls:            6,
 		Window:              5 * time.Second,
-		OpenBase:            60 * time.Millisecond,
+		OpenBase:            200 * time.Millisecond,
 		OpenMax:             time.Second,
 		OpenDecay:           5 * time.Second,
 		HalfOpenMaxCalls:    1,
