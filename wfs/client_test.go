@@ -190,7 +190,7 @@ func TestFetchGeoJSONLayerGzip(t *testing.T) {
 	}
 }
 
-// attemptCase serves one response and runs one attempt of page 0 against it,
+// runAttempt serves one response and runs one attempt of page 0 against it,
 // so that the test sees the Outcome the breaker would.
 func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Layer, ctx context.Context) (breaker.Result, *collect) {
 	t.Helper()
@@ -303,8 +303,8 @@ func TestClassification(t *testing.T) {
 			func(err error) bool { return errors.As(err, &te) && errors.Is(err, context.DeadlineExceeded) }, 0},
 	}
 	for _, tt := range tests {
+		// Not parallel: the check funcs share the errors.As targets above.
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
 			c := NewClient(nil, nil, nil, tt.opts...)
 			res, col := runAttempt(t, tt.h, c, func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
 			if res.Outcome != tt.want || !tt.check(res.Err) {

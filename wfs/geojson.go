@@ -423,26 +423,10 @@ func (r *GeoJSONReader) geometry(raw json.RawMessage) (geom.T, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
-	var gg geojson.Geometry
-	if err := json.Unmarshal(raw, &gg); err != nil {
-		return nil, err
+	if firstByte(raw) != '{' {
+		return nil, errors.New("not an object")
 	}
-	srid := r.srid
-	if gg.CRS != nil { // a per-geometry crs (GeoJSON 2008) overrides the document's
-		s, err := sridOfCRS(gg.CRS)
-		if err != nil {
-			return nil, err
-		}
-		srid = s
-	}
-	g, err := gg.Decode()
-	if err != nil {
-		return nil, err
-	}
-	if g == nil {
-		return nil, nil
-	}
-	return geom.SetSRID(g, srid)
+	return decodeGeometry(raw, r.srid)
 }
 
 func isNull(b []byte) bool {
@@ -533,6 +517,16 @@ func canonicalNumber(s string) (string, error) {
 // wanted, once per feature. obj has been validated by encoding/json, but the
 // scan still checks its bounds so that it cannot panic.
 func findMember(obj []byte, name string) (value []byte, found bool, err error) {
+	return scanMember(obj, name, false)
+}
+
+// findMemberFold is findMember matching keys as encoding/json matches struct
+// fields (case-insensitively), for members go-geom would decode that way.
+func findMemberFold(obj []byte, name string) (value []byte, found bool, err error) {
+	return scanMember(obj, name, true)
+}
+
+func scanMember(obj []byte, name string, fold bool) (value []byte, found bool, err error) {
 	i := skipWS(obj, 0)
 	if i >= len(obj) || obj[i] == 'n' { // absent or null properties
 		return nil, false, nil
@@ -572,15 +566,15 @@ func findMember(obj []byte, name string) (value []byte, found bool, err error) {
 			return nil, false, err
 		}
 		i = vend
-		var match bool
-		if !escaped {
-			match = string(obj[kstart+1:kend-1]) == name
-		} else {
+		key := obj[kstart+1 : kend-1]
+		if escaped {
 			var k string
-			if json.Unmarshal(obj[kstart:kend], &k) == nil {
-				match = k == name
+			if json.Unmarshal(obj[kstart:kend], &k) != nil {
+				continue
 			}
+			key = []byte(k)
 		}
+		match := string(key) == name || (fold && strings.EqualFold(string(key), name))
 		if match {
 			// Keep scanning: with duplicate keys the last one wins, as in
 			// encoding/json.

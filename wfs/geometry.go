@@ -1,0 +1,262 @@
+package wfs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/geojson"
+)
+
+// decodeGeometry turns a GeoJSON geometry object into a geom.T with srid,
+// unless the geometry carries its own legacy "crs" member, which wins.
+//
+// The common types are parsed straight into go-geom's flat coordinates:
+// going through geojson.Unmarshal costs a reflective decode into
+// [][]geom.Coord with one allocation per position, about half of the
+// decoder's time on polygon layers. GeometryCollection, and anything the
+// fast path does not know, still goes through go-geom's decoder, which also
+// defines the errors and the layout rules the fast path follows (layout from
+// the first position's dimension, XY when empty, every position alike).
+func decodeGeometry(raw []byte, srid int) (geom.T, error) {
+	typ, ok, err := memberString(raw, "type")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New(`geometry without "type"`)
+	}
+	if crs, found, err := findMemberFold(raw, "crs"); err != nil {
+		return nil, err
+	} else if found && !isNull(crs) {
+		var c geojson.CRS
+		if err := json.Unmarshal(crs, &c); err != nil {
+			return nil, fmt.Errorf("crs: %w", err)
+		}
+		if srid, err = sridOfCRS(&c); err != nil {
+			return nil, err
+		}
+	}
+
+	depth := 0
+	switch typ {
+	case "Point":
+		depth = 1
+	case "LineString", "MultiPoint":
+		depth = 2
+	case "Polygon", "MultiLineString":
+		depth = 3
+	case "MultiPolygon":
+		depth = 4
+	default:
+		return slowGeometry(raw, srid)
+	}
+	coords, found, err := findMemberFold(raw, "coordinates")
+	if err != nil {
+		return nil, err
+	}
+	if !found || isNull(coords) {
+		// go-geom makes an empty geometry without a layout of it; keep one rule.
+		return slowGeometry(raw, srid)
+	}
+	// Every number but the first follows a comma: one allocation, not a
+	// doubling series of them.
+	p := coordParser{b: coords, flat: make([]float64, 0, bytes.Count(coords, []byte{','})+1)}
+	if err := p.parse(depth); err != nil {
+		return nil, fmt.Errorf("%s coordinates: %w", typ, err)
+	}
+	layout := geom.XY
+	if p.stride > 0 {
+		switch p.stride {
+		case 1:
+			return nil, geojson.ErrDimensionalityTooLow(1)
+		case 2:
+			layout = geom.XY
+		case 3:
+			layout = geom.XYZ
+		case 4:
+			layout = geom.XYZM
+		default:
+			return nil, fmt.Errorf("%s coordinates: %d dimensions", typ, p.stride)
+		}
+	}
+	var g geom.T
+	switch typ {
+	case "Point":
+		if p.stride == 0 {
+			g = geom.NewPointEmpty(layout)
+		} else {
+			g = geom.NewPointFlat(layout, p.flat)
+		}
+	case "LineString":
+		g = geom.NewLineStringFlat(layout, p.flat)
+	case "MultiPoint":
+		g = geom.NewMultiPointFlat(layout, p.flat)
+	case "Polygon":
+		g = geom.NewPolygonFlat(layout, p.flat, p.ends)
+	case "MultiLineString":
+		g = geom.NewMultiLineStringFlat(layout, p.flat, p.ends)
+	case "MultiPolygon":
+		g = geom.NewMultiPolygonFlat(layout, p.flat, p.endss)
+	}
+	return geom.SetSRID(g, srid)
+}
+
+// slowGeometry decodes raw with go-geom's own GeoJSON decoder.
+func slowGeometry(raw []byte, srid int) (geom.T, error) {
+	var g geom.T
+	if err := geojson.Unmarshal(raw, &g); err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, nil
+	}
+	return geom.SetSRID(g, srid)
+}
+
+// memberString returns the string value of member name of obj.
+func memberString(obj []byte, name string) (string, bool, error) {
+	v, found, err := findMemberFold(obj, name)
+	if err != nil || !found {
+		return "", false, err
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false, fmt.Errorf("%q: %w", name, err)
+	}
+	return s, true, nil
+}
+
+// coordParser reads nested coordinate arrays of a known depth (1: a
+// position, 2: a list of positions, 3: rings, 4: polygons) into go-geom's
+// flat form. The input was validated as JSON by encoding/json; the parser
+// still checks everything it relies on, so that it cannot panic.
+type coordParser struct {
+	b      []byte
+	i      int
+	stride int // dimension of the first position; 0 until one is seen
+	flat   []float64
+	ends   []int
+	endss  [][]int
+}
+
+func (p *coordParser) ws() {
+	p.i = skipWS(p.b, p.i)
+}
+
+func (p *coordParser) expect(c byte) error {
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != c {
+		return fmt.Errorf("expected %q at byte %d", c, p.i)
+	}
+	p.i++
+	return nil
+}
+
+// list calls elem for each element of the array at p.i.
+func (p *coordParser) list(elem func() error) error {
+	if err := p.expect('['); err != nil {
+		return err
+	}
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == ']' {
+		p.i++
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		p.ws()
+		if p.i >= len(p.b) {
+			return errors.New("unexpected end of coordinates")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return nil
+		default:
+			return fmt.Errorf("unexpected %q at byte %d", p.b[p.i], p.i)
+		}
+	}
+}
+
+func (p *coordParser) position() error {
+	before := len(p.flat)
+	if err := p.list(p.number); err != nil {
+		return err
+	}
+	n := len(p.flat) - before
+	if p.stride == 0 {
+		p.stride = n
+	} else if n != p.stride {
+		return fmt.Errorf("position of %d dimensions after positions of %d", n, p.stride)
+	}
+	return nil
+}
+
+func (p *coordParser) parse(depth int) error {
+	var err error
+	switch depth {
+	case 1:
+		// An empty Point ([]) is allowed; it has no stride.
+		err = p.list(p.number)
+		if err == nil && len(p.flat) > 0 {
+			p.stride = len(p.flat)
+		}
+	case 2:
+		err = p.list(p.position)
+	case 3:
+		err = p.list(func() error {
+			if err := p.list(p.position); err != nil {
+				return err
+			}
+			p.ends = append(p.ends, len(p.flat))
+			return nil
+		})
+	case 4:
+		err = p.list(func() error {
+			p.ends = nil
+			if err := p.list(func() error {
+				if err := p.list(p.position); err != nil {
+					return err
+				}
+				p.ends = append(p.ends, len(p.flat))
+				return nil
+			}); err != nil {
+				return err
+			}
+			p.endss = append(p.endss, p.ends)
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	p.ws()
+	if p.i != len(p.b) {
+		return fmt.Errorf("unexpected data at byte %d", p.i)
+	}
+	return nil
+}
+
+// number reads one coordinate of a Point.
+func (p *coordParser) number() error {
+	p.ws()
+	j := p.i
+	for j < len(p.b) && (p.b[j] == '-' || p.b[j] == '+' || p.b[j] == '.' || p.b[j] == 'e' || p.b[j] == 'E' || (p.b[j] >= '0' && p.b[j] <= '9')) {
+		j++
+	}
+	f, err := strconv.ParseFloat(string(p.b[p.i:j]), 64)
+	if err != nil {
+		return err
+	}
+	p.i = j
+	p.flat = append(p.flat, f)
+	return nil
+}

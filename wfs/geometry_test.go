@@ -1,0 +1,120 @@
+package wfs
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/geojson"
+)
+
+var geometrySamples = []string{
+	`{"type":"Point","coordinates":[1.5,-2.25]}`,
+	`{"coordinates":[1,2,3],"type":"Point"}`,
+	`{"type":"Point","coordinates":[1,2,3,4]}`,
+	`{"type":"Point","coordinates":[]}`,
+	`{"type":"Point","coordinates":[1]}`,
+	`{"type":"LineString","coordinates":[[0,0],[1e3,2.5E-3],[ -1 , 1 ]]}`,
+	`{"type":"LineString","coordinates":[]}`,
+	`{"type":"LineString","coordinates":[[0,0],[1,1,1]]}`,
+	`{"type":"MultiPoint","coordinates":[[0,0,1],[1,1,2]]}`,
+	`{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]],[[0.2,0.2],[0.4,0.2],[0.4,0.4],[0.2,0.2]]]}`,
+	`{"type":"Polygon","coordinates":[[]]}`,
+	`{"type":"MultiLineString","coordinates":[[[0,0],[1,1]],[[2,2],[3,3],[4,4]]]}`,
+	`{"type":"MultiPolygon","coordinates":[[[[0,0],[1,0],[1,1],[0,0]]],[[[5,5],[6,5],[6,6],[5,5]],[[5.1,5.1],[5.2,5.1],[5.2,5.2],[5.1,5.1]]]]}`,
+	`{"type":"MultiPolygon","coordinates":[]}`,
+	`{"type":"GeometryCollection","geometries":[{"type":"Point","coordinates":[1,2]}]}`,
+	`{"type":"Polygon","coordinates":[[[0,0],[1,"x"]]]}`,
+	`{"type":"Polygon","coordinates":[[0,0]]}`,
+	`{"type":"Polygon","coordinates":null}`,
+	`{"type":"Hexagon","coordinates":[]}`,
+	`{"type":"Point","coordinates":[1e400,0]}`,
+}
+
+// TestDecodeGeometryMatchesGoGeom: the fast path must agree with go-geom's
+// decoder on what it accepts and what it builds.
+func TestDecodeGeometryMatchesGoGeom(t *testing.T) {
+	t.Parallel()
+	for _, s := range geometrySamples {
+		compareWithGoGeom(t, []byte(s))
+	}
+}
+
+func compareWithGoGeom(t *testing.T, raw []byte) {
+	t.Helper()
+	got, gotErr := decodeGeometry(raw, 2264)
+	var want geom.T
+	wantErr := geojson.Unmarshal(raw, &want)
+	if (gotErr != nil) != (wantErr != nil) {
+		t.Fatalf("%s: fast path err %v, go-geom err %v", raw, gotErr, wantErr)
+	}
+	if gotErr != nil {
+		return
+	}
+	if want == nil {
+		if got != nil {
+			t.Fatalf("%s: got %v, want nil", raw, got)
+		}
+		return
+	}
+	want, _ = geom.SetSRID(want, 2264)
+	if _, ok := want.(*geom.GeometryCollection); ok {
+		// Both went through go-geom; FlatCoords panics on collections.
+		if _, ok := got.(*geom.GeometryCollection); !ok || got.SRID() != 2264 {
+			t.Fatalf("%s: got %T SRID %d", raw, got, got.SRID())
+		}
+		return
+	}
+	if reflect.TypeOf(got) != reflect.TypeOf(want) || got.Layout() != want.Layout() || got.SRID() != 2264 ||
+		!reflect.DeepEqual(nilIfEmpty(got.FlatCoords()), nilIfEmpty(want.FlatCoords())) ||
+		!reflect.DeepEqual(nilIfEmptyInts(got.Ends()), nilIfEmptyInts(want.Ends())) ||
+		!reflect.DeepEqual(normEndss(got.Endss()), normEndss(want.Endss())) {
+		t.Fatalf("%s:\n got %T %v %v %v %v\nwant %T %v %v %v %v", raw,
+			got, got.Layout(), got.FlatCoords(), got.Ends(), got.Endss(),
+			want, want.Layout(), want.FlatCoords(), want.Ends(), want.Endss())
+	}
+}
+
+func nilIfEmpty(f []float64) []float64 {
+	if len(f) == 0 {
+		return nil
+	}
+	return f
+}
+
+func nilIfEmptyInts(f []int) []int {
+	if len(f) == 0 {
+		return nil
+	}
+	return f
+}
+
+func normEndss(e [][]int) [][]int {
+	if len(e) == 0 {
+		return nil
+	}
+	out := make([][]int, len(e))
+	for i := range e {
+		out[i] = nilIfEmptyInts(e[i])
+	}
+	return out
+}
+
+func FuzzDecodeGeometry(f *testing.F) {
+	for _, s := range geometrySamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		// decodeGeometry sees only objects encoding/json has validated.
+		if !geojsonValid(raw) {
+			return
+		}
+		compareWithGoGeom(t, raw)
+	})
+}
+
+func geojsonValid(raw []byte) bool {
+	var m map[string]any
+	return json.Unmarshal(raw, &m) == nil
+}
