@@ -204,7 +204,7 @@ func (r *Registry) emit(ev StateChange) {
 // the breaker refused the call or was opened by other calls between attempts;
 // or a *RetryError wrapping the last attempt's error when attempts or the
 // retry budget ran out.
-func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) (err error) {
+func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("breaker: %s: %w", origin, err)
 	}
