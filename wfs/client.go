@@ -118,7 +118,9 @@ type Client struct {
 
 // NewClient returns a Client. httpClient nil means http.DefaultClient; its
 // transport should leave Accept-Encoding alone so that gzip is negotiated and
-// decoded transparently. logger nil discards.
+// decoded transparently. breakers nil makes every page a single attempt with
+// no breaker (for one-off fetches; the daemon always passes its registry).
+// logger nil discards.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
@@ -198,7 +200,7 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 
 		var res pageResult
 		began := time.Now()
-		err = c.breakers.Do(ctx, origin, func(actx context.Context, attempt int) breaker.Result {
+		err = c.do(ctx, origin, func(actx context.Context, attempt int) breaker.Result {
 			res = pageResult{}
 			return c.attempt(actx, layer, u, p, check, handle, &res)
 		})
@@ -240,6 +242,15 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 		}
 		prevKey = res.firstKey
 	}
+}
+
+// do runs one logical call through the origin's breaker, or, without a
+// registry, as a single attempt (a one-off fetch from the command line).
+func (c *Client) do(ctx context.Context, origin string, fn breaker.AttemptFunc) error {
+	if c.breakers != nil {
+		return c.breakers.Do(ctx, origin, fn)
+	}
+	return fn(ctx, 1).Err
 }
 
 func pagingDesc(l Layer) string {

@@ -363,3 +363,60 @@ func TestClassificationCancelled(t *testing.T) {
 		t.Errorf("cancelled mid-body: %s %v, want Ignored wrapping context.Canceled", res.Outcome, res.Err)
 	}
 }
+
+// TestFetchOutcomesReachTheBreaker: a client-side exception is answered once,
+// a server failure is retried until the breaker gives up, and either way the
+// error Fetch returns is typed and names the redacted URL.
+func TestFetchOutcomesReachTheBreaker(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		h        func(*testing.T) http.Handler
+		requests int
+		check    func(error) bool
+	}{
+		{"400 InvalidParameterValue is not retried", func(t *testing.T) http.Handler {
+			return body(t, 400, "geoserver_exception_2_0_invalidparametervalue.xml")
+		}, 1, func(err error) bool {
+			var exc *ExceptionReportError
+			return errors.As(err, &exc) && exc.Code == "InvalidParameterValue"
+		}},
+		{"200 NoApplicableCode is retried", func(t *testing.T) http.Handler {
+			return body(t, 200, "geoserver_exception_2_0_noapplicablecode.xml")
+		}, 3, func(err error) bool {
+			var re *breaker.RetryError
+			var exc *ExceptionReportError
+			return errors.As(err, &re) && errors.As(err, &exc) && exc.Code == "NoApplicableCode"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var n int
+			inner := tt.h(t)
+			srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n++
+				inner.ServeHTTP(w, r)
+			}))
+			var c collect
+			_, err := newTestClient(t, 3).Fetch(t.Context(), wfsLayer(srv.URL, 10), 0, c.handle)
+			if !tt.check(err) || n != tt.requests || c.calls != 0 {
+				t.Errorf("err %v, %d requests, %d handler calls; want %d requests, none handled", err, n, c.calls, tt.requests)
+			}
+			if err != nil && (strings.Contains(err.Error(), testToken) || !strings.Contains(err.Error(), "token=REDACTED")) {
+				t.Errorf("error %q must name the URL, redacted", err)
+			}
+		})
+	}
+}
+
+func TestFetchWithoutRegistry(t *testing.T) {
+	t.Parallel()
+	fx := &fixtureWFS{n: 12, withMatched: true}
+	srv := serve(t, fx)
+	var c collect
+	stats, err := NewClient(nil, nil, nil).Fetch(t.Context(), wfsLayer(srv.URL, 5), 0, c.handle)
+	if err != nil || stats.Pages != 3 || stats.Features != 12 {
+		t.Errorf("stats %+v, err %v; want 3 pages, 12 features", stats, err)
+	}
+}
