@@ -19,6 +19,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -38,6 +39,9 @@ type Config struct {
 	// Warnings are problems that do not stop the daemon but that an operator
 	// should hear about (`ingestd validate` prints them), in file order.
 	Warnings []*ConfigError `yaml:"-"`
+
+	// originPolicies is the breaker policy of each polled origin.
+	originPolicies map[string]breaker.Policy
 }
 
 // Defaults are the feed settings inherited by every feed.
@@ -48,6 +52,9 @@ type Defaults struct {
 	PageSize       int      `yaml:"page_size"`
 	Version        string   `yaml:"version"`
 	OutputFormat   string   `yaml:"output_format"`
+	// Breaker is the circuit breaker, retry and pacing policy of every origin
+	// whose jurisdiction does not override it.
+	Breaker breaker.Policy `yaml:"breaker"`
 }
 
 // DefaultMaxInFlight is max_in_flight when the file does not set it.
@@ -73,6 +80,7 @@ func BuiltinDefaults() Defaults {
 		PageSize:       1000,
 		Version:        "2.0.0",
 		OutputFormat:   "application/json",
+		Breaker:        breaker.DefaultPolicy(),
 	}
 }
 
@@ -82,6 +90,9 @@ type Jurisdiction struct {
 	Name     string `yaml:"name"`
 	Timezone string `yaml:"timezone"`
 	Feeds    []Feed `yaml:"feeds"`
+	// Breaker is the policy of this jurisdiction's origins: the defaults'
+	// breaker block overridden field by field by the jurisdiction's own.
+	Breaker breaker.Policy `yaml:"breaker"`
 
 	// Location is Timezone loaded (UTC when empty).
 	Location *time.Location `yaml:"-"`
@@ -285,8 +296,8 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 // instead of a silently ignored setting.
 var (
 	topKeys          = []string{"max_in_flight", "defaults", "jurisdictions"}
-	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format"}
-	jurisdictionKeys = []string{"id", "name", "timezone", "feeds"}
+	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker"}
+	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker"}
 	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout"}
 	wfsVersions = []string{"2.0.0", "1.1.0"}
@@ -417,6 +428,7 @@ func (p *parser) parse(data []byte) *Config {
 		}
 		cfg.Jurisdictions = append(cfg.Jurisdictions, j.Jurisdiction)
 	}
+	cfg.originPolicies = p.originPolicies(cfg, seen)
 	return cfg
 }
 
@@ -495,6 +507,7 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 		rd.set["output_format"] = s.node
 		d.OutputFormat = s.val
 	}
+	d.Breaker = p.breakerPolicy(m, path, d.Breaker)
 	return rd
 }
 
@@ -526,6 +539,8 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 			j.Location = loc
 		}
 	}
+
+	j.Breaker = p.breakerPolicy(m, path, d.Breaker)
 
 	if m.missing("feeds") {
 		p.errorf(m.node, path+".feeds", "required: list at least one feed")

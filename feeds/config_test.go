@@ -2,6 +2,7 @@ package feeds
 
 import (
 	"errors"
+	"github.com/ingestd/ingestd/breaker"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +64,7 @@ func TestLoadConfigValid(t *testing.T) {
 		PageSize:       500,
 		Version:        "2.0.0",
 		OutputFormat:   "application/json",
+		Breaker:        breaker.DefaultPolicy(),
 	}
 	if cfg.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", cfg.Defaults, wantDefaults)

@@ -221,7 +221,13 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 			return nil, err
 		}
 	}
-	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight}, logger)
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker}, logger)
+	for origin, p := range cfg.OriginPolicies() {
+		if err := breakers.SetPolicy(origin, p); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("breaker policy of %s: %w", origin, err)
+		}
+	}
 	client := wfs.NewClient(newHTTPClient(), breakers, logger)
 	store := postgis.New(pool)
 	manager := feeds.NewManager(store, client, feeds.WithLogger(logger))
