@@ -5,8 +5,10 @@
 #                             200k and 400k features, each in its own process with
 #                             the feed server in another: features/s, peak heap,
 #                             peak RSS. Peak memory must stay flat as the layer doubles.
+#   scripts/bench.sh storm    a flapping county under a naive poller (4 retries, no
+#                             breaker) and under ingestd: requests the county received.
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
-#   scripts/bench.sh all      both (default).
+#   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: the project's PostGIS, started on demand),
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3).
@@ -52,6 +54,10 @@ bench_poll() {
 	done
 }
 
+bench_storm() {
+	go test -run '^$' -bench '^BenchmarkRetryStorm$' -benchtime 1x ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
 	go test -run '^$' -bench . -benchtime 2x ./wfs/... ./feeds/postgis/...
@@ -59,13 +65,15 @@ bench_micro() {
 
 case $what in
 poll) bench_poll ;;
+storm) bench_storm ;;
 micro) bench_micro ;;
 all)
 	bench_poll
+	bench_storm
 	bench_micro
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, micro or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, micro or all)" >&2
 	exit 2
 	;;
 esac
