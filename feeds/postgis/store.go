@@ -296,6 +296,15 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 			return err
 		}
+		// The poll's staged rows were just COPYed and the feed's features
+		// may have been written since the last ANALYZE, so the planner
+		// estimates both sides at a handful of rows and picks nested loops
+		// that compare every staged feature with every current one: minutes
+		// for 50k features. Both sides are bulk, so hash joins are right
+		// whatever the statistics say.
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
+			return err
+		}
 		err := tx.QueryRow(ctx, applySQL, pollID, feed.Jurisdiction, feed.Feed).Scan(
 			&staged, &res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed, &pages)
 		if err != nil {
@@ -360,7 +369,7 @@ WITH snapshot AS MATERIALIZED (
 ), removed AS (
 	DELETE FROM features f
 	WHERE f.jurisdiction = $2 AND f.feed = $3
-	  AND NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.feature_id = f.feature_id)
+	  AND NOT EXISTS (SELECT 1 FROM staged_features s WHERE s.poll_id = $1 AND s.feature_id = f.feature_id)
 	RETURNING 1
 )
 SELECT
