@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -215,11 +216,15 @@ func withDatabase(server, name string) string {
 	return server + " dbname=" + name
 }
 
-// redact hides a password in a URL before it reaches a test log.
+// keywordPassword finds the password in a keyword/value connection string.
+var keywordPassword = regexp.MustCompile(`password=('(?:[^'\\]|\\.)*'|\S*)`)
+
+// redact hides a password in a URL or keyword/value string before it reaches
+// a test log.
 func redact(server string) string {
 	u, err := url.Parse(server)
 	if err != nil || u.User == nil {
-		return server
+		return keywordPassword.ReplaceAllString(server, "password=xxxxx")
 	}
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
