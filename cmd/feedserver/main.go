@@ -36,16 +36,17 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func main() {
 	var serves, generates listFlag
 	flag.Var(&serves, "serve", "ADDR=DIR: serve the .geojson files of DIR on ADDR (repeatable)")
-	flag.Var(&generates, "generate", "NAME=N: add a generated parcel layer NAME of N features to every origin (repeatable)")
+	flag.Var(&generates, "generate", "NAME=N or NAME=points:N: add a generated layer of N parcels (or address points) to every origin (repeatable)")
+	crs84 := flag.Bool("crs84", false, "advertise CRS84 (longitude first) instead of urn:ogc:def:crs:EPSG::4326")
 	flag.Parse()
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	if err := run(serves, generates, logger); err != nil {
+	if err := run(serves, generates, *crs84, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "feedserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(serves, generates []string, logger *slog.Logger) error {
+func run(serves, generates []string, crs84 bool, logger *slog.Logger) error {
 	if len(serves) == 0 {
 		return errors.New("nothing to serve: give -serve ADDR=DIR")
 	}
@@ -67,6 +68,7 @@ func run(serves, generates []string, logger *slog.Logger) error {
 			return fmt.Errorf("-serve %q: the fixture server only listens on loopback addresses", s)
 		}
 		fs := wfstest.New()
+		fs.CRS84 = crs84
 		if dir != "" {
 			if err := fs.LoadDir(dir); err != nil {
 				return err
@@ -74,11 +76,19 @@ func run(serves, generates []string, logger *slog.Logger) error {
 		}
 		for _, g := range generates {
 			name, n, ok := strings.Cut(g, "=")
-			count, err := strconv.Atoi(n)
-			if !ok || err != nil || count < 0 {
-				return fmt.Errorf("-generate %q: want NAME=N", g)
+			kind, n, points := strings.Cut(n, ":")
+			if !points {
+				n = kind
 			}
-			fs.AddLayer(name, wfstest.Parcels{N: count})
+			count, err := strconv.Atoi(n)
+			if !ok || err != nil || count < 0 || (points && kind != "points") {
+				return fmt.Errorf("-generate %q: want NAME=N or NAME=points:N", g)
+			}
+			if points {
+				fs.AddLayer(name, wfstest.Points{N: count})
+			} else {
+				fs.AddLayer(name, wfstest.Parcels{N: count})
+			}
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

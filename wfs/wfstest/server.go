@@ -68,6 +68,12 @@ type FaultFunc func(r Request) *Fault
 
 // Server is one fixture origin.
 type Server struct {
+	// CRS84 makes the capabilities and GML output use urn:ogc:def:crs:OGC:1.3:CRS84
+	// (longitude first) instead of urn:ogc:def:crs:EPSG::4326 (latitude first).
+	// GDAL's WFS driver applies the advertised axis order to GeoJSON output too,
+	// so a GeoJSON comparison against it needs CRS84. Set it before serving.
+	CRS84 bool
+
 	mu     sync.RWMutex
 	layers map[string]Layer
 	fault  FaultFunc
@@ -115,8 +121,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case plain:
 		req.Layer = strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/geojson/"), ".geojson")
+	case strings.EqualFold(q["request"], "GetCapabilities"):
+		s.writeCapabilities(w, r)
+		return
+	case strings.EqualFold(q["request"], "DescribeFeatureType"):
+		s.writeDescribeFeatureType(w, firstNonEmpty(q["typenames"], q["typename"]))
+		return
 	case strings.EqualFold(q["request"], "GetFeature"):
-		req.Layer = firstNonEmpty(q["typenames"], q["typename"])
+		// The capabilities name layers "ingestd:NAME"; accept both spellings.
+		req.Layer = strings.TrimPrefix(firstNonEmpty(q["typenames"], q["typename"]), "ingestd:")
 		req.StartIndex = atoiOr(q["startindex"], 0)
 		req.Count = atoiOr(firstNonEmpty(q["count"], q["maxfeatures"]), -1)
 		if req.Count > 0 {
@@ -124,7 +137,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		writeException(w, http.StatusBadRequest, "OperationNotSupported", "request",
-			"only GetFeature is served by the fixture server")
+			"the fixture server answers GetCapabilities, DescribeFeatureType and GetFeature")
 		return
 	}
 	s.countsMu.Lock()
@@ -185,10 +198,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	body := renderPage(layer, req, plain, strings.HasPrefix(q["version"], "1."))
-	w.Header().Set("Content-Type", "application/json")
+	if strings.EqualFold(q["resulttype"], "hits") {
+		writeHits(w, layer.Len())
+		return
+	}
+	var body []byte
+	gen, isGenerated := layer.(Generated)
+	if isGenerated && wantsGML(q["outputformat"]) {
+		body = renderGML32Page(gen, req, s.CRS84)
+		w.Header().Set("Content-Type", "application/gml+xml; version=3.2")
+	} else {
+		body = renderPage(layer, req, plain, strings.HasPrefix(q["version"], "1."))
+		w.Header().Set("Content-Type", "application/json")
+	}
 	if f.CutAfter > 0 && f.CutAfter < len(body) {
-		cut(w, body[:f.CutAfter], len(body))
+		cut(w, w.Header().Get("Content-Type"), body[:f.CutAfter], len(body))
 		return
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -233,7 +257,7 @@ func renderPage(l Layer, req Request, plain, v1 bool) []byte {
 
 // cut sends a response that announces full bytes but delivers only part of
 // them, then drops the connection.
-func cut(w http.ResponseWriter, part []byte, full int) {
+func cut(w http.ResponseWriter, contentType string, part []byte, full int) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		panic("wfstest: response writer cannot be hijacked")
@@ -243,7 +267,7 @@ func cut(w http.ResponseWriter, part []byte, full int) {
 		return
 	}
 	defer conn.Close()
-	fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", full)
+	fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", contentType, full)
 	_, _ = bufrw.Write(part)
 	_ = bufrw.Flush()
 	if tc, ok := conn.(*net.TCPConn); ok {
