@@ -35,6 +35,8 @@ type Config struct {
 	Defaults Defaults `yaml:"defaults"`
 	// Jurisdictions lists the publishers and their feeds.
 	Jurisdictions []Jurisdiction `yaml:"jurisdictions"`
+	// DeadLetter configures the replay of parked polls.
+	DeadLetter DeadLetterConfig `yaml:"dead_letter"`
 
 	// Warnings are problems that do not stop the daemon but that an operator
 	// should hear about (`ingestd validate` prints them), in file order.
@@ -295,7 +297,7 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 // Keys accepted in each mapping, checked so that a typo ("typename") is an error
 // instead of a silently ignored setting.
 var (
-	topKeys          = []string{"max_in_flight", "defaults", "jurisdictions"}
+	topKeys          = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
 	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker"}
 	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker"}
 	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
@@ -382,7 +384,7 @@ func (p *parser) parse(data []byte) *Config {
 		return nil
 	}
 
-	cfg := &Config{Path: p.file, MaxInFlight: DefaultMaxInFlight, Defaults: BuiltinDefaults()}
+	cfg := &Config{Path: p.file, MaxInFlight: DefaultMaxInFlight, Defaults: BuiltinDefaults(), DeadLetter: BuiltinDeadLetter()}
 	top, ok := p.mapping(doc.Content[0], "", topKeys)
 	if !ok {
 		return nil
@@ -396,6 +398,7 @@ func (p *parser) parse(data []byte) *Config {
 	}
 
 	d := p.defaults(top, &cfg.Defaults)
+	p.deadLetter(top, &cfg.DeadLetter)
 
 	if top.missing("jurisdictions") {
 		p.errorf(top.node, "jurisdictions", "required: list at least one jurisdiction")

@@ -2,13 +2,17 @@ package feeds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"reflect"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/ingestd/ingestd/deadletter"
 )
 
 // Manager schedules and runs the polls of every configured feed.
@@ -22,6 +26,11 @@ type Manager struct {
 	logger    *slog.Logger
 	maxJitter time.Duration
 	now       func() time.Time
+	rand      func() float64 // in [0, 1), for retry_after jitter
+
+	// letters is nil without a dead-letter queue: refusals then fail polls.
+	letters DeadLetters
+	dl      DeadLetterConfig
 
 	cron   *cron.Cron
 	ctx    context.Context // cancelled by Stop: in-flight polls end
@@ -48,6 +57,23 @@ func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.logger = l 
 // (default DefaultMaxJitter; 0 disables the offset).
 func WithMaxJitter(d time.Duration) Option { return func(m *Manager) { m.maxJitter = d } }
 
+// DeadLetters is where polls that cannot finish now are parked;
+// *deadletter.Queue implements it.
+type DeadLetters interface {
+	// Park records p as the feed's pending dead letter.
+	Park(ctx context.Context, p deadletter.Parking) (int64, error)
+	// Open returns the feed's pending or replaying dead letter, or nil.
+	Open(ctx context.Context, jurisdiction, feed string) (*deadletter.Letter, error)
+}
+
+// WithDeadLetters parks polls refused by an open breaker or failed after
+// retries in q instead of failing them, and makes a feed with an open dead
+// letter wait for its replay (Manager.Replay) instead of being polled anew.
+// cfg supplies max_checkpoint_age and failed_backoff.
+func WithDeadLetters(q DeadLetters, cfg DeadLetterConfig) Option {
+	return func(m *Manager) { m.letters, m.dl = q, cfg }
+}
+
 // NewManager returns a manager that polls through fetcher into store.
 func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 	m := &Manager{
@@ -56,6 +82,8 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		logger:    slog.New(slog.DiscardHandler),
 		maxJitter: DefaultMaxJitter,
 		now:       time.Now,
+		rand:      rand.Float64,
+		dl:        BuiltinDeadLetter(),
 		feeds:     map[string]*scheduledFeed{},
 		running:   map[string]bool{},
 	}
@@ -144,21 +172,87 @@ func (m *Manager) Stop() {
 	m.wg.Wait()
 }
 
+// ErrParked is returned (wrapped) by Poll for a feed whose earlier poll is
+// parked in the dead-letter queue: its replay is the feed's one path, and a
+// second poll beside it would race it.
+var ErrParked = errors.New("feeds: the feed has a parked poll")
+
 // Poll runs one poll of the feed named key ("jurisdiction/feed") now, in the
-// caller's goroutine. It returns ErrPollInProgress if the feed is being polled.
+// caller's goroutine. It returns ErrPollInProgress if the feed is being polled,
+// and ErrParked if it has an open dead letter.
 func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
-	m.mu.Lock()
-	sf, ok := m.feeds[key]
-	m.mu.Unlock()
+	f, ok := m.feed(key)
 	if !ok {
 		return PollResult{}, fmt.Errorf("feeds: no feed %q in the configuration", key)
 	}
-	f := sf.feed
 	if !m.acquire(key) {
 		return PollResult{}, ErrPollInProgress
 	}
 	defer m.release(key)
-	return m.poll(ctx, &f)
+	if l, err := m.openLetter(ctx, &f); err != nil {
+		return PollResult{}, err
+	} else if l != nil {
+		return PollResult{}, fmt.Errorf("%w: dead letter %d (%s) is %s until %s; `ingestd deadletter replay %d` replays it now",
+			ErrParked, l.ID, l.Reason, l.Status, l.RetryAfter.Format(time.RFC3339), l.ID)
+	}
+	return m.poll(ctx, &f, nil)
+}
+
+// Replay resumes the parked poll of l from its checkpoint: the pages staged
+// before the refusal are kept, the fetch continues at the checkpoint's page,
+// and the snapshot is applied when the last page is in. It is the daemon's
+// deadletter.ReplayFunc; its error tells the replayer what to do with the
+// row (see package deadletter). Stop cancels a replay in flight.
+func (m *Manager) Replay(ctx context.Context, l *deadletter.Letter) error {
+	key := l.Key()
+	f, ok := m.feed(key)
+	if !ok {
+		info := FeedInfo{Jurisdiction: l.Jurisdiction, Feed: l.Feed}
+		err := fmt.Errorf("feeds: %s is no longer configured", key)
+		if l.Checkpoint.PollID != 0 {
+			if derr := m.store.DiscardPoll(ctx, info, l.Checkpoint.PollID, err); derr != nil {
+				m.logger.Error("discarding staged pages of a removed feed", "feed", key, "error", derr)
+			}
+		}
+		return err
+	}
+	if !m.acquire(key) {
+		return fmt.Errorf("%w: %s is being polled", deadletter.ErrNotNow, key)
+	}
+	defer m.release(key)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(m.ctx, cancel)()
+
+	_, err := m.poll(ctx, &f, l)
+	if errors.Is(err, ErrCheckpointApplied) {
+		// An instance applied it and died before recording the replay.
+		m.logger.Info("dead letter already applied", "jurisdiction", f.Jurisdiction, "feed", f.ID, "dead_letter_id", l.ID)
+		return nil
+	}
+	return err
+}
+
+func (m *Manager) feed(key string) (Feed, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sf, ok := m.feeds[key]
+	if !ok {
+		return Feed{}, false
+	}
+	return sf.feed, true
+}
+
+// openLetter returns f's open dead letter, or nil (always nil without a queue).
+func (m *Manager) openLetter(ctx context.Context, f *Feed) (*deadletter.Letter, error) {
+	if m.letters == nil {
+		return nil, nil
+	}
+	l, err := m.letters.Open(ctx, f.Jurisdiction, f.ID)
+	if err != nil {
+		return nil, fmt.Errorf("feeds: %s: %w", f.Key(), err)
+	}
+	return l, nil
 }
 
 func (m *Manager) runScheduled(f *Feed) {
@@ -168,7 +262,20 @@ func (m *Manager) runScheduled(f *Feed) {
 		return
 	}
 	defer m.release(key)
-	_, _ = m.poll(m.ctx, f) // the poll logs and records its own outcome
+	// A parked feed has one path, its dead letter: the replayer resumes it
+	// from its checkpoint once the origin may be asked again, which a fresh
+	// poll now could only duplicate (or be refused by the same open breaker).
+	l, err := m.openLetter(m.ctx, f)
+	if err != nil {
+		m.logger.Error("tick skipped: cannot read the feed's dead letter", "jurisdiction", f.Jurisdiction, "feed", f.ID, "error", err)
+		return
+	}
+	if l != nil {
+		m.logger.Info("tick skipped: the feed is parked; the dead-letter replayer resumes it", "jurisdiction", f.Jurisdiction,
+			"feed", f.ID, "dead_letter_id", l.ID, "dead_letter_status", l.Status, "retry_after", l.RetryAfter)
+		return
+	}
+	_, _ = m.poll(m.ctx, f, nil) // the poll logs and records its own outcome
 }
 
 func (m *Manager) runAsync(f *Feed) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -47,21 +48,31 @@ type Fetcher interface {
 // poll runs one complete poll of f: every page is staged, and only when the last
 // one is in does one transaction apply the snapshot. Any failure before that
 // leaves the feed's features exactly as they were.
-func (m *Manager) poll(ctx context.Context, f *Feed) (PollResult, error) {
-	start := time.Now()
+//
+// With letter nil it is a fresh poll from page 0; a refusal by an open breaker
+// or a failure after retries then parks it in the dead-letter queue (when the
+// manager has one) with its staged pages kept. With letter set it resumes that
+// dead letter's checkpoint, and a new deferral is returned as a
+// *deadletter.DeferError for the replayer to re-park.
+func (m *Manager) poll(ctx context.Context, f *Feed, letter *deadletter.Letter) (PollResult, error) {
+	start := m.now()
 	info := feedInfo(f, start)
 	logger := m.logger.With("jurisdiction", f.Jurisdiction, "feed", f.ID)
 
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, f.Timeout.Std())
 	defer cancel()
 
-	pollID, err := m.store.BeginPoll(ctx, info)
+	pollID, firstPage, begun, err := m.beginPoll(ctx, info, letter, start, logger)
 	if err != nil {
-		return PollResult{}, &PollError{Feed: f.Key(), Err: fmt.Errorf("recording poll start: %w", err)}
+		return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
 	}
 	logger = logger.With("poll_id", pollID)
+	if letter != nil {
+		logger = logger.With("dead_letter_id", letter.ID)
+	}
 
-	stats, err := m.fetcher.Fetch(ctx, f.Layer(), 0, func(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
+	stats, err := m.fetcher.Fetch(ctx, f.Layer(), firstPage, func(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
 		_, err := m.store.StagePage(ctx, pollID, page.Index, features)
 		return err
 	})
@@ -69,18 +80,37 @@ func (m *Manager) poll(ctx context.Context, f *Feed) (PollResult, error) {
 		var res ApplyResult
 		res, err = m.store.Apply(ctx, pollID, info)
 		if err == nil {
-			r := PollResult{PollID: pollID, Pages: stats.Pages, Bytes: stats.Bytes, Duration: time.Since(start), ApplyResult: res}
-			logger.Info("poll succeeded", "pages", r.Pages, "features", res.Features, "added", res.Added,
+			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: time.Since(start), ApplyResult: res}
+			logger.Info("poll succeeded", "pages", r.Pages, "first_page", firstPage, "features", res.Features, "added", res.Added,
 				"modified", res.Modified, "removed", res.Removed, "bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds())
 			return r, nil
 		}
 		err = fmt.Errorf("applying snapshot: %w", err)
 	}
 
-	// Record the failure even when the poll was cancelled (shutdown, deadline):
+	// Record the outcome even when the poll was cancelled (shutdown, deadline):
 	// the operator must see that this attempt did not land.
 	recordCtx, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelRecord()
+	next := firstPage + stats.Pages
+	attempts := 0
+	if letter != nil {
+		attempts = letter.Attempts
+	}
+
+	if de := m.deferral(f, info, pollID, next, begun, attempts, err); de != nil && m.letters != nil {
+		return m.park(recordCtx, info, letter, de, logger)
+	}
+	if letter != nil && parent.Err() != nil {
+		// The replayer or the manager is stopping: keep the pages staged so
+		// far, and let the row go back to pending.
+		if serr := m.store.SuspendPoll(recordCtx, info, pollID, time.Time{}, err); serr != nil {
+			logger.Error("recording interrupted replay", "error", serr)
+		}
+		logger.Info("replay interrupted", "error", err, "pages_staged", next)
+		return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: fmt.Errorf("%w: %w", deadletter.ErrNotNow, err)}
+	}
+
 	if ferr := m.store.FailPoll(recordCtx, pollID, info, err); ferr != nil {
 		logger.Error("recording failed poll", "error", ferr)
 	}
@@ -92,9 +122,159 @@ func (m *Manager) poll(ctx context.Context, f *Feed) (PollResult, error) {
 		if ctx.Err() == nil {
 			level = slog.LevelError
 		}
-		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", stats.Pages, "duration_ms", time.Since(start).Milliseconds())
+		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", time.Since(start).Milliseconds())
 	}
 	return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+}
+
+// beginPoll starts a fresh poll, or resumes the checkpoint of letter. It
+// returns the poll, the page to fetch first, and when the poll's staged
+// pages began (the age of the checkpoint it will leave if parked again).
+func (m *Manager) beginPoll(ctx context.Context, info FeedInfo, letter *deadletter.Letter, now time.Time, logger *slog.Logger) (int64, int, time.Time, error) {
+	if letter != nil && letter.Checkpoint.PollID != 0 {
+		cp := letter.Checkpoint
+		log := logger.With("dead_letter_id", letter.ID, "poll_id", cp.PollID)
+		age := now.Sub(cp.At)
+		reuse := age <= m.dl.MaxCheckpointAge.Std()
+		if reuse {
+			next, err := m.store.ResumePoll(ctx, info, cp.PollID, cp.Page)
+			switch {
+			case err == nil:
+				log.Info("resuming parked poll", "next_page", next, "checkpoint_page", cp.Page,
+					"checkpoint_age", age.Round(time.Second).String())
+				return cp.PollID, next, cp.At, nil
+			case errors.Is(err, ErrCheckpointApplied):
+				return cp.PollID, 0, cp.At, err
+			case errors.Is(err, ErrCheckpointLost):
+				log.Warn("checkpoint lost: restarting the poll from the first page", "error", err)
+			default:
+				return cp.PollID, 0, cp.At, err
+			}
+		} else {
+			log.Info("checkpoint too old: restarting the poll from the first page",
+				"checkpoint_age", age.Round(time.Second).String(), "max_checkpoint_age", m.dl.MaxCheckpointAge.String())
+		}
+		if err := m.store.DiscardPoll(ctx, info, cp.PollID, errors.New("superseded by a fresh poll of its dead letter")); err != nil {
+			return 0, 0, time.Time{}, fmt.Errorf("discarding old checkpoint: %w", err)
+		}
+	}
+	pollID, err := m.store.BeginPoll(ctx, info)
+	if err != nil {
+		return 0, 0, time.Time{}, fmt.Errorf("recording poll start: %w", err)
+	}
+	return pollID, 0, now, nil
+}
+
+// deferral decides whether err parks the poll rather than failing it, and
+// if so where it resumes and when. Only the origin's trouble parks: a refusal
+// by its open breaker, or a request that failed after its retries on a closed
+// one. Our own mistakes (a 404, a bad typeName, a server ignoring
+// startIndex) and local errors fail the poll: retrying them changes nothing.
+func (m *Manager) deferral(f *Feed, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
+	now := m.now()
+	p := deadletter.Parking{
+		Jurisdiction: f.Jurisdiction,
+		Feed:         f.ID,
+		URL:          pageURL(f, page),
+		Origin:       info.Origin,
+		Checkpoint:   deadletter.Checkpoint{PollID: pollID, Page: page, At: begun},
+		Err:          err,
+	}
+	var open *breaker.OpenError
+	var retry *breaker.RetryError
+	switch {
+	case errors.As(err, &open):
+		p.Reason = deadletter.ReasonCircuitOpen
+		p.Origin = open.Origin
+		// Jitter so that the feeds one origin refused together do not all
+		// come back for its single probe at the same instant.
+		p.RetryAfter = now.Add(open.RetryAfter + m.jitter(open.RetryAfter/10))
+	case errors.As(err, &retry):
+		p.Reason = deadletter.ReasonFailed
+		p.Origin = retry.Origin
+		p.RetryAfter = now.Add(m.failedBackoff(attempts, info.ExpectedInterval))
+	default:
+		return nil
+	}
+	return &deadletter.DeferError{Parking: p}
+}
+
+// failedBackoff is the wait after the attempts-th replay of a failed poll
+// (0: the first failure): FailedBackoff doubling per attempt, with up to 10%
+// jitter, capped at the feed's schedule interval, since by then the feed's
+// next tick would have polled it anyway.
+func (m *Manager) failedBackoff(attempts int, interval time.Duration) time.Duration {
+	d := m.dl.FailedBackoff.Std()
+	for range min(attempts, 20) {
+		d *= 2
+	}
+	d += m.jitter(d / 10)
+	if interval > 0 {
+		d = min(d, interval)
+	}
+	return d
+}
+
+// jitter returns a random duration in [0, maxJitter], capped at 30s.
+func (m *Manager) jitter(maxJitter time.Duration) time.Duration {
+	maxJitter = min(maxJitter, 30*time.Second)
+	if maxJitter <= 0 {
+		return 0
+	}
+	return time.Duration(m.rand() * float64(maxJitter))
+}
+
+// park records a deferred poll and keeps its staged pages. A fresh poll is
+// parked here; a replay's deferral is returned for the replayer to re-park
+// its own row, or, on the row's last attempt, its staging is dropped.
+func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Letter, de *deadletter.DeferError, logger *slog.Logger) (PollResult, error) {
+	pollID := de.Checkpoint.PollID
+	fail := func(cause error) (PollResult, error) {
+		if err := m.store.FailPoll(ctx, pollID, info, cause); err != nil {
+			logger.Error("recording failed poll", "error", err)
+		}
+		return PollResult{}, &PollError{Feed: info.Jurisdiction + "/" + info.Feed, PollID: pollID, Err: cause}
+	}
+	if letter != nil && letter.LastAttempt {
+		// The replayer abandons the row on this deferral: nothing will
+		// resume these pages.
+		return fail(de)
+	}
+	var rerr error
+	if de.Reason == deadletter.ReasonCircuitOpen {
+		rerr = m.store.RecordRefused(ctx, info, pollID, de.RetryAfter, de.Err)
+	} else {
+		rerr = m.store.SuspendPoll(ctx, info, pollID, de.RetryAfter, de.Err)
+	}
+	if rerr != nil {
+		logger.Error("recording parked poll", "error", rerr)
+		return fail(de.Err)
+	}
+	if letter == nil {
+		id, err := m.letters.Park(ctx, de.Parking)
+		if err != nil {
+			logger.Error("parking poll in the dead-letter queue", "error", err)
+			if derr := m.store.DiscardPoll(ctx, info, pollID, err); derr != nil {
+				logger.Error("discarding staged pages", "error", derr)
+			}
+			return PollResult{}, &PollError{Feed: info.Jurisdiction + "/" + info.Feed, PollID: pollID, Err: de.Err}
+		}
+		logger = logger.With("dead_letter_id", id)
+	}
+	logger.Warn("poll parked", "reason", de.Reason, "origin", de.Origin, "url", de.URL,
+		"next_page", de.Checkpoint.Page, "retry_after", de.RetryAfter, "error", de.Err)
+	return PollResult{}, &PollError{Feed: info.Jurisdiction + "/" + info.Feed, PollID: pollID, Err: de}
+}
+
+// pageURL is the (redacted) request of page of f: the one a dead letter
+// names.
+func pageURL(f *Feed, page int) string {
+	l := f.Layer()
+	u, err := wfs.RequestURL(l, page*l.PageSize)
+	if err != nil {
+		return wfs.RedactURL(f.URL)
+	}
+	return wfs.RedactURL(u.String())
 }
 
 // feedInfo describes f to the store.

@@ -2,6 +2,7 @@ package feeds
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ingestd/ingestd/wfs"
@@ -29,7 +30,33 @@ type Store interface {
 	// FailPoll records the poll as failed with pollErr, discards what it
 	// staged and leaves the feed's features untouched.
 	FailPoll(ctx context.Context, pollID int64, feed FeedInfo, pollErr error) error
+
+	// RecordRefused records that an open breaker refused the poll: it ends
+	// as refused with retryAfter, and keeps what it staged for a resume.
+	RecordRefused(ctx context.Context, feed FeedInfo, pollID int64, retryAfter time.Time, refusal error) error
+	// SuspendPoll records the poll as failed with cause (and retryAfter,
+	// when not zero) but keeps what it staged, for a resume.
+	SuspendPoll(ctx context.Context, feed FeedInfo, pollID int64, retryAfter time.Time, cause error) error
+	// ResumePoll makes a refused or suspended poll running again and
+	// returns the page to continue at: the end of the run of pages staged
+	// from page 0 (a poll left running by a crashed instance resumes too).
+	// It fails with ErrCheckpointApplied when the poll already succeeded,
+	// and ErrCheckpointLost when its staging is gone or does not reach
+	// wantPage (crash recovery empties the unlogged staging tables).
+	ResumePoll(ctx context.Context, feed FeedInfo, pollID int64, wantPage int) (nextPage int, err error)
+	// DiscardPoll deletes what a poll that will not be resumed staged, and
+	// records it as failed with cause if it was still open.
+	DiscardPoll(ctx context.Context, feed FeedInfo, pollID int64, cause error) error
 }
+
+// Checkpoint errors, wrapped by Store.ResumePoll.
+var (
+	// ErrCheckpointApplied means the poll of a checkpoint already applied:
+	// an instance died between applying and recording the replay as done.
+	ErrCheckpointApplied = errors.New("feeds: the checkpoint's poll already applied")
+	// ErrCheckpointLost means the checkpoint's staged pages are gone.
+	ErrCheckpointLost = errors.New("feeds: the checkpoint's staged pages are gone")
+)
 
 // FeedInfo identifies a feed to the store.
 type FeedInfo struct {

@@ -1,0 +1,36 @@
+package postgis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ingestd/ingestd/feeds"
+)
+
+var _ feeds.BreakerStateStore = (*Store)(nil)
+
+// RecordBreakerState implements feeds.BreakerStateStore. A change older than
+// the stored one is ignored, so writes that arrive out of order (several
+// instances, a slow writer) never roll the row back.
+func (s *Store) RecordBreakerState(ctx context.Context, st feeds.BreakerState) error {
+	var openedAt, openUntil *time.Time
+	if st.State == "open" {
+		openedAt = &st.At
+		openUntil = &st.OpenUntil
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, stuck, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (origin) DO UPDATE SET
+			state = excluded.state,
+			opened_at = coalesce(excluded.opened_at, CASE WHEN excluded.state = 'closed' THEN NULL ELSE b.opened_at END),
+			open_until = excluded.open_until,
+			consecutive_opens = excluded.consecutive_opens, stuck = excluded.stuck, updated_at = excluded.updated_at
+		WHERE b.updated_at <= excluded.updated_at`,
+		st.Origin, st.State, openedAt, openUntil, st.ConsecutiveOpens, st.Stuck, st.At)
+	if err != nil {
+		return fmt.Errorf("postgis: record breaker state of %s: %w", st.Origin, err)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package postgis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingestd/ingestd/feeds"
+)
+
+// SuspendPoll implements feeds.Store: the poll ends as failed with cause, the
+// feed counts a failure, and the staged pages stay for a resume.
+func (s *Store) SuspendPoll(ctx context.Context, feed feeds.FeedInfo, pollID int64, retryAfter time.Time, cause error) error {
+	msg := errorText(cause)
+	var ra *time.Time
+	if !retryAfter.IsZero() {
+		ra = &retryAfter
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE polls SET status = 'failed', finished_at = now(), error = $2, retry_after = $3
+			WHERE id = $1`, pollID, msg, ra); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+			UPDATE feed_status SET last_error = $3, last_error_at = now(), retry_after = $4,
+				consecutive_failures = consecutive_failures + 1,
+				last_poll_id = GREATEST(last_poll_id, $5)
+			WHERE jurisdiction = $1 AND feed = $2`,
+			feed.Jurisdiction, feed.Feed, msg, ra, pollID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgis: suspend poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
+	}
+	return nil
+}
+
+// ResumePoll implements feeds.Store. The poll continues under its own id, so
+// its polls row ends up describing the whole snapshot, every page included.
+func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int64, wantPage int) (int, error) {
+	var next int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var status, jur, name string
+		err := tx.QueryRow(ctx, `SELECT status, jurisdiction, feed FROM polls WHERE id = $1 FOR UPDATE`, pollID).
+			Scan(&status, &jur, &name)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: no poll %d", feeds.ErrCheckpointLost, pollID)
+		case err != nil:
+			return err
+		case jur != feed.Jurisdiction || name != feed.Feed:
+			return fmt.Errorf("poll %d belongs to %s/%s", pollID, jur, name)
+		case status == "succeeded":
+			return fmt.Errorf("%w: poll %d", feeds.ErrCheckpointApplied, pollID)
+		}
+		rows, err := tx.Query(ctx, `SELECT page FROM staged_pages WHERE poll_id = $1 ORDER BY page`, pollID)
+		if err != nil {
+			return err
+		}
+		pages, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return err
+		}
+		next = 0
+		for _, p := range pages {
+			if int(p) != next {
+				break
+			}
+			next++
+		}
+		if next < wantPage {
+			return fmt.Errorf("%w: poll %d has pages 0..%d staged, the checkpoint needs 0..%d",
+				feeds.ErrCheckpointLost, pollID, next-1, wantPage-1)
+		}
+		// Pages past a gap cannot be trusted to belong with the rest; the
+		// resumed fetch stages them again.
+		if _, err := tx.Exec(ctx, `DELETE FROM staged_features WHERE poll_id = $1 AND page >= $2`, pollID, next); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM staged_pages WHERE poll_id = $1 AND page >= $2`, pollID, next); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE polls SET status = 'running', finished_at = NULL, error = NULL, retry_after = NULL
+			WHERE id = $1`, pollID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE feed_status SET last_attempt_at = now(), last_poll_id = GREATEST(last_poll_id, $3)
+			WHERE jurisdiction = $1 AND feed = $2`, feed.Jurisdiction, feed.Feed, pollID)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgis: resume poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
+	}
+	return next, nil
+}
+
+// DiscardPoll implements feeds.Store. A poll that is still running (one an
+// instance died in) is recorded as failed; a refused or failed poll keeps
+// its row as history.
+func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int64, cause error) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `
+			UPDATE polls SET status = 'failed', finished_at = now(), error = $4
+			WHERE id = $1 AND jurisdiction = $2 AND feed = $3 AND status = 'running'`,
+			pollID, feed.Jurisdiction, feed.Feed, errorText(cause)); err != nil {
+			return err
+		}
+		return deleteStaging(ctx, tx, pollID)
+	})
+	if err != nil {
+		return fmt.Errorf("postgis: discard poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
+	}
+	return nil
+}
