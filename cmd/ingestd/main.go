@@ -4,6 +4,7 @@
 //	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
 //	ingestd validate [FILE]
 //	ingestd migrate  [-database-url URL]
+//	ingestd deadletter list|replay|purge [flags]
 //
 // main only parses flags, wires the parts together and handles signals; the
 // work happens in feeds, wfs, breaker and feeds/postgis.
@@ -28,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
@@ -44,6 +46,7 @@ Usage:
   ingestd poll     [flags] JURISDICTION/FEED    poll one feed now; exit 1 if it fails
   ingestd validate [FILE]                       check a config file; exit 1 on any error
   ingestd migrate  [flags]                      apply pending schema migrations
+  ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
   ingestd version
 
 Run 'ingestd COMMAND -h' for a command's flags.
@@ -70,6 +73,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdValidate(args, stdout, stderr)
 	case "migrate":
 		err = cmdMigrate(args, stdout, stderr)
+	case "deadletter":
+		err = cmdDeadLetter(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ingestd", version)
 	case "-h", "-help", "--help", "help":
@@ -197,6 +202,9 @@ type daemon struct {
 	logger  *slog.Logger
 	pool    *pgxpool.Pool
 	manager *feeds.Manager
+	// replayer resumes parked polls; watch records breaker states.
+	replayer *deadletter.Replayer
+	watch    *feeds.OriginWatch
 }
 
 func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Writer) (*daemon, error) {
@@ -221,7 +229,10 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 			return nil, err
 		}
 	}
-	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker}, logger)
+	store := postgis.New(pool)
+	watch := feeds.NewOriginWatch(store, cfg.DeadLetter.StuckOpenAfter, logger)
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker,
+		OnStateChange: watch.OnStateChange}, logger)
 	for origin, p := range cfg.OriginPolicies() {
 		if err := breakers.SetPolicy(origin, p); err != nil {
 			pool.Close()
@@ -229,9 +240,10 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 		}
 	}
 	client := wfs.NewClient(newHTTPClient(), breakers, logger)
-	store := postgis.New(pool)
-	manager := feeds.NewManager(store, client, feeds.WithLogger(logger))
-	return &daemon{cfg: cfg, logger: logger, pool: pool, manager: manager}, nil
+	manager := feeds.NewManager(store, client, feeds.WithLogger(logger),
+		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter))
+	return &daemon{cfg: cfg, logger: logger, pool: pool, manager: manager,
+		replayer: newReplayer(pool, manager, cfg.DeadLetter, logger), watch: watch}, nil
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -257,15 +269,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer d.pool.Close()
 
+	d.watch.Start()
+	defer d.watch.Stop()
 	if err := d.manager.Start(ctx, d.cfg, *catchUp); err != nil {
+		return err
+	}
+	if err := d.replayer.Start(ctx); err != nil {
 		return err
 	}
 	d.logger.Info("ingestd running", "version", version, "config", c.config,
 		"jurisdictions", len(d.cfg.Jurisdictions), "feeds", len(d.cfg.Feeds()))
 	<-ctx.Done()
 	d.logger.Info("shutting down: stopping the scheduler and cancelling polls in flight")
-	// Shutdown order: scheduler and polls first, then the pool they write through.
+	// Shutdown order: scheduler and polls first, then the replayer, then the
+	// breaker-state writer (deferred), then the pool they write through.
 	d.manager.Stop()
+	d.replayer.Stop()
 	d.logger.Info("stopped")
 	return nil
 }

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/feeds"
+)
+
+const deadLetterUsage = `Usage:
+  ingestd deadletter list    [flags] [--status S] [--feed JURISDICTION/FEED]
+  ingestd deadletter replay  [flags] ID | --feed JURISDICTION/FEED | --all-due
+  ingestd deadletter purge   [flags] --done [--abandoned] --older-than 30d
+
+replay runs the selected pending rows now, ignoring retry_after (an
+abandoned row named by ID is revived first); rows another instance is
+replaying are left to it. purge deletes finished rows only.
+`
+
+// newReplayer builds the daemon's replayer: it claims due rows through pool
+// and resumes each through manager.
+func newReplayer(pool *pgxpool.Pool, manager *feeds.Manager, cfg feeds.DeadLetterConfig, logger *slog.Logger) *deadletter.Replayer {
+	return deadletter.NewReplayer(pool, manager.Replay,
+		deadletter.WithLogger(logger),
+		deadletter.WithInterval(cfg.Interval.Std()),
+		deadletter.WithLease(cfg.Lease.Std()),
+		deadletter.WithMaxAttempts(cfg.MaxAttempts))
+}
+
+func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"deadletter needs a subcommand\n\n" + deadLetterUsage}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("deadletter "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch sub {
+	case "list":
+		status := fs.String("status", "", "only rows in this status: pending, replaying, done, abandoned")
+		feed := fs.String("feed", "", "only rows of this JURISDICTION/FEED")
+		limit := fs.Int("limit", 100, "at most this many rows, newest first")
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		if fs.NArg() != 0 {
+			return usageError{"deadletter list takes no arguments"}
+		}
+		f := deadletter.Filter{Feed: *feed, Limit: *limit}
+		if *status != "" {
+			st, err := deadletter.ParseStatus(*status)
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			f.Status = st
+		}
+		pool, err := c.pool(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		letters, err := deadletter.NewQueue(pool).List(ctx, f)
+		if err != nil {
+			return err
+		}
+		printLetters(stdout, letters)
+		return nil
+
+	case "replay":
+		feed := fs.String("feed", "", "replay the open dead letter of JURISDICTION/FEED")
+		allDue := fs.Bool("all-due", false, "replay every pending row, whatever its retry_after")
+		migrate := fs.Bool("migrate", true, "apply pending migrations first")
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		f := deadletter.Filter{Status: deadletter.StatusPending}
+		var id int64
+		chosen := 0
+		if fs.NArg() == 1 {
+			n, err := strconv.ParseInt(fs.Arg(0), 10, 64)
+			if err != nil || n <= 0 {
+				return usageError{fmt.Sprintf("deadletter replay: %q is not a dead letter id", fs.Arg(0))}
+			}
+			id, f.IDs = n, []int64{n}
+			chosen++
+		} else if fs.NArg() > 1 {
+			return usageError{"deadletter replay takes one ID"}
+		}
+		if *feed != "" {
+			f.Feed = *feed
+			chosen++
+		}
+		if *allDue {
+			chosen++
+		}
+		if chosen != 1 {
+			return usageError{"deadletter replay: give exactly one of ID, --feed or --all-due"}
+		}
+		d, err := setup(ctx, &c, *migrate, stderr)
+		if err != nil {
+			return err
+		}
+		defer d.pool.Close()
+		if err := d.manager.Update(ctx, d.cfg); err != nil {
+			return err
+		}
+		q := deadletter.NewQueue(d.pool)
+		if id != 0 {
+			l, err := q.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			if l.Status == deadletter.StatusAbandoned {
+				if err := q.Revive(ctx, id); err != nil {
+					return err
+				}
+			}
+		}
+		claimed, err := d.replayer.ReplayNow(ctx, f)
+		d.manager.Stop()
+		if err != nil {
+			return err
+		}
+		if len(claimed) == 0 {
+			fmt.Fprintln(stderr, "ingestd: no pending dead letter matches (rows being replayed by an instance are left to it)")
+			return errReported
+		}
+		ids := make([]int64, len(claimed))
+		for i, l := range claimed {
+			ids[i] = l.ID
+		}
+		after, err := q.List(ctx, deadletter.Filter{IDs: ids})
+		if err != nil {
+			return err
+		}
+		printLetters(stdout, after)
+		for _, l := range after {
+			if l.Status != deadletter.StatusDone {
+				return errReported
+			}
+		}
+		return nil
+
+	case "purge":
+		done := fs.Bool("done", false, "purge rows that were replayed")
+		abandoned := fs.Bool("abandoned", false, "purge rows that were given up")
+		olderThan := fs.String("older-than", "", "purge rows finished longer ago than this (30d, 12h)")
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		var statuses []deadletter.Status
+		if *done {
+			statuses = append(statuses, deadletter.StatusDone)
+		}
+		if *abandoned {
+			statuses = append(statuses, deadletter.StatusAbandoned)
+		}
+		if len(statuses) == 0 || *olderThan == "" || fs.NArg() != 0 {
+			return usageError{"deadletter purge needs --done and/or --abandoned, and --older-than"}
+		}
+		age, err := parseAge(*olderThan)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		pool, err := c.pool(ctx)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		n, err := deadletter.NewQueue(pool).Purge(ctx, statuses, age)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "purged %d dead letters\n", n)
+		return nil
+
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, deadLetterUsage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("deadletter: unknown subcommand %q\n\n%s", sub, deadLetterUsage)}
+}
+
+// parseAge reads a duration that may count days ("30d"), which
+// time.ParseDuration does not.
+func parseAge(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err == nil && n > 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, errors.New("--older-than " + strconv.Quote(s) + ": want e.g. 30d or 12h")
+}
+
+func printLetters(w io.Writer, letters []*deadletter.Letter) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFEED\tSTATUS\tREASON\tATTEMPTS\tRETRY_AFTER\tNEXT_PAGE\tORIGIN\tLAST_ERROR")
+	for _, l := range letters {
+		msg := l.LastError
+		if r := []rune(msg); len(r) > 80 {
+			msg = string(r[:77]) + "..."
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", l.ID, l.Key(), l.Status, l.Reason, l.Attempts,
+			l.RetryAfter.Local().Format(time.DateTime), l.Checkpoint.Page, l.Origin, strings.ReplaceAll(msg, "\n", " "))
+	}
+	_ = tw.Flush()
+}
