@@ -3,6 +3,7 @@ package wfs
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -19,12 +20,14 @@ import (
 type bodyKind int
 
 const (
-	kindUnknown   bodyKind = iota
-	kindEmpty              // nothing but whitespace
-	kindJSON               // '{' or '['
-	kindHTML               // <!DOCTYPE html, <html, or an XHTML root
-	kindException          // ows:ExceptionReport, ServiceExceptionReport
-	kindXML                // any other XML root: features (GML), to be decoded
+	kindUnknown       bodyKind = iota
+	kindEmpty                  // nothing but whitespace
+	kindJSON                   // '{' or '['
+	kindHTML                   // <!DOCTYPE html, <html, or an XHTML root
+	kindException              // ows:ExceptionReport, ServiceExceptionReport
+	kindJSONException          // GeoServer's {"exceptions":[…]}
+	kindXML                    // any other XML root
+	kindGML                    // (classify only) kindXML whose root is a FeatureCollection
 )
 
 func (k bodyKind) String() string {
@@ -37,6 +40,10 @@ func (k bodyKind) String() string {
 		return "html"
 	case kindException:
 		return "exception report"
+	case kindJSONException:
+		return "JSON exception report"
+	case kindGML:
+		return "gml"
 	case kindXML:
 		return "xml"
 	}
@@ -65,7 +72,12 @@ func sniff(br *bufio.Reader) (bodyKind, string) {
 		return kindUnknown, ""
 	}
 	switch p[0] {
-	case '{', '[':
+	case '{':
+		if jsonException(p) {
+			return kindJSONException, ""
+		}
+		return kindJSON, ""
+	case '[':
 		return kindJSON, ""
 	case '<':
 	default:
@@ -95,8 +107,36 @@ func sniff(br *bufio.Reader) (bodyKind, string) {
 		case "exceptionreport", "serviceexceptionreport":
 			return kindException, ""
 		}
-		return kindXML, se.Name.Local
+		return kindXML, qname(se.Name)
 	}
+}
+
+// jsonException reports whether the JSON object at the start of p is
+// GeoServer's JSON exception report ({"version":"1.1.0","exceptions":[…]}),
+// sent with status 200 when exceptions=application/json. It reads the
+// object's first members from the peeked bytes only, never the body: a
+// member "exceptions" before "type" or "features" decides.
+func jsonException(p []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for range 8 {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case "exceptions":
+			return true
+		case "type", "features":
+			return false
+		}
+		if err := skipValue(dec); err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // Exception codes whose report means "our request is wrong": retrying will
@@ -143,10 +183,42 @@ func parseExceptionReport(r io.Reader, status int, redacted string) (*ExceptionR
 	if err := xml.Unmarshal(data, &rep); err != nil {
 		return nil, fmt.Errorf("malformed exception report: %w", err)
 	}
-	all := append(rep.Exceptions, rep.ServiceExceptions...)
+	return judgeExceptions(append(rep.Exceptions, rep.ServiceExceptions...), status, redacted), nil
+}
+
+// jsonExceptionReport is GeoServer's JSON form of an exception report.
+type jsonExceptionReport struct {
+	Exceptions []struct {
+		Code    string `json:"code"`
+		Locator string `json:"locator"`
+		Text    string `json:"text"`
+	} `json:"exceptions"`
+}
+
+// parseJSONExceptionReport reads a JSON exception report and judges it by
+// its codes exactly as parseExceptionReport does an XML one.
+func parseJSONExceptionReport(r io.Reader, status int, redacted string) (*ExceptionReportError, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxExceptionBytes))
+	if err != nil {
+		return nil, err
+	}
+	var rep jsonExceptionReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("malformed JSON exception report: %w", err)
+	}
+	all := make([]xmlException, len(rep.Exceptions))
+	for i, x := range rep.Exceptions {
+		all[i] = xmlException{Code: x.Code, Locator: x.Locator, Texts: []string{x.Text}}
+	}
+	return judgeExceptions(all, status, redacted), nil
+}
+
+// judgeExceptions applies the rule: a report is client-side only if every
+// exception in it has a client-side code.
+func judgeExceptions(all []xmlException, status int, redacted string) *ExceptionReportError {
 	e := &ExceptionReportError{Status: status, URL: redacted, ServerSide: true}
 	if len(all) == 0 {
-		return e, nil
+		return e
 	}
 	first := all[0]
 	e.Code = first.Code
@@ -172,7 +244,7 @@ func parseExceptionReport(r io.Reader, status int, redacted string) (*ExceptionR
 			e.ServerSide = true
 		}
 	}
-	return e, nil
+	return e
 }
 
 func truncate(s string, n int) string {
@@ -246,18 +318,24 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 //	2xx      HTML page                                        Failure     *BodyError wrapping ErrHTMLBody
 //	2xx      empty                                            Failure     *BodyError wrapping ErrEmptyBody
 //	2xx      neither JSON nor XML                             Failure     *BodyError wrapping ErrUnrecognizedBody
-//	2xx      XML other than an exception report (GML)         Success     *BodyError wrapping ErrGMLNotSupported
+//	2xx      XML whose root is not a FeatureCollection        Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      GML (root wfs:/gml:FeatureCollection)            (decode)    nil: the caller streams the body
 //	2xx      JSON                                             (decode)    nil: the caller streams the body
 //
 // An exception report is judged by its code whatever the status, because
 // servers answer the same fault with 200 (WFS 1.x), 400 (WFS 2.0) or 500, and
 // a server whose database is down may answer 400 with NoApplicableCode. A
 // report with several exceptions is client-side only if all of them are. An
-// exception report that does not parse is a Failure. GML is Success: the
-// server answered; our configuration asked for (or got) a format we cannot
-// decode yet, which retrying will not change.
+// exception report that does not parse is a Failure. GeoServer's JSON
+// exception report ({"exceptions":[{"code":…,"locator":…,"text":…}]}) is
+// an exception report too, judged by the same codes; it is recognised by
+// its first members, within the sniffed bytes.
 //
-// When the result is nil the response is JSON data and kind says so. The
+// The Content-Type header is not consulted: servers label GeoJSON
+// text/plain or text/xml, GML application/json, and errors anything. The
+// body's first bytes are what the decoders will read, so they decide.
+//
+// When the result is nil the response is GeoJSON or GML data. The
 // caller (Client.Fetch) turns transport errors and errors while streaming the
 // body into Failure, and the caller's cancellation into Ignored.
 func ClassifyResponse(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) *breaker.Result {
@@ -276,8 +354,12 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		}
 	}
 	kind, root := sniff(br)
-	if kind == kindException {
-		rep, err := parseExceptionReport(br, status, redacted)
+	if kind == kindException || kind == kindJSONException {
+		parse := parseExceptionReport
+		if kind == kindJSONException {
+			parse = parseJSONExceptionReport
+		}
+		rep, err := parse(br, status, redacted)
 		if err != nil {
 			return kind, &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{URL: redacted, Err: err}}
 		}
@@ -308,10 +390,14 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	case kindEmpty:
 		return fail(ErrEmptyBody)
 	case kindXML:
-		// Where a GML decoder plugs in: sniff said XML features, root says
-		// which flavour (wfs:FeatureCollection, gml:FeatureCollection).
-		return kind, &breaker.Result{Outcome: breaker.Success, Err: &BodyError{
-			URL: redacted, Err: fmt.Errorf("%w (root element %s; ask for outputFormat application/json)", ErrGMLNotSupported, root)}}
+		// The root decides: wfs:FeatureCollection (WFS 1.0, 1.1, 2.0) or
+		// gml:FeatureCollection (GML 3.2 outside WFS) are features.
+		if _, local, _ := strings.Cut(root, ":"); root == "FeatureCollection" || local == "FeatureCollection" {
+			return kindGML, nil
+		}
+		// An XML document that is neither features nor an OGC report: a
+		// proxy's or servlet container's XML error page, most likely.
+		return fail(fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
 	}
 	return fail(ErrUnrecognizedBody)
 }

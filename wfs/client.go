@@ -2,15 +2,18 @@ package wfs
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -114,6 +117,7 @@ type Client struct {
 	maxPages       int
 	userAgent      string
 	now            func() time.Time
+	negotiation    negotiationCache // Prepare's results, per layer
 }
 
 // NewClient returns a Client. httpClient nil means http.DefaultClient; its
@@ -152,6 +156,11 @@ type pageResult struct {
 	numberReturned int
 	firstKey       string // identity of the first feature, "" if none
 	handlerErr     error  // the handler's own error, returned as is
+
+	// Set by Fetch before each attempt: the ids of the fetch so far (nil:
+	// no duplicate check) and the number of features of the pages before.
+	ids     *idSet
+	fetched int
 }
 
 // Fetch fetches layer from page firstPage on (0, or the page to resume at),
@@ -165,7 +174,22 @@ type pageResult struct {
 // means the server ignores startIndex: Fetch returns ErrStartIndexIgnored
 // before handing that page to handle.
 //
-// The error is the handler's own error as it returned it; otherwise an error
+// Complete or nothing: when the server states numberMatched, the features
+// delivered must add up to it, or Fetch returns *IncompleteError — for a
+// short page while more were promised, a total above or below the promise
+// (a single, unpaged request included: servers cap responses silently),
+// numberMatched changing between pages, or a page whose numberReturned does
+// not match its body. A feature id seen on two pages of one fetch means the
+// server's paging order is unstable (features were skipped as others were
+// repeated): *IncompleteError too, returned from the FeatureReader as the
+// duplicate is read. Ids are tracked as 64-bit hashes, about 16-20 bytes per
+// feature; two different ids colliding is a chance of n²/2⁶⁵ (3·10⁻⁸ for a
+// million features) and would at worst fail one poll, which the next poll,
+// under a fresh random seed, retries. A fetch resumed at firstPage > 0
+// checks ids from that page on.
+//
+// The error is the handler's own error as it returned it; an *IncompleteError
+// as is (it names the URL); otherwise an error
 // naming the page and (redacted) URL, wrapping *breaker.OpenError,
 // *breaker.RetryError, *HTTPStatusError, *ExceptionReportError, *BodyError,
 // *TransportError or a sentinel of this package. FetchStats covers the pages
@@ -179,6 +203,7 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
 	}
 	var prevKey string
+	ids := newIDSet()
 	for page := firstPage; ; page++ {
 		if page-firstPage >= c.maxPages {
 			return stats, fmt.Errorf("wfs: %s: stopped after %d pages (the page limit)", RedactURL(layer.URL), c.maxPages)
@@ -201,19 +226,31 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 		var res pageResult
 		began := time.Now()
 		err = c.do(ctx, origin, func(actx context.Context, attempt int) breaker.Result {
-			res = pageResult{}
+			res = pageResult{ids: ids, fetched: stats.Features}
 			return c.attempt(actx, layer, u, p, check, handle, &res)
 		})
 		if err != nil {
 			if res.handlerErr != nil && err == res.handlerErr {
 				return stats, err
 			}
+			var ie *IncompleteError
+			if errors.As(err, &ie) {
+				return stats, ie
+			}
 			return stats, fmt.Errorf("wfs: page %d (%s): %w", page, p.URL, err)
 		}
 		stats.Pages++
 		stats.Features += res.features
 		stats.Bytes += res.bytes
+		incomplete := func(reason string) error {
+			return &IncompleteError{URL: p.URL, Expected: stats.NumberMatched, Got: startIndex + res.features, Reason: reason}
+		}
 		if res.numberMatched >= 0 {
+			if stats.NumberMatched >= 0 && res.numberMatched != stats.NumberMatched {
+				prev := stats.NumberMatched
+				stats.NumberMatched = res.numberMatched
+				return stats, incomplete(fmt.Sprintf("numberMatched changed from %d to %d between pages: the layer changed while it was paged", prev, res.numberMatched))
+			}
 			stats.NumberMatched = res.numberMatched
 		}
 		log.Debug("page fetched", "features", res.features, "bytes", res.bytes,
@@ -223,22 +260,29 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 			log.Warn(msg)
 		}
 		if res.numberReturned >= 0 && res.numberReturned != res.features {
-			warn(fmt.Sprintf("numberReturned says %d features, the body held %d", res.numberReturned, res.features))
+			return stats, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the body held %d", page, res.numberReturned, res.features))
+		}
+		// done checks the total once the last page is in.
+		done := func() (FetchStats, error) {
+			if total := startIndex + res.features; stats.NumberMatched >= 0 && total != stats.NumberMatched {
+				if !layer.Paged() {
+					return stats, incomplete(fmt.Sprintf("one request returned %d of the %d features numberMatched promised: the server caps its responses (GeoServer maxFeatures, MapServer wfs_maxfeatures); set a page size", total, stats.NumberMatched))
+				}
+				return stats, incomplete(fmt.Sprintf("page %d ends the result at %d features, numberMatched promised %d", page, total, stats.NumberMatched))
+			}
+			return stats, nil
 		}
 		if !layer.Paged() {
-			return stats, nil
+			return done()
 		}
 		switch {
 		case res.features > layer.PageSize:
 			warn(fmt.Sprintf("server ignored the page size: asked for %d features, got %d; not paging further", layer.PageSize, res.features))
-			return stats, nil
+			return done()
 		case res.features < layer.PageSize:
-			if res.numberMatched >= 0 && startIndex+res.features < res.numberMatched {
-				warn(fmt.Sprintf("short page ends at %d features of the %d numberMatched promised", startIndex+res.features, res.numberMatched))
-			}
-			return stats, nil
-		case res.numberMatched >= 0 && startIndex+res.features >= res.numberMatched:
-			return stats, nil
+			return done()
+		case stats.NumberMatched >= 0 && startIndex+res.features >= stats.NumberMatched:
+			return done()
 		}
 		prevKey = res.firstKey
 	}
@@ -302,7 +346,11 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	}
 	defer resp.Body.Close()
 
-	body := &limitedBody{r: resp.Body, limit: c.maxBodyBytes}
+	raw, err := decodeContent(resp)
+	if err != nil {
+		return ignoredOr(breaker.Failure, &BodyError{URL: p.URL, Page: p.Index, Err: err})
+	}
+	body := &limitedBody{r: raw, limit: c.maxBodyBytes}
 	br := bufio.NewReaderSize(body, 32<<10)
 	kind, cls := classify(resp, br, p.URL, c.now())
 	if cls != nil {
@@ -320,15 +368,18 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	switch kind {
 	case kindJSON:
 		dec = NewGeoJSONReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID))
+	case kindGML:
+		dec = NewGMLReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID))
 	default:
-		// classify lets only decodable kinds through; a GML decoder adds a case.
+		// classify lets only decodable kinds through.
 		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: p.URL, Page: p.Index, Err: ErrUnrecognizedBody}}
 	}
-	fr := &pageReader{dec: dec, url: p.URL, page: p.Index}
+	fr := &pageReader{dec: dec, url: p.URL, page: p.Index, ids: res.ids, fetched: res.fetched}
 
 	// Read the first feature before the handler sees anything, so that a
-	// server ignoring startIndex is caught before its page is staged again.
-	first, err := fr.Next()
+	// server ignoring startIndex is caught before its page is staged again
+	// (and before its first id counts as a duplicate).
+	first, err := fr.read()
 	switch {
 	case err == io.EOF:
 	case err != nil:
@@ -338,10 +389,17 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 		if err := check(res.firstKey); err != nil {
 			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("%w: page %d (%s) starts with the same feature as the page before", err, p.Index, p.URL)}
 		}
+		if err := fr.checkID(first); err != nil {
+			return breaker.Result{Outcome: breaker.Success, Err: err}
+		}
 		fr.pending = first
 	}
 
 	if herr := handle(ctx, p, fr); herr != nil {
+		var ie *IncompleteError
+		if errors.As(herr, &ie) {
+			return breaker.Result{Outcome: breaker.Success, Err: ie}
+		}
 		if errIsBody(herr) {
 			return ignoredOr(breaker.Failure, herr)
 		}
@@ -351,6 +409,10 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	// The handler may have stopped early or swallowed an error; the page
 	// counts only if the body really ended where the document does.
 	if f, err := fr.Next(); err != io.EOF {
+		var ie *IncompleteError
+		if errors.As(err, &ie) {
+			return breaker.Result{Outcome: breaker.Success, Err: ie}
+		}
 		if err == nil {
 			err = fmt.Errorf("wfs: page %d (%s): handler returned before reading feature %d (id %q)", p.Index, p.URL, fr.n-1, f.ID)
 			res.handlerErr = err
@@ -365,8 +427,8 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	return breaker.Result{Outcome: breaker.Success}
 }
 
-// featureDecoder is what a body decoder offers the client. GeoJSONReader is
-// one; a GML decoder, sniffed from the body's root element, will be another.
+// featureDecoder is what a body decoder offers the client: GeoJSONReader
+// and GMLReader, picked by sniffing the body.
 type featureDecoder interface {
 	FeatureReader
 	NumberMatched() int
@@ -404,6 +466,8 @@ type pageReader struct {
 	pending *Feature
 	n       int
 	err     error
+	ids     *idSet // nil: no duplicate check
+	fetched int    // features of the fetch's pages before this one
 }
 
 func (r *pageReader) Next() (*Feature, error) {
@@ -413,6 +477,34 @@ func (r *pageReader) Next() (*Feature, error) {
 	if f := r.pending; f != nil {
 		r.pending = nil
 		return f, nil
+	}
+	f, err := r.read()
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkID(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// checkID fails the page when f's id was delivered on an earlier page.
+func (r *pageReader) checkID(f *Feature) error {
+	if r.ids == nil || f.ID == "" {
+		return nil
+	}
+	if prev, dup := r.ids.add(f.ID, r.page); dup {
+		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n,
+			Reason: fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)}
+		return r.err
+	}
+	return nil
+}
+
+// read returns the decoder's next feature, counted, its errors wrapped.
+func (r *pageReader) read() (*Feature, error) {
+	if r.err != nil {
+		return nil, r.err
 	}
 	f, err := r.dec.Next()
 	if err == io.EOF {
@@ -447,4 +539,57 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 		return n - int(b.read-b.limit), fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, b.limit)
 	}
 	return n, err
+}
+
+// idSet remembers the feature ids of one fetch, and the page of each, as
+// 64-bit hashes: a million features cost about 20 MB, not the ids' bytes.
+// The seed is random per fetch, so an unlucky collision does not repeat.
+type idSet struct {
+	seed  maphash.Seed
+	pages map[uint64]int32
+}
+
+func newIDSet() *idSet {
+	return &idSet{seed: maphash.MakeSeed(), pages: make(map[uint64]int32)}
+}
+
+// add records id as seen on page, and reports the earlier page when it was
+// seen on another page before. A repeat on the same page is a retried
+// attempt re-reading its page (or a layer whose ids repeat within one
+// response, which paging did not cause): not a duplicate here.
+func (s *idSet) add(id string, page int) (prev int, dup bool) {
+	h := maphash.String(s.seed, id)
+	if p, ok := s.pages[h]; ok && int(p) != page {
+		return int(p), true
+	}
+	s.pages[h] = int32(page)
+	return 0, false
+}
+
+// decodeContent returns the response body, decompressed when the server
+// gzipped it and the transport did not undo that: the caller's transport
+// may have compression disabled (then a server gzipping unasked still
+// sends gzip), or a server may gzip without saying so in Content-Encoding
+// (a .geojson.gz behind a plain URL). The gzip magic number decides in the
+// second case; no JSON or XML document starts with byte 0x1f.
+func decodeContent(resp *http.Response) (io.Reader, error) {
+	br := bufio.NewReaderSize(resp.Body, 512)
+	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	gz := !resp.Uncompressed && (enc == "gzip" || enc == "x-gzip")
+	if !gz {
+		if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+			gz = true
+		}
+	}
+	if !gz {
+		return br, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	return zr, nil
 }

@@ -23,8 +23,10 @@ var (
 	// ErrUnrecognizedBody means the body is neither JSON, an OGC exception
 	// report, XML features nor HTML.
 	ErrUnrecognizedBody = errors.New("wfs: unrecognized response body")
-	// ErrGMLNotSupported means the server sent XML features (GML). Only
-	// GeoJSON output is decoded so far; configure outputFormat application/json.
+	// ErrGMLNotSupported was returned for GML bodies before the GML decoder.
+	//
+	// Deprecated: GML 2, 3.1.1 and 3.2 are decoded (GMLReader); nothing in
+	// this package returns it any more. It stays for callers that test for it.
 	ErrGMLNotSupported = errors.New("wfs: GML output not supported yet")
 	// ErrStartIndexIgnored means a page beyond the first began with the same
 	// feature as the page before it: the server ignores startIndex, and paging
@@ -112,27 +114,66 @@ func (e *TransportError) Error() string {
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
-// DecodeError is a malformed GeoJSON document. Index is the 0-based index of
-// the feature being read, or -1 when the fault is in the document around the
-// features.
+// DecodeError is a malformed GeoJSON or GML document. Index is the 0-based
+// index of the feature being read, or -1 when the fault is in the document
+// around the features.
 type DecodeError struct {
+	// Format is "gml" for the GML decoder; "" means GeoJSON, the first
+	// decoder, whose callers never set it.
+	Format string
+	// Line is the line of the input where a GML fault was noticed (0: unknown).
+	Line  int
 	Index int
 	Msg   string
 	Err   error
 }
 
 func (e *DecodeError) Error() string {
+	format := e.Format
+	if format == "" {
+		format = "geojson"
+	}
 	where := "document"
 	if e.Index >= 0 {
 		where = fmt.Sprintf("feature %d", e.Index)
 	}
+	if e.Line > 0 {
+		where += fmt.Sprintf(" (line %d)", e.Line)
+	}
 	switch {
 	case e.Msg != "" && e.Err != nil:
-		return fmt.Sprintf("wfs: geojson: %s: %s: %v", where, e.Msg, e.Err)
+		return fmt.Sprintf("wfs: %s: %s: %s: %v", format, where, e.Msg, e.Err)
 	case e.Err != nil:
-		return fmt.Sprintf("wfs: geojson: %s: %v", where, e.Err)
+		return fmt.Sprintf("wfs: %s: %s: %v", format, where, e.Err)
 	}
-	return fmt.Sprintf("wfs: geojson: %s: %s", where, e.Msg)
+	return fmt.Sprintf("wfs: %s: %s: %s", format, where, e.Msg)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// IncompleteError means the pages of a fetch do not add up to one complete,
+// consistent snapshot of the layer: fewer (or more) features than the
+// server's numberMatched promised, a page cut short while numberMatched says
+// more remain, a numberReturned the body does not hold, numberMatched
+// changing between pages, or a feature id delivered on two pages (the
+// server's order is not stable, so others were skipped). The caller must not
+// apply what was staged. The server answered, so the breaker counts the call
+// as a success: retrying the same page would not change the verdict.
+type IncompleteError struct {
+	// URL is the (redacted) URL of the page where the fetch noticed.
+	URL string
+	// Expected is the number of features the server promised, -1 if unknown.
+	Expected int
+	// Got is the number of features delivered up to the point of the verdict.
+	Got int
+	// Reason says what did not add up.
+	Reason string
+}
+
+func (e *IncompleteError) Error() string {
+	msg := fmt.Sprintf("wfs: incomplete result from %s: %s", e.URL, e.Reason)
+	if e.Expected >= 0 {
+		msg += fmt.Sprintf(" (expected %d features, got %d)", e.Expected, e.Got)
+	}
+	return msg
+}

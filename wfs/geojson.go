@@ -345,31 +345,16 @@ func sridOfCRS(crs *geojson.CRS) (int, error) {
 	return 0, fmt.Errorf("unsupported crs type %q", crs.Type)
 }
 
+// sridOfName reads a named CRS with the same parser as GML's srsName. The
+// axis order it implies is ignored: GeoJSON positions are x/y (longitude
+// first) whatever the legacy crs member names, as the 2008 specification
+// says and as GDAL and GeoServer write them.
 func sridOfName(name string) (int, error) {
-	n := strings.TrimSpace(name)
-	l := strings.ToLower(n)
-	if strings.HasSuffix(l, "crs84") {
-		return 4326, nil
+	c, err := parseSRSName(name)
+	if err != nil {
+		return 0, err
 	}
-	var code string
-	switch {
-	case strings.HasPrefix(l, "epsg:"):
-		code = n[len("epsg:"):]
-	case strings.HasPrefix(l, "urn:ogc:def:crs:epsg:"), strings.HasPrefix(l, "urn:x-ogc:def:crs:epsg:"):
-		// urn:ogc:def:crs:EPSG:[version]:code
-		code = n[strings.LastIndexByte(n, ':')+1:]
-	case strings.Contains(l, "opengis.net/def/crs/epsg/"):
-		code = n[strings.LastIndexByte(n, '/')+1:]
-	case strings.Contains(l, "opengis.net/gml/srs/epsg.xml#"):
-		code = n[strings.LastIndexByte(n, '#')+1:]
-	default:
-		return 0, fmt.Errorf("unsupported crs name %q", name)
-	}
-	srid, err := strconv.Atoi(code)
-	if err != nil || srid <= 0 {
-		return 0, fmt.Errorf("unsupported crs name %q", name)
-	}
-	return srid, nil
+	return c.SRID, nil
 }
 
 func (r *GeoJSONReader) decodeFeature() (*Feature, error) {

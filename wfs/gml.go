@@ -1,0 +1,722 @@
+package wfs
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/twpayne/go-geom"
+)
+
+// maxGMLDepth bounds element nesting. Real GetFeature responses nest about a
+// dozen deep; the bound keeps a hostile document from growing the element
+// stack without end.
+const maxGMLDepth = 256
+
+// gmlNamespacePrefix starts every GML namespace: http://www.opengis.net/gml
+// (GML 2 and 3.1.1) and http://www.opengis.net/gml/3.2.
+const gmlNamespacePrefix = "http://www.opengis.net/gml"
+
+const xsiNamespace = "http://www.w3.org/2001/XMLSchema-instance"
+
+// level kinds of the collection structure around features.
+const (
+	levelCollection = iota // wfs:FeatureCollection, gml:FeatureCollection
+	levelMember            // gml:featureMember, wfs:member: one feature
+	levelMembers           // gml:featureMembers: any number of features
+)
+
+type gmlLevel struct {
+	kind  int
+	depth int // len(stack) while the element is open
+}
+
+type nsBinding struct {
+	prefix, uri string
+	depth       int
+}
+
+// gmlProp is one simple property of the feature being read; its value is
+// pbuf[start:end].
+type gmlProp struct {
+	name       string
+	start, end int
+	null       bool
+}
+
+// GMLReader streams the features of a WFS GetFeature response in GML: GML
+// 2.1.2 (WFS 1.0), 3.1.1 (WFS 1.1) and 3.2 (WFS 2.0) FeatureCollections,
+// whose features come in gml:featureMember, gml:featureMembers or wfs:member
+// elements (nested collections of a WFS 2.0 join included). It reads token by
+// token and reuses its buffers: memory grows with the largest feature, never
+// with the number of features.
+//
+// Each feature becomes a Feature:
+//
+//   - ID: the layer's id property when configured (WithIDProperty), else the
+//     gml:id (GML 3) or fid (GML 2) attribute of the feature element.
+//   - Geometry: the first property whose content is a GML geometry (Point,
+//     LineString, LinearRing, Curve, Polygon, Surface, MultiPoint,
+//     MultiLineString, MultiCurve, MultiPolygon, MultiSurface). Later
+//     geometry properties are ignored: a feature row holds one geometry.
+//     Its SRID comes from the geometry's srsName, else from the srsName of
+//     the feature's or the collection's boundedBy envelope, else from
+//     WithSRID (default 4326). Latitude-first CRSs are swapped to x/y (see
+//     ParseSRSName). srsDimension 3 gives an XYZ layout.
+//   - Properties: a JSON object of the feature's simple properties, keyed by
+//     local name (the namespace prefix dropped). Values are JSON strings
+//     holding the element's text exactly as written, numbers included:
+//     without the feature type's schema a decoder cannot tell a number from
+//     a code that looks like one (parcel PINs and ZIP codes with leading
+//     zeros, "1E5" as a zoning code), and guessing per value would give one
+//     column mixed types. An element with xsi:nil="true" is null; an empty
+//     element is "". A property repeated in one feature becomes an array of
+//     its values. Complex properties (with child elements that are not the
+//     geometry) and GML's own properties (gml:name, gml:description,
+//     gml:boundedBy) are left out, as are attributes of property elements.
+//
+// numberMatched and numberReturned (WFS 2.0) and numberOfFeatures (WFS 1.1,
+// taken as numberReturned) are read from the root element; "unknown" is -1.
+// A wfs:truncatedResponse element (WFS 2.0.2: the server stopped early) is an
+// error. A body cut short, a malformed document, an unsupported geometry or
+// an unreadable srsName is an error, never a short page.
+type GMLReader struct {
+	dec   *xml.Decoder
+	cfg   readerConfig
+	err   error
+	index int
+
+	started bool
+	done    bool
+	stack   []xml.Name
+	ns      []nsBinding
+	levels  []gmlLevel
+
+	defaultCRS CRS // from WithSRID
+	collCRS    CRS // from the collection's boundedBy
+	collCRSSet bool
+
+	// srsName parsing is cached: every geometry of a layer names the same.
+	lastSRSName string
+	lastCRS     CRS
+
+	numberMatched  int
+	numberReturned int
+
+	feature Feature
+	text    []byte
+	props   []gmlProp
+	pbuf    []byte
+	jbuf    []byte
+	g       geomBuilder
+}
+
+// NewGMLReader returns a reader of the GML document r. It understands the
+// same options as NewGeoJSONReader.
+func NewGMLReader(r io.Reader, opts ...ReaderOption) *GMLReader {
+	cfg := readerConfig{srid: 4326}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	dec := xml.NewDecoder(r)
+	dec.CharsetReader = charsetReader
+	return &GMLReader{
+		dec:            dec,
+		cfg:            cfg,
+		defaultCRS:     CRS{SRID: cfg.srid},
+		numberMatched:  -1,
+		numberReturned: -1,
+	}
+}
+
+// NumberMatched is the root element's numberMatched: the size of the whole
+// result set across pages, -1 when absent or "unknown". It is known once
+// Next has been called.
+func (r *GMLReader) NumberMatched() int { return r.numberMatched }
+
+// NumberReturned is the root element's numberReturned (WFS 2.0) or
+// numberOfFeatures (WFS 1.1), -1 when absent or "unknown".
+func (r *GMLReader) NumberReturned() int { return r.numberReturned }
+
+// Next returns the next feature, io.EOF after the last one, or an error that
+// names the feature index, the line and what was wrong. The returned
+// *Feature is the same value at every call and is overwritten by the next
+// call; its Geometry and Properties are fresh at each call, so a shallow copy
+// keeps a feature. After an error, Next returns the same error and no feature.
+func (r *GMLReader) Next() (*Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	f, err := r.next()
+	if err != nil {
+		if err != io.EOF {
+			r.err = err
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// errorf builds the reader's error for the current position. Errors of
+// the XML decoder and a premature end of input are wrapped.
+func (r *GMLReader) errorf(index int, err error, format string, args ...any) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	line, _ := r.dec.InputPos()
+	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// token returns the next element or character data, checking what RawToken
+// does not: that elements nest properly, that the document does not end
+// inside one. It tracks namespace bindings itself, because Token's
+// translation allocates a map per element and costs a third of the time.
+func (r *GMLReader) token() (xml.Token, error) {
+	for {
+		tok, err := r.dec.RawToken()
+		if err != nil {
+			if err == io.EOF && len(r.stack) > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if len(r.stack) >= maxGMLDepth {
+				return nil, fmt.Errorf("elements nested deeper than %d", maxGMLDepth)
+			}
+			r.stack = append(r.stack, t.Name)
+			for _, a := range t.Attr {
+				switch {
+				case a.Name.Space == "xmlns":
+					r.ns = append(r.ns, nsBinding{prefix: a.Name.Local, uri: a.Value, depth: len(r.stack)})
+				case a.Name.Space == "" && a.Name.Local == "xmlns":
+					r.ns = append(r.ns, nsBinding{prefix: "", uri: a.Value, depth: len(r.stack)})
+				}
+			}
+			return t, nil
+		case xml.EndElement:
+			if len(r.stack) == 0 {
+				return nil, fmt.Errorf("unexpected end element </%s>", qname(t.Name))
+			}
+			if open := r.stack[len(r.stack)-1]; open != t.Name {
+				return nil, fmt.Errorf("element <%s> closed by </%s>", qname(open), qname(t.Name))
+			}
+			r.stack = r.stack[:len(r.stack)-1]
+			for len(r.ns) > 0 && r.ns[len(r.ns)-1].depth > len(r.stack) {
+				r.ns = r.ns[:len(r.ns)-1]
+			}
+			return t, nil
+		case xml.CharData:
+			return t, nil
+		}
+		// Comments, processing instructions, directives: nothing to read.
+	}
+}
+
+func qname(n xml.Name) string {
+	if n.Space == "" {
+		return n.Local
+	}
+	return n.Space + ":" + n.Local
+}
+
+// namespace resolves a prefix in the current scope.
+func (r *GMLReader) namespace(prefix string) (string, bool) {
+	for i := len(r.ns) - 1; i >= 0; i-- {
+		if r.ns[i].prefix == prefix {
+			return r.ns[i].uri, true
+		}
+	}
+	return "", false
+}
+
+// isGML reports whether a prefix names a GML namespace. An unbound "gml"
+// prefix counts too: some servers forget the declaration, and no feature
+// type names its properties gml:….
+func (r *GMLReader) isGML(prefix string) bool {
+	uri, ok := r.namespace(prefix)
+	if !ok {
+		return prefix == "gml"
+	}
+	return strings.HasPrefix(uri, gmlNamespacePrefix)
+}
+
+// skip consumes the element whose start was just read.
+func (r *GMLReader) skip() error {
+	depth := len(r.stack)
+	for len(r.stack) >= depth {
+		if _, err := r.token(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *GMLReader) next() (*Feature, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	if !r.started {
+		if err := r.start(); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		if len(r.levels) == 0 {
+			return nil, r.finish()
+		}
+		tok, err := r.token()
+		if err != nil {
+			return nil, r.errorf(-1, err, "")
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			lv := r.levels[len(r.levels)-1]
+			if lv.kind == levelCollection {
+				if err := r.collectionChild(t); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if t.Name.Local == "FeatureCollection" {
+				// WFS 2.0 answers several type names (or a join) with
+				// collections nested in wfs:member.
+				r.levels = append(r.levels, gmlLevel{kind: levelCollection, depth: len(r.stack)})
+				continue
+			}
+			return r.readFeature(t)
+		case xml.EndElement:
+			if lv := r.levels[len(r.levels)-1]; len(r.stack) < lv.depth {
+				r.levels = r.levels[:len(r.levels)-1]
+			}
+		}
+	}
+}
+
+// start reads up to the root element, which must be a FeatureCollection.
+func (r *GMLReader) start() error {
+	r.started = true
+	for {
+		tok, err := r.token()
+		if err == io.EOF {
+			return r.errorf(-1, io.ErrUnexpectedEOF, "empty document")
+		}
+		if err != nil {
+			return r.errorf(-1, err, "")
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			if cd, isText := tok.(xml.CharData); isText && len(bytes.TrimSpace(cd)) > 0 {
+				return r.errorf(-1, nil, "text before the root element")
+			}
+			continue
+		}
+		if se.Name.Local != "FeatureCollection" {
+			return r.errorf(-1, nil, "root element <%s> is not a FeatureCollection", qname(se.Name))
+		}
+		for _, a := range se.Attr {
+			if a.Name.Space != "" {
+				continue
+			}
+			switch a.Name.Local {
+			case "numberMatched":
+				n, err := gmlCount(a.Value)
+				if err != nil {
+					return r.errorf(-1, err, "numberMatched")
+				}
+				r.numberMatched = n
+			case "numberReturned", "numberOfFeatures":
+				n, err := gmlCount(a.Value)
+				if err != nil {
+					return r.errorf(-1, err, "%s", a.Name.Local)
+				}
+				r.numberReturned = n
+			}
+		}
+		r.levels = append(r.levels, gmlLevel{kind: levelCollection, depth: len(r.stack)})
+		return nil
+	}
+}
+
+// gmlCount reads numberMatched and friends: a count, or "unknown" (-1).
+func gmlCount(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "unknown" || v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return -1, fmt.Errorf("%q is not a count", truncate(v, 40))
+	}
+	return int(n), nil
+}
+
+// collectionChild handles an element directly inside a FeatureCollection.
+func (r *GMLReader) collectionChild(t xml.StartElement) error {
+	switch t.Name.Local {
+	case "featureMember", "member":
+		r.levels = append(r.levels, gmlLevel{kind: levelMember, depth: len(r.stack)})
+	case "featureMembers":
+		r.levels = append(r.levels, gmlLevel{kind: levelMembers, depth: len(r.stack)})
+	case "boundedBy":
+		crs, ok, err := r.boundedBy()
+		if err != nil {
+			return r.errorf(-1, err, "boundedBy")
+		}
+		if ok && !r.collCRSSet {
+			r.collCRS, r.collCRSSet = crs, true
+		}
+	case "truncatedResponse":
+		return r.errorf(r.index, nil, "the server truncated the response (wfs:truncatedResponse)")
+	default:
+		// wfs:additionalObjects and vendor extras carry no features of the layer.
+		if err := r.skip(); err != nil {
+			return r.errorf(-1, err, "")
+		}
+	}
+	return nil
+}
+
+// finish checks that nothing but whitespace, comments and processing
+// instructions follows the root element.
+func (r *GMLReader) finish() error {
+	for {
+		tok, err := r.token()
+		if err == io.EOF {
+			r.done = true
+			return io.EOF
+		}
+		if err != nil {
+			return r.errorf(-1, err, "after the document")
+		}
+		if cd, ok := tok.(xml.CharData); ok && len(bytes.TrimSpace(cd)) == 0 {
+			continue
+		}
+		return r.errorf(-1, nil, "data after the document")
+	}
+}
+
+// boundedBy reads the srsName of the envelope (Envelope, Box) inside the
+// boundedBy element just started, and consumes it. An envelope without
+// srsName, or gml:Null, gives ok=false.
+func (r *GMLReader) boundedBy() (crs CRS, ok bool, err error) {
+	depth := len(r.stack)
+	for len(r.stack) >= depth {
+		tok, err := r.token()
+		if err != nil {
+			return CRS{}, false, err
+		}
+		se, isStart := tok.(xml.StartElement)
+		if !isStart || len(r.stack) != depth+1 {
+			continue
+		}
+		if name := attr(se, "srsName"); name != "" && !ok {
+			if crs, err = r.parseCRS(name); err != nil {
+				return CRS{}, false, err
+			}
+			ok = true
+		}
+	}
+	return crs, ok, nil
+}
+
+// attr returns the value of the unqualified attribute local of se.
+func attr(se xml.StartElement, local string) string {
+	for _, a := range se.Attr {
+		if a.Name.Local == local && a.Name.Space == "" {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func (r *GMLReader) parseCRS(name string) (CRS, error) {
+	if name == r.lastSRSName && name != "" {
+		return r.lastCRS, nil
+	}
+	crs, err := parseSRSName(name)
+	if err != nil {
+		return CRS{}, err
+	}
+	r.lastSRSName, r.lastCRS = name, crs
+	return crs, nil
+}
+
+// readFeature reads the feature element just started.
+func (r *GMLReader) readFeature(se xml.StartElement) (*Feature, error) {
+	depth := len(r.stack)
+	var id string
+	for _, a := range se.Attr {
+		if (a.Name.Local == "id" && a.Name.Space != "" && r.isGML(a.Name.Space)) || (a.Name.Local == "fid" && a.Name.Space == "") {
+			id = a.Value
+		}
+	}
+	r.props = r.props[:0]
+	r.pbuf = r.pbuf[:0]
+	var g geom.T
+	haveGeom := false
+	inherit := r.defaultCRS
+	if r.collCRSSet {
+		inherit = r.collCRS
+	}
+	for {
+		tok, err := r.token()
+		if err != nil {
+			return nil, r.errorf(r.index, err, "")
+		}
+		switch t := tok.(type) {
+		case xml.EndElement:
+			if len(r.stack) < depth {
+				return r.buildFeature(id, g)
+			}
+		case xml.StartElement:
+			if r.isGML(t.Name.Space) {
+				// GML's own properties: the envelope tells the CRS of
+				// geometries without srsName; name and description are
+				// not the layer's attributes.
+				if t.Name.Local == "boundedBy" {
+					crs, ok, err := r.boundedBy()
+					if err != nil {
+						return nil, r.errorf(r.index, err, "boundedBy")
+					}
+					if ok {
+						inherit = crs
+					}
+				} else if err := r.skip(); err != nil {
+					return nil, r.errorf(r.index, err, "")
+				}
+				continue
+			}
+			pg, err := r.property(t, !haveGeom, inherit)
+			if err != nil {
+				return nil, err
+			}
+			if pg.ok {
+				g, haveGeom = pg.g, true
+			}
+		}
+	}
+}
+
+type propGeom struct {
+	g  geom.T
+	ok bool
+}
+
+// property reads the property element se of a feature: a simple value into
+// r.props, or, when wantGeom, a geometry.
+func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (propGeom, error) {
+	depth := len(r.stack)
+	null := false
+	for _, a := range se.Attr {
+		if a.Name.Local == "nil" && a.Name.Space != "" {
+			if uri, _ := r.namespace(a.Name.Space); uri == xsiNamespace || a.Name.Space == "xsi" {
+				null = a.Value == "true" || a.Value == "1"
+			}
+		}
+	}
+	start := len(r.pbuf)
+	complexValue := false
+	var pg propGeom
+	for {
+		tok, err := r.token()
+		if err != nil {
+			return pg, r.errorf(r.index, err, "property %s", se.Name.Local)
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			if !complexValue {
+				r.pbuf = append(r.pbuf, t...)
+			}
+		case xml.StartElement:
+			complexValue = true
+			if wantGeom && !pg.ok && r.isGML(t.Name.Space) && isGeometryElement(t.Name.Local) {
+				g, err := r.geometry(t, inherit)
+				if err != nil {
+					return pg, r.errorf(r.index, err, "geometry %s", se.Name.Local)
+				}
+				pg = propGeom{g: g, ok: true}
+				continue
+			}
+			if err := r.skip(); err != nil {
+				return pg, r.errorf(r.index, err, "property %s", se.Name.Local)
+			}
+		case xml.EndElement:
+			if len(r.stack) < depth {
+				if complexValue {
+					r.pbuf = r.pbuf[:start]
+					return pg, nil
+				}
+				if null {
+					r.pbuf = r.pbuf[:start]
+				}
+				r.props = append(r.props, gmlProp{name: se.Name.Local, start: start, end: len(r.pbuf), null: null})
+				return pg, nil
+			}
+		}
+	}
+}
+
+func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
+	if r.cfg.idProperty != "" {
+		id = ""
+		for _, p := range r.props {
+			if p.name == r.cfg.idProperty && !p.null {
+				id = string(r.pbuf[p.start:p.end])
+				break
+			}
+		}
+	}
+	var props []byte
+	if len(r.props) > 0 {
+		r.jbuf = r.appendProps(r.jbuf[:0])
+		props = make([]byte, len(r.jbuf))
+		copy(props, r.jbuf)
+	}
+	r.feature = Feature{ID: id, Geometry: g, Properties: props}
+	r.index++
+	return &r.feature, nil
+}
+
+// appendProps renders r.props as a JSON object. A name that repeats becomes
+// one member whose value is the array of its values, in document order.
+func (r *GMLReader) appendProps(b []byte) []byte {
+	b = append(b, '{')
+	first := true
+	for i, p := range r.props {
+		repeated, seen := false, false
+		for j := range r.props {
+			if j != i && r.props[j].name == p.name {
+				repeated = true
+				if j < i {
+					seen = true
+					break
+				}
+			}
+		}
+		if seen {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, p.name)
+		b = append(b, ':')
+		if !repeated {
+			b = r.appendValue(b, p)
+			continue
+		}
+		b = append(b, '[')
+		for j := i; j < len(r.props); j++ {
+			if r.props[j].name != p.name {
+				continue
+			}
+			if j > i {
+				b = append(b, ',')
+			}
+			b = r.appendValue(b, r.props[j])
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func (r *GMLReader) appendValue(b []byte, p gmlProp) []byte {
+	if p.null {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, r.pbuf[p.start:p.end])
+}
+
+// appendJSONString appends s as a JSON string. The XML decoder has checked
+// that s is valid UTF-8; a stray invalid byte would still become U+FFFD
+// rather than make the object invalid.
+func appendJSONString[T string | []byte](b []byte, s T) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		var rn rune
+		var size int
+		switch v := any(s).(type) {
+		case string:
+			rn, size = utf8.DecodeRuneInString(v[i:])
+		case []byte:
+			rn, size = utf8.DecodeRune(v[i:])
+		}
+		if rn == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// charsetReader lets the XML decoder read the single-byte encodings that
+// MapServer and older GeoServers declare (ISO-8859-1 and its aliases); the
+// decoder itself knows only UTF-8.
+func charsetReader(label string, input io.Reader) (io.Reader, error) {
+	switch strings.ToLower(strings.TrimSpace(label)) {
+	case "iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "iso_8859-1", "us-ascii", "ascii":
+		return &latin1Reader{r: input}, nil
+	}
+	return nil, fmt.Errorf("unsupported encoding %q (want UTF-8 or ISO-8859-1)", label)
+}
+
+// latin1Reader decodes ISO-8859-1 to UTF-8: every byte is its code point.
+type latin1Reader struct {
+	r   io.Reader
+	buf []byte
+	out []byte
+	off int
+}
+
+func (l *latin1Reader) Read(p []byte) (int, error) {
+	for l.off == len(l.out) {
+		if l.buf == nil {
+			l.buf = make([]byte, 16<<10)
+		}
+		n, err := l.r.Read(l.buf)
+		l.out, l.off = l.out[:0], 0
+		for _, c := range l.buf[:n] {
+			if c < utf8.RuneSelf {
+				l.out = append(l.out, c)
+			} else {
+				l.out = utf8.AppendRune(l.out, rune(c))
+			}
+		}
+		if n == 0 && err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, l.out[l.off:])
+	l.off += n
+	return n, nil
+}
