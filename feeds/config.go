@@ -73,7 +73,11 @@ const DefaultMaxInFlight = 20
 //   - request_timeout 60s: the budget of one HTTP request (one page).
 //   - page_size 1000: features per WFS request; small enough for servers'
 //     default maxFeatures caps, large enough to keep request counts low.
-//   - version "2.0.0", output_format "application/json".
+//   - version "2.0.0", output_format "application/json". Either may be "auto":
+//     the poll then reads the server's GetCapabilities (cached for an hour) and
+//     picks the best version ingestd speaks, GeoJSON else GML 3.2 else GML 3.1.1,
+//     and turns paging off with a warning when the server cannot page
+//     (wfs.Negotiate has the rules).
 func BuiltinDefaults() Defaults {
 	return Defaults{
 		Schedule:       "0 * * * *",
@@ -813,12 +817,15 @@ func (p *parser) version(s scalar, field string) (string, bool) {
 	if s.val == "" {
 		return BuiltinDefaults().Version, true
 	}
+	if s.val == wfs.Auto {
+		return wfs.Auto, true
+	}
 	for _, v := range wfsVersions {
 		if s.val == v {
 			return v, true
 		}
 	}
-	p.errorf(s.node, field, "unsupported WFS version %q: use %s", s.raw, strings.Join(quoteAll(wfsVersions), " or "))
+	p.errorf(s.node, field, "unsupported WFS version %q: use %s or %q", s.raw, strings.Join(quoteAll(wfsVersions), ", "), wfs.Auto)
 	return "", false
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ingestd/ingestd/wfs"
 )
 
 // envOf returns an env lookup backed by m, for tests that must not depend on the
@@ -345,7 +347,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{
 			name: "bad version",
 			src:  base + "        version: 1.0.0\n",
-			want: `test.yaml:10:18: jurisdictions[0].feeds[0].version: unsupported WFS version "1.0.0": use "2.0.0" or "1.1.0"`,
+			want: `test.yaml:10:18: jurisdictions[0].feeds[0].version: unsupported WFS version "1.0.0": use "2.0.0", "1.1.0" or "auto"`,
 		},
 		{
 			name: "negative page_size",
@@ -757,5 +759,37 @@ func TestClosest(t *testing.T) {
 		if got := closest(key, append(append([]string{}, feedKeys...), jurisdictionKeys...)); got != want {
 			t.Errorf("closest(%q) = %q, want %q", key, got, want)
 		}
+	}
+}
+
+// "auto" leaves version and output format to negotiation at poll time; the
+// feed's Layer carries it to wfs.Client.Prepare as is.
+func TestAutoNegotiation(t *testing.T) {
+	t.Parallel()
+	cfg := mustParse(t, `
+defaults:
+  version: auto
+  output_format: auto
+jurisdictions:
+  - id: j
+    feeds:
+      - id: f
+        kind: wfs
+        url: https://example.org/wfs
+        type_name: a:b
+        sort_by: id
+      - id: g
+        kind: wfs
+        url: https://example.org/wfs
+        type_name: a:c
+        sort_by: id
+        version: 1.1.0
+`, nil)
+	f, g := cfg.Feeds()[0].Layer(), cfg.Feeds()[1].Layer()
+	if f.Version != wfs.Auto || f.OutputFormat != wfs.Auto || !f.NeedsNegotiation() {
+		t.Errorf("feed f: version %q, output format %q; want both %q", f.Version, f.OutputFormat, wfs.Auto)
+	}
+	if g.Version != "1.1.0" || g.OutputFormat != wfs.Auto {
+		t.Errorf("feed g: version %q, output format %q; want 1.1.0 and %q", g.Version, g.OutputFormat, wfs.Auto)
 	}
 }

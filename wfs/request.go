@@ -50,6 +50,9 @@ func (l Layer) Validate() error {
 	if l.TypeName == "" {
 		return fmt.Errorf("%w: WFS layer without a type name", ErrInvalidLayer)
 	}
+	if l.Version == Auto || l.OutputFormat == Auto {
+		return fmt.Errorf("%w: version or output format %q must be negotiated first (Client.Prepare)", ErrInvalidLayer, Auto)
+	}
 	switch l.version() {
 	case "2.0.0", "1.1.0", "1.0.0":
 	default:

@@ -1,0 +1,816 @@
+package wfs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+)
+
+// Auto, as a Layer's Version or OutputFormat, asks Client.Prepare to pick the
+// value from the server's GetCapabilities. A feed sets it with
+// `version: auto` / `output_format: auto`.
+const Auto = "auto"
+
+// DefaultNegotiationTTL is how long Client.Prepare reuses what it learned
+// from a server's capabilities: servers change formats and versions on
+// upgrades, not between two hourly polls, and a GetCapabilities document can
+// be larger than the layer itself.
+const DefaultNegotiationTTL = time.Hour
+
+// maxCapabilitiesBytes bounds a GetCapabilities document. A GeoServer with
+// thousands of layers answers a few MB; anything past this is not a
+// capabilities document we want to hold in memory.
+const maxCapabilitiesBytes = 64 << 20
+
+// Server vendors that Capabilities recognises, for behaviour the documents
+// do not declare.
+const (
+	VendorMapServer = "mapserver"
+	VendorGeoServer = "geoserver"
+)
+
+// Capabilities is what ingestd reads from a WFS GetCapabilities document.
+type Capabilities struct {
+	// Version is the version of the document, the one the server chose to
+	// answer in: the highest that both sides accept.
+	Version string
+	// Versions lists every version the server says it speaks
+	// (ServiceTypeVersion and the AcceptVersions/version parameters).
+	Versions []string
+	// OutputFormats lists the GetFeature outputFormat values the server
+	// offers for all feature types, in the server's spelling and order.
+	OutputFormats []string
+	// ImplementsResultPaging is the WFS 2.0 OWS constraint of that name.
+	// WFS 1.1 has no such declaration: see PagingSupported.
+	ImplementsResultPaging bool
+	// Vendor is VendorMapServer, VendorGeoServer or "" (unknown), guessed
+	// from markers those servers leave in their documents.
+	Vendor string
+	// FeatureTypes lists the feature types of the FeatureTypeList.
+	FeatureTypes []FeatureType
+}
+
+// FeatureType is one entry of a capabilities document's FeatureTypeList.
+type FeatureType struct {
+	// Name is the type name as advertised, often prefixed ("ms:nc", "topp:states").
+	Name string
+	// DefaultCRS is the CRS features come in when the request names none
+	// (DefaultCRS in WFS 2.0, DefaultSRS in 1.1, SRS in 1.0).
+	DefaultCRS string
+	// OtherCRS lists the other CRSs the server can reproject to.
+	OtherCRS []string
+	// OutputFormats overrides Capabilities.OutputFormats for this type when
+	// the server lists formats per type (MapServer does); empty otherwise.
+	OutputFormats []string
+}
+
+// FeatureType returns the feature type called name. A name matches its
+// advertised spelling exactly, or by local part when either side has no
+// prefix, because MapServer advertises "ms:nc" in 2.0 and "nc" in 1.1 and
+// accepts both in requests.
+func (c *Capabilities) FeatureType(name string) (*FeatureType, bool) {
+	for i := range c.FeatureTypes {
+		if c.FeatureTypes[i].Name == name {
+			return &c.FeatureTypes[i], true
+		}
+	}
+	local := func(s string) (string, bool) {
+		if _, l, ok := strings.Cut(s, ":"); ok {
+			return l, true
+		}
+		return s, false
+	}
+	want, wantPrefixed := local(name)
+	for i := range c.FeatureTypes {
+		got, gotPrefixed := local(c.FeatureTypes[i].Name)
+		if got == want && (!wantPrefixed || !gotPrefixed) {
+			return &c.FeatureTypes[i], true
+		}
+	}
+	return nil, false
+}
+
+// PagingSupported reports whether GetFeature requests of the given version
+// may page with startIndex.
+//
+// WFS 2.0 declares it: the ImplementsResultPaging constraint is TRUE. WFS 1.1
+// has no paging in the standard and no way to declare it, but both big
+// servers implement startIndex there as a vendor extension: MapServer since
+// 6.0 and GeoServer since 2.0 (with maxFeatures as the page size). Any other
+// 1.1 server is assumed not to page, because a server that ignores startIndex
+// answers every page with the first one.
+func (c *Capabilities) PagingSupported(version string) bool {
+	switch version {
+	case "2.0.0":
+		return c.ImplementsResultPaging
+	case "1.1.0":
+		return c.Vendor == VendorMapServer || c.Vendor == VendorGeoServer
+	}
+	return false
+}
+
+// xmlCapabilities mirrors the parts of WFS 1.0/1.1/2.0 capabilities that
+// ingestd reads. encoding/xml matches by local name when a tag names no
+// namespace, so one shape reads OWS 1.0 (WFS 1.1) and OWS 1.1 (WFS 2.0) alike.
+type xmlCapabilities struct {
+	XMLName              xml.Name
+	Version              string        `xml:"version,attr"`
+	ServiceTypeVersions  []string      `xml:"ServiceIdentification>ServiceTypeVersion"`
+	Operations           []xmlOp       `xml:"OperationsMetadata>Operation"`
+	Parameters           []xmlParam    `xml:"OperationsMetadata>Parameter"`
+	Constraints          []xmlParam    `xml:"OperationsMetadata>Constraint"`
+	FeatureTypes         []xmlFeatType `xml:"FeatureTypeList>FeatureType"`
+	ServiceTitle         string        `xml:"ServiceIdentification>Title"`
+	LegacyServiceTitle10 string        `xml:"Service>Title"`
+}
+
+type xmlOp struct {
+	Name        string     `xml:"name,attr"`
+	Parameters  []xmlParam `xml:"Parameter"`
+	Constraints []xmlParam `xml:"Constraint"`
+}
+
+// xmlParam is an ows:Parameter or ows:Constraint: values directly inside
+// (OWS 1.0) or inside AllowedValues (OWS 1.1), or a DefaultValue.
+type xmlParam struct {
+	Name         string   `xml:"name,attr"`
+	Values       []string `xml:"Value"`
+	Allowed      []string `xml:"AllowedValues>Value"`
+	DefaultValue string   `xml:"DefaultValue"`
+}
+
+func (p xmlParam) values() []string { return append(slices.Clone(p.Values), p.Allowed...) }
+
+type xmlFeatType struct {
+	Name       string   `xml:"Name"`
+	DefaultCRS string   `xml:"DefaultCRS"`
+	DefaultSRS string   `xml:"DefaultSRS"`
+	SRS10      string   `xml:"SRS"`
+	OtherCRS   []string `xml:"OtherCRS"`
+	OtherSRS   []string `xml:"OtherSRS"`
+	Formats    []string `xml:"OutputFormats>Format"`
+}
+
+// ParseCapabilities reads a WFS 1.1 or 2.0 GetCapabilities document (a 1.0
+// document yields its version and feature types only). An OGC exception
+// report is returned as *ExceptionReportError.
+func ParseCapabilities(r io.Reader) (*Capabilities, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxCapabilitiesBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("wfs: reading capabilities: %w", err)
+	}
+	if len(data) > maxCapabilitiesBytes {
+		return nil, fmt.Errorf("wfs: capabilities: %w (limit %d bytes)", ErrResponseTooLarge, maxCapabilitiesBytes)
+	}
+	var doc xmlCapabilities
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("wfs: capabilities: malformed XML: %w", err)
+	}
+	switch strings.ToLower(doc.XMLName.Local) {
+	case "wfs_capabilities":
+	case "exceptionreport", "serviceexceptionreport":
+		rep, err := parseExceptionReport(bytes.NewReader(data), http.StatusOK, "")
+		if err != nil {
+			return nil, fmt.Errorf("wfs: capabilities: %w", err)
+		}
+		return nil, rep
+	default:
+		return nil, fmt.Errorf("wfs: capabilities: root element %s is not WFS_Capabilities", doc.XMLName.Local)
+	}
+
+	c := &Capabilities{Version: strings.TrimSpace(doc.Version)}
+	addVersion := func(v string) {
+		v = strings.TrimSpace(v)
+		if v != "" && !slices.Contains(c.Versions, v) {
+			c.Versions = append(c.Versions, v)
+		}
+	}
+	addVersion(c.Version)
+	for _, v := range doc.ServiceTypeVersions {
+		addVersion(v)
+	}
+	for _, p := range doc.Parameters {
+		if strings.EqualFold(p.Name, "version") || strings.EqualFold(p.Name, "AcceptVersions") {
+			for _, v := range p.values() {
+				addVersion(v)
+			}
+		}
+	}
+	constraints := slices.Clone(doc.Constraints)
+	for _, op := range doc.Operations {
+		switch {
+		case strings.EqualFold(op.Name, "GetCapabilities"):
+			for _, p := range op.Parameters {
+				if strings.EqualFold(p.Name, "AcceptVersions") {
+					for _, v := range p.values() {
+						addVersion(v)
+					}
+				}
+			}
+		case strings.EqualFold(op.Name, "GetFeature"):
+			for _, p := range op.Parameters {
+				if strings.EqualFold(p.Name, "outputFormat") {
+					c.OutputFormats = append(c.OutputFormats, trimAll(p.values())...)
+				}
+			}
+			// Some servers declare the constraint on the operation only.
+			constraints = append(constraints, op.Constraints...)
+		}
+	}
+	for _, k := range constraints {
+		if strings.EqualFold(k.Name, "ImplementsResultPaging") && strings.EqualFold(strings.TrimSpace(k.DefaultValue), "TRUE") {
+			c.ImplementsResultPaging = true
+		}
+	}
+	for _, ft := range doc.FeatureTypes {
+		def := firstNonEmpty(ft.DefaultCRS, ft.DefaultSRS, ft.SRS10)
+		c.FeatureTypes = append(c.FeatureTypes, FeatureType{
+			Name:          strings.TrimSpace(ft.Name),
+			DefaultCRS:    strings.TrimSpace(def),
+			OtherCRS:      trimAll(append(slices.Clone(ft.OtherCRS), ft.OtherSRS...)),
+			OutputFormats: trimAll(ft.Formats),
+		})
+	}
+	c.Vendor = guessVendor(data, firstNonEmpty(doc.ServiceTitle, doc.LegacyServiceTitle10))
+	return c, nil
+}
+
+// guessVendor looks for what MapServer and GeoServer leave in every
+// capabilities document: MapServer its "ms" namespace (2.0), its vendor
+// GetMetadata request in MetadataURL, or its comments about missing "ows_*"
+// metadata (1.1); GeoServer its name in the service title or its
+// /geoserver/ path in operation URLs.
+func guessVendor(doc []byte, title string) string {
+	lower := bytes.ToLower(doc)
+	switch {
+	case bytes.Contains(lower, []byte("mapserver.gis.umn.edu")),
+		bytes.Contains(lower, []byte("request=getmetadata&amp;layer=")),
+		bytes.Contains(lower, []byte(`metadata "ows_`)):
+		return VendorMapServer
+	case strings.Contains(strings.ToLower(title), "geoserver"),
+		bytes.Contains(lower, []byte("/geoserver/")):
+		return VendorGeoServer
+	}
+	return ""
+}
+
+func trimAll(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// negotiableVersions are the versions Negotiate may pick, best first. 1.0.0
+// is left out: it has no paging and its GML 2 carries less than GeoJSON or
+// GML 3 from the same server.
+var negotiableVersions = []string{"2.0.0", "1.1.0"}
+
+// Output format preferences, best first, compared after normalising case and
+// spaces. GeoJSON first (the fastest decoder, and RFC 7946 axis order); then
+// GML 3.2; then GML 3.1.1.
+var (
+	geoJSONFormats = []string{"application/json", "application/geo+json", "json", "geojson", "application/json; subtype=geojson"}
+	gml32Formats   = []string{"application/gml+xml; version=3.2", "text/xml; subtype=gml/3.2", "text/xml; subtype=gml/3.2.1", "gml32"}
+	gml311Formats  = []string{"text/xml; subtype=gml/3.1.1", "gml3"}
+)
+
+// normFormat lower-cases a MIME type and removes spaces so that
+// "application/json;subtype=geojson" matches "application/json; subtype=geojson".
+func normFormat(f string) string {
+	return strings.ToLower(strings.Join(strings.Fields(f), ""))
+}
+
+// pickFormat returns the offered format (in the server's spelling) that
+// comes first in prefs, or "".
+func pickFormat(offered []string, prefs ...[]string) string {
+	for _, group := range prefs {
+		for _, p := range group {
+			for _, o := range offered {
+				if normFormat(o) == normFormat(p) {
+					return o
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// IsGeoJSONFormat reports whether an outputFormat value asks for GeoJSON.
+func IsGeoJSONFormat(f string) bool {
+	return pickFormat([]string{f}, geoJSONFormats) != ""
+}
+
+// Negotiate fills what layer leaves to the server (Version or OutputFormat
+// set to Auto) from caps, and adapts the rest to what the server can do:
+//
+//   - Version auto: the version the server answered the capabilities in if
+//     ingestd speaks it (2.0.0 or 1.1.0), else the best one it lists.
+//   - OutputFormat auto: GeoJSON if the feature type (or else GetFeature)
+//     offers it (application/json, application/geo+json, json, geojson,
+//     "application/json; subtype=geojson"), else GML 3.2, else GML 3.1.1;
+//     none of these is an error.
+//   - PageSize > 0 on a server that does not page (Capabilities.PagingSupported)
+//     becomes 0, one request, with a warning: the poll records it.
+//   - SRID 0 with GeoJSON output: the CRS of the srsName in layer.URL, else
+//     the feature type's default CRS. Servers write GeoJSON in that CRS
+//     without a crs member before the features (MapServer writes none,
+//     GeoServer writes it after them), and RFC 7946 would say 4326.
+//
+// The layer's type name must be in caps. Warnings describe every adaptation
+// that an operator should hear about.
+func Negotiate(caps *Capabilities, layer Layer) (Layer, []string, error) {
+	var warnings []string
+	warn := func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
+	if caps == nil {
+		return layer, nil, errors.New("wfs: negotiate: no capabilities")
+	}
+	if layer.Kind != KindWFS {
+		return layer, nil, nil
+	}
+	ft, ok := caps.FeatureType(layer.TypeName)
+	if !ok {
+		names := make([]string, 0, min(len(caps.FeatureTypes), 10))
+		for _, t := range caps.FeatureTypes[:min(len(caps.FeatureTypes), 10)] {
+			names = append(names, t.Name)
+		}
+		return layer, nil, fmt.Errorf("%w: feature type %q is not in the server's capabilities (it offers %s)",
+			ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
+	}
+
+	if layer.Version == Auto {
+		switch {
+		case slices.Contains(negotiableVersions, caps.Version):
+			layer.Version = caps.Version
+		default:
+			for _, v := range negotiableVersions {
+				if slices.Contains(caps.Versions, v) {
+					layer.Version = v
+					warn("server answered capabilities in version %q; using %s, which it also lists", caps.Version, v)
+					break
+				}
+			}
+		}
+		if layer.Version == Auto {
+			return layer, warnings, fmt.Errorf("wfs: negotiate: server speaks WFS %s; ingestd needs %s",
+				strings.Join(caps.Versions, ", "), strings.Join(negotiableVersions, " or "))
+		}
+	} else if caps.Version != "" && caps.Version != layer.version() {
+		warn("capabilities came in version %s, not the configured %s; formats and paging are read from them", caps.Version, layer.version())
+	}
+
+	offered := ft.OutputFormats
+	if len(offered) == 0 {
+		offered = caps.OutputFormats
+	}
+	if layer.OutputFormat == Auto {
+		layer.OutputFormat = pickFormat(offered, geoJSONFormats, gml32Formats, gml311Formats)
+		if layer.OutputFormat == "" {
+			return layer, warnings, fmt.Errorf("wfs: negotiate: feature type %s offers none of GeoJSON, GML 3.2 or GML 3.1.1 (it offers %s)",
+				ft.Name, strings.Join(offered, ", "))
+		}
+	} else if len(offered) > 0 && layer.OutputFormat != "" && pickFormat(offered, []string{layer.OutputFormat}) == "" {
+		warn("server does not list outputFormat %q for %s", layer.OutputFormat, ft.Name)
+	}
+
+	if layer.PageSize > 0 && !caps.PagingSupported(layer.version()) {
+		why := "does not declare ImplementsResultPaging"
+		if layer.version() != "2.0.0" {
+			why = "is not known to page in WFS " + layer.version()
+		}
+		warn("server %s: fetching %s in one request instead of pages of %d", why, ft.Name, layer.PageSize)
+		layer.PageSize = 0
+	}
+
+	if layer.SRID == 0 && IsGeoJSONFormat(firstNonEmpty(layer.OutputFormat, DefaultOutputFormat)) {
+		srs := srsNameOf(layer.URL)
+		if srs == "" {
+			srs = ft.DefaultCRS
+		}
+		if srs != "" {
+			if code, ok := epsgCode(srs); ok {
+				layer.SRID = code
+			} else {
+				warn("cannot read CRS %q of %s; assuming GeoJSON in EPSG:4326", srs, ft.Name)
+			}
+		}
+	}
+	return layer, warnings, nil
+}
+
+// epsgCode reads the EPSG code of a CRS name in the forms capabilities and
+// srsName parameters use (EPSG:n, urn:ogc:def:crs:EPSG::n, the
+// opengis.net URIs, CRS84). Only the code matters here: GeoJSON is always
+// longitude first, so the axis order that the GML decoders read from the
+// same names does not apply.
+func epsgCode(name string) (int, bool) {
+	n := strings.ToUpper(strings.TrimSpace(name))
+	if strings.HasSuffix(n, "CRS84") {
+		return 4326, true
+	}
+	if !strings.Contains(n, "EPSG") {
+		return 0, false
+	}
+	i := strings.LastIndexAny(n, ":/#")
+	code, err := strconv.Atoi(n[i+1:])
+	if err != nil || code <= 0 {
+		return 0, false
+	}
+	return code, true
+}
+
+// srsNameOf returns the srsName query parameter of a layer URL ("" if none);
+// KVP keys are case-insensitive.
+func srsNameOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	for k, v := range u.Query() {
+		if strings.EqualFold(k, "srsName") && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// serviceURL returns layer's endpoint with the query parameters this package
+// owns removed (every spelling, case-insensitively) and ours appended; the
+// operator's own parameters (a token, a CQL filter, srsName) stay in order.
+func serviceURL(layer Layer, drop []string, ours [][2]string) (*url.URL, error) {
+	u, err := url.Parse(layer.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), redactErr(err, layer.URL))
+	}
+	var parts []string
+	for seg := range strings.SplitSeq(u.RawQuery, "&") {
+		if seg == "" {
+			continue
+		}
+		key, _, _ := strings.Cut(seg, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if slices.Contains(drop, strings.ToLower(key)) {
+			continue
+		}
+		parts = append(parts, seg)
+	}
+	for _, kv := range ours {
+		parts = append(parts, url.QueryEscape(kv[0])+"="+url.QueryEscape(kv[1]))
+	}
+	u.RawQuery = strings.Join(parts, "&")
+	return u, nil
+}
+
+// kvpParams are the request parameters capabilities and hits requests set
+// or must not carry over from the layer's URL.
+var kvpParams = []string{"service", "version", "request", "acceptversions", "typename", "typenames",
+	"outputformat", "sortby", "startindex", "count", "maxfeatures", "resulttype"}
+
+// CapabilitiesURL returns the GetCapabilities request for layer: the version
+// the layer names, or, when it leaves the version to negotiation, the
+// versions ingestd speaks (AcceptVersions, best first), so that the server
+// answers in the best one both sides know.
+func CapabilitiesURL(layer Layer) (*url.URL, error) {
+	ours := [][2]string{{"service", "WFS"}, {"request", "GetCapabilities"}}
+	if layer.Version == Auto {
+		ours = append(ours, [2]string{"acceptVersions", strings.Join(negotiableVersions, ",")})
+	} else {
+		// VERSION for 1.x servers, AcceptVersions for 2.0 ones.
+		ours = append(ours, [2]string{"version", layer.version()}, [2]string{"acceptVersions", layer.version()})
+	}
+	return serviceURL(layer, kvpParams, ours)
+}
+
+// HitsURL returns the GetFeature request with resultType=hits for layer: no
+// paging, sorting or output format, since only the count is wanted and the
+// count comes in the server's default XML whatever the format.
+func HitsURL(layer Layer) (*url.URL, error) {
+	if err := layer.Validate(); err != nil {
+		return nil, err
+	}
+	if layer.Kind != KindWFS {
+		return nil, fmt.Errorf("%w: resultType=hits needs a WFS layer", ErrInvalidLayer)
+	}
+	v := layer.version()
+	tn := "typeName"
+	if v == "2.0.0" {
+		tn = "typeNames"
+	}
+	return serviceURL(layer, kvpParams, [][2]string{
+		{"service", "WFS"}, {"version", v}, {"request", "GetFeature"}, {tn, layer.TypeName}, {"resultType", "hits"},
+	})
+}
+
+// Capabilities fetches and parses layer's GetCapabilities document, as one
+// logical call through the breaker of the layer's origin, like a page. See
+// CapabilitiesURL for the version asked for.
+func (c *Client) Capabilities(ctx context.Context, layer Layer) (*Capabilities, error) {
+	if layer.Kind != KindWFS {
+		return nil, fmt.Errorf("%w: capabilities need a WFS layer", ErrInvalidLayer)
+	}
+	u, err := CapabilitiesURL(layer)
+	if err != nil {
+		return nil, err
+	}
+	var caps *Capabilities
+	err = c.getXML(ctx, layer, u, func(br *bufio.Reader) error {
+		var err error
+		caps, err = ParseCapabilities(br)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wfs: GetCapabilities (%s): %w", RedactURL(u.String()), err)
+	}
+	return caps, nil
+}
+
+// Hits asks the server how many features layer has (GetFeature with
+// resultType=hits): numberMatched in WFS 2.0, numberOfFeatures in 1.1. It is
+// one logical call through the origin's breaker. A server that answers
+// "unknown" or no count at all yields an error wrapping ErrNoHitCount.
+func (c *Client) Hits(ctx context.Context, layer Layer) (int, error) {
+	u, err := HitsURL(layer)
+	if err != nil {
+		return 0, err
+	}
+	n := -1
+	err = c.getXML(ctx, layer, u, func(br *bufio.Reader) error {
+		var err error
+		n, err = readHits(br)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("wfs: resultType=hits (%s): %w", RedactURL(u.String()), err)
+	}
+	return n, nil
+}
+
+// ErrNoHitCount means a resultType=hits answer held no usable count.
+var ErrNoHitCount = errors.New("wfs: no feature count in the hits response")
+
+// readHits reads the count from the root of a hits response: an XML
+// FeatureCollection (numberMatched, numberOfFeatures) or, from servers that
+// answer hits in the requested JSON, numberMatched or totalFeatures.
+func readHits(br *bufio.Reader) (int, error) {
+	kind, _ := sniff(br)
+	if kind == kindJSON {
+		var doc struct {
+			NumberMatched json.RawMessage `json:"numberMatched"`
+			TotalFeatures json.RawMessage `json:"totalFeatures"`
+		}
+		if err := json.NewDecoder(io.LimitReader(br, maxExceptionBytes)).Decode(&doc); err != nil {
+			return 0, fmt.Errorf("wfs: hits: %w", err)
+		}
+		for _, raw := range []json.RawMessage{doc.NumberMatched, doc.TotalFeatures} {
+			if n, err := strconv.Atoi(strings.Trim(string(raw), `"`)); err == nil && n >= 0 {
+				return n, nil
+			}
+		}
+		return 0, ErrNoHitCount
+	}
+	d := xml.NewDecoder(br)
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			return 0, fmt.Errorf("wfs: hits: %w", err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		for _, name := range []string{"numberMatched", "numberOfFeatures"} {
+			for _, a := range se.Attr {
+				if a.Name.Local == name {
+					if n, err := strconv.Atoi(strings.TrimSpace(a.Value)); err == nil && n >= 0 {
+						return n, nil
+					}
+				}
+			}
+		}
+		return 0, fmt.Errorf("%w (root element %s)", ErrNoHitCount, se.Name.Local)
+	}
+}
+
+// getXML GETs u as one logical call through the breaker of its origin and
+// hands the body to read once it is known to be data: the same rules as a
+// page (ClassifyResponse), except that any XML or JSON root is read is
+// passed to read, which decides.
+func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(*bufio.Reader) error) error {
+	redacted := RedactURL(u.String())
+	return c.do(ctx, breaker.Origin(u), func(ctx context.Context, attempt int) breaker.Result {
+		timeout := layer.RequestTimeout
+		if timeout <= 0 {
+			timeout = c.requestTimeout
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
+			if ctx.Err() != nil {
+				return breaker.Result{Outcome: breaker.Ignored, Err: err}
+			}
+			if errors.Is(actx.Err(), context.DeadlineExceeded) {
+				return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
+			}
+			return breaker.Result{Outcome: out, Err: err}
+		}
+		req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %w", redacted, err)}
+		}
+		req.Header.Set("Accept", "application/xml, text/xml;q=0.9, */*;q=0.1")
+		if c.userAgent != "" {
+			req.Header.Set("User-Agent", c.userAgent)
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return ignoredOr(breaker.Failure, &TransportError{URL: redacted, Err: err})
+		}
+		defer resp.Body.Close()
+		body := &limitedBody{r: resp.Body, limit: c.maxBodyBytes}
+		br := bufio.NewReaderSize(body, 32<<10)
+
+		if resp.StatusCode == http.StatusTooManyRequests {
+			ra := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+			return breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
+				Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
+		}
+		kind, _ := sniff(br)
+		switch {
+		case kind == kindException:
+			rep, err := parseExceptionReport(br, resp.StatusCode, redacted)
+			if err != nil {
+				return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+			}
+			if rep.ServerSide {
+				return ignoredOr(breaker.Failure, rep)
+			}
+			return breaker.Result{Outcome: breaker.Success, Err: rep}
+		case resp.StatusCode < 200 || resp.StatusCode > 299:
+			out := breaker.Success
+			if resp.StatusCode >= 500 {
+				out = breaker.Failure
+			}
+			return breaker.Result{Outcome: out, Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted}}
+		case kind == kindHTML:
+			err := ErrHTMLBody
+			if t := htmlTitle(br); t != "" {
+				err = fmt.Errorf("%w (title %q)", ErrHTMLBody, t)
+			}
+			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+		case kind == kindEmpty:
+			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: ErrEmptyBody})
+		case kind != kindXML && kind != kindJSON:
+			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: ErrUnrecognizedBody})
+		}
+		if err := read(br); err != nil {
+			var rep *ExceptionReportError
+			if errors.As(err, &rep) {
+				rep.URL, rep.Status = redacted, resp.StatusCode
+				if rep.ServerSide {
+					return ignoredOr(breaker.Failure, rep)
+				}
+				return breaker.Result{Outcome: breaker.Success, Err: rep}
+			}
+			// A body cut short or too large is the origin's failure; a
+			// well-formed document we cannot use (no count, not capabilities)
+			// is an answer: the server is up.
+			if errors.Is(err, ErrResponseTooLarge) || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || isTransportRead(err) {
+				return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+			}
+			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
+		}
+		return breaker.Result{Outcome: breaker.Success}
+	})
+}
+
+// isTransportRead reports whether err came from reading the connection
+// rather than from the document's content. encoding/xml reports a body cut
+// short as a syntax error on unexpected EOF.
+func isTransportRead(err error) bool {
+	var se *xml.SyntaxError
+	if errors.As(err, &se) && strings.Contains(se.Msg, "unexpected EOF") {
+		return true
+	}
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne)
+}
+
+// negotiationCache remembers Prepare's results per layer. Its zero value is
+// ready to use; ttl 0 means DefaultNegotiationTTL.
+type negotiationCache struct {
+	ttl     time.Duration
+	mu      sync.Mutex
+	entries map[Layer]negotiated
+}
+
+type negotiated struct {
+	layer    Layer
+	warnings []string
+	at       time.Time
+}
+
+// WithNegotiationTTL sets how long Prepare reuses a negotiation (default
+// DefaultNegotiationTTL).
+func WithNegotiationTTL(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.negotiation.ttl = d
+		}
+	}
+}
+
+// NeedsNegotiation reports whether layer leaves its version or output format
+// to the server (Auto).
+func (l Layer) NeedsNegotiation() bool {
+	return l.Kind == KindWFS && (l.Version == Auto || l.OutputFormat == Auto)
+}
+
+// Prepare returns layer ready for Fetch. A layer that needs no negotiation
+// comes back as it is, without a request. Otherwise Prepare fetches the
+// server's capabilities (one logical call through the origin's breaker) and
+// applies Negotiate; the result and its warnings are reused for the
+// negotiation TTL, so hourly polls cost one GetCapabilities an hour. Errors
+// are not cached: the next poll asks again.
+func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, error) {
+	if !layer.NeedsNegotiation() {
+		return layer, nil, nil
+	}
+	nc := &c.negotiation
+	ttl := nc.ttl
+	if ttl <= 0 {
+		ttl = DefaultNegotiationTTL
+	}
+	now := c.now()
+	nc.mu.Lock()
+	if e, ok := nc.entries[layer]; ok && now.Sub(e.at) < ttl {
+		nc.mu.Unlock()
+		return e.layer, slices.Clone(e.warnings), nil
+	}
+	nc.mu.Unlock()
+
+	caps, err := c.Capabilities(ctx, layer)
+	if err != nil {
+		return layer, nil, err
+	}
+	out, warnings, err := Negotiate(caps, layer)
+	if err != nil {
+		return layer, warnings, err
+	}
+	c.logger.Info("negotiated WFS request", "origin", originOf(layer.URL), "type_name", layer.TypeName,
+		"version", out.Version, "output_format", out.OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
+		"vendor", caps.Vendor, "warnings", len(warnings))
+	nc.mu.Lock()
+	if nc.entries == nil {
+		nc.entries = map[Layer]negotiated{}
+	}
+	// Forget stale entries so that a config churning through URLs does not
+	// grow the map without bound.
+	for k, e := range nc.entries {
+		if now.Sub(e.at) >= ttl {
+			delete(nc.entries, k)
+		}
+	}
+	nc.entries[layer] = negotiated{layer: out, warnings: warnings, at: now}
+	nc.mu.Unlock()
+	return out, slices.Clone(warnings), nil
+}
+
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return breaker.Origin(u)
+}
