@@ -494,7 +494,8 @@ func (r *pageReader) checkID(f *Feature) error {
 		return nil
 	}
 	if prev, dup := r.ids.add(f.ID, r.page); dup {
-		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n,
+		// Got counts the distinct features before the duplicate.
+		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n - 1,
 			Reason: fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)}
 		return r.err
 	}
@@ -528,7 +529,7 @@ type limitedBody struct {
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.read > b.limit {
-		return 0, ErrResponseTooLarge
+		return 0, fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, b.limit)
 	}
 	if room := b.limit - b.read + 1; int64(len(p)) > room {
 		p = p[:room]
