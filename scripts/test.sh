@@ -3,7 +3,9 @@
 # PostgreSQL 15 + PostGIS 3 when missing), then runs vet and every test
 # against it. Extra arguments go to `go test` (e.g. -run Breaker -v).
 #
-# DATABASE_URL, when set, is used instead of the project's own cluster.
+# DATABASE_URL, when set, is used instead of the project's own cluster;
+# INGESTD_MAPSERVER_URL likewise for the MapServer WFS that the interop
+# tests (wfs/interop) poll, which scripts/mapserver.sh starts otherwise.
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -12,6 +14,10 @@ if [[ -z ${DATABASE_URL:-} ]]; then
 	DATABASE_URL=$(scripts/postgis.sh start)
 fi
 export DATABASE_URL
+if [[ -z ${INGESTD_MAPSERVER_URL:-} ]]; then
+	INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh start)
+fi
+export INGESTD_MAPSERVER_URL
 
 echo "test.sh: go vet ./..." >&2
 go vet ./...

@@ -414,35 +414,16 @@ func Negotiate(caps *Capabilities, layer Layer) (Layer, []string, error) {
 			srs = ft.DefaultCRS
 		}
 		if srs != "" {
-			if code, ok := epsgCode(srs); ok {
-				layer.SRID = code
+			// Only the SRID matters: GeoJSON is longitude first whatever
+			// the name says about axis order.
+			if crs, err := ParseSRSName(srs); err == nil {
+				layer.SRID = crs.SRID
 			} else {
-				warn("cannot read CRS %q of %s; assuming GeoJSON in EPSG:4326", srs, ft.Name)
+				warn("cannot read CRS %q of %s (%v); assuming GeoJSON in EPSG:4326", srs, ft.Name, err)
 			}
 		}
 	}
 	return layer, warnings, nil
-}
-
-// epsgCode reads the EPSG code of a CRS name in the forms capabilities and
-// srsName parameters use (EPSG:n, urn:ogc:def:crs:EPSG::n, the
-// opengis.net URIs, CRS84). Only the code matters here: GeoJSON is always
-// longitude first, so the axis order that the GML decoders read from the
-// same names does not apply.
-func epsgCode(name string) (int, bool) {
-	n := strings.ToUpper(strings.TrimSpace(name))
-	if strings.HasSuffix(n, "CRS84") {
-		return 4326, true
-	}
-	if !strings.Contains(n, "EPSG") {
-		return 0, false
-	}
-	i := strings.LastIndexAny(n, ":/#")
-	code, err := strconv.Atoi(n[i+1:])
-	if err != nil || code <= 0 {
-		return 0, false
-	}
-	return code, true
 }
 
 // srsNameOf returns the srsName query parameter of a layer URL ("" if none);

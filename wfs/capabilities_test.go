@@ -206,21 +206,6 @@ func TestNegotiate(t *testing.T) {
 	}
 }
 
-func TestEPSGCode(t *testing.T) {
-	t.Parallel()
-	for name, want := range map[string]int{
-		"EPSG:4267": 4267, "urn:ogc:def:crs:EPSG::4267": 4267, "urn:ogc:def:crs:EPSG:6.9:2264": 2264,
-		"http://www.opengis.net/def/crs/EPSG/0/3857": 3857, "http://www.opengis.net/gml/srs/epsg.xml#4326": 4326,
-		"urn:ogc:def:crs:OGC:1.3:CRS84": 4326, " epsg:4326 ": 4326,
-		"ESRI:102100": 0, "EPSG:": 0, "EPSG:-1": 0, "": 0,
-	} {
-		got, ok := epsgCode(name)
-		if got != want || ok != (want != 0) {
-			t.Errorf("epsgCode(%q) = %d, %v; want %d", name, got, ok, want)
-		}
-	}
-}
-
 func TestCapabilitiesAndHitsURLs(t *testing.T) {
 	t.Parallel()
 	l := Layer{Kind: KindWFS, URL: "https://gis.example/wfs?token=abc&CQL_FILTER=x%3D1&outputFormat=json&VERSION=1.0.0",
