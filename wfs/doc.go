@@ -8,5 +8,14 @@
 // that call's outcome, not an empty layer. See ClassifyResponse for the rule.
 //
 // Decoders stream: memory grows with the largest feature, never with the
-// number of features in a page.
+// number of features in a page. The body's first bytes pick the decoder,
+// whatever the Content-Type says: GeoJSONReader for JSON, GMLReader for a
+// wfs:/gml:FeatureCollection (GML 2.1.2, 3.1.1, 3.2). Both name CRSs with
+// ParseSRSName; GML in the URN/URI form of a latitude-first geographic CRS
+// is swapped to x/y, and geometries carry the SRID the document declared.
+//
+// A fetch is complete or it is an error: a total that does not match the
+// server's numberMatched, a short page, or an id on two pages is an
+// *IncompleteError, so that a caller never applies part of a layer as if it
+// were all of it.
 package wfs
