@@ -292,7 +292,7 @@ var errLeaseLost = errors.New("deadletter: lease lost")
 
 // markDone records a successful replay.
 func (q *Queue) markDone(ctx context.Context, id int64, by string) error {
-	return q.finish(ctx, id, by, `status = 'done', finished_at = now(), last_error = NULL`)
+	return q.finish(ctx, id, by, `status = 'done', finished_at = now()`)
 }
 
 // release returns a claimed row to pending as it was.

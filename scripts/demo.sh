@@ -33,9 +33,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# 18083 is the flapping "wake" county: 503 for its first 8 seconds.
 bin/feedserver \
 	-serve 127.0.0.1:18081=testdata/feeds/raleigh \
-	-serve 127.0.0.1:18082=testdata/feeds/boulder >.demo/feedserver.log 2>&1 &
+	-serve 127.0.0.1:18082=testdata/feeds/boulder \
+	-serve 127.0.0.1:18083=testdata/feeds/raleigh -flap 127.0.0.1:18083=8s >.demo/feedserver.log 2>&1 &
 pids+=($!)
 
 log "running ingestd on jurisdictions.yaml (log: .demo/ingestd.log)"
@@ -61,6 +63,12 @@ done
 		date_trunc('second', age) AS age, expected_interval,
 		CASE WHEN status <> 'fresh' THEN last_error END AS last_error
 	FROM feed_freshness ORDER BY jurisdiction, feed"
+# Polls parked when the flapping server failed or its breaker was open, and
+# their replays (README.md, "Dead letters").
+"${PSQL[@]}" -c "SELECT id, jurisdiction || '/' || feed AS feed, status, reason, attempts,
+		date_trunc('second', created_at) AS parked_at, date_trunc('second', finished_at) AS finished_at,
+		next_page, left(last_error, 60) AS last_error
+	FROM dead_letter ORDER BY id"
 if [[ $pending != 0 ]]; then
 	log "not every feed is fresh after 120 s; see .demo/ingestd.log"
 	exit 1

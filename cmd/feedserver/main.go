@@ -7,7 +7,9 @@
 //
 // Each NAME.geojson in a directory is the WFS type NAME and the document
 // /geojson/NAME.geojson. -generate NAME=N adds a generated parcel layer of N
-// features to every origin.
+// features to every origin. -flap ADDR=8s makes the origin on ADDR answer 503
+// for 8 seconds after its first request (a county server down for
+// maintenance), then serve normally.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,15 +41,27 @@ func main() {
 	flag.Var(&serves, "serve", "ADDR=DIR: serve the .geojson files of DIR on ADDR (repeatable)")
 	flag.Var(&generates, "generate", "NAME=N or NAME=points:N: add a generated layer of N parcels (or address points) to every origin (repeatable)")
 	crs84 := flag.Bool("crs84", false, "advertise CRS84 (longitude first) instead of urn:ogc:def:crs:EPSG::4326")
+	var flaps listFlag
+	flag.Var(&flaps, "flap", "ADDR=DURATION: the origin served on ADDR answers 503 to every request for DURATION after its first one, then recovers (repeatable)")
 	flag.Parse()
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	if err := run(serves, generates, *crs84, logger); err != nil {
+	flapFor := map[string]time.Duration{}
+	for _, f := range flaps {
+		addr, d, ok := strings.Cut(f, "=")
+		dur, err := time.ParseDuration(d)
+		if !ok || err != nil || dur <= 0 {
+			fmt.Fprintf(os.Stderr, "feedserver: -flap %q: want ADDR=DURATION, e.g. 127.0.0.1:18083=8s\n", f)
+			os.Exit(2)
+		}
+		flapFor[addr] = dur
+	}
+	if err := run(serves, generates, *crs84, flapFor, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "feedserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(serves, generates []string, crs84 bool, logger *slog.Logger) error {
+func run(serves, generates []string, crs84 bool, flapFor map[string]time.Duration, logger *slog.Logger) error {
 	if len(serves) == 0 {
 		return errors.New("nothing to serve: give -serve ADDR=DIR")
 	}
@@ -90,6 +105,9 @@ func run(serves, generates []string, crs84 bool, logger *slog.Logger) error {
 				fs.AddLayer(name, wfstest.Parcels{N: count})
 			}
 		}
+		if d, ok := flapFor[addr]; ok {
+			fs.SetFault(flap(d, logger.With("addr", addr)))
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return err
@@ -110,4 +128,31 @@ func run(serves, generates []string, crs84 bool, logger *slog.Logger) error {
 		_ = srv.Shutdown(shutdownCtx)
 	}
 	return nil
+}
+
+// flap is the fault of a county server that goes down for a while: every
+// request in the first d after its first one gets a 503, so that the demo
+// shows a breaker opening, a poll parked and its replay once the server is
+// back.
+func flap(d time.Duration, logger *slog.Logger) wfstest.FaultFunc {
+	var mu sync.Mutex
+	var first time.Time
+	recovered := false
+	return func(wfstest.Request) *wfstest.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		if first.IsZero() {
+			first = now
+			logger.Info("flapping: down", "for", d.String())
+		}
+		if now.Sub(first) < d {
+			return &wfstest.Fault{Status: http.StatusServiceUnavailable, Body: "Service Unavailable: maintenance"}
+		}
+		if !recovered {
+			recovered = true
+			logger.Info("flapping: back up")
+		}
+		return nil
+	}
 }
