@@ -10,9 +10,10 @@ import (
 
 var _ feeds.BreakerStateStore = (*Store)(nil)
 
-// RecordBreakerState implements feeds.BreakerStateStore. A change older than
-// the stored one is ignored, so writes that arrive out of order (several
-// instances, a slow writer) never roll the row back.
+// RecordBreakerState implements feeds.BreakerStateStore. The last write wins:
+// feeds.OriginWatch writes one origin's changes in order from one goroutine,
+// and until breaker verdicts are shared, instances that disagree about an
+// origin each describe their own breaker anyway.
 func (s *Store) RecordBreakerState(ctx context.Context, st feeds.BreakerState) error {
 	var openedAt, openUntil *time.Time
 	if st.State == "open" {
@@ -26,8 +27,7 @@ func (s *Store) RecordBreakerState(ctx context.Context, st feeds.BreakerState) e
 			state = excluded.state,
 			opened_at = coalesce(excluded.opened_at, CASE WHEN excluded.state = 'closed' THEN NULL ELSE b.opened_at END),
 			open_until = excluded.open_until,
-			consecutive_opens = excluded.consecutive_opens, stuck = excluded.stuck, updated_at = excluded.updated_at
-		WHERE b.updated_at <= excluded.updated_at`,
+			consecutive_opens = excluded.consecutive_opens, stuck = excluded.stuck, updated_at = excluded.updated_at`,
 		st.Origin, st.State, openedAt, openUntil, st.ConsecutiveOpens, st.Stuck, st.At)
 	if err != nil {
 		return fmt.Errorf("postgis: record breaker state of %s: %w", st.Origin, err)
