@@ -67,6 +67,8 @@ type FeedInfo struct {
 	Origin       string
 	// ExpectedInterval is the time between two scheduled polls.
 	ExpectedInterval time.Duration
+	// Guard is checked by Apply before the snapshot replaces the features.
+	Guard Guard
 }
 
 // ApplyResult counts what applying a snapshot changed.

@@ -4,11 +4,19 @@
 // (StagePage) and applied to the features table in one transaction at the end
 // (Apply): a poll that does not finish changes nothing a reader sees.
 //
-// Change detection is by content hash: SHA-256 over the length of the
-// geometry's EWKB, the EWKB as the source sent it (before any transform), and
-// the properties bytes as the source sent them. A server that reorders the
-// keys of a feature's properties between polls therefore reports it modified;
-// servers we know of serialise attributes in a stable order.
+// Change detection is by content hash over normalised content (the rule is
+// in migrations/00004): SHA-256(geom_hash || props_hash), where geom_hash is
+// SHA-256 of the geometry as ingestd re-encodes it from the decoded
+// coordinates (little-endian EWKB in the source CRS) and props_hash is SHA-256
+// of PostgreSQL's normalised jsonb text of the properties, computed as the
+// page is COPYed. Reordered keys, whitespace or number formatting in the
+// source's text therefore do not count as modifications; changed values,
+// coordinates, geometry type or source CRS do.
+//
+// Apply is guarded (see feeds.Guard and guard.go): a snapshot that shrank
+// too much, lies mostly outside the jurisdiction's extent, or would remove
+// features while the feed is stale or its origin stuck open is held, not
+// applied, until an operator accepts or rejects it (held.go).
 //
 // The schema lives in package migrations.
 package postgis
@@ -17,7 +25,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -143,8 +150,9 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 // and the reader's error is returned wrapped. Staging a page again (a retry)
 // replaces what that page staged before.
 //
-// A feature without an ID gets the hex of its content hash, so the same
-// feature keeps the same id from poll to poll as long as it does not change.
+// A feature without an ID is staged with "" and named at apply by the hex of
+// its content hash, so it keeps its id from poll to poll as long as it does
+// not change (reordered property keys included).
 func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features wfs.FeatureReader) (int, error) {
 	src := &copySource{features: features, page: int32(page)}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -165,7 +173,7 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		}
 		src.pollID = pollID
 		n, err := tx.CopyFrom(ctx, pgx.Identifier{"staged_features"},
-			[]string{"poll_id", "page", "ordinal", "feature_id", "srid", "geom_ewkb", "properties", "content_hash"}, src)
+			[]string{"poll_id", "page", "ordinal", "feature_id", "srid", "geom_ewkb", "properties", "geom_hash"}, src)
 		if err != nil {
 			if src.readErr != nil {
 				// The reader's error is the cause; pgx's wrapping of it
@@ -215,7 +223,7 @@ func (c *copySource) Next() bool {
 		return false
 	}
 	c.row = append(c.row[:0], c.pollID, c.page, int32(c.n),
-		row.id, row.srid, row.ewkb, row.properties, row.hash)
+		row.id, row.srid, row.ewkb, row.properties, row.geomHash)
 	c.n++
 	return true
 }
@@ -226,11 +234,11 @@ func (c *copySource) Err() error { return c.err }
 
 // stagedRow is a feature encoded for staging.
 type stagedRow struct {
-	id         string
+	id         string // "" when the source gave none: Apply names it
 	srid       int32
 	ewkb       []byte // nil for a null geometry
 	properties []byte // nil for no properties
-	hash       []byte
+	geomHash   []byte
 }
 
 func encodeFeature(f *wfs.Feature) (stagedRow, error) {
@@ -247,112 +255,255 @@ func encodeFeature(f *wfs.Feature) (stagedRow, error) {
 		// Decoders reuse their buffers; the copy outlives this Next.
 		r.properties = append([]byte(nil), f.Properties...)
 	}
-	r.hash = contentHash(r.ewkb, r.properties)
+	r.geomHash = geomHash(r.ewkb)
 	r.id = f.ID
-	if r.id == "" {
-		r.id = hex.EncodeToString(r.hash)
-	}
 	if !utf8.ValidString(r.id) {
 		return r, fmt.Errorf("feature id %q is not UTF-8", r.id)
 	}
 	return r, nil
 }
 
-// contentHash is SHA-256 over len(ewkb) as 8 bytes, ewkb and properties. The
-// length keeps a geometry's bytes from being read as properties' and back.
-func contentHash(ewkb, properties []byte) []byte {
-	h := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(ewkb)))
-	h.Write(n[:])
-	h.Write(ewkb)
-	h.Write(properties)
-	return h.Sum(nil)
+// geomHash is SHA-256 of the geometry's EWKB as encodeFeature writes it:
+// always little-endian, from the decoded coordinates, so two sources
+// formatting the same coordinates differently hash alike. A null geometry
+// hashes as empty bytes, like missing properties in SQL.
+func geomHash(ewkb []byte) []byte {
+	h := sha256.Sum256(ewkb)
+	return h[:]
 }
 
 // Apply replaces the feed's features with the poll's snapshot in one
-// transaction and records the poll as succeeded.
+// transaction and records the poll as succeeded, unless a guard holds the
+// snapshot: the poll then ends as held with its staging kept, feed_status
+// shows the hold, and the error wraps a *feeds.HeldError (the caller must not
+// FailPoll it). A snapshot that applies supersedes an older held one.
 //
 // Rows whose content hash did not change are not written at all (no dead
 // tuples, no WAL, no index churn for the common case of a layer that barely
 // changes); features.last_seen_at is therefore not stored per row but is the
-// feed's last_success_at (view features_seen). When the snapshot holds a
-// feature id more than once, the last one in page and ordinal order wins and
-// the others are counted in polls.duplicate_ids. Geometries in another CRS are
-// transformed to EPSG:4326 (SRID 0 is taken as 4326) and forced to 2D.
-//
-// An empty snapshot removes every feature of the feed: deciding that an empty
-// response is suspicious is the poller's call, made before Apply.
+// feed's last_success_at (view features_seen). Every added, modified and
+// removed feature gets a feature_changes row in the same transaction. When
+// the snapshot holds a feature id more than once, the last one in page and
+// ordinal order wins and the others are counted in polls.duplicate_ids.
+// Geometries in another CRS are transformed to EPSG:4326 (SRID 0 is taken as
+// 4326) and forced to 2D.
 func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (feeds.ApplyResult, error) {
-	var res feeds.ApplyResult
-	var staged, duplicates, pages int
+	var out applyOutcome
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Serialise applies of one feed across instances; the feed's
-		// counts would be wrong if two snapshots diffed concurrently.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`,
-			ApplyLockClass, feed.Jurisdiction+"/"+feed.Feed); err != nil {
+		if err := lockFeed(ctx, tx, feed.Jurisdiction, feed.Feed); err != nil {
 			return err
 		}
 		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 			return err
 		}
-		// The poll's staged rows were just COPYed and the feed's features
-		// may have been written since the last ANALYZE, so the planner
-		// estimates both sides at a handful of rows and picks nested loops
-		// that compare every staged feature with every current one: minutes
-		// for 50k features. Both sides are bulk, so hash joins are right
-		// whatever the statistics say.
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, applySQL, pollID, feed.Jurisdiction, feed.Feed).Scan(
-			&staged, &res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed, &pages)
-		if err != nil {
-			return err
-		}
-		duplicates = staged - res.Features
-		if _, err := tx.Exec(ctx, `
-			UPDATE polls SET status = 'succeeded', finished_at = now(), pages = $2, features = $3,
-				added = $4, modified = $5, removed = $6, unchanged = $7, duplicate_ids = $8
-			WHERE id = $1`,
-			pollID, pages, res.Features, res.Added, res.Modified, res.Removed, res.Unchanged, duplicates); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE feed_status SET last_success_at = now(), feature_count = $3, consecutive_failures = 0,
-				retry_after = NULL, last_poll_id = GREATEST(last_poll_id, $4)
-			WHERE jurisdiction = $1 AND feed = $2`,
-			feed.Jurisdiction, feed.Feed, res.Features, pollID); err != nil {
-			return err
-		}
-		return deleteStaging(ctx, tx, pollID)
+		var err error
+		out, err = applySnapshot(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, &feed.Guard)
+		return err
 	})
 	if err != nil {
 		return feeds.ApplyResult{}, fmt.Errorf("postgis: apply poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
 	}
+	if out.held != "" {
+		s.logger.ErrorContext(ctx, "snapshot held", "poll_id", pollID, "jurisdiction", feed.Jurisdiction,
+			"feed", feed.Feed, "reason", out.held, "previous_features", out.previous, "snapshot_features", out.res.Features)
+		return feeds.ApplyResult{}, fmt.Errorf("postgis: apply poll %d: %w", pollID, &feeds.HeldError{
+			Feed: feed.Jurisdiction + "/" + feed.Feed, PollID: pollID, Reason: out.held,
+			Previous: out.previous, Snapshot: out.res.Features})
+	}
 	s.logger.DebugContext(ctx, "applied snapshot", "poll_id", pollID, "jurisdiction", feed.Jurisdiction,
-		"feed", feed.Feed, "features", res.Features, "added", res.Added, "modified", res.Modified,
-		"removed", res.Removed, "duplicate_ids", duplicates)
-	return res, nil
+		"feed", feed.Feed, "features", out.res.Features, "added", out.res.Added, "modified", out.res.Modified,
+		"removed", out.res.Removed, "duplicate_ids", out.duplicates)
+	return out.res, nil
+}
+
+// applyOutcome is what applySnapshot did.
+type applyOutcome struct {
+	res        feeds.ApplyResult
+	duplicates int
+	previous   int
+	// held is the guard's reason when the snapshot was held ("" if applied).
+	held string
+}
+
+// lockFeed serialises applies (and held decisions) of one feed across
+// instances; the counts would be wrong if two snapshots diffed concurrently.
+func lockFeed(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, ApplyLockClass, jurisdiction+"/"+feed)
+	return err
+}
+
+// applySnapshot diffs and applies (or holds) the snapshot of poll pollID in
+// tx, which holds the feed's lock and the poll's row. guard nil applies
+// unconditionally (an operator accepted the snapshot).
+func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feeds.Guard) (applyOutcome, error) {
+	var out applyOutcome
+	// The poll's staged rows were just COPYed and the feed's features may
+	// have been written since the last ANALYZE, so the planner estimates
+	// both sides at a handful of rows and picks nested loops that compare
+	// every staged feature with every current one: minutes for 50k
+	// features. Both sides are bulk, so hash joins are right whatever the
+	// statistics say.
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
+		return out, err
+	}
+	accept, maxShrink := guard == nil, feeds.DefaultMaxShrink
+	var bbox []float64
+	if guard != nil {
+		maxShrink = guard.EffectiveMaxShrink()
+		if b := guard.BBox; b != nil {
+			bbox = []float64{b.MinX, b.MinY, b.MaxX, b.MaxY}
+		}
+	}
+	var staged, pages int
+	var held *string
+	err := tx.QueryRow(ctx, applySQL, pollID, jurisdiction, feed, accept, maxShrink, bbox).Scan(
+		&staged, &out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
+		&pages, &out.previous, &held)
+	if err != nil {
+		return out, err
+	}
+	out.duplicates = staged - out.res.Features
+	var oldHeld *int64
+	if err := tx.QueryRow(ctx, `SELECT held_poll_id FROM feed_status WHERE jurisdiction = $1 AND feed = $2`,
+		jurisdiction, feed).Scan(&oldHeld); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return out, err
+	}
+	// Whatever this snapshot's fate, an older held one is now moot: the
+	// operator decides on the newest, and its staging is dead weight.
+	if oldHeld != nil && *oldHeld != pollID {
+		if _, err := tx.Exec(ctx, `UPDATE polls SET status = 'superseded' WHERE id = $1 AND status = 'held'`, *oldHeld); err != nil {
+			return out, err
+		}
+		if err := deleteStaging(ctx, tx, *oldHeld); err != nil {
+			return out, err
+		}
+	}
+
+	if held != nil {
+		out.held = *held
+		out.res = feeds.ApplyResult{Features: out.res.Features}
+		if _, err := tx.Exec(ctx, `
+			UPDATE polls SET status = 'held', finished_at = now(), error = $2, pages = $3, features = $4, duplicate_ids = $5
+			WHERE id = $1`,
+			pollID, out.held, pages, out.res.Features, out.duplicates); err != nil {
+			return out, err
+		}
+		// last_error too, so that views that do not know 'held' still show
+		// the feed as not applying, with the reason.
+		_, err := tx.Exec(ctx, `
+			UPDATE feed_status SET held_poll_id = $3, held_reason = $4, held_at = now(),
+				last_error = 'snapshot held: ' || $4, last_error_at = now(),
+				last_poll_id = GREATEST(last_poll_id, $3)
+			WHERE jurisdiction = $1 AND feed = $2`,
+			jurisdiction, feed, pollID, out.held)
+		return out, err
+	}
+
+	if _, err := tx.Exec(ctx, `
+		UPDATE polls SET status = 'succeeded', finished_at = now(), pages = $2, features = $3,
+			added = $4, modified = $5, removed = $6, unchanged = $7, duplicate_ids = $8,
+			error = CASE WHEN status = 'held' THEN 'accepted: ' || error ELSE error END
+		WHERE id = $1`,
+		pollID, pages, out.res.Features, out.res.Added, out.res.Modified, out.res.Removed, out.res.Unchanged, out.duplicates); err != nil {
+		return out, err
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE feed_status SET last_success_at = now(), feature_count = $3, consecutive_failures = 0,
+			retry_after = NULL, last_poll_id = GREATEST(last_poll_id, $4),
+			held_poll_id = NULL, held_reason = NULL, held_at = NULL
+		WHERE jurisdiction = $1 AND feed = $2`,
+		jurisdiction, feed, out.res.Features, pollID); err != nil {
+		return out, err
+	}
+	return out, deleteStaging(ctx, tx, pollID)
 }
 
 // applySQL diffs the poll's staged snapshot ($1) against the feed's features
-// ($2, $3) and writes the difference in one statement. The data-modifying
-// CTEs see the same snapshot of features and touch disjoint rows (written:
-// ids in the snapshot; removed: ids not in it); PostgreSQL runs each to
-// completion even though the final SELECT does not read "written".
+// ($2, $3), asks the guards, and — unless they hold it — writes the
+// difference and the change log, all in one statement and one pass over the
+// staging. $4 true bypasses the guards (accept); $5 is max_shrink; $6 the
+// jurisdiction's bbox (float8[4], EPSG:4326) or NULL.
+//
+// The data-modifying CTEs see the same snapshot of features and touch
+// disjoint rows (written: ids in the snapshot; removed: ids not in it);
+// PostgreSQL runs each to completion even though the final SELECT reads
+// only some of them. Each is gated on the verdict, so a held snapshot
+// writes nothing; the verdict's subqueries for the extent and the freeze
+// only run when their CASE branch is reached.
+//
+// Guards, in order (the first that trips is the reason):
+//   - empty: no features while the feed has some;
+//   - shrink: fewer than (1 - max_shrink) × the previous count of distinct
+//     features (so a server repeating its first page for every page, which
+//     stages many rows but few ids, is caught too);
+//   - extent: more than half of the features that have a geometry have a
+//     bounding box (after transform to EPSG:4326) that does not intersect
+//     the bbox — a swapped axis order or a wrong CRS;
+//   - freeze: the snapshot would remove features while the feed is stale
+//     (its last success is older than 2 × its expected interval, the
+//     feed_freshness rule) or its origin is stuck open (breaker_state.stuck).
 const applySQL = `
-WITH snapshot AS MATERIALIZED (
-	SELECT DISTINCT ON (feature_id) feature_id, srid, geom_ewkb, properties, content_hash
+WITH staged AS (
+	SELECT feature_id, page, ordinal, srid, geom_ewkb, properties, geom_hash, props_hash,
+		sha256(geom_hash || props_hash) AS content_hash
 	FROM staged_features
 	WHERE poll_id = $1
-	ORDER BY feature_id, page DESC, ordinal DESC
+), snapshot AS MATERIALIZED (
+	SELECT DISTINCT ON (1) CASE WHEN feature_id = '' THEN encode(content_hash, 'hex') ELSE feature_id END AS feature_id,
+		srid, geom_ewkb, properties, geom_hash, props_hash, content_hash
+	FROM staged
+	ORDER BY 1, page DESC, ordinal DESC
 ), diff AS MATERIALIZED (
-	SELECT s.*, f.feature_id IS NOT NULL AS existed, f.content_hash = s.content_hash AS same
+	SELECT s.*, f.feature_id IS NOT NULL AS existed, f.content_hash AS old_hash,
+		f.geom_hash IS DISTINCT FROM s.geom_hash AS geom_changed,
+		f.props_hash IS DISTINCT FROM s.props_hash AS props_changed,
+		-- A row written before geometry hashes: adopt the new hashes
+		-- silently when the properties did not change.
+		f.feature_id IS NOT NULL AND f.geom_hash IS NULL AS legacy
 	FROM snapshot s
 	LEFT JOIN features f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id
+), counts AS MATERIALIZED (
+	SELECT
+		count(*)::int AS features,
+		count(*) FILTER (WHERE NOT existed)::int AS added,
+		count(*) FILTER (WHERE existed AND (geom_changed OR props_changed) AND NOT (legacy AND NOT props_changed))::int AS modified,
+		count(*) FILTER (WHERE existed)::int AS kept,
+		(SELECT count(*) FROM features WHERE jurisdiction = $2 AND feed = $3)::int AS previous
+	FROM diff
+), extent AS (
+	SELECT count(*) AS located, count(*) FILTER (WHERE NOT (
+		CASE WHEN srid IN (0, 4326) THEN ST_SetSRID(ST_GeomFromEWKB(geom_ewkb), 4326)
+		     ELSE ST_Transform(ST_Envelope(ST_GeomFromEWKB(geom_ewkb)), 4326)
+		END && ST_MakeEnvelope(($6::float8[])[1], ($6::float8[])[2], ($6::float8[])[3], ($6::float8[])[4], 4326))) AS outside
+	FROM snapshot
+	WHERE geom_ewkb IS NOT NULL
+), verdict AS MATERIALIZED (
+	SELECT CASE
+		WHEN $4 THEN NULL
+		WHEN c.previous > 0 AND c.features = 0 THEN
+			format('empty: the snapshot has no features, the feed has %s', c.previous)
+		WHEN c.features < (1 - $5::float8) * c.previous THEN
+			format('shrink: the snapshot has %s features, the feed has %s (max_shrink %s allows no fewer than %s)',
+				c.features, c.previous, $5::float8, ceil((1 - $5::float8) * c.previous))
+		WHEN $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
+			(SELECT format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
+				e.outside, e.located, array_to_string($6::float8[], ', ')) FROM extent e)
+		WHEN c.previous > c.kept AND fz.stale THEN
+			format('freeze: the snapshot would remove %s features while the feed is stale (last success %s)',
+				c.previous - c.kept, fz.last_success_at)
+		WHEN c.previous > c.kept AND fz.stuck THEN
+			format('freeze: the snapshot would remove %s features while its origin %s is stuck open',
+				c.previous - c.kept, fz.origin)
+	END AS reason
+	FROM counts c
+	LEFT JOIN (
+		SELECT s.last_success_at, s.origin,
+			coalesce(s.expected_interval IS NOT NULL AND now() - s.last_success_at > 2 * s.expected_interval, false) AS stale,
+			EXISTS (SELECT 1 FROM breaker_state b WHERE b.origin = s.origin AND b.stuck AND b.state <> 'closed') AS stuck
+		FROM feed_status s WHERE s.jurisdiction = $2 AND s.feed = $3
+	) fz ON true
 ), written AS (
-	INSERT INTO features AS f (jurisdiction, feed, feature_id, geom, properties, content_hash,
+	INSERT INTO features AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
 		first_seen_at, changed_at, poll_id)
 	SELECT $2, $3, d.feature_id,
 		CASE
@@ -360,26 +511,42 @@ WITH snapshot AS MATERIALIZED (
 			WHEN d.srid IN (0, 4326) THEN ST_Force2D(ST_SetSRID(ST_GeomFromEWKB(d.geom_ewkb), 4326))
 			ELSE ST_Force2D(ST_Transform(ST_GeomFromEWKB(d.geom_ewkb), 4326))
 		END,
-		d.properties, d.content_hash, now(), now(), $1
+		d.properties, d.geom_hash, d.props_hash, d.content_hash, now(), now(), $1
 	FROM diff d
-	WHERE NOT d.existed OR NOT d.same
+	WHERE (NOT d.existed OR d.geom_changed OR d.props_changed)
+	  AND (SELECT reason FROM verdict) IS NULL
 	ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
-		geom = excluded.geom, properties = excluded.properties, content_hash = excluded.content_hash,
-		changed_at = excluded.changed_at, poll_id = excluded.poll_id
+		geom = excluded.geom, properties = excluded.properties, geom_hash = excluded.geom_hash,
+		props_hash = excluded.props_hash, content_hash = excluded.content_hash,
+		changed_at = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.changed_at ELSE excluded.changed_at END,
+		poll_id = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.poll_id ELSE excluded.poll_id END
 ), removed AS (
 	DELETE FROM features f
 	WHERE f.jurisdiction = $2 AND f.feed = $3
-	  AND NOT EXISTS (SELECT 1 FROM staged_features s WHERE s.poll_id = $1 AND s.feature_id = f.feature_id)
-	RETURNING 1
+	  AND NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.feature_id = f.feature_id)
+	  AND (SELECT reason FROM verdict) IS NULL
+	RETURNING f.feature_id, f.content_hash
+), logged AS (
+	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
+		geometry_changed, properties_changed, old_hash, new_hash, changed_at)
+	SELECT $1, $2, $3, d.feature_id, CASE WHEN d.existed THEN 'modified' ELSE 'added' END,
+		CASE WHEN NOT d.existed THEN true WHEN d.legacy THEN NULL ELSE d.geom_changed END,
+		NOT d.existed OR d.props_changed, d.old_hash, d.content_hash, now()
+	FROM diff d
+	WHERE (NOT d.existed OR ((d.geom_changed OR d.props_changed) AND NOT (d.legacy AND NOT d.props_changed)))
+	  AND (SELECT reason FROM verdict) IS NULL
+	UNION ALL
+	SELECT $1, $2, $3, r.feature_id, 'removed', true, true, r.content_hash, NULL, now()
+	FROM removed r
 )
 SELECT
 	(SELECT count(*) FROM staged_features WHERE poll_id = $1)::int,
-	(SELECT count(*) FROM diff)::int,
-	(SELECT count(*) FROM diff WHERE NOT existed)::int,
-	(SELECT count(*) FROM diff WHERE existed AND NOT same)::int,
-	(SELECT count(*) FROM diff WHERE same)::int,
+	c.features, c.added, c.modified, c.features - c.added - c.modified,
 	(SELECT count(*) FROM removed)::int,
-	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int`
+	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
+	c.previous,
+	(SELECT reason FROM verdict)
+FROM counts c`
 
 // FailPoll records the poll as failed with pollErr, counts a failure for the
 // feed and discards what the poll staged; the feed's features are untouched.

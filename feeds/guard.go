@@ -1,0 +1,62 @@
+package feeds
+
+import "fmt"
+
+// DefaultMaxShrink is max_shrink when neither the feed, its jurisdiction nor
+// the defaults set it: a snapshot with fewer than half the previous features
+// is held.
+const DefaultMaxShrink = 0.5
+
+// Guard is what the store checks before applying a snapshot. A snapshot that
+// fails a check is held, not applied: see HeldError.
+//
+// The zero value is the default policy (max_shrink 0.5, no extent check), so
+// a FeedInfo built without a Guard is still protected.
+type Guard struct {
+	// MaxShrink is the largest fraction of the previous features a snapshot
+	// may lose: fewer than (1 - MaxShrink) × previous is held. 0 means
+	// DefaultMaxShrink; 1 turns the check off except for an empty snapshot
+	// replacing a non-empty one, which is always held.
+	MaxShrink float64
+	// BBox is the jurisdiction's extent in EPSG:4326 (min lon, min lat, max
+	// lon, max lat); nil skips the extent check. A snapshot with more than
+	// half of its located features outside it is held.
+	BBox *BBox
+}
+
+// EffectiveMaxShrink returns MaxShrink with the zero value resolved.
+func (g Guard) EffectiveMaxShrink() float64 {
+	if g.MaxShrink <= 0 {
+		return DefaultMaxShrink
+	}
+	return g.MaxShrink
+}
+
+// BBox is an extent in EPSG:4326, longitude first.
+type BBox struct {
+	MinX, MinY, MaxX, MaxY float64
+}
+
+// String formats b as the YAML writes it.
+func (b BBox) String() string {
+	return fmt.Sprintf("[%g, %g, %g, %g]", b.MinX, b.MinY, b.MaxX, b.MaxY)
+}
+
+// HeldError is returned (wrapped) by Store.Apply when a guard held the
+// snapshot instead of applying it. The poll is then finished (status held,
+// staging kept): callers must not FailPoll it. An operator accepts or
+// rejects it with `ingestd held`, or a later poll supersedes it.
+type HeldError struct {
+	// Feed is "jurisdiction/feed".
+	Feed   string
+	PollID int64
+	// Reason says which guard held the snapshot, with the figures.
+	Reason string
+	// Previous is the number of features the feed had; Snapshot the number
+	// of distinct features in the held snapshot.
+	Previous, Snapshot int
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("feeds: snapshot of %s (poll %d) held: %s", e.Feed, e.PollID, e.Reason)
+}

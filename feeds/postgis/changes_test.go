@@ -1,0 +1,209 @@
+package postgis_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/wfs"
+)
+
+// change is one feature_changes row, as the tests compare them.
+type change struct {
+	Poll     int64
+	ID       string
+	Change   string
+	Geometry *bool
+	Props    bool
+	Old, New bool // whether old_hash / new_hash are set
+}
+
+func (b *bundle) changes(t *testing.T, feed string) []change {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `
+		SELECT poll_id, feature_id, change, geometry_changed, properties_changed, old_hash IS NOT NULL, new_hash IS NOT NULL
+		FROM feature_changes WHERE feed = $1 ORDER BY poll_id, feature_id`, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []change
+	for rows.Next() {
+		var c change
+		if err := rows.Scan(&c.Poll, &c.ID, &c.Change, &c.Geometry, &c.Props, &c.Old, &c.New); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestFeatureChangesAcrossPolls: a feature modified, one added and one
+// removed across three polls give exactly those rows in feature_changes, with
+// whether the geometry or only the properties changed.
+func TestFeatureChangesAcrossPolls(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("zoning")
+	a := feature("a", square(-78.7, 35.8, 0.01), props("zone", "R-4"))
+	c := feature("c", square(-78.6, 35.8, 0.01), props("zone", "R-6"))
+	e := feature("e", square(-78.5, 35.8, 0.01), props("zone", "CX"))
+	p1, _ := b.poll(t, feed, []wfs.Feature{a, c, e})
+
+	a2 := feature("a", square(-78.7, 35.8, 0.01), props("zone", "R-10")) // properties only
+	e2 := feature("e", square(-78.5, 35.8, 0.02), props("zone", "CX"))   // geometry only
+	p2, res := b.poll(t, feed, []wfs.Feature{a2, c, e2})
+	if want := (feeds.ApplyResult{Features: 3, Modified: 2, Unchanged: 1}); res != want {
+		t.Fatalf("poll 2: %+v, want %+v", res, want)
+	}
+	d := feature("d", point(-78.64, 35.78, 4326), props("zone", "DX"))
+	p3, res := b.poll(t, feed, []wfs.Feature{a2, d, e2}) // c removed, d added
+	if want := (feeds.ApplyResult{Features: 3, Added: 1, Removed: 1, Unchanged: 2}); res != want {
+		t.Fatalf("poll 3: %+v, want %+v", res, want)
+	}
+
+	want := []change{
+		{p1, "a", "added", ptr(true), true, false, true},
+		{p1, "c", "added", ptr(true), true, false, true},
+		{p1, "e", "added", ptr(true), true, false, true},
+		{p2, "a", "modified", ptr(false), true, true, true},
+		{p2, "e", "modified", ptr(true), false, true, true},
+		{p3, "c", "removed", ptr(true), true, true, false},
+		{p3, "d", "added", ptr(true), true, false, true},
+	}
+	got := b.changes(t, "zoning")
+	if !slices.EqualFunc(got, want, func(x, y change) bool {
+		return x.Poll == y.Poll && x.ID == y.ID && x.Change == y.Change && *x.Geometry == *y.Geometry &&
+			x.Props == y.Props && x.Old == y.Old && x.New == y.New
+	}) {
+		t.Errorf("feature_changes:\n got %s\nwant %s", fmtChanges(got), fmtChanges(want))
+	}
+	// The modification's hashes chain: old_hash is what the feature had.
+	if n := b.count(t, `
+		SELECT count(*) FROM feature_changes m JOIN feature_changes a USING (feature_id)
+		WHERE m.poll_id = $1 AND a.poll_id = $2 AND m.old_hash = a.new_hash`, p2, p1); n != 2 {
+		t.Errorf("%d modifications chain to the added hash, want 2", n)
+	}
+}
+
+func fmtChanges(cs []change) string {
+	var s []string
+	for _, c := range cs {
+		g := "nil"
+		if c.Geometry != nil {
+			g = fmt.Sprint(*c.Geometry)
+		}
+		s = append(s, fmt.Sprintf("{%d %s %s geom=%s props=%v old=%v new=%v}", c.Poll, c.ID, c.Change, g, c.Props, c.Old, c.New))
+	}
+	return strings.Join(s, " ")
+}
+
+// TestReorderedKeysAreNotAModification: the properties hash is over the
+// normalised jsonb, so a server that reorders keys or changes whitespace
+// modifies nothing, and an id-less feature keeps its id.
+func TestReorderedKeysAreNotAModification(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("reorder")
+	g := point(-78.6, 35.8, 4326)
+	first := []wfs.Feature{
+		feature("a", g, json.RawMessage(`{"pin":"0001","owner":"X","acres":1.5,"tags":{"b":1,"a":2}}`)),
+		feature("", g, json.RawMessage(`{"k":"v","n":1}`)),
+	}
+	b.poll(t, feed, first)
+	var anonID string
+	b.scalar(t, &anonID, `SELECT feature_id FROM features WHERE feed = 'reorder' AND feature_id <> 'a'`)
+
+	second := []wfs.Feature{
+		feature("a", g, json.RawMessage(`{ "tags" : {"a":2, "b":1}, "acres": 1.5,  "owner":"X", "pin":"0001" }`)),
+		feature("", g, json.RawMessage("{\n  \"n\": 1,\n  \"k\": \"v\"\n}")),
+	}
+	_, res := b.poll(t, feed, second)
+	if want := (feeds.ApplyResult{Features: 2, Unchanged: 2}); res != want {
+		t.Fatalf("reordered keys: %+v, want %+v", res, want)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'reorder' AND feature_id = $1`, anonID); n != 1 {
+		t.Errorf("id-less feature lost its id %s", anonID)
+	}
+	// A changed value still is a modification.
+	third := []wfs.Feature{
+		feature("a", g, json.RawMessage(`{"pin":"0001","owner":"Y","acres":1.5,"tags":{"b":1,"a":2}}`)),
+		second[1],
+	}
+	if _, res := b.poll(t, feed, third); res.Modified != 1 || res.Unchanged != 1 {
+		t.Errorf("changed value: %+v, want 1 modified, 1 unchanged", res)
+	}
+}
+
+// TestIdenticalPollWritesNoFeatureRows counts the tuples written to features
+// through the statistics collector, on a one-connection pool so that the
+// backend that applied is the one whose statistics are flushed on demand.
+func TestIdenticalPollWritesNoFeatureRows(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool)}
+
+	// written returns n_tup_ins + n_tup_upd + n_tup_del of features.
+	written := func() (ins, upd, del int64) {
+		t.Helper()
+		// The flush happens when this transaction ends; the snapshot of
+		// statistics is cleared so the next read sees it.
+		if _, err := pool.Exec(b.ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(b.ctx, `SELECT pg_stat_clear_snapshot()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := pool.QueryRow(b.ctx, `SELECT n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables
+			WHERE relname = 'features'`).Scan(&ins, &upd, &del); err != nil {
+			t.Fatal(err)
+		}
+		return ins, upd, del
+	}
+	feed := feedInfo("same")
+	layer := generatePolygons(500)
+	b.poll(t, feed, layer[:250], layer[250:])
+	i0, u0, d0 := written()
+
+	// The measurement sees writes: one modification is one update.
+	mod := slices.Clone(layer)
+	mod[7].Properties = props("pin", "changed")
+	b.poll(t, feed, mod)
+	i1, u1, d1 := written()
+	if i1-i0 != 0 || u1-u0 != 1 || d1-d0 != 0 {
+		t.Fatalf("one modified feature: ins %d upd %d del %d, want 0 1 0", i1-i0, u1-u0, d1-d0)
+	}
+
+	pollID, res := b.poll(t, feed, mod[:100], mod[100:])
+	i2, u2, d2 := written()
+	if i2 != i1 || u2 != u1 || d2 != d1 {
+		t.Errorf("identical poll wrote feature rows: ins %d upd %d del %d", i2-i1, u2-u1, d2-d1)
+	}
+	if res != (feeds.ApplyResult{Features: 500, Unchanged: 500}) {
+		t.Errorf("identical poll: %+v", res)
+	}
+	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE poll_id = $1`, pollID); n != 0 {
+		t.Errorf("identical poll logged %d changes", n)
+	}
+}

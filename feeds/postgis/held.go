@@ -1,0 +1,112 @@
+package postgis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingestd/ingestd/feeds"
+)
+
+// ErrNoHeld is returned (wrapped) by AcceptHeld and RejectHeld when the feed
+// has no held snapshot: none was held, an operator already decided, or a
+// later poll superseded it.
+var ErrNoHeld = errors.New("postgis: no held snapshot")
+
+// HeldSnapshot is a snapshot a guard holds, as `ingestd held list` shows it.
+type HeldSnapshot struct {
+	Jurisdiction, Feed string
+	PollID             int64
+	HeldAt             time.Time
+	Reason             string
+	// Previous is the feed's current feature count; Snapshot the held
+	// snapshot's distinct features.
+	Previous, Snapshot int
+}
+
+// ListHeld returns the held snapshots, oldest first.
+func (s *Store) ListHeld(ctx context.Context) ([]HeldSnapshot, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT jurisdiction, feed, poll_id, held_at, reason,
+			coalesce(previous_features, 0)::int, coalesce(snapshot_features, 0)
+		FROM held_snapshots ORDER BY held_at, jurisdiction, feed`)
+	if err != nil {
+		return nil, fmt.Errorf("postgis: list held snapshots: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (HeldSnapshot, error) {
+		var h HeldSnapshot
+		err := r.Scan(&h.Jurisdiction, &h.Feed, &h.PollID, &h.HeldAt, &h.Reason, &h.Previous, &h.Snapshot)
+		return h, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgis: list held snapshots: %w", err)
+	}
+	return out, nil
+}
+
+// AcceptHeld applies the feed's held snapshot without asking the guards, as
+// if its poll had just succeeded, and returns what it changed.
+func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feeds.ApplyResult, error) {
+	var out applyOutcome
+	var pollID int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
+			return err
+		}
+		out, err = applySnapshot(ctx, tx, pollID, jurisdiction, feed, nil)
+		return err
+	})
+	if err != nil {
+		return feeds.ApplyResult{}, fmt.Errorf("postgis: accept held snapshot of %s/%s: %w", jurisdiction, feed, err)
+	}
+	s.logger.WarnContext(ctx, "held snapshot accepted", "poll_id", pollID, "jurisdiction", jurisdiction,
+		"feed", feed, "features", out.res.Features, "added", out.res.Added, "modified", out.res.Modified,
+		"removed", out.res.Removed)
+	return out.res, nil
+}
+
+// RejectHeld discards the feed's held snapshot: its poll ends as rejected,
+// its staging is deleted, and the feed's features stay as they were.
+func (s *Store) RejectHeld(ctx context.Context, jurisdiction, feed string) error {
+	var pollID int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE polls SET status = 'rejected', error = 'rejected: ' || error WHERE id = $1`, pollID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE feed_status SET held_poll_id = NULL, held_reason = NULL, held_at = NULL
+			WHERE jurisdiction = $1 AND feed = $2`, jurisdiction, feed); err != nil {
+			return err
+		}
+		return deleteStaging(ctx, tx, pollID)
+	})
+	if err != nil {
+		return fmt.Errorf("postgis: reject held snapshot of %s/%s: %w", jurisdiction, feed, err)
+	}
+	s.logger.WarnContext(ctx, "held snapshot rejected", "poll_id", pollID, "jurisdiction", jurisdiction, "feed", feed)
+	return nil
+}
+
+// lockHeld takes the feed's apply lock and returns its held poll, locked.
+func lockHeld(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) (int64, error) {
+	if err := lockFeed(ctx, tx, jurisdiction, feed); err != nil {
+		return 0, err
+	}
+	var pollID int64
+	err := tx.QueryRow(ctx, `
+		SELECT p.id FROM feed_status s JOIN polls p ON p.id = s.held_poll_id
+		WHERE s.jurisdiction = $1 AND s.feed = $2 AND p.status = 'held'
+		FOR UPDATE OF p`, jurisdiction, feed).Scan(&pollID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNoHeld
+	}
+	return pollID, err
+}
