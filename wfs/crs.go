@@ -16,13 +16,20 @@ type CRS struct {
 	// LatFirst means each position is written y, x: the URN and URI forms of
 	// a geographic CRS whose EPSG definition is latitude-first.
 	LatFirst bool
+	// BareLatFirst is set for the bare "EPSG:n" form of such a CRS, whose
+	// axis order depends on who wrote it: longitude first in GeoJSON and in
+	// GML 2 (WFS 1.0), latitude first in MapServer's GML 3 (WFS 1.1), which
+	// labels lat/lon coordinates srsName="EPSG:4326" (or 4267, …). GMLReader
+	// swaps such positions when they come in GML 3's pos or posList, as
+	// GDAL does; LatFirst stays false, the answer for every other reader.
+	BareLatFirst bool
 }
 
 // latFirstGeographic is the set of geographic EPSG CRSs whose official axis
 // order is latitude, longitude. Only they are swapped, and only when named in
-// a URN or http URI form. A code missing here is read x/y: that is right for
-// projected CRSs in feet and metres such as 2264 (NC State Plane) and 3857,
-// and for the legacy "EPSG:n" form, which every server writes lon/lat.
+// a URN or http URI form, or in the bare "EPSG:n" form inside GML 3 (see
+// CRS.BareLatFirst). A code missing here is read x/y: that is right for
+// projected CRSs in feet and metres such as 2264 (NC State Plane) and 3857.
 //
 // The list covers the datums US, Canadian, European, Australian, Japanese and
 // Latin American county servers publish in; 4936 (ETRS89 geocentric) is left
@@ -58,7 +65,8 @@ var latFirstGeographic = map[int]bool{
 // ParseSRSName reads a srsName (GML) or a named CRS (GeoJSON's legacy crs
 // member) in every common spelling:
 //
-//	EPSG:n                                      x/y (the legacy form; lon/lat for 4326)
+//	EPSG:n                                      x/y (the legacy form; lon/lat for 4326),
+//	                                            except in GML 3 (see CRS.BareLatFirst)
 //	http://www.opengis.net/gml/srs/epsg.xml#n   x/y (GML 2 / WFS 1.0, GeoServer's "XML" form)
 //	urn:ogc:def:crs:EPSG::n, urn:ogc:def:crs:EPSG:6.9:n,
 //	urn:x-ogc:def:crs:EPSG:n,
@@ -84,9 +92,11 @@ func parseSRSName(name string) (CRS, error) {
 	bad := func() (CRS, error) { return CRS{}, fmt.Errorf("unsupported srsName %q", name) }
 	var code string
 	authority := false // the form follows the EPSG database's axis order
+	bare := false      // EPSG:n
 	switch {
 	case hasPrefixFold(n, "epsg:"):
 		code = n[len("epsg:"):]
+		bare = true
 	case hasPrefixFold(n, "urn:ogc:def:crs:"), hasPrefixFold(n, "urn:x-ogc:def:crs:"):
 		// urn:ogc:def:crs:{EPSG|OGC}:[version]:code
 		rest := n[strings.Index(n, "crs:")+len("crs:"):]
@@ -130,7 +140,8 @@ func parseSRSName(name string) (CRS, error) {
 	if err != nil || srid <= 0 {
 		return bad()
 	}
-	return CRS{SRID: srid, LatFirst: authority && latFirstGeographic[srid]}, nil
+	geographic := latFirstGeographic[srid]
+	return CRS{SRID: srid, LatFirst: authority && geographic, BareLatFirst: bare && geographic}, nil
 }
 
 // ogcCRS reads the OGC authority's codes: CRS84 (WGS 84 lon/lat), CRS83

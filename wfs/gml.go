@@ -66,8 +66,11 @@ type gmlProp struct {
 //     geometry properties are ignored: a feature row holds one geometry.
 //     Its SRID comes from the geometry's srsName, else from the srsName of
 //     the feature's or the collection's boundedBy envelope, else from
-//     WithSRID (default 4326). Latitude-first CRSs are swapped to x/y (see
-//     ParseSRSName). srsDimension 3 gives an XYZ layout.
+//     WithSRID (default 4326). Latitude-first CRSs are swapped to x/y: the
+//     URN and URI forms of geographic CRSs always, the bare "EPSG:n" form
+//     only in GML 3 positions (pos, posList), never in GML 2 coordinates
+//     (see ParseSRSName and CRS.BareLatFirst). srsDimension 3 gives an XYZ
+//     layout.
 //   - Properties: a JSON object of the feature's simple properties, keyed by
 //     local name (the namespace prefix dropped). Values are JSON strings
 //     holding the element's text exactly as written, numbers included:

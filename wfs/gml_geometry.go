@@ -246,12 +246,15 @@ func (r *GMLReader) appendPosList(text []byte, ctx gctx, single bool) error {
 	if n%dim != 0 {
 		return fmt.Errorf("posList has %d values, not a multiple of srsDimension %d", n, dim)
 	}
-	return r.addPositions(from, dim, ctx)
+	return r.addPositions(from, dim, ctx, true)
 }
 
 // addPositions checks the dimension of the positions appended from offset
-// from and swaps them to x/y when the CRS is latitude-first.
-func (r *GMLReader) addPositions(from, dim int, ctx gctx) error {
+// from and swaps them to x/y when the CRS is latitude-first. gml3 says the
+// positions came in GML 3's pos or posList rather than GML 2's coordinates
+// or coord: then a bare "EPSG:n" geographic srsName is latitude-first too,
+// as MapServer writes WFS 1.1 (GeoServer writes that form only in GML 2).
+func (r *GMLReader) addPositions(from, dim int, ctx gctx, gml3 bool) error {
 	b := &r.g
 	if dim < 2 || dim > 4 {
 		return fmt.Errorf("positions of %d dimensions", dim)
@@ -261,7 +264,7 @@ func (r *GMLReader) addPositions(from, dim int, ctx gctx) error {
 	} else if dim != b.stride {
 		return fmt.Errorf("positions of %d dimensions after positions of %d", dim, b.stride)
 	}
-	if ctx.crs.LatFirst {
+	if ctx.crs.LatFirst || (gml3 && ctx.crs.BareLatFirst) {
 		f := b.flat
 		for i := from; i+1 < len(f); i += dim {
 			f[i], f[i+1] = f[i+1], f[i]
@@ -334,7 +337,7 @@ func (r *GMLReader) readCoordinates(se xml.StartElement, ctx gctx) error {
 			i = j
 			break
 		}
-		if err := r.addPositions(from, len(b.flat)-from, ctx); err != nil {
+		if err := r.addPositions(from, len(b.flat)-from, ctx, false); err != nil {
 			return err
 		}
 		// The tuple separator, or the end.
@@ -393,7 +396,7 @@ func (r *GMLReader) readCoord(ctx gctx) error {
 	}
 	from := len(r.g.flat)
 	r.g.flat = append(r.g.flat, xyz[:dim]...)
-	return r.addPositions(from, dim, ctx)
+	return r.addPositions(from, dim, ctx, false)
 }
 
 // readCurve reads a Curve's LineStringSegments as one line; a segment's
