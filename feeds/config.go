@@ -57,6 +57,9 @@ type Defaults struct {
 	// Breaker is the circuit breaker, retry and pacing policy of every origin
 	// whose jurisdiction does not override it.
 	Breaker breaker.Policy `yaml:"breaker"`
+	// MaxShrink is the share of its features a snapshot may lose before it
+	// is held (see Guard); 0 means DefaultMaxShrink.
+	MaxShrink float64 `yaml:"max_shrink"`
 }
 
 // DefaultMaxInFlight is max_in_flight when the file does not set it.
@@ -99,6 +102,11 @@ type Jurisdiction struct {
 	// Breaker is the policy of this jurisdiction's origins: the defaults'
 	// breaker block overridden field by field by the jurisdiction's own.
 	Breaker breaker.Policy `yaml:"breaker"`
+	// MaxShrink is the defaults' max_shrink unless the jurisdiction sets it.
+	MaxShrink float64 `yaml:"max_shrink"`
+	// BBox is the jurisdiction's extent (EPSG:4326), nil when not declared:
+	// snapshots mostly outside it are held.
+	BBox *BBox `yaml:"bbox"`
 
 	// Location is Timezone loaded (UTC when empty).
 	Location *time.Location `yaml:"-"`
@@ -122,6 +130,11 @@ type Feed struct {
 	Schedule       string   `yaml:"schedule"`
 	Timeout        Duration `yaml:"timeout"`
 	RequestTimeout Duration `yaml:"request_timeout"`
+	// MaxShrink is resolved: the feed's, else its jurisdiction's, else the
+	// defaults'.
+	MaxShrink float64 `yaml:"max_shrink"`
+	// BBox is the jurisdiction's extent.
+	BBox *BBox `yaml:"-"`
 
 	// Jurisdiction is the ID of the jurisdiction the feed belongs to.
 	Jurisdiction string `yaml:"-"`
@@ -302,10 +315,10 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 // instead of a silently ignored setting.
 var (
 	topKeys          = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
-	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker"}
-	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker"}
+	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker", "max_shrink"}
+	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox"}
 	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
-		"id_property", "sort_by", "schedule", "timeout", "request_timeout"}
+		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink"}
 	wfsVersions = []string{"2.0.0", "1.1.0"}
 	// Query parameters the wfs client writes itself; one pasted into url along
 	// with a whole GetFeature request would be sent twice or contradict the config.
@@ -515,6 +528,9 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 		d.OutputFormat = s.val
 	}
 	d.Breaker = p.breakerPolicy(m, path, d.Breaker)
+	if v, ok := p.maxShrink(m, path); ok {
+		d.MaxShrink = v
+	}
 	return rd
 }
 
@@ -548,6 +564,10 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 	}
 
 	j.Breaker = p.breakerPolicy(m, path, d.Breaker)
+	j.MaxShrink, j.BBox = d.MaxShrink, p.bbox(m, path)
+	if v, ok := p.maxShrink(m, path); ok {
+		j.MaxShrink = v
+	}
 
 	if m.missing("feeds") {
 		p.errorf(m.node, path+".feeds", "required: list at least one feed")
@@ -593,10 +613,13 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 }
 
 func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDefaults) (Feed, *yaml.Node, bool) {
-	f := Feed{Jurisdiction: j.ID, Location: j.Location}
+	f := Feed{Jurisdiction: j.ID, Location: j.Location, MaxShrink: j.MaxShrink, BBox: j.BBox}
 	m, ok := p.mapping(n, path, feedKeys)
 	if !ok {
 		return f, nil, false
+	}
+	if v, ok := p.maxShrink(m, path); ok {
+		f.MaxShrink = v
 	}
 	var idNode *yaml.Node
 	f.ID, idNode = p.id(m, path, "feed")

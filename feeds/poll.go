@@ -86,6 +86,14 @@ func (m *Manager) poll(ctx context.Context, f *Feed, letter *deadletter.Letter) 
 			return r, nil
 		}
 		err = fmt.Errorf("applying snapshot: %w", err)
+		var held *HeldError
+		if errors.As(err, &held) {
+			// The store finished the poll as held and keeps its staging for
+			// `ingestd held accept`: failing or parking it would discard it.
+			logger.Error("snapshot held", "reason", held.Reason, "previous_features", held.Previous,
+				"snapshot_features", held.Snapshot, "pages", firstPage+stats.Pages)
+			return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+		}
 	}
 
 	// Record the outcome even when the poll was cancelled (shutdown, deadline):
@@ -285,6 +293,7 @@ func feedInfo(f *Feed, now time.Time) FeedInfo {
 		Kind:             f.Kind,
 		URL:              wfs.RedactURL(f.URL),
 		ExpectedInterval: f.ExpectedInterval(now),
+		Guard:            f.Guard(),
 	}
 	if u, err := url.Parse(f.URL); err == nil {
 		info.Origin = breaker.Origin(u)

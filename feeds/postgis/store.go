@@ -304,7 +304,8 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 		return feeds.ApplyResult{}, fmt.Errorf("postgis: apply poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
 	}
 	if out.held != "" {
-		s.logger.ErrorContext(ctx, "snapshot held", "poll_id", pollID, "jurisdiction", feed.Jurisdiction,
+		// Debug: the poll logs the hold at error level with its own context.
+		s.logger.DebugContext(ctx, "snapshot held", "poll_id", pollID, "jurisdiction", feed.Jurisdiction,
 			"feed", feed.Feed, "reason", out.held, "previous_features", out.previous, "snapshot_features", out.res.Features)
 		return feeds.ApplyResult{}, fmt.Errorf("postgis: apply poll %d: %w", pollID, &feeds.HeldError{
 			Feed: feed.Jurisdiction + "/" + feed.Feed, PollID: pollID, Reason: out.held,

@@ -1,0 +1,72 @@
+package feeds
+
+import (
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Guard returns the checks Apply makes before the feed's snapshot replaces
+// its features: max_shrink as resolved (feed, else jurisdiction, else
+// defaults) and the jurisdiction's bbox.
+func (f *Feed) Guard() Guard {
+	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox}
+}
+
+// maxShrink reads max_shrink: a fraction in (0, 1]. 0 is refused rather than
+// taken as "hold any shrink", because a layer losing one parcel would then
+// wait for an operator on every poll.
+func (p *parser) maxShrink(m *mapping, path string) (float64, bool) {
+	s, present := p.str(m, "max_shrink", path)
+	if !present || !s.ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(s.val), 64)
+	if err != nil || !(v > 0 && v <= 1) {
+		p.errorf(s.node, join(path, "max_shrink"),
+			"expected a fraction above 0 and at most 1 (the share of features a snapshot may lose), found %q", s.raw)
+		return 0, false
+	}
+	return v, true
+}
+
+// bbox reads a jurisdiction's `bbox: [minx, miny, maxx, maxy]` in EPSG:4326,
+// longitude first. nil when absent or invalid (and reported).
+func (p *parser) bbox(m *mapping, path string) *BBox {
+	n, present := m.get("bbox")
+	if !present {
+		return nil
+	}
+	n = resolve(n)
+	field := join(path, "bbox")
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) != 4 {
+		p.errorf(n, field, "expected [minx, miny, maxx, maxy] in EPSG:4326 (longitude first), found %s", describe(n))
+		return nil
+	}
+	var v [4]float64
+	for i, c := range n.Content {
+		c = resolve(c)
+		s, err := expandEnv(c.Value, p.env)
+		if err == nil && c.Kind == yaml.ScalarNode {
+			v[i], err = strconv.ParseFloat(strings.TrimSpace(s), 64)
+		}
+		if c.Kind != yaml.ScalarNode || err != nil {
+			p.errorf(c, field, "expected a number, found %s", describe(c))
+			return nil
+		}
+	}
+	b := BBox{MinX: v[0], MinY: v[1], MaxX: v[2], MaxY: v[3]}
+	switch {
+	case b.MinX < -180 || b.MaxX > 180 || b.MinY < -90 || b.MaxY > 90:
+		p.errorf(n, field, "%s is not in EPSG:4326: longitudes lie in [-180, 180], latitudes in [-90, 90]", b)
+		return nil
+	case b.MinX >= b.MaxX || b.MinY >= b.MaxY:
+		p.errorf(n, field, "%s is empty: want [minx, miny, maxx, maxy] with minx < maxx and miny < maxy", b)
+		return nil
+	}
+	return &b
+}
