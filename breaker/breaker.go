@@ -63,11 +63,22 @@ type AttemptFunc func(ctx context.Context, attempt int) Result
 type OpenError struct {
 	Origin     string
 	RetryAfter time.Duration
+	// Override is true when an operator's override (ingestd breaker open)
+	// refused the call rather than the breaker; Reason is the operator's.
+	Override bool
+	Reason   string
 }
 
 // Error describes the refusal; sub-second waits keep millisecond precision so
 // that short cooldowns do not read as "0s".
 func (e *OpenError) Error() string {
+	if e.Override {
+		msg := fmt.Sprintf("breaker: %s is held open by an operator, retry after %s", e.Origin, roundDuration(e.RetryAfter))
+		if e.Reason != "" {
+			msg += " (" + e.Reason + ")"
+		}
+		return msg
+	}
 	return fmt.Sprintf("breaker: %s is open, retry after %s", e.Origin, roundDuration(e.RetryAfter))
 }
 

@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -70,14 +71,18 @@ func (e errOutcome) Error() string { return "breaker: outcome " + string(e) }
 // holding it, which is what lets gobreaker's hooks (run under gobreaker's
 // mutex) take it.
 type origin struct {
-	name     string
-	policy   Policy
-	reg      *Registry
-	cb       *gobreaker.TwoStepCircuitBreaker[struct{}]
+	name   string
+	policy Policy
+	reg    *Registry
+	// cb is replaced (never mutated from outside) when a shared verdict
+	// closes the origin, because gobreaker cannot be reset; cbGen tells the
+	// hooks of a replaced breaker that they no longer speak for the origin.
+	cb       atomic.Pointer[gobreaker.TwoStepCircuitBreaker[struct{}]]
 	limiter  *rate.Limiter       // nil: unlimited
 	inflight *semaphore.Weighted // nil: no per-origin cap
 
-	mu sync.Mutex
+	mu    sync.Mutex
+	cbGen uint64
 	// eff is the state callers see. It differs from gobreaker's while the
 	// cooldown runs: gobreaker's Timeout is fixed per breaker, so it is set to
 	// almost nothing and openUntil, which grows with repeated opens, gates
@@ -93,6 +98,21 @@ type origin struct {
 	budget      budget
 	pending     []StateChange
 	delivering  bool
+
+	// With a SharedState (see shared_origin.go): the last cached row synced
+	// into this origin, the half-open probes this instance runs, the probe
+	// lease it holds, the writes to hand to the SharedState, and the error
+	// of the last failed call for breaker_state.last_error.
+	seen       Verdict
+	seenGen    uint64
+	probing    int
+	probeOK    int
+	leaseHeld  bool
+	leaseUntil time.Time
+	leasing    bool
+	leaseStop  context.CancelFunc
+	pubs       []write
+	lastErr    string
 }
 
 // gobreakerTimeout is gobreaker's own open period. It is minimal because
@@ -105,17 +125,8 @@ func newOrigin(r *Registry, name string, p Policy) *origin {
 	// Ten buckets make the window roll in tenths rather than reset at once.
 	bucket := max(p.Window/10, time.Millisecond)
 	o.budget = newBudget(bucket, 10)
-	o.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:          name,
-		MaxRequests:   uint32(p.HalfOpenMaxCalls),
-		Interval:      p.Window,
-		BucketPeriod:  bucket,
-		Timeout:       gobreakerTimeout,
-		ReadyToTrip:   o.readyToTrip,
-		OnStateChange: o.onStateChange,
-		IsSuccessful:  func(err error) bool { return err == nil },
-		IsExcluded:    func(err error) bool { return err == errNeither },
-	})
+	o.cbGen = 1
+	o.cb.Store(o.newBreaker(o.cbGen))
 	if p.RateLimit > 0 {
 		o.limiter = rate.NewLimiter(rate.Limit(p.RateLimit), p.Burst)
 	}
@@ -125,8 +136,26 @@ func newOrigin(r *Registry, name string, p Policy) *origin {
 	return o
 }
 
+// newBreaker returns a closed gobreaker whose hooks act for generation gen.
+func (o *origin) newBreaker(gen uint64) *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	p := o.policy
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         o.name,
+		MaxRequests:  uint32(p.HalfOpenMaxCalls),
+		Interval:     p.Window,
+		BucketPeriod: max(p.Window/10, time.Millisecond),
+		Timeout:      gobreakerTimeout,
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return o.readyToTrip(gen, c) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			o.onStateChange(gen, from, to)
+		},
+		IsSuccessful: func(err error) bool { return err == nil },
+		IsExcluded:   func(err error) bool { return err == errNeither },
+	})
+}
+
 // readyToTrip runs under gobreaker's mutex after each failure in the closed state.
-func (o *origin) readyToTrip(c gobreaker.Counts) bool {
+func (o *origin) readyToTrip(gen uint64, c gobreaker.Counts) bool {
 	p := o.policy
 	trip := p.ConsecutiveFailures > 0 && c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures)
 	if !trip && p.FailureRatio > 0 {
@@ -139,7 +168,9 @@ func (o *origin) readyToTrip(c gobreaker.Counts) bool {
 		// gobreaker clears its counts before OnStateChange runs; keep them
 		// for the state-change event.
 		o.mu.Lock()
-		o.tripCounts = c
+		if gen == o.cbGen {
+			o.tripCounts = c
+		}
 		o.mu.Unlock()
 	}
 	return trip
@@ -148,10 +179,13 @@ func (o *origin) readyToTrip(c gobreaker.Counts) bool {
 // onStateChange runs under gobreaker's mutex, so it must not call back into
 // the breaker: it updates the leaf state and queues the event, which flush
 // delivers once the gobreaker call has returned.
-func (o *origin) onStateChange(_ string, from, to gobreaker.State) {
+func (o *origin) onStateChange(gen uint64, from, to gobreaker.State) {
 	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if gen != o.cbGen {
+		return // a replaced breaker: its calls no longer decide anything
+	}
 	switch to {
 	case gobreaker.StateOpen:
 		if o.eff == StateClosed && !o.closedAt.IsZero() {
@@ -171,6 +205,9 @@ func (o *origin) onStateChange(_ string, from, to gobreaker.State) {
 			c = countsOf(o.tripCounts)
 		}
 		o.queue(now, StateOpen, c, d)
+		if o.reg.shared != nil {
+			o.pubs = append(o.pubs, write{kind: writeOpen, origin: o.name, open: d, opens: o.opens, lastErr: o.lastErr})
+		}
 	case gobreaker.StateClosed:
 		o.closedAt = now
 		o.openUntil = time.Time{}
@@ -195,6 +232,12 @@ func (o *origin) openDuration() time.Duration {
 
 // queue records a transition of eff for delivery by flush. Needs mu.
 func (o *origin) queue(now time.Time, to State, c Counts, retryAfter time.Duration) {
+	o.queueBy(now, to, c, retryAfter, "")
+}
+
+// queueBy is queue for a transition decided by another instance (by), as
+// read from breaker_state. Needs mu.
+func (o *origin) queueBy(now time.Time, to State, c Counts, retryAfter time.Duration, by string) {
 	o.pending = append(o.pending, StateChange{
 		Origin:           o.name,
 		From:             o.eff,
@@ -203,6 +246,7 @@ func (o *origin) queue(now time.Time, to State, c Counts, retryAfter time.Durati
 		Counts:           c,
 		RetryAfter:       retryAfter,
 		ConsecutiveOpens: o.opens,
+		DecidedBy:        by,
 	})
 	o.eff = to
 }
@@ -213,6 +257,15 @@ func (o *origin) queue(now time.Time, to State, c Counts, retryAfter time.Durati
 // registry from deadlocking.
 func (o *origin) flush() {
 	o.mu.Lock()
+	if pubs := o.pubs; len(pubs) > 0 {
+		// Shared writes go out first and never wait: enqueue does not block.
+		o.pubs = nil
+		o.mu.Unlock()
+		for _, w := range pubs {
+			o.reg.shared.enqueue(w)
+		}
+		o.mu.Lock()
+	}
 	if o.delivering || len(o.pending) == 0 {
 		o.mu.Unlock()
 		return
@@ -256,7 +309,15 @@ func (o *origin) refusalRetryAfter(now time.Time) time.Duration {
 
 // admit asks the breaker for one logical call. It returns the done func that
 // reports the call's final outcome, and the trip sequence at admission.
-func (o *origin) admit() (func(error), uint64, error) {
+func (o *origin) admit(ctx context.Context) (func(error), uint64, error) {
+	if o.reg.shared != nil {
+		return o.admitShared(ctx)
+	}
+	return o.admitLocal()
+}
+
+// admitLocal is admission by this process's breaker alone.
+func (o *origin) admitLocal() (func(error), uint64, error) {
 	now := time.Now()
 	o.mu.Lock()
 	if now.Before(o.openUntil) {
@@ -266,7 +327,7 @@ func (o *origin) admit() (func(error), uint64, error) {
 	}
 	o.mu.Unlock()
 
-	done, err := o.cb.Allow()
+	done, err := o.cb.Load().Allow()
 	o.flush()
 	now = time.Now()
 	o.mu.Lock()
@@ -275,10 +336,11 @@ func (o *origin) admit() (func(error), uint64, error) {
 		o.mu.Unlock()
 		return nil, 0, err
 	}
-	if now.Before(o.openUntil) {
+	if now.Before(o.openUntil) || (o.reg.shared != nil && o.eff != StateClosed) {
 		// Another call tripped the breaker between the check above and Allow,
 		// and gobreaker's nanosecond cooldown let this call in as a probe:
-		// give the slot back without deciding anything.
+		// give the slot back without deciding anything. (With a SharedState
+		// gobreaker never probes: admitShared runs the half-open state.)
 		err := &OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)}
 		o.mu.Unlock()
 		done(errNeither)
@@ -299,9 +361,23 @@ func (o *origin) admit() (func(error), uint64, error) {
 // stillAdmitted returns an *OpenError if the origin was declared open after
 // the call was admitted (by other calls) and has not closed since.
 func (o *origin) stillAdmitted(seq uint64) error {
+	var vw view
+	if o.reg.shared != nil {
+		vw = o.reg.shared.view(o.name)
+	}
 	now := time.Now()
 	o.mu.Lock()
+	defer o.flush()
 	defer o.mu.Unlock()
+	if o.reg.shared != nil {
+		o.syncLocked(vw, now)
+		switch vw.v.EffectiveOverride(vw.dbNow(now)) {
+		case OverrideOpen:
+			return o.overrideRefusal(vw, now)
+		case OverrideClosed:
+			return nil
+		}
+	}
 	if o.openSeq != seq && o.eff != StateClosed {
 		return &OpenError{Origin: o.name, RetryAfter: o.refusalRetryAfter(now)}
 	}
@@ -381,11 +457,19 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 
 // snapshot returns the origin's state for Registry.Snapshot.
 func (o *origin) snapshot() OriginState {
-	o.cb.State() // rolls the window forward before the counts are read
-	c := o.cb.Counts()
+	cb := o.cb.Load()
+	cb.State() // rolls the window forward before the counts are read
+	c := cb.Counts()
+	var vw view
+	if o.reg.shared != nil {
+		vw = o.reg.shared.view(o.name)
+	}
 	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.reg.shared != nil {
+		o.syncLocked(vw, now)
+	}
 	s := OriginState{
 		Origin:           o.name,
 		State:            o.eff,
@@ -400,6 +484,14 @@ func (o *origin) snapshot() OriginState {
 	}
 	if now.Before(o.pausedUntil) {
 		s.PausedUntil = o.pausedUntil
+	}
+	if ov := vw.v.EffectiveOverride(vw.dbNow(now)); ov != OverrideNone {
+		s.Override = ov
+		s.OverrideUntil = vw.local(vw.v.OverrideUntil)
+		s.OverrideReason = vw.v.OverrideReason
+	}
+	if vw.v.ProbeOwner != "" && vw.dbNow(now).Before(vw.v.ProbeUntil) {
+		s.ProbeOwner = vw.v.ProbeOwner
 	}
 	return s
 }

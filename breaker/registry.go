@@ -27,6 +27,11 @@ type Config struct {
 	// order per origin; it should return quickly (hand slow work such as a
 	// database write to its own goroutine).
 	OnStateChange func(StateChange)
+	// Shared, if set, shares verdicts with the other instances through
+	// Postgres (see SharedState); nil keeps every verdict in this process.
+	// The registry only reads and writes through it: the caller starts and
+	// closes it.
+	Shared *SharedState
 }
 
 // StateChange is one transition of an origin's breaker.
@@ -42,6 +47,9 @@ type StateChange struct {
 	RetryAfter time.Duration
 	// ConsecutiveOpens is the origin's count of consecutive opens after the change.
 	ConsecutiveOpens int
+	// DecidedBy is the instance whose verdict, read from breaker_state, made
+	// this one follow; empty when this instance decided.
+	DecidedBy string
 }
 
 // OriginState is the state of one origin, as `ingestd status` shows it.
@@ -57,6 +65,13 @@ type OriginState struct {
 	ConsecutiveOpens int
 	// PausedUntil is set while a 429's Retry-After holds the origin back.
 	PausedUntil time.Time
+	// Override is the manual override in force (with a SharedState), until
+	// OverrideUntil (zero: until changed), and why.
+	Override       Override
+	OverrideUntil  time.Time
+	OverrideReason string
+	// ProbeOwner is the instance holding the cluster's probe lease, if any.
+	ProbeOwner string
 }
 
 // Registry holds one breaker per origin, with its retries and pacing. Build
@@ -66,6 +81,7 @@ type Registry struct {
 	logger        *slog.Logger
 	defaultPolicy Policy
 	onStateChange func(StateChange)
+	shared        *SharedState
 	rand          func() float64 // jitter source in [0, 1); tests may pin it
 
 	mu       sync.Mutex
@@ -95,6 +111,7 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 		logger:        logger,
 		defaultPolicy: p,
 		onStateChange: cfg.OnStateChange,
+		shared:        cfg.Shared,
 		rand:          rand.Float64,
 		policies:      make(map[string]Policy),
 		origins:       make(map[string]*origin),
@@ -180,7 +197,7 @@ func (r *Registry) emit(ev StateChange) {
 	if ev.To == StateOpen {
 		level = slog.LevelWarn
 	}
-	r.logger.LogAttrs(context.Background(), level, "breaker state change",
+	attrs := []slog.Attr{
 		slog.String("origin", ev.Origin),
 		slog.String("from", ev.From.String()),
 		slog.String("to", ev.To.String()),
@@ -189,7 +206,11 @@ func (r *Registry) emit(ev StateChange) {
 		slog.Int("failures", int(ev.Counts.Failures)),
 		slog.Duration("retry_after", ev.RetryAfter),
 		slog.Int("consecutive_opens", ev.ConsecutiveOpens),
-	)
+	}
+	if ev.DecidedBy != "" {
+		attrs = append(attrs, slog.String("decided_by", ev.DecidedBy))
+	}
+	r.logger.LogAttrs(context.Background(), level, "breaker state change", attrs...)
 	if r.onStateChange != nil {
 		r.onStateChange(ev)
 	}
@@ -209,7 +230,7 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 		return fmt.Errorf("breaker: %s: %w", origin, err)
 	}
 	o := r.origin(origin)
-	done, seq, err := o.admit()
+	done, seq, err := o.admit(ctx)
 	if err != nil {
 		return err
 	}
@@ -217,13 +238,16 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 	// including a panic in fn, is reported as neither, which frees a
 	// half-open probe slot without deciding the probe.
 	var final error = errNeither
+	var last Result
 	defer func() {
+		if final == errFailed {
+			o.noteError(last.Err) // before done: a trip publishes it
+		}
 		done(final)
 		o.flush()
 	}()
 
 	p := o.policy
-	var last Result
 	attempt := 0
 	for attempt < p.MaxAttempts {
 		if attempt > 0 {

@@ -1,0 +1,885 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// notifyChannel is the channel breaker_state's trigger notifies, with the
+// origin as payload (migration 00020).
+const notifyChannel = "ingestd_breaker_state"
+
+// Override is an operator's manual verdict on an origin.
+type Override int
+
+const (
+	// OverrideNone lets the breaker decide.
+	OverrideNone Override = iota
+	// OverrideOpen refuses every call to the origin.
+	OverrideOpen
+	// OverrideClosed admits every call to the origin without consulting the
+	// breaker (pacing and in-flight caps still apply).
+	OverrideClosed
+)
+
+// String returns "none", "open" or "closed", as stored in breaker_state.override.
+func (o Override) String() string {
+	switch o {
+	case OverrideNone:
+		return "none"
+	case OverrideOpen:
+		return "open"
+	case OverrideClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("override(%d)", int(o))
+}
+
+// ErrBadOverride is wrapped by errors about an override value or request.
+var ErrBadOverride = errors.New("breaker: bad override")
+
+// ParseOverride parses "none" (or "auto"), "open" or "closed".
+func ParseOverride(s string) (Override, error) {
+	switch s {
+	case "none", "auto", "":
+		return OverrideNone, nil
+	case "open":
+		return OverrideOpen, nil
+	case "closed":
+		return OverrideClosed, nil
+	}
+	return OverrideNone, fmt.Errorf("%w: %q (want none, open or closed)", ErrBadOverride, s)
+}
+
+func parseState(s string) State {
+	switch s {
+	case "open":
+		return StateOpen
+	case "half-open":
+		return StateHalfOpen
+	}
+	return StateClosed
+}
+
+// Verdict is one row of breaker_state: the cluster's verdict on an origin.
+// Times are the database's clock.
+type Verdict struct {
+	Origin           string
+	State            State
+	OpenedAt         time.Time
+	OpenUntil        time.Time
+	ConsecutiveOpens int
+	// ProbeOwner holds the probe lease until ProbeUntil.
+	ProbeOwner string
+	ProbeUntil time.Time
+	// Override as stored; see EffectiveOverride for whether it has lapsed.
+	Override       Override
+	OverrideUntil  time.Time
+	OverrideReason string
+	OverrideBy     string
+	OverrideAt     time.Time
+	UpdatedAt      time.Time
+	UpdatedBy      string
+	LastError      string
+	// Version grows with every write of the row.
+	Version int64
+}
+
+// EffectiveOverride returns the override in force at now (database clock):
+// OverrideNone once OverrideUntil has passed.
+func (v Verdict) EffectiveOverride(now time.Time) Override {
+	if v.Override != OverrideNone && (v.OverrideUntil.IsZero() || now.Before(v.OverrideUntil)) {
+		return v.Override
+	}
+	return OverrideNone
+}
+
+// open reports whether the verdict holds the origin open or half-open.
+func (v Verdict) open() bool { return v.Origin != "" && v.State != StateClosed }
+
+// SharedOption configures a SharedState.
+type SharedOption func(*sharedOptions)
+
+type sharedOptions struct {
+	refresh time.Duration
+	lease   time.Duration
+	timeout time.Duration
+}
+
+// WithRefreshInterval sets how often every row is re-read, the fallback for
+// notifications lost while the listening connection was down (default 5 s).
+func WithRefreshInterval(d time.Duration) SharedOption {
+	return func(o *sharedOptions) {
+		if d > 0 {
+			o.refresh = d
+		}
+	}
+}
+
+// WithProbeLease sets the probe lease (default 30 s). Its holder renews it
+// every third of it while the probe runs, so it bounds how long the death of
+// a prober stalls recovery, not how long a probe may take.
+func WithProbeLease(d time.Duration) SharedOption {
+	return func(o *sharedOptions) {
+		if d > 0 {
+			o.lease = d
+		}
+	}
+}
+
+// WithQueryTimeout bounds each database statement (default 1 s); taking the
+// probe lease is the only one that runs on a caller's path.
+func WithQueryTimeout(d time.Duration) SharedOption {
+	return func(o *sharedOptions) {
+		if d > 0 {
+			o.timeout = d
+		}
+	}
+}
+
+// SharedState shares breaker verdicts between ingestd instances through the
+// breaker_state table: open verdicts with their open_until, the lease for the
+// one half-open probe of the cluster, and manual overrides. Build one with
+// NewSharedState, pass it in Config.Shared, Start it, and Close it after the
+// callers have stopped and before the pool closes.
+//
+// Do never queries the database: it reads a cache that a LISTEN connection
+// refreshes within milliseconds of a write and a periodic reload refreshes
+// as a fallback. Writes (trips, failed probes, closes) go out asynchronously.
+// The only statement on a caller's path is taking the probe lease, once per
+// cooldown per instance, bounded by the query timeout. While the database is
+// unreachable each instance's own breaker decides (cached verdicts still
+// refuse until their time).
+type SharedState struct {
+	pool   *pgxpool.Pool
+	id     string
+	logger *slog.Logger
+	opts   sharedOptions
+
+	writes chan write
+
+	mu        sync.RWMutex
+	rows      map[string]cachedVerdict
+	gen       uint64        // bumped on every change of rows; origins compare it
+	skew      time.Duration // database clock minus local clock
+	reachable bool
+	known     bool             // reachability has been observed once
+	pending   map[string]write // writes that failed, retried on the next reload
+	ctx       context.Context  // lives from Start to Close
+	cancel    context.CancelFunc
+	closed    bool
+
+	wg sync.WaitGroup
+}
+
+type cachedVerdict struct {
+	v   Verdict
+	gen uint64
+	at  time.Time // local time the entry was stored
+}
+
+// NewSharedState returns a SharedState on pool for the instance id
+// (host:pid); logger may be nil. It starts nothing: call Start for the
+// cache, or use it as is for SetOverride and Verdicts (the CLI).
+func NewSharedState(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, opts ...SharedOption) *SharedState {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	o := sharedOptions{refresh: 5 * time.Second, lease: 30 * time.Second, timeout: time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &SharedState{
+		pool:    pool,
+		id:      instanceID,
+		logger:  logger.With("instance", instanceID),
+		opts:    o,
+		writes:  make(chan write, 1024),
+		rows:    make(map[string]cachedVerdict),
+		pending: make(map[string]write),
+	}
+}
+
+// InstanceID returns the id this instance writes into probe_owner and updated_by.
+func (s *SharedState) InstanceID() string { return s.id }
+
+// ErrSharedStarted is returned by a second Start, or a Start after Close.
+var ErrSharedStarted = errors.New("breaker: shared state already started or closed")
+
+// Start loads every verdict, so that an origin left open by a previous run
+// stays open until its time without a request, then starts listening for
+// changes, reloading periodically and writing verdicts. The loops run until
+// Close, whatever happens to ctx, which bounds only the initial load. A
+// failed load is returned, but the loops run regardless and keep retrying:
+// a caller may carry on with local breakers.
+func (s *SharedState) Start(ctx context.Context) error {
+	s.mu.Lock()
+	if s.cancel != nil || s.closed {
+		s.mu.Unlock()
+		return ErrSharedStarted
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	loops := s.ctx
+	s.mu.Unlock()
+
+	// LISTEN before the load, so that no write falls between the two.
+	conn, err := s.connectListener(ctx)
+	if err == nil {
+		err = s.reload(ctx)
+	} else {
+		s.setReachable(false, err)
+	}
+	s.wg.Add(3)
+	go s.listen(loops, conn)
+	go s.refreshLoop(loops)
+	go s.writer(loops)
+	if err != nil {
+		return fmt.Errorf("breaker: shared state: initial load: %w", err)
+	}
+	return nil
+}
+
+// Close stops the loops after writing out the verdicts already queued (within
+// a few query timeouts). It does not release probe leases that calls still in
+// flight hold: those calls release them when they end, or the lease expires.
+func (s *SharedState) Close() {
+	s.mu.Lock()
+	s.closed = true
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	s.wg.Wait()
+}
+
+// view is what an origin needs from the cache for one decision.
+type view struct {
+	v         Verdict
+	ok        bool // a row exists (or existed: a deleted row reads as closed)
+	gen       uint64
+	skew      time.Duration
+	reachable bool
+}
+
+// dbNow is the database clock's now, estimated from the local clock.
+func (vw view) dbNow(local time.Time) time.Time { return local.Add(vw.skew) }
+
+// local converts a database timestamp to the local clock.
+func (vw view) local(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.Add(-vw.skew)
+}
+
+func (s *SharedState) view(origin string) view {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c, ok := s.rows[origin]
+	return view{v: c.v, ok: ok, gen: c.gen, skew: s.skew, reachable: s.reachable}
+}
+
+// leaseDuration is the probe lease the instance asks for.
+func (s *SharedState) leaseDuration() time.Duration { return s.opts.lease }
+
+// loopContext returns the context of the running loops, or nil before Start
+// and after Close.
+func (s *SharedState) loopContext() context.Context {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed || s.ctx == nil {
+		return nil
+	}
+	return s.ctx
+}
+
+func (s *SharedState) setReachable(ok bool, err error) {
+	s.mu.Lock()
+	changed := !s.known || s.reachable != ok
+	s.known, s.reachable = true, ok
+	closed := s.closed
+	s.mu.Unlock()
+	if !changed || (closed && !ok) {
+		return
+	}
+	if ok {
+		s.logger.Info("breaker shared state reachable: verdicts are shared")
+	} else {
+		s.logger.Warn("breaker shared state unreachable: each instance's breakers decide alone", "error", err)
+	}
+}
+
+// store puts a row read at local time readAt (database time dbNow) into the
+// cache unless the cache holds a newer version, and logs override changes.
+func (s *SharedState) store(v Verdict, dbNow, readAt time.Time) {
+	s.mu.Lock()
+	s.skew = dbNow.Sub(readAt)
+	prev, had := s.rows[v.Origin]
+	if had && prev.v.Version >= v.Version {
+		s.mu.Unlock()
+		return
+	}
+	s.gen++
+	s.rows[v.Origin] = cachedVerdict{v: v, gen: s.gen, at: time.Now()}
+	s.mu.Unlock()
+	if prev.v.Override != v.Override || !prev.v.OverrideUntil.Equal(v.OverrideUntil) || prev.v.OverrideReason != v.OverrideReason {
+		if !had && v.Override == OverrideNone {
+			return
+		}
+		s.logger.Warn("breaker override",
+			slog.String("origin", v.Origin),
+			slog.String("override", v.Override.String()),
+			slog.String("previous", prev.v.Override.String()),
+			slog.Time("override_until", v.OverrideUntil),
+			slog.String("reason", v.OverrideReason),
+			slog.String("by", v.OverrideBy),
+		)
+	}
+}
+
+// forget marks a row that disappeared as closed, so that an origin held open
+// by it closes; a later row of the origin has a higher version.
+func (s *SharedState) forget(origin string, before time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.rows[origin]
+	if !ok || !c.at.Before(before) || c.v.Origin == "" {
+		return
+	}
+	s.gen++
+	s.rows[origin] = cachedVerdict{v: Verdict{Version: c.v.Version}, gen: s.gen, at: time.Now()}
+}
+
+const verdictColumns = `origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
+	override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now()`
+
+func scanVerdict(row pgx.Row) (Verdict, time.Time, error) {
+	var (
+		v                                                Verdict
+		state, override                                  string
+		openedAt, openUntil, probeUntil, ovUntil, ovAt   *time.Time
+		probeOwner, ovReason, ovBy, updatedBy, lastError *string
+		dbNow                                            time.Time
+	)
+	err := row.Scan(&v.Origin, &state, &openedAt, &openUntil, &v.ConsecutiveOpens, &probeOwner, &probeUntil,
+		&override, &ovUntil, &ovReason, &ovBy, &ovAt, &v.UpdatedAt, &updatedBy, &lastError, &v.Version, &dbNow)
+	if err != nil {
+		return Verdict{}, time.Time{}, err
+	}
+	v.State = parseState(state)
+	v.Override, _ = ParseOverride(override) // the CHECK constraint admits only known values
+	v.OpenedAt, v.OpenUntil, v.ProbeUntil = deref(openedAt), deref(openUntil), deref(probeUntil)
+	v.OverrideUntil, v.OverrideAt = deref(ovUntil), deref(ovAt)
+	v.ProbeOwner, v.OverrideReason, v.OverrideBy = deref(probeOwner), deref(ovReason), deref(ovBy)
+	v.UpdatedBy, v.LastError = deref(updatedBy), deref(lastError)
+	return v, dbNow, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// queryRow runs a statement that returns at most one breaker_state row and
+// caches it. It returns ok=false when no row came back.
+func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Verdict, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
+	defer cancel()
+	readAt := time.Now()
+	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, sql, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		s.setReachable(true, nil)
+		return Verdict{}, false, nil
+	}
+	if err != nil {
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.setReachable(false, err)
+		}
+		return Verdict{}, false, err
+	}
+	s.setReachable(true, nil)
+	s.store(v, dbNow, readAt.Add(time.Since(readAt)/2))
+	return v, true, nil
+}
+
+// refreshOrigin re-reads one origin's row after a notification.
+func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
+	started := time.Now()
+	_, ok, err := s.queryRow(ctx, `SELECT `+verdictColumns+` FROM breaker_state WHERE origin = $1`, origin)
+	if err == nil && !ok {
+		s.forget(origin, started)
+	}
+	return err
+}
+
+// reload re-reads every row.
+func (s *SharedState) reload(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*s.opts.timeout)
+	defer cancel()
+	started := time.Now()
+	rows, err := s.pool.Query(ctx, `SELECT `+verdictColumns+` FROM breaker_state`)
+	if err != nil {
+		s.setReachable(false, err)
+		return err
+	}
+	defer rows.Close()
+	seen := make(map[string]bool)
+	for rows.Next() {
+		v, dbNow, err := scanVerdict(rows)
+		if err != nil {
+			s.setReachable(false, err)
+			return err
+		}
+		seen[v.Origin] = true
+		s.store(v, dbNow, started.Add(time.Since(started)/2))
+	}
+	if err := rows.Err(); err != nil {
+		s.setReachable(false, err)
+		return err
+	}
+	s.setReachable(true, nil)
+	s.mu.RLock()
+	var gone []string
+	for o := range s.rows {
+		if !seen[o] {
+			gone = append(gone, o)
+		}
+	}
+	s.mu.RUnlock()
+	for _, o := range gone {
+		s.forget(o, started)
+	}
+	return nil
+}
+
+// listen keeps a dedicated connection LISTENing and re-reads each notified
+// origin. After every reconnection it reloads everything, because
+// notifications sent while it was away are lost. conn may be nil.
+func (s *SharedState) listen(ctx context.Context, conn *pgx.Conn) {
+	defer s.wg.Done()
+	const firstBackoff = 200 * time.Millisecond
+	backoff := firstBackoff
+	for ctx.Err() == nil {
+		var err error
+		if conn == nil {
+			if conn, err = s.connectListener(ctx); err == nil {
+				err = s.reload(ctx)
+			}
+		}
+		if conn != nil {
+			if err == nil {
+				backoff = firstBackoff
+				err = s.waitNotifications(ctx, conn)
+			}
+			closeCtx, cancel := context.WithTimeout(context.Background(), s.opts.timeout)
+			conn.Close(closeCtx)
+			cancel()
+			conn = nil
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.setReachable(false, err)
+		if sleep(ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, s.opts.refresh)
+	}
+}
+
+// connectListener opens the dedicated connection (outside the pool, which
+// must not lose a connection for good) and LISTENs.
+func (s *SharedState) connectListener(ctx context.Context) (*pgx.Conn, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*s.opts.timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, s.pool.Config().ConnConfig)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(cctx, "LISTEN "+notifyChannel); err != nil {
+		conn.Close(cctx)
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (s *SharedState) waitNotifications(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		// A failed re-read marks the state unreachable; the periodic reload
+		// catches up, so the listener keeps going.
+		_ = s.refreshOrigin(ctx, n.Payload)
+	}
+}
+
+// refreshLoop reloads every row periodically and retries failed writes.
+func (s *SharedState) refreshLoop(ctx context.Context) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		retry := s.pending
+		s.pending = make(map[string]write)
+		s.mu.Unlock()
+		for _, w := range retry {
+			s.do(ctx, w)
+		}
+		_ = s.reload(ctx)
+	}
+}
+
+// writeKind is what an instance tells the cluster about an origin.
+type writeKind int
+
+const (
+	// writeOpen: the origin tripped here, or its probe failed: open it for everyone.
+	writeOpen writeKind = iota
+	// writeClose: this instance's probe succeeded under its lease: close it for everyone.
+	writeClose
+	// writeRelease: this instance's probe decided nothing: give the lease back.
+	writeRelease
+)
+
+type write struct {
+	kind    writeKind
+	origin  string
+	open    time.Duration
+	opens   int
+	lastErr string
+}
+
+// enqueue hands a write to the writer without ever blocking the caller; a
+// newer write of the same origin supersedes one that failed earlier.
+func (s *SharedState) enqueue(w write) {
+	s.mu.Lock()
+	delete(s.pending, w.origin)
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	select {
+	case s.writes <- w:
+	default:
+		s.logger.Error("breaker shared state: write queue full, verdict not shared",
+			"origin", w.origin, "kind", int(w.kind))
+	}
+}
+
+// dropPending forgets a failed write of origin that a local decision made moot.
+func (s *SharedState) dropPending(origin string) {
+	s.mu.Lock()
+	delete(s.pending, origin)
+	s.mu.Unlock()
+}
+
+func (s *SharedState) writer(ctx context.Context) {
+	defer s.wg.Done()
+	for {
+		select {
+		case w := <-s.writes:
+			// Not ctx: a write under way when Close comes must finish (the
+			// query timeout bounds it).
+			s.do(context.Background(), w)
+		case <-ctx.Done():
+			// Write out what is queued: a trip noticed during shutdown must
+			// still reach the other instances.
+			drain, cancel := context.WithTimeout(context.Background(), 3*s.opts.timeout)
+			defer cancel()
+			for {
+				select {
+				case w := <-s.writes:
+					if drain.Err() == nil {
+						s.do(drain, w)
+					}
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *SharedState) do(ctx context.Context, w write) {
+	var err error
+	var ok bool
+	switch w.kind {
+	case writeOpen:
+		_, _, err = s.queryRow(ctx, sqlOpen, w.origin, w.open.Seconds(), w.opens, s.id, nullIfEmpty(w.lastErr))
+		ok = true
+	case writeClose:
+		_, ok, err = s.queryRow(ctx, sqlClose, w.origin, s.id)
+	case writeRelease:
+		_, ok, err = s.queryRow(ctx, sqlRelease, w.origin, s.id)
+	}
+	if err != nil {
+		s.logger.Warn("breaker shared state: write failed, retrying on the next reload",
+			"origin", w.origin, "kind", int(w.kind), "error", err)
+		s.mu.Lock()
+		if _, newer := s.pending[w.origin]; !newer {
+			s.pending[w.origin] = w
+		}
+		s.mu.Unlock()
+		return
+	}
+	if !ok {
+		// The lease was no longer ours (it expired and another instance took
+		// it): that instance decides. Read what it holds.
+		_ = s.refreshOrigin(ctx, w.origin)
+	}
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// sqlOpen opens an origin for everyone. The more protective verdict wins: a
+// later open_until stays, and a live lease of another instance is kept (its
+// probe is under way). A trip of a closed origin starts the count of
+// consecutive opens afresh from the tripping instance's count.
+const sqlOpen = `
+INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, updated_by, last_error)
+VALUES ($1, 'open', now(), now() + make_interval(secs => $2::float8), $3, $4, $5)
+ON CONFLICT (origin) DO UPDATE SET
+    state = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN 'half-open' ELSE 'open' END,
+    opened_at = now(),
+    open_until = greatest(EXCLUDED.open_until, CASE WHEN b.state <> 'closed' THEN b.open_until END),
+    consecutive_opens = CASE WHEN b.state = 'closed' THEN EXCLUDED.consecutive_opens
+                             ELSE greatest(b.consecutive_opens, EXCLUDED.consecutive_opens) END,
+    probe_owner = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN b.probe_owner END,
+    probe_until = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN b.probe_until END,
+    updated_by = $4,
+    last_error = EXCLUDED.last_error
+RETURNING ` + verdictColumns
+
+// sqlClose closes an origin for everyone, only for the holder of the lease.
+const sqlClose = `
+UPDATE breaker_state SET state = 'closed', opened_at = NULL, open_until = NULL,
+    probe_owner = NULL, probe_until = NULL, updated_by = $2
+WHERE origin = $1 AND probe_owner = $2
+RETURNING ` + verdictColumns
+
+// sqlRelease gives back a lease whose probe decided nothing.
+const sqlRelease = `
+UPDATE breaker_state SET state = 'open', probe_owner = NULL, probe_until = NULL, updated_by = $2
+WHERE origin = $1 AND probe_owner = $2
+RETURNING ` + verdictColumns
+
+// sqlLease takes the probe lease: only once the cooldown is over and no
+// other instance holds a live lease. A closed or missing row means this
+// instance's open verdict never reached the table (the database was away):
+// taking the lease publishes it, so that the others hold back too.
+const sqlLease = `
+INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until, updated_by)
+VALUES ($1, 'half-open', now(), now(), $4, $2, now() + make_interval(secs => $3::float8), $2)
+ON CONFLICT (origin) DO UPDATE SET
+    state = 'half-open',
+    opened_at = coalesce(b.opened_at, now()),
+    open_until = coalesce(b.open_until, now()),
+    consecutive_opens = CASE WHEN b.state = 'closed' THEN EXCLUDED.consecutive_opens ELSE b.consecutive_opens END,
+    probe_owner = $2,
+    probe_until = EXCLUDED.probe_until,
+    updated_by = $2
+WHERE b.state = 'closed'
+   OR ((b.open_until IS NULL OR b.open_until <= now())
+       AND (b.probe_owner IS NULL OR b.probe_owner = $2 OR b.probe_until < now()))
+RETURNING ` + verdictColumns
+
+const sqlRenew = `
+UPDATE breaker_state SET probe_until = now() + make_interval(secs => $3::float8)
+WHERE origin = $1 AND probe_owner = $2
+RETURNING ` + verdictColumns
+
+// acquireLease tries to take the probe lease of origin. It returns whether it
+// won; either way the cache holds the row as it now stands.
+func (s *SharedState) acquireLease(ctx context.Context, origin string, opens int) (bool, error) {
+	_, won, err := s.queryRow(ctx, sqlLease, origin, s.id, s.opts.lease.Seconds(), opens)
+	if err != nil || won {
+		return won, err
+	}
+	return false, s.refreshOrigin(ctx, origin)
+}
+
+// renewLease extends the lease every third of its length until ctx ends or
+// the lease is no longer ours.
+func (s *SharedState) renewLease(ctx context.Context, origin string) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, ok, err := s.queryRow(ctx, sqlRenew, origin, s.id, s.opts.lease.Seconds()); err == nil && !ok {
+			return
+		}
+	}
+}
+
+// startRenewal starts renewing origin's lease; the returned func stops it.
+// It returns a no-op when the loops are not running.
+func (s *SharedState) startRenewal(origin string) context.CancelFunc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.ctx == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.wg.Add(1)
+	go s.renewLease(ctx, origin)
+	return cancel
+}
+
+// OverrideRequest is a manual override of one origin's breaker.
+type OverrideRequest struct {
+	// Origin is scheme://host:port (see ParseOrigin).
+	Origin   string
+	Override Override
+	// For bounds the override (0: until changed). Ignored for OverrideNone.
+	For time.Duration
+	// Reason says why, for the log and for `ingestd breaker list`.
+	Reason string
+	// By says who; empty means the SharedState's instance id.
+	By string
+}
+
+// SetOverride persists an override; every running instance honours it within
+// a second (NOTIFY) or at worst one refresh interval. OverrideClosed also
+// clears the automatic verdict: an operator who vouches for an origin means
+// it to be closed when the override lapses, not to resume an old open.
+func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (Verdict, error) {
+	origin, err := ParseOrigin(req.Origin)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if req.Override < OverrideNone || req.Override > OverrideClosed {
+		return Verdict{}, fmt.Errorf("%w: %d", ErrBadOverride, int(req.Override))
+	}
+	if req.For < 0 {
+		return Verdict{}, fmt.Errorf("%w: negative duration %s", ErrBadOverride, req.For)
+	}
+	if req.Override == OverrideNone {
+		req.For = 0
+	}
+	by := req.By
+	if by == "" {
+		by = s.id
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*s.opts.timeout)
+	defer cancel()
+	readAt := time.Now()
+	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, `
+INSERT INTO breaker_state AS b (origin, state, override, override_until, override_reason, override_by, override_at, updated_by)
+VALUES ($1, 'closed', $2, CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END,
+        $4, $5, now(), $5)
+ON CONFLICT (origin) DO UPDATE SET
+    override = EXCLUDED.override,
+    override_until = EXCLUDED.override_until,
+    override_reason = EXCLUDED.override_reason,
+    override_by = EXCLUDED.override_by,
+    override_at = now(),
+    updated_by = EXCLUDED.updated_by,
+    state = CASE WHEN EXCLUDED.override = 'closed' THEN 'closed' ELSE b.state END,
+    opened_at = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.opened_at END,
+    open_until = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.open_until END,
+    probe_owner = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.probe_owner END,
+    probe_until = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.probe_until END,
+    consecutive_opens = CASE WHEN EXCLUDED.override = 'closed' THEN 0 ELSE b.consecutive_opens END
+RETURNING `+verdictColumns,
+		origin, req.Override.String(), req.For.Seconds(), nullIfEmpty(req.Reason), by))
+	if err != nil {
+		return Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
+	}
+	s.store(v, dbNow, readAt.Add(time.Since(readAt)/2))
+	s.logger.Warn("breaker override set",
+		slog.String("origin", origin),
+		slog.String("override", req.Override.String()),
+		slog.Time("override_until", v.OverrideUntil),
+		slog.String("reason", req.Reason),
+		slog.String("by", by),
+	)
+	return v, nil
+}
+
+// Verdicts reads every row of breaker_state from the database (not the
+// cache), sorted by origin, with the database's current time.
+func (s *SharedState) Verdicts(ctx context.Context) ([]Verdict, time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+verdictColumns+` FROM breaker_state ORDER BY origin`)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("breaker: read verdicts: %w", err)
+	}
+	defer rows.Close()
+	var out []Verdict
+	now := time.Now()
+	for rows.Next() {
+		v, dbNow, err := scanVerdict(rows)
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("breaker: read verdicts: %w", err)
+		}
+		out = append(out, v)
+		now = dbNow
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, fmt.Errorf("breaker: read verdicts: %w", err)
+	}
+	return out, now, nil
+}
+
+// ErrBadOrigin is wrapped by ParseOrigin's errors.
+var ErrBadOrigin = errors.New("breaker: not an origin")
+
+// ParseOrigin accepts a URL (or an origin) and returns its breaker key,
+// scheme://host:port, as Origin does.
+func ParseOrigin(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %w", ErrBadOrigin, raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return "", fmt.Errorf("%w: %q (want a URL such as https://host[:port]/...)", ErrBadOrigin, raw)
+	}
+	return Origin(u), nil
+}
+
+// queryString matches the query of a URL inside an error message, where
+// tokens and keys live: last_error is readable by anyone with SQL access.
+var queryString = regexp.MustCompile(`(https?://[^\s"'?]*)\?[^\s"']*`)
+
+func redactError(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := queryString.ReplaceAllString(err.Error(), "$1?REDACTED")
+	if len(msg) > 1000 {
+		msg = msg[:1000]
+	}
+	return msg
+}

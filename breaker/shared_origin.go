@@ -1,0 +1,256 @@
+package breaker
+
+import (
+	"context"
+	"time"
+)
+
+// With a SharedState, an origin's gobreaker only detects trips from the
+// closed state. Everything after a trip (the cooldown, the one probe, the
+// re-open or the close) follows breaker_state: the cooldown ends at the
+// cluster's open_until, the probe needs the cluster's lease, and a close
+// decided by another instance replaces the gobreaker with a fresh one. While
+// the database is unreachable the same half-open logic runs without the
+// lease, so each instance's breaker decides alone.
+
+// admitShared is admit with a SharedState.
+func (o *origin) admitShared(ctx context.Context) (func(error), uint64, error) {
+	sh := o.reg.shared
+	for range 2 { // once more after losing the lease race, with the winner's row
+		vw := sh.view(o.name)
+		now := time.Now()
+		o.mu.Lock()
+		o.syncLocked(vw, now)
+		switch vw.v.EffectiveOverride(vw.dbNow(now)) {
+		case OverrideOpen:
+			err := o.overrideRefusal(vw, now)
+			o.mu.Unlock()
+			o.flush()
+			return nil, 0, err
+		case OverrideClosed:
+			// The operator vouches for the origin: no breaker at all, so the
+			// call reports nothing (pacing still applies in attempt).
+			seq := o.openSeq
+			o.budget.addCall(now)
+			o.mu.Unlock()
+			o.flush()
+			return func(error) {}, seq, nil
+		}
+		if now.Before(o.openUntil) {
+			err := &OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)}
+			o.mu.Unlock()
+			o.flush()
+			return nil, 0, err
+		}
+		if o.eff == StateClosed {
+			o.mu.Unlock()
+			o.flush()
+			return o.admitLocal()
+		}
+
+		// Half-open: the cooldown is over.
+		if o.probing >= o.policy.HalfOpenMaxCalls || o.leasing {
+			err := &OpenError{Origin: o.name, RetryAfter: o.probeRefusalRetryAfter(now)}
+			o.mu.Unlock()
+			o.flush()
+			return nil, 0, err
+		}
+		if vw.reachable && !(o.leaseHeld && now.Before(o.leaseUntil)) {
+			dbNow := vw.dbNow(now)
+			if vw.v.open() && vw.v.ProbeOwner != "" && vw.v.ProbeOwner != sh.id && dbNow.Before(vw.v.ProbeUntil) {
+				err := &OpenError{Origin: o.name, RetryAfter: vw.v.ProbeUntil.Sub(dbNow)}
+				o.mu.Unlock()
+				o.flush()
+				return nil, 0, err
+			}
+			o.leasing = true
+			opens := o.opens
+			o.mu.Unlock()
+			o.flush()
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sh.opts.timeout)
+			won, err := sh.acquireLease(lctx, o.name, opens)
+			cancel()
+			now = time.Now()
+			o.mu.Lock()
+			o.leasing = false
+			if err == nil && !won {
+				o.mu.Unlock()
+				continue // the cache now holds the winner's row
+			}
+			if won {
+				o.leaseHeld, o.leaseUntil = true, now.Add(sh.leaseDuration())
+				if o.leaseStop != nil {
+					o.leaseStop()
+				}
+				o.leaseStop = sh.startRenewal(o.name)
+				// Our own lease row is in the cache: sync it, so that an
+				// origin closed meanwhile is open again here too.
+				o.syncLocked(sh.view(o.name), now)
+			}
+			// err != nil: the database is away; probe on this instance's
+			// own judgement, as a breaker without a SharedState would.
+		}
+		if o.eff == StateOpen {
+			o.queue(now, StateHalfOpen, Counts{}, 0)
+		}
+		o.probing++
+		seq := o.openSeq
+		o.budget.addCall(now)
+		o.mu.Unlock()
+		o.flush()
+		return func(final error) { o.probeDone(seq, final) }, seq, nil
+	}
+	vw := sh.view(o.name)
+	now := time.Now()
+	retry := o.policy.OpenBase
+	if dbNow := vw.dbNow(now); vw.v.open() {
+		if dbNow.Before(vw.v.ProbeUntil) {
+			retry = vw.v.ProbeUntil.Sub(dbNow)
+		} else if dbNow.Before(vw.v.OpenUntil) {
+			retry = vw.v.OpenUntil.Sub(dbNow)
+		}
+	}
+	return nil, 0, &OpenError{Origin: o.name, RetryAfter: retry}
+}
+
+// probeDone reports the outcome of a half-open probe admitted under seq.
+func (o *origin) probeDone(seq uint64, final error) {
+	now := time.Now()
+	o.mu.Lock()
+	o.probing--
+	if seq != o.openSeq || o.eff != StateHalfOpen {
+		// The verdict changed while the probe ran (another instance closed
+		// or re-opened the origin, or an operator did): it no longer decides.
+		o.mu.Unlock()
+		o.flush()
+		return
+	}
+	held := o.leaseHeld && now.Before(o.leaseUntil)
+	switch final {
+	case nil:
+		o.probeOK++
+		if o.probeOK < o.policy.HalfOpenMaxCalls {
+			break
+		}
+		o.resetClosedLocked(now, "")
+		if held {
+			o.pubs = append(o.pubs, write{kind: writeClose, origin: o.name})
+		} else {
+			// Decided without the lease (the database was away): the
+			// cluster's row, if any, is settled by a probe under the lease.
+			o.reg.shared.dropPending(o.name)
+		}
+	case errFailed:
+		o.stopLeaseLocked()
+		o.opens++
+		d := o.openDuration()
+		o.openUntil = now.Add(d)
+		o.openSeq++
+		o.probeOK = 0
+		o.queue(now, StateOpen, Counts{Requests: 1, Failures: 1, ConsecutiveFailures: 1}, d)
+		o.pubs = append(o.pubs, write{kind: writeOpen, origin: o.name, open: d, opens: o.opens, lastErr: o.lastErr})
+	default: // neither: the probe decided nothing, so its slot and lease go back
+		if o.probing == 0 && o.probeOK == 0 && o.leaseHeld {
+			o.stopLeaseLocked()
+			if held {
+				o.pubs = append(o.pubs, write{kind: writeRelease, origin: o.name})
+			}
+		}
+	}
+	o.mu.Unlock()
+	o.flush()
+}
+
+// syncLocked brings the origin in line with the cached row when the row
+// changed since the last sync. It acts on changes only: a row that turned
+// open (or was re-opened) opens the origin until its open_until; a row that
+// turned closed closes it. Comparing with the last row seen, not the local
+// state, keeps a trip of this instance that the table has not recorded yet
+// from being undone by a stale read. Needs mu.
+func (o *origin) syncLocked(vw view, now time.Time) {
+	if vw.gen == o.seenGen {
+		return
+	}
+	prev := o.seen
+	o.seen, o.seenGen = vw.v, vw.gen
+	v := vw.v
+	switch {
+	case v.open():
+		o.opens = max(o.opens, v.ConsecutiveOpens)
+		until := vw.local(v.OpenUntil)
+		switch {
+		case o.eff == StateClosed:
+			o.openSeq++
+			o.probeOK = 0
+			o.openUntil = until
+			o.queueBy(now, StateOpen, Counts{}, max(until.Sub(now), 0), v.UpdatedBy)
+		case !prev.open() || !v.OpenUntil.Equal(prev.OpenUntil):
+			if o.eff == StateHalfOpen && now.Before(until) {
+				// Re-opened elsewhere while this instance was half-open.
+				o.stopLeaseLocked()
+				o.openSeq++
+				o.probeOK = 0
+				o.queueBy(now, StateOpen, Counts{}, until.Sub(now), v.UpdatedBy)
+			}
+			o.openUntil = until
+		}
+	case prev.open() && o.eff != StateClosed:
+		o.resetClosedLocked(now, v.UpdatedBy)
+	}
+}
+
+// resetClosedLocked closes the origin with a fresh gobreaker (and so a fresh
+// window): gobreaker has no reset, and its open or half-open state must not
+// outlive the verdict. Needs mu.
+func (o *origin) resetClosedLocked(now time.Time, by string) {
+	o.stopLeaseLocked()
+	o.cbGen++
+	o.cb.Store(o.newBreaker(o.cbGen))
+	o.openUntil = time.Time{}
+	o.closedAt = now
+	o.openSeq++
+	o.probeOK = 0
+	if o.eff != StateClosed {
+		o.queueBy(now, StateClosed, Counts{}, 0, by)
+	}
+}
+
+// stopLeaseLocked forgets the lease and stops renewing it. Needs mu.
+func (o *origin) stopLeaseLocked() {
+	o.leaseHeld = false
+	if o.leaseStop != nil {
+		o.leaseStop()
+		o.leaseStop = nil
+	}
+}
+
+// overrideRefusal is the refusal under an open override: until it lapses,
+// or, for an override without end, OpenMax, so that parked work comes back
+// at the pace of the longest open rather than never. Needs mu.
+func (o *origin) overrideRefusal(vw view, now time.Time) *OpenError {
+	retry := o.policy.OpenMax
+	if until := vw.local(vw.v.OverrideUntil); !until.IsZero() {
+		retry = until.Sub(now)
+	}
+	return &OpenError{Origin: o.name, RetryAfter: retry, Override: true, Reason: vw.v.OverrideReason}
+}
+
+// probeRefusalRetryAfter is the RetryAfter of a call refused while this
+// instance probes: the probe decides within the lease. Needs mu.
+func (o *origin) probeRefusalRetryAfter(now time.Time) time.Duration {
+	if o.leaseHeld && now.Before(o.leaseUntil) {
+		return o.leaseUntil.Sub(now)
+	}
+	return o.refusalRetryAfter(now)
+}
+
+// noteError keeps the error of a failed call for breaker_state.last_error.
+func (o *origin) noteError(err error) {
+	if o.reg.shared == nil || err == nil {
+		return
+	}
+	msg := redactError(err)
+	o.mu.Lock()
+	o.lastErr = msg
+	o.mu.Unlock()
+}
