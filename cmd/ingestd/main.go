@@ -47,6 +47,7 @@ Usage:
   ingestd validate [FILE]                       check a config file; exit 1 on any error
   ingestd migrate  [flags]                      apply pending schema migrations
   ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
+  ingestd held list|accept|reject               snapshots a guard held instead of applying
   ingestd version
 
 Run 'ingestd COMMAND -h' for a command's flags.
@@ -75,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdMigrate(args, stdout, stderr)
 	case "deadletter":
 		err = cmdDeadLetter(args, stdout, stderr)
+	case "held":
+		err = cmdHeld(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ingestd", version)
 	case "-h", "-help", "--help", "help":

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ingestd/ingestd/feeds/postgis"
+)
+
+const heldUsage = `Usage:
+  ingestd held list   [flags]
+  ingestd held accept [flags] JURISDICTION/FEED
+  ingestd held reject [flags] JURISDICTION/FEED
+
+A guard holds a snapshot instead of applying it when it shrank by more than
+max_shrink, came back empty, lies mostly outside the jurisdiction's bbox, or
+would remove features while the feed is stale or its origin stuck open. The
+feed's features stay as they were until accept applies the held snapshot
+(bypassing the guards) or reject discards it; a later poll of the feed
+supersedes it.
+`
+
+func cmdHeld(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"held needs a subcommand\n\n" + heldUsage}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("held "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	var jurisdiction, feed string
+	switch sub {
+	case "list":
+		if fs.NArg() != 0 {
+			return usageError{"held list takes no arguments"}
+		}
+	case "accept", "reject":
+		var ok bool
+		jurisdiction, feed, ok = strings.Cut(fs.Arg(0), "/")
+		if fs.NArg() != 1 || !ok || jurisdiction == "" || feed == "" {
+			return usageError{"held " + sub + " takes one JURISDICTION/FEED"}
+		}
+	default:
+		return usageError{fmt.Sprintf("held: unknown subcommand %q\n\n%s", sub, heldUsage)}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	pool, err := c.pool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := postgis.New(pool, postgis.WithLogger(logger))
+
+	switch sub {
+	case "list":
+		held, err := store.ListHeld(ctx)
+		if err != nil {
+			return err
+		}
+		if len(held) == 0 {
+			fmt.Fprintln(stdout, "no held snapshots")
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "FEED\tPOLL\tHELD AT\tPREVIOUS\tSNAPSHOT\tREASON")
+		for _, h := range held {
+			fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%d\t%d\t%s\n", h.Jurisdiction, h.Feed, h.PollID,
+				h.HeldAt.Local().Format(time.DateTime), h.Previous, h.Snapshot, h.Reason)
+		}
+		return tw.Flush()
+	case "accept":
+		res, err := store.AcceptHeld(ctx, jurisdiction, feed)
+		if errors.Is(err, postgis.ErrNoHeld) {
+			return fmt.Errorf("%s/%s has no held snapshot", jurisdiction, feed)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s/%s: applied %d features (%d added, %d modified, %d removed, %d unchanged)\n",
+			jurisdiction, feed, res.Features, res.Added, res.Modified, res.Removed, res.Unchanged)
+	case "reject":
+		err := store.RejectHeld(ctx, jurisdiction, feed)
+		if errors.Is(err, postgis.ErrNoHeld) {
+			return fmt.Errorf("%s/%s has no held snapshot", jurisdiction, feed)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s/%s: held snapshot discarded; features unchanged\n", jurisdiction, feed)
+	}
+	return nil
+}
