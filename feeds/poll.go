@@ -42,6 +42,10 @@ type PollResult struct {
 
 // Fetcher fetches a layer page by page; *wfs.Client implements it.
 type Fetcher interface {
+	// Prepare resolves what the feed left to negotiation (version: auto,
+	// output_format: auto) from the server's capabilities; a layer that names
+	// both comes back as it is.
+	Prepare(ctx context.Context, layer wfs.Layer) (wfs.Layer, []string, error)
 	Fetch(ctx context.Context, layer wfs.Layer, firstPage int, handle wfs.PageFunc) (wfs.FetchStats, error)
 }
 
@@ -72,10 +76,17 @@ func (m *Manager) poll(ctx context.Context, f *Feed, letter *deadletter.Letter) 
 		logger = logger.With("dead_letter_id", letter.ID)
 	}
 
-	stats, err := m.fetcher.Fetch(ctx, f.Layer(), firstPage, func(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
-		_, err := m.store.StagePage(ctx, pollID, page.Index, features)
-		return err
-	})
+	layer, warnings, err := m.fetcher.Prepare(ctx, f.Layer())
+	for _, w := range warnings {
+		logger.Warn("negotiation", "warning", w)
+	}
+	var stats wfs.FetchStats
+	if err == nil {
+		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, func(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
+			_, err := m.store.StagePage(ctx, pollID, page.Index, features)
+			return err
+		})
+	}
 	if err == nil {
 		var res ApplyResult
 		res, err = m.store.Apply(ctx, pollID, info)
@@ -106,7 +117,7 @@ func (m *Manager) poll(ctx context.Context, f *Feed, letter *deadletter.Letter) 
 		attempts = letter.Attempts
 	}
 
-	if de := m.deferral(f, info, pollID, next, begun, attempts, err); de != nil && m.letters != nil {
+	if de := m.deferral(f, layer, info, pollID, next, begun, attempts, err); de != nil && m.letters != nil {
 		return m.park(recordCtx, info, letter, de, logger)
 	}
 	if letter != nil && parent.Err() != nil {
@@ -178,12 +189,12 @@ func (m *Manager) beginPoll(ctx context.Context, info FeedInfo, letter *deadlett
 // by its open breaker, or a request that failed after its retries on a closed
 // one. Our own mistakes (a 404, a bad typeName, a server ignoring
 // startIndex) and local errors fail the poll: retrying them changes nothing.
-func (m *Manager) deferral(f *Feed, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
+func (m *Manager) deferral(f *Feed, layer wfs.Layer, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
 	now := m.now()
 	p := deadletter.Parking{
 		Jurisdiction: f.Jurisdiction,
 		Feed:         f.ID,
-		URL:          pageURL(f, page),
+		URL:          pageURL(layer, page),
 		Origin:       info.Origin,
 		Checkpoint:   deadletter.Checkpoint{PollID: pollID, Page: page, At: begun},
 		Err:          err,
@@ -274,13 +285,12 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 	return PollResult{}, &PollError{Feed: info.Jurisdiction + "/" + info.Feed, PollID: pollID, Err: de}
 }
 
-// pageURL is the (redacted) request of page of f: the one a dead letter
+// pageURL is the (redacted) request of page of layer: the one a dead letter
 // names.
-func pageURL(f *Feed, page int) string {
-	l := f.Layer()
-	u, err := wfs.RequestURL(l, page*l.PageSize)
+func pageURL(layer wfs.Layer, page int) string {
+	u, err := wfs.RequestURL(layer, page*layer.PageSize)
 	if err != nil {
-		return wfs.RedactURL(f.URL)
+		return wfs.RedactURL(layer.URL)
 	}
 	return wfs.RedactURL(u.String())
 }
