@@ -74,6 +74,28 @@
 // gobreaker call has returned. Registry.Snapshot reports every origin for
 // `ingestd status`.
 //
-// State lives in the process; sharing open verdicts and the probe lease
-// between instances through Postgres is left to a later layer.
+// # Shared verdicts
+//
+// With Config.Shared (a SharedState on the breaker_state table), several
+// instances and restarts agree. gobreaker stays the local detector of trips;
+// what follows a trip is the cluster's:
+//
+//   - A trip is written (asynchronously) as open until open_until; a trigger
+//     NOTIFYs the origin, and every instance re-reads the row into its cache
+//     and refuses with the same RetryAfter, within milliseconds. A reload
+//     every few seconds covers lost notifications. Do reads only the cache.
+//   - After open_until an instance must win the probe lease (an UPDATE that
+//     succeeds only when no live lease exists) before its probe goes out;
+//     the others refuse for the rest of the lease. The holder renews the
+//     lease while probing; if it dies the lease lapses and another instance
+//     probes. A successful probe closes the row for everyone (and gives
+//     every instance a fresh gobreaker); a failed one re-opens it, longer.
+//   - Start loads every row, so a restarted instance keeps an open origin
+//     open until its time without sending a request.
+//   - Manual overrides (SetOverride, `ingestd breaker open|close|auto`):
+//     open refuses every call (OpenError.Override), closed admits every call
+//     without the breaker, none lets the breaker decide; all are logged.
+//   - While the database is unreachable, cached verdicts still refuse until
+//     their time and each instance's own breaker decides the rest; taking
+//     the lease is the only query on a caller's path, bounded by a timeout.
 package breaker

@@ -5,6 +5,7 @@
 //	ingestd validate [FILE]
 //	ingestd migrate  [-database-url URL]
 //	ingestd deadletter list|replay|purge [flags]
+//	ingestd breaker list|open|close|auto [ORIGIN] [flags]
 //
 // main only parses flags, wires the parts together and handles signals; the
 // work happens in feeds, wfs, breaker and feeds/postgis.
@@ -48,6 +49,7 @@ Usage:
   ingestd migrate  [flags]                      apply pending schema migrations
   ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
   ingestd held list|accept|reject               snapshots a guard held instead of applying
+  ingestd breaker list|open|close|auto          shared breaker verdicts and manual overrides
   ingestd version
 
 Run 'ingestd COMMAND -h' for a command's flags.
@@ -74,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdValidate(args, stdout, stderr)
 	case "migrate":
 		err = cmdMigrate(args, stdout, stderr)
+	case "breaker":
+		err = cmdBreaker(args, stdout, stderr)
 	case "deadletter":
 		err = cmdDeadLetter(args, stdout, stderr)
 	case "held":
@@ -208,6 +212,9 @@ type daemon struct {
 	// replayer resumes parked polls; watch records breaker states.
 	replayer *deadletter.Replayer
 	watch    *feeds.OriginWatch
+	// shared shares breaker verdicts with the other instances; close it
+	// after everything that makes requests, before the pool.
+	shared *breaker.SharedState
 }
 
 func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Writer) (*daemon, error) {
@@ -234,10 +241,19 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	}
 	store := postgis.New(pool)
 	watch := feeds.NewOriginWatch(store, cfg.DeadLetter.StuckOpenAfter, logger)
+	// Loaded before the first request: an origin another instance (or this
+	// one before a restart) opened stays open until its time.
+	shared := breaker.NewSharedState(pool, instanceID(), logger)
+	if err := shared.Start(ctx); err != nil {
+		shared.Close()
+		pool.Close()
+		return nil, err
+	}
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker,
-		OnStateChange: watch.OnStateChange}, logger)
+		OnStateChange: watch.OnStateChange, Shared: shared}, logger)
 	for origin, p := range cfg.OriginPolicies() {
 		if err := breakers.SetPolicy(origin, p); err != nil {
+			shared.Close()
 			pool.Close()
 			return nil, fmt.Errorf("breaker policy of %s: %w", origin, err)
 		}
@@ -246,7 +262,7 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	manager := feeds.NewManager(store, client, feeds.WithLogger(logger),
 		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter))
 	return &daemon{cfg: cfg, logger: logger, pool: pool, manager: manager,
-		replayer: newReplayer(pool, manager, cfg.DeadLetter, logger), watch: watch}, nil
+		replayer: newReplayer(pool, manager, cfg.DeadLetter, logger), watch: watch, shared: shared}, nil
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -271,6 +287,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.pool.Close()
+	defer d.shared.Close() // after the manager, replayer and watch stop; before the pool
 
 	d.watch.Start()
 	defer d.watch.Stop()
@@ -312,6 +329,7 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.pool.Close()
+	defer d.shared.Close()
 	if _, ok := d.cfg.Feed(key); !ok {
 		return usageError{fmt.Sprintf("no feed %q in %s", key, c.config)}
 	}

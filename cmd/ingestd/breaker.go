@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"os/user"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/breaker"
+)
+
+const breakerUsage = `Usage:
+  ingestd breaker list                                  every origin: state, open_until, override, feeds
+  ingestd breaker open  ORIGIN [--for 2h] [--reason TEXT]   refuse every request to ORIGIN, on every instance
+  ingestd breaker close ORIGIN [--for 2h] [--reason TEXT]   admit every request to ORIGIN, breaker or not
+  ingestd breaker auto  ORIGIN [--reason TEXT]              let the breaker decide again
+
+ORIGIN is a URL (a feed's URL will do); it is reduced to scheme://host:port.
+Overrides are stored in breaker_state and honoured by every running instance
+within a second.`
+
+// cmdBreaker shows and overrides the shared breaker verdicts.
+func cmdBreaker(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"breaker needs a subcommand\n\n" + breakerUsage}
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("breaker "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, breakerUsage) }
+	var c common
+	c.register(fs)
+	var forDur time.Duration
+	var reason string
+	var override breaker.Override
+	switch sub {
+	case "list":
+	case "open", "close":
+		fs.DurationVar(&forDur, "for", 0, "lift the override after this long (default: until changed)")
+		fs.StringVar(&reason, "reason", "", "why: logged by every instance and shown by list")
+		override = breaker.OverrideOpen
+		if sub == "close" {
+			override = breaker.OverrideClosed
+		}
+	case "auto":
+		fs.StringVar(&reason, "reason", "", "why: logged by every instance")
+		override = breaker.OverrideNone
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, breakerUsage)
+		return nil
+	default:
+		return usageError{fmt.Sprintf("breaker: unknown subcommand %q\n\n%s", sub, breakerUsage)}
+	}
+	operands, err := parseInterspersed(fs, args)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if forDur < 0 {
+		return usageError{"--for must not be negative"}
+	}
+	var origin string
+	switch {
+	case sub == "list" && len(operands) != 0:
+		return usageError{"breaker list takes no arguments"}
+	case sub != "list" && len(operands) != 1:
+		return usageError{fmt.Sprintf("breaker %s takes one ORIGIN\n\n%s", sub, breakerUsage)}
+	case sub != "list":
+		if origin, err = breaker.ParseOrigin(operands[0]); err != nil {
+			return usageError{err.Error()}
+		}
+	}
+
+	logger, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	pool, err := c.pool(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	who := operator()
+	shared := breaker.NewSharedState(pool, who, logger)
+
+	if sub == "list" {
+		return breakerList(ctx, pool, shared, stdout)
+	}
+	v, err := shared.SetOverride(ctx, breaker.OverrideRequest{
+		Origin: origin, Override: override, For: forDur, Reason: reason, By: who,
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: override %s\n", origin, describeOverride(v, v.UpdatedAt))
+	return nil
+}
+
+// parseInterspersed parses flags wherever they stand among the operands, so
+// that `breaker open ORIGIN --for 2h` works as well as flags first.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var operands []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return operands, nil
+		}
+		operands = append(operands, args[0])
+		args = args[1:]
+	}
+}
+
+// operator names who set an override: user@host:pid, so that the log and
+// breaker_state say which person on which machine did it.
+func operator() string {
+	name := os.Getenv("SUDO_USER")
+	if name == "" {
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		} else {
+			name = envOr("USER", "unknown")
+		}
+	}
+	return name + "@" + instanceID()
+}
+
+// instanceID identifies this process in breaker_state: hostname:pid.
+func instanceID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+func breakerList(ctx context.Context, pool *pgxpool.Pool, shared *breaker.SharedState, stdout io.Writer) error {
+	verdicts, now, err := shared.Verdicts(ctx)
+	if err != nil {
+		return err
+	}
+	feeds, err := feedsByOrigin(ctx, pool)
+	if err != nil {
+		return err
+	}
+	// Origins that feeds use but that never had a verdict are closed; list
+	// them too, so the table answers "what does ingestd talk to".
+	known := make(map[string]bool, len(verdicts))
+	for _, v := range verdicts {
+		known[v.Origin] = true
+	}
+	for origin := range feeds {
+		if !known[origin] {
+			verdicts = append(verdicts, breaker.Verdict{Origin: origin})
+		}
+	}
+	slices.SortFunc(verdicts, func(a, b breaker.Verdict) int { return strings.Compare(a.Origin, b.Origin) })
+
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ORIGIN\tSTATE\tOPEN_UNTIL\tOVERRIDE\tUPDATED_BY\tFEEDS")
+	for _, v := range verdicts {
+		state := v.State.String()
+		if v.State == breaker.StateHalfOpen && v.ProbeOwner != "" {
+			state += " (probe " + v.ProbeOwner + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Origin, state, formatUntil(v.OpenUntil, now),
+			describeOverride(v, now), orDash(v.UpdatedBy), orDash(strings.Join(feeds[v.Origin], ",")))
+	}
+	return tw.Flush()
+}
+
+// feedsByOrigin returns the configured feeds (jurisdiction/feed) of each origin.
+func feedsByOrigin(ctx context.Context, pool *pgxpool.Pool) (map[string][]string, error) {
+	rows, err := pool.Query(ctx, `SELECT origin, jurisdiction || '/' || feed FROM feed_status
+		WHERE configured AND origin IS NOT NULL ORDER BY jurisdiction, feed`)
+	if err != nil {
+		return nil, fmt.Errorf("breaker list: feeds: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string][]string)
+	for rows.Next() {
+		var origin, feed string
+		if err := rows.Scan(&origin, &feed); err != nil {
+			return nil, fmt.Errorf("breaker list: feeds: %w", err)
+		}
+		out[origin] = append(out[origin], feed)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("breaker list: feeds: %w", err)
+	}
+	return out, nil
+}
+
+// describeOverride renders an override with its end, author and reason; a
+// lapsed one says so, since instances no longer honour it.
+func describeOverride(v breaker.Verdict, now time.Time) string {
+	if v.Override == breaker.OverrideNone {
+		return "none"
+	}
+	s := v.Override.String()
+	if !v.OverrideUntil.IsZero() {
+		if v.EffectiveOverride(now) == breaker.OverrideNone {
+			s += " (lapsed " + v.OverrideUntil.UTC().Format(time.RFC3339) + ")"
+		} else {
+			s += " until " + formatUntil(v.OverrideUntil, now)
+		}
+	}
+	var who []string
+	if v.OverrideBy != "" {
+		who = append(who, "by "+v.OverrideBy)
+	}
+	if v.OverrideReason != "" {
+		who = append(who, fmt.Sprintf("%q", v.OverrideReason))
+	}
+	if len(who) > 0 {
+		s += " [" + strings.Join(who, ": ") + "]"
+	}
+	return s
+}
+
+func formatUntil(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	s := t.UTC().Format(time.RFC3339)
+	if d := t.Sub(now); d > 0 {
+		s += " (in " + d.Round(time.Second).String() + ")"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
