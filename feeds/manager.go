@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
 	"github.com/ingestd/ingestd/deadletter"
@@ -36,6 +37,9 @@ type Manager struct {
 	ctx    context.Context // cancelled by Stop: in-flight polls end
 	cancel context.CancelFunc
 
+	metrics      *metrics
+	tickObserver func(key string, planned, started time.Time)
+
 	mu      sync.Mutex
 	feeds   map[string]*scheduledFeed // by Feed.Key()
 	running map[string]bool
@@ -45,6 +49,9 @@ type Manager struct {
 type scheduledFeed struct {
 	feed  Feed
 	entry cron.EntryID
+	sched cron.Schedule
+	// planned is the activation the next tick is for; guarded by Manager.mu.
+	planned time.Time
 }
 
 // Option configures a Manager.
@@ -56,6 +63,18 @@ func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.logger = l 
 // WithMaxJitter bounds each feed's start offset within its schedule
 // (default DefaultMaxJitter; 0 disables the offset).
 func WithMaxJitter(d time.Duration) Option { return func(m *Manager) { m.maxJitter = d } }
+
+// WithRegisterer registers the package's metrics (polls, durations, features
+// loaded, last success, scheduler lag) on reg.
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return func(m *Manager) { m.metrics = newMetrics(reg) }
+}
+
+// WithTickObserver calls fn at every scheduled tick with its planned time and
+// the time its poll started; benchmarks use it to measure scheduling lag.
+func WithTickObserver(fn func(key string, planned, started time.Time)) Option {
+	return func(m *Manager) { m.tickObserver = fn }
+}
 
 // DeadLetters is where polls that cannot finish now are parked;
 // *deadletter.Queue implements it.
@@ -89,6 +108,9 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 	}
 	for _, o := range opts {
 		o(m)
+	}
+	if m.metrics == nil {
+		m.metrics = newMetrics(nil)
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.cron = cron.New(cron.WithLocation(time.UTC))
@@ -143,11 +165,11 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 			}
 			m.cron.Remove(old.entry)
 		}
-		sf := &scheduledFeed{feed: *f}
 		offset := startOffset(key, f.ExpectedInterval(now), m.maxJitter)
 		sched := jitteredSchedule{inner: f.Cron, offset: offset}
+		sf := &scheduledFeed{feed: *f, sched: sched, planned: sched.Next(now)}
 		sf.entry = m.cron.Schedule(sched, cron.FuncJob(func() {
-			m.runScheduled(&sf.feed)
+			m.tick(sf)
 		}))
 		m.feeds[key] = sf
 		m.logger.Debug("feed scheduled", "jurisdiction", f.Jurisdiction, "feed", f.ID,
@@ -157,6 +179,7 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 		if !seen[key] {
 			m.cron.Remove(sf.entry)
 			delete(m.feeds, key)
+			m.metrics.forget(sf.feed.Jurisdiction, sf.feed.ID)
 			m.logger.Info("feed unscheduled", "feed", key)
 		}
 	}
@@ -255,9 +278,29 @@ func (m *Manager) openLetter(ctx context.Context, f *Feed) (*deadletter.Letter, 
 	return l, nil
 }
 
+// tick is a cron activation of sf: it records how late it started against
+// its planned time, then polls.
+func (m *Manager) tick(sf *scheduledFeed) {
+	started := m.now()
+	m.mu.Lock()
+	planned := sf.planned
+	// Resynchronise from now: after a stall cron runs a late entry once, not
+	// once per missed activation, and so do we.
+	sf.planned = sf.sched.Next(started)
+	m.mu.Unlock()
+	if lag := started.Sub(planned); lag >= 0 {
+		m.metrics.schedulerLag.Observe(lag.Seconds())
+	}
+	if m.tickObserver != nil {
+		m.tickObserver(sf.feed.Key(), planned, started)
+	}
+	m.runScheduled(&sf.feed)
+}
+
 func (m *Manager) runScheduled(f *Feed) {
 	key := f.Key()
 	if !m.acquire(key) {
+		m.metrics.ticksSkipped.WithLabelValues("running").Inc()
 		m.logger.Warn("tick skipped: previous poll still running", "jurisdiction", f.Jurisdiction, "feed", f.ID)
 		return
 	}
@@ -271,6 +314,7 @@ func (m *Manager) runScheduled(f *Feed) {
 		return
 	}
 	if l != nil {
+		m.metrics.ticksSkipped.WithLabelValues("parked").Inc()
 		m.logger.Info("tick skipped: the feed is parked; the dead-letter replayer resumes it", "jurisdiction", f.Jurisdiction,
 			"feed", f.ID, "dead_letter_id", l.ID, "dead_letter_status", l.Status, "retry_after", l.RetryAfter)
 		return

@@ -59,6 +59,30 @@ type Fetcher interface {
 // dead letter's checkpoint, and a new deferral is returned as a
 // *deadletter.DeferError for the replayer to re-park.
 func (m *Manager) poll(ctx context.Context, f *Feed, letter *deadletter.Letter) (PollResult, error) {
+	m.metrics.running.Inc()
+	defer m.metrics.running.Dec()
+	start := m.now()
+	res, err := m.pollOnce(ctx, f, letter)
+	m.metrics.pollDone(f, pollOutcome(err), m.now().Sub(start), res.Features)
+	return res, err
+}
+
+// pollOutcome is the outcome label of a poll that returned err.
+func pollOutcome(err error) string {
+	var held *HeldError
+	var deferred *deadletter.DeferError
+	switch {
+	case err == nil:
+		return outcomeSucceeded
+	case errors.As(err, &held):
+		return outcomeHeld
+	case errors.As(err, &deferred):
+		return outcomeParked
+	}
+	return outcomeFailed
+}
+
+func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Letter) (PollResult, error) {
 	start := m.now()
 	info := feedInfo(f, start)
 	logger := m.logger.With("jurisdiction", f.Jurisdiction, "feed", f.ID)

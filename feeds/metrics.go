@@ -1,0 +1,84 @@
+package feeds
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the feeds package's Prometheus series. Labels are bounded by
+// the configuration (jurisdiction, feed) or by a fixed set (outcome); never a URL.
+type metrics struct {
+	polls          *prometheus.CounterVec   // jurisdiction, feed, outcome
+	pollDuration   *prometheus.HistogramVec // outcome
+	featuresLoaded *prometheus.CounterVec   // jurisdiction, feed
+	lastSuccess    *prometheus.GaugeVec     // jurisdiction, feed
+	running        prometheus.Gauge
+	schedulerLag   prometheus.Histogram
+	ticksSkipped   *prometheus.CounterVec // reason
+}
+
+// Poll outcomes, the values of the outcome label.
+const (
+	outcomeSucceeded = "succeeded"
+	outcomeFailed    = "failed"
+	outcomeParked    = "parked"
+	outcomeHeld      = "held"
+)
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestd_feeds_polls_total",
+			Help: "Polls by feed and outcome (succeeded, failed, parked, held).",
+		}, []string{"jurisdiction", "feed", "outcome"}),
+		pollDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "ingestd_feeds_poll_duration_seconds",
+			Help:    "Wall time of a poll, from its start to its outcome being recorded.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2.5, 12), // 50 ms .. ~3 h
+		}, []string{"outcome"}),
+		featuresLoaded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestd_feeds_features_loaded_total",
+			Help: "Features in the snapshots applied, by feed.",
+		}, []string{"jurisdiction", "feed"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestd_feeds_last_success_timestamp_seconds",
+			Help: "Unix time of the feed's last applied snapshot in this process.",
+		}, []string{"jurisdiction", "feed"}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ingestd_feeds_polls_running",
+			Help: "Polls in progress in this process.",
+		}),
+		schedulerLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ingestd_feeds_scheduler_lag_seconds",
+			Help:    "Delay between a feed's planned start (cron time plus its offset) and the start of its poll.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+		ticksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestd_feeds_ticks_skipped_total",
+			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter).",
+		}, []string{"reason"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.running, m.schedulerLag, m.ticksSkipped)
+	}
+	return m
+}
+
+func (m *metrics) pollDone(f *Feed, outcome string, took time.Duration, features int) {
+	m.polls.WithLabelValues(f.Jurisdiction, f.ID, outcome).Inc()
+	m.pollDuration.WithLabelValues(outcome).Observe(took.Seconds())
+	if outcome == outcomeSucceeded {
+		m.featuresLoaded.WithLabelValues(f.Jurisdiction, f.ID).Add(float64(features))
+		m.lastSuccess.WithLabelValues(f.Jurisdiction, f.ID).SetToCurrentTime()
+	}
+}
+
+// forget drops the series of a feed that left the configuration.
+func (m *metrics) forget(jurisdiction, feed string) {
+	for _, o := range []string{outcomeSucceeded, outcomeFailed, outcomeParked, outcomeHeld} {
+		m.polls.DeleteLabelValues(jurisdiction, feed, o)
+	}
+	m.featuresLoaded.DeleteLabelValues(jurisdiction, feed)
+	m.lastSuccess.DeleteLabelValues(jurisdiction, feed)
+}
