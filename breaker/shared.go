@@ -16,7 +16,7 @@ import (
 )
 
 // notifyChannel is the channel breaker_state's trigger notifies, with the
-// origin as payload (migration 00020).
+// origin as payload (migration 00006).
 const notifyChannel = "ingestd_breaker_state"
 
 // Override is an operator's manual verdict on an origin.

@@ -131,6 +131,7 @@ COMMENT ON COLUMN feed_freshness.origin_stuck IS 'The origin stayed open across 
 
 -- +goose Down
 DROP VIEW feed_freshness;
+-- Back to 00004's view.
 CREATE VIEW feed_freshness AS
 SELECT
     s.jurisdiction,
@@ -141,6 +142,8 @@ SELECT
     s.expected_interval,
     CASE
         WHEN NOT s.configured THEN 'removed'
+        -- Before parked and failing: nothing changes until someone decides.
+        WHEN s.held_poll_id IS NOT NULL THEN 'held'
         WHEN s.retry_after > now()
              AND (s.last_success_at IS NULL OR s.last_error_at > s.last_success_at) THEN 'parked'
         WHEN s.last_error_at IS NOT NULL
@@ -161,6 +164,7 @@ SELECT
     s.configured,
     s.last_poll_id
 FROM feed_status s;
+COMMENT ON COLUMN feed_freshness.status IS 'removed: no longer configured (data kept). held: a guard holds the last snapshot (see held_snapshots). parked: the last attempt was refused by an open breaker and retry_after is still ahead. failing: the last attempt failed (last_error_at after last_success_at, or errors and no success). never: neither a success nor a failure yet. stale: age > 2 x expected_interval. fresh: otherwise.';
 COMMENT ON VIEW feed_freshness IS 'Per feed: when it was last polled and last succeeded, and whether that is recent enough.';
 DROP TABLE breaker_state;
 DROP VIEW dead_letter_due;

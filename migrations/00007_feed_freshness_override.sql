@@ -1,6 +1,6 @@
 -- Manual overrides in feed_freshness: an operator looking at a parked or
 -- failing feed sees at once that someone forced its origin open (or closed),
--- who, why and until when. Same columns as 00010 in the same order
+-- who, why and until when. Same columns as 00005 in the same order
 -- (CREATE OR REPLACE VIEW may only append), plus the override.
 
 -- +goose Up
