@@ -347,6 +347,13 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_nestloop = off`); err != nil {
 		return out, err
 	}
+	// Disabling nested loops adds a huge constant to the cost of every plan
+	// that would have used one, which pushes even a 10-feature apply past
+	// jit_above_cost: a second of JIT compilation per apply, for a query
+	// that then runs in milliseconds. JIT never pays off here.
+	if _, err := tx.Exec(ctx, `SET LOCAL jit = off`); err != nil {
+		return out, err
+	}
 	accept, maxShrink := guard == nil, feeds.DefaultMaxShrink
 	var bbox []float64
 	if guard != nil {
