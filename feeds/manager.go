@@ -49,9 +49,7 @@ type Manager struct {
 type scheduledFeed struct {
 	feed  Feed
 	entry cron.EntryID
-	sched cron.Schedule
-	// planned is the activation the next tick is for; guarded by Manager.mu.
-	planned time.Time
+	sched *recordingSchedule
 }
 
 // Option configures a Manager.
@@ -166,14 +164,14 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 			m.cron.Remove(old.entry)
 		}
 		offset := startOffset(key, f.ExpectedInterval(now), m.maxJitter)
-		sched := jitteredSchedule{inner: f.Cron, offset: offset}
-		sf := &scheduledFeed{feed: *f, sched: sched, planned: sched.Next(now)}
+		sched := &recordingSchedule{inner: jitteredSchedule{inner: f.Cron, offset: offset}}
+		sf := &scheduledFeed{feed: *f, sched: sched}
 		sf.entry = m.cron.Schedule(sched, cron.FuncJob(func() {
 			m.tick(sf)
 		}))
 		m.feeds[key] = sf
 		m.logger.Debug("feed scheduled", "jurisdiction", f.Jurisdiction, "feed", f.ID,
-			"schedule", f.Schedule, "offset", offset, "next", sched.Next(now))
+			"schedule", f.Schedule, "offset", offset, "next", sched.inner.Next(now))
 	}
 	for key, sf := range m.feeds {
 		if !seen[key] {
@@ -282,17 +280,11 @@ func (m *Manager) openLetter(ctx context.Context, f *Feed) (*deadletter.Letter, 
 // its planned time, then polls.
 func (m *Manager) tick(sf *scheduledFeed) {
 	started := m.now()
-	m.mu.Lock()
-	planned := sf.planned
-	// Resynchronise from now: after a stall cron runs a late entry once, not
-	// once per missed activation, and so do we.
-	sf.planned = sf.sched.Next(started)
-	m.mu.Unlock()
-	if lag := started.Sub(planned); lag >= 0 {
-		m.metrics.schedulerLag.Observe(lag.Seconds())
-	}
-	if m.tickObserver != nil {
-		m.tickObserver(sf.feed.Key(), planned, started)
+	if planned, ok := sf.sched.due(started); ok {
+		m.metrics.schedulerLag.Observe(started.Sub(planned).Seconds())
+		if m.tickObserver != nil {
+			m.tickObserver(sf.feed.Key(), planned, started)
+		}
 	}
 	m.runScheduled(&sf.feed)
 }

@@ -2,6 +2,7 @@ package feeds
 
 import (
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -39,4 +40,40 @@ func startOffset(key string, interval, maxJitter time.Duration) time.Duration {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
 	return time.Duration(h.Sum64() % uint64(window))
+}
+
+// recordingSchedule remembers the activations it hands to cron, so that a
+// tick can tell how late it started against the time cron planned for it.
+// Cron computes an entry's next activation right after starting its job, so
+// the job finds its own activation as the latest recorded one not after now.
+type recordingSchedule struct {
+	inner cron.Schedule
+
+	mu      sync.Mutex
+	pending []time.Time // ascending
+}
+
+func (s *recordingSchedule) Next(t time.Time) time.Time {
+	next := s.inner.Next(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) >= 8 {
+		// Never read (a job that never ran): keep the list bounded.
+		s.pending = s.pending[1:]
+	}
+	s.pending = append(s.pending, next)
+	return next
+}
+
+// due removes the activations up to now and returns the latest of them.
+func (s *recordingSchedule) due(now time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var planned time.Time
+	i := 0
+	for ; i < len(s.pending) && !s.pending[i].After(now); i++ {
+		planned = s.pending[i]
+	}
+	s.pending = s.pending[i:]
+	return planned, i > 0
 }

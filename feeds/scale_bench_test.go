@@ -1,0 +1,123 @@
+package feeds_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/wfs/wfstest"
+)
+
+// BenchmarkSchedulerScale runs one manager with many feeds spread over many
+// origins (each origin its own loopback listener of the fixture server, each
+// feed a small paged WFS layer) against a real PostGIS, and prints the
+// scheduling lag between each tick's planned and actual start (p50, p99,
+// max), peak RSS and peak goroutines.
+//
+//	INGESTD_SCALE_FEEDS    feeds (default 5000)
+//	INGESTD_SCALE_ORIGINS  origins (default 1000)
+//	INGESTD_SCALE_SECONDS  run time (default 60)
+//	INGESTD_SCALE_EVERY    each feed's schedule interval (default 20s)
+func BenchmarkSchedulerScale(b *testing.B) {
+	nFeeds := envInt(b, "INGESTD_SCALE_FEEDS", 5000)
+	nOrigins := envInt(b, "INGESTD_SCALE_ORIGINS", 1000)
+	period := time.Duration(envInt(b, "INGESTD_SCALE_SECONDS", 60)) * time.Second
+	every := os.Getenv("INGESTD_SCALE_EVERY")
+	if every == "" {
+		every = "20s"
+	}
+
+	// One fixture server, many origins: a listener per origin.
+	server := wfstest.New()
+	server.AddLayer("parcels", wfstest.Parcels{N: 8})
+	srv := &http.Server{Handler: server}
+	origins := make([]string, nOrigins)
+	for i := range origins {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() { _ = srv.Serve(ln) }()
+		origins[i] = "http://" + ln.Addr().String()
+	}
+	b.Cleanup(func() { _ = srv.Close() })
+
+	var yaml strings.Builder
+	fmt.Fprintf(&yaml, "max_in_flight: 50\ndefaults:\n  schedule: \"@every %s\"\n  page_size: 5\n  timeout: 1m\n  request_timeout: 10s\njurisdictions:\n", every)
+	perJurisdiction := 50
+	for j := 0; j*perJurisdiction < nFeeds; j++ {
+		fmt.Fprintf(&yaml, "  - id: j%d\n    feeds:\n", j)
+		for k := 0; k < perJurisdiction && j*perJurisdiction+k < nFeeds; k++ {
+			i := j*perJurisdiction + k
+			fmt.Fprintf(&yaml, "      - {id: f%d, kind: wfs, url: \"%s/wfs\", type_name: parcels, sort_by: pin}\n", i, origins[i%nOrigins])
+		}
+	}
+	cfg, err := feeds.ParseConfig("scale.yaml", []byte(yaml.String()), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	pool, err := pgxpool.New(b.Context(), pgtest.URL(b)+"&pool_max_conns=20")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker}, nil)
+	client := wfs.NewClient(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second}}, breakers, nil)
+
+	var mu sync.Mutex
+	var lags []time.Duration
+	manager := feeds.NewManager(postgis.New(pool), client,
+		feeds.WithTickObserver(func(_ string, planned, started time.Time) {
+			mu.Lock()
+			lags = append(lags, started.Sub(planned))
+			mu.Unlock()
+		}))
+
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := manager.Start(b.Context(), cfg, false); err != nil {
+			b.Fatal(err)
+		}
+		peakGoroutines := 0
+		deadline := time.Now().Add(period)
+		for time.Now().Before(deadline) {
+			peakGoroutines = max(peakGoroutines, runtime.NumGoroutine())
+			time.Sleep(100 * time.Millisecond)
+		}
+		manager.Stop()
+
+		mu.Lock()
+		slices.Sort(lags)
+		n := len(lags)
+		if n == 0 {
+			b.Fatal("no tick ran")
+		}
+		q := func(p float64) time.Duration { return lags[min(n-1, int(p*float64(n)))] }
+		var polls int64
+		_ = pool.QueryRow(b.Context(), `SELECT count(*) FROM polls WHERE status = 'succeeded'`).Scan(&polls)
+		fmt.Printf("\nscheduler scale: %d feeds over %d origins, @every %s, %s run\n", nFeeds, nOrigins, every, period)
+		fmt.Printf("ticks %d, polls succeeded %d; lag p50 %s, p99 %s, max %s; peak RSS %.0f MB; peak goroutines %d\n",
+			n, polls, q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), lags[n-1].Round(time.Microsecond),
+			float64(vmHWM())/(1<<20), peakGoroutines)
+		b.ReportMetric(q(0.5).Seconds(), "lag-p50-s")
+		b.ReportMetric(q(0.99).Seconds(), "lag-p99-s")
+		b.ReportMetric(float64(vmHWM())/(1<<20), "peak-RSS-MB")
+		b.ReportMetric(float64(peakGoroutines), "peak-goroutines")
+		mu.Unlock()
+	}
+}
