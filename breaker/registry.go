@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -32,6 +33,9 @@ type Config struct {
 	// The registry only reads and writes through it: the caller starts and
 	// closes it.
 	Shared *SharedState
+	// Registerer, if set, gets the package's metrics: attempts and logical
+	// calls by origin and outcome, breaker state and transitions by origin.
+	Registerer prometheus.Registerer
 }
 
 // StateChange is one transition of an origin's breaker.
@@ -83,6 +87,7 @@ type Registry struct {
 	onStateChange func(StateChange)
 	shared        *SharedState
 	rand          func() float64 // jitter source in [0, 1); tests may pin it
+	metrics       *metrics
 
 	mu       sync.Mutex
 	policies map[string]Policy
@@ -113,6 +118,7 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 		onStateChange: cfg.OnStateChange,
 		shared:        cfg.Shared,
 		rand:          rand.Float64,
+		metrics:       newMetrics(cfg.Registerer),
 		policies:      make(map[string]Policy),
 		origins:       make(map[string]*origin),
 	}
@@ -211,6 +217,8 @@ func (r *Registry) emit(ev StateChange) {
 		attrs = append(attrs, slog.String("decided_by", ev.DecidedBy))
 	}
 	r.logger.LogAttrs(context.Background(), level, "breaker state change", attrs...)
+	r.metrics.transitions.WithLabelValues(ev.Origin, ev.From.String(), ev.To.String()).Inc()
+	r.metrics.state.WithLabelValues(ev.Origin).Set(stateValue(ev.To))
 	if r.onStateChange != nil {
 		r.onStateChange(ev)
 	}
@@ -232,6 +240,10 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 	o := r.origin(origin)
 	done, seq, err := o.admit(ctx)
 	if err != nil {
+		var open *OpenError
+		if errors.As(err, &open) {
+			r.metrics.calls.WithLabelValues(origin, resultRefused).Inc()
+		}
 		return err
 	}
 	// Exactly one report per call. Anything but a decided Success or Failure,
@@ -245,6 +257,14 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 		}
 		done(final)
 		o.flush()
+		result := resultNeither
+		switch final {
+		case nil:
+			result = resultSuccess
+		case errFailed:
+			result = resultFailure
+		}
+		r.metrics.calls.WithLabelValues(origin, result).Inc()
 	}()
 
 	p := o.policy
@@ -327,6 +347,7 @@ func (o *origin) attempt(ctx context.Context, n int, fn AttemptFunc) Result {
 			res.Err = fmt.Errorf("%w after %s: %w", ErrAttemptTimeout, o.policy.AttemptTimeout, res.Err)
 		}
 	}
+	o.reg.metrics.attempts.WithLabelValues(o.name, res.Outcome.String()).Inc()
 	return res
 }
 
