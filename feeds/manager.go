@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"sync"
 	"time"
@@ -39,6 +40,7 @@ type Manager struct {
 
 	metrics      *metrics
 	tickObserver func(key string, planned, started time.Time)
+	instance     string // owner of this process's poll claims
 
 	mu      sync.Mutex
 	feeds   map[string]*scheduledFeed // by Feed.Key()
@@ -73,6 +75,10 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 func WithTickObserver(fn func(key string, planned, started time.Time)) Option {
 	return func(m *Manager) { m.tickObserver = fn }
 }
+
+// WithInstanceID names this process in poll claims (default host:pid), which
+// keep several instances from polling one feed at once.
+func WithInstanceID(id string) Option { return func(m *Manager) { m.instance = id } }
 
 // DeadLetters is where polls that cannot finish now are parked;
 // *deadletter.Queue implements it.
@@ -109,6 +115,10 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 	}
 	if m.metrics == nil {
 		m.metrics = newMetrics(nil)
+	}
+	if m.instance == "" {
+		host, _ := os.Hostname()
+		m.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.cron = cron.New(cron.WithLocation(time.UTC))
@@ -216,6 +226,14 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w: dead letter %d (%s) is %s until %s; `ingestd deadletter replay %d` replays it now",
 			ErrParked, l.ID, l.Reason, l.Status, l.RetryAfter.Format(time.RFC3339), l.ID)
 	}
+	release, ok, err := m.claim(ctx, &f, 0)
+	if err != nil {
+		return PollResult{}, err
+	}
+	if !ok {
+		return PollResult{}, fmt.Errorf("%w (by another instance)", ErrPollInProgress)
+	}
+	defer release()
 	return m.poll(ctx, &f, nil)
 }
 
@@ -311,7 +329,40 @@ func (m *Manager) runScheduled(f *Feed) {
 			"feed", f.ID, "dead_letter_id", l.ID, "dead_letter_status", l.Status, "retry_after", l.RetryAfter)
 		return
 	}
+	// Several instances fire the same tick (offsets are deterministic):
+	// the first claim wins, and a claim within half an interval of the
+	// last one is that same tick.
+	release, ok, err := m.claim(m.ctx, f, f.ExpectedInterval(m.now())/2)
+	if err != nil {
+		m.logger.Error("tick skipped: cannot claim the feed", "jurisdiction", f.Jurisdiction, "feed", f.ID, "error", err)
+		return
+	}
+	if !ok {
+		m.metrics.ticksSkipped.WithLabelValues("claimed").Inc()
+		m.logger.Debug("tick skipped: another instance polls the feed", "jurisdiction", f.Jurisdiction, "feed", f.ID)
+		return
+	}
+	defer release()
 	_, _ = m.poll(m.ctx, f, nil) // the poll logs and records its own outcome
+}
+
+// claim claims f for a poll by this instance (see Store.ClaimPoll); release
+// ends the claim, even when ctx has ended.
+func (m *Manager) claim(ctx context.Context, f *Feed, minGap time.Duration) (release func(), ok bool, err error) {
+	info := feedInfo(f, m.now())
+	// The lease outlives the poll's own deadline, so it lapses only when the
+	// instance died.
+	ok, err = m.store.ClaimPoll(ctx, info, m.instance, f.Timeout.Std()+time.Minute, minGap)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := m.store.ReleasePoll(rctx, info, m.instance); err != nil {
+			m.logger.Warn("releasing poll claim", "jurisdiction", f.Jurisdiction, "feed", f.ID, "error", err)
+		}
+	}, true, nil
 }
 
 func (m *Manager) runAsync(f *Feed) {

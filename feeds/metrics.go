@@ -56,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		ticksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestd_feeds_ticks_skipped_total",
-			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter).",
+			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter; claimed: another instance polls it).",
 		}, []string{"reason"}),
 	}
 	if reg != nil {

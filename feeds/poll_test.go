@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -262,5 +263,50 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Two instances against one database fire the same tick: the feed is polled
+// once. (Their catch-up on start is the same tick for both.)
+func TestTwoInstancesPollAFeedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withManagerOptions(feeds.WithInstanceID("a:1")))
+	b.server.AddLayer("parcels", wfstest.Parcels{N: 25})
+	other := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("b:2"))
+	t.Cleanup(other.Stop)
+
+	errs := make(chan error, 2)
+	for _, m := range []*feeds.Manager{b.manager, other} {
+		go func() { errs <- m.Start(b.ctx, b.cfg, true) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the catch-up poll", func() bool {
+		status, _ := b.freshness(t, "parcels")
+		return status == "fresh"
+	})
+	time.Sleep(500 * time.Millisecond) // a second poll, if any, would have started by now
+	for page := range 3 {
+		if n := b.server.PageRequests("parcels", page); n != 1 {
+			t.Errorf("page %d requested %d times by two instances, want 1", page, n)
+		}
+	}
+	var polls int
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM polls`).Scan(&polls); err != nil {
+		t.Fatal(err)
+	}
+	if polls != 1 {
+		t.Errorf("%d polls recorded, want 1", polls)
+	}
+
+	// A manual poll while another instance's claim is held is refused.
+	if _, err := b.pool.Exec(b.ctx, `UPDATE feed_status SET poll_owner = 'b:2', poll_lease_until = now() + interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.manager.Poll(b.ctx, "county/parcels"); !errors.Is(err, feeds.ErrPollInProgress) {
+		t.Errorf("poll during another instance's claim: %v, want ErrPollInProgress", err)
 	}
 }

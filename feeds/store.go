@@ -19,6 +19,13 @@ type Store interface {
 	// LastSuccess returns, per feed key ("jurisdiction/feed"), when its last
 	// successful poll applied; feeds that never succeeded are absent.
 	LastSuccess(ctx context.Context) (map[string]time.Time, error)
+	// ClaimPoll claims the feed for a poll by owner (one instance) for at
+	// most lease. It fails (false, nil) while another owner's lease runs, or
+	// when the feed was claimed less than minGap ago: another instance took
+	// this very tick.
+	ClaimPoll(ctx context.Context, feed FeedInfo, owner string, lease, minGap time.Duration) (bool, error)
+	// ReleasePoll ends owner's claim on the feed.
+	ReleasePoll(ctx context.Context, feed FeedInfo, owner string) error
 	// BeginPoll records the start of a poll and returns its id.
 	BeginPoll(ctx context.Context, feed FeedInfo) (pollID int64, err error)
 	// StagePage copies one page of features into the poll's staging area. It
