@@ -410,3 +410,24 @@ func (m *Manager) overdue(ctx context.Context) ([]*Feed, error) {
 	}
 	return out, nil
 }
+
+// Healthy reports whether the manager still responds: its lock can be taken
+// and its scheduler has not been stopped. The systemd watchdog pings only
+// while it does, so a wedged process is restarted.
+func (m *Manager) Healthy(ctx context.Context) error {
+	locked := make(chan struct{})
+	go func() {
+		m.mu.Lock()
+		m.mu.Unlock() // an empty critical section: taking the lock is the probe
+		close(locked)
+	}()
+	select {
+	case <-locked:
+	case <-ctx.Done():
+		return fmt.Errorf("feeds: manager lock not acquired: %w", ctx.Err())
+	}
+	if m.ctx.Err() != nil {
+		return errors.New("feeds: manager stopped")
+	}
+	return nil
+}

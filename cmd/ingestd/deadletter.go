@@ -112,7 +112,7 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 		if chosen != 1 {
 			return usageError{"deadletter replay: give exactly one of ID, --feed or --all-due"}
 		}
-		d, err := setup(ctx, &c, *migrate, stderr)
+		d, err := setup(ctx, &c, *migrate, stderr, nil)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
@@ -133,10 +134,24 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 }
 
 func (c *common) pool(ctx context.Context) (*pgxpool.Pool, error) {
+	return c.poolFor(ctx, 0)
+}
+
+// poolFor connects with enough connections for maxInFlight requests, each of
+// which may stream its page into the database while it is read, unless the
+// URL sets pool_max_conns itself.
+func (c *common) poolFor(ctx context.Context, maxInFlight int) (*pgxpool.Pool, error) {
 	if c.databaseURL == "" {
 		return nil, usageError{"no database: set DATABASE_URL or -database-url"}
 	}
-	pool, err := pgxpool.New(ctx, c.databaseURL)
+	cfg, err := pgxpool.ParseConfig(c.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	if maxInFlight > 0 && !strings.Contains(c.databaseURL, "pool_max_conns") {
+		cfg.MaxConns = int32(max(maxInFlight+5, int(cfg.MaxConns)))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
@@ -214,10 +229,13 @@ type daemon struct {
 	watch    *feeds.OriginWatch
 	// shared shares breaker verdicts with the other instances; close it
 	// after everything that makes requests, before the pool.
-	shared *breaker.SharedState
+	shared   *breaker.SharedState
+	breakers *breaker.Registry
 }
 
-func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Writer) (*daemon, error) {
+// setup builds the daemon from flags; reg, if not nil, gets every package's
+// metrics.
+func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Writer, reg prometheus.Registerer) (*daemon, error) {
 	logger, err := c.logger(stderr)
 	if err != nil {
 		return nil, err
@@ -229,7 +247,7 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	for _, w := range cfg.Warnings {
 		logger.Warn("config warning", "warning", w.Error())
 	}
-	pool, err := c.pool(ctx)
+	pool, err := c.poolFor(ctx, cfg.MaxInFlight)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +268,7 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 		return nil, err
 	}
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker,
-		OnStateChange: watch.OnStateChange, Shared: shared}, logger)
+		OnStateChange: watch.OnStateChange, Shared: shared, Registerer: reg}, logger)
 	for origin, p := range cfg.OriginPolicies() {
 		if err := breakers.SetPolicy(origin, p); err != nil {
 			shared.Close()
@@ -259,54 +277,13 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 		}
 	}
 	client := wfs.NewClient(newHTTPClient(), breakers, logger)
-	manager := feeds.NewManager(store, client, feeds.WithLogger(logger),
-		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter))
+	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(instanceID()),
+		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg))
+	if reg != nil {
+		reg.MustRegister(deadletter.NewCollector(pool))
+	}
 	return &daemon{cfg: cfg, logger: logger, pool: pool, manager: manager,
-		replayer: newReplayer(pool, manager, cfg.DeadLetter, logger), watch: watch, shared: shared}, nil
-}
-
-func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var c common
-	c.register(fs)
-	migrate := fs.Bool("migrate", true, "apply pending migrations on start")
-	catchUp := fs.Bool("catch-up", true, "on start, poll feeds whose last success is older than their interval")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err.Error()}
-	}
-	if fs.NArg() != 0 {
-		return usageError{"run takes no arguments"}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
-	// Logs go to stdout: under systemd that is the journal.
-	d, err := setup(ctx, &c, *migrate, stdout)
-	if err != nil {
-		return err
-	}
-	defer d.pool.Close()
-	defer d.shared.Close() // after the manager, replayer and watch stop; before the pool
-
-	d.watch.Start()
-	defer d.watch.Stop()
-	if err := d.manager.Start(ctx, d.cfg, *catchUp); err != nil {
-		return err
-	}
-	if err := d.replayer.Start(ctx); err != nil {
-		return err
-	}
-	d.logger.Info("ingestd running", "version", version, "config", c.config,
-		"jurisdictions", len(d.cfg.Jurisdictions), "feeds", len(d.cfg.Feeds()))
-	<-ctx.Done()
-	d.logger.Info("shutting down: stopping the scheduler and cancelling polls in flight")
-	// Shutdown order: scheduler and polls first, then the replayer, then the
-	// breaker-state writer (deferred), then the pool they write through.
-	d.manager.Stop()
-	d.replayer.Stop()
-	d.logger.Info("stopped")
-	return nil
+		replayer: newReplayer(pool, manager, cfg.DeadLetter, logger), watch: watch, shared: shared, breakers: breakers}, nil
 }
 
 func cmdPoll(args []string, stdout, stderr io.Writer) error {
@@ -324,7 +301,7 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	key := fs.Arg(0)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d, err := setup(ctx, &c, *migrate, stderr)
+	d, err := setup(ctx, &c, *migrate, stderr, nil)
 	if err != nil {
 		return err
 	}

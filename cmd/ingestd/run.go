@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ingestd/ingestd/feeds"
+)
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	c.register(fs)
+	migrate := fs.Bool("migrate", true, "apply pending migrations on start")
+	catchUp := fs.Bool("catch-up", true, "on start, poll feeds whose last success is older than their interval")
+	metricsAddr := fs.String("metrics-addr", envOr("INGESTD_METRICS_ADDR", defaultMetricsAddr),
+		`address of /metrics, /healthz and /readyz ($INGESTD_METRICS_ADDR; "off" disables)`)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() != 0 {
+		return usageError{"run takes no arguments"}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	// Logs go to stdout: under systemd that is the journal.
+	reg := newMetricsRegistry()
+	d, err := setup(ctx, &c, *migrate, stdout, reg)
+	if err != nil {
+		return err
+	}
+	defer d.pool.Close()
+	defer d.shared.Close() // after the manager, replayer and watch stop; before the pool
+	sd := systemdNotifier{logger: d.logger}
+
+	if *metricsAddr != "off" && *metricsAddr != "" {
+		ops, err := startOpsServer(*metricsAddr, reg, d.pool, d.logger)
+		if err != nil {
+			return err
+		}
+		defer ops.Close()
+	}
+
+	d.watch.Start()
+	defer d.watch.Stop()
+	if err := d.manager.Start(ctx, d.cfg, *catchUp); err != nil {
+		return err
+	}
+	if err := d.replayer.Start(ctx); err != nil {
+		return err
+	}
+	d.logger.Info("ingestd running", "version", version, "config", c.config,
+		"jurisdictions", len(d.cfg.Jurisdictions), "feeds", len(d.cfg.Feeds()))
+	sd.Ready()
+	go sd.Watchdog(ctx, d.manager.Healthy)
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-hup:
+			sd.Reloading()
+			d.reload(ctx, c.config)
+			sd.Ready()
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	sd.Stopping()
+	d.logger.Info("shutting down: stopping the scheduler and cancelling polls in flight")
+	// Shutdown order: scheduler and polls first, then the replayer, then the
+	// breaker-state writer (deferred), then the pool they write through.
+	d.manager.Stop()
+	d.replayer.Stop()
+	d.logger.Info("stopped")
+	return nil
+}
+
+// reload re-reads the config file on SIGHUP. An invalid file changes nothing:
+// the daemon keeps polling on the configuration it has, and says why. Polls
+// in flight are never cancelled by a reload.
+func (d *daemon) reload(ctx context.Context, path string) {
+	cfg, err := feeds.LoadConfig(path)
+	if err != nil {
+		d.logger.Error("reload rejected: keeping the running configuration", "config", path, "error", err)
+		return
+	}
+	for _, w := range cfg.Warnings {
+		d.logger.Warn("config warning", "warning", w.Error())
+	}
+	for origin, p := range cfg.OriginPolicies() {
+		if err := d.breakers.SetPolicy(origin, p); err != nil {
+			d.logger.Error("reload rejected: keeping the running configuration", "config", path, "origin", origin, "error", err)
+			return
+		}
+	}
+	uctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := d.manager.Update(uctx, cfg); err != nil {
+		d.logger.Error("reload failed: keeping the running schedule", "config", path, "error", err)
+		return
+	}
+	if cfg.MaxInFlight != d.cfg.MaxInFlight || cfg.DeadLetter != d.cfg.DeadLetter {
+		d.logger.Warn("max_in_flight and dead_letter settings take effect at the next restart", "config", path)
+	}
+	d.cfg = cfg
+	d.logger.Info("configuration reloaded", "config", path,
+		"jurisdictions", len(cfg.Jurisdictions), "feeds", len(cfg.Feeds()))
+}
