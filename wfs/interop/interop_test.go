@@ -190,21 +190,6 @@ func loadReference(t *testing.T, dbURL, gpkg string) {
 	}
 }
 
-// preparing is the poll's fetch path: Prepare (negotiation, cached), then
-// Fetch, negotiation's warnings first. It is what feeds/poll.go does once
-// negotiation is wired in.
-type preparing struct{ c *wfs.Client }
-
-func (p preparing) Fetch(ctx context.Context, layer wfs.Layer, firstPage int, handle wfs.PageFunc) (wfs.FetchStats, error) {
-	l, warnings, err := p.c.Prepare(ctx, layer)
-	if err != nil {
-		return wfs.FetchStats{NumberMatched: -1}, err
-	}
-	stats, err := p.c.Fetch(ctx, l, firstPage, handle)
-	stats.Warnings = append(warnings, stats.Warnings...)
-	return stats, err
-}
-
 type fixture struct {
 	base   string
 	pool   *pgxpool.Pool
@@ -252,7 +237,7 @@ func setup(t *testing.T) *fixture {
 	p.RateLimit = 0 // one loopback origin takes every combo's pages
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	client := wfs.NewClient(&http.Client{}, reg, nil, wfs.WithRequestTimeout(30*time.Second))
-	mgr := feeds.NewManager(postgis.New(pool), preparing{c: client})
+	mgr := feeds.NewManager(postgis.New(pool), client) // the poll negotiates (Prepare), then fetches
 	t.Cleanup(mgr.Stop)
 	if err := mgr.Update(ctx, cfg); err != nil {
 		t.Fatal(err)
