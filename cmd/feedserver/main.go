@@ -13,6 +13,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -40,10 +41,18 @@ func main() {
 	var serves, generates listFlag
 	flag.Var(&serves, "serve", "ADDR=DIR: serve the .geojson files of DIR on ADDR (repeatable)")
 	flag.Var(&generates, "generate", "NAME=N or NAME=points:N: add a generated layer of N parcels (or address points) to every origin (repeatable)")
+	copyRows := flag.String("copy-rows", "", "NAME=N or NAME=points:N: write that generated layer as COPY text rows (id, hex EWKB, properties) to stdout and exit")
 	crs84 := flag.Bool("crs84", false, "advertise CRS84 (longitude first) instead of urn:ogc:def:crs:EPSG::4326")
 	var flaps listFlag
 	flag.Var(&flaps, "flap", "ADDR=DURATION: the origin served on ADDR answers 503 to every request for DURATION after its first one, then recovers (repeatable)")
 	flag.Parse()
+	if *copyRows != "" {
+		if err := writeCopyRows(*copyRows); err != nil {
+			fmt.Fprintln(os.Stderr, "feedserver:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	flapFor := map[string]time.Duration{}
 	for _, f := range flaps {
@@ -90,20 +99,11 @@ func run(serves, generates []string, crs84 bool, flapFor map[string]time.Duratio
 			}
 		}
 		for _, g := range generates {
-			name, n, ok := strings.Cut(g, "=")
-			kind, n, points := strings.Cut(n, ":")
-			if !points {
-				n = kind
+			name, layer, err := parseGenerate(g)
+			if err != nil {
+				return fmt.Errorf("-generate: %w", err)
 			}
-			count, err := strconv.Atoi(n)
-			if !ok || err != nil || count < 0 || (points && kind != "points") {
-				return fmt.Errorf("-generate %q: want NAME=N or NAME=points:N", g)
-			}
-			if points {
-				fs.AddLayer(name, wfstest.Points{N: count})
-			} else {
-				fs.AddLayer(name, wfstest.Parcels{N: count})
-			}
+			fs.AddLayer(name, layer)
 		}
 		if d, ok := flapFor[addr]; ok {
 			fs.SetFault(flap(d, logger.With("addr", addr)))
@@ -155,4 +155,38 @@ func flap(d time.Duration, logger *slog.Logger) wfstest.FaultFunc {
 		}
 		return nil
 	}
+}
+
+// parseGenerate reads NAME=N (parcels) or NAME=points:N.
+func parseGenerate(spec string) (string, wfstest.Generated, error) {
+	name, n, ok := strings.Cut(spec, "=")
+	kind, n, points := strings.Cut(n, ":")
+	if !points {
+		n = kind
+	}
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil || count < 0 || (points && kind != "points") {
+		return "", nil, fmt.Errorf("%q: want NAME=N or NAME=points:N", spec)
+	}
+	if points {
+		return name, wfstest.Points{N: count}, nil
+	}
+	return name, wfstest.Parcels{N: count}, nil
+}
+
+// writeCopyRows writes a generated layer as COPY text to stdout.
+func writeCopyRows(spec string) error {
+	_, layer, err := parseGenerate(spec)
+	if err != nil {
+		return fmt.Errorf("-copy-rows: %w", err)
+	}
+	w := bufio.NewWriterSize(os.Stdout, 1<<20)
+	buf := make([]byte, 0, 4096)
+	for i := range layer.Len() {
+		buf = wfstest.AppendCopyRow(buf[:0], layer, i)
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
 }

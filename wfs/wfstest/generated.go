@@ -1,11 +1,17 @@
 package wfstest
 
 import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
 	"math"
 	"strconv"
+
+	"github.com/twpayne/go-geom"
+	"github.com/twpayne/go-geom/encoding/ewkb"
 )
 
 // FieldType is the XML Schema type of a generated layer's attribute.
@@ -251,3 +257,30 @@ var (
 )
 
 func round7(f float64) float64 { return math.Round(f*1e7) / 1e7 }
+
+// AppendCopyRow appends feature i of l as one line of PostgreSQL COPY text
+// format: feature id, hex EWKB geometry (SRID 4326), properties JSON. The
+// benchmarks COPY these rows as the floor no loader can beat.
+func AppendCopyRow(buf []byte, l Generated, i int) []byte {
+	var rec Record
+	l.Record(i, &rec)
+	var g geom.T
+	if rec.Kind == "Point" {
+		g = geom.NewPointFlat(geom.XY, rec.Coords).SetSRID(4326)
+	} else {
+		g = geom.NewPolygonFlat(geom.XY, rec.Coords, []int{len(rec.Coords)}).SetSRID(4326)
+	}
+	wkb, err := ewkb.Marshal(g, binary.LittleEndian)
+	if err != nil {
+		panic(err) // generated geometries are always valid
+	}
+	buf = append(buf, rec.ID...)
+	buf = append(buf, '\t')
+	buf = hex.AppendEncode(buf, wkb)
+	buf = append(buf, '\t')
+	feature := appendGeoJSONRecord(nil, l.Fields(), &rec)
+	props := feature[bytes.Index(feature, []byte(`"properties":`))+len(`"properties":`) : len(feature)-1]
+	// COPY text format escapes backslashes; generated values have no tabs or newlines.
+	buf = append(buf, bytes.ReplaceAll(props, []byte(`\`), []byte(`\\`))...)
+	return append(buf, '\n')
+}
