@@ -7,6 +7,12 @@
 #                             peak RSS. Peak memory must stay flat as the layer doubles.
 #   scripts/bench.sh storm    a flapping county under a naive poller (4 retries, no
 #                             breaker) and under ingestd: requests the county received.
+#   scripts/bench.sh scale    5,000 feeds over 1,000 origins on one instance: scheduling
+#                             lag p50/p99, peak RSS and goroutines.
+#   scripts/bench.sh gdal     the same paged WFS 2.0 layers (200k parcels, 1M points; GeoJSON
+#                             and GML 3.2) loaded by ingestd poll, by GDAL's ogr2ogr (WFS
+#                             driver, paging, PG_USE_COPY) and by a raw COPY of the same rows
+#                             prepared in advance: median wall time, features/s, peak RSS.
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
 #   scripts/bench.sh all      all of them (default).
 #
@@ -58,6 +64,114 @@ bench_storm() {
 	go test -run '^$' -bench '^BenchmarkRetryStorm$' -benchtime 1x ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
 }
 
+bench_scale() {
+	go test -run '^$' -bench '^BenchmarkSchedulerScale$' -benchtime 1x -timeout 15m ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+}
+
+# timed CMD...: runs CMD, appends "wall_seconds peak_rss_kb" to $timing.
+timed() {
+	/usr/bin/time -f '%e %M' -o "$out/time" "$@" >"$out/last.log" 2>&1 || {
+		echo "bench.sh: failed: $*" >&2
+		tail -n 20 "$out/last.log" >&2
+		return 1
+	}
+	cat "$out/time" >>"$timing"
+}
+
+# median_of FILE: "median_wall median_rss_mb" of the runs in FILE.
+median_of() {
+	local n wall rss
+	n=$(wc -l <"$1")
+	wall=$(cut -d' ' -f1 "$1" | sort -g | sed -n "$(((n + 1) / 2))p")
+	rss=$(cut -d' ' -f2 "$1" | sort -g | sed -n "$(((n + 1) / 2))p")
+	echo "$wall $((rss / 1024))"
+}
+
+bench_gdal() {
+	command -v ogr2ogr >/dev/null || {
+		echo "bench.sh: installing gdal-bin for ogr2ogr" >&2
+		apt-get install -y -qq gdal-bin >&2 || { apt-get update -qq && apt-get install -y -qq gdal-bin >&2; }
+	}
+	mkdir -p bin bench-out
+	out=$ROOT/bench-out
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./cmd/feedserver
+	local parcels=${BENCH_PARCELS:-200000} points=${BENCH_POINTS:-1000000} page=${BENCH_PAGE_SIZE:-5000}
+	# Two servers of the same layers: GDAL's WFS driver applies the advertised
+	# axis order to GeoJSON too, so its GeoJSON runs read a CRS84 server.
+	bin/feedserver -serve 127.0.0.1:18201= -generate "parcels=$parcels" -generate "points=points:$points" >/dev/null 2>&1 &
+	local fs1=$!
+	bin/feedserver -crs84 -serve 127.0.0.1:18202= -generate "parcels=$parcels" -generate "points=points:$points" >/dev/null 2>&1 &
+	local fs2=$!
+	trap 'kill $fs1 $fs2 2>/dev/null || true' RETURN
+	sleep 1
+	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
+	cat >"$out/bench.yaml" <<-EOF
+		max_in_flight: 20
+		defaults:
+		  page_size: $page
+		  timeout: 1h
+		  breaker: {rate_limit: 0}
+		jurisdictions:
+		  - id: bench
+		    feeds:
+		      - {id: parcels_json, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: parcels, sort_by: pin, output_format: application/json}
+		      - {id: parcels_gml, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: parcels, sort_by: pin, output_format: "application/gml+xml; version=3.2"}
+		      - {id: points_json, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: points, sort_by: address_id, output_format: application/json}
+		      - {id: points_gml, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: points, sort_by: address_id, output_format: "application/gml+xml; version=3.2"}
+	EOF
+	bin/ingestd migrate >/dev/null
+	# The floor: the same rows COPYed into a table shaped like features.
+	"${psql[@]}" -c "CREATE TABLE IF NOT EXISTS bench_copy (feature_id text PRIMARY KEY, geom geometry(Geometry, 4326), properties jsonb);
+		CREATE INDEX IF NOT EXISTS bench_copy_geom ON bench_copy USING gist (geom)"
+
+	printf '\n== loaders, medians of %s runs, pages of %s (a fresh load each run; ingestd with change detection)\n' "$count" "$page"
+	printf '%-8s %-8s %-7s %9s %12s %9s\n' layer format tool wall_s features/s rss_MB
+	local layer fmt n url ing ogr cp
+	for layer in parcels points; do
+		n=$parcels
+		[[ $layer == points ]] && n=$points
+		bin/feedserver -copy-rows "$layer=$([[ $layer == points ]] && echo points:)$n" >"$out/$layer.tsv"
+		timing=$out/copy.$layer
+		: >"$timing"
+		for _ in $(seq 1 "$count"); do
+			"${psql[@]}" -c "TRUNCATE bench_copy"
+			timed "${psql[@]}" -c "\\copy bench_copy FROM '$out/$layer.tsv'"
+		done
+		read -r cw cr < <(median_of "$timing")
+		for fmt in json gml; do
+			timing=$out/ingestd.$layer.$fmt
+			: >"$timing"
+			for _ in $(seq 1 "$count"); do
+				"${psql[@]}" -c "DELETE FROM features WHERE jurisdiction = 'bench' AND feed = '${layer}_$fmt'" \
+					-c "DELETE FROM feature_changes WHERE jurisdiction = 'bench' AND feed = '${layer}_$fmt'" -c "VACUUM features"
+				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
+			done
+			read -r iw ir < <(median_of "$timing")
+			timing=$out/ogr.$layer.$fmt
+			: >"$timing"
+			url="WFS:http://127.0.0.1:18201/wfs"
+			local extra=()
+			if [[ $fmt == json ]]; then
+				url="WFS:http://127.0.0.1:18202/wfs?OUTPUTFORMAT=application/json"
+				extra=(-forceNullable) # GDAL's schema has a NOT NULL gml_id the GeoJSON lacks
+			fi
+			for _ in $(seq 1 "$count"); do
+				timed ogr2ogr -f PostgreSQL "$pg" "$url" "ingestd:$layer" -nln "ogr_$layer" -overwrite "${extra[@]}" \
+					--config OGR_WFS_PAGING_ALLOWED ON --config OGR_WFS_PAGE_SIZE "$page" --config PG_USE_COPY YES
+			done
+			read -r ow or < <(median_of "$timing")
+			awk -v l="$layer" -v f="$fmt" -v n="$n" -v iw="$iw" -v ir="$ir" -v ow="$ow" -v or="$or" -v cw="$cw" -v cr="$cr" 'BEGIN {
+				printf "%-8s %-8s %-7s %9.2f %12.0f %9d\n", l, f, "ingestd", iw, n / iw, ir
+				printf "%-8s %-8s %-7s %9.2f %12.0f %9d\n", l, f, "ogr2ogr", ow, n / ow, or
+				printf "%-8s %-8s %-7s %9.2f %12.0f %9d\n", l, "-", "COPY", cw, n / cw, cr
+				printf "%-8s %-8s ingestd/ogr2ogr throughput %.2f (target >= 1.5), ingestd/COPY time %.2f (target <= 2)\n", l, f, ow / iw, iw / cw
+			}'
+		done
+	done
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
 	go test -run '^$' -bench . -benchtime 2x ./wfs/... ./feeds/postgis/...
@@ -66,14 +180,18 @@ bench_micro() {
 case $what in
 poll) bench_poll ;;
 storm) bench_storm ;;
+scale) bench_scale ;;
+gdal) bench_gdal ;;
 micro) bench_micro ;;
 all)
 	bench_poll
 	bench_storm
+	bench_scale
+	bench_gdal
 	bench_micro
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, micro or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, micro or all)" >&2
 	exit 2
 	;;
 esac
