@@ -60,6 +60,9 @@ type Defaults struct {
 	// MaxShrink is the share of its features a snapshot may lose before it
 	// is held (see Guard); 0 means DefaultMaxShrink.
 	MaxShrink float64 `yaml:"max_shrink"`
+	// InvalidGeometry is what a poll does with a feature whose geometry is
+	// invalid: InvalidRepair (default) or InvalidSkip.
+	InvalidGeometry string `yaml:"invalid_geometry"`
 }
 
 // DefaultMaxInFlight is max_in_flight when the file does not set it.
@@ -83,13 +86,14 @@ const DefaultMaxInFlight = 20
 //     (wfs.Negotiate has the rules).
 func BuiltinDefaults() Defaults {
 	return Defaults{
-		Schedule:       "0 * * * *",
-		Timeout:        Duration(10 * time.Minute),
-		RequestTimeout: Duration(60 * time.Second),
-		PageSize:       1000,
-		Version:        "2.0.0",
-		OutputFormat:   "application/json",
-		Breaker:        breaker.DefaultPolicy(),
+		Schedule:        "0 * * * *",
+		Timeout:         Duration(10 * time.Minute),
+		RequestTimeout:  Duration(60 * time.Second),
+		PageSize:        1000,
+		Version:         "2.0.0",
+		OutputFormat:    "application/json",
+		Breaker:         breaker.DefaultPolicy(),
+		InvalidGeometry: InvalidRepair,
 	}
 }
 
@@ -133,6 +137,8 @@ type Feed struct {
 	// MaxShrink is resolved: the feed's, else its jurisdiction's, else the
 	// defaults'.
 	MaxShrink float64 `yaml:"max_shrink"`
+	// InvalidGeometry is resolved: the feed's, else the defaults'.
+	InvalidGeometry string `yaml:"invalid_geometry"`
 	// BBox is the jurisdiction's extent.
 	BBox *BBox `yaml:"-"`
 
@@ -315,10 +321,10 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 // instead of a silently ignored setting.
 var (
 	topKeys          = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
-	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker", "max_shrink"}
+	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry"}
 	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox"}
 	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
-		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink"}
+		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink", "invalid_geometry"}
 	wfsVersions = []string{"2.0.0", "1.1.0"}
 	// Query parameters the wfs client writes itself; one pasted into url along
 	// with a whole GetFeature request would be sent twice or contradict the config.
@@ -531,6 +537,9 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 	if v, ok := p.maxShrink(m, path); ok {
 		d.MaxShrink = v
 	}
+	if v, ok := p.invalidGeometry(m, path); ok {
+		d.InvalidGeometry = v
+	}
 	return rd
 }
 
@@ -613,13 +622,17 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 }
 
 func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDefaults) (Feed, *yaml.Node, bool) {
-	f := Feed{Jurisdiction: j.ID, Location: j.Location, MaxShrink: j.MaxShrink, BBox: j.BBox}
+	f := Feed{Jurisdiction: j.ID, Location: j.Location, MaxShrink: j.MaxShrink, BBox: j.BBox,
+		InvalidGeometry: d.InvalidGeometry}
 	m, ok := p.mapping(n, path, feedKeys)
 	if !ok {
 		return f, nil, false
 	}
 	if v, ok := p.maxShrink(m, path); ok {
 		f.MaxShrink = v
+	}
+	if v, ok := p.invalidGeometry(m, path); ok {
+		f.InvalidGeometry = v
 	}
 	var idNode *yaml.Node
 	f.ID, idNode = p.id(m, path, "feed")

@@ -11,7 +11,31 @@ import (
 // its features: max_shrink as resolved (feed, else jurisdiction, else
 // defaults) and the jurisdiction's bbox.
 func (f *Feed) Guard() Guard {
-	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox}
+	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox, SkipInvalid: f.InvalidGeometry == InvalidSkip}
+}
+
+// What a poll does with a feature whose geometry is invalid (self-intersecting
+// rings, too few points, a ring that does not close): repair it with
+// ST_MakeValid (a geometry PostGIS cannot even parse becomes NULL), or skip
+// the feature's update. Either way the poll counts them and goes on: one bad
+// feature never aborts a layer.
+const (
+	InvalidRepair = "repair"
+	InvalidSkip   = "skip"
+)
+
+// invalidGeometry reads invalid_geometry: repair or skip.
+func (p *parser) invalidGeometry(m *mapping, path string) (string, bool) {
+	s, present := p.str(m, "invalid_geometry", path)
+	if !present || !s.ok {
+		return "", false
+	}
+	switch v := strings.TrimSpace(s.val); v {
+	case InvalidRepair, InvalidSkip:
+		return v, true
+	}
+	p.errorf(s.node, join(path, "invalid_geometry"), "expected repair or skip, found %q", s.raw)
+	return "", false
 }
 
 // maxShrink reads max_shrink: a fraction in (0, 1]. 0 is refused rather than

@@ -94,3 +94,27 @@ const minimalJurisdictions = `jurisdictions:
     feeds:
       - {id: y, kind: geojson, url: "https://data.example.org/y.geojson"}
 `
+
+func TestInvalidGeometryConfig(t *testing.T) {
+	cfg, err := ParseConfig("g.yaml", []byte(`
+defaults: {invalid_geometry: skip}
+jurisdictions:
+  - id: a
+    feeds:
+      - {id: f, kind: geojson, url: "https://a.example.org/f.geojson"}
+      - {id: g, kind: geojson, url: "https://a.example.org/g.geojson", invalid_geometry: repair}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := cfg.Feed("a/f"); !f.Guard().SkipInvalid {
+		t.Errorf("a/f: %q from defaults, want skip", f.InvalidGeometry)
+	}
+	if g, _ := cfg.Feed("a/g"); g.Guard().SkipInvalid {
+		t.Errorf("a/g: %q, want repair", g.InvalidGeometry)
+	}
+	_, err = ParseConfig("g.yaml", []byte("defaults: {invalid_geometry: drop}\n"+minimalJurisdictions), nil)
+	if err == nil || !strings.Contains(err.Error(), `g.yaml:1:30: defaults.invalid_geometry: expected repair or skip, found "drop"`) {
+		t.Errorf("bad invalid_geometry: %v", err)
+	}
+}

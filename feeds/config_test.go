@@ -60,13 +60,14 @@ func TestLoadConfigValid(t *testing.T) {
 	}
 	// File defaults override built-in ones; unset fields keep the built-in value.
 	wantDefaults := Defaults{
-		Schedule:       "0 */6 * * *",
-		Timeout:        Duration(15 * time.Minute),
-		RequestTimeout: Duration(60 * time.Second),
-		PageSize:       500,
-		Version:        "2.0.0",
-		OutputFormat:   "application/json",
-		Breaker:        breaker.DefaultPolicy(),
+		Schedule:        "0 */6 * * *",
+		Timeout:         Duration(15 * time.Minute),
+		RequestTimeout:  Duration(60 * time.Second),
+		PageSize:        500,
+		Version:         "2.0.0",
+		OutputFormat:    "application/json",
+		Breaker:         breaker.DefaultPolicy(),
+		InvalidGeometry: InvalidRepair,
 	}
 	if cfg.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", cfg.Defaults, wantDefaults)
@@ -83,27 +84,27 @@ func TestLoadConfigValid(t *testing.T) {
 			TypeName: "tcad:parcels", Version: "2.0.0", OutputFormat: "application/json",
 			PageSize: 500, IDProperty: "prop_id", SortBy: "prop_id", Schedule: "0 */6 * * *",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute),
-			Jurisdiction: "travis-county",
+			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
 		},
 		{
 			ID: "roads", Kind: "wfs", URL: "https://gis.travis.example.gov/geoserver/wfs",
 			TypeName: "tc:roads", Version: "1.1.0", OutputFormat: "application/json",
 			PageSize: 2000, SortBy: "objectid", Schedule: "@daily",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(2 * time.Minute),
-			Jurisdiction: "travis-county",
+			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
 		},
 		{
 			// geojson: WFS-only settings are not filled from defaults; "$${" is a literal "${".
 			ID: "zoning", Kind: "geojson", URL: "https://data.austin.example.gov/resource/zoning.geojson?${literal}=1",
 			Schedule: "30 5 * * 1-5", Timeout: Duration(5 * time.Minute), RequestTimeout: Duration(time.Minute),
-			Jurisdiction: "austin",
+			Jurisdiction: "austin", InvalidGeometry: InvalidRepair,
 		},
 		{
 			ID: "hydrants", Kind: "wfs", URL: "http://wfs.example.org:8080/ows",
 			TypeName: "ex:hydrants", Version: "2.0.0", OutputFormat: "text/xml; subtype=gml/3.2",
 			PageSize: 500, SortBy: "id", Schedule: "@every 15m",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute),
-			Jurisdiction: "example_utc",
+			Jurisdiction: "example_utc", InvalidGeometry: InvalidRepair,
 		},
 	}
 	got := cfg.Feeds()

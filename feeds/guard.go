@@ -22,6 +22,9 @@ type Guard struct {
 	// lon, max lat); nil skips the extent check. A snapshot with more than
 	// half of its located features outside it is held.
 	BBox *BBox
+	// SkipInvalid leaves out the update of a feature whose geometry is
+	// invalid instead of repairing it (invalid_geometry: skip).
+	SkipInvalid bool
 }
 
 // EffectiveMaxShrink returns MaxShrink with the zero value resolved.

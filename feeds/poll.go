@@ -117,7 +117,8 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		if err == nil {
 			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: time.Since(start), ApplyResult: res}
 			logger.Info("poll succeeded", "pages", r.Pages, "first_page", firstPage, "features", res.Features, "added", res.Added,
-				"modified", res.Modified, "removed", res.Removed, "bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds())
+				"modified", res.Modified, "removed", res.Removed, "invalid_geometries", res.InvalidGeometries,
+				"bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds())
 			return r, nil
 		}
 		err = fmt.Errorf("applying snapshot: %w", err)

@@ -85,4 +85,7 @@ type ApplyResult struct {
 	Modified  int
 	Removed   int
 	Unchanged int
+	// InvalidGeometries counts the added or modified features whose geometry
+	// was invalid: repaired, or skipped (then not in Added or Modified).
+	InvalidGeometries int
 }

@@ -173,7 +173,7 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		}
 		src.pollID = pollID
 		n, err := tx.CopyFrom(ctx, pgx.Identifier{"staged_features"},
-			[]string{"poll_id", "page", "ordinal", "feature_id", "srid", "geom_ewkb", "properties", "geom_hash"}, src)
+			[]string{"poll_id", "page", "ordinal", "feature_id", "srid", "geom_ewkb", "properties", "geom_hash", "geom_broken"}, src)
 		if err != nil {
 			if src.readErr != nil {
 				// The reader's error is the cause; pgx's wrapping of it
@@ -223,7 +223,7 @@ func (c *copySource) Next() bool {
 		return false
 	}
 	c.row = append(c.row[:0], c.pollID, c.page, int32(c.n),
-		row.id, row.srid, row.ewkb, row.properties, row.geomHash)
+		row.id, row.srid, row.ewkb, row.properties, row.geomHash, row.broken)
 	c.n++
 	return true
 }
@@ -239,6 +239,7 @@ type stagedRow struct {
 	ewkb       []byte // nil for a null geometry
 	properties []byte // nil for no properties
 	geomHash   []byte
+	broken     bool // the geometry cannot be stored: ewkb is nil, geomHash is of the source's
 }
 
 func encodeFeature(f *wfs.Feature) (stagedRow, error) {
@@ -256,6 +257,9 @@ func encodeFeature(f *wfs.Feature) (stagedRow, error) {
 		r.properties = append([]byte(nil), f.Properties...)
 	}
 	r.geomHash = geomHash(r.ewkb)
+	if r.ewkb != nil && brokenGeometry(f.Geometry) != "" {
+		r.ewkb, r.broken = nil, true
+	}
 	r.id = f.ID
 	if !utf8.ValidString(r.id) {
 		return r, fmt.Errorf("feature id %q is not UTF-8", r.id)
@@ -364,9 +368,10 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 	}
 	var staged, pages int
 	var held *string
-	err := tx.QueryRow(ctx, applySQL, pollID, jurisdiction, feed, accept, maxShrink, bbox).Scan(
+	skipInvalid := guard != nil && guard.SkipInvalid
+	err := tx.QueryRow(ctx, applySQL, pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid).Scan(
 		&staged, &out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
-		&pages, &out.previous, &held)
+		&pages, &out.previous, &held, &out.res.InvalidGeometries)
 	if err != nil {
 		return out, err
 	}
@@ -409,10 +414,11 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 
 	if _, err := tx.Exec(ctx, `
 		UPDATE polls SET status = 'succeeded', finished_at = now(), pages = $2, features = $3,
-			added = $4, modified = $5, removed = $6, unchanged = $7, duplicate_ids = $8,
+			added = $4, modified = $5, removed = $6, unchanged = $7, duplicate_ids = $8, invalid_geometries = $9,
 			error = CASE WHEN status = 'held' THEN 'accepted: ' || error ELSE error END
 		WHERE id = $1`,
-		pollID, pages, out.res.Features, out.res.Added, out.res.Modified, out.res.Removed, out.res.Unchanged, out.duplicates); err != nil {
+		pollID, pages, out.res.Features, out.res.Added, out.res.Modified, out.res.Removed, out.res.Unchanged, out.duplicates,
+		out.res.InvalidGeometries); err != nil {
 		return out, err
 	}
 	if _, err := tx.Exec(ctx, `
@@ -452,13 +458,13 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 //     feed_freshness rule) or its origin is stuck open (breaker_state.stuck).
 const applySQL = `
 WITH staged AS (
-	SELECT feature_id, page, ordinal, srid, geom_ewkb, properties, geom_hash, props_hash,
+	SELECT feature_id, page, ordinal, srid, geom_ewkb, geom_broken, properties, geom_hash, props_hash,
 		sha256(geom_hash || props_hash) AS content_hash
 	FROM staged_features
 	WHERE poll_id = $1
 ), snapshot AS MATERIALIZED (
 	SELECT DISTINCT ON (1) CASE WHEN feature_id = '' THEN encode(content_hash, 'hex') ELSE feature_id END AS feature_id,
-		srid, geom_ewkb, properties, geom_hash, props_hash, content_hash
+		srid, geom_ewkb, geom_broken, properties, geom_hash, props_hash, content_hash
 	FROM staged
 	ORDER BY 1, page DESC, ordinal DESC
 ), diff AS MATERIALIZED (
@@ -510,19 +516,27 @@ WITH staged AS (
 			EXISTS (SELECT 1 FROM breaker_state b WHERE b.origin = s.origin AND b.stuck AND b.state <> 'closed') AS stuck
 		FROM feed_status s WHERE s.jurisdiction = $2 AND s.feed = $3
 	) fz ON true
-), written AS (
-	INSERT INTO features AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
-		first_seen_at, changed_at, poll_id)
-	SELECT $2, $3, d.feature_id,
-		CASE
+), towrite AS MATERIALIZED (
+	-- Only added and modified features are transformed and judged valid:
+	-- an unchanged layer costs no geometry work at all.
+	SELECT d.*, g.geom,
+		d.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
+	FROM diff d
+	CROSS JOIN LATERAL (SELECT CASE
 			WHEN d.geom_ewkb IS NULL THEN NULL
 			WHEN d.srid IN (0, 4326) THEN ST_Force2D(ST_SetSRID(ST_GeomFromEWKB(d.geom_ewkb), 4326))
 			ELSE ST_Force2D(ST_Transform(ST_GeomFromEWKB(d.geom_ewkb), 4326))
-		END,
-		d.properties, d.geom_hash, d.props_hash, d.content_hash, now(), now(), $1
-	FROM diff d
+		END AS geom) g
 	WHERE (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
+), written AS (
+	INSERT INTO features AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
+		first_seen_at, changed_at, poll_id)
+	SELECT $2, $3, t.feature_id,
+		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
+		t.properties, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
+	FROM towrite t
+	WHERE NOT (t.invalid AND $7)
 	ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
 		geom = excluded.geom, properties = excluded.properties, geom_hash = excluded.geom_hash,
 		props_hash = excluded.props_hash, content_hash = excluded.content_hash,
@@ -540,20 +554,26 @@ WITH staged AS (
 	SELECT $1, $2, $3, d.feature_id, CASE WHEN d.existed THEN 'modified' ELSE 'added' END,
 		CASE WHEN NOT d.existed THEN true WHEN d.legacy THEN NULL ELSE d.geom_changed END,
 		NOT d.existed OR d.props_changed, d.old_hash, d.content_hash, now()
-	FROM diff d
+	FROM towrite d
 	WHERE (NOT d.existed OR ((d.geom_changed OR d.props_changed) AND NOT (d.legacy AND NOT d.props_changed)))
-	  AND (SELECT reason FROM verdict) IS NULL
+	  AND NOT (d.invalid AND $7)
 	UNION ALL
 	SELECT $1, $2, $3, r.feature_id, 'removed', true, true, r.content_hash, NULL, now()
 	FROM removed r
 )
 SELECT
 	(SELECT count(*) FROM staged_features WHERE poll_id = $1)::int,
-	c.features, c.added, c.modified, c.features - c.added - c.modified,
+	c.features,
+	-- A skipped feature is neither added nor modified: its old version stays.
+	c.added - (SELECT count(*) FROM towrite WHERE invalid AND $7 AND NOT existed)::int,
+	c.modified - (SELECT count(*) FROM towrite WHERE invalid AND $7 AND existed
+		AND NOT (legacy AND NOT props_changed))::int,
+	c.features - c.added - c.modified,
 	(SELECT count(*) FROM removed)::int,
 	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
 	c.previous,
-	(SELECT reason FROM verdict)
+	(SELECT reason FROM verdict),
+	(SELECT count(*) FROM towrite WHERE invalid)::int
 FROM counts c`
 
 // FailPoll records the poll as failed with pollErr, counts a failure for the
