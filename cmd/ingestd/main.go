@@ -47,6 +47,7 @@ Usage:
   ingestd run      [flags]                      schedule and poll every feed until SIGTERM
   ingestd poll     [flags] JURISDICTION/FEED    poll one feed now; exit 1 if it fails
   ingestd validate [FILE]                       check a config file; exit 1 on any error
+  ingestd status   [flags]                      feeds that are not fresh and why, every origin's breaker
   ingestd migrate  [flags]                      apply pending schema migrations
   ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
   ingestd held list|accept|reject               snapshots a guard held instead of applying
@@ -75,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdPoll(args, stdout, stderr)
 	case "validate":
 		err = cmdValidate(args, stdout, stderr)
+	case "status":
+		err = cmdStatus(args, stdout, stderr)
 	case "migrate":
 		err = cmdMigrate(args, stdout, stderr)
 	case "breaker":

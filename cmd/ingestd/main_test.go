@@ -103,4 +103,15 @@ jurisdictions:
 	if code != 2 || !strings.Contains(stderr, `no feed "town/nope"`) {
 		t.Errorf("poll of an unconfigured feed: exit %d\n%s", code, stderr)
 	}
+
+	// status shows the failing feed with its error, and the origin's breaker.
+	code, stdout, stderr = runCLI(t, "status", "-database-url", dbURL)
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"town/missing  failing", "no_such_layer", "feeds: 1 failing 1 fresh", ts.URL + "  closed"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, stdout)
+		}
+	}
 }
