@@ -16,7 +16,8 @@
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
 #   scripts/bench.sh all      all of them (default).
 #
-# Environment: DATABASE_URL (default: the project's PostGIS, started on demand),
+# Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
+# started on demand),
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -26,7 +27,14 @@ sizes=${BENCH_SIZES:-200000 400000}
 count=${BENCH_COUNT:-3}
 
 if [[ -z ${DATABASE_URL:-} ]]; then
-	DATABASE_URL=$(scripts/postgis.sh start)
+	# A database of its own, so that benchmark feeds never show up in the
+	# demo's feed_freshness.
+	main_url=$(scripts/postgis.sh start)
+	DATABASE_URL=${main_url/\/ingestd\?//ingestd_bench?}
+	if [[ $(psql "$main_url" -X -tAc "SELECT 1 FROM pg_database WHERE datname = 'ingestd_bench'") != 1 ]]; then
+		psql "$main_url" -X -q -c "CREATE DATABASE ingestd_bench"
+	fi
+	psql "$DATABASE_URL" -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS postgis"
 fi
 export DATABASE_URL
 
