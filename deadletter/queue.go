@@ -193,6 +193,22 @@ func (q *Queue) Revive(ctx context.Context, id int64) error {
 	return nil
 }
 
+// Expedite brings forward the pending rows of origin that its breaker
+// refused (reason circuit_open): they become due at notBefore, or now when it
+// is zero or past, and it returns how many moved. An operator who lifts an
+// open override calls it: the rows it refused wait for the override's end
+// (or open_max), which no longer holds anything back. Rows already due
+// sooner keep their time.
+func (q *Queue) Expedite(ctx context.Context, origin string, notBefore time.Time) (int64, error) {
+	tag, err := q.pool.Exec(ctx, `UPDATE dead_letter SET retry_after = greatest(now(), $2::timestamptz), updated_at = now()
+		WHERE origin = $1 AND status = 'pending' AND reason = $3 AND retry_after > greatest(now(), $2::timestamptz)`,
+		origin, nullTime(notBefore), string(ReasonCircuitOpen))
+	if err != nil {
+		return 0, fmt.Errorf("deadletter: expedite %s: %w", origin, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // claimParams selects the rows a claim takes.
 type claimParams struct {
 	by    string

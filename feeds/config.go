@@ -925,6 +925,9 @@ func parseCron(spec string, loc *time.Location) (cron.Schedule, string) {
 	if ss, ok := c.(*cron.SpecSchedule); ok {
 		ss.Location = loc
 	}
+	if cd, ok := c.(cron.ConstantDelaySchedule); ok {
+		return everySchedule{every: cd.Delay}, ""
+	}
 	return c, ""
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/deadletter"
 )
 
 const breakerUsage = `Usage:
@@ -104,6 +105,28 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: override %s\n", origin, describeOverride(v, v.UpdatedAt))
+	if override == breaker.OverrideOpen {
+		return nil
+	}
+	// Polls the open override refused are parked until it would have ended
+	// (or open_max): lifting it must bring them back now, or at the end of
+	// the breaker's own cooldown when `auto` hands the origin back to an
+	// open breaker (a replay refused again would only spend an attempt).
+	var notBefore time.Time
+	if override == breaker.OverrideNone && v.State != breaker.StateClosed {
+		notBefore = v.OpenUntil
+	}
+	n, err := deadletter.NewQueue(pool).Expedite(ctx, origin, notBefore)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		when := "now"
+		if !notBefore.IsZero() {
+			when = "at " + formatUntil(notBefore, v.UpdatedAt)
+		}
+		fmt.Fprintf(stdout, "%s: %d parked polls due %s\n", origin, n, when)
+	}
 	return nil
 }
 
