@@ -160,13 +160,15 @@ func TestCluster(t *testing.T) {
 	d.waitRunning(t, 30*time.Second)
 	tDReady := time.Now()
 	ins[2] = d
-	if cur, _ := watch.latest(); cur.version != reopen.version || !tDReady.Before(reopen.openUntil) {
-		t.Errorf("D was ready %s after open_until (or the verdict changed meanwhile): the restart check shows nothing",
-			tDReady.Sub(reopen.openUntil))
+	// The row's version may have moved (another instance writing the same
+	// verdict); what counts is that it still says open, until when.
+	if cur, _ := watch.latest(); cur.state != "open" || !tDReady.Before(cur.openUntil) {
+		t.Errorf("D was ready only after open_until (%s; state %s, ready %s after the re-open): the restart check shows nothing",
+			cur.openUntil.Format("15:04:05.000"), cur.state, tDReady.Sub(reopen.openedAt).Round(time.Millisecond))
 	} else {
-		early := flap.between(tDReady, reopen.openUntil.Add(-50*time.Millisecond))
+		early := flap.between(tDReady, cur.openUntil.Add(-50*time.Millisecond))
 		fig("(8) D started with the origin open: ready %s before open_until; requests to the origin before open_until: %d",
-			reopen.openUntil.Sub(tDReady).Round(time.Millisecond), len(early))
+			cur.openUntil.Sub(tDReady).Round(time.Millisecond), len(early))
 		if len(early) != 0 {
 			t.Errorf("%d requests reached the open origin after D started, before open_until", len(early))
 		}
@@ -450,7 +452,7 @@ func checkBrokenReload(t *testing.T, fig func(string, ...any), in *instance) {
 type period struct{ from, until time.Time }
 
 // openPeriods merges the open verdicts seen into cooldowns that ended by
-// end. Several instances may write the first trip (the most protective
+// end, leaving out verdicts too short to be one. Several instances may write the first trip (the most protective
 // open_until wins), so overlapping verdicts are one cooldown.
 func openPeriods(vs []verdict, end time.Time) []period {
 	var ps []period
@@ -466,6 +468,11 @@ func openPeriods(vs []verdict, end time.Time) []period {
 	}
 	var out []period
 	for _, p := range ps {
+		// A verdict "open" until the moment it was written holds nothing
+		// back: it is not a cooldown, and must not make room for a probe.
+		if p.until.Sub(p.from) < clusterOpenBase/2 {
+			continue
+		}
 		if !p.until.After(end) {
 			out = append(out, p)
 		}
