@@ -18,6 +18,7 @@
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
 # started on demand),
+# BENCH_GDAL_PORT (first of the two ports bench.sh gdal serves on, default 18201),
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -104,15 +105,23 @@ bench_gdal() {
 	out=$ROOT/bench-out
 	go build -o bin/ingestd ./cmd/ingestd
 	go build -o bin/feedserver ./cmd/feedserver
+	# Ports of the two feed servers: a server left over on them would be
+	# benchmarked instead (with its own layer sizes), so a taken port fails.
+	local p1=${BENCH_GDAL_PORT:-18201}
+	local p2=$((p1 + 1))
 	local parcels=${BENCH_PARCELS:-200000} points=${BENCH_POINTS:-1000000} page=${BENCH_PAGE_SIZE:-5000}
 	# Two servers of the same layers: GDAL's WFS driver applies the advertised
 	# axis order to GeoJSON too, so its GeoJSON runs read a CRS84 server.
-	bin/feedserver -serve 127.0.0.1:18201= -generate "parcels=$parcels" -generate "points=points:$points" >/dev/null 2>&1 &
+	bin/feedserver -serve 127.0.0.1:${p1}= -generate "parcels=$parcels" -generate "points=points:$points" >/dev/null 2>&1 &
 	local fs1=$!
-	bin/feedserver -crs84 -serve 127.0.0.1:18202= -generate "parcels=$parcels" -generate "points=points:$points" >/dev/null 2>&1 &
+	bin/feedserver -crs84 -serve 127.0.0.1:${p2}= -generate "parcels=$parcels" -generate "points=points:$points" >/dev/null 2>&1 &
 	local fs2=$!
 	trap 'kill $fs1 $fs2 2>/dev/null || true' RETURN
 	sleep 1
+	if ! kill -0 "$fs1" 2>/dev/null || ! kill -0 "$fs2" 2>/dev/null; then
+		echo "bench.sh: a feed server did not start: ports ${p1}/${p2} taken? (set BENCH_GDAL_PORT)" >&2
+		return 1
+	fi
 	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
 	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
 	cat >"$out/bench.yaml" <<-EOF
@@ -124,10 +133,10 @@ bench_gdal() {
 		jurisdictions:
 		  - id: bench
 		    feeds:
-		      - {id: parcels_json, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: parcels, sort_by: pin, output_format: application/json}
-		      - {id: parcels_gml, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: parcels, sort_by: pin, output_format: "application/gml+xml; version=3.2"}
-		      - {id: points_json, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: points, sort_by: address_id, output_format: application/json}
-		      - {id: points_gml, kind: wfs, url: "http://127.0.0.1:18201/wfs", type_name: points, sort_by: address_id, output_format: "application/gml+xml; version=3.2"}
+		      - {id: parcels_json, kind: wfs, url: "http://127.0.0.1:${p1}/wfs", type_name: parcels, sort_by: pin, output_format: application/json}
+		      - {id: parcels_gml, kind: wfs, url: "http://127.0.0.1:${p1}/wfs", type_name: parcels, sort_by: pin, output_format: "application/gml+xml; version=3.2"}
+		      - {id: points_json, kind: wfs, url: "http://127.0.0.1:${p1}/wfs", type_name: points, sort_by: address_id, output_format: application/json}
+		      - {id: points_gml, kind: wfs, url: "http://127.0.0.1:${p1}/wfs", type_name: points, sort_by: address_id, output_format: "application/gml+xml; version=3.2"}
 	EOF
 	bin/ingestd migrate >/dev/null
 	# The floor: the same rows COPYed into a table shaped like features.
@@ -159,10 +168,10 @@ bench_gdal() {
 			read -r iw ir < <(median_of "$timing")
 			timing=$out/ogr.$layer.$fmt
 			: >"$timing"
-			url="WFS:http://127.0.0.1:18201/wfs"
+			url="WFS:http://127.0.0.1:${p1}/wfs"
 			local extra=()
 			if [[ $fmt == json ]]; then
-				url="WFS:http://127.0.0.1:18202/wfs?OUTPUTFORMAT=application/json"
+				url="WFS:http://127.0.0.1:${p2}/wfs?OUTPUTFORMAT=application/json"
 				extra=(-forceNullable) # GDAL's schema has a NOT NULL gml_id the GeoJSON lacks
 			fi
 			for _ in $(seq 1 "$count"); do

@@ -89,7 +89,8 @@ type gmlProp struct {
 // error. A body cut short, a malformed document, an unsupported geometry or
 // an unreadable srsName is an error, never a short page.
 type GMLReader struct {
-	dec   *xml.Decoder
+	src   io.Reader
+	dec   xmlTokenizer // made from src at the first token
 	cfg   readerConfig
 	err   error
 	index int
@@ -126,10 +127,8 @@ func NewGMLReader(r io.Reader, opts ...ReaderOption) *GMLReader {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	dec := xml.NewDecoder(r)
-	dec.CharsetReader = charsetReader
 	return &GMLReader{
-		dec:            dec,
+		src:            r,
 		cfg:            cfg,
 		defaultCRS:     CRS{SRID: cfg.srid},
 		numberMatched:  -1,
@@ -171,7 +170,10 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	line, _ := r.dec.InputPos()
+	line := 0
+	if r.dec != nil {
+		line, _ = r.dec.InputPos()
+	}
 	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
@@ -179,7 +181,12 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 // does not: that elements nest properly, that the document does not end
 // inside one. It tracks namespace bindings itself, because Token's
 // translation allocates a map per element and costs a third of the time.
+// The tokenizer is fastXML for UTF-8 documents (encoding/xml's own cost
+// most of the reader's time), encoding/xml for the rest (xmltok.go).
 func (r *GMLReader) token() (xml.Token, error) {
+	if r.dec == nil {
+		r.dec = newXMLTokenizer(r.src)
+	}
 	for {
 		tok, err := r.dec.RawToken()
 		if err != nil {

@@ -495,7 +495,14 @@ func FuzzGMLReader(f *testing.F) {
 	}
 	f.Add([]byte(gmlDoc("2", `<app:pin>7</app:pin><app:g><gml:LineString srsName="EPSG:4267"><gml:coordinates cs=" " ts=";" decimal=",">1,5 2;3 4</gml:coordinates></gml:LineString></app:g>`)), "pin")
 	f.Add([]byte(gmlDoc("3.2", `<app:g><gml:Surface srsName="urn:ogc:def:crs:EPSG::4326" srsDimension="3"><gml:patches><gml:PolygonPatch><gml:exterior><gml:LinearRing><gml:posList>0 0 1 1 0 1 1 1 1 0 0 1</gml:posList></gml:LinearRing></gml:exterior></gml:PolygonPatch></gml:patches></gml:Surface></app:g>`)), "")
+	for _, s := range gmlTokSeeds {
+		f.Add([]byte(s), "")
+	}
+	for _, s := range xmlTokSamples {
+		f.Add([]byte(s), "")
+	}
 	f.Fuzz(func(t *testing.T, doc []byte, idProp string) {
+		gmlReadersAgree(t, doc, idProp)
 		r := NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp))
 		failed := false
 		for range 100_000 {

@@ -1,0 +1,671 @@
+package wfs
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// xmlTokenizer is what GMLReader needs of an XML tokenizer: encoding/xml's
+// RawToken (no namespace translation; a self-closing element is a start and
+// an end) and the line for error messages.
+type xmlTokenizer interface {
+	RawToken() (xml.Token, error)
+	InputPos() (line, column int)
+}
+
+// newXMLTokenizer returns the fast tokenizer for a UTF-8 document (no XML
+// declaration, or one that declares UTF-8), and encoding/xml's decoder with
+// charsetReader for a document that declares another encoding.
+func newXMLTokenizer(r io.Reader) xmlTokenizer {
+	head := make([]byte, 512)
+	n := 0
+	var err error
+	for n < len(head) && err == nil {
+		var m int
+		m, err = r.Read(head[n:])
+		n += m
+	}
+	head = head[:n]
+	var rest io.Reader = r
+	if err != nil {
+		// The input ended (or failed) within the head: hand on exactly
+		// that, the error included.
+		rest = errReader{err}
+	}
+	src := io.MultiReader(bytes.NewReader(head), rest)
+	if needsStdDecoder(head) {
+		dec := xml.NewDecoder(src)
+		dec.CharsetReader = charsetReader
+		return dec
+	}
+	return &fastXML{r: src, buf: make([]byte, 0, 64<<10), line: 1, names: make(map[string]string)}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// needsStdDecoder reports whether the document starting with head declares
+// an encoding other than UTF-8 or a version other than 1.0: encoding/xml
+// handles those (or refuses them) as it always did.
+func needsStdDecoder(head []byte) bool {
+	if !bytes.HasPrefix(head, []byte("<?xml")) || len(head) < 6 || !isXMLSpace(head[5]) {
+		return false
+	}
+	end := bytes.Index(head, []byte("?>"))
+	if end < 0 {
+		return true // an unusually long declaration: let encoding/xml read it
+	}
+	decl := string(head[5:end])
+	if v := procInstParam("version", decl); v != "" && v != "1.0" {
+		return true
+	}
+	enc := procInstParam("encoding", decl)
+	return enc != "" && !strings.EqualFold(enc, "utf-8") && !strings.EqualFold(enc, "utf8")
+}
+
+// procInstParam returns the value of param in the XML declaration's content
+// s (as encoding/xml's procInst does), "" if absent.
+func procInstParam(param, s string) string {
+	idx := strings.Index(s, param)
+	if idx < 0 {
+		return ""
+	}
+	v := strings.TrimLeft(s[idx+len(param):], " \t\r\n")
+	if !strings.HasPrefix(v, "=") {
+		return ""
+	}
+	v = strings.TrimLeft(v[1:], " \t\r\n")
+	if v == "" || (v[0] != '\'' && v[0] != '"') {
+		return ""
+	}
+	q := v[0]
+	v = v[1:]
+	if i := strings.IndexByte(v, q); i >= 0 {
+		return v[:i]
+	}
+	return ""
+}
+
+func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// fastXML is a strict, allocation-light XML 1.0 tokenizer for UTF-8 input
+// with encoding/xml's RawToken semantics where GMLReader relies on them:
+// names split at their one colon into Space (the prefix, untranslated) and
+// Local; the five predefined entities and character references decoded in
+// text and attribute values (an unknown entity is an error, as in strict
+// mode); CDATA sections returned as CharData; "\r\n" and "\r" read as "\n";
+// comments, processing instructions and directives returned as such
+// (GMLReader skips them); invalid UTF-8, control characters, an unquoted
+// or missing attribute value, "<" in an attribute value and "]]>" in text
+// are errors. The CharData it returns is valid until the next call.
+//
+// It does not read a DOCTYPE's internal subset as entity definitions (nor
+// does encoding/xml), and element names are interned: a layer uses a few
+// dozen.
+type fastXML struct {
+	r    io.Reader
+	buf  []byte // input window; buf[pos:] is unread
+	pos  int
+	eof  bool
+	rerr error
+
+	line int // newlines in input before buf[0], plus one
+
+	pendingEnd bool // a self-closing element's end is due
+	endName    xml.Name
+
+	text  []byte // CharData of the last token
+	scr   []byte // scratch for names and attribute values
+	names map[string]string
+	err   error
+}
+
+const maxInternedNames = 4096
+
+func (t *fastXML) InputPos() (int, int) {
+	return t.line + bytes.Count(t.buf[:t.pos], []byte{'\n'}), 0
+}
+
+func (t *fastXML) syntaxError(format string, args ...any) error {
+	line, _ := t.InputPos()
+	t.err = &xml.SyntaxError{Msg: fmt.Sprintf(format, args...), Line: line}
+	return t.err
+}
+
+// fill reads more input, discarding what was consumed. It reports false at
+// the end of the input (or on a read error, kept in rerr).
+func (t *fastXML) fill() bool {
+	if t.eof {
+		return false
+	}
+	if t.pos > 0 {
+		t.line += bytes.Count(t.buf[:t.pos], []byte{'\n'})
+		n := copy(t.buf, t.buf[t.pos:])
+		t.buf = t.buf[:n]
+		t.pos = 0
+	}
+	if len(t.buf) == cap(t.buf) {
+		t.buf = append(t.buf, 0)[:len(t.buf)]
+	}
+	for {
+		n, err := t.r.Read(t.buf[len(t.buf):cap(t.buf)])
+		t.buf = t.buf[:len(t.buf)+n]
+		if err != nil {
+			t.eof = true
+			if err != io.EOF {
+				t.rerr = err
+			}
+			return n > 0
+		}
+		if n > 0 {
+			return true
+		}
+	}
+}
+
+// getc returns the next byte; ok is false at the end of the input.
+func (t *fastXML) getc() (byte, bool) {
+	if t.pos < len(t.buf) {
+		c := t.buf[t.pos]
+		t.pos++
+		return c, true
+	}
+	if !t.fill() {
+		return 0, false
+	}
+	c := t.buf[t.pos]
+	t.pos++
+	return c, true
+}
+
+// eofError is the error for an input that ended inside markup.
+func (t *fastXML) eofError() error {
+	if t.rerr != nil {
+		t.err = t.rerr
+		return t.err
+	}
+	return t.syntaxError("unexpected EOF")
+}
+
+func (t *fastXML) mustgetc() (byte, error) {
+	c, ok := t.getc()
+	if !ok {
+		return 0, t.eofError()
+	}
+	return c, nil
+}
+
+// hasPrefix reports whether the unread input starts with s, reading more
+// if needed.
+func (t *fastXML) hasPrefix(s string) bool {
+	for len(t.buf)-t.pos < len(s) {
+		if !t.fill() {
+			break
+		}
+	}
+	return bytes.HasPrefix(t.buf[t.pos:], []byte(s))
+}
+
+func (t *fastXML) RawToken() (xml.Token, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if t.pendingEnd {
+		t.pendingEnd = false
+		return xml.EndElement{Name: t.endName}, nil
+	}
+	if t.pos >= len(t.buf) && !t.fill() {
+		if t.rerr != nil {
+			t.err = t.rerr
+			return nil, t.err
+		}
+		t.err = io.EOF
+		return nil, io.EOF
+	}
+	if t.buf[t.pos] != '<' {
+		if err := t.readText(); err != nil {
+			return nil, err
+		}
+		return xml.CharData(t.text), nil
+	}
+	t.pos++
+	c, err := t.mustgetc()
+	if err != nil {
+		return nil, err
+	}
+	switch c {
+	case '/':
+		name, err := t.readName()
+		if err != nil {
+			return nil, err
+		}
+		t.skipSpace()
+		if c, err := t.mustgetc(); err != nil {
+			return nil, err
+		} else if c != '>' {
+			return nil, t.syntaxError("invalid characters between </%s and >", qname(name))
+		}
+		return xml.EndElement{Name: name}, nil
+	case '?':
+		return t.procInst()
+	case '!':
+		return t.bang()
+	}
+	t.pos--
+	return t.startElement()
+}
+
+func (t *fastXML) skipSpace() {
+	for {
+		for t.pos < len(t.buf) {
+			if !isXMLSpace(t.buf[t.pos]) {
+				return
+			}
+			t.pos++
+		}
+		if !t.fill() {
+			return
+		}
+	}
+}
+
+func isNameStartByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':' || c >= utf8.RuneSelf
+}
+
+func isNameByte(c byte) bool {
+	return isNameStartByte(c) || c >= '0' && c <= '9' || c == '-' || c == '.'
+}
+
+// readName reads a (prefixed) name and splits it as encoding/xml does.
+func (t *fastXML) readName() (xml.Name, error) {
+	t.scr = t.scr[:0]
+	for {
+		for t.pos < len(t.buf) {
+			c := t.buf[t.pos]
+			if !isNameByte(c) {
+				goto done
+			}
+			t.scr = append(t.scr, c)
+			t.pos++
+		}
+		if !t.fill() {
+			return xml.Name{}, t.eofError()
+		}
+	}
+done:
+	if len(t.scr) == 0 || !isNameStartByte(t.scr[0]) {
+		return xml.Name{}, t.syntaxError("invalid XML name: %q", truncate(string(t.scr), 40))
+	}
+	if !utf8.Valid(t.scr) {
+		return xml.Name{}, t.syntaxError("invalid UTF-8")
+	}
+	s := t.intern(t.scr)
+	if strings.Count(s, ":") > 1 {
+		return xml.Name{}, t.syntaxError("invalid XML name: %q", truncate(s, 40))
+	}
+	if space, local, ok := strings.Cut(s, ":"); ok && space != "" && local != "" {
+		return xml.Name{Space: space, Local: local}, nil
+	}
+	return xml.Name{Local: s}, nil
+}
+
+func (t *fastXML) intern(b []byte) string {
+	if s, ok := t.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(t.names) < maxInternedNames {
+		t.names[s] = s
+	}
+	return s
+}
+
+func (t *fastXML) startElement() (xml.Token, error) {
+	name, err := t.readName()
+	if err != nil {
+		return nil, err
+	}
+	se := xml.StartElement{Name: name}
+	for {
+		t.skipSpace()
+		c, err := t.mustgetc()
+		if err != nil {
+			return nil, err
+		}
+		switch c {
+		case '>':
+			return se, nil
+		case '/':
+			if c, err := t.mustgetc(); err != nil {
+				return nil, err
+			} else if c != '>' {
+				return nil, t.syntaxError("expected /> in element")
+			}
+			t.pendingEnd, t.endName = true, name
+			return se, nil
+		}
+		t.pos--
+		an, err := t.readName()
+		if err != nil {
+			return nil, err
+		}
+		t.skipSpace()
+		if c, err := t.mustgetc(); err != nil {
+			return nil, err
+		} else if c != '=' {
+			return nil, t.syntaxError("attribute name without = in element")
+		}
+		t.skipSpace()
+		q, err := t.mustgetc()
+		if err != nil {
+			return nil, err
+		}
+		if q != '"' && q != '\'' {
+			return nil, t.syntaxError("unquoted or missing attribute value in element")
+		}
+		v, err := t.attrValue(q)
+		if err != nil {
+			return nil, err
+		}
+		se.Attr = append(se.Attr, xml.Attr{Name: an, Value: v})
+	}
+}
+
+// attrValue reads an attribute value up to the quote q.
+func (t *fastXML) attrValue(q byte) (string, error) {
+	t.scr = t.scr[:0]
+	for {
+		c, err := t.mustgetc()
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case c == q:
+			if !utf8.Valid(t.scr) {
+				return "", t.syntaxError("invalid UTF-8")
+			}
+			return string(t.scr), nil
+		case c == '<':
+			return "", t.syntaxError("unescaped < inside quoted string")
+		case c == '&':
+			if t.scr, err = t.entity(t.scr); err != nil {
+				return "", err
+			}
+		case c == '\r':
+			t.scr = append(t.scr, '\n')
+			if t.pos < len(t.buf) || t.fill() {
+				if t.buf[t.pos] == '\n' {
+					t.pos++
+				}
+			}
+		case c < 0x20 && c != '\t' && c != '\n':
+			return "", t.syntaxError("illegal character code U+%04X", c)
+		default:
+			t.scr = append(t.scr, c)
+		}
+	}
+}
+
+// entity decodes the reference whose '&' was just read, appending it to b.
+func (t *fastXML) entity(b []byte) ([]byte, error) {
+	var name [16]byte
+	n := 0
+	for {
+		c, err := t.mustgetc()
+		if err != nil {
+			return b, err
+		}
+		if c == ';' {
+			break
+		}
+		if n == len(name) {
+			return b, t.syntaxError("invalid character entity &%s...", name[:n])
+		}
+		name[n] = c
+		n++
+	}
+	s := name[:n]
+	switch string(s) {
+	case "lt":
+		return append(b, '<'), nil
+	case "gt":
+		return append(b, '>'), nil
+	case "amp":
+		return append(b, '&'), nil
+	case "apos":
+		return append(b, '\''), nil
+	case "quot":
+		return append(b, '"'), nil
+	}
+	if len(s) >= 2 && s[0] == '#' {
+		var r uint64
+		digits, base := s[1:], uint64(10)
+		if digits[0] == 'x' {
+			digits, base = digits[1:], 16
+		}
+		ok := len(digits) > 0
+		for _, c := range digits {
+			var d uint64
+			switch {
+			case c >= '0' && c <= '9':
+				d = uint64(c - '0')
+			case base == 16 && c >= 'a' && c <= 'f':
+				d = uint64(c-'a') + 10
+			case base == 16 && c >= 'A' && c <= 'F':
+				d = uint64(c-'A') + 10
+			default:
+				ok = false
+			}
+			r = r*base + d
+			if r > utf8.MaxRune {
+				ok = false
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok && r >= 0xD800 && r <= 0xDFFF {
+			// encoding/xml reads a surrogate's reference as U+FFFD.
+			return utf8.AppendRune(b, utf8.RuneError), nil
+		}
+		if ok && isXMLChar(rune(r)) {
+			return utf8.AppendRune(b, rune(r)), nil
+		}
+	}
+	return b, t.syntaxError("invalid character entity &%s;", s)
+}
+
+// isXMLChar is XML 1.0's Char production.
+func isXMLChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D ||
+		r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD ||
+		r >= 0x10000 && r <= 0x10FFFF
+}
+
+// readText reads character data up to the next '<' into t.text.
+func (t *fastXML) readText() error {
+	t.text = t.text[:0]
+	ascii := true
+	for {
+		i := t.pos
+		for i < len(t.buf) {
+			c := t.buf[i]
+			if c >= 0x20 && c != '<' && c != '&' && c != ']' && c < utf8.RuneSelf {
+				i++
+				continue
+			}
+			if c >= utf8.RuneSelf {
+				ascii = false
+				i++
+				continue
+			}
+			if c == '\t' || c == '\n' {
+				i++
+				continue
+			}
+			break
+		}
+		t.text = append(t.text, t.buf[t.pos:i]...)
+		t.pos = i
+		if i == len(t.buf) {
+			if !t.fill() {
+				if t.rerr != nil {
+					t.err = t.rerr
+					return t.err
+				}
+				break // text at the end of the input; io.EOF comes next
+			}
+			continue
+		}
+		c := t.buf[i]
+		switch {
+		case c == '<':
+			goto done
+		case c == '&':
+			t.pos++
+			var err error
+			if t.text, err = t.entity(t.text); err != nil {
+				return err
+			}
+			ascii = false // a character reference may be any rune
+		case c == ']':
+			if t.hasPrefix("]]>") {
+				return t.syntaxError("unescaped ]]> not in CDATA section")
+			}
+			t.text = append(t.text, ']')
+			t.pos++
+		case c == '\r':
+			t.pos++
+			t.text = append(t.text, '\n')
+			if (t.pos < len(t.buf) || t.fill()) && t.buf[t.pos] == '\n' {
+				t.pos++
+			}
+		default:
+			return t.syntaxError("illegal character code U+%04X", c)
+		}
+	}
+done:
+	if !ascii && !validXMLText(t.text) {
+		return t.syntaxError("invalid UTF-8 or character")
+	}
+	return nil
+}
+
+// validXMLText reports whether b is UTF-8 of XML characters only.
+func validXMLText(b []byte) bool {
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || !isXMLChar(r) {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+// skipUntil consumes input up to and including end.
+func (t *fastXML) skipUntil(end string) error {
+	for {
+		if t.hasPrefix(end) {
+			t.pos += len(end)
+			return nil
+		}
+		if _, err := t.mustgetc(); err != nil {
+			return err
+		}
+	}
+}
+
+// procInst reads a processing instruction whose "<?" was just read.
+func (t *fastXML) procInst() (xml.Token, error) {
+	name, err := t.readName()
+	if err != nil {
+		return nil, err
+	}
+	target := qname(name)
+	if err := t.skipUntil("?>"); err != nil {
+		return nil, err
+	}
+	return xml.ProcInst{Target: target}, nil
+}
+
+// bang reads a comment, a CDATA section or a directive whose "<!" was just
+// read.
+func (t *fastXML) bang() (xml.Token, error) {
+	switch {
+	case t.hasPrefix("--"):
+		t.pos += 2
+		if err := t.skipUntil("--"); err != nil {
+			return nil, err
+		}
+		if c, err := t.mustgetc(); err != nil {
+			return nil, err
+		} else if c != '>' {
+			return nil, t.syntaxError(`invalid sequence "--" not allowed in comments`)
+		}
+		return xml.Comment(nil), nil
+	case t.hasPrefix("[CDATA["):
+		t.pos += len("[CDATA[")
+		t.text = t.text[:0]
+		for {
+			if t.hasPrefix("]]>") {
+				t.pos += 3
+				break
+			}
+			c, err := t.mustgetc()
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case c == '\r':
+				t.text = append(t.text, '\n')
+				if (t.pos < len(t.buf) || t.fill()) && t.buf[t.pos] == '\n' {
+					t.pos++
+				}
+			case c < 0x20 && c != '\t' && c != '\n':
+				return nil, t.syntaxError("illegal character code U+%04X", c)
+			default:
+				t.text = append(t.text, c)
+			}
+		}
+		if !validXMLText(t.text) {
+			return nil, t.syntaxError("invalid UTF-8 or character")
+		}
+		return xml.CharData(t.text), nil
+	}
+	// A directive (DOCTYPE): up to the matching '>', minding quotes and
+	// nested markup declarations.
+	depth, quote := 0, byte(0)
+	for {
+		c, err := t.mustgetc()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '<':
+			depth++
+		case c == '>':
+			if depth == 0 {
+				return xml.Directive(nil), nil
+			}
+			depth--
+		}
+	}
+}

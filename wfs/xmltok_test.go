@@ -1,0 +1,195 @@
+package wfs
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// xmlTokSamples exercise what fastXML must read as encoding/xml does.
+var xmlTokSamples = []string{
+	`<a/>`,
+	`<?xml version="1.0" encoding="UTF-8"?>` + "\n<!-- c -- c --><!DOCTYPE a [<!ENTITY x 'y'>]><a x='1' y = \"2\">t&lt;&gt;&amp;&apos;&quot;&#65;&#x42;&#x1F600;</a>",
+	"<p:a xmlns:p=\"u\" p:b=\"&#x20;v\r\nw\">x\r\ny\rz<![CDATA[<&>]] ]]>]</p:a>",
+	`<a>é ü 日本 <b c="é"/></a>`,
+	`<a:b:c/>`,
+	`<a b></a>`,
+	`<a b=c></a>`,
+	`<a b="<"></a>`,
+	`<a>]]></a>`,
+	`<a>&unknown;</a>`,
+	`<a>&#0;</a>`,
+	`<a>&#xD800;</a>`,
+	"<a>\x01</a>",
+	"<a>\xff</a>",
+	"<a b=\"\xff\"></a>",
+	`<a><b></a>`,
+	`<a`,
+	`<a>text`,
+	`<a><!-- unterminated`,
+	`<1a/>`,
+	`<:a/><a:/>`,
+	`<a></ a>`,
+	`<a></a  >`,
+	"<?xml version=\"1.0\"?>\n<?pi stuff?>\n\n<a>\n\n</b>",
+	`<a>` + strings.Repeat(`<b c="d">x &amp; y</b>`, 4000) + `</a>`,
+}
+
+// rawTokens lists the tokens of doc as RawToken gives them, up to the
+// first error, with the error's kind (not its wording).
+func rawTokens(t *testing.T, dec xmlTokenizer) []string {
+	t.Helper()
+	var out []string
+	for range 100_000 {
+		tok, err := dec.RawToken()
+		if err == io.EOF {
+			return append(out, "EOF")
+		}
+		if err != nil {
+			var se *xml.SyntaxError
+			if errors.As(err, &se) {
+				return append(out, "syntax error")
+			}
+			return append(out, "error "+err.Error())
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			attrs := ""
+			for _, a := range tk.Attr {
+				attrs += fmt.Sprintf(" %#v=%q", a.Name, a.Value)
+			}
+			out = append(out, fmt.Sprintf("start %#v%s", tk.Name, attrs))
+		case xml.EndElement:
+			out = append(out, fmt.Sprintf("end %#v", tk.Name))
+		case xml.CharData:
+			out = append(out, fmt.Sprintf("text %q", []byte(tk)))
+		}
+	}
+	t.Fatal("no end")
+	return nil
+}
+
+func stdTokenizer(r io.Reader) xmlTokenizer {
+	dec := xml.NewDecoder(r)
+	dec.CharsetReader = charsetReader
+	return dec
+}
+
+// TestFastXMLMatchesEncodingXML: on every recorded body and on the samples,
+// fastXML gives encoding/xml's tokens (comments, directives and
+// processing instructions aside, which the reader skips), and fails where
+// it fails, whatever the read sizes.
+func TestFastXMLMatchesEncodingXML(t *testing.T) {
+	t.Parallel()
+	docs := append([]string(nil), xmlTokSamples...)
+	entries, err := os.ReadDir(filepath.Join("..", "testdata", "wfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".xml") {
+			docs = append(docs, string(readTestdata(t, e.Name())))
+		}
+	}
+	for i, doc := range docs {
+		want := rawTokens(t, stdTokenizer(strings.NewReader(doc)))
+		for _, mk := range []func(string) io.Reader{
+			func(s string) io.Reader { return strings.NewReader(s) },
+			func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
+		} {
+			got := rawTokens(t, newXMLTokenizer(mk(doc)))
+			if !reflect.DeepEqual(got, want) {
+				k := 0
+				for k < len(got) && k < len(want) && got[k] == want[k] {
+					k++
+				}
+				t.Errorf("doc %d %q: token %d:\n got %q\nwant %q", i, truncate(doc, 80), k, got[k:min(k+3, len(got))], want[k:min(k+3, len(want))])
+			}
+		}
+	}
+}
+
+// TestFastXMLReadError: an error of the input (a body cut short) is the
+// tokenizer's error, not an end of document.
+func TestFastXMLReadError(t *testing.T) {
+	t.Parallel()
+	doc := gmlDoc("3.2", strings.Repeat(`<app:name>x</app:name>`, 100))
+	for _, cut := range []int{100, 600, len(doc) - 10} {
+		r := io.MultiReader(strings.NewReader(doc[:cut]), iotest.ErrReader(io.ErrUnexpectedEOF))
+		tok := newXMLTokenizer(r)
+		var err error
+		for err == nil {
+			_, err = tok.RawToken()
+		}
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("cut at %d: %v, want io.ErrUnexpectedEOF", cut, err)
+		}
+	}
+}
+
+// readAllFeatures reads every feature of doc with r, as comparable text.
+func readAllFeatures(r *GMLReader) ([]string, error) {
+	var out []string
+	for range 100_000 {
+		f, err := r.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, fmt.Sprintf("%q %#v %s", f.ID, f.Geometry, f.Properties))
+	}
+	return out, errors.New("no end")
+}
+
+// gmlReadersAgree checks that the GML reader on fastXML reads doc as it
+// does on encoding/xml whenever encoding/xml reads it without error.
+func gmlReadersAgree(t *testing.T, doc []byte, idProp string) {
+	t.Helper()
+	std := NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp))
+	std.dec = stdTokenizer(bytes.NewReader(doc))
+	want, werr := readAllFeatures(std)
+	if werr != nil {
+		return
+	}
+	got, gerr := readAllFeatures(NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp)))
+	if gerr != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("fastXML reads %q as\n%q (error %v)\nencoding/xml as\n%q", truncate(string(doc), 200), got, gerr, want)
+	}
+}
+
+func TestGMLReaderSameOnBothTokenizers(t *testing.T) {
+	t.Parallel()
+	entries, err := os.ReadDir(filepath.Join("..", "testdata", "wfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".xml") {
+			gmlReadersAgree(t, readTestdata(t, e.Name()), "")
+		}
+	}
+	for _, s := range gmlTokSeeds {
+		gmlReadersAgree(t, []byte(s), "")
+	}
+}
+
+// gmlTokSeeds are GML documents with the XML features fastXML handles by
+// hand: entities, character references, CDATA, comments, CRLF, self-closing
+// and prefixed elements, namespaces declared on the way.
+var gmlTokSeeds = []string{
+	gmlDoc("3.2", `<app:name>A &amp; B &lt;C&gt; &#233;&#x20AC;</app:name><app:note><![CDATA[<b>bold</b> & "q"]]></app:note><!-- c --><app:empty/><app:nil xsi:nil="true" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"/>` +
+		"<app:crlf>a\r\nb\rc</app:crlf><app:geom><gml:Point srsName=\"urn:ogc:def:crs:EPSG::4326\"><gml:pos>\r\n 1 2 </gml:pos></gml:Point></app:geom>"),
+	gmlDoc("3.1.1", `<x:g xmlns:x="http://www.opengis.net/gml"><x:Point><x:pos>1 2</x:pos></x:Point></x:g><app:v>é</app:v>`),
+	gmlDoc("2", `<app:a>1</app:a><app:a>2</app:a><app:g><gml:Point><gml:coordinates>1,2</gml:coordinates></gml:Point></app:g>`),
+	`<?xml version="1.0" encoding="ISO-8859-1"?><wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs" xmlns:gml="http://www.opengis.net/gml" xmlns:app="http://app"><gml:featureMember><app:f fid="f.1"><app:n>` + "caf\xe9" + `</app:n></app:f></gml:featureMember></wfs:FeatureCollection>`,
+}
