@@ -24,7 +24,10 @@ type BreakerState struct {
 
 // BreakerStateStore records breaker states; *postgis.Store implements it.
 type BreakerStateStore interface {
+	// RecordBreakerState writes the whole state of s.Origin.
 	RecordBreakerState(ctx context.Context, s BreakerState) error
+	// RecordOriginStuck writes only whether the origin is stuck open.
+	RecordOriginStuck(ctx context.Context, origin string, stuck bool) error
 }
 
 // OriginWatch follows the breakers' state changes: it reports an origin that
@@ -39,6 +42,9 @@ type OriginWatch struct {
 	store      BreakerStateStore
 	stuckAfter int
 	logger     *slog.Logger
+	// shared: breaker.SharedState owns the verdict columns of breaker_state,
+	// and this watch writes only the stuck flag.
+	shared bool
 
 	mu      sync.Mutex
 	stuck   map[string]bool
@@ -60,6 +66,14 @@ func NewOriginWatch(store BreakerStateStore, stuckAfter int, logger *slog.Logger
 	return &OriginWatch{store: store, stuckAfter: stuckAfter, logger: logger,
 		stuck: map[string]bool{}, pending: map[string]BreakerState{}, wake: make(chan struct{}, 1)}
 }
+
+// SharedVerdicts tells the watch that breaker.SharedState writes the verdict
+// columns of breaker_state (call it before Start when the registry has one).
+// The watch then writes only the stuck flag: its own copy of the verdict,
+// written after the fact from one instance's events, could overwrite a newer
+// verdict of the cluster — a follower's "open, 0 s left" shortening a real
+// open, or a stale "closed" ending one.
+func (w *OriginWatch) SharedVerdicts() { w.shared = true }
 
 // OnStateChange records ev; it never blocks on I/O.
 func (w *OriginWatch) OnStateChange(ev breaker.StateChange) {
@@ -125,7 +139,11 @@ func (w *OriginWatch) flush() {
 	w.mu.Unlock()
 	for _, s := range batch {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := w.store.RecordBreakerState(ctx, s); err != nil {
+		write := func() error { return w.store.RecordBreakerState(ctx, s) }
+		if w.shared {
+			write = func() error { return w.store.RecordOriginStuck(ctx, s.Origin, s.Stuck) }
+		}
+		if err := write(); err != nil {
 			w.logger.Error("recording breaker state", "origin", s.Origin, "error", err)
 		}
 		cancel()

@@ -262,6 +262,7 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	}
 	store := postgis.New(pool)
 	watch := feeds.NewOriginWatch(store, cfg.DeadLetter.StuckOpenAfter, logger)
+	watch.SharedVerdicts()
 	// Loaded before the first request: an origin another instance (or this
 	// one before a restart) opened stays open until its time.
 	shared := breaker.NewSharedState(pool, instanceID(), logger)

@@ -34,3 +34,16 @@ func (s *Store) RecordBreakerState(ctx context.Context, st feeds.BreakerState) e
 	}
 	return nil
 }
+
+// RecordOriginStuck implements feeds.BreakerStateStore: only the stuck flag,
+// leaving the verdict columns to breaker.SharedState.
+func (s *Store) RecordOriginStuck(ctx context.Context, origin string, stuck bool) error {
+	// An UPDATE only: a row is the shared verdict's to create, and every
+	// change of stuck follows a transition that the verdict wrote first.
+	_, err := s.pool.Exec(ctx, `
+		UPDATE breaker_state SET stuck = $2 WHERE origin = $1 AND stuck IS DISTINCT FROM $2`, origin, stuck)
+	if err != nil {
+		return fmt.Errorf("postgis: record stuck flag of %s: %w", origin, err)
+	}
+	return nil
+}
