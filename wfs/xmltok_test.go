@@ -187,7 +187,7 @@ func TestGMLReaderSameOnBothTokenizers(t *testing.T) {
 // hand: entities, character references, CDATA, comments, CRLF, self-closing
 // and prefixed elements, namespaces declared on the way.
 var gmlTokSeeds = []string{
-	gmlDoc("3.2", `<app:name>A &amp; B &lt;C&gt; &#233;&#x20AC;</app:name><app:note><![CDATA[<b>bold</b> & "q"]]></app:note><!-- c --><app:empty/><app:nil xsi:nil="true" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"/>` +
+	gmlDoc("3.2", `<app:name>A &amp; B &lt;C&gt; &#233;&#x20AC;</app:name><app:note><![CDATA[<b>bold</b> & "q"]]></app:note><!-- c --><app:empty/><app:nil xsi:nil="true" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"/>`+
 		"<app:crlf>a\r\nb\rc</app:crlf><app:geom><gml:Point srsName=\"urn:ogc:def:crs:EPSG::4326\"><gml:pos>\r\n 1 2 </gml:pos></gml:Point></app:geom>"),
 	gmlDoc("3.1.1", `<x:g xmlns:x="http://www.opengis.net/gml"><x:Point><x:pos>1 2</x:pos></x:Point></x:g><app:v>é</app:v>`),
 	gmlDoc("2", `<app:a>1</app:a><app:a>2</app:a><app:g><gml:Point><gml:coordinates>1,2</gml:coordinates></gml:Point></app:g>`),
