@@ -607,21 +607,8 @@ func readHits(br *bufio.Reader) (int, error) {
 func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(*bufio.Reader) error) error {
 	redacted := RedactURL(u.String())
 	return c.do(ctx, breaker.Origin(u), func(ctx context.Context, attempt int) breaker.Result {
-		timeout := layer.RequestTimeout
-		if timeout <= 0 {
-			timeout = c.requestTimeout
-		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
+		actx, cancel, ignoredOr := c.attemptScope(ctx, layer)
 		defer cancel()
-		ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
-			if ctx.Err() != nil {
-				return breaker.Result{Outcome: breaker.Ignored, Err: err}
-			}
-			if errors.Is(actx.Err(), context.DeadlineExceeded) {
-				return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
-			}
-			return breaker.Result{Outcome: out, Err: err}
-		}
 		req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
 		if err != nil {
 			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %w", redacted, err)}

@@ -297,6 +297,28 @@ func (c *Client) do(ctx context.Context, origin string, fn breaker.AttemptFunc) 
 	return fn(ctx, 1).Err
 }
 
+// attemptScope bounds one attempt by the layer's request timeout and returns
+// ignoredOr, which classifies an attempt's error by whose doing it was: the
+// caller's context ending is Ignored, the attempt's own timeout is the
+// origin's Failure, anything else is out.
+func (c *Client) attemptScope(ctx context.Context, layer Layer) (context.Context, context.CancelFunc, func(out breaker.Outcome, err error) breaker.Result) {
+	timeout := layer.RequestTimeout
+	if timeout <= 0 {
+		timeout = c.requestTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
+		if ctx.Err() != nil {
+			return breaker.Result{Outcome: breaker.Ignored, Err: err}
+		}
+		if errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
+		}
+		return breaker.Result{Outcome: out, Err: err}
+	}
+	return actx, cancel, ignoredOr
+}
+
 func pagingDesc(l Layer) string {
 	if l.Paged() {
 		return "pages of " + strconv.Itoa(l.PageSize)
@@ -309,23 +331,8 @@ func pagingDesc(l Layer) string {
 // caller's doing (Ignored), while the attempt's own timeout is the origin's
 // (Failure).
 func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, check func(string) error, handle PageFunc, res *pageResult) breaker.Result {
-	timeout := layer.RequestTimeout
-	if timeout <= 0 {
-		timeout = c.requestTimeout
-	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	actx, cancel, ignoredOr := c.attemptScope(ctx, layer)
 	defer cancel()
-
-	// ignoredOr classifies an error by whose doing it was.
-	ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
-		if ctx.Err() != nil {
-			return breaker.Result{Outcome: breaker.Ignored, Err: err}
-		}
-		if errors.Is(actx.Err(), context.DeadlineExceeded) {
-			return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
-		}
-		return breaker.Result{Outcome: out, Err: err}
-	}
 
 	req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
 	if err != nil {

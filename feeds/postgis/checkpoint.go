@@ -14,29 +14,11 @@ import (
 // SuspendPoll implements feeds.Store: the poll ends as failed with cause, the
 // feed counts a failure, and the staged pages stay for a resume.
 func (s *Store) SuspendPoll(ctx context.Context, feed feeds.FeedInfo, pollID int64, retryAfter time.Time, cause error) error {
-	msg := errorText(cause)
 	var ra *time.Time
 	if !retryAfter.IsZero() {
 		ra = &retryAfter
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE polls SET status = 'failed', finished_at = now(), error = $2, retry_after = $3
-			WHERE id = $1`, pollID, msg, ra); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `
-			UPDATE feed_status SET last_error = $3, last_error_at = now(), retry_after = $4,
-				consecutive_failures = consecutive_failures + 1,
-				last_poll_id = GREATEST(last_poll_id, $5)
-			WHERE jurisdiction = $1 AND feed = $2`,
-			feed.Jurisdiction, feed.Feed, msg, ra, pollID)
-		return err
-	})
-	if err != nil {
+	if err := s.endPollKeepingStaging(ctx, feed, pollID, "failed", ra, cause); err != nil {
 		return fmt.Errorf("postgis: suspend poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
 	}
 	return nil

@@ -613,14 +613,24 @@ func (s *Store) FailPoll(ctx context.Context, pollID int64, feed feeds.FeedInfo,
 // FailPoll it keeps what the poll staged, so a later resume can continue from
 // its last staged page.
 func (s *Store) RecordRefused(ctx context.Context, feed feeds.FeedInfo, pollID int64, retryAfter time.Time, refusal error) error {
-	msg := errorText(refusal)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	if err := s.endPollKeepingStaging(ctx, feed, pollID, "refused", &retryAfter, refusal); err != nil {
+		return fmt.Errorf("postgis: record refused poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
+	}
+	return nil
+}
+
+// endPollKeepingStaging ends a running poll with status and cause, counts a
+// failure for the feed and sets its retry_after (nil: none), and keeps the
+// poll's staged pages for a resume.
+func (s *Store) endPollKeepingStaging(ctx context.Context, feed feeds.FeedInfo, pollID int64, status string, retryAfter *time.Time, cause error) error {
+	msg := errorText(cause)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `
-			UPDATE polls SET status = 'refused', finished_at = now(), error = $2, retry_after = $3
-			WHERE id = $1`, pollID, msg, retryAfter); err != nil {
+			UPDATE polls SET status = $4, finished_at = now(), error = $2, retry_after = $3
+			WHERE id = $1`, pollID, msg, retryAfter, status); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `
@@ -631,10 +641,6 @@ func (s *Store) RecordRefused(ctx context.Context, feed feeds.FeedInfo, pollID i
 			feed.Jurisdiction, feed.Feed, msg, retryAfter, pollID)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("postgis: record refused poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
-	}
-	return nil
 }
 
 // lockRunningPoll locks the poll's row and checks that it is running and
