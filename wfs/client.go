@@ -83,6 +83,13 @@ func WithRequestTimeout(d time.Duration) Option {
 	}
 }
 
+// WithDuplicateIDCheck makes Fetch track the feature ids of a fetch and fail
+// it with *IncompleteError when an id comes back on a second page. It costs
+// about 20 bytes per feature, so memory grows with the layer; ingestd's store
+// makes the same check over the staged pages at apply instead (and sees the
+// pages of a resumed fetch too), so the daemon leaves this off.
+func WithDuplicateIDCheck() Option { return func(c *Client) { c.checkIDs = true } }
+
 // WithMaxPages bounds the pages of one Fetch.
 func WithMaxPages(n int) Option {
 	return func(c *Client) {
@@ -115,6 +122,7 @@ type Client struct {
 	maxBodyBytes   int64
 	requestTimeout time.Duration
 	maxPages       int
+	checkIDs       bool
 	userAgent      string
 	now            func() time.Time
 	negotiation    negotiationCache // Prepare's results, per layer
@@ -179,10 +187,10 @@ type pageResult struct {
 // short page while more were promised, a total above or below the promise
 // (a single, unpaged request included: servers cap responses silently),
 // numberMatched changing between pages, or a page whose numberReturned does
-// not match its body. A feature id seen on two pages of one fetch means the
-// server's paging order is unstable (features were skipped as others were
-// repeated): *IncompleteError too, returned from the FeatureReader as the
-// duplicate is read. Ids are tracked as 64-bit hashes, about 16-20 bytes per
+// not match its body. With WithDuplicateIDCheck, a feature id seen on two
+// pages of one fetch means the server's paging order is unstable (features
+// were skipped as others were repeated): *IncompleteError too, returned from
+// the FeatureReader as the duplicate is read. Ids are tracked as 64-bit hashes, about 16-20 bytes per
 // feature; two different ids colliding is a chance of n²/2⁶⁵ (3·10⁻⁸ for a
 // million features) and would at worst fail one poll, which the next poll,
 // under a fresh random seed, retries. A fetch resumed at firstPage > 0
@@ -203,7 +211,10 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
 	}
 	var prevKey string
-	ids := newIDSet()
+	var ids *idSet
+	if c.checkIDs {
+		ids = newIDSet()
+	}
 	for page := firstPage; ; page++ {
 		if page-firstPage >= c.maxPages {
 			return stats, fmt.Errorf("wfs: %s: stopped after %d pages (the page limit)", RedactURL(layer.URL), c.maxPages)

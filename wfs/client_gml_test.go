@@ -234,7 +234,7 @@ func TestFetchIncomplete(t *testing.T) {
 			t.Parallel()
 			srv := serve(t, tt.fx)
 			var c collect
-			_, err := newTestClient(t, 3).Fetch(t.Context(), gmlLayer(srv.URL, tt.pageSize), 0, c.handle)
+			_, err := newTestClient(t, 3, WithDuplicateIDCheck()).Fetch(t.Context(), gmlLayer(srv.URL, tt.pageSize), 0, c.handle)
 			var ie *IncompleteError
 			if !errors.As(err, &ie) {
 				t.Fatalf("err = %v, want *IncompleteError", err)

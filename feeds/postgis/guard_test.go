@@ -241,20 +241,31 @@ func TestMaxShrink(t *testing.T) {
 	b.pollHeld(t, loose, nil)
 }
 
-// TestDuplicatePagesAreAShrink: a server that ignores startIndex repeats
-// its first page; the snapshot has as many rows but few distinct ids.
-func TestDuplicatePagesAreAShrink(t *testing.T) {
+// TestRepeatedPagesAreRefused: a server that ignores startIndex repeats its
+// first page; the snapshot has as many rows but few distinct ids, spread
+// over several pages. Apply refuses it before any guard has to hold it.
+func TestRepeatedPagesAreRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("repeat")
 	layer := generatePolygons(1000)
 	b.poll(t, feed, pages(layer, 100)...)
-	repeated := make([][]wfs.Feature, 10)
-	for i := range repeated {
-		repeated[i] = layer[:100]
+	id, err := b.store.BeginPoll(b.ctx, feed)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, held := b.pollHeld(t, feed, repeated...); held.Snapshot != 100 {
-		t.Errorf("HeldError %+v, want 100 distinct features", held)
+	for page := range 10 {
+		if _, err := b.store.StagePage(b.ctx, id, page, reader(layer[:100]...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = b.store.Apply(b.ctx, id, feed)
+	var ie *wfs.IncompleteError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "100 feature ids appear on more than one page") {
+		t.Fatalf("apply: %v, want an IncompleteError for 100 ids on several pages", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'repeat'`); n != 1000 {
+		t.Errorf("%d features after the refused snapshot, want the previous 1000", n)
 	}
 }
 

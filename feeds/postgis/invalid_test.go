@@ -1,6 +1,8 @@
 package postgis_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/twpayne/go-geom"
@@ -69,5 +71,35 @@ func TestInvalidGeometriesSkipped(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE feed = 'lots'`); n != 1 {
 		t.Errorf("%d changes logged, want 1 (skipped features are not added)", n)
+	}
+}
+
+// An id on two pages means the pages do not add up to one snapshot: the
+// apply refuses it and the feed keeps its features.
+func TestIDOnTwoPagesIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("pages")
+	b.poll(t, feed, []wfs.Feature{feature("a", point(1, 1, 4326), nil), feature("b", point(2, 2, 4326), nil)})
+
+	id, err := b.store.BeginPoll(b.ctx, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for page, fs := range [][]wfs.Feature{
+		{feature("a", point(1, 1, 4326), nil), feature("c", point(3, 3, 4326), nil)},
+		{feature("c", point(3, 3, 4326), nil)}, // page 1 repeats c: paging moved
+	} {
+		if _, err := b.store.StagePage(b.ctx, id, page, reader(fs...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = b.store.Apply(b.ctx, id, feed)
+	var ie *wfs.IncompleteError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `"c" on pages 0, 1`) {
+		t.Fatalf("apply: %v, want an IncompleteError naming c and its pages", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'pages'`); n != 2 {
+		t.Errorf("%d features after the refused snapshot, want the previous 2", n)
 	}
 }

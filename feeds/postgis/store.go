@@ -300,6 +300,9 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 			return err
 		}
+		if err := checkPagesDisjoint(ctx, tx, pollID, feed); err != nil {
+			return err
+		}
 		var err error
 		out, err = applySnapshot(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, &feed.Guard)
 		return err
@@ -328,6 +331,30 @@ type applyOutcome struct {
 	previous   int
 	// held is the guard's reason when the snapshot was held ("" if applied).
 	held string
+}
+
+// checkPagesDisjoint refuses a snapshot in which one feature id was staged on
+// two different pages: the server's paging order was unstable (features
+// skipped while others repeat), or the feed's id_property is not unique.
+// Either way the snapshot cannot be trusted to be complete. Checked here over
+// every staged page, a resumed poll's earlier pages included, rather than in
+// memory while fetching, so memory does not grow with the layer.
+func checkPagesDisjoint(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds.FeedInfo) error {
+	var n int
+	var example, pages *string
+	err := tx.QueryRow(ctx, `
+		SELECT count(*)::int, min(feature_id), (array_agg(pages ORDER BY feature_id))[1]
+		FROM (
+			SELECT feature_id, array_to_string(array_agg(DISTINCT page ORDER BY page), ', ') AS pages
+			FROM staged_features WHERE poll_id = $1 AND feature_id <> ''
+			GROUP BY feature_id HAVING min(page) <> max(page)
+		) d`, pollID).Scan(&n, &example, &pages)
+	if err != nil || n == 0 {
+		return err
+	}
+	return &wfs.IncompleteError{URL: feed.URL, Expected: -1, Reason: fmt.Sprintf(
+		"%d feature ids appear on more than one page (e.g. %q on pages %s): the server's paging order is unstable, "+
+			"or id_property does not identify features uniquely", n, *example, *pages)}
 }
 
 // lockFeed serialises applies (and held decisions) of one feed across

@@ -279,22 +279,25 @@ func TestTransformToWGS84(t *testing.T) {
 	}
 }
 
-// TestDuplicateIDsLastWins: the last occurrence in page/ordinal order wins,
-// and the others are counted.
+// TestDuplicateIDsLastWins: within a page the last occurrence in ordinal
+// order wins, and the others are counted. (An id on two pages refuses the
+// snapshot instead: TestIDOnTwoPagesIsRefused.)
 func TestDuplicateIDsLastWins(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	id, res := b.poll(t, feedInfo("dups"),
-		[]wfs.Feature{feature("x", point(1, 1, 4326), props("v", "first")), feature("x", point(1, 1, 4326), props("v", "second"))},
-		[]wfs.Feature{feature("y", point(2, 2, 4326), nil), feature("x", point(1, 1, 4326), props("v", "last"))},
+		[]wfs.Feature{feature("x", point(1, 1, 4326), props("v", "first")), feature("x", point(1, 1, 4326), props("v", "last"))},
+		[]wfs.Feature{feature("y", point(2, 2, 4326), props("v", "first")), feature("y", point(2, 2, 4326), props("v", "last"))},
 	)
 	if res.Features != 2 || res.Added != 2 {
 		t.Errorf("Apply = %+v, want 2 features added", res)
 	}
-	var v string
-	b.scalar(t, &v, `SELECT properties->>'v' FROM features WHERE feature_id = 'x'`)
-	if v != "last" {
-		t.Errorf("duplicate id kept %q, want the last one", v)
+	for _, fid := range []string{"x", "y"} {
+		var v string
+		b.scalar(t, &v, `SELECT properties->>'v' FROM features WHERE feature_id = $1`, fid)
+		if v != "last" {
+			t.Errorf("duplicate id %s kept %q, want the last one", fid, v)
+		}
 	}
 	if n := b.count(t, `SELECT duplicate_ids FROM polls WHERE id = $1`, id); n != 2 {
 		t.Errorf("duplicate_ids = %d, want 2", n)
