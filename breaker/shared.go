@@ -172,6 +172,8 @@ type SharedState struct {
 	rows      map[string]cachedVerdict
 	gen       uint64        // bumped on every change of rows; origins compare it
 	skew      time.Duration // database clock minus local clock
+	skewRTT   time.Duration // round trip of the sample skew came from
+	skewAt    time.Time     // when that sample was taken
 	reachable bool
 	known     bool             // reachability has been observed once
 	pending   map[string]write // writes that failed, retried on the next reload
@@ -276,6 +278,23 @@ type view struct {
 func (vw view) dbNow(local time.Time) time.Time { return local.Add(vw.skew) }
 
 // local converts a database timestamp to the local clock.
+// noteSkewLocked estimates the database clock's offset from a query's answer:
+// dbNow was read somewhere within the round trip, so the midpoint is off by up
+// to half of it. Like NTP, keep the sample with the shortest round trip — on
+// a loaded machine a query can take hundreds of milliseconds, which would
+// shift every open_until by as much. Samples age, in case either clock is
+// stepped: after a minute a comparable one (at most twice the best round trip,
+// or 50 ms) replaces the best, after ten minutes any does. Needs mu.
+func (s *SharedState) noteSkewLocked(dbNow, sent time.Time, rtt time.Duration) {
+	now := sent.Add(rtt)
+	age := now.Sub(s.skewAt)
+	if s.skewAt.IsZero() || rtt <= s.skewRTT ||
+		(age > time.Minute && rtt <= max(2*s.skewRTT, 50*time.Millisecond)) || age > 10*time.Minute {
+		s.skew = dbNow.Sub(sent.Add(rtt / 2))
+		s.skewRTT, s.skewAt = rtt, now
+	}
+}
+
 func (vw view) local(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
@@ -320,11 +339,12 @@ func (s *SharedState) setReachable(ok bool, err error) {
 	}
 }
 
-// store puts a row read at local time readAt (database time dbNow) into the
-// cache unless the cache holds a newer version, and logs override changes.
-func (s *SharedState) store(v Verdict, dbNow, readAt time.Time) {
+// store puts a row read by a query sent at local time sent and answered after
+// rtt (database time dbNow) into the cache unless the cache holds a newer
+// version, and logs override changes.
+func (s *SharedState) store(v Verdict, dbNow, sent time.Time, rtt time.Duration) {
 	s.mu.Lock()
-	s.skew = dbNow.Sub(readAt)
+	s.noteSkewLocked(dbNow, sent, rtt)
 	prev, had := s.rows[v.Origin]
 	if had && prev.v.Version >= v.Version {
 		s.mu.Unlock()
@@ -412,7 +432,7 @@ func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Ve
 		return Verdict{}, false, err
 	}
 	s.setReachable(true, nil)
-	s.store(v, dbNow, readAt.Add(time.Since(readAt)/2))
+	s.store(v, dbNow, readAt, time.Since(readAt))
 	return v, true, nil
 }
 
@@ -445,7 +465,7 @@ func (s *SharedState) reload(ctx context.Context) error {
 			return err
 		}
 		seen[v.Origin] = true
-		s.store(v, dbNow, started.Add(time.Since(started)/2))
+		s.store(v, dbNow, started, time.Since(started))
 	}
 	if err := rows.Err(); err != nil {
 		s.setReachable(false, err)
@@ -818,7 +838,7 @@ RETURNING `+verdictColumns,
 	if err != nil {
 		return Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
 	}
-	s.store(v, dbNow, readAt.Add(time.Since(readAt)/2))
+	s.store(v, dbNow, readAt, time.Since(readAt))
 	s.logger.Warn("breaker override set",
 		slog.String("origin", origin),
 		slog.String("override", req.Override.String()),
