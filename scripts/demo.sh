@@ -53,8 +53,11 @@ for _ in $(seq 1 120); do
 		tail -n 20 .demo/ingestd.log >&2
 		exit 1
 	fi
-	pending=$("${PSQL[@]}" -tAc "SELECT count(*) FROM feed_freshness
-		WHERE configured AND status <> 'fresh'" 2>/dev/null || echo x)
+	# No rows yet means the schema is there but the feeds are not registered:
+	# still waiting, not "nothing pending".
+	pending=$("${PSQL[@]}" -tAc "SELECT CASE WHEN count(*) = 0 THEN -1
+		ELSE count(*) FILTER (WHERE status <> 'fresh') END
+		FROM feed_freshness WHERE configured" 2>/dev/null || echo x)
 	[[ $pending == 0 ]] && break
 	sleep 1
 done
