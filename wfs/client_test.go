@@ -420,3 +420,21 @@ func TestFetchWithoutRegistry(t *testing.T) {
 		t.Errorf("stats %+v, err %v; want 3 pages, 12 features", stats, err)
 	}
 }
+
+// Every request names its client, so a county's admin can tell who is calling.
+func TestUserAgent(t *testing.T) {
+	t.Parallel()
+	var got string
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.UserAgent()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"type":"FeatureCollection","features":[]}`))
+	}))
+	layer := Layer{Kind: KindGeoJSON, URL: srv.URL + "/x.geojson"}
+	if _, err := newTestClient(t, 1, WithUserAgent("ingestd/test")).Fetch(t.Context(), layer, 0, (&collect{}).handle); err != nil {
+		t.Fatal(err)
+	}
+	if got != "ingestd/test" {
+		t.Errorf("User-Agent %q, want ingestd/test", got)
+	}
+}

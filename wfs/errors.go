@@ -23,11 +23,6 @@ var (
 	// ErrUnrecognizedBody means the body is neither JSON, an OGC exception
 	// report, XML features nor HTML.
 	ErrUnrecognizedBody = errors.New("wfs: unrecognized response body")
-	// ErrGMLNotSupported was returned for GML bodies before the GML decoder.
-	//
-	// Deprecated: GML 2, 3.1.1 and 3.2 are decoded (GMLReader); nothing in
-	// this package returns it any more. It stays for callers that test for it.
-	ErrGMLNotSupported = errors.New("wfs: GML output not supported yet")
 	// ErrStartIndexIgnored means a page beyond the first began with the same
 	// feature as the page before it: the server ignores startIndex, and paging
 	// would stage the same features again and again.

@@ -280,7 +280,9 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 			return nil, fmt.Errorf("breaker policy of %s: %w", origin, err)
 		}
 	}
-	client := wfs.NewClient(newHTTPClient(), breakers, logger)
+	// The User-Agent names ingestd to the servers it polls, so a county's
+	// admin can see who is calling and how often.
+	client := wfs.NewClient(newHTTPClient(), breakers, logger, wfs.WithUserAgent("ingestd/"+version))
 	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(instanceID()),
 		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg))
 	if reg != nil {
@@ -346,19 +348,7 @@ func newHTTPClient() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &http.Client{Transport: userAgent{t}}
-}
-
-// userAgent names ingestd to the servers it polls, so a county's admin can see
-// who is calling and how often.
-type userAgent struct{ next http.RoundTripper }
-
-func (u userAgent) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Header.Get("User-Agent") == "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("User-Agent", "ingestd/"+version)
-	}
-	return u.next.RoundTrip(r)
+	return &http.Client{Transport: t}
 }
 
 func envOr(key, def string) string {

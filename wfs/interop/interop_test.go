@@ -19,7 +19,6 @@ package interop_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -271,9 +270,6 @@ func TestMapServer(t *testing.T) {
 
 				res, err := f.mgr.Poll(ctx, "nc/"+c.id())
 				if err != nil {
-					if c.gml && errors.Is(err, wfs.ErrGMLNotSupported) {
-						t.Fatalf("GML %s is not decoded yet (the GML decoders of issue 5 have not landed): %v", c.version, err)
-					}
 					t.Fatalf("poll: %v", err)
 				}
 				if res.Features != hits {
