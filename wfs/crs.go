@@ -97,30 +97,19 @@ func parseSRSName(name string) (CRS, error) {
 	case hasPrefixFold(n, "epsg:"):
 		code = n[len("epsg:"):]
 		bare = true
-	case hasPrefixFold(n, "urn:ogc:def:crs:"), hasPrefixFold(n, "urn:x-ogc:def:crs:"):
-		// urn:ogc:def:crs:{EPSG|OGC}:[version]:code
-		rest := n[strings.Index(n, "crs:")+len("crs:"):]
-		auth, rest, ok := strings.Cut(rest, ":")
-		if !ok {
-			return bad()
-		}
-		code = rest[strings.LastIndexByte(rest, ':')+1:]
-		switch {
-		case strings.EqualFold(auth, "OGC"):
-			return ogcCRS(code, name)
-		case strings.EqualFold(auth, "EPSG"):
-			authority = true
-		default:
-			return bad()
-		}
-	case containsFold(n, "opengis.net/def/crs/"):
+	case hasPrefixFold(n, "urn:ogc:def:crs:"), hasPrefixFold(n, "urn:x-ogc:def:crs:"),
+		containsFold(n, "opengis.net/def/crs/"):
+		// urn:ogc:def:crs:{EPSG|OGC}:[version]:code, or
 		// http://www.opengis.net/def/crs/{EPSG|OGC}/{version}/code
-		rest := n[indexFold(n, "opengis.net/def/crs/")+len("opengis.net/def/crs/"):]
-		auth, rest, ok := strings.Cut(rest, "/")
+		sep, rest := byte(':'), n[indexFold(n, "crs:")+len("crs:"):]
+		if !hasPrefixFold(n, "urn:") {
+			sep, rest = '/', n[indexFold(n, "opengis.net/def/crs/")+len("opengis.net/def/crs/"):]
+		}
+		auth, rest, ok := strings.Cut(rest, string(sep))
 		if !ok {
 			return bad()
 		}
-		code = rest[strings.LastIndexByte(rest, '/')+1:]
+		code = rest[strings.LastIndexByte(rest, sep)+1:]
 		switch {
 		case strings.EqualFold(auth, "OGC"):
 			return ogcCRS(code, name)

@@ -116,14 +116,19 @@ func (r *GeoJSONReader) SRID() int { return r.srid }
 // same value at every call and is overwritten by the next call; its Geometry
 // and Properties are fresh at each call, so a shallow copy (f2 := *f) keeps a
 // feature. After an error, Next returns the same error and no feature.
-func (r *GeoJSONReader) Next() (*Feature, error) {
-	if r.err != nil {
-		return nil, r.err
+func (r *GeoJSONReader) Next() (*Feature, error) { return stickyNext(&r.err, r.next) }
+
+// stickyNext calls next unless an earlier call failed: a decoder that failed
+// once returns that error forever and never a feature after it. io.EOF is not
+// sticky, so a finished reader keeps answering io.EOF.
+func stickyNext(sticky *error, next func() (*Feature, error)) (*Feature, error) {
+	if *sticky != nil {
+		return nil, *sticky
 	}
-	f, err := r.next()
+	f, err := next()
 	if err != nil {
 		if err != io.EOF {
-			r.err = err
+			*sticky = err
 		}
 		return nil, err
 	}

@@ -150,19 +150,7 @@ func (r *GMLReader) NumberReturned() int { return r.numberReturned }
 // *Feature is the same value at every call and is overwritten by the next
 // call; its Geometry and Properties are fresh at each call, so a shallow copy
 // keeps a feature. After an error, Next returns the same error and no feature.
-func (r *GMLReader) Next() (*Feature, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	f, err := r.next()
-	if err != nil {
-		if err != io.EOF {
-			r.err = err
-		}
-		return nil, err
-	}
-	return f, nil
-}
+func (r *GMLReader) Next() (*Feature, error) { return stickyNext(&r.err, r.next) }
 
 // errorf builds the reader's error for the current position. Errors of
 // the XML decoder and a premature end of input are wrapped.
