@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"os/user"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -85,13 +83,11 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	pool, err := c.pool(ctx)
+	ctx, pool, done, err := c.connect()
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer done()
 	who := operator()
 	shared := breaker.NewSharedState(pool, who, logger)
 

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -56,17 +53,15 @@ func cmdHeld(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Sprintf("held: unknown subcommand %q\n\n%s", sub, heldUsage)}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	logger, err := c.logger(stderr)
 	if err != nil {
 		return err
 	}
-	pool, err := c.pool(ctx)
+	ctx, pool, done, err := c.connect()
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer done()
 	store := postgis.New(pool, postgis.WithLogger(logger))
 
 	switch sub {

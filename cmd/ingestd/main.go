@@ -136,6 +136,18 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
 }
 
+// connect is how every command that only talks to the database starts: a
+// context that SIGINT and SIGTERM cancel, and a pool; done releases both.
+func (c *common) connect() (ctx context.Context, pool *pgxpool.Pool, done func(), err error) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	pool, err = c.pool(ctx)
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return ctx, pool, func() { pool.Close(); stop() }, nil
+}
+
 func (c *common) pool(ctx context.Context) (*pgxpool.Pool, error) {
 	return c.poolFor(ctx, 0)
 }
@@ -202,13 +214,11 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	pool, err := c.pool(ctx)
+	ctx, pool, done, err := c.connect()
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer done()
 	applied, err := migrate(ctx, pool, nil)
 	if err != nil {
 		return err

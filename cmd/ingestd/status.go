@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,13 +30,11 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	pool, err := c.pool(ctx)
+	ctx, pool, done, err := c.connect()
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer done()
 
 	if err := feedSummary(ctx, pool, stdout); err != nil {
 		return err
