@@ -77,12 +77,11 @@ func RequestURL(layer Layer, startIndex int) (*url.URL, error) {
 	if err := layer.Validate(); err != nil {
 		return nil, err
 	}
-	u, _ := url.Parse(layer.URL) // Validate parsed it
 	if layer.Kind == KindGeoJSON {
 		if startIndex != 0 {
 			return nil, fmt.Errorf("%w: a GeoJSON layer has one page, asked for start index %d", ErrInvalidLayer, startIndex)
 		}
-		return u, nil
+		return url.Parse(layer.URL) // Validate parsed it
 	}
 	if startIndex < 0 {
 		return nil, fmt.Errorf("%w: negative start index %d", ErrInvalidLayer, startIndex)
@@ -93,57 +92,33 @@ func RequestURL(layer Layer, startIndex int) (*url.URL, error) {
 	if format == "" {
 		format = DefaultOutputFormat
 	}
-	type kv struct{ k, v string }
-	ours := []kv{{"service", "WFS"}, {"version", version}, {"request", "GetFeature"}}
+	ours := [][2]string{{"service", "WFS"}, {"version", version}, {"request", "GetFeature"}}
 	if version == "2.0.0" {
-		ours = append(ours, kv{"typeNames", layer.TypeName})
+		ours = append(ours, [2]string{"typeNames", layer.TypeName})
 	} else {
-		ours = append(ours, kv{"typeName", layer.TypeName})
+		ours = append(ours, [2]string{"typeName", layer.TypeName})
 	}
-	ours = append(ours, kv{"outputFormat", format})
+	ours = append(ours, [2]string{"outputFormat", format})
 	if layer.SortBy != "" {
-		ours = append(ours, kv{"sortBy", layer.SortBy})
+		ours = append(ours, [2]string{"sortBy", layer.SortBy})
 	}
 	if layer.PageSize > 0 {
-		ours = append(ours, kv{"startIndex", strconv.Itoa(startIndex)})
+		ours = append(ours, [2]string{"startIndex", strconv.Itoa(startIndex)})
 		if version == "2.0.0" {
-			ours = append(ours, kv{"count", strconv.Itoa(layer.PageSize)})
+			ours = append(ours, [2]string{"count", strconv.Itoa(layer.PageSize)})
 		} else {
-			ours = append(ours, kv{"maxFeatures", strconv.Itoa(layer.PageSize)})
+			ours = append(ours, [2]string{"maxFeatures", strconv.Itoa(layer.PageSize)})
 		}
 	}
-
-	// Drop every spelling of the parameters we own, including the other
-	// version's names (typeName vs typeNames, count vs maxFeatures), so that
-	// a server never sees two answers to one question.
-	owned := func(key string) bool {
-		switch strings.ToLower(key) {
-		case "service", "version", "request", "typename", "typenames", "outputformat",
-			"sortby", "startindex", "count", "maxfeatures":
-			return true
-		}
-		return false
-	}
-	var parts []string
-	for seg := range strings.SplitSeq(u.RawQuery, "&") {
-		if seg == "" {
-			continue
-		}
-		key, _, _ := strings.Cut(seg, "=")
-		if k, err := url.QueryUnescape(key); err == nil {
-			key = k
-		}
-		if owned(key) {
-			continue
-		}
-		parts = append(parts, seg)
-	}
-	for _, p := range ours {
-		parts = append(parts, url.QueryEscape(p.k)+"="+url.QueryEscape(p.v))
-	}
-	u.RawQuery = strings.Join(parts, "&")
-	return u, nil
+	// Every spelling of the parameters we own is dropped, including the
+	// other version's names (typeName vs typeNames, count vs maxFeatures),
+	// so that a server never sees two answers to one question.
+	return serviceURL(layer, getFeatureParams, ours)
 }
+
+// getFeatureParams are the parameters a GetFeature request sets itself.
+var getFeatureParams = []string{"service", "version", "request", "typename", "typenames", "outputformat",
+	"sortby", "startindex", "count", "maxfeatures"}
 
 // redactMarker replaces secrets in URLs.
 const redactMarker = "REDACTED"
