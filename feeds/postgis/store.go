@@ -253,8 +253,10 @@ func encodeFeature(f *wfs.Feature) (stagedRow, error) {
 		r.srid = int32(f.Geometry.SRID())
 	}
 	if len(f.Properties) > 0 {
-		// Decoders reuse their buffers; the copy outlives this Next.
-		r.properties = append([]byte(nil), f.Properties...)
+		// No copy: the decoders give every feature fresh Properties (the
+		// FeatureReader contract), and pgx encodes a row before asking for
+		// the next one anyway.
+		r.properties = f.Properties
 	}
 	r.geomHash = geomHash(r.ewkb)
 	if r.ewkb != nil && brokenGeometry(f.Geometry) != "" {
