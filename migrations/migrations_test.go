@@ -146,3 +146,63 @@ func TestStatusWithoutVersionTable(t *testing.T) {
 		t.Fatalf("status %+v, want nothing applied", st)
 	}
 }
+
+// TestPartitioningKeepsRows: version 11 moves the rows of the unpartitioned
+// features into a table per feed under a partition per jurisdiction, and
+// its Down moves them back.
+func TestPartitioningKeepsRows(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	if err := migrations.DownTo(ctx, db, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `
+		INSERT INTO features (jurisdiction, feed, feature_id, geom, properties, content_hash, first_seen_at, changed_at, poll_id)
+		SELECT j, f, 'id' || i, ST_SetSRID(ST_MakePoint(i, i), 4326), '{}', '\x00', now(), now(), 1
+		FROM unnest(ARRAY['wake', 'wake', 'Town of Cary']) WITH ORDINALITY AS t(j, n),
+			LATERAL (SELECT CASE n WHEN 1 THEN 'zoning' WHEN 2 THEN 'parcels' ELSE 'Zoning Districts' END AS f) x,
+			generate_series(1, 10 * n::int) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.QueryContext(ctx, `
+		SELECT ingestd_feed_partition(jurisdiction, feed), count(*), min(tableoid::regclass::text), max(tableoid::regclass::text)
+		FROM features GROUP BY 1 ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var want, lo, hi string
+		var n int
+		if err := rows.Scan(&want, &n, &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		if lo != want || hi != want {
+			t.Errorf("rows of %s are in %s..%s", want, lo, hi)
+		}
+		got = append(got, fmt.Sprintf("%s=%d", want, n))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := "[features_town_of_cary_zoning_districts_4e22444d=30 features_wake_parcels_e3f20296=20 features_wake_zoning_fa1270e0=10]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("partitions %v, want %s", got, want)
+	}
+	if err := migrations.DownTo(ctx, db, 10); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var kind string
+	if err := db.QueryRowContext(ctx, `SELECT count(*), (SELECT relkind::text FROM pg_class WHERE oid = 'features'::regclass) FROM features`).Scan(&n, &kind); err != nil {
+		t.Fatal(err)
+	}
+	if n != 60 || kind != "r" {
+		t.Errorf("after Down: %d rows in a relation of kind %q, want 60 in a plain table", n, kind)
+	}
+}

@@ -57,9 +57,9 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 			}
 		}
 		if err := pool.QueryRow(ctx, `
-			SELECT sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relname = 'features'),
+			SELECT sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relname = ingestd_feed_partition($1, $2)),
 			       sum(n_tup_ins) FILTER (WHERE relname = 'feature_changes')
-			FROM pg_stat_user_tables`).Scan(&features, &changes); err != nil {
+			FROM pg_stat_user_tables`, feed.Jurisdiction, feed.Feed).Scan(&features, &changes); err != nil {
 			b.Fatal(err)
 		}
 		return features, changes

@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -398,7 +399,20 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 	var staged, pages int
 	var held *string
 	skipInvalid := guard != nil && guard.SkipInvalid
-	err := tx.QueryRow(ctx, applySQL, pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid).Scan(
+	table, err := lookupFeedTable(ctx, tx, jurisdiction, feed)
+	if err != nil {
+		return out, err
+	}
+	firstLoad := !table.exists
+	if firstLoad {
+		if err := createLoadTable(ctx, tx, table); err != nil {
+			return out, err
+		}
+	}
+	// The statement's text names the feed's table: executed without
+	// preparing, so thousands of feeds do not churn the statement cache.
+	err = tx.QueryRow(ctx, applyStatement(table, firstLoad), pgx.QueryExecModeDescribeExec,
+		pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid).Scan(
 		&staged, &out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
 		&pages, &out.previous, &held, &out.res.InvalidGeometries)
 	if err != nil {
@@ -421,6 +435,17 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 		}
 	}
 
+	if held != nil && firstLoad {
+		// Nothing was written into it; the feed stays without a table
+		// until a snapshot applies.
+		if _, err := tx.Exec(ctx, `DROP TABLE `+table.ident()); err != nil {
+			return out, err
+		}
+	} else if firstLoad {
+		if err := attachLoadedTable(ctx, tx, table, jurisdiction, feed); err != nil {
+			return out, err
+		}
+	}
 	if held != nil {
 		out.held = *held
 		out.res = feeds.ApplyResult{Features: out.res.Features}
@@ -485,17 +510,23 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 //   - freeze: the snapshot would remove features while the feed is stale
 //     (its last success is older than 2 × its expected interval, the
 //     feed_freshness rule) or its origin is stuck open (breaker_state.stuck).
+//
+// {{table}} is the feed's table; {{on_conflict}} its upsert clause, empty
+// for a first load into a new table without indexes (see applyStatement).
 const applySQL = `
 WITH staged AS (
-	SELECT feature_id, page, ordinal, srid, geom_ewkb, geom_broken, properties, geom_hash, props_hash,
+	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
+		page, ordinal, srid, geom_ewkb, geom_broken, properties, geom_hash, props_hash,
 		sha256(geom_hash || props_hash) AS content_hash
 	FROM staged_features
 	WHERE poll_id = $1
 ), snapshot AS MATERIALIZED (
-	SELECT DISTINCT ON (1) CASE WHEN feature_id = '' THEN encode(content_hash, 'hex') ELSE feature_id END AS feature_id,
+	-- COLLATE "C": the sort only groups equal ids, so it compares bytes
+	-- (abbreviated keys) instead of calling the locale's strcoll.
+	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id,
 		srid, geom_ewkb, geom_broken, properties, geom_hash, props_hash, content_hash
 	FROM staged
-	ORDER BY 1, page DESC, ordinal DESC
+	ORDER BY id COLLATE "C", page DESC, ordinal DESC
 ), diff AS MATERIALIZED (
 	SELECT s.*, f.feature_id IS NOT NULL AS existed, f.content_hash AS old_hash,
 		f.geom_hash IS DISTINCT FROM s.geom_hash AS geom_changed,
@@ -504,14 +535,14 @@ WITH staged AS (
 		-- silently when the properties did not change.
 		f.feature_id IS NOT NULL AND f.geom_hash IS NULL AS legacy
 	FROM snapshot s
-	LEFT JOIN features f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id
+	LEFT JOIN {{table}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id
 ), counts AS MATERIALIZED (
 	SELECT
 		count(*)::int AS features,
 		count(*) FILTER (WHERE NOT existed)::int AS added,
 		count(*) FILTER (WHERE existed AND (geom_changed OR props_changed) AND NOT (legacy AND NOT props_changed))::int AS modified,
 		count(*) FILTER (WHERE existed)::int AS kept,
-		(SELECT count(*) FROM features WHERE jurisdiction = $2 AND feed = $3)::int AS previous
+		(SELECT count(*) FROM {{table}} WHERE jurisdiction = $2 AND feed = $3)::int AS previous
 	FROM diff
 ), extent AS (
 	SELECT count(*) AS located, count(*) FILTER (WHERE NOT (
@@ -559,20 +590,16 @@ WITH staged AS (
 	WHERE (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
 ), written AS (
-	INSERT INTO features AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
+	INSERT INTO {{table}} AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
 		first_seen_at, changed_at, poll_id)
 	SELECT $2, $3, t.feature_id,
 		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
 		t.properties, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
 	FROM towrite t
 	WHERE NOT (t.invalid AND $7)
-	ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
-		geom = excluded.geom, properties = excluded.properties, geom_hash = excluded.geom_hash,
-		props_hash = excluded.props_hash, content_hash = excluded.content_hash,
-		changed_at = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.changed_at ELSE excluded.changed_at END,
-		poll_id = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.poll_id ELSE excluded.poll_id END
+	{{on_conflict}}
 ), removed AS (
-	DELETE FROM features f
+	DELETE FROM {{table}} f
 	WHERE f.jurisdiction = $2 AND f.feed = $3
 	  AND NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.feature_id = f.feature_id)
 	  AND (SELECT reason FROM verdict) IS NULL
@@ -604,6 +631,24 @@ SELECT
 	(SELECT reason FROM verdict),
 	(SELECT count(*) FROM towrite WHERE invalid)::int
 FROM counts c`
+
+// applyUpsert turns an added id that exists into an update (every written
+// row of a table that already holds the feed is added or modified).
+const applyUpsert = `ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
+		geom = excluded.geom, properties = excluded.properties, geom_hash = excluded.geom_hash,
+		props_hash = excluded.props_hash, content_hash = excluded.content_hash,
+		changed_at = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.changed_at ELSE excluded.changed_at END,
+		poll_id = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.poll_id ELSE excluded.poll_id END`
+
+// applyStatement is applySQL for the feed's table t. A first load writes into
+// a new table that has no rows and no unique index, so no upsert.
+func applyStatement(t feedTable, firstLoad bool) string {
+	upsert := applyUpsert
+	if firstLoad {
+		upsert = ""
+	}
+	return strings.NewReplacer("{{table}}", t.ident(), "{{on_conflict}}", upsert).Replace(applySQL)
+}
 
 // FailPoll records the poll as failed with pollErr, counts a failure for the
 // feed and discards what the poll staged; the feed's features are untouched.

@@ -1,0 +1,129 @@
+package postgis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// features is partitioned by jurisdiction and then by feed (migration 11):
+// each feed has a table of its own, named by the SQL function
+// ingestd_feed_partition. An apply works on that table directly, so it
+// never depends on partition pruning nor locks other feeds' partitions.
+//
+// A feed's first load builds its table the way a bulk loader would: a plain
+// table without indexes is filled by one INSERT … SELECT from staging, then
+// the primary key and the GiST index are built in bulk (sorted builds) and
+// the table is attached as the feed's partition — all in the apply's
+// transaction, so a held or failed first load leaves nothing behind.
+// Inserting the same rows into indexed tables costs several times more: every
+// row descends a B-tree and a GiST.
+
+// partitionLockClass keys the advisory lock under which a jurisdiction's
+// partition of features is created (two feeds of a new jurisdiction may
+// load for the first time at once).
+const partitionLockClass int32 = 0x70617274 // "part"
+
+// feedTable is where one feed's features live.
+type feedTable struct {
+	// name is the feed's partition, jurisdiction the partition of its
+	// jurisdiction that holds it (both unquoted, lower case).
+	name, jurisdiction string
+	// exists is false before the feed's first successful load.
+	exists bool
+}
+
+// ident is the table's name quoted for SQL text.
+func (t feedTable) ident() string { return pgx.Identifier{t.name}.Sanitize() }
+
+// lookupFeedTable names the feed's partition and tells whether it exists.
+func lookupFeedTable(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) (feedTable, error) {
+	var t feedTable
+	err := tx.QueryRow(ctx, `
+		SELECT ingestd_feed_partition($1, $2), ingestd_jurisdiction_partition($1),
+			to_regclass(quote_ident(ingestd_feed_partition($1, $2))) IS NOT NULL`,
+		jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists)
+	return t, err
+}
+
+// createLoadTable creates the feed's table for its first load: shaped like
+// features, without indexes or constraints beyond NOT NULL, not yet a
+// partition (so nobody sees it before the apply commits).
+func createLoadTable(ctx context.Context, tx pgx.Tx, t feedTable) error {
+	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE features INCLUDING DEFAULTS)`, t.ident()))
+	return err
+}
+
+// attachLoadedTable builds the loaded table's indexes in bulk and attaches it
+// as the feed's partition, creating the jurisdiction's partition first if
+// this is its first feed.
+func attachLoadedTable(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction, feed string) error {
+	name := t.ident()
+	// Index builds sort in maintenance_work_mem; the default 64MB spills a
+	// layer of a few hundred thousand features to disk.
+	steps := []string{
+		`SET LOCAL maintenance_work_mem = '256MB'`,
+		fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (jurisdiction, feed, feature_id)`,
+			name, pgx.Identifier{t.name + "_pkey"}.Sanitize()),
+		fmt.Sprintf(`CREATE INDEX %s ON %s USING gist (geom)`, pgx.Identifier{t.name + "_geom"}.Sanitize(), name),
+		// A constraint that implies the partition bound spares ATTACH its
+		// validating scan (this one's scan is cheaper: no lock on the parent).
+		fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s CHECK (jurisdiction = %s AND feed = %s)`,
+			name, pgx.Identifier{t.name + "_bound"}.Sanitize(), quoteLiteral(jurisdiction), quoteLiteral(feed)),
+	}
+	for _, sql := range steps {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("build %s: %w", t.name, err)
+		}
+	}
+	if err := ensureJurisdictionPartition(ctx, tx, t, jurisdiction); err != nil {
+		return err
+	}
+	// ATTACH takes SHARE UPDATE EXCLUSIVE on the jurisdiction's partition:
+	// readers and other feeds' applies go on; only another attach waits.
+	_, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s FOR VALUES IN (%s)`,
+		pgx.Identifier{t.jurisdiction}.Sanitize(), name, quoteLiteral(feed)))
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", t.name, err)
+	}
+	return nil
+}
+
+// ensureJurisdictionPartition creates and attaches the partition of features
+// that holds the jurisdiction's feeds, unless it exists.
+func ensureJurisdictionPartition(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, partitionLockClass, jurisdiction); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass(quote_ident($1)) IS NOT NULL`, t.jurisdiction).Scan(&exists); err != nil || exists {
+		return err
+	}
+	name := pgx.Identifier{t.jurisdiction}.Sanitize()
+	// CREATE … (LIKE) + ATTACH rather than CREATE … PARTITION OF: the latter
+	// takes an ACCESS EXCLUSIVE lock on features, which would wait for
+	// every operator's query on it and block new ones meanwhile.
+	for _, sql := range []string{
+		fmt.Sprintf(`CREATE TABLE %s (LIKE features INCLUDING DEFAULTS) PARTITION BY LIST (feed)`, name),
+		fmt.Sprintf(`ALTER TABLE features ATTACH PARTITION %s FOR VALUES IN (%s)`, name, quoteLiteral(jurisdiction)),
+	} {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("create %s: %w", t.jurisdiction, err)
+		}
+	}
+	return nil
+}
+
+// quoteLiteral quotes s as an SQL string literal (DDL takes no parameters).
+func quoteLiteral(s string) string {
+	out := make([]byte, 0, len(s)+2)
+	out = append(out, '\'')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\'' {
+			out = append(out, '\'')
+		}
+		out = append(out, s[i])
+	}
+	return string(append(out, '\''))
+}

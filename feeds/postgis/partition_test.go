@@ -1,0 +1,138 @@
+package postgis_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/wfs"
+)
+
+// feedTableState tells whether the feed's table exists, is a partition of
+// features (through its jurisdiction's partition), and which indexes it has.
+func (b *bundle) feedTableState(t *testing.T, feed feeds.FeedInfo) (exists, attached bool, indexes string) {
+	t.Helper()
+	err := b.pool.QueryRow(b.ctx, `
+		SELECT c.oid IS NOT NULL,
+			coalesce(c.relispartition AND EXISTS (
+				SELECT 1 FROM pg_inherits i JOIN pg_inherits j ON j.inhrelid = i.inhparent
+				WHERE i.inhrelid = c.oid AND j.inhparent = 'features'::regclass), false),
+			coalesce((SELECT string_agg(am.amname || ':' || pg_get_indexdef(x.indexrelid, 1, false)
+					|| ':' || x.indisprimary, ',' ORDER BY am.amname)
+				FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid JOIN pg_am am ON am.oid = ic.relam
+				WHERE x.indrelid = c.oid), '')
+		FROM (SELECT ingestd_feed_partition($1, $2) AS name) n
+		LEFT JOIN pg_class c ON c.relname = n.name`, feed.Jurisdiction, feed.Feed).Scan(&exists, &attached, &indexes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exists, attached, indexes
+}
+
+// TestFirstLoadBuildsFeedTable: the first snapshot of a feed lands in a
+// table of its own, attached under features with the primary key and the
+// GiST index built; the next polls diff against it in place.
+func TestFirstLoadBuildsFeedTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("first")
+	if exists, _, _ := b.feedTableState(t, feed); exists {
+		t.Fatal("feed table exists before any poll")
+	}
+	layer := generatePolygons(300)
+	_, res := b.poll(t, feed, layer[:150], layer[150:])
+	if res.Added != 300 || res.Features != 300 {
+		t.Fatalf("first load: %+v", res)
+	}
+	exists, attached, indexes := b.feedTableState(t, feed)
+	if !exists || !attached {
+		t.Fatalf("after first load: exists %v attached %v", exists, attached)
+	}
+	if want := "btree:jurisdiction:true,gist:geom:false"; indexes != want {
+		t.Errorf("indexes %q, want %q", indexes, want)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE jurisdiction = $1 AND feed = $2`, feed.Jurisdiction, feed.Feed); n != 300 {
+		t.Errorf("features through the parent: %d, want 300", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE feed = $1 AND change = 'added'`, feed.Feed); n != 300 {
+		t.Errorf("change log of the first load: %d added rows, want 300", n)
+	}
+	// The GiST index serves the parent's spatial queries.
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = $1
+		AND geom && ST_MakeEnvelope(-78.9, 35.7, -78.8999, 35.7001, 4326)`, feed.Feed); n == 0 {
+		t.Error("no feature found by bounding box")
+	}
+
+	mod := append([]wfs.Feature(nil), layer[1:]...)
+	mod[0].Properties = props("pin", "changed")
+	_, res = b.poll(t, feed, mod)
+	if res.Added != 0 || res.Modified != 1 || res.Removed != 1 || res.Features != 299 {
+		t.Errorf("second poll: %+v, want 1 modified and 1 removed of 299", res)
+	}
+}
+
+// TestHeldFirstLoadLeavesNoTable: a first snapshot a guard holds creates
+// nothing; accepting it builds the table then.
+func TestHeldFirstLoadLeavesNoTable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("held-first")
+	feed.Guard.BBox = &feeds.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1}
+	swapped := []wfs.Feature{
+		feature("a", point(35.78, -78.64, 4326), props("n", 1)),
+		feature("b", point(35.90, -78.70, 4326), props("n", 2)),
+	}
+	b.pollHeld(t, feed, swapped)
+	if exists, _, _ := b.feedTableState(t, feed); exists {
+		t.Fatal("a held first load left the feed's table behind")
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = $1`, feed.Feed); n != 0 {
+		t.Fatalf("held first load wrote %d features", n)
+	}
+	res, err := b.store.AcceptHeld(b.ctx, feed.Jurisdiction, feed.Feed)
+	if err != nil || res.Added != 2 {
+		t.Fatalf("AcceptHeld = %+v, %v", res, err)
+	}
+	if exists, attached, _ := b.feedTableState(t, feed); !exists || !attached {
+		t.Fatalf("after accept: exists %v attached %v", exists, attached)
+	}
+}
+
+// TestConcurrentFirstLoadsOfNewJurisdiction: feeds of a jurisdiction that has
+// no partition yet load at once; one creates the jurisdiction's partition,
+// every feed gets its table.
+func TestConcurrentFirstLoadsOfNewJurisdiction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	layer := generatePolygons(200)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := range 6 {
+		feed := feedInfo(fmt.Sprintf("layer-%d", i))
+		feed.Jurisdiction = "new county"
+		wg.Go(func() {
+			id, err := b.store.BeginPoll(b.ctx, feed)
+			if err == nil {
+				_, err = b.store.StagePage(b.ctx, id, 0, reader(layer...))
+			}
+			if err == nil {
+				_, err = b.store.Apply(b.ctx, id, feed)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE jurisdiction = 'new county'`); n != 6*200 {
+		t.Errorf("%d features, want %d", n, 6*200)
+	}
+	if n := b.count(t, `SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass(quote_ident(ingestd_jurisdiction_partition('new county')))`); n != 6 {
+		t.Errorf("jurisdiction partition has %d feed tables, want 6", n)
+	}
+}
