@@ -511,8 +511,8 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 //     (its last success is older than 2 × its expected interval, the
 //     feed_freshness rule) or its origin is stuck open (breaker_state.stuck).
 //
-// {{table}} is the feed's table; {{on_conflict}} its upsert clause, empty
-// for a first load into a new table without indexes (see applyStatement).
+// {{table}} is the feed's table, {{current}} what the snapshot is diffed
+// against, {{on_conflict}} the upsert clause (see applyStatement).
 const applySQL = `
 WITH staged AS (
 	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
@@ -535,7 +535,7 @@ WITH staged AS (
 		-- silently when the properties did not change.
 		f.feature_id IS NOT NULL AND f.geom_hash IS NULL AS legacy
 	FROM snapshot s
-	LEFT JOIN {{table}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id
+	LEFT JOIN {{current}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id
 ), counts AS MATERIALIZED (
 	SELECT
 		count(*)::int AS features,
@@ -641,13 +641,17 @@ const applyUpsert = `ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
 		poll_id = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.poll_id ELSE excluded.poll_id END`
 
 // applyStatement is applySQL for the feed's table t. A first load writes into
-// a new table that has no rows and no unique index, so no upsert.
+// a new table that has no rows and no unique index: no upsert, and the diff
+// joins an empty relation the planner can see is empty (it cannot know the
+// new table is, and would hash the whole snapshot to probe it).
 func applyStatement(t feedTable, firstLoad bool) string {
-	upsert := applyUpsert
+	current, upsert := t.ident(), applyUpsert
 	if firstLoad {
+		current = `(SELECT NULL::text AS jurisdiction, NULL::text AS feed, NULL::text AS feature_id,
+			NULL::bytea AS content_hash, NULL::bytea AS geom_hash, NULL::bytea AS props_hash WHERE false)`
 		upsert = ""
 	}
-	return strings.NewReplacer("{{table}}", t.ident(), "{{on_conflict}}", upsert).Replace(applySQL)
+	return strings.NewReplacer("{{table}}", t.ident(), "{{current}}", current, "{{on_conflict}}", upsert).Replace(applySQL)
 }
 
 // FailPoll records the poll as failed with pollErr, counts a failure for the
