@@ -210,3 +210,25 @@ func TestIdenticalPollWritesNoFeatureRows(t *testing.T) {
 		t.Errorf("identical poll logged %d changes", n)
 	}
 }
+
+// TestPropsHashIsJSONBSendHash: the props_hash ingestd computes while
+// staging is SHA-256 of jsonb_send of the stored properties, as PostgreSQL
+// computed it before ingestd did (rows of either kind compare equal).
+func TestPropsHashIsJSONBSendHash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	raw := []string{
+		`{"b": 1, "a": [1.50, 2e2, -0.0], "é": "\u00e9\t", "nested": {"z": null, "y": true}}`,
+		`{"a": 1, "a": 2}`, `{}`, `null`, `[1, {"k": "v"}]`, `"just a string"`, `{"n": 12.340e-1}`,
+	}
+	var layer []wfs.Feature
+	for i, r := range raw {
+		layer = append(layer, feature(fmt.Sprintf("f%d", i), point(float64(i), 0, 4326), json.RawMessage(r)))
+	}
+	layer = append(layer, feature("none", point(9, 9, 4326), nil))
+	b.poll(t, feedInfo("hashes"), layer)
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'hashes'
+		AND props_hash = sha256(coalesce(jsonb_send(properties), '\x'::bytea))`); n != len(layer) {
+		t.Errorf("%d of %d rows have props_hash = sha256(jsonb_send(properties))", n, len(layer))
+	}
+}

@@ -8,10 +8,12 @@
 // in migrations/00004): SHA-256(geom_hash || props_hash), where geom_hash is
 // SHA-256 of the geometry as ingestd re-encodes it from the decoded
 // coordinates (little-endian EWKB in the source CRS) and props_hash is SHA-256
-// of PostgreSQL's normalised jsonb text of the properties, computed as the
-// page is COPYed. Reordered keys, whitespace or number formatting in the
-// source's text therefore do not count as modifications; changed values,
-// coordinates, geometry type or source CRS do.
+// of PostgreSQL's normalised jsonb text of the properties (jsonb_send), which
+// ingestd renders itself as the page is staged (jsonb.go) so that PostgreSQL
+// parses properties only for the features it writes. Reordered keys,
+// whitespace or number formatting in the source's text therefore do not
+// count as modifications; changed values, coordinates, geometry type or
+// source CRS do.
 //
 // Apply is guarded (see feeds.Guard and guard.go): a snapshot that shrank
 // too much, lies mostly outside the jurisdiction's extent, or would remove
@@ -174,7 +176,7 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		}
 		src.pollID = pollID
 		n, err := tx.CopyFrom(ctx, pgx.Identifier{"staged_features"},
-			[]string{"poll_id", "page", "ordinal", "feature_id", "srid", "geom_ewkb", "properties", "geom_hash", "geom_broken"}, src)
+			[]string{"poll_id", "page", "ordinal", "feature_id", "srid", "geom_ewkb", "properties", "geom_hash", "props_hash", "geom_broken"}, src)
 		if err != nil {
 			if src.readErr != nil {
 				// The reader's error is the cause; pgx's wrapping of it
@@ -205,7 +207,15 @@ type copySource struct {
 	row      []any
 	readErr  error // the reader's own error, kept apart from encoding errors
 	err      error
+	jsonb    jsonbNormalizer
+	props    []byte // jsonb_send bytes of the current row's properties
 }
+
+// jsonbVersion is the format version jsonb_send writes before the text.
+const jsonbVersion = 1
+
+// emptyHash is SHA-256 of nothing: the hash of no properties.
+var emptyHash = func() []byte { h := sha256.Sum256(nil); return h[:] }()
 
 func (c *copySource) Next() bool {
 	if c.err != nil {
@@ -218,13 +228,13 @@ func (c *copySource) Next() bool {
 		}
 		return false
 	}
-	row, err := encodeFeature(f)
+	row, err := c.encode(f)
 	if err != nil {
 		c.err = fmt.Errorf("feature %d: %w", c.n, err)
 		return false
 	}
 	c.row = append(c.row[:0], c.pollID, c.page, int32(c.n),
-		row.id, row.srid, row.ewkb, row.properties, row.geomHash, row.broken)
+		row.id, row.srid, row.ewkb, row.properties, row.geomHash, row.propsHash, row.broken)
 	c.n++
 	return true
 }
@@ -238,12 +248,16 @@ type stagedRow struct {
 	id         string // "" when the source gave none: Apply names it
 	srid       int32
 	ewkb       []byte // nil for a null geometry
-	properties []byte // nil for no properties
+	properties []byte // jsonb text, nil for no properties
 	geomHash   []byte
+	propsHash  []byte
 	broken     bool // the geometry cannot be stored: ewkb is nil, geomHash is of the source's
 }
 
-func encodeFeature(f *wfs.Feature) (stagedRow, error) {
+// encode encodes the feature for staging. Its properties' jsonb text is
+// rendered into a buffer reused from row to row: pgx encodes a row before
+// asking for the next.
+func (c *copySource) encode(f *wfs.Feature) (stagedRow, error) {
 	var r stagedRow
 	if f.Geometry != nil {
 		b, err := ewkb.Marshal(f.Geometry, binary.LittleEndian)
@@ -253,11 +267,18 @@ func encodeFeature(f *wfs.Feature) (stagedRow, error) {
 		r.ewkb = b
 		r.srid = int32(f.Geometry.SRID())
 	}
+	// The hash is of jsonb_send's bytes: a version byte, then the text.
+	c.props = append(c.props[:0], jsonbVersion)
 	if len(f.Properties) > 0 {
-		// No copy: the decoders give every feature fresh Properties (the
-		// FeatureReader contract), and pgx encodes a row before asking for
-		// the next one anyway.
-		r.properties = f.Properties
+		var err error
+		if c.props, err = c.jsonb.jsonbText(c.props, f.Properties); err != nil {
+			return r, err
+		}
+		r.properties = c.props[1:]
+		h := sha256.Sum256(c.props)
+		r.propsHash = h[:]
+	} else {
+		r.propsHash = emptyHash
 	}
 	r.geomHash = geomHash(r.ewkb)
 	if r.ewkb != nil && brokenGeometry(f.Geometry) != "" {
@@ -516,15 +537,16 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 const applySQL = `
 WITH staged AS (
 	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
-		page, ordinal, srid, geom_ewkb, geom_broken, properties, geom_hash, props_hash,
-		sha256(geom_hash || props_hash) AS content_hash
+		page, ordinal, geom_hash, props_hash, sha256(geom_hash || props_hash) AS content_hash
 	FROM staged_features
 	WHERE poll_id = $1
 ), snapshot AS MATERIALIZED (
+	-- Narrow: ids, hashes and where the row is staged. The geometry and
+	-- properties are read back (payload, below) only for features that
+	-- are written, so an unchanged layer's payload is never moved again.
 	-- COLLATE "C": the sort only groups equal ids, so it compares bytes
 	-- (abbreviated keys) instead of calling the locale's strcoll.
-	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id,
-		srid, geom_ewkb, geom_broken, properties, geom_hash, props_hash, content_hash
+	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, page, ordinal, geom_hash, props_hash, content_hash
 	FROM staged
 	ORDER BY id COLLATE "C", page DESC, ordinal DESC
 ), diff AS MATERIALIZED (
@@ -549,7 +571,8 @@ WITH staged AS (
 		CASE WHEN srid IN (0, 4326) THEN ST_SetSRID(ST_GeomFromEWKB(geom_ewkb), 4326)
 		     ELSE ST_Transform(ST_Envelope(ST_GeomFromEWKB(geom_ewkb)), 4326)
 		END && ST_MakeEnvelope(($6::float8[])[1], ($6::float8[])[2], ($6::float8[])[3], ($6::float8[])[4], 4326))) AS outside
-	FROM snapshot
+	FROM snapshot d
+	CROSS JOIN LATERAL (` + stagedPayload + `) p
 	WHERE geom_ewkb IS NOT NULL
 ), verdict AS MATERIALIZED (
 	SELECT CASE
@@ -579,13 +602,14 @@ WITH staged AS (
 ), towrite AS MATERIALIZED (
 	-- Only added and modified features are transformed and judged valid:
 	-- an unchanged layer costs no geometry work at all.
-	SELECT d.*, g.geom,
-		d.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
+	SELECT d.*, p.properties, g.geom,
+		p.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
 	FROM diff d
+	CROSS JOIN LATERAL (` + stagedPayload + `) p
 	CROSS JOIN LATERAL (SELECT CASE
-			WHEN d.geom_ewkb IS NULL THEN NULL
-			WHEN d.srid IN (0, 4326) THEN ST_Force2D(ST_SetSRID(ST_GeomFromEWKB(d.geom_ewkb), 4326))
-			ELSE ST_Force2D(ST_Transform(ST_GeomFromEWKB(d.geom_ewkb), 4326))
+			WHEN p.geom_ewkb IS NULL THEN NULL
+			WHEN p.srid IN (0, 4326) THEN ST_Force2D(ST_SetSRID(ST_GeomFromEWKB(p.geom_ewkb), 4326))
+			ELSE ST_Force2D(ST_Transform(ST_GeomFromEWKB(p.geom_ewkb), 4326))
 		END AS geom) g
 	WHERE (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
@@ -594,7 +618,7 @@ WITH staged AS (
 		first_seen_at, changed_at, poll_id)
 	SELECT $2, $3, t.feature_id,
 		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
-		t.properties, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
+		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
 	FROM towrite t
 	WHERE NOT (t.invalid AND $7)
 	{{on_conflict}}
@@ -631,6 +655,12 @@ SELECT
 	(SELECT reason FROM verdict),
 	(SELECT count(*) FROM towrite WHERE invalid)::int
 FROM counts c`
+
+// stagedPayload reads back the geometry and properties of the snapshot row d
+// (page, ordinal) from staging: one primary-key lookup, done only for rows
+// that need them.
+const stagedPayload = `SELECT sf.srid, sf.geom_ewkb, sf.geom_broken, sf.properties FROM staged_features sf
+		WHERE sf.poll_id = $1 AND sf.page = d.page AND sf.ordinal = d.ordinal`
 
 // applyUpsert turns an added id that exists into an update (every written
 // row of a table that already holds the feed is added or modified).
