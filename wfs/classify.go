@@ -407,3 +407,25 @@ func errIsBody(err error) bool {
 	var be *BodyError
 	return errors.As(err, &be)
 }
+
+// skipValue consumes one JSON value from dec without keeping it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+			default:
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}

@@ -48,26 +48,29 @@ const (
 	stateDone
 )
 
-// rawFeature is one feature as the decoder sees it: geometry, properties and
-// id stay raw, so no map is built per feature.
+// rawFeature is one feature's members as the reader splits them: geometry,
+// properties and id stay raw, so no map is built per feature.
 type rawFeature struct {
-	Type       string          `json:"type"`
-	ID         json.RawMessage `json:"id"`
-	Geometry   json.RawMessage `json:"geometry"`
-	Properties json.RawMessage `json:"properties"`
+	Type       string
+	ID         []byte
+	Geometry   []byte
+	Properties []byte
 }
 
 // GeoJSONReader streams the features of a GeoJSON FeatureCollection (or of a
-// lone Feature) token by token, holding one feature in memory at a time.
-// Top-level members may come in any order; a "crs" member (the legacy 2008
-// form) sets the SRID of the geometries that follow it. A body cut short is
-// an error, never a short page.
+// lone Feature), holding one feature in memory at a time. Top-level members
+// may come in any order; a "crs" member (the legacy 2008 form) sets the SRID
+// of the geometries that follow it. A body cut short is an error, never a
+// short page.
 type GeoJSONReader struct {
-	dec   *json.Decoder
+	in    *jsonStream
 	cfg   readerConfig
 	state readerState
 	err   error // sticky: once set, Next returns it forever
 	index int   // index of the next feature
+	// first is true before the first member of the document (or feature
+	// of the array) is read: no comma precedes it.
+	first bool
 
 	raw     rawFeature
 	feature Feature
@@ -89,9 +92,8 @@ func NewGeoJSONReader(r io.Reader, opts ...ReaderOption) *GeoJSONReader {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	dec := json.NewDecoder(r)
 	return &GeoJSONReader{
-		dec:            dec,
+		in:             newJSONStream(r),
 		cfg:            cfg,
 		srid:           cfg.srid,
 		numberMatched:  -1,
@@ -149,29 +151,35 @@ func (r *GeoJSONReader) next() (*Feature, error) {
 		case stateDone:
 			return nil, io.EOF
 		case stateStart:
-			tok, err := r.dec.Token()
+			c, err := r.in.peek()
 			if err == io.EOF {
 				return nil, &DecodeError{Index: -1, Msg: "empty document", Err: io.ErrUnexpectedEOF}
 			}
 			if err != nil {
 				return nil, r.fail(-1, "", err)
 			}
-			if d, ok := tok.(json.Delim); !ok || d != '{' {
-				return nil, r.fail(-1, fmt.Sprintf("document is not a JSON object (starts with %v)", tok), nil)
+			if c != '{' {
+				return nil, r.fail(-1, fmt.Sprintf("document is not a JSON object (starts with %q)", c), nil)
 			}
-			r.state = stateMembers
+			r.in.pos++
+			r.state, r.first = stateMembers, true
 		case stateFeatures:
-			if r.dec.More() {
-				return r.decodeFeature()
-			}
-			tok, err := r.dec.Token()
+			c, err := r.in.peek()
 			if err != nil {
-				return nil, r.fail(r.index, "", err)
+				return nil, r.fail(r.index, "", unexpectedEnd(err))
 			}
-			if d, ok := tok.(json.Delim); !ok || d != ']' {
-				return nil, r.fail(r.index, fmt.Sprintf("unexpected %v in features", tok), nil)
+			if c == ']' {
+				r.in.pos++
+				r.state = stateMembers
+				continue
 			}
-			r.state = stateMembers
+			if !r.first {
+				if err := r.in.expect(','); err != nil {
+					return nil, r.fail(r.index, "in features", err)
+				}
+			}
+			r.first = false
+			return r.decodeFeature()
 		case stateLone:
 			r.state = stateDone
 			r.raw = r.lone
@@ -187,52 +195,72 @@ func (r *GeoJSONReader) next() (*Feature, error) {
 
 // member reads one top-level member, or the end of the document.
 func (r *GeoJSONReader) member() error {
-	if !r.dec.More() {
-		tok, err := r.dec.Token()
-		if err != nil {
-			return r.fail(-1, "", err)
-		}
-		if d, ok := tok.(json.Delim); !ok || d != '}' {
-			return r.fail(-1, fmt.Sprintf("unexpected %v", tok), nil)
-		}
+	c, err := r.in.peek()
+	if err != nil {
+		return r.fail(-1, "", unexpectedEnd(err))
+	}
+	if c == '}' {
+		r.in.pos++
 		// Only whitespace may follow: a second document would be a server
 		// concatenating responses, not something to half-read.
-		if tok, err := r.dec.Token(); err != io.EOF {
+		if c, err := r.in.peek(); err != io.EOF {
 			if err != nil {
 				return r.fail(-1, "after the document", err)
 			}
-			return r.fail(-1, fmt.Sprintf("data after the document (%v)", tok), nil)
+			return r.fail(-1, fmt.Sprintf("data after the document (%q)", c), nil)
 		}
 		return r.finish()
 	}
-	tok, err := r.dec.Token()
+	if !r.first {
+		if err := r.in.expect(','); err != nil {
+			return r.fail(-1, "", err)
+		}
+	}
+	r.first = false
+	rawKey, err := r.in.value()
 	if err != nil {
 		return r.fail(-1, "", err)
 	}
-	key, ok := tok.(string)
-	if !ok {
-		return r.fail(-1, fmt.Sprintf("unexpected %v", tok), nil)
+	if rawKey[0] != '"' {
+		return r.fail(-1, fmt.Sprintf("unexpected %s, want a member name", truncate(string(rawKey), 40)), nil)
 	}
-	switch key {
-	case "type":
-		if err := r.dec.Decode(&r.topType); err != nil {
-			return r.fail(-1, `member "type"`, err)
-		}
-	case "features":
+	key, err := unquote(rawKey)
+	if err != nil {
+		return r.fail(-1, "", err)
+	}
+	if err := r.in.expect(':'); err != nil {
+		return r.fail(-1, fmt.Sprintf("member %q", key), err)
+	}
+	if key == "features" {
 		if r.sawFeatures {
 			return r.fail(-1, `second "features" member`, nil)
 		}
 		r.sawFeatures = true
-		tok, err := r.dec.Token()
+		c, err := r.in.peek()
 		if err != nil {
-			return r.fail(-1, `member "features"`, err)
+			return r.fail(-1, `member "features"`, unexpectedEnd(err))
 		}
-		if d, ok := tok.(json.Delim); !ok || d != '[' {
-			return r.fail(-1, fmt.Sprintf(`member "features" is %v, not an array`, tok), nil)
+		if c != '[' {
+			v, _ := r.in.value()
+			return r.fail(-1, fmt.Sprintf(`member "features" is %s, not an array`, truncate(string(v), 40)), nil)
 		}
-		r.state = stateFeatures
+		r.in.pos++
+		r.state, r.first = stateFeatures, true
+		return nil
+	}
+	// bbox, timeStamp, links, name… are read whole and dropped: they are
+	// small in every WFS response, and the response size is capped anyway.
+	v, err := r.in.value()
+	if err != nil {
+		return r.fail(-1, fmt.Sprintf("member %q", key), err)
+	}
+	switch key {
+	case "type":
+		if err := json.Unmarshal(v, &r.topType); err != nil {
+			return r.fail(-1, `member "type"`, err)
+		}
 	case "numberMatched", "totalFeatures":
-		n, err := r.count(key)
+		n, err := r.count(key, v)
 		if err != nil {
 			return err
 		}
@@ -244,33 +272,31 @@ func (r *GeoJSONReader) member() error {
 			r.numberMatched = n
 		}
 	case "numberReturned":
-		n, err := r.count(key)
+		n, err := r.count(key, v)
 		if err != nil {
 			return err
 		}
 		r.numberReturned = n
 	case "crs":
-		return r.crsMember()
+		return r.crsMember(v)
 	case "id":
-		if err := r.dec.Decode(&r.lone.ID); err != nil {
-			return r.fail(-1, `member "id"`, err)
-		}
+		r.lone.ID = append(r.lone.ID[:0], v...)
 	case "geometry":
-		if err := r.dec.Decode(&r.lone.Geometry); err != nil {
-			return r.fail(-1, `member "geometry"`, err)
-		}
+		r.lone.Geometry = append(r.lone.Geometry[:0], v...)
 	case "properties":
-		if err := r.dec.Decode(&r.lone.Properties); err != nil {
-			return r.fail(-1, `member "properties"`, err)
-		}
-	default:
-		// bbox, timeStamp, links, name…: skipped token by token, so an
-		// unknown large member costs no buffer.
-		if err := skipValue(r.dec); err != nil {
-			return r.fail(-1, fmt.Sprintf("member %q", key), err)
-		}
+		r.lone.Properties = append([]byte(nil), v...)
 	}
 	return nil
+}
+
+// unquote returns the string a JSON string literal holds.
+func unquote(lit []byte) (string, error) {
+	if len(lit) >= 2 && lit[0] == '"' && lit[len(lit)-1] == '"' && bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(lit, &s)
+	return s, err
 }
 
 // finish checks the document once its closing brace is read.
@@ -291,11 +317,7 @@ func (r *GeoJSONReader) finish() error {
 }
 
 // count reads numberMatched and friends: a number, or "unknown" (-1).
-func (r *GeoJSONReader) count(key string) (int, error) {
-	var num json.RawMessage
-	if err := r.dec.Decode(&num); err != nil {
-		return -1, r.fail(-1, fmt.Sprintf("member %q", key), err)
-	}
+func (r *GeoJSONReader) count(key string, num []byte) (int, error) {
 	if c := firstByte(num); c == '"' || c == 'n' {
 		return -1, nil // "unknown", null
 	}
@@ -306,9 +328,9 @@ func (r *GeoJSONReader) count(key string) (int, error) {
 	return int(n), nil
 }
 
-func (r *GeoJSONReader) crsMember() error {
+func (r *GeoJSONReader) crsMember(raw []byte) error {
 	var crs *geojson.CRS
-	if err := r.dec.Decode(&crs); err != nil {
+	if err := json.Unmarshal(raw, &crs); err != nil {
 		return r.fail(-1, `member "crs"`, err)
 	}
 	if crs == nil {
@@ -363,17 +385,82 @@ func sridOfName(name string) (int, error) {
 }
 
 func (r *GeoJSONReader) decodeFeature() (*Feature, error) {
-	// Reset what Decode would otherwise leave over from the previous feature.
-	// Properties starts nil so each feature gets its own bytes (callers may
-	// keep them); ID and Geometry reuse their buffers, being consumed here.
-	r.raw.Type = ""
-	r.raw.ID = r.raw.ID[:0]
-	r.raw.Geometry = r.raw.Geometry[:0]
-	r.raw.Properties = nil
-	if err := r.dec.Decode(&r.raw); err != nil {
+	v, err := r.in.value()
+	if err != nil {
+		return nil, r.fail(r.index, "", err)
+	}
+	if err := r.splitFeature(v); err != nil {
 		return nil, r.fail(r.index, "", err)
 	}
 	return r.buildFeature()
+}
+
+// splitFeature sets r.raw from the members of the feature object v (valid
+// JSON), matching names as encoding/json matches struct fields (exact or
+// case-insensitive; the last of repeated members wins). ID and Geometry
+// reuse their buffers, being consumed before the next feature; Properties
+// are fresh bytes, which callers may keep.
+func (r *GeoJSONReader) splitFeature(v []byte) error {
+	r.raw = rawFeature{ID: r.raw.ID[:0], Geometry: r.raw.Geometry[:0]}
+	if v[0] != '{' {
+		return fmt.Errorf("feature is %s, not an object", truncate(string(v), 40))
+	}
+	var props []byte
+	for i := 1; ; {
+		i = skipWS(v, i)
+		switch v[i] {
+		case '}':
+			if props != nil {
+				r.raw.Properties = append([]byte(nil), props...)
+			}
+			return nil
+		case ',':
+			i++
+			continue
+		}
+		kend, escaped, err := scanString(v, i)
+		if err != nil {
+			return err
+		}
+		key := v[i+1 : kend-1]
+		if escaped {
+			k, err := unquote(v[i:kend])
+			if err != nil {
+				return err
+			}
+			key = []byte(k)
+		}
+		i = skipWS(v, skipWS(v, kend)+1) // past ':'
+		vend, err := scanValue(v, i)
+		if err != nil {
+			return err
+		}
+		val := v[i:vend]
+		i = vend
+		switch {
+		case memberIs(key, "type"):
+			if string(val) == "null" {
+				continue
+			}
+			if val[0] != '"' {
+				return fmt.Errorf("member %q is %s, not a string", key, truncate(string(val), 40))
+			}
+			if r.raw.Type, err = unquote(val); err != nil {
+				return err
+			}
+		case memberIs(key, "id"):
+			r.raw.ID = append(r.raw.ID[:0], val...)
+		case memberIs(key, "geometry"):
+			r.raw.Geometry = append(r.raw.Geometry[:0], val...)
+		case memberIs(key, "properties"):
+			props = val
+		}
+	}
+}
+
+// memberIs matches a member name as encoding/json matches a struct field.
+func memberIs(key []byte, name string) bool {
+	return string(key) == name || strings.EqualFold(string(key), name)
 }
 
 func (r *GeoJSONReader) buildFeature() (*Feature, error) {
@@ -409,7 +496,7 @@ func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 	return &r.feature, nil
 }
 
-func (r *GeoJSONReader) geometry(raw json.RawMessage) (geom.T, error) {
+func (r *GeoJSONReader) geometry(raw []byte) (geom.T, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -430,28 +517,6 @@ func firstByte(b []byte) byte {
 		return 0
 	}
 	return b[0]
-}
-
-// skipValue consumes one JSON value from dec without keeping it.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				depth++
-			default:
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 // renderID turns a raw JSON id into the string form a feature ID takes:
@@ -504,7 +569,7 @@ func canonicalNumber(s string) (string, error) {
 
 // findMember returns the raw value of member name of the JSON object obj, or
 // found=false. It scans bytes instead of building a map: only the ID is
-// wanted, once per feature. obj has been validated by encoding/json, but the
+// wanted, once per feature. obj has been validated (validJSON), but the
 // scan still checks its bounds so that it cannot panic.
 func findMember(obj []byte, name string) (value []byte, found bool, err error) {
 	return scanMember(obj, name, false)

@@ -2,6 +2,7 @@ package wfs
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/twpayne/go-geom"
@@ -309,8 +311,9 @@ func FuzzGeoJSONReader(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"FeatureCollection","features":[{"type":"Feature","id":1,"geometry":null,"properties":{"k":"v"}}]}`), "k")
 	f.Fuzz(func(t *testing.T, doc []byte, idProp string) {
-		r := NewGeoJSONReader(bytes.NewReader(doc), WithIDProperty(idProp))
+		r := NewGeoJSONReader(iotest.OneByteReader(bytes.NewReader(doc)), WithIDProperty(idProp))
 		failed := false
+		var props []string
 		for i := 0; i < 1_000_000; i++ {
 			feat, err := r.Next()
 			if feat != nil && err != nil {
@@ -319,7 +322,32 @@ func FuzzGeoJSONReader(f *testing.F) {
 			if feat != nil && failed {
 				t.Fatal("a feature after an error")
 			}
+			if feat != nil {
+				props = append(props, string(feat.Properties))
+			}
 			if err == io.EOF {
+				// A document read to the end is JSON, and encoding/json
+				// sees the same features.
+				if !json.Valid(doc) {
+					t.Fatalf("read %d features from invalid JSON", len(props))
+				}
+				var ref struct {
+					Features []struct{ Properties json.RawMessage }
+				}
+				if json.Unmarshal(doc, &ref) == nil && ref.Features != nil {
+					if len(ref.Features) != len(props) {
+						t.Fatalf("%d features, encoding/json sees %d", len(props), len(ref.Features))
+					}
+					for i, rf := range ref.Features {
+						want := string(rf.Properties)
+						if want == "null" {
+							want = ""
+						}
+						if props[i] != want {
+							t.Fatalf("feature %d: properties %q, encoding/json %q", i, props[i], want)
+						}
+					}
+				}
 				return
 			}
 			if err != nil {

@@ -1,0 +1,384 @@
+package wfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The GeoJSON reader's hot path. encoding/json's Decoder scans every feature
+// three times (to find its end, to decode the struct, to skip each raw
+// member) with a byte-at-a-time state machine: about half of ingestd's CPU
+// per GeoJSON feature. jsonStream finds a value's end in one pass over a
+// buffer it refills itself, and validJSON checks the grammar with a
+// recursive descent; FuzzValidJSON holds validJSON to json.Valid.
+
+// jsonStream reads JSON values from r through a buffer that grows to hold
+// the largest single value read.
+type jsonStream struct {
+	r    io.Reader
+	buf  []byte
+	pos  int   // next unread byte of buf
+	rerr error // the read error that ended the input (io.EOF at the end)
+}
+
+func newJSONStream(r io.Reader) *jsonStream {
+	return &jsonStream{r: r, buf: make([]byte, 0, 64<<10)}
+}
+
+// fill reads more input, keeping buf[keep:] (moved to the front); it
+// returns how far the kept bytes moved, and false once the input ended.
+func (s *jsonStream) fill(keep int) (int, bool) {
+	if s.rerr != nil {
+		return 0, false
+	}
+	n := copy(s.buf[:cap(s.buf)], s.buf[keep:])
+	s.buf = s.buf[:n]
+	s.pos -= keep
+	if len(s.buf) == cap(s.buf) {
+		grown := make([]byte, len(s.buf), 2*cap(s.buf))
+		copy(grown, s.buf)
+		s.buf = grown
+	}
+	for {
+		m, err := s.r.Read(s.buf[len(s.buf):cap(s.buf)])
+		s.buf = s.buf[:len(s.buf)+m]
+		if err != nil {
+			s.rerr = err
+		}
+		if m > 0 || err != nil {
+			return keep, m > 0
+		}
+	}
+}
+
+// peek skips whitespace and returns the next byte without consuming it;
+// io.EOF at the end of the input.
+func (s *jsonStream) peek() (byte, error) {
+	for {
+		for s.pos < len(s.buf) {
+			switch c := s.buf[s.pos]; c {
+			case ' ', '\t', '\n', '\r':
+				s.pos++
+			default:
+				return c, nil
+			}
+		}
+		if _, ok := s.fill(s.pos); !ok {
+			return 0, s.endErr()
+		}
+	}
+}
+
+// endErr is why the input ended: io.EOF, or the read error.
+func (s *jsonStream) endErr() error {
+	if s.rerr == nil {
+		return io.EOF
+	}
+	return s.rerr
+}
+
+// expect consumes c, the next non-space byte.
+func (s *jsonStream) expect(c byte) error {
+	got, err := s.peek()
+	if err != nil {
+		return unexpectedEnd(err)
+	}
+	if got != c {
+		return fmt.Errorf("unexpected %q, want %q", got, c)
+	}
+	s.pos++
+	return nil
+}
+
+// value returns the bytes of the next value, checked with validJSON; they
+// stay valid until the next call.
+func (s *jsonStream) value() ([]byte, error) {
+	if _, err := s.peek(); err != nil {
+		return nil, unexpectedEnd(err)
+	}
+	start := s.pos
+	i, depth, inString := s.pos, 0, false
+	for {
+		if i == len(s.buf) {
+			moved, ok := s.fill(start)
+			if !ok {
+				if depth == 0 && !inString && i > start {
+					break // a number or literal that ends the input
+				}
+				return nil, unexpectedEnd(s.endErr())
+			}
+			i -= moved
+			start = 0
+			continue
+		}
+		c := s.buf[i]
+		if inString {
+			switch c {
+			case '\\':
+				if i+1 == len(s.buf) {
+					// Keep the escape and its next byte together.
+					moved, ok := s.fill(start)
+					if !ok {
+						return nil, unexpectedEnd(s.endErr())
+					}
+					i -= moved
+					start = 0
+					continue
+				}
+				i += 2
+				continue
+			case '"':
+				inString = false
+			}
+			i++
+			if !inString && depth == 0 {
+				break
+			}
+			continue
+		}
+		if depth == 0 && i > start {
+			// A scalar ends at a delimiter.
+			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				break
+			}
+			i++
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return nil, fmt.Errorf("unexpected %q", c)
+			}
+		}
+		i++
+		if depth == 0 && !inString && (c == '}' || c == ']') {
+			break
+		}
+	}
+	v := s.buf[start:i]
+	s.pos = i
+	if err := validJSON(v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func unexpectedEnd(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// errSyntax reports invalid JSON.
+type errSyntax struct {
+	offset int
+	msg    string
+}
+
+func (e *errSyntax) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.offset, e.msg)
+}
+
+// maxJSONDepth is encoding/json's nesting limit.
+const maxJSONDepth = 10000
+
+// validJSON checks that b is exactly one JSON value (whitespace around it
+// allowed), as json.Valid does.
+func validJSON(b []byte) error {
+	v := jsonValidator{b: b}
+	v.space()
+	if err := v.value(0); err != nil {
+		return err
+	}
+	v.space()
+	if v.i != len(b) {
+		return v.fail("data after the value")
+	}
+	return nil
+}
+
+type jsonValidator struct {
+	b []byte
+	i int
+}
+
+func (v *jsonValidator) fail(msg string) error { return &errSyntax{offset: v.i, msg: msg} }
+
+func (v *jsonValidator) space() {
+	for v.i < len(v.b) {
+		switch v.b[v.i] {
+		case ' ', '\t', '\n', '\r':
+			v.i++
+		default:
+			return
+		}
+	}
+}
+
+func (v *jsonValidator) value(depth int) error {
+	if v.i >= len(v.b) {
+		return io.ErrUnexpectedEOF
+	}
+	switch c := v.b[v.i]; {
+	case c == '{' || c == '[':
+		if depth >= maxJSONDepth {
+			return v.fail("nested too deeply")
+		}
+		return v.container(depth + 1)
+	case c == '"':
+		return v.string()
+	case c == '-' || ('0' <= c && c <= '9'):
+		return v.number()
+	case c == 't':
+		return v.literal("true")
+	case c == 'f':
+		return v.literal("false")
+	case c == 'n':
+		return v.literal("null")
+	default:
+		return v.fail(fmt.Sprintf("unexpected %q", c))
+	}
+}
+
+// container checks an object or array; the opening bracket is at i.
+func (v *jsonValidator) container(depth int) error {
+	object := v.b[v.i] == '{'
+	closing := byte(']')
+	if object {
+		closing = '}'
+	}
+	v.i++
+	v.space()
+	if v.i < len(v.b) && v.b[v.i] == closing {
+		v.i++
+		return nil
+	}
+	for {
+		v.space()
+		if object {
+			if v.i >= len(v.b) || v.b[v.i] != '"' {
+				return v.fail("object key must be a string")
+			}
+			if err := v.string(); err != nil {
+				return err
+			}
+			v.space()
+			if v.i >= len(v.b) || v.b[v.i] != ':' {
+				return v.fail("missing ':' after object key")
+			}
+			v.i++
+			v.space()
+		}
+		if err := v.value(depth); err != nil {
+			return err
+		}
+		v.space()
+		if v.i >= len(v.b) {
+			return io.ErrUnexpectedEOF
+		}
+		switch v.b[v.i] {
+		case ',':
+			v.i++
+		case closing:
+			v.i++
+			return nil
+		default:
+			return v.fail(fmt.Sprintf("unexpected %q", v.b[v.i]))
+		}
+	}
+}
+
+func (v *jsonValidator) string() error {
+	v.i++ // "
+	for v.i < len(v.b) {
+		switch c := v.b[v.i]; {
+		case c == '"':
+			v.i++
+			return nil
+		case c == '\\':
+			if v.i+1 >= len(v.b) {
+				return io.ErrUnexpectedEOF
+			}
+			switch v.b[v.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				v.i += 2
+			case 'u':
+				if v.i+6 > len(v.b) {
+					return io.ErrUnexpectedEOF
+				}
+				for _, h := range v.b[v.i+2 : v.i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return v.fail("invalid \\u escape")
+					}
+				}
+				v.i += 6
+			default:
+				return v.fail("invalid escape")
+			}
+		case c < 0x20:
+			return v.fail("control character in string")
+		default:
+			v.i++
+		}
+	}
+	return io.ErrUnexpectedEOF
+}
+
+func (v *jsonValidator) number() error {
+	if v.b[v.i] == '-' {
+		v.i++
+	}
+	if v.i >= len(v.b) {
+		return io.ErrUnexpectedEOF
+	}
+	switch {
+	case v.b[v.i] == '0':
+		v.i++
+	case '1' <= v.b[v.i] && v.b[v.i] <= '9':
+		v.digits()
+	default:
+		return v.fail("invalid number")
+	}
+	if v.i < len(v.b) && v.b[v.i] == '.' {
+		v.i++
+		if v.digits() == 0 {
+			return v.fail("invalid number")
+		}
+	}
+	if v.i < len(v.b) && (v.b[v.i] == 'e' || v.b[v.i] == 'E') {
+		v.i++
+		if v.i < len(v.b) && (v.b[v.i] == '+' || v.b[v.i] == '-') {
+			v.i++
+		}
+		if v.digits() == 0 {
+			return v.fail("invalid number")
+		}
+	}
+	return nil
+}
+
+func (v *jsonValidator) digits() int {
+	start := v.i
+	for v.i < len(v.b) && '0' <= v.b[v.i] && v.b[v.i] <= '9' {
+		v.i++
+	}
+	return v.i - start
+}
+
+func (v *jsonValidator) literal(lit string) error {
+	if len(v.b)-v.i < len(lit) {
+		return io.ErrUnexpectedEOF
+	}
+	if string(v.b[v.i:v.i+len(lit)]) != lit {
+		return v.fail("invalid literal")
+	}
+	v.i += len(lit)
+	return nil
+}
