@@ -106,10 +106,9 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	}
 	var stats wfs.FetchStats
 	if err == nil {
-		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, func(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
-			_, err := m.store.StagePage(ctx, pollID, page.Index, features)
-			return err
-		})
+		stager := newPageStager(ctx, m.store, pollID)
+		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
+		err = stager.finish(err)
 	}
 	if err == nil {
 		var res ApplyResult
