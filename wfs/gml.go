@@ -91,6 +91,7 @@ type gmlProp struct {
 type GMLReader struct {
 	src   io.Reader
 	dec   xmlTokenizer // made from src at the first token
+	tok   xmlToken     // the last token, reused
 	cfg   readerConfig
 	err   error
 	index int
@@ -165,56 +166,51 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
-// token returns the next element or character data, checking what RawToken
-// does not: that elements nest properly, that the document does not end
+// token returns the next element or character data (valid until the next
+// call: read a start element's attributes before reading on), checking what
+// the tokenizer does not: that elements nest properly, that the document does not end
 // inside one. It tracks namespace bindings itself, because Token's
 // translation allocates a map per element and costs a third of the time.
 // The tokenizer is fastXML for UTF-8 documents (encoding/xml's own cost
 // most of the reader's time), encoding/xml for the rest (xmltok.go).
-func (r *GMLReader) token() (xml.Token, error) {
+func (r *GMLReader) token() (*xmlToken, error) {
 	if r.dec == nil {
 		r.dec = newXMLTokenizer(r.src)
 	}
-	for {
-		tok, err := r.dec.RawToken()
-		if err != nil {
-			if err == io.EOF && len(r.stack) > 0 {
-				return nil, io.ErrUnexpectedEOF
-			}
-			return nil, err
+	t := &r.tok
+	if err := r.dec.next(t); err != nil {
+		if err == io.EOF && len(r.stack) > 0 {
+			return nil, io.ErrUnexpectedEOF
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if len(r.stack) >= maxGMLDepth {
-				return nil, fmt.Errorf("elements nested deeper than %d", maxGMLDepth)
-			}
-			r.stack = append(r.stack, t.Name)
-			for _, a := range t.Attr {
-				switch {
-				case a.Name.Space == "xmlns":
-					r.ns = append(r.ns, nsBinding{prefix: a.Name.Local, uri: a.Value, depth: len(r.stack)})
-				case a.Name.Space == "" && a.Name.Local == "xmlns":
-					r.ns = append(r.ns, nsBinding{prefix: "", uri: a.Value, depth: len(r.stack)})
-				}
-			}
-			return t, nil
-		case xml.EndElement:
-			if len(r.stack) == 0 {
-				return nil, fmt.Errorf("unexpected end element </%s>", qname(t.Name))
-			}
-			if open := r.stack[len(r.stack)-1]; open != t.Name {
-				return nil, fmt.Errorf("element <%s> closed by </%s>", qname(open), qname(t.Name))
-			}
-			r.stack = r.stack[:len(r.stack)-1]
-			for len(r.ns) > 0 && r.ns[len(r.ns)-1].depth > len(r.stack) {
-				r.ns = r.ns[:len(r.ns)-1]
-			}
-			return t, nil
-		case xml.CharData:
-			return t, nil
-		}
-		// Comments, processing instructions, directives: nothing to read.
+		return nil, err
 	}
+	switch t.Kind {
+	case startToken:
+		if len(r.stack) >= maxGMLDepth {
+			return nil, fmt.Errorf("elements nested deeper than %d", maxGMLDepth)
+		}
+		r.stack = append(r.stack, t.Name)
+		for _, a := range t.Attr {
+			switch {
+			case a.Name.Space == "xmlns":
+				r.ns = append(r.ns, nsBinding{prefix: a.Name.Local, uri: a.Value, depth: len(r.stack)})
+			case a.Name.Space == "" && a.Name.Local == "xmlns":
+				r.ns = append(r.ns, nsBinding{prefix: "", uri: a.Value, depth: len(r.stack)})
+			}
+		}
+	case endToken:
+		if len(r.stack) == 0 {
+			return nil, fmt.Errorf("unexpected end element </%s>", qname(t.Name))
+		}
+		if open := r.stack[len(r.stack)-1]; open != t.Name {
+			return nil, fmt.Errorf("element <%s> closed by </%s>", qname(open), qname(t.Name))
+		}
+		r.stack = r.stack[:len(r.stack)-1]
+		for len(r.ns) > 0 && r.ns[len(r.ns)-1].depth > len(r.stack) {
+			r.ns = r.ns[:len(r.ns)-1]
+		}
+	}
+	return t, nil
 }
 
 func qname(n xml.Name) string {
@@ -273,8 +269,9 @@ func (r *GMLReader) next() (*Feature, error) {
 		if err != nil {
 			return nil, r.errorf(-1, err, "")
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
+		switch tok.Kind {
+		case startToken:
+			t := tok.start()
 			lv := r.levels[len(r.levels)-1]
 			if lv.kind == levelCollection {
 				if err := r.collectionChild(t); err != nil {
@@ -289,7 +286,7 @@ func (r *GMLReader) next() (*Feature, error) {
 				continue
 			}
 			return r.readFeature(t)
-		case xml.EndElement:
+		case endToken:
 			if lv := r.levels[len(r.levels)-1]; len(r.stack) < lv.depth {
 				r.levels = r.levels[:len(r.levels)-1]
 			}
@@ -308,13 +305,13 @@ func (r *GMLReader) start() error {
 		if err != nil {
 			return r.errorf(-1, err, "")
 		}
-		se, ok := tok.(xml.StartElement)
-		if !ok {
-			if cd, isText := tok.(xml.CharData); isText && len(bytes.TrimSpace(cd)) > 0 {
+		if tok.Kind != startToken {
+			if tok.Kind == textToken && len(bytes.TrimSpace(tok.Text)) > 0 {
 				return r.errorf(-1, nil, "text before the root element")
 			}
 			continue
 		}
+		se := tok.start()
 		if se.Name.Local != "FeatureCollection" {
 			return r.errorf(-1, nil, "root element <%s> is not a FeatureCollection", qname(se.Name))
 		}
@@ -393,7 +390,7 @@ func (r *GMLReader) finish() error {
 		if err != nil {
 			return r.errorf(-1, err, "after the document")
 		}
-		if cd, ok := tok.(xml.CharData); ok && len(bytes.TrimSpace(cd)) == 0 {
+		if tok.Kind == textToken && len(bytes.TrimSpace(tok.Text)) == 0 {
 			continue
 		}
 		return r.errorf(-1, nil, "data after the document")
@@ -410,11 +407,10 @@ func (r *GMLReader) boundedBy() (crs CRS, ok bool, err error) {
 		if err != nil {
 			return CRS{}, false, err
 		}
-		se, isStart := tok.(xml.StartElement)
-		if !isStart || len(r.stack) != depth+1 {
+		if tok.Kind != startToken || len(r.stack) != depth+1 {
 			continue
 		}
-		if name := attr(se, "srsName"); name != "" && !ok {
+		if name := attr(tok.start(), "srsName"); name != "" && !ok {
 			if crs, err = r.parseCRS(name); err != nil {
 				return CRS{}, false, err
 			}
@@ -468,12 +464,13 @@ func (r *GMLReader) readFeature(se xml.StartElement) (*Feature, error) {
 		if err != nil {
 			return nil, r.errorf(r.index, err, "")
 		}
-		switch t := tok.(type) {
-		case xml.EndElement:
+		switch tok.Kind {
+		case endToken:
 			if len(r.stack) < depth {
 				return r.buildFeature(id, g)
 			}
-		case xml.StartElement:
+		case startToken:
+			t := tok.start()
 			if r.isGML(t.Name.Space) {
 				// GML's own properties: the envelope tells the CRS of
 				// geometries without srsName; name and description are
@@ -527,12 +524,13 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 		if err != nil {
 			return pg, r.errorf(r.index, err, "property %s", se.Name.Local)
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
+		switch tok.Kind {
+		case textToken:
 			if !complexValue {
-				r.pbuf = append(r.pbuf, t...)
+				r.pbuf = append(r.pbuf, tok.Text...)
 			}
-		case xml.StartElement:
+		case startToken:
+			t := tok.start()
 			complexValue = true
 			if wantGeom && !pg.ok && r.isGML(t.Name.Space) && isGeometryElement(t.Name.Local) {
 				g, err := r.geometry(t, inherit)
@@ -545,7 +543,7 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 			if err := r.skip(); err != nil {
 				return pg, r.errorf(r.index, err, "property %s", se.Name.Local)
 			}
-		case xml.EndElement:
+		case endToken:
 			if len(r.stack) < depth {
 				if complexValue {
 					r.pbuf = r.pbuf[:start]

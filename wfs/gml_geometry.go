@@ -132,12 +132,12 @@ func (r *GMLReader) children(fn func(se xml.StartElement) error) error {
 		if err != nil {
 			return err
 		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if err := fn(t); err != nil {
+		switch tok.Kind {
+		case startToken:
+			if err := fn(tok.start()); err != nil {
 				return err
 			}
-		case xml.EndElement:
+		case endToken:
 			if len(r.stack) < depth {
 				return nil
 			}
@@ -155,12 +155,12 @@ func (r *GMLReader) readText(of string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		switch t := tok.(type) {
-		case xml.CharData:
-			r.text = append(r.text, t...)
-		case xml.StartElement:
-			return nil, fmt.Errorf("element <%s> inside gml:%s", qname(t.Name), of)
-		case xml.EndElement:
+		switch tok.Kind {
+		case textToken:
+			r.text = append(r.text, tok.Text...)
+		case startToken:
+			return nil, fmt.Errorf("element <%s> inside gml:%s", qname(tok.Name), of)
+		case endToken:
 			if len(r.stack) < depth {
 				return r.text, nil
 			}

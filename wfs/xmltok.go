@@ -10,11 +10,59 @@ import (
 )
 
 // xmlTokenizer is what GMLReader needs of an XML tokenizer: encoding/xml's
-// RawToken (no namespace translation; a self-closing element is a start and
-// an end) and the line for error messages.
+// RawToken semantics (no namespace translation; a self-closing element is a
+// start and an end) without comments, processing instructions and
+// directives, and the line for error messages. next fills a token the
+// caller reuses instead of returning an xml.Token: boxing every element,
+// end and text into an interface cost several allocations per GML element.
 type xmlTokenizer interface {
-	RawToken() (xml.Token, error)
+	next(tok *xmlToken) error
 	InputPos() (line, column int)
+}
+
+// tokenKind is what an xmlToken holds.
+type tokenKind uint8
+
+const (
+	startToken tokenKind = iota + 1
+	endToken
+	textToken
+)
+
+// xmlToken is a start element (Name, Attr), an end element (Name) or
+// character data (Text). Attr and Text are valid until the next call of
+// next; names are interned and stay valid.
+type xmlToken struct {
+	Kind tokenKind
+	Name xml.Name
+	Attr []xml.Attr
+	Text []byte
+}
+
+// start is the token as an xml.StartElement (sharing Attr).
+func (t *xmlToken) start() xml.StartElement { return xml.StartElement{Name: t.Name, Attr: t.Attr} }
+
+// stdXML adapts encoding/xml's decoder (documents in other encodings).
+type stdXML struct{ *xml.Decoder }
+
+func (d stdXML) next(tok *xmlToken) error {
+	for {
+		raw, err := d.RawToken()
+		if err != nil {
+			return err
+		}
+		switch t := raw.(type) {
+		case xml.StartElement:
+			*tok = xmlToken{Kind: startToken, Name: t.Name, Attr: append(tok.Attr[:0], t.Attr...), Text: tok.Text}
+			return nil
+		case xml.EndElement:
+			tok.Kind, tok.Name = endToken, t.Name
+			return nil
+		case xml.CharData:
+			tok.Kind, tok.Text = textToken, append(tok.Text[:0], t...)
+			return nil
+		}
+	}
 }
 
 // newXMLTokenizer returns the fast tokenizer for a UTF-8 document (no XML
@@ -40,7 +88,7 @@ func newXMLTokenizer(r io.Reader) xmlTokenizer {
 	if needsStdDecoder(head) {
 		dec := xml.NewDecoder(src)
 		dec.CharsetReader = charsetReader
-		return dec
+		return stdXML{dec}
 	}
 	return &fastXML{r: src, buf: make([]byte, 0, 64<<10), line: 1, names: make(map[string]string)}
 }
@@ -98,11 +146,12 @@ func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c ==
 // names split at their one colon into Space (the prefix, untranslated) and
 // Local; the five predefined entities and character references decoded in
 // text and attribute values (an unknown entity is an error, as in strict
-// mode); CDATA sections returned as CharData; "\r\n" and "\r" read as "\n";
-// comments, processing instructions and directives returned as such
-// (GMLReader skips them); invalid UTF-8, control characters, an unquoted
-// or missing attribute value, "<" in an attribute value and "]]>" in text
-// are errors. The CharData it returns is valid until the next call.
+// mode); CDATA sections returned as character data; "\r\n" and "\r" read
+// as "\n"; comments, processing instructions and directives checked, then
+// skipped (GMLReader has no use for them); invalid UTF-8, control
+// characters, an unquoted or missing attribute value, "<" in an attribute
+// value and "]]>" in text are errors. A token's text and attributes are
+// valid until the next call.
 //
 // It does not read a DOCTYPE's internal subset as entity definitions (nor
 // does encoding/xml), and element names are interned: a layer uses a few
@@ -211,53 +260,72 @@ func (t *fastXML) hasPrefix(s string) bool {
 	return bytes.HasPrefix(t.buf[t.pos:], []byte(s))
 }
 
-func (t *fastXML) RawToken() (xml.Token, error) {
-	if t.err != nil {
-		return nil, t.err
-	}
-	if t.pendingEnd {
-		t.pendingEnd = false
-		return xml.EndElement{Name: t.endName}, nil
-	}
-	if t.pos >= len(t.buf) && !t.fill() {
-		if t.rerr != nil {
-			t.err = t.rerr
-			return nil, t.err
+// next reads the next start element, end element or character data into
+// tok, skipping (but checking) comments, processing instructions and
+// directives.
+func (t *fastXML) next(tok *xmlToken) error {
+	for {
+		if t.err != nil {
+			return t.err
 		}
-		t.err = io.EOF
-		return nil, io.EOF
-	}
-	if t.buf[t.pos] != '<' {
-		if err := t.readText(); err != nil {
-			return nil, err
+		if t.pendingEnd {
+			t.pendingEnd = false
+			tok.Kind, tok.Name = endToken, t.endName
+			return nil
 		}
-		return xml.CharData(t.text), nil
-	}
-	t.pos++
-	c, err := t.mustgetc()
-	if err != nil {
-		return nil, err
-	}
-	switch c {
-	case '/':
-		name, err := t.readName()
+		if t.pos >= len(t.buf) && !t.fill() {
+			if t.rerr != nil {
+				t.err = t.rerr
+				return t.err
+			}
+			t.err = io.EOF
+			return io.EOF
+		}
+		if t.buf[t.pos] != '<' {
+			if err := t.readText(); err != nil {
+				return err
+			}
+			tok.Kind, tok.Text = textToken, t.text
+			return nil
+		}
+		t.pos++
+		c, err := t.mustgetc()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		t.skipSpace()
-		if c, err := t.mustgetc(); err != nil {
-			return nil, err
-		} else if c != '>' {
-			return nil, t.syntaxError("invalid characters between </%s and >", qname(name))
+		switch c {
+		case '/':
+			name, err := t.readName()
+			if err != nil {
+				return err
+			}
+			t.skipSpace()
+			if c, err := t.mustgetc(); err != nil {
+				return err
+			} else if c != '>' {
+				return t.syntaxError("invalid characters between </%s and >", qname(name))
+			}
+			tok.Kind, tok.Name = endToken, name
+			return nil
+		case '?':
+			if _, err := t.procInst(); err != nil {
+				return err
+			}
+			continue
+		case '!':
+			raw, err := t.bang()
+			if err != nil {
+				return err
+			}
+			if cd, ok := raw.(xml.CharData); ok { // a CDATA section
+				tok.Kind, tok.Text = textToken, cd
+				return nil
+			}
+			continue
 		}
-		return xml.EndElement{Name: name}, nil
-	case '?':
-		return t.procInst()
-	case '!':
-		return t.bang()
+		t.pos--
+		return t.startElement(tok)
 	}
-	t.pos--
-	return t.startElement()
 }
 
 func (t *fastXML) skipSpace() {
@@ -326,54 +394,54 @@ func (t *fastXML) intern(b []byte) string {
 	return s
 }
 
-func (t *fastXML) startElement() (xml.Token, error) {
+func (t *fastXML) startElement(tok *xmlToken) error {
 	name, err := t.readName()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	se := xml.StartElement{Name: name}
+	tok.Kind, tok.Name, tok.Attr = startToken, name, tok.Attr[:0]
 	for {
 		t.skipSpace()
 		c, err := t.mustgetc()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch c {
 		case '>':
-			return se, nil
+			return nil
 		case '/':
 			if c, err := t.mustgetc(); err != nil {
-				return nil, err
+				return err
 			} else if c != '>' {
-				return nil, t.syntaxError("expected /> in element")
+				return t.syntaxError("expected /> in element")
 			}
 			t.pendingEnd, t.endName = true, name
-			return se, nil
+			return nil
 		}
 		t.pos--
 		an, err := t.readName()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		t.skipSpace()
 		if c, err := t.mustgetc(); err != nil {
-			return nil, err
+			return err
 		} else if c != '=' {
-			return nil, t.syntaxError("attribute name without = in element")
+			return t.syntaxError("attribute name without = in element")
 		}
 		t.skipSpace()
 		q, err := t.mustgetc()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if q != '"' && q != '\'' {
-			return nil, t.syntaxError("unquoted or missing attribute value in element")
+			return t.syntaxError("unquoted or missing attribute value in element")
 		}
 		v, err := t.attrValue(q)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		se.Attr = append(se.Attr, xml.Attr{Name: an, Value: v})
+		tok.Attr = append(tok.Attr, xml.Attr{Name: an, Value: v})
 	}
 }
 
