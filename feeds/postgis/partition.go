@@ -32,6 +32,8 @@ type feedTable struct {
 	name, jurisdiction string
 	// exists is false before the feed's first successful load.
 	exists bool
+	// indexed: a table being loaded has its indexes already.
+	indexed bool
 }
 
 // ident is the table's name quoted for SQL text.
@@ -47,18 +49,36 @@ func lookupFeedTable(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) 
 	return t, err
 }
 
+// defaultBulkIndexMin is the size from which a first load builds its
+// indexes after filling the table. Below it the table is created with
+// them: for a small layer the DDL of a separate build costs more than the
+// per-row index maintenance it saves (scripts/bench.sh scale starts 5,000
+// small feeds at once).
+const defaultBulkIndexMin = 10000
+
 // createLoadTable creates the feed's table for its first load: shaped like
-// features, without indexes or constraints beyond NOT NULL, not yet a
-// partition (so nobody sees it before the apply commits).
-func createLoadTable(ctx context.Context, tx pgx.Tx, t feedTable) error {
-	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE features INCLUDING DEFAULTS)`, t.ident()))
+// features, with a constraint that implies its partition bound (so that
+// ATTACH need not scan it), not yet a partition, so nobody sees it before
+// the apply commits. A large snapshot gets its indexes after the load
+// (buildLoadIndexes), a small one now (t.indexed).
+func createLoadTable(ctx context.Context, tx pgx.Tx, t *feedTable, pollID, bulkIndexMin int64, jurisdiction, feed string) error {
+	var staged int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1`, pollID).Scan(&staged); err != nil {
+		return err
+	}
+	t.indexed = staged < bulkIndexMin
+	indexes := ""
+	if t.indexed {
+		indexes = " INCLUDING INDEXES"
+	}
+	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE features INCLUDING DEFAULTS%s, CONSTRAINT %s CHECK (jurisdiction = %s AND feed = %s))`,
+		t.ident(), indexes, pgx.Identifier{t.name + "_bound"}.Sanitize(), quoteLiteral(jurisdiction), quoteLiteral(feed)))
 	return err
 }
 
-// attachLoadedTable builds the loaded table's indexes in bulk and attaches it
-// as the feed's partition, creating the jurisdiction's partition first if
-// this is its first feed.
-func attachLoadedTable(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction, feed string) error {
+// buildLoadIndexes builds the primary key and the GiST index of a loaded
+// table in bulk.
+func buildLoadIndexes(ctx context.Context, tx pgx.Tx, t feedTable) error {
 	name := t.ident()
 	// Index builds sort in maintenance_work_mem; the default 64MB spills a
 	// layer of a few hundred thousand features to disk.
@@ -67,23 +87,26 @@ func attachLoadedTable(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction
 		fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (jurisdiction, feed, feature_id)`,
 			name, pgx.Identifier{t.name + "_pkey"}.Sanitize()),
 		fmt.Sprintf(`CREATE INDEX %s ON %s USING gist (geom)`, pgx.Identifier{t.name + "_geom"}.Sanitize(), name),
-		// A constraint that implies the partition bound spares ATTACH its
-		// validating scan (this one's scan is cheaper: no lock on the parent).
-		fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s CHECK (jurisdiction = %s AND feed = %s)`,
-			name, pgx.Identifier{t.name + "_bound"}.Sanitize(), quoteLiteral(jurisdiction), quoteLiteral(feed)),
 	}
 	for _, sql := range steps {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("build %s: %w", t.name, err)
 		}
 	}
+	return nil
+}
+
+// attachFeedTable attaches the loaded table as the feed's partition,
+// creating the jurisdiction's partition first if this is its first feed.
+// ATTACH takes SHARE UPDATE EXCLUSIVE on the jurisdiction's partition:
+// readers and other feeds' applies go on; only another attach waits, until
+// this transaction ends.
+func attachFeedTable(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction, feed string) error {
 	if err := ensureJurisdictionPartition(ctx, tx, t, jurisdiction); err != nil {
 		return err
 	}
-	// ATTACH takes SHARE UPDATE EXCLUSIVE on the jurisdiction's partition:
-	// readers and other feeds' applies go on; only another attach waits.
 	_, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s FOR VALUES IN (%s)`,
-		pgx.Identifier{t.jurisdiction}.Sanitize(), name, quoteLiteral(feed)))
+		pgx.Identifier{t.jurisdiction}.Sanitize(), t.ident(), quoteLiteral(feed)))
 	if err != nil {
 		return fmt.Errorf("attach %s: %w", t.name, err)
 	}

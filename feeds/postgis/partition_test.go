@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -35,7 +36,20 @@ func (b *bundle) feedTableState(t *testing.T, feed feeds.FeedInfo) (exists, atta
 // GiST index built; the next polls diff against it in place.
 func TestFirstLoadBuildsFeedTable(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	for _, bulk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			if bulk {
+				// Indexes built after the load, as for a large layer.
+				b.store = postgis.New(b.pool, postgis.WithBulkIndexMin(0))
+			}
+			testFirstLoad(t, b)
+		})
+	}
+}
+
+func testFirstLoad(t *testing.T, b *bundle) {
 	feed := feedInfo("first")
 	if exists, _, _ := b.feedTableState(t, feed); exists {
 		t.Fatal("feed table exists before any poll")

@@ -61,12 +61,22 @@ const maxErrorLen = 4000
 type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+	// bulkIndexMin: a first load of at least this many staged features
+	// builds its indexes after filling its table.
+	bulkIndexMin int64
 }
 
 var _ feeds.Store = (*Store)(nil)
 
 // Option configures a Store.
 type Option func(*Store)
+
+// WithBulkIndexMin sets the size from which a feed's first load builds its
+// primary key and GiST index after filling its table instead of with it
+// (default 10,000 features; 0: always after).
+func WithBulkIndexMin(features int) Option {
+	return func(s *Store) { s.bulkIndexMin = int64(features) }
+}
 
 // WithLogger sets the logger (nil discards).
 func WithLogger(logger *slog.Logger) Option {
@@ -79,7 +89,7 @@ func WithLogger(logger *slog.Logger) Option {
 
 // New returns a Store writing through pool. The schema must be migrated.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler)}
+	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -328,7 +338,7 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 			return err
 		}
 		var err error
-		out, err = applySnapshot(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, &feed.Guard)
+		out, err = s.applySnapshot(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, &feed.Guard)
 		return err
 	})
 	if err != nil {
@@ -391,7 +401,7 @@ func lockFeed(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) error {
 // applySnapshot diffs and applies (or holds) the snapshot of poll pollID in
 // tx, which holds the feed's lock and the poll's row. guard nil applies
 // unconditionally (an operator accepted the snapshot).
-func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feeds.Guard) (applyOutcome, error) {
+func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feeds.Guard) (applyOutcome, error) {
 	var out applyOutcome
 	// The poll's staged rows were just COPYed and the feed's features may
 	// have been written since the last ANALYZE, so the planner estimates
@@ -426,7 +436,7 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 	}
 	firstLoad := !table.exists
 	if firstLoad {
-		if err := createLoadTable(ctx, tx, table); err != nil {
+		if err := createLoadTable(ctx, tx, &table, pollID, s.bulkIndexMin, jurisdiction, feed); err != nil {
 			return out, err
 		}
 	}
@@ -462,8 +472,8 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 		if _, err := tx.Exec(ctx, `DROP TABLE `+table.ident()); err != nil {
 			return out, err
 		}
-	} else if firstLoad {
-		if err := attachLoadedTable(ctx, tx, table, jurisdiction, feed); err != nil {
+	} else if firstLoad && !table.indexed {
+		if err := buildLoadIndexes(ctx, tx, table); err != nil {
 			return out, err
 		}
 	}
@@ -504,7 +514,15 @@ func applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, f
 		jurisdiction, feed, out.res.Features, pollID); err != nil {
 		return out, err
 	}
-	return out, deleteStaging(ctx, tx, pollID)
+	if err := deleteStaging(ctx, tx, pollID); err != nil {
+		return out, err
+	}
+	if firstLoad {
+		// Last: attaching locks the jurisdiction's partition against other
+		// attaches until the transaction ends.
+		return out, attachFeedTable(ctx, tx, table, jurisdiction, feed)
+	}
+	return out, nil
 }
 
 // applySQL diffs the poll's staged snapshot ($1) against the feed's features
