@@ -34,18 +34,22 @@ type feedTable struct {
 	exists bool
 	// indexed: a table being loaded has its indexes already.
 	indexed bool
+	// staged is the number of features the poll being applied staged.
+	staged int64
 }
 
 // ident is the table's name quoted for SQL text.
 func (t feedTable) ident() string { return pgx.Identifier{t.name}.Sanitize() }
 
-// lookupFeedTable names the feed's partition and tells whether it exists.
-func lookupFeedTable(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) (feedTable, error) {
+// lookupFeedTable names the feed's partition, tells whether it exists, and
+// counts the features poll pollID staged.
+func lookupFeedTable(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, error) {
 	var t feedTable
 	err := tx.QueryRow(ctx, `
-		SELECT ingestd_feed_partition($1, $2), ingestd_jurisdiction_partition($1),
-			to_regclass(quote_ident(ingestd_feed_partition($1, $2))) IS NOT NULL`,
-		jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists)
+		SELECT ingestd_feed_partition($2, $3), ingestd_jurisdiction_partition($2),
+			to_regclass(quote_ident(ingestd_feed_partition($2, $3))) IS NOT NULL,
+			(SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1)`,
+		pollID, jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged)
 	return t, err
 }
 
@@ -61,12 +65,8 @@ const defaultBulkIndexMin = 10000
 // ATTACH need not scan it), not yet a partition, so nobody sees it before
 // the apply commits. A large snapshot gets its indexes after the load
 // (buildLoadIndexes), a small one now (t.indexed).
-func createLoadTable(ctx context.Context, tx pgx.Tx, t *feedTable, pollID, bulkIndexMin int64, jurisdiction, feed string) error {
-	var staged int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1`, pollID).Scan(&staged); err != nil {
-		return err
-	}
-	t.indexed = staged < bulkIndexMin
+func createLoadTable(ctx context.Context, tx pgx.Tx, t *feedTable, bulkIndexMin int64, jurisdiction, feed string) error {
+	t.indexed = t.staged < bulkIndexMin
 	indexes := ""
 	if t.indexed {
 		indexes = " INCLUDING INDEXES"
