@@ -152,6 +152,16 @@ func TestReorderedKeysAreNotAModification(t *testing.T) {
 // backend that applied is the one whose statistics are flushed on demand.
 func TestIdenticalPollWritesNoFeatureRows(t *testing.T) {
 	t.Parallel()
+	for _, small := range []bool{true, false} {
+		t.Run(fmt.Sprintf("small=%v", small), func(t *testing.T) {
+			t.Parallel()
+			testIdenticalPoll(t, small)
+		})
+	}
+}
+
+// testIdenticalPoll: small=false diffs in applySQL even for this layer.
+func testIdenticalPoll(t *testing.T, small bool) {
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +173,9 @@ func TestIdenticalPollWritesNoFeatureRows(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 	b := &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool)}
+	if !small {
+		postgis.SetSmallSnapshot(b.store, 0)
+	}
 
 	// written returns n_tup_ins + n_tup_upd + n_tup_del of the feed's features.
 	written := func() (ins, upd, del int64) {

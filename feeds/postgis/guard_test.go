@@ -2,6 +2,7 @@ package postgis_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -246,7 +247,20 @@ func TestMaxShrink(t *testing.T) {
 // over several pages. Apply refuses it before any guard has to hold it.
 func TestRepeatedPagesAreRefused(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	for _, small := range []bool{true, false} {
+		t.Run(fmt.Sprintf("small=%v", small), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			if !small {
+				// Checked in applySQL's sort, as for a large layer.
+				postgis.SetSmallSnapshot(b.store, 0)
+			}
+			testRepeatedPages(t, b)
+		})
+	}
+}
+
+func testRepeatedPages(t *testing.T, b *bundle) {
 	feed := feedInfo("repeat")
 	layer := generatePolygons(1000)
 	b.poll(t, feed, pages(layer, 100)...)

@@ -57,7 +57,7 @@ func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feed
 		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
 			return err
 		}
-		out, err = s.applySnapshot(ctx, tx, pollID, jurisdiction, feed, nil)
+		out, err = s.applySnapshot(ctx, tx, pollID, jurisdiction, feed, nil, nil)
 		return err
 	})
 	if err != nil {

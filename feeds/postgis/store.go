@@ -64,6 +64,9 @@ type Store struct {
 	// bulkIndexMin: a first load of at least this many staged features
 	// builds its indexes after filling its table.
 	bulkIndexMin int64
+	// smallSnapshot: up to this many staged features, an apply checks
+	// page overlap and "nothing changed" with statements of their own.
+	smallSnapshot int64
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -89,7 +92,8 @@ func WithLogger(logger *slog.Logger) Option {
 
 // New returns a Store writing through pool. The schema must be migrated.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin}
+	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
+		smallSnapshot: defaultSmallSnapshot}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -334,11 +338,8 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 			return err
 		}
-		if err := checkPagesDisjoint(ctx, tx, pollID, feed); err != nil {
-			return err
-		}
 		var err error
-		out, err = s.applySnapshot(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, &feed.Guard)
+		out, err = s.applySnapshot(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, &feed.Guard, &feed)
 		return err
 	})
 	if err != nil {
@@ -401,7 +402,12 @@ func lockFeed(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) error {
 // applySnapshot diffs and applies (or holds) the snapshot of poll pollID in
 // tx, which holds the feed's lock and the poll's row. guard nil applies
 // unconditionally (an operator accepted the snapshot).
-func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feeds.Guard) (applyOutcome, error) {
+//
+// checkPages, unless nil, is the feed whose pages must be disjoint (see
+// checkPagesDisjoint): checked up front for a small snapshot, by applySQL's
+// sort for a large one (the transaction then fails and writes nothing).
+func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feeds.Guard,
+	checkPages *feeds.FeedInfo) (applyOutcome, error) {
 	var out applyOutcome
 	// The poll's staged rows were just COPYed and the feed's features may
 	// have been written since the last ANALYZE, so the planner estimates
@@ -427,12 +433,17 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 			bbox = []float64{b.MinX, b.MinY, b.MaxX, b.MaxY}
 		}
 	}
-	var staged, pages int
+	var staged, pages, split int
 	var held *string
 	skipInvalid := guard != nil && guard.SkipInvalid
 	table, err := lookupFeedTable(ctx, tx, pollID, jurisdiction, feed)
 	if err != nil {
 		return out, err
+	}
+	if checkPages != nil && table.staged <= s.smallSnapshot {
+		if err := checkPagesDisjoint(ctx, tx, pollID, *checkPages); err != nil {
+			return out, err
+		}
 	}
 	firstLoad := !table.exists
 	if firstLoad {
@@ -452,9 +463,15 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 		err = tx.QueryRow(ctx, applyStatement(table, firstLoad), pgx.QueryExecModeDescribeExec,
 			pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid).Scan(
 			&staged, &out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
-			&pages, &out.previous, &held, &out.res.InvalidGeometries)
+			&pages, &out.previous, &held, &out.res.InvalidGeometries, &split)
 		if err != nil {
 			return out, err
+		}
+		if split > 0 && checkPages != nil {
+			if err := checkPagesDisjoint(ctx, tx, pollID, *checkPages); err != nil {
+				return out, err
+			}
+			return out, fmt.Errorf("%d feature ids appear on more than one page", split)
 		}
 	}
 	out.duplicates = staged - out.res.Features
@@ -570,11 +587,18 @@ WITH staged AS (
 	-- Narrow: ids, hashes and where the row is staged. The geometry and
 	-- properties are read back (payload, below) only for features that
 	-- are written, so an unchanged layer's payload is never moved again.
-	-- COLLATE "C": the sort only groups equal ids, so it compares bytes
-	-- (abbreviated keys) instead of calling the locale's strcoll.
-	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, page, ordinal, geom_hash, props_hash, content_hash
-	FROM staged
-	ORDER BY id COLLATE "C", page DESC, ordinal DESC
+	-- The last row of each id in page and ordinal order wins; split marks
+	-- an id staged on two pages (see checkPagesDisjoint), found in the
+	-- same sort. COLLATE "C": the sort only groups equal ids, so it
+	-- compares bytes (abbreviated keys) instead of calling strcoll.
+	SELECT id AS feature_id, page, ordinal, geom_hash, props_hash, content_hash, split
+	FROM (
+		SELECT staged.*, row_number() OVER w AS rn,
+			page <> last_value(page) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS split
+		FROM staged
+		WINDOW w AS (PARTITION BY id COLLATE "C" ORDER BY page DESC, ordinal DESC)
+	) ranked
+	WHERE rn = 1
 ), diff AS MATERIALIZED (
 	SELECT s.*, f.feature_id IS NOT NULL AS existed, f.content_hash AS old_hash,
 		f.geom_hash IS DISTINCT FROM s.geom_hash AS geom_changed,
@@ -679,12 +703,15 @@ SELECT
 	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
 	c.previous,
 	(SELECT reason FROM verdict),
-	(SELECT count(*) FROM towrite WHERE invalid)::int
+	(SELECT count(*) FROM towrite WHERE invalid)::int,
+	(SELECT count(*) FROM snapshot WHERE split)::int
 FROM counts c`
 
-// smallSnapshot is the size up to which an apply first checks whether the
-// snapshot changes anything (unchangedSmallSnapshot).
-const smallSnapshot = 10000
+// defaultSmallSnapshot is the size up to which an apply checks, with
+// statements of their own, that the snapshot's pages are disjoint and
+// whether it changes anything (unchangedSmallSnapshot); above it applySQL
+// does both in its own sort.
+const defaultSmallSnapshot = 10000
 
 // unchangedSmallSnapshot tells whether a small snapshot holds exactly the
 // feed's features with the same hashes, and if so fills in the counts of
@@ -694,7 +721,7 @@ const smallSnapshot = 10000
 // snapshot that changes anything, or a large one, goes to applySQL.
 func (s *Store) unchangedSmallSnapshot(ctx context.Context, tx pgx.Tx, pollID int64, t feedTable, jurisdiction, feed string,
 	staged, pages *int, out *applyOutcome) (bool, error) {
-	if t.staged > smallSnapshot {
+	if t.staged > s.smallSnapshot {
 		return false, nil
 	}
 	var features, changed, current int
