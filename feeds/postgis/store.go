@@ -583,21 +583,21 @@ WITH staged AS (
 		page, ordinal, geom_hash, props_hash, sha256(geom_hash || props_hash) AS content_hash
 	FROM staged_features
 	WHERE poll_id = $1
+), ranked AS MATERIALIZED (
+	-- The last row of each id in page and ordinal order wins (rn = 1);
+	-- split marks a row of an id staged on two pages (see
+	-- checkPagesDisjoint), found in the same sort. COLLATE "C": the sort
+	-- only groups equal ids, so it compares bytes (abbreviated keys)
+	-- instead of calling strcoll.
+	SELECT staged.*, row_number() OVER w AS rn, page <> first_value(page) OVER w AS split
+	FROM staged
+	WINDOW w AS (PARTITION BY id COLLATE "C" ORDER BY page DESC, ordinal DESC)
 ), snapshot AS MATERIALIZED (
 	-- Narrow: ids, hashes and where the row is staged. The geometry and
 	-- properties are read back (payload, below) only for features that
 	-- are written, so an unchanged layer's payload is never moved again.
-	-- The last row of each id in page and ordinal order wins; split marks
-	-- an id staged on two pages (see checkPagesDisjoint), found in the
-	-- same sort. COLLATE "C": the sort only groups equal ids, so it
-	-- compares bytes (abbreviated keys) instead of calling strcoll.
-	SELECT id AS feature_id, page, ordinal, geom_hash, props_hash, content_hash, split
-	FROM (
-		SELECT staged.*, row_number() OVER w AS rn,
-			page <> last_value(page) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS split
-		FROM staged
-		WINDOW w AS (PARTITION BY id COLLATE "C" ORDER BY page DESC, ordinal DESC)
-	) ranked
+	SELECT id AS feature_id, page, ordinal, geom_hash, props_hash, content_hash
+	FROM ranked
 	WHERE rn = 1
 ), diff AS MATERIALIZED (
 	SELECT s.*, f.feature_id IS NOT NULL AS existed, f.content_hash AS old_hash,
@@ -704,7 +704,7 @@ SELECT
 	c.previous,
 	(SELECT reason FROM verdict),
 	(SELECT count(*) FROM towrite WHERE invalid)::int,
-	(SELECT count(*) FROM snapshot WHERE split)::int
+	(SELECT count(*) FROM ranked WHERE split)::int
 FROM counts c`
 
 // defaultSmallSnapshot is the size up to which an apply checks, with
