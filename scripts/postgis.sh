@@ -111,6 +111,9 @@ init_cluster() {
 		# Tests create a database per test; keep enough connections for
 		# several test binaries running in parallel.
 		max_connections = 200
+		# features has a partition per feed: the scale benchmark's 5,000
+		# feeds need room for a query that touches all of them.
+		max_locks_per_transaction = 256
 	EOF
 }
 
