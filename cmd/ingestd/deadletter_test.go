@@ -146,11 +146,22 @@ jurisdictions:
 	}
 
 	// Instance A replays: page k is staged, page k+1 hangs, and A is killed.
+	// Page k+1 is requested while page k is being staged (pages are staged
+	// while the next one is fetched): A is killed once page k's staging has
+	// committed, which is what this test is about.
 	hung := make(chan struct{})
 	var once sync.Once
 	server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Page == k+1 {
-			once.Do(func() { close(hung) })
+			once.Do(func() {
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					var staged bool
+					if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM staged_pages WHERE page = $1)`, k).Scan(&staged); err == nil && staged {
+						break
+					}
+				}
+				close(hung)
+			})
 			return &wfstest.Fault{Hang: true}
 		}
 		return nil
