@@ -171,7 +171,7 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 // its content hash, so it keeps its id from poll to poll as long as it does
 // not change (reordered property keys included).
 func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features wfs.FeatureReader) (int, error) {
-	src := &copySource{features: features, page: int32(page)}
+	src := &copySource{features: features, page: int32(page), ids: make(map[string]struct{})}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// FOR SHARE makes a concurrent FailPoll or Apply of this poll wait for
 		// the page, so staging never lands after the poll was cleaned up.
@@ -200,9 +200,10 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 			return err
 		}
 		_, err = tx.Exec(ctx, `
-			INSERT INTO staged_pages (poll_id, page, features) VALUES ($1, $2, $3)
-			ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, staged_at = now()`,
-			pollID, page, n)
+			INSERT INTO staged_pages (poll_id, page, features, named_ids) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
+				staged_at = now()`,
+			pollID, page, n, len(src.ids))
 		return err
 	})
 	if err != nil {
@@ -223,6 +224,9 @@ type copySource struct {
 	err      error
 	jsonb    jsonbNormalizer
 	props    []byte // jsonb_send bytes of the current row's properties
+	// ids holds the page's distinct source ids (staged_pages.named_ids):
+	// bounded by the page size.
+	ids map[string]struct{}
 }
 
 // jsonbVersion is the format version jsonb_send writes before the text.
@@ -301,6 +305,9 @@ func (c *copySource) encode(f *wfs.Feature) (stagedRow, error) {
 	r.id = f.ID
 	if !utf8.ValidString(r.id) {
 		return r, fmt.Errorf("feature id %q is not UTF-8", r.id)
+	}
+	if r.id != "" {
+		c.ids[r.id] = struct{}{}
 	}
 	return r, nil
 }
@@ -433,7 +440,8 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 			bbox = []float64{b.MinX, b.MinY, b.MaxX, b.MaxY}
 		}
 	}
-	var staged, pages, split int
+	var staged, pages int
+	var split *int
 	var held *string
 	skipInvalid := guard != nil && guard.SkipInvalid
 	table, err := lookupFeedTable(ctx, tx, pollID, jurisdiction, feed)
@@ -467,11 +475,13 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 		if err != nil {
 			return out, err
 		}
-		if split > 0 && checkPages != nil {
+		if checkPages != nil && (split == nil || *split > 0) {
 			if err := checkPagesDisjoint(ctx, tx, pollID, *checkPages); err != nil {
 				return out, err
 			}
-			return out, fmt.Errorf("%d feature ids appear on more than one page", split)
+			if split != nil {
+				return out, fmt.Errorf("%d feature ids appear on more than one page", *split)
+			}
 		}
 	}
 	out.duplicates = staged - out.res.Features
@@ -580,41 +590,40 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 const applySQL = `
 WITH staged AS (
 	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
-		page, ordinal, geom_hash, props_hash, sha256(geom_hash || props_hash) AS content_hash
+		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash, sha256(geom_hash || props_hash) AS content_hash
 	FROM staged_features
 	WHERE poll_id = $1
-), ranked AS MATERIALIZED (
-	-- The last row of each id in page and ordinal order wins (rn = 1);
-	-- split marks a row of an id staged on two pages (see
-	-- checkPagesDisjoint), found in the same sort. COLLATE "C": the sort
-	-- only groups equal ids, so it compares bytes (abbreviated keys)
-	-- instead of calling strcoll.
-	SELECT staged.*, row_number() OVER w AS rn, page <> first_value(page) OVER w AS split
-	FROM staged
-	WINDOW w AS (PARTITION BY id COLLATE "C" ORDER BY page DESC, ordinal DESC)
 ), snapshot AS MATERIALIZED (
 	-- Narrow: ids, hashes and where the row is staged. The geometry and
 	-- properties are read back (payload, below) only for features that
 	-- are written, so an unchanged layer's payload is never moved again.
-	SELECT id AS feature_id, page, ordinal, geom_hash, props_hash, content_hash
-	FROM ranked
-	WHERE rn = 1
+	-- The last row of an id in page and ordinal order wins. COLLATE "C":
+	-- the sort only groups equal ids, so it compares bytes (abbreviated
+	-- keys) instead of calling strcoll.
+	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash, content_hash
+	FROM staged
+	ORDER BY id COLLATE "C", page DESC, ordinal DESC
 ), diff AS MATERIALIZED (
-	SELECT s.*, f.feature_id IS NOT NULL AS existed, f.content_hash AS old_hash,
+	-- One pass over both sides: present rows are the snapshot's, rows
+	-- only in the feed's table (NOT present) are the removed ones.
+	SELECT s.*, f.feature_id AS old_id, s.feature_id IS NOT NULL AS present,
+		f.feature_id IS NOT NULL AS existed, f.content_hash AS old_hash,
 		f.geom_hash IS DISTINCT FROM s.geom_hash AS geom_changed,
 		f.props_hash IS DISTINCT FROM s.props_hash AS props_changed,
 		-- A row written before geometry hashes: adopt the new hashes
 		-- silently when the properties did not change.
 		f.feature_id IS NOT NULL AND f.geom_hash IS NULL AS legacy
 	FROM snapshot s
-	LEFT JOIN {{current}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id
+	FULL JOIN (SELECT feature_id, content_hash, geom_hash, props_hash FROM {{current}}) f ON f.feature_id = s.feature_id
 ), counts AS MATERIALIZED (
 	SELECT
-		count(*)::int AS features,
-		count(*) FILTER (WHERE NOT existed)::int AS added,
-		count(*) FILTER (WHERE existed AND (geom_changed OR props_changed) AND NOT (legacy AND NOT props_changed))::int AS modified,
-		count(*) FILTER (WHERE existed)::int AS kept,
-		(SELECT count(*) FROM {{table}} WHERE jurisdiction = $2 AND feed = $3)::int AS previous
+		count(*) FILTER (WHERE present)::int AS features,
+		count(*) FILTER (WHERE present AND NOT existed)::int AS added,
+		count(*) FILTER (WHERE present AND existed AND (geom_changed OR props_changed)
+			AND NOT (legacy AND NOT props_changed))::int AS modified,
+		count(*) FILTER (WHERE present AND existed)::int AS kept,
+		count(*) FILTER (WHERE existed)::int AS previous,
+		count(*) FILTER (WHERE present AND named)::int AS named
 	FROM diff
 ), extent AS (
 	SELECT count(*) AS located, count(*) FILTER (WHERE NOT (
@@ -661,7 +670,7 @@ WITH staged AS (
 			WHEN p.srid IN (0, 4326) THEN ST_Force2D(ST_SetSRID(ST_GeomFromEWKB(p.geom_ewkb), 4326))
 			ELSE ST_Force2D(ST_Transform(ST_GeomFromEWKB(p.geom_ewkb), 4326))
 		END AS geom) g
-	WHERE (NOT d.existed OR d.geom_changed OR d.props_changed)
+	WHERE d.present AND (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
 ), written AS (
 	INSERT INTO {{table}} AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
@@ -673,9 +682,11 @@ WITH staged AS (
 	WHERE NOT (t.invalid AND $7)
 	{{on_conflict}}
 ), removed AS (
+	-- The ids come from diff. Usually there are none: a hash join whose
+	-- hashed side is empty does not scan the table at all.
 	DELETE FROM {{table}} f
-	WHERE f.jurisdiction = $2 AND f.feed = $3
-	  AND NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.feature_id = f.feature_id)
+	USING (SELECT old_id FROM diff WHERE NOT present) r
+	WHERE f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = r.old_id
 	  AND (SELECT reason FROM verdict) IS NULL
 	RETURNING f.feature_id, f.content_hash
 ), logged AS (
@@ -692,7 +703,7 @@ WITH staged AS (
 	FROM removed r
 )
 SELECT
-	(SELECT count(*) FROM staged_features WHERE poll_id = $1)::int,
+	(SELECT sum(features) FROM staged_pages WHERE poll_id = $1)::int,
 	c.features,
 	-- A skipped feature is neither added nor modified: its old version stays.
 	c.added - (SELECT count(*) FROM towrite WHERE invalid AND $7 AND NOT existed)::int,
@@ -704,7 +715,10 @@ SELECT
 	c.previous,
 	(SELECT reason FROM verdict),
 	(SELECT count(*) FROM towrite WHERE invalid)::int,
-	(SELECT count(*) FROM ranked WHERE split)::int
+	-- Ids on more than one page: each page counted its distinct ids
+	-- while staging (NULL for a page staged before version 14).
+	(SELECT CASE WHEN bool_or(named_ids IS NULL) THEN NULL ELSE sum(named_ids) END FROM staged_pages WHERE poll_id = $1)::int
+		- c.named
 FROM counts c`
 
 // defaultSmallSnapshot is the size up to which an apply checks, with
@@ -782,7 +796,7 @@ func applyStatement(t feedTable, firstLoad bool) string {
 	current, upsert := t.ident(), applyUpsert
 	if firstLoad {
 		current = `(SELECT NULL::text AS jurisdiction, NULL::text AS feed, NULL::text AS feature_id,
-			NULL::bytea AS content_hash, NULL::bytea AS geom_hash, NULL::bytea AS props_hash WHERE false)`
+			NULL::bytea AS content_hash, NULL::bytea AS geom_hash, NULL::bytea AS props_hash WHERE false) AS empty`
 		upsert = ""
 	}
 	return strings.NewReplacer("{{table}}", t.ident(), "{{current}}", current, "{{on_conflict}}", upsert).Replace(applySQL)
