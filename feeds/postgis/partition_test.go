@@ -1,7 +1,9 @@
 package postgis_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -148,5 +150,55 @@ func TestConcurrentFirstLoadsOfNewJurisdiction(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass(quote_ident(ingestd_jurisdiction_partition('new county')))`); n != 6 {
 		t.Errorf("jurisdiction partition has %d feed tables, want 6", n)
+	}
+}
+
+// TestFeedTableNamesAreQuoted: jurisdiction and feed ids with quotes, spaces
+// and non-ASCII letters get a table each (names from the SQL functions,
+// values quoted in the DDL), and two ids whose slugs collide do not share
+// one.
+func TestFeedTableNamesAreQuoted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, name := range [][2]string{{"O'Brien County", "zoning \"2024\""}, {"Ñuñoa", "parcelas"}, {"Ñuñoa", "parcelaś"}} {
+		feed := feedInfo(name[1])
+		feed.Jurisdiction = name[0]
+		_, res := b.poll(t, feed, generatePolygons(20))
+		if res.Added != 20 {
+			t.Fatalf("%s/%s: %+v", name[0], name[1], res)
+		}
+		if exists, attached, _ := b.feedTableState(t, feed); !exists || !attached {
+			t.Errorf("%s/%s: table exists %v, attached %v", name[0], name[1], exists, attached)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE jurisdiction = $1 AND feed = $2`, name[0], name[1]); n != 20 {
+			t.Errorf("%s/%s: %d features, want 20", name[0], name[1], n)
+		}
+	}
+}
+
+// TestPagesStagedWithoutIDCounts: pages staged by a version that did not
+// count their ids (named_ids NULL) are checked by grouping the staged rows.
+func TestPagesStagedWithoutIDCounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	postgis.SetSmallSnapshot(b.store, 0)
+	feed := feedInfo("old-pages")
+	layer := generatePolygons(30)
+	id, err := b.store.BeginPoll(b.ctx, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for page, fs := range [][]wfs.Feature{layer[:20], layer[15:]} { // ids 15-19 on both pages
+		if _, err := b.store.StagePage(b.ctx, id, page, reader(fs...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE staged_pages SET named_ids = NULL WHERE poll_id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.store.Apply(b.ctx, id, feed)
+	var ie *wfs.IncompleteError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "5 feature ids appear on more than one page") {
+		t.Fatalf("apply: %v, want an IncompleteError for 5 ids on two pages", err)
 	}
 }
