@@ -590,7 +590,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 const applySQL = `
 WITH staged AS (
 	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
-		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash, sha256(geom_hash || props_hash) AS content_hash
+		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash
 	FROM staged_features
 	WHERE poll_id = $1
 ), snapshot AS MATERIALIZED (
@@ -600,7 +600,7 @@ WITH staged AS (
 	-- The last row of an id in page and ordinal order wins. COLLATE "C":
 	-- the sort only groups equal ids, so it compares bytes (abbreviated
 	-- keys) instead of calling strcoll.
-	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash, content_hash
+	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash
 	FROM staged
 	ORDER BY id COLLATE "C", page DESC, ordinal DESC
 ), diff AS MATERIALIZED (
@@ -661,7 +661,8 @@ WITH staged AS (
 ), towrite AS MATERIALIZED (
 	-- Only added and modified features are transformed and judged valid:
 	-- an unchanged layer costs no geometry work at all.
-	SELECT d.*, p.properties, g.geom,
+	-- The content hash too is computed only for rows that are written.
+	SELECT d.*, sha256(d.geom_hash || d.props_hash) AS content_hash, p.properties, g.geom,
 		p.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
 	FROM diff d
 	CROSS JOIN LATERAL (` + stagedPayload + `) p
