@@ -90,7 +90,7 @@ func newXMLTokenizer(r io.Reader) xmlTokenizer {
 		dec.CharsetReader = charsetReader
 		return stdXML{dec}
 	}
-	return &fastXML{r: src, buf: make([]byte, 0, 64<<10), line: 1, names: make(map[string]string)}
+	return &fastXML{r: src, buf: make([]byte, 0, 64<<10), line: 1, names: make(map[string]xml.Name)}
 }
 
 type errReader struct{ err error }
@@ -168,9 +168,9 @@ type fastXML struct {
 	pendingEnd bool // a self-closing element's end is due
 	endName    xml.Name
 
-	text  []byte // CharData of the last token
-	scr   []byte // scratch for names and attribute values
-	names map[string]string
+	text  []byte              // CharData of the last token
+	scr   []byte              // scratch for names and attribute values
+	names map[string]xml.Name // names read so far, split
 	err   error
 }
 
@@ -351,47 +351,61 @@ func isNameByte(c byte) bool {
 }
 
 // readName reads a (prefixed) name and splits it as encoding/xml does.
+// Names repeat (a layer uses a few dozen), so a name seen before is one map
+// lookup on the input bytes, read in place when they are in the buffer.
 func (t *fastXML) readName() (xml.Name, error) {
-	t.scr = t.scr[:0]
+	i, ascii := t.pos, true
+	for i < len(t.buf) && isNameByte(t.buf[i]) {
+		ascii = ascii && t.buf[i] < utf8.RuneSelf
+		i++
+	}
+	if i < len(t.buf) {
+		b := t.buf[t.pos:i]
+		t.pos = i
+		return t.name(b, ascii)
+	}
+	// The name reaches the end of the buffer: gather it across refills.
+	t.scr = append(t.scr[:0], t.buf[t.pos:]...)
+	t.pos = len(t.buf)
 	for {
+		if !t.fill() {
+			return xml.Name{}, t.eofError()
+		}
 		for t.pos < len(t.buf) {
 			c := t.buf[t.pos]
 			if !isNameByte(c) {
-				goto done
+				return t.name(t.scr, false)
 			}
 			t.scr = append(t.scr, c)
 			t.pos++
 		}
-		if !t.fill() {
-			return xml.Name{}, t.eofError()
-		}
 	}
-done:
-	if len(t.scr) == 0 || !isNameStartByte(t.scr[0]) {
-		return xml.Name{}, t.syntaxError("invalid XML name: %q", truncate(string(t.scr), 40))
+}
+
+// name checks and splits the name b (ascii: b has no byte above 0x7F),
+// remembering it.
+func (t *fastXML) name(b []byte, ascii bool) (xml.Name, error) {
+	if n, ok := t.names[string(b)]; ok {
+		return n, nil
 	}
-	if !utf8.Valid(t.scr) {
+	if len(b) == 0 || !isNameStartByte(b[0]) {
+		return xml.Name{}, t.syntaxError("invalid XML name: %q", truncate(string(b), 40))
+	}
+	if !ascii && !utf8.Valid(b) {
 		return xml.Name{}, t.syntaxError("invalid UTF-8")
 	}
-	s := t.intern(t.scr)
+	s := string(b)
 	if strings.Count(s, ":") > 1 {
 		return xml.Name{}, t.syntaxError("invalid XML name: %q", truncate(s, 40))
 	}
+	n := xml.Name{Local: s}
 	if space, local, ok := strings.Cut(s, ":"); ok && space != "" && local != "" {
-		return xml.Name{Space: space, Local: local}, nil
+		n = xml.Name{Space: space, Local: local}
 	}
-	return xml.Name{Local: s}, nil
-}
-
-func (t *fastXML) intern(b []byte) string {
-	if s, ok := t.names[string(b)]; ok {
-		return s
-	}
-	s := string(b)
 	if len(t.names) < maxInternedNames {
-		t.names[s] = s
+		t.names[s] = n
 	}
-	return s
+	return n, nil
 }
 
 func (t *fastXML) startElement(tok *xmlToken) error {
@@ -447,6 +461,23 @@ func (t *fastXML) startElement(tok *xmlToken) error {
 
 // attrValue reads an attribute value up to the quote q.
 func (t *fastXML) attrValue(q byte) (string, error) {
+	// Most values are plain text within the buffer: one scan, one copy.
+	ascii := true
+	for i := t.pos; i < len(t.buf); i++ {
+		c := t.buf[i]
+		if c == q {
+			v := t.buf[t.pos:i]
+			if !ascii && !utf8.Valid(v) {
+				break // let the slow path report it
+			}
+			t.pos = i + 1
+			return string(v), nil
+		}
+		if c == '<' || c == '&' || c < 0x20 {
+			break // entities, line ends and errors: the slow path
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
 	t.scr = t.scr[:0]
 	for {
 		c, err := t.mustgetc()
