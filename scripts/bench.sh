@@ -168,7 +168,7 @@ bench_gdal() {
 				"${psql[@]}" -c "SET client_min_messages = warning" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', ingestd_feed_partition('bench', '${layer}_$fmt')); END \$\$" \
 					-c "DELETE FROM feature_changes WHERE jurisdiction = 'bench' AND feed = '${layer}_$fmt'" \
-					-c "CHECKPOINT"
+					-c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
 				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
 			done
 			read -r iw ir < <(median_of "$timing")
@@ -177,6 +177,8 @@ bench_gdal() {
 			timing=$out/refresh.$layer.$fmt
 			: >"$timing"
 			for _ in $(seq 1 "$count"); do
+				# As autovacuum would have between two polls of a daemon.
+				"${psql[@]}" -c "VACUUM staged_features, staged_pages" -c "CHECKPOINT"
 				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
 			done
 			read -r rw rr < <(median_of "$timing")
