@@ -64,8 +64,8 @@ type Store struct {
 	// bulkIndexMin: a first load of at least this many staged features
 	// builds its indexes after filling its table.
 	bulkIndexMin int64
-	// smallSnapshot: up to this many staged features, an apply checks
-	// page overlap and "nothing changed" with statements of their own.
+	// smallSnapshot: up to this many staged features, an apply first
+	// checks with a statement of its own whether anything changed.
 	smallSnapshot int64
 }
 
@@ -375,6 +375,22 @@ type applyOutcome struct {
 	held string
 }
 
+// checkSplit fails the apply when split (splitIDs' count, nil when
+// unknown) says ids were staged on more than one page of a poll whose pages
+// must be disjoint (checkPages non-nil); checkPagesDisjoint names them.
+func checkSplit(ctx context.Context, tx pgx.Tx, pollID int64, checkPages *feeds.FeedInfo, split *int) error {
+	if checkPages == nil || (split != nil && *split == 0) {
+		return nil
+	}
+	if err := checkPagesDisjoint(ctx, tx, pollID, *checkPages); err != nil {
+		return err
+	}
+	if split != nil {
+		return fmt.Errorf("%d feature ids appear on more than one page", *split)
+	}
+	return nil
+}
+
 // checkPagesDisjoint refuses a snapshot in which one feature id was staged on
 // two different pages: the server's paging order was unstable (features
 // skipped while others repeat), or the feed's id_property is not unique.
@@ -411,8 +427,8 @@ func lockFeed(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) error {
 // unconditionally (an operator accepted the snapshot).
 //
 // checkPages, unless nil, is the feed whose pages must be disjoint (see
-// checkPagesDisjoint): checked up front for a small snapshot, by applySQL's
-// sort for a large one (the transaction then fails and writes nothing).
+// checkPagesDisjoint and splitIDs); a snapshot that is not fails the
+// transaction, which writes nothing.
 func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feeds.Guard,
 	checkPages *feeds.FeedInfo) (applyOutcome, error) {
 	var out applyOutcome
@@ -440,7 +456,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 			bbox = []float64{b.MinX, b.MinY, b.MaxX, b.MaxY}
 		}
 	}
-	var staged, pages int
+	var pages int
 	var split *int
 	var held *string
 	skipInvalid := guard != nil && guard.SkipInvalid
@@ -448,20 +464,23 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	if err != nil {
 		return out, err
 	}
-	if checkPages != nil && table.staged <= s.smallSnapshot {
-		if err := checkPagesDisjoint(ctx, tx, pollID, *checkPages); err != nil {
-			return out, err
-		}
-	}
+	staged := int(table.staged)
 	firstLoad := !table.exists
 	if firstLoad {
 		if err := createLoadTable(ctx, tx, &table, s.bulkIndexMin, jurisdiction, feed); err != nil {
 			return out, err
 		}
 	}
-	unchanged := false
+	unchanged, checked := false, false
 	if !firstLoad {
-		if unchanged, err = s.unchangedSmallSnapshot(ctx, tx, pollID, table, jurisdiction, feed, &staged, &pages, &out); err != nil {
+		if unchanged, checked, split, err = s.unchangedSmallSnapshot(ctx, tx, pollID, table, jurisdiction, feed, &pages, &out); err != nil {
+			return out, err
+		}
+	}
+	// Ids on two pages fail the poll before anything is written, when the
+	// small statement already counted them.
+	if checked {
+		if err := checkSplit(ctx, tx, pollID, checkPages, split); err != nil {
 			return out, err
 		}
 	}
@@ -470,17 +489,15 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 		// preparing, so thousands of feeds do not churn the statement cache.
 		err = tx.QueryRow(ctx, applyStatement(table, firstLoad), pgx.QueryExecModeDescribeExec,
 			pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid).Scan(
-			&staged, &out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
+			&out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
 			&pages, &out.previous, &held, &out.res.InvalidGeometries, &split)
 		if err != nil {
 			return out, err
 		}
-		if checkPages != nil && (split == nil || *split > 0) {
-			if err := checkPagesDisjoint(ctx, tx, pollID, *checkPages); err != nil {
+		if !checked {
+			// Written rows are rolled back with the transaction.
+			if err := checkSplit(ctx, tx, pollID, checkPages, split); err != nil {
 				return out, err
-			}
-			if split != nil {
-				return out, fmt.Errorf("%d feature ids appear on more than one page", *split)
 			}
 		}
 	}
@@ -560,6 +577,33 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	return out, nil
 }
 
+// snapshotCTEs reads poll $1's snapshot: staged (every staged row, named
+// by its source id or, without one, its hex content hash) and snapshot
+// (the last row of each id in page and ordinal order). Narrow: ids, hashes
+// and where the row is staged; the geometry and properties are read back
+// (stagedPayload) only for features that are written, so an unchanged
+// layer's payload is never moved again. COLLATE "C": the sort only groups
+// equal ids, so it compares bytes (abbreviated keys) instead of calling
+// strcoll.
+const snapshotCTEs = `
+WITH staged AS (
+	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
+		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash
+	FROM staged_features
+	WHERE poll_id = $1
+), snapshot AS MATERIALIZED (
+	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash
+	FROM staged
+	ORDER BY id COLLATE "C", page DESC, ordinal DESC
+)`
+
+// splitIDs, followed by the count of the snapshot's distinct source ids,
+// counts the ids staged on more than one page: each page counted its
+// distinct ids while staging (NULL for a page staged before version 14,
+// which leaves the count unknown).
+const splitIDs = `(SELECT CASE WHEN bool_or(named_ids IS NULL) THEN NULL ELSE sum(named_ids) END
+	FROM staged_pages WHERE poll_id = $1)::int - `
+
 // applySQL diffs the poll's staged snapshot ($1) against the feed's features
 // ($2, $3), asks the guards, and — unless they hold it — writes the
 // difference and the change log, all in one statement and one pass over the
@@ -587,23 +631,11 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 //
 // {{table}} is the feed's table, {{current}} what the snapshot is diffed
 // against, {{on_conflict}} the upsert clause (see applyStatement).
-const applySQL = `
-WITH staged AS (
-	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
-		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash
-	FROM staged_features
-	WHERE poll_id = $1
-), snapshot AS MATERIALIZED (
-	-- Narrow: ids, hashes and where the row is staged. The geometry and
-	-- properties are read back (payload, below) only for features that
-	-- are written, so an unchanged layer's payload is never moved again.
-	-- The last row of an id in page and ordinal order wins. COLLATE "C":
-	-- the sort only groups equal ids, so it compares bytes (abbreviated
-	-- keys) instead of calling strcoll.
-	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash
-	FROM staged
-	ORDER BY id COLLATE "C", page DESC, ordinal DESC
-), diff AS MATERIALIZED (
+//
+// Its rows: distinct features, added, modified, unchanged, removed, pages,
+// previous features, the guards' verdict, invalid geometries, and ids
+// staged on more than one page (splitIDs).
+const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 	-- One pass over both sides: present rows are the snapshot's, rows
 	-- only in the feed's table (NOT present) are the removed ones.
 	SELECT s.*, f.feature_id AS old_id, s.feature_id IS NOT NULL AS present,
@@ -704,7 +736,6 @@ WITH staged AS (
 	FROM removed r
 )
 SELECT
-	(SELECT sum(features) FROM staged_pages WHERE poll_id = $1)::int,
 	c.features,
 	-- A skipped feature is neither added nor modified: its old version stays.
 	c.added - (SELECT count(*) FROM towrite WHERE invalid AND $7 AND NOT existed)::int,
@@ -716,16 +747,11 @@ SELECT
 	c.previous,
 	(SELECT reason FROM verdict),
 	(SELECT count(*) FROM towrite WHERE invalid)::int,
-	-- Ids on more than one page: each page counted its distinct ids
-	-- while staging (NULL for a page staged before version 14).
-	(SELECT CASE WHEN bool_or(named_ids IS NULL) THEN NULL ELSE sum(named_ids) END FROM staged_pages WHERE poll_id = $1)::int
-		- c.named
+	` + splitIDs + `c.named
 FROM counts c`
 
-// defaultSmallSnapshot is the size up to which an apply checks, with
-// statements of their own, that the snapshot's pages are disjoint and
-// whether it changes anything (unchangedSmallSnapshot); above it applySQL
-// does both in its own sort.
+// defaultSmallSnapshot is the size up to which an apply first checks
+// whether the snapshot changes anything (unchangedSmallSnapshot).
 const defaultSmallSnapshot = 10000
 
 // unchangedSmallSnapshot tells whether a small snapshot holds exactly the
@@ -733,47 +759,38 @@ const defaultSmallSnapshot = 10000
 // an apply that changes nothing. Most polls of a quiet layer are that, and
 // for a small layer planning applySQL (a dozen CTEs, a new plan per feed)
 // costs more than running it: this statement is a fraction of it. A
-// snapshot that changes anything, or a large one, goes to applySQL.
+// snapshot that changes anything, or a large one, goes to applySQL. split
+// is splitIDs' count when the statement ran.
 func (s *Store) unchangedSmallSnapshot(ctx context.Context, tx pgx.Tx, pollID int64, t feedTable, jurisdiction, feed string,
-	staged, pages *int, out *applyOutcome) (bool, error) {
+	pages *int, out *applyOutcome) (unchanged, ran bool, split *int, err error) {
 	if t.staged > s.smallSnapshot {
-		return false, nil
+		return false, false, nil, nil
 	}
 	var features, changed, current int
-	err := tx.QueryRow(ctx, strings.ReplaceAll(unchangedSQL, "{{table}}", t.ident()), pgx.QueryExecModeDescribeExec,
-		pollID, jurisdiction, feed).Scan(staged, pages, &features, &changed, &current)
+	err = tx.QueryRow(ctx, strings.ReplaceAll(unchangedSQL, "{{table}}", t.ident()), pgx.QueryExecModeDescribeExec,
+		pollID, jurisdiction, feed).Scan(pages, &features, &changed, &current, &split)
 	if err != nil || changed > 0 || current != features {
-		return false, err
+		return false, err == nil, split, err
 	}
 	out.res = feeds.ApplyResult{Features: features, Unchanged: features}
 	out.previous = current
-	return true, nil
+	return true, true, split, nil
 }
 
-// unchangedSQL counts, for unchangedSmallSnapshot, the staged rows and pages
-// of poll $1, the snapshot's distinct features, those of them that are new
-// or whose hashes differ from the feed's ($2, $3) table, and the features
-// the table holds (more than the snapshot's unchanged ones: removals).
-const unchangedSQL = `
-WITH staged AS (
-	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
-		page, ordinal, geom_hash, props_hash
-	FROM staged_features
-	WHERE poll_id = $1
-), snapshot AS (
-	SELECT DISTINCT ON (id COLLATE "C") id, geom_hash, props_hash
-	FROM staged
-	ORDER BY id COLLATE "C", page DESC, ordinal DESC
-)
+// unchangedSQL counts, for unchangedSmallSnapshot, the pages of poll $1,
+// the snapshot's distinct features, those of them that are new or whose
+// hashes differ from the feed's ($2, $3) table, the features the table holds
+// (more than the snapshot's unchanged ones: removals), and the split ids.
+const unchangedSQL = snapshotCTEs + `
 SELECT
-	(SELECT count(*) FROM staged_features WHERE poll_id = $1)::int,
 	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
 	count(*)::int,
 	count(*) FILTER (WHERE f.feature_id IS NULL OR f.geom_hash IS DISTINCT FROM s.geom_hash
 		OR f.props_hash IS DISTINCT FROM s.props_hash)::int,
-	(SELECT count(*) FROM {{table}} WHERE jurisdiction = $2 AND feed = $3)::int
+	(SELECT count(*) FROM {{table}} WHERE jurisdiction = $2 AND feed = $3)::int,
+	` + splitIDs + `count(*) FILTER (WHERE s.named)
 FROM snapshot s
-LEFT JOIN {{table}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.id`
+LEFT JOIN {{table}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id`
 
 // stagedPayload reads back the geometry and properties of the snapshot row d
 // (page, ordinal) from staging: one primary-key lookup, done only for rows
@@ -796,8 +813,8 @@ const applyUpsert = `ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
 func applyStatement(t feedTable, firstLoad bool) string {
 	current, upsert := t.ident(), applyUpsert
 	if firstLoad {
-		current = `(SELECT NULL::text AS jurisdiction, NULL::text AS feed, NULL::text AS feature_id,
-			NULL::bytea AS content_hash, NULL::bytea AS geom_hash, NULL::bytea AS props_hash WHERE false) AS empty`
+		current = `(SELECT NULL::text AS feature_id, NULL::bytea AS content_hash, NULL::bytea AS geom_hash,
+			NULL::bytea AS props_hash WHERE false) AS empty`
 		upsert = ""
 	}
 	return strings.NewReplacer("{{table}}", t.ident(), "{{current}}", current, "{{on_conflict}}", upsert).Replace(applySQL)
