@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -308,6 +309,7 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	var c common
 	c.register(fs)
 	migrate := fs.Bool("migrate", true, "apply pending migrations first")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the poll to `FILE` (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -315,6 +317,17 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 		return usageError{"poll takes one JURISDICTION/FEED"}
 	}
 	key := fs.Arg(0)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	d, err := setup(ctx, &c, *migrate, stderr, nil)

@@ -152,16 +152,59 @@ func TestReorderedKeysAreNotAModification(t *testing.T) {
 // backend that applied is the one whose statistics are flushed on demand.
 func TestIdenticalPollWritesNoFeatureRows(t *testing.T) {
 	t.Parallel()
-	for _, small := range []bool{true, false} {
-		t.Run(fmt.Sprintf("small=%v", small), func(t *testing.T) {
+	for _, path := range unchangedPaths {
+		t.Run(path, func(t *testing.T) {
 			t.Parallel()
-			testIdenticalPoll(t, small)
+			testIdenticalPoll(t, path)
 		})
 	}
 }
 
-// testIdenticalPoll: small=false diffs in applySQL even for this layer.
-func testIdenticalPoll(t *testing.T, small bool) {
+// unchangedPaths name the ways an apply can find a snapshot unchanged:
+// the small statement, the large one, and applySQL itself.
+var unchangedPaths = []string{"small", "large", "applySQL"}
+
+// useUnchangedPath makes store take path for any snapshot.
+func useUnchangedPath(store *postgis.Store, path string) {
+	switch path {
+	case "large":
+		postgis.SetSmallSnapshot(store, 0)
+	case "applySQL":
+		postgis.SetSmallSnapshot(store, 0)
+		postgis.SetLargeUnchangedCheck(store, false)
+	}
+}
+
+// TestRepeatedIDIsNotUnchanged: a snapshot with as many rows as the feed
+// has features, all with the same content, but one id twice and another
+// missing, is not unchanged: the missing feature is removed.
+func TestRepeatedIDIsNotUnchanged(t *testing.T) {
+	t.Parallel()
+	for _, path := range unchangedPaths {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			useUnchangedPath(b.store, path)
+			feed := feedInfo("repeated")
+			layer := generatePolygons(300)
+			b.poll(t, feed, layer)
+			again := slices.Clone(layer)
+			again[299] = layer[0]
+			pollID, res := b.poll(t, feed, again)
+			if res != (feeds.ApplyResult{Features: 299, Unchanged: 299, Removed: 1}) {
+				t.Errorf("%s: %+v, want 299 features, 1 removed", path, res)
+			}
+			if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE poll_id = $1 AND change = 'removed' AND feature_id = $2`,
+				pollID, layer[299].ID); n != 1 {
+				t.Errorf("%s: the missing feature's removal logged %d times", path, n)
+			}
+		})
+	}
+}
+
+// testIdenticalPoll polls a layer, a modification, then the same again,
+// taking path (unchangedPaths) to find it unchanged.
+func testIdenticalPoll(t *testing.T, path string) {
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +216,7 @@ func testIdenticalPoll(t *testing.T, small bool) {
 	}
 	t.Cleanup(pool.Close)
 	b := &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool)}
-	if !small {
-		postgis.SetSmallSnapshot(b.store, 0)
-	}
+	useUnchangedPath(b.store, path)
 
 	// written returns n_tup_ins + n_tup_upd + n_tup_del of the feed's features.
 	written := func() (ins, upd, del int64) {

@@ -36,20 +36,25 @@ type feedTable struct {
 	indexed bool
 	// staged is the number of features the poll being applied staged.
 	staged int64
+	// lastCount is feed_status.feature_count: the features of the feed's
+	// last applied snapshot.
+	lastCount int64
 }
 
 // ident is the table's name quoted for SQL text.
 func (t feedTable) ident() string { return pgx.Identifier{t.name}.Sanitize() }
 
 // lookupFeedTable names the feed's partition, tells whether it exists, and
-// counts the features poll pollID staged.
+// counts the features poll pollID staged and those the feed held after its
+// last apply.
 func lookupFeedTable(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, error) {
 	var t feedTable
 	err := tx.QueryRow(ctx, `
 		SELECT ingestd_feed_partition($2, $3), ingestd_jurisdiction_partition($2),
 			to_regclass(quote_ident(ingestd_feed_partition($2, $3))) IS NOT NULL,
-			(SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1)`,
-		pollID, jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged)
+			(SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1),
+			coalesce((SELECT feature_count FROM feed_status WHERE jurisdiction = $2 AND feed = $3), 0)`,
+		pollID, jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged, &t.lastCount)
 	return t, err
 }
 

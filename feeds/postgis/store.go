@@ -67,6 +67,9 @@ type Store struct {
 	// smallSnapshot: up to this many staged features, an apply first
 	// checks with a statement of its own whether anything changed.
 	smallSnapshot int64
+	// largeUnchangedCheck: above smallSnapshot, an apply first checks
+	// with unchangedLargeSQL whether anything changed.
+	largeUnchangedCheck bool
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -93,7 +96,7 @@ func WithLogger(logger *slog.Logger) Option {
 // New returns a Store writing through pool. The schema must be migrated.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
-		smallSnapshot: defaultSmallSnapshot}
+		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -473,7 +476,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	}
 	unchanged, checked := false, false
 	if !firstLoad {
-		if unchanged, checked, split, err = s.unchangedSmallSnapshot(ctx, tx, pollID, table, jurisdiction, feed, &pages, &out); err != nil {
+		if unchanged, checked, split, err = s.unchangedSnapshot(ctx, tx, pollID, table, jurisdiction, feed, &pages, &out); err != nil {
 			return out, err
 		}
 	}
@@ -751,20 +754,23 @@ SELECT
 FROM counts c`
 
 // defaultSmallSnapshot is the size up to which an apply first checks
-// whether the snapshot changes anything (unchangedSmallSnapshot).
+// whether the snapshot changes anything with unchangedSQL; above it with
+// unchangedLargeSQL.
 const defaultSmallSnapshot = 10000
 
-// unchangedSmallSnapshot tells whether a small snapshot holds exactly the
-// feed's features with the same hashes, and if so fills in the counts of
-// an apply that changes nothing. Most polls of a quiet layer are that, and
-// for a small layer planning applySQL (a dozen CTEs, a new plan per feed)
-// costs more than running it: this statement is a fraction of it. A
-// snapshot that changes anything, or a large one, goes to applySQL. split
-// is splitIDs' count when the statement ran.
-func (s *Store) unchangedSmallSnapshot(ctx context.Context, tx pgx.Tx, pollID int64, t feedTable, jurisdiction, feed string,
+// unchangedSnapshot tells whether the snapshot holds exactly the feed's
+// features with the same hashes, and if so fills in the counts of an apply
+// that changes nothing. Most polls of a quiet layer are that, and both
+// checks cost a fraction of applySQL: for a small layer, planning applySQL
+// (a dozen CTEs, a new plan per feed) costs more than running it; for a
+// large one, applySQL's sort and full join run on one core, while
+// unchangedLargeSQL is read-only and PostgreSQL runs it in parallel. A
+// snapshot that changes anything goes to applySQL. ran says whether split
+// holds splitIDs' count (only the small statement counts it).
+func (s *Store) unchangedSnapshot(ctx context.Context, tx pgx.Tx, pollID int64, t feedTable, jurisdiction, feed string,
 	pages *int, out *applyOutcome) (unchanged, ran bool, split *int, err error) {
 	if t.staged > s.smallSnapshot {
-		return false, false, nil, nil
+		return s.unchangedLargeSnapshot(ctx, tx, pollID, t, pages, out)
 	}
 	var features, changed, current int
 	err = tx.QueryRow(ctx, strings.ReplaceAll(unchangedSQL, "{{table}}", t.ident()), pgx.QueryExecModeDescribeExec,
@@ -777,7 +783,42 @@ func (s *Store) unchangedSmallSnapshot(ctx context.Context, tx pgx.Tx, pollID in
 	return true, true, split, nil
 }
 
-// unchangedSQL counts, for unchangedSmallSnapshot, the pages of poll $1,
+// unchangedLargeSnapshot is unchangedSnapshot for a snapshot of more than
+// smallSnapshot features. It is skipped when the staged count differs from
+// the feed's count at its last apply (features were added or removed, or
+// ids repeat): the check would only find that out.
+func (s *Store) unchangedLargeSnapshot(ctx context.Context, tx pgx.Tx, pollID int64, t feedTable,
+	pages *int, out *applyOutcome) (unchanged, ran bool, split *int, err error) {
+	if !s.largeUnchangedCheck || t.staged != t.lastCount {
+		return false, false, nil, nil
+	}
+	// Staging's statistics describe whatever it held at its last ANALYZE:
+	// a new poll's rows are estimated at one, and the planner would then
+	// reach them by index and hash all of them in every parallel worker.
+	// Without index scans it hashes them once, in parallel.
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off`); err != nil {
+		return false, false, nil, err
+	}
+	var current, matched int
+	err = tx.QueryRow(ctx, strings.ReplaceAll(unchangedLargeSQL, "{{table}}", t.ident()), pgx.QueryExecModeDescribeExec,
+		pollID).Scan(pages, &current, &matched)
+	if err != nil {
+		return false, false, nil, err
+	}
+	// applySQL reads the staged payload by index.
+	if _, err := tx.Exec(ctx, `RESET enable_indexscan; RESET enable_bitmapscan`); err != nil {
+		return false, false, nil, err
+	}
+	if int64(current) != t.staged || matched != current {
+		return false, false, nil, err
+	}
+	zero := 0
+	out.res = feeds.ApplyResult{Features: current, Unchanged: current}
+	out.previous = current
+	return true, true, &zero, nil
+}
+
+// unchangedSQL counts, for unchangedSnapshot, the pages of poll $1,
 // the snapshot's distinct features, those of them that are new or whose
 // hashes differ from the feed's ($2, $3) table, the features the table holds
 // (more than the snapshot's unchanged ones: removals), and the split ids.
@@ -791,6 +832,22 @@ SELECT
 	` + splitIDs + `count(*) FILTER (WHERE s.named)
 FROM snapshot s
 LEFT JOIN {{table}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id`
+
+// unchangedLargeSQL counts the pages of poll $1, the features of the feed's
+// table, and those of them that poll $1 staged with the same id and hashes.
+// When both counts equal the staged count, the staged rows and the table
+// match one to one (the table's ids are unique): the snapshot is the table,
+// with no repeated id and so no id on two pages. No sort and no write: a
+// parallel hash semi-join.
+const unchangedLargeSQL = `
+SELECT
+	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
+	(SELECT count(*) FROM {{table}})::int,
+	(SELECT count(*) FROM {{table}} f WHERE EXISTS (
+		SELECT FROM staged_features s
+		WHERE s.poll_id = $1
+		  AND CASE WHEN s.feature_id = '' THEN encode(sha256(s.geom_hash || s.props_hash), 'hex') ELSE s.feature_id END = f.feature_id
+		  AND s.geom_hash = f.geom_hash AND s.props_hash = f.props_hash))::int`
 
 // stagedPayload reads back the geometry and properties of the snapshot row d
 // (page, ordinal) from staging: one primary-key lookup, done only for rows
