@@ -632,8 +632,8 @@ const splitIDs = `(SELECT CASE WHEN bool_or(named_ids IS NULL) THEN NULL ELSE su
 //     (its last success is older than 2 × its expected interval, the
 //     feed_freshness rule) or its origin is stuck open (breaker_state.stuck).
 //
-// {{table}} is the feed's table, {{current}} what the snapshot is diffed
-// against, {{on_conflict}} the upsert clause (see applyStatement).
+// {{table}} is the feed's table (applyStatement). A written row that
+// exists is updated (applyUpsert).
 //
 // Its rows: distinct features, added, modified, unchanged, removed, pages,
 // previous features, the guards' verdict, invalid geometries, and ids
@@ -649,7 +649,7 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 		-- silently when the properties did not change.
 		f.feature_id IS NOT NULL AND f.geom_hash IS NULL AS legacy
 	FROM snapshot s
-	FULL JOIN (SELECT feature_id, content_hash, geom_hash, props_hash FROM {{current}}) f ON f.feature_id = s.feature_id
+	FULL JOIN (SELECT feature_id, content_hash, geom_hash, props_hash FROM {{table}}) f ON f.feature_id = s.feature_id
 ), counts AS MATERIALIZED (
 	SELECT
 		count(*) FILTER (WHERE present)::int AS features,
@@ -660,15 +660,7 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 		count(*) FILTER (WHERE existed)::int AS previous,
 		count(*) FILTER (WHERE present AND named)::int AS named
 	FROM diff
-), extent AS (
-	SELECT count(*) AS located, count(*) FILTER (WHERE NOT (
-		CASE WHEN srid IN (0, 4326) THEN ST_SetSRID(ST_GeomFromEWKB(geom_ewkb), 4326)
-		     ELSE ST_Transform(ST_Envelope(ST_GeomFromEWKB(geom_ewkb)), 4326)
-		END && ST_MakeEnvelope(($6::float8[])[1], ($6::float8[])[2], ($6::float8[])[3], ($6::float8[])[4], 4326))) AS outside
-	FROM snapshot d
-	CROSS JOIN LATERAL (` + stagedPayload + `) p
-	WHERE geom_ewkb IS NOT NULL
-), verdict AS MATERIALIZED (
+), ` + extentCTE + `, verdict AS MATERIALIZED (
 	SELECT CASE
 		WHEN $4 THEN NULL
 		WHEN c.previous > 0 AND c.features = 0 THEN
@@ -701,11 +693,7 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 		p.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
 	FROM diff d
 	CROSS JOIN LATERAL (` + stagedPayload + `) p
-	CROSS JOIN LATERAL (SELECT CASE
-			WHEN p.geom_ewkb IS NULL THEN NULL
-			WHEN p.srid IN (0, 4326) THEN ST_Force2D(ST_SetSRID(ST_GeomFromEWKB(p.geom_ewkb), 4326))
-			ELSE ST_Force2D(ST_Transform(ST_GeomFromEWKB(p.geom_ewkb), 4326))
-		END AS geom) g
+	` + stagedGeometry + `
 	WHERE d.present AND (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
 ), written AS (
@@ -716,7 +704,7 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
 	FROM towrite t
 	WHERE NOT (t.invalid AND $7)
-	{{on_conflict}}
+	` + applyUpsert + `
 ), removed AS (
 	-- The ids come from diff. Usually there are none: a hash join whose
 	-- hashed side is empty does not scan the table at all.
@@ -752,6 +740,74 @@ SELECT
 	(SELECT count(*) FROM towrite WHERE invalid)::int,
 	` + splitIDs + `c.named
 FROM counts c`
+
+// extentCTE counts, for the extent guard, the snapshot's features that
+// have a geometry and those whose bounding box (in EPSG:4326) does not
+// intersect the jurisdiction's bbox ($6). Evaluated only when the verdict
+// asks.
+const extentCTE = `extent AS (
+	SELECT count(*) AS located, count(*) FILTER (WHERE NOT (
+		CASE WHEN srid IN (0, 4326) THEN ST_SetSRID(ST_GeomFromEWKB(geom_ewkb), 4326)
+		     ELSE ST_Transform(ST_Envelope(ST_GeomFromEWKB(geom_ewkb)), 4326)
+		END && ST_MakeEnvelope(($6::float8[])[1], ($6::float8[])[2], ($6::float8[])[3], ($6::float8[])[4], 4326))) AS outside
+	FROM snapshot d
+	CROSS JOIN LATERAL (` + stagedPayload + `) p
+	WHERE geom_ewkb IS NOT NULL
+)`
+
+// stagedGeometry is g.geom: the staged payload p's geometry as stored, in
+// EPSG:4326 (SRID 0 taken as 4326) and 2D.
+const stagedGeometry = `CROSS JOIN LATERAL (SELECT CASE
+			WHEN p.geom_ewkb IS NULL THEN NULL
+			WHEN p.srid IN (0, 4326) THEN ST_Force2D(ST_SetSRID(ST_GeomFromEWKB(p.geom_ewkb), 4326))
+			ELSE ST_Force2D(ST_Transform(ST_GeomFromEWKB(p.geom_ewkb), 4326))
+		END AS geom) g`
+
+// firstLoadSQL is applySQL for a feed's first load, into the new table
+// {{table}}: every feature is added, so there is nothing to diff and of the
+// guards only the extent can hold the snapshot. One pass from the snapshot
+// to the table; the change log is written from what the INSERT returns.
+// Same parameters and rows as applySQL.
+const firstLoadSQL = snapshotCTEs + `, ` + extentCTE + `, verdict AS MATERIALIZED (
+	SELECT CASE WHEN NOT $4 AND $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
+		(SELECT format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
+			e.outside, e.located, array_to_string($6::float8[], ', ')) FROM extent e)
+	END AS reason,
+	-- max_shrink cannot hold a first load; typed here so that the
+	-- statement takes applySQL's parameters.
+	$5::float8 AS max_shrink
+), towrite AS MATERIALIZED (
+	SELECT d.feature_id, d.geom_hash, d.props_hash, sha256(d.geom_hash || d.props_hash) AS content_hash,
+		p.properties, g.geom, p.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
+	FROM snapshot d
+	JOIN staged_features p ON p.poll_id = $1 AND p.page = d.page AND p.ordinal = d.ordinal
+	` + stagedGeometry + `
+	WHERE (SELECT reason FROM verdict) IS NULL
+), written AS (
+	INSERT INTO {{table}} (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
+		first_seen_at, changed_at, poll_id)
+	SELECT $2, $3, t.feature_id,
+		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
+		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
+	FROM towrite t
+	WHERE NOT (t.invalid AND $7)
+	RETURNING feature_id, content_hash
+), logged AS (
+	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
+		geometry_changed, properties_changed, old_hash, new_hash, changed_at)
+	SELECT $1, $2, $3, w.feature_id, 'added', true, true, NULL, w.content_hash, now()
+	FROM written w
+)
+SELECT
+	c.features,
+	(SELECT count(*) FROM written)::int,
+	0, 0, 0,
+	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
+	0,
+	(SELECT reason FROM verdict),
+	(SELECT count(*) FROM towrite WHERE invalid)::int,
+	` + splitIDs + `c.named
+FROM (SELECT count(*)::int AS features, count(*) FILTER (WHERE named)::int AS named FROM snapshot) c`
 
 // defaultSmallSnapshot is the size up to which an apply first checks
 // whether the snapshot changes anything with unchangedSQL; above it with
@@ -863,18 +919,14 @@ const applyUpsert = `ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
 		changed_at = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.changed_at ELSE excluded.changed_at END,
 		poll_id = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.poll_id ELSE excluded.poll_id END`
 
-// applyStatement is applySQL for the feed's table t. A first load writes into
-// a new table that has no rows and no unique index: no upsert, and the diff
-// joins an empty relation the planner can see is empty (it cannot know the
-// new table is, and would hash the whole snapshot to probe it).
+// applyStatement is the apply statement for the feed's table t: applySQL,
+// or firstLoadSQL when t is new.
 func applyStatement(t feedTable, firstLoad bool) string {
-	current, upsert := t.ident(), applyUpsert
+	sql := applySQL
 	if firstLoad {
-		current = `(SELECT NULL::text AS feature_id, NULL::bytea AS content_hash, NULL::bytea AS geom_hash,
-			NULL::bytea AS props_hash WHERE false) AS empty`
-		upsert = ""
+		sql = firstLoadSQL
 	}
-	return strings.NewReplacer("{{table}}", t.ident(), "{{current}}", current, "{{on_conflict}}", upsert).Replace(applySQL)
+	return strings.ReplaceAll(sql, "{{table}}", t.ident())
 }
 
 // FailPoll records the poll as failed with pollErr, counts a failure for the
