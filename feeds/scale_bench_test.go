@@ -1,12 +1,16 @@
 package feeds_test
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +30,8 @@ import (
 // origins (each origin its own loopback listener of the fixture server, each
 // feed a small paged WFS layer) against a real PostGIS, and prints the
 // scheduling lag between each tick's planned and actual start (p50, p99,
-// max), peak RSS and peak goroutines.
+// max), peak RSS and peak goroutines of this process (the fixture server
+// runs in a child process).
 //
 //	INGESTD_SCALE_FEEDS    feeds (default 5000)
 //	INGESTD_SCALE_ORIGINS  origins (default 1000)
@@ -41,20 +46,9 @@ func BenchmarkSchedulerScale(b *testing.B) {
 		every = "20s"
 	}
 
-	// One fixture server, many origins: a listener per origin.
-	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 8})
-	srv := &http.Server{Handler: server}
-	origins := make([]string, nOrigins)
-	for i := range origins {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() { _ = srv.Serve(ln) }()
-		origins[i] = "http://" + ln.Addr().String()
-	}
-	b.Cleanup(func() { _ = srv.Close() })
+	// The fixture server runs in a process of its own, so that the RSS
+	// and goroutines measured are the manager's, not the server's.
+	origins := startScaleOrigins(b, nOrigins)
 
 	var yaml strings.Builder
 	fmt.Fprintf(&yaml, "max_in_flight: 50\ndefaults:\n  schedule: \"@every %s\"\n  page_size: 5\n  timeout: 1m\n  request_timeout: 10s\njurisdictions:\n", every)
@@ -120,4 +114,74 @@ func BenchmarkSchedulerScale(b *testing.B) {
 		b.ReportMetric(float64(peakGoroutines), "peak-goroutines")
 		mu.Unlock()
 	}
+}
+
+// scaleOriginsEnv, set in a child process of the test binary, makes it the
+// fixture server of BenchmarkSchedulerScale: that many origins.
+const scaleOriginsEnv = "INGESTD_SCALE_SERVE_ORIGINS"
+
+func TestMain(m *testing.M) {
+	if n := os.Getenv(scaleOriginsEnv); n != "" {
+		serveScaleOrigins(n)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// serveScaleOrigins serves a small parcel layer on n loopback listeners,
+// prints their addresses one per line, and exits when stdin closes (the
+// benchmark ended or died).
+func serveScaleOrigins(n string) {
+	count, err := strconv.Atoi(n)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, scaleOriginsEnv+":", err)
+		os.Exit(2)
+	}
+	server := wfstest.New()
+	server.AddLayer("parcels", wfstest.Parcels{N: 8})
+	srv := &http.Server{Handler: server}
+	out := bufio.NewWriter(os.Stdout)
+	for range count {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		go func() { _ = srv.Serve(ln) }()
+		fmt.Fprintln(out, "http://"+ln.Addr().String())
+	}
+	out.Flush()
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// startScaleOrigins starts the fixture server's process and returns its
+// origins.
+func startScaleOrigins(b *testing.B, n int) []string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", scaleOriginsEnv, n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	origins := make([]string, 0, n)
+	lines := bufio.NewScanner(stdout)
+	for len(origins) < n && lines.Scan() {
+		origins = append(origins, lines.Text())
+	}
+	if len(origins) < n {
+		b.Fatalf("fixture server process gave %d of %d origins: %v", len(origins), n, lines.Err())
+	}
+	return origins
 }
