@@ -156,56 +156,56 @@ bench_gdal() {
 		n=$parcels
 		[[ $layer == points ]] && n=$points
 		bin/feedserver -copy-rows "$layer=$([[ $layer == points ]] && echo points:)$n" >"$out/$layer.tsv"
-		timing=$out/copy.$layer
-		: >"$timing"
-		for _ in $(seq 1 "$count"); do
-			"${psql[@]}" -c "DROP TABLE IF EXISTS bench_copy" \
-				-c "CREATE TABLE bench_copy (feature_id text, geom geometry(Geometry, 4326), properties jsonb)" -c "CHECKPOINT"
-			timed "${psql[@]}" -c "\\copy bench_copy FROM '$out/$layer.tsv'" -c "$floor_sql"
-		done
-		read -r cw cr < <(median_of "$timing")
+		local tsv="$out/$layer.tsv"
 		for fmt in json gml; do
-			timing=$out/ingestd.$layer.$fmt
-			: >"$timing"
-			for _ in $(seq 1 "$count"); do
-				# A fresh load, like ogr2ogr -overwrite: the feed's table
-				# (its partition of features) and change log go.
-				"${psql[@]}" -c "SET client_min_messages = warning" \
-					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', ingestd_feed_partition('bench', '${layer}_$fmt')); END \$\$" \
-					-c "DELETE FROM feature_changes WHERE jurisdiction = 'bench' AND feed = '${layer}_$fmt'" \
-					-c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
-				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
-			done
-			read -r iw ir < <(median_of "$timing")
-			# A refresh of the mirrored layer, unchanged: what every later poll
-			# of a quiet layer costs (ogr2ogr has no other way than a reload).
-			timing=$out/refresh.$layer.$fmt
-			: >"$timing"
-			for _ in $(seq 1 "$count"); do
-				# As autovacuum would have between two polls of a daemon.
-				"${psql[@]}" -c "VACUUM staged_features, staged_pages" -c "CHECKPOINT"
-				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
-			done
-			read -r rw rr < <(median_of "$timing")
-			timing=$out/ogr.$layer.$fmt
-			: >"$timing"
+			local feedtable="ingestd_feed_partition('bench', '${layer}_$fmt')"
 			url="WFS:http://127.0.0.1:${p1}/wfs"
 			local extra=()
 			if [[ $fmt == json ]]; then
 				url="WFS:http://127.0.0.1:${p2}/wfs?OUTPUTFORMAT=application/json"
 				extra=(-forceNullable) # GDAL's schema has a NOT NULL gml_id the GeoJSON lacks
 			fi
+			: >"$out/copy.$layer.$fmt"
+			: >"$out/ingestd.$layer.$fmt"
+			: >"$out/refresh.$layer.$fmt"
+			: >"$out/ogr.$layer.$fmt"
+			# Run by run, each tool in turn: the VM's speed drifts over
+			# minutes, and a ratio is only fair between neighbours.
 			for _ in $(seq 1 "$count"); do
+				# A fresh load, like ogr2ogr -overwrite: the feed's table
+				# (its partition of features) and change log go.
+				"${psql[@]}" -c "SET client_min_messages = warning" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', $feedtable); END \$\$" \
+					-c "DELETE FROM feature_changes WHERE jurisdiction = 'bench' AND feed = '${layer}_$fmt'" \
+					-c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
+				timing=$out/ingestd.$layer.$fmt
+				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
+				# A refresh of the mirrored layer, unchanged: what every later
+				# poll of a quiet layer costs (ogr2ogr has no other way than a
+				# reload). Staging and the new table vacuumed, as autovacuum
+				# would have between two polls of a daemon.
+				"${psql[@]}" -c "VACUUM staged_features, staged_pages" \
+					-c "VACUUM ANALYZE \"$("${psql[@]}" -tAc "SELECT $feedtable")\"" -c "CHECKPOINT"
+				timing=$out/refresh.$layer.$fmt
+				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
 				"${psql[@]}" -c "CHECKPOINT"
+				timing=$out/ogr.$layer.$fmt
 				timed ogr2ogr -f PostgreSQL "$pg" "$url" "ingestd:$layer" -nln "ogr_$layer" -overwrite "${extra[@]}" \
 					--config OGR_WFS_PAGING_ALLOWED ON --config OGR_WFS_PAGE_SIZE "$page" --config PG_USE_COPY YES
+				"${psql[@]}" -c "DROP TABLE IF EXISTS bench_copy" \
+					-c "CREATE TABLE bench_copy (feature_id text, geom geometry(Geometry, 4326), properties jsonb)" -c "CHECKPOINT"
+				timing=$out/copy.$layer.$fmt
+				timed "${psql[@]}" -c "\\copy bench_copy FROM '$tsv'" -c "$floor_sql"
 			done
-			read -r ow or < <(median_of "$timing")
+			read -r iw ir < <(median_of "$out/ingestd.$layer.$fmt")
+			read -r rw rr < <(median_of "$out/refresh.$layer.$fmt")
+			read -r cw cr < <(median_of "$out/copy.$layer.$fmt")
+			read -r ow or < <(median_of "$out/ogr.$layer.$fmt")
 			awk -v l="$layer" -v f="$fmt" -v n="$n" -v iw="$iw" -v ir="$ir" -v rw="$rw" -v rr="$rr" -v ow="$ow" -v or="$or" -v cw="$cw" -v cr="$cr" 'BEGIN {
 				printf "%-8s %-8s %-15s %9.2f %12.0f %9d\n", l, f, "ingestd load", iw, n / iw, ir
 				printf "%-8s %-8s %-15s %9.2f %12.0f %9d\n", l, f, "ingestd refresh", rw, n / rw, rr
 				printf "%-8s %-8s %-15s %9.2f %12.0f %9d\n", l, f, "ogr2ogr", ow, n / ow, or
-				printf "%-8s %-8s %-15s %9.2f %12.0f %9d\n", l, "-", "COPY", cw, n / cw, cr
+				printf "%-8s %-8s %-15s %9.2f %12.0f %9d\n", l, f, "COPY", cw, n / cw, cr
 				printf "%-8s %-8s load:    ingestd/ogr2ogr throughput %.2f (target >= 1.5), ingestd/COPY time %.2f (target <= 2)\n", l, f, ow / iw, iw / cw
 				printf "%-8s %-8s refresh: ingestd/ogr2ogr throughput %.2f, ingestd/COPY time %.2f\n", l, f, ow / rw, rw / cw
 			}'
