@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,6 +219,40 @@ func TestStagePageReaderErrorStagesNothing(t *testing.T) {
 	}
 	if res.Features != 2 {
 		t.Errorf("Apply after retry: %+v, want 2 features", res)
+	}
+}
+
+// TestStagePageFailsAfterRowsWereSent: an error after the COPY has sent
+// several chunks of rows (the reader's, or a feature ingestd cannot
+// encode) aborts it: the page stages nothing and the error is ingestd's own,
+// not PostgreSQL's report of the aborted COPY.
+func TestStagePageFailsAfterRowsWereSent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("long-page")
+	id, err := b.store.BeginPoll(b.ctx, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := generatePolygons(3000) // several 64 KiB chunks
+	bad := &sliceReader{features: layer, err: &pageError{page: 0}}
+	var pe *pageError
+	if n, err := b.store.StagePage(b.ctx, id, 0, bad); !errors.As(err, &pe) || n != 0 {
+		t.Errorf("reader error: StagePage = %d, %v; want 0 and the reader's *pageError", n, err)
+	}
+	unencodable := append(slices.Clone(layer), feature("bad\xff", point(1, 1, 4326), nil))
+	if n, err := b.store.StagePage(b.ctx, id, 0, reader(unencodable...)); err == nil ||
+		!strings.Contains(err.Error(), "feature 3000: feature id") || strings.Contains(err.Error(), "SQLSTATE") || n != 0 {
+		t.Errorf("unencodable feature: StagePage = %d, %v; want 0 and an error naming feature 3000", n, err)
+	}
+	if got := b.count(t, `SELECT count(*) FROM staged_features WHERE poll_id = $1`, id); got != 0 {
+		t.Errorf("failed pages left %d staged rows", got)
+	}
+	if n, err := b.store.StagePage(b.ctx, id, 0, reader(layer...)); err != nil || n != len(layer) {
+		t.Fatalf("StagePage = %d, %v; want %d", n, err, len(layer))
+	}
+	if res, err := b.store.Apply(b.ctx, id, feed); err != nil || res.Added != len(layer) {
+		t.Errorf("Apply = %+v, %v; want %d added", res, err, len(layer))
 	}
 }
 
