@@ -252,16 +252,27 @@ func testIdenticalPoll(t *testing.T, path string) {
 		t.Fatalf("one modified feature: ins %d upd %d del %d, want 0 1 0", i1-i0, u1-u0, d1-d0)
 	}
 
-	pollID, res := b.poll(t, feed, mod[:100], mod[100:])
-	i2, u2, d2 := written()
-	if i2 != i1 || u2 != u1 || d2 != d1 {
-		t.Errorf("identical poll wrote feature rows: ins %d upd %d del %d", i2-i1, u2-u1, d2-d1)
-	}
-	if res != (feeds.ApplyResult{Features: 500, Unchanged: 500}) {
-		t.Errorf("identical poll: %+v", res)
-	}
-	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE poll_id = $1`, pollID); n != 0 {
-		t.Errorf("identical poll logged %d changes", n)
+	// The large check ran for the modification (and found it); it skips
+	// the next poll, since the last one changed something, and runs for
+	// the one after.
+	for i, wantChecks := range []int64{1, 2} {
+		pollID, res := b.poll(t, feed, mod[:100], mod[100:])
+		i2, u2, d2 := written()
+		if i2 != i1 || u2 != u1 || d2 != d1 {
+			t.Errorf("identical poll %d wrote feature rows: ins %d upd %d del %d", i, i2-i1, u2-u1, d2-d1)
+		}
+		if res != (feeds.ApplyResult{Features: 500, Unchanged: 500}) {
+			t.Errorf("identical poll %d: %+v", i, res)
+		}
+		if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE poll_id = $1`, pollID); n != 0 {
+			t.Errorf("identical poll %d logged %d changes", i, n)
+		}
+		if path != "large" {
+			wantChecks = 0
+		}
+		if n := postgis.LargeUnchangedChecks(b.store); n != wantChecks {
+			t.Errorf("after identical poll %d: the large check ran %d times, want %d", i, n, wantChecks)
+		}
 	}
 }
 

@@ -7,3 +7,7 @@ func SetSmallSnapshot(s *Store, features int64) { s.smallSnapshot = features }
 // SetLargeUnchangedCheck turns the large snapshots' unchanged check on or
 // off; tests of applySQL's own handling of an unchanged layer turn it off.
 func SetLargeUnchangedCheck(s *Store, on bool) { s.largeUnchangedCheck = on }
+
+// LargeUnchangedChecks is how many times the large snapshots' unchanged
+// check ran.
+func LargeUnchangedChecks(s *Store) int64 { return s.largeChecks.Load() }

@@ -39,6 +39,10 @@ type feedTable struct {
 	// lastCount is feed_status.feature_count: the features of the feed's
 	// last applied snapshot.
 	lastCount int64
+	// lastQuiet: the feed's last applied snapshot modified and removed
+	// nothing, and added nothing or everything (a first load); true before
+	// any.
+	lastQuiet bool
 }
 
 // ident is the table's name quoted for SQL text.
@@ -46,15 +50,17 @@ func (t feedTable) ident() string { return pgx.Identifier{t.name}.Sanitize() }
 
 // lookupFeedTable names the feed's partition, tells whether it exists, and
 // counts the features poll pollID staged and those the feed held after its
-// last apply.
+// last apply, and tells whether that apply changed anything.
 func lookupFeedTable(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, error) {
 	var t feedTable
 	err := tx.QueryRow(ctx, `
 		SELECT ingestd_feed_partition($2, $3), ingestd_jurisdiction_partition($2),
 			to_regclass(quote_ident(ingestd_feed_partition($2, $3))) IS NOT NULL,
 			(SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1),
-			coalesce((SELECT feature_count FROM feed_status WHERE jurisdiction = $2 AND feed = $3), 0)`,
-		pollID, jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged, &t.lastCount)
+			coalesce((SELECT feature_count FROM feed_status WHERE jurisdiction = $2 AND feed = $3), 0),
+			coalesce((SELECT modified = 0 AND removed = 0 AND added IN (0, features) FROM polls
+				WHERE jurisdiction = $2 AND feed = $3 AND status = 'succeeded' ORDER BY started_at DESC LIMIT 1), true)`,
+		pollID, jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged, &t.lastCount, &t.lastQuiet)
 	return t, err
 }
 
