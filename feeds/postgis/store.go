@@ -773,13 +773,7 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 	WHERE d.present AND (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
 ), written AS (
-	INSERT INTO {{table}} AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
-		first_seen_at, changed_at, poll_id)
-	SELECT $2, $3, t.feature_id,
-		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
-		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
-	FROM towrite t
-	WHERE NOT (t.invalid AND $7)
+	` + insertWritten + `
 	` + applyUpsert + `
 ), removed AS (
 	-- The ids come from diff. Usually there are none: a hash join whose
@@ -816,6 +810,16 @@ SELECT
 	(SELECT count(*) FROM towrite WHERE invalid)::int,
 	` + splitIDs + `c.named
 FROM counts c`
+
+// insertWritten writes towrite's rows into the feed's table: invalid
+// geometries repaired, or skipped when $7 says so.
+const insertWritten = `INSERT INTO {{table}} AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash,
+		content_hash, first_seen_at, changed_at, poll_id)
+	SELECT $2, $3, t.feature_id,
+		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
+		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
+	FROM towrite t
+	WHERE NOT (t.invalid AND $7)`
 
 // extentCTE counts, for the extent guard, the snapshot's features that
 // have a geometry and those whose bounding box (in EPSG:4326) does not
@@ -860,13 +864,7 @@ const firstLoadSQL = snapshotCTEs + `, ` + extentCTE + `, verdict AS MATERIALIZE
 	` + stagedGeometry + `
 	WHERE (SELECT reason FROM verdict) IS NULL
 ), written AS (
-	INSERT INTO {{table}} (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
-		first_seen_at, changed_at, poll_id)
-	SELECT $2, $3, t.feature_id,
-		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
-		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
-	FROM towrite t
-	WHERE NOT (t.invalid AND $7)
+	` + insertWritten + `
 	RETURNING feature_id, content_hash
 ), logged AS (
 	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
