@@ -15,10 +15,7 @@ import (
 // HeldError.
 func (b *bundle) pollHeld(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, *feeds.HeldError) {
 	t.Helper()
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	for i, p := range pages {
 		if _, err := b.store.StagePage(b.ctx, id, i, reader(p...)); err != nil {
 			t.Fatal(err)
@@ -264,16 +261,13 @@ func testRepeatedPages(t *testing.T, b *bundle) {
 	feed := feedInfo("repeat")
 	layer := generatePolygons(1000)
 	b.poll(t, feed, pages(layer, 100)...)
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	for page := range 10 {
 		if _, err := b.store.StagePage(b.ctx, id, page, reader(layer[:100]...)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = b.store.Apply(b.ctx, id, feed)
+	_, err := b.store.Apply(b.ctx, id, feed)
 	var ie *wfs.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "100 feature ids appear on more than one page") {
 		t.Fatalf("apply: %v, want an IncompleteError for 100 ids on several pages", err)

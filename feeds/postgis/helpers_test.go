@@ -87,12 +87,19 @@ func feature(id string, g geom.T, p json.RawMessage) wfs.Feature {
 }
 
 // poll runs a whole successful poll of pages and returns Apply's result.
-func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, feeds.ApplyResult) {
+// begin starts a poll of feed and returns its id.
+func (b *bundle) begin(t *testing.T, feed feeds.FeedInfo) int64 {
 	t.Helper()
 	id, err := b.store.BeginPoll(b.ctx, feed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return id
+}
+
+func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, feeds.ApplyResult) {
+	t.Helper()
+	id := b.begin(t, feed)
 	for i, p := range pages {
 		n, err := b.store.StagePage(b.ctx, id, i, reader(p...))
 		if err != nil {

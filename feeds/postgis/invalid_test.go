@@ -82,10 +82,7 @@ func TestIDOnTwoPagesIsRefused(t *testing.T) {
 	feed := feedInfo("pages")
 	b.poll(t, feed, []wfs.Feature{feature("a", point(1, 1, 4326), nil), feature("b", point(2, 2, 4326), nil)})
 
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	for page, fs := range [][]wfs.Feature{
 		{feature("a", point(1, 1, 4326), nil), feature("c", point(3, 3, 4326), nil)},
 		{feature("c", point(3, 3, 4326), nil)}, // page 1 repeats c: paging moved
@@ -94,7 +91,7 @@ func TestIDOnTwoPagesIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = b.store.Apply(b.ctx, id, feed)
+	_, err := b.store.Apply(b.ctx, id, feed)
 	var ie *wfs.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `"c" on pages 0, 1`) {
 		t.Fatalf("apply: %v, want an IncompleteError naming c and its pages", err)

@@ -184,10 +184,7 @@ func TestPagesStagedWithoutIDCounts(t *testing.T) {
 	postgis.SetSmallSnapshot(b.store, 0)
 	feed := feedInfo("old-pages")
 	layer := generatePolygons(30)
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	for page, fs := range [][]wfs.Feature{layer[:20], layer[15:]} { // ids 15-19 on both pages
 		if _, err := b.store.StagePage(b.ctx, id, page, reader(fs...)); err != nil {
 			t.Fatal(err)
@@ -196,7 +193,7 @@ func TestPagesStagedWithoutIDCounts(t *testing.T) {
 	if _, err := b.pool.Exec(b.ctx, `UPDATE staged_pages SET named_ids = NULL WHERE poll_id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.store.Apply(b.ctx, id, feed)
+	_, err := b.store.Apply(b.ctx, id, feed)
 	var ie *wfs.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "5 feature ids appear on more than one page") {
 		t.Fatalf("apply: %v, want an IncompleteError for 5 ids on two pages", err)
@@ -212,16 +209,13 @@ func TestSplitPagesOfAnUnchangedSnapshot(t *testing.T) {
 	feed := feedInfo("split-same")
 	layer := generatePolygons(5)
 	b.poll(t, feed, layer)
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	for page, fs := range [][]wfs.Feature{layer[:3], layer[2:]} {
 		if _, err := b.store.StagePage(b.ctx, id, page, reader(fs...)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = b.store.Apply(b.ctx, id, feed)
+	_, err := b.store.Apply(b.ctx, id, feed)
 	var ie *wfs.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "1 feature ids appear on more than one page") {
 		t.Fatalf("apply: %v, want an IncompleteError for 1 id on two pages", err)

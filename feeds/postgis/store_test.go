@@ -181,10 +181,7 @@ func TestStagePageReaderErrorStagesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("trees")
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	if _, err := b.store.StagePage(b.ctx, id, 0, reader(feature("t1", point(1, 1, 4326), nil))); err != nil {
 		t.Fatal(err)
 	}
@@ -230,10 +227,7 @@ func TestStagePageFailsAfterRowsWereSent(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("long-page")
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	layer := generatePolygons(3000) // several 64 KiB chunks
 	bad := &sliceReader{features: layer, err: &pageError{page: 0}}
 	var pe *pageError
@@ -264,10 +258,7 @@ func TestFailPollLeavesFeaturesUntouched(t *testing.T) {
 	var before string
 	b.scalar(t, &before, `SELECT string_agg(feature_id || xmin::text, ',') FROM features`)
 
-	id, err := b.store.BeginPoll(b.ctx, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, feed)
 	if _, err := b.store.StagePage(b.ctx, id, 0, reader(feature("z2", point(2, 2, 4326), nil))); err != nil {
 		t.Fatal(err)
 	}
@@ -374,10 +365,7 @@ func TestFeedFreshness(t *testing.T) {
 	b.poll(t, fresh, one)
 
 	b.poll(t, failing, one)
-	id, err := b.store.BeginPoll(b.ctx, failing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := b.begin(t, failing)
 	if err := b.store.FailPoll(b.ctx, id, failing, errors.New("ExceptionReport: NoApplicableCode")); err != nil {
 		t.Fatal(err)
 	}
@@ -389,10 +377,7 @@ func TestFeedFreshness(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	id, err = b.store.BeginPoll(b.ctx, parked)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id = b.begin(t, parked)
 	if _, err := b.store.StagePage(b.ctx, id, 0, reader(one...)); err != nil {
 		t.Fatal(err)
 	}
