@@ -115,7 +115,19 @@ func fmtChanges(cs []change) string {
 // modifies nothing, and an id-less feature keeps its id.
 func TestReorderedKeysAreNotAModification(t *testing.T) {
 	t.Parallel()
+	for _, path := range unchangedPaths {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			testReorderedKeys(t, path)
+		})
+	}
+}
+
+// testReorderedKeys takes path (unchangedPaths) to find the second poll
+// unchanged.
+func testReorderedKeys(t *testing.T, path string) {
 	b := setup(t)
+	useUnchangedPath(b.store, path)
 	feed := feedInfo("reorder")
 	g := point(-78.6, 35.8, 4326)
 	first := []wfs.Feature{
@@ -136,6 +148,9 @@ func TestReorderedKeysAreNotAModification(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'reorder' AND feature_id = $1`, anonID); n != 1 {
 		t.Errorf("id-less feature lost its id %s", anonID)
+	}
+	if _, unchanged := postgis.LargeUnchangedChecks(b.store); path == "large" && unchanged != 1 {
+		t.Errorf("the large check found the reordered snapshot unchanged %d times, want 1", unchanged)
 	}
 	// A changed value still is a modification.
 	third := []wfs.Feature{
@@ -270,8 +285,13 @@ func testIdenticalPoll(t *testing.T, path string) {
 		if path != "large" {
 			wantChecks = 0
 		}
-		if n := postgis.LargeUnchangedChecks(b.store); n != wantChecks {
-			t.Errorf("after identical poll %d: the large check ran %d times, want %d", i, n, wantChecks)
+		wantUnchanged := wantChecks - 1 // the modification's check found it
+		if path != "large" {
+			wantUnchanged = 0
+		}
+		if ran, unchanged := postgis.LargeUnchangedChecks(b.store); ran != wantChecks || unchanged != wantUnchanged {
+			t.Errorf("after identical poll %d: the large check ran %d times and found %d unchanged, want %d and %d",
+				i, ran, unchanged, wantChecks, wantUnchanged)
 		}
 	}
 }

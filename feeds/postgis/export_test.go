@@ -9,5 +9,7 @@ func SetSmallSnapshot(s *Store, features int64) { s.smallSnapshot = features }
 func SetLargeUnchangedCheck(s *Store, on bool) { s.largeUnchangedCheck = on }
 
 // LargeUnchangedChecks is how many times the large snapshots' unchanged
-// check ran.
-func LargeUnchangedChecks(s *Store) int64 { return s.largeChecks.Load() }
+// check ran, and how many times it found the snapshot unchanged.
+func LargeUnchangedChecks(s *Store) (ran, unchanged int64) {
+	return s.largeChecks.Load(), s.largeUnchanged.Load()
+}

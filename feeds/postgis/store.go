@@ -71,7 +71,8 @@ type Store struct {
 	// largeUnchangedCheck: above smallSnapshot, an apply first checks
 	// with unchangedLargeSQL whether anything changed.
 	largeUnchangedCheck bool
-	largeChecks         atomic.Int64 // how many times it ran (tests)
+	// How many times it ran, and found the snapshot unchanged (tests).
+	largeChecks, largeUnchanged atomic.Int64
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -656,6 +657,10 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	return out, nil
 }
 
+// stagedID names a staged_features row: its source id, or without one the
+// hex of its content hash.
+const stagedID = `CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END`
+
 // snapshotCTEs reads poll $1's snapshot: staged (every staged row, named
 // by its source id or, without one, its hex content hash) and snapshot
 // (the last row of each id in page and ordinal order). Narrow: ids, hashes
@@ -666,7 +671,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 // strcoll.
 const snapshotCTEs = `
 WITH staged AS (
-	SELECT CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END AS id,
+	SELECT ` + stagedID + ` AS id,
 		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash
 	FROM staged_features
 	WHERE poll_id = $1
@@ -946,6 +951,7 @@ func (s *Store) unchangedLargeSnapshot(ctx context.Context, tx pgx.Tx, pollID in
 	if int64(current) != t.staged || matched != current {
 		return false, false, nil, err
 	}
+	s.largeUnchanged.Add(1)
 	zero := 0
 	out.res = feeds.ApplyResult{Features: current, Unchanged: current}
 	out.previous = current
@@ -978,9 +984,10 @@ SELECT
 	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
 	(SELECT count(*) FROM {{table}})::int,
 	(SELECT count(*) FROM {{table}} f WHERE EXISTS (
+		-- stagedID's unqualified columns are s's (the innermost scope).
 		SELECT FROM staged_features s
 		WHERE s.poll_id = $1
-		  AND CASE WHEN s.feature_id = '' THEN encode(sha256(s.geom_hash || s.props_hash), 'hex') ELSE s.feature_id END = f.feature_id
+		  AND ` + stagedID + ` = f.feature_id
 		  AND s.geom_hash = f.geom_hash AND s.props_hash = f.props_hash))::int`
 
 // stagedPayload reads back the geometry and properties of the snapshot row d
