@@ -95,7 +95,7 @@ func buildLoadIndexes(ctx context.Context, tx pgx.Tx, t feedTable) error {
 	// layer of a few hundred thousand features to disk.
 	steps := []string{
 		`SET LOCAL maintenance_work_mem = '256MB'`,
-		fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (jurisdiction, feed, feature_id)`,
+		fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (feature_id, jurisdiction, feed)`,
 			name, pgx.Identifier{t.name + "_pkey"}.Sanitize()),
 		fmt.Sprintf(`CREATE INDEX %s ON %s USING gist (geom)`, pgx.Identifier{t.name + "_geom"}.Sanitize(), name),
 	}

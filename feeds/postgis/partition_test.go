@@ -65,7 +65,7 @@ func testFirstLoad(t *testing.T, b *bundle) {
 	if !exists || !attached {
 		t.Fatalf("after first load: exists %v attached %v", exists, attached)
 	}
-	if want := "btree:jurisdiction:true,gist:geom:false"; indexes != want {
+	if want := "btree:feature_id:true,gist:geom:false"; indexes != want {
 		t.Errorf("indexes %q, want %q", indexes, want)
 	}
 	if n := b.count(t, `SELECT count(*) FROM features WHERE jurisdiction = $1 AND feed = $2`, feed.Jurisdiction, feed.Feed); n != 300 {
