@@ -13,3 +13,12 @@ func SetLargeUnchangedCheck(s *Store, on bool) { s.largeUnchangedCheck = on }
 func LargeUnchangedChecks(s *Store) (ran, unchanged int64) {
 	return s.largeChecks.Load(), s.largeUnchanged.Load()
 }
+
+// SetBulkFirstLoad turns bulkFirstLoad on or off for large first loads.
+func SetBulkFirstLoad(s *Store, on bool) { s.useBulkFirstLoad = on }
+
+// BulkFirstLoads is how many times bulkFirstLoad ran, and how many times it
+// fell back to firstLoadSQL for a repeated id.
+func BulkFirstLoads(s *Store) (ran, fellBack int64) {
+	return s.bulkLoads.Load(), s.bulkFallbacks.Load()
+}

@@ -29,49 +29,51 @@ func invalidLayer() []wfs.Feature {
 
 func TestInvalidGeometriesAreRepairedAndCounted(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	feed := feedInfo("lots")
-	pollID, res := b.poll(t, feed, invalidLayer())
-	if res.InvalidGeometries != 4 || res.Added != 5 {
-		t.Fatalf("apply: %+v, want 5 added of which 4 invalid", res)
-	}
-	if n := b.count(t, `SELECT invalid_geometries FROM polls WHERE id = $1`, pollID); n != 4 {
-		t.Errorf("polls.invalid_geometries = %d, want 4", n)
-	}
-	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'lots' AND geom IS NOT NULL AND NOT ST_IsValid(geom)`); n != 0 {
-		t.Errorf("%d invalid geometries stored", n)
-	}
-	var bowtie string
-	b.scalar(t, &bowtie, `SELECT GeometryType(geom) FROM features WHERE feed = 'lots' AND feature_id = 'bowtie'`)
-	if bowtie != "MULTIPOLYGON" {
-		t.Errorf("repaired bowtie is a %s, want the MULTIPOLYGON of its two triangles", bowtie)
-	}
-	// Unparseable geometries keep their feature and properties, without a geometry.
-	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'lots' AND geom IS NULL AND feature_id IN ('tri', 'open', 'dot')`); n != 3 {
-		t.Errorf("%d of the 3 unparseable geometries stored as NULL", n)
-	}
-	// The same snapshot again is unchanged: broken geometries hash stably.
-	_, res = b.poll(t, feed, invalidLayer())
-	if res.Unchanged != 5 || res.InvalidGeometries != 0 {
-		t.Errorf("second poll: %+v, want 5 unchanged and nothing judged", res)
-	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		feed := feedInfo("lots")
+		pollID, res := b.poll(t, feed, invalidLayer())
+		if res.InvalidGeometries != 4 || res.Added != 5 {
+			t.Fatalf("apply: %+v, want 5 added of which 4 invalid", res)
+		}
+		if n := b.count(t, `SELECT invalid_geometries FROM polls WHERE id = $1`, pollID); n != 4 {
+			t.Errorf("polls.invalid_geometries = %d, want 4", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'lots' AND geom IS NOT NULL AND NOT ST_IsValid(geom)`); n != 0 {
+			t.Errorf("%d invalid geometries stored", n)
+		}
+		var bowtie string
+		b.scalar(t, &bowtie, `SELECT GeometryType(geom) FROM features WHERE feed = 'lots' AND feature_id = 'bowtie'`)
+		if bowtie != "MULTIPOLYGON" {
+			t.Errorf("repaired bowtie is a %s, want the MULTIPOLYGON of its two triangles", bowtie)
+		}
+		// Unparseable geometries keep their feature and properties, without a geometry.
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'lots' AND geom IS NULL AND feature_id IN ('tri', 'open', 'dot')`); n != 3 {
+			t.Errorf("%d of the 3 unparseable geometries stored as NULL", n)
+		}
+		// The same snapshot again is unchanged: broken geometries hash stably.
+		_, res = b.poll(t, feed, invalidLayer())
+		if res.Unchanged != 5 || res.InvalidGeometries != 0 {
+			t.Errorf("second poll: %+v, want 5 unchanged and nothing judged", res)
+		}
+	})
 }
 
 func TestInvalidGeometriesSkipped(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	feed := feedInfo("lots")
-	feed.Guard.SkipInvalid = true
-	_, res := b.poll(t, feed, invalidLayer())
-	if res.InvalidGeometries != 4 || res.Added != 1 {
-		t.Fatalf("apply: %+v, want 1 added and 4 invalid skipped", res)
-	}
-	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'lots'`); n != 1 {
-		t.Errorf("%d features stored, want only the valid one", n)
-	}
-	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE feed = 'lots'`); n != 1 {
-		t.Errorf("%d changes logged, want 1 (skipped features are not added)", n)
-	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		feed := feedInfo("lots")
+		feed.Guard.SkipInvalid = true
+		_, res := b.poll(t, feed, invalidLayer())
+		if res.InvalidGeometries != 4 || res.Added != 1 {
+			t.Fatalf("apply: %+v, want 1 added and 4 invalid skipped", res)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'lots'`); n != 1 {
+			t.Errorf("%d features stored, want only the valid one", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE feed = 'lots'`); n != 1 {
+			t.Errorf("%d changes logged, want 1 (skipped features are not added)", n)
+		}
+	})
 }
 
 // An id on two pages means the pages do not add up to one snapshot: the

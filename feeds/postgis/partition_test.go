@@ -33,22 +33,38 @@ func (b *bundle) feedTableState(t *testing.T, feed feeds.FeedInfo) (exists, atta
 	return exists, attached, indexes
 }
 
+// firstLoadPaths name the ways a feed's first load is built: small (the
+// table created with its indexes, firstLoadSQL), bulk (bulkFirstLoad) and
+// bulkSQL (firstLoadSQL into a table indexed afterwards: bulkFirstLoad's
+// fallback for a repeated id).
+var firstLoadPaths = []string{"small", "bulk", "bulkSQL"}
+
+// forFirstLoadPaths runs test once per first-load path, on a store that
+// takes that path for any first load, and checks that bulkFirstLoad ran
+// exactly on the bulk path.
+func forFirstLoadPaths(t *testing.T, test func(t *testing.T, b *bundle)) {
+	for _, path := range firstLoadPaths {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			if path != "small" {
+				b.store = postgis.New(b.pool, postgis.WithBulkIndexMin(0))
+				postgis.SetBulkFirstLoad(b.store, path == "bulk")
+			}
+			test(t, b)
+			if ran, _ := postgis.BulkFirstLoads(b.store); (ran > 0) != (path == "bulk") {
+				t.Errorf("path %s: bulkFirstLoad ran %d times", path, ran)
+			}
+		})
+	}
+}
+
 // TestFirstLoadBuildsFeedTable: the first snapshot of a feed lands in a
 // table of its own, attached under features with the primary key and the
 // GiST index built; the next polls diff against it in place.
 func TestFirstLoadBuildsFeedTable(t *testing.T) {
 	t.Parallel()
-	for _, bulk := range []bool{false, true} {
-		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			if bulk {
-				// Indexes built after the load, as for a large layer.
-				b.store = postgis.New(b.pool, postgis.WithBulkIndexMin(0))
-			}
-			testFirstLoad(t, b)
-		})
-	}
+	forFirstLoadPaths(t, testFirstLoad)
 }
 
 func testFirstLoad(t *testing.T, b *bundle) {
@@ -92,14 +108,20 @@ func testFirstLoad(t *testing.T, b *bundle) {
 // nothing; accepting it builds the table then.
 func TestHeldFirstLoadLeavesNoTable(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	forFirstLoadPaths(t, testHeldFirstLoad)
+}
+
+func testHeldFirstLoad(t *testing.T, b *bundle) {
 	feed := feedInfo("held-first")
 	feed.Guard.BBox = &feeds.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1}
 	swapped := []wfs.Feature{
 		feature("a", point(35.78, -78.64, 4326), props("n", 1)),
 		feature("b", point(35.90, -78.70, 4326), props("n", 2)),
 	}
-	b.pollHeld(t, feed, swapped)
+	_, held := b.pollHeld(t, feed, swapped)
+	if !strings.HasPrefix(held.Reason, "extent: 2 of 2 located features lie outside the jurisdiction's bbox [-79, 35.5, -78.2, 36.1]") {
+		t.Errorf("reason %q", held.Reason)
+	}
 	if exists, _, _ := b.feedTableState(t, feed); exists {
 		t.Fatal("a held first load left the feed's table behind")
 	}

@@ -73,6 +73,11 @@ type Store struct {
 	largeUnchangedCheck bool
 	// How many times it ran, and found the snapshot unchanged (tests).
 	largeChecks, largeUnchanged atomic.Int64
+	// useBulkFirstLoad: a first load of bulkIndexMin features or more is built
+	// by bulkFirstLoad (else by firstLoadSQL). How many times it ran, and
+	// fell back to firstLoadSQL for a repeated id (tests).
+	useBulkFirstLoad         bool
+	bulkLoads, bulkFallbacks atomic.Int64
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -99,7 +104,7 @@ func WithLogger(logger *slog.Logger) Option {
 // New returns a Store writing through pool. The schema must be migrated.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
-		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true}
+		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true, useBulkFirstLoad: true}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -546,12 +551,29 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	}
 	staged := int(table.staged)
 	firstLoad := !table.exists
-	if firstLoad {
+	// bulk: a large first load done (or held) by bulkFirstLoad, with its
+	// table, indexes and change log.
+	bulk := false
+	if firstLoad && s.useBulkFirstLoad && table.staged >= s.bulkIndexMin {
+		if bulk, held, split, err = s.bulkFirstLoad(ctx, tx, pollID, table, jurisdiction, feed,
+			accept, bbox, skipInvalid, &out); err != nil {
+			return out, err
+		}
+		if bulk {
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM staged_pages WHERE poll_id = $1`, pollID).Scan(&pages); err != nil {
+				return out, err
+			}
+			if err := checkSplit(ctx, tx, pollID, checkPages, split); err != nil {
+				return out, err
+			}
+		}
+	}
+	if firstLoad && !bulk {
 		if err := createLoadTable(ctx, tx, &table, s.bulkIndexMin, jurisdiction, feed); err != nil {
 			return out, err
 		}
 	}
-	unchanged, checked := false, false
+	unchanged, checked := bulk, false
 	if !firstLoad {
 		if unchanged, checked, split, err = s.unchangedSnapshot(ctx, tx, pollID, table, jurisdiction, feed, &pages, &out); err != nil {
 			return out, err
@@ -598,13 +620,13 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 		}
 	}
 
-	if held != nil && firstLoad {
+	if held != nil && firstLoad && !bulk {
 		// Nothing was written into it; the feed stays without a table
 		// until a snapshot applies.
 		if _, err := tx.Exec(ctx, `DROP TABLE `+table.ident()); err != nil {
 			return out, err
 		}
-	} else if firstLoad && !table.indexed {
+	} else if firstLoad && !bulk && !table.indexed {
 		if err := buildLoadIndexes(ctx, tx, table); err != nil {
 			return out, err
 		}
@@ -750,8 +772,7 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 			format('shrink: the snapshot has %s features, the feed has %s (max_shrink %s allows no fewer than %s)',
 				c.features, c.previous, $5::float8, ceil((1 - $5::float8) * c.previous))
 		WHEN $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
-			(SELECT format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
-				e.outside, e.located, array_to_string($6::float8[], ', ')) FROM extent e)
+			(SELECT ` + extentReason + ` FROM extent e)
 		WHEN c.previous > c.kept AND fz.stale THEN
 			format('freeze: the snapshot would remove %s features while the feed is stale (last success %s)',
 				c.previous - c.kept, fz.last_success_at)
@@ -840,6 +861,10 @@ const extentCTE = `extent AS (
 	WHERE geom_ewkb IS NOT NULL
 )`
 
+// extentReason is the extent guard's reason, from e's counts and the bbox $6.
+const extentReason = `format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
+	e.outside, e.located, array_to_string($6::float8[], ', '))`
+
 // stagedGeometry is g.geom: the staged payload p's geometry as stored, in
 // EPSG:4326 (SRID 0 taken as 4326) and 2D.
 const stagedGeometry = `CROSS JOIN LATERAL (SELECT CASE
@@ -855,8 +880,7 @@ const stagedGeometry = `CROSS JOIN LATERAL (SELECT CASE
 // Same parameters and rows as applySQL.
 const firstLoadSQL = snapshotCTEs + `, ` + extentCTE + `, verdict AS MATERIALIZED (
 	SELECT CASE WHEN NOT $4 AND $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
-		(SELECT format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
-			e.outside, e.located, array_to_string($6::float8[], ', ')) FROM extent e)
+		(SELECT ` + extentReason + ` FROM extent e)
 	END AS reason,
 	-- max_shrink cannot hold a first load; typed here so that the
 	-- statement takes applySQL's parameters.

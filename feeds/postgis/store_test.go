@@ -293,17 +293,18 @@ func TestFailPollLeavesFeaturesUntouched(t *testing.T) {
 // origin, 79°W 33°45'N.
 func TestTransformToWGS84(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.poll(t, feedInfo("nc"), []wfs.Feature{feature("o", point(2000000, 0, 2264), nil)})
-	var x, y float64
-	var srid int
-	if err := b.pool.QueryRow(b.ctx, `SELECT ST_X(geom), ST_Y(geom), ST_SRID(geom) FROM features WHERE feature_id = 'o'`).
-		Scan(&x, &y, &srid); err != nil {
-		t.Fatal(err)
-	}
-	if srid != 4326 || math.Abs(x+79) > 1e-6 || math.Abs(y-33.75) > 1e-6 {
-		t.Errorf("transformed point = (%v %v) SRID %d, want (-79 33.75) 4326", x, y, srid)
-	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		b.poll(t, feedInfo("nc"), []wfs.Feature{feature("o", point(2000000, 0, 2264), nil)})
+		var x, y float64
+		var srid int
+		if err := b.pool.QueryRow(b.ctx, `SELECT ST_X(geom), ST_Y(geom), ST_SRID(geom) FROM features WHERE feature_id = 'o'`).
+			Scan(&x, &y, &srid); err != nil {
+			t.Fatal(err)
+		}
+		if srid != 4326 || math.Abs(x+79) > 1e-6 || math.Abs(y-33.75) > 1e-6 {
+			t.Errorf("transformed point = (%v %v) SRID %d, want (-79 33.75) 4326", x, y, srid)
+		}
+	})
 }
 
 // TestDuplicateIDsLastWins: within a page the last occurrence in ordinal
@@ -311,44 +312,51 @@ func TestTransformToWGS84(t *testing.T) {
 // snapshot instead: TestIDOnTwoPagesIsRefused.)
 func TestDuplicateIDsLastWins(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	id, res := b.poll(t, feedInfo("dups"),
-		[]wfs.Feature{feature("x", point(1, 1, 4326), props("v", "first")), feature("x", point(1, 1, 4326), props("v", "last"))},
-		[]wfs.Feature{feature("y", point(2, 2, 4326), props("v", "first")), feature("y", point(2, 2, 4326), props("v", "last"))},
-	)
-	if res.Features != 2 || res.Added != 2 {
-		t.Errorf("Apply = %+v, want 2 features added", res)
-	}
-	for _, fid := range []string{"x", "y"} {
-		var v string
-		b.scalar(t, &v, `SELECT properties->>'v' FROM features WHERE feature_id = $1`, fid)
-		if v != "last" {
-			t.Errorf("duplicate id %s kept %q, want the last one", fid, v)
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		id, res := b.poll(t, feedInfo("dups"),
+			[]wfs.Feature{feature("x", point(1, 1, 4326), props("v", "first")), feature("x", point(1, 1, 4326), props("v", "last"))},
+			[]wfs.Feature{feature("y", point(2, 2, 4326), props("v", "first")), feature("y", point(2, 2, 4326), props("v", "last"))},
+		)
+		if res.Features != 2 || res.Added != 2 {
+			t.Errorf("Apply = %+v, want 2 features added", res)
 		}
-	}
-	if n := b.count(t, `SELECT duplicate_ids FROM polls WHERE id = $1`, id); n != 2 {
-		t.Errorf("duplicate_ids = %d, want 2", n)
-	}
+		for _, fid := range []string{"x", "y"} {
+			var v string
+			b.scalar(t, &v, `SELECT properties->>'v' FROM features WHERE feature_id = $1`, fid)
+			if v != "last" {
+				t.Errorf("duplicate id %s kept %q, want the last one", fid, v)
+			}
+		}
+		if n := b.count(t, `SELECT duplicate_ids FROM polls WHERE id = $1`, id); n != 2 {
+			t.Errorf("duplicate_ids = %d, want 2", n)
+		}
+		// bulkFirstLoad finds the repeated ids when it builds the key, and
+		// leaves the load to firstLoadSQL.
+		if ran, fellBack := postgis.BulkFirstLoads(b.store); ran != fellBack {
+			t.Errorf("bulkFirstLoad ran %d times, fell back %d", ran, fellBack)
+		}
+	})
 }
 
 // TestFeaturesWithoutID get the hex content hash as id, stable across polls.
 func TestFeaturesWithoutID(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	f := feature("", point(5, 5, 4326), props("k", "v"))
-	b.poll(t, feedInfo("anon"), []wfs.Feature{f})
-	var id string
-	var hash []byte
-	if err := b.pool.QueryRow(b.ctx, `SELECT feature_id, content_hash FROM features`).Scan(&id, &hash); err != nil {
-		t.Fatal(err)
-	}
-	if id != hex.EncodeToString(hash) || len(id) != 64 {
-		t.Errorf("feature_id %q, want the hex of content hash %x", id, hash)
-	}
-	_, res := b.poll(t, feedInfo("anon"), []wfs.Feature{f})
-	if res.Unchanged != 1 || res.Added != 0 {
-		t.Errorf("second poll of an id-less feature: %+v, want it unchanged", res)
-	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		f := feature("", point(5, 5, 4326), props("k", "v"))
+		b.poll(t, feedInfo("anon"), []wfs.Feature{f})
+		var id string
+		var hash []byte
+		if err := b.pool.QueryRow(b.ctx, `SELECT feature_id, content_hash FROM features`).Scan(&id, &hash); err != nil {
+			t.Fatal(err)
+		}
+		if id != hex.EncodeToString(hash) || len(id) != 64 {
+			t.Errorf("feature_id %q, want the hex of content hash %x", id, hash)
+		}
+		_, res := b.poll(t, feedInfo("anon"), []wfs.Feature{f})
+		if res.Unchanged != 1 || res.Added != 0 {
+			t.Errorf("second poll of an id-less feature: %+v, want it unchanged", res)
+		}
+	})
 }
 
 func TestFeedFreshness(t *testing.T) {
