@@ -13,10 +13,12 @@ import (
 // never depends on partition pruning nor locks other feeds' partitions.
 //
 // A feed's first load builds its table the way a bulk loader would: a plain
-// table without indexes is filled by one INSERT … SELECT from staging, then
-// the primary key and the GiST index are built in bulk (sorted builds) and
-// the table is attached as the feed's partition — all in the apply's
-// transaction, so a held or failed first load leaves nothing behind.
+// table without indexes is filled from staging (a large one by
+// bulkFirstLoad's parallel CREATE TABLE … AS, else by firstLoadSQL's
+// INSERT … SELECT), then the primary key and the GiST index are built in
+// bulk (sorted builds) and the table is attached as the feed's partition —
+// all in the apply's transaction, so a held or failed first load leaves
+// nothing behind.
 // Inserting the same rows into indexed tables costs several times more: every
 // row descends a B-tree and a GiST.
 
