@@ -142,7 +142,10 @@ func testHeldFirstLoad(t *testing.T, b *bundle) {
 // every feed gets its table.
 func TestConcurrentFirstLoadsOfNewJurisdiction(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	forFirstLoadPaths(t, testConcurrentFirstLoads)
+}
+
+func testConcurrentFirstLoads(t *testing.T, b *bundle) {
 	layer := generatePolygons(200)
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
@@ -181,7 +184,10 @@ func TestConcurrentFirstLoadsOfNewJurisdiction(t *testing.T) {
 // one.
 func TestFeedTableNamesAreQuoted(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	forFirstLoadPaths(t, testFeedTableNames)
+}
+
+func testFeedTableNames(t *testing.T, b *bundle) {
 	for _, name := range [][2]string{{"O'Brien County", "zoning \"2024\""}, {"Ñuñoa", "parcelas"}, {"Ñuñoa", "parcelaś"}} {
 		feed := feedInfo(name[1])
 		feed.Jurisdiction = name[0]
