@@ -23,7 +23,7 @@ import (
 //     taken as it is.
 //  2. bulkFirstLoadCountsSQL counts the rows, the invalid geometries, the
 //     source ids and the extent guard's figures (a parallel scan).
-//  3. One ALTER TABLE drops the two working columns, sets NOT NULL as on
+//  3. One ALTER TABLE (one scan) drops load_named, sets NOT NULL as on
 //     features, adds the constraint that implies the partition bound and
 //     builds the primary key. A snapshot that repeats an id fails the key:
 //     the savepoint is rolled back and firstLoadSQL loads it instead, keeping
@@ -31,7 +31,10 @@ import (
 //     first load to find it was 2–3 s per million features).
 //  4. The guards' verdict: a held snapshot rolls the savepoint back, so
 //     nothing of it is left but its staging.
-//  5. The GiST index is built and the change log written from the table.
+//  5. Rows with an invalid geometry are deleted if the feed skips them,
+//     load_invalid is dropped (a dropped column costs nothing until the
+//     table is rewritten), the GiST index is built and the change log
+//     written from the table.
 //
 // scripts/bench.sh gdal measures it against ogr2ogr and a raw COPY.
 
