@@ -32,7 +32,7 @@ import (
 //  4. The guards' verdict: a held snapshot rolls the savepoint back, so
 //     nothing of it is left but its staging.
 //  5. Rows with an invalid geometry are deleted if the feed skips them,
-//     load_invalid is dropped (a dropped column costs nothing until the
+//     load_invalid is dropped (its byte stays in each row until the
 //     table is rewritten), the GiST index is built and the change log
 //     written from the table.
 //
