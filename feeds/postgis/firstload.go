@@ -74,12 +74,13 @@ FROM (SELECT count(*)::int AS rows,
 	FROM {{table}}) e`
 
 // bulkFirstLoad loads a large first snapshot into the new table t (see
-// above) and fills in the apply's figures as firstLoadSQL would. loaded
+// above) and fills in the apply's figures (out, pages) as firstLoadSQL
+// would. loaded
 // false: the snapshot repeats an id and nothing was done; the caller loads
 // it with firstLoadSQL. held is the guard's reason when the snapshot was
 // held (no table is left then).
 func (s *Store) bulkFirstLoad(ctx context.Context, tx pgx.Tx, pollID int64, t feedTable, jurisdiction, feed string,
-	accept bool, bbox []float64, skipInvalid bool, out *applyOutcome) (loaded bool, held *string, split *int, err error) {
+	accept bool, bbox []float64, skipInvalid bool, pages *int, out *applyOutcome) (loaded bool, held *string, split *int, err error) {
 	s.bulkLoads.Add(1)
 	sp, err := tx.Begin(ctx)
 	if err != nil {
@@ -130,7 +131,8 @@ func (s *Store) bulkFirstLoad(ctx context.Context, tx pgx.Tx, pollID int64, t fe
 	}
 
 	out.res = feeds.ApplyResult{Features: rows, Added: rows, InvalidGeometries: invalid}
-	if err := sp.QueryRow(ctx, `SELECT `+splitIDs+`$2`, pollID, named).Scan(&split); err != nil {
+	if err := sp.QueryRow(ctx, `SELECT (SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int, `+splitIDs+`$2`,
+		pollID, named).Scan(pages, &split); err != nil {
 		return false, nil, nil, err
 	}
 	if held != nil {

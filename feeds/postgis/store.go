@@ -556,13 +556,10 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	bulk := false
 	if firstLoad && s.useBulkFirstLoad && table.staged >= s.bulkIndexMin {
 		if bulk, held, split, err = s.bulkFirstLoad(ctx, tx, pollID, table, jurisdiction, feed,
-			accept, bbox, skipInvalid, &out); err != nil {
+			accept, bbox, skipInvalid, &pages, &out); err != nil {
 			return out, err
 		}
 		if bulk {
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM staged_pages WHERE poll_id = $1`, pollID).Scan(&pages); err != nil {
-				return out, err
-			}
 			if err := checkSplit(ctx, tx, pollID, checkPages, split); err != nil {
 				return out, err
 			}
@@ -573,7 +570,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 			return out, err
 		}
 	}
-	unchanged, checked := bulk, false
+	unchanged, checked := false, false
 	if !firstLoad {
 		if unchanged, checked, split, err = s.unchangedSnapshot(ctx, tx, pollID, table, jurisdiction, feed, &pages, &out); err != nil {
 			return out, err
@@ -586,7 +583,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 			return out, err
 		}
 	}
-	if !unchanged {
+	if !unchanged && !bulk {
 		// The statement's text names the feed's table: executed without
 		// preparing, so thousands of feeds do not churn the statement cache.
 		err = tx.QueryRow(ctx, applyStatement(table, firstLoad), pgx.QueryExecModeDescribeExec,
