@@ -15,12 +15,7 @@ import (
 // HeldError.
 func (b *bundle) pollHeld(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, *feeds.HeldError) {
 	t.Helper()
-	id := b.begin(t, feed)
-	for i, p := range pages {
-		if _, err := b.store.StagePage(b.ctx, id, i, reader(p...)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	id := b.stage(t, feed, pages...)
 	res, err := b.store.Apply(b.ctx, id, feed)
 	var held *feeds.HeldError
 	if !errors.As(err, &held) {
@@ -261,17 +256,11 @@ func testRepeatedPages(t *testing.T, b *bundle) {
 	feed := feedInfo("repeat")
 	layer := generatePolygons(1000)
 	b.poll(t, feed, pages(layer, 100)...)
-	id := b.begin(t, feed)
-	for page := range 10 {
-		if _, err := b.store.StagePage(b.ctx, id, page, reader(layer[:100]...)); err != nil {
-			t.Fatal(err)
-		}
+	repeated := make([][]wfs.Feature, 10)
+	for page := range repeated {
+		repeated[page] = layer[:100]
 	}
-	_, err := b.store.Apply(b.ctx, id, feed)
-	var ie *wfs.IncompleteError
-	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "100 feature ids appear on more than one page") {
-		t.Fatalf("apply: %v, want an IncompleteError for 100 ids on several pages", err)
-	}
+	b.applyIncomplete(t, b.stage(t, feed, repeated...), feed, "100 feature ids appear on more than one page")
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'repeat'`); n != 1000 {
 		t.Errorf("%d features after the refused snapshot, want the previous 1000", n)
 	}

@@ -3,8 +3,10 @@ package postgis_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +101,17 @@ func (b *bundle) begin(t *testing.T, feed feeds.FeedInfo) int64 {
 
 func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, feeds.ApplyResult) {
 	t.Helper()
+	id := b.stage(t, feed, pages...)
+	res, err := b.store.Apply(b.ctx, id, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, res
+}
+
+// stage begins a poll of feed and stages pages as its pages 0, 1, …
+func (b *bundle) stage(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) int64 {
+	t.Helper()
 	id := b.begin(t, feed)
 	for i, p := range pages {
 		n, err := b.store.StagePage(b.ctx, id, i, reader(p...))
@@ -109,11 +122,18 @@ func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature)
 			t.Fatalf("StagePage staged %d, want %d", n, len(p))
 		}
 	}
-	res, err := b.store.Apply(b.ctx, id, feed)
-	if err != nil {
-		t.Fatal(err)
+	return id
+}
+
+// applyIncomplete applies poll id, which must fail with an
+// *wfs.IncompleteError whose reason contains want.
+func (b *bundle) applyIncomplete(t *testing.T, id int64, feed feeds.FeedInfo, want string) {
+	t.Helper()
+	_, err := b.store.Apply(b.ctx, id, feed)
+	var ie *wfs.IncompleteError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, want) {
+		t.Fatalf("apply: %v, want an IncompleteError saying %q", err, want)
 	}
-	return id, res
 }
 
 func (b *bundle) scalar(t *testing.T, dst any, sql string, args ...any) {

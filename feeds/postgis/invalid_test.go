@@ -1,8 +1,6 @@
 package postgis_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/twpayne/go-geom"
@@ -84,20 +82,11 @@ func TestIDOnTwoPagesIsRefused(t *testing.T) {
 	feed := feedInfo("pages")
 	b.poll(t, feed, []wfs.Feature{feature("a", point(1, 1, 4326), nil), feature("b", point(2, 2, 4326), nil)})
 
-	id := b.begin(t, feed)
-	for page, fs := range [][]wfs.Feature{
-		{feature("a", point(1, 1, 4326), nil), feature("c", point(3, 3, 4326), nil)},
-		{feature("c", point(3, 3, 4326), nil)}, // page 1 repeats c: paging moved
-	} {
-		if _, err := b.store.StagePage(b.ctx, id, page, reader(fs...)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := b.store.Apply(b.ctx, id, feed)
-	var ie *wfs.IncompleteError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `"c" on pages 0, 1`) {
-		t.Fatalf("apply: %v, want an IncompleteError naming c and its pages", err)
-	}
+	id := b.stage(t, feed,
+		[]wfs.Feature{feature("a", point(1, 1, 4326), nil), feature("c", point(3, 3, 4326), nil)},
+		[]wfs.Feature{feature("c", point(3, 3, 4326), nil)}, // page 1 repeats c: paging moved
+	)
+	b.applyIncomplete(t, id, feed, `"c" on pages 0, 1`)
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'pages'`); n != 2 {
 		t.Errorf("%d features after the refused snapshot, want the previous 2", n)
 	}
