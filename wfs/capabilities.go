@@ -700,7 +700,19 @@ func isTransportRead(err error) bool {
 type negotiationCache struct {
 	ttl     time.Duration
 	mu      sync.Mutex
-	entries map[Layer]negotiated
+	entries map[negotiationKey]negotiated
+}
+
+// negotiationKey is what a negotiation depends on: a Layer less its
+// headers (a map, not comparable) and limits.
+type negotiationKey struct {
+	kind, url, typeName, version, outputFormat, idProperty, sortBy string
+	pageSize, srid                                                 int
+}
+
+func keyOf(l Layer) negotiationKey {
+	return negotiationKey{kind: l.Kind, url: l.URL, typeName: l.TypeName, version: l.Version,
+		outputFormat: l.OutputFormat, idProperty: l.IDProperty, sortBy: l.SortBy, pageSize: l.PageSize, srid: l.SRID}
 }
 
 type negotiated struct {
@@ -742,7 +754,7 @@ func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, err
 	}
 	now := c.now()
 	nc.mu.Lock()
-	if e, ok := nc.entries[layer]; ok && now.Sub(e.at) < ttl {
+	if e, ok := nc.entries[keyOf(layer)]; ok && now.Sub(e.at) < ttl {
 		nc.mu.Unlock()
 		return e.layer, slices.Clone(e.warnings), nil
 	}
@@ -761,7 +773,7 @@ func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, err
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()
 	if nc.entries == nil {
-		nc.entries = map[Layer]negotiated{}
+		nc.entries = map[negotiationKey]negotiated{}
 	}
 	// Forget stale entries so that a config churning through URLs does not
 	// grow the map without bound.
@@ -770,7 +782,7 @@ func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, err
 			delete(nc.entries, k)
 		}
 	}
-	nc.entries[layer] = negotiated{layer: out, warnings: warnings, at: now}
+	nc.entries[keyOf(layer)] = negotiated{layer: out, warnings: warnings, at: now}
 	nc.mu.Unlock()
 	return out, slices.Clone(warnings), nil
 }

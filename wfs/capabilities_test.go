@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -286,7 +287,7 @@ func TestClientPrepareCaches(t *testing.T) {
 	}
 	fixed := l
 	fixed.Version, fixed.OutputFormat = "2.0.0", "application/json"
-	if got, w, err := c.Prepare(t.Context(), fixed); err != nil || got != fixed || w != nil || cs.capsRequests.Load() != 2 {
+	if got, w, err := c.Prepare(t.Context(), fixed); err != nil || !reflect.DeepEqual(got, fixed) || w != nil || cs.capsRequests.Load() != 2 {
 		t.Errorf("a fully configured layer must pass through without a request: %+v %v %v", got, w, err)
 	}
 }

@@ -54,4 +54,15 @@ type Layer struct {
 	// answer in a projected CRS and write the legacy "crs" member after the
 	// features (GeoServer does), which a streaming decoder cannot wait for.
 	SRID int
+	// Limits bound the feed's responses, features and values; zero fields
+	// are the defaults (see Limits).
+	Limits Limits
+	// Headers are sent with every request of the feed (e.g. an API token),
+	// so that secrets need not be in URLs. They are never logged or stored.
+	Headers map[string]string
+	// CrossOriginRedirects allows following a redirect to another origin
+	// (scheme://host:port). By default such a redirect fails the attempt: the
+	// breaker and pacing of the configured origin would be charged for
+	// another server's behaviour.
+	CrossOriginRedirects bool
 }
