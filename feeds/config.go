@@ -139,6 +139,21 @@ type Feed struct {
 	MaxShrink float64 `yaml:"max_shrink"`
 	// InvalidGeometry is resolved: the feed's, else the defaults'.
 	InvalidGeometry string `yaml:"invalid_geometry"`
+	// InvalidFeature is what a poll does with a feature whose properties or
+	// id need repair (invalid UTF-8, a NUL character, a lone surrogate):
+	// InvalidRepair (default: repair faithfully where a repair exists, skip
+	// the feature's update otherwise) or InvalidSkip (skip every such
+	// feature's update). Resolved like InvalidGeometry.
+	InvalidFeature string `yaml:"invalid_feature"`
+	// Limits bound the feed's responses and features; resolved field by field
+	// from the feed, its jurisdiction, the defaults, then wfs.DefaultLimits.
+	Limits wfs.Limits `yaml:"-"`
+	// Headers are sent with every request of the feed (values may use
+	// ${VAR}); never logged or stored.
+	Headers map[string]string `yaml:"-"`
+	// Redirects is RedirectsSameOrigin (default: a redirect to another
+	// origin fails the request) or RedirectsFollow.
+	Redirects string `yaml:"redirects"`
 	// BBox is the jurisdiction's extent.
 	BBox *BBox `yaml:"-"`
 
@@ -172,6 +187,10 @@ func (f *Feed) Layer() wfs.Layer {
 		IDProperty:     f.IDProperty,
 		SortBy:         f.SortBy,
 		RequestTimeout: f.RequestTimeout.Std(),
+		Limits:         f.Limits.WithDefaults(),
+		Headers:        f.Headers,
+
+		CrossOriginRedirects: f.Redirects == RedirectsFollow,
 	}
 }
 

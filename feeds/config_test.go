@@ -5,6 +5,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +125,7 @@ func TestLoadConfigValid(t *testing.T) {
 		}
 		g := *f
 		g.Cron, g.Location = nil, nil
-		if g != want[i] {
+		if !reflect.DeepEqual(g, want[i]) {
 			t.Errorf("feed %d:\n got %+v\nwant %+v", i, g, want[i])
 		}
 	}
