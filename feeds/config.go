@@ -63,6 +63,12 @@ type Defaults struct {
 	// InvalidGeometry is what a poll does with a feature whose geometry is
 	// invalid: InvalidRepair (default) or InvalidSkip.
 	InvalidGeometry string `yaml:"invalid_geometry"`
+	// InvalidFeature is the default of Feed.InvalidFeature.
+	InvalidFeature string `yaml:"invalid_feature"`
+	// Redirects is the default of Feed.Redirects.
+	Redirects string `yaml:"redirects"`
+	// Limits are the defaults' limits block over wfs.DefaultLimits.
+	Limits wfs.Limits `yaml:"-"`
 }
 
 // DefaultMaxInFlight is max_in_flight when the file does not set it.
@@ -94,6 +100,9 @@ func BuiltinDefaults() Defaults {
 		OutputFormat:    "application/json",
 		Breaker:         breaker.DefaultPolicy(),
 		InvalidGeometry: InvalidRepair,
+		InvalidFeature:  InvalidRepair,
+		Redirects:       RedirectsSameOrigin,
+		Limits:          wfs.DefaultLimits(),
 	}
 }
 
@@ -111,6 +120,12 @@ type Jurisdiction struct {
 	// BBox is the jurisdiction's extent (EPSG:4326), nil when not declared:
 	// snapshots mostly outside it are held.
 	BBox *BBox `yaml:"bbox"`
+	// Limits are the defaults' limits overridden field by field by the
+	// jurisdiction's own limits block.
+	Limits wfs.Limits `yaml:"-"`
+	// Headers are sent with the requests of every feed of the jurisdiction
+	// (a feed may add or replace some).
+	Headers map[string]string `yaml:"-"`
 
 	// Location is Timezone loaded (UTC when empty).
 	Location *time.Location `yaml:"-"`
@@ -339,11 +354,13 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 // Keys accepted in each mapping, checked so that a typo ("typename") is an error
 // instead of a silently ignored setting.
 var (
-	topKeys          = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
-	defaultsKeys     = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry"}
-	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox"}
+	topKeys      = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
+	defaultsKeys = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry",
+		"invalid_feature", "redirects", "limits"}
+	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers"}
 	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
-		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink", "invalid_geometry"}
+		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink", "invalid_geometry",
+		"invalid_feature", "redirects", "limits", "headers"}
 	wfsVersions = []string{"2.0.0", "1.1.0"}
 	// Query parameters the wfs client writes itself; one pasted into url along
 	// with a whole GetFeature request would be sent twice or contradict the config.
@@ -559,6 +576,13 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 	if v, ok := p.invalidGeometry(m, path); ok {
 		d.InvalidGeometry = v
 	}
+	if v, ok := p.invalidFeature(m, path); ok {
+		d.InvalidFeature = v
+	}
+	if v, ok := p.redirects(m, path); ok {
+		d.Redirects = v
+	}
+	d.Limits = p.limits(m, path, d.Limits)
 	return rd
 }
 
@@ -596,6 +620,8 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 	if v, ok := p.maxShrink(m, path); ok {
 		j.MaxShrink = v
 	}
+	j.Limits = p.limits(m, path, d.Limits)
+	j.Headers = p.headers(m, path, nil)
 
 	if m.missing("feeds") {
 		p.errorf(m.node, path+".feeds", "required: list at least one feed")
@@ -642,7 +668,7 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 
 func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDefaults) (Feed, *yaml.Node, bool) {
 	f := Feed{Jurisdiction: j.ID, Location: j.Location, MaxShrink: j.MaxShrink, BBox: j.BBox,
-		InvalidGeometry: d.InvalidGeometry}
+		InvalidGeometry: d.InvalidGeometry, InvalidFeature: d.InvalidFeature, Redirects: d.Redirects}
 	m, ok := p.mapping(n, path, feedKeys)
 	if !ok {
 		return f, nil, false
@@ -653,6 +679,14 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	if v, ok := p.invalidGeometry(m, path); ok {
 		f.InvalidGeometry = v
 	}
+	if v, ok := p.invalidFeature(m, path); ok {
+		f.InvalidFeature = v
+	}
+	if v, ok := p.redirects(m, path); ok {
+		f.Redirects = v
+	}
+	f.Limits = p.limits(m, path, j.Limits)
+	f.Headers = p.headers(m, path, j.Headers)
 	var idNode *yaml.Node
 	f.ID, idNode = p.id(m, path, "feed")
 
