@@ -56,9 +56,10 @@ func as(server *url.URL, user, password, db string) string {
 }
 
 // runAdminScript runs one of deploy's psql scripts the way an administrator
-// would: statement by statement (one per line), psql's :"var" and :'var'
-// replaced by quoted identifiers and literals, and \connect switching to the
-// named database as the same superuser.
+// would: statement by statement (a statement ends with a line ending in ";"
+// outside a $$ block), psql's :"var" and :'var' replaced by quoted
+// identifiers and literals, and \connect switching to the named database as
+// the same superuser.
 func runAdminScript(t *testing.T, server *url.URL, conn *pgx.Conn, path string, vars map[string]string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -66,16 +67,18 @@ func runAdminScript(t *testing.T, server *url.URL, conn *pgx.Conn, path string, 
 		t.Fatal(err)
 	}
 	ctx := t.Context()
+	var stmt strings.Builder
+	inDollar := false
 	for line := range strings.Lines(string(b)) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "--") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
 			continue
 		}
 		for k, v := range vars {
 			line = strings.ReplaceAll(line, `:"`+k+`"`, pgx.Identifier{v}.Sanitize())
 			line = strings.ReplaceAll(line, `:'`+k+`'`, "'"+strings.ReplaceAll(v, "'", "''")+"'")
 		}
-		if db, ok := strings.CutPrefix(line, `\connect `); ok {
+		if db, ok := strings.CutPrefix(strings.TrimSpace(line), `\connect `); ok && !inDollar {
 			db = strings.Trim(db, `"`)
 			u := *server
 			u.Path = "/" + db
@@ -86,9 +89,20 @@ func runAdminScript(t *testing.T, server *url.URL, conn *pgx.Conn, path string, 
 			t.Cleanup(func() { conn.Close(context.Background()) })
 			continue
 		}
-		if _, err := conn.Exec(ctx, line); err != nil {
-			t.Fatalf("%s: %s: %v", path, line, err)
+		stmt.WriteString(line)
+		if strings.Count(line, "$$")%2 == 1 {
+			inDollar = !inDollar
 		}
+		if inDollar || !strings.HasSuffix(strings.TrimSpace(line), ";") {
+			continue
+		}
+		if _, err := conn.Exec(ctx, stmt.String()); err != nil {
+			t.Fatalf("%s: %s: %v", path, stmt.String(), err)
+		}
+		stmt.Reset()
+	}
+	if strings.TrimSpace(stmt.String()) != "" {
+		t.Fatalf("%s: unterminated statement %q", path, stmt.String())
 	}
 }
 
@@ -163,22 +177,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 		}
 	}
 
-	wfs := wfstest.New()
-	wfs.AddLayer("zoning", wfstest.Parcels{N: 25})
-	wfs.AddLayer("parcels", wfstest.Parcels{N: 12})
-	ts := httptest.NewServer(wfs)
-	defer ts.Close()
-	cfg := filepath.Join(t.TempDir(), "j.yaml")
-	yaml := fmt.Sprintf(`
-jurisdictions:
-  - id: town
-    feeds:
-      - {id: zoning, kind: wfs, url: %[1]s/wfs, type_name: zoning, page_size: 10, sort_by: pin}
-      - {id: parcels, kind: wfs, url: %[1]s/wfs, type_name: parcels, page_size: 10, sort_by: pin}
-`, ts.URL)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeTownConfig(t)
 	// The login polls first, so it creates the jurisdiction's table too:
 	// were that the login's, the owner could not add its feed's table to it.
 	for _, p := range []struct{ role, url, feed, want string }{
@@ -198,17 +197,34 @@ jurisdictions:
 	// Every object ingestd made, the feeds' tables included, belongs to the
 	// owner: a later migration (ALTER TABLE features recurses into every
 	// partition) must be able to change them.
-	conn, err := pgx.Connect(ctx, ownerURL)
+	assertOwnedBy(t, ownerURL, owner, 2)
+	if code, stdout, stderr := runCLI(t, "migrate", "-database-url", ownerURL); code != 0 || !strings.Contains(stdout, "up to date") {
+		t.Errorf("second migrate: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// assertOwnedBy checks that every relation and function of schema public
+// that PostGIS did not create belongs to owner, and that at least
+// feedTables partitions exist.
+func assertOwnedBy(t *testing.T, dbURL, owner string, feedTables int) {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT c.relname || ' (' || pg_get_userbyid(c.relowner) || ')' FROM pg_class c
-		JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND pg_get_userbyid(c.relowner) <> $1
+	rows, err := conn.Query(ctx, `
+		SELECT c.relname || ' (' || pg_get_userbyid(c.relowner) || ')' FROM pg_class c
+		WHERE c.relnamespace = 'public'::regnamespace AND pg_get_userbyid(c.relowner) <> $1
 		  AND c.relkind IN ('r', 'p', 'S', 'v', 'm', 'f') -- indexes follow their tables
 		  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
-		                  AND d.objid = c.oid AND d.deptype = 'e')`, owner)
+		                  AND d.objid = c.oid AND d.deptype = 'e')
+		UNION ALL
+		SELECT p.oid::regprocedure::text || ' (' || pg_get_userbyid(p.proowner) || ')' FROM pg_proc p
+		WHERE p.pronamespace = 'public'::regnamespace AND pg_get_userbyid(p.proowner) <> $1
+		  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
+		                  AND d.objid = p.oid AND d.deptype = 'e')`, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,16 +235,87 @@ jurisdictions:
 	if len(foreign) > 0 {
 		t.Errorf("objects not owned by %s: %v", owner, foreign)
 	}
-	var feedTables int
+	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE c.relkind = 'r' AND pg_get_userbyid(c.relowner) = $1`, owner).Scan(&feedTables); err != nil {
+		WHERE c.relkind = 'r' AND pg_get_userbyid(c.relowner) = $1`, owner).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if feedTables < 2 {
-		t.Errorf("%d feed tables owned by %s, want one per polled feed (2)", feedTables, owner)
+	if n < feedTables {
+		t.Errorf("%d feed tables owned by %s, want at least %d", n, owner, feedTables)
 	}
+}
+
+// writeTownConfig serves two layers and writes a config that polls them as
+// town/zoning (25 features) and town/parcels (12).
+func writeTownConfig(t *testing.T) string {
+	t.Helper()
+	wfs := wfstest.New()
+	wfs.AddLayer("zoning", wfstest.Parcels{N: 25})
+	wfs.AddLayer("parcels", wfstest.Parcels{N: 12})
+	ts := httptest.NewServer(wfs)
+	t.Cleanup(ts.Close)
+	cfg := filepath.Join(t.TempDir(), "j.yaml")
+	yaml := fmt.Sprintf(`
+jurisdictions:
+  - id: town
+    feeds:
+      - {id: zoning, kind: wfs, url: %[1]s/wfs, type_name: zoning, page_size: 10, sort_by: pin}
+      - {id: parcels, kind: wfs, url: %[1]s/wfs, type_name: parcels, page_size: 10, sort_by: pin}
+`, ts.URL)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// An install migrated and polled as a superuser moves to the owner role with
+// deploy/roles-existing.sql (run twice: it must be harmless), after which
+// the owner polls, migrates and owns everything ingestd made.
+func TestExistingInstallMovesToOwnerRole(t *testing.T) {
+	server, admin := adminServer(t)
+	ctx := t.Context()
+	db := randomName("ingestd_move_")
+	owner := db + "_owner"
+	password := randomName("pw")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)")
+		_, _ = admin.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{owner}.Sanitize())
+	})
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	superURL := *server
+	superURL.Path = "/" + db
+	cfg := writeTownConfig(t)
+	for _, args := range [][]string{
+		{"migrate", "-database-url", superURL.String()},
+		{"poll", "-config", cfg, "-database-url", superURL.String(), "town/zoning"},
+	} {
+		if code, stdout, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("%s as the superuser: exit %d\n%s%s", args[0], code, stdout, stderr)
+		}
+	}
+
+	vars := map[string]string{"db": db, "owner": owner}
+	runAdminScript(t, server, admin, "../../deploy/roles-existing.sql", vars)
+	runAdminScript(t, server, admin, "../../deploy/roles-existing.sql", vars)
+	if _, err := admin.Exec(ctx, "ALTER ROLE "+pgx.Identifier{owner}.Sanitize()+" PASSWORD '"+password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	ownerURL := as(server, owner, password, db)
+	for _, p := range []struct{ feed, want string }{
+		{"town/zoning", "25 features (0 added"},
+		{"town/parcels", "12 features (12 added"},
+	} {
+		code, stdout, stderr := runCLI(t, "poll", "-config", cfg, "-database-url", ownerURL, p.feed)
+		if code != 0 || !strings.Contains(stdout, p.want) {
+			t.Fatalf("poll %s as the owner: exit %d\nstdout: %s\nstderr: %s", p.feed, code, stdout, stderr)
+		}
+	}
+	assertOwnedBy(t, ownerURL, owner, 2)
 	if code, stdout, stderr := runCLI(t, "migrate", "-database-url", ownerURL); code != 0 || !strings.Contains(stdout, "up to date") {
-		t.Errorf("second migrate: exit %d\n%s%s", code, stdout, stderr)
+		t.Errorf("migrate as the owner: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 
