@@ -26,7 +26,12 @@
 // pending on the next tick of any replayer, so nothing parked is lost; the
 // lease and SKIP LOCKED make sure that no two replayers hold one row at once.
 //
-// Replays of one origin within a batch run one after another, so that the
+// Replays of one origin run one after another in a process, so that the
 // single probe a recovering origin admits is not raced by that origin's own
-// backlog; different origins replay in parallel.
+// backlog; different origins replay in parallel, up to the batch size. A row
+// is claimed only when a slot and its origin are free, and each row is
+// recorded and released as soon as its own replay ends: a slow replay holds
+// its slot, never the rows of other origins. A claimed row's lease is renewed
+// while its replay runs and no longer; a renewal that finds the row gone
+// means another instance took it, and only then is "lease lost" logged.
 package deadletter

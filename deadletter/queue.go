@@ -217,22 +217,47 @@ type claimParams struct {
 	// now ignores retry_after (an operator's `deadletter replay`).
 	now    bool
 	filter Filter
+	// busyOrigins are replaying in this process: none of their rows is
+	// claimed, so that one origin's replays run one at a time.
+	busyOrigins []string
+	// skipIDs are not claimed (rows this replayer already had in this run or
+	// since its last tick: a row released or re-parked due at once waits).
+	skipIDs []int64
 }
 
-// claim marks up to p.limit due pending rows as replaying by p.by, skipping
-// rows another transaction holds, and returns them oldest retry_after first.
+// claim marks up to p.limit due pending rows as replaying by p.by, at most
+// one per origin and none of p.busyOrigins, skipping rows another
+// transaction holds, and returns them oldest retry_after first. The row of an
+// origin is its oldest due one; if another instance holds that row, the
+// origin gets none this time.
 func (q *Queue) claim(ctx context.Context, p claimParams) ([]*Letter, error) {
-	args := []any{p.limit, p.by, p.lease.Microseconds()}
+	busy, skip := p.busyOrigins, p.skipIDs
+	if busy == nil {
+		busy = []string{} // NULL would make <> ALL false for every row
+	}
+	if skip == nil {
+		skip = []int64{}
+	}
+	args := []any{p.limit, p.by, p.lease.Microseconds(), busy, skip}
 	cond := p.filter.where(&args)
 	if !p.now {
 		cond += " AND retry_after <= now()"
 	}
+	// DISTINCT ON cannot take FOR UPDATE: pick first, then lock what was
+	// picked; the lock re-checks status, so a row another instance claimed
+	// meanwhile is not taken twice.
 	rows, err := q.pool.Query(ctx, `
-		WITH due AS (
-			SELECT id AS due_id FROM dead_letter
-			WHERE status = 'pending' AND `+cond+`
+		WITH pick AS (
+			SELECT id AS pick_id FROM (
+				SELECT DISTINCT ON (origin) id, retry_after FROM dead_letter
+				WHERE status = 'pending' AND origin <> ALL($4) AND id <> ALL($5) AND `+cond+`
+				ORDER BY origin, retry_after, id
+			) first_of_origin
 			ORDER BY retry_after, id
 			LIMIT $1
+		), due AS (
+			SELECT id AS due_id FROM dead_letter
+			WHERE id IN (SELECT pick_id FROM pick) AND status = 'pending'
 			FOR UPDATE SKIP LOCKED
 		)
 		UPDATE dead_letter d SET status = 'replaying', claimed_by = $2,
@@ -274,31 +299,29 @@ func (q *Queue) requeueExpired(ctx context.Context) ([]*Letter, error) {
 	return out, nil
 }
 
-// renew extends the leases of ids held by by and returns the ids it no
-// longer holds.
-func (q *Queue) renew(ctx context.Context, by string, ids []int64, lease time.Duration) ([]int64, error) {
-	rows, err := q.pool.Query(ctx, `
+// renew extends the lease of row id held by by. It reports false when by
+// no longer holds the row: its lease expired and another instance put it
+// back to pending or took it.
+func (q *Queue) renew(ctx context.Context, id int64, by string, lease time.Duration) (bool, error) {
+	tag, err := q.pool.Exec(ctx, `
 		UPDATE dead_letter SET lease_until = now() + $3 * interval '1 microsecond'
-		WHERE id = ANY($1) AND status = 'replaying' AND claimed_by = $2
-		RETURNING id`, ids, by, lease.Microseconds())
+		WHERE id = $1 AND status = 'replaying' AND claimed_by = $2`, id, by, lease.Microseconds())
 	if err != nil {
-		return nil, fmt.Errorf("deadletter: renew leases: %w", err)
+		return false, fmt.Errorf("deadletter: renew lease of %d: %w", id, err)
 	}
-	held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return tag.RowsAffected() == 1, nil
+}
+
+// holder returns who holds row id now and in which status, for the message
+// that says a lease was lost.
+func (q *Queue) holder(ctx context.Context, id int64) (string, Status, error) {
+	var by string
+	var st Status
+	err := q.pool.QueryRow(ctx, `SELECT coalesce(claimed_by, ''), status FROM dead_letter WHERE id = $1`, id).Scan(&by, &st)
 	if err != nil {
-		return nil, fmt.Errorf("deadletter: renew leases: %w", err)
+		return "", "", fmt.Errorf("deadletter: holder of %d: %w", id, err)
 	}
-	var lost []int64
-	for _, id := range ids {
-		found := false
-		for _, h := range held {
-			found = found || h == id
-		}
-		if !found {
-			lost = append(lost, id)
-		}
-	}
-	return lost, nil
+	return by, st, nil
 }
 
 // errLeaseLost is returned by the finishing writes when the row is no longer

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -75,7 +76,7 @@ func WithLease(d time.Duration) Option {
 	}
 }
 
-// WithBatchSize bounds the rows claimed per tick.
+// WithBatchSize bounds the replays that run at once in this process.
 func WithBatchSize(n int) Option {
 	return func(r *Replayer) {
 		if n > 0 {
@@ -134,8 +135,10 @@ func instanceID() string {
 func (r *Replayer) ID() string { return r.id }
 
 // Start runs the replayer in the background until Stop or ctx ends: every
-// interval it returns expired leases to pending, claims a batch of due rows
-// and replays them. It returns an error if the replayer is already running.
+// interval it returns expired leases to pending and claims due rows for its
+// free slots, and whenever a replay ends it claims again, so a due row waits
+// at most about one interval for a free slot and never for another origin's
+// replay. It returns an error if the replayer is already running.
 func (r *Replayer) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -167,120 +170,215 @@ func (r *Replayer) Stop() {
 
 func (r *Replayer) loop(ctx context.Context, stopped chan struct{}) {
 	defer close(stopped)
+	d := r.newDispatch(claimParams{}, -1)
+	// A timer reset after each tick, rather than a ticker: a slow tick does
+	// not queue up ticks behind it.
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for {
-		if _, err := r.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			r.logger.Error("dead-letter replay tick failed", "error", err)
-		}
-		// A sleep the context ends, rather than a ticker: a slow batch does
-		// not queue up ticks behind it.
-		t := time.NewTimer(r.interval)
 		select {
 		case <-ctx.Done():
-			t.Stop()
+			d.wait()
 			return
+		case l := <-d.done:
+			d.finish(l)
 		case <-t.C:
+			// Letters released or re-parked due at once since the last tick
+			// may be claimed again: at most one claim per tick each.
+			clear(d.skip)
+			if expired, err := r.queue.requeueExpired(ctx); err != nil {
+				if ctx.Err() == nil {
+					r.logger.Error("dead-letter replay tick failed", "error", err)
+				}
+			} else {
+				r.logExpired(expired)
+			}
+			t.Reset(r.interval)
+		}
+		if ctx.Err() == nil {
+			if err := d.fill(ctx); err != nil && ctx.Err() == nil {
+				r.logger.Error("dead-letter replay tick failed", "error", err)
+			}
 		}
 	}
 }
 
-// RunOnce runs one tick: expired leases back to pending, then one batch of
-// due rows claimed and replayed. It returns the rows it claimed, as they
-// were when claimed.
+func (r *Replayer) logExpired(expired []*Letter) {
+	for _, l := range expired {
+		r.logger.Warn("dead letter lease expired: back to pending", "dead_letter_id", l.ID,
+			"jurisdiction", l.Jurisdiction, "feed", l.Feed, "claimed_by", l.ClaimedBy)
+	}
+}
+
+// RunOnce runs one tick and waits for it: expired leases back to pending,
+// then up to the batch size of due rows claimed and replayed the way the
+// running replayer does it (see dispatch), none twice. It returns the rows it
+// claimed, as they were when claimed.
 func (r *Replayer) RunOnce(ctx context.Context) ([]*Letter, error) {
 	expired, err := r.queue.requeueExpired(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, l := range expired {
-		r.logger.Warn("dead letter lease expired: back to pending", "dead_letter_id", l.ID,
-			"jurisdiction", l.Jurisdiction, "feed", l.Feed, "claimed_by", l.ClaimedBy)
-	}
-	return r.claimAndReplay(ctx, claimParams{limit: r.batch})
+	r.logExpired(expired)
+	return r.drain(ctx, claimParams{}, r.batch)
 }
 
 // ReplayNow claims the pending rows f selects, ignoring retry_after, and
 // replays them at once: the operator's `ingestd deadletter replay`. Rows
-// another instance is replaying are not touched.
+// another instance is replaying are not touched. It returns when they are
+// all replayed.
 func (r *Replayer) ReplayNow(ctx context.Context, f Filter) ([]*Letter, error) {
 	limit := f.Limit
 	if limit <= 0 {
-		limit = 1 << 20
+		limit = -1
 	}
-	return r.claimAndReplay(ctx, claimParams{limit: limit, now: true, filter: f})
+	return r.drain(ctx, claimParams{now: true, filter: f}, limit)
 }
 
-func (r *Replayer) claimAndReplay(ctx context.Context, p claimParams) ([]*Letter, error) {
-	p.by, p.lease = r.id, r.lease
-	letters, err := r.queue.claim(ctx, p)
-	if err != nil || len(letters) == 0 {
-		return nil, err
-	}
-	claimed := make([]*Letter, len(letters))
-	for i, l := range letters {
-		c := *l
-		claimed[i] = &c
-	}
-
-	// Cancelled when a renewal finds that a lease was lost, or on Stop.
-	rctx, cancelAll := context.WithCancel(ctx)
-	defer cancelAll()
-	cancels := make(map[int64]context.CancelFunc, len(letters))
-	ctxs := make(map[int64]context.Context, len(letters))
-	for _, l := range letters {
-		ctxs[l.ID], cancels[l.ID] = context.WithCancel(rctx)
-	}
-	renewDone := make(chan struct{})
-	go r.renewLeases(rctx, letters, cancels, renewDone)
-
-	// One origin at a time, origins in parallel: see the package comment.
-	byOrigin := map[string][]*Letter{}
-	var origins []string
-	for _, l := range letters {
-		if _, ok := byOrigin[l.Origin]; !ok {
-			origins = append(origins, l.Origin)
+// drain claims and replays through a dispatch until nothing it may claim is
+// left and nothing runs, claiming at most limit rows (no bound when
+// negative) and none twice.
+func (r *Replayer) drain(ctx context.Context, p claimParams, limit int) ([]*Letter, error) {
+	d := r.newDispatch(p, limit)
+	d.keepSkips = true
+	var first error
+	for {
+		if first == nil && ctx.Err() == nil {
+			first = d.fill(ctx)
 		}
-		byOrigin[l.Origin] = append(byOrigin[l.Origin], l)
+		if d.running == 0 {
+			break
+		}
+		d.finish(<-d.done)
 	}
-	var wg sync.WaitGroup
-	for _, o := range origins {
-		wg.Go(func() {
-			for _, l := range byOrigin[o] {
-				r.replayOne(ctxs[l.ID], l)
-			}
-		})
+	if ctx.Err() != nil && len(d.claimed) > 0 {
+		first = nil // stopped: what was claimed went back to pending
 	}
-	wg.Wait()
-	cancelAll()
-	<-renewDone
-	return claimed, nil
+	return d.claimed, first
 }
 
-func (r *Replayer) renewLeases(ctx context.Context, letters []*Letter, cancels map[int64]context.CancelFunc, done chan struct{}) {
-	defer close(done)
-	ids := make([]int64, len(letters))
-	for i, l := range letters {
-		ids[i] = l.ID
+// dispatch runs replays in at most batch slots at once, each letter claimed
+// when a slot is free and released on its own when its replay ends: a slow
+// replay holds its slot and its origin, never the other letters. An origin
+// has one replay at a time in this process (see the package comment), so a
+// claim takes at most one row per origin and none of a busy origin; when a
+// replay ends its origin's next due row is claimed at once.
+type dispatch struct {
+	r     *Replayer
+	p     claimParams
+	total int // rows left to claim; negative: no bound
+	// keepSkips keeps every claimed id in skip (drain); the loop clears
+	// skip at each tick.
+	keepSkips bool
+
+	busy    map[string]bool
+	skip    map[int64]bool
+	running int
+	done    chan *Letter
+	claimed []*Letter
+}
+
+func (r *Replayer) newDispatch(p claimParams, total int) *dispatch {
+	p.by, p.lease = r.id, r.lease
+	return &dispatch{r: r, p: p, total: total, busy: map[string]bool{}, skip: map[int64]bool{},
+		done: make(chan *Letter, r.batch)}
+}
+
+// fill claims rows for the free slots and starts their replays. It claims
+// again while claims return rows (each one makes its origin busy, so the
+// next claim reaches further origins) and slots remain.
+func (d *dispatch) fill(ctx context.Context) error {
+	for d.running < d.r.batch && d.total != 0 {
+		limit := d.r.batch - d.running
+		if d.total > 0 {
+			limit = min(limit, d.total)
+		}
+		p := d.p
+		p.limit = limit
+		p.busyOrigins = make([]string, 0, len(d.busy))
+		for o := range d.busy {
+			p.busyOrigins = append(p.busyOrigins, o)
+		}
+		p.skipIDs = make([]int64, 0, len(d.skip))
+		for id := range d.skip {
+			p.skipIDs = append(p.skipIDs, id)
+		}
+		letters, err := d.r.queue.claim(ctx, p)
+		if err != nil || len(letters) == 0 {
+			return err
+		}
+		for _, l := range letters {
+			d.start(ctx, l)
+		}
 	}
+	return nil
+}
+
+func (d *dispatch) start(ctx context.Context, l *Letter) {
+	c := *l
+	d.claimed = append(d.claimed, &c)
+	if d.total > 0 {
+		d.total--
+	}
+	d.running++
+	d.busy[l.Origin] = true
+	d.skip[l.ID] = true
+	go func() {
+		d.r.replayOne(ctx, l)
+		d.done <- l
+	}()
+}
+
+// finish frees the slot and the origin of a letter whose replay ended.
+func (d *dispatch) finish(l *Letter) {
+	d.running--
+	delete(d.busy, l.Origin)
+	if !d.keepSkips {
+		// In the loop, the tick clears skip; until then the row waits.
+		d.skip[l.ID] = true
+	}
+}
+
+// wait lets the replays in flight end (Stop cancelled them).
+func (d *dispatch) wait() {
+	for d.running > 0 {
+		d.finish(<-d.done)
+	}
+}
+
+// keepLease renews the lease on l every third of the lease while its replay
+// runs, until stop is closed. The replay's own outcome is written only after
+// this returns, so a renewal never meets a row that this replay already
+// finished: a renewal that finds the row gone means that another instance
+// really took it (the lease ran out, say while the database was
+// unreachable), and then the replay is stopped through lost, or the feed
+// would be replayed twice at once.
+func (r *Replayer) keepLease(ctx context.Context, l *Letter, stop <-chan struct{}, lost func(by string, st Status)) {
 	t := time.NewTicker(r.lease / 3)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-stop:
+			return
 		case <-t.C:
 		}
-		lost, err := r.queue.renew(ctx, r.id, ids, r.lease)
+		held, err := r.queue.renew(ctx, l.ID, r.id, r.lease)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.logger.Error("renewing dead-letter leases", "error", err)
+				r.logger.Error("renewing dead-letter lease", "dead_letter_id", l.ID,
+					"jurisdiction", l.Jurisdiction, "feed", l.Feed, "error", err)
 			}
 			continue
 		}
-		for _, id := range lost {
-			// Another instance holds the row now: stop replaying it here, or
-			// the feed would be replayed twice at once.
-			r.logger.Error("dead letter lease lost: stopping its replay", "dead_letter_id", id)
-			cancels[id]()
+		if !held {
+			by, st, err := r.queue.holder(ctx, l.ID)
+			if err != nil {
+				by, st = "?", "?"
+			}
+			lost(by, st)
+			return
 		}
 	}
 }
@@ -295,10 +393,30 @@ func (r *Replayer) replayOne(ctx context.Context, l *Letter) {
 	start := time.Now()
 	log.Info("replaying dead letter", "reason", l.Reason, "poll_id", l.Checkpoint.PollID,
 		"next_page", l.Checkpoint.Page, "retry_after", l.RetryAfter)
-	err := r.replay(ctx, l)
 
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var lost atomic.Bool
+	stop, renewing := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(renewing)
+		r.keepLease(rctx, l, stop, func(by string, st Status) {
+			lost.Store(true)
+			log.Error("dead letter lease lost: another instance took it, stopping its replay here",
+				"held_by", by, "status", st)
+			cancel()
+		})
+	}()
+	err := r.replay(rctx, l)
+	close(stop)
+	<-renewing
+	if lost.Load() {
+		// The row is another instance's now: its outcome is not ours to write.
+		return
+	}
+
+	wctx, cancelWrite := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancelWrite()
 	var werr error
 	var de *DeferError
 	switch {
@@ -332,7 +450,9 @@ func (r *Replayer) replayOne(ctx context.Context, l *Letter) {
 		}
 	}
 	if errors.Is(werr, errLeaseLost) {
-		log.Error("dead letter outcome not recorded: the lease was lost to another instance", "error", err)
+		// The lease ran out between two renewals (the database did not
+		// answer them) and another instance took the row.
+		log.Error("dead letter lease lost: another instance took it, its outcome is not recorded", "error", err)
 	} else if werr != nil {
 		log.Error("recording dead letter outcome", "error", werr)
 	}

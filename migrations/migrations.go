@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
@@ -89,9 +90,40 @@ func Up(ctx context.Context, db *sql.DB, opts ...Option) ([]int64, error) {
 		}
 	}
 	if err != nil {
-		return applied, fmt.Errorf("migrations: up: %w", err)
+		return applied, fmt.Errorf("migrations: up: %w", explain(ctx, db, err))
 	}
 	return applied, nil
+}
+
+// ErrExtensionMissing is wrapped by Up's error when the postgis extension is
+// not in the database and the migrating role may not create it (only a
+// superuser may): the administrator creates it once, and ingestd migrates and
+// runs without superuser rights after that (deploy/roles.sql).
+var ErrExtensionMissing = errors.New("the postgis extension is not installed in this database")
+
+// explain turns the PostgreSQL errors that mean "an administrator must act"
+// into messages that say what to do; other errors pass unchanged.
+func explain(ctx context.Context, db *sql.DB, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || !strings.Contains(pgErr.Message, "extension") {
+		return err
+	}
+	var role, database string
+	if qerr := db.QueryRowContext(context.WithoutCancel(ctx),
+		`SELECT current_user, current_database()`).Scan(&role, &database); qerr != nil {
+		role, database = "?", "?"
+	}
+	switch pgErr.Code {
+	case "42501": // insufficient_privilege: CREATE EXTENSION by a non-superuser
+		return fmt.Errorf("%w and role %q may not create it: an administrator must run "+
+			"CREATE EXTENSION postgis as a superuser in database %q once (see deploy/roles.sql), "+
+			"then migrate again: %w", ErrExtensionMissing, role, database, err)
+	case "58P01": // undefined_file: no postgis.control on the server
+		return fmt.Errorf("%w and the server has no PostGIS to install: an administrator must "+
+			"install the PostGIS package on the database server, then run CREATE EXTENSION postgis "+
+			"as a superuser in database %q: %w", ErrExtensionMissing, database, err)
+	}
+	return err
 }
 
 // DownTo rolls db back to version (0 undoes every migration), one version

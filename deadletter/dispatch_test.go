@@ -1,0 +1,243 @@
+package deadletter_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+)
+
+// recorder is a slog handler that keeps every message, so that a test can
+// count the ones it must (or must not) see, and passes them on to the test
+// log.
+type recorder struct {
+	mu   *sync.Mutex
+	msgs *[]string
+	next slog.Handler
+}
+
+func newRecorder(t *testing.T) (*slog.Logger, func(substr string) int) {
+	rec := recorder{mu: &sync.Mutex{}, msgs: new([]string), next: logger(t).Handler()}
+	count := func(substr string) int {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := 0
+		for _, m := range *rec.msgs {
+			if strings.Contains(m, substr) {
+				n++
+			}
+		}
+		return n
+	}
+	return slog.New(rec), count
+}
+
+func (h recorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h recorder) Handle(ctx context.Context, r slog.Record) error {
+	h.mu.Lock()
+	*h.msgs = append(*h.msgs, r.Message)
+	h.mu.Unlock()
+	return h.next.Handle(ctx, r)
+}
+
+func (h recorder) WithAttrs(as []slog.Attr) slog.Handler {
+	h.next = h.next.WithAttrs(as)
+	return h
+}
+
+func (h recorder) WithGroup(name string) slog.Handler {
+	h.next = h.next.WithGroup(name)
+	return h
+}
+
+// A replay that re-parks (or finishes) its letter while another letter of
+// the same run is still replaying logs no "lease lost": the hostile run saw
+// 54 such false alarms in 4.5 minutes, one per finished letter and renewal
+// while a slow letter held the batch.
+func TestFinishedLettersLogNoLeaseLost(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	q := deadletter.NewQueue(pool)
+	due := time.Now().Add(-time.Second)
+	for i, f := range []string{"reparked", "done", "slow"} {
+		p := parking(f, due)
+		p.Origin = []string{"http://a.example:80", "http://b.example:80", "http://c.example:80"}[i]
+		if _, err := q.Park(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, count := newRecorder(t)
+	later := parking("reparked", time.Now().Add(time.Hour))
+	r := deadletter.NewReplayer(pool, func(ctx context.Context, l *deadletter.Letter) error {
+		switch l.Feed {
+		case "reparked":
+			return &deadletter.DeferError{Parking: later}
+		case "slow":
+			// Long enough for several renewals of a 150 ms lease.
+			select {
+			case <-time.After(600 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}, deadletter.WithLease(150*time.Millisecond), deadletter.WithLogger(log))
+	claimed, err := r.RunOnce(ctx)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claimed %d (%v), want 3", len(claimed), err)
+	}
+	if n := count("lease lost"); n != 0 {
+		t.Errorf("%d \"lease lost\" messages for letters this replayer finished itself, want 0", n)
+	}
+	for f, want := range map[string]deadletter.Status{"reparked": deadletter.StatusPending,
+		"done": deadletter.StatusDone, "slow": deadletter.StatusDone} {
+		ls, err := q.List(ctx, deadletter.Filter{Feed: "county/" + f})
+		if err != nil || len(ls) != 1 || ls[0].Status != want {
+			t.Errorf("%s: %+v (%v), want one row %s", f, ls, err, want)
+		}
+	}
+}
+
+// A letter that another instance took while this one replayed it (its lease
+// ran out) is reported as lost once, its replay here is stopped, and the
+// other instance's claim is left alone.
+func TestStolenLetterLogsLeaseLost(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	q := deadletter.NewQueue(pool)
+	id, err := q.Park(ctx, parking("parcels", time.Now().Add(-time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, count := newRecorder(t)
+	started := make(chan struct{})
+	stopped := make(chan error, 1)
+	r := deadletter.NewReplayer(pool, func(ctx context.Context, l *deadletter.Letter) error {
+		close(started)
+		select {
+		case <-ctx.Done():
+			stopped <- ctx.Err()
+			return ctx.Err()
+		case <-time.After(10 * time.Second):
+			stopped <- nil
+			return nil
+		}
+	}, deadletter.WithLease(150*time.Millisecond), deadletter.WithLogger(log))
+	result := make(chan error, 1)
+	go func() {
+		_, err := r.RunOnce(ctx)
+		result <- err
+	}()
+	<-started
+	// What requeueExpired and a claim by another instance do once this
+	// lease has run out, in one statement so that a renewal cannot slip in
+	// between.
+	if _, err := pool.Exec(ctx, `UPDATE dead_letter SET claimed_by = 'instance-b',
+		lease_until = now() + interval '1 minute' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-result; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Errorf("the replay ended with %v, want it cancelled when the lease was lost", err)
+	}
+	if n := count("lease lost"); n != 1 {
+		t.Errorf("%d \"lease lost\" messages, want 1", n)
+	}
+	l, err := q.Get(ctx, id)
+	if err != nil || l.Status != deadletter.StatusReplaying || l.ClaimedBy != "instance-b" {
+		t.Errorf("row %+v (%v), want still replaying by instance-b", l, err)
+	}
+}
+
+// A slow replay holds neither the letters of other origins nor, once it
+// ends, the next letter of its own origin: a letter of another origin that
+// becomes due while it runs starts within about one interval (the hostile
+// run saw one due 07:02:31 start at 07:04:22, behind its batch's slowest),
+// and the slow origin's next letter waits for it, then starts at once.
+func TestSlowReplayHoldsOnlyItsOrigin(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	q := deadletter.NewQueue(pool)
+	const interval = 200 * time.Millisecond
+	now := time.Now()
+	otherDue := now.Add(400 * time.Millisecond)
+	for _, p := range []deadletter.Parking{
+		parking("slow", now.Add(-2*time.Second)),
+		parking("next", now.Add(-time.Second)), // same origin as slow
+		func() deadletter.Parking {
+			p := parking("other", otherDue)
+			p.Origin = "http://city.example:80"
+			return p
+		}(),
+	} {
+		if _, err := q.Park(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	release := make(chan struct{})
+	var mu sync.Mutex
+	startedAt := map[string]time.Time{}
+	began := map[string]chan struct{}{"slow": make(chan struct{}), "next": make(chan struct{}), "other": make(chan struct{})}
+	r := deadletter.NewReplayer(pool, func(ctx context.Context, l *deadletter.Letter) error {
+		mu.Lock()
+		startedAt[l.Feed] = time.Now()
+		mu.Unlock()
+		close(began[l.Feed])
+		if l.Feed == "slow" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}, deadletter.WithInterval(interval), deadletter.WithLogger(logger(t)))
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+
+	wait := func(feed string, within time.Duration) time.Time {
+		t.Helper()
+		select {
+		case <-began[feed]:
+		case <-time.After(within):
+			t.Fatalf("%s did not start within %s", feed, within)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return startedAt[feed]
+	}
+	wait("slow", 2*time.Second)
+	at := wait("other", 3*time.Second)
+	late := at.Sub(otherDue)
+	t.Logf("the other origin's letter started %s after it was due (interval %s)", late, interval)
+	if late > interval+800*time.Millisecond {
+		t.Errorf("other origin's letter started %s after it was due while a slow replay ran, want about one interval (%s)", late, interval)
+	}
+	select {
+	case <-began["next"]:
+		t.Error("the slow origin's next letter started while its replay ran: the origin's probe would be raced")
+	default:
+	}
+	released := time.Now()
+	close(release)
+	late = wait("next", 3*time.Second).Sub(released)
+	t.Logf("the slow origin's next letter started %s after the slow replay ended", late)
+	if late > interval+800*time.Millisecond {
+		t.Errorf("the next letter of the slow origin started %s after it ended, want at once", late)
+	}
+}

@@ -1,0 +1,64 @@
+-- Moves an existing ingestd database, migrated and run until now as a
+-- superuser, to the least-privilege setup of deploy/roles.sql: the owner
+-- role takes over every ingestd object (tables, the per-feed tables, views,
+-- sequences, functions, the migration table), PostGIS stays the
+-- superuser's. Stop every ingestd instance first; run by an administrator
+-- (a superuser), once:
+--
+--   psql -v ON_ERROR_STOP=1 -v db=ingestd -v owner=ingestd -f deploy/roles-existing.sql
+--
+-- then point DATABASE_URL at the owner role and start ingestd again. Running
+-- it twice is harmless.
+
+-- psql does not expand :variables inside DO blocks; they read the owner's
+-- name from this session setting instead.
+SELECT set_config('ingestd.owner', :'owner', false);
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = current_setting('ingestd.owner')) THEN
+        EXECUTE format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS',
+            current_setting('ingestd.owner'));
+    END IF;
+END
+$$;
+REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
+GRANT CONNECT ON DATABASE :"db" TO :"owner";
+
+\connect :"db"
+
+GRANT USAGE, CREATE ON SCHEMA public TO :"owner";
+SELECT set_config('ingestd.owner', :'owner', false);
+DO $$
+DECLARE
+    new_owner text := current_setting('ingestd.owner');
+    r record;
+BEGIN
+    -- Relations of schema public that PostGIS did not create. Indexes follow
+    -- their tables; a serial's sequence follows its table (and refuses a
+    -- change of its own).
+    FOR r IN
+        SELECT c.oid::regclass AS rel, c.relkind FROM pg_class c
+        WHERE c.relnamespace = 'public'::regnamespace
+          AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+          AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                          AND d.objid = c.oid AND d.deptype = 'e')
+          AND NOT (c.relkind = 'S' AND EXISTS (SELECT FROM pg_depend d
+                   WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i')))
+    LOOP
+        EXECUTE format('ALTER %s %s OWNER TO %I',
+            CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,
+            r.rel, new_owner);
+    END LOOP;
+    -- Functions of schema public that PostGIS did not create (the partition
+    -- names, the breaker-state triggers).
+    FOR r IN
+        SELECT p.oid::regprocedure AS fn FROM pg_proc p
+        WHERE p.pronamespace = 'public'::regnamespace
+          AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
+                          AND d.objid = p.oid AND d.deptype = 'e')
+    LOOP
+        EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.fn, new_owner);
+    END LOOP;
+END
+$$;
