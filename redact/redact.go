@@ -156,16 +156,30 @@ func query(q string) string {
 // and logs and SQL keep whole messages, so every URL in one is found.
 var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.\-]*://[^\s"'<>` + "`" + `]*`)
 
-// Text returns s with every URL in it redacted as URL does. Punctuation
-// that ends a URL in prose ("GET http://h/a?k=v: HTTP 404") stays outside it.
+// queryInText matches a query string inside a message that has no scheme
+// before it: a server's error that echoes the request target
+// ("/wfs?service=WFS&token=…"), or a URL a message cut. It must hold an
+// "=", so that prose ("what? why") is left alone.
+var queryInText = regexp.MustCompile(`\?[^\s"'<>` + "`" + `#=?]+=[^\s"'<>` + "`" + `#]*`)
+
+// Text returns s with every URL in it redacted as URL does, and every other
+// query string in it as URL redacts a query. Punctuation that ends a URL in
+// prose ("GET http://h/a?k=v: HTTP 404") stays outside it.
 func Text(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
+	if strings.Contains(s, "://") {
+		s = urlInText.ReplaceAllStringFunc(s, func(m string) string {
+			u := strings.TrimRight(m, ".,:;)]}!")
+			return URL(u) + m[len(u):]
+		})
 	}
-	return urlInText.ReplaceAllStringFunc(s, func(m string) string {
-		u := strings.TrimRight(m, ".,:;)]}!")
-		return URL(u) + m[len(u):]
-	})
+	if strings.Contains(s, "?") {
+		// Queries the first pass redacted come out the same.
+		s = queryInText.ReplaceAllStringFunc(s, func(m string) string {
+			q := strings.TrimRight(m, ".,:;)]}!")
+			return "?" + query(q[1:]) + m[len(q):]
+		})
+	}
+	return s
 }
 
 // Error returns err's message with every URL in it redacted: the form in

@@ -55,8 +55,15 @@ func TestText(t *testing.T) {
 	if got := Text(in); got != want {
 		t.Errorf("Text\n got %s\nwant %s", got, want)
 	}
-	if got := Text("no url here: k=1"); got != "no url here: k=1" {
-		t.Errorf("Text changed a message without a URL: %q", got)
+	for _, plain := range []string{"no url here: k=1", "what? why=because", "a ? b"} {
+		if got := Text(plain); got != plain {
+			t.Errorf("Text changed a message without a URL or query: %q → %q", plain, got)
+		}
+	}
+	// A server's error that echoes the request target has no scheme.
+	echo := `InvalidParameterValue: cannot parse /wfs?service=WFS&pw=SEC3&typeNames=a.`
+	if got, want := Text(echo), `InvalidParameterValue: cannot parse /wfs?service=WFS&pw=REDACTED&typeNames=a.`; got != want {
+		t.Errorf("Text\n got %s\nwant %s", got, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"maps"
@@ -84,6 +85,14 @@ func (o *secretOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "<!DOCTYPE html><html><body><h1>Service Unavailable</h1></body></html>")
 	case "redirect":
 		http.Redirect(w, r, o.redirect, http.StatusFound)
+	case "echo":
+		// Some servers quote the request target in their exception text.
+		var text strings.Builder
+		_ = xml.EscapeText(&text, []byte("cannot parse "+r.URL.RequestURI()))
+		w.Header().Set("Content-Type", "text/xml")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `<?xml version="1.0"?><ows:ExceptionReport xmlns:ows="http://www.opengis.net/ows/1.1" version="2.0.0">`+
+			`<ows:Exception exceptionCode="InvalidParameterValue" locator="typeNames"><ows:ExceptionText>%s</ows:ExceptionText></ows:Exception></ows:ExceptionReport>`, text.String())
 	case "badlocation":
 		// net/http quotes an unparseable Location in its error, whole.
 		w.Header().Set("Location", "http://zqsecbadlocuser@127.0.0.1:bad/x?pw=zqsecbadlocpw")
@@ -229,6 +238,7 @@ jurisdictions:
 		feed("wfs", "parcels", feedURL(goodHost, "/ok/wfs")) +
 		feed("geojson", "", feedURL(goodHost, "/ok/geojson/parcels.geojson")) +
 		feed("missing", "parcels", feedURL(goodHost, "/e404/wfs")) +
+		feed("echo", "parcels", feedURL(goodHost, "/echo/wfs")) +
 		feed("shrink", "shrinking", feedURL(goodHost, "/ok/wfs")) + `
   - id: bad
     breaker:
@@ -298,7 +308,7 @@ jurisdictions:
 	}
 	// The layer shrinks by 90%: the guard holds the snapshot.
 	fixture.AddLayer("shrinking", wfstest.Parcels{N: 2})
-	for _, key := range []string{"good/shrink", "good/missing", "bad/e500", "bad/e500b", "bad/html",
+	for _, key := range []string{"good/shrink", "good/missing", "good/echo", "bad/e500", "bad/e500b", "bad/html",
 		"bad/redirect", "bad/badlocation", "bad/refused"} {
 		if code, _ := cli("poll", key); code == 0 {
 			t.Errorf("poll %s succeeded; it must fail, park or hold", key)
