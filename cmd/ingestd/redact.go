@@ -2,7 +2,11 @@ package main
 
 import (
 	"log/slog"
+	"maps"
+	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/ingestd/ingestd/redact"
 )
@@ -25,6 +29,10 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 			a.Value = slog.StringValue(redact.Error(x))
 		case *url.URL:
 			a.Value = slog.StringValue(redact.URL(x.String()))
+		case http.Header:
+			// Header values carry credentials (Authorization, X-Api-Key, a
+			// feed's headers:): a log shows the names only.
+			a.Value = slog.StringValue(strings.Join(slices.Sorted(maps.Keys(x)), ","))
 		case []string:
 			out := make([]string, len(x))
 			for i, s := range x {
