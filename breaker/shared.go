@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/redact"
 )
 
 // notifyChannel is the channel breaker_state's trigger notifies, with the
@@ -889,17 +891,20 @@ func ParseOrigin(raw string) (string, error) {
 	return Origin(u), nil
 }
 
-// queryString matches the query of a URL inside an error message, where
-// tokens and keys live: last_error is readable by anyone with SQL access.
-var queryString = regexp.MustCompile(`(https?://[^\s"'?]*)\?[^\s"']*`)
-
+// redactError is err's text for breaker_state.last_error, which anyone with
+// SQL access reads: every URL in it redacted (redact.Error), cut to 1000
+// bytes on a rune boundary so that the column stays UTF-8.
 func redactError(err error) string {
 	if err == nil {
 		return ""
 	}
-	msg := queryString.ReplaceAllString(err.Error(), "$1?REDACTED")
+	msg := redact.Error(err)
 	if len(msg) > 1000 {
-		msg = msg[:1000]
+		cut := 1000
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
 	}
 	return msg
 }

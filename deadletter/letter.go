@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ingestd/ingestd/redact"
 )
 
 // Reason says why a poll was parked.
@@ -131,7 +133,8 @@ func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	msg := err.Error()
+	// Redacted before the cut: a cut URL would no longer be recognised.
+	msg := redact.Error(err)
 	if len(msg) > maxErrorLen {
 		cut := maxErrorLen
 		for cut > 0 && msg[cut]&0xC0 == 0x80 { // keep UTF-8 whole

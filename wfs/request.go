@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/ingestd/ingestd/redact"
 )
 
 // Layer kinds.
@@ -120,74 +122,16 @@ func RequestURL(layer Layer, startIndex int) (*url.URL, error) {
 var getFeatureParams = []string{"service", "version", "request", "typename", "typenames", "outputformat",
 	"sortby", "startindex", "count", "maxfeatures"}
 
-// redactMarker replaces secrets in URLs.
-const redactMarker = "REDACTED"
+// RedactURL returns raw as it may be logged, stored or printed: every
+// userinfo, every fragment and the value of every query parameter except a
+// short allow-list of harmless protocol parameters (service, typeNames,
+// count, …) replaced by "REDACTED". It is redact.URL, kept here because the
+// package's errors and Page.URL are built with it.
+func RedactURL(raw string) string { return redact.URL(raw) }
 
-// sensitiveParam reports whether a query parameter's value is a credential.
-// Matching is by name, case-insensitive, and deliberately broad: a redacted
-// harmless value costs nothing, a leaked token costs a rotation.
-func sensitiveParam(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "sig", "auth", "pwd", "pass", "jwt", "session", "sessionid", "credentials", "code":
-		return true
-	}
-	for _, s := range []string{"token", "secret", "passw", "apikey", "api_key", "api-key", "signature", "credential", "authorization"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	// key, apiKey, subscription-key, access_key, X-Amz-... keys.
-	return strings.HasSuffix(n, "key")
-}
-
-// RedactURL returns raw with the values of credential-like query parameters
-// (token, key, apikey, api_key, password, secret, access_token, signature,
-// sig, …) and any userinfo password replaced by "REDACTED". Everything else
-// keeps its spelling, so the result still identifies the request in logs,
-// errors and SQL. A string that does not parse as a URL has its query
-// redacted the same way, on a best-effort basis.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Still redact what looks like a query: log lines must never leak.
-		base, query, ok := strings.Cut(raw, "?")
-		if !ok {
-			if i := strings.LastIndex(base, "@"); i >= 0 && strings.Contains(base[:i], ":") {
-				return redactMarker + base[i:]
-			}
-			return raw
-		}
-		return RedactURL(base) + "?" + redactQuery(query)
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), redactMarker)
-		}
-	}
-	u.RawQuery = redactQuery(u.RawQuery)
-	return u.String()
-}
-
-func redactQuery(q string) string {
-	if q == "" {
-		return q
-	}
-	segs := strings.Split(q, "&")
-	for i, seg := range segs {
-		key, _, hasValue := strings.Cut(seg, "=")
-		name := key
-		if k, err := url.QueryUnescape(key); err == nil {
-			name = k
-		}
-		if hasValue && sensitiveParam(name) {
-			segs[i] = key + "=" + redactMarker
-		}
-	}
-	return strings.Join(segs, "&")
-}
-
-// redactErr keeps url.Parse's message without the credentials it quotes.
+// redactErr is err's message with raw, and every other URL in it, redacted:
+// raw first, whole, because url.Parse quotes it and a raw that failed to
+// parse may hold white space that ends a URL in text early.
 func redactErr(err error, raw string) string {
-	return strings.ReplaceAll(err.Error(), raw, RedactURL(raw))
+	return redact.Text(strings.ReplaceAll(err.Error(), raw, redact.URL(raw)))
 }

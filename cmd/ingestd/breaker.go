@@ -16,6 +16,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/redact"
 )
 
 const breakerUsage = `Usage:
@@ -95,7 +96,9 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 		return breakerList(ctx, pool, shared, stdout)
 	}
 	v, err := shared.SetOverride(ctx, breaker.OverrideRequest{
-		Origin: origin, Override: override, For: forDur, Reason: reason, By: who,
+		// Stored and shown to everyone: a feed URL pasted into the reason
+		// keeps its host and path, not its token.
+		Origin: origin, Override: override, For: forDur, Reason: redact.Text(reason), By: who,
 	})
 	if err != nil {
 		return err
@@ -242,7 +245,9 @@ func describeOverride(v breaker.Verdict, now time.Time) string {
 		who = append(who, "by "+v.OverrideBy)
 	}
 	if v.OverrideReason != "" {
-		who = append(who, fmt.Sprintf("%q", v.OverrideReason))
+		// The reason is the operator's free text: a pasted feed URL must not
+		// bring its token into every listing.
+		who = append(who, fmt.Sprintf("%q", redact.Text(v.OverrideReason)))
 	}
 	if len(who) > 0 {
 		s += " [" + strings.Join(who, ": ") + "]"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/redact"
 )
 
 const deadLetterUsage = `Usage:
@@ -215,7 +216,8 @@ func printLetters(w io.Writer, letters []*deadletter.Letter) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFEED\tSTATUS\tREASON\tATTEMPTS\tRETRY_AFTER\tNEXT_PAGE\tORIGIN\tLAST_ERROR")
 	for _, l := range letters {
-		msg := l.LastError
+		// Redacted before the cut (see feedSummary): old rows may hold secrets.
+		msg := redact.Text(l.LastError)
 		if r := []rune(msg); len(r) > 80 {
 			msg = string(r[:77]) + "..."
 		}

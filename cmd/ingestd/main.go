@@ -36,6 +36,7 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
+	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -98,11 +99,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintln(stderr, "ingestd:", err)
+			fmt.Fprintln(stderr, "ingestd:", redact.Error(err))
 			return 2
 		}
 		if !errors.Is(err, errReported) {
-			fmt.Fprintln(stderr, "ingestd:", err)
+			fmt.Fprintln(stderr, "ingestd:", redact.Error(err))
 		}
 		return 1
 	}
@@ -134,7 +135,7 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, usageError{fmt.Sprintf("-log-level %q: want debug, info, warn or error", c.logLevel)}
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr})), nil
 }
 
 // connect is how every command that only talks to the database starts: a
@@ -196,11 +197,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg, err := feeds.LoadConfig(path)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, redact.Error(err))
 		return errReported
 	}
 	for _, w := range cfg.Warnings {
-		fmt.Fprintln(stderr, "warning:", w.Error())
+		fmt.Fprintln(stderr, "warning:", redact.Error(w))
 	}
 	n := len(cfg.Feeds())
 	fmt.Fprintf(stdout, "%s: ok, %d jurisdictions, %d feeds\n", path, len(cfg.Jurisdictions), n)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/redact"
 )
 
 // cmdStatus prints what an operator asks first: how many feeds are in each
@@ -69,6 +70,9 @@ func feedSummary(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) erro
 		}
 		counts[status]++
 		if status != "fresh" {
+			// Rows written before redaction was complete may still hold a
+			// secret: redact before the cut, which could hide a URL's start.
+			why = redact.Text(why)
 			// Errors wrap outwards: the cause is at the end.
 			if r := []rune(why); len(r) > 120 {
 				why = "…" + string(r[len(r)-119:])

@@ -41,6 +41,7 @@ import (
 	"github.com/twpayne/go-geom/encoding/ewkb"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -1133,7 +1134,8 @@ func errorText(err error) string {
 	if err == nil {
 		return "unknown error"
 	}
-	msg := err.Error()
+	// Redacted before the cut: a cut URL would no longer be recognised.
+	msg := redact.Error(err)
 	if len(msg) > maxErrorLen {
 		// Cut on a rune boundary: the column is text and must stay UTF-8.
 		cut := maxErrorLen

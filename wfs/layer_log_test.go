@@ -1,0 +1,27 @@
+package wfs
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// A Layer handed to slog whole shows neither its header values nor the
+// secrets of its URL.
+func TestLayerLogValueHidesSecrets(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	l := Layer{Kind: KindWFS, URL: "http://USERTOK@127.0.0.1/wfs?pw=QUERYTOK", TypeName: "a",
+		Headers: map[string]string{"Authorization": "Bearer HEADERTOK", "X-Api-Key": "KEYTOK"}}
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("layer", "layer", l)
+	out := buf.String()
+	for _, s := range []string{"USERTOK", "QUERYTOK", "HEADERTOK", "KEYTOK"} {
+		if strings.Contains(out, s) {
+			t.Errorf("log leaks %s: %s", s, out)
+		}
+	}
+	if !strings.Contains(out, `"headers":"Authorization,X-Api-Key"`) {
+		t.Errorf("log does not name the headers: %s", out)
+	}
+}
