@@ -2,6 +2,7 @@ package feeds_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +50,83 @@ func TestHugeRetryAfterParksThePoll(t *testing.T) {
 	}
 	if st := b.originState(t); st.State != breaker.StateClosed {
 		t.Errorf("breaker %s after a 429, want closed", st.State)
+	}
+}
+
+// A layer whose content is deterministically bad fails its poll, naming the
+// feed and the cause, without parking it and without opening the breaker
+// (which here trips on the first failure) of the server, whose other layer
+// then loads.
+func TestBadContentFailsTheFeedNotTheOrigin(t *testing.T) {
+	t.Parallel()
+	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+      - id: parcels
+        kind: wfs
+        url: %[1]s/wfs
+        type_name: parcels
+        page_size: 10
+        sort_by: pin
+      - id: broken
+        kind: wfs
+        url: %[1]s/wfs
+        type_name: broken
+        page_size: 10
+`))
+	b.server.AddLayer("parcels", wfstest.Parcels{N: 25})
+	b.server.AddLayer("broken", wfstest.Parcels{N: 25})
+	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+		if r.Layer == "broken" {
+			return &wfstest.Fault{Status: 200, ContentType: "application/json", Body: `{"type":"FeatureCollection","features":{"a":1}}`}
+		}
+		return nil
+	})
+	for range 3 {
+		_, err := b.manager.Poll(b.ctx, "county/broken")
+		var pe *feeds.PollError
+		var de *deadletter.DeferError
+		if !errors.As(err, &pe) || errors.As(err, &de) || !strings.Contains(err.Error(), "county/broken") || !strings.Contains(err.Error(), "features") {
+			t.Fatalf("poll of bad content: %v, want a failure naming the feed and the cause, not parked", err)
+		}
+	}
+	if p := b.lastPoll(t, "broken"); p.Status != "failed" {
+		t.Errorf("polls row %s, want failed", p.Status)
+	}
+	if ls, _ := b.queue.List(b.ctx, deadletter.Filter{Feed: "county/broken"}); len(ls) != 0 {
+		t.Errorf("%d dead letters for bad content, want none", len(ls))
+	}
+	if st := b.originState(t); st.State != breaker.StateClosed || st.Counts.Failures != 0 {
+		t.Errorf("breaker %s with %d failures, want closed with none", st.State, st.Counts.Failures)
+	}
+	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
+		t.Fatalf("the healthy layer: %v", err)
+	}
+	if ids := b.featureIDs(t, "parcels"); len(ids) != 25 {
+		t.Errorf("%d features, want 25", len(ids))
+	}
+}
+
+// A poll that runs out of its timeout says so, with the pages it got,
+// rather than quoting the rate limiter or a cancelled request.
+func TestPollTimeoutSaysSo(t *testing.T) {
+	t.Parallel()
+	p := fastPolicy()
+	p.RateLimit, p.Burst = 5, 1
+	b := setup(t, withPolicy(p), withFeeds(`
+      - id: parcels
+        kind: wfs
+        url: %[1]s/wfs
+        type_name: parcels
+        page_size: 5
+        sort_by: pin
+        timeout: 1s
+        request_timeout: 500ms
+`))
+	b.server.AddLayer("parcels", wfstest.Parcels{N: 500})
+	_, err := b.manager.Poll(b.ctx, "county/parcels")
+	if err == nil || !strings.Contains(err.Error(), "poll timeout after") || strings.Contains(err.Error(), "rate:") {
+		t.Fatalf("poll error %v, want a poll timeout naming its pages", err)
+	}
+	if row := b.lastPoll(t, "parcels"); row.Status != "failed" || !strings.Contains(row.Error, "poll timeout after") {
+		t.Errorf("polls row %+v", row)
 	}
 }
