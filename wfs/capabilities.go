@@ -626,7 +626,7 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 			return breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
 				Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
 		}
-		br, body, note, err := c.openBody(resp, layer, "")
+		br, body, note, err := c.openBody(resp, layer, "response body")
 		if err != nil {
 			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
 		}

@@ -259,9 +259,14 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 		})
 		if err != nil {
 			var ie *IncompleteError
+			var le *LimitError
 			switch {
 			case errors.As(err, &ie):
 				return stats, ie
+			case errors.As(err, &le):
+				// The limit is the whole story; where the decoder was when
+				// the bytes ran out is noise.
+				return stats, fmt.Errorf("wfs: page %d (%s): %w", page, p.URL, le)
 			case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 				// Whatever the last wait or read said (a rate limiter, a
 				// cancelled COPY), the cause is the caller's deadline.
@@ -380,7 +385,7 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 		return *r
 	}
 
-	br, body, note, err := c.openBody(resp, layer, fmt.Sprintf("page %d", p.Index))
+	br, body, note, err := c.openBody(resp, layer, "response body")
 	if err != nil {
 		return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Page: p.Index, Err: err})
 	}
