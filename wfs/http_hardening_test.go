@@ -332,6 +332,17 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 			}
 		})
 	}
+	t.Run("capabilities", func(t *testing.T) {
+		t.Parallel()
+		fx := wfstest.New()
+		srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			fx.ServeHTTP(w, r)
+		}))
+		if _, err := NewClient(&http.Client{}, nil, nil).Capabilities(t.Context(), Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
+			t.Errorf("plain capabilities labelled gzip: %v", err)
+		}
+	})
 }
 
 // shuffledWFS pages a layer of n features in a random order per request,
