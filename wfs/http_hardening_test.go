@@ -388,6 +388,21 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	if n := s.requests.Load(); n > 6 {
 		t.Errorf("%d pages before the verdict, want at most 6 for a 50-feature layer", n)
 	}
+
+	// The same through the fixture server, as the hostile corpus serves it.
+	fx := wfstest.New()
+	parcels := wfstest.Parcels{N: 40}
+	fx.AddLayer("parcels", parcels)
+	fx.SetFault(wfstest.UnstablePages("parcels", parcels))
+	fsrv := serve(t, fx)
+	layer = Layer{Kind: KindWFS, URL: fsrv.URL + "/wfs", TypeName: "parcels", PageSize: 10}
+	_, err = NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") {
+		t.Fatalf("fixture: err %v, want *IncompleteError for unstable paging", err)
+	}
+	if n := fx.Requests(); n > 6 {
+		t.Errorf("fixture: %d pages before the verdict, want at most 6 for a 40-feature layer", n)
+	}
 }
 
 // TestIDSetBounded: past exactIDs the set keeps a sample, so its memory is

@@ -177,7 +177,7 @@ func TestRedirects(t *testing.T) {
 		f := newRedirectFixture(t)
 		// home redirects to away, which redirects back to home, and so on.
 		f.fx.SetFault(func(r wfstest.Request) *wfstest.Fault {
-			return &wfstest.Fault{Status: http.StatusFound, Header: map[string]string{"Location": f.home + "/moved/wfs?" + r.HTTP.URL.RawQuery}}
+			return wfstest.RedirectTo(r, f.home+"/moved/wfs")
 		})
 		_, err := f.client.Fetch(t.Context(), f.layer(f.home, "/moved/wfs", true), 0, (&collect{}).handle)
 		var re *RedirectError
