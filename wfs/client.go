@@ -629,6 +629,8 @@ func (r *pageReader) checkID(f *Feature) error {
 		reason := fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)
 		if r.sortBy == "" {
 			reason += "; set sort_by to a unique property so that the server pages in a stable order"
+		} else {
+			reason += " (or the id is not unique)"
 		}
 		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
 		return r.err
