@@ -22,7 +22,8 @@ import (
 
 // Client defaults.
 const (
-	// DefaultMaxBodyBytes bounds one response body (decompressed).
+	// DefaultMaxBodyBytes bounds one response body (decompressed) of a layer
+	// whose Limits.BodyBytes is 0.
 	DefaultMaxBodyBytes int64 = 1 << 30
 	// DefaultRequestTimeout bounds one attempt of one page request.
 	DefaultRequestTimeout = 60 * time.Second
@@ -65,8 +66,9 @@ type FetchStats struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithMaxBodyBytes bounds each response body; a larger body fails the attempt
-// with ErrResponseTooLarge.
+// WithMaxBodyBytes bounds each response body (decompressed) of layers whose
+// Limits.BodyBytes is 0; a larger body fails the call with a *LimitError
+// (body_bytes), the feed's error.
 func WithMaxBodyBytes(n int64) Option {
 	return func(c *Client) {
 		if n > 0 {

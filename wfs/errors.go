@@ -11,8 +11,9 @@ import (
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
 // below wrap them and add the (redacted) URL.
 var (
-	// ErrResponseTooLarge means a body exceeded the Client's size limit. The
-	// limit applies to the decompressed bytes, so a gzip bomb stops there too.
+	// ErrResponseTooLarge means a GetCapabilities document exceeded the fixed
+	// bound ParseCapabilities holds in memory. Bodies over a feed's
+	// limits.body_bytes are a *LimitError instead.
 	ErrResponseTooLarge = errors.New("wfs: response body too large")
 	// ErrHTMLBody means the server answered with an HTML page (a proxy or
 	// servlet error page) where data was expected.
