@@ -113,6 +113,50 @@ func (e *RetryError) Error() string {
 // Unwrap returns the last attempt's error.
 func (e *RetryError) Unwrap() error { return e.Err }
 
+// ThrottledError is returned, without sleeping, when a 429's Retry-After
+// would hold the call past its context's deadline or past the policy's
+// MaxRetryAfter, or when the pause another call's 429 put on the origin
+// outlasts the deadline. Sleeping would only burn the caller's time (a
+// `Retry-After: 999999999` held a poll for its whole timeout); ending at
+// once lets the caller park its work until RetryAfter. The call counts as
+// neither success nor failure: the origin answered, it asked us to wait.
+type ThrottledError struct {
+	Origin string
+	// RetryAfter is when to try again: the server's Retry-After (or what is
+	// left of the origin's pause), capped by the policy's MaxRetryAfter so
+	// that a hostile header cannot park work for days.
+	RetryAfter time.Duration
+	// Requested is the server's own Retry-After (0: an earlier call's pause).
+	Requested time.Duration
+	// Err is the 429's error (nil for an earlier call's pause).
+	Err error
+}
+
+// Error names the origin and the wait, and why the call did not sleep.
+func (e *ThrottledError) Error() string {
+	msg := fmt.Sprintf("breaker: %s asked to retry after %s", e.Origin, roundDuration(e.RetryAfter))
+	switch {
+	case e.Requested > e.RetryAfter:
+		msg += fmt.Sprintf(" (Retry-After %s, capped by max_retry_after)", roundDuration(e.Requested))
+	case e.Requested == 0:
+		msg = fmt.Sprintf("breaker: %s is paused by a 429 for another %s", e.Origin, roundDuration(e.RetryAfter))
+	}
+	msg += ", longer than the call may wait"
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the 429's error.
+func (e *ThrottledError) Unwrap() error { return e.Err }
+
+// ErrPastDeadline is returned (wrapped) when the origin's rate limiter would
+// make an attempt wait past the caller's deadline. It wraps
+// context.DeadlineExceeded: the caller ran out of time, which is neither the
+// origin's failure nor something a retry inside the call can fix.
+var ErrPastDeadline = fmt.Errorf("breaker: waiting for the origin's pacing would outlast the deadline: %w", context.DeadlineExceeded)
+
 // ErrAttemptTimeout is wrapped into the error of an attempt that hit the
 // policy's AttemptTimeout; such an attempt counts as a Failure.
 var ErrAttemptTimeout = errors.New("breaker: attempt timed out")

@@ -531,10 +531,6 @@ func TestRetryAfterPausesTheOrigin(t *testing.T) {
 		t.Parallel()
 		run(t, "0.3", time.Second, 300*time.Millisecond)
 	})
-	t.Run("capped", func(t *testing.T) {
-		t.Parallel()
-		run(t, "3600", 200*time.Millisecond, 200*time.Millisecond)
-	})
 }
 
 func TestOpenDurationGrowsAndDecays(t *testing.T) {

@@ -411,6 +411,10 @@ func (o *origin) waitPause(ctx context.Context) error {
 		if wait <= 0 {
 			return nil
 		}
+		if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+			// Sleeping would end the caller's time in a wait: let it park.
+			return &ThrottledError{Origin: o.name, RetryAfter: wait}
+		}
 		wait += time.Duration(o.reg.rand() * float64(span) / 5)
 		if err := sleep(ctx, wait); err != nil {
 			return err
@@ -433,6 +437,12 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 	}
 	if o.limiter != nil {
 		if err := o.limiter.Wait(ctx); err != nil {
+			if ctx.Err() == nil {
+				// The limiter refuses at once a wait that would pass the
+				// deadline; its own message ("rate: Wait(n=1) would exceed
+				// context deadline") would read as the cause of a failure.
+				return nil, ErrPastDeadline
+			}
 			return nil, err
 		}
 	}

@@ -57,7 +57,10 @@ type Policy struct {
 	// (0: only the registry-wide MaxInFlight applies).
 	MaxInFlightPerOrigin int
 	// MaxRetryAfter caps how long one 429's Retry-After may pause the origin, so
-	// a hostile or buggy header cannot park an origin for a day.
+	// a hostile or buggy header cannot park an origin for a day. A call whose
+	// 429 asks for more, or for a wait that would end after the call's
+	// deadline, does not sleep: it ends at once with a *ThrottledError
+	// carrying the (capped) wait, for the caller to park its work.
 	MaxRetryAfter time.Duration
 
 	// RetryBudgetRatio is the share of the origin's calls within Window that

@@ -305,6 +305,9 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 			return last.Err
 		case Throttled:
 			o.pause(last.RetryAfter)
+			if te := o.throttledTooLong(ctx, last); te != nil {
+				return te
+			}
 		case Failure:
 			if last.Err == nil {
 				last.Err = errUnspecifiedFailure
@@ -319,6 +322,22 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 	return &RetryError{Origin: origin, Attempts: attempt, Outcome: last.Outcome, Err: last.Err}
 }
 
+// throttledTooLong returns a *ThrottledError when the Retry-After of a 429
+// exceeds the policy's MaxRetryAfter or would end after ctx's deadline:
+// waiting for it would only hold the caller until its timeout.
+func (o *origin) throttledTooLong(ctx context.Context, last Result) *ThrottledError {
+	ra := last.RetryAfter
+	if ra <= 0 {
+		return nil
+	}
+	capped := min(ra, o.policy.MaxRetryAfter)
+	dl, hasDeadline := ctx.Deadline()
+	if ra <= o.policy.MaxRetryAfter && (!hasDeadline || !time.Now().Add(capped).After(dl)) {
+		return nil
+	}
+	return &ThrottledError{Origin: o.name, RetryAfter: capped, Requested: ra, Err: last.Err}
+}
+
 // attempt runs one attempt inside the origin's pacing and both in-flight
 // bounds, and corrects the classification where only Do can tell: a failure
 // while the caller's context is done is the caller's doing, and a
@@ -326,6 +345,10 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 func (o *origin) attempt(ctx context.Context, n int, fn AttemptFunc) Result {
 	release, err := o.acquire(ctx)
 	if err != nil {
+		var te *ThrottledError
+		if errors.As(err, &te) {
+			return Result{Outcome: Ignored, Err: te}
+		}
 		return Result{Outcome: Ignored, Err: fmt.Errorf("breaker: %s: waiting for a slot: %w", o.name, err)}
 	}
 	defer release()

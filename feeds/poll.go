@@ -210,8 +210,8 @@ func (m *Manager) beginPoll(ctx context.Context, info FeedInfo, letter *deadlett
 
 // deferral decides whether err parks the poll rather than failing it, and
 // if so where it resumes and when. Only the origin's trouble parks: a refusal
-// by its open breaker, or a request that failed after its retries on a closed
-// one. Our own mistakes (a 404, a bad typeName, a server ignoring
+// by its open breaker, a request that failed after its retries on a closed
+// one, or a 429 whose Retry-After outlasts the poll (parked until then). Our own mistakes (a 404, a bad typeName, a server ignoring
 // startIndex) and local errors fail the poll: retrying them changes nothing.
 func (m *Manager) deferral(f *Feed, layer wfs.Layer, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
 	now := m.now()
@@ -225,7 +225,13 @@ func (m *Manager) deferral(f *Feed, layer wfs.Layer, info FeedInfo, pollID int64
 	}
 	var open *breaker.OpenError
 	var retry *breaker.RetryError
+	var throttled *breaker.ThrottledError
 	switch {
+	case errors.As(err, &throttled):
+		// A 429 asked for longer than the poll may wait: come back then.
+		p.Reason = deadletter.ReasonFailed
+		p.Origin = throttled.Origin
+		p.RetryAfter = now.Add(throttled.RetryAfter + m.jitter(throttled.RetryAfter/10))
 	case errors.As(err, &open):
 		p.Reason = deadletter.ReasonCircuitOpen
 		p.Origin = open.Origin

@@ -603,37 +603,37 @@ func readHits(br *bufio.Reader) (int, error) {
 // getXML GETs u as one logical call through the breaker of its origin and
 // hands the body to read once it is known to be data: the same rules as a
 // page (ClassifyResponse), except that any XML or JSON root is read is
-// passed to read, which decides.
+// passed to read, which decides. The feed's headers, body limit and
+// redirect policy apply as to its pages.
 func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(*bufio.Reader) error) error {
-	redacted := RedactURL(u.String())
-	return c.do(ctx, breaker.Origin(u), func(ctx context.Context, attempt int) breaker.Result {
+	if err := checkHeaders(layer); err != nil {
+		return err
+	}
+	return c.call(ctx, layer, u, func(ctx context.Context, u *url.URL) breaker.Result {
+		redacted := RedactURL(u.String())
 		actx, cancel, ignoredOr := c.attemptScope(ctx, layer)
 		defer cancel()
-		req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %w", redacted, err)}
-		}
-		req.Header.Set("Accept", "application/xml, text/xml;q=0.9, */*;q=0.1")
-		if c.userAgent != "" {
-			req.Header.Set("User-Agent", c.userAgent)
-		}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			return ignoredOr(breaker.Failure, &TransportError{URL: redacted, Err: err})
+		resp, rr := c.get(actx, layer, u, redacted, "application/xml, text/xml;q=0.9, */*;q=0.1")
+		if rr != nil {
+			return ignoredOr(rr.Outcome, rr.Err)
 		}
 		defer resp.Body.Close()
-		body := &limitedBody{r: resp.Body, limit: c.maxBodyBytes}
-		br := bufio.NewReaderSize(body, 32<<10)
-
+		if r := followed(ctx, resp); r != nil {
+			return *r
+		}
 		if resp.StatusCode == http.StatusTooManyRequests {
 			ra := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 			return breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
 				Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
 		}
+		br, body, note, err := c.openBody(resp, layer, "response body")
+		if err != nil {
+			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+		}
+		if note != "" {
+			c.logger.Warn(note, "origin", breaker.Origin(u), "url", redacted)
+		}
+
 		kind, _ := sniff(br)
 		switch {
 		case kind == kindException:
@@ -671,10 +671,14 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 				}
 				return breaker.Result{Outcome: breaker.Success, Err: rep}
 			}
-			// A body cut short or too large is the origin's failure; a
-			// well-formed document we cannot use (no count, not capabilities)
-			// is an answer: the server is up.
-			if errors.Is(err, ErrResponseTooLarge) || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || isTransportRead(err) {
+			// A body cut short is the origin's failure; a well-formed
+			// document we cannot use (no count, not capabilities, over a
+			// limit) is an answer: the server is up.
+			var le *LimitError
+			if errors.As(err, &le) || errors.Is(err, ErrResponseTooLarge) {
+				return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
+			}
+			if body.err != nil || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || isTransportRead(err) {
 				return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
 			}
 			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}

@@ -335,9 +335,33 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // text/plain or text/xml, GML application/json, and errors anything. The
 // body's first bytes are what the decoders will read, so they decide.
 //
-// When the result is nil the response is GeoJSON or GML data. The
-// caller (Client.Fetch) turns transport errors and errors while streaming the
-// body into Failure, and the caller's cancellation into Ignored.
+// When the result is nil the response is GeoJSON or GML data, and what
+// goes wrong while it streams is judged by whose fault it is:
+//
+//	while streaming the data                                  outcome     error
+//	connection cut, reset, attempt timeout, damaged gzip      Failure     *BodyError (*TransportError before the body)
+//	document ends early (unexpected EOF)                      Failure     *BodyError wrapping io.ErrUnexpectedEOF
+//	whole document that does not decode as a layer: not a     Success     *BodyError wrapping *DecodeError
+//	  FeatureCollection, features not an array, a bad
+//	  geometry, a syntax error inside what arrived
+//	a limit exceeded (limits.body_bytes, feature_bytes, …)    Success     *LimitError (wrapped)
+//	the caller's context ended                                Ignored     its error
+//
+// The rule: transport and server errors are the origin's (connection,
+// timeout, 5xx, a body cut short, an HTML or XML error page, an empty body,
+// a server-side OGC exception), because they say the server is failing and
+// a retry may get through. Content errors are the feed's: a well-formed
+// response that does not decode as the layer, or one larger than the feed's
+// limits, is what this server sends for this layer, deterministically. The
+// breaker counts such a call as a success (the server answered; a breaker
+// that opened on it would stop the healthy layers of the same server), the
+// call is not retried, and the poll fails naming the feed and the cause,
+// without being parked: polling again will not help until the layer or the
+// feed's configuration changes. A redirect refused by the feed's policy
+// (*RedirectError) is the feed's in the same way.
+//
+// Client.Fetch turns transport errors into Failure, and the caller's
+// cancellation into Ignored.
 func ClassifyResponse(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) *breaker.Result {
 	_, res := classify(resp, br, redacted, now)
 	return res
@@ -400,6 +424,24 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		return fail(fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
 	}
 	return fail(ErrUnrecognizedBody)
+}
+
+// feedsFault reports whether err, met while streaming a body that classify
+// let through as data, is the feed's rather than the origin's (see
+// ClassifyResponse): a limit exceeded, or a document that arrived whole and
+// does not decode as a layer. readErr is the error the body's reader itself
+// met (limitedBody.err): when the bytes did not arrive whole, a decoder's
+// complaint about them is the origin's failure, whatever it says.
+func feedsFault(err, readErr error) bool {
+	var le *LimitError
+	switch {
+	case errors.As(err, &le):
+		return true
+	case readErr != nil, errors.Is(err, io.ErrUnexpectedEOF), isTransportRead(err):
+		return false
+	}
+	var de *DecodeError
+	return errors.As(err, &de)
 }
 
 // errIsBody reports whether err came from reading or decoding a body.

@@ -2,6 +2,7 @@ package wfs
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -21,7 +22,8 @@ import (
 
 // Client defaults.
 const (
-	// DefaultMaxBodyBytes bounds one response body (decompressed).
+	// DefaultMaxBodyBytes bounds one response body (decompressed) of a layer
+	// whose Limits.BodyBytes is 0.
 	DefaultMaxBodyBytes int64 = 1 << 30
 	// DefaultRequestTimeout bounds one attempt of one page request.
 	DefaultRequestTimeout = 60 * time.Second
@@ -64,8 +66,9 @@ type FetchStats struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithMaxBodyBytes bounds each response body; a larger body fails the attempt
-// with ErrResponseTooLarge.
+// WithMaxBodyBytes bounds each response body (decompressed) of layers whose
+// Limits.BodyBytes is 0; a larger body fails the call with a *LimitError
+// (body_bytes), the feed's error.
 func WithMaxBodyBytes(n int64) Option {
 	return func(c *Client) {
 		if n > 0 {
@@ -83,11 +86,12 @@ func WithRequestTimeout(d time.Duration) Option {
 	}
 }
 
-// WithDuplicateIDCheck makes Fetch track the feature ids of a fetch and fail
-// it with *IncompleteError when an id comes back on a second page. It costs
-// about 20 bytes per feature, so memory grows with the layer; ingestd's store
-// makes the same check over the staged pages at apply instead (and sees the
-// pages of a resumed fetch too), so the daemon leaves this off.
+// WithDuplicateIDCheck makes Fetch remember every feature id of a fetch, so
+// that the first id to come back on a second page fails it. Without it,
+// Fetch remembers every id up to exactIDs and a fixed sample of the ids
+// after (one in idSample), which bounds its memory on huge layers and still
+// stops an unstable server soon (see idSet). ingestd's store makes the exact
+// check over the staged pages at apply, so the daemon leaves this off.
 func WithDuplicateIDCheck() Option { return func(c *Client) { c.checkIDs = true } }
 
 // WithMaxPages bounds the pages of one Fetch.
@@ -128,15 +132,20 @@ type Client struct {
 	negotiation    negotiationCache // Prepare's results, per layer
 }
 
-// NewClient returns a Client. httpClient nil means http.DefaultClient; its
-// transport should leave Accept-Encoding alone so that gzip is negotiated and
-// decoded transparently. breakers nil makes every page a single attempt with
-// no breaker (for one-off fetches; the daemon always passes its registry).
-// logger nil discards.
+// NewClient returns a Client. httpClient nil means http.DefaultClient. The
+// Client uses a copy of it whose CheckRedirect is its own (the redirect
+// policy is per layer: see Layer.CrossOriginRedirects and MaxRedirects), and
+// asks for gzip itself, so that the transport hands bodies over as sent and
+// a Content-Encoding that lies can be caught (decodeContent). breakers nil
+// makes every page a single attempt with no breaker (for one-off fetches;
+// the daemon always passes its registry). logger nil discards.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
+	hc := *httpClient
+	hc.CheckRedirect = checkRedirect
+	httpClient = &hc
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -164,9 +173,10 @@ type pageResult struct {
 	numberReturned int
 	firstKey       string // identity of the first feature, "" if none
 	handlerErr     error  // the handler's own error, returned as is
+	warning        string // an oddity of the response worth a warning
 
-	// Set by Fetch before each attempt: the ids of the fetch so far (nil:
-	// no duplicate check) and the number of features of the pages before.
+	// Set by Fetch before each attempt: the ids of the fetch so far and the
+	// number of features of the pages before.
 	ids     *idSet
 	fetched int
 }
@@ -187,34 +197,43 @@ type pageResult struct {
 // short page while more were promised, a total above or below the promise
 // (a single, unpaged request included: servers cap responses silently),
 // numberMatched changing between pages, or a page whose numberReturned does
-// not match its body. With WithDuplicateIDCheck, a feature id seen on two
-// pages of one fetch means the server's paging order is unstable (features
-// were skipped as others were repeated): *IncompleteError too, returned from
-// the FeatureReader as the duplicate is read. Ids are tracked as 64-bit hashes, about 16-20 bytes per
-// feature; two different ids colliding is a chance of n²/2⁶⁵ (3·10⁻⁸ for a
-// million features) and would at worst fail one poll, which the next poll,
-// under a fresh random seed, retries. A fetch resumed at firstPage > 0
-// checks ids from that page on.
+// not match its body. A feature id seen on two pages of one fetch means the
+// server's paging order is unstable (features were skipped as others were
+// repeated): *IncompleteError too, returned from the FeatureReader as the
+// duplicate is read. This catches a server that pages in a random order
+// without numberMatched and never sends a short page, which would otherwise
+// page until the deadline. Ids are tracked as 64-bit hashes, about 16-20
+// bytes per feature, all of them with WithDuplicateIDCheck and otherwise
+// the first exactIDs and a sample after (see idSet); two different ids
+// colliding is a chance of n²/2⁶⁵ (3·10⁻⁸ for a million features) and would
+// at worst fail one poll, which the next poll, under a fresh random seed,
+// retries. A fetch resumed at firstPage > 0 checks ids from that page on.
 //
-// The error is the handler's own error as it returned it; an *IncompleteError
-// as is (it names the URL); otherwise an error
-// naming the page and (redacted) URL, wrapping *breaker.OpenError,
-// *breaker.RetryError, *HTTPStatusError, *ExceptionReportError, *BodyError,
-// *TransportError or a sentinel of this package. FetchStats covers the pages
-// fetched before the error.
+// The layer's Headers go with every request to its origin, its
+// Limits.BodyBytes bounds every body (decompressed), and a redirect to
+// another origin is refused unless CrossOriginRedirects (see call).
+//
+// The error is an *IncompleteError as is (it names the URL); a
+// *TimeoutError ("poll timeout after N pages") when ctx's deadline passed or
+// the origin's pacing would pass it; the handler's own error as it returned
+// it; otherwise an error naming the page and (redacted) URL, wrapping
+// *breaker.OpenError, *breaker.RetryError, *breaker.ThrottledError,
+// *HTTPStatusError, *ExceptionReportError, *BodyError (which may wrap a
+// *LimitError), *RedirectError, *TransportError or a sentinel of this
+// package. FetchStats covers the pages fetched before the error.
 func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle PageFunc) (FetchStats, error) {
 	stats := FetchStats{NumberMatched: -1}
 	if err := layer.Validate(); err != nil {
+		return stats, err
+	}
+	if err := checkHeaders(layer); err != nil {
 		return stats, err
 	}
 	if firstPage < 0 || (!layer.Paged() && firstPage != 0) {
 		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
 	}
 	var prevKey string
-	var ids *idSet
-	if c.checkIDs {
-		ids = newIDSet()
-	}
+	ids := newIDSet(c.checkIDs)
 	for page := firstPage; ; page++ {
 		if page-firstPage >= c.maxPages {
 			return stats, fmt.Errorf("wfs: %s: stopped after %d pages (the page limit)", RedactURL(layer.URL), c.maxPages)
@@ -236,17 +255,26 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 
 		var res pageResult
 		began := time.Now()
-		err = c.do(ctx, origin, func(actx context.Context, attempt int) breaker.Result {
+		err = c.call(ctx, layer, u, func(actx context.Context, target *url.URL) breaker.Result {
 			res = pageResult{ids: ids, fetched: stats.Features}
-			return c.attempt(actx, layer, u, p, check, handle, &res)
+			return c.attempt(actx, layer, target, p, check, handle, &res)
 		})
 		if err != nil {
-			if res.handlerErr != nil && err == res.handlerErr {
-				return stats, err
-			}
 			var ie *IncompleteError
-			if errors.As(err, &ie) {
+			var le *LimitError
+			switch {
+			case errors.As(err, &ie):
 				return stats, ie
+			case errors.As(err, &le):
+				// The limit is the whole story; where the decoder was when
+				// the bytes ran out is noise.
+				return stats, fmt.Errorf("wfs: page %d (%s): %w", page, p.URL, le)
+			case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
+				// Whatever the last wait or read said (a rate limiter, a
+				// cancelled COPY), the cause is the caller's deadline.
+				return stats, &TimeoutError{URL: p.URL, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
+			case res.handlerErr != nil && err == res.handlerErr:
+				return stats, err
 			}
 			return stats, fmt.Errorf("wfs: page %d (%s): %w", page, p.URL, err)
 		}
@@ -269,6 +297,9 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 		warn := func(msg string) {
 			stats.Warnings = append(stats.Warnings, fmt.Sprintf("page %d: %s", page, msg))
 			log.Warn(msg)
+		}
+		if res.warning != "" {
+			warn(res.warning)
 		}
 		if res.numberReturned >= 0 && res.numberReturned != res.features {
 			return stats, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the body held %d", page, res.numberReturned, res.features))
@@ -340,37 +371,28 @@ func pagingDesc(l Layer) string {
 // attempt is one attempt of one page: GET, classify, stream into handle.
 // ctx is the call's context as the breaker passes it; its end is the
 // caller's doing (Ignored), while the attempt's own timeout is the origin's
-// (Failure).
+// (Failure). u is the page's request, or the target of a followed
+// cross-origin redirect.
 func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, check func(string) error, handle PageFunc, res *pageResult) breaker.Result {
 	actx, cancel, ignoredOr := c.attemptScope(ctx, layer)
 	defer cancel()
 
-	req, err := http.NewRequestWithContext(actx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %w", p.URL, err)}
-	}
-	req.Header.Set("Accept", acceptHeader(layer))
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		// *url.Error quotes the full URL, token included: keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return ignoredOr(breaker.Failure, &TransportError{URL: p.URL, Err: err})
+	redacted := RedactURL(u.String())
+	resp, rr := c.get(actx, layer, u, redacted, acceptHeader(layer))
+	if rr != nil {
+		return ignoredOr(rr.Outcome, rr.Err)
 	}
 	defer resp.Body.Close()
-
-	raw, err := decodeContent(resp)
-	if err != nil {
-		return ignoredOr(breaker.Failure, &BodyError{URL: p.URL, Page: p.Index, Err: err})
+	if r := followed(ctx, resp); r != nil {
+		return *r
 	}
-	body := &limitedBody{r: raw, limit: c.maxBodyBytes}
-	br := bufio.NewReaderSize(body, 32<<10)
-	kind, cls := classify(resp, br, p.URL, c.now())
+
+	br, body, note, err := c.openBody(resp, layer, "response body")
+	if err != nil {
+		return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Page: p.Index, Err: err})
+	}
+	res.warning = note
+	kind, cls := classify(resp, br, redacted, c.now())
 	if cls != nil {
 		var be *BodyError
 		if errors.As(cls.Err, &be) {
@@ -381,6 +403,15 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 		}
 		return *cls
 	}
+	// streamFailed judges an error met while streaming the data: the
+	// origin's when the bytes did not arrive whole, the feed's when they
+	// did (see ClassifyResponse).
+	streamFailed := func(err error) breaker.Result {
+		if feedsFault(err, body.err) && actx.Err() == nil {
+			return breaker.Result{Outcome: breaker.Success, Err: err}
+		}
+		return ignoredOr(breaker.Failure, err)
+	}
 
 	var dec featureDecoder
 	switch kind {
@@ -390,9 +421,9 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 		dec = NewGMLReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID))
 	default:
 		// classify lets only decodable kinds through.
-		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: p.URL, Page: p.Index, Err: ErrUnrecognizedBody}}
+		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
 	}
-	fr := &pageReader{dec: dec, url: p.URL, page: p.Index, ids: res.ids, fetched: res.fetched}
+	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy}
 
 	// Read the first feature before the handler sees anything, so that a
 	// server ignoring startIndex is caught before its page is staged again
@@ -401,11 +432,11 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	switch {
 	case err == io.EOF:
 	case err != nil:
-		return ignoredOr(breaker.Failure, err)
+		return streamFailed(err)
 	default:
 		res.firstKey = featureKey(first)
 		if err := check(res.firstKey); err != nil {
-			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("%w: page %d (%s) starts with the same feature as the page before", err, p.Index, p.URL)}
+			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("%w: page %d (%s) starts with the same feature as the page before", err, p.Index, redacted)}
 		}
 		if err := fr.checkID(first); err != nil {
 			return breaker.Result{Outcome: breaker.Success, Err: err}
@@ -419,7 +450,7 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
 		if errIsBody(herr) {
-			return ignoredOr(breaker.Failure, herr)
+			return streamFailed(herr)
 		}
 		res.handlerErr = herr
 		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
@@ -432,17 +463,100 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
 		if err == nil {
-			err = fmt.Errorf("wfs: page %d (%s): handler returned before reading feature %d (id %q)", p.Index, p.URL, fr.n-1, f.ID)
+			err = fmt.Errorf("wfs: page %d (%s): handler returned before reading feature %d (id %q)", p.Index, redacted, fr.n-1, f.ID)
 			res.handlerErr = err
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}
-		return ignoredOr(breaker.Failure, err)
+		return streamFailed(err)
 	}
 	res.features = fr.n
 	res.bytes = body.read
 	res.numberMatched = dec.NumberMatched()
 	res.numberReturned = dec.NumberReturned()
 	return breaker.Result{Outcome: breaker.Success}
+}
+
+// get sends one GET of u for layer. A nil Result means resp is the answer
+// (its body to be closed by the caller); otherwise the Result says whose
+// fault the failure was: a refused redirect is the feed's (Success, the
+// server answered), any other transport error the origin's.
+func (c *Client) get(ctx context.Context, layer Layer, u *url.URL, redacted, accept string) (*http.Response, *breaker.Result) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, &breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %s", redacted, redactErr(err, u.String()))}
+	}
+	req.Header.Set("Accept", accept)
+	// Asked for explicitly, the transport leaves the body as sent, and
+	// decodeContent decides from the bytes whether it is gzip.
+	req.Header.Set("Accept-Encoding", "gzip")
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if breaker.Origin(u) == originOf(layer.URL) {
+		// The feed's headers (a token) are for its own origin only: a
+		// followed cross-origin redirect does not get them.
+		for k, v := range layer.Headers {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if re := refusedRedirect(err); re != nil {
+			return nil, &breaker.Result{Outcome: breaker.Success, Err: re}
+		}
+		// *url.Error quotes the full URL, token included: keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &breaker.Result{Outcome: breaker.Failure, Err: &TransportError{URL: redacted, Err: err}}
+	}
+	return resp, nil
+}
+
+// checkHeaders refuses a layer header that net/http would refuse to send,
+// before any request: as a transport error it would be charged to the
+// origin. The message names the header, never its value.
+func checkHeaders(layer Layer) error {
+	for k, v := range layer.Headers {
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
+			return fmt.Errorf("%w: header name %q is not a valid HTTP header name", ErrInvalidLayer, k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("%w: the value of header %q contains a line break or NUL", ErrInvalidLayer, k)
+		}
+	}
+	return nil
+}
+
+// bodyLimit is the most decompressed bytes one response of layer may have:
+// the feed's limits.body_bytes, else the Client's WithMaxBodyBytes.
+func (c *Client) bodyLimit(layer Layer) int64 {
+	if layer.Limits.BodyBytes > 0 {
+		return layer.Limits.BodyBytes
+	}
+	return c.maxBodyBytes
+}
+
+// utf8BOM is the byte order mark some Windows-built servers put before JSON
+// and XML. Neither format needs it; both decoders would refuse it.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// openBody returns resp's body decompressed (decodeContent), bounded by
+// layer's body limit (exceeding it is a *LimitError naming where), buffered,
+// past a leading UTF-8 BOM, with the limited reader that counts it and
+// records a read error, and a note when the server's Content-Encoding lied.
+func (c *Client) openBody(resp *http.Response, layer Layer, where string) (*bufio.Reader, *limitedBody, string, error) {
+	raw, note, err := decodeContent(resp)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	body := &limitedBody{r: raw, limit: c.bodyLimit(layer), where: where}
+	br := bufio.NewReaderSize(body, 32<<10)
+	if p, _ := br.Peek(len(utf8BOM)); bytes.Equal(p, utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+	}
+	return br, body, note, nil
 }
 
 // featureDecoder is what a body decoder offers the client: GeoJSONReader
@@ -486,6 +600,7 @@ type pageReader struct {
 	err     error
 	ids     *idSet // nil: no duplicate check
 	fetched int    // features of the fetch's pages before this one
+	sortBy  string // the layer's SortBy, for the advice of a duplicate
 }
 
 func (r *pageReader) Next() (*Feature, error) {
@@ -513,8 +628,13 @@ func (r *pageReader) checkID(f *Feature) error {
 	}
 	if prev, dup := r.ids.add(f.ID, r.page); dup {
 		// Got counts the distinct features before the duplicate.
-		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n - 1,
-			Reason: fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)}
+		reason := fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)
+		if r.sortBy == "" {
+			reason += "; set sort_by to a unique property so that the server pages in a stable order"
+		} else {
+			reason += " (or the id is not unique)"
+		}
+		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
 		return r.err
 	}
 	return nil
@@ -537,17 +657,23 @@ func (r *pageReader) read() (*Feature, error) {
 	return f, nil
 }
 
-// limitedBody counts the bytes read and fails with ErrResponseTooLarge past
-// limit, without reading more than one byte beyond it.
+// limitedBody counts the bytes read and fails with a *LimitError
+// (body_bytes) past limit, without reading more than one byte beyond it.
+// It keeps the first error of the reader below other than io.EOF: a
+// connection cut, a timeout, a damaged gzip stream. A decoder may report
+// such an error as a malformed document; err tells that the bytes did not
+// arrive whole, which is the origin's failure and not the feed's content.
 type limitedBody struct {
 	r     io.Reader
 	limit int64
+	where string // what the body is, for the LimitError
 	read  int64
+	err   error
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.read > b.limit {
-		return 0, fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, b.limit)
+		return 0, b.tooLarge()
 	}
 	if room := b.limit - b.read + 1; int64(len(p)) > room {
 		p = p[:room]
@@ -555,21 +681,43 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.read += int64(n)
 	if b.read > b.limit {
-		return n - int(b.read-b.limit), fmt.Errorf("%w (limit %d bytes)", ErrResponseTooLarge, b.limit)
+		return n - int(b.read-b.limit), b.tooLarge()
+	}
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
 	}
 	return n, err
 }
 
+func (b *limitedBody) tooLarge() error {
+	return &LimitError{Name: "body_bytes", Max: b.limit, Where: b.where}
+}
+
+// Bounds of the duplicate-id check without WithDuplicateIDCheck: every id up
+// to exactIDs (a few MB), then one id in idSample, chosen by its hash.
+const (
+	exactIDs = 100_000
+	idSample = 64
+)
+
 // idSet remembers the feature ids of one fetch, and the page of each, as
 // 64-bit hashes: a million features cost about 20 MB, not the ids' bytes.
 // The seed is random per fetch, so an unlucky collision does not repeat.
+//
+// Unless exact, it stops remembering every id after exactIDs and keeps one
+// id in idSample. The sample is chosen by the id's hash, so an id is either
+// always remembered or never; a server whose pages come in an unstable
+// order (no numberMatched, never a short page) therefore repeats a
+// remembered id by the time it has sent about as many features again as
+// the layer holds, just as an exact set would, at 1/idSample of the memory.
 type idSet struct {
 	seed  maphash.Seed
 	pages map[uint64]int32
+	exact bool
 }
 
-func newIDSet() *idSet {
-	return &idSet{seed: maphash.MakeSeed(), pages: make(map[uint64]int32)}
+func newIDSet(exact bool) *idSet {
+	return &idSet{seed: maphash.MakeSeed(), pages: make(map[uint64]int32), exact: exact}
 }
 
 // add records id as seen on page, and reports the earlier page when it was
@@ -578,37 +726,44 @@ func newIDSet() *idSet {
 // response, which paging did not cause): not a duplicate here.
 func (s *idSet) add(id string, page int) (prev int, dup bool) {
 	h := maphash.String(s.seed, id)
-	if p, ok := s.pages[h]; ok && int(p) != page {
+	p, ok := s.pages[h]
+	if ok && int(p) != page {
 		return int(p), true
 	}
-	s.pages[h] = int32(page)
+	if ok || s.exact || len(s.pages) < exactIDs || h%idSample == 0 {
+		s.pages[h] = int32(page)
+	}
 	return 0, false
 }
 
-// decodeContent returns the response body, decompressed when the server
-// gzipped it and the transport did not undo that: the caller's transport
-// may have compression disabled (then a server gzipping unasked still
-// sends gzip), or a server may gzip without saying so in Content-Encoding
-// (a .geojson.gz behind a plain URL). The gzip magic number decides in the
-// second case; no JSON or XML document starts with byte 0x1f.
-func decodeContent(resp *http.Response) (io.Reader, error) {
+// decodeContent returns the response body, decompressed when it is gzip.
+// The gzip magic number decides, not Content-Encoding, because servers lie
+// both ways: some gzip without saying so (a .geojson.gz behind a plain
+// URL), and some label a plain body "Content-Encoding: gzip" (which the
+// transport's transparent decompression used to report as an empty body).
+// No JSON or XML document starts with byte 0x1f, so the magic cannot be
+// mistaken; a body labelled gzip that is not is read as sent, with a note
+// for the fetch's warnings, because refusing it would fail a layer whose
+// bytes are fine.
+func decodeContent(resp *http.Response) (io.Reader, string, error) {
 	br := bufio.NewReaderSize(resp.Body, 512)
 	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
-	gz := !resp.Uncompressed && (enc == "gzip" || enc == "x-gzip")
+	labelled := !resp.Uncompressed && (enc == "gzip" || enc == "x-gzip")
+	magic, _ := br.Peek(2)
+	gz := len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
 	if !gz {
-		if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-			gz = true
+		note := ""
+		if labelled && len(magic) > 0 {
+			note = "the server says Content-Encoding " + enc + " but the body is not gzip: read as sent"
 		}
-	}
-	if !gz {
-		return br, nil
+		return br, note, nil
 	}
 	zr, err := gzip.NewReader(br)
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return nil, fmt.Errorf("gzip: %w", err)
+		return nil, "", fmt.Errorf("gzip: %w", err)
 	}
-	return zr, nil
+	return zr, "", nil
 }

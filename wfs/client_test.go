@@ -292,8 +292,11 @@ func TestClassification(t *testing.T) {
 		{"200 empty", text(200, ""), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrEmptyBody) }, 0},
 		{"200 plain text", text(200, "Error: layer is being rebuilt"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }, 0},
 		{"200 GML 3.2 page", body(t, 200, "geoserver_wfs20_gml32_parcels.xml"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
-		{"200 too large", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Failure,
-			func(err error) bool { return errors.Is(err, ErrResponseTooLarge) && errors.As(err, &be) }, 0},
+		{"200 too large: the feed's error", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Success,
+			func(err error) bool {
+				var le *LimitError
+				return errors.As(err, &le) && le.Name == "body_bytes" && le.Max == 600 && errors.As(err, &be)
+			}, 0},
 		{"attempt timeout", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():

@@ -11,8 +11,9 @@ import (
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
 // below wrap them and add the (redacted) URL.
 var (
-	// ErrResponseTooLarge means a body exceeded the Client's size limit. The
-	// limit applies to the decompressed bytes, so a gzip bomb stops there too.
+	// ErrResponseTooLarge means a GetCapabilities document exceeded the fixed
+	// bound ParseCapabilities holds in memory. Bodies over a feed's
+	// limits.body_bytes are a *LimitError instead.
 	ErrResponseTooLarge = errors.New("wfs: response body too large")
 	// ErrHTMLBody means the server answered with an HTML page (a proxy or
 	// servlet error page) where data was expected.
@@ -79,10 +80,14 @@ func (e *ExceptionReportError) Error() string {
 	return b.String()
 }
 
-// BodyError is a body that could not be read or trusted: cut short, malformed,
-// too large, an HTML page. The breaker counts it as a failure of the origin.
-// Handlers passed to Client.Fetch must wrap the errors of the FeatureReader
-// with %w so that Fetch can tell them from their own (database) errors.
+// BodyError is a body that could not be read or trusted: cut short,
+// malformed, over a limit, an HTML page. Whose fault it is follows the rule
+// of ClassifyResponse: a body cut short or an error page is the origin's
+// (the breaker counts a failure), a whole document that does not decode as
+// the layer or exceeds a limit is the feed's (the breaker counts a success:
+// the server answered). Handlers passed to Client.Fetch must wrap the errors
+// of the FeatureReader with %w so that Fetch can tell them from their own
+// (database) errors.
 type BodyError struct {
 	URL  string // redacted
 	Page int
@@ -172,3 +177,42 @@ func (e *IncompleteError) Error() string {
 	}
 	return msg
 }
+
+// RedirectError is a redirect the client refused to follow: to another
+// origin while the layer does not allow it (Layer.CrossOriginRedirects, the
+// feed's `redirects: same_origin`), to a scheme other than http and https,
+// or one hop past MaxRedirects. The server answered, so the breaker counts
+// a success and the poll fails without being parked: the feed's URL or its
+// redirect policy must change, and retrying would be refused the same way.
+type RedirectError struct {
+	// URL is the request that was redirected, redacted.
+	URL string
+	// Target is where the server sent us, redacted.
+	Target string
+	// Reason says why the redirect was refused.
+	Reason string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("wfs: GET %s: redirect to %s refused: %s", e.URL, e.Target, e.Reason)
+}
+
+// TimeoutError is a fetch whose context's deadline (the poll's timeout)
+// passed before the last page was in, or that the origin's pacing would
+// have carried past it. It names how far the fetch got, so that an operator
+// can tell a layer that outgrew its timeout from a server that pages
+// forever.
+type TimeoutError struct {
+	// URL is the (redacted) request of the page the fetch was at.
+	URL string
+	// Page is the page the fetch was at; Pages and Features count what this
+	// fetch delivered before it.
+	Page, Pages, Features int
+	Err                   error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("wfs: poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
