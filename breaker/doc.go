@@ -19,7 +19,7 @@
 //	Success    2xx; 4xx other than 429 (Err returned)     no                 success
 //	Failure    transport error, AttemptTimeout, 5xx,      yes, with backoff  failure (if the
 //	           body cut short, OGC/HTML error page                           final attempt)
-//	Throttled  429                                        yes, after pause   neither
+//	Throttled  429 (a long Retry-After: *ThrottledError)      yes, after pause   neither
 //	Ignored    caller cancelled, local error              no                 neither
 //
 // Do corrects two classifications only it can make: an attempt that fails
@@ -30,8 +30,12 @@
 // is Ignored.
 //
 // Retries wait a full-jitter exponential backoff, or the origin's pause after
-// a 429 with Retry-After (capped by MaxRetryAfter, plus per-caller jitter so
-// parallel callers do not resume together). Before each retry Do checks that
+// a 429 with Retry-After (plus per-caller jitter so parallel callers do not
+// resume together). A Retry-After longer than MaxRetryAfter or than the
+// caller's remaining deadline ends the call at once with a *ThrottledError
+// carrying the (capped) time, so that the caller can park its work until then
+// instead of sleeping to its deadline; so does a pause already in force that
+// outlasts the deadline. Before each retry Do checks that
 // the origin has not been declared open since the call was admitted; if it
 // has, Do stops at once with an *OpenError. Retries also draw on the origin's
 // retry budget: over the last Window they may add at most RetryBudgetRatio of
