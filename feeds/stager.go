@@ -152,6 +152,13 @@ func (s *pageStager) start(page wfs.Page) *pageStaging {
 	s.staging = st
 	go func() {
 		defer close(st.finished)
+		// The poll's own recover cannot see this goroutine: a panic here
+		// fails the page, not the process.
+		defer func() {
+			if p := recover(); p != nil {
+				st.err = fmt.Errorf("feeds: staging page %d of poll %d panicked: %v", page.Index, s.pollID, p)
+			}
+		}()
 		reader := &chunkReader{ctx: s.ctx, chunks: st.chunks, abort: st.abort, recycle: s.recycle}
 		_, st.err = s.store.StagePage(s.ctx, s.pollID, page.Index, reader)
 	}()

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twpayne/go-geom"
+
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -354,5 +356,33 @@ func TestPageStagerPollLimits(t *testing.T) {
 				t.Errorf("page 2's staging ended with %v, want errPageAbandoned", end)
 			}
 		})
+	}
+}
+
+// panickingStore panics in StagePage, as a feature no encoder expected might.
+type panickingStore struct{ Store }
+
+func (panickingStore) StagePage(context.Context, int64, int, wfs.FeatureReader) (int, error) {
+	panic("FlatCoords() called on a GeometryCollection")
+}
+
+// TestPageStagerRecoversStagingPanics: a panic in the staging goroutine,
+// which the poll's own recover cannot see, fails the page, not the process;
+// and sizing a GeometryCollection (whose FlatCoords panics) does not panic.
+func TestPageStagerRecoversStagingPanics(t *testing.T) {
+	s := newPageStager(t.Context(), panickingStore{}, 1, wfs.Limits{})
+	p := pageOf{"a"}
+	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.finish(nil); err == nil || !strings.Contains(err.Error(), "panicked: FlatCoords") {
+		t.Errorf("finish = %v, want the staging panic as the page's error", err)
+	}
+	gc := geom.NewGeometryCollection()
+	if err := gc.Push(geom.NewPointFlat(geom.XY, []float64{1, 2}), geom.NewGeometryCollection()); err != nil {
+		t.Fatal(err)
+	}
+	if n := featureSize(&wfs.Feature{Geometry: gc}); n < 128+16 {
+		t.Errorf("featureSize of a collection = %d, want its point's coordinates counted", n)
 	}
 }

@@ -230,9 +230,10 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		n := tag.RowsAffected()
 		named := len(src.ids)
 		if ids.overflow {
-			// Too many ids to hold: PostgreSQL counts the page's own rows.
+			// Too many ids to hold: PostgreSQL counts the page's own rows
+			// (about a second per million; COLLATE "C" compares bytes).
 			if err := tx.QueryRow(ctx, `
-				SELECT count(*)::int FROM (SELECT DISTINCT feature_id FROM staged_features
+				SELECT count(*)::int FROM (SELECT DISTINCT feature_id COLLATE "C" FROM staged_features
 					WHERE poll_id = $1 AND page = $2 AND feature_id <> '') d`, pollID, page).Scan(&named); err != nil {
 				return err
 			}
