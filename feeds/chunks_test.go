@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,5 +187,43 @@ func TestPollLimitsFailThePoll(t *testing.T) {
 				t.Errorf("%d staged rows left (err %v), want none", staged, err)
 			}
 		})
+	}
+}
+
+// A parked poll resumed at page 2 counts the features of its staged pages
+// against limits.poll_features: pages 2..4 alone (25 features) are within
+// the limit of 25, the whole poll (45) is not.
+func TestResumedPollCountsStagedFeaturesAgainstTheLimit(t *testing.T) {
+	t.Parallel()
+	b := setupDL(t, feeds.BuiltinDeadLetter())
+	b.server.AddLayer("parcels", wfstest.Parcels{N: 45})
+	var tripped atomic.Bool
+	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+		if r.Page == 1 && tripped.CompareAndSwap(false, true) {
+			b.trip(t)
+		}
+		return nil
+	})
+	_, err := b.manager.Poll(b.ctx, "county/parcels")
+	var de *deadletter.DeferError
+	if !errors.As(err, &de) {
+		t.Fatalf("poll error = %v, want parked", err)
+	}
+	l := b.letter(t, "parcels")
+	if l.Checkpoint.Page != 2 {
+		t.Fatalf("checkpoint %+v, want page 2", l.Checkpoint)
+	}
+	b.cfg.Jurisdictions[0].Feeds[0].Limits.PollFeatures = 25
+	if err := b.manager.Update(b.ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+	err = b.manager.Replay(b.ctx, b.letter(t, "parcels"))
+	var le *wfs.LimitError
+	if !errors.As(err, &le) || le.Name != "poll_features" || !strings.Contains(err.Error(), "to 26 features") {
+		t.Fatalf("replay error = %v, want limits.poll_features exceeded at the poll's 26th feature", err)
+	}
+	if ids := b.featureIDs(t, "parcels"); len(ids) != 0 {
+		t.Errorf("%d features stored, want none", len(ids))
 	}
 }

@@ -251,6 +251,16 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 	return src.n, nil
 }
 
+// StagedFeatures returns how many features the poll's staged pages hold:
+// a resumed poll counts them against its limits.poll_features.
+func (s *Store) StagedFeatures(ctx context.Context, pollID int64) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1`, pollID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgis: count staged features of poll %d: %w", pollID, err)
+	}
+	return n, nil
+}
+
 // defaultPageIDs is how many distinct ids StagePage counts in memory for a
 // page's staged_pages.named_ids (a few MB); a larger page is counted by
 // PostgreSQL after its COPY, so memory does not grow with the page.
