@@ -120,7 +120,7 @@ var errPageAbandoned = errors.New("feeds: the page's read failed before its end"
 // reading the page is the origin's and returned as is; a failed staging of
 // this page or the previous one is returned here, which ends the fetch; so
 // is an exceeded per-poll limit (*wfs.LimitError), the feed's error.
-func (s *pageStager) handle(_ context.Context, page wfs.Page, features wfs.FeatureReader) error {
+func (s *pageStager) handle(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
 	r := &chunkSource{s: s, page: page, features: features}
 	r.body, _ = features.(bodyCounter)
 	chunk, end, err := r.read()
@@ -146,6 +146,12 @@ func (s *pageStager) handle(_ context.Context, page wfs.Page, features wfs.Featu
 					return err
 				}
 				return fmt.Errorf("feeds: staging page %d of poll %d ended before the page did", page.Index, s.pollID)
+			case <-ctx.Done():
+				// The attempt ended while the COPY was not keeping up.
+				s.recycle(chunk)
+				close(st.abort)
+				_ = s.wait()
+				return fmt.Errorf("feeds: staging page %d of poll %d: %w", page.Index, s.pollID, ctx.Err())
 			}
 		} else {
 			s.recycle(chunk)

@@ -386,3 +386,28 @@ func TestPageStagerRecoversStagingPanics(t *testing.T) {
 		t.Errorf("featureSize of a collection = %d, want its point's coordinates counted", n)
 	}
 }
+
+// TestPageStagerAttemptEndsWhileCopyIsStuck: when the page's attempt ends
+// while the COPY does not take chunks, the page is abandoned with the
+// attempt's error instead of blocking on the full channel.
+func TestPageStagerAttemptEndsWhileCopyIsStuck(t *testing.T) {
+	store := &streamRecorder{hold: make(chan struct{})}
+	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	handled := make(chan error, 1)
+	go func() { handled <- s.handle(ctx, wfs.Page{Index: 0}, &countedPage{prefix: "f", n: 1000}) }()
+	time.Sleep(200 * time.Millisecond)
+	close(store.hold) // the COPY moves again, and finds the page abandoned
+	select {
+	case err := <-handled:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("handle = %v, want the attempt's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("handle is stuck on a COPY that does not read")
+	}
+	if _, end := store.page(0); !errors.Is(end, errPageAbandoned) {
+		t.Errorf("the page's staging ended with %v, want errPageAbandoned", end)
+	}
+}
