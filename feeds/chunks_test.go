@@ -2,8 +2,10 @@ package feeds_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -225,5 +227,52 @@ func TestResumedPollCountsStagedFeaturesAgainstTheLimit(t *testing.T) {
 	}
 	if ids := b.featureIDs(t, "parcels"); len(ids) != 0 {
 		t.Errorf("%d features stored, want none", len(ids))
+	}
+}
+
+// An endless stream of features is stopped by limits.poll_bytes as it is
+// read, long before the body limit (1 GiB) would stop it.
+func TestEndlessStreamStopsAtPollBytes(t *testing.T) {
+	t.Parallel()
+	var written atomic.Int64
+	stopped := make(chan struct{})
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(stopped)
+		w.Header().Set("Content-Type", "application/geo+json")
+		n, _ := io.WriteString(w, `{"type":"FeatureCollection","features":[`)
+		written.Add(int64(n))
+		for i := 0; r.Context().Err() == nil; i++ {
+			n, err := fmt.Fprintf(w, `%s{"type":"Feature","id":"f%d","geometry":{"type":"Point","coordinates":[-78.6,35.7]},"properties":{"n":%d}}`,
+				map[bool]string{true: "", false: ","}[i == 0], i, i)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(endless.Close)
+	b := setup(t, withFeeds(`
+      - id: endless
+        kind: geojson
+        url: `+endless.URL+`/endless.geojson
+        limits:
+          poll_bytes: 4MiB
+      # (not the fixture server at %[1]s)
+`))
+	_, err := b.manager.Poll(b.ctx, "county/endless")
+	var le *wfs.LimitError
+	if !errors.As(err, &le) || le.Name != "poll_bytes" || !strings.Contains(err.Error(), "county/endless") {
+		t.Fatalf("poll error = %v, want limits.poll_bytes exceeded, naming the feed", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the endless response is still being read")
+	}
+	if n := written.Load(); n > 64<<20 {
+		t.Errorf("the server wrote %d bytes before the poll stopped reading, want about 4 MiB", n)
+	}
+	if p := b.lastPoll(t, "endless"); p.Status != "failed" {
+		t.Errorf("poll recorded as %s, want failed", p.Status)
 	}
 }
