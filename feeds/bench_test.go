@@ -32,10 +32,17 @@ import (
 //	INGESTD_BENCH_FEATURES  features in the layer (default 200000)
 //	INGESTD_BENCH_URL       WFS endpoint serving layer "parcels"; default: an
 //	                        in-process fixture server
-//	INGESTD_BENCH_PAGE_SIZE features per page (default 5000)
+//	INGESTD_BENCH_PAGE_SIZE features per page (default 5000; 0: the whole
+//	                        layer in one unpaged response, which peak RSS
+//	                        must not grow with: pages are staged in chunks)
 func BenchmarkPollLayer(b *testing.B) {
 	n := envInt(b, "INGESTD_BENCH_FEATURES", 200000)
-	pageSize := envInt(b, "INGESTD_BENCH_PAGE_SIZE", 5000)
+	pageSize := 5000
+	if v := os.Getenv("INGESTD_BENCH_PAGE_SIZE"); v == "0" {
+		pageSize = 0
+	} else {
+		pageSize = envInt(b, "INGESTD_BENCH_PAGE_SIZE", pageSize)
+	}
 	url := os.Getenv("INGESTD_BENCH_URL")
 	if url == "" {
 		server := wfstest.New()

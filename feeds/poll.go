@@ -106,9 +106,11 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	}
 	var stats wfs.FetchStats
 	if err == nil {
-		stager := newPageStager(ctx, m.store, pollID)
-		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
-		err = stager.finish(err)
+		stager := newPageStager(ctx, m.store, pollID, layer.Limits)
+		if err = stager.resumeAt(firstPage); err == nil {
+			stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
+			err = stager.finish(err)
+		}
 	}
 	if err == nil {
 		var res ApplyResult

@@ -6,72 +6,216 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/twpayne/go-geom"
+
 	"github.com/ingestd/ingestd/wfs"
 )
 
-// pageStager stages a poll's pages one at a time and in order, each in a
-// goroutine of its own, so that fetching and decoding page k+1 overlaps with
-// staging page k. Without it the origin sat idle while PostgreSQL COPYed a
-// page, and PostgreSQL while the origin produced the next one: a bubble per
-// page, about a third of a 200,000-feature poll (scripts/bench.sh gdal).
+// Staging chunks. A page is read in chunks of at most chunkFeatures
+// features or chunkBytes bytes (as featureSize estimates them; a larger
+// feature is a chunk of its own), and at most chunksQueued chunks wait
+// between the reader and the COPY: with the chunk being read and the one
+// being COPYed, a page costs at most four chunks of memory plus its largest
+// feature, whatever its size. A poll of one unpaged response of 1M parcels
+// peaked at 902 MB RSS with the page held whole, 34 MB in chunks
+// (BenchmarkPollLayer with INGESTD_BENCH_PAGE_SIZE=0, see bench_test.go).
+const (
+	chunkFeatures = 1000
+	chunkBytes    = 2 << 20
+	chunksQueued  = 2
+)
+
+// pageStager stages a poll's pages one at a time and in order, so that the
+// staged pages always run from the first one without a gap (the checkpoint
+// a parked poll resumes from).
 //
-// A page is read into memory before it is staged — its features only, so
-// memory is bounded by two pages (one staging, one arriving) whatever the
-// size of the layer — and the response is drained at the network's pace, so
-// a slow COPY never holds an origin's connection open.
+// A page is staged while its body is read: the fetcher's goroutine reads
+// chunks of features and hands them over a bounded channel to a goroutine
+// that runs Store.StagePage on them, one COPY per page. Decoding overlaps
+// with COPY within a page, and the first chunk of page k+1 is read while
+// the last chunks of page k are COPYed. Without the overlap the origin sat
+// idle while PostgreSQL COPYed a page, and PostgreSQL while the origin
+// produced the next one: a bubble per page, about a third of a
+// 200,000-feature poll (scripts/bench.sh gdal). Without the chunks a page
+// was held whole, and one unpaged response or an endless feature stream
+// took the process's memory.
+//
+// A page is all or nothing even so: StagePage stages it in one
+// transaction, and a body cut short aborts its COPY, so no row of an
+// unfinished page is ever visible to an apply, a resume or a held accept.
+// A slow COPY now slows the read of the body (by at most chunksQueued
+// chunks), which is the price of bounded memory.
+//
+// pageStager also enforces the feed's per-poll limits (PollFeatures,
+// PollBytes) as the features arrive, so that an endless stream stops at
+// the limit rather than at the end of its page.
 type pageStager struct {
 	ctx    context.Context // the poll's: staging outlives the page's attempt
 	store  Store
 	pollID int64
-	// done reports the outcome of the page being staged; nil when none is.
-	done chan error
-	// pool holds the slices of pages already staged, for reuse.
+	limits wfs.Limits // defaults filled in
+	// chunk bounds (chunkFeatures, chunkBytes; smaller in tests).
+	chunkFeatures int
+	chunkBytes    int64
+	// staging is the page being staged; nil when none is.
+	staging *pageStaging
+	// pool holds the slices of chunks already staged, for reuse.
 	pool chan []wfs.Feature
+	// features and bytes count the poll's pages read to their end so far
+	// (a page's failed attempts do not count; its retry reads it again).
+	features, bytes int64
 }
 
-func newPageStager(ctx context.Context, store Store, pollID int64) *pageStager {
-	return &pageStager{ctx: ctx, store: store, pollID: pollID, pool: make(chan []wfs.Feature, 2)}
+// pageStaging is one page's StagePage, fed with chunks.
+type pageStaging struct {
+	chunks   chan []wfs.Feature // closed after the page's last chunk
+	abort    chan struct{}      // closed when the page's read failed
+	finished chan struct{}      // closed when StagePage returned, err set
+	err      error
 }
 
-// handle is the fetcher's PageFunc: it reads the page, waits for the
-// previous page's staging, and starts this page's. An error reading the page
-// is the origin's and returned as is; a failed staging of the previous page
-// is returned here, which ends the fetch.
-func (s *pageStager) handle(_ context.Context, page wfs.Page, features wfs.FeatureReader) error {
-	var batch []wfs.Feature
-	select {
-	case batch = <-s.pool:
-	default:
+func newPageStager(ctx context.Context, store Store, pollID int64, limits wfs.Limits) *pageStager {
+	return &pageStager{ctx: ctx, store: store, pollID: pollID, limits: limits.WithDefaults(),
+		chunkFeatures: chunkFeatures, chunkBytes: chunkBytes,
+		pool: make(chan []wfs.Feature, chunksQueued+2)}
+}
+
+// stagedCounter is implemented by a Store that can tell how many features
+// a poll's staged pages hold (postgis.Store).
+type stagedCounter interface {
+	StagedFeatures(ctx context.Context, pollID int64) (int64, error)
+}
+
+// resumeAt prepares the stager for a poll that continues at firstPage: the
+// features its staged pages hold count against limits.poll_features, so a
+// poll parked and resumed is bounded like one that was not. (Their bytes
+// are not recorded: limits.poll_bytes counts from the page it resumes at.)
+func (s *pageStager) resumeAt(firstPage int) error {
+	sc, ok := s.store.(stagedCounter)
+	if firstPage == 0 || !ok {
+		return nil
 	}
-	batch, err := readPage(batch[:0], features)
+	n, err := sc.StagedFeatures(s.ctx, s.pollID)
 	if err != nil {
+		return fmt.Errorf("counting the staged features of poll %d: %w", s.pollID, err)
+	}
+	s.features = n
+	return nil
+}
+
+// bodyCounter is implemented by the wfs client's FeatureReader: the
+// decompressed body bytes of the page read so far.
+type bodyCounter interface {
+	BodyBytes() int64
+}
+
+// errPageAbandoned ends the COPY of a page whose read failed: its
+// transaction rolls back, and the fetch reports the read's own error.
+var errPageAbandoned = errors.New("feeds: the page's read failed before its end")
+
+// handle is the fetcher's PageFunc: it reads the page in chunks and stages
+// it. It waits for the previous page's staging once the page's first chunk
+// is read, and returns once the page's last chunk is handed over, so the
+// next page's fetch overlaps with the end of this page's staging. An error
+// reading the page is the origin's and returned as is; a failed staging of
+// this page or the previous one is returned here, which ends the fetch; so
+// is an exceeded per-poll limit (*wfs.LimitError), the feed's error.
+func (s *pageStager) handle(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
+	r := &chunkSource{s: s, page: page, features: features}
+	r.body, _ = features.(bodyCounter)
+	chunk, end, err := r.read()
+	if err != nil {
+		s.recycle(chunk)
 		return err
 	}
 	if err := s.wait(); err != nil {
+		s.recycle(chunk)
 		return err
 	}
-	done := make(chan error, 1)
-	s.done = done
-	go func() {
-		_, err := s.store.StagePage(s.ctx, s.pollID, page.Index, &sliceReader{features: batch})
-		clear(batch) // drop the geometries and properties for the collector
-		select {
-		case s.pool <- batch:
-		default:
+	st := s.start(page)
+	for {
+		if len(chunk) > 0 {
+			select {
+			case st.chunks <- chunk:
+			case <-st.finished:
+				// StagePage stopped reading: it failed (the poll is not
+				// running, the database went away).
+				s.recycle(chunk)
+				close(st.abort)
+				if err := s.wait(); err != nil {
+					return err
+				}
+				return fmt.Errorf("feeds: staging page %d of poll %d ended before the page did", page.Index, s.pollID)
+			case <-ctx.Done():
+				// The attempt ended while the COPY was not keeping up.
+				s.recycle(chunk)
+				close(st.abort)
+				_ = s.wait()
+				return fmt.Errorf("feeds: staging page %d of poll %d: %w", page.Index, s.pollID, ctx.Err())
+			}
+		} else {
+			s.recycle(chunk)
 		}
-		done <- err
+		if end {
+			close(st.chunks)
+			s.features += r.n
+			s.bytes += r.bodyBytes()
+			return nil
+		}
+		if chunk, end, err = r.read(); err != nil {
+			s.recycle(chunk)
+			close(st.abort)
+			_ = s.wait() // errPageAbandoned, or an earlier failure of the page
+			return err
+		}
+	}
+}
+
+// start starts staging page from the chunks that handle sends.
+func (s *pageStager) start(page wfs.Page) *pageStaging {
+	st := &pageStaging{
+		chunks:   make(chan []wfs.Feature, chunksQueued),
+		abort:    make(chan struct{}),
+		finished: make(chan struct{}),
+	}
+	s.staging = st
+	go func() {
+		defer close(st.finished)
+		// The poll's own recover cannot see this goroutine: a panic here
+		// fails the page, not the process.
+		defer func() {
+			if p := recover(); p != nil {
+				st.err = fmt.Errorf("feeds: staging page %d of poll %d panicked: %v", page.Index, s.pollID, p)
+			}
+		}()
+		reader := &chunkReader{ctx: s.ctx, chunks: st.chunks, abort: st.abort, recycle: s.recycle}
+		_, st.err = s.store.StagePage(s.ctx, s.pollID, page.Index, reader)
 	}()
-	return nil
+	return st
+}
+
+// recycle keeps a staged chunk's slice for the next chunk, dropping its
+// features (geometries and properties) for the collector.
+func (s *pageStager) recycle(chunk []wfs.Feature) {
+	if cap(chunk) == 0 {
+		return
+	}
+	clear(chunk[:cap(chunk)])
+	select {
+	case s.pool <- chunk[:0]:
+	default:
+	}
 }
 
 // wait waits for the page being staged, if any, and returns its error.
 func (s *pageStager) wait() error {
-	if s.done == nil {
+	st := s.staging
+	if st == nil {
 		return nil
 	}
-	err := <-s.done
-	s.done = nil
-	return err
+	s.staging = nil
+	<-st.finished
+	return st.err
 }
 
 // finish waits for the last page's staging and combines its outcome with
@@ -89,31 +233,125 @@ func (s *pageStager) finish(fetchErr error) error {
 	return fetchErr
 }
 
-// readPage appends the page's features to batch. A FeatureReader's Geometry
-// and Properties are fresh at each call, so a shallow copy keeps a feature.
-func readPage(batch []wfs.Feature, features wfs.FeatureReader) ([]wfs.Feature, error) {
-	for {
-		f, err := features.Next()
+// chunkSource reads one page's features into chunks, counting them against
+// the poll's limits.
+type chunkSource struct {
+	s        *pageStager
+	page     wfs.Page
+	features wfs.FeatureReader
+	body     bodyCounter // nil when the reader does not count its body
+	// n counts the features read from the page so far.
+	n int64
+}
+
+// read returns the page's next chunk, and whether the page ended with it.
+// A FeatureReader's Geometry and Properties are fresh at each call, so a
+// shallow copy keeps a feature.
+func (r *chunkSource) read() (chunk []wfs.Feature, end bool, err error) {
+	s := r.s
+	select {
+	case chunk = <-s.pool:
+	default:
+		chunk = make([]wfs.Feature, 0, s.chunkFeatures)
+	}
+	var size int64
+	for len(chunk) < s.chunkFeatures && size < s.chunkBytes {
+		f, err := r.features.Next()
 		if err == io.EOF {
-			return batch, nil
+			return chunk, true, r.checkBytes()
 		}
 		if err != nil {
-			return batch, err
+			return chunk, false, err
 		}
-		batch = append(batch, *f)
+		r.n++
+		if n := s.features + r.n; n > s.limits.PollFeatures {
+			return chunk, false, &wfs.LimitError{Name: "poll_features", Max: s.limits.PollFeatures,
+				Where: fmt.Sprintf("page %d (%s) brought the poll to %d features", r.page.Index, r.page.URL, n)}
+		}
+		if err := r.checkBytes(); err != nil {
+			return chunk, false, err
+		}
+		chunk = append(chunk, *f)
+		size += featureSize(f)
 	}
+	return chunk, false, nil
 }
 
-// sliceReader is a FeatureReader over features in memory.
-type sliceReader struct {
-	features []wfs.Feature
-	next     int
+// checkBytes fails when the poll's bodies so far exceed PollBytes.
+func (r *chunkSource) checkBytes() error {
+	s := r.s
+	if n := s.bytes + r.bodyBytes(); n > s.limits.PollBytes {
+		return &wfs.LimitError{Name: "poll_bytes", Max: s.limits.PollBytes,
+			Where: fmt.Sprintf("page %d (%s) brought the poll to %d bytes", r.page.Index, r.page.URL, n)}
+	}
+	return nil
 }
 
-func (r *sliceReader) Next() (*wfs.Feature, error) {
-	if r.next == len(r.features) {
-		return nil, io.EOF
+// bodyBytes is the page's body bytes read so far (0 when not counted).
+func (r *chunkSource) bodyBytes() int64 {
+	if r.body == nil {
+		return 0
+	}
+	return r.body.BodyBytes()
+}
+
+// featureSize estimates the memory a decoded feature holds: its id, its
+// properties' JSON and its coordinates, plus the structures around them.
+func featureSize(f *wfs.Feature) int64 {
+	return 128 + int64(len(f.ID)+len(f.Properties)) + geometrySize(f.Geometry)
+}
+
+// geometrySize estimates a geometry's coordinates and ring ends in bytes.
+// A collection is summed over its members: FlatCoords panics on one.
+func geometrySize(g geom.T) int64 {
+	switch g := g.(type) {
+	case nil:
+		return 0
+	case *geom.GeometryCollection:
+		if g == nil {
+			return 0
+		}
+		var n int64
+		for _, m := range g.Geoms() {
+			n += 64 + geometrySize(m)
+		}
+		return n
+	}
+	return 8 * int64(len(g.FlatCoords())+len(g.Ends())+len(g.Endss()))
+}
+
+// chunkReader is the FeatureReader that StagePage reads a page from: the
+// chunks handle sends, in order, until the page ends (io.EOF) or its read
+// fails (errPageAbandoned). It runs in the staging goroutine; a chunk is
+// recycled once StagePage asks for the feature after its last, by which
+// time it has encoded them all.
+type chunkReader struct {
+	ctx     context.Context
+	chunks  <-chan []wfs.Feature
+	abort   <-chan struct{}
+	recycle func([]wfs.Feature)
+	cur     []wfs.Feature
+	next    int
+}
+
+func (r *chunkReader) Next() (*wfs.Feature, error) {
+	for r.next == len(r.cur) {
+		if r.cur != nil {
+			r.recycle(r.cur)
+			r.cur = nil
+		}
+		select {
+		case c, ok := <-r.chunks:
+			if !ok {
+				return nil, io.EOF
+			}
+			r.cur, r.next = c, 0
+		case <-r.abort:
+			return nil, errPageAbandoned
+		case <-r.ctx.Done():
+			return nil, r.ctx.Err()
+		}
 	}
 	r.next++
-	return &r.features[r.next-1], nil
+	return &r.cur[r.next-1], nil
 }

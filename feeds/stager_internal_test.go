@@ -2,13 +2,18 @@ package feeds
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twpayne/go-geom"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/wfs"
@@ -61,7 +66,7 @@ func (p *pageOf) Next() (*wfs.Feature, error) {
 // with the features each page held.
 func TestPageStagerStagesInOrder(t *testing.T) {
 	store := &stagingRecorder{}
-	s := newPageStager(t.Context(), store, 1)
+	s := newPageStager(t.Context(), store, 1, wfs.Limits{})
 	for i := range 5 {
 		p := pageOf{fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)}
 		if err := s.handle(t.Context(), wfs.Page{Index: i}, &p); err != nil {
@@ -83,7 +88,7 @@ func TestPageStagerStagesInOrder(t *testing.T) {
 func TestPageStagerErrors(t *testing.T) {
 	cut := errors.New("connection reset")
 	store := &stagingRecorder{fail: map[int]error{1: errors.New("disk full")}}
-	s := newPageStager(t.Context(), store, 1)
+	s := newPageStager(t.Context(), store, 1, wfs.Limits{})
 	p0 := pageOf{"a"}
 	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
@@ -102,7 +107,7 @@ func TestPageStagerErrors(t *testing.T) {
 	}
 
 	store = &stagingRecorder{fail: map[int]error{0: errors.New("disk full")}}
-	s = newPageStager(t.Context(), store, 1)
+	s = newPageStager(t.Context(), store, 1, wfs.Limits{})
 	p0 = pageOf{"a"}
 	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
@@ -118,3 +123,291 @@ func TestPageStagerErrors(t *testing.T) {
 type cutReader struct{ err error }
 
 func (r *cutReader) Next() (*wfs.Feature, error) { return nil, r.err }
+
+// streamRecorder is a Store whose StagePage reads a page as it arrives: it
+// records what it read and how the reader ended, can stop after a given
+// number of features (failing as a database would), and can hold the first
+// feature until released.
+type streamRecorder struct {
+	Store
+	mu     sync.Mutex
+	ids    map[int][]string
+	ended  map[int]error // the reader's last error: io.EOF for a whole page
+	failAt int           // > 0: fail after this many features of a page
+	hold   chan struct{} // non-nil: wait for it after the first feature
+}
+
+func (s *streamRecorder) StagePage(_ context.Context, _ int64, page int, features wfs.FeatureReader) (int, error) {
+	var ids []string
+	var err error
+	for {
+		var f *wfs.Feature
+		if f, err = features.Next(); err != nil {
+			break
+		}
+		ids = append(ids, f.ID)
+		if len(ids) == 1 && s.hold != nil {
+			<-s.hold
+		}
+		if len(ids) == s.failAt {
+			err = errors.New("disk full")
+			break
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ids == nil {
+		s.ids, s.ended = map[int][]string{}, map[int]error{}
+	}
+	s.ids[page], s.ended[page] = ids, err
+	if err == io.EOF {
+		return len(ids), nil
+	}
+	return 0, err
+}
+
+func (s *streamRecorder) page(p int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[p], s.ended[p]
+}
+
+// countedPage yields n features (n < 0: without end) named prefix0,
+// prefix1, …, each with props bytes of properties, then err (io.EOF when
+// nil). It counts what it yielded, and its body as 100 bytes per feature.
+type countedPage struct {
+	prefix string
+	n      int
+	props  int
+	err    error
+	read   atomic.Int64
+}
+
+func (p *countedPage) Next() (*wfs.Feature, error) {
+	i := int(p.read.Load())
+	if p.n >= 0 && i >= p.n {
+		if p.err != nil {
+			return nil, p.err
+		}
+		return nil, io.EOF
+	}
+	p.read.Add(1)
+	f := &wfs.Feature{ID: p.prefix + strconv.Itoa(i)}
+	if p.props > 0 {
+		f.Properties = json.RawMessage(`{"v":"` + strings.Repeat("x", p.props) + `"}`)
+	}
+	return f, nil
+}
+
+func (p *countedPage) BodyBytes() int64 { return 100 * p.read.Load() }
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = prefix + strconv.Itoa(i)
+	}
+	return out
+}
+
+// smallChunks makes the stager's chunks 10 features (or bytes) long.
+func smallChunks(s *pageStager, features int, bytes int64) *pageStager {
+	s.chunkFeatures, s.chunkBytes = features, bytes
+	return s
+}
+
+// TestPageStagerStagesALargePageInChunks: a page of many chunks is staged
+// whole, in order, by one StagePage; while the COPY is stuck, the stager
+// reads no more than the chunks it may hold (memory bounded by the chunk,
+// not the page).
+func TestPageStagerStagesALargePageInChunks(t *testing.T) {
+	store := &streamRecorder{hold: make(chan struct{})}
+	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	page := &countedPage{prefix: "f", n: 95}
+	handled := make(chan error, 1)
+	go func() { handled <- s.handle(t.Context(), wfs.Page{Index: 0}, page) }()
+
+	// One chunk in the COPY, chunksQueued waiting, one being filled.
+	limit := int64((chunksQueued + 2) * 10)
+	deadline := time.Now().Add(2 * time.Second)
+	for page.read.Load() < limit && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := page.read.Load(); n != limit {
+		t.Errorf("with the COPY stuck, the stager read %d features, want %d (chunks of 10)", n, limit)
+	}
+	close(store.hold)
+	if err := <-handled; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	ids, end := store.page(0)
+	if end != io.EOF || strings.Join(ids, ",") != strings.Join(names("f", 95), ",") {
+		t.Errorf("staged %d features (%v) ending with %v, want f0..f94 in order and io.EOF", len(ids), ids, end)
+	}
+	if s.features != 95 {
+		t.Errorf("the poll counts %d features, want 95", s.features)
+	}
+}
+
+// TestChunkBoundedByBytes: features larger than the chunk's byte bound make
+// shorter chunks; one larger than the bound is a chunk of its own.
+func TestChunkBoundedByBytes(t *testing.T) {
+	s := smallChunks(newPageStager(t.Context(), &streamRecorder{}, 1, wfs.Limits{}), 100, 4096)
+	r := &chunkSource{s: s, features: &countedPage{prefix: "f", n: 10, props: 1000}}
+	chunk, end, err := r.read()
+	if err != nil || end || len(chunk) != 4 {
+		t.Errorf("chunk of 1 KB features: %d features (end %v, err %v), want 4", len(chunk), end, err)
+	}
+	r = &chunkSource{s: s, features: &countedPage{prefix: "f", n: 3, props: 10000}}
+	for i := range 3 {
+		if chunk, _, err := r.read(); err != nil || len(chunk) != 1 {
+			t.Errorf("chunk %d of 10 KB features: %d features (err %v), want 1", i, len(chunk), err)
+		}
+	}
+}
+
+// TestPageStagerCutPageAbortsItsStaging: a body cut short after several
+// chunks ends the page's StagePage with an error, never io.EOF, so its COPY
+// rolls back; the fetch gets the reader's own error.
+func TestPageStagerCutPageAbortsItsStaging(t *testing.T) {
+	store := &streamRecorder{}
+	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &countedPage{prefix: "a", n: 15}); err != nil {
+		t.Fatal(err)
+	}
+	cut := errors.New("connection reset")
+	if err := s.handle(t.Context(), wfs.Page{Index: 1}, &countedPage{prefix: "b", n: 55, err: cut}); !errors.Is(err, cut) {
+		t.Fatalf("cut page: %v, want the reader's error", err)
+	}
+	if err := s.finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if ids, end := store.page(0); end != io.EOF || len(ids) != 15 {
+		t.Errorf("page 0: %d features ending with %v, want 15 and io.EOF", len(ids), end)
+	}
+	ids, end := store.page(1)
+	if !errors.Is(end, errPageAbandoned) || len(ids) < 20 {
+		t.Errorf("cut page: StagePage read %d features, ending with %v; want several chunks, then errPageAbandoned", len(ids), end)
+	}
+	if s.features != 15 {
+		t.Errorf("the poll counts %d features, want 15 (the cut page does not count)", s.features)
+	}
+}
+
+// TestPageStagerStagingFailsMidPage: a StagePage that fails while the page
+// is still arriving ends the page's read with its error (no deadlock on a
+// full channel).
+func TestPageStagerStagingFailsMidPage(t *testing.T) {
+	store := &streamRecorder{failAt: 15}
+	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	page := &countedPage{prefix: "a", n: 100000}
+	handled := make(chan error, 1)
+	go func() { handled <- s.handle(t.Context(), wfs.Page{Index: 0}, page) }()
+	var err error
+	select {
+	case err = <-handled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handle is stuck after its staging failed")
+	}
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("handle = %v, want the staging error", err)
+	}
+	if n := page.read.Load(); n > 100 {
+		t.Errorf("read %d features after the staging failed, want the read to stop", n)
+	}
+}
+
+// TestPageStagerPollLimits: the poll's features and body bytes are counted
+// across its pages as they are read; exceeding either fails the page with
+// *wfs.LimitError naming the limit, aborts its staging, and stops an
+// endless page at the limit.
+func TestPageStagerPollLimits(t *testing.T) {
+	for _, tc := range []struct {
+		limits wfs.Limits
+		name   string
+	}{
+		{wfs.Limits{PollFeatures: 25}, "poll_features"},
+		{wfs.Limits{PollBytes: 2500}, "poll_bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &streamRecorder{}
+			s := smallChunks(newPageStager(t.Context(), store, 1, tc.limits), 4, 1<<20)
+			for i := range 2 {
+				if err := s.handle(t.Context(), wfs.Page{Index: i}, &countedPage{prefix: "p", n: 10}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			endless := &countedPage{prefix: "p", n: -1}
+			err := s.handle(t.Context(), wfs.Page{Index: 2, URL: "https://gis.example.org/wfs?startIndex=20"}, endless)
+			var le *wfs.LimitError
+			if !errors.As(err, &le) || le.Name != tc.name || !strings.Contains(err.Error(), "page 2") {
+				t.Fatalf("page 2: %v, want a *wfs.LimitError %s naming the page", err, tc.name)
+			}
+			if n := endless.read.Load(); n != 6 {
+				t.Errorf("the endless page was read for %d features, want 6 (the limit's)", n)
+			}
+			if err := s.finish(nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, end := store.page(2); !errors.Is(end, errPageAbandoned) {
+				t.Errorf("page 2's staging ended with %v, want errPageAbandoned", end)
+			}
+		})
+	}
+}
+
+// panickingStore panics in StagePage, as a feature no encoder expected might.
+type panickingStore struct{ Store }
+
+func (panickingStore) StagePage(context.Context, int64, int, wfs.FeatureReader) (int, error) {
+	panic("FlatCoords() called on a GeometryCollection")
+}
+
+// TestPageStagerRecoversStagingPanics: a panic in the staging goroutine,
+// which the poll's own recover cannot see, fails the page, not the process;
+// and sizing a GeometryCollection (whose FlatCoords panics) does not panic.
+func TestPageStagerRecoversStagingPanics(t *testing.T) {
+	s := newPageStager(t.Context(), panickingStore{}, 1, wfs.Limits{})
+	p := pageOf{"a"}
+	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.finish(nil); err == nil || !strings.Contains(err.Error(), "panicked: FlatCoords") {
+		t.Errorf("finish = %v, want the staging panic as the page's error", err)
+	}
+	gc := geom.NewGeometryCollection()
+	if err := gc.Push(geom.NewPointFlat(geom.XY, []float64{1, 2}), geom.NewGeometryCollection()); err != nil {
+		t.Fatal(err)
+	}
+	if n := featureSize(&wfs.Feature{Geometry: gc}); n < 128+16 {
+		t.Errorf("featureSize of a collection = %d, want its point's coordinates counted", n)
+	}
+}
+
+// TestPageStagerAttemptEndsWhileCopyIsStuck: when the page's attempt ends
+// while the COPY does not take chunks, the page is abandoned with the
+// attempt's error instead of blocking on the full channel.
+func TestPageStagerAttemptEndsWhileCopyIsStuck(t *testing.T) {
+	store := &streamRecorder{hold: make(chan struct{})}
+	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	handled := make(chan error, 1)
+	go func() { handled <- s.handle(ctx, wfs.Page{Index: 0}, &countedPage{prefix: "f", n: 1000}) }()
+	time.Sleep(200 * time.Millisecond)
+	close(store.hold) // the COPY moves again, and finds the page abandoned
+	select {
+	case err := <-handled:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("handle = %v, want the attempt's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("handle is stuck on a COPY that does not read")
+	}
+	if _, end := store.page(0); !errors.Is(end, errPageAbandoned) {
+		t.Errorf("the page's staging ended with %v, want errPageAbandoned", end)
+	}
+}

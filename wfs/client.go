@@ -423,7 +423,7 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 		// classify lets only decodable kinds through.
 		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
 	}
-	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy}
+	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy, body: body}
 
 	// Read the first feature before the handler sees anything, so that a
 	// server ignoring startIndex is caught before its page is staged again
@@ -601,7 +601,13 @@ type pageReader struct {
 	ids     *idSet // nil: no duplicate check
 	fetched int    // features of the fetch's pages before this one
 	sortBy  string // the layer's SortBy, for the advice of a duplicate
+	body    *limitedBody
 }
+
+// BodyBytes returns the page's body bytes (decompressed) read so far, so
+// that a PageFunc can bound a poll's bytes as they arrive rather than at
+// the end of a page that may never end.
+func (r *pageReader) BodyBytes() int64 { return r.body.read }
 
 func (r *pageReader) Next() (*Feature, error) {
 	if r.err != nil {

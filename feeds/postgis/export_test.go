@@ -22,3 +22,7 @@ func SetBulkFirstLoad(s *Store, on bool) { s.useBulkFirstLoad = on }
 func BulkFirstLoads(s *Store) (ran, fellBack int64) {
 	return s.bulkLoads.Load(), s.bulkFallbacks.Load()
 }
+
+// SetPageIDs sets how many distinct ids per page StagePage counts in
+// memory before it leaves the count to PostgreSQL.
+func SetPageIDs(s *Store, n int) { s.pageIDs = n }

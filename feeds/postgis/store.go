@@ -79,6 +79,9 @@ type Store struct {
 	// fell back to firstLoadSQL for a repeated id (tests).
 	useBulkFirstLoad         bool
 	bulkLoads, bulkFallbacks atomic.Int64
+	// pageIDs: up to this many distinct ids per page, StagePage counts
+	// them in memory (defaultPageIDs).
+	pageIDs int
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -105,7 +108,8 @@ func WithLogger(logger *slog.Logger) Option {
 // New returns a Store writing through pool. The schema must be migrated.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
-		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true, useBulkFirstLoad: true}
+		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true, useBulkFirstLoad: true,
+		pageIDs: defaultPageIDs}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -179,11 +183,21 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 // and the reader's error is returned wrapped. Staging a page again (a retry)
 // replaces what that page staged before.
 //
+// The COPY streams: features are encoded as the connection asks for bytes,
+// so a page of any size costs the memory of a few features, and the caller
+// may feed it while the page's body is still arriving (feeds stages pages in
+// chunks that way). Until the transaction commits, with the page's
+// staged_pages row, no other session sees a row of the page: an apply, a
+// resume, a held accept or the uniqueness checks never mistake a page cut
+// short for the page, and a crash mid-page leaves nothing of it.
+//
 // A feature without an ID is staged with "" and named at apply by the hex of
 // its content hash, so it keeps its id from poll to poll as long as it does
 // not change (reordered property keys included).
 func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features wfs.FeatureReader) (int, error) {
-	src := &copySource{features: features, page: int32(page), ids: make(map[string]struct{})}
+	src := &copySource{page: int32(page), ids: make(map[string]struct{})}
+	ids := &pageIDs{features: features, src: src, max: s.pageIDs}
+	src.features = ids
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// FOR SHARE makes a concurrent FailPoll or Apply of this poll wait for
 		// the page, so staging never lands after the poll was cleaned up.
@@ -215,17 +229,60 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 			return err
 		}
 		n := tag.RowsAffected()
+		named := len(src.ids)
+		if ids.overflow {
+			// Too many ids to hold: PostgreSQL counts the page's own rows
+			// (about a second per million; COLLATE "C" compares bytes).
+			if err := tx.QueryRow(ctx, `
+				SELECT count(*)::int FROM (SELECT DISTINCT feature_id COLLATE "C" FROM staged_features
+					WHERE poll_id = $1 AND page = $2 AND feature_id <> '') d`, pollID, page).Scan(&named); err != nil {
+				return err
+			}
+		}
 		_, err = tx.Exec(ctx, `
 			INSERT INTO staged_pages (poll_id, page, features, named_ids) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
 				staged_at = now()`,
-			pollID, page, n, len(src.ids))
+			pollID, page, n, named)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgis: stage page %d of poll %d: %w", page, pollID, err)
 	}
 	return src.n, nil
+}
+
+// StagedFeatures returns how many features the poll's staged pages hold:
+// a resumed poll counts them against its limits.poll_features.
+func (s *Store) StagedFeatures(ctx context.Context, pollID int64) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1`, pollID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgis: count staged features of poll %d: %w", pollID, err)
+	}
+	return n, nil
+}
+
+// defaultPageIDs is how many distinct ids StagePage counts in memory for a
+// page's staged_pages.named_ids (a few MB); a larger page is counted by
+// PostgreSQL after its COPY, so memory does not grow with the page.
+const defaultPageIDs = 1 << 16
+
+// pageIDs is the FeatureReader copySource reads a page through: it bounds
+// copySource's set of the page's ids (filled by encode) to max ids, and
+// drops it past that, leaving the count to PostgreSQL.
+type pageIDs struct {
+	features wfs.FeatureReader
+	src      *copySource
+	max      int
+	overflow bool
+}
+
+func (r *pageIDs) Next() (*wfs.Feature, error) {
+	if len(r.src.ids) > r.max {
+		r.overflow = true
+		r.src.ids = make(map[string]struct{})
+	}
+	return r.features.Next()
 }
 
 // stagingCopySQL is the COPY StagePage sends; copySource writes its rows.
