@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -53,9 +54,15 @@ var ErrPollNotRunning = errors.New("postgis: poll is not running")
 // lock on the same feed does not deadlock against Apply.
 const ApplyLockClass int32 = 0x6170706c // "appl"
 
-// maxErrorLen bounds the error text stored per poll: some servers answer with
-// whole HTML pages, and the table is for operators, not archives.
-const maxErrorLen = 4000
+// maxErrorLen bounds the error text stored per poll and feed (polls.error,
+// feed_status.last_error), in bytes: some servers answer with whole HTML
+// pages, an error may quote a 20 MB value, and the tables are for
+// operators, not archives.
+const maxErrorLen = 1024
+
+// maxQuotedLen bounds a value from the source quoted in a message (an id,
+// say), in bytes before quoting.
+const maxQuotedLen = 200
 
 // Store implements feeds.Store on a pgx pool. It is safe for concurrent use.
 type Store struct {
@@ -636,8 +643,8 @@ func checkPagesDisjoint(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds
 		return err
 	}
 	return &wfs.IncompleteError{URL: feed.URL, Expected: -1, Reason: fmt.Sprintf(
-		"%d feature ids appear on more than one page (e.g. %q on pages %s): the server's paging order is unstable, "+
-			"or id_property does not identify features uniquely", n, *example, *pages)}
+		"%d feature ids appear on more than one page (e.g. %s on pages %s): the server's paging order is unstable, "+
+			"or id_property does not identify features uniquely", n, quoteInput(*example), *pages)}
 }
 
 // lockFeed serialises applies (and held decisions) of one feed across
@@ -1338,18 +1345,43 @@ func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
 	return err
 }
 
+// errorText is err's message as stored: at most maxErrorLen bytes (and an
+// ellipsis), and text PostgreSQL can hold, so that recording a failure
+// never fails for the failure's own message.
 func errorText(err error) string {
 	if err == nil {
 		return "unknown error"
 	}
-	msg := err.Error()
-	if len(msg) > maxErrorLen {
-		// Cut on a rune boundary: the column is text and must stay UTF-8.
-		cut := maxErrorLen
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
+	return boundText(err.Error(), maxErrorLen)
+}
+
+// quoteInput quotes a value from the source for a message, cut to
+// maxQuotedLen bytes.
+func quoteInput(s string) string {
+	return strconv.Quote(boundText(s, maxQuotedLen))
+}
+
+// boundText returns s cut to at most limit bytes on a rune boundary (with
+// "…" appended when cut), as valid UTF-8 without NUL: invalid bytes and NUL
+// become U+FFFD, as in features (repairText). Cut before repairing, so a
+// huge message is not copied whole, and after, as a repair lengthens it.
+func boundText(s string, limit int) string {
+	cut := false
+	for range 2 {
+		if len(s) > limit {
+			cut = true
+			n := limit
+			// A rune starts at most UTFMax-1 bytes back, unless the
+			// bytes are not UTF-8 at all (repairText replaces them).
+			for n > 0 && n > limit-utf8.UTFMax && !utf8.RuneStart(s[n]) {
+				n--
+			}
+			s = s[:n]
 		}
-		msg = msg[:cut] + "…"
+		s, _ = repairText(s, 0)
 	}
-	return msg
+	if cut {
+		s += "…"
+	}
+	return s
 }
