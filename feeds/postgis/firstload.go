@@ -82,10 +82,10 @@ FROM (SELECT count(*)::int AS rows,
 
 // bulkFirstLoad loads a large first snapshot into the new table t (see
 // above) and fills in the apply's figures (out, pages) as firstLoadSQL
-// would. loaded
-// false: the snapshot repeats an id and nothing was done; the caller loads
-// it with firstLoadSQL. held is the guard's reason when the snapshot was
-// held (no table is left then).
+// would. loaded false: the snapshot repeats an id, or a geometry's
+// transform failed, and nothing was done; the caller loads it with
+// firstLoadSQL. held is the guard's reason when the snapshot was held (no
+// table is left then).
 func (s *Store) bulkFirstLoad(ctx context.Context, tx pgx.Tx, pollID int64, t feedTable, jurisdiction, feed string,
 	accept bool, bbox []float64, skipInvalid, skipInvalidFeature bool, pages *int, out *applyOutcome) (loaded bool, held *string, split *int, err error) {
 	s.bulkLoads.Add(1)
@@ -108,6 +108,12 @@ func (s *Store) bulkFirstLoad(ctx context.Context, tx pgx.Tx, pollID int64, t fe
 	// Not prepared: the text names the feed's table (see applySnapshot).
 	if _, err := sp.Exec(ctx, strings.ReplaceAll(bulkFirstLoadSQL, "{{table}}", name), pgx.QueryExecModeDescribeExec,
 		pollID, jurisdiction, feed, skipInvalidFeature); err != nil {
+		if isTransformError(err) {
+			// A coordinate outside its CRS's domain: firstLoadSQL
+			// loads it, without that geometry (runApply).
+			s.bulkFallbacks.Add(1)
+			return false, nil, nil, nil
+		}
 		return false, nil, nil, fmt.Errorf("create %s: %w", t.name, err)
 	}
 	var rows, invalid, skipped, named int

@@ -212,3 +212,46 @@ func TestExtentGuardIgnoresEmptyGeometries(t *testing.T) {
 		}
 	})
 }
+
+// TestCoordinatesOutsideTheCRSDomainAreInvalid: a coordinate PROJ refuses to
+// transform (here 10^12 m in UTM zone 17N: "Point outside of projection
+// domain") makes PostGIS abort the statement; the apply runs again with
+// transforms that give that geometry no value, so the one feature is an
+// invalid geometry (stored without it, or skipped) and the layer applies.
+func TestCoordinatesOutsideTheCRSDomainAreInvalid(t *testing.T) {
+	t.Parallel()
+	layer := func() []wfs.Feature {
+		return []wfs.Feature{
+			feature("ok", point(712000, 3953000, 32617), props("n", 1)),
+			feature("far", point(1e12, 1e12, 32617), props("n", 2)),
+			feature("gc", geom.NewGeometryCollection().MustPush(geom.NewPointFlat(geom.XY, []float64{712000, 3953000}),
+				geom.NewPointFlat(geom.XY, []float64{-1e12, 1e12})).SetSRID(32617), props("n", 3)),
+		}
+	}
+	check := func(t *testing.T, b *bundle, res feeds.ApplyResult) {
+		t.Helper()
+		if res.InvalidGeometries != 2 {
+			t.Errorf("apply: %+v, want 2 invalid geometries", res)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'utm' AND geom IS NULL AND feature_id IN ('far', 'gc')`); n != 2 {
+			t.Errorf("%d of the 2 untransformable geometries stored as NULL", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'utm' AND feature_id = 'ok' AND ST_Y(geom) BETWEEN 35 AND 36`); n != 1 {
+			t.Errorf("ok not stored in EPSG:4326")
+		}
+	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		feed := feedInfo("utm")
+		feed.Guard.BBox = &feeds.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
+		_, res := b.poll(t, feed, layer())
+		check(t, b, res)
+	})
+	t.Run("refresh", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		feed := feedInfo("utm")
+		b.poll(t, feed, []wfs.Feature{feature("ok", point(-78.6, 35.7, 4326), nil)})
+		_, res := b.poll(t, feed, layer())
+		check(t, b, res)
+	})
+}

@@ -38,6 +38,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/feeds"
@@ -81,7 +82,8 @@ type Store struct {
 	largeChecks, largeUnchanged atomic.Int64
 	// useBulkFirstLoad: a first load of bulkIndexMin features or more is built
 	// by bulkFirstLoad (else by firstLoadSQL). How many times it ran, and
-	// fell back to firstLoadSQL for a repeated id (tests).
+	// fell back to firstLoadSQL for a repeated id or a failed transform
+	// (tests).
 	useBulkFirstLoad         bool
 	bulkLoads, bulkFallbacks atomic.Int64
 }
@@ -738,8 +740,8 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	if !unchanged && !bulk {
 		// The statement's text names the feed's table: executed without
 		// preparing, so thousands of feeds do not churn the statement cache.
-		err = tx.QueryRow(ctx, applyStatement(table, firstLoad), pgx.QueryExecModeDescribeExec,
-			pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid, skipInvalidFeature).Scan(
+		err = runApply(ctx, tx, applyStatement(table, firstLoad),
+			[]any{pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid, skipInvalidFeature},
 			&out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
 			&pages, &out.previous, &held, &out.res.InvalidGeometries, &split)
 		if err != nil {
@@ -827,6 +829,42 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 		return out, attachFeedTable(ctx, tx, table, jurisdiction, feed)
 	}
 	return out, nil
+}
+
+// runApply runs the apply statement sql with args, scanning its row into
+// dest. When a geometry's transform fails — a coordinate outside its CRS's
+// domain, which PROJ refuses and PostGIS turns into an error that aborts the
+// statement — it runs it again with transforms that give such a geometry no
+// value (it is then invalid: stored without it, or skipped). The first run
+// stays the plain one: the safe transform catches errors in a
+// subtransaction per call, which parallel workers cannot run.
+func runApply(ctx context.Context, tx pgx.Tx, sql string, args []any, dest ...any) error {
+	sp, err := tx.Begin(ctx) // a savepoint
+	if err != nil {
+		return err
+	}
+	err = sp.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeDescribeExec}, args...)...).Scan(dest...)
+	if err == nil {
+		return sp.Commit(ctx)
+	}
+	if rbErr := sp.Rollback(ctx); rbErr != nil || !isTransformError(err) {
+		return err
+	}
+	return tx.QueryRow(ctx, safeTransforms(sql), append([]any{pgx.QueryExecModeDescribeExec}, args...)...).Scan(dest...)
+}
+
+// isTransformError tells whether err is PostGIS failing to transform a
+// coordinate ("transform: Point outside of projection domain").
+func isTransformError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "XX000" && strings.HasPrefix(pgErr.Message, "transform:")
+}
+
+// safeTransforms is sql with every ST_Transform replaced by
+// ingestd_try_transform (migration 18), which gives NULL where ST_Transform
+// fails for a coordinate.
+func safeTransforms(sql string) string {
+	return strings.ReplaceAll(sql, "ST_Transform(", "ingestd_try_transform(")
 }
 
 // countInvalidFeatures sums the invalid features the poll's pages counted
@@ -1042,12 +1080,13 @@ const inRange = `coalesce(ST_XMin(g.geom) >= -180 AND ST_XMax(g.geom) <= 180
 			AND ST_YMin(g.geom) >= -90 AND ST_YMax(g.geom) <= 90, true)`
 
 // invalidGeometry tells whether the staged row p's geometry g.geom is
-// invalid: it could not be parsed (geom_broken), lies out of range, or is
-// not valid for ST_IsValid. A CASE, so that ST_IsValid only sees
+// invalid: it could not be parsed (geom_broken) or transformed, lies out of
+// range, or is not valid for ST_IsValid. A CASE, so that ST_IsValid only sees
 // geometries in range.
 const invalidGeometry = `CASE
 		WHEN p.geom_broken THEN true
-		WHEN g.geom IS NULL THEN false
+		-- No geometry from a staged one: its transform failed (runApply).
+		WHEN g.geom IS NULL THEN p.geom_ewkb IS NOT NULL
 		WHEN NOT ` + inRange + ` THEN true
 		ELSE NOT ST_IsValid(g.geom)
 	END`
