@@ -3,6 +3,7 @@ package postgis_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/twpayne/go-geom"
@@ -191,4 +192,29 @@ func derefString(s *string) string {
 		return "NULL"
 	}
 	return *s
+}
+
+// panicky is a geom.T whose every method panics (its embedded geometry is
+// nil): no decoder makes one, but staging must not end the process if one
+// comes.
+type panicky struct{ geom.T }
+
+// TestStagingSurvivesAPanickingGeometry: a panic while encoding a feature
+// (the last resort behind encode's own handling) fails its page with an
+// error naming the feature, stages nothing of it, and does not end the
+// process.
+func TestStagingSurvivesAPanickingGeometry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.begin(t, feedInfo("panicky"))
+	_, err := b.store.StagePage(b.ctx, id, 0, reader(
+		feature("ok", point(-78.6, 35.7, 4326), nil),
+		wfs.Feature{ID: "bad", Geometry: panicky{}},
+	))
+	if err == nil || !strings.Contains(err.Error(), "feature 1: cannot be staged") {
+		t.Errorf("StagePage: %v, want an error naming feature 1", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM staged_features WHERE poll_id = $1`, id); n != 0 {
+		t.Errorf("%d rows staged from the failed page", n)
+	}
 }

@@ -292,6 +292,16 @@ func (c *copySource) Read(p []byte) (int, error) {
 // encodeChunk encodes rows into buf until it holds copyChunk bytes, the
 // features end (then the trailer) or fail (c.err).
 func (c *copySource) encodeChunk() {
+	// The last resort: staging runs in a goroutine of its own (the
+	// poll's page stager), where a panic would end the process whatever
+	// the poll recovers. A feature ingestd cannot encode fails its page,
+	// naming it; encode is meant never to get here.
+	defer func() {
+		if r := recover(); r != nil {
+			c.err = fmt.Errorf("feature %d: cannot be staged: %v", c.n, r)
+			c.out = nil
+		}
+	}()
 	b := c.buf[:0]
 	if !c.started {
 		c.started = true
