@@ -2,10 +2,12 @@ package postgis_test
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -133,6 +135,32 @@ func TestInvalidFeaturesSkipped(t *testing.T) {
 		}
 		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'bad' AND properties->>'name' = 'before'`); n != 3 {
 			t.Errorf("%d features kept their previous version, want 3", n)
+		}
+	})
+}
+
+// TestLongestIDIsStored: an id of MaxIDBytes that does not compress (the
+// B-tree limit bites on the compressed entry) is stored on every path; one
+// byte more is refused, alone.
+func TestLongestIDIsStored(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	longest := make([]byte, postgis.MaxIDBytes)
+	for i := range longest {
+		longest[i] = byte('!' + rng.IntN(94))
+	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		feed := feedInfo("ids")
+		id := b.begin(t, feed)
+		if _, err := b.store.StagePage(b.ctx, id, 0, reader(
+			feature(string(longest), point(-78.6, 35.7, 4326), nil),
+			feature(string(longest)+"x", point(-78.6, 35.7, 4326), nil),
+		)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := b.store.Apply(b.ctx, id, feed)
+		if err != nil || res.Added != 1 || res.InvalidFeatures != (feeds.InvalidFeatures{IDTooLong: 1}) {
+			t.Errorf("apply: %+v, %v; want 1 added and 1 id too long", res, err)
 		}
 	})
 }

@@ -257,9 +257,6 @@ type copySource struct {
 	// ids holds the page's distinct source ids (staged_pages.named_ids):
 	// bounded by the page size.
 	ids map[string]struct{}
-	// idLimit is the longest id staged, in bytes (0: MaxIDBytes); a
-	// feature with a longer id is refused and counted.
-	idLimit int
 	// invalid counts the page's features by invalid reason
 	// (staged_pages.invalid_features).
 	invalid invalidCounts
@@ -320,7 +317,7 @@ func (c *copySource) encodeChunk() {
 			c.done = true
 			break
 		}
-		if limit := c.idBytes(); len(f.ID) > limit {
+		if len(f.ID) > MaxIDBytes {
 			// An id that long cannot be a key (the apply's index refuses
 			// it) and says nothing about the rest of the layer: the
 			// feature alone is refused, never the page.
@@ -402,14 +399,6 @@ const (
 // a longer id is refused alone and counted as id_too_long. Feeds bound ids
 // lower with limits.id_bytes (default wfs.DefaultIDBytes), in the decoders.
 const MaxIDBytes = 2048
-
-// idBytes is the longest id c stages.
-func (c *copySource) idBytes() int {
-	if c.idLimit > 0 && c.idLimit < MaxIDBytes {
-		return c.idLimit
-	}
-	return MaxIDBytes
-}
 
 // Reasons a feature is counted as invalid (polls.invalid_features, the
 // invalid_features metric), indexes into invalidCounts.
