@@ -96,11 +96,11 @@ func TestIDOnTwoPagesIsRefused(t *testing.T) {
 	}
 }
 
-// outOfRangeLayer is one feature in range and five whose coordinates are no
+// outOfRangeLayer is three features in range and six whose coordinates are no
 // place on Earth once in EPSG:4326: lon 500 and lat 100 in EPSG:4326, lon
 // 500 in another geographic CRS (NAD83, which ST_Transform passes through as
-// it is) and without a CRS (taken as 4326), and a collection with one member
-// out of range. The corners of the range itself are in it.
+// it is) and without a CRS (taken as 4326), lon 180.0000001, and a
+// collection with one member out of range. The corners of the range itself are in it.
 func outOfRangeLayer() []wfs.Feature {
 	return []wfs.Feature{
 		feature("ok", square(-78.6, 35.7, 0.001), props("n", 1)),
@@ -110,6 +110,7 @@ func outOfRangeLayer() []wfs.Feature {
 		feature("lat100", point(-78.6, 100, 4326), props("n", 5)),
 		feature("nad83", point(500, 35.7, 4269), props("n", 6)),
 		feature("nosrid", point(-500, 35.7, 0), props("n", 7)),
+		feature("justout", point(180.0000001, 0, 4326), props("n", 9)),
 		feature("collection", geom.NewGeometryCollection().MustPush(
 			geom.NewPointFlat(geom.XY, []float64{-78.6, 35.7}),
 			geom.NewLineStringFlat(geom.XY, []float64{-78.6, 35.7, -78.6, 90.5})).SetSRID(4326), props("n", 8)),
@@ -122,7 +123,7 @@ func outOfRangeLayer() []wfs.Feature {
 // faithful repair) and counted, or skipped.
 func TestCoordinatesOutOfRangeAreInvalid(t *testing.T) {
 	t.Parallel()
-	const outside = 5
+	const outside = 6
 	repaired := func(t *testing.T, b *bundle, res feeds.ApplyResult) {
 		t.Helper()
 		if res.InvalidGeometries != outside {

@@ -1072,11 +1072,12 @@ const skippedRow = `((w.invalid AND $7) OR w.invalid_feature = 2 OR (w.invalid_f
 // inRange tells whether the geometry g.geom (stagedGeometry: in EPSG:4326)
 // lies within longitudes [-180, 180] and latitudes [-90, 90]: lon 500 or
 // lat 100 is no place on Earth, whatever the source's CRS (a geographic
-// one passes it through ST_Transform as it is). NaN compares above every
-// number in PostgreSQL, so a non-finite result is out of range too. An
-// empty geometry (no bounds) is in range.
-const inRange = `coalesce(ST_XMin(g.geom) >= -180 AND ST_XMax(g.geom) <= 180
-			AND ST_YMin(g.geom) >= -90 AND ST_YMax(g.geom) <= 90, true)`
+// one passes it through ST_Transform as it is). By bounding box (@): a
+// tenth of the cost of ST_XMin and its kin, and exact here, as the bounds
+// are floats the box's single precision holds (it rounds outward). An
+// empty geometry (no box) is in range; a NaN coordinate passes the box
+// test but fails ST_IsValid.
+const inRange = `coalesce(g.geom @ ST_MakeEnvelope(-180, -90, 180, 90, 4326) OR ST_IsEmpty(g.geom), true)`
 
 // invalidGeometry tells whether the staged row p's geometry g.geom is
 // invalid: it could not be parsed (geom_broken) or transformed, lies out of
