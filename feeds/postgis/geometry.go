@@ -18,12 +18,12 @@ import (
 func encodeGeometry(g geom.T) (b []byte, broken string) {
 	defer func() {
 		if r := recover(); r != nil {
-			broken = fmt.Sprintf("the geometry cannot be encoded: %v", r)
+			broken = "the geometry cannot be encoded: " + boundText(fmt.Sprint(r), maxQuotedLen)
 		}
 	}()
 	b, err := ewkb.Marshal(g, binary.LittleEndian)
 	if err != nil {
-		return nil, fmt.Sprintf("the geometry cannot be encoded: %v", err)
+		return nil, "the geometry cannot be encoded: " + boundText(err.Error(), maxQuotedLen)
 	}
 	return b, brokenGeometry(g)
 }
