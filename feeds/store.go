@@ -89,8 +89,8 @@ type ApplyResult struct {
 	// was invalid: repaired, or skipped (then not in Added or Modified).
 	InvalidGeometries int
 	// InvalidFeatures counts the poll's features that were repaired,
-	// skipped or refused, by reason. Counted over every staged feature,
-	// unchanged ones too.
+	// skipped or refused, by reason: over every feature the poll staged
+	// (unchanged ones too) or refused.
 	InvalidFeatures InvalidFeatures
 }
 
