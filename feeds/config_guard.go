@@ -9,9 +9,11 @@ import (
 
 // Guard returns the checks Apply makes before the feed's snapshot replaces
 // its features: max_shrink as resolved (feed, else jurisdiction, else
-// defaults) and the jurisdiction's bbox.
+// defaults), the jurisdiction's bbox, and what to do with invalid
+// geometries and features.
 func (f *Feed) Guard() Guard {
-	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox, SkipInvalid: f.InvalidGeometry == InvalidSkip}
+	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox, SkipInvalid: f.InvalidGeometry == InvalidSkip,
+		SkipInvalidFeature: f.InvalidFeature == InvalidSkip}
 }
 
 // What a poll does with a feature whose geometry is invalid (self-intersecting

@@ -118,3 +118,41 @@ jurisdictions:
 		t.Errorf("bad invalid_geometry: %v", err)
 	}
 }
+
+// TestInvalidFeatureReachesTheGuard: invalid_feature resolves (feed, else
+// defaults, else repair) into the Guard the store gets.
+func TestInvalidFeatureReachesTheGuard(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want map[string]bool
+	}{{`
+defaults: {invalid_feature: skip}
+jurisdictions:
+  - id: a
+    feeds:
+      - {id: f, kind: geojson, url: "https://a.example.org/f.geojson"}
+      - {id: g, kind: geojson, url: "https://a.example.org/g.geojson", invalid_feature: repair}
+`, map[string]bool{"a/f": true, "a/g": false}}, {`
+jurisdictions:
+  - id: a
+    feeds:
+      - {id: f, kind: geojson, url: "https://a.example.org/f.geojson"}
+      - {id: g, kind: geojson, url: "https://a.example.org/g.geojson", invalid_feature: skip}
+`, map[string]bool{"a/f": false, "a/g": true}}} {
+		cfg, err := ParseConfig("f.yaml", []byte(c.yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSkipInvalidFeature(t, cfg, c.want)
+	}
+}
+
+func checkSkipInvalidFeature(t *testing.T, cfg *Config, want map[string]bool) {
+	t.Helper()
+	for key, skip := range want {
+		f, _ := cfg.Feed(key)
+		if got := feedInfo(f, time.Now()).Guard.SkipInvalidFeature; got != skip {
+			t.Errorf("%s: invalid_feature %q gives SkipInvalidFeature %v, want %v", key, f.InvalidFeature, got, skip)
+		}
+	}
+}

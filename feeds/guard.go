@@ -23,8 +23,15 @@ type Guard struct {
 	// half of its located features outside it is held.
 	BBox *BBox
 	// SkipInvalid leaves out the update of a feature whose geometry is
-	// invalid instead of repairing it (invalid_geometry: skip).
+	// invalid (unparseable, not valid, or outside longitudes ±180 and
+	// latitudes ±90) instead of repairing it (invalid_geometry: skip).
 	SkipInvalid bool
+	// SkipInvalidFeature leaves out the update of a feature whose id or
+	// properties needed a repair (invalid UTF-8, NUL, a lone surrogate,
+	// each made U+FFFD) instead of writing the repaired feature
+	// (invalid_feature: skip). A feature with no faithful repair is
+	// skipped either way.
+	SkipInvalidFeature bool
 }
 
 // EffectiveMaxShrink returns MaxShrink with the zero value resolved.

@@ -7,7 +7,8 @@ import (
 )
 
 // metrics are the feeds package's Prometheus series. Labels are bounded by
-// the configuration (jurisdiction, feed) or by a fixed set (outcome); never a URL.
+// the configuration (jurisdiction, feed) or by a fixed set (outcome, reason);
+// never a URL.
 type metrics struct {
 	polls          *prometheus.CounterVec   // jurisdiction, feed, outcome
 	pollDuration   *prometheus.HistogramVec // outcome
@@ -16,6 +17,8 @@ type metrics struct {
 	running        prometheus.Gauge
 	schedulerLag   prometheus.Histogram
 	ticksSkipped   *prometheus.CounterVec // reason
+	// invalidFeatures: jurisdiction, feed, reason (InvalidFeatures.Reasons).
+	invalidFeatures *prometheus.CounterVec
 }
 
 // Poll outcomes, the values of the outcome label.
@@ -58,9 +61,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ingestd_feeds_ticks_skipped_total",
 			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter; claimed: another instance polls it).",
 		}, []string{"reason"}),
+		invalidFeatures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ingestd_feeds_invalid_features_total",
+			Help: "Features of applied snapshots that were repaired, skipped or refused, by feed and reason (invalid_utf8, nul, lone_surrogate, invalid_json, number_out_of_range, id_too_long).",
+		}, []string{"jurisdiction", "feed", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.running, m.schedulerLag, m.ticksSkipped)
+		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.running, m.schedulerLag, m.ticksSkipped,
+			m.invalidFeatures)
 	}
 	return m
 }
@@ -74,6 +82,13 @@ func (m *metrics) pollDone(f *Feed, outcome string, took time.Duration, features
 	}
 }
 
+// invalidFeaturesSeen counts an applied snapshot's invalid features.
+func (m *metrics) invalidFeaturesSeen(f *Feed, counts InvalidFeatures) {
+	for reason, n := range counts.Reasons() {
+		m.invalidFeatures.WithLabelValues(f.Jurisdiction, f.ID, reason).Add(float64(n))
+	}
+}
+
 // forget drops the series of a feed that left the configuration.
 func (m *metrics) forget(jurisdiction, feed string) {
 	for _, o := range []string{outcomeSucceeded, outcomeFailed, outcomeParked, outcomeHeld} {
@@ -81,4 +96,5 @@ func (m *metrics) forget(jurisdiction, feed string) {
 	}
 	m.featuresLoaded.DeleteLabelValues(jurisdiction, feed)
 	m.lastSuccess.DeleteLabelValues(jurisdiction, feed)
+	m.invalidFeatures.DeletePartialMatch(prometheus.Labels{"jurisdiction": jurisdiction, "feed": feed})
 }

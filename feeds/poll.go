@@ -117,8 +117,10 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		res, err = m.store.Apply(ctx, pollID, info)
 		if err == nil {
 			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: time.Since(start), ApplyResult: res}
+			m.metrics.invalidFeaturesSeen(f, res.InvalidFeatures)
 			logger.Info("poll succeeded", "pages", r.Pages, "first_page", firstPage, "features", res.Features, "added", res.Added,
 				"modified", res.Modified, "removed", res.Removed, "invalid_geometries", res.InvalidGeometries,
+				"invalid_features", res.InvalidFeatures.Reasons(),
 				"bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds())
 			return r, nil
 		}

@@ -88,4 +88,53 @@ type ApplyResult struct {
 	// InvalidGeometries counts the added or modified features whose geometry
 	// was invalid: repaired, or skipped (then not in Added or Modified).
 	InvalidGeometries int
+	// InvalidFeatures counts the poll's features that were repaired,
+	// skipped or refused, by reason: over every feature the poll staged
+	// (unchanged ones too) or refused.
+	InvalidFeatures InvalidFeatures
+}
+
+// InvalidFeatures counts a poll's invalid features by reason. The reasons'
+// names (Reasons; polls.invalid_features; the reason label of
+// ingestd_feeds_invalid_features_total) are the snake_case of the fields.
+// A skipped feature keeps its previous version and is in neither Added nor
+// Modified.
+type InvalidFeatures struct {
+	// InvalidUTF8, NUL and LoneSurrogate: the id or properties held invalid
+	// UTF-8, a NUL (\u0000) or a lone surrogate escape, each made U+FFFD;
+	// the feature is written so (invalid_feature: repair) or its update
+	// skipped (skip).
+	InvalidUTF8, NUL, LoneSurrogate int
+	// InvalidJSON and NumberOutOfRange: properties that are not JSON, or
+	// hold a number PostgreSQL's numeric cannot; no faithful repair exists,
+	// so the feature's update is skipped whatever the policy.
+	InvalidJSON, NumberOutOfRange int
+	// IDTooLong: an id longer than the limit; the feature is refused, as if
+	// the source had not sent it.
+	IDTooLong int
+}
+
+// Reasons returns the non-zero counts by reason name (nil when all are 0).
+func (c InvalidFeatures) Reasons() map[string]int {
+	var m map[string]int
+	for _, r := range []struct {
+		name string
+		n    int
+	}{
+		{"invalid_utf8", c.InvalidUTF8}, {"nul", c.NUL}, {"lone_surrogate", c.LoneSurrogate},
+		{"invalid_json", c.InvalidJSON}, {"number_out_of_range", c.NumberOutOfRange}, {"id_too_long", c.IDTooLong},
+	} {
+		if r.n > 0 {
+			if m == nil {
+				m = make(map[string]int)
+			}
+			m[r.name] = r.n
+		}
+	}
+	return m
+}
+
+// Total is the number of counts (a feature with two reasons counts twice).
+func (c InvalidFeatures) Total() int {
+	return c.InvalidUTF8 + c.NUL + c.LoneSurrogate + c.InvalidJSON + c.NumberOutOfRange + c.IDTooLong
 }

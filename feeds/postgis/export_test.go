@@ -18,7 +18,7 @@ func LargeUnchangedChecks(s *Store) (ran, unchanged int64) {
 func SetBulkFirstLoad(s *Store, on bool) { s.useBulkFirstLoad = on }
 
 // BulkFirstLoads is how many times bulkFirstLoad ran, and how many times it
-// fell back to firstLoadSQL for a repeated id.
+// fell back to firstLoadSQL (a repeated id, a failed transform).
 func BulkFirstLoads(s *Store) (ran, fellBack int64) {
 	return s.bulkLoads.Load(), s.bulkFallbacks.Load()
 }

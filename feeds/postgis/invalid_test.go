@@ -1,10 +1,14 @@
 package postgis_test
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twpayne/go-geom"
 
+	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -90,4 +94,165 @@ func TestIDOnTwoPagesIsRefused(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'pages'`); n != 2 {
 		t.Errorf("%d features after the refused snapshot, want the previous 2", n)
 	}
+}
+
+// outOfRangeLayer is three features in range and six whose coordinates are no
+// place on Earth once in EPSG:4326: lon 500 and lat 100 in EPSG:4326, lon
+// 500 in another geographic CRS (NAD83, which ST_Transform passes through as
+// it is) and without a CRS (taken as 4326), lon 180.0000001, and a
+// collection with one member out of range. The corners of the range itself are in it.
+func outOfRangeLayer() []wfs.Feature {
+	return []wfs.Feature{
+		feature("ok", square(-78.6, 35.7, 0.001), props("n", 1)),
+		feature("corner", geom.NewMultiPointFlat(geom.XY, []float64{-180, -90, 180, 90}).SetSRID(4326), props("n", 2)),
+		feature("mercator", point(-8749000, 4260000, 3857), props("n", 3)),
+		feature("lon500", point(500, 35.7, 4326), props("n", 4)),
+		feature("lat100", point(-78.6, 100, 4326), props("n", 5)),
+		feature("nad83", point(500, 35.7, 4269), props("n", 6)),
+		feature("nosrid", point(-500, 35.7, 0), props("n", 7)),
+		feature("justout", point(180.0000001, 0, 4326), props("n", 9)),
+		feature("collection", geom.NewGeometryCollection().MustPush(
+			geom.NewPointFlat(geom.XY, []float64{-78.6, 35.7}),
+			geom.NewLineStringFlat(geom.XY, []float64{-78.6, 35.7, -78.6, 90.5})).SetSRID(4326), props("n", 8)),
+	}
+}
+
+// TestCoordinatesOutOfRangeAreInvalid: a geometry outside longitudes ±180
+// and latitudes ±90 (after the transform to EPSG:4326) is an invalid
+// geometry, on every path: repaired (stored without it, as there is no
+// faithful repair) and counted, or skipped.
+func TestCoordinatesOutOfRangeAreInvalid(t *testing.T) {
+	t.Parallel()
+	const outside = 6
+	repaired := func(t *testing.T, b *bundle, res feeds.ApplyResult) {
+		t.Helper()
+		if res.InvalidGeometries != outside {
+			t.Errorf("apply: %+v, want %d invalid geometries", res, outside)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'range' AND geom IS NULL`); n != outside {
+			t.Errorf("%d features stored without a geometry, want %d", n, outside)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'range' AND geom IS NOT NULL
+			AND ST_XMin(geom) >= -180 AND ST_XMax(geom) <= 180 AND ST_YMin(geom) >= -90 AND ST_YMax(geom) <= 90`); n != 3 {
+			t.Errorf("%d features stored in range, want 3", n)
+		}
+	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		_, res := b.poll(t, feedInfo("range"), outOfRangeLayer())
+		repaired(t, b, res)
+	})
+	t.Run("refresh", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		feed := feedInfo("range")
+		b.poll(t, feed, []wfs.Feature{feature("lon500", point(-78.6, 35.7, 4326), props("n", 0))})
+		_, res := b.poll(t, feed, outOfRangeLayer())
+		repaired(t, b, res)
+	})
+	t.Run("skip", func(t *testing.T) {
+		t.Parallel()
+		forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+			feed := feedInfo("range")
+			feed.Guard.SkipInvalid = true
+			_, res := b.poll(t, feed, outOfRangeLayer())
+			if res.InvalidGeometries != outside || res.Added != 3 {
+				t.Errorf("apply: %+v, want 3 added and %d invalid skipped", res, outside)
+			}
+			// A refresh keeps the previous version of a feature whose new
+			// geometry is out of range.
+			_, res = b.poll(t, feed, []wfs.Feature{
+				feature("ok", point(-78.6, 100, 4326), props("n", 1)),
+				feature("corner", point(-78.6, 35.7, 4326), props("n", 2)),
+				feature("mercator", point(-8749000, 4260000, 3857), props("n", 3)),
+			})
+			if res.InvalidGeometries != 1 || res.Modified != 1 {
+				t.Errorf("refresh: %+v, want 1 modified and 1 invalid skipped", res)
+			}
+			var typ string
+			b.scalar(t, &typ, `SELECT GeometryType(geom) FROM features WHERE feed = 'range' AND feature_id = 'ok'`)
+			if typ != "POLYGON" {
+				t.Errorf("ok is a %s after its out-of-range update, want its previous POLYGON", typ)
+			}
+		})
+	})
+}
+
+// TestExtentGuardIgnoresEmptyGeometries: an empty geometry lies nowhere, so
+// it counts neither inside nor outside the jurisdiction's bbox; a layer of
+// mostly empty geometries is not held for lying outside it.
+func TestExtentGuardIgnoresEmptyGeometries(t *testing.T) {
+	t.Parallel()
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		feed := feedInfo("empties")
+		feed.Guard.BBox = &feeds.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
+		layer := []wfs.Feature{feature("in", point(-78.6, 35.7, 4326), nil)}
+		for i := range 3 {
+			layer = append(layer,
+				feature(fmt.Sprintf("empty%d", i), geom.NewPointEmpty(geom.XY).SetSRID(4326), nil),
+				feature(fmt.Sprintf("emptygc%d", i), geom.NewGeometryCollection().SetSRID(2264), nil))
+		}
+		if _, res := b.poll(t, feed, layer); res.Added != len(layer) {
+			t.Errorf("apply: %+v, want all %d added", res, len(layer))
+		}
+		// A first load in a projected CRS declared as EPSG:4326 lies out of
+		// range: held by the extent, not stored without its geometries.
+		wrong := feedInfo("wrongcrs")
+		wrong.Guard.BBox = feed.Guard.BBox
+		id := b.stage(t, wrong, []wfs.Feature{feature("a", point(2000000, 700000, 4326), nil),
+			feature("b", point(2000100, 700000, 4326), nil), feature("c", point(-78.6, 35.7, 4326), nil)})
+		var held *feeds.HeldError
+		if _, err := b.store.Apply(b.ctx, id, wrong); !errors.As(err, &held) || !strings.Contains(held.Reason, "2 of 3 located") {
+			t.Errorf("first load out of range: %v, want held naming 2 of 3", err)
+		}
+		// Still held when the located features lie outside.
+		layer = append(layer, feature("out1", point(10, 10, 4326), nil), feature("out2", point(10, 10, 4326), nil))
+		id = b.stage(t, feed, layer)
+		_, err := b.store.Apply(b.ctx, id, feed)
+		if !errors.As(err, &held) || !strings.Contains(held.Reason, "2 of 3 located") {
+			t.Errorf("apply with 2 of 3 located outside: %v, want held naming 2 of 3", err)
+		}
+	})
+}
+
+// TestCoordinatesOutsideTheCRSDomainAreInvalid: a coordinate PROJ refuses to
+// transform (here 10^12 m in UTM zone 17N: "Point outside of projection
+// domain") makes PostGIS abort the statement; the apply runs again with
+// transforms that give that geometry no value, so the one feature is an
+// invalid geometry (stored without it, or skipped) and the layer applies.
+func TestCoordinatesOutsideTheCRSDomainAreInvalid(t *testing.T) {
+	t.Parallel()
+	layer := func() []wfs.Feature {
+		return []wfs.Feature{
+			feature("ok", point(712000, 3953000, 32617), props("n", 1)),
+			feature("far", point(1e12, 1e12, 32617), props("n", 2)),
+			feature("gc", geom.NewGeometryCollection().MustPush(geom.NewPointFlat(geom.XY, []float64{712000, 3953000}),
+				geom.NewPointFlat(geom.XY, []float64{-1e12, 1e12})).SetSRID(32617), props("n", 3)),
+		}
+	}
+	check := func(t *testing.T, b *bundle, res feeds.ApplyResult) {
+		t.Helper()
+		if res.InvalidGeometries != 2 {
+			t.Errorf("apply: %+v, want 2 invalid geometries", res)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'utm' AND geom IS NULL AND feature_id IN ('far', 'gc')`); n != 2 {
+			t.Errorf("%d of the 2 untransformable geometries stored as NULL", n)
+		}
+		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'utm' AND feature_id = 'ok' AND ST_Y(geom) BETWEEN 35 AND 36`); n != 1 {
+			t.Errorf("ok not stored in EPSG:4326")
+		}
+	}
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		feed := feedInfo("utm")
+		feed.Guard.BBox = &feeds.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
+		_, res := b.poll(t, feed, layer())
+		check(t, b, res)
+	})
+	t.Run("refresh", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		feed := feedInfo("utm")
+		b.poll(t, feed, []wfs.Feature{feature("ok", point(-78.6, 35.7, 4326), nil)})
+		_, res := b.poll(t, feed, layer())
+		check(t, b, res)
+	})
 }

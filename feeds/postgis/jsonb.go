@@ -20,10 +20,36 @@ import (
 //
 // TestJSONBTextMatchesPostgres and FuzzJSONBText hold it to PostgreSQL's own
 // output.
+//
+// Text that jsonb cannot hold is repaired, faithfully and visibly, rather
+// than failing the poll (one feature's bad string must not block a layer):
+// each byte of invalid UTF-8 becomes U+FFFD (as Go's decoding of a string
+// does), a \u0000 escape becomes U+FFFD (jsonb is text, which cannot hold
+// NUL), and a lone surrogate escape (\ud800 without a low surrogate after
+// it, or a low one alone) becomes U+FFFD. The normalizer records which
+// repairs it made (repairs), so the poll can count them per kind and the
+// feed's invalid_feature policy can skip such features instead. What has no
+// faithful repair (not JSON at all, a number numeric cannot hold) is still
+// an error.
 
 // errJSONB is what jsonbText returns for input PostgreSQL's jsonb rejects
 // too (wrapped with the reason).
 var errJSONB = errors.New("properties are not valid jsonb")
+
+// errNumberRange is wrapped (with errJSONB) by the error for a number that
+// numeric cannot hold.
+var errNumberRange = errors.New("number out of numeric's range")
+
+// Repairs jsonbText (and the staging of ids) can make, as bits of a
+// repairs mask.
+const (
+	repairUTF8      uint8 = 1 << iota // invalid UTF-8 → U+FFFD
+	repairNUL                         // \u0000 (or a NUL byte in an id) → U+FFFD
+	repairSurrogate                   // a lone surrogate escape → U+FFFD
+)
+
+// replacement is U+FFFD in UTF-8, what every repair writes.
+const replacement = "\uFFFD"
 
 // jsonbMaxDepth bounds nesting; PostgreSQL's parser stops at its stack depth
 // limit, a few thousand levels with the default max_stack_depth.
@@ -52,6 +78,8 @@ type jsonbNormalizer struct {
 	lastKeyText []byte
 	lastKeys    [][2]int
 	lastOrder   []int
+	// repairs has a bit set per kind of repair the last jsonbText made.
+	repairs uint8
 }
 
 // jsonbMember is one rendered key/value pair of an object, as offsets into
@@ -65,9 +93,10 @@ type jsonbMember struct {
 	kprefix uint64
 }
 
-// jsonbText appends the jsonb text of the JSON document in to dst.
+// jsonbText appends the jsonb text of the JSON document in to dst, repairing
+// what jsonb cannot hold (see repairs).
 func (n *jsonbNormalizer) jsonbText(dst, in []byte) ([]byte, error) {
-	n.in, n.pos, n.members = in, 0, n.members[:0]
+	n.in, n.pos, n.members, n.repairs = in, 0, n.members[:0], 0
 	n.skipSpace()
 	out, err := n.value(dst, 0)
 	if err != nil {
@@ -82,6 +111,11 @@ func (n *jsonbNormalizer) jsonbText(dst, in []byte) ([]byte, error) {
 
 func (n *jsonbNormalizer) errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: at byte %d: %s", errJSONB, n.pos, fmt.Sprintf(format, args...))
+}
+
+// rangeError is the error for a number numeric cannot hold.
+func (n *jsonbNormalizer) rangeError() error {
+	return fmt.Errorf("%w: at byte %d: value overflows numeric format: %w", errJSONB, n.pos, errNumberRange)
 }
 
 func (n *jsonbNormalizer) skipSpace() {
@@ -392,7 +426,10 @@ func (n *jsonbNormalizer) string(dst []byte) (_ []byte, escaped bool, _ error) {
 		default:
 			r, size := utf8.DecodeRune(n.in[n.pos:])
 			if r == utf8.RuneError && size <= 1 {
-				return dst, escaped, n.errorf("invalid UTF-8")
+				n.repairs |= repairUTF8
+				dst = append(dst, replacement...)
+				n.pos++
+				continue
 			}
 			dst = append(dst, n.in[n.pos:n.pos+size]...)
 			n.pos += size
@@ -427,27 +464,45 @@ func (n *jsonbNormalizer) escape() (rune, error) {
 		}
 		switch {
 		case r == 0:
-			return 0, n.errorf(`\u0000 cannot be converted to text`)
+			// jsonb is text, and text cannot hold NUL.
+			n.repairs |= repairNUL
+			return utf8.RuneError, nil
 		case utf16.IsSurrogate(r) && r < 0xDC00:
-			// A high surrogate must be followed by an escaped low one.
-			if n.pos+1 >= len(n.in) || n.in[n.pos] != '\\' || n.in[n.pos+1] != 'u' {
-				return 0, n.errorf("Unicode high surrogate must not be followed by another character")
+			// A high surrogate must be followed by an escaped low one;
+			// otherwise it stands alone, and whatever follows is read
+			// on its own.
+			if lo, ok := n.lowSurrogate(); ok {
+				return utf16.DecodeRune(r, lo), nil
 			}
-			n.pos += 2
-			lo, err := n.hex4()
-			if err != nil {
-				return 0, err
-			}
-			if lo < 0xDC00 || lo > 0xDFFF {
-				return 0, n.errorf("Unicode high surrogate must not be followed by another high surrogate or a character")
-			}
-			return utf16.DecodeRune(r, lo), nil
+			n.repairs |= repairSurrogate
+			return utf8.RuneError, nil
 		case utf16.IsSurrogate(r):
-			return 0, n.errorf("Unicode low surrogate must follow a high surrogate")
+			n.repairs |= repairSurrogate
+			return utf8.RuneError, nil
 		}
 		return r, nil
 	}
 	return 0, n.errorf("invalid escape \\%c", c)
+}
+
+// lowSurrogate consumes the escaped low surrogate at pos, if there is one.
+func (n *jsonbNormalizer) lowSurrogate() (rune, bool) {
+	if n.pos+6 > len(n.in) || n.in[n.pos] != '\\' || n.in[n.pos+1] != 'u' {
+		return 0, false
+	}
+	var lo rune
+	for _, c := range n.in[n.pos+2 : n.pos+6] {
+		v := hexValue(c)
+		if v < 0 {
+			return 0, false
+		}
+		lo = lo<<4 | v
+	}
+	if lo < 0xDC00 || lo > 0xDFFF {
+		return 0, false
+	}
+	n.pos += 6
+	return lo, true
 }
 
 func (n *jsonbNormalizer) hex4() (rune, error) {
@@ -517,7 +572,7 @@ func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
 		// The common case: numeric prints the text as it is, except for
 		// the sign of a zero.
 		if len(fracDigits) > numericMaxDscale || len(intDigits) > numericMaxIntDigits {
-			return dst, n.errorf("value overflows numeric format")
+			return dst, n.rangeError()
 		}
 		if neg && zero {
 			start++
@@ -537,7 +592,7 @@ func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
 	exp := 0
 	for _, c := range expDigits {
 		if exp = exp*10 + int(c-'0'); exp >= numericMaxExponent {
-			return dst, n.errorf("value overflows numeric format")
+			return dst, n.rangeError()
 		}
 	}
 	if expNeg {
@@ -545,7 +600,7 @@ func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
 	}
 	dscale := max(len(fracDigits)-exp, 0)
 	if dscale > numericMaxDscale {
-		return dst, n.errorf("value overflows numeric format")
+		return dst, n.rangeError()
 	}
 	if zero {
 		dst = append(dst, '0')
@@ -561,7 +616,7 @@ func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
 	lead := len(digits) - len(bytes.TrimLeft(digits, "0"))
 	digits, pointAt = digits[lead:], pointAt-lead
 	if pointAt > numericMaxIntDigits {
-		return dst, n.errorf("value overflows numeric format")
+		return dst, n.rangeError()
 	}
 	if neg {
 		dst = append(dst, '-')

@@ -66,6 +66,14 @@ func TestJSONBTextMatchesPostgres(t *testing.T) {
 func compareWithPostgres(t *testing.T, pool *pgxpool.Pool, n *jsonbNormalizer, doc string) {
 	t.Helper()
 	got, goErr := n.jsonbText(nil, []byte(doc))
+	if goErr == nil && n.repairs != 0 {
+		// PostgreSQL refuses what ingestd repaired: the repair must be
+		// what PostgreSQL would print for the repaired text.
+		doc = string(got)
+		if !strings.Contains(doc, replacement) {
+			t.Errorf("%q: repaired (%b) to %q, without U+FFFD", doc, n.repairs, got)
+		}
+	}
 	var want string
 	pgErr := pool.QueryRow(context.Background(), `SELECT $1::text::jsonb::text`, doc).Scan(&want)
 	switch {
@@ -130,7 +138,7 @@ func FuzzJSONBText(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !json.Valid([]byte(doc)) {
+		if !json.Valid([]byte(doc)) && n.repairs&repairUTF8 == 0 {
 			t.Fatalf("%q accepted, but it is not JSON", doc)
 		}
 		if !json.Valid(got) {
@@ -154,6 +162,42 @@ func BenchmarkJSONBText(b *testing.B) {
 		var err error
 		if out, err = n.jsonbText(out[:0], doc); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestJSONBTextRepairs: what jsonb cannot hold becomes U+FFFD, in keys and
+// values, and each kind of repair is reported; the rest of the string is
+// kept as it is. What has no faithful repair stays an error.
+func TestJSONBTextRepairs(t *testing.T) {
+	const r = "\uFFFD"
+	for _, c := range []struct {
+		in, want string
+		repairs  uint8
+	}{
+		{"\"caf\xe9\"", `"caf` + r + `"`, repairUTF8},
+		{"\"\xed\xa0\x80\"", `"` + r + r + r + `"`, repairUTF8}, // a surrogate encoded in UTF-8
+		{"\"\xe2\x82\"", `"` + r + r + `"`, repairUTF8},         // a truncated sequence
+		{`"a\u0000b"`, `"a` + r + `b"`, repairNUL},
+		{`{"k\u0000":1}`, `{"k` + r + `": 1}`, repairNUL},
+		{`"\ud800"`, `"` + r + `"`, repairSurrogate},
+		{`"\udc00x"`, `"` + r + `x"`, repairSurrogate},
+		{`"\ud800\u0041"`, `"` + r + `A"`, repairSurrogate},
+		{`"\ud800\ud83d\ude00"`, `"` + r + "\U0001F600" + `"`, repairSurrogate},
+		{`"\ud800\\"`, `"` + r + `\\"`, repairSurrogate},
+		{"{\"\xff\":\"\\u0000\",\"s\":\"\\udfff\"}", `{"s": "` + r + `", "` + r + `": "` + r + `"}`, repairUTF8 | repairNUL | repairSurrogate},
+		{`"\ud83d\ude00"`, `"` + "\U0001F600" + `"`, 0},
+	} {
+		var n jsonbNormalizer
+		got, err := n.jsonbText(nil, []byte(c.in))
+		if err != nil || string(got) != c.want || n.repairs != c.repairs {
+			t.Errorf("%q: %q, repairs %03b, %v; want %q, repairs %03b", c.in, got, n.repairs, err, c.want, c.repairs)
+		}
+	}
+	for _, in := range []string{`{"a":`, `"\ud800\uZZZZ"`, "\"a\x00\"", `1e2000000000`} {
+		var n jsonbNormalizer
+		if got, err := n.jsonbText(nil, []byte(in)); err == nil {
+			t.Errorf("%q: accepted as %q, want an error", in, got)
 		}
 	}
 }

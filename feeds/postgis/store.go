@@ -31,14 +31,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twpayne/go-geom/encoding/ewkb"
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/redact"
@@ -55,9 +56,15 @@ var ErrPollNotRunning = errors.New("postgis: poll is not running")
 // lock on the same feed does not deadlock against Apply.
 const ApplyLockClass int32 = 0x6170706c // "appl"
 
-// maxErrorLen bounds the error text stored per poll: some servers answer with
-// whole HTML pages, and the table is for operators, not archives.
-const maxErrorLen = 4000
+// maxErrorLen bounds the error text stored per poll and feed (polls.error,
+// feed_status.last_error), in bytes: some servers answer with whole HTML
+// pages, an error may quote a 20 MB value, and the tables are for
+// operators, not archives.
+const maxErrorLen = 1024
+
+// maxQuotedLen bounds a value from the source quoted in a message (an id,
+// say), in bytes before quoting.
+const maxQuotedLen = 200
 
 // Store implements feeds.Store on a pgx pool. It is safe for concurrent use.
 type Store struct {
@@ -76,7 +83,8 @@ type Store struct {
 	largeChecks, largeUnchanged atomic.Int64
 	// useBulkFirstLoad: a first load of bulkIndexMin features or more is built
 	// by bulkFirstLoad (else by firstLoadSQL). How many times it ran, and
-	// fell back to firstLoadSQL for a repeated id (tests).
+	// fell back to firstLoadSQL for a repeated id or a failed transform
+	// (tests).
 	useBulkFirstLoad         bool
 	bulkLoads, bulkFallbacks atomic.Int64
 	// pageIDs: up to this many distinct ids per page, StagePage counts
@@ -240,10 +248,10 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 			}
 		}
 		_, err = tx.Exec(ctx, `
-			INSERT INTO staged_pages (poll_id, page, features, named_ids) VALUES ($1, $2, $3, $4)
+			INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
-				staged_at = now()`,
-			pollID, page, n, named)
+				invalid_features = excluded.invalid_features, staged_at = now()`,
+			pollID, page, n, named, src.invalid.json())
 		return err
 	})
 	if err != nil {
@@ -287,7 +295,7 @@ func (r *pageIDs) Next() (*wfs.Feature, error) {
 
 // stagingCopySQL is the COPY StagePage sends; copySource writes its rows.
 const stagingCopySQL = `COPY staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, properties,
-	geom_hash, props_hash, geom_broken) FROM STDIN (FORMAT binary)`
+	geom_hash, props_hash, geom_broken, invalid_feature) FROM STDIN (FORMAT binary)`
 
 // copySource adapts a FeatureReader to the byte stream of a binary COPY
 // (io.Reader), encoding features as the connection asks for bytes, so
@@ -307,6 +315,9 @@ type copySource struct {
 	// ids holds the page's distinct source ids (staged_pages.named_ids):
 	// bounded by the page size.
 	ids map[string]struct{}
+	// invalid counts the page's features by invalid reason
+	// (staged_pages.invalid_features).
+	invalid invalidCounts
 
 	buf     []byte // encoded rows; out is what Read has not returned yet
 	out     []byte
@@ -336,6 +347,16 @@ func (c *copySource) Read(p []byte) (int, error) {
 // encodeChunk encodes rows into buf until it holds copyChunk bytes, the
 // features end (then the trailer) or fail (c.err).
 func (c *copySource) encodeChunk() {
+	// The last resort: staging runs in a goroutine of its own (the
+	// poll's page stager), where a panic would end the process whatever
+	// the poll recovers. A feature ingestd cannot encode fails its page,
+	// naming it; encode is meant never to get here.
+	defer func() {
+		if r := recover(); r != nil {
+			c.err = fmt.Errorf("feature %d: cannot be staged: %v", c.n, r)
+			c.out = nil
+		}
+	}()
 	b := c.buf[:0]
 	if !c.started {
 		c.started = true
@@ -354,12 +375,14 @@ func (c *copySource) encodeChunk() {
 			c.done = true
 			break
 		}
-		row, err := c.encode(f)
-		if err != nil {
-			c.err = fmt.Errorf("feature %d: %w", c.n, err)
-			break
+		if len(f.ID) > MaxIDBytes {
+			// An id that long cannot be a key (the apply's index refuses
+			// it) and says nothing about the rest of the layer: the
+			// feature alone is refused, never the page.
+			c.invalid[reasonIDTooLong]++
+			continue
 		}
-		b = c.appendRow(b, row)
+		b = c.appendRow(b, c.encode(f))
 		c.n++
 	}
 	c.buf = b
@@ -373,7 +396,7 @@ func (c *copySource) encodeChunk() {
 // NULL) and bytes in PostgreSQL's binary format.
 func (c *copySource) appendRow(b []byte, row stagedRow) []byte {
 	be := binary.BigEndian
-	b = be.AppendUint16(b, 10)
+	b = be.AppendUint16(b, 11)
 	b = be.AppendUint64(be.AppendUint32(b, 8), uint64(c.pollID))
 	b = be.AppendUint32(be.AppendUint32(b, 4), uint32(c.page))
 	b = be.AppendUint32(be.AppendUint32(b, 4), uint32(c.n))
@@ -387,7 +410,8 @@ func (c *copySource) appendRow(b []byte, row stagedRow) []byte {
 	if row.broken {
 		broken = 1
 	}
-	return append(be.AppendUint32(b, 1), broken)
+	b = append(be.AppendUint32(b, 1), broken)
+	return be.AppendUint16(be.AppendUint32(b, 2), uint16(row.invalid))
 }
 
 // appendNullable appends a bytea or text field, NULL when v is nil.
@@ -413,46 +437,170 @@ type stagedRow struct {
 	geomHash   []byte
 	propsHash  []byte
 	broken     bool // the geometry cannot be stored: ewkb is nil, geomHash is of the source's
+	invalid    int16
+}
+
+// Values of staged_features.invalid_feature: what the apply may do with the row.
+const (
+	featureValid = 0
+	// featureRepaired: its id or properties were repaired (see jsonb.go);
+	// written under invalid_feature: repair, skipped under skip.
+	featureRepaired = 1
+	// featureUnusable: its properties have no faithful repair (not JSON,
+	// a number numeric cannot hold); its update is always skipped.
+	featureUnusable = 2
+)
+
+// MaxIDBytes is the longest feature id the store stages, whatever a feed's
+// limits say: PostgreSQL's B-tree entries hold at most 2704 bytes, and the
+// features key holds the id with the jurisdiction and feed. A feature with
+// a longer id is refused alone and counted as id_too_long. Feeds bound ids
+// lower with limits.id_bytes (default wfs.DefaultIDBytes), in the decoders.
+const MaxIDBytes = 2048
+
+// Reasons a feature is counted as invalid (polls.invalid_features, the
+// invalid_features metric), indexes into invalidCounts.
+const (
+	reasonInvalidUTF8 = iota
+	reasonNUL
+	reasonLoneSurrogate
+	reasonIDTooLong
+	reasonInvalidJSON
+	reasonNumberRange
+	numReasons
+)
+
+// reasonNames are the reasons' keys in polls.invalid_features.
+var reasonNames = [numReasons]string{"invalid_utf8", "nul", "lone_surrogate", "id_too_long", "invalid_json", "number_out_of_range"}
+
+// invalidCounts counts features per reason.
+type invalidCounts [numReasons]int
+
+// add counts one feature for each kind of repair in mask.
+func (c *invalidCounts) add(mask uint8) {
+	if mask&repairUTF8 != 0 {
+		c[reasonInvalidUTF8]++
+	}
+	if mask&repairNUL != 0 {
+		c[reasonNUL]++
+	}
+	if mask&repairSurrogate != 0 {
+		c[reasonLoneSurrogate]++
+	}
+}
+
+// json renders the non-zero counts as a JSON object, nil when there are none.
+func (c *invalidCounts) json() []byte {
+	var b []byte
+	for i, n := range c {
+		if n == 0 {
+			continue
+		}
+		if b == nil {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, "%q:%d", reasonNames[i], n)
+	}
+	if b == nil {
+		return nil
+	}
+	return append(b, '}')
 }
 
 // encode encodes the feature for staging. Its properties' jsonb text is
 // rendered into a buffer reused from row to row: pgx encodes a row before
 // asking for the next.
-func (c *copySource) encode(f *wfs.Feature) (stagedRow, error) {
+//
+// Nothing a feature holds fails the page: a geometry PostgreSQL cannot parse
+// is staged without it (geom_broken), text jsonb or PostgreSQL cannot hold
+// is repaired (invalid_feature 1), and properties with no faithful repair are
+// staged without them (invalid_feature 2); each is counted per reason.
+func (c *copySource) encode(f *wfs.Feature) stagedRow {
 	var r stagedRow
 	if f.Geometry != nil {
-		b, err := ewkb.Marshal(f.Geometry, binary.LittleEndian)
-		if err != nil {
-			return r, fmt.Errorf("encode geometry: %w", err)
-		}
-		r.ewkb = b
+		b, broken := encodeGeometry(f.Geometry)
 		r.srid = int32(f.Geometry.SRID())
+		// Broken geometries hash as the source's EWKB, so an unchanged
+		// one stays unchanged; one that cannot even be encoded by its
+		// reason.
+		if b == nil {
+			b = []byte("unencodable geometry: " + broken)
+		}
+		r.geomHash = geomHash(b)
+		if broken == "" {
+			r.ewkb = b
+		} else {
+			r.broken = true
+		}
+	} else {
+		r.geomHash = geomHash(nil)
 	}
 	// The hash is of jsonb_send's bytes: a version byte, then the text.
 	c.props = append(c.props[:0], jsonbVersion)
-	if len(f.Properties) > 0 {
+	var repairs uint8
+	switch {
+	case len(f.Properties) == 0:
+		r.propsHash = emptyHash
+	default:
 		var err error
-		if c.props, err = c.jsonb.jsonbText(c.props, f.Properties); err != nil {
-			return r, err
+		c.props, err = c.jsonb.jsonbText(c.props, f.Properties)
+		repairs = c.jsonb.repairs
+		if err != nil {
+			// Staged without properties, hashed by the source's bytes
+			// (with a prefix no jsonb_send output has): the feature's
+			// update is skipped while its properties stay unusable.
+			if errors.Is(err, errNumberRange) {
+				c.invalid[reasonNumberRange]++
+			} else {
+				c.invalid[reasonInvalidJSON]++
+			}
+			r.invalid = featureUnusable
+			h := sha256.New()
+			h.Write([]byte("unusable properties\x00"))
+			h.Write(f.Properties)
+			r.propsHash = h.Sum(nil)
+			break
 		}
 		r.properties = c.props[1:]
 		h := sha256.Sum256(c.props)
 		r.propsHash = h[:]
-	} else {
-		r.propsHash = emptyHash
 	}
-	r.geomHash = geomHash(r.ewkb)
-	if r.ewkb != nil && brokenGeometry(f.Geometry) != "" {
-		r.ewkb, r.broken = nil, true
-	}
-	r.id = f.ID
-	if !utf8.ValidString(r.id) {
-		return r, fmt.Errorf("feature id %q is not UTF-8", r.id)
+	r.id, repairs = repairText(f.ID, repairs)
+	c.invalid.add(repairs)
+	if repairs != 0 && r.invalid == featureValid {
+		r.invalid = featureRepaired
 	}
 	if r.id != "" {
 		c.ids[r.id] = struct{}{}
 	}
-	return r, nil
+	return r
+}
+
+// repairText returns s with what a PostgreSQL text value cannot hold
+// replaced by U+FFFD — each byte of invalid UTF-8, and NUL — and repairs
+// with the kinds of repair made added.
+func repairText(s string, repairs uint8) (string, uint8) {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s, repairs
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			repairs |= repairUTF8
+			b.WriteString(replacement)
+		case r == 0:
+			repairs |= repairNUL
+			b.WriteString(replacement)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String(), repairs
 }
 
 // geomHash is SHA-256 of the geometry's EWKB as encodeFeature writes it:
@@ -554,8 +702,8 @@ func checkPagesDisjoint(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds
 		return err
 	}
 	return &wfs.IncompleteError{URL: feed.URL, Expected: -1, Reason: fmt.Sprintf(
-		"%d feature ids appear on more than one page (e.g. %q on pages %s): the server's paging order is unstable, "+
-			"or id_property does not identify features uniquely", n, *example, *pages)}
+		"%d feature ids appear on more than one page (e.g. %s on pages %s): the server's paging order is unstable, "+
+			"or id_property does not identify features uniquely", n, quoteInput(*example), *pages)}
 }
 
 // lockFeed serialises applies (and held decisions) of one feed across
@@ -603,6 +751,11 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	var split *int
 	var held *string
 	skipInvalid := guard != nil && guard.SkipInvalid
+	skipInvalidFeature := guard != nil && guard.SkipInvalidFeature
+	invalidFeatures, err := countInvalidFeatures(ctx, tx, pollID)
+	if err != nil {
+		return out, err
+	}
 	table, err := lookupFeedTable(ctx, tx, pollID, jurisdiction, feed)
 	if err != nil {
 		return out, err
@@ -614,7 +767,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	bulk := false
 	if firstLoad && s.useBulkFirstLoad && table.staged >= s.bulkIndexMin {
 		if bulk, held, split, err = s.bulkFirstLoad(ctx, tx, pollID, table, jurisdiction, feed,
-			accept, bbox, skipInvalid, &pages, &out); err != nil {
+			accept, bbox, skipInvalid, skipInvalidFeature, &pages, &out); err != nil {
 			return out, err
 		}
 		if bulk {
@@ -644,8 +797,8 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	if !unchanged && !bulk {
 		// The statement's text names the feed's table: executed without
 		// preparing, so thousands of feeds do not churn the statement cache.
-		err = tx.QueryRow(ctx, applyStatement(table, firstLoad), pgx.QueryExecModeDescribeExec,
-			pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid).Scan(
+		err = runApply(ctx, tx, applyStatement(table, firstLoad),
+			[]any{pollID, jurisdiction, feed, accept, maxShrink, bbox, skipInvalid, skipInvalidFeature},
 			&out.res.Features, &out.res.Added, &out.res.Modified, &out.res.Unchanged, &out.res.Removed,
 			&pages, &out.previous, &held, &out.res.InvalidGeometries, &split)
 		if err != nil {
@@ -659,6 +812,7 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 		}
 	}
 	out.duplicates = staged - out.res.Features
+	out.res.InvalidFeatures = invalidFeatures
 	var oldHeld *int64
 	if err := tx.QueryRow(ctx, `SELECT held_poll_id FROM feed_status WHERE jurisdiction = $1 AND feed = $2`,
 		jurisdiction, feed).Scan(&oldHeld); err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -734,6 +888,66 @@ func (s *Store) applySnapshot(ctx context.Context, tx pgx.Tx, pollID int64, juri
 	return out, nil
 }
 
+// runApply runs the apply statement sql with args, scanning its row into
+// dest. When a geometry's transform fails — a coordinate outside its CRS's
+// domain, which PROJ refuses and PostGIS turns into an error that aborts the
+// statement — it runs it again with transforms that give such a geometry no
+// value (it is then invalid: stored without it, or skipped). The first run
+// stays the plain one: the safe transform catches errors in a
+// subtransaction per call, which parallel workers cannot run.
+func runApply(ctx context.Context, tx pgx.Tx, sql string, args []any, dest ...any) error {
+	sp, err := tx.Begin(ctx) // a savepoint
+	if err != nil {
+		return err
+	}
+	err = sp.QueryRow(ctx, sql, append([]any{pgx.QueryExecModeDescribeExec}, args...)...).Scan(dest...)
+	if err == nil {
+		return sp.Commit(ctx)
+	}
+	if rbErr := sp.Rollback(ctx); rbErr != nil || !isTransformError(err) {
+		return err
+	}
+	return tx.QueryRow(ctx, safeTransforms(sql), append([]any{pgx.QueryExecModeDescribeExec}, args...)...).Scan(dest...)
+}
+
+// isTransformError tells whether err is PostGIS failing to transform a
+// coordinate ("transform: Point outside of projection domain").
+func isTransformError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "XX000" && strings.HasPrefix(pgErr.Message, "transform:")
+}
+
+// safeTransforms is sql with every ST_Transform replaced by
+// ingestd_try_transform (migration 18), which gives NULL where ST_Transform
+// fails for a coordinate.
+func safeTransforms(sql string) string {
+	return strings.ReplaceAll(sql, "ST_Transform(", "ingestd_try_transform(")
+}
+
+// countInvalidFeatures sums the invalid features the poll's pages counted
+// while staging into polls.invalid_features and returns them, whether the
+// snapshot then applies or is held.
+func countInvalidFeatures(ctx context.Context, tx pgx.Tx, pollID int64) (feeds.InvalidFeatures, error) {
+	var counts map[string]int
+	err := tx.QueryRow(ctx, `
+		UPDATE polls SET invalid_features = (
+			SELECT jsonb_object_agg(reason, n) FROM (
+				SELECT e.key AS reason, sum(e.value::int) AS n
+				FROM staged_pages sp CROSS JOIN LATERAL jsonb_each_text(sp.invalid_features) e
+				WHERE sp.poll_id = $1
+				GROUP BY e.key) r)
+		WHERE id = $1
+		RETURNING invalid_features`, pollID).Scan(&counts)
+	return feeds.InvalidFeatures{
+		InvalidUTF8:      counts[reasonNames[reasonInvalidUTF8]],
+		NUL:              counts[reasonNames[reasonNUL]],
+		LoneSurrogate:    counts[reasonNames[reasonLoneSurrogate]],
+		IDTooLong:        counts[reasonNames[reasonIDTooLong]],
+		InvalidJSON:      counts[reasonNames[reasonInvalidJSON]],
+		NumberOutOfRange: counts[reasonNames[reasonNumberRange]],
+	}, err
+}
+
 // stagedID names a staged_features row: its source id, or without one the
 // hex of its content hash.
 const stagedID = `CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END`
@@ -769,7 +983,9 @@ const splitIDs = `(SELECT CASE WHEN bool_or(named_ids IS NULL) THEN NULL ELSE su
 // ($2, $3), asks the guards, and — unless they hold it — writes the
 // difference and the change log, all in one statement and one pass over the
 // staging. $4 true bypasses the guards (accept); $5 is max_shrink; $6 the
-// jurisdiction's bbox (float8[4], EPSG:4326) or NULL.
+// jurisdiction's bbox (float8[4], EPSG:4326) or NULL; $7 skips features
+// with an invalid geometry, $8 those whose id or properties were repaired
+// (skippedRow).
 //
 // The data-modifying CTEs see the same snapshot of features and touch
 // disjoint rows (written: ids in the snapshot; removed: ids not in it);
@@ -843,16 +1059,18 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 		FROM feed_status s WHERE s.jurisdiction = $2 AND s.feed = $3
 	) fz ON true
 ), towrite AS MATERIALIZED (
+	SELECT w.*, ` + skippedRow + ` AS skipped FROM (
 	-- Only added and modified features are transformed and judged valid:
 	-- an unchanged layer costs no geometry work at all.
 	-- The content hash too is computed only for rows that are written.
-	SELECT d.*, sha256(d.geom_hash || d.props_hash) AS content_hash, p.properties, g.geom,
-		p.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
+	SELECT d.*, sha256(d.geom_hash || d.props_hash) AS content_hash, p.properties, p.invalid_feature,
+		` + storedGeometry + ` AS geom, ` + invalidGeometry + ` AS invalid
 	FROM diff d
 	CROSS JOIN LATERAL (` + stagedPayload + `) p
 	` + stagedGeometry + `
 	WHERE d.present AND (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
+	) w
 ), written AS (
 	` + insertWritten + `
 	` + applyUpsert + `
@@ -872,7 +1090,7 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 		NOT d.existed OR d.props_changed, d.old_hash, d.content_hash, now()
 	FROM towrite d
 	WHERE (NOT d.existed OR ((d.geom_changed OR d.props_changed) AND NOT (d.legacy AND NOT d.props_changed)))
-	  AND NOT (d.invalid AND $7)
+	  AND NOT d.skipped
 	UNION ALL
 	SELECT $1, $2, $3, r.feature_id, 'removed', true, true, r.content_hash, NULL, now()
 	FROM removed r
@@ -880,8 +1098,8 @@ const applySQL = snapshotCTEs + `, diff AS MATERIALIZED (
 SELECT
 	c.features,
 	-- A skipped feature is neither added nor modified: its old version stays.
-	c.added - (SELECT count(*) FROM towrite WHERE invalid AND $7 AND NOT existed)::int,
-	c.modified - (SELECT count(*) FROM towrite WHERE invalid AND $7 AND existed
+	c.added - (SELECT count(*) FROM towrite WHERE skipped AND NOT existed)::int,
+	c.modified - (SELECT count(*) FROM towrite WHERE skipped AND existed
 		AND NOT (legacy AND NOT props_changed))::int,
 	c.features - c.added - c.modified,
 	(SELECT count(*) FROM removed)::int,
@@ -893,14 +1111,47 @@ SELECT
 FROM counts c`
 
 // insertWritten writes towrite's rows into the feed's table: invalid
-// geometries repaired, or skipped when $7 says so.
+// geometries repaired, the rows skippedRow skips left out.
 const insertWritten = `INSERT INTO {{table}} AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash,
 		content_hash, first_seen_at, changed_at, poll_id)
 	SELECT $2, $3, t.feature_id,
 		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
 		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
 	FROM towrite t
-	WHERE NOT (t.invalid AND $7)`
+	WHERE NOT t.skipped`
+
+// skippedRow tells whether the towrite row w is left out: its geometry is
+// invalid and the feed skips those ($7, invalid_geometry: skip), its
+// properties have no faithful repair, or they (or its id) were repaired and
+// the feed skips those ($8, invalid_feature: skip). A skipped feature keeps
+// its previous version, and a new one is not added.
+const skippedRow = `((w.invalid AND $7) OR w.invalid_feature = 2 OR (w.invalid_feature = 1 AND $8::boolean))`
+
+// inRange tells whether the geometry g.geom (stagedGeometry: in EPSG:4326)
+// lies within longitudes [-180, 180] and latitudes [-90, 90]: lon 500 or
+// lat 100 is no place on Earth, whatever the source's CRS (a geographic
+// one passes it through ST_Transform as it is). By bounding box (@): a
+// tenth of the cost of ST_XMin and its kin, and exact here, as the bounds
+// are floats the box's single precision holds (it rounds outward). An
+// empty geometry (no box) is in range; a NaN coordinate passes the box
+// test but fails ST_IsValid.
+const inRange = `coalesce(g.geom @ ST_MakeEnvelope(-180, -90, 180, 90, 4326) OR ST_IsEmpty(g.geom), true)`
+
+// invalidGeometry tells whether the staged row p's geometry g.geom is
+// invalid: it could not be parsed (geom_broken) or transformed, lies out of
+// range, or is not valid for ST_IsValid. A CASE, so that ST_IsValid only sees
+// geometries in range.
+const invalidGeometry = `CASE
+		WHEN p.geom_broken THEN true
+		-- No geometry from a staged one: its transform failed (runApply).
+		WHEN g.geom IS NULL THEN p.geom_ewkb IS NOT NULL
+		WHEN NOT ` + inRange + ` THEN true
+		ELSE NOT ST_IsValid(g.geom)
+	END`
+
+// storedGeometry is the geometry stored for g.geom before repair: none
+// when it lies out of range (there is no faithful repair for lon 500).
+const storedGeometry = `CASE WHEN ` + inRange + ` THEN g.geom END`
 
 // extentCTE counts, for the extent guard, the snapshot's features that
 // have a geometry and those whose bounding box (in EPSG:4326) does not
@@ -908,12 +1159,14 @@ const insertWritten = `INSERT INTO {{table}} AS f (jurisdiction, feed, feature_i
 // asks.
 const extentCTE = `extent AS (
 	SELECT count(*) AS located, count(*) FILTER (WHERE NOT (
-		CASE WHEN srid IN (0, 4326) THEN ST_SetSRID(ST_GeomFromEWKB(geom_ewkb), 4326)
-		     ELSE ST_Transform(ST_Envelope(ST_GeomFromEWKB(geom_ewkb)), 4326)
+		CASE WHEN p.srid IN (0, 4326) THEN ST_SetSRID(x.geom, 4326)
+		     ELSE ST_Transform(ST_Envelope(x.geom), 4326)
 		END && ST_MakeEnvelope(($6::float8[])[1], ($6::float8[])[2], ($6::float8[])[3], ($6::float8[])[4], 4326))) AS outside
 	FROM snapshot d
 	CROSS JOIN LATERAL (` + stagedPayload + `) p
-	WHERE geom_ewkb IS NOT NULL
+	CROSS JOIN LATERAL (SELECT ST_GeomFromEWKB(p.geom_ewkb) AS geom) x
+	-- An empty geometry is nowhere: neither inside nor outside.
+	WHERE p.geom_ewkb IS NOT NULL AND NOT ST_IsEmpty(x.geom)
 )`
 
 // extentReason is the extent guard's reason, from e's counts and the bbox $6.
@@ -941,12 +1194,14 @@ const firstLoadSQL = snapshotCTEs + `, ` + extentCTE + `, verdict AS MATERIALIZE
 	-- statement takes applySQL's parameters.
 	$5::float8 AS max_shrink
 ), towrite AS MATERIALIZED (
+	SELECT w.*, ` + skippedRow + ` AS skipped FROM (
 	SELECT d.feature_id, d.geom_hash, d.props_hash, sha256(d.geom_hash || d.props_hash) AS content_hash,
-		p.properties, g.geom, p.geom_broken OR (g.geom IS NOT NULL AND NOT ST_IsValid(g.geom)) AS invalid
+		p.properties, p.invalid_feature, ` + storedGeometry + ` AS geom, ` + invalidGeometry + ` AS invalid
 	FROM snapshot d
 	JOIN staged_features p ON p.poll_id = $1 AND p.page = d.page AND p.ordinal = d.ordinal
 	` + stagedGeometry + `
 	WHERE (SELECT reason FROM verdict) IS NULL
+	) w
 ), written AS (
 	` + insertWritten + `
 	RETURNING feature_id, content_hash
@@ -1072,7 +1327,7 @@ SELECT
 // stagedPayload reads back the geometry and properties of the snapshot row d
 // (page, ordinal) from staging: one primary-key lookup, done only for rows
 // that need them.
-const stagedPayload = `SELECT sf.srid, sf.geom_ewkb, sf.geom_broken, sf.properties FROM staged_features sf
+const stagedPayload = `SELECT sf.srid, sf.geom_ewkb, sf.geom_broken, sf.properties, sf.invalid_feature FROM staged_features sf
 		WHERE sf.poll_id = $1 AND sf.page = d.page AND sf.ordinal = d.ordinal`
 
 // applyUpsert turns an added id that exists into an update (every written
@@ -1187,19 +1442,44 @@ func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
 	return err
 }
 
+// errorText is err's message as stored: at most maxErrorLen bytes (and an
+// ellipsis), and text PostgreSQL can hold, so that recording a failure
+// never fails for the failure's own message.
 func errorText(err error) string {
 	if err == nil {
 		return "unknown error"
 	}
 	// Redacted before the cut: a cut URL would no longer be recognised.
-	msg := redact.Error(err)
-	if len(msg) > maxErrorLen {
-		// Cut on a rune boundary: the column is text and must stay UTF-8.
-		cut := maxErrorLen
-		for cut > 0 && !utf8.RuneStart(msg[cut]) {
-			cut--
+	return boundText(redact.Error(err), maxErrorLen)
+}
+
+// quoteInput quotes a value from the source for a message, cut to
+// maxQuotedLen bytes.
+func quoteInput(s string) string {
+	return strconv.Quote(boundText(s, maxQuotedLen))
+}
+
+// boundText returns s cut to at most limit bytes on a rune boundary (with
+// "…" appended when cut), as valid UTF-8 without NUL: invalid bytes and NUL
+// become U+FFFD, as in features (repairText). Cut before repairing, so a
+// huge message is not copied whole, and after, as a repair lengthens it.
+func boundText(s string, limit int) string {
+	cut := false
+	for range 2 {
+		if len(s) > limit {
+			cut = true
+			n := limit
+			// A rune starts at most UTFMax-1 bytes back, unless the
+			// bytes are not UTF-8 at all (repairText replaces them).
+			for n > 0 && n > limit-utf8.UTFMax && !utf8.RuneStart(s[n]) {
+				n--
+			}
+			s = s[:n]
 		}
-		msg = msg[:cut] + "…"
+		s, _ = repairText(s, 0)
 	}
-	return msg
+	if cut {
+		s += "…"
+	}
+	return s
 }
