@@ -3,6 +3,7 @@ package feeds
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ingestd/ingestd/wfs"
@@ -14,8 +15,15 @@ import (
 // so a poll that does not finish changes nothing a reader sees.
 type Store interface {
 	// RegisterFeeds records the configured feeds (so that feed_freshness lists
-	// feeds never polled) with their expected interval between polls.
+	// feeds never polled) with their expected interval between polls. It
+	// never marks other feeds removed: another instance, or a one-off
+	// command, may run with a different configuration.
 	RegisterFeeds(ctx context.Context, feeds []FeedInfo) error
+	// RemoveFeeds marks feeds as no longer configured (feed_freshness status
+	// 'removed'); their features, history and dead letters stay. Only a
+	// running daemon's reload calls it, for the feeds its new configuration
+	// dropped from its previous one.
+	RemoveFeeds(ctx context.Context, feeds []FeedInfo) error
 	// LastSuccess returns, per feed key ("jurisdiction/feed"), when its last
 	// successful poll applied; feeds that never succeeded are absent.
 	LastSuccess(ctx context.Context) (map[string]time.Time, error)
@@ -64,6 +72,29 @@ var (
 	// ErrCheckpointLost means the checkpoint's staged pages are gone.
 	ErrCheckpointLost = errors.New("feeds: the checkpoint's staged pages are gone")
 )
+
+// StagingLostError is returned (wrapped) when a poll's staged snapshot is
+// not whole: fewer staged features than the pages recorded when they were
+// staged. staged_features is unlogged, so PostgreSQL's crash recovery
+// empties it while the (logged) record of its pages stays; applying what is
+// left would remove every feature of the lost pages. The snapshot is
+// discarded, never applied.
+type StagingLostError struct {
+	// Feed is "jurisdiction/feed".
+	Feed   string
+	PollID int64
+	// What names the snapshot: "staged snapshot", "held snapshot" or
+	// "checkpoint".
+	What string
+	// Staged features found, of Recorded; Pages the pages recorded.
+	Staged, Recorded int64
+	Pages            int
+}
+
+func (e *StagingLostError) Error() string {
+	return fmt.Sprintf("feed %s: the %s (poll %d) was lost with a database crash (staged %d of %d features, %d pages recorded); poll again",
+		e.Feed, e.What, e.PollID, e.Staged, e.Recorded, e.Pages)
+}
 
 // FeedInfo identifies a feed to the store.
 type FeedInfo struct {

@@ -6,6 +6,7 @@
 //	ingestd migrate  [-database-url URL]
 //	ingestd deadletter list|replay|purge [flags]
 //	ingestd breaker list|open|close|auto [ORIGIN] [flags]
+//	ingestd feeds prune [-dry-run] [flags]
 //
 // main only parses flags, wires the parts together and handles signals; the
 // work happens in feeds, wfs, breaker and feeds/postgis.
@@ -53,6 +54,7 @@ Usage:
   ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
   ingestd held list|accept|reject               snapshots a guard held instead of applying
   ingestd breaker list|open|close|auto          shared breaker verdicts and manual overrides
+  ingestd feeds prune [-dry-run]                mark feeds absent from the config removed, abandon their dead letters
   ingestd version
 
 Run 'ingestd COMMAND -h' for a command's flags.
@@ -87,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdDeadLetter(args, stdout, stderr)
 	case "held":
 		err = cmdHeld(args, stdout, stderr)
+	case "feeds":
+		err = cmdFeeds(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ingestd", version)
 	case "-h", "-help", "--help", "help":
@@ -271,12 +275,16 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 			return nil, err
 		}
 	}
-	store := postgis.New(pool)
+	// One name for this process in claims, polls, heartbeats and breaker
+	// verdicts: host:pid, which lets a restarted instance on this host
+	// recognise its dead predecessor's work.
+	id := instanceID()
+	store := postgis.New(pool, postgis.WithOwner(id))
 	watch := feeds.NewOriginWatch(store, cfg.DeadLetter.StuckOpenAfter, logger)
 	watch.SharedVerdicts()
 	// Loaded before the first request: an origin another instance (or this
 	// one before a restart) opened stays open until its time.
-	shared := breaker.NewSharedState(pool, instanceID(), logger)
+	shared := breaker.NewSharedState(pool, id, logger)
 	if err := shared.Start(ctx); err != nil {
 		shared.Close()
 		pool.Close()
@@ -294,8 +302,9 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	// The User-Agent names ingestd to the servers it polls, so a county's
 	// admin can see who is calling and how often.
 	client := wfs.NewClient(newHTTPClient(), breakers, logger, wfs.WithUserAgent("ingestd/"+version))
-	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(instanceID()),
-		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg))
+	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(id),
+		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg),
+		feeds.WithRecovery(store, 0))
 	if reg != nil {
 		reg.MustRegister(deadletter.NewCollector(pool))
 	}
