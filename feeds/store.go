@@ -92,8 +92,12 @@ type StagingLostError struct {
 }
 
 func (e *StagingLostError) Error() string {
-	return fmt.Sprintf("feed %s: the %s (poll %d) was lost with a database crash (staged %d of %d features, %d pages recorded); poll again",
-		e.Feed, e.What, e.PollID, e.Staged, e.Recorded, e.Pages)
+	pages := "pages"
+	if e.Pages == 1 {
+		pages = "page"
+	}
+	return fmt.Sprintf("feed %s: the %s (poll %d) was lost with a database crash (staged %d of %d features, %d %s recorded); poll again",
+		e.Feed, e.What, e.PollID, e.Staged, e.Recorded, e.Pages, pages)
 }
 
 // FeedInfo identifies a feed to the store.

@@ -1,6 +1,6 @@
 // Command ingestd keeps a PostGIS mirror of municipal GIS layers fresh.
 //
-//	ingestd run      [-config FILE] [-database-url URL] [-migrate=true] [-catch-up=true]
+//	ingestd run      [-config FILE] [-database-url URL] [-migrate=true] [-catch-up=true] [-heartbeat 15s]
 //	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
 //	ingestd validate [FILE]
 //	ingestd migrate  [-database-url URL]
@@ -125,6 +125,9 @@ type common struct {
 	config      string
 	databaseURL string
 	logLevel    string
+	// heartbeat is run's -heartbeat (0 elsewhere: the default); only a
+	// started manager heartbeats.
+	heartbeat time.Duration
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -304,7 +307,7 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	client := wfs.NewClient(newHTTPClient(), breakers, logger, wfs.WithUserAgent("ingestd/"+version))
 	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(id),
 		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg),
-		feeds.WithRecovery(store, 0))
+		feeds.WithRecovery(store, c.heartbeat))
 	if reg != nil {
 		reg.MustRegister(deadletter.NewCollector(pool))
 	}
