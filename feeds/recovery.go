@@ -18,7 +18,8 @@ type Recovery interface {
 	// whose heartbeat lapsed (with no feed), with their owners' liveness.
 	Activity(ctx context.Context) ([]Activity, error)
 	// Interrupt ends a: a running poll is recorded as failed with cause and
-	// its staging deleted, and the feed's claim by a.Owner is released (so
+	// its staging deleted (kept when the poll is an open dead letter's
+	// checkpoint, for its replay), and the feed's claim by a.Owner is released (so
 	// that the feed may be claimed again at once). It reports whether it
 	// ended anything: a poll that finished meanwhile is left alone.
 	Interrupt(ctx context.Context, a Activity, cause error) (bool, error)

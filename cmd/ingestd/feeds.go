@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
@@ -75,7 +74,10 @@ func cmdFeeds(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintf(stdout, "%s: %d feeds not in %s, %d dead letters (%s)\n", verb, len(pruned), c.config, n,
-		time.Now().UTC().Format(time.RFC3339))
+	if *dryRun {
+		fmt.Fprintf(stdout, "dry run: %d feeds not in %s and %d dead letters would be pruned; nothing changed\n", len(pruned), c.config, n)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%d feeds not in %s marked removed, %d dead letters abandoned\n", len(pruned), c.config, n)
 	return nil
 }

@@ -114,8 +114,17 @@ func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (b
 					a.Jurisdiction, a.Feed, msg, a.PollID); err != nil {
 					return err
 				}
-				if err := deleteStaging(ctx, tx, a.PollID); err != nil {
+				// A replay's poll is its dead letter's checkpoint: the
+				// letter's next replay resumes from these pages.
+				var parked bool
+				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM dead_letter
+					WHERE poll_id = $1 AND status IN ('pending', 'replaying'))`, a.PollID).Scan(&parked); err != nil {
 					return err
+				}
+				if !parked {
+					if err := deleteStaging(ctx, tx, a.PollID); err != nil {
+						return err
+					}
 				}
 			}
 		}
