@@ -474,6 +474,11 @@ func TestKilledInstanceIsRecovered(t *testing.T) {
 	b := startInstance(t, bin, "b", cfgPath, dbURL, "-heartbeat", "500ms")
 	b.waitRunning(t, 20*time.Second)
 	again := checkInterrupted(killed, a.id, restarted, b.out.String)
+	// At start-up, before the first tick, not by the periodic sweep.
+	if out := b.out.String(); !strings.Contains(out, `"msg":"sweep: ended a dead instance's work"`) ||
+		strings.Index(out, `"msg":"sweep: ended a dead instance's work"`) > strings.Index(out, `"msg":"ingestd running"`) {
+		t.Errorf("b ended a's work after it started running, not at start-up:\n%s", tail(out, 20))
+	}
 	t.Logf("kill -9 of %s mid-poll (%d rows staged): polled again %s after the restart",
 		a.id, left, again.Sub(restarted).Round(time.Millisecond))
 	if d := again.Sub(restarted); d > time.Minute {
