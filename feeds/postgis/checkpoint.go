@@ -110,28 +110,34 @@ func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int
 	return nil
 }
 
-// checkStagingWhole fails with a *feeds.StagingLostError when the staged
-// rows of poll pollID (of its pages below maxPage; -1: all) are fewer than
-// its pages recorded when they were staged. staged_pages is logged and
-// staged_features is not, so after PostgreSQL's crash recovery the pages
-// are still listed and their rows are gone. Each page is counted on its own
-// (one index range per page), so that a page staged again after the crash
-// cannot make up for one lost before it.
+// checkStagingWhole fails with a *feeds.StagingLostError when a page of poll
+// pollID (below maxPage; -1: all) that recorded features when it was staged
+// has no staged rows left. staged_pages is logged and staged_features is
+// not: PostgreSQL's crash recovery empties staged_features whole, while the
+// pages stay listed. Every staged page commits its rows with its
+// staged_pages row, so a page that kept any row kept all of them, and one
+// index probe per page finds a crash's loss: counting the rows instead cost
+// 0.9 s per million staged features, on every apply. The rows are counted
+// only to report a loss.
 func checkStagingWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, what string, maxPage int) error {
-	var pages, short int
-	var recorded, staged int64
+	var emptied int
 	err := tx.QueryRow(ctx, `
-		SELECT count(*)::int, coalesce(sum(p.features), 0)::bigint, coalesce(sum(n.rows), 0)::bigint,
-			count(*) FILTER (WHERE n.rows <> p.features)::int
-		FROM staged_pages p
-		CROSS JOIN LATERAL (SELECT count(*) AS rows FROM staged_features f
-			WHERE f.poll_id = p.poll_id AND f.page = p.page) n
-		WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2)`, pollID, maxPage).Scan(&pages, &recorded, &staged, &short)
-	if err != nil {
+		SELECT count(*)::int FROM staged_pages p
+		WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2) AND p.features > 0
+		  AND NOT EXISTS (SELECT FROM staged_features f WHERE f.poll_id = p.poll_id AND f.page = p.page)`,
+		pollID, maxPage).Scan(&emptied)
+	if err != nil || emptied == 0 {
 		return err
 	}
-	if short == 0 {
-		return nil
+	var pages int
+	var recorded, staged int64
+	err = tx.QueryRow(ctx, `
+		SELECT count(*)::int, coalesce(sum(p.features), 0)::bigint,
+			(SELECT count(*) FROM staged_features f WHERE f.poll_id = $1 AND ($2 < 0 OR f.page < $2))
+		FROM staged_pages p
+		WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2)`, pollID, maxPage).Scan(&pages, &recorded, &staged)
+	if err != nil {
+		return err
 	}
 	return &feeds.StagingLostError{Feed: jurisdiction + "/" + feed, PollID: pollID, What: what,
 		Staged: staged, Recorded: recorded, Pages: pages}
