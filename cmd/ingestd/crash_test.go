@@ -170,7 +170,26 @@ func queryInt(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 	return n
 }
 
-// TestPostgresCrash crashes PostgreSQL (pg_ctl -m immediate, with
+// TestCrashAndConfig runs the tests of issue 14's findings 2, 4 and 7 side by
+// side (each has its own database, or cluster), with one build of ingestd.
+func TestCrashAndConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ingestd, and starts and crashes a PostgreSQL cluster")
+	}
+	bin := buildIngestd(t)
+	for name, test := range map[string]func(*testing.T, string){
+		"PostgresCrash":           testPostgresCrash,
+		"KilledInstanceRecovered": testKilledInstanceIsRecovered,
+		"ConfigLackingFeeds":      testConfigLackingFeeds,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, bin)
+		})
+	}
+}
+
+// testPostgresCrash crashes PostgreSQL (pg_ctl -m immediate, with
 // synchronous_commit = on) while
 //
 //   - a daemon's apply of c/apply waits for the feed's lock,
@@ -183,12 +202,8 @@ func queryInt(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 // snapshot with a message, discards it and keeps the 20 features; an apply of
 // the half-staged poll refuses what is left; the resume reports its
 // checkpoint lost; and no staged rows stay behind.
-func TestPostgresCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts and crashes a PostgreSQL cluster")
-	}
+func testPostgresCrash(t *testing.T, bin string) {
 	pg := startThrowawayPG(t)
-	bin := buildIngestd(t)
 	ctx := t.Context()
 	if code, out := runBin(t, bin, "migrate", "-database-url", pg.url); code != 0 {
 		t.Fatalf("migrate: %s", out)
@@ -364,7 +379,7 @@ func TestPostgresCrash(t *testing.T) {
 	}
 }
 
-// TestKilledInstanceIsRecovered is finding 4's "Must show": kill -9 of an
+// testKilledInstanceIsRecovered is finding 4's "Must show": kill -9 of an
 // `ingestd run` in the middle of a poll (page 0 staged, page 1 in flight)
 // leaves a running poll, a claim and staged rows. The instance started next
 // on this host recognises them as its dead predecessor's at start-up: the
@@ -373,11 +388,7 @@ func TestPostgresCrash(t *testing.T) {
 // than after the claim's six-minute lease. Then, while that instance runs, a
 // one-off `ingestd poll` is killed the same way and the periodic sweep
 // does the same. The layer keeps its features throughout.
-func TestKilledInstanceIsRecovered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ingestd")
-	}
-	bin := buildIngestd(t)
+func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	dbURL := pgtest.URL(t)
 	ctx := t.Context()
 	pool, err := pgxpool.New(ctx, dbURL)

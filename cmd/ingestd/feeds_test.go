@@ -17,7 +17,7 @@ import (
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
-// TestConfigLackingFeeds is finding 7's "Must show". c/x is parked with a
+// testConfigLackingFeeds (run by TestCrashAndConfig) is finding 7's "Must show". c/x is parked with a
 // dead letter and c/x, c/y, c/z are registered by a configuration that has
 // all three; then, with configurations that lack c/x:
 //
@@ -31,11 +31,7 @@ import (
 //  4. `ingestd feeds prune -dry-run` says what it would do and does
 //     nothing; `ingestd feeds prune` marks the absent feeds removed and
 //     abandons c/x's letter, deleting its staged pages.
-func TestConfigLackingFeeds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs ingestd")
-	}
-	bin := buildIngestd(t)
+func testConfigLackingFeeds(t *testing.T, bin string) {
 	dbURL := pgtest.URL(t)
 	ctx := t.Context()
 	pool, err := pgxpool.New(ctx, dbURL)
