@@ -40,7 +40,9 @@ type Store interface {
 	// stages all of the page or none of it, and returns how many it staged.
 	StagePage(ctx context.Context, pollID int64, page int, features wfs.FeatureReader) (int, error)
 	// Apply replaces the feed's features with everything the poll staged, in
-	// one transaction, and records the poll as succeeded.
+	// one transaction, and records the poll as succeeded. It refuses, with a
+	// *StagingLostError, a snapshot whose staged rows a crash of PostgreSQL
+	// emptied (the caller then fails the poll).
 	Apply(ctx context.Context, pollID int64, feed FeedInfo) (ApplyResult, error)
 	// FailPoll records the poll as failed with pollErr, discards what it
 	// staged and leaves the feed's features untouched.
@@ -57,7 +59,8 @@ type Store interface {
 	// from page 0 (a poll left running by a crashed instance resumes too).
 	// It fails with ErrCheckpointApplied when the poll already succeeded,
 	// and ErrCheckpointLost when its staging is gone or does not reach
-	// wantPage (crash recovery empties the unlogged staging tables).
+	// wantPage, or when crash recovery emptied the staged rows of its
+	// recorded pages (then with a *StagingLostError too).
 	ResumePoll(ctx context.Context, feed FeedInfo, pollID int64, wantPage int) (nextPage int, err error)
 	// DiscardPoll deletes what a poll that will not be resumed staged, and
 	// records it as failed with cause if it was still open.
