@@ -292,6 +292,11 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w: dead letter %d (%s) is %s until %s; `ingestd deadletter replay %d` replays it now",
 			ErrParked, l.ID, l.Reason, l.Status, l.RetryAfter.Format(time.RFC3339), l.ID)
 	}
+	if m.recovery != nil && !m.recovering {
+		// A one-off poll (the manager was not started): its heartbeat
+		// tells the daemons that it is alive while it runs.
+		defer m.beatWhile(ctx)()
+	}
 	release, ok, err := m.claim(ctx, &f, 0)
 	if err != nil {
 		return PollResult{}, err

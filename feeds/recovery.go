@@ -9,8 +9,9 @@ import (
 // OOM kill, a panic, a lost database connection): their claims and the polls
 // they left running. *postgis.Store implements it; see WithRecovery.
 type Recovery interface {
-	// Heartbeat records that owner (host:pid) is alive for ttl from now.
-	Heartbeat(ctx context.Context, owner string, ttl time.Duration) error
+	// Heartbeat records that owner (host:pid, in PID namespace pidNS) is
+	// alive for ttl from now.
+	Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Duration) error
 	// Retire deletes owner's liveness row: at a clean shutdown, or once a
 	// dead owner's work is finished.
 	Retire(ctx context.Context, owner string) error
@@ -41,6 +42,9 @@ type Activity struct {
 	LeaseExpired bool
 	// Liveness is what the owner's heartbeat says.
 	Liveness Liveness
+	// PidNS is the owner's PID namespace, from its heartbeat ("" without
+	// one): its pid means something only in that namespace.
+	PidNS string
 }
 
 // Key returns "jurisdiction/feed".

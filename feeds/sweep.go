@@ -77,6 +77,32 @@ func (m *Manager) recoveryLoop(catchUp bool) {
 	}
 }
 
+// beatWhile keeps this instance's heartbeat until the returned func is
+// called, which retires it.
+func (m *Manager) beatWhile(ctx context.Context) (stop func()) {
+	m.heartbeat(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(m.beat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				m.heartbeat(ctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		m.retire()
+	}
+}
+
 // retire deletes this instance's liveness row once its polls have ended: a
 // clean shutdown is not a death.
 func (m *Manager) retire() {
@@ -90,7 +116,7 @@ func (m *Manager) retire() {
 // heartbeat renews this instance's liveness row and tracks since when the
 // database has been reachable without a gap (connectedSince).
 func (m *Manager) heartbeat(ctx context.Context) {
-	err := m.recovery.Heartbeat(ctx, m.instance, heartbeatTTLs*m.beat)
+	err := m.recovery.Heartbeat(ctx, m.instance, pidNamespace(), heartbeatTTLs*m.beat)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
@@ -181,7 +207,9 @@ func (m *Manager) gone(a Activity, inFlight map[string]bool, trustLapse bool) (s
 	host, pid := splitOwner(a.Owner)
 	myHost, _ := splitOwner(m.instance)
 	switch {
-	case host == myHost && pid > 0 && pid != os.Getpid() && processGone(pid):
+	// A pid is looked up only in its own namespace: containers sharing
+	// the host's network (and name) have pid namespaces of their own.
+	case host == myHost && pid > 0 && pid != os.Getpid() && (a.PidNS == "" || a.PidNS == pidNamespace()) && processGone(pid):
 		return fmt.Sprintf("interrupted: instance %s is gone", a.Owner), true
 	case a.Liveness == LivenessLapsed && trustLapse:
 		return fmt.Sprintf("interrupted: instance %s is gone (its heartbeat lapsed)", a.Owner), true
@@ -238,4 +266,14 @@ func processGone(pid int) bool {
 		return b[i+2] == 'Z' || b[i+2] == 'X'
 	}
 	return false
+}
+
+// pidNamespace names this process's PID namespace ("pid:[4026531836]"), or
+// "" without procfs.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
 }

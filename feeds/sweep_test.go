@@ -20,12 +20,13 @@ import (
 // (only once the manager itself has been connected for a whole TTL), an
 // expired claim of an owner without a heartbeat, and an ownerless poll older
 // than its feed's timeout. A live other host's poll (even an old one: that
-// instance's own sweep judges it) and a live local process's recent poll
-// are left alone.
+// instance's own sweep judges it), a live local process's recent poll, and
+// the poll of a process of the same host name in another PID namespace (a
+// container), whose pid means nothing here, are left alone.
 func TestSweepEndsDeadInstancesWork(t *testing.T) {
 	t.Parallel()
 	var yaml strings.Builder
-	for _, f := range []string{"own", "gone", "lapsed", "fresh", "alive", "claim", "ownerless"} {
+	for _, f := range []string{"own", "gone", "lapsed", "fresh", "alive", "otherns", "claim", "ownerless"} {
 		fmt.Fprintf(&yaml, "      - {id: %s, kind: wfs, url: \"%%[1]s/wfs\", type_name: %s}\n", f, f)
 	}
 	b := setup(t, withFeeds(yaml.String()))
@@ -57,10 +58,12 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 		"lapsed":    running("lapsed", "far:7", time.Second),
 		"fresh":     running("fresh", "far:8", time.Hour),
 		"alive":     running("alive", fmt.Sprintf("testhost:%d", os.Getppid()), time.Second),
+		"otherns":   running("otherns", fmt.Sprintf("testhost:%d", deadPid+1), time.Second),
 		"ownerless": running("ownerless", "", 2*time.Hour),
 	}
-	exec(`INSERT INTO instances (owner, host, pid, expires_at) VALUES
-		('far:7', 'far', 7, now() - interval '1 minute'), ('far:8', 'far', 8, now() + interval '1 hour')`)
+	exec(`INSERT INTO instances (owner, host, pid, pid_ns, expires_at) VALUES
+		('far:7', 'far', 7, NULL, now() - interval '1 minute'), ('far:8', 'far', 8, NULL, now() + interval '1 hour'),
+		($1, 'testhost', $2, 'pid:[1]', now() + interval '1 hour')`, fmt.Sprintf("testhost:%d", deadPid+1), deadPid+1)
 	exec(`UPDATE feed_status SET poll_owner = 'far:9', poll_lease_until = now() - interval '1 second',
 		poll_claimed_at = now() - interval '10 minutes' WHERE feed = 'claim'`)
 
@@ -117,14 +120,14 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 		FROM feed_status WHERE poll_owner IS NOT NULL`).Scan(&owners); err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("alive=testhost:%d,fresh=far:8", os.Getppid()); owners != want {
+	if want := fmt.Sprintf("alive=testhost:%d,fresh=far:8,otherns=testhost:%d", os.Getppid(), deadPid+1); owners != want {
 		t.Errorf("claims left: %s, want %s", owners, want)
 	}
 	var instances string
 	if err := b.pool.QueryRow(ctx, `SELECT coalesce(string_agg(owner, ',' ORDER BY owner), '') FROM instances`).Scan(&instances); err != nil {
 		t.Fatal(err)
 	}
-	if instances != "far:8" {
-		t.Errorf("liveness rows left: %q, want far:8 (far:7 forgotten, testhost:1 retired at Stop)", instances)
+	if want := fmt.Sprintf("far:8,testhost:%d", deadPid+1); instances != want {
+		t.Errorf("liveness rows left: %q, want %s (far:7 forgotten, testhost:1 retired at Stop)", instances, want)
 	}
 }

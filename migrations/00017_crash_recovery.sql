@@ -11,7 +11,8 @@
 -- it (last) became running, and instances holds each running daemon's
 -- heartbeat, so that a restarted or surviving instance recognises the polls
 -- and claims of a dead one (kill -9, OOM kill, a panic): same host and the
--- process is gone, or its heartbeat lapsed.
+-- process is gone, or its heartbeat lapsed. One-off commands heartbeat too,
+-- while they poll.
 
 -- +goose Up
 ALTER TABLE staged_pages SET LOGGED;
@@ -29,12 +30,14 @@ CREATE TABLE instances (
     owner        text        PRIMARY KEY,
     host         text        NOT NULL,
     pid          integer     NOT NULL,
+    pid_ns       text,
     started_at   timestamptz NOT NULL DEFAULT now(),
     heartbeat_at timestamptz NOT NULL DEFAULT now(),
     expires_at   timestamptz NOT NULL
 );
 COMMENT ON TABLE instances IS 'One row per running `ingestd run`, renewed by its heartbeat and deleted at a clean shutdown. A row past expires_at is an instance that died: others end its polls and release its claims.';
 COMMENT ON COLUMN instances.owner IS 'host:pid, as feed_status.poll_owner and polls.owner name it.';
+COMMENT ON COLUMN instances.pid_ns IS 'The process''s PID namespace (/proc/self/ns/pid): a pid is looked up on its host only from the same namespace (two containers may share a host name).';
 COMMENT ON COLUMN instances.expires_at IS 'heartbeat_at plus the instance''s liveness TTL.';
 
 -- +goose Down

@@ -19,12 +19,12 @@ import (
 var _ feeds.Recovery = (*Store)(nil)
 
 // Heartbeat implements feeds.Recovery.
-func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
+func (s *Store) Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Duration) error {
 	host, pid := splitOwner(owner)
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO instances (owner, host, pid, expires_at) VALUES ($1, $2, $3, now() + $4::interval)
-		ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now(), expires_at = excluded.expires_at`,
-		owner, host, pid, ttl)
+		INSERT INTO instances (owner, host, pid, pid_ns, expires_at) VALUES ($1, $2, $3, nullif($4, ''), now() + $5::interval)
+		ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now(), expires_at = excluded.expires_at, pid_ns = excluded.pid_ns`,
+		owner, host, pid, pidNS, ttl)
 	if err != nil {
 		return fmt.Errorf("postgis: heartbeat of %s: %w", owner, err)
 	}
@@ -69,7 +69,7 @@ func (s *Store) Activity(ctx context.Context) ([]feeds.Activity, error) {
 			SELECT owner, '', '', 0, 0, false FROM instances WHERE expires_at < now()
 		)
 		SELECT w.owner, w.jurisdiction, w.feed, w.poll_id, w.age, w.expired,
-			CASE WHEN i.owner IS NULL THEN 0 WHEN i.expires_at < now() THEN 2 ELSE 1 END
+			CASE WHEN i.owner IS NULL THEN 0 WHEN i.expires_at < now() THEN 2 ELSE 1 END, coalesce(i.pid_ns, '')
 		FROM work w LEFT JOIN instances i ON i.owner = w.owner
 		ORDER BY w.owner, w.jurisdiction, w.feed, w.poll_id`)
 	if err != nil {
@@ -79,7 +79,7 @@ func (s *Store) Activity(ctx context.Context) ([]feeds.Activity, error) {
 		var a feeds.Activity
 		var age float64
 		var live int
-		err := r.Scan(&a.Owner, &a.Jurisdiction, &a.Feed, &a.PollID, &age, &a.LeaseExpired, &live)
+		err := r.Scan(&a.Owner, &a.Jurisdiction, &a.Feed, &a.PollID, &age, &a.LeaseExpired, &live, &a.PidNS)
 		a.Age, a.Liveness = time.Duration(age*float64(time.Second)), feeds.Liveness(live)
 		return a, err
 	})
