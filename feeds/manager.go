@@ -166,13 +166,16 @@ func (m *Manager) Start(ctx context.Context, cfg *Config, catchUp bool) error {
 			return err
 		}
 		seen := map[string]bool{}
-		for _, f := range append(interrupted, overdue...) {
-			if seen[f.Key()] {
-				continue
-			}
+		for _, f := range interrupted {
 			seen[f.Key()] = true
-			m.logger.Info("catching up overdue feed", "jurisdiction", f.Jurisdiction, "feed", f.ID)
+			m.logger.Info("catching up a feed whose poll a dead instance left unfinished", "jurisdiction", f.Jurisdiction, "feed", f.ID)
 			m.runAsync(f)
+		}
+		for _, f := range overdue {
+			if !seen[f.Key()] {
+				m.logger.Info("catching up overdue feed", "jurisdiction", f.Jurisdiction, "feed", f.ID)
+				m.runAsync(f)
+			}
 		}
 	}
 	if m.recovery != nil {
