@@ -145,9 +145,10 @@ func (m *Manager) sweep(ctx context.Context) []*Feed {
 		inFlight[k] = true
 	}
 	// A lapsed heartbeat means death only once this instance has itself
-	// been connected for a whole TTL: after PostgreSQL was down, every
-	// instance's heartbeat lapsed, and the live ones renew it shortly.
-	trustLapse := !m.connectedSince.IsZero() && m.now().Sub(m.connectedSince) > heartbeatTTLs*m.beat
+	// been connected for two heartbeats: after PostgreSQL was down (or
+	// unreachable from here), every instance's heartbeat lapsed, and the
+	// live ones renew theirs within a heartbeat of its return.
+	trustLapse := !m.connectedSince.IsZero() && m.now().Sub(m.connectedSince) > 2*m.beat
 	m.mu.Unlock()
 
 	var again []*Feed
