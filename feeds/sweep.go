@@ -153,7 +153,7 @@ func (m *Manager) sweep(ctx context.Context) []*Feed {
 
 	var again []*Feed
 	queued := map[string]bool{}
-	dead := map[string]bool{}
+	dead, unfinished := map[string]bool{}, map[string]bool{}
 	for _, a := range acts {
 		why, ok := m.gone(a, inFlight, trustLapse)
 		if !ok {
@@ -167,6 +167,9 @@ func (m *Manager) sweep(ctx context.Context) []*Feed {
 		}
 		ended, err := m.recovery.Interrupt(ctx, a, errors.New(why))
 		if err != nil {
+			// Its liveness row stays, for the next sweep to find the
+			// owner dead again.
+			unfinished[a.Owner] = true
 			m.logger.Warn("sweep: cannot end a dead instance's work", "jurisdiction", a.Jurisdiction, "feed", a.Feed,
 				"owner", a.Owner, "poll_id", a.PollID, "error", err)
 			continue
@@ -182,6 +185,9 @@ func (m *Manager) sweep(ctx context.Context) []*Feed {
 		}
 	}
 	for owner := range dead {
+		if unfinished[owner] {
+			continue
+		}
 		if err := m.recovery.Retire(ctx, owner); err != nil {
 			m.logger.Warn("sweep: cannot forget a dead instance", "owner", owner, "error", err)
 		}
