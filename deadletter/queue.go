@@ -209,6 +209,21 @@ func (q *Queue) Expedite(ctx context.Context, origin string, notBefore time.Time
 	return tag.RowsAffected(), nil
 }
 
+// Postpone makes the row due no sooner than d from now, without counting an
+// attempt. A replay that hands a claimed row back untouched (its feed is not
+// in that instance's configuration) calls it before returning ErrNotNow, so
+// that the row goes to an instance that knows the feed instead of coming
+// back to this one at its next tick.
+func (q *Queue) Postpone(ctx context.Context, id int64, d time.Duration) error {
+	_, err := q.pool.Exec(ctx, `UPDATE dead_letter
+		SET retry_after = greatest(retry_after, now() + $2 * interval '1 microsecond'), updated_at = now()
+		WHERE id = $1 AND status IN ('pending', 'replaying')`, id, d.Microseconds())
+	if err != nil {
+		return fmt.Errorf("deadletter: postpone %d: %w", id, err)
+	}
+	return nil
+}
+
 // claimParams selects the rows a claim takes.
 type claimParams struct {
 	by    string

@@ -42,10 +42,19 @@ type Manager struct {
 	tickObserver func(key string, planned, started time.Time)
 	instance     string // owner of this process's poll claims
 
+	// recovery, when set, keeps this instance's heartbeat every beat and
+	// sweeps for dead instances' work (sweep.go); loops waits for it.
+	recovery   Recovery
+	beat       time.Duration
+	loops      sync.WaitGroup
+	recovering bool // Start started the loop: Stop retires the heartbeat
+
 	mu      sync.Mutex
 	feeds   map[string]*scheduledFeed // by Feed.Key()
 	running map[string]bool
 	wg      sync.WaitGroup
+	// connectedSince: since when heartbeats succeed without a gap.
+	connectedSince time.Time
 }
 
 type scheduledFeed struct {
@@ -79,6 +88,17 @@ func WithTickObserver(fn func(key string, planned, started time.Time)) Option {
 // WithInstanceID names this process in poll claims (default host:pid), which
 // keep several instances from polling one feed at once.
 func WithInstanceID(id string) Option { return func(m *Manager) { m.instance = id } }
+
+// unknownFeedDelay is how long a dead letter of a feed this instance does
+// not know waits before any replayer claims it again: long enough that the
+// instances that know the feed get it, short next to any retry_after.
+const unknownFeedDelay = time.Minute
+
+// letterPostponer is implemented by *deadletter.Queue: it moves a claimed
+// letter's retry_after later without counting an attempt.
+type letterPostponer interface {
+	Postpone(ctx context.Context, id int64, d time.Duration) error
+}
 
 // DeadLetters is where polls that cannot finish now are parked;
 // *deadletter.Queue implements it.
@@ -133,16 +153,35 @@ func (m *Manager) Start(ctx context.Context, cfg *Config, catchUp bool) error {
 	if err := m.Update(ctx, cfg); err != nil {
 		return err
 	}
+	// Before the first tick: a dead predecessor's claims would make this
+	// instance skip its feeds until the claims' leases ran out.
+	var interrupted []*Feed
+	if m.recovery != nil {
+		interrupted = m.startRecovery(ctx)
+	}
 	m.cron.Start()
 	if catchUp {
 		overdue, err := m.overdue(ctx)
 		if err != nil {
 			return err
 		}
-		for _, f := range overdue {
-			m.logger.Info("catching up overdue feed", "jurisdiction", f.Jurisdiction, "feed", f.ID)
+		seen := map[string]bool{}
+		for _, f := range interrupted {
+			seen[f.Key()] = true
+			m.logger.Info("catching up a feed whose poll a dead instance left unfinished", "jurisdiction", f.Jurisdiction, "feed", f.ID)
 			m.runAsync(f)
 		}
+		for _, f := range overdue {
+			if !seen[f.Key()] {
+				m.logger.Info("catching up overdue feed", "jurisdiction", f.Jurisdiction, "feed", f.ID)
+				m.runAsync(f)
+			}
+		}
+	}
+	if m.recovery != nil {
+		m.recovering = true
+		m.loops.Add(1)
+		go m.recoveryLoop(catchUp)
 	}
 	return nil
 }
@@ -159,6 +198,15 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 	}
 	if err := m.store.RegisterFeeds(ctx, infos); err != nil {
 		return fmt.Errorf("feeds: registering feeds: %w", err)
+	}
+	// Only feeds this instance scheduled under its previous configuration
+	// and that cfg drops are marked removed: at start-up (and in one-off
+	// commands) there is no previous configuration, and a feed that is
+	// only absent from this instance's file may be another instance's.
+	if dropped := m.dropped(feeds, now); len(dropped) > 0 {
+		if err := m.store.RemoveFeeds(ctx, dropped); err != nil {
+			return fmt.Errorf("feeds: marking removed feeds: %w", err)
+		}
 	}
 
 	m.mu.Lock()
@@ -194,13 +242,34 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 	return nil
 }
 
+// dropped returns the scheduled feeds that are not in next.
+func (m *Manager) dropped(next []*Feed, now time.Time) []FeedInfo {
+	keep := make(map[string]bool, len(next))
+	for _, f := range next {
+		keep[f.Key()] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []FeedInfo
+	for key, sf := range m.feeds {
+		if !keep[key] {
+			out = append(out, feedInfo(&sf.feed, now))
+		}
+	}
+	return out
+}
+
 // Stop stops scheduling, cancels polls in flight and waits for them to record
 // their outcome. Cancelled polls apply nothing.
 func (m *Manager) Stop() {
 	stopped := m.cron.Stop()
 	m.cancel()
 	<-stopped.Done()
+	m.loops.Wait()
 	m.wg.Wait()
+	if m.recovering {
+		m.retire()
+	}
 }
 
 // ErrParked is returned (wrapped) by Poll for a feed whose earlier poll is
@@ -226,6 +295,11 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w: dead letter %d (%s) is %s until %s; `ingestd deadletter replay %d` replays it now",
 			ErrParked, l.ID, l.Reason, l.Status, l.RetryAfter.Format(time.RFC3339), l.ID)
 	}
+	if m.recovery != nil && !m.recovering {
+		// A one-off poll (the manager was not started): its heartbeat
+		// tells the daemons that it is alive while it runs.
+		defer m.beatWhile(ctx)()
+	}
 	release, ok, err := m.claim(ctx, &f, 0)
 	if err != nil {
 		return PollResult{}, err
@@ -246,14 +320,19 @@ func (m *Manager) Replay(ctx context.Context, l *deadletter.Letter) error {
 	key := l.Key()
 	f, ok := m.feed(key)
 	if !ok {
-		info := FeedInfo{Jurisdiction: l.Jurisdiction, Feed: l.Feed}
-		err := fmt.Errorf("feeds: %s is no longer configured", key)
-		if l.Checkpoint.PollID != 0 {
-			if derr := m.store.DiscardPoll(ctx, info, l.Checkpoint.PollID, err); derr != nil {
-				m.logger.Error("discarding staged pages of a removed feed", "feed", key, "error", derr)
+		// Not this instance's feed, which says nothing of the others:
+		// the letter goes back untouched (checkpoint, staging and
+		// attempts kept) for an instance that knows the feed. Only
+		// `ingestd feeds prune` abandons the letters of removed feeds.
+		if p, ok := m.letters.(letterPostponer); ok {
+			if err := p.Postpone(ctx, l.ID, unknownFeedDelay); err != nil {
+				m.logger.Warn("postponing the dead letter of a feed this instance does not know", "feed", key,
+					"dead_letter_id", l.ID, "error", err)
 			}
 		}
-		return err
+		m.logger.Warn("dead letter left for another instance: its feed is not in this instance's configuration",
+			"feed", key, "dead_letter_id", l.ID)
+		return fmt.Errorf("%w: %s is not in this instance's configuration", deadletter.ErrNotNow, key)
 	}
 	if !m.acquire(key) {
 		return fmt.Errorf("%w: %s is being polled", deadletter.ErrNotNow, key)

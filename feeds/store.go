@@ -3,6 +3,7 @@ package feeds
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ingestd/ingestd/wfs"
@@ -14,8 +15,15 @@ import (
 // so a poll that does not finish changes nothing a reader sees.
 type Store interface {
 	// RegisterFeeds records the configured feeds (so that feed_freshness lists
-	// feeds never polled) with their expected interval between polls.
+	// feeds never polled) with their expected interval between polls. It
+	// never marks other feeds removed: another instance, or a one-off
+	// command, may run with a different configuration.
 	RegisterFeeds(ctx context.Context, feeds []FeedInfo) error
+	// RemoveFeeds marks feeds as no longer configured (feed_freshness status
+	// 'removed'); their features, history and dead letters stay. Only a
+	// running daemon's reload calls it, for the feeds its new configuration
+	// dropped from its previous one.
+	RemoveFeeds(ctx context.Context, feeds []FeedInfo) error
 	// LastSuccess returns, per feed key ("jurisdiction/feed"), when its last
 	// successful poll applied; feeds that never succeeded are absent.
 	LastSuccess(ctx context.Context) (map[string]time.Time, error)
@@ -32,7 +40,9 @@ type Store interface {
 	// stages all of the page or none of it, and returns how many it staged.
 	StagePage(ctx context.Context, pollID int64, page int, features wfs.FeatureReader) (int, error)
 	// Apply replaces the feed's features with everything the poll staged, in
-	// one transaction, and records the poll as succeeded.
+	// one transaction, and records the poll as succeeded. It refuses, with a
+	// *StagingLostError, a snapshot whose staged rows a crash of PostgreSQL
+	// emptied (the caller then fails the poll).
 	Apply(ctx context.Context, pollID int64, feed FeedInfo) (ApplyResult, error)
 	// FailPoll records the poll as failed with pollErr, discards what it
 	// staged and leaves the feed's features untouched.
@@ -49,7 +59,8 @@ type Store interface {
 	// from page 0 (a poll left running by a crashed instance resumes too).
 	// It fails with ErrCheckpointApplied when the poll already succeeded,
 	// and ErrCheckpointLost when its staging is gone or does not reach
-	// wantPage (crash recovery empties the unlogged staging tables).
+	// wantPage, or when crash recovery emptied the staged rows of its
+	// recorded pages (then with a *StagingLostError too).
 	ResumePoll(ctx context.Context, feed FeedInfo, pollID int64, wantPage int) (nextPage int, err error)
 	// DiscardPoll deletes what a poll that will not be resumed staged, and
 	// records it as failed with cause if it was still open.
@@ -64,6 +75,33 @@ var (
 	// ErrCheckpointLost means the checkpoint's staged pages are gone.
 	ErrCheckpointLost = errors.New("feeds: the checkpoint's staged pages are gone")
 )
+
+// StagingLostError is returned (wrapped) when a poll's staged snapshot is
+// not whole: fewer staged features than the pages recorded when they were
+// staged. staged_features is unlogged, so PostgreSQL's crash recovery
+// empties it while the (logged) record of its pages stays; applying what is
+// left would remove every feature of the lost pages. The snapshot is
+// discarded, never applied.
+type StagingLostError struct {
+	// Feed is "jurisdiction/feed".
+	Feed   string
+	PollID int64
+	// What names the snapshot: "staged snapshot", "held snapshot" or
+	// "checkpoint".
+	What string
+	// Staged features found, of Recorded; Pages the pages recorded.
+	Staged, Recorded int64
+	Pages            int
+}
+
+func (e *StagingLostError) Error() string {
+	pages := "pages"
+	if e.Pages == 1 {
+		pages = "page"
+	}
+	return fmt.Sprintf("feed %s: the %s (poll %d) was lost with a database crash (staged %d of %d features, %d %s recorded); poll again",
+		e.Feed, e.What, e.PollID, e.Staged, e.Recorded, e.Pages, pages)
+}
 
 // FeedInfo identifies a feed to the store.
 type FeedInfo struct {

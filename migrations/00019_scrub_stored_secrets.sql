@@ -11,28 +11,30 @@
 -- finer redaction back at the feed's next poll. There is nothing to undo.
 
 -- +goose Up
+-- The helper lives in the schema for the length of the migration (not in
+-- pg_temp: a least-privilege owner role need not have TEMPORARY).
 -- +goose StatementBegin
-CREATE FUNCTION pg_temp.ingestd_scrub(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+CREATE FUNCTION ingestd_scrub_secrets(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
     SELECT regexp_replace(
         regexp_replace(t, '([A-Za-z][A-Za-z0-9+.-]*://)[^/?#[:space:]"''<>@]*@', '\1REDACTED@', 'g'),
         '([?&;][^=&;#[:space:]"''<>?]+)=[^&;#[:space:]"''<>]*', '\1=REDACTED', 'g')
 $$;
 -- +goose StatementEnd
 
-UPDATE polls SET url = pg_temp.ingestd_scrub(url), error = pg_temp.ingestd_scrub(error)
-WHERE url IS DISTINCT FROM pg_temp.ingestd_scrub(url) OR error IS DISTINCT FROM pg_temp.ingestd_scrub(error);
+UPDATE polls SET url = ingestd_scrub_secrets(url), error = ingestd_scrub_secrets(error)
+WHERE url IS DISTINCT FROM ingestd_scrub_secrets(url) OR error IS DISTINCT FROM ingestd_scrub_secrets(error);
 
-UPDATE feed_status SET url = pg_temp.ingestd_scrub(url), last_error = pg_temp.ingestd_scrub(last_error)
-WHERE url IS DISTINCT FROM pg_temp.ingestd_scrub(url) OR last_error IS DISTINCT FROM pg_temp.ingestd_scrub(last_error);
+UPDATE feed_status SET url = ingestd_scrub_secrets(url), last_error = ingestd_scrub_secrets(last_error)
+WHERE url IS DISTINCT FROM ingestd_scrub_secrets(url) OR last_error IS DISTINCT FROM ingestd_scrub_secrets(last_error);
 
-UPDATE dead_letter SET url = pg_temp.ingestd_scrub(url), last_error = pg_temp.ingestd_scrub(last_error)
-WHERE url IS DISTINCT FROM pg_temp.ingestd_scrub(url) OR last_error IS DISTINCT FROM pg_temp.ingestd_scrub(last_error);
+UPDATE dead_letter SET url = ingestd_scrub_secrets(url), last_error = ingestd_scrub_secrets(last_error)
+WHERE url IS DISTINCT FROM ingestd_scrub_secrets(url) OR last_error IS DISTINCT FROM ingestd_scrub_secrets(last_error);
 
-UPDATE breaker_state SET last_error = pg_temp.ingestd_scrub(last_error), override_reason = pg_temp.ingestd_scrub(override_reason)
-WHERE last_error IS DISTINCT FROM pg_temp.ingestd_scrub(last_error)
-   OR override_reason IS DISTINCT FROM pg_temp.ingestd_scrub(override_reason);
+UPDATE breaker_state SET last_error = ingestd_scrub_secrets(last_error), override_reason = ingestd_scrub_secrets(override_reason)
+WHERE last_error IS DISTINCT FROM ingestd_scrub_secrets(last_error)
+   OR override_reason IS DISTINCT FROM ingestd_scrub_secrets(override_reason);
 
-DROP FUNCTION pg_temp.ingestd_scrub(text);
+DROP FUNCTION ingestd_scrub_secrets(text);
 
 -- +goose Down
 -- Scrubbed secrets cannot come back, and need not.

@@ -150,12 +150,13 @@ type instance struct {
 	id      string // host:pid, as breaker_state.probe_owner names it
 }
 
-// startInstance starts `ingestd run` and waits until it says it is running.
-// The process is killed when the test ends, whatever happened.
-func startInstance(t *testing.T, bin, name, config, dbURL string) *instance {
+// startInstance starts `ingestd run` (with extra flags) and waits until it
+// says it is running. The process is killed when the test ends, whatever
+// happened.
+func startInstance(t *testing.T, bin, name, config, dbURL string, extra ...string) *instance {
 	t.Helper()
 	in := &instance{name: name, config: config, metrics: freeLoopbackAddr(t), out: &syncBuffer{}, exited: make(chan struct{})}
-	in.cmd = exec.Command(bin, "run", "-config", config, "-database-url", dbURL, "-metrics-addr", in.metrics)
+	in.cmd = exec.Command(bin, append([]string{"run", "-config", config, "-database-url", dbURL, "-metrics-addr", in.metrics}, extra...)...)
 	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
 	if err := in.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 )
 
@@ -22,7 +23,9 @@ max_shrink, came back empty, lies mostly outside the jurisdiction's bbox, or
 would remove features while the feed is stale or its origin stuck open. The
 feed's features stay as they were until accept applies the held snapshot
 (bypassing the guards) or reject discards it; a later poll of the feed
-supersedes it.
+supersedes it. A held snapshot that is no longer whole (a PostgreSQL crash
+empties the staged rows, not the record of what was staged) is discarded by
+accept, never applied: poll the feed again.
 `
 
 func cmdHeld(args []string, stdout, stderr io.Writer) error {
@@ -85,6 +88,10 @@ func cmdHeld(args []string, stdout, stderr io.Writer) error {
 		res, err := store.AcceptHeld(ctx, jurisdiction, feed)
 		if errors.Is(err, postgis.ErrNoHeld) {
 			return fmt.Errorf("%s/%s has no held snapshot", jurisdiction, feed)
+		}
+		var lost *feeds.StagingLostError
+		if errors.As(err, &lost) {
+			return fmt.Errorf("%w; it was discarded and nothing was applied", lost)
 		}
 		if err != nil {
 			return err

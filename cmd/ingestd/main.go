@@ -1,11 +1,12 @@
 // Command ingestd keeps a PostGIS mirror of municipal GIS layers fresh.
 //
-//	ingestd run      [-config FILE] [-database-url URL] [-migrate=true] [-catch-up=true]
+//	ingestd run      [-config FILE] [-database-url URL] [-migrate=true] [-catch-up=true] [-heartbeat 15s]
 //	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
 //	ingestd validate [FILE]
 //	ingestd migrate  [-database-url URL]
 //	ingestd deadletter list|replay|purge [flags]
 //	ingestd breaker list|open|close|auto [ORIGIN] [flags]
+//	ingestd feeds prune [-dry-run] [flags]
 //
 // main only parses flags, wires the parts together and handles signals; the
 // work happens in feeds, wfs, breaker and feeds/postgis.
@@ -54,6 +55,7 @@ Usage:
   ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
   ingestd held list|accept|reject               snapshots a guard held instead of applying
   ingestd breaker list|open|close|auto          shared breaker verdicts and manual overrides
+  ingestd feeds prune [-dry-run]                mark feeds absent from the config removed, abandon their dead letters
   ingestd version
 
 Run 'ingestd COMMAND -h' for a command's flags.
@@ -88,6 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdDeadLetter(args, stdout, stderr)
 	case "held":
 		err = cmdHeld(args, stdout, stderr)
+	case "feeds":
+		err = cmdFeeds(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ingestd", version)
 	case "-h", "-help", "--help", "help":
@@ -122,6 +126,9 @@ type common struct {
 	config      string
 	databaseURL string
 	logLevel    string
+	// heartbeat is run's -heartbeat (0 elsewhere: the default); only a
+	// started manager heartbeats.
+	heartbeat time.Duration
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -272,12 +279,16 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 			return nil, err
 		}
 	}
-	store := postgis.New(pool)
+	// One name for this process in claims, polls, heartbeats and breaker
+	// verdicts: host:pid, which lets a restarted instance on this host
+	// recognise its dead predecessor's work.
+	id := instanceID()
+	store := postgis.New(pool, postgis.WithOwner(id))
 	watch := feeds.NewOriginWatch(store, cfg.DeadLetter.StuckOpenAfter, logger)
 	watch.SharedVerdicts()
 	// Loaded before the first request: an origin another instance (or this
 	// one before a restart) opened stays open until its time.
-	shared := breaker.NewSharedState(pool, instanceID(), logger)
+	shared := breaker.NewSharedState(pool, id, logger)
 	if err := shared.Start(ctx); err != nil {
 		shared.Close()
 		pool.Close()
@@ -295,8 +306,9 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	// The User-Agent names ingestd to the servers it polls, so a county's
 	// admin can see who is calling and how often.
 	client := wfs.NewClient(newHTTPClient(), breakers, logger, wfs.WithUserAgent("ingestd/"+version))
-	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(instanceID()),
-		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg))
+	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(id),
+		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg),
+		feeds.WithRecovery(store, c.heartbeat))
 	if reg != nil {
 		reg.MustRegister(deadletter.NewCollector(pool))
 	}

@@ -19,6 +19,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	c.register(fs)
 	migrate := fs.Bool("migrate", true, "apply pending migrations on start")
 	catchUp := fs.Bool("catch-up", true, "on start, poll feeds whose last success is older than their interval")
+	fs.DurationVar(&c.heartbeat, "heartbeat", feeds.DefaultHeartbeat,
+		"how often this instance renews its liveness row and ends what dead instances left (their TTL is four of these)")
 	metricsAddr := fs.String("metrics-addr", envOr("INGESTD_METRICS_ADDR", defaultMetricsAddr),
 		`address of /metrics, /healthz and /readyz ($INGESTD_METRICS_ADDR; "off" disables)`)
 	if err := fs.Parse(args); err != nil {
@@ -26,6 +28,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() != 0 {
 		return usageError{"run takes no arguments"}
+	}
+	if c.heartbeat <= 0 {
+		return usageError{"-heartbeat must be positive"}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

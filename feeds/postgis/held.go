@@ -49,17 +49,36 @@ func (s *Store) ListHeld(ctx context.Context) ([]HeldSnapshot, error) {
 
 // AcceptHeld applies the feed's held snapshot without asking the guards, as
 // if its poll had just succeeded, and returns what it changed.
+//
+// A snapshot that is no longer whole (PostgreSQL's crash recovery empties
+// the unlogged staged_features, while the pages and counts recorded when the
+// snapshot was staged and held stay) is not applied: what is left would
+// remove every feature of the lost pages. It is discarded instead (the poll
+// ends as rejected, the hold is cleared) and the error wraps a
+// *feeds.StagingLostError: the feed must be polled again.
 func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feeds.ApplyResult, error) {
 	var out applyOutcome
 	var pollID int64
+	var lost *feeds.StagingLostError
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
 			return err
 		}
+		if lost, err = heldWhole(ctx, tx, pollID, jurisdiction, feed); err != nil || lost != nil {
+			if err == nil {
+				err = discardHeld(ctx, tx, pollID, jurisdiction, feed, "lost: "+lost.Error())
+			}
+			return err
+		}
 		out, err = s.applySnapshot(ctx, tx, pollID, jurisdiction, feed, nil, nil)
 		return err
 	})
+	if err == nil && lost != nil {
+		s.logger.ErrorContext(ctx, "held snapshot lost: discarded, not applied", "poll_id", pollID,
+			"jurisdiction", jurisdiction, "feed", feed, "staged", lost.Staged, "recorded", lost.Recorded)
+		err = lost
+	}
 	if err != nil {
 		return feeds.ApplyResult{}, fmt.Errorf("postgis: accept held snapshot of %s/%s: %w", jurisdiction, feed, err)
 	}
@@ -78,15 +97,7 @@ func (s *Store) RejectHeld(ctx context.Context, jurisdiction, feed string) error
 		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE polls SET status = 'rejected', error = 'rejected: ' || error WHERE id = $1`, pollID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE feed_status SET held_poll_id = NULL, held_reason = NULL, held_at = NULL
-			WHERE jurisdiction = $1 AND feed = $2`, jurisdiction, feed); err != nil {
-			return err
-		}
-		return deleteStaging(ctx, tx, pollID)
+		return discardHeld(ctx, tx, pollID, jurisdiction, feed, "")
 	})
 	if err != nil {
 		return fmt.Errorf("postgis: reject held snapshot of %s/%s: %w", jurisdiction, feed, err)
@@ -109,4 +120,59 @@ func lockHeld(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) (int64,
 		return 0, ErrNoHeld
 	}
 	return pollID, err
+}
+
+// discardHeld ends the held poll as rejected, with why ("" keeps its hold
+// reason, prefixed "rejected: "), clears the feed's hold and deletes the
+// snapshot's staging.
+func discardHeld(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, why string) error {
+	if _, err := tx.Exec(ctx, `UPDATE polls SET status = 'rejected',
+		error = CASE WHEN $2 = '' THEN 'rejected: ' || error ELSE $2 END WHERE id = $1`, pollID, errorText(errors.New(why))); err != nil {
+		return err
+	}
+	if why != "" {
+		// feed_freshness shows last_error: the operator sees why nothing
+		// was applied.
+		if _, err := tx.Exec(ctx, `UPDATE feed_status SET last_error = $3, last_error_at = now()
+			WHERE jurisdiction = $1 AND feed = $2`, jurisdiction, feed, errorText(errors.New(why))); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE feed_status SET held_poll_id = NULL, held_reason = NULL, held_at = NULL
+		WHERE jurisdiction = $1 AND feed = $2`, jurisdiction, feed); err != nil {
+		return err
+	}
+	return deleteStaging(ctx, tx, pollID)
+}
+
+// heldWhole checks the held snapshot of poll pollID against what was
+// recorded when it was staged (staged_pages) and when it was held (the
+// poll's pages, features and duplicate ids, which are logged as well; they
+// also catch a snapshot held before staged_pages was logged, whose pages a
+// crash emptied with its rows). It returns the loss, or nil when whole.
+func heldWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (*feeds.StagingLostError, error) {
+	err := checkStagingWhole(ctx, tx, pollID, jurisdiction, feed, "held snapshot", -1)
+	var lost *feeds.StagingLostError
+	if errors.As(err, &lost) {
+		return lost, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var wantPages, havePages int
+	var want, have int64
+	err = tx.QueryRow(ctx, `
+		SELECT p.pages, coalesce(p.features, 0) + coalesce(p.duplicate_ids, 0),
+			(SELECT count(*) FROM staged_pages WHERE poll_id = p.id)::int,
+			(SELECT count(*) FROM staged_features WHERE poll_id = p.id)
+		FROM polls p WHERE p.id = $1`, pollID).Scan(&wantPages, &want, &havePages, &have)
+	if err != nil {
+		return nil, err
+	}
+	if havePages < wantPages || have < want {
+		return &feeds.StagingLostError{Feed: jurisdiction + "/" + feed, PollID: pollID, What: "held snapshot",
+			Staged: have, Recorded: want, Pages: wantPages}, nil
+	}
+	return nil, nil
 }

@@ -90,6 +90,10 @@ type Store struct {
 	// pageIDs: up to this many distinct ids per page, StagePage counts
 	// them in memory (defaultPageIDs).
 	pageIDs int
+	// owner names this process (host:pid) in the polls it begins or
+	// resumes, so that another instance can tell a poll a dead process
+	// left running from one in flight.
+	owner string
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -102,6 +106,13 @@ type Option func(*Store)
 // (default 10,000 features; 0: always after).
 func WithBulkIndexMin(features int) Option {
 	return func(s *Store) { s.bulkIndexMin = int64(features) }
+}
+
+// WithOwner records owner (the instance's host:pid, as the feed manager
+// names its claims) on the polls the store begins or resumes. Without it
+// polls have no owner, and only their age tells that one was abandoned.
+func WithOwner(owner string) Option {
+	return func(s *Store) { s.owner = owner }
 }
 
 // WithLogger sets the logger (nil discards).
@@ -124,10 +135,10 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	return s
 }
 
-// RegisterFeeds upserts a feed_status row for each configured feed and marks
-// the feeds that left the configuration as configured = false. Their features
-// and history stay: removing a feed from the YAML is not a request to delete
-// its data.
+// RegisterFeeds upserts a feed_status row for each configured feed. It marks
+// nothing removed: the caller's configuration is one instance's (or one
+// command's) view, and other instances may run with others; see RemoveFeeds
+// and Prune.
 func (s *Store) RegisterFeeds(ctx context.Context, infos []feeds.FeedInfo) error {
 	n := len(infos)
 	jur, feed := make([]string, n), make([]string, n)
@@ -138,24 +149,35 @@ func (s *Store) RegisterFeeds(ctx context.Context, infos []feeds.FeedInfo) error
 		interval[i] = f.ExpectedInterval.Microseconds()
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
+		_, err := tx.Exec(ctx, `
 			INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, configured)
 			SELECT j, f, k, u, o, CASE WHEN us > 0 THEN us * interval '1 microsecond' END, true
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS t(j, f, k, u, o, us)
 			ON CONFLICT (jurisdiction, feed) DO UPDATE SET
 				kind = excluded.kind, url = excluded.url, origin = excluded.origin,
 				expected_interval = excluded.expected_interval, configured = true`,
-			jur, feed, kind, url, origin, interval); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `
-			UPDATE feed_status SET configured = false
-			WHERE configured AND (jurisdiction, feed) NOT IN (
-				SELECT * FROM unnest($1::text[], $2::text[]))`, jur, feed)
+			jur, feed, kind, url, origin, interval)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("postgis: register feeds: %w", err)
+	}
+	return nil
+}
+
+// RemoveFeeds implements feeds.Store: the feeds are marked configured =
+// false. Their features and history stay: removing a feed from the YAML is
+// not a request to delete its data.
+func (s *Store) RemoveFeeds(ctx context.Context, infos []feeds.FeedInfo) error {
+	jur, feed := make([]string, len(infos)), make([]string, len(infos))
+	for i, f := range infos {
+		jur[i], feed[i] = f.Jurisdiction, f.Feed
+	}
+	_, err := s.pool.Exec(ctx, `
+		UPDATE feed_status SET configured = false
+		WHERE configured AND (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, jur, feed)
+	if err != nil {
+		return fmt.Errorf("postgis: remove feeds: %w", err)
 	}
 	return nil
 }
@@ -167,7 +189,7 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 	var id int64
 	err := s.pool.QueryRow(ctx, `
 		WITH p AS (
-			INSERT INTO polls (jurisdiction, feed, url) VALUES ($1, $2, $4)
+			INSERT INTO polls (jurisdiction, feed, url, owner) VALUES ($1, $2, $4, nullif($7, ''))
 			RETURNING id, started_at
 		), fs AS (
 			INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, last_attempt_at, last_poll_id)
@@ -177,7 +199,7 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 				last_poll_id = GREATEST(s.last_poll_id, excluded.last_poll_id)
 		)
 		SELECT id FROM p`,
-		feed.Jurisdiction, feed.Feed, feed.Kind, feed.URL, feed.Origin, feed.ExpectedInterval.Microseconds(),
+		feed.Jurisdiction, feed.Feed, feed.Kind, feed.URL, feed.Origin, feed.ExpectedInterval.Microseconds(), s.owner,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("postgis: begin poll of %s/%s: %w", feed.Jurisdiction, feed.Feed, err)
@@ -634,6 +656,11 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 			return err
 		}
 		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+			return err
+		}
+		// A crash of PostgreSQL during the poll emptied the pages it had
+		// staged; what is left must not replace the layer.
+		if err := checkStagingWhole(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, "staged snapshot", -1); err != nil {
 			return err
 		}
 		var err error
@@ -1354,24 +1381,28 @@ func applyStatement(t feedTable, firstLoad bool) string {
 // cancellation (context.WithoutCancel), or the failure goes unrecorded.
 func (s *Store) FailPoll(ctx context.Context, pollID int64, feed feeds.FeedInfo, pollErr error) error {
 	msg := errorText(pollErr)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
+	// Retried across a lost connection: the poll often failed because
+	// PostgreSQL went away, and a poll left running would stay so.
+	err := retryOnConnLoss(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `
 			UPDATE polls SET status = 'failed', finished_at = now(), error = $2 WHERE id = $1`,
-			pollID, msg); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
+				pollID, msg); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `
 			UPDATE feed_status SET last_error = $3, last_error_at = now(),
 				consecutive_failures = consecutive_failures + 1,
 				last_poll_id = GREATEST(last_poll_id, $4)
 			WHERE jurisdiction = $1 AND feed = $2`,
-			feed.Jurisdiction, feed.Feed, msg, pollID); err != nil {
-			return err
-		}
-		return deleteStaging(ctx, tx, pollID)
+				feed.Jurisdiction, feed.Feed, msg, pollID); err != nil {
+				return err
+			}
+			return deleteStaging(ctx, tx, pollID)
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("postgis: fail poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
@@ -1396,22 +1427,24 @@ func (s *Store) RecordRefused(ctx context.Context, feed feeds.FeedInfo, pollID i
 // poll's staged pages for a resume.
 func (s *Store) endPollKeepingStaging(ctx context.Context, feed feeds.FeedInfo, pollID int64, status string, retryAfter *time.Time, cause error) error {
 	msg := errorText(cause)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `
+	return retryOnConnLoss(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `
 			UPDATE polls SET status = $4, finished_at = now(), error = $2, retry_after = $3
 			WHERE id = $1`, pollID, msg, retryAfter, status); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `
+				return err
+			}
+			_, err := tx.Exec(ctx, `
 			UPDATE feed_status SET last_error = $3, last_error_at = now(), retry_after = $4,
 				consecutive_failures = consecutive_failures + 1,
 				last_poll_id = GREATEST(last_poll_id, $5)
 			WHERE jurisdiction = $1 AND feed = $2`,
-			feed.Jurisdiction, feed.Feed, msg, retryAfter, pollID)
-		return err
+				feed.Jurisdiction, feed.Feed, msg, retryAfter, pollID)
+			return err
+		})
 	})
 }
 

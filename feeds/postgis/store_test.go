@@ -390,8 +390,15 @@ func TestFeedFreshness(t *testing.T) {
 		t.Errorf("refused poll kept %d staged pages, want 1 (for resume)", n)
 	}
 
-	// The next config no longer has "removed".
+	// The next config no longer has "removed": RegisterFeeds alone marks
+	// nothing removed (another instance may have it), RemoveFeeds does.
 	if err := b.store.RegisterFeeds(b.ctx, all[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM feed_status WHERE NOT configured`); n != 0 {
+		t.Errorf("RegisterFeeds marked %d feeds removed, want none", n)
+	}
+	if err := b.store.RemoveFeeds(b.ctx, all[5:]); err != nil {
 		t.Fatal(err)
 	}
 

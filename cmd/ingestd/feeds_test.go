@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/wfs/wfstest"
+)
+
+// testConfigLackingFeeds (run by TestCrashAndConfig) is finding 7's "Must show". c/x is parked with a
+// dead letter and c/x, c/y, c/z are registered by a configuration that has
+// all three; then, with configurations that lack c/x:
+//
+//  1. a daemon started with only c/y removes nothing and hands the letter of
+//     c/x back untouched (pending, same attempts and checkpoint, staging
+//     kept) instead of abandoning it;
+//  2. a one-off `ingestd poll` of c/y removes nothing;
+//  3. that daemon's reload to all three and back to c/y marks c/x and c/z
+//     removed (the feeds its previous configuration had), and still
+//     abandons nothing;
+//  4. `ingestd feeds prune -dry-run` says what it would do and does
+//     nothing; `ingestd feeds prune` marks the absent feeds removed and
+//     abandons c/x's letter, deleting its staged pages.
+func testConfigLackingFeeds(t *testing.T, bin string) {
+	dbURL := pgtest.URL(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	server := wfstest.New()
+	for _, l := range []string{"x", "y", "z"} {
+		server.AddLayer(l, wfstest.Parcels{N: 30})
+	}
+	ts := httptest.NewServer(server)
+	defer ts.Close()
+
+	dir := t.TempDir()
+	write := func(path string, ids ...string) {
+		var b strings.Builder
+		b.WriteString("dead_letter:\n  interval: 100ms\n  lease: 2s\njurisdictions:\n  - id: c\n    feeds:\n")
+		for _, id := range ids {
+			fmt.Fprintf(&b, "      - {id: %s, kind: wfs, url: %q, type_name: %s, page_size: 10, sort_by: pin, schedule: \"0 5 1 1 *\"}\n",
+				id, ts.URL+"/wfs", id)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, only := filepath.Join(dir, "all.yaml"), filepath.Join(dir, "y.yaml")
+	write(all, "x", "y", "z")
+	write(only, "y")
+	cfgAll, err := feeds.LoadConfig(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	letter := parkAtPage(t, pool, server, ts, cfgAll, "c/x", 1)
+	if _, err := pool.Exec(ctx, `UPDATE dead_letter SET retry_after = now() WHERE id = $1`, letter.ID); err != nil {
+		t.Fatal(err)
+	}
+	removed := func() string {
+		var s string
+		if err := pool.QueryRow(ctx, `SELECT coalesce(string_agg(feed, ',' ORDER BY feed), '')
+			FROM feed_status WHERE NOT configured`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	type letterState struct {
+		status   string
+		attempts int
+		pollID   int64
+		page     int
+		staged   int
+		due      time.Duration // retry_after - now()
+	}
+	readLetter := func() letterState {
+		var l letterState
+		var due float64
+		if err := pool.QueryRow(ctx, `SELECT status, attempts, coalesce(poll_id, 0), next_page,
+				(SELECT count(*)::int FROM staged_pages WHERE poll_id = d.poll_id),
+				extract(epoch FROM retry_after - now())::float8
+			FROM dead_letter d WHERE id = $1`, letter.ID).Scan(&l.status, &l.attempts, &l.pollID, &l.page, &l.staged, &due); err != nil {
+			t.Fatal(err)
+		}
+		l.due = time.Duration(due * float64(time.Second))
+		return l
+	}
+	parked := readLetter()
+	if parked.status != "pending" || parked.staged != 1 {
+		t.Fatalf("parked letter %+v, want pending with page 0 staged", parked)
+	}
+
+	// 1. A daemon that does not know c/x.
+	in := startInstance(t, bin, "y-only", only, dbURL)
+	in.waitRunning(t, 20*time.Second)
+	if !waitUntil(10*time.Second, func() bool {
+		return strings.Contains(in.out.String(), "dead letter left for another instance")
+	}) {
+		t.Fatalf("the y-only daemon never claimed c/x's due letter:\n%s", tail(in.out.String(), 20))
+	}
+	time.Sleep(500 * time.Millisecond) // several replayer ticks
+	got := readLetter()
+	t.Logf("c/x's letter after the y-only daemon's start: %s, %d attempts, checkpoint poll %d page %d (%d staged), due in %s",
+		got.status, got.attempts, got.pollID, got.page, got.staged, got.due.Round(time.Second))
+	if got.status != "pending" || got.attempts != parked.attempts || got.pollID != parked.pollID ||
+		got.page != parked.page || got.staged != parked.staged {
+		t.Errorf("c/x's letter is %+v after a daemon without c/x started, want it untouched: %+v", got, parked)
+	}
+	if got.due < 30*time.Second {
+		t.Errorf("c/x's letter is due again in %s, want it left for a minute to the instances that know c/x", got.due)
+	}
+	if r := removed(); r != "" {
+		t.Errorf("start with a config lacking c/x and c/z marked removed: %s", r)
+	}
+
+	// 2. A one-off poll with that configuration.
+	if code, out := runBin(t, bin, "poll", "-config", only, "-database-url", dbURL, "c/y"); code != 0 {
+		t.Fatalf("poll c/y: %s", out)
+	}
+	if r := removed(); r != "" {
+		t.Errorf("`ingestd poll` with a config lacking c/x and c/z marked removed: %s", r)
+	}
+
+	// 3. The daemon's reloads: to all three feeds, then back to c/y.
+	reload := func(ids []string, want string) {
+		t.Helper()
+		write(in.config, ids...) // the daemon's file, y.yaml
+		n := strings.Count(in.out.String(), "configuration reloaded")
+		if err := in.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		if !waitUntil(10*time.Second, func() bool { return strings.Count(in.out.String(), "configuration reloaded") > n }) {
+			t.Fatalf("no reload:\n%s", tail(in.out.String(), 10))
+		}
+		if r := removed(); r != want {
+			t.Errorf("after the reload to %v, removed feeds: %q, want %q", ids, r, want)
+		}
+	}
+	reload([]string{"x", "y", "z"}, "")
+	reload([]string{"y"}, "x,z")
+	if got := readLetter(); got.status != "pending" || got.staged != parked.staged {
+		t.Errorf("c/x's letter is %+v after the reload that removed c/x; only prune abandons", got)
+	}
+	in.stop(t, 20*time.Second)
+
+	// 4. feeds prune, dry and for real. c/z is registered again by a
+	// one-off poll with all three, so prune has a configured feed to remove.
+	if code, out := runBin(t, bin, "poll", "-config", all, "-database-url", dbURL, "c/z"); code != 0 {
+		t.Fatalf("poll c/z: %s", out)
+	}
+	if r := removed(); r != "" {
+		t.Fatalf("a poll with all three feeds left removed: %q", r)
+	}
+	code, out := runBin(t, bin, "feeds", "prune", "-dry-run", "-config", only, "-database-url", dbURL)
+	t.Logf("feeds prune -dry-run:\n%s", out)
+	if want := fmt.Sprintf("would remove c/x; would abandon dead letter %d\nwould remove c/z\n", letter.ID); code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("feeds prune -dry-run: exit %d\n%s\nwant it to start with\n%s", code, out, want)
+	}
+	if r, l := removed(), readLetter(); r != "" || l.status != "pending" {
+		t.Errorf("feeds prune -dry-run changed something: removed %q, letter %s", r, l.status)
+	}
+	code, out = runBin(t, bin, "feeds", "prune", "-config", only, "-database-url", dbURL)
+	t.Logf("feeds prune:\n%s", out)
+	if want := fmt.Sprintf("removed c/x; abandoned dead letter %d\nremoved c/z\n", letter.ID); code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("feeds prune: exit %d\n%s\nwant it to start with\n%s", code, out, want)
+	}
+	if r := removed(); r != "x,z" {
+		t.Errorf("after feeds prune, removed feeds: %q, want x,z", r)
+	}
+	if l := readLetter(); l.status != "abandoned" || l.staged != 0 {
+		t.Errorf("after feeds prune, c/x's letter is %s with %d staged pages, want abandoned with none", l.status, l.staged)
+	}
+	if n := queryInt(t, pool, `SELECT count(*)::int FROM features WHERE feed = 'y'`); n != 30 {
+		t.Errorf("c/y has %d features, want 30", n)
+	}
+}

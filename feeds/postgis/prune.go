@@ -1,0 +1,107 @@
+package postgis
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingestd/ingestd/feeds"
+)
+
+// PrunedFeed is a feed that Prune marked removed (or would, on a dry run),
+// with the open dead letters it abandoned.
+type PrunedFeed struct {
+	Jurisdiction, Feed string
+	// Letters are the ids of the feed's open dead letters.
+	Letters []int64
+}
+
+// Prune is the explicit, operator-run removal (`ingestd feeds prune`): every
+// feed absent from keep (a whole configuration) that is still marked
+// configured, or still has an open dead letter, is marked removed, its open
+// dead letters are abandoned ("pruned") and their checkpoints' staging is
+// deleted. Features and history stay. With dryRun nothing changes and the
+// result says what would. Start-up, reloads and one-off commands never do
+// this: the configuration one instance has says nothing of the others'.
+//
+// The dead_letter rows are written here rather than through package
+// deadletter so that the feeds and their letters change in one transaction.
+func (s *Store) Prune(ctx context.Context, keep []feeds.FeedInfo, dryRun bool) ([]PrunedFeed, error) {
+	jur, feed := make([]string, len(keep)), make([]string, len(keep))
+	for i, f := range keep {
+		jur[i], feed[i] = f.Jurisdiction, f.Feed
+	}
+	var out []PrunedFeed
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT s.jurisdiction, s.feed,
+				coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.id IS NOT NULL), '{}')
+			FROM feed_status s
+			LEFT JOIN dead_letter d ON d.jurisdiction = s.jurisdiction AND d.feed = s.feed
+				AND d.status IN ('pending', 'replaying')
+			WHERE (s.jurisdiction, s.feed) NOT IN (SELECT * FROM unnest($1::text[], $2::text[]))
+			GROUP BY s.jurisdiction, s.feed
+			HAVING bool_or(s.configured) OR count(d.id) > 0
+			ORDER BY s.jurisdiction, s.feed`, jur, feed)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (PrunedFeed, error) {
+			var p PrunedFeed
+			err := r.Scan(&p.Jurisdiction, &p.Feed, &p.Letters)
+			return p, err
+		})
+		if err != nil || dryRun || len(out) == 0 {
+			return err
+		}
+		pj, pf := make([]string, len(out)), make([]string, len(out))
+		var letters []int64
+		for i, p := range out {
+			pj[i], pf[i] = p.Jurisdiction, p.Feed
+			letters = append(letters, p.Letters...)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE feed_status SET configured = false
+			WHERE (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, pj, pf); err != nil {
+			return err
+		}
+		if len(letters) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, `
+			UPDATE dead_letter SET status = 'abandoned', finished_at = now(), lease_until = NULL, updated_at = now(),
+				last_error = 'pruned: the feed is not in the configuration given to ingestd feeds prune'
+			WHERE id = ANY($1) AND status IN ('pending', 'replaying')
+			RETURNING poll_id`, letters)
+		if err != nil {
+			return err
+		}
+		polls, err := pgx.CollectRows(rows, pgx.RowTo[*int64])
+		if err != nil {
+			return err
+		}
+		for _, id := range polls {
+			if id == nil {
+				continue
+			}
+			// A checkpoint being replayed right now is left to its
+			// replay; any other's pages will never be resumed.
+			if _, err := tx.Exec(ctx, `
+				DELETE FROM staged_features WHERE poll_id = $1
+				  AND NOT EXISTS (SELECT FROM polls WHERE id = $1 AND status = 'running')`, *id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `
+				DELETE FROM staged_pages WHERE poll_id = $1
+				  AND NOT EXISTS (SELECT FROM polls WHERE id = $1 AND status = 'running')`, *id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgis: prune feeds: %w", err)
+	}
+	return out, nil
+}

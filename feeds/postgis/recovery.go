@@ -1,0 +1,197 @@
+package postgis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ingestd/ingestd/feeds"
+)
+
+var _ feeds.Recovery = (*Store)(nil)
+
+// Heartbeat implements feeds.Recovery.
+func (s *Store) Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Duration) error {
+	host, pid := splitOwner(owner)
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO instances (owner, host, pid, pid_ns, expires_at) VALUES ($1, $2, $3, nullif($4, ''), now() + $5::interval)
+		ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now(), expires_at = excluded.expires_at, pid_ns = excluded.pid_ns`,
+		owner, host, pid, pidNS, ttl)
+	if err != nil {
+		return fmt.Errorf("postgis: heartbeat of %s: %w", owner, err)
+	}
+	return nil
+}
+
+// Retire implements feeds.Recovery.
+func (s *Store) Retire(ctx context.Context, owner string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM instances WHERE owner = $1`, owner); err != nil {
+		return fmt.Errorf("postgis: retire %s: %w", owner, err)
+	}
+	return nil
+}
+
+// splitOwner splits "host:pid"; pid is 0 when owner is not of that form.
+func splitOwner(owner string) (string, int) {
+	i := strings.LastIndexByte(owner, ':')
+	if i < 0 {
+		return owner, 0
+	}
+	pid, err := strconv.Atoi(owner[i+1:])
+	if err != nil {
+		return owner, 0
+	}
+	return owner[:i], pid
+}
+
+// Activity implements feeds.Recovery. Ages and expiries are measured by the
+// database's clock, the one that wrote them.
+func (s *Store) Activity(ctx context.Context) ([]feeds.Activity, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH work AS (
+			SELECT poll_owner AS owner, jurisdiction, feed, 0::bigint AS poll_id,
+				extract(epoch FROM now() - coalesce(poll_claimed_at, now()))::float8 AS age,
+				coalesce(poll_lease_until < now(), true) AS expired
+			FROM feed_status WHERE poll_owner IS NOT NULL
+			UNION ALL
+			SELECT coalesce(owner, ''), jurisdiction, feed, id,
+				extract(epoch FROM now() - coalesce(active_at, started_at))::float8, false
+			FROM polls WHERE status = 'running'
+			UNION ALL
+			SELECT owner, '', '', 0, 0, false FROM instances WHERE expires_at < now()
+		)
+		SELECT w.owner, w.jurisdiction, w.feed, w.poll_id, w.age, w.expired,
+			CASE WHEN i.owner IS NULL THEN 0 WHEN i.expires_at < now() THEN 2 ELSE 1 END, coalesce(i.pid_ns, '')
+		FROM work w LEFT JOIN instances i ON i.owner = w.owner
+		ORDER BY w.owner, w.jurisdiction, w.feed, w.poll_id`)
+	if err != nil {
+		return nil, fmt.Errorf("postgis: list claims and running polls: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (feeds.Activity, error) {
+		var a feeds.Activity
+		var age float64
+		var live int
+		err := r.Scan(&a.Owner, &a.Jurisdiction, &a.Feed, &a.PollID, &age, &a.LeaseExpired, &live, &a.PidNS)
+		a.Age, a.Liveness = time.Duration(age*float64(time.Second)), feeds.Liveness(live)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgis: list claims and running polls: %w", err)
+	}
+	return out, nil
+}
+
+// Interrupt implements feeds.Recovery.
+func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (bool, error) {
+	msg := errorText(cause)
+	ended := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		ended = false
+		if a.PollID != 0 {
+			// Waits for an apply of the poll in flight; status is then
+			// no longer running and nothing happens.
+			tag, err := tx.Exec(ctx, `
+				UPDATE polls SET status = 'failed', finished_at = now(), error = $2
+				WHERE id = $1 AND status = 'running' AND coalesce(owner, '') = $3`, a.PollID, msg, a.Owner)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				ended = true
+				if _, err := tx.Exec(ctx, `
+					UPDATE feed_status SET last_error = $3, last_error_at = now(),
+						consecutive_failures = consecutive_failures + 1,
+						last_poll_id = GREATEST(last_poll_id, $4)
+					WHERE jurisdiction = $1 AND feed = $2`,
+					a.Jurisdiction, a.Feed, msg, a.PollID); err != nil {
+					return err
+				}
+				// A replay's poll is its dead letter's checkpoint: the
+				// letter's next replay resumes from these pages.
+				var parked bool
+				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM dead_letter
+					WHERE poll_id = $1 AND status IN ('pending', 'replaying'))`, a.PollID).Scan(&parked); err != nil {
+					return err
+				}
+				if !parked {
+					if err := deleteStaging(ctx, tx, a.PollID); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if a.Owner == "" || a.Feed == "" {
+			return nil
+		}
+		// The claim's time goes too: a claim within half an interval of
+		// the last one counts as the same tick, and this tick's poll did
+		// not happen.
+		tag, err := tx.Exec(ctx, `
+			UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL, poll_claimed_at = NULL
+			WHERE jurisdiction = $1 AND feed = $2 AND poll_owner = $3`, a.Jurisdiction, a.Feed, a.Owner)
+		if err == nil && tag.RowsAffected() == 1 {
+			ended = true
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("postgis: interrupt %s of %s/%s by %q: %w", activityKind(a), a.Jurisdiction, a.Feed, a.Owner, err)
+	}
+	return ended, nil
+}
+
+func activityKind(a feeds.Activity) string {
+	if a.PollID != 0 {
+		return "poll " + strconv.FormatInt(a.PollID, 10)
+	}
+	return "claim"
+}
+
+// retryOnConnLoss runs fn until it succeeds, fails for another reason than a
+// lost connection to PostgreSQL, or ctx ends. Recording how a poll ended is
+// worth waiting for: a poll left 'running' misleads every reader.
+func retryOnConnLoss(ctx context.Context, fn func() error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || !connLost(err) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// connLost tells whether err says the connection to PostgreSQL broke or
+// could not be made (the server crashed, is restarting or recovering),
+// rather than that the statement failed.
+func connLost(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// 08: connection exception; 57P01-57P03: admin shutdown, crash
+		// shutdown, cannot connect now (starting up, recovering).
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err) ||
+		strings.Contains(err.Error(), "conn closed")
+}

@@ -1,0 +1,286 @@
+package feeds
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultHeartbeat is how often an instance with WithRecovery renews its
+// liveness row and sweeps for dead instances' work. Its TTL is
+// heartbeatTTLs of it: a dead instance on another host is recognised within
+// about a minute and a quarter; one on this host at once.
+const DefaultHeartbeat = 15 * time.Second
+
+// heartbeatTTLs is how many heartbeats an instance may miss before others
+// take it for dead.
+const heartbeatTTLs = 4
+
+// unknownFeedStale is the age after which a running poll of a feed this
+// instance does not configure, whose owner says nothing of its liveness, is
+// taken as abandoned: the default timeout (10 min) and the claim's minute,
+// with room for longer timeouts.
+const unknownFeedStale = time.Hour
+
+// WithRecovery makes the manager keep a heartbeat as its instance in r and
+// end what dead instances left: at Start, before catching up, and then at
+// every heartbeat (every; 0 means DefaultHeartbeat). A claim or a running
+// poll is a dead instance's when its owner is on this host and its process
+// is gone, when its owner's heartbeat lapsed, or (an owner without a
+// heartbeat row) when it outlived its lease; and this instance's own when
+// the feed is not being polled here (its outcome could not be recorded, e.g.
+// PostgreSQL was down). Such polls end as failed ("interrupted: ..."), their
+// staging is deleted, the claims are released, and with catch-up the feeds
+// are polled at once instead of at their next tick.
+func WithRecovery(r Recovery, every time.Duration) Option {
+	return func(m *Manager) {
+		if every <= 0 {
+			every = DefaultHeartbeat
+		}
+		m.recovery, m.beat = r, every
+	}
+}
+
+// startRecovery writes the first heartbeat and ends the work of dead
+// instances; it returns the feeds to poll now.
+func (m *Manager) startRecovery(ctx context.Context) []*Feed {
+	m.heartbeat(ctx)
+	return m.sweep(ctx)
+}
+
+// recoveryLoop heartbeats and sweeps until the manager stops.
+func (m *Manager) recoveryLoop(catchUp bool) {
+	defer m.loops.Done()
+	t := time.NewTicker(m.beat)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(m.ctx, m.beat)
+		m.heartbeat(ctx)
+		again := m.sweep(ctx)
+		cancel()
+		if catchUp {
+			for _, f := range again {
+				m.runAsync(f)
+			}
+		}
+	}
+}
+
+// beatWhile keeps this instance's heartbeat until the returned func is
+// called, which retires it.
+func (m *Manager) beatWhile(ctx context.Context) (stop func()) {
+	m.heartbeat(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(m.beat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				m.heartbeat(ctx)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		m.retire()
+	}
+}
+
+// retire deletes this instance's liveness row once its polls have ended: a
+// clean shutdown is not a death.
+func (m *Manager) retire() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.recovery.Retire(ctx, m.instance); err != nil {
+		m.logger.Warn("retiring this instance's heartbeat", "instance", m.instance, "error", err)
+	}
+}
+
+// heartbeat renews this instance's liveness row and tracks since when the
+// database has been reachable without a gap (connectedSince).
+func (m *Manager) heartbeat(ctx context.Context) {
+	err := m.recovery.Heartbeat(ctx, m.instance, pidNamespace(), heartbeatTTLs*m.beat)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case err != nil:
+		m.connectedSince = time.Time{}
+		m.logger.Warn("heartbeat not recorded", "instance", m.instance, "error", err)
+	case m.connectedSince.IsZero():
+		m.connectedSince = m.now()
+	}
+}
+
+// sweep ends the claims and running polls that dead instances (or this one,
+// see WithRecovery) left, and returns the configured feeds they concerned.
+func (m *Manager) sweep(ctx context.Context) []*Feed {
+	acts, err := m.recovery.Activity(ctx)
+	if err != nil {
+		m.logger.Warn("sweep: cannot list claims and running polls", "error", err)
+		return nil
+	}
+	// Read after the listing: a poll holds its feed's running mark from
+	// before it begins until after it ended, so a poll of ours listed as
+	// running while its feed is not marked can only be an orphan.
+	m.mu.Lock()
+	inFlight := make(map[string]bool, len(m.running))
+	for k := range m.running {
+		inFlight[k] = true
+	}
+	// A lapsed heartbeat means death only once this instance has itself
+	// been connected for two heartbeats: after PostgreSQL was down (or
+	// unreachable from here), every instance's heartbeat lapsed, and the
+	// live ones renew theirs within a heartbeat of its return.
+	trustLapse := !m.connectedSince.IsZero() && m.now().Sub(m.connectedSince) > 2*m.beat
+	m.mu.Unlock()
+
+	var again []*Feed
+	queued := map[string]bool{}
+	dead, unfinished := map[string]bool{}, map[string]bool{}
+	for _, a := range acts {
+		why, ok := m.gone(a, inFlight, trustLapse)
+		if !ok {
+			continue
+		}
+		if a.Owner != "" && a.Owner != m.instance {
+			dead[a.Owner] = true
+		}
+		if a.Feed == "" {
+			continue
+		}
+		ended, err := m.recovery.Interrupt(ctx, a, errors.New(why))
+		if err != nil {
+			// Its liveness row stays, for the next sweep to find the
+			// owner dead again.
+			unfinished[a.Owner] = true
+			m.logger.Warn("sweep: cannot end a dead instance's work", "jurisdiction", a.Jurisdiction, "feed", a.Feed,
+				"owner", a.Owner, "poll_id", a.PollID, "error", err)
+			continue
+		}
+		if !ended {
+			continue
+		}
+		m.logger.Warn("sweep: ended a dead instance's work", "jurisdiction", a.Jurisdiction, "feed", a.Feed,
+			"owner", a.Owner, "poll_id", a.PollID, "cause", why)
+		if f, ok := m.feed(a.Key()); ok && !queued[a.Key()] {
+			queued[a.Key()] = true
+			again = append(again, &f)
+		}
+	}
+	for owner := range dead {
+		if unfinished[owner] {
+			continue
+		}
+		if err := m.recovery.Retire(ctx, owner); err != nil {
+			m.logger.Warn("sweep: cannot forget a dead instance", "owner", owner, "error", err)
+		}
+	}
+	return again
+}
+
+// gone decides whether a belongs to an instance that will not finish it,
+// and says why.
+func (m *Manager) gone(a Activity, inFlight map[string]bool, trustLapse bool) (string, bool) {
+	if a.Owner == m.instance {
+		if a.Feed == "" || inFlight[a.Key()] {
+			return "", false
+		}
+		return fmt.Sprintf("interrupted: instance %s no longer runs it (its outcome could not be recorded)", a.Owner), true
+	}
+	if a.Owner == "" {
+		if a.Age > m.staleAfter(a.Key()) {
+			return fmt.Sprintf("interrupted: left running for %s by an instance that did not record itself",
+				a.Age.Round(time.Second)), true
+		}
+		return "", false
+	}
+	host, pid := splitOwner(a.Owner)
+	myHost, _ := splitOwner(m.instance)
+	switch {
+	// A pid is looked up only in its own namespace: containers sharing
+	// the host's network (and name) have pid namespaces of their own.
+	case host == myHost && pid > 0 && pid != os.Getpid() && (a.PidNS == "" || a.PidNS == pidNamespace()) && processGone(pid):
+		return fmt.Sprintf("interrupted: instance %s is gone", a.Owner), true
+	case a.Liveness == LivenessLapsed && trustLapse:
+		return fmt.Sprintf("interrupted: instance %s is gone (its heartbeat lapsed)", a.Owner), true
+	case a.Liveness != LivenessUnknown || a.Feed == "":
+		return "", false
+	case a.PollID == 0 && a.LeaseExpired:
+		return fmt.Sprintf("interrupted: instance %s let its claim expire", a.Owner), true
+	case a.PollID != 0 && a.Age > m.staleAfter(a.Key()):
+		return fmt.Sprintf("interrupted: left running for %s by instance %s", a.Age.Round(time.Second), a.Owner), true
+	}
+	return "", false
+}
+
+// staleAfter is how long a poll of the feed named key can run: its timeout
+// and the claim's extra minute, or unknownFeedStale for a feed this
+// instance does not configure.
+func (m *Manager) staleAfter(key string) time.Duration {
+	if f, ok := m.feed(key); ok {
+		return f.Timeout.Std() + time.Minute
+	}
+	return unknownFeedStale
+}
+
+// splitOwner splits an instance name "host:pid"; pid is 0 when the name is
+// not of that form.
+func splitOwner(owner string) (string, int) {
+	i := strings.LastIndexByte(owner, ':')
+	if i < 0 {
+		return owner, 0
+	}
+	pid, err := strconv.Atoi(owner[i+1:])
+	if err != nil {
+		return owner, 0
+	}
+	return owner[:i], pid
+}
+
+// processGone reports whether process pid of this host has exited (or is a
+// zombie waiting for its parent). Without procfs it cannot tell and says
+// no: the owner's heartbeat then decides.
+func processGone(pid int) bool {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] == 'Z' || b[i+2] == 'X'
+	}
+	return false
+}
+
+// pidNamespace names this process's PID namespace ("pid:[4026531836]"), or
+// "" without procfs.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return ""
+	}
+	return ns
+}

@@ -1,0 +1,133 @@
+package feeds_test
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/wfs"
+)
+
+// TestSweepEndsDeadInstancesWork plants the claims and running polls that
+// dead and live instances leave, starts a manager named testhost:1 with
+// recovery, and checks which the sweep ends: its own poll that nothing in
+// the process runs (PostgreSQL was down when it ended), a poll of a process
+// of its host that is gone, a poll of another host whose heartbeat lapsed
+// (only once the manager itself has been connected for a whole TTL), an
+// expired claim of an owner without a heartbeat, and an ownerless poll older
+// than its feed's timeout. A live other host's poll (even an old one: that
+// instance's own sweep judges it), a live local process's recent poll, and
+// the poll of a process of the same host name in another PID namespace (a
+// container), whose pid means nothing here, are left alone.
+func TestSweepEndsDeadInstancesWork(t *testing.T) {
+	t.Parallel()
+	var yaml strings.Builder
+	for _, f := range []string{"own", "gone", "lapsed", "fresh", "alive", "otherns", "claim", "ownerless"} {
+		fmt.Fprintf(&yaml, "      - {id: %s, kind: wfs, url: \"%%[1]s/wfs\", type_name: %s}\n", f, f)
+	}
+	b := setup(t, withFeeds(yaml.String()))
+	ctx := b.ctx
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := b.pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	running := func(feed, owner string, age time.Duration) int64 {
+		t.Helper()
+		var id int64
+		if err := b.pool.QueryRow(ctx, `INSERT INTO polls (jurisdiction, feed, owner, active_at)
+			VALUES ('county', $1, nullif($2, ''), now() - $3::interval) RETURNING id`, feed, owner, age).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		exec(`INSERT INTO staged_pages (poll_id, page, features) VALUES ($1, 0, 0)`, id)
+		if owner != "" {
+			exec(`UPDATE feed_status SET poll_owner = $2, poll_lease_until = now() + interval '1 hour', poll_claimed_at = now()
+				WHERE jurisdiction = 'county' AND feed = $1`, feed, owner)
+		}
+		return id
+	}
+	deadPid := 1 << 30 // beyond any pid_max
+	polls := map[string]int64{
+		"own":       running("own", "testhost:1", time.Second),
+		"gone":      running("gone", fmt.Sprintf("testhost:%d", deadPid), time.Second),
+		"lapsed":    running("lapsed", "far:7", time.Second),
+		"fresh":     running("fresh", "far:8", time.Hour),
+		"alive":     running("alive", fmt.Sprintf("testhost:%d", os.Getppid()), time.Second),
+		"otherns":   running("otherns", fmt.Sprintf("testhost:%d", deadPid+1), time.Second),
+		"ownerless": running("ownerless", "", 2*time.Hour),
+	}
+	exec(`INSERT INTO instances (owner, host, pid, pid_ns, expires_at) VALUES
+		('far:7', 'far', 7, NULL, now() - interval '1 minute'), ('far:8', 'far', 8, NULL, now() + interval '1 hour'),
+		($1, 'testhost', $2, 'pid:[1]', now() + interval '1 hour')`, fmt.Sprintf("testhost:%d", deadPid+1), deadPid+1)
+	exec(`UPDATE feed_status SET poll_owner = 'far:9', poll_lease_until = now() - interval '1 second',
+		poll_claimed_at = now() - interval '10 minutes' WHERE feed = 'claim'`)
+
+	const beat = 100 * time.Millisecond
+	m := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("testhost:1"),
+		feeds.WithRecovery(b.store, beat), feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	if err := m.Start(ctx, b.cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	status := func(feed string) (string, string) {
+		var s, e string
+		if err := b.pool.QueryRow(ctx, `SELECT status, coalesce(error, '') FROM polls WHERE id = $1`, polls[feed]).Scan(&s, &e); err != nil {
+			t.Fatal(err)
+		}
+		return s, e
+	}
+	// At start: everything but the lapsed heartbeat, which needs the
+	// manager connected for a TTL first.
+	if s, _ := status("lapsed"); s != "running" {
+		t.Errorf("the poll of far:7 (heartbeat lapsed) was ended at start-up, before this instance could trust a lapse")
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if s, _ := status("lapsed"); s != "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the poll of far:7, whose heartbeat lapsed, is still running")
+		}
+	}
+	m.Stop()
+
+	want := map[string]string{
+		"own":       "interrupted: instance testhost:1 no longer runs it (its outcome could not be recorded)",
+		"gone":      fmt.Sprintf("interrupted: instance testhost:%d is gone", deadPid),
+		"lapsed":    "interrupted: instance far:7 is gone (its heartbeat lapsed)",
+		"ownerless": "interrupted: left running for 2h0m0s by an instance that did not record itself",
+	}
+	for feed, id := range polls {
+		s, e := status(feed)
+		staged := 0
+		if err := b.pool.QueryRow(ctx, `SELECT count(*)::int FROM staged_pages WHERE poll_id = $1`, id).Scan(&staged); err != nil {
+			t.Fatal(err)
+		}
+		if msg, ok := want[feed]; ok {
+			if s != "failed" || !strings.HasPrefix(e, strings.TrimSuffix(msg, "2h0m0s by an instance that did not record itself")) || staged != 0 {
+				t.Errorf("poll of %s: %s %q with %d staged pages, want failed %q and none", feed, s, e, staged, msg)
+			}
+		} else if s != "running" || staged != 1 {
+			t.Errorf("poll of %s (a live owner): %s %q with %d staged pages, want it left running", feed, s, e, staged)
+		}
+	}
+	var owners string
+	if err := b.pool.QueryRow(ctx, `SELECT coalesce(string_agg(feed || '=' || poll_owner, ',' ORDER BY feed), '')
+		FROM feed_status WHERE poll_owner IS NOT NULL`).Scan(&owners); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("alive=testhost:%d,fresh=far:8,otherns=testhost:%d", os.Getppid(), deadPid+1); owners != want {
+		t.Errorf("claims left: %s, want %s", owners, want)
+	}
+	var instances string
+	if err := b.pool.QueryRow(ctx, `SELECT coalesce(string_agg(owner, ',' ORDER BY owner), '') FROM instances`).Scan(&instances); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("far:8,testhost:%d", deadPid+1); instances != want {
+		t.Errorf("liveness rows left: %q, want %s (far:7 forgotten, testhost:1 retired at Stop)", instances, want)
+	}
+}
