@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"runtime/debug"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -100,21 +101,31 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		logger = logger.With("dead_letter_id", letter.ID)
 	}
 
-	layer, warnings, err := m.fetcher.Prepare(ctx, f.Layer())
-	for _, w := range warnings {
-		logger.Warn("negotiation", "warning", w)
-	}
+	layer := f.Layer()
 	var stats wfs.FetchStats
-	if err == nil {
-		stager := newPageStager(ctx, m.store, pollID, layer.Limits)
-		if err = stager.resumeAt(firstPage); err == nil {
-			stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
-			err = stager.finish(err)
+	var res ApplyResult
+	applied := false
+	err = recoverPanic(logger, func() error {
+		var warnings []string
+		var err error
+		layer, warnings, err = m.fetcher.Prepare(ctx, layer)
+		for _, w := range warnings {
+			logger.Warn("negotiation", "warning", w)
 		}
-	}
-	if err == nil {
-		var res ApplyResult
-		res, err = m.store.Apply(ctx, pollID, info)
+		if err == nil {
+			stager := newPageStager(ctx, m.store, pollID, layer.Limits)
+			if err = stager.resumeAt(firstPage); err == nil {
+				stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
+				err = stager.finish(err)
+			}
+		}
+		if err == nil {
+			applied = true
+			res, err = m.store.Apply(ctx, pollID, info)
+		}
+		return err
+	})
+	if applied {
 		if err == nil {
 			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: time.Since(start), ApplyResult: res}
 			m.metrics.invalidFeaturesSeen(f, res.InvalidFeatures)
@@ -124,7 +135,9 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 				"bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds())
 			return r, nil
 		}
-		err = fmt.Errorf("applying snapshot: %w", err)
+		if !errors.As(err, new(*PanicError)) {
+			err = fmt.Errorf("applying snapshot: %w", err)
+		}
 		var held *HeldError
 		if errors.As(err, &held) {
 			// The store finished the poll as held and keeps its staging for
@@ -343,4 +356,28 @@ func feedInfo(f *Feed, now time.Time) FeedInfo {
 		info.Origin = breaker.Origin(u)
 	}
 	return info
+}
+
+// PanicError is a poll that panicked: a bug, which no input may turn into
+// the end of the process. The poll fails like any other, naming the feed,
+// and the daemon goes on; the stack is logged.
+type PanicError struct {
+	Value string
+}
+
+func (e *PanicError) Error() string {
+	return "panic while polling (a bug in ingestd; the log has the stack): " + e.Value
+}
+
+// recoverPanic runs fn, turning a panic into a *PanicError. It is the last
+// resort at the poll's boundary; the goroutines a poll starts (the page
+// stager's COPY) recover on their own, since a recover here cannot reach them.
+func recoverPanic(logger *slog.Logger, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: fmt.Sprint(r)}
+			logger.Error("poll panicked", "panic", err.(*PanicError).Value, "stack", string(debug.Stack()))
+		}
+	}()
+	return fn()
 }

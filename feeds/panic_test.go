@@ -1,0 +1,100 @@
+package feeds_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/wfs/wfstest"
+)
+
+// panickingFetcher is a real client whose page handler panics on page
+// panicAt: a stand-in for any bug that input may trigger while a page is
+// read, decoded or staged.
+type panickingFetcher struct {
+	*wfs.Client
+	panicAt int
+}
+
+func (p panickingFetcher) Fetch(ctx context.Context, layer wfs.Layer, first int, handle wfs.PageFunc) (wfs.FetchStats, error) {
+	return p.Client.Fetch(ctx, layer, first, func(ctx context.Context, page wfs.Page, fr wfs.FeatureReader) error {
+		if page.Index == p.panicAt {
+			var g interface{ FlatCoords() []float64 }
+			_ = g.FlatCoords() // a nil interface: the class of bug of issue 14's GeometryCollection
+		}
+		return handle(ctx, page, fr)
+	})
+}
+
+// A panic while polling fails that poll, naming the feed; the previous
+// snapshot stays, the poll is not left running, nothing stays staged, and
+// the next poll of the same manager succeeds.
+func TestPanicFailsThePollNotTheProcess(t *testing.T) {
+	t.Parallel()
+	server := wfstest.New()
+	server.AddLayer("parcels", wfstest.Parcels{N: 25})
+	ts := httptest.NewServer(server)
+	t.Cleanup(ts.Close)
+	cfg, err := feeds.ParseConfig("test.yaml", []byte(fmt.Sprintf(`
+jurisdictions:
+  - id: county
+    feeds:
+      - {id: parcels, kind: wfs, url: "%s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+`, ts.URL)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	pool := pgtest.Pool(t)
+	store := postgis.New(pool)
+	client := wfs.NewClient(ts.Client(), breaker.NewRegistry(breaker.Config{MaxInFlight: 4, Policy: fastPolicy()}, logger), logger)
+	fetcher := &panickingFetcher{Client: client, panicAt: -1}
+	m := feeds.NewManager(store, fetcher, feeds.WithLogger(logger))
+	t.Cleanup(m.Stop)
+	ctx := t.Context()
+	if err := m.Update(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Poll(ctx, "county/parcels"); err != nil {
+		t.Fatal(err)
+	}
+
+	server.AddLayer("parcels", wfstest.Parcels{N: 20})
+	fetcher.panicAt = 1
+	_, err = m.Poll(ctx, "county/parcels")
+	var pe *feeds.PanicError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "county/parcels") {
+		t.Fatalf("poll error = %v, want a *PanicError naming the feed", err)
+	}
+	var status, pollErr string
+	var count, staged int
+	if err := pool.QueryRow(ctx, `SELECT status, error FROM polls ORDER BY id DESC LIMIT 1`).Scan(&status, &pollErr); err != nil {
+		t.Fatal(err)
+	}
+	if status != "failed" || !strings.Contains(pollErr, "panic while polling") {
+		t.Errorf("the panicked poll is %s (%q), want failed with the panic", status, pollErr)
+	}
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM features WHERE feed = 'parcels'), (SELECT count(*) FROM staged_features)`).Scan(&count, &staged); err != nil {
+		t.Fatal(err)
+	}
+	if count != 25 || staged != 0 {
+		t.Errorf("after the panic: %d features (want the previous 25), %d staged rows (want 0)", count, staged)
+	}
+
+	fetcher.panicAt = -1
+	if _, err := m.Poll(ctx, "county/parcels"); err != nil {
+		t.Fatalf("the poll after a panic: %v", err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM features WHERE feed = 'parcels'`).Scan(&count); err != nil || count != 20 {
+		t.Errorf("after the next poll: %d features (%v), want 20", count, err)
+	}
+}
