@@ -143,6 +143,9 @@ type HostileRequest struct {
 // File returns a static body from the corpus directory.
 func (r *HostileRequest) File(name string) []byte {
 	b, ok := r.h.files[name]
+	r.h.mu.Lock()
+	r.h.used[name] = true
+	r.h.mu.Unlock()
 	if !ok {
 		panic("wfstest: hostile case " + r.Case.Name + " names a file that was not loaded: " + name)
 	}
@@ -172,12 +175,13 @@ type Hostile struct {
 
 	mu       sync.Mutex
 	requests map[string]int
+	used     map[string]bool // files served, for the test that finds unused ones
 }
 
 // NewHostile returns a server of cases whose static bodies are in dir. Every
 // file of dir is loaded, so a missing or extra file is caught here.
 func NewHostile(dir string, cases []HostileCase) (*Hostile, error) {
-	h := &Hostile{cases: map[string]*HostileCase{}, files: map[string][]byte{}, requests: map[string]int{}}
+	h := &Hostile{cases: map[string]*HostileCase{}, files: map[string][]byte{}, requests: map[string]int{}, used: map[string]bool{}}
 	h.peer.Store("")
 	for i := range cases {
 		c := &cases[i]
@@ -516,7 +520,7 @@ func (g generator) run(ctx context.Context, w *capWriter) bool {
 	}
 	buf := make([]byte, 0, 64<<10)
 	for i := int64(0); g.item != nil && (g.n < 0 || i < g.n); i++ {
-		if i%256 == 0 && ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return false
 		}
 		buf = buf[:0]
