@@ -297,7 +297,7 @@ bench_hostile() {
 		/usr/bin/time -f "%M $key %e" -a -o "$out/hostile-cases" \
 			prlimit --as=$((kill_kb * 1024 * 4)) bin/ingestd poll -config "$cfg" -database-url "$url" -migrate=false -log-level error "$key" >>"$out/hostile-cases.log" 2>&1 || true
 	done
-	sort -rn "$out/hostile-cases" | head -n 10 | awk '{ printf "  %6.1f MB  %-45s %6.1fs\n", $1 / 1024, $2, $3 }'
+	sort -rn "$out/hostile-cases" | awk 'NR <= 10 { printf "  %6.1f MB  %-45s %6.1fs\n", $1 / 1024, $2, $3 }'
 }
 
 bench_micro() {

@@ -252,10 +252,12 @@ func checkCase(t *testing.T, pool *pgxpool.Pool, c *wfstest.HostileCase, o hosti
 		bad("the last poll succeeded")
 	}
 	if o.code == 1 {
-		msg := o.output
-		if !strings.Contains(msg, c.Feed()) {
+		if !strings.Contains(o.output, c.Feed()) {
 			bad("the error does not name the feed %s", c.Feed())
 		}
+		// The cause is looked for without the URLs and the feed's name,
+		// which would match "redirect" in redirect_loop's own URL.
+		msg := strings.ReplaceAll(urlPattern.ReplaceAllString(o.output, "URL"), c.Name, "CASE")
 		if len(c.Errors) > 0 && !containsAny(msg, c.Errors) {
 			bad("the error names none of %q: %s", c.Errors, clip(firstErrorLine(msg)))
 		}
@@ -380,9 +382,12 @@ func containsAny(s string, subs []string) bool {
 	return false
 }
 
+// urlPattern matches the URLs in an error message.
+var urlPattern = regexp.MustCompile(`https?://[^\s()]+`)
+
 // cause is the end of the error chain in out, short: what the table shows.
 func cause(out string) string {
-	line := firstErrorLine(out)
+	line := urlPattern.ReplaceAllString(firstErrorLine(out), "URL")
 	if !strings.HasPrefix(line, "ingestd:") {
 		return ""
 	}

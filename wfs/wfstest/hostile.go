@@ -95,6 +95,10 @@ type HostileCase struct {
 	RequestTimeout, Timeout time.Duration
 	// PageSize pages a WFS layer (0: the corpus default, one page).
 	PageSize int
+	// Breaker is the breaker block (YAML flow mapping) of the case's
+	// jurisdiction, over the corpus default (one attempt, never trips);
+	// every case of an origin must say the same.
+	Breaker string
 	// Query is appended to the feed URL (planted secrets).
 	Query string
 	// UserInfo is put in the feed URL (a planted token).

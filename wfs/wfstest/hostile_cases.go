@@ -189,8 +189,11 @@ func HostileCases() []HostileCase {
 		{"ratelimit_503_absurd", "503", "999999999"},
 	} {
 		st, _ := strconv.Atoi(ra.status)
+		// Retries on, as by default: a retry that waited for the
+		// Retry-After would hold the poll for its whole timeout.
 		add(HostileCase{Name: ra.name, Class: rate, Origin: strings.ReplaceAll(strings.TrimPrefix(ra.name, "ratelimit_"), "_", ""),
 			Errors: []string{ra.status}, Within: 10 * time.Second, Timeout: 40 * time.Second,
+			Breaker: "{max_attempts: 3, backoff_base: 100ms, backoff_max: 1s}",
 			Respond: reply(st, "text/plain", "Too Many Requests", "Retry-After", ra.value)})
 	}
 	const coords = "coordinates out of range (finding 8)"
@@ -206,16 +209,22 @@ func HostileCases() []HostileCase {
 	// Content errors, on an origin whose breaker trips on the first
 	// failure charged to it: the harness checks it stays closed.
 	const content = "wrong types / content error (finding 8)"
-	for _, n := range []string{"features_object", "features_string", "geometry_string", "geometry_number",
-		"properties_array", "properties_string", "id_object", "coordinates_strings", "geometry_unknown_type",
-		"top_array", "top_null", "type_topology", "feature_type_wrong", "trailing_garbage", "two_documents",
-		"duplicate_features_key"} {
-		c := fail("content_"+n, content, HostileGeoJSON, file(ctJSON, n+".geojson"))
-		c.Origin = OriginContent
+	for _, ce := range []struct{ name, err string }{
+		{"features_object", "not an array"}, {"features_string", "not an array"},
+		{"geometry_string", "geometry: not an object"}, {"geometry_number", "geometry: not an object"},
+		{"properties_array", "properties is not an object"}, {"properties_string", "properties is not an object"},
+		{"id_object", "want a string or a number"}, {"coordinates_strings", "coordinates"},
+		{"geometry_unknown_type", "unsupported type"}, {"top_array", "not a JSON object"},
+		{"top_null", "unrecognized response body"}, {"type_topology", "not a FeatureCollection"},
+		{"feature_type_wrong", `want "Feature"`}, {"trailing_garbage", "data after the document"},
+		{"two_documents", "data after the document"}, {"duplicate_features_key", `second "features"`},
+	} {
+		c := fail("content_"+ce.name, content, HostileGeoJSON, file(ctJSON, ce.name+".geojson"), ce.err)
+		c.Origin, c.Breaker = OriginContent, contentBreaker
 		add(c)
 	}
 	c = load("content_healthy", content, HostileGeoJSON, "base.geojson", 10)
-	c.Origin = OriginContent
+	c.Origin, c.Breaker = OriginContent, contentBreaker
 	add(c)
 
 	// Handled already by the earlier run; kept so they stay handled.
@@ -237,14 +246,16 @@ func HostileCases() []HostileCase {
 			if off < 0 {
 				name = fmt.Sprintf("trunc_%s_%s_end%d", t.kind, t.mode, off)
 			}
-			add(fail(name, trunc, t.kind, truncated(t.ct, t.file, off, t.mode)))
+			add(fail(name, trunc, t.kind, truncated(t.ct, t.file, off, t.mode),
+				"unexpected EOF", "connection reset", "empty response body", "unrecognized response body", "XML syntax error"))
 		}
 	}
 
 	const xmlAttack = "XML entities / DTD / nesting"
-	for _, n := range []string{"billion_laughs", "xxe_file", "xml_undefined_entity", "xml_mismatched"} {
-		add(fail(n, xmlAttack, HostileGML, file(ctGML, n+".gml")))
+	for _, n := range []string{"billion_laughs", "xxe_file", "xml_undefined_entity"} {
+		add(fail(n, xmlAttack, HostileGML, file(ctGML, n+".gml"), "invalid character entity"))
 	}
+	add(fail("xml_mismatched", xmlAttack, HostileGML, file(ctGML, "xml_mismatched.gml"), "closed by"))
 	// A DTD that is declared but not needed is ignored, never fetched: the
 	// layer loads.
 	add(load("xxe_dtd", xmlAttack, HostileGML, "xxe_dtd.gml", 5), load("xxe_parameter", xmlAttack, HostileGML, "xxe_parameter.gml", 5))
@@ -252,7 +263,7 @@ func HostileCases() []HostileCase {
 		fail("xml_quadratic_blowup", xmlAttack, HostileGML, stream(ctGML, false,
 			text(`<?xml version="1.0"?>`+"\n"+`<!DOCTYPE q [<!ENTITY a "`), repeatBytes('a', 50<<10), text(`">]>`+"\n"+gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:n>`),
 			generator{n: 20000, item: func(b []byte, _ int64) []byte { return append(b, "&a;"...) }},
-			text(`</ingestd:n></ingestd:points></wfs:member>`+gmlTail))),
+			text(`</ingestd:n></ingestd:points></wfs:member>`+gmlTail)), "unrecognized response body", "entity", "DOCTYPE"),
 		fail("xml_deep_nesting", xmlAttack, HostileGML, stream(ctGML, false,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:n>`),
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, "<a>"...) }},
@@ -293,15 +304,15 @@ func HostileCases() []HostileCase {
 
 	const conn = "connection faults / malformed HTTP"
 	add(
-		fail("reset_before_headers", conn, HostileGeoJSON, raw("", true)),
+		fail("reset_before_headers", conn, HostileGeoJSON, raw("", true), "connection reset"),
 		fail("close_before_headers", conn, HostileGeoJSON, raw("", false), "EOF"),
-		fail("reset_mid_headers", conn, HostileGeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Ty", true)),
+		fail("reset_mid_headers", conn, HostileGeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Ty", true), "malformed", "connection reset"),
 		fail("garbage_status_line", conn, HostileGeoJSON, raw("HELLO THERE\r\n\r\n", false), "malformed"),
 		fail("http09_body", conn, HostileGeoJSON, raw(`{"type":"FeatureCollection","features":[]}`, false), "malformed"),
 		fail("bad_chunk_size", conn, HostileGeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", false), "chunk"),
 		fail("status_999", conn, HostileGeoJSON, raw("HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\n{}", false), "999"),
-		fail("continue_flood", conn, HostileGeoJSON, raw(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 20), false)),
-		fail("huge_header", conn, HostileGeoJSON, hugeHeader(2*int(mib)), "header"),
+		fail("continue_flood", conn, HostileGeoJSON, raw(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 20), false), "EOF", "1xx"),
+		fail("huge_header", conn, HostileGeoJSON, hugeHeader(12*int(mib)), "header"),
 		fail("content_length_lie_long", conn, HostileGeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"type\":\"FeatureCollection\",\"features\":[]}", false), "EOF"),
 	)
 
@@ -314,8 +325,8 @@ func HostileCases() []HostileCase {
 		fail("ogc_exception_400", errPage, HostileWFS, fileStatus(400, ctXML, "ogc_exception.xml"), "NoApplicableCode"),
 		fail("ogc_exception_gml_200", errPage, HostileGML, file(ctGML, "ogc_exception.xml"), "NoApplicableCode"),
 		fail("ogc_exception_110_200", errPage, HostileWFS, file(ctXML, "ogc_exception_110.xml"), "InvalidParameterValue"),
-		fail("ogc_exception_json_200", errPage, HostileWFS, file(ctJSON, "ogc_exception_json.json")),
-		fail("arcgis_error_200", errPage, HostileGeoJSON, file(ctJSON, "arcgis_error_200.json")),
+		fail("ogc_exception_json_200", errPage, HostileWFS, file(ctJSON, "ogc_exception_json.json"), "ExceptionReport"),
+		fail("arcgis_error_200", errPage, HostileGeoJSON, file(ctJSON, "arcgis_error_200.json"), "neither a FeatureCollection"),
 		fail("status_500_html", errPage, HostileGeoJSON, fileStatus(500, ctHTML, "html_500.html"), "500"),
 		fail("status_500_wfs", errPage, HostileWFS, fileStatus(500, ctHTML, "html_500.html"), "500"),
 		fail("status_502", errPage, HostileGeoJSON, reply(502, ctHTML, "<html><body>Bad Gateway</body></html>"), "502"),
@@ -358,9 +369,9 @@ func HostileCases() []HostileCase {
 	add(
 		load("bom_utf8", bom, HostileGeoJSON, "bom_utf8.geojson", 3),
 		load("bom_utf8_gml", bom, HostileGML, "bom_utf8.gml", 5),
-		fail("bom_twice", bom, HostileGeoJSON, file(ctJSON, "bom_twice.geojson")),
-		fail("bom_utf16le", bom, HostileGeoJSON, file(ctJSON, "bom_utf16le.geojson")),
-		fail("utf16_no_bom", bom, HostileGeoJSON, file(ctJSON, "utf16_no_bom.geojson")),
+		fail("bom_twice", bom, HostileGeoJSON, file(ctJSON, "bom_twice.geojson"), "unrecognized response body", "invalid JSON"),
+		fail("bom_utf16le", bom, HostileGeoJSON, file(ctJSON, "bom_utf16le.geojson"), "unrecognized response body", "invalid JSON"),
+		fail("utf16_no_bom", bom, HostileGeoJSON, file(ctJSON, "utf16_no_bom.geojson"), "unrecognized response body", "invalid JSON"),
 	)
 
 	const ctype = "Content-Type lies"
@@ -373,7 +384,7 @@ func HostileCases() []HostileCase {
 	const paging = "paging lies (numberMatched, unstable order)"
 	add(
 		withLimits(withPageSize(HostileCase{Name: "paging_unstable_no_matched", Class: paging, Kind: HostileWFS,
-			Errors: []string{"limits.poll_features", "unstable", "paging"}, Timeout: 10 * time.Second, Within: 12 * time.Second,
+			Errors: []string{"limits.poll_features", "unstable"}, Timeout: 10 * time.Second, Within: 5 * time.Second,
 			Respond: paged(func(start, count int) (int, int, []int) {
 				ids := make([]int, count)
 				for k := range ids {
@@ -413,6 +424,10 @@ func HostileCases() []HostileCase {
 	return cs
 }
 
+// contentBreaker trips the content origin's breaker on the first failure
+// charged to it.
+const contentBreaker = "{consecutive_failures: 1, failure_ratio: 0, max_attempts: 1}"
+
 // withLimits sets limits (key, value pairs) on c.
 func withLimits(c HostileCase, kv ...any) HostileCase {
 	if c.Limits == nil {
@@ -435,9 +450,10 @@ func withPageSize(c HostileCase, n int) HostileCase {
 	return c
 }
 
-// withTimeout bounds c's poll to d, and its wall time to a little more.
+// withTimeout bounds c's poll to d, and its wall time to half of that: a
+// limit must stop the case long before the timeout does.
 func withTimeout(c HostileCase, d time.Duration) HostileCase {
-	c.Timeout, c.Within = d, d+2*time.Second
+	c.Timeout, c.Within = d, d/2
 	return c
 }
 

@@ -31,9 +31,8 @@ type HostileConfigOptions struct {
 // HostileConfig renders the ingestd configuration (jurisdictions.yaml) that
 // polls every case: one feed per case, one jurisdiction per origin, since a
 // breaker policy is set per jurisdiction. Retries are off (one attempt per
-// page: every case is decided by its first answer). The breakers never
-// trip, except the content origin's, which trips on the first failure
-// charged to it.
+// page: every case is decided by its first answer) and the breakers never
+// trip, except where a case's Breaker says otherwise.
 func HostileConfig(cases []HostileCase, opt HostileConfigOptions) (string, error) {
 	schedule := opt.Schedule
 	if schedule == "" {
@@ -63,8 +62,13 @@ jurisdictions:
 	sort.Strings(jurs)
 	for _, j := range jurs {
 		fmt.Fprintf(&b, "  - id: %s\n", j)
-		if byJur[j][0].OriginName() == OriginContent {
-			b.WriteString("    breaker: {consecutive_failures: 1, max_attempts: 1}\n")
+		for _, c := range byJur[j] {
+			if c.Breaker != byJur[j][0].Breaker {
+				return "", fmt.Errorf("wfstest: cases %s and %s share an origin but not a breaker policy", byJur[j][0].Name, c.Name)
+			}
+		}
+		if p := byJur[j][0].Breaker; p != "" {
+			fmt.Fprintf(&b, "    breaker: %s\n", p)
 		}
 		b.WriteString("    feeds:\n")
 		for _, c := range byJur[j] {

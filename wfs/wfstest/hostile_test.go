@@ -16,7 +16,7 @@ import (
 )
 
 // TestHostileCorpusShape checks the corpus as data: at least 100 cases with
-// feed-safe names and an expectation each, every static file of
+// feed-safe names and an expectation each (a failing case names its cause), every static file of
 // testdata/hostile served by some case, generated bodies cut at
 // MaxGenerated, the good phase a valid two-feature layer, and the rendered
 // configuration accepted by ingestd's config loader.
@@ -29,6 +29,9 @@ func TestHostileCorpusShape(t *testing.T) {
 	for _, c := range cases {
 		if !name.MatchString(c.Name) || c.Respond == nil || c.Class == "" {
 			t.Errorf("case %q: bad name, no responder or no class", c.Name)
+		}
+		if !c.Load && len(c.Errors) == 0 {
+			t.Errorf("case %s fails but names no expected cause", c.Name)
 		}
 		if c.Load && c.Features <= 0 {
 			t.Errorf("case %s loads but says how many features it leaves: %d", c.Name, c.Features)
