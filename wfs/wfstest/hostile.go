@@ -182,8 +182,9 @@ type Hostile struct {
 	used     map[string]bool // files served, for the test that finds unused ones
 }
 
-// NewHostile returns a server of cases whose static bodies are in dir. Every
-// file of dir is loaded, so a missing or extra file is caught here.
+// NewHostile returns a server of cases whose static bodies are in dir, all
+// loaded up front (they are small). A case that names a file dir lacks
+// panics when served; TestHostileCorpusShape serves every case.
 func NewHostile(dir string, cases []HostileCase) (*Hostile, error) {
 	h := &Hostile{cases: map[string]*HostileCase{}, files: map[string][]byte{}, requests: map[string]int{}, used: map[string]bool{}}
 	h.peer.Store("")
@@ -303,8 +304,7 @@ func serveGood(w http.ResponseWriter, r *http.Request, kind string) {
 
 // Responders: the building blocks of the case table.
 
-// reply answers status with a static body (a file of the corpus when file
-// is set, else body) and headers (name, value pairs).
+// reply answers status with body and headers (name, value pairs).
 func reply(status int, contentType, body string, header ...string) Responder {
 	return func(w http.ResponseWriter, r *HostileRequest) {
 		for i := 0; i+1 < len(header); i += 2 {
@@ -600,10 +600,12 @@ func appendPoint(buf []byte, i int64) []byte {
 	return append(buf, `,"name":"a street name that is long enough to matter"}}`...)
 }
 
-// gmlHead and gmlTail frame GML 3.2 members as a WFS 2.0 FeatureCollection.
+// gmlHead and gmlTail frame GML 3.2 members as a WFS 2.0 FeatureCollection
+// whose size the server does not know (no numberReturned, numberMatched
+// "unknown"), as a streaming server answers.
 const (
 	gmlHead = `<?xml version="1.0" encoding="UTF-8"?>
-<wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2" xmlns:ingestd="http://ingestd.example/fixture" numberMatched="unknown" numberReturned="0" timeStamp="2026-01-01T00:00:00Z">`
+<wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2" xmlns:ingestd="http://ingestd.example/fixture" numberMatched="unknown" timeStamp="2026-01-01T00:00:00Z">`
 	gmlTail = "</wfs:FeatureCollection>\n"
 )
 
