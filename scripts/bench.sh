@@ -246,7 +246,9 @@ bench_hostile() {
 		-hostile-skip "${BENCH_HOSTILE_SKIP:-}" -hostile-max-generated "${BENCH_HOSTILE_MAX_GENERATED:-0}" >"$out/hostile-feedserver.log" 2>&1 &
 	local fs=$!
 	local in=
-	trap 'kill $fs $in 2>/dev/null || true; "${psql[@]}" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true' RETURN
+	# On RETURN and on EXIT: set -e leaves without RETURN, and a feed server
+	# left behind would hold the ports.
+	trap 'kill $fs $in 2>/dev/null || true; "${psql[@]}" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true' RETURN EXIT
 	for _ in $(seq 1 50); do [[ -s $cfg ]] && break; sleep 0.1; done
 	if [[ ! -s $cfg ]] || ! kill -0 "$fs" 2>/dev/null; then
 		echo "bench.sh: the hostile feed server did not start: ports from ${port} taken? (set BENCH_HOSTILE_PORT)" >&2
