@@ -223,6 +223,20 @@ bench_gdal() {
 	done
 }
 
+hostile_pids=
+hostile_db=
+hostile_cleanup() {
+	if [[ -n $hostile_pids ]]; then
+		# shellcheck disable=SC2086 # a list of pids
+		kill $hostile_pids 2>/dev/null || true
+		hostile_pids=
+	fi
+	if [[ -n $hostile_db ]]; then
+		psql "$DATABASE_URL" -X -q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $hostile_db WITH (FORCE)" || true
+		hostile_db=
+	fi
+}
+
 bench_hostile() {
 	mkdir -p bin bench-out
 	go build -o bin/ingestd ./cmd/ingestd
@@ -244,13 +258,13 @@ bench_hostile() {
 	rm -f "$cfg"
 	bin/feedserver -hostile "127.0.0.1:${port}=testdata/hostile" -hostile-config "$cfg" \
 		-hostile-skip "${BENCH_HOSTILE_SKIP:-}" -hostile-max-generated "${BENCH_HOSTILE_MAX_GENERATED:-0}" >"$out/hostile-feedserver.log" 2>&1 &
-	local fs=$!
-	local in=
-	# On RETURN and on EXIT: set -e leaves without RETURN, and a feed server
-	# left behind would hold the ports.
-	trap 'kill $fs $in 2>/dev/null || true; "${psql[@]}" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true' RETURN EXIT
+	hostile_pids=$!
+	hostile_db=$db
+	# On RETURN and on EXIT (set -e leaves without RETURN): a feed server
+	# left behind would hold the ports. Globals, since locals are gone by EXIT.
+	trap hostile_cleanup RETURN EXIT
 	for _ in $(seq 1 50); do [[ -s $cfg ]] && break; sleep 0.1; done
-	if [[ ! -s $cfg ]] || ! kill -0 "$fs" 2>/dev/null; then
+	if [[ ! -s $cfg ]] || ! kill -0 "$hostile_pids" 2>/dev/null; then
 		echo "bench.sh: the hostile feed server did not start: ports from ${port} taken? (set BENCH_HOSTILE_PORT)" >&2
 		cat "$out/hostile-feedserver.log" >&2
 		return 1
@@ -259,7 +273,8 @@ bench_hostile() {
 	feeds=$(grep -c '^      - id:' "$cfg")
 	echo "== hostile: $feeds cases, full size (gzip bombs of 2 GiB, endless streams, 200 MB strings), one ingestd run"
 	bin/ingestd run -config "$cfg" -database-url "$url" -metrics-addr off -log-level warn >"$out/hostile-run.log" 2>&1 &
-	in=$!
+	local in=$!
+	hostile_pids="$hostile_pids $in"
 	local start=$SECONDS done=0 running=1 hwm=0 rss killed=
 	local kill_kb=$((${BENCH_HOSTILE_KILL_MB:-4096} * 1024))
 	# Every feed has been polled once (succeeded, failed or parked) and none is running.
@@ -282,7 +297,6 @@ bench_hostile() {
 	kill -0 "$in" 2>/dev/null || alive="NO (it exited: see $out/hostile-run.log)"
 	kill -TERM "$in" 2>/dev/null || true
 	wait "$in" 2>/dev/null || true
-	in=
 	local panics
 	panics=$(grep -c -e 'panic:' -e '^goroutine ' "$out/hostile-run.log" || true)
 	printf 'one ingestd run: %d of %d feeds polled in %ds, %d polls still running, alive at the end: %s, panics: %s\n' \
