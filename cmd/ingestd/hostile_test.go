@@ -233,6 +233,18 @@ func checkCase(t *testing.T, pool *pgxpool.Pool, c *wfstest.HostileCase, o hosti
 		if n := featureCount(t, pool, c); n != c.Features {
 			bad("loaded %d features, want %d", n, c.Features)
 		}
+		if c.Repaired {
+			var n int
+			err := pool.QueryRow(context.Background(), `
+				SELECT count(*) FROM features WHERE jurisdiction = $1 AND feed = $2
+				AND strpos(feature_id || coalesce(properties::text, ''), chr(65533)) > 0`, c.Jurisdiction(), c.Name).Scan(&n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				bad("no stored id or property holds U+FFFD: the bad text was not repaired")
+			}
+		}
 		if c.InvalidGeometries > 0 && (invalid == nil || *invalid < c.InvalidGeometries) {
 			got := 0
 			if invalid != nil {

@@ -83,6 +83,9 @@ type HostileCase struct {
 	// InvalidGeometries is, for a Load case, the least number of invalid
 	// geometries the poll must count.
 	InvalidGeometries int
+	// Repaired says, for a Load case, that some stored id or property
+	// must hold U+FFFD: the bad text was repaired, not dropped.
+	Repaired bool
 	// Errors are, for a failing case, the substrings of which the error
 	// must contain at least one: the cause, e.g. "limits.value_bytes".
 	Errors []string

@@ -147,14 +147,20 @@ func HostileCases() []HostileCase {
 	for _, n := range []string{"utf8_invalid_value", "utf8_invalid_key", "utf8_overlong", "utf8_truncated_seq",
 		"utf8_cesu_surrogate", "utf8_above_max", "nul_value", "nul_key", "nul_nested", "surrogate_high",
 		"surrogate_low", "surrogate_reversed", "surrogate_in_key", "nul_id", "utf8_invalid_id"} {
-		add(load(n, badFeature, HostileGeoJSON, n+".geojson", 2))
+		c := load(n, badFeature, HostileGeoJSON, n+".geojson", 2)
+		c.Repaired = true
+		add(c)
 	}
 	add(
 		load("id_long", badFeature, HostileGeoJSON, "id_long.geojson", 1),
 		load("id_long_number", badFeature, HostileGeoJSON, "id_long_number.geojson", 1),
 		load("number_exponent_huge", badFeature, HostileGeoJSON, "number_exponent_huge.geojson", 1),
 		load("number_long_fraction", badFeature, HostileGeoJSON, "number_long_fraction.geojson", 1),
-		load("xml_invalid_utf8", badFeature, HostileGML, "xml_invalid_utf8.gml", 1),
+		func() HostileCase {
+			c := load("xml_invalid_utf8", badFeature, HostileGML, "xml_invalid_utf8.gml", 1)
+			c.Repaired = true
+			return c
+		}(),
 		load("gml_id_long", badFeature, HostileGML, "gml_id_long.gml", 5),
 		HostileCase{Name: "id_1mb", Class: badFeature, Load: true, Features: 1, Respond: stream(ctJSON, false,
 			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"h.0","geometry":null,"properties":{}},{"type":"Feature","id":"`),
