@@ -137,6 +137,8 @@ func TestHostileCorpus(t *testing.T) {
 
 	var rows []string
 	passed := 0
+	var classes []string
+	perClass := map[string][2]int{} // class → passed, total
 	for i := range cases {
 		c := &cases[i]
 		o := bad[c.Name]
@@ -148,6 +150,15 @@ func TestHostileCorpus(t *testing.T) {
 		} else {
 			passed++
 		}
+		pc, seen := perClass[c.Class]
+		if !seen {
+			classes = append(classes, c.Class)
+		}
+		pc[1]++
+		if len(problems) == 0 {
+			pc[0]++
+		}
+		perClass[c.Class] = pc
 		want := "load"
 		if !c.Load {
 			want = "fail"
@@ -173,6 +184,9 @@ func TestHostileCorpus(t *testing.T) {
 
 	fmt.Printf("--- TestHostileCorpus: %d of %d cases as expected; polls left running: %d; content origin breaker: %s\n",
 		passed, len(cases), running, contentBreaker)
+	for _, cl := range classes {
+		fmt.Printf("    %3d/%-3d %s\n", perClass[cl][0], perClass[cl][1], cl)
+	}
 	for _, r := range rows {
 		fmt.Println("   ", r)
 	}
