@@ -87,12 +87,6 @@ func TestHostileCorpus(t *testing.T) {
 
 	dir := t.TempDir()
 	opt := wfstest.HostileConfigOptions{Origins: origins}
-	if !parsesLimits(t, bin, dir) {
-		// Until the `limits:` parsing lands, the cases meet the default
-		// limits; those whose limit they rely on fail, as they should.
-		t.Logf("this build does not parse `limits:` yet: the cases run with the default limits")
-		opt.NoLimits = true
-	}
 	yaml, err := wfstest.HostileConfig(cases, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -344,17 +338,6 @@ func pollOnce(ctx context.Context, bin, cfg, dbURL, key string, timeout time.Dur
 		o.output += "\n" + err.Error()
 	}
 	return o
-}
-
-// parsesLimits reports whether the binary accepts a feed's `limits:` block.
-func parsesLimits(t *testing.T, bin, dir string) bool {
-	t.Helper()
-	probe := filepath.Join(dir, "probe.yaml")
-	yaml := "jurisdictions:\n  - id: p\n    feeds:\n      - id: f\n        kind: geojson\n        url: http://127.0.0.1:1/x\n        limits: {value_bytes: 1024}\n"
-	if err := os.WriteFile(probe, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return exec.Command(bin, "validate", probe).Run() == nil
 }
 
 // featureDigest sums up a feed's rows: ids and content hashes.

@@ -21,9 +21,6 @@ type HostileConfigOptions struct {
 	// Origins maps each origin of HostileOrigins to its base URL
 	// (http://127.0.0.1:PORT).
 	Origins map[string]string
-	// NoLimits leaves the cases' `limits:` out, for a build that does not
-	// parse them yet; the cases then meet the default limits.
-	NoLimits bool
 	// Schedule is every feed's schedule (default "0 * * * *").
 	Schedule string
 }
@@ -104,7 +101,7 @@ jurisdictions:
 			if c.RequestTimeout > 0 {
 				fmt.Fprintf(&b, "        request_timeout: %s\n", c.RequestTimeout)
 			}
-			if len(c.Limits) > 0 && !opt.NoLimits {
+			if len(c.Limits) > 0 {
 				keys := make([]string, 0, len(c.Limits))
 				for k := range c.Limits {
 					keys = append(keys, k)

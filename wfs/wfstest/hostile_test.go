@@ -84,7 +84,7 @@ func TestHostileCorpusShape(t *testing.T) {
 	for _, o := range HostileOrigins(cases) {
 		origins[o] = ts.URL
 	}
-	yaml, err := HostileConfig(cases, HostileConfigOptions{Origins: origins, NoLimits: true})
+	yaml, err := HostileConfig(cases, HostileConfigOptions{Origins: origins})
 	if err != nil {
 		t.Fatal(err)
 	}
