@@ -18,8 +18,9 @@
 #                             peak RSS, and the ratios.
 #   scripts/bench.sh hostile  the hostile corpus (wfstest.HostileCases, full-size bombs) served by
 #                             feedserver -hostile in its own process, polled by ONE `ingestd run`
-#                             (every feed caught up at once, max_in_flight 20) in a database of its
-#                             own: that process's peak RSS (VmHWM; target < 256 MB), then each case
+#                             (every feed caught up at once, max_in_flight 20, then 30 s of replays of
+#                             the parked polls) in a database of its own: that process's peak RSS
+#                             (VmHWM; target < 256 MB), then each case
 #                             alone in `ingestd poll` (peak RSS per case: the ten largest).
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
 #   scripts/bench.sh all      all of them (default).
@@ -30,6 +31,7 @@
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3);
 # bench.sh hostile: BENCH_HOSTILE_PORT (first of its ports, default 18300), BENCH_HOSTILE_SKIP
 # (a regexp of cases to leave out), BENCH_HOSTILE_MAX_GENERATED (cut generated bodies, bytes),
+# BENCH_HOSTILE_REPLAY (seconds of replays after the first pass, default 30),
 # BENCH_HOSTILE_KILL_MB (kill the run past this RSS, default 4096: the machine is shared).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -292,15 +294,27 @@ bench_hostile() {
 		read -r done running < <(psql "$url" -X -tAF' ' -c "SELECT count(DISTINCT (jurisdiction, feed)) FILTER (WHERE status <> 'running'), count(*) FILTER (WHERE status = 'running') FROM polls")
 		((done >= feeds && running == 0)) && break
 	done
+	# Then the replays of the parked polls (failed_backoff 2s, doubling).
+	local first=$((SECONDS - start)) replay_end=$((SECONDS + ${BENCH_HOSTILE_REPLAY:-30}))
+	while [[ -z $killed ]] && ((SECONDS < replay_end)) && kill -0 "$in" 2>/dev/null; do
+		sleep 1
+		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$in/status" 2>/dev/null || echo 0)
+		if ((rss > kill_kb)); then
+			killed=" (killed at ${rss} kB RSS, over BENCH_HOSTILE_KILL_MB)"
+			kill -9 "$in" 2>/dev/null || true
+		fi
+	done
 	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$in/status" 2>/dev/null || echo "$hwm")
+	local replays
+	replays=$(psql "$url" -X -tA -c "SELECT coalesce(sum(attempts), 0) FROM dead_letter")
 	local alive=yes
 	kill -0 "$in" 2>/dev/null || alive="NO (it exited: see $out/hostile-run.log)"
 	kill -TERM "$in" 2>/dev/null || true
 	wait "$in" 2>/dev/null || true
 	local panics
 	panics=$(grep -c -e 'panic:' -e '^goroutine ' "$out/hostile-run.log" || true)
-	printf 'one ingestd run: %d of %d feeds polled in %ds, %d polls still running, alive at the end: %s, panics: %s\n' \
-		"$done" "$feeds" "$((SECONDS - start))" "$running" "$alive" "$panics"
+	printf 'one ingestd run: %d of %d feeds polled in %ds, then %d replays of parked polls in %ds; %d polls running at the first pass'"'"'s end, alive at the end: %s, panics: %s\n' \
+		"$done" "$feeds" "$first" "$replays" "$((SECONDS - start - first))" "$running" "$alive" "$panics"
 	printf 'peak RSS (VmHWM) of the ingestd run process: %d MB (target < 256 MB)%s\n' "$((hwm / 1024))" "$killed"
 	psql "$url" -X -tA -c "SELECT format('polls: %s', string_agg(format('%s %s', status, n), ', ')) FROM (SELECT status, count(*) n FROM polls GROUP BY 1 ORDER BY 1) s"
 
