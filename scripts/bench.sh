@@ -16,13 +16,23 @@
 #                             same rows prepared in advance into a bare table, then its primary
 #                             key and GiST built (the floor): median wall time, features/s,
 #                             peak RSS, and the ratios.
+#   scripts/bench.sh hostile  the hostile corpus (wfstest.HostileCases, full-size bombs) served by
+#                             feedserver -hostile in its own process, polled by ONE `ingestd run`
+#                             (every feed caught up at once, max_in_flight 20, then 30 s of replays of
+#                             the parked polls) in a database of its own: that process's peak RSS
+#                             (VmHWM; target < 256 MB), then each case
+#                             alone in `ingestd poll` (peak RSS per case: the ten largest).
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
 # started on demand),
 # BENCH_GDAL_PORT (first of the two ports bench.sh gdal serves on, default 18201),
-# BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3).
+# BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3);
+# bench.sh hostile: BENCH_HOSTILE_PORT (first of its ports, default 18300), BENCH_HOSTILE_SKIP
+# (a regexp of cases to leave out), BENCH_HOSTILE_MAX_GENERATED (cut generated bodies, bytes),
+# BENCH_HOSTILE_REPLAY (seconds of replays after the first pass, default 30),
+# BENCH_HOSTILE_KILL_MB (kill the run past this RSS, default 4096: the machine is shared).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -215,6 +225,111 @@ bench_gdal() {
 	done
 }
 
+hostile_pids=
+hostile_db=
+hostile_cleanup() {
+	if [[ -n $hostile_pids ]]; then
+		# shellcheck disable=SC2086 # a list of pids
+		kill $hostile_pids 2>/dev/null || true
+		hostile_pids=
+	fi
+	if [[ -n $hostile_db ]]; then
+		psql "$DATABASE_URL" -X -q -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $hostile_db WITH (FORCE)" || true
+		hostile_db=
+	fi
+}
+
+bench_hostile() {
+	mkdir -p bin bench-out
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./cmd/feedserver
+	local out=$ROOT/bench-out port=${BENCH_HOSTILE_PORT:-18300}
+	local cfg=$out/hostile.yaml db=ingestd_hostile_bench
+	local url=${DATABASE_URL%%\?*}
+	url="${url%/*}/$db"
+	[[ $DATABASE_URL == *\?* ]] && url="$url?${DATABASE_URL#*\?}"
+	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+	# A fresh database per pass: parked polls of one pass would make the
+	# next pass's polls of the same feeds refuse at once.
+	fresh_db() {
+		"${psql[@]}" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
+		psql "$url" -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS postgis"
+		bin/ingestd migrate -database-url "$url" >/dev/null
+	}
+	fresh_db
+	rm -f "$cfg"
+	bin/feedserver -hostile "127.0.0.1:${port}=testdata/hostile" -hostile-config "$cfg" \
+		-hostile-skip "${BENCH_HOSTILE_SKIP:-}" -hostile-max-generated "${BENCH_HOSTILE_MAX_GENERATED:-0}" >"$out/hostile-feedserver.log" 2>&1 &
+	hostile_pids=$!
+	hostile_db=$db
+	# On RETURN and on EXIT (set -e leaves without RETURN): a feed server
+	# left behind would hold the ports. Globals, since locals are gone by EXIT.
+	trap hostile_cleanup RETURN EXIT
+	for _ in $(seq 1 50); do [[ -s $cfg ]] && break; sleep 0.1; done
+	if [[ ! -s $cfg ]] || ! kill -0 "$hostile_pids" 2>/dev/null; then
+		echo "bench.sh: the hostile feed server did not start: ports from ${port} taken? (set BENCH_HOSTILE_PORT)" >&2
+		cat "$out/hostile-feedserver.log" >&2
+		return 1
+	fi
+	local feeds
+	feeds=$(grep -c '^      - id:' "$cfg")
+	echo "== hostile: $feeds cases, full size (gzip bombs of 2 GiB, endless streams, 200 MB strings), one ingestd run"
+	bin/ingestd run -config "$cfg" -database-url "$url" -metrics-addr off -log-level warn >"$out/hostile-run.log" 2>&1 &
+	local in=$!
+	hostile_pids="$hostile_pids $in"
+	local start=$SECONDS done=0 running=1 hwm=0 rss killed=
+	local kill_kb=$((${BENCH_HOSTILE_KILL_MB:-4096} * 1024))
+	# Every feed has been polled once (succeeded, failed or parked) and none is running.
+	while ((SECONDS - start < ${BENCH_HOSTILE_WAIT:-300})); do
+		sleep 1
+		kill -0 "$in" 2>/dev/null || break
+		hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$in/status" 2>/dev/null || echo "$hwm")
+		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$in/status" 2>/dev/null || echo 0)
+		if ((rss > kill_kb)); then
+			# A shared machine: past the bound the figure is known to be a failure.
+			killed=" (killed at ${rss} kB RSS, over BENCH_HOSTILE_KILL_MB)"
+			kill -9 "$in" 2>/dev/null || true
+			break
+		fi
+		read -r done running < <(psql "$url" -X -tAF' ' -c "SELECT count(DISTINCT (jurisdiction, feed)) FILTER (WHERE status <> 'running'), count(*) FILTER (WHERE status = 'running') FROM polls")
+		((done >= feeds && running == 0)) && break
+	done
+	# Then the replays of the parked polls (failed_backoff 2s, doubling).
+	local first=$((SECONDS - start)) replay_end=$((SECONDS + ${BENCH_HOSTILE_REPLAY:-30}))
+	while [[ -z $killed ]] && ((SECONDS < replay_end)) && kill -0 "$in" 2>/dev/null; do
+		sleep 1
+		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$in/status" 2>/dev/null || echo 0)
+		if ((rss > kill_kb)); then
+			killed=" (killed at ${rss} kB RSS, over BENCH_HOSTILE_KILL_MB)"
+			kill -9 "$in" 2>/dev/null || true
+		fi
+	done
+	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$in/status" 2>/dev/null || echo "$hwm")
+	local replays
+	replays=$(psql "$url" -X -tA -c "SELECT coalesce(sum(attempts), 0) FROM dead_letter")
+	local alive=yes
+	kill -0 "$in" 2>/dev/null || alive="NO (it exited: see $out/hostile-run.log)"
+	kill -TERM "$in" 2>/dev/null || true
+	wait "$in" 2>/dev/null || true
+	local panics
+	panics=$(grep -c -e 'panic:' -e '^goroutine ' "$out/hostile-run.log" || true)
+	printf 'one ingestd run: %d of %d feeds polled in %ds, then %d replays of parked polls in %ds; %d polls running at the first pass'"'"'s end, alive at the end: %s, panics: %s\n' \
+		"$done" "$feeds" "$first" "$replays" "$((SECONDS - start - first))" "$running" "$alive" "$panics"
+	printf 'peak RSS (VmHWM) of the ingestd run process: %d MB (target < 256 MB)%s\n' "$((hwm / 1024))" "$killed"
+	psql "$url" -X -tA -c "SELECT format('polls: %s', string_agg(format('%s %s', status, n), ', ')) FROM (SELECT status, count(*) n FROM polls GROUP BY 1 ORDER BY 1) s"
+
+	echo "== hostile: each case alone in ingestd poll: the ten largest peak RSS"
+	fresh_db
+	: >"$out/hostile-cases"
+	: >"$out/hostile-cases.log"
+	local key
+	for key in $(awk '/^  - id:/ { j = $3 } /^      - id:/ { print j "/" $3 }' "$cfg"); do
+		/usr/bin/time -f "%M $key %e" -a -o "$out/hostile-cases" \
+			prlimit --as=$((kill_kb * 1024 * 4)) bin/ingestd poll -config "$cfg" -database-url "$url" -migrate=false -log-level error "$key" >>"$out/hostile-cases.log" 2>&1 || true
+	done
+	sort -rn "$out/hostile-cases" | awk 'NR <= 10 { printf "  %6.1f MB  %-45s %6.1fs\n", $1 / 1024, $2, $3 }'
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
 	go test -run '^$' -bench . -benchtime 2x ./wfs/... ./feeds/postgis/...
@@ -225,16 +340,18 @@ poll) bench_poll ;;
 storm) bench_storm ;;
 scale) bench_scale ;;
 gdal) bench_gdal ;;
+hostile) bench_hostile ;;
 micro) bench_micro ;;
 all)
 	bench_poll
 	bench_storm
 	bench_scale
 	bench_gdal
+	bench_hostile
 	bench_micro
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, micro or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, micro or all)" >&2
 	exit 2
 	;;
 esac

@@ -10,6 +10,13 @@
 // features to every origin. -flap ADDR=8s makes the origin on ADDR answer 503
 // for 8 seconds after its first request (a county server down for
 // maintenance), then serve normally.
+//
+// -hostile 127.0.0.1:18300=testdata/hostile serves the hostile corpus
+// (wfstest.HostileCases) instead: one origin per port from 18300 up, in
+// wfstest.HostileOrigins order, full-size bodies (gigabyte bombs are
+// generated as they are sent). -hostile-config FILE writes the ingestd
+// configuration that polls every case; -hostile-phase good serves the good
+// layer first (POST "hostile" to /hostile/_phase switches).
 package main
 
 import (
@@ -23,6 +30,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +52,11 @@ func main() {
 	flag.Var(&generates, "generate", "NAME=N or NAME=points:N: add a generated layer of N parcels (or address points) to every origin (repeatable)")
 	copyRows := flag.String("copy-rows", "", "NAME=N or NAME=points:N: write that generated layer as COPY text rows (id, hex EWKB, properties) to stdout and exit")
 	crs84 := flag.Bool("crs84", false, "advertise CRS84 (longitude first) instead of urn:ogc:def:crs:EPSG::4326")
+	hostile := flag.String("hostile", "", "ADDR=DIR: serve the hostile corpus (static bodies in DIR) on ADDR and the ports after it, one per origin")
+	hostileConfig := flag.String("hostile-config", "", "with -hostile: write the ingestd config that polls every case to `FILE`")
+	hostilePhase := flag.String("hostile-phase", "hostile", "with -hostile: serve the good layer (good) or the hostile responses (hostile) first")
+	hostileSkip := flag.String("hostile-skip", "", "with -hostile: leave out the cases whose name matches `REGEXP`")
+	hostileMax := flag.Int64("hostile-max-generated", 0, "with -hostile: cut generated bodies after `BYTES` (0: full size)")
 	var flaps listFlag
 	flag.Var(&flaps, "flap", "ADDR=DURATION: the origin served on ADDR answers 503 to every request for DURATION after its first one, then recovers (repeatable)")
 	flag.Parse()
@@ -63,6 +77,13 @@ func main() {
 			os.Exit(2)
 		}
 		flapFor[addr] = dur
+	}
+	if *hostile != "" {
+		if err := runHostile(*hostile, *hostileConfig, *hostilePhase, *hostileSkip, *hostileMax, logger); err != nil {
+			fmt.Fprintln(os.Stderr, "feedserver:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(serves, generates, *crs84, flapFor, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "feedserver:", err)
@@ -117,6 +138,82 @@ func run(serves, generates []string, crs84 bool, flapFor map[string]time.Duratio
 		logger.Info("serving", "addr", ln.Addr().String(), "dir", dir)
 		go func() { errc <- srv.Serve(ln) }()
 	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	return nil
+}
+
+// runHostile serves the hostile corpus on consecutive loopback ports from
+// spec's address, one origin per port, until SIGINT or SIGTERM.
+func runHostile(spec, configPath, phase, skip string, maxGenerated int64, logger *slog.Logger) error {
+	addr, dir, ok := strings.Cut(spec, "=")
+	if !ok || dir == "" {
+		return fmt.Errorf("-hostile %q: want ADDR=DIR", spec)
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-hostile %q: %w", spec, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("-hostile %q: the fixture server only listens on loopback addresses", spec)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 {
+		return fmt.Errorf("-hostile %q: want a fixed port", spec)
+	}
+	if phase != "good" && phase != "hostile" {
+		return fmt.Errorf("-hostile-phase %q: want good or hostile", phase)
+	}
+	cases := wfstest.HostileCases()
+	if skip != "" {
+		re, err := regexp.Compile(skip)
+		if err != nil {
+			return fmt.Errorf("-hostile-skip: %w", err)
+		}
+		cases = slices.DeleteFunc(cases, func(c wfstest.HostileCase) bool { return re.MatchString(c.Name) })
+	}
+	h, err := wfstest.NewHostile(dir, cases)
+	if err != nil {
+		return err
+	}
+	h.MaxGenerated = maxGenerated
+	h.SetHostile(phase == "hostile")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	origins := map[string]string{}
+	var servers []*http.Server
+	errc := make(chan error, 8)
+	for i, o := range wfstest.HostileOrigins(cases) {
+		a := net.JoinHostPort(host, strconv.Itoa(port+i))
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return err
+		}
+		origins[o] = "http://" + ln.Addr().String()
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, srv)
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	h.SetPeer(origins[wfstest.OriginPeer])
+	if configPath != "" {
+		yaml, err := wfstest.HostileConfig(cases, wfstest.HostileConfigOptions{Origins: origins})
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(configPath, []byte(yaml), 0o644); err != nil {
+			return err
+		}
+	}
+	logger.Info("serving the hostile corpus", "cases", len(cases), "origins", origins, "phase", phase)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

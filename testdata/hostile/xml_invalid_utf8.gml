@@ -1,0 +1,2 @@
+<?xml version="1.0" encoding="UTF-8"?>
+<wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2" xmlns:ingestd="http://ingestd.example/fixture" numberMatched="1" numberReturned="1" timeStamp="2026-01-01T00:00:00Z"><wfs:member><ingestd:points gml:id="x"><ingestd:geom><gml:Point srsName="urn:ogc:def:crs:EPSG::4326"><gml:pos>35.6 -78.9</gml:pos></gml:Point></ingestd:geom><ingestd:name>caféÿ</ingestd:name></ingestd:points></wfs:member></wfs:FeatureCollection>
