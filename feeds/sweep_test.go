@@ -85,8 +85,17 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 	if s, _ := status("lapsed"); s != "running" {
 		t.Errorf("the poll of far:7 (heartbeat lapsed) was ended at start-up, before this instance could trust a lapse")
 	}
+	// Wait for the whole sweep of far:7 (its poll ended, then its row
+	// forgotten): Stop cancels a sweep in the middle.
+	forgotten := func() bool {
+		var n int
+		if err := b.pool.QueryRow(ctx, `SELECT count(*)::int FROM instances WHERE owner = 'far:7'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if s, _ := status("lapsed"); s != "running" {
+		if s, _ := status("lapsed"); s != "running" && forgotten() {
 			break
 		}
 		if time.Now().After(deadline) {
