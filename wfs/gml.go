@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -119,18 +120,22 @@ type GMLReader struct {
 	pbuf    []byte
 	jbuf    []byte
 	g       geomBuilder
+
+	// featStart is the input offset where the feature being read began,
+	// -1 between features: FeatureBytes is checked at every token.
+	featStart int64
+	// nsBytes counts the bytes of the namespace bindings in scope.
+	nsBytes int
 }
 
 // NewGMLReader returns a reader of the GML document r. It understands the
 // same options as NewGeoJSONReader.
 func NewGMLReader(r io.Reader, opts ...ReaderOption) *GMLReader {
-	cfg := readerConfig{srid: 4326}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := newReaderConfig(opts)
 	return &GMLReader{
 		src:            r,
 		cfg:            cfg,
+		featStart:      -1,
 		defaultCRS:     CRS{SRID: cfg.srid},
 		numberMatched:  -1,
 		numberReturned: -1,
@@ -154,7 +159,9 @@ func (r *GMLReader) NumberReturned() int { return r.numberReturned }
 func (r *GMLReader) Next() (*Feature, error) { return stickyNext(&r.err, r.next) }
 
 // errorf builds the reader's error for the current position. Errors of
-// the XML decoder and a premature end of input are wrapped.
+// the XML decoder and a premature end of input are wrapped; a limit
+// exceeded is returned as the *LimitError, saying where. Messages are
+// bounded: names and values quoted in them come from the input.
 func (r *GMLReader) errorf(index int, err error, format string, args ...any) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
@@ -163,7 +170,20 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 	if r.dec != nil {
 		line, _ = r.dec.InputPos()
 	}
-	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: fmt.Sprintf(format, args...), Err: err}
+	var le *LimitError
+	if errors.As(err, &le) {
+		where := fmt.Sprintf("gml %s (line %d)", featureWhere(index), line)
+		if le.Where != "" {
+			where += ", " + le.Where
+		}
+		le.Where = where
+		return le
+	}
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxErrorText {
+		msg = boundedError{errors.New(msg)}.Error()
+	}
+	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: msg, Err: bound(err)}
 }
 
 // token returns the next element or character data (valid until the next
@@ -176,6 +196,10 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 func (r *GMLReader) token() (*xmlToken, error) {
 	if r.dec == nil {
 		r.dec = newXMLTokenizer(r.src)
+		if f, ok := r.dec.(*fastXML); ok {
+			f.maxValue = int(min(r.cfg.limits.ValueBytes, math.MaxInt32))
+			f.maxTag = r.cfg.limits.FeatureBytes
+		}
 	}
 	t := &r.tok
 	if err := r.dec.next(t); err != nil {
@@ -183,6 +207,11 @@ func (r *GMLReader) token() (*xmlToken, error) {
 			return nil, io.ErrUnexpectedEOF
 		}
 		return nil, err
+	}
+	if r.featStart >= 0 {
+		if n := r.dec.offset() - r.featStart; n > r.cfg.limits.FeatureBytes {
+			return nil, &LimitError{Name: "feature_bytes", Max: r.cfg.limits.FeatureBytes}
+		}
 	}
 	switch t.Kind {
 	case startToken:
@@ -193,10 +222,15 @@ func (r *GMLReader) token() (*xmlToken, error) {
 		for _, a := range t.Attr {
 			switch {
 			case a.Name.Space == "xmlns":
-				r.ns = append(r.ns, nsBinding{prefix: a.Name.Local, uri: a.Value, depth: len(r.stack)})
+				r.bind(a.Name.Local, a.Value)
 			case a.Name.Space == "" && a.Name.Local == "xmlns":
-				r.ns = append(r.ns, nsBinding{prefix: "", uri: a.Value, depth: len(r.stack)})
+				r.bind("", a.Value)
 			}
+		}
+		if int64(r.nsBytes) > r.cfg.limits.FeatureBytes {
+			// Bindings outlive features (a root may declare them), so
+			// they get a bound of their own.
+			return nil, &LimitError{Name: "feature_bytes", Max: r.cfg.limits.FeatureBytes, Where: "namespace declarations in scope"}
 		}
 	case endToken:
 		if len(r.stack) == 0 {
@@ -207,10 +241,18 @@ func (r *GMLReader) token() (*xmlToken, error) {
 		}
 		r.stack = r.stack[:len(r.stack)-1]
 		for len(r.ns) > 0 && r.ns[len(r.ns)-1].depth > len(r.stack) {
+			b := r.ns[len(r.ns)-1]
+			r.nsBytes -= len(b.prefix) + len(b.uri)
 			r.ns = r.ns[:len(r.ns)-1]
 		}
 	}
 	return t, nil
+}
+
+// bind records a namespace declaration of the element just started.
+func (r *GMLReader) bind(prefix, uri string) {
+	r.ns = append(r.ns, nsBinding{prefix: prefix, uri: uri, depth: len(r.stack)})
+	r.nsBytes += len(prefix) + len(uri)
 }
 
 func qname(n xml.Name) string {
@@ -347,7 +389,7 @@ func gmlCount(v string) (int, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 0 {
-		return -1, fmt.Errorf("%q is not a count", truncate(v, 40))
+		return -1, fmt.Errorf("%s is not a count", snippet(v))
 	}
 	return int(n), nil
 }
@@ -444,6 +486,7 @@ func (r *GMLReader) parseCRS(name string) (CRS, error) {
 
 // readFeature reads the feature element just started.
 func (r *GMLReader) readFeature(se xml.StartElement) (*Feature, error) {
+	r.featStart = r.dec.offset()
 	depth := len(r.stack)
 	var id string
 	for _, a := range se.Attr {
@@ -528,6 +571,9 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 		case textToken:
 			if !complexValue {
 				r.pbuf = append(r.pbuf, tok.Text...)
+				if max := r.cfg.limits.ValueBytes; int64(len(r.pbuf)-start) > max {
+					return pg, r.errorf(r.index, &LimitError{Name: "value_bytes", Max: max, Where: "property " + snippet(se.Name.Local)}, "")
+				}
 			}
 		case startToken:
 			t := tok.start()
@@ -552,6 +598,9 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 				if null {
 					r.pbuf = r.pbuf[:start]
 				}
+				if max := r.cfg.limits.Properties; len(r.props) >= max {
+					return pg, r.errorf(r.index, &LimitError{Name: "properties", Max: int64(max), Where: "more properties than that"}, "")
+				}
 				r.props = append(r.props, gmlProp{name: se.Name.Local, start: start, end: len(r.pbuf), null: null})
 				return pg, nil
 			}
@@ -575,7 +624,12 @@ func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
 		props = make([]byte, len(r.jbuf))
 		copy(props, r.jbuf)
 	}
-	r.feature = Feature{ID: id, Geometry: g, Properties: props}
+	if reason := refuseID(id, r.cfg.limits.IDBytes); reason != "" {
+		r.feature = Feature{Refused: reason}
+	} else {
+		r.feature = Feature{ID: id, Geometry: g, Properties: props}
+	}
+	r.featStart = -1
 	r.index++
 	return &r.feature, nil
 }
