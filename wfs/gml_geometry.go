@@ -130,7 +130,7 @@ func (r *GMLReader) readCollection(se xml.StartElement, parent gctx) (geom.T, er
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gml:MultiGeometry: %w", err)
+		return nil, err // the member's error names its element
 	}
 	setCollectionLayout(gc)
 	return gc.SetSRID(srid), nil

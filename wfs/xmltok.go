@@ -689,6 +689,12 @@ func (t *fastXML) entity(b []byte) ([]byte, error) {
 		if ok && isXMLChar(rune(r)) {
 			return utf8.AppendRune(b, rune(r)), nil
 		}
+		if ok {
+			// A reference to a character XML does not allow (&#0;,
+			// &#1;…): bad text like a raw control character, repaired
+			// the same way.
+			return utf8.AppendRune(b, utf8.RuneError), nil
+		}
 	}
 	return b, t.syntaxError("invalid character entity &%s;", s)
 }

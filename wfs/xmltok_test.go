@@ -26,7 +26,6 @@ var xmlTokSamples = []string{
 	`<a b="<"></a>`,
 	`<a>]]></a>`,
 	`<a>&unknown;</a>`,
-	`<a>&#0;</a>`,
 	`<a>&#xD800;</a>`,
 	`<a><b></a>`,
 	`<a`,
@@ -45,6 +44,7 @@ var xmlTokSamples = []string{
 // fails: bad text is repaired with U+FFFD (see text.go), so that one bad
 // record does not fail every poll of its layer.
 var xmlRepairedSamples = map[string][]string{
+	"<a>&#0;&#x1;&#xFFFE;</a>":        {"text \"\uFFFD\uFFFD\uFFFD\""},
 	"<a>\x01</a>":                     {"text \"\uFFFD\""},
 	"<a>x\xffy\xc3</a>":               {"text \"x\uFFFDy\uFFFD\""},
 	"<a><![CDATA[\xed\xa0\x80]]></a>": {"text \"\uFFFD\uFFFD\uFFFD\""},
