@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkt"
@@ -502,6 +503,11 @@ func FuzzGMLReader(f *testing.F) {
 	for _, s := range xmlTokSamples {
 		f.Add([]byte(s), "")
 	}
+	for s := range xmlRepairedSamples {
+		f.Add([]byte(s), "")
+	}
+	f.Add([]byte(gmlDoc("3.2", `<app:g><gml:MultiGeometry srsName="urn:ogc:def:crs:EPSG::4326"><gml:geometryMember><gml:Point><gml:pos>1 2</gml:pos></gml:Point></gml:geometryMember><gml:geometryMembers><gml:MultiGeometry/><gml:LineString srsDimension="3"><gml:posList>1 2 3 4 5 6</gml:posList></gml:LineString></gml:geometryMembers></gml:MultiGeometry></app:g>`)), "")
+	f.Add([]byte(gmlDoc("2", "<app:n>caf\xe9\x01&#0;</app:n><app:g><gml:MultiGeometry><gml:geometryMember><gml:Point><gml:coordinates>1e400,2</gml:coordinates></gml:Point></gml:geometryMember></gml:MultiGeometry></app:g>")), "n")
 	f.Fuzz(func(t *testing.T, doc []byte, idProp string) {
 		gmlReadersAgree(t, doc, idProp)
 		r := NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp))
@@ -524,8 +530,11 @@ func FuzzGMLReader(f *testing.F) {
 				failed = true
 				continue
 			}
-			if feat.Properties != nil && !json.Valid(feat.Properties) {
+			if feat.Properties != nil && (!json.Valid(feat.Properties) || !utf8.Valid(feat.Properties)) {
 				t.Fatalf("invalid properties %s", feat.Properties)
+			}
+			if !utf8.ValidString(feat.ID) {
+				t.Fatalf("id %q: not valid UTF-8", feat.ID)
 			}
 			if feat.Geometry != nil {
 				if _, err := wkt.Marshal(feat.Geometry); err != nil {
