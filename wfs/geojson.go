@@ -81,7 +81,9 @@ type rawFeature struct {
 // lone Feature), holding one feature in memory at a time. Top-level members
 // may come in any order; a "crs" member (the legacy 2008 form) sets the SRID
 // of the geometries that follow it. A body cut short is an error, never a
-// short page.
+// short page. WithLimits bounds each feature, string, number and id while
+// the body streams; properties with invalid UTF-8 or lone surrogate escapes
+// are repaired (see Feature.Properties), not refused.
 type GeoJSONReader struct {
 	in    *jsonStream
 	cfg   readerConfig

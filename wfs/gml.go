@@ -63,7 +63,8 @@ type gmlProp struct {
 //     gml:id (GML 3) or fid (GML 2) attribute of the feature element.
 //   - Geometry: the first property whose content is a GML geometry (Point,
 //     LineString, LinearRing, Curve, Polygon, Surface, MultiPoint,
-//     MultiLineString, MultiCurve, MultiPolygon, MultiSurface). Later
+//     MultiLineString, MultiCurve, MultiPolygon, MultiSurface, and
+//     MultiGeometry as a GeometryCollection of any of them). Later
 //     geometry properties are ignored: a feature row holds one geometry.
 //     Its SRID comes from the geometry's srsName, else from the srsName of
 //     the feature's or the collection's boundedBy envelope, else from
@@ -83,6 +84,12 @@ type gmlProp struct {
 //     its values. Complex properties (with child elements that are not the
 //     geometry) and GML's own properties (gml:name, gml:description,
 //     gml:boundedBy) are left out, as are attributes of property elements.
+//
+// Text that is not UTF-8 or holds characters XML does not allow (raw
+// control characters, &#0;) is repaired to U+FFFD rather than failing the
+// page (see text.go). WithLimits bounds a feature's bytes, a property's
+// text, an attribute value, the number of properties and the id; text is
+// read in pieces, so a huge value fails at its bound without being held.
 //
 // numberMatched and numberReturned (WFS 2.0) and numberOfFeatures (WFS 1.1,
 // taken as numberReturned) are read from the root element; "unknown" is -1.
