@@ -31,9 +31,10 @@ func decodeGeometry(raw []byte, srid int) (geom.T, error) {
 }
 
 // maxCollectionNesting bounds GeometryCollections inside GeometryCollections.
-// Real data nests them once if at all; each level rescans its members, so
-// the bound also keeps a hostile document's cost linear.
-const maxCollectionNesting = 32
+// Real data nests them once if at all; each level rescans its members (a
+// few passes each), so the bound also keeps a hostile feature's cost a
+// small multiple of its size.
+const maxCollectionNesting = 8
 
 func decodeGeometryAt(raw []byte, srid, nesting int) (geom.T, error) {
 	typ, ok, err := memberString(raw, "type")

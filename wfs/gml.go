@@ -19,6 +19,10 @@ import (
 // stack without end.
 const maxGMLDepth = 256
 
+// maxNamespaceBindings bounds the namespace declarations in scope; real
+// responses declare a dozen.
+const maxNamespaceBindings = 1024
+
 // gmlNamespacePrefix starts every GML namespace: http://www.opengis.net/gml
 // (GML 2 and 3.1.1) and http://www.opengis.net/gml/3.2.
 const gmlNamespacePrefix = "http://www.opengis.net/gml"
@@ -233,6 +237,12 @@ func (r *GMLReader) token() (*xmlToken, error) {
 			case a.Name.Space == "" && a.Name.Local == "xmlns":
 				r.bind("", a.Value)
 			}
+		}
+		if len(r.ns) > maxNamespaceBindings {
+			// Every prefix lookup scans them: a document declaring
+			// millions would cost time in proportion to its elements
+			// times its declarations.
+			return nil, fmt.Errorf("more than %d namespace declarations in scope", maxNamespaceBindings)
 		}
 		if int64(r.nsBytes) > r.cfg.limits.FeatureBytes {
 			// Bindings outlive features (a root may declare them), so
@@ -643,10 +653,54 @@ func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
 
 // appendProps renders r.props as a JSON object. A name that repeats becomes
 // one member whose value is the array of its values, in document order.
+//
+// Features of a few dozen properties compare names pairwise; beyond that a
+// map groups them, so that a feature of limits.properties (10,000 by
+// default) properties costs linear time, not 10^8 comparisons.
 func (r *GMLReader) appendProps(b []byte) []byte {
 	b = append(b, '{')
 	first := true
+	var groups map[string]int // name → index of its first property
+	var nextSame []int        // index of the next property of the same name, -1
+	if len(r.props) > 32 {
+		groups = make(map[string]int, len(r.props))
+		nextSame = make([]int, len(r.props))
+		last := make(map[string]int, len(r.props))
+		for i, p := range r.props {
+			nextSame[i] = -1
+			if j, ok := last[p.name]; ok {
+				nextSame[j] = i
+			} else {
+				groups[p.name] = i
+			}
+			last[p.name] = i
+		}
+	}
 	for i, p := range r.props {
+		if groups != nil {
+			if groups[p.name] != i {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, p.name)
+			b = append(b, ':')
+			if nextSame[i] < 0 {
+				b = r.appendValue(b, p)
+				continue
+			}
+			b = append(b, '[')
+			for j := i; j >= 0; j = nextSame[j] {
+				if j > i {
+					b = append(b, ',')
+				}
+				b = r.appendValue(b, r.props[j])
+			}
+			b = append(b, ']')
+			continue
+		}
 		repeated, seen := false, false
 		for j := range r.props {
 			if j != i && r.props[j].name == p.name {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -581,4 +582,58 @@ func FuzzHostileLimits(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestGMLManyProperties: a feature of many properties, some repeated, is
+// rendered as one with few (repeats become arrays in document order), by
+// the map that keeps it linear.
+func TestGMLManyProperties(t *testing.T) {
+	t.Parallel()
+	var doc strings.Builder
+	want := map[string][]string{}
+	var order []string
+	for i := range 3000 {
+		name := fmt.Sprintf("p%d", i%1000)
+		if i%1000 >= 990 {
+			name = fmt.Sprintf("u%d", i) // once only
+		}
+		if _, ok := want[name]; !ok {
+			order = append(order, name)
+		}
+		want[name] = append(want[name], strconv.Itoa(i))
+		fmt.Fprintf(&doc, "<app:%s>%d</app:%s>", name, i, name)
+	}
+	var wantJSON strings.Builder
+	wantJSON.WriteByte('{')
+	for k, name := range order {
+		if k > 0 {
+			wantJSON.WriteByte(',')
+		}
+		vals := want[name]
+		if len(vals) == 1 {
+			fmt.Fprintf(&wantJSON, `"%s":"%s"`, name, vals[0])
+			continue
+		}
+		fmt.Fprintf(&wantJSON, `"%s":["%s"]`, name, strings.Join(vals, `","`))
+	}
+	wantJSON.WriteByte('}')
+	got, _, err := readGML(t, []byte(gmlDoc("3.2", doc.String())))
+	if err != nil || len(got) != 1 || got[0].props != wantJSON.String() {
+		t.Fatalf("%v %d features; props %.200s\nwant %.200s", err, len(got), got[0].props, wantJSON.String())
+	}
+}
+
+// TestGMLNamespaceFlood: declarations in scope are bounded in number (each
+// prefix lookup scans them) as well as in bytes.
+func TestGMLNamespaceFlood(t *testing.T) {
+	t.Parallel()
+	var decl strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&decl, ` xmlns:p%d="u"`, i)
+	}
+	doc := `<wfs:FeatureCollection xmlns:wfs="x"` + decl.String() + `/>`
+	_, err := readEvery(t, NewGMLReader(strings.NewReader(doc)))
+	if err == nil || !strings.Contains(err.Error(), "namespace declarations") {
+		t.Errorf("%v", err)
+	}
 }
