@@ -169,8 +169,9 @@ func FuzzDecodeGeometry(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		// decodeGeometry sees only objects encoding/json has validated.
-		if !geojsonValid(raw) {
+		// decodeGeometry sees only objects encoding/json has validated
+		// (the reader and decodeCollection read null themselves).
+		if !geojsonValid(raw) || firstByte(raw) != '{' {
 			return
 		}
 		compareWithGoGeom(t, raw)
