@@ -312,6 +312,11 @@ func (p *coordParser) position() error {
 		return err
 	}
 	n := len(p.flat) - before
+	if n < 2 {
+		// [] or [x] inside a line or ring: not a position (go-geom
+		// refuses it too; only a Point may be []).
+		return geojson.ErrDimensionalityTooLow(n)
+	}
 	if p.stride == 0 {
 		p.stride = n
 	} else if n != p.stride {
