@@ -52,7 +52,7 @@ func decodeGeometryAt(raw []byte, srid, nesting int) (geom.T, error) {
 			return nil, fmt.Errorf("crs: %w", err)
 		}
 		if srid, err = sridOfCRS(&c); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("crs: %w", err)
 		}
 	}
 
