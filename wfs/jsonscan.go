@@ -23,6 +23,9 @@ type jsonStream struct {
 	// maxToken bounds one string (its bytes between the quotes, as
 	// written) or scalar; 0 means no bound.
 	maxToken int64
+	// maxBuf caps the buffer's growth while value reads a value of
+	// bounded length; 0 means no cap.
+	maxBuf int64
 }
 
 func newJSONStream(r io.Reader) *jsonStream {
@@ -39,7 +42,13 @@ func (s *jsonStream) fill(keep int) (int, bool) {
 	s.buf = s.buf[:n]
 	s.pos -= keep
 	if len(s.buf) == cap(s.buf) {
-		grown := make([]byte, len(s.buf), 2*cap(s.buf))
+		// Double, but not far past what the value being read may hold:
+		// a feature at feature_bytes then costs that, not twice that.
+		n := 2 * cap(s.buf)
+		if s.maxBuf > int64(cap(s.buf)) && int64(n) > s.maxBuf {
+			n = int(s.maxBuf)
+		}
+		grown := make([]byte, len(s.buf), n)
 		copy(grown, s.buf)
 		s.buf = grown
 	}
@@ -107,6 +116,10 @@ func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 	start := s.pos
 	i, depth, inString := s.pos, 0, false
 	strStart, scalarStart := 0, -1 // of the string or scalar being scanned
+	s.maxBuf = 0
+	if maxLen > 0 {
+		s.maxBuf = maxLen + 64<<10 // the value, and a read's worth beyond it
+	}
 	refill := func() (bool, error) {
 		if maxLen > 0 && int64(i-start) > maxLen {
 			return false, &LimitError{Name: "feature_bytes", Max: maxLen}
