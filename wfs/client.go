@@ -416,9 +416,9 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	var dec featureDecoder
 	switch kind {
 	case kindJSON:
-		dec = NewGeoJSONReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID))
+		dec = NewGeoJSONReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID), WithLimits(layer.Limits.WithDefaults()))
 	case kindGML:
-		dec = NewGMLReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID))
+		dec = NewGMLReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID), WithLimits(layer.Limits.WithDefaults()))
 	default:
 		// classify lets only decodable kinds through.
 		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}

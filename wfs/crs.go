@@ -89,7 +89,7 @@ func parseSRSName(name string) (CRS, error) {
 	if n == "" {
 		return CRS{}, errors.New("empty srsName")
 	}
-	bad := func() (CRS, error) { return CRS{}, fmt.Errorf("unsupported srsName %q", name) }
+	bad := func() (CRS, error) { return CRS{}, fmt.Errorf("unsupported srsName %s", snippet(name)) }
 	var code string
 	authority := false // the form follows the EPSG database's axis order
 	bare := false      // EPSG:n
@@ -144,7 +144,7 @@ func ogcCRS(code, name string) (CRS, error) {
 	case "CRS27":
 		return CRS{SRID: 4267}, nil
 	}
-	return CRS{}, fmt.Errorf("unsupported srsName %q", name)
+	return CRS{}, fmt.Errorf("unsupported srsName %s", snippet(name))
 }
 
 func hasPrefixFold(s, prefix string) bool {

@@ -17,8 +17,19 @@ type Feature struct {
 	// Geometry is nil for a feature with a null geometry. Its SRID is set to the
 	// CRS the source declared (4326 for RFC 7946 GeoJSON).
 	Geometry geom.T
-	// Properties is the feature's attributes as a JSON object, or nil.
+	// Properties is the feature's attributes as a JSON object, or nil. It is
+	// valid JSON and valid UTF-8, with no lone surrogate escape: the decoders
+	// replace invalid UTF-8 bytes with U+FFFD and a \uD800–\uDFFF escape
+	// that is not half of a pair with \ufffd, as encoding/json reads them.
+	// Everything else is as the source wrote it (GeoJSON) or rendered as
+	// JSON strings (GML); a \u0000 escape is kept, for the store to judge.
 	Properties json.RawMessage
+	// Refused, when not "", says why the decoder refuses this feature alone
+	// (an id longer than Limits.IDBytes, or one holding a NUL) while the
+	// rest of the page is sound. A refused feature has no ID, Geometry or
+	// Properties; the caller skips it and counts the reason. The reason
+	// quotes at most the first 100 bytes of the offending value.
+	Refused string
 }
 
 // FeatureReader yields the features of one response body in document order.

@@ -20,6 +20,15 @@ type ReaderOption func(*readerConfig)
 type readerConfig struct {
 	idProperty string
 	srid       int
+	limits     Limits
+}
+
+func newReaderConfig(opts []ReaderOption) readerConfig {
+	cfg := readerConfig{srid: 4326, limits: DefaultLimits()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
 }
 
 // WithIDProperty makes the feature ID the value of the named property instead
@@ -36,6 +45,17 @@ func WithSRID(srid int) ReaderOption {
 			c.srid = srid
 		}
 	}
+}
+
+// WithLimits bounds what one feature may hold (FeatureBytes, ValueBytes,
+// Properties, IDBytes; the other fields are the client's); zero fields are
+// the defaults, which a reader made without this option uses too.
+// Exceeding FeatureBytes, ValueBytes or Properties fails the page with a
+// *LimitError; an id longer than IDBytes refuses that feature only (see
+// Feature.Refused). Reading stops as soon as a bound is passed, so memory
+// stays a small multiple of FeatureBytes whatever the body holds.
+func WithLimits(l Limits) ReaderOption {
+	return func(c *readerConfig) { c.limits = l.WithDefaults() }
 }
 
 type readerState int
@@ -61,7 +81,9 @@ type rawFeature struct {
 // lone Feature), holding one feature in memory at a time. Top-level members
 // may come in any order; a "crs" member (the legacy 2008 form) sets the SRID
 // of the geometries that follow it. A body cut short is an error, never a
-// short page.
+// short page. WithLimits bounds each feature, string, number and id while
+// the body streams; properties with invalid UTF-8 or lone surrogate escapes
+// are repaired (see Feature.Properties), not refused.
 type GeoJSONReader struct {
 	in    *jsonStream
 	cfg   readerConfig
@@ -88,12 +110,11 @@ type GeoJSONReader struct {
 
 // NewGeoJSONReader returns a reader of the GeoJSON document r.
 func NewGeoJSONReader(r io.Reader, opts ...ReaderOption) *GeoJSONReader {
-	cfg := readerConfig{srid: 4326}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := newReaderConfig(opts)
+	in := newJSONStream(r)
+	in.maxToken = cfg.limits.ValueBytes
 	return &GeoJSONReader{
-		in:             newJSONStream(r),
+		in:             in,
 		cfg:            cfg,
 		srid:           cfg.srid,
 		numberMatched:  -1,
@@ -137,12 +158,31 @@ func stickyNext(sticky *error, next func() (*Feature, error)) (*Feature, error) 
 	return f, nil
 }
 
+// fail builds the reader's error. A limit exceeded is returned as the
+// *LimitError, saying where; any other error's text is bounded, so that
+// input quoted in it cannot make a huge log line.
 func (r *GeoJSONReader) fail(index int, msg string, err error) error {
 	if errors.Is(err, io.EOF) {
 		// Inside the document, the end of input is never the end of the page.
 		err = io.ErrUnexpectedEOF
 	}
-	return &DecodeError{Index: index, Msg: msg, Err: err}
+	var le *LimitError
+	if errors.As(err, &le) {
+		if le.Where == "" {
+			le.Where = "geojson " + featureWhere(index)
+		}
+		return le
+	}
+	return &DecodeError{Index: index, Msg: msg, Err: bound(err)}
+}
+
+// featureWhere names the feature of index (-1: the document around the
+// features) for a LimitError.
+func featureWhere(index int) string {
+	if index < 0 {
+		return "document"
+	}
+	return "feature " + strconv.Itoa(index)
 }
 
 func (r *GeoJSONReader) next() (*Feature, error) {
@@ -217,19 +257,19 @@ func (r *GeoJSONReader) member() error {
 		}
 	}
 	r.first = false
-	rawKey, err := r.in.value()
+	rawKey, err := r.in.value(r.cfg.limits.FeatureBytes)
 	if err != nil {
 		return r.fail(-1, "", err)
 	}
 	if rawKey[0] != '"' {
-		return r.fail(-1, fmt.Sprintf("unexpected %s, want a member name", truncate(string(rawKey), 40)), nil)
+		return r.fail(-1, fmt.Sprintf("unexpected %s, want a member name", snippet(rawKey)), nil)
 	}
 	key, err := unquote(rawKey)
 	if err != nil {
 		return r.fail(-1, "", err)
 	}
 	if err := r.in.expect(':'); err != nil {
-		return r.fail(-1, fmt.Sprintf("member %q", key), err)
+		return r.fail(-1, "member "+snippet(key), err)
 	}
 	if key == "features" {
 		if r.sawFeatures {
@@ -241,8 +281,8 @@ func (r *GeoJSONReader) member() error {
 			return r.fail(-1, `member "features"`, unexpectedEnd(err))
 		}
 		if c != '[' {
-			v, _ := r.in.value()
-			return r.fail(-1, fmt.Sprintf(`member "features" is %s, not an array`, truncate(string(v), 40)), nil)
+			v, _ := r.in.value(r.cfg.limits.FeatureBytes)
+			return r.fail(-1, fmt.Sprintf(`member "features" is %s, not an array`, snippet(v)), nil)
 		}
 		r.in.pos++
 		r.state, r.first = stateFeatures, true
@@ -250,9 +290,9 @@ func (r *GeoJSONReader) member() error {
 	}
 	// bbox, timeStamp, links, name… are read whole and dropped: they are
 	// small in every WFS response, and the response size is capped anyway.
-	v, err := r.in.value()
+	v, err := r.in.value(r.cfg.limits.FeatureBytes)
 	if err != nil {
-		return r.fail(-1, fmt.Sprintf("member %q", key), err)
+		return r.fail(-1, "member "+snippet(key), err)
 	}
 	switch key {
 	case "type":
@@ -311,7 +351,7 @@ func (r *GeoJSONReader) finish() error {
 	case r.topType == "":
 		return r.fail(-1, `neither a FeatureCollection nor a Feature (no "type", no "features")`, nil)
 	default:
-		return r.fail(-1, fmt.Sprintf("type %q is not a FeatureCollection or a Feature", r.topType), nil)
+		return r.fail(-1, fmt.Sprintf("type %s is not a FeatureCollection or a Feature", snippet(r.topType)), nil)
 	}
 	return nil
 }
@@ -323,7 +363,7 @@ func (r *GeoJSONReader) count(key string, num []byte) (int, error) {
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt32 {
-		return -1, r.fail(-1, fmt.Sprintf("member %q is %s, not a count", key, num), nil)
+		return -1, r.fail(-1, fmt.Sprintf("member %q is %s, not a count", key, snippet(num)), nil)
 	}
 	return int(n), nil
 }
@@ -369,7 +409,7 @@ func sridOfCRS(crs *geojson.CRS) (int, error) {
 		}
 		return 0, fmt.Errorf("EPSG crs without a usable code: %v", crs.Properties["code"])
 	}
-	return 0, fmt.Errorf("unsupported crs type %q", crs.Type)
+	return 0, fmt.Errorf("unsupported crs type %s", snippet(crs.Type))
 }
 
 // sridOfName reads a named CRS with the same parser as GML's srsName. The
@@ -385,7 +425,7 @@ func sridOfName(name string) (int, error) {
 }
 
 func (r *GeoJSONReader) decodeFeature() (*Feature, error) {
-	v, err := r.in.value()
+	v, err := r.in.value(r.cfg.limits.FeatureBytes)
 	if err != nil {
 		return nil, r.fail(r.index, "", err)
 	}
@@ -403,7 +443,7 @@ func (r *GeoJSONReader) decodeFeature() (*Feature, error) {
 func (r *GeoJSONReader) splitFeature(v []byte) error {
 	r.raw = rawFeature{ID: r.raw.ID[:0], Geometry: r.raw.Geometry[:0]}
 	if v[0] != '{' {
-		return fmt.Errorf("feature is %s, not an object", truncate(string(v), 40))
+		return fmt.Errorf("feature is %s, not an object", snippet(v))
 	}
 	var props []byte
 	for i := 1; ; {
@@ -443,7 +483,7 @@ func (r *GeoJSONReader) splitFeature(v []byte) error {
 				continue
 			}
 			if val[0] != '"' {
-				return fmt.Errorf("member %q is %s, not a string", key, truncate(string(val), 40))
+				return fmt.Errorf("member %s is %s, not a string", snippet(key), snippet(val))
 			}
 			if r.raw.Type, err = unquote(val); err != nil {
 				return err
@@ -465,7 +505,7 @@ func memberIs(key []byte, name string) bool {
 
 func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 	if r.raw.Type != "Feature" {
-		return nil, r.fail(r.index, fmt.Sprintf("type is %q, want \"Feature\"", r.raw.Type), nil)
+		return nil, r.fail(r.index, fmt.Sprintf("type is %s, want \"Feature\"", snippet(r.raw.Type)), nil)
 	}
 	g, err := r.geometry(r.raw.Geometry)
 	if err != nil {
@@ -476,6 +516,15 @@ func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 		props = nil
 	} else if t := firstByte(props); t != '{' {
 		return nil, r.fail(r.index, "properties is not an object", nil)
+	} else {
+		n, repair := jsonTextStats(props)
+		if n > r.cfg.limits.Properties {
+			return nil, &LimitError{Name: "properties", Max: int64(r.cfg.limits.Properties),
+				Where: fmt.Sprintf("geojson feature %d has %d", r.index, n)}
+		}
+		if repair {
+			props = repairJSONText(props)
+		}
 	}
 	var id string
 	if r.cfg.idProperty != "" {
@@ -485,15 +534,32 @@ func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 		}
 		if found {
 			if id, err = renderID(v); err != nil {
-				return nil, r.fail(r.index, fmt.Sprintf("id property %q", r.cfg.idProperty), err)
+				return nil, r.fail(r.index, "id property "+snippet(r.cfg.idProperty), err)
 			}
 		}
 	} else if id, err = renderID(r.raw.ID); err != nil {
 		return nil, r.fail(r.index, "id", err)
 	}
-	r.feature = Feature{ID: id, Geometry: g, Properties: props}
+	if reason := refuseID(id, r.cfg.limits.IDBytes); reason != "" {
+		r.feature = Feature{Refused: reason}
+	} else {
+		r.feature = Feature{ID: fixUTF8(id), Geometry: g, Properties: props}
+	}
 	r.index++
 	return &r.feature, nil
+}
+
+// refuseID says why a feature with this id cannot be stored, or "": an id
+// longer than max, or one holding a NUL (no PostgreSQL text can). Such a
+// feature is refused alone (Feature.Refused); the id is quoted truncated.
+func refuseID(id string, max int) string {
+	if len(id) > max {
+		return fmt.Sprintf("id of %d bytes exceeds limits.id_bytes (%d): %s", len(id), max, snippet(id))
+	}
+	if strings.IndexByte(id, 0) >= 0 {
+		return "id holds a NUL character: " + snippet(id)
+	}
+	return ""
 }
 
 func (r *GeoJSONReader) geometry(raw []byte) (geom.T, error) {
@@ -540,7 +606,7 @@ func renderID(raw []byte) (string, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return canonicalNumber(string(b))
 	}
-	return "", fmt.Errorf("is %s, want a string or a number", truncate(string(b), 40))
+	return "", fmt.Errorf("is %s, want a string or a number", snippet(b))
 }
 
 func canonicalNumber(s string) (string, error) {
@@ -559,7 +625,7 @@ func canonicalNumber(s string) (string, error) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", fmt.Errorf("number %s out of range", truncate(s, 40))
+		return "", fmt.Errorf("number %s out of range", snippet(s))
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 		return strconv.FormatInt(int64(f), 10), nil

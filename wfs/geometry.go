@@ -17,11 +17,26 @@ import (
 // The common types are parsed straight into go-geom's flat coordinates:
 // going through geojson.Unmarshal costs a reflective decode into
 // [][]geom.Coord with one allocation per position, about half of the
-// decoder's time on polygon layers. GeometryCollection, and anything the
-// fast path does not know, still goes through go-geom's decoder, which also
-// defines the errors and the layout rules the fast path follows (layout from
-// the first position's dimension, XY when empty, every position alike).
+// decoder's time on polygon layers. Anything the fast path does not know
+// still goes through go-geom's decoder, which also defines the errors and the
+// layout rules the fast path follows (layout from the first position's
+// dimension, XY when empty, every position alike). GeometryCollections are
+// decoded here too (decodeCollection), member by member.
+//
+// A coordinate too large for a float64 (1e400) becomes ±Inf rather than an
+// error: the geometry is then the store's to count as invalid, as it counts
+// coordinates outside the CRS's range, and the rest of the page is kept.
 func decodeGeometry(raw []byte, srid int) (geom.T, error) {
+	return decodeGeometryAt(raw, srid, 0)
+}
+
+// maxCollectionNesting bounds GeometryCollections inside GeometryCollections.
+// Real data nests them once if at all; each level rescans its members (a
+// few passes each), so the bound also keeps a hostile feature's cost a
+// small multiple of its size.
+const maxCollectionNesting = 8
+
+func decodeGeometryAt(raw []byte, srid, nesting int) (geom.T, error) {
 	typ, ok, err := memberString(raw, "type")
 	if err != nil {
 		return nil, err
@@ -37,7 +52,7 @@ func decodeGeometry(raw []byte, srid int) (geom.T, error) {
 			return nil, fmt.Errorf("crs: %w", err)
 		}
 		if srid, err = sridOfCRS(&c); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("crs: %w", err)
 		}
 	}
 
@@ -51,6 +66,8 @@ func decodeGeometry(raw []byte, srid int) (geom.T, error) {
 		depth = 3
 	case "MultiPolygon":
 		depth = 4
+	case "GeometryCollection":
+		return decodeCollection(raw, srid, nesting)
 	default:
 		return slowGeometry(raw, srid)
 	}
@@ -59,8 +76,10 @@ func decodeGeometry(raw []byte, srid int) (geom.T, error) {
 		return nil, err
 	}
 	if !found || isNull(coords) {
-		// go-geom makes an empty geometry without a layout of it; keep one rule.
-		return slowGeometry(raw, srid)
+		// Read leniently as an empty geometry, as go-geom does, but XY
+		// like every other empty geometry: go-geom's NoLayout cannot be
+		// encoded for PostGIS.
+		return emptyGeometry(typ, srid)
 	}
 	// Every number but the first follows a comma: one allocation, not a
 	// doubling series of them.
@@ -101,6 +120,107 @@ func decodeGeometry(raw []byte, srid int) (geom.T, error) {
 		g = geom.NewMultiLineStringFlat(layout, p.flat, p.ends)
 	case "MultiPolygon":
 		g = geom.NewMultiPolygonFlat(layout, p.flat, p.endss)
+	}
+	return geom.SetSRID(g, srid)
+}
+
+// decodeCollection decodes a GeometryCollection: its members in order, each
+// with the collection's SRID (a member naming another CRS is an error: a
+// geometry has one SRID). Absent or null "geometries" is an empty
+// collection, as go-geom reads it; a null member is an error (go-geom
+// would keep a nil member, on which every later use panics). The layout is
+// the members' when they agree, XY when there are none; members of mixed
+// layouts are kept as they are, the collection's layout then being the
+// smallest that covers them (go-geom's rule), for the store to judge.
+func decodeCollection(raw []byte, srid, nesting int) (geom.T, error) {
+	if nesting >= maxCollectionNesting {
+		return nil, fmt.Errorf("GeometryCollections nested deeper than %d", maxCollectionNesting)
+	}
+	members, found, err := findMemberFold(raw, "geometries")
+	if err != nil {
+		return nil, err
+	}
+	gc := geom.NewGeometryCollection()
+	if found && !isNull(members) {
+		i := skipWS(members, 0)
+		if i >= len(members) || members[i] != '[' {
+			return nil, fmt.Errorf(`GeometryCollection "geometries" is %s, not an array`, snippet(members))
+		}
+		i++
+		for n := 0; ; n++ {
+			i = skipWS(members, i)
+			if i < len(members) && members[i] == ']' && n == 0 {
+				break
+			}
+			end, err := scanValue(members, i)
+			if err != nil {
+				return nil, err
+			}
+			m := members[i:end]
+			if firstByte(m) != '{' {
+				return nil, fmt.Errorf("GeometryCollection member %d is %s, not a geometry", n, snippet(m))
+			}
+			g, err := decodeGeometryAt(m, srid, nesting+1)
+			if err != nil {
+				return nil, fmt.Errorf("GeometryCollection member %d: %w", n, err)
+			}
+			if g == nil {
+				return nil, fmt.Errorf("GeometryCollection member %d is null", n)
+			}
+			if g.SRID() != srid {
+				return nil, fmt.Errorf("GeometryCollection member %d is in SRID %d, the collection in %d", n, g.SRID(), srid)
+			}
+			if err := gc.Push(g); err != nil {
+				return nil, err
+			}
+			i = skipWS(members, end)
+			if i < len(members) && members[i] == ',' {
+				i++
+				continue
+			}
+			if i < len(members) && members[i] == ']' {
+				break
+			}
+			return nil, errors.New("GeometryCollection: malformed geometries array")
+		}
+	}
+	setCollectionLayout(gc)
+	return gc.SetSRID(srid), nil
+}
+
+// setCollectionLayout gives gc its members' common layout, or XY when it
+// has none; with mixed layouts it stays unset and Layout is computed.
+func setCollectionLayout(gc *geom.GeometryCollection) {
+	layout := geom.XY
+	for i, g := range gc.Geoms() {
+		if i == 0 {
+			layout = g.Layout()
+		} else if g.Layout() != layout {
+			return
+		}
+	}
+	if layout != geom.NoLayout {
+		_ = gc.SetLayout(layout) // cannot fail: every member has it
+	}
+}
+
+// emptyGeometry is an empty XY geometry of the type typ (one the fast path
+// knows).
+func emptyGeometry(typ string, srid int) (geom.T, error) {
+	var g geom.T
+	switch typ {
+	case "Point":
+		g = geom.NewPointEmpty(geom.XY)
+	case "LineString":
+		g = geom.NewLineString(geom.XY)
+	case "MultiPoint":
+		g = geom.NewMultiPoint(geom.XY)
+	case "Polygon":
+		g = geom.NewPolygon(geom.XY)
+	case "MultiLineString":
+		g = geom.NewMultiLineString(geom.XY)
+	default:
+		g = geom.NewMultiPolygon(geom.XY)
 	}
 	return geom.SetSRID(g, srid)
 }
@@ -192,6 +312,11 @@ func (p *coordParser) position() error {
 		return err
 	}
 	n := len(p.flat) - before
+	if n < 2 {
+		// [] or [x] inside a line or ring: not a position (go-geom
+		// refuses it too; only a Point may be []).
+		return geojson.ErrDimensionalityTooLow(n)
+	}
 	if p.stride == 0 {
 		p.stride = n
 	} else if n != p.stride {
@@ -253,8 +378,8 @@ func (p *coordParser) number() error {
 		j++
 	}
 	f, err := strconv.ParseFloat(string(p.b[p.i:j]), 64)
-	if err != nil {
-		return err
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("bad coordinate %s", snippet(p.b[p.i:j]))
 	}
 	p.i = j
 	p.flat = append(p.flat, f)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -17,6 +18,10 @@ import (
 // dozen deep; the bound keeps a hostile document from growing the element
 // stack without end.
 const maxGMLDepth = 256
+
+// maxNamespaceBindings bounds the namespace declarations in scope; real
+// responses declare a dozen.
+const maxNamespaceBindings = 1024
 
 // gmlNamespacePrefix starts every GML namespace: http://www.opengis.net/gml
 // (GML 2 and 3.1.1) and http://www.opengis.net/gml/3.2.
@@ -62,7 +67,8 @@ type gmlProp struct {
 //     gml:id (GML 3) or fid (GML 2) attribute of the feature element.
 //   - Geometry: the first property whose content is a GML geometry (Point,
 //     LineString, LinearRing, Curve, Polygon, Surface, MultiPoint,
-//     MultiLineString, MultiCurve, MultiPolygon, MultiSurface). Later
+//     MultiLineString, MultiCurve, MultiPolygon, MultiSurface, and
+//     MultiGeometry as a GeometryCollection of any of them). Later
 //     geometry properties are ignored: a feature row holds one geometry.
 //     Its SRID comes from the geometry's srsName, else from the srsName of
 //     the feature's or the collection's boundedBy envelope, else from
@@ -82,6 +88,12 @@ type gmlProp struct {
 //     its values. Complex properties (with child elements that are not the
 //     geometry) and GML's own properties (gml:name, gml:description,
 //     gml:boundedBy) are left out, as are attributes of property elements.
+//
+// Text that is not UTF-8 or holds characters XML does not allow (raw
+// control characters, &#0;) is repaired to U+FFFD rather than failing the
+// page (see text.go). WithLimits bounds a feature's bytes, a property's
+// text, an attribute value, the number of properties and the id; text is
+// read in pieces, so a huge value fails at its bound without being held.
 //
 // numberMatched and numberReturned (WFS 2.0) and numberOfFeatures (WFS 1.1,
 // taken as numberReturned) are read from the root element; "unknown" is -1.
@@ -119,18 +131,22 @@ type GMLReader struct {
 	pbuf    []byte
 	jbuf    []byte
 	g       geomBuilder
+
+	// featStart is the input offset where the feature being read began,
+	// -1 between features: FeatureBytes is checked at every token.
+	featStart int64
+	// nsBytes counts the bytes of the namespace bindings in scope.
+	nsBytes int
 }
 
 // NewGMLReader returns a reader of the GML document r. It understands the
 // same options as NewGeoJSONReader.
 func NewGMLReader(r io.Reader, opts ...ReaderOption) *GMLReader {
-	cfg := readerConfig{srid: 4326}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := newReaderConfig(opts)
 	return &GMLReader{
 		src:            r,
 		cfg:            cfg,
+		featStart:      -1,
 		defaultCRS:     CRS{SRID: cfg.srid},
 		numberMatched:  -1,
 		numberReturned: -1,
@@ -154,7 +170,9 @@ func (r *GMLReader) NumberReturned() int { return r.numberReturned }
 func (r *GMLReader) Next() (*Feature, error) { return stickyNext(&r.err, r.next) }
 
 // errorf builds the reader's error for the current position. Errors of
-// the XML decoder and a premature end of input are wrapped.
+// the XML decoder and a premature end of input are wrapped; a limit
+// exceeded is returned as the *LimitError, saying where. Messages are
+// bounded: names and values quoted in them come from the input.
 func (r *GMLReader) errorf(index int, err error, format string, args ...any) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
@@ -163,7 +181,20 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 	if r.dec != nil {
 		line, _ = r.dec.InputPos()
 	}
-	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: fmt.Sprintf(format, args...), Err: err}
+	var le *LimitError
+	if errors.As(err, &le) {
+		where := fmt.Sprintf("gml %s (line %d)", featureWhere(index), line)
+		if le.Where != "" {
+			where += ", " + le.Where
+		}
+		le.Where = where
+		return le
+	}
+	msg := fmt.Sprintf(format, args...)
+	if len(msg) > maxErrorText {
+		msg = boundedError{errors.New(msg)}.Error()
+	}
+	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: msg, Err: bound(err)}
 }
 
 // token returns the next element or character data (valid until the next
@@ -176,6 +207,10 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 func (r *GMLReader) token() (*xmlToken, error) {
 	if r.dec == nil {
 		r.dec = newXMLTokenizer(r.src)
+		if f, ok := r.dec.(*fastXML); ok {
+			f.maxValue = int(min(r.cfg.limits.ValueBytes, math.MaxInt32))
+			f.maxTag = r.cfg.limits.FeatureBytes
+		}
 	}
 	t := &r.tok
 	if err := r.dec.next(t); err != nil {
@@ -183,6 +218,11 @@ func (r *GMLReader) token() (*xmlToken, error) {
 			return nil, io.ErrUnexpectedEOF
 		}
 		return nil, err
+	}
+	if r.featStart >= 0 {
+		if n := r.dec.offset() - r.featStart; n > r.cfg.limits.FeatureBytes {
+			return nil, &LimitError{Name: "feature_bytes", Max: r.cfg.limits.FeatureBytes}
+		}
 	}
 	switch t.Kind {
 	case startToken:
@@ -193,10 +233,21 @@ func (r *GMLReader) token() (*xmlToken, error) {
 		for _, a := range t.Attr {
 			switch {
 			case a.Name.Space == "xmlns":
-				r.ns = append(r.ns, nsBinding{prefix: a.Name.Local, uri: a.Value, depth: len(r.stack)})
+				r.bind(a.Name.Local, a.Value)
 			case a.Name.Space == "" && a.Name.Local == "xmlns":
-				r.ns = append(r.ns, nsBinding{prefix: "", uri: a.Value, depth: len(r.stack)})
+				r.bind("", a.Value)
 			}
+		}
+		if len(r.ns) > maxNamespaceBindings {
+			// Every prefix lookup scans them: a document declaring
+			// millions would cost time in proportion to its elements
+			// times its declarations.
+			return nil, fmt.Errorf("more than %d namespace declarations in scope", maxNamespaceBindings)
+		}
+		if int64(r.nsBytes) > r.cfg.limits.FeatureBytes {
+			// Bindings outlive features (a root may declare them), so
+			// they get a bound of their own.
+			return nil, &LimitError{Name: "feature_bytes", Max: r.cfg.limits.FeatureBytes, Where: "namespace declarations in scope"}
 		}
 	case endToken:
 		if len(r.stack) == 0 {
@@ -207,10 +258,18 @@ func (r *GMLReader) token() (*xmlToken, error) {
 		}
 		r.stack = r.stack[:len(r.stack)-1]
 		for len(r.ns) > 0 && r.ns[len(r.ns)-1].depth > len(r.stack) {
+			b := r.ns[len(r.ns)-1]
+			r.nsBytes -= len(b.prefix) + len(b.uri)
 			r.ns = r.ns[:len(r.ns)-1]
 		}
 	}
 	return t, nil
+}
+
+// bind records a namespace declaration of the element just started.
+func (r *GMLReader) bind(prefix, uri string) {
+	r.ns = append(r.ns, nsBinding{prefix: prefix, uri: uri, depth: len(r.stack)})
+	r.nsBytes += len(prefix) + len(uri)
 }
 
 func qname(n xml.Name) string {
@@ -347,7 +406,7 @@ func gmlCount(v string) (int, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 0 {
-		return -1, fmt.Errorf("%q is not a count", truncate(v, 40))
+		return -1, fmt.Errorf("%s is not a count", snippet(v))
 	}
 	return int(n), nil
 }
@@ -444,6 +503,7 @@ func (r *GMLReader) parseCRS(name string) (CRS, error) {
 
 // readFeature reads the feature element just started.
 func (r *GMLReader) readFeature(se xml.StartElement) (*Feature, error) {
+	r.featStart = r.dec.offset()
 	depth := len(r.stack)
 	var id string
 	for _, a := range se.Attr {
@@ -528,6 +588,9 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 		case textToken:
 			if !complexValue {
 				r.pbuf = append(r.pbuf, tok.Text...)
+				if max := r.cfg.limits.ValueBytes; int64(len(r.pbuf)-start) > max {
+					return pg, r.errorf(r.index, &LimitError{Name: "value_bytes", Max: max, Where: "property " + snippet(se.Name.Local)}, "")
+				}
 			}
 		case startToken:
 			t := tok.start()
@@ -552,6 +615,9 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 				if null {
 					r.pbuf = r.pbuf[:start]
 				}
+				if max := r.cfg.limits.Properties; len(r.props) >= max {
+					return pg, r.errorf(r.index, &LimitError{Name: "properties", Max: int64(max), Where: "more properties than that"}, "")
+				}
 				r.props = append(r.props, gmlProp{name: se.Name.Local, start: start, end: len(r.pbuf), null: null})
 				return pg, nil
 			}
@@ -575,17 +641,66 @@ func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
 		props = make([]byte, len(r.jbuf))
 		copy(props, r.jbuf)
 	}
-	r.feature = Feature{ID: id, Geometry: g, Properties: props}
+	if reason := refuseID(id, r.cfg.limits.IDBytes); reason != "" {
+		r.feature = Feature{Refused: reason}
+	} else {
+		r.feature = Feature{ID: id, Geometry: g, Properties: props}
+	}
+	r.featStart = -1
 	r.index++
 	return &r.feature, nil
 }
 
 // appendProps renders r.props as a JSON object. A name that repeats becomes
 // one member whose value is the array of its values, in document order.
+//
+// Features of a few dozen properties compare names pairwise; beyond that a
+// map groups them, so that a feature of limits.properties (10,000 by
+// default) properties costs linear time, not 10^8 comparisons.
 func (r *GMLReader) appendProps(b []byte) []byte {
 	b = append(b, '{')
 	first := true
+	var groups map[string]int // name → index of its first property
+	var nextSame []int        // index of the next property of the same name, -1
+	if len(r.props) > 32 {
+		groups = make(map[string]int, len(r.props))
+		nextSame = make([]int, len(r.props))
+		last := make(map[string]int, len(r.props))
+		for i, p := range r.props {
+			nextSame[i] = -1
+			if j, ok := last[p.name]; ok {
+				nextSame[j] = i
+			} else {
+				groups[p.name] = i
+			}
+			last[p.name] = i
+		}
+	}
 	for i, p := range r.props {
+		if groups != nil {
+			if groups[p.name] != i {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, p.name)
+			b = append(b, ':')
+			if nextSame[i] < 0 {
+				b = r.appendValue(b, p)
+				continue
+			}
+			b = append(b, '[')
+			for j := i; j >= 0; j = nextSame[j] {
+				if j > i {
+					b = append(b, ',')
+				}
+				b = r.appendValue(b, r.props[j])
+			}
+			b = append(b, ']')
+			continue
+		}
 		repeated, seen := false, false
 		for j := range r.props {
 			if j != i && r.props[j].name == p.name {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/twpayne/go-geom"
 )
@@ -44,10 +45,19 @@ func isGeometryElement(local string) bool {
 // geometry reads the geometry element se, whose start was just read, up to
 // its end.
 func (r *GMLReader) geometry(se xml.StartElement, inherit CRS) (geom.T, error) {
+	return r.geometryIn(se, gctx{crs: inherit})
+}
+
+// geometryIn reads the geometry element se in the context of its parent
+// (a collection's CRS and srsDimension, or the feature's CRS).
+func (r *GMLReader) geometryIn(se xml.StartElement, parent gctx) (geom.T, error) {
+	if se.Name.Local == "MultiGeometry" {
+		return r.readCollection(se, parent)
+	}
 	b := &r.g
 	b.flat, b.ends, b.polys = b.flat[:0], b.ends[:0], b.polys[:0]
 	b.stride, b.crsSet = 0, false
-	ctx, err := r.geomCtx(se, gctx{crs: inherit})
+	ctx, err := r.geomCtx(se, parent)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +85,7 @@ func (r *GMLReader) geometry(se xml.StartElement, inherit CRS) (geom.T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gml:%s: %w", kind, err)
 	}
-	srid := inherit.SRID
+	srid := parent.crs.SRID
 	if b.crsSet {
 		srid = b.crs.SRID
 	}
@@ -84,6 +94,46 @@ func (r *GMLReader) geometry(se xml.StartElement, inherit CRS) (geom.T, error) {
 		return nil, fmt.Errorf("gml:%s: %w", kind, err)
 	}
 	return geom.SetSRID(g, srid)
+}
+
+// readCollection reads a gml:MultiGeometry as a GeometryCollection: its
+// members in order (geometryMember, geometryMembers), each any geometry the
+// reader knows, MultiGeometry included, and all in the collection's CRS. An
+// empty one is an empty XY collection. The layout follows the GeoJSON
+// decoder's rule (decodeCollection).
+func (r *GMLReader) readCollection(se xml.StartElement, parent gctx) (geom.T, error) {
+	r.g.crsSet = false
+	ctx, err := r.geomCtx(se, parent)
+	if err != nil {
+		return nil, err
+	}
+	srid := ctx.crs.SRID
+	gc := geom.NewGeometryCollection()
+	err = r.children(func(m xml.StartElement) error {
+		switch m.Name.Local {
+		case "geometryMember", "geometryMembers":
+		default:
+			return r.skip() // gml:name, gml:boundedBy…
+		}
+		return r.children(func(g xml.StartElement) error {
+			if !r.isGML(g.Name.Space) || !isGeometryElement(g.Name.Local) {
+				return fmt.Errorf("unsupported member %s", snippet(qname(g.Name)))
+			}
+			mg, err := r.geometryIn(g, ctx)
+			if err != nil {
+				return err
+			}
+			if mg.SRID() != srid {
+				return fmt.Errorf("parts in two CRSs (%d and %d)", srid, mg.SRID())
+			}
+			return gc.Push(mg)
+		})
+	})
+	if err != nil {
+		return nil, err // the member's error names its element
+	}
+	setCollectionLayout(gc)
+	return gc.SetSRID(srid), nil
 }
 
 // geomCtx reads srsName and srsDimension of a geometry element. A part may
@@ -114,7 +164,7 @@ func (r *GMLReader) geomCtx(se xml.StartElement, parent gctx) (gctx, error) {
 		case "srsDimension", "dimension":
 			d, err := strconv.Atoi(a.Value)
 			if err != nil || d < 2 || d > 4 {
-				return ctx, fmt.Errorf("%s %q: want 2, 3 or 4", a.Name.Local, truncate(a.Value, 20))
+				return ctx, fmt.Errorf("%s %s: want 2, 3 or 4", a.Name.Local, snippet(a.Value))
 			}
 			ctx.dim = d
 		}
@@ -294,7 +344,7 @@ func (r *GMLReader) readCoordinates(se xml.StartElement, ctx gctx) error {
 			continue
 		}
 		if len(a.Value) != 1 {
-			return fmt.Errorf("coordinates %s=%q: want one character", a.Name.Local, truncate(a.Value, 10))
+			return fmt.Errorf("coordinates %s=%s: want one character", a.Name.Local, snippet(a.Value))
 		}
 		*p = a.Value[0]
 	}
@@ -379,7 +429,7 @@ func (r *GMLReader) readCoord(ctx gctx) error {
 		from := skipSpace(text, 0)
 		f, j, ok := scanFloat(text, from)
 		if !ok || skipSpace(text, j) != len(text) || seen[i] {
-			return fmt.Errorf("bad coord %s %q", se.Name.Local, truncate(string(text), 40))
+			return fmt.Errorf("bad coord %s %s", se.Name.Local, snippet(text))
 		}
 		xyz[i], seen[i] = f, true
 		return nil
@@ -636,11 +686,15 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// field returns the text at b[i:] up to the next space, for error messages.
+// field returns the text at b[i:] up to the next space, for error messages
+// (at most 40 bytes, cut at a rune boundary).
 func field(b []byte, i int) string {
 	j := i
 	for j < len(b) && !isSpace(b[j]) && j-i < 40 {
 		j++
+	}
+	for j < len(b) && j > i && !utf8.RuneStart(b[j]) {
+		j--
 	}
 	return string(b[i:j])
 }
@@ -671,8 +725,8 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // and small exponents: when the mantissa fits in 53 bits and the power of
 // ten is exact, one multiplication or division is correctly rounded
 // (Clinger's fast path), with no allocation. Anything else goes to
-// strconv.ParseFloat. NaN, Inf and hexadecimal are not coordinates and are
-// refused.
+// strconv.ParseFloat, which also turns a number beyond float64's range into
+// ±Inf. NaN, Inf and hexadecimal are not coordinates and are refused.
 func scanFloat(b []byte, i int) (float64, int, bool) {
 	start := i
 	neg := false
@@ -747,8 +801,10 @@ func scanFloat(b []byte, i int) (float64, int, bool) {
 		return f, i, true
 	}
 	f, err := strconv.ParseFloat(string(b[start:i]), 64)
-	if err != nil {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return 0, start, false
 	}
+	// Beyond float64's range: ±Inf (or ±0), kept for the store to count
+	// as an invalid geometry rather than failing the page.
 	return f, i, true
 }

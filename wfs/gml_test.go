@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkt"
@@ -417,12 +418,13 @@ func TestGMLReaderErrors(t *testing.T) {
 		{"data after the document", gmlDoc("3.2", ``) + `<x/>`, "data after the document"},
 		{"bad number", pt(`<gml:Point><gml:pos>1 2x</gml:pos></gml:Point>`), `bad coordinate "2x"`},
 		{"NaN", pt(`<gml:Point><gml:pos>NaN 2</gml:pos></gml:Point>`), `bad coordinate "NaN"`},
-		{"huge", pt(`<gml:Point><gml:pos>1e400 2</gml:pos></gml:Point>`), `bad coordinate`},
 		{"posList not a multiple", pt(`<gml:LineString><gml:posList>1 2 3</gml:posList></gml:LineString>`), "not a multiple"},
 		{"mixed dimensions", pt(`<gml:LineString><gml:pos>1 2</gml:pos><gml:pos>1 2 3</gml:pos></gml:LineString>`), "dimensions after"},
 		{"point of two positions", pt(`<gml:Point><gml:coordinates>1,2 3,4</gml:coordinates></gml:Point>`), "one position"},
 		{"empty point", pt(`<gml:Point/>`), "one position"},
-		{"unsupported geometry", pt(`<gml:MultiGeometry/>`), "unsupported geometry gml:MultiGeometry"},
+		{"unsupported geometry", pt(`<gml:Solid/>`), "unsupported geometry gml:Solid"},
+		{"unsupported collection member", pt(`<gml:MultiGeometry><gml:geometryMember><gml:Solid/></gml:geometryMember></gml:MultiGeometry>`), "unsupported geometry gml:Solid"},
+		{"collection in two CRSs", pt(`<gml:MultiGeometry srsName="EPSG:4326"><gml:geometryMember><gml:Point srsName="EPSG:2264"><gml:pos>1 2</gml:pos></gml:Point></gml:geometryMember></gml:MultiGeometry>`), "two CRSs"},
 		{"unsupported srsName", pt(`<gml:Point srsName="ESRI:102719"><gml:pos>1 2</gml:pos></gml:Point>`), `unsupported srsName "ESRI:102719"`},
 		{"two CRSs", pt(`<gml:MultiPoint srsName="EPSG:4326"><gml:pointMember><gml:Point srsName="EPSG:2264"><gml:pos>1 2</gml:pos></gml:Point></gml:pointMember></gml:MultiPoint>`), "two CRSs"},
 		{"interior first", pt(`<gml:Polygon><gml:interior><gml:LinearRing><gml:posList>0 0 1 1 0 0</gml:posList></gml:LinearRing></gml:interior></gml:Polygon>`), "before the exterior"},
@@ -501,6 +503,11 @@ func FuzzGMLReader(f *testing.F) {
 	for _, s := range xmlTokSamples {
 		f.Add([]byte(s), "")
 	}
+	for s := range xmlRepairedSamples {
+		f.Add([]byte(s), "")
+	}
+	f.Add([]byte(gmlDoc("3.2", `<app:g><gml:MultiGeometry srsName="urn:ogc:def:crs:EPSG::4326"><gml:geometryMember><gml:Point><gml:pos>1 2</gml:pos></gml:Point></gml:geometryMember><gml:geometryMembers><gml:MultiGeometry/><gml:LineString srsDimension="3"><gml:posList>1 2 3 4 5 6</gml:posList></gml:LineString></gml:geometryMembers></gml:MultiGeometry></app:g>`)), "")
+	f.Add([]byte(gmlDoc("2", "<app:n>caf\xe9\x01&#0;</app:n><app:g><gml:MultiGeometry><gml:geometryMember><gml:Point><gml:coordinates>1e400,2</gml:coordinates></gml:Point></gml:geometryMember></gml:MultiGeometry></app:g>")), "n")
 	f.Fuzz(func(t *testing.T, doc []byte, idProp string) {
 		gmlReadersAgree(t, doc, idProp)
 		r := NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp))
@@ -523,8 +530,11 @@ func FuzzGMLReader(f *testing.F) {
 				failed = true
 				continue
 			}
-			if feat.Properties != nil && !json.Valid(feat.Properties) {
+			if feat.Properties != nil && (!json.Valid(feat.Properties) || !utf8.Valid(feat.Properties)) {
 				t.Fatalf("invalid properties %s", feat.Properties)
+			}
+			if !utf8.ValidString(feat.ID) {
+				t.Fatalf("id %q: not valid UTF-8", feat.ID)
 			}
 			if feat.Geometry != nil {
 				if _, err := wkt.Marshal(feat.Geometry); err != nil {

@@ -20,6 +20,12 @@ type jsonStream struct {
 	buf  []byte
 	pos  int   // next unread byte of buf
 	rerr error // the read error that ended the input (io.EOF at the end)
+	// maxToken bounds one string (its bytes between the quotes, as
+	// written) or scalar; 0 means no bound.
+	maxToken int64
+	// maxBuf caps the buffer's growth while value reads a value of
+	// bounded length; 0 means no cap.
+	maxBuf int64
 }
 
 func newJSONStream(r io.Reader) *jsonStream {
@@ -36,7 +42,13 @@ func (s *jsonStream) fill(keep int) (int, bool) {
 	s.buf = s.buf[:n]
 	s.pos -= keep
 	if len(s.buf) == cap(s.buf) {
-		grown := make([]byte, len(s.buf), 2*cap(s.buf))
+		// Double, but not far past what the value being read may hold:
+		// a feature at feature_bytes then costs that, not twice that.
+		n := 2 * cap(s.buf)
+		if s.maxBuf > int64(cap(s.buf)) && int64(n) > s.maxBuf {
+			n = int(s.maxBuf)
+		}
+		grown := make([]byte, len(s.buf), n)
 		copy(grown, s.buf)
 		s.buf = grown
 	}
@@ -92,24 +104,50 @@ func (s *jsonStream) expect(c byte) error {
 }
 
 // value returns the bytes of the next value, checked with validJSON; they
-// stay valid until the next call.
-func (s *jsonStream) value() ([]byte, error) {
+// stay valid until the next call. The value may not exceed maxLen bytes, nor
+// any string or scalar token in it s.maxToken bytes (0: no bound): the
+// check runs before each refill, so a 2 GB string costs the buffer a few
+// times the bound, never the string. Exceeding either is a *LimitError
+// (feature_bytes, value_bytes) whose Where the caller fills in.
+func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 	if _, err := s.peek(); err != nil {
 		return nil, unexpectedEnd(err)
 	}
 	start := s.pos
 	i, depth, inString := s.pos, 0, false
+	strStart, scalarStart := 0, -1 // of the string or scalar being scanned
+	s.maxBuf = 0
+	if maxLen > 0 {
+		s.maxBuf = maxLen + 64<<10 // the value, and a read's worth beyond it
+	}
+	refill := func() (bool, error) {
+		if maxLen > 0 && int64(i-start) > maxLen {
+			return false, &LimitError{Name: "feature_bytes", Max: maxLen}
+		}
+		if err := s.checkToken(inString, strStart, scalarStart, i); err != nil {
+			return false, err
+		}
+		moved, ok := s.fill(start)
+		i -= moved
+		strStart -= moved
+		if scalarStart >= 0 {
+			scalarStart -= moved
+		}
+		start = 0
+		return ok, nil
+	}
 	for {
 		if i == len(s.buf) {
-			moved, ok := s.fill(start)
+			ok, err := refill()
+			if err != nil {
+				return nil, err
+			}
 			if !ok {
 				if depth == 0 && !inString && i > start {
 					break // a number or literal that ends the input
 				}
 				return nil, unexpectedEnd(s.endErr())
 			}
-			i -= moved
-			start = 0
 			continue
 		}
 		c := s.buf[i]
@@ -118,18 +156,22 @@ func (s *jsonStream) value() ([]byte, error) {
 			case '\\':
 				if i+1 == len(s.buf) {
 					// Keep the escape and its next byte together.
-					moved, ok := s.fill(start)
+					ok, err := refill()
+					if err != nil {
+						return nil, err
+					}
 					if !ok {
 						return nil, unexpectedEnd(s.endErr())
 					}
-					i -= moved
-					start = 0
 					continue
 				}
 				i += 2
 				continue
 			case '"':
 				inString = false
+				if s.maxToken > 0 && int64(i-strStart-1) > s.maxToken {
+					return nil, &LimitError{Name: "value_bytes", Max: s.maxToken}
+				}
 			}
 			i++
 			if !inString && depth == 0 {
@@ -146,8 +188,21 @@ func (s *jsonStream) value() ([]byte, error) {
 			continue
 		}
 		switch c {
+		case '"', '{', '[', '}', ']', ',', ':', ' ', '\t', '\n', '\r':
+			if scalarStart >= 0 {
+				if s.maxToken > 0 && int64(i-scalarStart) > s.maxToken {
+					return nil, &LimitError{Name: "value_bytes", Max: s.maxToken}
+				}
+				scalarStart = -1
+			}
+		default:
+			if scalarStart < 0 {
+				scalarStart = i
+			}
+		}
+		switch c {
 		case '"':
-			inString = true
+			inString, strStart = true, i
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -161,12 +216,36 @@ func (s *jsonStream) value() ([]byte, error) {
 			break
 		}
 	}
+	if maxLen > 0 && int64(i-start) > maxLen {
+		return nil, &LimitError{Name: "feature_bytes", Max: maxLen}
+	}
+	if err := s.checkToken(false, 0, scalarStart, i); err != nil {
+		return nil, err
+	}
 	v := s.buf[start:i]
 	s.pos = i
 	if err := validJSON(v); err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// checkToken fails when the string (from strStart, its quote) or the scalar
+// (from scalarStart, -1 when none) being scanned at i exceeds s.maxToken.
+func (s *jsonStream) checkToken(inString bool, strStart, scalarStart, i int) error {
+	if s.maxToken <= 0 {
+		return nil
+	}
+	n := 0
+	if inString {
+		n = i - strStart - 1
+	} else if scalarStart >= 0 {
+		n = i - scalarStart
+	}
+	if int64(n) > s.maxToken {
+		return &LimitError{Name: "value_bytes", Max: s.maxToken}
+	}
+	return nil
 }
 
 func unexpectedEnd(err error) error {

@@ -18,6 +18,8 @@ import (
 type xmlTokenizer interface {
 	next(tok *xmlToken) error
 	InputPos() (line, column int)
+	// offset is the number of input bytes consumed so far.
+	offset() int64
 }
 
 // tokenKind is what an xmlToken holds.
@@ -45,6 +47,8 @@ func (t *xmlToken) start() xml.StartElement { return xml.StartElement{Name: t.Na
 // stdXML adapts encoding/xml's decoder (documents in other encodings).
 type stdXML struct{ *xml.Decoder }
 
+func (d stdXML) offset() int64 { return d.InputOffset() }
+
 func (d stdXML) next(tok *xmlToken) error {
 	for {
 		raw, err := d.RawToken()
@@ -65,9 +69,12 @@ func (d stdXML) next(tok *xmlToken) error {
 	}
 }
 
-// newXMLTokenizer returns the fast tokenizer for a UTF-8 document (no XML
-// declaration, or one that declares UTF-8), and encoding/xml's decoder with
-// charsetReader for a document that declares another encoding.
+// newXMLTokenizer returns the fast tokenizer for a UTF-8 or ISO-8859-1
+// document (no XML declaration, or one that declares one of them; Latin-1
+// is converted to UTF-8 first), and encoding/xml's decoder with
+// charsetReader for a document that declares another encoding or version,
+// which refuses it. All real documents thus go through fastXML, whose
+// bounds (xmlLimits) keep memory small whatever the document holds.
 func newXMLTokenizer(r io.Reader) xmlTokenizer {
 	head := make([]byte, 512)
 	n := 0
@@ -85,12 +92,35 @@ func newXMLTokenizer(r io.Reader) xmlTokenizer {
 		rest = errReader{err}
 	}
 	src := io.MultiReader(bytes.NewReader(head), rest)
-	if needsStdDecoder(head) {
+	if latin1Declared(head) {
+		src = &latin1Reader{r: src}
+	} else if needsStdDecoder(head) {
 		dec := xml.NewDecoder(src)
 		dec.CharsetReader = charsetReader
 		return stdXML{dec}
 	}
 	return &fastXML{r: src, buf: make([]byte, 0, 64<<10), line: 1, names: make(map[string]cachedName)}
+}
+
+// latin1Declared reports whether the document's XML declaration (version
+// 1.0) names ISO-8859-1 or one of its aliases (see charsetReader).
+func latin1Declared(head []byte) bool {
+	if !bytes.HasPrefix(head, []byte("<?xml")) || len(head) < 6 || !isXMLSpace(head[5]) {
+		return false
+	}
+	end := bytes.Index(head, []byte("?>"))
+	if end < 0 {
+		return false
+	}
+	decl := string(head[5:end])
+	if v := procInstParam("version", decl); v != "" && v != "1.0" {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(procInstParam("encoding", decl))) {
+	case "iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "iso_8859-1", "us-ascii", "ascii":
+		return true
+	}
+	return false
 }
 
 type errReader struct{ err error }
@@ -160,8 +190,14 @@ type fastXML struct {
 	r    io.Reader
 	buf  []byte // input window; buf[pos:] is unread
 	pos  int
+	base int64 // input bytes before buf[0]
 	eof  bool
 	rerr error
+
+	// maxValue bounds an attribute value and a CDATA section (0: none);
+	// maxTag bounds a start tag with its attributes (0: none).
+	maxValue int
+	maxTag   int64
 
 	line int // newlines in input before buf[0], plus one
 
@@ -178,6 +214,18 @@ type fastXML struct {
 }
 
 const maxInternedNames = 4096
+
+// maxNameBytes bounds an element or attribute name. GML and application
+// schema names are a few dozen bytes; the bound keeps the element stack
+// and the interned names small whatever a document holds.
+const maxNameBytes = 1024
+
+// textChunk is the size at which character data is handed out in pieces
+// (consecutive text tokens), so that a 2 GB text node never sits in
+// memory whole: the reader bounds what it keeps of it.
+const textChunk = 64 << 10
+
+func (t *fastXML) offset() int64 { return t.base + int64(t.pos) }
 
 func (t *fastXML) InputPos() (int, int) {
 	return t.line + bytes.Count(t.buf[:t.pos], []byte{'\n'}), 0
@@ -197,6 +245,7 @@ func (t *fastXML) fill() bool {
 	}
 	if t.pos > 0 {
 		t.line += bytes.Count(t.buf[:t.pos], []byte{'\n'})
+		t.base += int64(t.pos)
 		n := copy(t.buf, t.buf[t.pos:])
 		t.buf = t.buf[:n]
 		t.pos = 0
@@ -386,6 +435,9 @@ func (t *fastXML) readName() (xml.Name, error) {
 	t.scr = append(t.scr[:0], t.buf[t.pos:]...)
 	t.pos = len(t.buf)
 	for {
+		if len(t.scr) > maxNameBytes {
+			return xml.Name{}, t.syntaxError("XML name longer than %d bytes: %s", maxNameBytes, snippet(t.scr))
+		}
 		if !t.fill() {
 			return xml.Name{}, t.eofError()
 		}
@@ -416,21 +468,24 @@ func (t *fastXML) name(b []byte, ascii bool) (xml.Name, error) {
 		}
 		return c.name, nil
 	}
+	if len(b) > maxNameBytes {
+		return xml.Name{}, t.syntaxError("XML name longer than %d bytes: %s", maxNameBytes, snippet(b))
+	}
 	if len(b) == 0 || !isNameStartByte(b[0]) {
-		return xml.Name{}, t.syntaxError("invalid XML name: %q", truncate(string(b), 40))
+		return xml.Name{}, t.syntaxError("invalid XML name: %s", snippet(b))
 	}
 	if !ascii && !utf8.Valid(b) {
 		return xml.Name{}, t.syntaxError("invalid UTF-8")
 	}
 	s := string(b)
 	if strings.Count(s, ":") > 1 {
-		return xml.Name{}, t.syntaxError("invalid XML name: %q", truncate(s, 40))
+		return xml.Name{}, t.syntaxError("invalid XML name: %s", snippet(s))
 	}
 	n := xml.Name{Local: s}
 	if space, local, ok := strings.Cut(s, ":"); ok && space != "" && local != "" {
 		n = xml.Name{Space: space, Local: local}
 	}
-	if len(t.names) < maxInternedNames {
+	if len(t.names) < maxInternedNames && len(s) <= 256 {
 		c := cachedName{raw: s, name: n}
 		t.names[s], *slot = c, c
 	}
@@ -450,12 +505,17 @@ func nameSlot(b []byte) uint8 {
 }
 
 func (t *fastXML) startElement(tok *xmlToken) error {
+	tagStart := t.offset()
 	name, err := t.readName()
 	if err != nil {
 		return err
 	}
 	tok.Kind, tok.Name, tok.Attr = startToken, name, tok.Attr[:0]
 	for {
+		if t.maxTag > 0 && t.offset()-tagStart > t.maxTag {
+			t.err = &LimitError{Name: "feature_bytes", Max: t.maxTag, Where: "start tag <" + qname(name) + ">"}
+			return t.err
+		}
 		t.skipSpace()
 		c, err := t.mustgetc()
 		if err != nil {
@@ -500,7 +560,16 @@ func (t *fastXML) startElement(tok *xmlToken) error {
 	}
 }
 
-// attrValue reads an attribute value up to the quote q.
+// valueLimit is the error for an attribute value or CDATA section longer
+// than maxValue.
+func (t *fastXML) valueLimit(what string) error {
+	line, _ := t.InputPos()
+	t.err = &LimitError{Name: "value_bytes", Max: int64(t.maxValue), Where: fmt.Sprintf("%s (line %d)", what, line)}
+	return t.err
+}
+
+// attrValue reads an attribute value up to the quote q. Invalid UTF-8 and
+// control characters are repaired (U+FFFD), not errors: see text.go.
 func (t *fastXML) attrValue(q byte) (string, error) {
 	// Most values are plain text within the buffer: one scan, one copy.
 	ascii := true
@@ -509,7 +578,10 @@ func (t *fastXML) attrValue(q byte) (string, error) {
 		if c == q {
 			v := t.buf[t.pos:i]
 			if !ascii && !utf8.Valid(v) {
-				break // let the slow path report it
+				break // let the slow path repair it
+			}
+			if t.maxValue > 0 && len(v) > t.maxValue {
+				return "", t.valueLimit("an attribute value")
 			}
 			t.pos = i + 1
 			return string(v), nil
@@ -521,16 +593,16 @@ func (t *fastXML) attrValue(q byte) (string, error) {
 	}
 	t.scr = t.scr[:0]
 	for {
+		if t.maxValue > 0 && len(t.scr) > t.maxValue {
+			return "", t.valueLimit("an attribute value")
+		}
 		c, err := t.mustgetc()
 		if err != nil {
 			return "", err
 		}
 		switch {
 		case c == q:
-			if !utf8.Valid(t.scr) {
-				return "", t.syntaxError("invalid UTF-8")
-			}
-			return string(t.scr), nil
+			return string(repairXMLText(t.scr)), nil
 		case c == '<':
 			return "", t.syntaxError("unescaped < inside quoted string")
 		case c == '&':
@@ -545,7 +617,7 @@ func (t *fastXML) attrValue(q byte) (string, error) {
 				}
 			}
 		case c < 0x20 && c != '\t' && c != '\n':
-			return "", t.syntaxError("illegal character code U+%04X", c)
+			t.scr = utf8.AppendRune(t.scr, utf8.RuneError)
 		default:
 			t.scr = append(t.scr, c)
 		}
@@ -617,6 +689,12 @@ func (t *fastXML) entity(b []byte) ([]byte, error) {
 		if ok && isXMLChar(rune(r)) {
 			return utf8.AppendRune(b, rune(r)), nil
 		}
+		if ok {
+			// A reference to a character XML does not allow (&#0;,
+			// &#1;…): bad text like a raw control character, repaired
+			// the same way.
+			return utf8.AppendRune(b, utf8.RuneError), nil
+		}
 	}
 	return b, t.syntaxError("invalid character entity &%s;", s)
 }
@@ -629,7 +707,10 @@ func isXMLChar(r rune) bool {
 		r >= 0x10000 && r <= 0x10FFFF
 }
 
-// readText reads character data up to the next '<' into t.text.
+// readText reads character data up to the next '<' into t.text, or a
+// piece of it of about textChunk bytes (the rest comes as the next text
+// tokens). Invalid UTF-8 and characters XML does not allow are repaired
+// (U+FFFD), not errors: see text.go.
 func (t *fastXML) readText() error {
 	t.text = t.text[:0]
 	ascii := true
@@ -652,9 +733,18 @@ func (t *fastXML) readText() error {
 			}
 			break
 		}
+		n := i - t.pos
 		t.text = append(t.text, t.buf[t.pos:i]...)
 		t.pos = i
 		if i == len(t.buf) {
+			// Hand out a piece once it is big enough; a rune cut at the
+			// buffer's end goes with the next piece (when its bytes are
+			// still in the buffer; else the piece grows a little more).
+			if k := incompleteTail(t.text); len(t.text) >= textChunk && k <= n {
+				t.text = t.text[:len(t.text)-k]
+				t.pos -= k
+				goto done
+			}
 			if !t.fill() {
 				if t.rerr != nil {
 					t.err = t.rerr
@@ -688,20 +778,69 @@ func (t *fastXML) readText() error {
 				t.pos++
 			}
 		default:
-			return t.syntaxError("illegal character code U+%04X", c)
+			t.text = utf8.AppendRune(t.text, utf8.RuneError)
+			t.pos++
+			ascii = false
 		}
 	}
 done:
-	if !ascii && !validXMLText(t.text) {
-		return t.syntaxError("invalid UTF-8 or character")
+	if !ascii {
+		t.text = repairXMLText(t.text)
 	}
 	return nil
+}
+
+// incompleteTail is the number of bytes at the end of b that begin a UTF-8
+// sequence without completing it.
+func incompleteTail(b []byte) int {
+	for k := 1; k <= utf8.UTFMax && k <= len(b); k++ {
+		if utf8.RuneStart(b[len(b)-k]) {
+			if utf8.FullRune(b[len(b)-k:]) {
+				return 0
+			}
+			return k
+		}
+	}
+	return 0
+}
+
+// repairXMLText replaces, in place when it can, invalid UTF-8 bytes and
+// characters XML does not allow with U+FFFD (three bytes for each byte or
+// character replaced: it works on a copy when it must grow).
+func repairXMLText(b []byte) []byte {
+	if validXMLText(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || !isXMLChar(r) {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }
 
 // validXMLText reports whether b is UTF-8 of XML characters only.
 func validXMLText(b []byte) bool {
 	for i := 0; i < len(b); {
-		if b[i] < utf8.RuneSelf {
+		if c := b[i]; c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+				return false
+			}
 			i++
 			continue
 		}
@@ -763,6 +902,9 @@ func (t *fastXML) bang() (xml.Token, error) {
 				t.pos += 3
 				break
 			}
+			if t.maxValue > 0 && len(t.text) > t.maxValue {
+				return nil, t.valueLimit("a CDATA section")
+			}
 			c, err := t.mustgetc()
 			if err != nil {
 				return nil, err
@@ -774,14 +916,12 @@ func (t *fastXML) bang() (xml.Token, error) {
 					t.pos++
 				}
 			case c < 0x20 && c != '\t' && c != '\n':
-				return nil, t.syntaxError("illegal character code U+%04X", c)
+				t.text = utf8.AppendRune(t.text, utf8.RuneError)
 			default:
 				t.text = append(t.text, c)
 			}
 		}
-		if !validXMLText(t.text) {
-			return nil, t.syntaxError("invalid UTF-8 or character")
-		}
+		t.text = repairXMLText(t.text)
 		return xml.CharData(t.text), nil
 	}
 	// A directive (DOCTYPE): up to the matching '>', minding quotes and

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/twpayne/go-geom/encoding/wkt"
 )
 
 // xmlTokSamples exercise what fastXML must read as encoding/xml does.
@@ -26,11 +28,7 @@ var xmlTokSamples = []string{
 	`<a b="<"></a>`,
 	`<a>]]></a>`,
 	`<a>&unknown;</a>`,
-	`<a>&#0;</a>`,
 	`<a>&#xD800;</a>`,
-	"<a>\x01</a>",
-	"<a>\xff</a>",
-	"<a b=\"\xff\"></a>",
 	`<a><b></a>`,
 	`<a`,
 	`<a>text`,
@@ -41,16 +39,56 @@ var xmlTokSamples = []string{
 	`<a></a  >`,
 	"<?xml version=\"1.0\"?>\n<?pi stuff?>\n\n<a>\n\n</b>",
 	`<a>` + strings.Repeat(`<b c="d">x &amp; y</b>`, 4000) + `</a>`,
+	`<a>` + strings.Repeat("text é 日本 &amp; \r\n", 40000) + `</a>`,
+}
+
+// xmlRepairedSamples are the documents fastXML reads where encoding/xml
+// fails: bad text is repaired with U+FFFD (see text.go), so that one bad
+// record does not fail every poll of its layer.
+var xmlRepairedSamples = map[string][]string{
+	"<a>&#0;&#x1;&#xFFFE;</a>":        {"text \"\uFFFD\uFFFD\uFFFD\""},
+	"<a>\x01</a>":                     {"text \"\uFFFD\""},
+	"<a>x\xffy\xc3</a>":               {"text \"x\uFFFDy\uFFFD\""},
+	"<a><![CDATA[\xed\xa0\x80]]></a>": {"text \"\uFFFD\uFFFD\uFFFD\""},
+	"<a>\xef\xbf\xbe</a>":             {"text \"\uFFFD\""},
+	"<a b=\"\xff\x02\"></a>":          {"start xml.Name{Space:\"\", Local:\"a\"} xml.Name{Space:\"\", Local:\"b\"}=\"\uFFFD\uFFFD\""},
+}
+
+func TestFastXMLRepairsText(t *testing.T) {
+	t.Parallel()
+	for doc, want := range xmlRepairedSamples {
+		if std := stdTokens(t, strings.NewReader(doc)); std[len(std)-1] != "syntax error" {
+			t.Errorf("%q: encoding/xml reads it (%q); not a repair", doc, std)
+		}
+		a := `start xml.Name{Space:"", Local:"a"}`
+		if strings.HasPrefix(want[0], "start") {
+			want = append(want, `end xml.Name{Space:"", Local:"a"}`, "EOF")
+		} else {
+			want = append([]string{a}, append(want, `end xml.Name{Space:"", Local:"a"}`, "EOF")...)
+		}
+		for _, r := range []io.Reader{strings.NewReader(doc), iotest.OneByteReader(strings.NewReader(doc))} {
+			if got := rawTokens(t, newXMLTokenizer(r)); !reflect.DeepEqual(got, want) {
+				t.Errorf("%q:\n got %q\nwant %q", doc, got, want)
+			}
+		}
+	}
 }
 
 // rawTokens lists the tokens dec gives, up to the first error, with the
-// error's kind (not its wording).
+// error's kind (not its wording). Consecutive text tokens are merged: long
+// text comes in pieces.
 func rawTokens(t *testing.T, dec xmlTokenizer) []string {
 	t.Helper()
 	var out []string
 	var tok xmlToken
+	var text []byte
+	inText := false
 	for range 100_000 {
 		err := dec.next(&tok)
+		if inText && (err != nil || tok.Kind != textToken) {
+			out = append(out, fmt.Sprintf("text %q", text))
+			inText = false
+		}
 		if end, ok := tokenEnd(out, err); ok {
 			return end
 		}
@@ -60,7 +98,10 @@ func rawTokens(t *testing.T, dec xmlTokenizer) []string {
 		case endToken:
 			out = append(out, fmt.Sprintf("end %#v", tok.Name))
 		case textToken:
-			out = append(out, fmt.Sprintf("text %q", tok.Text))
+			if !inText {
+				text = text[:0]
+			}
+			text, inText = append(text, tok.Text...), true
 		}
 	}
 	t.Fatal("no end")
@@ -74,8 +115,14 @@ func stdTokens(t *testing.T, r io.Reader) []string {
 	dec := xml.NewDecoder(r)
 	dec.CharsetReader = charsetReader
 	var out []string
+	var text []byte
+	inText := false
 	for range 100_000 {
 		tok, err := dec.RawToken()
+		if inText && (err != nil || flushesText(tok)) {
+			out = append(out, fmt.Sprintf("text %q", text))
+			inText = false
+		}
 		if end, ok := tokenEnd(out, err); ok {
 			return end
 		}
@@ -85,11 +132,25 @@ func stdTokens(t *testing.T, r io.Reader) []string {
 		case xml.EndElement:
 			out = append(out, fmt.Sprintf("end %#v", tk.Name))
 		case xml.CharData:
-			out = append(out, fmt.Sprintf("text %q", []byte(tk)))
+			if !inText {
+				text = text[:0]
+			}
+			text, inText = append(text, tk...), true
 		}
 	}
 	t.Fatal("no end")
 	return nil
+}
+
+// flushesText reports whether tok ends a run of text: elements do;
+// comments, processing instructions and directives, which fastXML skips,
+// do not.
+func flushesText(tok xml.Token) bool {
+	switch tok.(type) {
+	case xml.StartElement, xml.EndElement:
+		return true
+	}
+	return false
 }
 
 func tokenEnd(out []string, err error) ([]string, bool) {
@@ -187,7 +248,13 @@ func readAllFeatures(r *GMLReader) ([]string, error) {
 		if err != nil {
 			return out, err
 		}
-		out = append(out, fmt.Sprintf("%q %#v %s", f.ID, f.Geometry, f.Properties))
+		g := "<nil>"
+		if f.Geometry != nil {
+			// Text, not %#v: a collection holds pointers to its members.
+			w, err := wkt.Marshal(f.Geometry)
+			g = fmt.Sprintf("%s %v %d %v", w, f.Geometry.Layout(), f.Geometry.SRID(), err)
+		}
+		out = append(out, fmt.Sprintf("%q %s %s %q", f.ID, g, f.Properties, f.Refused))
 	}
 	return out, errors.New("no end")
 }
