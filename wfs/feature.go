@@ -25,7 +25,7 @@ type Feature struct {
 	// JSON strings (GML); a \u0000 escape is kept, for the store to judge.
 	Properties json.RawMessage
 	// Refused, when not "", says why the decoder refuses this feature alone
-	// (an id longer than Limits.IDBytes, or one holding a NUL) while the
+	// (an id longer than Limits.IDBytes) while the
 	// rest of the page is sound. A refused feature has no ID, Geometry or
 	// Properties; the caller skips it and counts the reason. The reason
 	// quotes at most the first 100 bytes of the offending value.

@@ -550,14 +550,12 @@ func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 }
 
 // refuseID says why a feature with this id cannot be stored, or "": an id
-// longer than max, or one holding a NUL (no PostgreSQL text can). Such a
-// feature is refused alone (Feature.Refused); the id is quoted truncated.
+// longer than max. Such a feature is refused alone (Feature.Refused); the id
+// is quoted truncated. (A NUL in an id is not refused: the store repairs it
+// to U+FFFD like a NUL in a property, under the feed's invalid_feature.)
 func refuseID(id string, max int) string {
 	if len(id) > max {
 		return fmt.Sprintf("id of %d bytes exceeds limits.id_bytes (%d): %s", len(id), max, snippet(id))
-	}
-	if strings.IndexByte(id, 0) >= 0 {
-		return "id holds a NUL character: " + snippet(id)
 	}
 	return ""
 }

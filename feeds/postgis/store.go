@@ -397,10 +397,12 @@ func (c *copySource) encodeChunk() {
 			c.done = true
 			break
 		}
-		if len(f.ID) > MaxIDBytes {
+		if f.Refused != "" || len(f.ID) > MaxIDBytes {
 			// An id that long cannot be a key (the apply's index refuses
 			// it) and says nothing about the rest of the layer: the
-			// feature alone is refused, never the page.
+			// feature alone is refused, never the page. The decoders
+			// refuse ids over the feed's limits.id_bytes (Refused); this
+			// ceiling holds whatever a feed configures.
 			c.invalid[reasonIDTooLong]++
 			continue
 		}
