@@ -22,6 +22,10 @@ const (
 	RedirectsFollow = "follow"
 )
 
+// maxIDBytes is the longest id the store keeps (postgis.MaxIDBytes): the
+// B-tree of a feed's key cannot hold a longer one.
+const maxIDBytes = 2048
+
 // limitsKeys are the keys of a `limits:` block, in the order the README lists them.
 var limitsKeys = []string{"body_bytes", "poll_bytes", "poll_features", "feature_bytes", "value_bytes", "id_bytes", "properties"}
 
@@ -62,6 +66,11 @@ func (p *parser) limits(m *mapping, path string, base wfs.Limits) wfs.Limits {
 	size("value_bytes", &out.ValueBytes)
 	var idBytes, props int64
 	size("id_bytes", &idBytes)
+	if idBytes > maxIDBytes {
+		n, _ := lm.get("id_bytes")
+		p.errorf(n, join(path, "id_bytes"), "at most %d: PostgreSQL cannot index a longer id", maxIDBytes)
+		idBytes = 0
+	}
 	count("properties", &props)
 	if idBytes > 0 {
 		if idBytes > math.MaxInt32 {

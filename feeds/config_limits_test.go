@@ -97,6 +97,7 @@ func TestLimitsHeadersRedirectsErrors(t *testing.T) {
     body_bytes: lots
     value_bytes: 0
     poll_features: -1
+    id_bytes: 4KiB
     bogus: 1
 jurisdictions:
   - id: a
@@ -117,11 +118,12 @@ jurisdictions:
 		`test.yaml:5:17: defaults.limits.body_bytes: expected a size above 0`,
 		`test.yaml:6:18: defaults.limits.value_bytes: expected a size above 0`,
 		`test.yaml:7:20: defaults.limits.poll_features: must be 1 or more, got -1`,
-		`test.yaml:8:5: defaults.limits.bogus: unknown key`,
-		`test.yaml:11:14: jurisdictions[0].headers: expected a mapping of header names to values`,
-		`test.yaml:17:11: jurisdictions[0].feeds[0].headers: "Bad Name" is not a valid HTTP header name`,
-		`test.yaml:18:11: jurisdictions[0].feeds[0].headers.Host: Host is set by ingestd itself`,
-		`test.yaml:19:20: jurisdictions[0].feeds[0].headers.X-Token: a header value may not contain a line break`,
+		`test.yaml:8:15: defaults.limits.id_bytes: at most 2048`,
+		`test.yaml:9:5: defaults.limits.bogus: unknown key`,
+		`test.yaml:12:14: jurisdictions[0].headers: expected a mapping of header names to values`,
+		`test.yaml:18:11: jurisdictions[0].feeds[0].headers: "Bad Name" is not a valid HTTP header name`,
+		`test.yaml:19:11: jurisdictions[0].feeds[0].headers.Host: Host is set by ingestd itself`,
+		`test.yaml:20:20: jurisdictions[0].feeds[0].headers.X-Token: a header value may not contain a line break`,
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(want), errs)
