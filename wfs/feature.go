@@ -30,7 +30,24 @@ type Feature struct {
 	// Properties; the caller skips it and counts the reason. The reason
 	// quotes at most the first 100 bytes of the offending value.
 	Refused string
+	// Repairs says which repairs the decoder made to the feature's text
+	// (its id and properties), so that the store counts them per reason and
+	// honours invalid_feature: skip for them as for its own repairs.
+	Repairs Repairs
 }
+
+// Repairs is a set of kinds of repair a decoder made to a feature's text.
+type Repairs uint8
+
+// Kinds of repair.
+const (
+	// RepairedUTF8: bytes of invalid UTF-8 (or, in XML, characters XML does
+	// not allow) replaced by U+FFFD.
+	RepairedUTF8 Repairs = 1 << iota
+	// RepairedSurrogate: a lone surrogate escape (\uD800–\uDFFF not half
+	// of a pair) replaced by \ufffd.
+	RepairedSurrogate
+)
 
 // FeatureReader yields the features of one response body in document order.
 // Next returns io.EOF after the last feature; any other error means the body

@@ -512,6 +512,7 @@ func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 		return nil, r.fail(r.index, "geometry", err)
 	}
 	props := r.raw.Properties
+	var repairs Repairs
 	if isNull(props) {
 		props = nil
 	} else if t := firstByte(props); t != '{' {
@@ -522,8 +523,9 @@ func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 			return nil, &LimitError{Name: "properties", Max: int64(r.cfg.limits.Properties),
 				Where: fmt.Sprintf("geojson feature %d has %d", r.index, n)}
 		}
-		if repair {
+		if repair != 0 {
 			props = repairJSONText(props)
+			repairs = repair
 		}
 	}
 	var id string
@@ -543,7 +545,11 @@ func (r *GeoJSONReader) buildFeature() (*Feature, error) {
 	if reason := refuseID(id, r.cfg.limits.IDBytes); reason != "" {
 		r.feature = Feature{Refused: reason}
 	} else {
-		r.feature = Feature{ID: fixUTF8(id), Geometry: g, Properties: props}
+		fixed := fixUTF8(id)
+		if fixed != id {
+			repairs |= RepairedUTF8
+		}
+		r.feature = Feature{ID: fixed, Geometry: g, Properties: props, Repairs: repairs}
 	}
 	r.index++
 	return &r.feature, nil

@@ -332,7 +332,7 @@ func FuzzGeoJSONReader(f *testing.F) {
 			if feat != nil {
 				props = append(props, string(feat.Properties))
 				if feat.Properties != nil {
-					if _, bad := jsonTextStats(feat.Properties); bad || !utf8.Valid(feat.Properties) || !json.Valid(feat.Properties) {
+					if _, bad := jsonTextStats(feat.Properties); bad != 0 || !utf8.Valid(feat.Properties) || !json.Valid(feat.Properties) {
 						t.Fatalf("properties %q: not repaired", feat.Properties)
 					}
 				}

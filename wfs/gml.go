@@ -135,6 +135,9 @@ type GMLReader struct {
 	// featStart is the input offset where the feature being read began,
 	// -1 between features: FeatureBytes is checked at every token.
 	featStart int64
+	// repairedSeen is the tokenizer's repair count at the end of the last
+	// feature: a feature that ends with a higher count was repaired.
+	repairedSeen int
 	// nsBytes counts the bytes of the namespace bindings in scope.
 	nsBytes int
 }
@@ -641,10 +644,16 @@ func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
 		props = make([]byte, len(r.jbuf))
 		copy(props, r.jbuf)
 	}
+	var repairs Repairs
+	if f, ok := r.dec.(*fastXML); ok && f.repaired > r.repairedSeen {
+		// Counted from the end of the last feature, so that the feature's
+		// own start tag (read before readFeature) is included.
+		repairs, r.repairedSeen = RepairedUTF8, f.repaired
+	}
 	if reason := refuseID(id, r.cfg.limits.IDBytes); reason != "" {
 		r.feature = Feature{Refused: reason}
 	} else {
-		r.feature = Feature{ID: id, Geometry: g, Properties: props}
+		r.feature = Feature{ID: id, Geometry: g, Properties: props, Repairs: repairs}
 	}
 	r.featStart = -1
 	r.index++

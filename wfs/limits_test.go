@@ -333,7 +333,7 @@ func TestRepairsBadText(t *testing.T) {
 		if got[0].ID != "caf\uFFFD" {
 			t.Errorf("id %q", got[0].ID)
 		}
-		if _, bad := jsonTextStats(got[0].Properties); bad || !utf8.Valid(got[0].Properties) {
+		if _, bad := jsonTextStats(got[0].Properties); bad != 0 || !utf8.Valid(got[0].Properties) {
 			t.Errorf("%q: still needs a repair", got[0].Properties)
 		}
 	}
@@ -580,7 +580,7 @@ func FuzzHostileLimits(f *testing.F) {
 			if len(f.ID) > lim.IDBytes || !utf8.ValidString(f.ID) {
 				t.Fatalf("id %q", f.ID)
 			}
-			if n, bad := jsonTextStats(f.Properties); n > lim.Properties || bad || !utf8.Valid(f.Properties) {
+			if n, bad := jsonTextStats(f.Properties); n > lim.Properties || bad != 0 || !utf8.Valid(f.Properties) {
 				t.Fatalf("properties %q", f.Properties)
 			}
 		}

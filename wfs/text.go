@@ -92,7 +92,7 @@ func fixUTF8(s string) string {
 // and returns the number of members of the outermost object and whether the
 // text needs repairJSONText: an invalid UTF-8 byte or a lone surrogate
 // escape. It makes no allocation; text is read once.
-func jsonTextStats(b []byte) (members int, needsRepair bool) {
+func jsonTextStats(b []byte) (members int, needsRepair Repairs) {
 	depth := 0
 	empty := true
 	for i := 0; i < len(b); i++ {
@@ -108,7 +108,7 @@ func jsonTextStats(b []byte) (members int, needsRepair bool) {
 				case c == '\\':
 					if i+1 < len(b) && b[i+1] == 'u' {
 						if n := surrogateEscape(b, i); n < 0 {
-							needsRepair = true
+							needsRepair |= RepairedSurrogate
 						} else {
 							i += n - 1
 							continue
@@ -118,7 +118,7 @@ func jsonTextStats(b []byte) (members int, needsRepair bool) {
 				case c >= utf8.RuneSelf:
 					r, size := utf8.DecodeRune(b[i:])
 					if r == utf8.RuneError && size == 1 {
-						needsRepair = true
+						needsRepair |= RepairedUTF8
 					}
 					i += size - 1
 				}

@@ -198,6 +198,9 @@ type fastXML struct {
 	// maxTag bounds a start tag with its attributes (0: none).
 	maxValue int
 	maxTag   int64
+	// repaired counts the texts (values, attributes, references) that held
+	// bad characters and were repaired to U+FFFD.
+	repaired int
 
 	line int // newlines in input before buf[0], plus one
 
@@ -602,7 +605,7 @@ func (t *fastXML) attrValue(q byte) (string, error) {
 		}
 		switch {
 		case c == q:
-			return string(repairXMLText(t.scr)), nil
+			return string(t.repair(t.scr)), nil
 		case c == '<':
 			return "", t.syntaxError("unescaped < inside quoted string")
 		case c == '&':
@@ -617,6 +620,7 @@ func (t *fastXML) attrValue(q byte) (string, error) {
 				}
 			}
 		case c < 0x20 && c != '\t' && c != '\n':
+			t.repaired++
 			t.scr = utf8.AppendRune(t.scr, utf8.RuneError)
 		default:
 			t.scr = append(t.scr, c)
@@ -684,6 +688,7 @@ func (t *fastXML) entity(b []byte) ([]byte, error) {
 		}
 		if ok && r >= 0xD800 && r <= 0xDFFF {
 			// encoding/xml reads a surrogate's reference as U+FFFD.
+			t.repaired++
 			return utf8.AppendRune(b, utf8.RuneError), nil
 		}
 		if ok && isXMLChar(rune(r)) {
@@ -693,6 +698,7 @@ func (t *fastXML) entity(b []byte) ([]byte, error) {
 			// A reference to a character XML does not allow (&#0;,
 			// &#1;…): bad text like a raw control character, repaired
 			// the same way.
+			t.repaired++
 			return utf8.AppendRune(b, utf8.RuneError), nil
 		}
 	}
@@ -778,6 +784,7 @@ func (t *fastXML) readText() error {
 				t.pos++
 			}
 		default:
+			t.repaired++
 			t.text = utf8.AppendRune(t.text, utf8.RuneError)
 			t.pos++
 			ascii = false
@@ -785,7 +792,7 @@ func (t *fastXML) readText() error {
 	}
 done:
 	if !ascii {
-		t.text = repairXMLText(t.text)
+		t.text = t.repair(t.text)
 	}
 	return nil
 }
@@ -802,6 +809,16 @@ func incompleteTail(b []byte) int {
 		}
 	}
 	return 0
+}
+
+// repair is repairXMLText, counting in t.repaired the texts it changed, so
+// that the GML reader can tell which features were repaired (Feature.Repairs).
+func (t *fastXML) repair(b []byte) []byte {
+	if validXMLText(b) {
+		return b
+	}
+	t.repaired++
+	return repairXMLText(b)
 }
 
 // repairXMLText replaces, in place when it can, invalid UTF-8 bytes and
@@ -916,12 +933,13 @@ func (t *fastXML) bang() (xml.Token, error) {
 					t.pos++
 				}
 			case c < 0x20 && c != '\t' && c != '\n':
+				t.repaired++
 				t.text = utf8.AppendRune(t.text, utf8.RuneError)
 			default:
 				t.text = append(t.text, c)
 			}
 		}
-		t.text = repairXMLText(t.text)
+		t.text = t.repair(t.text)
 		return xml.CharData(t.text), nil
 	}
 	// A directive (DOCTYPE): up to the matching '>', minding quotes and

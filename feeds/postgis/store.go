@@ -591,6 +591,14 @@ func (c *copySource) encode(f *wfs.Feature) stagedRow {
 		h := sha256.Sum256(c.props)
 		r.propsHash = h[:]
 	}
+	// The decoders repair what they can before the store sees it; their
+	// repairs count, and are skipped under invalid_feature: skip, as ours.
+	if f.Repairs&wfs.RepairedUTF8 != 0 {
+		repairs |= repairUTF8
+	}
+	if f.Repairs&wfs.RepairedSurrogate != 0 {
+		repairs |= repairSurrogate
+	}
 	r.id, repairs = repairText(f.ID, repairs)
 	c.invalid.add(repairs)
 	if repairs != 0 && r.invalid == featureValid {
