@@ -561,7 +561,7 @@ var ErrNoHitCount = errors.New("wfs: no feature count in the hits response")
 // FeatureCollection (numberMatched, numberOfFeatures) or, from servers that
 // answer hits in the requested JSON, numberMatched or totalFeatures.
 func readHits(br *bufio.Reader) (int, error) {
-	kind, _ := sniff(br)
+	kind, _, _ := sniff(br)
 	if kind == kindJSON {
 		var doc struct {
 			NumberMatched json.RawMessage `json:"numberMatched"`
@@ -628,13 +628,17 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 		}
 		br, body, note, err := c.openBody(resp, layer, "response body")
 		if err != nil {
-			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+			r := readFailure(resp, err, redacted)
+			if r.Outcome == breaker.Failure {
+				return ignoredOr(r.Outcome, r.Err)
+			}
+			return *r
 		}
 		if note != "" {
 			c.logger.Warn(note, "origin", breaker.Origin(u), "url", redacted)
 		}
 
-		kind, _ := sniff(br)
+		kind, _, rerr := sniff(br)
 		switch {
 		case kind == kindException:
 			rep, err := parseExceptionReport(br, resp.StatusCode, redacted)
@@ -651,6 +655,14 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 				out = breaker.Failure
 			}
 			return breaker.Result{Outcome: out, Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted}}
+		case kind == kindUnknown && rerr != nil:
+			r := readFailure(resp, rerr, redacted)
+			if r.Outcome == breaker.Failure {
+				return ignoredOr(r.Outcome, r.Err)
+			}
+			return *r
+		case kind == kindJSONValue:
+			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: jsonValueError(br)}}
 		case kind == kindHTML:
 			err := ErrHTMLBody
 			if t := htmlTitle(br); t != "" {

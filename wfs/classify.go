@@ -28,6 +28,7 @@ const (
 	kindJSONException          // GeoServer's {"exceptions":[…]}
 	kindXML                    // any other XML root
 	kindGML                    // (classify only) kindXML whose root is a FeatureCollection
+	kindJSONValue              // a whole JSON document that is a scalar: null, true, a number, a string
 )
 
 func (k bodyKind) String() string {
@@ -46,6 +47,8 @@ func (k bodyKind) String() string {
 		return "gml"
 	case kindXML:
 		return "xml"
+	case kindJSONValue:
+		return "JSON value"
 	}
 	return "unknown"
 }
@@ -60,26 +63,53 @@ const maxExceptionBytes = 1 << 20
 
 // sniff tells what a body is from its first bytes, skipping a UTF-8 BOM and
 // whitespace. It reads nothing: br still yields the whole body.
-func sniff(br *bufio.Reader) (bodyKind, string) {
+//
+// err is the read error that stopped the peek short of sniffLen bytes (nil
+// when the body ended there, or went on): the kind is then a guess from
+// the bytes that did arrive, and a verdict of kindEmpty or kindUnknown is
+// never given for them (kindUnknown and the error instead), so that a
+// caller reports what happened (a reset, a corrupt gzip stream, a
+// malformed chunked encoding) rather than "empty" or "unrecognized".
+func sniff(br *bufio.Reader) (kind bodyKind, root string, err error) {
 	p, err := br.Peek(sniffLen)
-	atEOF := err != nil
+	switch err {
+	case nil, bufio.ErrBufferFull:
+		kind, root = sniffBytes(p, false)
+		return kind, root, nil
+	case io.EOF:
+		kind, root = sniffBytes(p, true)
+		return kind, root, nil
+	}
+	kind, root = sniffBytes(p, false)
+	return kind, root, err
+}
+
+// sniffBytes is sniff's verdict on p, the first bytes of a body; whole
+// says that p is the entire body.
+func sniffBytes(p []byte, whole bool) (bodyKind, string) {
 	p = bytes.TrimPrefix(p, []byte("\xef\xbb\xbf"))
 	p = bytes.TrimLeft(p, " \t\r\n")
 	if len(p) == 0 {
-		if atEOF {
+		if whole {
 			return kindEmpty, ""
 		}
 		return kindUnknown, ""
 	}
-	switch p[0] {
-	case '{':
+	switch c := p[0]; {
+	case c == '{':
 		if jsonException(p) {
 			return kindJSONException, ""
 		}
 		return kindJSON, ""
-	case '[':
+	case c == '[':
 		return kindJSON, ""
-	case '<':
+	case c == '<':
+	case whole && jsonScalarStart(c) && json.Valid(p):
+		// A well-formed JSON document, all of it, that is not an object
+		// or an array: the feed's content. Only a body seen whole counts,
+		// so that a text page that starts like a number ("503 Service
+		// Unavailable") or a truncated "nul" stays unrecognized.
+		return kindJSONValue, ""
 	default:
 		return kindUnknown, ""
 	}
@@ -109,6 +139,32 @@ func sniff(br *bufio.Reader) (bodyKind, string) {
 		}
 		return kindXML, qname(se.Name)
 	}
+}
+
+// jsonScalarStart reports whether c can begin a JSON document that is not
+// an object or an array.
+func jsonScalarStart(c byte) bool {
+	return c == 'n' || c == 't' || c == 'f' || c == '"' || c == '-' || (c >= '0' && c <= '9')
+}
+
+// jsonValueError describes doc, a whole JSON document that sniff found to
+// be a scalar, as the feed's content error: the server answered, with a
+// document that is not a layer.
+func jsonValueError(br *bufio.Reader) *DecodeError {
+	p, _ := br.Peek(sniffLen)
+	doc := bytes.TrimSpace(bytes.TrimPrefix(p, []byte("\xef\xbb\xbf")))
+	var what string
+	switch doc[0] {
+	case 'n':
+		what = "JSON null"
+	case 't', 'f':
+		what = "the JSON boolean " + string(doc)
+	case '"':
+		what = "a JSON string " + strings.ToValidUTF8(truncate(string(doc), 80), "")
+	default:
+		what = "the JSON number " + truncate(string(doc), 40)
+	}
+	return &DecodeError{Index: -1, Msg: "document is " + what + ", not a FeatureCollection"}
 }
 
 // jsonException reports whether the JSON object at the start of p is
@@ -315,12 +371,27 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 //	         InvalidSRS, OperationParsingFailed, …)
 //	5xx      anything else                                    Failure     *HTTPStatusError
 //	other    anything else (4xx, unfollowed 3xx, 1xx)         Success     *HTTPStatusError
+//	2xx      a read error before the first bytes said what    Failure     *BodyError naming the error ("reading the body: …":
+//	         the body is (reset, corrupt gzip, malformed                  a reset, "gzip: flate: corrupt input", "malformed
+//	         chunked encoding)                                            chunked transfer encoding"); a *LimitError: Success
 //	2xx      HTML page                                        Failure     *BodyError wrapping ErrHTMLBody
 //	2xx      empty                                            Failure     *BodyError wrapping ErrEmptyBody
-//	2xx      neither JSON nor XML                             Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      a whole JSON document that is a scalar (null,    Success     *BodyError wrapping *DecodeError ("document is
+//	         true, false, a number, a string)                             JSON null, not a FeatureCollection")
+//	2xx      neither JSON nor XML (a text page, a truncated   Failure     *BodyError wrapping ErrUnrecognizedBody
+//	         scalar, a scalar longer than the sniffed bytes)
 //	2xx      XML whose root is not a FeatureCollection        Failure     *BodyError wrapping ErrUnrecognizedBody
 //	2xx      GML (root wfs:/gml:FeatureCollection)            (decode)    nil: the caller streams the body
-//	2xx      JSON                                             (decode)    nil: the caller streams the body
+//	2xx      JSON object or array                             (decode)    nil: the caller streams the body
+//
+// A JSON scalar is judged whole or not at all: only when the body ends
+// within the sniffed bytes and is valid JSON is it the feed's (the server
+// answered, deterministically, with a document that is not a layer); a
+// text page that merely starts like one ("503 Service Unavailable") is
+// not valid JSON and stays the origin's. An array ([], [1,2]) or an object
+// that is not a FeatureCollection is streamed, and the decoder's
+// *DecodeError makes it the feed's, like any whole document that does not
+// decode as a layer (below).
 //
 // An exception report is judged by its code whatever the status, because
 // servers answer the same fault with 200 (WFS 1.x), 400 (WFS 2.0) or 500, and
@@ -377,7 +448,7 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 			RetryAfter: ra,
 		}
 	}
-	kind, root := sniff(br)
+	kind, root, rerr := sniff(br)
 	if kind == kindException || kind == kindJSONException {
 		parse := parseExceptionReport
 		if kind == kindJSONException {
@@ -406,6 +477,12 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	switch kind {
 	case kindJSON:
 		return kind, nil
+	case kindJSONValue:
+		return kind, &breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: jsonValueError(br)}}
+	case kindUnknown:
+		if rerr != nil {
+			return kind, readFailure(resp, rerr, redacted)
+		}
 	case kindHTML:
 		if t := htmlTitle(br); t != "" {
 			return fail(fmt.Errorf("%w (title %q)", ErrHTMLBody, t))
@@ -424,6 +501,36 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		return fail(fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
 	}
 	return fail(ErrUnrecognizedBody)
+}
+
+// readFailure judges a read error met before the body's first bytes said
+// what it is: what little arrived says nothing, the error says what
+// happened (a reset, a corrupt gzip stream, a malformed chunked encoding),
+// and it is the origin's failure, except a limit exceeded or a body gzipped
+// too many times over (a *DecodeError), which are the feed's as anywhere.
+// The error of the Result is always a *BodyError.
+func readFailure(resp *http.Response, err error, redacted string) *breaker.Result {
+	var le *LimitError
+	var de *DecodeError
+	if errors.As(err, &le) || errors.As(err, &de) {
+		return &breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
+	}
+	return &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{URL: redacted, Err: readError(resp, err)}}
+}
+
+// readError says that err came from reading resp's body, and names a
+// broken chunked transfer encoding as such: net/http's own words for it
+// ("invalid byte in chunk length") do not say that the server broke HTTP.
+func readError(resp *http.Response, err error) error {
+	var le *LimitError
+	if errors.As(err, &le) {
+		return err
+	}
+	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+	if chunked && strings.Contains(err.Error(), "chunk") {
+		return fmt.Errorf("reading the body: malformed chunked transfer encoding: %w", err)
+	}
+	return fmt.Errorf("reading the body: %w", err)
 }
 
 // feedsFault reports whether err, met while streaming a body that classify

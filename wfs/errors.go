@@ -21,8 +21,11 @@ var (
 	// ErrEmptyBody means a successful status came with no body at all, which
 	// is never a valid empty page (that is an empty FeatureCollection).
 	ErrEmptyBody = errors.New("wfs: empty response body")
-	// ErrUnrecognizedBody means the body is neither JSON, an OGC exception
-	// report, XML features nor HTML.
+	// ErrUnrecognizedBody means a successful status came with a body that is
+	// neither a JSON document, an OGC exception report, XML features nor
+	// HTML: a plain text error page, most likely, or a JSON value cut short.
+	// It is the origin's failure (a whole JSON document that is not a layer
+	// is a *DecodeError instead, the feed's).
 	ErrUnrecognizedBody = errors.New("wfs: unrecognized response body")
 	// ErrStartIndexIgnored means a page beyond the first began with the same
 	// feature as the page before it: the server ignores startIndex, and paging
@@ -118,7 +121,8 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // index of the feature being read, or -1 when the fault is in the document
 // around the features.
 type DecodeError struct {
-	// Format is "gml" for the GML decoder; "" means GeoJSON, the first
+	// Format is "gml" for the GML decoder, "gzip" for a body gzipped more
+	// times over than the client decodes; "" means GeoJSON, the first
 	// decoder, whose callers never set it.
 	Format string
 	// Line is the line of the input where a GML fault was noticed (0: unknown).
