@@ -36,6 +36,7 @@ type setupOptions struct {
 	feedsYAML   string // the feeds: list of jurisdiction "county"; %s is the server URL
 	policy      breaker.Policy
 	managerOpts []feeds.Option
+	fetcher     func(*wfs.Client) feeds.Fetcher // nil: the client itself
 }
 
 type setupOption func(*setupOptions)
@@ -48,6 +49,12 @@ func withPolicy(p breaker.Policy) setupOption { return func(o *setupOptions) { o
 
 func withManagerOptions(opts ...feeds.Option) setupOption {
 	return func(o *setupOptions) { o.managerOpts = append(o.managerOpts, opts...) }
+}
+
+// withFetcher makes the manager fetch through wrap(client) instead of the
+// client, for a test that must make a fetch misbehave where no server can.
+func withFetcher(wrap func(*wfs.Client) feeds.Fetcher) setupOption {
+	return func(o *setupOptions) { o.fetcher = wrap }
 }
 
 // fastPolicy retries quickly and never paces, so tests take milliseconds.
@@ -100,7 +107,11 @@ jurisdictions:
 	store := postgis.New(pool)
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: o.policy}, logger)
 	client := wfs.NewClient(ts.Client(), breakers, logger)
-	manager := feeds.NewManager(store, client, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
+	var fetcher feeds.Fetcher = client
+	if o.fetcher != nil {
+		fetcher = o.fetcher(client)
+	}
+	manager := feeds.NewManager(store, fetcher, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
 	t.Cleanup(manager.Stop)
 
 	b := &bundle{ctx: t.Context(), server: server, url: ts.URL, pool: pool, store: store,

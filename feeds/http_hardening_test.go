@@ -59,13 +59,7 @@ func TestHugeRetryAfterParksThePoll(t *testing.T) {
 // then loads.
 func TestBadContentFailsTheFeedNotTheOrigin(t *testing.T) {
 	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
-      - id: parcels
-        kind: wfs
-        url: %[1]s/wfs
-        type_name: parcels
-        page_size: 10
-        sort_by: pin
+	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(defaultFeeds+`
       - id: broken
         kind: wfs
         url: %[1]s/wfs

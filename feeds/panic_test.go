@@ -3,16 +3,10 @@ package feeds_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -40,37 +34,17 @@ func (p panickingFetcher) Fetch(ctx context.Context, layer wfs.Layer, first int,
 // the next poll of the same manager succeeds.
 func TestPanicFailsThePollNotTheProcess(t *testing.T) {
 	t.Parallel()
-	server := wfstest.New()
+	fetcher := &panickingFetcher{panicAt: -1}
+	b := setup(t, withFetcher(func(c *wfs.Client) feeds.Fetcher { fetcher.Client = c; return fetcher }))
+	server, m, pool, ctx := b.server, b.manager, b.pool, b.ctx
 	server.AddLayer("parcels", wfstest.Parcels{N: 25})
-	ts := httptest.NewServer(server)
-	t.Cleanup(ts.Close)
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(fmt.Sprintf(`
-jurisdictions:
-  - id: county
-    feeds:
-      - {id: parcels, kind: wfs, url: "%s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
-`, ts.URL)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, nil))
-	pool := pgtest.Pool(t)
-	store := postgis.New(pool)
-	client := wfs.NewClient(ts.Client(), breaker.NewRegistry(breaker.Config{MaxInFlight: 4, Policy: fastPolicy()}, logger), logger)
-	fetcher := &panickingFetcher{Client: client, panicAt: -1}
-	m := feeds.NewManager(store, fetcher, feeds.WithLogger(logger))
-	t.Cleanup(m.Stop)
-	ctx := t.Context()
-	if err := m.Update(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := m.Poll(ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
 	}
 
 	server.AddLayer("parcels", wfstest.Parcels{N: 20})
 	fetcher.panicAt = 1
-	_, err = m.Poll(ctx, "county/parcels")
+	_, err := m.Poll(ctx, "county/parcels")
 	var pe *feeds.PanicError
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "county/parcels") {
 		t.Fatalf("poll error = %v, want a *PanicError naming the feed", err)

@@ -132,6 +132,11 @@ type GMLReader struct {
 	jbuf    []byte
 	g       geomBuilder
 
+	// propNext and propLater are appendProps's buffers, kept between
+	// features like pbuf and jbuf.
+	propNext  []int
+	propLater []bool
+
 	// featStart is the input offset where the feature being read began,
 	// -1 between features: FeatureBytes is checked at every token.
 	featStart int64
@@ -663,64 +668,44 @@ func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
 // appendProps renders r.props as a JSON object. A name that repeats becomes
 // one member whose value is the array of its values, in document order.
 //
-// Features of a few dozen properties compare names pairwise; beyond that a
-// map groups them, so that a feature of limits.properties (10,000 by
-// default) properties costs linear time, not 10^8 comparisons.
+// Features of a few dozen properties compare names pairwise to chain the
+// properties of one name; beyond that a map chains them, so that a feature
+// of limits.properties (10,000 by default) properties costs linear time, not
+// 10^8 comparisons. Either way the members are written by the same loop.
 func (r *GMLReader) appendProps(b []byte) []byte {
-	b = append(b, '{')
-	first := true
-	var groups map[string]int // name → index of its first property
-	var nextSame []int        // index of the next property of the same name, -1
-	if len(r.props) > 32 {
-		groups = make(map[string]int, len(r.props))
-		nextSame = make([]int, len(r.props))
-		last := make(map[string]int, len(r.props))
+	n := len(r.props)
+	// next[i] is the index of the next property named like i, -1 for none;
+	// later[i] is set when i is not the first of its name.
+	next, later := r.propNext[:0], r.propLater[:0]
+	for range n {
+		next, later = append(next, -1), append(later, false)
+	}
+	r.propNext, r.propLater = next, later
+	if n > 32 {
+		last := make(map[string]int, n)
 		for i, p := range r.props {
-			nextSame[i] = -1
 			if j, ok := last[p.name]; ok {
-				nextSame[j] = i
-			} else {
-				groups[p.name] = i
+				next[j], later[i] = i, true
 			}
 			last[p.name] = i
 		}
+	} else {
+		for i, p := range r.props {
+			if later[i] {
+				continue
+			}
+			for prev, j := i, i+1; j < n; j++ {
+				if r.props[j].name == p.name {
+					next[prev], later[j], prev = j, true, j
+				}
+			}
+		}
 	}
+
+	b = append(b, '{')
+	first := true
 	for i, p := range r.props {
-		if groups != nil {
-			if groups[p.name] != i {
-				continue
-			}
-			if !first {
-				b = append(b, ',')
-			}
-			first = false
-			b = appendJSONString(b, p.name)
-			b = append(b, ':')
-			if nextSame[i] < 0 {
-				b = r.appendValue(b, p)
-				continue
-			}
-			b = append(b, '[')
-			for j := i; j >= 0; j = nextSame[j] {
-				if j > i {
-					b = append(b, ',')
-				}
-				b = r.appendValue(b, r.props[j])
-			}
-			b = append(b, ']')
-			continue
-		}
-		repeated, seen := false, false
-		for j := range r.props {
-			if j != i && r.props[j].name == p.name {
-				repeated = true
-				if j < i {
-					seen = true
-					break
-				}
-			}
-		}
-		if seen {
+		if later[i] {
 			continue
 		}
 		if !first {
@@ -729,15 +714,12 @@ func (r *GMLReader) appendProps(b []byte) []byte {
 		first = false
 		b = appendJSONString(b, p.name)
 		b = append(b, ':')
-		if !repeated {
+		if next[i] < 0 {
 			b = r.appendValue(b, p)
 			continue
 		}
 		b = append(b, '[')
-		for j := i; j < len(r.props); j++ {
-			if r.props[j].name != p.name {
-				continue
-			}
+		for j := i; j >= 0; j = next[j] {
 			if j > i {
 				b = append(b, ',')
 			}

@@ -62,28 +62,22 @@ func DefaultLimits() Limits {
 // WithDefaults returns l with every zero field set to its default.
 func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
-	if l.BodyBytes <= 0 {
-		l.BodyBytes = d.BodyBytes
-	}
-	if l.PollBytes <= 0 {
-		l.PollBytes = d.PollBytes
-	}
-	if l.PollFeatures <= 0 {
-		l.PollFeatures = d.PollFeatures
-	}
-	if l.FeatureBytes <= 0 {
-		l.FeatureBytes = d.FeatureBytes
-	}
-	if l.ValueBytes <= 0 {
-		l.ValueBytes = d.ValueBytes
-	}
-	if l.IDBytes <= 0 {
-		l.IDBytes = d.IDBytes
-	}
-	if l.Properties <= 0 {
-		l.Properties = d.Properties
-	}
+	orDefault(&l.BodyBytes, d.BodyBytes)
+	orDefault(&l.PollBytes, d.PollBytes)
+	orDefault(&l.PollFeatures, d.PollFeatures)
+	orDefault(&l.FeatureBytes, d.FeatureBytes)
+	orDefault(&l.ValueBytes, d.ValueBytes)
+	orDefault(&l.IDBytes, d.IDBytes)
+	orDefault(&l.Properties, d.Properties)
 	return l
+}
+
+// orDefault sets *v to def unless it is positive: a zero limit means the
+// default, and a negative one is no limit anyone could mean.
+func orDefault[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // ErrLimit is wrapped by every *LimitError.

@@ -98,8 +98,7 @@ func run(serves, generates []string, crs84 bool, flapFor map[string]time.Duratio
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	var servers []*http.Server
-	errc := make(chan error, len(serves))
+	var servers fixtureServers
 	for _, s := range serves {
 		addr, dir, ok := strings.Cut(s, "=")
 		if !ok {
@@ -133,19 +132,46 @@ func run(serves, generates []string, crs84 bool, flapFor map[string]time.Duratio
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: fs, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, srv)
 		logger.Info("serving", "addr", ln.Addr().String(), "dir", dir)
-		go func() { errc <- srv.Serve(ln) }()
+		servers.serve(ln, fs)
 	}
+	return servers.wait(ctx)
+}
+
+// fixtureServers are the HTTP servers of one feedserver process: they serve
+// until one fails or ctx ends, and then stop together.
+type fixtureServers struct {
+	list []*http.Server
+	errc chan error // the first failure; later ones are dropped
+}
+
+// serve serves h on ln in the background.
+func (s *fixtureServers) serve(ln net.Listener, h http.Handler) {
+	if s.errc == nil {
+		s.errc = make(chan error, 1)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.list = append(s.list, srv)
+	go func() {
+		err := srv.Serve(ln)
+		select {
+		case s.errc <- err:
+		default:
+		}
+	}()
+}
+
+// wait returns the first server's failure, or shuts every server down
+// (giving requests in flight 5 s) and returns nil when ctx ends.
+func (s *fixtureServers) wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
+	case err := <-s.errc:
 		return err
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, srv := range servers {
+	for _, srv := range s.list {
 		_ = srv.Shutdown(shutdownCtx)
 	}
 	return nil
@@ -190,8 +216,7 @@ func runHostile(spec, configPath, phase, skip string, maxGenerated int64, logger
 	defer stop()
 
 	origins := map[string]string{}
-	var servers []*http.Server
-	errc := make(chan error, 8)
+	var servers fixtureServers
 	for i, o := range wfstest.HostileOrigins(cases) {
 		a := net.JoinHostPort(host, strconv.Itoa(port+i))
 		ln, err := net.Listen("tcp", a)
@@ -199,9 +224,7 @@ func runHostile(spec, configPath, phase, skip string, maxGenerated int64, logger
 			return err
 		}
 		origins[o] = "http://" + ln.Addr().String()
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		servers = append(servers, srv)
-		go func() { errc <- srv.Serve(ln) }()
+		servers.serve(ln, h)
 	}
 	h.SetPeer(origins[wfstest.OriginPeer])
 	if configPath != "" {
@@ -214,17 +237,7 @@ func runHostile(spec, configPath, phase, skip string, maxGenerated int64, logger
 		}
 	}
 	logger.Info("serving the hostile corpus", "cases", len(cases), "origins", origins, "phase", phase)
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return err
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, srv := range servers {
-		_ = srv.Shutdown(shutdownCtx)
-	}
-	return nil
+	return servers.wait(ctx)
 }
 
 // flap is the fault of a county server that goes down for a while: every

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -146,21 +144,6 @@ func (l *featureList) Next() (*wfs.Feature, error) {
 	return &f, nil
 }
 
-// runBin runs the ingestd binary and returns its exit code and output.
-func runBin(t *testing.T, bin string, args ...string) (int, string) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), string(out)
-	}
-	if err != nil {
-		t.Fatalf("ingestd %v: %v", args, err)
-	}
-	return 0, string(out)
-}
-
 func queryInt(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 	t.Helper()
 	var n int
@@ -214,12 +197,7 @@ func testPostgresCrash(t *testing.T, bin string) {
 	}
 	defer pool.Close()
 
-	server := wfstest.New()
-	for _, l := range []string{"apply", "held"} {
-		server.AddLayer(l, wfstest.Parcels{N: 20})
-	}
-	ts := httptest.NewServer(server)
-	defer ts.Close()
+	server, ts := fixtureOrigin(t, 20, "apply", "held")
 	cfgPath := filepath.Join(t.TempDir(), "j.yaml")
 	var yaml strings.Builder
 	fmt.Fprintf(&yaml, "jurisdictions:\n  - id: c\n    feeds:\n")
@@ -389,17 +367,9 @@ func testPostgresCrash(t *testing.T, bin string) {
 // one-off `ingestd poll` is killed the same way and the periodic sweep
 // does the same. The layer keeps its features throughout.
 func testKilledInstanceIsRecovered(t *testing.T, bin string) {
-	dbURL := pgtest.URL(t)
+	dbURL, pool := testDB(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 30})
-	ts := httptest.NewServer(server)
-	defer ts.Close()
+	server, ts := fixtureOrigin(t, 30, "parcels")
 	cfgPath := filepath.Join(t.TempDir(), "j.yaml")
 	// Yearly: only a catch-up or a recovery polls it during the test. The
 	// timeout makes a dead claim's lease 6 minutes.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,39 +22,9 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
-
-// syncBuffer collects a subprocess's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// buildIngestd builds this command into a temporary directory.
-func buildIngestd(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ingestd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // parkAtPage polls feed key in this process through a breaker that opens
 // while page k-1 is served, so the poll is parked at page k with pages
@@ -103,17 +72,9 @@ func TestKilledReplayIsTakenOverAfterItsLease(t *testing.T) {
 		t.Skip("builds and runs ingestd")
 	}
 	bin := buildIngestd(t)
-	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 50})
-	ts := httptest.NewServer(server)
-	defer ts.Close()
-	dbURL := pgtest.URL(t)
+	server, ts := fixtureOrigin(t, 50, "parcels")
+	dbURL, pool := testDB(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 
 	cfgPath := filepath.Join(t.TempDir(), "j.yaml")
 	yaml := fmt.Sprintf(`
@@ -250,17 +211,9 @@ jurisdictions:
 
 // The CLI lists, replays now (ignoring retry_after) and purges.
 func TestDeadLetterCLI(t *testing.T) {
-	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 30})
-	ts := httptest.NewServer(server)
-	defer ts.Close()
-	dbURL := pgtest.URL(t)
+	server, ts := fixtureOrigin(t, 30, "parcels")
+	dbURL, pool := testDB(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	cfgPath := filepath.Join(t.TempDir(), "j.yaml")
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, `
 jurisdictions:

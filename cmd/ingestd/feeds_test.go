@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,11 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // testConfigLackingFeeds (run by TestCrashAndConfig) is finding 7's "Must show". c/x is parked with a
@@ -32,19 +27,9 @@ import (
 //     nothing; `ingestd feeds prune` marks the absent feeds removed and
 //     abandons c/x's letter, deleting its staged pages.
 func testConfigLackingFeeds(t *testing.T, bin string) {
-	dbURL := pgtest.URL(t)
+	dbURL, pool := testDB(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	server := wfstest.New()
-	for _, l := range []string{"x", "y", "z"} {
-		server.AddLayer(l, wfstest.Parcels{N: 30})
-	}
-	ts := httptest.NewServer(server)
-	defer ts.Close()
+	server, ts := fixtureOrigin(t, 30, "x", "y", "z")
 
 	dir := t.TempDir()
 	write := func(path string, ids ...string) {

@@ -20,7 +20,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -54,14 +53,9 @@ func TestHostileCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("polls every case of the hostile corpus with the real binary")
 	}
-	dbURL := pgtest.URL(t)
+	dbURL, pool := testDB(t)
 	bin := buildIngestd(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 
 	cases := wfstest.HostileCases()
 	if re := os.Getenv("INGESTD_HOSTILE_CASES"); re != "" {
@@ -95,8 +89,8 @@ func TestHostileCorpus(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(bin, "migrate", "-database-url", dbURL).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
+	if code, out := runBin(t, bin, "migrate", "-database-url", dbURL); code != 0 {
+		t.Fatalf("migrate: exit %d\n%s", code, out)
 	}
 	poll := func(c *wfstest.HostileCase) hostileOutcome {
 		return pollOnce(ctx, bin, cfg, dbURL, c.Feed(), c.Timeout)

@@ -1,24 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
-
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestValidateBrokenConfigNamesFileLineAndField(t *testing.T) {
 	code, _, stderr := runCLI(t, "validate", "../../testdata/configs/broken.yaml")
@@ -57,10 +47,7 @@ func TestUsageErrors(t *testing.T) {
 // poll is one shot: 0 when the feed landed, 1 when it did not, and the
 // failure is in the database either way.
 func TestPollExitStatus(t *testing.T) {
-	server := wfstest.New()
-	server.AddLayer("zoning", wfstest.Parcels{N: 25})
-	ts := httptest.NewServer(server)
-	defer ts.Close()
+	_, ts := fixtureOrigin(t, 25, "zoning")
 	dbURL := pgtest.URL(t)
 
 	cfg := filepath.Join(t.TempDir(), "j.yaml")

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,32 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
+// scratchInstall names what a test playing the administrator creates: a
+// database (prefix and a random suffix), a role per roleSuffix (the
+// database's name and the suffix) and a password for them. Whatever of them
+// exists when t ends is dropped, the database first, then the roles in
+// reverse order.
+func scratchInstall(t *testing.T, admin *pgx.Conn, prefix string, roleSuffixes ...string) (db string, roles []string, password string) {
+	t.Helper()
+	db = randomName(prefix)
+	for _, s := range roleSuffixes {
+		roles = append(roles, db+s)
+	}
+	password = randomName("pw")
+	t.Cleanup(func() {
+		stmts := []string{"DROP DATABASE IF EXISTS " + pgx.Identifier{db}.Sanitize() + " WITH (FORCE)"}
+		for _, r := range slices.Backward(roles) {
+			stmts = append(stmts, "DROP ROLE IF EXISTS "+pgx.Identifier{r}.Sanitize())
+		}
+		for _, stmt := range stmts {
+			if _, err := admin.Exec(context.Background(), stmt); err != nil {
+				t.Errorf("cleanup: %s: %v", stmt, err)
+			}
+		}
+	})
+	return db, roles, password
+}
+
 // The documented least-privilege setup works end to end: an administrator
 // runs deploy/roles.sql (database, PostGIS, owner role) and
 // deploy/roles-login.sql (a login of its own for an instance); `ingestd
@@ -121,21 +148,8 @@ func randomName(prefix string) string {
 func TestLeastPrivilegeRoles(t *testing.T) {
 	server, admin := adminServer(t)
 	ctx := t.Context()
-	db := randomName("ingestd_roles_")
-	owner, login := db+"_owner", db+"_host1"
-	password := randomName("pw")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		for _, stmt := range []string{
-			"DROP DATABASE IF EXISTS " + pgx.Identifier{db}.Sanitize() + " WITH (FORCE)",
-			"DROP ROLE IF EXISTS " + pgx.Identifier{login}.Sanitize(),
-			"DROP ROLE IF EXISTS " + pgx.Identifier{owner}.Sanitize(),
-		} {
-			if _, err := admin.Exec(ctx, stmt); err != nil {
-				t.Errorf("cleanup: %s: %v", stmt, err)
-			}
-		}
-	})
+	db, roles, password := scratchInstall(t, admin, "ingestd_roles_", "_owner", "_host1")
+	owner, login := roles[0], roles[1]
 	vars := map[string]string{"db": db, "owner": owner, "login": login}
 	runAdminScript(t, server, admin, "../../deploy/roles.sql", vars)
 	runAdminScript(t, server, admin, "../../deploy/roles-login.sql", vars)
@@ -274,14 +288,8 @@ jurisdictions:
 func TestExistingInstallMovesToOwnerRole(t *testing.T) {
 	server, admin := adminServer(t)
 	ctx := t.Context()
-	db := randomName("ingestd_move_")
-	owner := db + "_owner"
-	password := randomName("pw")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)")
-		_, _ = admin.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{owner}.Sanitize())
-	})
+	db, roles, password := scratchInstall(t, admin, "ingestd_move_", "_owner")
+	owner := roles[0]
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
@@ -324,14 +332,8 @@ func TestExistingInstallMovesToOwnerRole(t *testing.T) {
 func TestMigrateWithoutExtensionNamesTheFix(t *testing.T) {
 	server, admin := adminServer(t)
 	ctx := t.Context()
-	db := randomName("ingestd_noext_")
-	owner := db + "_owner"
-	password := randomName("pw")
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)")
-		_, _ = admin.Exec(ctx, "DROP ROLE IF EXISTS "+pgx.Identifier{owner}.Sanitize())
-	})
+	db, roles, password := scratchInstall(t, admin, "ingestd_noext_", "_owner")
+	owner := roles[0]
 	for _, stmt := range []string{
 		"CREATE ROLE " + pgx.Identifier{owner}.Sanitize() + " LOGIN PASSWORD '" + password + "'",
 		"CREATE DATABASE " + pgx.Identifier{db}.Sanitize(),

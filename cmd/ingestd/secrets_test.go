@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/xml"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -148,13 +146,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	withHeaders := headersSent(t)
 	bin := buildIngestd(t)
-	dbURL := pgtest.URL(t)
+	dbURL, pool := testDB(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 
 	// Origins: one healthy (its 404 is our mistake and does not trip it),
 	// one per kind of failure (each trips its own breaker: an origin opened
@@ -272,17 +265,7 @@ jurisdictions:
 	var transcript strings.Builder
 	cli := func(args ...string) (int, string) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("ingestd %v: %v", args, err)
-		}
+		code, out := runBinEnv(t, env, bin, args...)
 		// The label leaves URLs out: the arguments hold the secrets.
 		label := slices.Clone(args)
 		for i, a := range label {
@@ -290,8 +273,8 @@ jurisdictions:
 				label[i] = "URL"
 			}
 		}
-		fmt.Fprintf(&transcript, "\n=== ingestd %s (exit %d)\n%s", strings.Join(label, " "), code, out.String())
-		return code, out.String()
+		fmt.Fprintf(&transcript, "\n=== ingestd %s (exit %d)\n%s", strings.Join(label, " "), code, out)
+		return code, out
 	}
 
 	if code, out := cli("validate", cfgPath); code != 0 {

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/wfs/wfstest"
+)
+
+// Helpers shared by the tests that run ingestd, in this process or as the
+// built binary: the build, a run of one subcommand, a database and a fixture
+// origin.
+
+// syncBuffer collects a subprocess's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// buildIngestd builds this command into a temporary directory.
+func buildIngestd(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ingestd")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runCLI runs ingestd with args in this process, as main does, and returns
+// its exit code and what it wrote to stdout and stderr.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// runBin runs the ingestd binary and returns its exit code and output.
+func runBin(t *testing.T, bin string, args ...string) (int, string) {
+	t.Helper()
+	return runBinEnv(t, nil, bin, args...)
+}
+
+// runBinEnv is runBin with the environment env (nil: this process's). An
+// exit status is the binary's answer and is returned; failing to run it at
+// all ends the test.
+func runBinEnv(t *testing.T, env []string, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatalf("ingestd %v: %v", args, err)
+	}
+	return 0, string(out)
+}
+
+// testDB creates a fresh migrated database for t and returns its URL, for
+// the binary's -database-url, and a pool on it, for the test's own checks.
+// The pool is closed and the database dropped when t ends.
+func testDB(t *testing.T) (string, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	return pool.Config().ConnString(), pool
+}
+
+// fixtureOrigin serves layers, each of features parcels, from a wfstest
+// server on loopback until t ends. Its feeds' URL is ts.URL + "/wfs".
+func fixtureOrigin(t *testing.T, features int, layers ...string) (server *wfstest.Server, ts *httptest.Server) {
+	t.Helper()
+	server = wfstest.New()
+	for _, l := range layers {
+		server.AddLayer(l, wfstest.Parcels{N: features})
+	}
+	ts = httptest.NewServer(server) // 127.0.0.1:0: loopback only
+	t.Cleanup(ts.Close)
+	return server, ts
+}
