@@ -129,7 +129,7 @@ jurisdictions:
 	})
 	start := func(name string) (*exec.Cmd, *syncBuffer) {
 		out := &syncBuffer{}
-		cmd := exec.Command(bin, "run", "-config", cfgPath, "-database-url", dbURL, "-catch-up=true", "-log-level", "debug")
+		cmd := exec.Command(bin, "run", "-config", cfgPath, "-database-url", dbURL, "-catch-up=true", "-log-level", "debug", "-metrics-addr", "off")
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
