@@ -71,13 +71,13 @@ type Store struct {
 	// checks with a statement of its own whether anything changed.
 	smallSnapshot int64
 	// largeUnchangedCheck: above smallSnapshot, an apply first checks
-	// with unchangedLargeSQL whether anything changed.
+	// with UnchangedLarge (sql/apply.sql) whether anything changed.
 	largeUnchangedCheck bool
 	// How many times it ran, and found the snapshot unchanged (tests).
 	largeChecks, largeUnchanged atomic.Int64
 	// useBulkFirstLoad: a first load of bulkIndexMin features or more is built
-	// by bulkFirstLoad (else by firstLoadSQL). How many times it ran, and
-	// fell back to firstLoadSQL for a repeated id or a failed transform
+	// by bulkFirstLoad (else by FirstLoad, sql/firstload.sql). How many times it ran, and
+	// fell back to FirstLoad for a repeated id or a failed transform
 	// (tests).
 	useBulkFirstLoad         bool
 	bulkLoads, bulkFallbacks atomic.Int64
