@@ -29,9 +29,8 @@ import (
 // Geometries in another CRS are transformed to EPSG:4326 (SRID 0 is taken as
 // 4326) and forced to 2D.
 func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (feeds.ApplyResult, error) {
-	r := newApplyRun(pollID, feed.Jurisdiction, feed.Feed, &feed.Guard, &feed)
+	var r *applyRun
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		r.tx = tx
 		if err := lockFeed(ctx, tx, feed.Jurisdiction, feed.Feed); err != nil {
 			return err
 		}
@@ -43,6 +42,7 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 		if err := checkStagingWhole(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, "staged snapshot", -1); err != nil {
 			return err
 		}
+		r = newApplyRun(tx, pollID, feed.Jurisdiction, feed.Feed, &feed.Guard, &feed)
 		return s.applySnapshot(ctx, r)
 	})
 	if err != nil {
@@ -111,10 +111,10 @@ type applyRun struct {
 	out   applyOutcome
 }
 
-// newApplyRun returns the run of an apply of poll pollID of the feed. guard
-// nil applies unconditionally (an operator accepted the snapshot).
-func newApplyRun(pollID int64, jurisdiction, feed string, guard *feeds.Guard, checkPages *feeds.FeedInfo) *applyRun {
-	r := &applyRun{pollID: pollID, jurisdiction: jurisdiction, feed: feed, checkPages: checkPages,
+// newApplyRun returns the run of an apply of poll pollID of the feed in tx.
+// guard nil applies unconditionally (an operator accepted the snapshot).
+func newApplyRun(tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feeds.Guard, checkPages *feeds.FeedInfo) *applyRun {
+	r := &applyRun{tx: tx, pollID: pollID, jurisdiction: jurisdiction, feed: feed, checkPages: checkPages,
 		accept: guard == nil, maxShrink: feeds.DefaultMaxShrink}
 	if guard != nil {
 		r.maxShrink = guard.EffectiveMaxShrink()
@@ -361,7 +361,7 @@ func checkPagesDisjoint(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds
 // lockFeed serialises applies (and held decisions) of one feed across
 // instances; the counts would be wrong if two snapshots diffed concurrently.
 func lockFeed(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) error {
-	_, err := tx.Exec(ctx, sqlQuery("LockFeed"), ApplyLockClass, jurisdiction+"/"+feed)
+	_, err := tx.Exec(ctx, sqlQuery("AdvisoryXactLock"), ApplyLockClass, jurisdiction+"/"+feed)
 	return err
 }
 

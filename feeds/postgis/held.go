@@ -68,8 +68,7 @@ func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feed
 			}
 			return err
 		}
-		r = newApplyRun(pollID, jurisdiction, feed, nil, nil)
-		r.tx = tx
+		r = newApplyRun(tx, pollID, jurisdiction, feed, nil, nil)
 		return s.applySnapshot(ctx, r)
 	})
 	if err == nil && lost != nil {

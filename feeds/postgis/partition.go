@@ -113,7 +113,7 @@ func attachFeedTable(ctx context.Context, tx pgx.Tx, t feedTable) error {
 // ensureJurisdictionPartition creates and attaches the partition of features
 // that holds the jurisdiction's feeds, unless it exists.
 func ensureJurisdictionPartition(ctx context.Context, tx pgx.Tx, t feedTable) error {
-	if _, err := tx.Exec(ctx, sqlQuery("LockJurisdictionPartition"), partitionLockClass, t.feedJurisdiction); err != nil {
+	if _, err := tx.Exec(ctx, sqlQuery("AdvisoryXactLock"), partitionLockClass, t.feedJurisdiction); err != nil {
 		return err
 	}
 	var exists bool

@@ -13,9 +13,9 @@
 -- then runs in milliseconds. JIT never pays off here.
 SET LOCAL enable_nestloop = off; SET LOCAL jit = off
 
--- name: LockFeed
--- Serialises applies (and held decisions) of one feed across instances:
--- $1 ApplyLockClass, $2 'jurisdiction/feed'.
+-- name: AdvisoryXactLock
+-- The two-int advisory lock of class $1 (ApplyLockClass,
+-- partitionLockClass) on the name $2, held until the transaction ends.
 SELECT pg_advisory_xact_lock($1, hashtext($2))
 
 -- name: CountInvalidFeatures

@@ -42,10 +42,6 @@ CREATE INDEX {{table_geom}} ON {{table}} USING gist (geom)
 -- name: AttachFeedTable
 ALTER TABLE {{jurisdiction_table}} ATTACH PARTITION {{table}} FOR VALUES IN ({{feed}})
 
--- name: LockJurisdictionPartition
--- $1 partitionLockClass, $2 the jurisdiction.
-SELECT pg_advisory_xact_lock($1, hashtext($2))
-
 -- name: JurisdictionPartitionExists
 SELECT to_regclass(quote_ident($1)) IS NOT NULL
 
