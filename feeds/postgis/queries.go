@@ -153,6 +153,10 @@ func expandQuery(name string, raw, out map[string]string, path []string) (string
 		}
 		var sub string
 		sub, err = expandQuery(ref[2:len(ref)-2], raw, out, append(path, name))
+		if err == nil && strings.Contains(sub[strings.LastIndexByte(sub, '\n')+1:], "--") {
+			// Included mid-line, it would comment out what follows.
+			err = fmt.Errorf("postgis: query %s ends in a comment and cannot be included", ref[2:len(ref)-2])
+		}
 		return sub
 	})
 	if err != nil {

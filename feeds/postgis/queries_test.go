@@ -169,11 +169,12 @@ FROM {{table}}
 		t.Errorf("Whole = %q, want %q", q["Whole"], want)
 	}
 	for name, text := range map[string]string{
-		"before a marker": "SELECT 1\n-- name: A\nSELECT 2\n",
-		"defined twice":   "-- name: A\nSELECT 1\n-- name: A\nSELECT 2\n",
-		"empty":           "-- name: A\n-- only a comment\n",
-		"unknown include": "-- name: A\nSELECT {{B}}\n",
-		"cycle":           "-- name: A\nSELECT {{B}}\n-- name: B\nSELECT {{A}}\n",
+		"before a marker":  "SELECT 1\n-- name: A\nSELECT 2\n",
+		"defined twice":    "-- name: A\nSELECT 1\n-- name: A\nSELECT 2\n",
+		"empty":            "-- name: A\n-- only a comment\n",
+		"unknown include":  "-- name: A\nSELECT {{B}}\n",
+		"cycle":            "-- name: A\nSELECT {{B}}\n-- name: B\nSELECT {{A}}\n",
+		"trailing comment": "-- name: A\nSELECT {{B}} FROM t\n-- name: B\nx -- a comment\n",
 	} {
 		if _, err := loadQueries(fstest.MapFS{"sql/a.sql": {Data: []byte(text)}}); err == nil {
 			t.Errorf("%s: loaded", name)
