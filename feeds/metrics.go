@@ -21,12 +21,13 @@ type metrics struct {
 	invalidFeatures *prometheus.CounterVec
 }
 
-// Poll outcomes, the values of the outcome label.
+// Poll outcomes, the values of the outcome label: the poll's status where
+// it ended with one, and parked for a poll handed to the dead letters.
 const (
-	outcomeSucceeded = "succeeded"
-	outcomeFailed    = "failed"
+	outcomeSucceeded = string(PollSucceeded)
+	outcomeFailed    = string(PollFailed)
 	outcomeParked    = "parked"
-	outcomeHeld      = "held"
+	outcomeHeld      = string(PollHeld)
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {

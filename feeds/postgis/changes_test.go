@@ -176,7 +176,7 @@ func TestIdenticalPollWritesNoFeatureRows(t *testing.T) {
 }
 
 // unchangedPaths name the ways an apply can find a snapshot unchanged:
-// the small statement, the large one, and applySQL itself.
+// the small statement, the large one, and ApplyDiff itself (sql/apply.sql).
 var unchangedPaths = []string{"small", "large", "applySQL"}
 
 // useUnchangedPath makes store take path for any snapshot.

@@ -18,7 +18,7 @@ func (s *Store) SuspendPoll(ctx context.Context, feed feeds.FeedInfo, pollID int
 	if !retryAfter.IsZero() {
 		ra = &retryAfter
 	}
-	if err := s.endPollKeepingStaging(ctx, feed, pollID, "failed", ra, cause); err != nil {
+	if err := s.endPollKeepingStaging(ctx, feed, pollID, feeds.PollFailed, ra, cause); err != nil {
 		return fmt.Errorf("postgis: suspend poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
 	}
 	return nil
@@ -29,9 +29,9 @@ func (s *Store) SuspendPoll(ctx context.Context, feed feeds.FeedInfo, pollID int
 func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int64, wantPage int) (int, error) {
 	var next int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var status, jur, name string
-		err := tx.QueryRow(ctx, `SELECT status, jurisdiction, feed FROM polls WHERE id = $1 FOR UPDATE`, pollID).
-			Scan(&status, &jur, &name)
+		var status feeds.PollStatus
+		var jur, name string
+		err := tx.QueryRow(ctx, sqlQuery("LockPoll"), pollID).Scan(&status, &jur, &name)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: no poll %d", feeds.ErrCheckpointLost, pollID)
@@ -39,10 +39,10 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 			return err
 		case jur != feed.Jurisdiction || name != feed.Feed:
 			return fmt.Errorf("poll %d belongs to %s/%s", pollID, jur, name)
-		case status == "succeeded":
+		case status == feeds.PollSucceeded:
 			return fmt.Errorf("%w: poll %d", feeds.ErrCheckpointApplied, pollID)
 		}
-		rows, err := tx.Query(ctx, `SELECT page FROM staged_pages WHERE poll_id = $1 ORDER BY page`, pollID)
+		rows, err := tx.Query(ctx, sqlQuery("StagedPageNumbers"), pollID)
 		if err != nil {
 			return err
 		}
@@ -68,21 +68,16 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 		}
 		// Pages past a gap cannot be trusted to belong with the rest; the
 		// resumed fetch stages them again.
-		if _, err := tx.Exec(ctx, `DELETE FROM staged_features WHERE poll_id = $1 AND page >= $2`, pollID, next); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedFeaturesFrom"), pollID, next); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM staged_pages WHERE poll_id = $1 AND page >= $2`, pollID, next); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedPagesFrom"), pollID, next); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE polls SET status = 'running', finished_at = NULL, error = NULL, retry_after = NULL,
-				owner = nullif($2, ''), active_at = now()
-			WHERE id = $1`, pollID, s.owner); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("ResumePoll"), pollID, s.owner); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `
-			UPDATE feed_status SET last_attempt_at = now(), last_poll_id = GREATEST(last_poll_id, $3)
-			WHERE jurisdiction = $1 AND feed = $2`, feed.Jurisdiction, feed.Feed, pollID)
+		_, err = tx.Exec(ctx, sqlQuery("FeedResumed"), feed.Jurisdiction, feed.Feed, pollID)
 		return err
 	})
 	if err != nil {
@@ -96,10 +91,7 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 // its row as history.
 func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int64, cause error) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			UPDATE polls SET status = 'failed', finished_at = now(), error = $4
-			WHERE id = $1 AND jurisdiction = $2 AND feed = $3 AND status = 'running'`,
-			pollID, feed.Jurisdiction, feed.Feed, errorText(cause)); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("DiscardPoll"), pollID, feed.Jurisdiction, feed.Feed, errorText(cause)); err != nil {
 			return err
 		}
 		return deleteStaging(ctx, tx, pollID)
@@ -121,21 +113,13 @@ func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int
 // only to report a loss.
 func checkStagingWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, what string, maxPage int) error {
 	var emptied int
-	err := tx.QueryRow(ctx, `
-		SELECT count(*)::int FROM staged_pages p
-		WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2) AND p.features > 0
-		  AND NOT EXISTS (SELECT FROM staged_features f WHERE f.poll_id = p.poll_id AND f.page = p.page)`,
-		pollID, maxPage).Scan(&emptied)
+	err := tx.QueryRow(ctx, sqlQuery("EmptiedPages"), pollID, maxPage).Scan(&emptied)
 	if err != nil || emptied == 0 {
 		return err
 	}
 	var pages int
 	var recorded, staged int64
-	err = tx.QueryRow(ctx, `
-		SELECT count(*)::int, coalesce(sum(p.features), 0)::bigint,
-			(SELECT count(*) FROM staged_features f WHERE f.poll_id = $1 AND ($2 < 0 OR f.page < $2))
-		FROM staged_pages p
-		WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2)`, pollID, maxPage).Scan(&pages, &recorded, &staged)
+	err = tx.QueryRow(ctx, sqlQuery("StagingLoss"), pollID, maxPage).Scan(&pages, &recorded, &staged)
 	if err != nil {
 		return err
 	}

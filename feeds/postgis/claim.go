@@ -16,13 +16,7 @@ import (
 // connection (or a session advisory lock) for the length of the poll.
 func (s *Store) ClaimPoll(ctx context.Context, feed feeds.FeedInfo, owner string, lease, minGap time.Duration) (bool, error) {
 	var one int
-	err := s.pool.QueryRow(ctx, `
-		UPDATE feed_status
-		SET poll_owner = $3, poll_lease_until = now() + $4::interval, poll_claimed_at = now()
-		WHERE jurisdiction = $1 AND feed = $2
-		  AND (poll_lease_until IS NULL OR poll_lease_until < now() OR poll_owner = $3)
-		  AND (poll_claimed_at IS NULL OR poll_claimed_at <= now() - $5::interval)
-		RETURNING 1`,
+	err := s.pool.QueryRow(ctx, sqlQuery("ClaimPoll"),
 		feed.Jurisdiction, feed.Feed, owner, lease, minGap).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -35,9 +29,7 @@ func (s *Store) ClaimPoll(ctx context.Context, feed feeds.FeedInfo, owner string
 
 // ReleasePoll implements feeds.Store.
 func (s *Store) ReleasePoll(ctx context.Context, feed feeds.FeedInfo, owner string) error {
-	_, err := s.pool.Exec(ctx, `
-		UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL
-		WHERE jurisdiction = $1 AND feed = $2 AND poll_owner = $3`,
+	_, err := s.pool.Exec(ctx, sqlQuery("ReleasePoll"),
 		feed.Jurisdiction, feed.Feed, owner)
 	if err != nil {
 		return fmt.Errorf("postgis: releasing %s/%s: %w", feed.Jurisdiction, feed.Feed, err)

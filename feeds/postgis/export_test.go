@@ -5,7 +5,7 @@ package postgis
 func SetSmallSnapshot(s *Store, features int64) { s.smallSnapshot = features }
 
 // SetLargeUnchangedCheck turns the large snapshots' unchanged check on or
-// off; tests of applySQL's own handling of an unchanged layer turn it off.
+// off; tests of ApplyDiff's own handling of an unchanged layer turn it off.
 func SetLargeUnchangedCheck(s *Store, on bool) { s.largeUnchangedCheck = on }
 
 // LargeUnchangedChecks is how many times the large snapshots' unchanged
@@ -18,7 +18,7 @@ func LargeUnchangedChecks(s *Store) (ran, unchanged int64) {
 func SetBulkFirstLoad(s *Store, on bool) { s.useBulkFirstLoad = on }
 
 // BulkFirstLoads is how many times bulkFirstLoad ran, and how many times it
-// fell back to firstLoadSQL (a repeated id, a failed transform).
+// fell back to FirstLoad (a repeated id, a failed transform).
 func BulkFirstLoads(s *Store) (ran, fellBack int64) {
 	return s.bulkLoads.Load(), s.bulkFallbacks.Load()
 }

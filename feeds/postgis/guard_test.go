@@ -244,7 +244,7 @@ func TestRepeatedPagesAreRefused(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			if !small {
-				// Checked in applySQL's sort, as for a large layer.
+				// Checked in ApplyDiff's sort, as for a large layer.
 				postgis.SetSmallSnapshot(b.store, 0)
 			}
 			testRepeatedPages(t, b)

@@ -29,10 +29,7 @@ type HeldSnapshot struct {
 
 // ListHeld returns the held snapshots, oldest first.
 func (s *Store) ListHeld(ctx context.Context) ([]HeldSnapshot, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT jurisdiction, feed, poll_id, held_at, reason,
-			coalesce(previous_features, 0)::int, coalesce(snapshot_features, 0)
-		FROM held_snapshots ORDER BY held_at, jurisdiction, feed`)
+	rows, err := s.pool.Query(ctx, sqlQuery("ListHeld"))
 	if err != nil {
 		return nil, fmt.Errorf("postgis: list held snapshots: %w", err)
 	}
@@ -57,7 +54,7 @@ func (s *Store) ListHeld(ctx context.Context) ([]HeldSnapshot, error) {
 // ends as rejected, the hold is cleared) and the error wraps a
 // *feeds.StagingLostError: the feed must be polled again.
 func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feeds.ApplyResult, error) {
-	var out applyOutcome
+	var r *applyRun
 	var pollID int64
 	var lost *feeds.StagingLostError
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -71,8 +68,8 @@ func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feed
 			}
 			return err
 		}
-		out, err = s.applySnapshot(ctx, tx, pollID, jurisdiction, feed, nil, nil)
-		return err
+		r = newApplyRun(tx, pollID, jurisdiction, feed, nil, nil)
+		return s.applySnapshot(ctx, r)
 	})
 	if err == nil && lost != nil {
 		s.logger.ErrorContext(ctx, "held snapshot lost: discarded, not applied", "poll_id", pollID,
@@ -82,6 +79,7 @@ func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feed
 	if err != nil {
 		return feeds.ApplyResult{}, fmt.Errorf("postgis: accept held snapshot of %s/%s: %w", jurisdiction, feed, err)
 	}
+	out := r.out
 	s.logger.WarnContext(ctx, "held snapshot accepted", "poll_id", pollID, "jurisdiction", jurisdiction,
 		"feed", feed, "features", out.res.Features, "added", out.res.Added, "modified", out.res.Modified,
 		"removed", out.res.Removed)
@@ -112,10 +110,7 @@ func lockHeld(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) (int64,
 		return 0, err
 	}
 	var pollID int64
-	err := tx.QueryRow(ctx, `
-		SELECT p.id FROM feed_status s JOIN polls p ON p.id = s.held_poll_id
-		WHERE s.jurisdiction = $1 AND s.feed = $2 AND p.status = 'held'
-		FOR UPDATE OF p`, jurisdiction, feed).Scan(&pollID)
+	err := tx.QueryRow(ctx, sqlQuery("LockHeldPoll"), jurisdiction, feed).Scan(&pollID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, ErrNoHeld
 	}
@@ -126,21 +121,17 @@ func lockHeld(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) (int64,
 // reason, prefixed "rejected: "), clears the feed's hold and deletes the
 // snapshot's staging.
 func discardHeld(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, why string) error {
-	if _, err := tx.Exec(ctx, `UPDATE polls SET status = 'rejected',
-		error = CASE WHEN $2 = '' THEN 'rejected: ' || error ELSE $2 END WHERE id = $1`, pollID, errorText(errors.New(why))); err != nil {
+	if _, err := tx.Exec(ctx, sqlQuery("RejectHeldPoll"), pollID, errorText(errors.New(why))); err != nil {
 		return err
 	}
 	if why != "" {
 		// feed_freshness shows last_error: the operator sees why nothing
 		// was applied.
-		if _, err := tx.Exec(ctx, `UPDATE feed_status SET last_error = $3, last_error_at = now()
-			WHERE jurisdiction = $1 AND feed = $2`, jurisdiction, feed, errorText(errors.New(why))); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("HeldDiscardedError"), jurisdiction, feed, errorText(errors.New(why))); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, `
-		UPDATE feed_status SET held_poll_id = NULL, held_reason = NULL, held_at = NULL
-		WHERE jurisdiction = $1 AND feed = $2`, jurisdiction, feed); err != nil {
+	if _, err := tx.Exec(ctx, sqlQuery("ClearHold"), jurisdiction, feed); err != nil {
 		return err
 	}
 	return deleteStaging(ctx, tx, pollID)
@@ -162,11 +153,7 @@ func heldWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed 
 	}
 	var wantPages, havePages int
 	var want, have int64
-	err = tx.QueryRow(ctx, `
-		SELECT p.pages, coalesce(p.features, 0) + coalesce(p.duplicate_ids, 0),
-			(SELECT count(*) FROM staged_pages WHERE poll_id = p.id)::int,
-			(SELECT count(*) FROM staged_features WHERE poll_id = p.id)
-		FROM polls p WHERE p.id = $1`, pollID).Scan(&wantPages, &want, &havePages, &have)
+	err = tx.QueryRow(ctx, sqlQuery("HeldRecorded"), pollID).Scan(&wantPages, &want, &havePages, &have)
 	if err != nil {
 		return nil, err
 	}

@@ -579,6 +579,15 @@ func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
 		}
 		return append(dst, n.in[start:n.pos]...), nil
 	}
+	exp, err := n.exponent()
+	if err != nil {
+		return dst, err
+	}
+	return n.shiftedNumber(dst, neg, zero, intDigits, fracDigits, exp)
+}
+
+// exponent consumes the exponent of a number, its 'e' or 'E' at pos.
+func (n *jsonbNormalizer) exponent() (int, error) {
 	n.pos++
 	expNeg := false
 	if n.pos < len(n.in) && (n.in[n.pos] == '+' || n.in[n.pos] == '-') {
@@ -587,17 +596,23 @@ func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
 	}
 	expDigits := n.digits()
 	if len(expDigits) == 0 {
-		return dst, n.errorf("invalid number")
+		return 0, n.errorf("invalid number")
 	}
 	exp := 0
 	for _, c := range expDigits {
 		if exp = exp*10 + int(c-'0'); exp >= numericMaxExponent {
-			return dst, n.rangeError()
+			return 0, n.rangeError()
 		}
 	}
 	if expNeg {
 		exp = -exp
 	}
+	return exp, nil
+}
+
+// shiftedNumber renders the number of sign neg, digits intDigits.fracDigits
+// (zero: all of them are 0) and exponent exp, as numeric_out would.
+func (n *jsonbNormalizer) shiftedNumber(dst []byte, neg, zero bool, intDigits, fracDigits []byte, exp int) ([]byte, error) {
 	dscale := max(len(fracDigits)-exp, 0)
 	if dscale > numericMaxDscale {
 		return dst, n.rangeError()

@@ -14,7 +14,7 @@ import (
 //
 // A feed's first load builds its table the way a bulk loader would: a plain
 // table without indexes is filled from staging (a large one by
-// bulkFirstLoad's parallel CREATE TABLE … AS, else by firstLoadSQL's
+// bulkFirstLoad's parallel CREATE TABLE … AS, else by FirstLoad's
 // INSERT … SELECT), then the primary key and the GiST index are built in
 // bulk (sorted builds) and the table is attached as the feed's partition —
 // all in the apply's transaction, so a held or failed first load leaves
@@ -32,6 +32,8 @@ type feedTable struct {
 	// name is the feed's partition, jurisdiction the partition of its
 	// jurisdiction that holds it (both unquoted, lower case).
 	name, jurisdiction string
+	// feedJurisdiction and feedName are the feed's own names.
+	feedJurisdiction, feedName string
 	// exists is false before the feed's first successful load.
 	exists bool
 	// indexed: a table being loaded has its indexes already.
@@ -54,15 +56,9 @@ func (t feedTable) ident() string { return pgx.Identifier{t.name}.Sanitize() }
 // counts the features poll pollID staged and those the feed held after its
 // last apply, and tells whether that apply changed anything.
 func lookupFeedTable(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, error) {
-	var t feedTable
-	err := tx.QueryRow(ctx, `
-		SELECT ingestd_feed_partition($2, $3), ingestd_jurisdiction_partition($2),
-			to_regclass(quote_ident(ingestd_feed_partition($2, $3))) IS NOT NULL,
-			(SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1),
-			coalesce((SELECT feature_count FROM feed_status WHERE jurisdiction = $2 AND feed = $3), 0),
-			coalesce((SELECT modified = 0 AND removed = 0 AND added IN (0, features) FROM polls
-				WHERE jurisdiction = $2 AND feed = $3 AND status = 'succeeded' ORDER BY started_at DESC LIMIT 1), true)`,
-		pollID, jurisdiction, feed).Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged, &t.lastCount, &t.lastQuiet)
+	t := feedTable{feedJurisdiction: jurisdiction, feedName: feed}
+	err := tx.QueryRow(ctx, sqlQuery("LookupFeedTable"), pollID, jurisdiction, feed).
+		Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged, &t.lastCount, &t.lastQuiet)
 	return t, err
 }
 
@@ -78,31 +74,21 @@ const defaultBulkIndexMin = 10000
 // ATTACH need not scan it), not yet a partition, so nobody sees it before
 // the apply commits. A large snapshot gets its indexes after the load
 // (buildLoadIndexes), a small one now (t.indexed).
-func createLoadTable(ctx context.Context, tx pgx.Tx, t *feedTable, bulkIndexMin int64, jurisdiction, feed string) error {
+func createLoadTable(ctx context.Context, tx pgx.Tx, t *feedTable, bulkIndexMin int64) error {
 	t.indexed = t.staged < bulkIndexMin
-	indexes := ""
+	name := "CreateLoadTable"
 	if t.indexed {
-		indexes = " INCLUDING INDEXES"
+		name = "CreateIndexedLoadTable"
 	}
-	_, err := tx.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s (LIKE features INCLUDING DEFAULTS%s, CONSTRAINT %s CHECK (jurisdiction = %s AND feed = %s))`,
-		t.ident(), indexes, pgx.Identifier{t.name + "_bound"}.Sanitize(), quoteLiteral(jurisdiction), quoteLiteral(feed)))
+	_, err := tx.Exec(ctx, t.sql(name))
 	return err
 }
 
 // buildLoadIndexes builds the primary key and the GiST index of a loaded
 // table in bulk.
 func buildLoadIndexes(ctx context.Context, tx pgx.Tx, t feedTable) error {
-	name := t.ident()
-	// Index builds sort in maintenance_work_mem; the default 64MB spills a
-	// layer of a few hundred thousand features to disk.
-	steps := []string{
-		`SET LOCAL maintenance_work_mem = '256MB'`,
-		fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %s PRIMARY KEY (feature_id, jurisdiction, feed)`,
-			name, pgx.Identifier{t.name + "_pkey"}.Sanitize()),
-		fmt.Sprintf(`CREATE INDEX %s ON %s USING gist (geom)`, pgx.Identifier{t.name + "_geom"}.Sanitize(), name),
-	}
-	for _, sql := range steps {
-		if _, err := tx.Exec(ctx, sql); err != nil {
+	for _, name := range []string{"LoadIndexMemory", "BuildLoadKey", "BuildLoadGeomIndex"} {
+		if _, err := tx.Exec(ctx, t.sql(name)); err != nil {
 			return fmt.Errorf("build %s: %w", t.name, err)
 		}
 	}
@@ -114,13 +100,11 @@ func buildLoadIndexes(ctx context.Context, tx pgx.Tx, t feedTable) error {
 // ATTACH takes SHARE UPDATE EXCLUSIVE on the jurisdiction's partition:
 // readers and other feeds' applies go on; only another attach waits, until
 // this transaction ends.
-func attachFeedTable(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction, feed string) error {
-	if err := ensureJurisdictionPartition(ctx, tx, t, jurisdiction); err != nil {
+func attachFeedTable(ctx context.Context, tx pgx.Tx, t feedTable) error {
+	if err := ensureJurisdictionPartition(ctx, tx, t); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s FOR VALUES IN (%s)`,
-		pgx.Identifier{t.jurisdiction}.Sanitize(), t.ident(), quoteLiteral(feed)))
-	if err != nil {
+	if _, err := tx.Exec(ctx, t.sql("AttachFeedTable")); err != nil {
 		return fmt.Errorf("attach %s: %w", t.name, err)
 	}
 	return nil
@@ -128,23 +112,16 @@ func attachFeedTable(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction, 
 
 // ensureJurisdictionPartition creates and attaches the partition of features
 // that holds the jurisdiction's feeds, unless it exists.
-func ensureJurisdictionPartition(ctx context.Context, tx pgx.Tx, t feedTable, jurisdiction string) error {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, partitionLockClass, jurisdiction); err != nil {
+func ensureJurisdictionPartition(ctx context.Context, tx pgx.Tx, t feedTable) error {
+	if _, err := tx.Exec(ctx, sqlQuery("AdvisoryXactLock"), partitionLockClass, t.feedJurisdiction); err != nil {
 		return err
 	}
 	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass(quote_ident($1)) IS NOT NULL`, t.jurisdiction).Scan(&exists); err != nil || exists {
+	if err := tx.QueryRow(ctx, sqlQuery("JurisdictionPartitionExists"), t.jurisdiction).Scan(&exists); err != nil || exists {
 		return err
 	}
-	name := pgx.Identifier{t.jurisdiction}.Sanitize()
-	// CREATE … (LIKE) + ATTACH rather than CREATE … PARTITION OF: the latter
-	// takes an ACCESS EXCLUSIVE lock on features, which would wait for
-	// every operator's query on it and block new ones meanwhile.
-	for _, sql := range []string{
-		fmt.Sprintf(`CREATE TABLE %s (LIKE features INCLUDING DEFAULTS) PARTITION BY LIST (feed)`, name),
-		fmt.Sprintf(`ALTER TABLE features ATTACH PARTITION %s FOR VALUES IN (%s)`, name, quoteLiteral(jurisdiction)),
-	} {
-		if _, err := tx.Exec(ctx, sql); err != nil {
+	for _, name := range []string{"CreateJurisdictionPartition", "AttachJurisdictionPartition"} {
+		if _, err := tx.Exec(ctx, t.sql(name)); err != nil {
 			return fmt.Errorf("create %s: %w", t.jurisdiction, err)
 		}
 	}

@@ -33,8 +33,8 @@ func (b *bundle) feedTableState(t *testing.T, feed feeds.FeedInfo) (exists, atta
 }
 
 // firstLoadPaths name the ways a feed's first load is built: small (the
-// table created with its indexes, firstLoadSQL), bulk (bulkFirstLoad) and
-// bulkSQL (firstLoadSQL into a table indexed afterwards: bulkFirstLoad's
+// table created with its indexes, FirstLoad), bulk (bulkFirstLoad) and
+// bulkSQL (FirstLoad into a table indexed afterwards: bulkFirstLoad's
 // fallback for a repeated id).
 var firstLoadPaths = []string{"small", "bulk", "bulkSQL"}
 

@@ -34,16 +34,7 @@ func (s *Store) Prune(ctx context.Context, keep []feeds.FeedInfo, dryRun bool) (
 	}
 	var out []PrunedFeed
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT s.jurisdiction, s.feed,
-				coalesce(array_agg(d.id ORDER BY d.id) FILTER (WHERE d.id IS NOT NULL), '{}')
-			FROM feed_status s
-			LEFT JOIN dead_letter d ON d.jurisdiction = s.jurisdiction AND d.feed = s.feed
-				AND d.status IN ('pending', 'replaying')
-			WHERE (s.jurisdiction, s.feed) NOT IN (SELECT * FROM unnest($1::text[], $2::text[]))
-			GROUP BY s.jurisdiction, s.feed
-			HAVING bool_or(s.configured) OR count(d.id) > 0
-			ORDER BY s.jurisdiction, s.feed`, jur, feed)
+		rows, err := tx.Query(ctx, sqlQuery("PruneCandidates"), jur, feed)
 		if err != nil {
 			return err
 		}
@@ -61,19 +52,13 @@ func (s *Store) Prune(ctx context.Context, keep []feeds.FeedInfo, dryRun bool) (
 			pj[i], pf[i] = p.Jurisdiction, p.Feed
 			letters = append(letters, p.Letters...)
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE feed_status SET configured = false
-			WHERE (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, pj, pf); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("UnconfigureFeeds"), pj, pf); err != nil {
 			return err
 		}
 		if len(letters) == 0 {
 			return nil
 		}
-		rows, err = tx.Query(ctx, `
-			UPDATE dead_letter SET status = 'abandoned', finished_at = now(), lease_until = NULL, updated_at = now(),
-				last_error = 'pruned: the feed is not in the configuration given to ingestd feeds prune'
-			WHERE id = ANY($1) AND status IN ('pending', 'replaying')
-			RETURNING poll_id`, letters)
+		rows, err = tx.Query(ctx, sqlQuery("AbandonPrunedLetters"), letters)
 		if err != nil {
 			return err
 		}
@@ -87,14 +72,10 @@ func (s *Store) Prune(ctx context.Context, keep []feeds.FeedInfo, dryRun bool) (
 			}
 			// A checkpoint being replayed right now is left to its
 			// replay; any other's pages will never be resumed.
-			if _, err := tx.Exec(ctx, `
-				DELETE FROM staged_features WHERE poll_id = $1
-				  AND NOT EXISTS (SELECT FROM polls WHERE id = $1 AND status = 'running')`, *id); err != nil {
+			if _, err := tx.Exec(ctx, sqlQuery("DeletePrunedStagedFeatures"), *id); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `
-				DELETE FROM staged_pages WHERE poll_id = $1
-				  AND NOT EXISTS (SELECT FROM polls WHERE id = $1 AND status = 'running')`, *id); err != nil {
+			if _, err := tx.Exec(ctx, sqlQuery("DeletePrunedStagedPages"), *id); err != nil {
 				return err
 			}
 		}

@@ -21,9 +21,7 @@ var _ feeds.Recovery = (*Store)(nil)
 // Heartbeat implements feeds.Recovery.
 func (s *Store) Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Duration) error {
 	host, pid := splitOwner(owner)
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO instances (owner, host, pid, pid_ns, expires_at) VALUES ($1, $2, $3, nullif($4, ''), now() + $5::interval)
-		ON CONFLICT (owner) DO UPDATE SET heartbeat_at = now(), expires_at = excluded.expires_at, pid_ns = excluded.pid_ns`,
+	_, err := s.pool.Exec(ctx, sqlQuery("Heartbeat"),
 		owner, host, pid, pidNS, ttl)
 	if err != nil {
 		return fmt.Errorf("postgis: heartbeat of %s: %w", owner, err)
@@ -33,7 +31,7 @@ func (s *Store) Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Dur
 
 // Retire implements feeds.Recovery.
 func (s *Store) Retire(ctx context.Context, owner string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM instances WHERE owner = $1`, owner); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlQuery("Retire"), owner); err != nil {
 		return fmt.Errorf("postgis: retire %s: %w", owner, err)
 	}
 	return nil
@@ -55,23 +53,7 @@ func splitOwner(owner string) (string, int) {
 // Activity implements feeds.Recovery. Ages and expiries are measured by the
 // database's clock, the one that wrote them.
 func (s *Store) Activity(ctx context.Context) ([]feeds.Activity, error) {
-	rows, err := s.pool.Query(ctx, `
-		WITH work AS (
-			SELECT poll_owner AS owner, jurisdiction, feed, 0::bigint AS poll_id,
-				extract(epoch FROM now() - coalesce(poll_claimed_at, now()))::float8 AS age,
-				coalesce(poll_lease_until < now(), true) AS expired
-			FROM feed_status WHERE poll_owner IS NOT NULL
-			UNION ALL
-			SELECT coalesce(owner, ''), jurisdiction, feed, id,
-				extract(epoch FROM now() - coalesce(active_at, started_at))::float8, false
-			FROM polls WHERE status = 'running'
-			UNION ALL
-			SELECT owner, '', '', 0, 0, false FROM instances WHERE expires_at < now()
-		)
-		SELECT w.owner, w.jurisdiction, w.feed, w.poll_id, w.age, w.expired,
-			CASE WHEN i.owner IS NULL THEN 0 WHEN i.expires_at < now() THEN 2 ELSE 1 END, coalesce(i.pid_ns, '')
-		FROM work w LEFT JOIN instances i ON i.owner = w.owner
-		ORDER BY w.owner, w.jurisdiction, w.feed, w.poll_id`)
+	rows, err := s.pool.Query(ctx, sqlQuery("Activity"))
 	if err != nil {
 		return nil, fmt.Errorf("postgis: list claims and running polls: %w", err)
 	}
@@ -98,27 +80,19 @@ func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (b
 		if a.PollID != 0 {
 			// Waits for an apply of the poll in flight; status is then
 			// no longer running and nothing happens.
-			tag, err := tx.Exec(ctx, `
-				UPDATE polls SET status = 'failed', finished_at = now(), error = $2
-				WHERE id = $1 AND status = 'running' AND coalesce(owner, '') = $3`, a.PollID, msg, a.Owner)
+			tag, err := tx.Exec(ctx, sqlQuery("InterruptPoll"), a.PollID, msg, a.Owner)
 			if err != nil {
 				return err
 			}
 			if tag.RowsAffected() == 1 {
 				ended = true
-				if _, err := tx.Exec(ctx, `
-					UPDATE feed_status SET last_error = $3, last_error_at = now(),
-						consecutive_failures = consecutive_failures + 1,
-						last_poll_id = GREATEST(last_poll_id, $4)
-					WHERE jurisdiction = $1 AND feed = $2`,
-					a.Jurisdiction, a.Feed, msg, a.PollID); err != nil {
+				if _, err := tx.Exec(ctx, sqlQuery("FeedFailed"), a.Jurisdiction, a.Feed, msg, a.PollID); err != nil {
 					return err
 				}
 				// A replay's poll is its dead letter's checkpoint: the
 				// letter's next replay resumes from these pages.
 				var parked bool
-				if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM dead_letter
-					WHERE poll_id = $1 AND status IN ('pending', 'replaying'))`, a.PollID).Scan(&parked); err != nil {
+				if err := tx.QueryRow(ctx, sqlQuery("PollParked"), a.PollID).Scan(&parked); err != nil {
 					return err
 				}
 				if !parked {
@@ -134,9 +108,7 @@ func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (b
 		// The claim's time goes too: a claim within half an interval of
 		// the last one counts as the same tick, and this tick's poll did
 		// not happen.
-		tag, err := tx.Exec(ctx, `
-			UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL, poll_claimed_at = NULL
-			WHERE jurisdiction = $1 AND feed = $2 AND poll_owner = $3`, a.Jurisdiction, a.Feed, a.Owner)
+		tag, err := tx.Exec(ctx, sqlQuery("InterruptClaim"), a.Jurisdiction, a.Feed, a.Owner)
 		if err == nil && tag.RowsAffected() == 1 {
 			ended = true
 		}

@@ -8,9 +8,7 @@ import (
 
 // LastSuccess implements feeds.Store.
 func (s *Store) LastSuccess(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT jurisdiction || '/' || feed, last_success_at
-		FROM feed_status WHERE last_success_at IS NOT NULL`)
+	rows, err := s.pool.Query(ctx, sqlQuery("LastSuccess"))
 	if err != nil {
 		return nil, fmt.Errorf("postgis: reading last successes: %w", err)
 	}

@@ -325,7 +325,7 @@ func TestDuplicateIDsLastWins(t *testing.T) {
 			t.Errorf("duplicate_ids = %d, want 2", n)
 		}
 		// bulkFirstLoad finds the repeated ids when it builds the key, and
-		// leaves the load to firstLoadSQL.
+		// leaves the load to FirstLoad.
 		if ran, fellBack := postgis.BulkFirstLoads(b.store); ran != fellBack {
 			t.Errorf("bulkFirstLoad ran %d times, fell back %d", ran, fellBack)
 		}
@@ -402,22 +402,7 @@ func TestFeedFreshness(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rows, err := b.pool.Query(b.ctx, `SELECT feed, status, feature_count FROM feed_freshness ORDER BY feed`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for rows.Next() {
-		var feed, status string
-		var count *int64
-		if err := rows.Scan(&feed, &status, &count); err != nil {
-			t.Fatal(err)
-		}
-		got[feed] = status
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	got := b.freshness(t)
 	for _, f := range all {
 		if got[f.Feed] != f.Feed {
 			t.Errorf("feed %s: status %q, want %q", f.Feed, got[f.Feed], f.Feed)
@@ -461,4 +446,26 @@ func TestStagePageSkipsBadProperties(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'bad'`); n != 1 {
 		t.Errorf("%d features stored, want only the good one", n)
 	}
+}
+
+// freshness is feed_freshness's status of each feed.
+func (b *bundle) freshness(t *testing.T) map[string]string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT feed, status, feature_count FROM feed_freshness ORDER BY feed`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for rows.Next() {
+		var feed, status string
+		var count *int64
+		if err := rows.Scan(&feed, &status, &count); err != nil {
+			t.Fatal(err)
+		}
+		got[feed] = status
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

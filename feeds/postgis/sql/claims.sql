@@ -1,0 +1,15 @@
+-- Claims of a feed's next poll (claim.go).
+
+-- name: ClaimPoll
+-- One conditional UPDATE: of several instances whose ticks fire together
+-- exactly one wins.
+UPDATE feed_status
+SET poll_owner = $3, poll_lease_until = now() + $4::interval, poll_claimed_at = now()
+WHERE jurisdiction = $1 AND feed = $2
+  AND (poll_lease_until IS NULL OR poll_lease_until < now() OR poll_owner = $3)
+  AND (poll_claimed_at IS NULL OR poll_claimed_at <= now() - $5::interval)
+RETURNING 1
+
+-- name: ReleasePoll
+UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL
+WHERE jurisdiction = $1 AND feed = $2 AND poll_owner = $3

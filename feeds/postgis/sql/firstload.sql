@@ -1,0 +1,133 @@
+-- A feed's first load into its new table {{table}} (firstload.go).
+
+-- name: FirstLoad
+-- ApplyDiff for a feed's first load, into the new table {{table}}: every
+-- feature is added, so there is nothing to diff and of the guards only the
+-- extent can hold the snapshot. One pass from the snapshot to the table;
+-- the change log is written from what the INSERT returns. Same parameters
+-- and row as ApplyDiff.
+{{SnapshotCTEs}}, {{ExtentCTE}}, verdict AS MATERIALIZED (
+	SELECT CASE WHEN NOT $4 AND $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
+		(SELECT {{ExtentReason}} FROM extent e)
+	END AS reason,
+	-- max_shrink cannot hold a first load; typed here so that the
+	-- statement takes ApplyDiff's parameters.
+	$5::float8 AS max_shrink
+), towrite AS MATERIALIZED (
+	SELECT w.*, {{SkippedRow}} AS skipped FROM (
+	SELECT d.feature_id, d.geom_hash, d.props_hash, sha256(d.geom_hash || d.props_hash) AS content_hash,
+		p.properties, p.invalid_feature, {{StoredGeometry}} AS geom, {{InvalidGeometry}} AS invalid
+	FROM snapshot d
+	JOIN staged_features p ON p.poll_id = $1 AND p.page = d.page AND p.ordinal = d.ordinal
+	{{StagedGeometry}}
+	WHERE (SELECT reason FROM verdict) IS NULL
+	) w
+), written AS (
+	{{InsertWritten}}
+	RETURNING feature_id, content_hash
+), logged AS (
+	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
+		geometry_changed, properties_changed, old_hash, new_hash, changed_at)
+	SELECT $1, $2, $3, w.feature_id, 'added', true, true, NULL, w.content_hash, now()
+	FROM written w
+)
+SELECT
+	c.features,
+	(SELECT count(*) FROM written)::int,
+	0, 0, 0,
+	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
+	0,
+	(SELECT reason FROM verdict),
+	(SELECT count(*) FROM towrite WHERE invalid)::int,
+	{{SplitIDs}} - c.named
+FROM (SELECT count(*)::int AS features, count(*) FILTER (WHERE named)::int AS named FROM snapshot) c
+
+-- name: BulkPlanner
+-- Staging's statistics are stale (a new poll's rows are estimated at one):
+-- without index scans the planner reads the poll's rows with a parallel
+-- sequential scan, and zero setup costs let it use workers whatever it
+-- thinks the poll's size is.
+SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off;
+SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0
+
+-- name: BulkPlannerReset
+-- Back to the defaults for the key and index builds, which sort in
+-- maintenance_work_mem (the default 64MB spills a large layer to disk).
+RESET enable_indexscan; RESET enable_bitmapscan;
+RESET parallel_setup_cost; RESET parallel_tuple_cost;
+SET LOCAL maintenance_work_mem = '256MB'
+
+-- name: BulkCreate
+-- Creates the feed's table {{table}} from poll $1's staged rows ($2, $3:
+-- jurisdiction and feed), with features' columns and four more:
+-- load_invalid (the geometry was invalid: repaired here with ST_MakeValid),
+-- load_out_of_range (it lay outside ±180°/±90°: stored without it),
+-- load_skip (the row's update is skipped: SkippedRow's feature part, $4
+-- being invalid_feature: skip) and load_named (the row has a source id).
+-- Properties of a skipped row are not parsed: they may be NULL.
+CREATE TABLE {{table}} AS
+SELECT $2::text AS jurisdiction, $3::text AS feed, s.feature_id,
+	(CASE WHEN s.invalid AND s.geom IS NOT NULL THEN ST_MakeValid(s.geom) ELSE s.geom END)::geometry(Geometry, 4326) AS geom,
+	(CASE WHEN NOT s.skip THEN s.properties END)::jsonb AS properties, sha256(s.geom_hash || s.props_hash) AS content_hash,
+	now() AS first_seen_at, now() AS changed_at, $1::bigint AS poll_id, s.geom_hash, s.props_hash,
+	s.invalid AS load_invalid, s.out_of_range AS load_out_of_range, s.skip AS load_skip, s.named AS load_named
+FROM (
+	-- StagedID's unqualified columns are p's (g has only geom).
+	SELECT {{StagedID}} AS feature_id, p.feature_id <> '' AS named,
+		p.geom_hash, p.props_hash, p.properties, {{StoredGeometry}} AS geom,
+		{{InvalidGeometry}} AS invalid,
+		g.geom IS NOT NULL AND NOT {{InRange}} AS out_of_range,
+		p.invalid_feature = 2 OR (p.invalid_feature = 1 AND $4::boolean) AS skip
+	FROM staged_features p
+	{{StagedGeometry}}
+	WHERE p.poll_id = $1
+) s
+
+-- name: BulkCounts
+-- Counts {{table}}'s rows, invalid geometries, rows skipped and rows with a
+-- source id, and gives the extent guard's verdict (NULL: not held) for the
+-- bbox $1 (float8[4], EPSG:4326, or NULL), unless $2 accepts the snapshot.
+-- As ExtentCTE, a geometry out of range is located and outside, an empty
+-- one neither. The reason is ExtentReason's, with the bbox as $1.
+SELECT e.rows, e.invalid, e.skipped, e.named,
+	CASE WHEN NOT $2 AND $1::float8[] IS NOT NULL AND 2 * e.outside > e.located THEN
+		format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
+			e.outside, e.located, array_to_string($1::float8[], ', ')) END
+FROM (SELECT count(*)::int AS rows,
+		count(*) FILTER (WHERE load_invalid)::int AS invalid,
+		count(*) FILTER (WHERE load_skip)::int AS skipped,
+		count(*) FILTER (WHERE load_named)::int AS named,
+		count(*) FILTER (WHERE load_out_of_range OR NOT ST_IsEmpty(geom)) AS located,
+		count(*) FILTER (WHERE $1::float8[] IS NOT NULL AND (load_out_of_range OR NOT ST_IsEmpty(geom) AND NOT geom && ST_MakeEnvelope(
+			($1::float8[])[1], ($1::float8[])[2], ($1::float8[])[3], ($1::float8[])[4], 4326))) AS outside
+	FROM {{table}}) e
+
+-- name: BulkBuildKey
+-- One scan: drops load_named, sets NOT NULL as on features, adds the
+-- constraint that implies the partition bound and builds the primary key
+-- (which a repeated id fails).
+ALTER TABLE {{table}} DROP COLUMN load_named,
+	ALTER jurisdiction SET NOT NULL, ALTER feed SET NOT NULL, ALTER content_hash SET NOT NULL,
+	ALTER first_seen_at SET NOT NULL, ALTER changed_at SET NOT NULL, ALTER poll_id SET NOT NULL,
+	ADD CONSTRAINT {{table_bound}} CHECK (jurisdiction = {{jurisdiction}} AND feed = {{feed}}),
+	ADD CONSTRAINT {{table_pkey}} PRIMARY KEY (feature_id, jurisdiction, feed)
+
+-- name: BulkPagesAndSplit
+-- Poll $1's pages, and its ids staged on more than one page given the $2
+-- distinct source ids loaded.
+SELECT (SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int, {{SplitIDs}} - $2
+
+-- name: BulkDeleteSkipped
+-- Leaves out the rows the feed skips ($1: invalid_geometry: skip).
+DELETE FROM {{table}} WHERE load_skip OR (load_invalid AND $1)
+
+-- name: BulkDropLoadColumns
+-- Their byte stays in each row until the table is rewritten.
+ALTER TABLE {{table}} DROP COLUMN load_invalid, DROP COLUMN load_out_of_range, DROP COLUMN load_skip
+
+-- name: BulkChangeLog
+-- Every loaded feature is added.
+INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
+	geometry_changed, properties_changed, old_hash, new_hash, changed_at)
+SELECT poll_id, jurisdiction, feed, feature_id, 'added', true, true, NULL, content_hash, changed_at
+FROM {{table}}

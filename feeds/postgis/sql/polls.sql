@@ -1,0 +1,54 @@
+-- Feeds and their polls: feed_status and polls rows (store.go, status.go).
+
+-- name: RegisterFeeds
+INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, configured)
+SELECT j, f, k, u, o, CASE WHEN us > 0 THEN us * interval '1 microsecond' END, true
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS t(j, f, k, u, o, us)
+ON CONFLICT (jurisdiction, feed) DO UPDATE SET
+	kind = excluded.kind, url = excluded.url, origin = excluded.origin,
+	expected_interval = excluded.expected_interval, configured = true
+
+-- name: RemoveFeeds
+UPDATE feed_status SET configured = false
+WHERE configured AND (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+
+-- name: BeginPoll
+WITH p AS (
+	INSERT INTO polls (jurisdiction, feed, url, owner) VALUES ($1, $2, $4, nullif($7, ''))
+	RETURNING id, started_at
+), fs AS (
+	INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, last_attempt_at, last_poll_id)
+	SELECT $1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN $6 * interval '1 microsecond' END, p.started_at, p.id FROM p
+	ON CONFLICT (jurisdiction, feed) DO UPDATE SET
+		last_attempt_at = excluded.last_attempt_at,
+		last_poll_id = GREATEST(s.last_poll_id, excluded.last_poll_id)
+)
+SELECT id FROM p
+
+-- name: LockPoll
+SELECT status, jurisdiction, feed FROM polls WHERE id = $1 FOR UPDATE
+
+-- name: FailPoll
+UPDATE polls SET status = 'failed', finished_at = now(), error = $2 WHERE id = $1
+
+-- name: FeedFailed
+-- Poll $4 of feed ($1, $2) failed with $3.
+UPDATE feed_status SET last_error = $3, last_error_at = now(),
+	consecutive_failures = consecutive_failures + 1,
+	last_poll_id = GREATEST(last_poll_id, $4)
+WHERE jurisdiction = $1 AND feed = $2
+
+-- name: EndPollKeepingStaging
+UPDATE polls SET status = $4, finished_at = now(), error = $2, retry_after = $3
+WHERE id = $1
+
+-- name: FeedFailedUntil
+-- FeedFailed, with retry_after $4 (poll $5).
+UPDATE feed_status SET last_error = $3, last_error_at = now(), retry_after = $4,
+	consecutive_failures = consecutive_failures + 1,
+	last_poll_id = GREATEST(last_poll_id, $5)
+WHERE jurisdiction = $1 AND feed = $2
+
+-- name: LastSuccess
+SELECT jurisdiction || '/' || feed, last_success_at
+FROM feed_status WHERE last_success_at IS NOT NULL

@@ -1,0 +1,50 @@
+-- A poll's staging: its pages COPYed into staged_features, listed in
+-- staged_pages (store.go, checkpoint.go).
+
+-- name: LockPollForStaging
+-- FOR SHARE makes a concurrent FailPoll or Apply of the poll wait for the
+-- page, so staging never lands after the poll was cleaned up.
+SELECT status FROM polls WHERE id = $1 FOR SHARE
+
+-- name: DeleteStagedPage
+DELETE FROM staged_features WHERE poll_id = $1 AND page = $2
+
+-- name: StagingCopy
+-- The COPY StagePage sends; copySource writes its rows in this order.
+COPY staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, properties,
+	geom_hash, props_hash, geom_broken, invalid_feature) FROM STDIN (FORMAT binary)
+
+-- name: CountPageIDs
+-- A page with too many ids to count in memory: PostgreSQL counts the
+-- page's own rows (about a second per million; COLLATE "C" compares bytes).
+SELECT count(*)::int FROM (SELECT DISTINCT feature_id COLLATE "C" FROM staged_features
+	WHERE poll_id = $1 AND page = $2 AND feature_id <> '') d
+
+-- name: RecordStagedPage
+INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
+	invalid_features = excluded.invalid_features, staged_at = now()
+
+-- name: StagedFeatures
+SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1
+
+-- name: DeleteStagedFeatures
+DELETE FROM staged_features WHERE poll_id = $1
+
+-- name: DeleteStagedPages
+DELETE FROM staged_pages WHERE poll_id = $1
+
+-- name: EmptiedPages
+-- Counts poll $1's pages (below $2; -1: all) that recorded features when
+-- they were staged but have no staged row left.
+SELECT count(*)::int FROM staged_pages p
+WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2) AND p.features > 0
+  AND NOT EXISTS (SELECT FROM staged_features f WHERE f.poll_id = p.poll_id AND f.page = p.page)
+
+-- name: StagingLoss
+-- Poll $1's pages (below $2; -1: all), the features they recorded, and the
+-- rows left: a loss's report.
+SELECT count(*)::int, coalesce(sum(p.features), 0)::bigint,
+	(SELECT count(*) FROM staged_features f WHERE f.poll_id = $1 AND ($2 < 0 OR f.page < $2))
+FROM staged_pages p
+WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2)
