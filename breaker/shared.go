@@ -116,6 +116,28 @@ type sharedOptions struct {
 	refresh time.Duration
 	lease   time.Duration
 	timeout time.Duration
+	clock   Clock
+}
+
+// Defaults of the shared state's timings, which `ingestd run` can change.
+const (
+	// DefaultRefreshInterval is how often every row is re-read.
+	DefaultRefreshInterval = 5 * time.Second
+	// DefaultProbeLease is how long a probe lease lasts unless renewed.
+	DefaultProbeLease = 30 * time.Second
+	// DefaultQueryTimeout bounds each statement of the shared state.
+	DefaultQueryTimeout = time.Second
+)
+
+// WithClock sets the clock the shared state times its cache and its
+// database-clock estimate with (default: the real clock). A Registry built
+// on the SharedState without a Clock of its own uses this one.
+func WithClock(c Clock) SharedOption {
+	return func(o *sharedOptions) {
+		if c != nil {
+			o.clock = c
+		}
+	}
 }
 
 // WithRefreshInterval sets how often every row is re-read, the fallback for
@@ -199,7 +221,7 @@ func NewSharedState(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	o := sharedOptions{refresh: 5 * time.Second, lease: 30 * time.Second, timeout: time.Second}
+	o := sharedOptions{refresh: DefaultRefreshInterval, lease: DefaultProbeLease, timeout: DefaultQueryTimeout, clock: systemClock{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -213,6 +235,9 @@ func NewSharedState(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, 
 		pending: make(map[string]write),
 	}
 }
+
+// since is the time elapsed on the shared state's clock since t.
+func (s *SharedState) since(t time.Time) time.Duration { return s.opts.clock.Now().Sub(t) }
 
 // InstanceID returns the id this instance writes into probe_owner and updated_by.
 func (s *SharedState) InstanceID() string { return s.id }
@@ -279,7 +304,6 @@ type view struct {
 // dbNow is the database clock's now, estimated from the local clock.
 func (vw view) dbNow(local time.Time) time.Time { return local.Add(vw.skew) }
 
-// local converts a database timestamp to the local clock.
 // noteSkewLocked estimates the database clock's offset from a query's answer:
 // dbNow was read somewhere within the round trip, so the midpoint is off by up
 // to half of it. Like NTP, keep the sample with the shortest round trip — on
@@ -297,6 +321,7 @@ func (s *SharedState) noteSkewLocked(dbNow, sent time.Time, rtt time.Duration) {
 	}
 }
 
+// local converts a database timestamp to the local clock.
 func (vw view) local(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
@@ -353,7 +378,7 @@ func (s *SharedState) store(v Verdict, dbNow, sent time.Time, rtt time.Duration)
 		return
 	}
 	s.gen++
-	s.rows[v.Origin] = cachedVerdict{v: v, gen: s.gen, at: time.Now()}
+	s.rows[v.Origin] = cachedVerdict{v: v, gen: s.gen, at: s.opts.clock.Now()}
 	s.mu.Unlock()
 	if prev.v.Override != v.Override || !prev.v.OverrideUntil.Equal(v.OverrideUntil) || prev.v.OverrideReason != v.OverrideReason {
 		if !had && v.Override == OverrideNone {
@@ -380,7 +405,7 @@ func (s *SharedState) forget(origin string, before time.Time) {
 		return
 	}
 	s.gen++
-	s.rows[origin] = cachedVerdict{v: Verdict{Version: c.v.Version}, gen: s.gen, at: time.Now()}
+	s.rows[origin] = cachedVerdict{v: Verdict{Version: c.v.Version}, gen: s.gen, at: s.opts.clock.Now()}
 }
 
 const verdictColumns = `origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
@@ -421,7 +446,7 @@ func deref[T any](p *T) T {
 func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Verdict, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
 	defer cancel()
-	readAt := time.Now()
+	readAt := s.opts.clock.Now()
 	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, sql, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.setReachable(true, nil)
@@ -434,13 +459,13 @@ func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Ve
 		return Verdict{}, false, err
 	}
 	s.setReachable(true, nil)
-	s.store(v, dbNow, readAt, time.Since(readAt))
+	s.store(v, dbNow, readAt, s.since(readAt))
 	return v, true, nil
 }
 
 // refreshOrigin re-reads one origin's row after a notification.
 func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
-	started := time.Now()
+	started := s.opts.clock.Now()
 	_, ok, err := s.queryRow(ctx, `SELECT `+verdictColumns+` FROM breaker_state WHERE origin = $1`, origin)
 	if err == nil && !ok {
 		s.forget(origin, started)
@@ -452,7 +477,7 @@ func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
 func (s *SharedState) reload(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*s.opts.timeout)
 	defer cancel()
-	started := time.Now()
+	started := s.opts.clock.Now()
 	rows, err := s.pool.Query(ctx, `SELECT `+verdictColumns+` FROM breaker_state`)
 	if err != nil {
 		s.setReachable(false, err)
@@ -467,7 +492,7 @@ func (s *SharedState) reload(ctx context.Context) error {
 			return err
 		}
 		seen[v.Origin] = true
-		s.store(v, dbNow, started, time.Since(started))
+		s.store(v, dbNow, started, s.since(started))
 	}
 	if err := rows.Err(); err != nil {
 		s.setReachable(false, err)
@@ -817,7 +842,7 @@ func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (Ver
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*s.opts.timeout)
 	defer cancel()
-	readAt := time.Now()
+	readAt := s.opts.clock.Now()
 	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, `
 INSERT INTO breaker_state AS b (origin, state, override, override_until, override_reason, override_by, override_at, updated_by)
 VALUES ($1, 'closed', $2, CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END,
@@ -840,7 +865,7 @@ RETURNING `+verdictColumns,
 	if err != nil {
 		return Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
 	}
-	s.store(v, dbNow, readAt, time.Since(readAt))
+	s.store(v, dbNow, readAt, s.since(readAt))
 	s.logger.Warn("breaker override set",
 		slog.String("origin", origin),
 		slog.String("override", req.Override.String()),
@@ -860,7 +885,7 @@ func (s *SharedState) Verdicts(ctx context.Context) ([]Verdict, time.Time, error
 	}
 	defer rows.Close()
 	var out []Verdict
-	now := time.Now()
+	now := s.opts.clock.Now()
 	for rows.Next() {
 		v, dbNow, err := scanVerdict(rows)
 		if err != nil {

@@ -458,7 +458,10 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	shared := NewSharedState(pool, "lonely:1", nil)
+	// No database, so nothing but this process's clock times the cooldown:
+	// a fake one passes it at once (the Registry uses the SharedState's).
+	clock := newFakeClock()
+	shared := NewSharedState(pool, "lonely:1", nil, WithClock(clock))
 	if err := shared.Start(t.Context()); err == nil {
 		t.Fatal("Start reported no error without a database")
 	}
@@ -468,7 +471,7 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 
 	oe := f.tripOpen(t, up.url())
 	up.setStatus(http.StatusOK)
-	time.Sleep(oe.RetryAfter)
+	clock.Advance(oe.RetryAfter)
 	start := time.Now()
 	if err := f.do(t.Context(), t, up.url()); err != nil {
 		t.Fatalf("local probe: %v", err)
