@@ -17,14 +17,14 @@ import (
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
-// The cluster's settings. The probe lease is breaker.SharedState's default:
-// `ingestd run` has no flag or config key for it, so the test waits out the
-// real 30 s, which is what an operator's cluster would do.
+// The cluster's settings. The probe lease is set with `run
+// -breaker-probe-lease`: the default 30 s would make (5) wait out 30 s for
+// what a 3 s lease shows as well (renewed every second while a probe runs).
 const (
 	clusterInterval   = 2 * time.Second // @every 2s
 	clusterOpenBase   = 2 * time.Second
 	clusterOpenMax    = 4 * time.Second
-	clusterProbeLease = 30 * time.Second
+	clusterProbeLease = 3 * time.Second
 	clusterJitter     = 1.2 // cooldowns are ±20%
 	clusterDownFor    = 9 * time.Second
 	clusterFeeds      = 6 // per origin
@@ -100,7 +100,7 @@ func TestCluster(t *testing.T) {
 	// handed a broken one.
 	var ins []*instance
 	for _, name := range []string{"A", "B", "C"} {
-		ins = append(ins, startInstance(t, bin, name, writeConfig(name, config), dbURL))
+		ins = append(ins, startInstance(t, bin, name, writeConfig(name, config), dbURL, clusterFlags()...))
 	}
 	for _, in := range ins {
 		in.waitRunning(t, 30*time.Second)
@@ -156,7 +156,7 @@ func TestCluster(t *testing.T) {
 	}
 	c := ins[2]
 	fig("SIGTERM of C: exited in %s", c.stop(t, 15*time.Second).Round(time.Millisecond))
-	d := startInstance(t, bin, "D", c.config, dbURL)
+	d := startInstance(t, bin, "D", c.config, dbURL, clusterFlags()...)
 	d.waitRunning(t, 30*time.Second)
 	tDReady := time.Now()
 	ins[2] = d
@@ -291,6 +291,11 @@ func TestCluster(t *testing.T) {
 	if refused != 0 {
 		t.Errorf("%d polls of the healthy origin h1 were refused", refused)
 	}
+}
+
+// clusterFlags are the flags of every instance's `ingestd run`.
+func clusterFlags() []string {
+	return []string{"-breaker-probe-lease", clusterProbeLease.String()}
 }
 
 // clusterConfig is the cluster's jurisdictions file: one jurisdiction per
