@@ -252,7 +252,7 @@ type daemon struct {
 	manager *feeds.Manager
 	// replayer resumes parked polls; watch records breaker states.
 	replayer *deadletter.Replayer
-	watch    *feeds.OriginWatch
+	watch    *breaker.OriginWatch
 	// shared shares breaker verdicts with the other instances; close it
 	// after everything that makes requests, before the pool.
 	shared   *breaker.SharedState
@@ -288,7 +288,7 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	// recognise its dead predecessor's work.
 	id := instanceID()
 	store := postgis.New(pool, postgis.WithOwner(id))
-	watch := feeds.NewOriginWatch(store, cfg.DeadLetter.StuckOpenAfter, logger)
+	watch := breaker.NewOriginWatch(pool, cfg.DeadLetter.StuckOpenAfter, logger)
 	watch.SharedVerdicts()
 	// Loaded before the first request: an origin another instance (or this
 	// one before a restart) opened stays open until its time.
