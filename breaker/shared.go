@@ -117,6 +117,7 @@ type sharedOptions struct {
 	lease   time.Duration
 	timeout time.Duration
 	clock   Clock
+	resume  ResumeFunc
 }
 
 // Defaults of the shared state's timings, which `ingestd run` can change.
@@ -128,6 +129,19 @@ const (
 	// DefaultQueryTimeout bounds each statement of the shared state.
 	DefaultQueryTimeout = time.Second
 )
+
+// ResumeFunc brings forward the work that an origin's open verdict held
+// back, so that it is due at notBefore (now when notBefore is zero or past),
+// and returns how many items it moved. (*deadletter.Queue).Expedite is one;
+// main wires it, since breaker imports no other ingestd package.
+type ResumeFunc func(ctx context.Context, origin string, notBefore time.Time) (int64, error)
+
+// WithResume sets what SetOverride calls when an operator lifts an open
+// override (sets closed or none): polls the override refused were parked
+// until it would have ended, or OpenMax, which then holds nothing back.
+func WithResume(fn ResumeFunc) SharedOption {
+	return func(o *sharedOptions) { o.resume = fn }
+}
 
 // WithClock sets the clock the shared state times its cache and its
 // database-clock estimate with (default: the real clock). A Registry built
@@ -818,11 +832,43 @@ type OverrideRequest struct {
 	By string
 }
 
+// OverrideResult is what SetOverride did.
+type OverrideResult struct {
+	// Verdict is the origin's row as the override left it.
+	Verdict
+	// Resumed counts the parked items that WithResume's func brought
+	// forward, due at ResumeAt (zero: now).
+	Resumed  int64
+	ResumeAt time.Time
+}
+
 // SetOverride persists an override; every running instance honours it within
 // a second (NOTIFY) or at worst one refresh interval. OverrideClosed also
 // clears the automatic verdict: an operator who vouches for an origin means
 // it to be closed when the override lapses, not to resume an old open.
-func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (Verdict, error) {
+//
+// Lifting an override (closed or none) also resumes, through WithResume's
+// func, the work parked while the origin was refused: now, or at the end of
+// the breaker's own cooldown when none hands the origin back to an open
+// breaker (a replay refused again would only spend an attempt). An error of
+// that func is returned with the result of the override, which stands.
+func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (OverrideResult, error) {
+	v, err := s.setOverride(ctx, req)
+	if err != nil || req.Override == OverrideOpen || s.opts.resume == nil {
+		return OverrideResult{Verdict: v}, err
+	}
+	res := OverrideResult{Verdict: v}
+	if req.Override == OverrideNone && v.State != StateClosed {
+		res.ResumeAt = v.OpenUntil
+	}
+	res.Resumed, err = s.opts.resume(ctx, v.Origin, res.ResumeAt)
+	if err != nil {
+		return res, fmt.Errorf("breaker: override %s: resuming parked work: %w", v.Origin, err)
+	}
+	return res, nil
+}
+
+func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Verdict, error) {
 	origin, err := ParseOrigin(req.Origin)
 	if err != nil {
 		return Verdict{}, err

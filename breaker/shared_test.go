@@ -503,3 +503,51 @@ func TestSharedNoQueryPerCall(t *testing.T) {
 		t.Errorf("200 calls acquired %d database connections, want 0", got)
 	}
 }
+
+// Lifting an open override resumes what it parked: now for closed, at the
+// end of the breaker's own cooldown for none on an open origin; setting
+// open resumes nothing.
+func TestSharedOverrideLiftedResumesParked(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	type call struct {
+		origin    string
+		notBefore time.Time
+	}
+	var calls []call
+	resume := func(_ context.Context, origin string, notBefore time.Time) (int64, error) {
+		calls = append(calls, call{origin, notBefore})
+		return 3, nil
+	}
+	shared := NewSharedState(pool, "ops:1", nil, WithResume(resume))
+	const origin = "http://gis.example.org:80"
+	set := func(ov Override) OverrideResult {
+		t.Helper()
+		res, err := shared.SetOverride(t.Context(), OverrideRequest{Origin: origin, Override: ov})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := set(OverrideOpen); res.Resumed != 0 || len(calls) != 0 {
+		t.Fatalf("open resumed %d (calls %v), want nothing", res.Resumed, calls)
+	}
+	if res := set(OverrideClosed); res.Resumed != 3 || !res.ResumeAt.IsZero() || len(calls) != 1 || !calls[0].notBefore.IsZero() {
+		t.Fatalf("closed: %+v, calls %v; want 3 resumed now", res, calls)
+	}
+	// The breaker holds the origin open on its own: auto hands it back to
+	// that verdict, so parked work waits for its cooldown.
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	if _, err := pool.Exec(t.Context(), `UPDATE breaker_state SET state = 'open', opened_at = now(), open_until = $2
+		WHERE origin = $1`, origin, until); err != nil {
+		t.Fatal(err)
+	}
+	if res := set(OverrideNone); res.Resumed != 3 || !res.ResumeAt.Equal(until) || len(calls) != 2 || !calls[1].notBefore.Equal(until) || calls[1].origin != origin {
+		t.Fatalf("none on an open origin: %+v, calls %v; want 3 resumed at %s", res, calls, until)
+	}
+}
