@@ -16,6 +16,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -163,7 +164,7 @@ func breakerList(ctx context.Context, pool *pgxpool.Pool, shared *breaker.Shared
 	if err != nil {
 		return err
 	}
-	feeds, err := feedsByOrigin(ctx, pool)
+	feeds, err := postgis.New(pool).FeedsByOrigin(ctx)
 	if err != nil {
 		return err
 	}
@@ -191,28 +192,6 @@ func breakerList(ctx context.Context, pool *pgxpool.Pool, shared *breaker.Shared
 			describeOverride(v, now), orDash(v.UpdatedBy), orDash(strings.Join(feeds[v.Origin], ",")))
 	}
 	return tw.Flush()
-}
-
-// feedsByOrigin returns the configured feeds (jurisdiction/feed) of each origin.
-func feedsByOrigin(ctx context.Context, pool *pgxpool.Pool) (map[string][]string, error) {
-	rows, err := pool.Query(ctx, `SELECT origin, jurisdiction || '/' || feed FROM feed_status
-		WHERE configured AND origin IS NOT NULL ORDER BY jurisdiction, feed`)
-	if err != nil {
-		return nil, fmt.Errorf("breaker list: feeds: %w", err)
-	}
-	defer rows.Close()
-	out := make(map[string][]string)
-	for rows.Next() {
-		var origin, feed string
-		if err := rows.Scan(&origin, &feed); err != nil {
-			return nil, fmt.Errorf("breaker list: feeds: %w", err)
-		}
-		out[origin] = append(out[origin], feed)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("breaker list: feeds: %w", err)
-	}
-	return out, nil
 }
 
 // describeOverride renders an override with its end, author and reason; a
