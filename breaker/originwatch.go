@@ -22,6 +22,7 @@ import (
 // the goroutine of a request and must not wait for the database.
 type OriginWatch struct {
 	pool       *pgxpool.Pool
+	sql        originWatchSQL
 	stuckAfter int
 	logger     *slog.Logger
 	// shared: SharedState owns the verdict columns of breaker_state, and
@@ -58,7 +59,7 @@ func NewOriginWatch(pool *pgxpool.Pool, stuckAfter int, logger *slog.Logger) *Or
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &OriginWatch{pool: pool, stuckAfter: stuckAfter, logger: logger,
+	return &OriginWatch{pool: pool, sql: loadOriginWatchSQL(), stuckAfter: stuckAfter, logger: logger,
 		stuck: map[string]bool{}, pending: map[string]originState{}, wake: make(chan struct{}, 1)}
 }
 
@@ -154,7 +155,7 @@ func (w *OriginWatch) recordState(ctx context.Context, s originState) error {
 		openedAt = &s.at
 		openUntil = &s.openUntil
 	}
-	_, err := w.pool.Exec(ctx, sqlRecordState,
+	_, err := w.pool.Exec(ctx, w.sql.recordState,
 		s.origin, s.state.String(), openedAt, openUntil, s.consecutiveOpens, s.stuck, s.at)
 	if err != nil {
 		return fmt.Errorf("breaker: record state of %s: %w", s.origin, err)
@@ -167,20 +168,9 @@ func (w *OriginWatch) recordState(ctx context.Context, s originState) error {
 // and every change of stuck follows a transition that the verdict wrote
 // first.
 func (w *OriginWatch) recordStuck(ctx context.Context, s originState) error {
-	_, err := w.pool.Exec(ctx, sqlRecordStuck, s.origin, s.stuck)
+	_, err := w.pool.Exec(ctx, w.sql.recordStuck, s.origin, s.stuck)
 	if err != nil {
 		return fmt.Errorf("breaker: record stuck flag of %s: %w", s.origin, err)
 	}
 	return nil
 }
-
-const sqlRecordState = `
-INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, stuck, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (origin) DO UPDATE SET
-    state = excluded.state,
-    opened_at = coalesce(excluded.opened_at, CASE WHEN excluded.state = 'closed' THEN NULL ELSE b.opened_at END),
-    open_until = excluded.open_until,
-    consecutive_opens = excluded.consecutive_opens, stuck = excluded.stuck, updated_at = excluded.updated_at`
-
-const sqlRecordStuck = `UPDATE breaker_state SET stuck = $2 WHERE origin = $1 AND stuck IS DISTINCT FROM $2`

@@ -203,6 +203,7 @@ type SharedState struct {
 	id     string
 	logger *slog.Logger
 	opts   sharedOptions
+	sql    verdictSQL
 
 	writes chan write
 
@@ -244,6 +245,7 @@ func NewSharedState(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, 
 		id:      instanceID,
 		logger:  logger.With("instance", instanceID),
 		opts:    o,
+		sql:     loadVerdictSQL(),
 		writes:  make(chan write, 1024),
 		rows:    make(map[string]cachedVerdict),
 		pending: make(map[string]write),
@@ -422,9 +424,8 @@ func (s *SharedState) forget(origin string, before time.Time) {
 	s.rows[origin] = cachedVerdict{v: Verdict{Version: c.v.Version}, gen: s.gen, at: s.opts.clock.Now()}
 }
 
-const verdictColumns = `origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-	override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now()`
-
+// scanVerdict reads a row in the column order of every statement in
+// sql/verdicts.sql, the database's now() last.
 func scanVerdict(row pgx.Row) (Verdict, time.Time, error) {
 	var (
 		v                                                Verdict
@@ -480,7 +481,7 @@ func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Ve
 // refreshOrigin re-reads one origin's row after a notification.
 func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
 	started := s.opts.clock.Now()
-	_, ok, err := s.queryRow(ctx, `SELECT `+verdictColumns+` FROM breaker_state WHERE origin = $1`, origin)
+	_, ok, err := s.queryRow(ctx, s.sql.selectOrigin, origin)
 	if err == nil && !ok {
 		s.forget(origin, started)
 	}
@@ -492,7 +493,7 @@ func (s *SharedState) reload(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*s.opts.timeout)
 	defer cancel()
 	started := s.opts.clock.Now()
-	rows, err := s.pool.Query(ctx, `SELECT `+verdictColumns+` FROM breaker_state`)
+	rows, err := s.pool.Query(ctx, s.sql.selectAll)
 	if err != nil {
 		s.setReachable(false, err)
 		return err
@@ -689,12 +690,12 @@ func (s *SharedState) do(ctx context.Context, w write) {
 	var ok bool
 	switch w.kind {
 	case writeOpen:
-		_, _, err = s.queryRow(ctx, sqlOpen, w.origin, w.open.Seconds(), w.opens, s.id, nullIfEmpty(w.lastErr))
+		_, _, err = s.queryRow(ctx, s.sql.open, w.origin, w.open.Seconds(), w.opens, s.id, nullIfEmpty(w.lastErr))
 		ok = true
 	case writeClose:
-		_, ok, err = s.queryRow(ctx, sqlClose, w.origin, s.id)
+		_, ok, err = s.queryRow(ctx, s.sql.close, w.origin, s.id)
 	case writeRelease:
-		_, ok, err = s.queryRow(ctx, sqlRelease, w.origin, s.id)
+		_, ok, err = s.queryRow(ctx, s.sql.release, w.origin, s.id)
 	}
 	if err != nil {
 		s.logger.Warn("breaker shared state: write failed, retrying on the next reload",
@@ -720,67 +721,10 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
-// sqlOpen opens an origin for everyone. The more protective verdict wins: a
-// later open_until stays, and a live lease of another instance is kept (its
-// probe is under way). A trip of a closed origin starts the count of
-// consecutive opens afresh from the tripping instance's count.
-const sqlOpen = `
-INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, updated_by, last_error)
-VALUES ($1, 'open', now(), now() + make_interval(secs => $2::float8), $3, $4, $5)
-ON CONFLICT (origin) DO UPDATE SET
-    state = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN 'half-open' ELSE 'open' END,
-    opened_at = now(),
-    open_until = greatest(EXCLUDED.open_until, CASE WHEN b.state <> 'closed' THEN b.open_until END),
-    consecutive_opens = CASE WHEN b.state = 'closed' THEN EXCLUDED.consecutive_opens
-                             ELSE greatest(b.consecutive_opens, EXCLUDED.consecutive_opens) END,
-    probe_owner = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN b.probe_owner END,
-    probe_until = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN b.probe_until END,
-    updated_by = $4,
-    last_error = EXCLUDED.last_error
-RETURNING ` + verdictColumns
-
-// sqlClose closes an origin for everyone, only for the holder of the lease.
-const sqlClose = `
-UPDATE breaker_state SET state = 'closed', opened_at = NULL, open_until = NULL,
-    probe_owner = NULL, probe_until = NULL, updated_by = $2
-WHERE origin = $1 AND probe_owner = $2
-RETURNING ` + verdictColumns
-
-// sqlRelease gives back a lease whose probe decided nothing.
-const sqlRelease = `
-UPDATE breaker_state SET state = 'open', probe_owner = NULL, probe_until = NULL, updated_by = $2
-WHERE origin = $1 AND probe_owner = $2
-RETURNING ` + verdictColumns
-
-// sqlLease takes the probe lease: only once the cooldown is over and no
-// other instance holds a live lease. A closed or missing row means this
-// instance's open verdict never reached the table (the database was away):
-// taking the lease publishes it, so that the others hold back too.
-const sqlLease = `
-INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until, updated_by)
-VALUES ($1, 'half-open', now(), now(), $4, $2, now() + make_interval(secs => $3::float8), $2)
-ON CONFLICT (origin) DO UPDATE SET
-    state = 'half-open',
-    opened_at = coalesce(b.opened_at, now()),
-    open_until = coalesce(b.open_until, now()),
-    consecutive_opens = CASE WHEN b.state = 'closed' THEN EXCLUDED.consecutive_opens ELSE b.consecutive_opens END,
-    probe_owner = $2,
-    probe_until = EXCLUDED.probe_until,
-    updated_by = $2
-WHERE b.state = 'closed'
-   OR ((b.open_until IS NULL OR b.open_until <= now())
-       AND (b.probe_owner IS NULL OR b.probe_owner = $2 OR b.probe_until < now()))
-RETURNING ` + verdictColumns
-
-const sqlRenew = `
-UPDATE breaker_state SET probe_until = now() + make_interval(secs => $3::float8)
-WHERE origin = $1 AND probe_owner = $2
-RETURNING ` + verdictColumns
-
 // acquireLease tries to take the probe lease of origin. It returns whether it
 // won; either way the cache holds the row as it now stands.
 func (s *SharedState) acquireLease(ctx context.Context, origin string, opens int) (bool, error) {
-	_, won, err := s.queryRow(ctx, sqlLease, origin, s.id, s.opts.lease.Seconds(), opens)
+	_, won, err := s.queryRow(ctx, s.sql.lease, origin, s.id, s.opts.lease.Seconds(), opens)
 	if err != nil || won {
 		return won, err
 	}
@@ -799,7 +743,7 @@ func (s *SharedState) renewLease(ctx context.Context, origin string) {
 			return
 		case <-t.C:
 		}
-		if _, ok, err := s.queryRow(ctx, sqlRenew, origin, s.id, s.opts.lease.Seconds()); err == nil && !ok {
+		if _, ok, err := s.queryRow(ctx, s.sql.renew, origin, s.id, s.opts.lease.Seconds()); err == nil && !ok {
 			return
 		}
 	}
@@ -889,24 +833,7 @@ func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Ver
 	ctx, cancel := context.WithTimeout(ctx, 10*s.opts.timeout)
 	defer cancel()
 	readAt := s.opts.clock.Now()
-	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, `
-INSERT INTO breaker_state AS b (origin, state, override, override_until, override_reason, override_by, override_at, updated_by)
-VALUES ($1, 'closed', $2, CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END,
-        $4, $5, now(), $5)
-ON CONFLICT (origin) DO UPDATE SET
-    override = EXCLUDED.override,
-    override_until = EXCLUDED.override_until,
-    override_reason = EXCLUDED.override_reason,
-    override_by = EXCLUDED.override_by,
-    override_at = now(),
-    updated_by = EXCLUDED.updated_by,
-    state = CASE WHEN EXCLUDED.override = 'closed' THEN 'closed' ELSE b.state END,
-    opened_at = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.opened_at END,
-    open_until = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.open_until END,
-    probe_owner = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.probe_owner END,
-    probe_until = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.probe_until END,
-    consecutive_opens = CASE WHEN EXCLUDED.override = 'closed' THEN 0 ELSE b.consecutive_opens END
-RETURNING `+verdictColumns,
+	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, s.sql.override,
 		origin, req.Override.String(), req.For.Seconds(), nullIfEmpty(req.Reason), by))
 	if err != nil {
 		return Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
@@ -925,7 +852,7 @@ RETURNING `+verdictColumns,
 // Verdicts reads every row of breaker_state from the database (not the
 // cache), sorted by origin, with the database's current time.
 func (s *SharedState) Verdicts(ctx context.Context) ([]Verdict, time.Time, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+verdictColumns+` FROM breaker_state ORDER BY origin`)
+	rows, err := s.pool.Query(ctx, s.sql.selectSorted)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("breaker: read verdicts: %w", err)
 	}
