@@ -1,24 +1,15 @@
 package breaker
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
 // With shared verdicts the watch writes only the stuck flag: a follower's
 // late "open, 0 s left" event must not shorten the cluster's verdict.
 func TestOriginWatchLeavesSharedVerdictsAlone(t *testing.T) {
 	t.Parallel()
-	pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	const origin = "http://gis.example.org:80"
 	until := time.Now().Add(10 * time.Minute).UTC().Truncate(time.Microsecond)
 	if _, err := pool.Exec(t.Context(), `INSERT INTO breaker_state (origin, state, opened_at, open_until, consecutive_opens)

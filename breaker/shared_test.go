@@ -45,6 +45,17 @@ func newNode(t *testing.T, dbURL, id string, p Policy, opts ...SharedOption) *no
 	return n
 }
 
+// testPool opens a pool on a fresh migrated database; it closes when t ends.
+func testPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // kill stops the instance without releasing anything, as a kill -9 would:
 // the loops stop (so the lease is no longer renewed) and the pool closes.
 func (n *node) kill() {
@@ -509,11 +520,7 @@ func TestSharedNoQueryPerCall(t *testing.T) {
 // open resumes nothing.
 func TestSharedOverrideLiftedResumesParked(t *testing.T) {
 	t.Parallel()
-	pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testPool(t)
 	type call struct {
 		origin    string
 		notBefore time.Time
