@@ -136,11 +136,12 @@ func TestHalfOpen(t *testing.T) {
 	t.Parallel()
 	t.Run("clean probe closes with a cleared window", func(t *testing.T) {
 		t.Parallel()
-		f := setup(t, fastPolicy())
+		clock := newFakeClock()
+		f := setup(t, fastPolicy(), withClock(clock))
 		up := newUpstream(t, http.StatusServiceUnavailable)
 		oe := f.tripOpen(t, up.url())
 		up.setStatus(http.StatusOK)
-		time.Sleep(oe.RetryAfter)
+		clock.Advance(oe.RetryAfter)
 		before := up.hits.Load()
 		if err := f.do(t.Context(), t, up.url()); err != nil {
 			t.Fatalf("probe: %v", err)
@@ -159,10 +160,11 @@ func TestHalfOpen(t *testing.T) {
 	})
 	t.Run("failed probe re-opens at once", func(t *testing.T) {
 		t.Parallel()
-		f := setup(t, fastPolicy())
+		clock := newFakeClock()
+		f := setup(t, fastPolicy(), withClock(clock))
 		up := newUpstream(t, http.StatusServiceUnavailable)
 		oe := f.tripOpen(t, up.url())
-		time.Sleep(oe.RetryAfter)
+		clock.Advance(oe.RetryAfter)
 		before := up.hits.Load()
 		err := f.do(t.Context(), t, up.url())
 		if _, ok := asOpen(err); ok {
@@ -183,7 +185,8 @@ func TestHalfOpen(t *testing.T) {
 		t.Parallel()
 		p := fastPolicy()
 		p.HalfOpenMaxCalls = 2
-		f := setup(t, p)
+		clock := newFakeClock()
+		f := setup(t, p, withClock(clock))
 		up := newUpstream(t, http.StatusServiceUnavailable)
 		oe := f.tripOpen(t, up.url())
 		release := make(chan struct{})
@@ -191,7 +194,7 @@ func TestHalfOpen(t *testing.T) {
 			<-release
 			w.WriteHeader(http.StatusOK)
 		})
-		time.Sleep(oe.RetryAfter)
+		clock.Advance(oe.RetryAfter)
 		before := up.hits.Load()
 		const callers = 8
 		var refused atomic.Int64
@@ -221,7 +224,8 @@ func TestHalfOpen(t *testing.T) {
 	})
 	t.Run("cancelled probe frees its slot", func(t *testing.T) {
 		t.Parallel()
-		f := setup(t, fastPolicy())
+		clock := newFakeClock()
+		f := setup(t, fastPolicy(), withClock(clock))
 		up := newUpstream(t, http.StatusServiceUnavailable)
 		oe := f.tripOpen(t, up.url())
 		started := make(chan struct{})
@@ -229,7 +233,7 @@ func TestHalfOpen(t *testing.T) {
 			close(started)
 			<-r.Context().Done() // hang until the caller gives up
 		})
-		time.Sleep(oe.RetryAfter)
+		clock.Advance(oe.RetryAfter)
 		ctx, cancel := context.WithCancel(t.Context())
 		probe := make(chan error, 1)
 		go func() { probe <- f.do(ctx, t, up.url()) }()
@@ -538,12 +542,13 @@ func TestOpenDurationGrowsAndDecays(t *testing.T) {
 	p := fastPolicy()
 	p.ConsecutiveFailures = 1
 	p.OpenBase, p.OpenMax, p.OpenDecay = 120*time.Millisecond, 300*time.Millisecond, 250*time.Millisecond
-	f := setup(t, p)
+	clock := newFakeClock()
+	f := setup(t, p, withClock(clock))
 	f.reg.rand = func() float64 { return 0.5 } // no jitter: factor 1.0
 	up := newUpstream(t, http.StatusServiceUnavailable)
 	oe := f.tripOpen(t, up.url())
 	for range 3 {
-		time.Sleep(oe.RetryAfter)
+		clock.Advance(oe.RetryAfter)
 		if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok { // the failing probe
 			t.Fatal("probe refused")
 		}
@@ -569,12 +574,12 @@ func TestOpenDurationGrowsAndDecays(t *testing.T) {
 	}
 	// Recover, stay healthy for two OpenDecay periods: 4 halves twice to 1,
 	// so the next trip is the second consecutive open.
-	time.Sleep(oe.RetryAfter)
+	clock.Advance(oe.RetryAfter)
 	up.setStatus(http.StatusOK)
 	if err := f.do(t.Context(), t, up.url()); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2*p.OpenDecay + 10*time.Millisecond)
+	clock.Advance(2*p.OpenDecay + 10*time.Millisecond)
 	up.setStatus(http.StatusServiceUnavailable)
 	f.tripOpen(t, up.url())
 	if ds := f.openDurations(); ds[len(ds)-1] != 240*time.Millisecond {

@@ -72,11 +72,23 @@
 // # Visibility
 //
 // Every state change is logged once (keys origin, from, to,
-// consecutive_failures, requests, failures, retry_after) and passed to
+// consecutive_failures, requests, failures, retry_after, consecutive_opens,
+// and decided_by when another instance's verdict caused it) and passed to
 // Config.OnStateChange. gobreaker announces changes while holding its own
 // lock, so the package only records them there and delivers them after the
-// gobreaker call has returned. Registry.Snapshot reports every origin for
-// `ingestd status`.
+// gobreaker call has returned. Registry.Snapshot reports this process's view
+// of every origin it used; `ingestd status` and `ingestd breaker list` read
+// the cluster's verdicts from breaker_state instead (SharedState.Verdicts),
+// since the process asking is not the one polling. An OriginWatch on
+// Config.OnStateChange reports an origin stuck open across several
+// cooldowns and marks it in breaker_state for feed_freshness.
+//
+// # Time
+//
+// Everything the package times (cooldowns, decay, retry budgets, 429
+// pauses, probe leases) reads Config.Clock, the real clock by default, so
+// that tests move a fake clock instead of sleeping. Context deadlines are
+// compared with the real clock they were set on.
 //
 // # Shared verdicts
 //
@@ -99,6 +111,14 @@
 //   - Manual overrides (SetOverride, `ingestd breaker open|close|auto`):
 //     open refuses every call (OpenError.Override), closed admits every call
 //     without the breaker, none lets the breaker decide; all are logged.
+//     Lifting an open override resumes the work it parked (WithResume):
+//     now, or when none hands the origin back to an open breaker, at the
+//     end of that breaker's cooldown.
+//   - breaker_state has one writer, this package: SharedState writes the
+//     verdicts and overrides, OriginWatch only the stuck flag. The probe
+//     lease, the refresh interval and the query timeout are SharedOptions
+//     (`ingestd run -breaker-probe-lease, -breaker-refresh,
+//     -breaker-query-timeout`).
 //   - While the database is unreachable, cached verdicts still refuse until
 //     their time and each instance's own breaker decides the rest; taking
 //     the lease is the only query on a caller's path, bounded by a timeout.

@@ -246,3 +246,31 @@ func (f *fixture) tripOpen(t *testing.T, target string) *OpenError {
 	t.Fatal("breaker never opened")
 	return nil
 }
+
+// fakeClock is a Clock that moves only when the test advances it, so that a
+// cooldown or a decay period passes without sleeping through it. It starts
+// at the real time, which keeps timestamps plausible in logs.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Now()} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock d forward.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// withClock makes the fixture's registry read clock.
+func withClock(clock Clock) fixtureOption {
+	return func(c *Config) { c.Clock = clock }
+}

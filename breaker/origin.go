@@ -180,7 +180,7 @@ func (o *origin) readyToTrip(gen uint64, c gobreaker.Counts) bool {
 // the breaker: it updates the leaf state and queues the event, which flush
 // delivers once the gobreaker call has returned.
 func (o *origin) onStateChange(gen uint64, from, to gobreaker.State) {
-	now := time.Now()
+	now := o.reg.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if gen != o.cbGen {
@@ -318,7 +318,7 @@ func (o *origin) admit(ctx context.Context) (func(error), uint64, error) {
 
 // admitLocal is admission by this process's breaker alone.
 func (o *origin) admitLocal() (func(error), uint64, error) {
-	now := time.Now()
+	now := o.reg.clock.Now()
 	o.mu.Lock()
 	if now.Before(o.openUntil) {
 		err := &OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)}
@@ -329,7 +329,7 @@ func (o *origin) admitLocal() (func(error), uint64, error) {
 
 	done, err := o.cb.Load().Allow()
 	o.flush()
-	now = time.Now()
+	now = o.reg.clock.Now()
 	o.mu.Lock()
 	if err != nil { // half-open with every probe slot taken, or tripped just now
 		err := &OpenError{Origin: o.name, RetryAfter: o.refusalRetryAfter(now)}
@@ -365,7 +365,7 @@ func (o *origin) stillAdmitted(seq uint64) error {
 	if o.reg.shared != nil {
 		vw = o.reg.shared.view(o.name)
 	}
-	now := time.Now()
+	now := o.reg.clock.Now()
 	o.mu.Lock()
 	defer o.flush()
 	defer o.mu.Unlock()
@@ -390,7 +390,7 @@ func (o *origin) pause(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	until := time.Now().Add(d)
+	until := o.reg.clock.Now().Add(d)
 	o.mu.Lock()
 	if until.After(o.pausedUntil) {
 		o.pausedUntil = until
@@ -407,11 +407,11 @@ func (o *origin) waitPause(ctx context.Context) error {
 		o.mu.Lock()
 		until, span := o.pausedUntil, o.pauseSpan
 		o.mu.Unlock()
-		wait := time.Until(until)
+		wait := until.Sub(o.reg.clock.Now())
 		if wait <= 0 {
 			return nil
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+		if dl, ok := ctx.Deadline(); pastDeadline(dl, ok, wait) {
 			// Sleeping would end the caller's time in a wait: let it park.
 			return &ThrottledError{Origin: o.name, RetryAfter: wait}
 		}
@@ -474,7 +474,7 @@ func (o *origin) snapshot() OriginState {
 	if o.reg.shared != nil {
 		vw = o.reg.shared.view(o.name)
 	}
-	now := time.Now()
+	now := o.reg.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.reg.shared != nil {

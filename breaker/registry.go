@@ -36,6 +36,11 @@ type Config struct {
 	// Registerer, if set, gets the package's metrics: attempts and logical
 	// calls by origin and outcome, breaker state and transitions by origin.
 	Registerer prometheus.Registerer
+	// Clock, if set, tells the time (see Clock). Nil means Shared's clock
+	// with a SharedState, the real clock otherwise: the registry and its
+	// SharedState must share one, because the cached verdicts' times are
+	// converted between the database's clock and this one.
+	Clock Clock
 }
 
 // StateChange is one transition of an origin's breaker.
@@ -87,6 +92,7 @@ type Registry struct {
 	onStateChange func(StateChange)
 	shared        *SharedState
 	rand          func() float64 // jitter source in [0, 1); tests may pin it
+	clock         Clock
 	metrics       *metrics
 
 	mu       sync.Mutex
@@ -111,7 +117,12 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 		logger.Error("breaker: default policy rejected, using built-in defaults", "error", err)
 		p = DefaultPolicy()
 	}
+	clock := cfg.Clock
+	if clock == nil && cfg.Shared != nil {
+		clock = cfg.Shared.opts.clock
+	}
 	return &Registry{
+		clock:         orSystem(clock),
 		sem:           semaphore.NewWeighted(int64(cfg.MaxInFlight)),
 		logger:        logger,
 		defaultPolicy: p,
@@ -142,7 +153,7 @@ func (r *Registry) SetPolicy(origin string, p Policy) error {
 	}
 	o := newOrigin(r, origin, p)
 	old.mu.Lock()
-	if time.Now().Before(old.openUntil) {
+	if r.clock.Now().Before(old.openUntil) {
 		o.openUntil = old.openUntil
 		o.eff = StateOpen
 		o.openSeq = old.openSeq
@@ -275,7 +286,7 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 				return err
 			}
 			o.mu.Lock()
-			ok := o.budget.tryRetry(time.Now(), p.RetryBudgetRatio, p.RetryBudgetMin)
+			ok := o.budget.tryRetry(r.clock.Now(), p.RetryBudgetRatio, p.RetryBudgetMin)
 			o.mu.Unlock()
 			if !ok {
 				if last.Outcome == Failure {
@@ -332,7 +343,7 @@ func (o *origin) throttledTooLong(ctx context.Context, last Result) *ThrottledEr
 	}
 	capped := min(ra, o.policy.MaxRetryAfter)
 	dl, hasDeadline := ctx.Deadline()
-	if ra <= o.policy.MaxRetryAfter && (!hasDeadline || !time.Now().Add(capped).After(dl)) {
+	if ra <= o.policy.MaxRetryAfter && !pastDeadline(dl, hasDeadline, capped) {
 		return nil
 	}
 	return &ThrottledError{Origin: o.name, RetryAfter: capped, Requested: ra, Err: last.Err}

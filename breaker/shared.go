@@ -116,6 +116,42 @@ type sharedOptions struct {
 	refresh time.Duration
 	lease   time.Duration
 	timeout time.Duration
+	clock   Clock
+	resume  ResumeFunc
+}
+
+// Defaults of the shared state's timings, which `ingestd run` can change.
+const (
+	// DefaultRefreshInterval is how often every row is re-read.
+	DefaultRefreshInterval = 5 * time.Second
+	// DefaultProbeLease is how long a probe lease lasts unless renewed.
+	DefaultProbeLease = 30 * time.Second
+	// DefaultQueryTimeout bounds each statement of the shared state.
+	DefaultQueryTimeout = time.Second
+)
+
+// ResumeFunc brings forward the work that an origin's open verdict held
+// back, so that it is due at notBefore (now when notBefore is zero or past),
+// and returns how many items it moved. (*deadletter.Queue).Expedite is one;
+// main wires it, since breaker imports no other ingestd package.
+type ResumeFunc func(ctx context.Context, origin string, notBefore time.Time) (int64, error)
+
+// WithResume sets what SetOverride calls when an operator lifts an open
+// override (sets closed or none): polls the override refused were parked
+// until it would have ended, or OpenMax, which then holds nothing back.
+func WithResume(fn ResumeFunc) SharedOption {
+	return func(o *sharedOptions) { o.resume = fn }
+}
+
+// WithClock sets the clock the shared state times its cache and its
+// database-clock estimate with (default: the real clock). A Registry built
+// on the SharedState without a Clock of its own uses this one.
+func WithClock(c Clock) SharedOption {
+	return func(o *sharedOptions) {
+		if c != nil {
+			o.clock = c
+		}
+	}
 }
 
 // WithRefreshInterval sets how often every row is re-read, the fallback for
@@ -167,6 +203,7 @@ type SharedState struct {
 	id     string
 	logger *slog.Logger
 	opts   sharedOptions
+	sql    verdictSQL
 
 	writes chan write
 
@@ -199,7 +236,7 @@ func NewSharedState(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	o := sharedOptions{refresh: 5 * time.Second, lease: 30 * time.Second, timeout: time.Second}
+	o := sharedOptions{refresh: DefaultRefreshInterval, lease: DefaultProbeLease, timeout: DefaultQueryTimeout, clock: systemClock{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -208,11 +245,15 @@ func NewSharedState(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, 
 		id:      instanceID,
 		logger:  logger.With("instance", instanceID),
 		opts:    o,
+		sql:     loadVerdictSQL(),
 		writes:  make(chan write, 1024),
 		rows:    make(map[string]cachedVerdict),
 		pending: make(map[string]write),
 	}
 }
+
+// since is the time elapsed on the shared state's clock since t.
+func (s *SharedState) since(t time.Time) time.Duration { return s.opts.clock.Now().Sub(t) }
 
 // InstanceID returns the id this instance writes into probe_owner and updated_by.
 func (s *SharedState) InstanceID() string { return s.id }
@@ -279,7 +320,6 @@ type view struct {
 // dbNow is the database clock's now, estimated from the local clock.
 func (vw view) dbNow(local time.Time) time.Time { return local.Add(vw.skew) }
 
-// local converts a database timestamp to the local clock.
 // noteSkewLocked estimates the database clock's offset from a query's answer:
 // dbNow was read somewhere within the round trip, so the midpoint is off by up
 // to half of it. Like NTP, keep the sample with the shortest round trip — on
@@ -297,6 +337,7 @@ func (s *SharedState) noteSkewLocked(dbNow, sent time.Time, rtt time.Duration) {
 	}
 }
 
+// local converts a database timestamp to the local clock.
 func (vw view) local(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
@@ -353,7 +394,7 @@ func (s *SharedState) store(v Verdict, dbNow, sent time.Time, rtt time.Duration)
 		return
 	}
 	s.gen++
-	s.rows[v.Origin] = cachedVerdict{v: v, gen: s.gen, at: time.Now()}
+	s.rows[v.Origin] = cachedVerdict{v: v, gen: s.gen, at: s.opts.clock.Now()}
 	s.mu.Unlock()
 	if prev.v.Override != v.Override || !prev.v.OverrideUntil.Equal(v.OverrideUntil) || prev.v.OverrideReason != v.OverrideReason {
 		if !had && v.Override == OverrideNone {
@@ -380,12 +421,11 @@ func (s *SharedState) forget(origin string, before time.Time) {
 		return
 	}
 	s.gen++
-	s.rows[origin] = cachedVerdict{v: Verdict{Version: c.v.Version}, gen: s.gen, at: time.Now()}
+	s.rows[origin] = cachedVerdict{v: Verdict{Version: c.v.Version}, gen: s.gen, at: s.opts.clock.Now()}
 }
 
-const verdictColumns = `origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-	override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now()`
-
+// scanVerdict reads a row in the column order of every statement in
+// sql/verdicts.sql, the database's now() last.
 func scanVerdict(row pgx.Row) (Verdict, time.Time, error) {
 	var (
 		v                                                Verdict
@@ -421,7 +461,7 @@ func deref[T any](p *T) T {
 func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Verdict, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
 	defer cancel()
-	readAt := time.Now()
+	readAt := s.opts.clock.Now()
 	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, sql, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.setReachable(true, nil)
@@ -434,14 +474,14 @@ func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Ve
 		return Verdict{}, false, err
 	}
 	s.setReachable(true, nil)
-	s.store(v, dbNow, readAt, time.Since(readAt))
+	s.store(v, dbNow, readAt, s.since(readAt))
 	return v, true, nil
 }
 
 // refreshOrigin re-reads one origin's row after a notification.
 func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
-	started := time.Now()
-	_, ok, err := s.queryRow(ctx, `SELECT `+verdictColumns+` FROM breaker_state WHERE origin = $1`, origin)
+	started := s.opts.clock.Now()
+	_, ok, err := s.queryRow(ctx, s.sql.selectOrigin, origin)
 	if err == nil && !ok {
 		s.forget(origin, started)
 	}
@@ -452,8 +492,8 @@ func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
 func (s *SharedState) reload(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*s.opts.timeout)
 	defer cancel()
-	started := time.Now()
-	rows, err := s.pool.Query(ctx, `SELECT `+verdictColumns+` FROM breaker_state`)
+	started := s.opts.clock.Now()
+	rows, err := s.pool.Query(ctx, s.sql.selectAll)
 	if err != nil {
 		s.setReachable(false, err)
 		return err
@@ -467,7 +507,7 @@ func (s *SharedState) reload(ctx context.Context) error {
 			return err
 		}
 		seen[v.Origin] = true
-		s.store(v, dbNow, started, time.Since(started))
+		s.store(v, dbNow, started, s.since(started))
 	}
 	if err := rows.Err(); err != nil {
 		s.setReachable(false, err)
@@ -650,12 +690,12 @@ func (s *SharedState) do(ctx context.Context, w write) {
 	var ok bool
 	switch w.kind {
 	case writeOpen:
-		_, _, err = s.queryRow(ctx, sqlOpen, w.origin, w.open.Seconds(), w.opens, s.id, nullIfEmpty(w.lastErr))
+		_, _, err = s.queryRow(ctx, s.sql.open, w.origin, w.open.Seconds(), w.opens, s.id, nullIfEmpty(w.lastErr))
 		ok = true
 	case writeClose:
-		_, ok, err = s.queryRow(ctx, sqlClose, w.origin, s.id)
+		_, ok, err = s.queryRow(ctx, s.sql.close, w.origin, s.id)
 	case writeRelease:
-		_, ok, err = s.queryRow(ctx, sqlRelease, w.origin, s.id)
+		_, ok, err = s.queryRow(ctx, s.sql.release, w.origin, s.id)
 	}
 	if err != nil {
 		s.logger.Warn("breaker shared state: write failed, retrying on the next reload",
@@ -681,67 +721,10 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
-// sqlOpen opens an origin for everyone. The more protective verdict wins: a
-// later open_until stays, and a live lease of another instance is kept (its
-// probe is under way). A trip of a closed origin starts the count of
-// consecutive opens afresh from the tripping instance's count.
-const sqlOpen = `
-INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, updated_by, last_error)
-VALUES ($1, 'open', now(), now() + make_interval(secs => $2::float8), $3, $4, $5)
-ON CONFLICT (origin) DO UPDATE SET
-    state = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN 'half-open' ELSE 'open' END,
-    opened_at = now(),
-    open_until = greatest(EXCLUDED.open_until, CASE WHEN b.state <> 'closed' THEN b.open_until END),
-    consecutive_opens = CASE WHEN b.state = 'closed' THEN EXCLUDED.consecutive_opens
-                             ELSE greatest(b.consecutive_opens, EXCLUDED.consecutive_opens) END,
-    probe_owner = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN b.probe_owner END,
-    probe_until = CASE WHEN b.probe_owner <> $4 AND b.probe_until >= now() THEN b.probe_until END,
-    updated_by = $4,
-    last_error = EXCLUDED.last_error
-RETURNING ` + verdictColumns
-
-// sqlClose closes an origin for everyone, only for the holder of the lease.
-const sqlClose = `
-UPDATE breaker_state SET state = 'closed', opened_at = NULL, open_until = NULL,
-    probe_owner = NULL, probe_until = NULL, updated_by = $2
-WHERE origin = $1 AND probe_owner = $2
-RETURNING ` + verdictColumns
-
-// sqlRelease gives back a lease whose probe decided nothing.
-const sqlRelease = `
-UPDATE breaker_state SET state = 'open', probe_owner = NULL, probe_until = NULL, updated_by = $2
-WHERE origin = $1 AND probe_owner = $2
-RETURNING ` + verdictColumns
-
-// sqlLease takes the probe lease: only once the cooldown is over and no
-// other instance holds a live lease. A closed or missing row means this
-// instance's open verdict never reached the table (the database was away):
-// taking the lease publishes it, so that the others hold back too.
-const sqlLease = `
-INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until, updated_by)
-VALUES ($1, 'half-open', now(), now(), $4, $2, now() + make_interval(secs => $3::float8), $2)
-ON CONFLICT (origin) DO UPDATE SET
-    state = 'half-open',
-    opened_at = coalesce(b.opened_at, now()),
-    open_until = coalesce(b.open_until, now()),
-    consecutive_opens = CASE WHEN b.state = 'closed' THEN EXCLUDED.consecutive_opens ELSE b.consecutive_opens END,
-    probe_owner = $2,
-    probe_until = EXCLUDED.probe_until,
-    updated_by = $2
-WHERE b.state = 'closed'
-   OR ((b.open_until IS NULL OR b.open_until <= now())
-       AND (b.probe_owner IS NULL OR b.probe_owner = $2 OR b.probe_until < now()))
-RETURNING ` + verdictColumns
-
-const sqlRenew = `
-UPDATE breaker_state SET probe_until = now() + make_interval(secs => $3::float8)
-WHERE origin = $1 AND probe_owner = $2
-RETURNING ` + verdictColumns
-
 // acquireLease tries to take the probe lease of origin. It returns whether it
 // won; either way the cache holds the row as it now stands.
 func (s *SharedState) acquireLease(ctx context.Context, origin string, opens int) (bool, error) {
-	_, won, err := s.queryRow(ctx, sqlLease, origin, s.id, s.opts.lease.Seconds(), opens)
+	_, won, err := s.queryRow(ctx, s.sql.lease, origin, s.id, s.opts.lease.Seconds(), opens)
 	if err != nil || won {
 		return won, err
 	}
@@ -760,7 +743,7 @@ func (s *SharedState) renewLease(ctx context.Context, origin string) {
 			return
 		case <-t.C:
 		}
-		if _, ok, err := s.queryRow(ctx, sqlRenew, origin, s.id, s.opts.lease.Seconds()); err == nil && !ok {
+		if _, ok, err := s.queryRow(ctx, s.sql.renew, origin, s.id, s.opts.lease.Seconds()); err == nil && !ok {
 			return
 		}
 	}
@@ -793,11 +776,43 @@ type OverrideRequest struct {
 	By string
 }
 
+// OverrideResult is what SetOverride did.
+type OverrideResult struct {
+	// Verdict is the origin's row as the override left it.
+	Verdict
+	// Resumed counts the parked items that WithResume's func brought
+	// forward, due at ResumeAt (zero: now).
+	Resumed  int64
+	ResumeAt time.Time
+}
+
 // SetOverride persists an override; every running instance honours it within
 // a second (NOTIFY) or at worst one refresh interval. OverrideClosed also
 // clears the automatic verdict: an operator who vouches for an origin means
 // it to be closed when the override lapses, not to resume an old open.
-func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (Verdict, error) {
+//
+// Lifting an override (closed or none) also resumes, through WithResume's
+// func, the work parked while the origin was refused: now, or at the end of
+// the breaker's own cooldown when none hands the origin back to an open
+// breaker (a replay refused again would only spend an attempt). An error of
+// that func is returned with the result of the override, which stands.
+func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (OverrideResult, error) {
+	v, err := s.setOverride(ctx, req)
+	if err != nil || req.Override == OverrideOpen || s.opts.resume == nil {
+		return OverrideResult{Verdict: v}, err
+	}
+	res := OverrideResult{Verdict: v}
+	if req.Override == OverrideNone && v.State != StateClosed {
+		res.ResumeAt = v.OpenUntil
+	}
+	res.Resumed, err = s.opts.resume(ctx, v.Origin, res.ResumeAt)
+	if err != nil {
+		return res, fmt.Errorf("breaker: override %s: resuming parked work: %w", v.Origin, err)
+	}
+	return res, nil
+}
+
+func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Verdict, error) {
 	origin, err := ParseOrigin(req.Origin)
 	if err != nil {
 		return Verdict{}, err
@@ -817,30 +832,13 @@ func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (Ver
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*s.opts.timeout)
 	defer cancel()
-	readAt := time.Now()
-	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, `
-INSERT INTO breaker_state AS b (origin, state, override, override_until, override_reason, override_by, override_at, updated_by)
-VALUES ($1, 'closed', $2, CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END,
-        $4, $5, now(), $5)
-ON CONFLICT (origin) DO UPDATE SET
-    override = EXCLUDED.override,
-    override_until = EXCLUDED.override_until,
-    override_reason = EXCLUDED.override_reason,
-    override_by = EXCLUDED.override_by,
-    override_at = now(),
-    updated_by = EXCLUDED.updated_by,
-    state = CASE WHEN EXCLUDED.override = 'closed' THEN 'closed' ELSE b.state END,
-    opened_at = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.opened_at END,
-    open_until = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.open_until END,
-    probe_owner = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.probe_owner END,
-    probe_until = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.probe_until END,
-    consecutive_opens = CASE WHEN EXCLUDED.override = 'closed' THEN 0 ELSE b.consecutive_opens END
-RETURNING `+verdictColumns,
+	readAt := s.opts.clock.Now()
+	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, s.sql.override,
 		origin, req.Override.String(), req.For.Seconds(), nullIfEmpty(req.Reason), by))
 	if err != nil {
 		return Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
 	}
-	s.store(v, dbNow, readAt, time.Since(readAt))
+	s.store(v, dbNow, readAt, s.since(readAt))
 	s.logger.Warn("breaker override set",
 		slog.String("origin", origin),
 		slog.String("override", req.Override.String()),
@@ -854,13 +852,13 @@ RETURNING `+verdictColumns,
 // Verdicts reads every row of breaker_state from the database (not the
 // cache), sorted by origin, with the database's current time.
 func (s *SharedState) Verdicts(ctx context.Context) ([]Verdict, time.Time, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+verdictColumns+` FROM breaker_state ORDER BY origin`)
+	rows, err := s.pool.Query(ctx, s.sql.selectSorted)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("breaker: read verdicts: %w", err)
 	}
 	defer rows.Close()
 	var out []Verdict
-	now := time.Now()
+	now := s.opts.clock.Now()
 	for rows.Next() {
 		v, dbNow, err := scanVerdict(rows)
 		if err != nil {

@@ -18,7 +18,7 @@ func (o *origin) admitShared(ctx context.Context) (func(error), uint64, error) {
 	sh := o.reg.shared
 	for range 2 { // once more after losing the lease race, with the winner's row
 		vw := sh.view(o.name)
-		now := time.Now()
+		now := o.reg.clock.Now()
 		o.mu.Lock()
 		o.syncLocked(vw, now)
 		switch vw.v.EffectiveOverride(vw.dbNow(now)) {
@@ -70,7 +70,7 @@ func (o *origin) admitShared(ctx context.Context) (func(error), uint64, error) {
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sh.opts.timeout)
 			won, err := sh.acquireLease(lctx, o.name, opens)
 			cancel()
-			now = time.Now()
+			now = o.reg.clock.Now()
 			o.mu.Lock()
 			o.leasing = false
 			if err == nil && !won {
@@ -101,7 +101,7 @@ func (o *origin) admitShared(ctx context.Context) (func(error), uint64, error) {
 		return func(final error) { o.probeDone(seq, final) }, seq, nil
 	}
 	vw := sh.view(o.name)
-	now := time.Now()
+	now := o.reg.clock.Now()
 	retry := o.policy.OpenBase
 	if dbNow := vw.dbNow(now); vw.v.open() {
 		if dbNow.Before(vw.v.ProbeUntil) {
@@ -115,7 +115,7 @@ func (o *origin) admitShared(ctx context.Context) (func(error), uint64, error) {
 
 // probeDone reports the outcome of a half-open probe admitted under seq.
 func (o *origin) probeDone(seq uint64, final error) {
-	now := time.Now()
+	now := o.reg.clock.Now()
 	o.mu.Lock()
 	o.probing--
 	if seq != o.openSeq || o.eff != StateHalfOpen {

@@ -45,6 +45,17 @@ func newNode(t *testing.T, dbURL, id string, p Policy, opts ...SharedOption) *no
 	return n
 }
 
+// testPool opens a pool on a fresh migrated database; it closes when t ends.
+func testPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // kill stops the instance without releasing anything, as a kill -9 would:
 // the loops stop (so the lease is no longer renewed) and the pool closes.
 func (n *node) kill() {
@@ -458,7 +469,10 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	shared := NewSharedState(pool, "lonely:1", nil)
+	// No database, so nothing but this process's clock times the cooldown:
+	// a fake one passes it at once (the Registry uses the SharedState's).
+	clock := newFakeClock()
+	shared := NewSharedState(pool, "lonely:1", nil, WithClock(clock))
 	if err := shared.Start(t.Context()); err == nil {
 		t.Fatal("Start reported no error without a database")
 	}
@@ -468,7 +482,7 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 
 	oe := f.tripOpen(t, up.url())
 	up.setStatus(http.StatusOK)
-	time.Sleep(oe.RetryAfter)
+	clock.Advance(oe.RetryAfter)
 	start := time.Now()
 	if err := f.do(t.Context(), t, up.url()); err != nil {
 		t.Fatalf("local probe: %v", err)
@@ -498,5 +512,49 @@ func TestSharedNoQueryPerCall(t *testing.T) {
 	}
 	if got := a.pool.Stat().AcquireCount() - before; got != 0 {
 		t.Errorf("200 calls acquired %d database connections, want 0", got)
+	}
+}
+
+// Lifting an open override resumes what it parked: now for closed, at the
+// end of the breaker's own cooldown for none on an open origin; setting
+// open resumes nothing.
+func TestSharedOverrideLiftedResumesParked(t *testing.T) {
+	t.Parallel()
+	pool := testPool(t)
+	type call struct {
+		origin    string
+		notBefore time.Time
+	}
+	var calls []call
+	resume := func(_ context.Context, origin string, notBefore time.Time) (int64, error) {
+		calls = append(calls, call{origin, notBefore})
+		return 3, nil
+	}
+	shared := NewSharedState(pool, "ops:1", nil, WithResume(resume))
+	const origin = "http://gis.example.org:80"
+	set := func(ov Override) OverrideResult {
+		t.Helper()
+		res, err := shared.SetOverride(t.Context(), OverrideRequest{Origin: origin, Override: ov})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	if res := set(OverrideOpen); res.Resumed != 0 || len(calls) != 0 {
+		t.Fatalf("open resumed %d (calls %v), want nothing", res.Resumed, calls)
+	}
+	if res := set(OverrideClosed); res.Resumed != 3 || !res.ResumeAt.IsZero() || len(calls) != 1 || !calls[0].notBefore.IsZero() {
+		t.Fatalf("closed: %+v, calls %v; want 3 resumed now", res, calls)
+	}
+	// The breaker holds the origin open on its own: auto hands it back to
+	// that verdict, so parked work waits for its cooldown.
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+	if _, err := pool.Exec(t.Context(), `UPDATE breaker_state SET state = 'open', opened_at = now(), open_until = $2
+		WHERE origin = $1`, origin, until); err != nil {
+		t.Fatal(err)
+	}
+	if res := set(OverrideNone); res.Resumed != 3 || !res.ResumeAt.Equal(until) || len(calls) != 2 || !calls[1].notBefore.Equal(until) || calls[1].origin != origin {
+		t.Fatalf("none on an open origin: %+v, calls %v; want 3 resumed at %s", res, calls, until)
 	}
 }

@@ -375,7 +375,7 @@ func TestScheduledTickSkipsParkedFeed(t *testing.T) {
 func TestStuckOpenOriginParksItsFeeds(t *testing.T) {
 	t.Parallel()
 	b := setupDL(t, feeds.BuiltinDeadLetter())
-	w := feeds.NewOriginWatch(b.store, 2, nil)
+	w := breaker.NewOriginWatch(b.pool, 2, nil)
 	w.Start()
 	at := time.Now()
 	w.OnStateChange(breaker.StateChange{Origin: b.origin, From: breaker.StateClosed, To: breaker.StateOpen, At: at,
@@ -393,35 +393,5 @@ func TestStuckOpenOriginParksItsFeeds(t *testing.T) {
 	}
 	if status != "parked" || state != "open" || !stuck {
 		t.Errorf("feed_freshness: %s, breaker %s, stuck %v; want parked, open, stuck", status, state, stuck)
-	}
-}
-
-// With shared verdicts the watch writes only the stuck flag: a follower's
-// late "open, 0 s left" event must not shorten the cluster's verdict.
-func TestOriginWatchLeavesSharedVerdictsAlone(t *testing.T) {
-	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter())
-	until := time.Now().Add(10 * time.Minute).UTC().Truncate(time.Microsecond)
-	if _, err := b.pool.Exec(b.ctx, `INSERT INTO breaker_state (origin, state, opened_at, open_until, consecutive_opens)
-		VALUES ($1, 'open', now(), $2, 2)`, b.origin, until); err != nil {
-		t.Fatal(err)
-	}
-	w := feeds.NewOriginWatch(b.store, 2, nil)
-	w.SharedVerdicts()
-	w.Start()
-	w.OnStateChange(breaker.StateChange{Origin: b.origin, From: breaker.StateClosed, To: breaker.StateOpen, At: time.Now(),
-		RetryAfter: 0, ConsecutiveOpens: 2, DecidedBy: "other:1"})
-	w.Stop()
-
-	var got time.Time
-	var stuck bool
-	if err := b.pool.QueryRow(b.ctx, `SELECT open_until, stuck FROM breaker_state WHERE origin = $1`, b.origin).Scan(&got, &stuck); err != nil {
-		t.Fatal(err)
-	}
-	if !got.Equal(until) {
-		t.Errorf("open_until = %s, want the shared verdict's %s untouched", got, until)
-	}
-	if !stuck {
-		t.Error("stuck flag not written")
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -90,41 +91,30 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 	}
 	defer done()
 	who := operator()
-	shared := breaker.NewSharedState(pool, who, logger)
+	// Lifting an override brings back the polls it parked (breaker decides
+	// when; the dead-letter queue moves them).
+	shared := breaker.NewSharedState(pool, who, logger, breaker.WithResume(deadletter.NewQueue(pool).Expedite))
 
 	if sub == "list" {
 		return breakerList(ctx, pool, shared, stdout)
 	}
-	v, err := shared.SetOverride(ctx, breaker.OverrideRequest{
+	res, err := shared.SetOverride(ctx, breaker.OverrideRequest{
 		// Stored and shown to everyone: a feed URL pasted into the reason
 		// keeps its host and path, not its token.
 		Origin: origin, Override: override, For: forDur, Reason: redact.Text(reason), By: who,
 	})
+	if res.Origin != "" {
+		fmt.Fprintf(stdout, "%s: override %s\n", origin, describeOverride(res.Verdict, res.UpdatedAt))
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: override %s\n", origin, describeOverride(v, v.UpdatedAt))
-	if override == breaker.OverrideOpen {
-		return nil
-	}
-	// Polls the open override refused are parked until it would have ended
-	// (or open_max): lifting it must bring them back now, or at the end of
-	// the breaker's own cooldown when `auto` hands the origin back to an
-	// open breaker (a replay refused again would only spend an attempt).
-	var notBefore time.Time
-	if override == breaker.OverrideNone && v.State != breaker.StateClosed {
-		notBefore = v.OpenUntil
-	}
-	n, err := deadletter.NewQueue(pool).Expedite(ctx, origin, notBefore)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
+	if res.Resumed > 0 {
 		when := "now"
-		if !notBefore.IsZero() {
-			when = "at " + formatUntil(notBefore, v.UpdatedAt)
+		if !res.ResumeAt.IsZero() {
+			when = "at " + formatUntil(res.ResumeAt, res.UpdatedAt)
 		}
-		fmt.Fprintf(stdout, "%s: %d parked polls due %s\n", origin, n, when)
+		fmt.Fprintf(stdout, "%s: %d parked polls due %s\n", origin, res.Resumed, when)
 	}
 	return nil
 }
@@ -174,7 +164,7 @@ func breakerList(ctx context.Context, pool *pgxpool.Pool, shared *breaker.Shared
 	if err != nil {
 		return err
 	}
-	feeds, err := feedsByOrigin(ctx, pool)
+	feeds, err := postgis.New(pool).FeedsByOrigin(ctx)
 	if err != nil {
 		return err
 	}
@@ -202,28 +192,6 @@ func breakerList(ctx context.Context, pool *pgxpool.Pool, shared *breaker.Shared
 			describeOverride(v, now), orDash(v.UpdatedBy), orDash(strings.Join(feeds[v.Origin], ",")))
 	}
 	return tw.Flush()
-}
-
-// feedsByOrigin returns the configured feeds (jurisdiction/feed) of each origin.
-func feedsByOrigin(ctx context.Context, pool *pgxpool.Pool) (map[string][]string, error) {
-	rows, err := pool.Query(ctx, `SELECT origin, jurisdiction || '/' || feed FROM feed_status
-		WHERE configured AND origin IS NOT NULL ORDER BY jurisdiction, feed`)
-	if err != nil {
-		return nil, fmt.Errorf("breaker list: feeds: %w", err)
-	}
-	defer rows.Close()
-	out := make(map[string][]string)
-	for rows.Next() {
-		var origin, feed string
-		if err := rows.Scan(&origin, &feed); err != nil {
-			return nil, fmt.Errorf("breaker list: feeds: %w", err)
-		}
-		out[origin] = append(out[origin], feed)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("breaker list: feeds: %w", err)
-	}
-	return out, nil
 }
 
 // describeOverride renders an override with its end, author and reason; a

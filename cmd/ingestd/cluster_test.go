@@ -17,19 +17,26 @@ import (
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
-// The cluster's settings. The probe lease is breaker.SharedState's default:
-// `ingestd run` has no flag or config key for it, so the test waits out the
-// real 30 s, which is what an operator's cluster would do.
+// The cluster's settings, as short as the checks allow: what they show is
+// the shape (one probe per cooldown, a lease outliving its dead holder, a
+// restart honouring open_until), not the length. The probe lease is set with
+// `run -breaker-probe-lease`: the default 30 s would make (5) wait out 30 s
+// for what a 3 s lease (renewed every second while a probe runs) shows as
+// well. The origin stays down long enough for a trip, a failed probe and
+// its longer re-open, which (8) restarts an instance in.
 const (
-	clusterInterval   = 2 * time.Second // @every 2s
-	clusterOpenBase   = 2 * time.Second
-	clusterOpenMax    = 4 * time.Second
-	clusterProbeLease = 30 * time.Second
-	clusterJitter     = 1.2 // cooldowns are ±20%
-	clusterDownFor    = 9 * time.Second
-	clusterFeeds      = 6 // per origin
+	clusterInterval   = time.Second // @every 1s
+	clusterOpenBase   = time.Second
+	clusterOpenMax    = 2 * time.Second
+	clusterProbeLease = 3 * time.Second
+	clusterJitter     = 1.2             // cooldowns are ±20%
+	clusterDownFor    = 4 * time.Second // a trip, a failed probe and its re-open, and then some
+	clusterFeeds      = 6               // per origin
 	clusterFeatures   = 15
 	clusterPageSize   = 10 // so every poll is two pages
+	// restartMargin: (8) restarts an instance in a re-open with at least
+	// this much left; a restart takes about 0.1 s.
+	restartMargin = clusterOpenMax * 5 / 8
 	// tripGrace: requests that other instances sent before the trip reached
 	// them (NOTIFY takes milliseconds) are not probes.
 	tripGrace = 250 * time.Millisecond
@@ -52,7 +59,7 @@ const (
 //     open_until.
 func TestCluster(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs three ingestd processes for about a minute")
+		t.Skip("runs three ingestd processes for about ten seconds")
 	}
 	dbURL := pgtest.URL(t)
 	bin := buildIngestd(t)
@@ -100,7 +107,7 @@ func TestCluster(t *testing.T) {
 	// handed a broken one.
 	var ins []*instance
 	for _, name := range []string{"A", "B", "C"} {
-		ins = append(ins, startInstance(t, bin, name, writeConfig(name, config), dbURL))
+		ins = append(ins, startInstance(t, bin, name, writeConfig(name, config), dbURL, clusterFlags()...))
 	}
 	for _, in := range ins {
 		in.waitRunning(t, 30*time.Second)
@@ -149,14 +156,14 @@ func TestCluster(t *testing.T) {
 	// still says open, and must send nothing before open_until. A re-open
 	// after a failed probe leaves the most time before open_until.
 	reopen, ok := watch.waitFor(10*time.Second, func(v verdict) bool {
-		return v.state == "open" && v.version > trip.version && time.Until(v.openUntil) > 2500*time.Millisecond
+		return v.state == "open" && v.version > trip.version && time.Until(v.openUntil) > restartMargin
 	})
 	if !ok {
-		t.Fatalf("no re-open with 2.5 s of cooldown left within 10 s of the trip")
+		t.Fatalf("no re-open with %s of cooldown left within 10 s of the trip", restartMargin)
 	}
 	c := ins[2]
 	fig("SIGTERM of C: exited in %s", c.stop(t, 15*time.Second).Round(time.Millisecond))
-	d := startInstance(t, bin, "D", c.config, dbURL)
+	d := startInstance(t, bin, "D", c.config, dbURL, clusterFlags()...)
 	d.waitRunning(t, 30*time.Second)
 	tDReady := time.Now()
 	ins[2] = d
@@ -291,6 +298,11 @@ func TestCluster(t *testing.T) {
 	if refused != 0 {
 		t.Errorf("%d polls of the healthy origin h1 were refused", refused)
 	}
+}
+
+// clusterFlags are the flags of every instance's `ingestd run`.
+func clusterFlags() []string {
+	return []string{"-breaker-probe-lease", clusterProbeLease.String()}
 }
 
 // clusterConfig is the cluster's jurisdictions file: one jurisdiction per

@@ -1,6 +1,7 @@
 // Command ingestd keeps a PostGIS mirror of municipal GIS layers fresh.
 //
 //	ingestd run      [-config FILE] [-database-url URL] [-migrate=true] [-catch-up=true] [-heartbeat 15s]
+//	                 [-breaker-probe-lease 30s] [-breaker-refresh 5s] [-breaker-query-timeout 1s]
 //	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
 //	ingestd validate [FILE]
 //	ingestd migrate  [-database-url URL]
@@ -129,6 +130,9 @@ type common struct {
 	// heartbeat is run's -heartbeat (0 elsewhere: the default); only a
 	// started manager heartbeats.
 	heartbeat time.Duration
+	// shared are run's -breaker-* timings of the shared breaker state
+	// (none elsewhere: the defaults).
+	shared []breaker.SharedOption
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -248,7 +252,7 @@ type daemon struct {
 	manager *feeds.Manager
 	// replayer resumes parked polls; watch records breaker states.
 	replayer *deadletter.Replayer
-	watch    *feeds.OriginWatch
+	watch    *breaker.OriginWatch
 	// shared shares breaker verdicts with the other instances; close it
 	// after everything that makes requests, before the pool.
 	shared   *breaker.SharedState
@@ -284,11 +288,11 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	// recognise its dead predecessor's work.
 	id := instanceID()
 	store := postgis.New(pool, postgis.WithOwner(id))
-	watch := feeds.NewOriginWatch(store, cfg.DeadLetter.StuckOpenAfter, logger)
+	watch := breaker.NewOriginWatch(pool, cfg.DeadLetter.StuckOpenAfter, logger)
 	watch.SharedVerdicts()
 	// Loaded before the first request: an origin another instance (or this
 	// one before a restart) opened stays open until its time.
-	shared := breaker.NewSharedState(pool, id, logger)
+	shared := breaker.NewSharedState(pool, id, logger, c.shared...)
 	if err := shared.Start(ctx); err != nil {
 		shared.Close()
 		pool.Close()
