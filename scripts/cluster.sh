@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cluster.sh — issue 7's "Must show", with its figures: three `ingestd run`
 # processes against one PostGIS and three fixture origins (one flapping),
-# for about a minute (cmd/ingestd/cluster_test.go, TestCluster). The test
+# for about ten seconds with short probe leases and cooldowns (cmd/ingestd/cluster_test.go, TestCluster). The test
 # also runs in `go test ./...`; this prints what it measured. It starts the
 # project's PostGIS unless DATABASE_URL is set. Extra arguments go to go test.
 set -euo pipefail

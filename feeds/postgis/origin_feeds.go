@@ -9,8 +9,7 @@ import (
 // origin, for `ingestd breaker list`, which shows what an origin's verdict
 // holds back.
 func (s *Store) FeedsByOrigin(ctx context.Context) (map[string][]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT origin, jurisdiction || '/' || feed FROM feed_status
-		WHERE configured AND origin IS NOT NULL ORDER BY jurisdiction, feed`)
+	rows, err := s.pool.Query(ctx, sqlQuery("FeedsByOrigin"))
 	if err != nil {
 		return nil, fmt.Errorf("postgis: feeds by origin: %w", err)
 	}

@@ -13,3 +13,8 @@ RETURNING 1
 -- name: ReleasePoll
 UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL
 WHERE jurisdiction = $1 AND feed = $2 AND poll_owner = $3
+
+-- name: FeedsByOrigin
+-- The configured feeds of each origin, for `ingestd breaker list`.
+SELECT origin, jurisdiction || '/' || feed FROM feed_status
+WHERE configured AND origin IS NOT NULL ORDER BY jurisdiction, feed
