@@ -85,6 +85,19 @@ func WithTickObserver(fn func(key string, planned, started time.Time)) Option {
 	return func(m *Manager) { m.tickObserver = fn }
 }
 
+// WithClock makes now the manager's clock (default time.Now): every time a
+// poll records, compares or measures (its start, its duration, a
+// checkpoint's age, a dead letter's retry_after, the scheduler's lag, the
+// sweep's trust in lapsed heartbeats) is read from it, so that a test moves
+// time instead of sleeping. Timers and tickers still run on the real clock.
+func WithClock(now func() time.Time) Option {
+	return func(m *Manager) {
+		if now != nil {
+			m.now = now
+		}
+	}
+}
+
 // WithInstanceID names this process in poll claims (default host:pid), which
 // keep several instances from polling one feed at once.
 func WithInstanceID(id string) Option { return func(m *Manager) { m.instance = id } }
