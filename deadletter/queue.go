@@ -193,6 +193,20 @@ func (q *Queue) Revive(ctx context.Context, id int64) error {
 	return nil
 }
 
+// reviveNamed revives row id if it was abandoned (see ReplayNow); a row in
+// any other status is left as it is. It returns ErrNotFound when id names no
+// row.
+func (q *Queue) reviveNamed(ctx context.Context, id int64) error {
+	l, err := q.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if l.Status != StatusAbandoned {
+		return nil
+	}
+	return q.Revive(ctx, id)
+}
+
 // Expedite brings forward the pending rows of origin that its breaker
 // refused (reason circuit_open): they become due at notBefore, or now when it
 // is zero or past, and it returns how many moved. An operator who lifts an

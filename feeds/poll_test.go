@@ -217,7 +217,10 @@ func TestSchedulerCatchUpAndStop(t *testing.T) {
 	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
 
 	// parcels runs daily at 05:00: only the catch-up on start can poll it now.
-	if err := b.manager.Start(b.ctx, b.cfg, true); err != nil {
+	if err := b.manager.Update(b.ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.manager.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "catch-up poll of parcels", func() bool {
@@ -277,7 +280,13 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 
 	errs := make(chan error, 2)
 	for _, m := range []*feeds.Manager{b.manager, other} {
-		go func() { errs <- m.Start(b.ctx, b.cfg, true) }()
+		go func() {
+			if err := m.Update(b.ctx, b.cfg); err != nil {
+				errs <- err
+				return
+			}
+			errs <- m.Start(b.ctx)
+		}()
 	}
 	for range 2 {
 		if err := <-errs; err != nil {

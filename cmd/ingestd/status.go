@@ -7,7 +7,6 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/redact"
 )
@@ -26,21 +25,19 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageError{"status takes no arguments"}
 	}
-	logger, err := c.logger(stderr)
+	ctx, stop := signalContext()
+	defer stop()
+	d, err := open(ctx, &c, openOptions{logs: stderr})
 	if err != nil {
 		return err
 	}
-	ctx, pool, done, err := c.connect()
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer d.Close()
 
-	if err := feedSummary(ctx, postgis.New(pool), stdout); err != nil {
+	if err := feedSummary(ctx, d.store, stdout); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout)
-	return breakerList(ctx, pool, breaker.NewSharedState(pool, instanceID(), logger), stdout)
+	return breakerList(ctx, d, stdout)
 }
 
 func feedSummary(ctx context.Context, store *postgis.Store, stdout io.Writer) error {
