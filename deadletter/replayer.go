@@ -138,7 +138,9 @@ func instanceID() string {
 // ID returns the name this replayer claims rows under.
 func (r *Replayer) ID() string { return r.id }
 
-// Start runs the replayer in the background until Stop or ctx ends: every
+// Start runs the replayer in the background until Stop (ctx's values are
+// kept, not its cancellation: the daemon orders the shutdown, and stops the
+// replayer after the scheduler): every
 // interval it returns expired leases to pending and claims due rows for its
 // free slots, and whenever a replay ends it claims again, so a due row waits
 // at most about one interval for a free slot and never for another origin's
