@@ -4,13 +4,16 @@
 //	                 [-breaker-probe-lease 30s] [-breaker-refresh 5s] [-breaker-query-timeout 1s]
 //	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
 //	ingestd validate [FILE]
+//	ingestd status   [-database-url URL]
 //	ingestd migrate  [-database-url URL]
 //	ingestd deadletter list|replay|purge [flags]
+//	ingestd held list|accept|reject [JURISDICTION/FEED] [flags]
 //	ingestd breaker list|open|close|auto [ORIGIN] [flags]
 //	ingestd feeds prune [-dry-run] [flags]
 //
-// main only parses flags, wires the parts together and handles signals; the
-// work happens in feeds, wfs, breaker and feeds/postgis.
+// main only parses flags, wires the parts together (the daemon value,
+// daemon.go) and prints; it holds no SQL and no rule of its own: the work
+// happens in feeds, wfs, breaker, deadletter and feeds/postgis.
 package main
 
 import (
