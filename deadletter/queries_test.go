@@ -1,0 +1,40 @@
+package deadletter
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestQueueSQL checks sql/queue.sql against the Go that runs it: every
+// statement the code names exists, every statement is named by the code (or
+// included), and the only placeholder left after loading is {{filter}}, in
+// the statements that take a Filter.
+func TestQueueSQL(t *testing.T) {
+	q := loadQueueSQL()
+	src, err := os.ReadFile("queue.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{"letter_columns": true} // included by the others
+	for _, m := range regexp.MustCompile(`sql\.(?:get|withFilter)\("([a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+		used[m[1]] = true
+		if _, ok := q[m[1]]; !ok {
+			t.Errorf("queue.go runs statement %q, which sql/queue.sql lacks", m[1])
+		}
+	}
+	for name, sql := range q {
+		if !used[name] {
+			t.Errorf("statement %q of sql/queue.sql is never run", name)
+		}
+		left := regexp.MustCompile(`\{\{[a-z_]+\}\}`).FindAllString(sql, -1)
+		wantFilter := name == "claim" || name == "list"
+		if (wantFilter && (len(left) != 1 || left[0] != "{{filter}}")) || (!wantFilter && len(left) != 0) {
+			t.Errorf("statement %q keeps placeholders %v after loading", name, left)
+		}
+		if strings.Contains(sql, "-- ") {
+			t.Errorf("statement %q keeps a comment", name)
+		}
+	}
+}
