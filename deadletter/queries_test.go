@@ -12,13 +12,13 @@ import (
 // included), and the only placeholder left after loading is {{filter}}, in
 // the statements that take a Filter.
 func TestQueueSQL(t *testing.T) {
-	q := loadQueueSQL()
+	q := loadQueueSQL().Statements
 	src, err := os.ReadFile("queue.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	used := map[string]bool{"letter_columns": true} // included by the others
-	for _, m := range regexp.MustCompile(`sql\.(?:get|withFilter)\("([a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`sql\.(?:Get|withFilter)\("([a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
 		used[m[1]] = true
 		if _, ok := q[m[1]]; !ok {
 			t.Errorf("queue.go runs statement %q, which sql/queue.sql lacks", m[1])

@@ -60,7 +60,7 @@ func collectLetters(rows pgx.Rows) ([]*Letter, error) {
 // kept); one whose row is being replayed gets ErrAlreadyOpen.
 func (q *Queue) Park(ctx context.Context, p Parking) (int64, error) {
 	var id int64
-	err := q.pool.QueryRow(ctx, q.sql.get("park"),
+	err := q.pool.QueryRow(ctx, q.sql.Get("park"),
 		p.Jurisdiction, p.Feed, p.URL, p.Origin, string(p.Reason), p.RetryAfter, errorText(p.Err),
 		p.Checkpoint.PollID, p.Checkpoint.Page, nullTime(p.Checkpoint.At)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -74,7 +74,7 @@ func (q *Queue) Park(ctx context.Context, p Parking) (int64, error) {
 
 // Open returns the feed's open (pending or replaying) dead letter, or nil.
 func (q *Queue) Open(ctx context.Context, jurisdiction, feed string) (*Letter, error) {
-	l, err := scanLetter(q.pool.QueryRow(ctx, q.sql.get("open"), jurisdiction, feed))
+	l, err := scanLetter(q.pool.QueryRow(ctx, q.sql.Get("open"), jurisdiction, feed))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -86,7 +86,7 @@ func (q *Queue) Open(ctx context.Context, jurisdiction, feed string) (*Letter, e
 
 // Get returns the dead letter id, or an error wrapping ErrNotFound.
 func (q *Queue) Get(ctx context.Context, id int64) (*Letter, error) {
-	l, err := scanLetter(q.pool.QueryRow(ctx, q.sql.get("get"), id))
+	l, err := scanLetter(q.pool.QueryRow(ctx, q.sql.Get("get"), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
@@ -155,7 +155,7 @@ func (q *Queue) Purge(ctx context.Context, statuses []Status, olderThan time.Dur
 		}
 		names = append(names, string(s))
 	}
-	tag, err := q.pool.Exec(ctx, q.sql.get("purge"), names, olderThan.Microseconds())
+	tag, err := q.pool.Exec(ctx, q.sql.Get("purge"), names, olderThan.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("deadletter: purge: %w", err)
 	}
@@ -165,7 +165,7 @@ func (q *Queue) Purge(ctx context.Context, statuses []Status, olderThan time.Dur
 // Revive makes an abandoned row pending again and due now, so that an
 // operator can retry it after fixing the cause. Its attempts start over.
 func (q *Queue) Revive(ctx context.Context, id int64) error {
-	tag, err := q.pool.Exec(ctx, q.sql.get("revive"), id)
+	tag, err := q.pool.Exec(ctx, q.sql.Get("revive"), id)
 	if err != nil {
 		return fmt.Errorf("deadletter: revive %d: %w", id, err)
 	}
@@ -196,7 +196,7 @@ func (q *Queue) reviveNamed(ctx context.Context, id int64) error {
 // (or open_max), which no longer holds anything back. Rows already due
 // sooner keep their time.
 func (q *Queue) Expedite(ctx context.Context, origin string, notBefore time.Time) (int64, error) {
-	tag, err := q.pool.Exec(ctx, q.sql.get("expedite"), origin, nullTime(notBefore), string(ReasonCircuitOpen))
+	tag, err := q.pool.Exec(ctx, q.sql.Get("expedite"), origin, nullTime(notBefore), string(ReasonCircuitOpen))
 	if err != nil {
 		return 0, fmt.Errorf("deadletter: expedite %s: %w", origin, err)
 	}
@@ -209,7 +209,7 @@ func (q *Queue) Expedite(ctx context.Context, origin string, notBefore time.Time
 // that the row goes to an instance that knows the feed instead of coming
 // back to this one at its next tick.
 func (q *Queue) Postpone(ctx context.Context, id int64, d time.Duration) error {
-	_, err := q.pool.Exec(ctx, q.sql.get("postpone"), id, d.Microseconds())
+	_, err := q.pool.Exec(ctx, q.sql.Get("postpone"), id, d.Microseconds())
 	if err != nil {
 		return fmt.Errorf("deadletter: postpone %d: %w", id, err)
 	}
@@ -267,7 +267,7 @@ func (q *Queue) claim(ctx context.Context, p claimParams) ([]*Letter, error) {
 // requeueExpired returns rows whose lease expired (their instance died or
 // lost the database mid-replay) to pending, due at once.
 func (q *Queue) requeueExpired(ctx context.Context) ([]*Letter, error) {
-	rows, err := q.pool.Query(ctx, q.sql.get("requeue_expired"))
+	rows, err := q.pool.Query(ctx, q.sql.Get("requeue_expired"))
 	if err != nil {
 		return nil, fmt.Errorf("deadletter: requeue expired leases: %w", err)
 	}
@@ -282,7 +282,7 @@ func (q *Queue) requeueExpired(ctx context.Context) ([]*Letter, error) {
 // no longer holds the row: its lease expired and another instance put it
 // back to pending or took it.
 func (q *Queue) renew(ctx context.Context, id int64, by string, lease time.Duration) (bool, error) {
-	tag, err := q.pool.Exec(ctx, q.sql.get("renew"), id, by, lease.Microseconds())
+	tag, err := q.pool.Exec(ctx, q.sql.Get("renew"), id, by, lease.Microseconds())
 	if err != nil {
 		return false, fmt.Errorf("deadletter: renew lease of %d: %w", id, err)
 	}
@@ -294,7 +294,7 @@ func (q *Queue) renew(ctx context.Context, id int64, by string, lease time.Durat
 func (q *Queue) holder(ctx context.Context, id int64) (string, Status, error) {
 	var by string
 	var st Status
-	err := q.pool.QueryRow(ctx, q.sql.get("holder"), id).Scan(&by, &st)
+	err := q.pool.QueryRow(ctx, q.sql.Get("holder"), id).Scan(&by, &st)
 	if err != nil {
 		return "", "", fmt.Errorf("deadletter: holder of %d: %w", id, err)
 	}
@@ -308,17 +308,17 @@ var errLeaseLost = errors.New("deadletter: lease lost")
 
 // markDone records a successful replay.
 func (q *Queue) markDone(ctx context.Context, id int64, by string) error {
-	return q.finish(ctx, q.sql.get("mark_done"), id, by)
+	return q.finish(ctx, q.sql.Get("mark_done"), id, by)
 }
 
 // release returns a claimed row to pending as it was.
 func (q *Queue) release(ctx context.Context, id int64, by string) error {
-	return q.finish(ctx, q.sql.get("release"), id, by)
+	return q.finish(ctx, q.sql.Get("release"), id, by)
 }
 
 // abandon gives up on a claimed row.
 func (q *Queue) abandon(ctx context.Context, id int64, by string, cause error) error {
-	return q.finish(ctx, q.sql.get("abandon"), id, by, errorText(cause))
+	return q.finish(ctx, q.sql.Get("abandon"), id, by, errorText(cause))
 }
 
 // repark makes a claimed row pending again with p's retry_after and
@@ -327,7 +327,7 @@ func (q *Queue) abandon(ctx context.Context, id int64, by string, cause error) e
 func (q *Queue) repark(ctx context.Context, id int64, by string, p Parking, maxAttempts int) (Status, int, error) {
 	var st Status
 	var attempts int
-	err := q.pool.QueryRow(ctx, q.sql.get("repark"),
+	err := q.pool.QueryRow(ctx, q.sql.Get("repark"),
 		id, by, maxAttempts, p.URL, p.Origin, string(p.Reason), p.RetryAfter, errorText(p.Err),
 		p.Checkpoint.PollID, p.Checkpoint.Page, nullTime(p.Checkpoint.At)).Scan(&st, &attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
