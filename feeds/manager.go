@@ -184,7 +184,6 @@ func (m *Manager) Start(ctx context.Context) error {
 	if started {
 		return errors.New("feeds: manager already started")
 	}
-	catchUp := m.catchUp
 	// Before the first tick: a dead predecessor's claims would make this
 	// instance skip its feeds until the claims' leases ran out.
 	var interrupted []*Feed
@@ -192,7 +191,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		interrupted = m.startRecovery(ctx)
 	}
 	m.cron.Start()
-	if catchUp {
+	if m.catchUp {
 		overdue, err := m.overdue(ctx)
 		if err != nil {
 			return err
@@ -213,7 +212,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if m.recovery != nil {
 		m.recovering = true
 		m.loops.Add(1)
-		go m.recoveryLoop(catchUp)
+		go m.recoveryLoop(m.catchUp)
 	}
 	return nil
 }
