@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -98,10 +99,19 @@ func (w *OriginWatch) OnStateChange(ev StateChange) {
 	}
 }
 
-// Start runs the writer until Stop.
-func (w *OriginWatch) Start() {
+// ErrWatchStarted is returned by a second Start of an OriginWatch.
+var ErrWatchStarted = errors.New("breaker: origin watch already started")
+
+// Start runs the writer until Stop. ctx is not kept: the writer outlives it,
+// so that Stop writes what is still pending whatever ended the daemon's
+// context. It returns ErrWatchStarted if the watch is running.
+func (w *OriginWatch) Start(ctx context.Context) error {
+	if w.quit != nil {
+		return ErrWatchStarted
+	}
 	w.quit, w.done = make(chan struct{}), make(chan struct{})
 	go w.run()
+	return nil
 }
 
 // Stop writes what is pending and stops the writer; call it before closing

@@ -18,7 +18,9 @@ func TestOriginWatchLeavesSharedVerdictsAlone(t *testing.T) {
 	}
 	w := NewOriginWatch(pool, 2, nil)
 	w.SharedVerdicts()
-	w.Start()
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	w.OnStateChange(StateChange{Origin: origin, From: StateClosed, To: StateOpen, At: time.Now(),
 		RetryAfter: 0, ConsecutiveOpens: 2, DecidedBy: "other:1"})
 	w.Stop()

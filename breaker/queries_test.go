@@ -13,7 +13,7 @@ func TestVerdictStatementsReturnOneColumnList(t *testing.T) {
 	t.Parallel()
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	s := loadStatements("verdicts.sql")
-	want := norm(strings.TrimSuffix(strings.TrimPrefix(s.get("select_all"), "SELECT"), "FROM breaker_state"))
+	want := norm(strings.TrimSuffix(strings.TrimPrefix(s.Get("select_all"), "SELECT"), "FROM breaker_state"))
 	if !strings.HasSuffix(want, "version, now()") {
 		t.Fatalf("select_all returns %q, want the row ending with version, now()", want)
 	}

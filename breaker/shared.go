@@ -188,7 +188,7 @@ func WithQueryTimeout(d time.Duration) SharedOption {
 // SharedState shares breaker verdicts between ingestd instances through the
 // breaker_state table: open verdicts with their open_until, the lease for the
 // one half-open probe of the cluster, and manual overrides. Build one with
-// NewSharedState, pass it in Config.Shared, Start it, and Close it after the
+// NewSharedState, pass it in Config.Shared, Start it, and Stop it after the
 // callers have stopped and before the pool closes.
 //
 // Do never queries the database: it reads a cache that a LISTEN connection
@@ -216,7 +216,7 @@ type SharedState struct {
 	reachable bool
 	known     bool             // reachability has been observed once
 	pending   map[string]write // writes that failed, retried on the next reload
-	ctx       context.Context  // lives from Start to Close
+	ctx       context.Context  // lives from Start to Stop
 	cancel    context.CancelFunc
 	closed    bool
 
@@ -258,13 +258,13 @@ func (s *SharedState) since(t time.Time) time.Duration { return s.opts.clock.Now
 // InstanceID returns the id this instance writes into probe_owner and updated_by.
 func (s *SharedState) InstanceID() string { return s.id }
 
-// ErrSharedStarted is returned by a second Start, or a Start after Close.
+// ErrSharedStarted is returned by a second Start, or a Start after Stop.
 var ErrSharedStarted = errors.New("breaker: shared state already started or closed")
 
 // Start loads every verdict, so that an origin left open by a previous run
 // stays open until its time without a request, then starts listening for
 // changes, reloading periodically and writing verdicts. The loops run until
-// Close, whatever happens to ctx, which bounds only the initial load. A
+// Stop, whatever happens to ctx, which bounds only the initial load. A
 // failed load is returned, but the loops run regardless and keep retrying:
 // a caller may carry on with local breakers.
 func (s *SharedState) Start(ctx context.Context) error {
@@ -294,10 +294,12 @@ func (s *SharedState) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the loops after writing out the verdicts already queued (within
+// Stop stops the loops after writing out the verdicts already queued (within
 // a few query timeouts). It does not release probe leases that calls still in
 // flight hold: those calls release them when they end, or the lease expires.
-func (s *SharedState) Close() {
+// Stop it after everything that makes requests and before the pool closes;
+// it is safe to call on a state never started (the CLI's).
+func (s *SharedState) Stop() {
 	s.mu.Lock()
 	s.closed = true
 	cancel := s.cancel
@@ -356,7 +358,7 @@ func (s *SharedState) view(origin string) view {
 func (s *SharedState) leaseDuration() time.Duration { return s.opts.lease }
 
 // loopContext returns the context of the running loops, or nil before Start
-// and after Close.
+// and after Stop.
 func (s *SharedState) loopContext() context.Context {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -663,7 +665,7 @@ func (s *SharedState) writer(ctx context.Context) {
 	for {
 		select {
 		case w := <-s.writes:
-			// Not ctx: a write under way when Close comes must finish (the
+			// Not ctx: a write under way when Stop comes must finish (the
 			// query timeout bounds it).
 			s.do(context.Background(), w)
 		case <-ctx.Done():

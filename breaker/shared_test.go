@@ -59,7 +59,7 @@ func testPool(t *testing.T) *pgxpool.Pool {
 // kill stops the instance without releasing anything, as a kill -9 would:
 // the loops stop (so the lease is no longer renewed) and the pool closes.
 func (n *node) kill() {
-	n.shared.Close()
+	n.shared.Stop()
 	n.pool.Close()
 }
 
@@ -372,7 +372,7 @@ func TestSharedRestartKeepsOriginOpen(t *testing.T) {
 	a.tripOpen(t, up.url())
 	waitRow(t, a, origin, func(v Verdict) bool { return v.State == StateOpen })
 	until := a.state(t, origin).OpenUntil
-	a.shared.Close()
+	a.shared.Stop()
 	a.pool.Close()
 
 	hits := up.hits.Load()
@@ -476,7 +476,7 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 	if err := shared.Start(t.Context()); err == nil {
 		t.Fatal("Start reported no error without a database")
 	}
-	defer shared.Close()
+	defer shared.Stop()
 	f := setup(t, fastPolicy(), func(c *Config) { c.Shared = shared })
 	up := newUpstream(t, http.StatusServiceUnavailable)
 

@@ -17,16 +17,13 @@ import (
 // use; the schema comes from package migrations.
 type Queue struct {
 	pool *pgxpool.Pool
+	sql  queueSQL
 }
 
 // NewQueue returns a Queue on pool.
-func NewQueue(pool *pgxpool.Pool) *Queue { return &Queue{pool: pool} }
+func NewQueue(pool *pgxpool.Pool) *Queue { return &Queue{pool: pool, sql: loadQueueSQL()} }
 
-// letterColumns are scanned by scanLetter, in this order.
-const letterColumns = `id, jurisdiction, feed, url, origin, reason, retry_after, attempts, status,
-	coalesce(last_error, ''), coalesce(poll_id, 0), next_page, checkpoint_at, coalesce(claimed_by, ''),
-	lease_until, created_at, updated_at, finished_at`
-
+// scanLetter reads a row of the letter_columns block (sql/queue.sql).
 func scanLetter(row pgx.Row) (*Letter, error) {
 	var l Letter
 	var lease, finished *time.Time
@@ -63,17 +60,7 @@ func collectLetters(rows pgx.Rows) ([]*Letter, error) {
 // kept); one whose row is being replayed gets ErrAlreadyOpen.
 func (q *Queue) Park(ctx context.Context, p Parking) (int64, error) {
 	var id int64
-	err := q.pool.QueryRow(ctx, `
-		INSERT INTO dead_letter AS d (jurisdiction, feed, url, origin, reason, retry_after, last_error,
-			poll_id, next_page, checkpoint_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, nullif($8, 0), $9, coalesce($10, now()))
-		ON CONFLICT (jurisdiction, feed) WHERE status IN ('pending', 'replaying') DO UPDATE SET
-			url = excluded.url, origin = excluded.origin, reason = excluded.reason,
-			retry_after = excluded.retry_after, last_error = excluded.last_error,
-			poll_id = excluded.poll_id, next_page = excluded.next_page,
-			checkpoint_at = excluded.checkpoint_at, updated_at = now()
-		WHERE d.status = 'pending'
-		RETURNING id`,
+	err := q.pool.QueryRow(ctx, q.sql.Get("park"),
 		p.Jurisdiction, p.Feed, p.URL, p.Origin, string(p.Reason), p.RetryAfter, errorText(p.Err),
 		p.Checkpoint.PollID, p.Checkpoint.Page, nullTime(p.Checkpoint.At)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -87,8 +74,7 @@ func (q *Queue) Park(ctx context.Context, p Parking) (int64, error) {
 
 // Open returns the feed's open (pending or replaying) dead letter, or nil.
 func (q *Queue) Open(ctx context.Context, jurisdiction, feed string) (*Letter, error) {
-	l, err := scanLetter(q.pool.QueryRow(ctx, `SELECT `+letterColumns+` FROM dead_letter
-		WHERE jurisdiction = $1 AND feed = $2 AND status IN ('pending', 'replaying')`, jurisdiction, feed))
+	l, err := scanLetter(q.pool.QueryRow(ctx, q.sql.Get("open"), jurisdiction, feed))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -100,7 +86,7 @@ func (q *Queue) Open(ctx context.Context, jurisdiction, feed string) (*Letter, e
 
 // Get returns the dead letter id, or an error wrapping ErrNotFound.
 func (q *Queue) Get(ctx context.Context, id int64) (*Letter, error) {
-	l, err := scanLetter(q.pool.QueryRow(ctx, `SELECT `+letterColumns+` FROM dead_letter WHERE id = $1`, id))
+	l, err := scanLetter(q.pool.QueryRow(ctx, q.sql.Get("get"), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
@@ -143,7 +129,7 @@ func (f Filter) where(args *[]any) string {
 // List returns the dead letters f selects, newest first.
 func (q *Queue) List(ctx context.Context, f Filter) ([]*Letter, error) {
 	var args []any
-	sql := `SELECT ` + letterColumns + ` FROM dead_letter WHERE ` + f.where(&args) + ` ORDER BY id DESC`
+	sql := q.sql.withFilter("list", f.where(&args))
 	if f.Limit > 0 {
 		sql += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
@@ -169,9 +155,7 @@ func (q *Queue) Purge(ctx context.Context, statuses []Status, olderThan time.Dur
 		}
 		names = append(names, string(s))
 	}
-	tag, err := q.pool.Exec(ctx, `DELETE FROM dead_letter
-		WHERE status = ANY($1) AND finished_at < now() - $2 * interval '1 microsecond'`,
-		names, olderThan.Microseconds())
+	tag, err := q.pool.Exec(ctx, q.sql.Get("purge"), names, olderThan.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("deadletter: purge: %w", err)
 	}
@@ -181,9 +165,7 @@ func (q *Queue) Purge(ctx context.Context, statuses []Status, olderThan time.Dur
 // Revive makes an abandoned row pending again and due now, so that an
 // operator can retry it after fixing the cause. Its attempts start over.
 func (q *Queue) Revive(ctx context.Context, id int64) error {
-	tag, err := q.pool.Exec(ctx, `UPDATE dead_letter SET status = 'pending', attempts = 0,
-		retry_after = now(), finished_at = NULL, updated_at = now()
-		WHERE id = $1 AND status = 'abandoned'`, id)
+	tag, err := q.pool.Exec(ctx, q.sql.Get("revive"), id)
 	if err != nil {
 		return fmt.Errorf("deadletter: revive %d: %w", id, err)
 	}
@@ -193,6 +175,20 @@ func (q *Queue) Revive(ctx context.Context, id int64) error {
 	return nil
 }
 
+// reviveNamed revives row id if it was abandoned (see ReplayNow); a row in
+// any other status is left as it is. It returns ErrNotFound when id names no
+// row.
+func (q *Queue) reviveNamed(ctx context.Context, id int64) error {
+	l, err := q.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if l.Status != StatusAbandoned {
+		return nil
+	}
+	return q.Revive(ctx, id)
+}
+
 // Expedite brings forward the pending rows of origin that its breaker
 // refused (reason circuit_open): they become due at notBefore, or now when it
 // is zero or past, and it returns how many moved. An operator who lifts an
@@ -200,9 +196,7 @@ func (q *Queue) Revive(ctx context.Context, id int64) error {
 // (or open_max), which no longer holds anything back. Rows already due
 // sooner keep their time.
 func (q *Queue) Expedite(ctx context.Context, origin string, notBefore time.Time) (int64, error) {
-	tag, err := q.pool.Exec(ctx, `UPDATE dead_letter SET retry_after = greatest(now(), $2::timestamptz), updated_at = now()
-		WHERE origin = $1 AND status = 'pending' AND reason = $3 AND retry_after > greatest(now(), $2::timestamptz)`,
-		origin, nullTime(notBefore), string(ReasonCircuitOpen))
+	tag, err := q.pool.Exec(ctx, q.sql.Get("expedite"), origin, nullTime(notBefore), string(ReasonCircuitOpen))
 	if err != nil {
 		return 0, fmt.Errorf("deadletter: expedite %s: %w", origin, err)
 	}
@@ -215,9 +209,7 @@ func (q *Queue) Expedite(ctx context.Context, origin string, notBefore time.Time
 // that the row goes to an instance that knows the feed instead of coming
 // back to this one at its next tick.
 func (q *Queue) Postpone(ctx context.Context, id int64, d time.Duration) error {
-	_, err := q.pool.Exec(ctx, `UPDATE dead_letter
-		SET retry_after = greatest(retry_after, now() + $2 * interval '1 microsecond'), updated_at = now()
-		WHERE id = $1 AND status IN ('pending', 'replaying')`, id, d.Microseconds())
+	_, err := q.pool.Exec(ctx, q.sql.Get("postpone"), id, d.Microseconds())
 	if err != nil {
 		return fmt.Errorf("deadletter: postpone %d: %w", id, err)
 	}
@@ -258,27 +250,8 @@ func (q *Queue) claim(ctx context.Context, p claimParams) ([]*Letter, error) {
 	if !p.now {
 		cond += " AND retry_after <= now()"
 	}
-	// DISTINCT ON cannot take FOR UPDATE: pick first, then lock what was
-	// picked; the lock re-checks status, so a row another instance claimed
-	// meanwhile is not taken twice.
-	rows, err := q.pool.Query(ctx, `
-		WITH pick AS (
-			SELECT id AS pick_id FROM (
-				SELECT DISTINCT ON (origin) id, retry_after FROM dead_letter
-				WHERE status = 'pending' AND origin <> ALL($4) AND id <> ALL($5) AND `+cond+`
-				ORDER BY origin, retry_after, id
-			) first_of_origin
-			ORDER BY retry_after, id
-			LIMIT $1
-		), due AS (
-			SELECT id AS due_id FROM dead_letter
-			WHERE id IN (SELECT pick_id FROM pick) AND status = 'pending'
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE dead_letter d SET status = 'replaying', claimed_by = $2,
-			lease_until = now() + $3 * interval '1 microsecond', updated_at = now()
-		FROM due WHERE d.id = due.due_id
-		RETURNING `+letterColumns, args...)
+	// sql/queue.sql says how the claim picks and locks.
+	rows, err := q.pool.Query(ctx, q.sql.withFilter("claim", cond), args...)
 	if err != nil {
 		return nil, fmt.Errorf("deadletter: claim: %w", err)
 	}
@@ -294,16 +267,7 @@ func (q *Queue) claim(ctx context.Context, p claimParams) ([]*Letter, error) {
 // requeueExpired returns rows whose lease expired (their instance died or
 // lost the database mid-replay) to pending, due at once.
 func (q *Queue) requeueExpired(ctx context.Context) ([]*Letter, error) {
-	rows, err := q.pool.Query(ctx, `
-		WITH expired AS (
-			SELECT id AS expired_id, claimed_by AS expired_by FROM dead_letter
-			WHERE status = 'replaying' AND lease_until < now()
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE dead_letter d SET status = 'pending', lease_until = NULL, updated_at = now(),
-			last_error = 'lease of ' || coalesce(expired_by, '?') || ' expired during a replay'
-		FROM expired WHERE d.id = expired_id
-		RETURNING `+letterColumns)
+	rows, err := q.pool.Query(ctx, q.sql.Get("requeue_expired"))
 	if err != nil {
 		return nil, fmt.Errorf("deadletter: requeue expired leases: %w", err)
 	}
@@ -318,9 +282,7 @@ func (q *Queue) requeueExpired(ctx context.Context) ([]*Letter, error) {
 // no longer holds the row: its lease expired and another instance put it
 // back to pending or took it.
 func (q *Queue) renew(ctx context.Context, id int64, by string, lease time.Duration) (bool, error) {
-	tag, err := q.pool.Exec(ctx, `
-		UPDATE dead_letter SET lease_until = now() + $3 * interval '1 microsecond'
-		WHERE id = $1 AND status = 'replaying' AND claimed_by = $2`, id, by, lease.Microseconds())
+	tag, err := q.pool.Exec(ctx, q.sql.Get("renew"), id, by, lease.Microseconds())
 	if err != nil {
 		return false, fmt.Errorf("deadletter: renew lease of %d: %w", id, err)
 	}
@@ -332,7 +294,7 @@ func (q *Queue) renew(ctx context.Context, id int64, by string, lease time.Durat
 func (q *Queue) holder(ctx context.Context, id int64) (string, Status, error) {
 	var by string
 	var st Status
-	err := q.pool.QueryRow(ctx, `SELECT coalesce(claimed_by, ''), status FROM dead_letter WHERE id = $1`, id).Scan(&by, &st)
+	err := q.pool.QueryRow(ctx, q.sql.Get("holder"), id).Scan(&by, &st)
 	if err != nil {
 		return "", "", fmt.Errorf("deadletter: holder of %d: %w", id, err)
 	}
@@ -346,17 +308,17 @@ var errLeaseLost = errors.New("deadletter: lease lost")
 
 // markDone records a successful replay.
 func (q *Queue) markDone(ctx context.Context, id int64, by string) error {
-	return q.finish(ctx, id, by, `status = 'done', finished_at = now()`)
+	return q.finish(ctx, q.sql.Get("mark_done"), id, by)
 }
 
 // release returns a claimed row to pending as it was.
 func (q *Queue) release(ctx context.Context, id int64, by string) error {
-	return q.finish(ctx, id, by, `status = 'pending'`)
+	return q.finish(ctx, q.sql.Get("release"), id, by)
 }
 
 // abandon gives up on a claimed row.
 func (q *Queue) abandon(ctx context.Context, id int64, by string, cause error) error {
-	return q.finish(ctx, id, by, `status = 'abandoned', finished_at = now(), attempts = attempts + 1, last_error = $3`, errorText(cause))
+	return q.finish(ctx, q.sql.Get("abandon"), id, by, errorText(cause))
 }
 
 // repark makes a claimed row pending again with p's retry_after and
@@ -365,15 +327,7 @@ func (q *Queue) abandon(ctx context.Context, id int64, by string, cause error) e
 func (q *Queue) repark(ctx context.Context, id int64, by string, p Parking, maxAttempts int) (Status, int, error) {
 	var st Status
 	var attempts int
-	err := q.pool.QueryRow(ctx, `
-		UPDATE dead_letter SET
-			status = CASE WHEN attempts + 1 >= $3 THEN 'abandoned' ELSE 'pending' END,
-			finished_at = CASE WHEN attempts + 1 >= $3 THEN now() END,
-			attempts = attempts + 1, url = $4, origin = $5, reason = $6, retry_after = $7,
-			last_error = $8, poll_id = nullif($9, 0), next_page = $10, checkpoint_at = coalesce($11, checkpoint_at),
-			claimed_by = $2, lease_until = NULL, updated_at = now()
-		WHERE id = $1 AND status = 'replaying' AND claimed_by = $2
-		RETURNING status, attempts`,
+	err := q.pool.QueryRow(ctx, q.sql.Get("repark"),
 		id, by, maxAttempts, p.URL, p.Origin, string(p.Reason), p.RetryAfter, errorText(p.Err),
 		p.Checkpoint.PollID, p.Checkpoint.Page, nullTime(p.Checkpoint.At)).Scan(&st, &attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -385,10 +339,11 @@ func (q *Queue) repark(ctx context.Context, id int64, by string, p Parking, maxA
 	return st, attempts, nil
 }
 
-func (q *Queue) finish(ctx context.Context, id int64, by, set string, extra ...any) error {
+// finish runs one of the finishing writes (sql/queue.sql: mark_done,
+// release, abandon) on row id held by by.
+func (q *Queue) finish(ctx context.Context, sql string, id int64, by string, extra ...any) error {
 	args := append([]any{id, by}, extra...)
-	tag, err := q.pool.Exec(ctx, `UPDATE dead_letter SET `+set+`, lease_until = NULL, updated_at = now()
-		WHERE id = $1 AND status = 'replaying' AND claimed_by = $2`, args...)
+	tag, err := q.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("deadletter: update %d: %w", id, err)
 	}

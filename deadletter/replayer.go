@@ -2,8 +2,6 @@ package deadletter
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,7 +93,8 @@ func WithMaxAttempts(n int) Option {
 }
 
 // WithInstanceID names this replayer in dead_letter.claimed_by (default
-// host:pid:random, unique per process).
+// host:pid). main passes the process's one id (feeds.InstanceID), the name
+// its polls, poll claims and heartbeat carry.
 func WithInstanceID(id string) Option {
 	return func(r *Replayer) {
 		if id != "" {
@@ -124,17 +123,24 @@ func NewReplayer(pool *pgxpool.Pool, replay ReplayFunc, opts ...Option) *Replaye
 	return r
 }
 
+// instanceID is the default id, host:pid as feeds.InstanceID builds it (this
+// package cannot import feeds): a process's replayer claims under the name
+// its polls and heartbeat carry. Two replayers in one process need
+// WithInstanceID, or their claims cannot be told apart.
 func instanceID() string {
-	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b) // never fails (Go 1.24+)
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b))
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
 // ID returns the name this replayer claims rows under.
 func (r *Replayer) ID() string { return r.id }
 
-// Start runs the replayer in the background until Stop or ctx ends: every
+// Start runs the replayer in the background until Stop (ctx's values are
+// kept, not its cancellation: the daemon orders the shutdown, and stops the
+// replayer after the scheduler): every
 // interval it returns expired leases to pending and claims due rows for its
 // free slots, and whenever a replay ends it claims again, so a due row waits
 // at most about one interval for a free slot and never for another origin's
@@ -224,10 +230,18 @@ func (r *Replayer) RunOnce(ctx context.Context) ([]*Letter, error) {
 }
 
 // ReplayNow claims the pending rows f selects, ignoring retry_after, and
-// replays them at once: the operator's `ingestd deadletter replay`. Rows
-// another instance is replaying are not touched. It returns when they are
-// all replayed.
+// replays them at once: the operator's `ingestd deadletter replay`. A row f
+// names by ID (f.IDs) that was abandoned is revived first, its attempts
+// reset: an operator who names a row wants it tried again, whatever made the
+// replayer give up; a row not named is never revived. Rows another instance
+// is replaying are not touched. It returns when they are all replayed, or
+// ErrNotFound for an ID that names no row.
 func (r *Replayer) ReplayNow(ctx context.Context, f Filter) ([]*Letter, error) {
+	for _, id := range f.IDs {
+		if err := r.queue.reviveNamed(ctx, id); err != nil {
+			return nil, err
+		}
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = -1

@@ -283,3 +283,46 @@ func TestStartStop(t *testing.T) {
 		t.Errorf("after Stop: %+v (%v), want pending with no attempt counted", l, err)
 	}
 }
+
+// ReplayNow revives an abandoned row the operator names by ID, and only
+// such a row: one it selects by feed stays abandoned.
+func TestReplayNowRevivesOnlyNamedAbandonedRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.Pool(t)
+	q := deadletter.NewQueue(pool)
+	named, err := q.Park(ctx, parking("parcels", time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := q.Park(ctx, parking("roads", time.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE dead_letter SET status = 'abandoned', attempts = 10, finished_at = now()
+		WHERE id = ANY($1)`, []int64{named, other}); err != nil {
+		t.Fatal(err)
+	}
+	var replays atomic.Int32
+	r := deadletter.NewReplayer(pool, func(context.Context, *deadletter.Letter) error {
+		replays.Add(1)
+		return nil
+	}, deadletter.WithLogger(logger(t)), deadletter.WithInstanceID("operator:1"))
+
+	if claimed, err := r.ReplayNow(ctx, deadletter.Filter{Status: deadletter.StatusPending, Feed: "county/roads"}); err != nil || len(claimed) != 0 {
+		t.Fatalf("ReplayNow by feed claimed %d rows (err %v), want 0: an abandoned row is revived only by ID", len(claimed), err)
+	}
+	claimed, err := r.ReplayNow(ctx, deadletter.Filter{Status: deadletter.StatusPending, IDs: []int64{named}})
+	if err != nil || len(claimed) != 1 || replays.Load() != 1 {
+		t.Fatalf("ReplayNow by ID claimed %d rows, %d replays (err %v), want 1 and 1", len(claimed), replays.Load(), err)
+	}
+	if l, err := q.Get(ctx, named); err != nil || l.Status != deadletter.StatusDone || l.ClaimedBy != "operator:1" {
+		t.Errorf("named row %+v (%v), want done by operator:1", l, err)
+	}
+	if l, err := q.Get(ctx, other); err != nil || l.Status != deadletter.StatusAbandoned {
+		t.Errorf("row not named %+v (%v), want still abandoned", l, err)
+	}
+	if _, err := r.ReplayNow(ctx, deadletter.Filter{IDs: []int64{named + other + 100}}); !errors.Is(err, deadletter.ErrNotFound) {
+		t.Errorf("ReplayNow of an unknown ID: %v, want ErrNotFound", err)
+	}
+}

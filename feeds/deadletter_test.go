@@ -361,7 +361,10 @@ func TestScheduledTickSkipsParkedFeed(t *testing.T) {
 		Origin: b.origin, Reason: deadletter.ReasonCircuitOpen, RetryAfter: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.manager.Start(b.ctx, b.cfg, true); err != nil {
+	if err := b.manager.Update(b.ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.manager.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2500 * time.Millisecond)
@@ -376,7 +379,9 @@ func TestStuckOpenOriginParksItsFeeds(t *testing.T) {
 	t.Parallel()
 	b := setupDL(t, feeds.BuiltinDeadLetter())
 	w := breaker.NewOriginWatch(b.pool, 2, nil)
-	w.Start()
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	at := time.Now()
 	w.OnStateChange(breaker.StateChange{Origin: b.origin, From: breaker.StateClosed, To: breaker.StateOpen, At: at,
 		RetryAfter: time.Minute, ConsecutiveOpens: 1})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"sync"
 	"time"
@@ -48,8 +47,10 @@ type Manager struct {
 	beat       time.Duration
 	loops      sync.WaitGroup
 	recovering bool // Start started the loop: Stop retires the heartbeat
+	catchUp    bool // Start polls overdue feeds at once
 
 	mu      sync.Mutex
+	started bool
 	feeds   map[string]*scheduledFeed // by Feed.Key()
 	running map[string]bool
 	wg      sync.WaitGroup
@@ -85,8 +86,26 @@ func WithTickObserver(fn func(key string, planned, started time.Time)) Option {
 	return func(m *Manager) { m.tickObserver = fn }
 }
 
-// WithInstanceID names this process in poll claims (default host:pid), which
-// keep several instances from polling one feed at once.
+// WithCatchUp sets whether Start polls at once the feeds whose last success
+// is older than their interval, or that never succeeded (default true).
+func WithCatchUp(on bool) Option { return func(m *Manager) { m.catchUp = on } }
+
+// WithClock makes now the manager's clock (default time.Now): every time a
+// poll records, compares or measures (its start, its duration, a
+// checkpoint's age, a dead letter's retry_after, the scheduler's lag, the
+// sweep's trust in lapsed heartbeats) is read from it, so that a test moves
+// time instead of sleeping. Timers and tickers still run on the real clock.
+func WithClock(now func() time.Time) Option {
+	return func(m *Manager) {
+		if now != nil {
+			m.now = now
+		}
+	}
+}
+
+// WithInstanceID names this process in poll claims, which keep several
+// instances from polling one feed at once, and in its heartbeat (default
+// InstanceID()). main passes the id it gives every other part.
 func WithInstanceID(id string) Option { return func(m *Manager) { m.instance = id } }
 
 // unknownFeedDelay is how long a dead letter of a feed this instance does
@@ -125,6 +144,7 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		logger:    slog.New(slog.DiscardHandler),
 		maxJitter: DefaultMaxJitter,
 		now:       time.Now,
+		catchUp:   true,
 		rand:      rand.Float64,
 		dl:        BuiltinDeadLetter(),
 		feeds:     map[string]*scheduledFeed{},
@@ -137,21 +157,32 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		m.metrics = newMetrics(nil)
 	}
 	if m.instance == "" {
-		host, _ := os.Hostname()
-		m.instance = fmt.Sprintf("%s:%d", host, os.Getpid())
+		m.instance = InstanceID()
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.cron = cron.New(cron.WithLocation(time.UTC))
 	return m
 }
 
-// Start registers cfg's feeds with the store, schedules them and starts the
-// scheduler. With catchUp, feeds whose last success is older than their
-// interval (or that never succeeded) are polled right away instead of waiting
-// for their next tick, so a restart at 05:01 does not skip the 05:00 poll.
-func (m *Manager) Start(ctx context.Context, cfg *Config, catchUp bool) error {
-	if err := m.Update(ctx, cfg); err != nil {
-		return err
+// Start starts the scheduler on the configuration Update last gave it (call
+// Update first), after ending what dead instances left when the manager has
+// WithRecovery. With catch-up (the default; see WithCatchUp), feeds whose
+// last success is older than their interval (or that never succeeded) are
+// polled right away instead of waiting for their next tick, so a restart at
+// 05:01 does not skip the 05:00 poll. ctx bounds the start only; the
+// scheduler runs until Stop.
+//
+// Start and Stop are the lifecycle of every long-running part of ingestd
+// (the dead-letter replayer, the shared breaker state, the origin watch):
+// main starts them, and stops them in the shutdown order (scheduler,
+// replayer, breaker state, pool).
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	started := m.started
+	m.started = true
+	m.mu.Unlock()
+	if started {
+		return errors.New("feeds: manager already started")
 	}
 	// Before the first tick: a dead predecessor's claims would make this
 	// instance skip its feeds until the claims' leases ran out.
@@ -160,7 +191,7 @@ func (m *Manager) Start(ctx context.Context, cfg *Config, catchUp bool) error {
 		interrupted = m.startRecovery(ctx)
 	}
 	m.cron.Start()
-	if catchUp {
+	if m.catchUp {
 		overdue, err := m.overdue(ctx)
 		if err != nil {
 			return err
@@ -181,7 +212,7 @@ func (m *Manager) Start(ctx context.Context, cfg *Config, catchUp bool) error {
 	if m.recovery != nil {
 		m.recovering = true
 		m.loops.Add(1)
-		go m.recoveryLoop(catchUp)
+		go m.recoveryLoop(m.catchUp)
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	})
 	if applied {
 		if err == nil {
-			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: time.Since(start), ApplyResult: res}
+			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: m.now().Sub(start), ApplyResult: res}
 			m.metrics.invalidFeaturesSeen(f, res.InvalidFeatures)
 			logger.Info("poll succeeded", "pages", r.Pages, "first_page", firstPage, "features", res.Features, "added", res.Added,
 				"modified", res.Modified, "removed", res.Removed, "invalid_geometries", res.InvalidGeometries,
@@ -182,7 +182,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		if ctx.Err() == nil {
 			level = slog.LevelError
 		}
-		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", time.Since(start).Milliseconds())
+		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", m.now().Sub(start).Milliseconds())
 	}
 	return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
 }

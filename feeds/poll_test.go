@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,7 +218,10 @@ func TestSchedulerCatchUpAndStop(t *testing.T) {
 	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
 
 	// parcels runs daily at 05:00: only the catch-up on start can poll it now.
-	if err := b.manager.Start(b.ctx, b.cfg, true); err != nil {
+	if err := b.manager.Update(b.ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.manager.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "catch-up poll of parcels", func() bool {
@@ -277,7 +281,13 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 
 	errs := make(chan error, 2)
 	for _, m := range []*feeds.Manager{b.manager, other} {
-		go func() { errs <- m.Start(b.ctx, b.cfg, true) }()
+		go func() {
+			if err := m.Update(b.ctx, b.cfg); err != nil {
+				errs <- err
+				return
+			}
+			errs <- m.Start(b.ctx)
+		}()
 	}
 	for range 2 {
 		if err := <-errs; err != nil {
@@ -308,5 +318,28 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	}
 	if _, err := b.manager.Poll(b.ctx, "county/parcels"); !errors.Is(err, feeds.ErrPollInProgress) {
 		t.Errorf("poll during another instance's claim: %v, want ErrPollInProgress", err)
+	}
+}
+
+// A poll reads the manager's clock, not the wall clock: with a clock that
+// moves a minute at every reading, the poll's duration is whole minutes.
+func TestPollReadsTheInjectedClock(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		at = at.Add(time.Minute)
+		return at
+	}
+	b := setup(t, withManagerOptions(feeds.WithClock(clock)))
+	b.server.AddLayer("parcels", wfstest.Parcels{N: 12})
+	res, err := b.manager.Poll(b.ctx, "county/parcels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duration < time.Minute || res.Duration%time.Minute != 0 {
+		t.Errorf("poll duration %s, want whole minutes of the injected clock", res.Duration)
 	}
 }

@@ -75,16 +75,19 @@ func BenchmarkSchedulerScale(b *testing.B) {
 
 	var mu sync.Mutex
 	var lags []time.Duration
-	manager := feeds.NewManager(postgis.New(pool), client,
-		feeds.WithTickObserver(func(_ string, planned, started time.Time) {
-			mu.Lock()
-			lags = append(lags, started.Sub(planned))
-			mu.Unlock()
-		}))
-
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := manager.Start(b.Context(), cfg, false); err != nil {
+		// A manager starts once: each run gets its own.
+		manager := feeds.NewManager(postgis.New(pool), client, feeds.WithCatchUp(false),
+			feeds.WithTickObserver(func(_ string, planned, started time.Time) {
+				mu.Lock()
+				lags = append(lags, started.Sub(planned))
+				mu.Unlock()
+			}))
+		if err := manager.Update(b.Context(), cfg); err != nil {
+			b.Fatal(err)
+		}
+		if err := manager.Start(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 		peakGoroutines := 0

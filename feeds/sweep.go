@@ -240,6 +240,20 @@ func (m *Manager) staleAfter(key string) time.Duration {
 	return unknownFeedStale
 }
 
+// InstanceID returns this process's name, host:pid: the one id main builds
+// once and hands to everything that records who does what (poll claims and
+// polls, heartbeats, dead-letter claims, breaker verdicts and probe leases),
+// so that one process reads as one owner everywhere. The sweep relies on the
+// form: an owner on this host whose pid has exited is recognised as dead at
+// once, without waiting for its heartbeat to lapse (see gone).
+func InstanceID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
 // splitOwner splits an instance name "host:pid"; pid is 0 when the name is
 // not of that form.
 func splitOwner(owner string) (string, int) {

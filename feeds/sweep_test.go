@@ -68,9 +68,12 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 		poll_claimed_at = now() - interval '10 minutes' WHERE feed = 'claim'`)
 
 	const beat = 100 * time.Millisecond
-	m := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("testhost:1"),
+	m := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("testhost:1"), feeds.WithCatchUp(false),
 		feeds.WithRecovery(b.store, beat), feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
-	if err := m.Start(ctx, b.cfg, false); err != nil {
+	if err := m.Update(ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	status := func(feed string) (string, string) {

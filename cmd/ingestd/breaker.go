@@ -12,11 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/deadletter"
-	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -81,24 +77,19 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	logger, err := c.logger(stderr)
+	ctx, stop := signalContext()
+	defer stop()
+	d, err := open(ctx, &c, openOptions{logs: stderr})
 	if err != nil {
 		return err
 	}
-	ctx, pool, done, err := c.connect()
-	if err != nil {
-		return err
-	}
-	defer done()
-	who := operator()
-	// Lifting an override brings back the polls it parked (breaker decides
-	// when; the dead-letter queue moves them).
-	shared := breaker.NewSharedState(pool, who, logger, breaker.WithResume(deadletter.NewQueue(pool).Expedite))
+	defer d.Close()
 
 	if sub == "list" {
-		return breakerList(ctx, pool, shared, stdout)
+		return breakerList(ctx, d, stdout)
 	}
-	res, err := shared.SetOverride(ctx, breaker.OverrideRequest{
+	who := operator(d.id)
+	res, err := d.shared.SetOverride(ctx, breaker.OverrideRequest{
 		// Stored and shown to everyone: a feed URL pasted into the reason
 		// keeps its host and path, not its token.
 		Origin: origin, Override: override, For: forDur, Reason: redact.Text(reason), By: who,
@@ -136,9 +127,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// operator names who set an override: user@host:pid, so that the log and
-// breaker_state say which person on which machine did it.
-func operator() string {
+// operator names who set an override: user@id (id is the process's
+// host:pid), so that the log and breaker_state say which person on which
+// machine did it.
+func operator(id string) string {
 	name := os.Getenv("SUDO_USER")
 	if name == "" {
 		if u, err := user.Current(); err == nil {
@@ -147,24 +139,16 @@ func operator() string {
 			name = envOr("USER", "unknown")
 		}
 	}
-	return name + "@" + instanceID()
+	return name + "@" + id
 }
 
-// instanceID identifies this process in breaker_state: hostname:pid.
-func instanceID() string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown"
-	}
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
-}
-
-func breakerList(ctx context.Context, pool *pgxpool.Pool, shared *breaker.SharedState, stdout io.Writer) error {
-	verdicts, now, err := shared.Verdicts(ctx)
+// breakerList prints every origin's verdict with the feeds it holds back.
+func breakerList(ctx context.Context, d *daemon, stdout io.Writer) error {
+	verdicts, now, err := d.shared.Verdicts(ctx)
 	if err != nil {
 		return err
 	}
-	feeds, err := postgis.New(pool).FeedsByOrigin(ctx)
+	feeds, err := d.store.FeedsByOrigin(ctx)
 	if err != nil {
 		return err
 	}

@@ -1,23 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/ingestd/ingestd/deadletter"
-	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -31,16 +24,6 @@ abandoned row named by ID is revived first); rows another instance is
 replaying are left to it. purge deletes finished rows only.
 `
 
-// newReplayer builds the daemon's replayer: it claims due rows through pool
-// and resumes each through manager.
-func newReplayer(pool *pgxpool.Pool, manager *feeds.Manager, cfg feeds.DeadLetterConfig, logger *slog.Logger) *deadletter.Replayer {
-	return deadletter.NewReplayer(pool, manager.Replay,
-		deadletter.WithLogger(logger),
-		deadletter.WithInterval(cfg.Interval.Std()),
-		deadletter.WithLease(cfg.Lease.Std()),
-		deadletter.WithMaxAttempts(cfg.MaxAttempts))
-}
-
 func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"deadletter needs a subcommand\n\n" + deadLetterUsage}
@@ -50,7 +33,7 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var c common
 	c.register(fs)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	switch sub {
 	case "list":
@@ -71,12 +54,12 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 			}
 			f.Status = st
 		}
-		pool, err := c.pool(ctx)
+		d, err := open(ctx, &c, openOptions{})
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
-		letters, err := deadletter.NewQueue(pool).List(ctx, f)
+		defer d.Close()
+		letters, err := d.queue.List(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -91,14 +74,13 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 			return usageError{err.Error()}
 		}
 		f := deadletter.Filter{Status: deadletter.StatusPending}
-		var id int64
 		chosen := 0
 		if fs.NArg() == 1 {
 			n, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 			if err != nil || n <= 0 {
 				return usageError{fmt.Sprintf("deadletter replay: %q is not a dead letter id", fs.Arg(0))}
 			}
-			id, f.IDs = n, []int64{n}
+			f.IDs = []int64{n}
 			chosen++
 		} else if fs.NArg() > 1 {
 			return usageError{"deadletter replay takes one ID"}
@@ -113,28 +95,16 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 		if chosen != 1 {
 			return usageError{"deadletter replay: give exactly one of ID, --feed or --all-due"}
 		}
-		d, err := setup(ctx, &c, *migrate, stderr, nil)
+		d, err := open(ctx, &c, openOptions{logs: stderr, migrate: *migrate, poll: true})
 		if err != nil {
 			return err
 		}
-		defer d.pool.Close()
+		defer d.Close()
 		if err := d.manager.Update(ctx, d.cfg); err != nil {
 			return err
 		}
-		q := deadletter.NewQueue(d.pool)
-		if id != 0 {
-			l, err := q.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			if l.Status == deadletter.StatusAbandoned {
-				if err := q.Revive(ctx, id); err != nil {
-					return err
-				}
-			}
-		}
+		// An abandoned row named by ID is revived first (deadletter decides).
 		claimed, err := d.replayer.ReplayNow(ctx, f)
-		d.manager.Stop()
 		if err != nil {
 			return err
 		}
@@ -146,7 +116,7 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 		for i, l := range claimed {
 			ids[i] = l.ID
 		}
-		after, err := q.List(ctx, deadletter.Filter{IDs: ids})
+		after, err := d.queue.List(ctx, deadletter.Filter{IDs: ids})
 		if err != nil {
 			return err
 		}
@@ -179,12 +149,12 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err.Error()}
 		}
-		pool, err := c.pool(ctx)
+		d, err := open(ctx, &c, openOptions{})
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
-		n, err := deadletter.NewQueue(pool).Purge(ctx, statuses, age)
+		defer d.Close()
+		n, err := d.queue.Purge(ctx, statuses, age)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/feeds/postgis"
 )
 
 const feedsUsage = `Usage:
@@ -44,16 +43,18 @@ func cmdFeeds(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, pool, done, err := c.connect()
+	ctx, stop := signalContext()
+	defer stop()
+	d, err := open(ctx, &c, openOptions{})
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer d.Close()
 	keep := make([]feeds.FeedInfo, 0, len(cfg.Feeds()))
 	for _, f := range cfg.Feeds() {
 		keep = append(keep, feeds.FeedInfo{Jurisdiction: f.Jurisdiction, Feed: f.ID})
 	}
-	pruned, err := postgis.New(pool).Prune(ctx, keep, *dryRun)
+	pruned, err := d.store.Prune(ctx, keep, *dryRun)
 	if err != nil {
 		return err
 	}

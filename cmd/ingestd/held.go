@@ -56,16 +56,14 @@ func cmdHeld(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Sprintf("held: unknown subcommand %q\n\n%s", sub, heldUsage)}
 	}
 
-	logger, err := c.logger(stderr)
+	ctx, stop := signalContext()
+	defer stop()
+	d, err := open(ctx, &c, openOptions{logs: stderr})
 	if err != nil {
 		return err
 	}
-	ctx, pool, done, err := c.connect()
-	if err != nil {
-		return err
-	}
-	defer done()
-	store := postgis.New(pool, postgis.WithLogger(logger))
+	defer d.Close()
+	store := d.store
 
 	switch sub {
 	case "list":

@@ -4,13 +4,16 @@
 //	                 [-breaker-probe-lease 30s] [-breaker-refresh 5s] [-breaker-query-timeout 1s]
 //	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
 //	ingestd validate [FILE]
+//	ingestd status   [-database-url URL]
 //	ingestd migrate  [-database-url URL]
 //	ingestd deadletter list|replay|purge [flags]
+//	ingestd held list|accept|reject [JURISDICTION/FEED] [flags]
 //	ingestd breaker list|open|close|auto [ORIGIN] [flags]
 //	ingestd feeds prune [-dry-run] [flags]
 //
-// main only parses flags, wires the parts together and handles signals; the
-// work happens in feeds, wfs, breaker and feeds/postgis.
+// main only parses flags, wires the parts together (the daemon value,
+// daemon.go) and prints; it holds no SQL and no rule of its own: the work
+// happens in feeds, wfs, breaker, deadletter and feeds/postgis.
 package main
 
 import (
@@ -23,23 +26,17 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
 	"github.com/ingestd/ingestd/redact"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -149,22 +146,6 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr})), nil
 }
 
-// connect is how every command that only talks to the database starts: a
-// context that SIGINT and SIGTERM cancel, and a pool; done releases both.
-func (c *common) connect() (ctx context.Context, pool *pgxpool.Pool, done func(), err error) {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	pool, err = c.pool(ctx)
-	if err != nil {
-		stop()
-		return nil, nil, nil, err
-	}
-	return ctx, pool, func() { pool.Close(); stop() }, nil
-}
-
-func (c *common) pool(ctx context.Context) (*pgxpool.Pool, error) {
-	return c.poolFor(ctx, 0)
-}
-
 // poolFor connects with enough connections for maxInFlight requests, each of
 // which may stream its page into the database while it is read, unless the
 // URL sets pool_max_conns itself.
@@ -227,12 +208,14 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	ctx, pool, done, err := c.connect()
+	ctx, stop := signalContext()
+	defer stop()
+	d, err := open(ctx, &c, openOptions{})
 	if err != nil {
 		return err
 	}
-	defer done()
-	applied, err := migrate(ctx, pool, nil)
+	defer d.Close()
+	applied, err := migrate(ctx, d.pool, nil)
 	if err != nil {
 		return err
 	}
@@ -242,82 +225,6 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "migrations: applied %v\n", applied)
 	return nil
-}
-
-// daemon is everything run and poll build from flags.
-type daemon struct {
-	cfg     *feeds.Config
-	logger  *slog.Logger
-	pool    *pgxpool.Pool
-	manager *feeds.Manager
-	// replayer resumes parked polls; watch records breaker states.
-	replayer *deadletter.Replayer
-	watch    *breaker.OriginWatch
-	// shared shares breaker verdicts with the other instances; close it
-	// after everything that makes requests, before the pool.
-	shared   *breaker.SharedState
-	breakers *breaker.Registry
-}
-
-// setup builds the daemon from flags; reg, if not nil, gets every package's
-// metrics.
-func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Writer, reg prometheus.Registerer) (*daemon, error) {
-	logger, err := c.logger(stderr)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := feeds.LoadConfig(c.config)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range cfg.Warnings {
-		logger.Warn("config warning", "warning", w.Error())
-	}
-	pool, err := c.poolFor(ctx, cfg.MaxInFlight)
-	if err != nil {
-		return nil, err
-	}
-	if applyMigrations {
-		if _, err := migrate(ctx, pool, logger); err != nil {
-			pool.Close()
-			return nil, err
-		}
-	}
-	// One name for this process in claims, polls, heartbeats and breaker
-	// verdicts: host:pid, which lets a restarted instance on this host
-	// recognise its dead predecessor's work.
-	id := instanceID()
-	store := postgis.New(pool, postgis.WithOwner(id))
-	watch := breaker.NewOriginWatch(pool, cfg.DeadLetter.StuckOpenAfter, logger)
-	watch.SharedVerdicts()
-	// Loaded before the first request: an origin another instance (or this
-	// one before a restart) opened stays open until its time.
-	shared := breaker.NewSharedState(pool, id, logger, c.shared...)
-	if err := shared.Start(ctx); err != nil {
-		shared.Close()
-		pool.Close()
-		return nil, err
-	}
-	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker,
-		OnStateChange: watch.OnStateChange, Shared: shared, Registerer: reg}, logger)
-	for origin, p := range cfg.OriginPolicies() {
-		if err := breakers.SetPolicy(origin, p); err != nil {
-			shared.Close()
-			pool.Close()
-			return nil, fmt.Errorf("breaker policy of %s: %w", origin, err)
-		}
-	}
-	// The User-Agent names ingestd to the servers it polls, so a county's
-	// admin can see who is calling and how often.
-	client := wfs.NewClient(newHTTPClient(), breakers, logger, wfs.WithUserAgent("ingestd/"+version))
-	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(id),
-		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg),
-		feeds.WithRecovery(store, c.heartbeat))
-	if reg != nil {
-		reg.MustRegister(deadletter.NewCollector(pool))
-	}
-	return &daemon{cfg: cfg, logger: logger, pool: pool, manager: manager,
-		replayer: newReplayer(pool, manager, cfg.DeadLetter, logger), watch: watch, shared: shared, breakers: breakers}, nil
 }
 
 func cmdPoll(args []string, stdout, stderr io.Writer) error {
@@ -345,14 +252,13 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
-	d, err := setup(ctx, &c, *migrate, stderr, nil)
+	d, err := open(ctx, &c, openOptions{logs: stderr, migrate: *migrate, poll: true})
 	if err != nil {
 		return err
 	}
-	defer d.pool.Close()
-	defer d.shared.Close()
+	defer d.Close()
 	if _, ok := d.cfg.Feed(key); !ok {
 		return usageError{fmt.Sprintf("no feed %q in %s", key, c.config)}
 	}

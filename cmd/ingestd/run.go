@@ -44,17 +44,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	c.shared = []breaker.SharedOption{breaker.WithProbeLease(*probeLease),
 		breaker.WithRefreshInterval(*refresh), breaker.WithQueryTimeout(*queryTimeout)}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 
 	// Logs go to stdout: under systemd that is the journal.
 	reg := newMetricsRegistry()
-	d, err := setup(ctx, &c, *migrate, stdout, reg)
+	d, err := open(ctx, &c, openOptions{logs: stdout, migrate: *migrate, poll: true, catchUp: *catchUp, reg: reg})
 	if err != nil {
 		return err
 	}
-	defer d.pool.Close()
-	defer d.shared.Close() // after the manager, replayer and watch stop; before the pool
+	defer d.Close() // on every path: the shutdown order is Close's
 	sd := systemdNotifier{logger: d.logger}
 
 	if *metricsAddr != "off" && *metricsAddr != "" {
@@ -65,12 +64,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		defer ops.Close()
 	}
 
-	d.watch.Start()
-	defer d.watch.Stop()
-	if err := d.manager.Start(ctx, d.cfg, *catchUp); err != nil {
-		return err
-	}
-	if err := d.replayer.Start(ctx); err != nil {
+	if err := d.start(ctx); err != nil {
 		return err
 	}
 	d.logger.Info("ingestd running", "version", version, "config", c.config,
@@ -94,10 +88,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	sd.Stopping()
 	d.logger.Info("shutting down: stopping the scheduler and cancelling polls in flight")
-	// Shutdown order: scheduler and polls first, then the replayer, then the
-	// breaker-state writer (deferred), then the pool they write through.
-	d.manager.Stop()
-	d.replayer.Stop()
+	d.Close()
 	d.logger.Info("stopped")
 	return nil
 }

@@ -7,9 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -27,65 +25,49 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageError{"status takes no arguments"}
 	}
-	logger, err := c.logger(stderr)
+	ctx, stop := signalContext()
+	defer stop()
+	d, err := open(ctx, &c, openOptions{logs: stderr})
 	if err != nil {
 		return err
 	}
-	ctx, pool, done, err := c.connect()
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer d.Close()
 
-	if err := feedSummary(ctx, pool, stdout); err != nil {
+	if err := feedSummary(ctx, d.store, stdout); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout)
-	return breakerList(ctx, pool, breaker.NewSharedState(pool, instanceID(), logger), stdout)
+	return breakerList(ctx, d, stdout)
 }
 
-func feedSummary(ctx context.Context, pool *pgxpool.Pool, stdout io.Writer) error {
-	rows, err := pool.Query(ctx, `
-		SELECT jurisdiction || '/' || feed, status, coalesce(feature_count, 0),
-			coalesce(to_char(date_trunc('second', age), 'FMDD"d" HH24:MI:SS'), '-'),
-			coalesce(CASE WHEN status = 'held' THEN held_reason ELSE last_error END, '')
-		FROM feed_freshness
-		ORDER BY status = 'fresh', status, jurisdiction, feed`)
+func feedSummary(ctx context.Context, store *postgis.Store, stdout io.Writer) error {
+	rows, err := store.Freshness(ctx)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	defer rows.Close()
 	counts := map[string]int{}
 	var order []string
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	header := false
-	for rows.Next() {
-		var feed, status, age, why string
-		var n int
-		if err := rows.Scan(&feed, &status, &n, &age, &why); err != nil {
-			return fmt.Errorf("status: %w", err)
+	for _, r := range rows {
+		if counts[r.Status] == 0 {
+			order = append(order, r.Status)
 		}
-		if counts[status] == 0 {
-			order = append(order, status)
-		}
-		counts[status]++
-		if status != "fresh" {
+		counts[r.Status]++
+		if r.Status != "fresh" {
 			// Rows written before redaction was complete may still hold a
 			// secret: redact before the cut, which could hide a URL's start.
-			why = redact.Text(why)
+			why := redact.Text(r.Why)
 			// Errors wrap outwards: the cause is at the end.
-			if r := []rune(why); len(r) > 120 {
-				why = "…" + string(r[len(r)-119:])
+			if rs := []rune(why); len(rs) > 120 {
+				why = "…" + string(rs[len(rs)-119:])
 			}
 			if !header {
 				fmt.Fprintln(tw, "FEED\tSTATUS\tFEATURES\tAGE\tWHY")
 				header = true
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", feed, status, n, age, why)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Feed, r.Status, r.Features, r.Age, why)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("status: %w", err)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
