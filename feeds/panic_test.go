@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -20,7 +21,7 @@ type panickingFetcher struct {
 }
 
 func (p panickingFetcher) Fetch(ctx context.Context, layer wfs.Layer, first int, handle wfs.PageFunc) (wfs.FetchStats, error) {
-	return p.Client.Fetch(ctx, layer, first, func(ctx context.Context, page wfs.Page, fr wfs.FeatureReader) error {
+	return p.Client.Fetch(ctx, layer, first, func(ctx context.Context, page wfs.Page, fr feature.FeatureReader) error {
 		if page.Index == p.panicAt {
 			var g interface{ FlatCoords() []float64 }
 			_ = g.FlatCoords() // a nil interface: the class of bug of issue 14's GeometryCollection

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -169,7 +170,7 @@ func naivePoller(ctx context.Context, env *stormEnv, layer wfs.Layer) bool {
 
 // ingestdPoller fetches through the wfs client and its breakers.
 func ingestdPoller(ctx context.Context, env *stormEnv, layer wfs.Layer) bool {
-	_, err := env.client.Fetch(ctx, layer, 0, func(_ context.Context, _ wfs.Page, features wfs.FeatureReader) error {
+	_, err := env.client.Fetch(ctx, layer, 0, func(_ context.Context, _ wfs.Page, features feature.FeatureReader) error {
 		for {
 			if _, err := features.Next(); err != nil {
 				if errors.Is(err, io.EOF) {

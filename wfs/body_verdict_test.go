@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
 )
 
 // verdictClient is a Client whose breaker opens on the first failure charged
@@ -93,7 +94,7 @@ func TestJSONValuesAreTheFeeds(t *testing.T) {
 			layer, requests := bodyServer(t, plainBody(tc.body))
 			c, reg := verdictClient(t)
 			_, err := c.Fetch(t.Context(), *layer, 0, (&collect{}).handle)
-			var de *DecodeError
+			var de *feature.DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("err %v, want a *DecodeError (the feed's content)", err)
 			}
@@ -223,7 +224,7 @@ func TestLayeredGzipLoads(t *testing.T) {
 		layer.Limits.BodyBytes = 64 << 10
 		c, reg := verdictClient(t)
 		_, err := c.Fetch(t.Context(), *layer, 0, (&collect{}).handle)
-		var le *LimitError
+		var le *feature.LimitError
 		if !errors.As(err, &le) || !strings.Contains(err.Error(), "gzip layer 1") {
 			t.Fatalf("err %v, want a *LimitError in gzip layer 1", err)
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
 )
 
 // Auto, as a Layer's Version or OutputFormat, asks Client.Prepare to pick the
@@ -416,7 +417,7 @@ func Negotiate(caps *Capabilities, layer Layer) (Layer, []string, error) {
 		if srs != "" {
 			// Only the SRID matters: GeoJSON is longitude first whatever
 			// the name says about axis order.
-			if crs, err := ParseSRSName(srs); err == nil {
+			if crs, err := feature.ParseSRSName(srs); err == nil {
 				layer.SRID = crs.SRID
 			} else {
 				warn("cannot read CRS %q of %s (%v); assuming GeoJSON in EPSG:4326", srs, ft.Name, err)
@@ -686,7 +687,7 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 			// A body cut short is the origin's failure; a well-formed
 			// document we cannot use (no count, not capabilities, over a
 			// limit) is an answer: the server is up.
-			var le *LimitError
+			var le *feature.LimitError
 			if errors.As(err, &le) || errors.Is(err, ErrResponseTooLarge) {
 				return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
 			}

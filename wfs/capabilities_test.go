@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ingestd/ingestd/feature/featuretest"
 )
 
 func readCapabilities(t testing.TB, name string) *Capabilities {
@@ -117,7 +119,7 @@ func TestParseCapabilitiesRejects(t *testing.T) {
 			t.Errorf("%s: err %v; want a wfs: error", name, err)
 		}
 	}
-	_, err := ParseCapabilities(bytes.NewReader(readTestdata(t, "mapserver_service_exception_1_1.xml")))
+	_, err := ParseCapabilities(bytes.NewReader(featuretest.ReadTestdata(t, "mapserver_service_exception_1_1.xml")))
 	var rep *ExceptionReportError
 	if !errors.As(err, &rep) {
 		t.Errorf("exception report: err %v; want *ExceptionReportError", err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
 )
 
 // bodyKind is what the first bytes of a body say it is.
@@ -137,7 +138,11 @@ func sniffBytes(p []byte, whole bool) (bodyKind, string) {
 		case "exceptionreport", "serviceexceptionreport":
 			return kindException, ""
 		}
-		return kindXML, qname(se.Name)
+		root := se.Name.Local
+		if se.Name.Space != "" {
+			root = se.Name.Space + ":" + root
+		}
+		return kindXML, root
 	}
 }
 
@@ -150,7 +155,7 @@ func jsonScalarStart(c byte) bool {
 // jsonValueError describes doc, a whole JSON document that sniff found to
 // be a scalar, as the feed's content error: the server answered, with a
 // document that is not a layer.
-func jsonValueError(br *bufio.Reader) *DecodeError {
+func jsonValueError(br *bufio.Reader) *feature.DecodeError {
 	p, _ := br.Peek(sniffLen)
 	doc := bytes.TrimSpace(bytes.TrimPrefix(p, []byte("\xef\xbb\xbf")))
 	var what string
@@ -164,7 +169,7 @@ func jsonValueError(br *bufio.Reader) *DecodeError {
 	default:
 		what = "the JSON number " + truncate(string(doc), 40)
 	}
-	return &DecodeError{Index: -1, Msg: "document is " + what + ", not a FeatureCollection"}
+	return &feature.DecodeError{Index: -1, Msg: "document is " + what + ", not a FeatureCollection"}
 }
 
 // jsonException reports whether the JSON object at the start of p is
@@ -510,8 +515,8 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 // too many times over (a *DecodeError), which are the feed's as anywhere.
 // The error of the Result is always a *BodyError.
 func readFailure(resp *http.Response, err error, redacted string) *breaker.Result {
-	var le *LimitError
-	var de *DecodeError
+	var le *feature.LimitError
+	var de *feature.DecodeError
 	if errors.As(err, &le) || errors.As(err, &de) {
 		return &breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
 	}
@@ -522,7 +527,7 @@ func readFailure(resp *http.Response, err error, redacted string) *breaker.Resul
 // broken chunked transfer encoding as such: net/http's own words for it
 // ("invalid byte in chunk length") do not say that the server broke HTTP.
 func readError(resp *http.Response, err error) error {
-	var le *LimitError
+	var le *feature.LimitError
 	if errors.As(err, &le) {
 		return err
 	}
@@ -540,14 +545,14 @@ func readError(resp *http.Response, err error) error {
 // met (limitedBody.err): when the bytes did not arrive whole, a decoder's
 // complaint about them is the origin's failure, whatever it says.
 func feedsFault(err, readErr error) bool {
-	var le *LimitError
+	var le *feature.LimitError
 	switch {
 	case errors.As(err, &le):
 		return true
 	case readErr != nil, errors.Is(err, io.ErrUnexpectedEOF), isTransportRead(err):
 		return false
 	}
-	var de *DecodeError
+	var de *feature.DecodeError
 	return errors.As(err, &de)
 }
 

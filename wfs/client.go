@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/geojson"
+	"github.com/ingestd/ingestd/gml"
 )
 
 // Client defaults.
@@ -49,7 +52,7 @@ type Page struct {
 // Errors of features.Next must be returned wrapped with %w: Fetch tells them
 // (*BodyError: the origin failed) from the handler's own errors (the
 // database failed: the origin is not to blame).
-type PageFunc func(ctx context.Context, page Page, features FeatureReader) error
+type PageFunc func(ctx context.Context, page Page, features feature.FeatureReader) error
 
 // FetchStats sums up a fetch, complete or not.
 type FetchStats struct {
@@ -262,7 +265,7 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 		})
 		if err != nil {
 			var ie *IncompleteError
-			var le *LimitError
+			var le *feature.LimitError
 			switch {
 			case errors.As(err, &ie):
 				return stats, ie
@@ -422,9 +425,9 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	var dec featureDecoder
 	switch kind {
 	case kindJSON:
-		dec = NewGeoJSONReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID), WithLimits(layer.Limits.WithDefaults()))
+		dec = geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	case kindGML:
-		dec = NewGMLReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID), WithLimits(layer.Limits.WithDefaults()))
+		dec = gml.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	default:
 		// classify lets only decodable kinds through.
 		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
@@ -565,10 +568,10 @@ func (c *Client) openBody(resp *http.Response, layer Layer, where string) (*bufi
 	return br, body, note, nil
 }
 
-// featureDecoder is what a body decoder offers the client: GeoJSONReader
-// and GMLReader, picked by sniffing the body.
+// featureDecoder is what a body decoder offers the client: geojson.Reader
+// and gml.Reader, picked by sniffing the body.
 type featureDecoder interface {
-	FeatureReader
+	feature.FeatureReader
 	NumberMatched() int
 	NumberReturned() int
 }
@@ -582,7 +585,7 @@ func acceptHeader(l Layer) string {
 
 // featureKey identifies a feature for the "startIndex ignored" check: its id,
 // else a hash of its properties; "" when it has neither.
-func featureKey(f *Feature) string {
+func featureKey(f *feature.Feature) string {
 	if f.ID != "" {
 		return "id:" + f.ID
 	}
@@ -601,7 +604,7 @@ type pageReader struct {
 	dec     featureDecoder
 	url     string
 	page    int
-	pending *Feature
+	pending *feature.Feature
 	n       int
 	err     error
 	ids     *idSet // nil: no duplicate check
@@ -615,7 +618,7 @@ type pageReader struct {
 // the end of a page that may never end.
 func (r *pageReader) BodyBytes() int64 { return r.body.read }
 
-func (r *pageReader) Next() (*Feature, error) {
+func (r *pageReader) Next() (*feature.Feature, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -634,7 +637,7 @@ func (r *pageReader) Next() (*Feature, error) {
 }
 
 // checkID fails the page when f's id was delivered on an earlier page.
-func (r *pageReader) checkID(f *Feature) error {
+func (r *pageReader) checkID(f *feature.Feature) error {
 	if r.ids == nil || f.ID == "" {
 		return nil
 	}
@@ -653,7 +656,7 @@ func (r *pageReader) checkID(f *Feature) error {
 }
 
 // read returns the decoder's next feature, counted, its errors wrapped.
-func (r *pageReader) read() (*Feature, error) {
+func (r *pageReader) read() (*feature.Feature, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -709,7 +712,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 func (b *limitedBody) tooLarge() error {
-	return &LimitError{Name: "body_bytes", Max: b.limit, Where: b.where}
+	return &feature.LimitError{Name: "body_bytes", Max: b.limit, Where: b.where}
 }
 
 // Bounds of the duplicate-id check without WithDuplicateIDCheck: every id up
@@ -819,7 +822,7 @@ func decodeContent(resp *http.Response, limit int64) (io.Reader, string, error) 
 		}
 		if layers == maxGzipLayers {
 			// Deterministic, and no server's accident: the feed's.
-			return nil, "", &DecodeError{Format: "gzip", Index: -1,
+			return nil, "", &feature.DecodeError{Format: "gzip", Index: -1,
 				Msg: fmt.Sprintf("the body is gzipped more than %d times over (gzip inside gzip); at most %d layers are decoded", maxGzipLayers, maxGzipLayers)}
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
 )
 
 func gzipped(t *testing.T, b []byte) []byte {
@@ -31,8 +33,8 @@ func gzipped(t *testing.T, b []byte) []byte {
 // (redacted) URL and what was wrong.
 func TestLyingBodies(t *testing.T) {
 	t.Parallel()
-	gml := readTestdata(t, "geoserver_wfs20_gml32_parcels.xml")
-	geojson := readTestdata(t, "geoserver_2_0_page.json")
+	gml := featuretest.ReadTestdata(t, "geoserver_wfs20_gml32_parcels.xml")
+	geojson := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	// A transport that does not negotiate gzip: a server that gzips anyway
 	// must still be understood.
 	noCompression := &http.Client{Transport: &http.Transport{DisableCompression: true}}
@@ -83,9 +85,9 @@ func TestLyingBodies(t *testing.T) {
 		// A body over the limit is the feed's error (a success for the
 		// breaker: the server answered), naming the limit to raise.
 		{name: "GML larger than the client's body limit", h: body(t, 200, "geoserver_wfs20_gml32_parcels.xml"), opts: []Option{WithMaxBodyBytes(2000)}, want: breaker.Success,
-			errHas: "limits.body_bytes exceeded (2000 bytes)", check: func(err error) bool { return errors.Is(err, ErrLimit) && errors.As(err, &be) }},
+			errHas: "limits.body_bytes exceeded (2000 bytes)", check: func(err error) bool { return errors.Is(err, feature.ErrLimit) && errors.As(err, &be) }},
 		{name: "gzip bomb stops at the decompressed limit", h: gzipHandler(t, append([]byte(`{"type":"FeatureCollection","features":[`), bytes.Repeat([]byte(" "), 1<<20)...), false), client: noCompression, opts: []Option{WithMaxBodyBytes(64 << 10)}, want: breaker.Success,
-			errHas: "limits.body_bytes exceeded (65536 bytes)", check: func(err error) bool { return errors.Is(err, ErrLimit) }},
+			errHas: "limits.body_bytes exceeded (65536 bytes)", check: func(err error) bool { return errors.Is(err, feature.ErrLimit) }},
 		{name: "XML that is not features", h: text(200, `<?xml version="1.0"?><Error><Code>NoSuchKey</Code></Error>`), want: breaker.Failure,
 			errHas: "XML root element <Error>", check: func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }},
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
 )
 
 const testToken = "tok-8c1f3e"
@@ -47,7 +49,7 @@ func TestFetchPaging(t *testing.T) {
 			layer.Version = tt.version
 			var c collect
 			var urls []string
-			handle := func(ctx context.Context, p Page, fr FeatureReader) error {
+			handle := func(ctx context.Context, p Page, fr feature.FeatureReader) error {
 				urls = append(urls, p.URL)
 				if p.StartIndex != p.Index*10 {
 					t.Errorf("page %d starts at %d", p.Index, p.StartIndex)
@@ -140,7 +142,7 @@ func TestFetchHandlerError(t *testing.T) {
 	fx := &fixtureWFS{n: 50, withMatched: true}
 	srv := serve(t, fx)
 	errDB := errors.New("pg: connection refused")
-	handle := func(ctx context.Context, p Page, fr FeatureReader) error {
+	handle := func(ctx context.Context, p Page, fr feature.FeatureReader) error {
 		if _, err := fr.Next(); err != nil {
 			return err
 		}
@@ -157,7 +159,7 @@ func TestFetchHandlerError(t *testing.T) {
 
 func TestFetchGeoJSONLayerGzip(t *testing.T) {
 	t.Parallel()
-	body := readTestdata(t, "geoserver_2_0_page.json")
+	body := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	var sawGzip bool
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery != "apikey="+testToken {
@@ -213,7 +215,7 @@ func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Laye
 func body(t *testing.T, status int, name string, header ...string) http.Handler {
 	var data []byte
 	if name != "" {
-		data = readTestdata(t, name)
+		data = featuretest.ReadTestdata(t, name)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := 0; i+1 < len(header); i += 2 {
@@ -235,7 +237,7 @@ func text(status int, s string) http.Handler {
 func TestClassification(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2024, 5, 14, 9, 0, 0, 0, time.UTC)
-	page := readTestdata(t, "geoserver_2_0_page.json")
+	page := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	var exc *ExceptionReportError
 	var hse *HTTPStatusError
 	var be *BodyError
@@ -294,7 +296,7 @@ func TestClassification(t *testing.T) {
 		{"200 GML 3.2 page", body(t, 200, "geoserver_wfs20_gml32_parcels.xml"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
 		{"200 too large: the feed's error", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Success,
 			func(err error) bool {
-				var le *LimitError
+				var le *feature.LimitError
 				return errors.As(err, &le) && le.Name == "body_bytes" && le.Max == 600 && errors.As(err, &be)
 			}, 0},
 		{"attempt timeout", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -353,7 +355,7 @@ func TestClassificationTransport(t *testing.T) {
 // TestClassificationCancelled: the caller's cancellation is nobody's fault.
 func TestClassificationCancelled(t *testing.T) {
 	t.Parallel()
-	page := readTestdata(t, "geoserver_2_0_page.json")
+	page := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	ctx, cancel := context.WithCancel(t.Context())
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(page[:300])

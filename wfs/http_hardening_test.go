@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -144,9 +146,9 @@ func TestBodyLimitPerFeed(t *testing.T) {
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	c := NewClient(nil, reg, nil)
 
-	small := Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Limits: Limits{BodyBytes: 4000}}
+	small := Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Limits: feature.Limits{BodyBytes: 4000}}
 	_, err := c.Fetch(t.Context(), small, 0, (&collect{}).handle)
-	var le *LimitError
+	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "body_bytes" || le.Max != 4000 || !strings.Contains(err.Error(), "limits.body_bytes") {
 		t.Fatalf("err %v, want *LimitError body_bytes 4000", err)
 	}
@@ -156,13 +158,13 @@ func TestBodyLimitPerFeed(t *testing.T) {
 	// The same layer with the default limit loads, through the same origin:
 	// the breaker did not open on the feed's error.
 	big := small
-	big.Limits = Limits{}
+	big.Limits = feature.Limits{}
 	var col collect
 	if _, err := c.Fetch(t.Context(), big, 0, col.handle); err != nil || col.total() != 40 {
 		t.Fatalf("default limit: %v, %d features", err, col.total())
 	}
 	// GetCapabilities is bounded by the same limit.
-	caps := Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Limits: Limits{BodyBytes: 500}}
+	caps := Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Limits: feature.Limits{BodyBytes: 500}}
 	_, err = c.Capabilities(t.Context(), caps)
 	if !errors.As(err, &le) || le.Max != 500 {
 		t.Errorf("capabilities over the limit: %v, want *LimitError", err)
@@ -283,7 +285,7 @@ func TestByteOrderMark(t *testing.T) {
 	for _, name := range []string{"geoserver_2_0_page.json", "geoserver_wfs20_gml32_parcels.xml"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			data := append([]byte("\xef\xbb\xbf"), readTestdata(t, name)...)
+			data := append([]byte("\xef\xbb\xbf"), featuretest.ReadTestdata(t, name)...)
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(data) })
 			res, col := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
 			if res.Outcome != breaker.Success || res.Err != nil || col.total() != 3 {
@@ -310,7 +312,7 @@ func TestByteOrderMark(t *testing.T) {
 // response body"); a real gzip still inflates.
 func TestGzipLabelOnPlainBody(t *testing.T) {
 	t.Parallel()
-	data := readTestdata(t, "geoserver_2_0_page.json")
+	data := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	for _, real := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", real), func(t *testing.T) {
 			t.Parallel()
