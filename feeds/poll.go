@@ -41,7 +41,8 @@ type PollResult struct {
 	ApplyResult
 }
 
-// Fetcher fetches a layer page by page; *wfs.Client implements it.
+// Fetcher fetches a layer page by page; *wfs.Client implements it for one
+// kind, and *Fetchers for all of them, picking by the layer's kind.
 type Fetcher interface {
 	// Prepare resolves what the feed left to negotiation (version: auto,
 	// output_format: auto) from the server's capabilities; a layer that names

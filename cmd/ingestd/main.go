@@ -38,7 +38,6 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
 	"github.com/ingestd/ingestd/redact"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -305,8 +304,9 @@ func setup(ctx context.Context, c *common, applyMigrations bool, stderr io.Write
 	}
 	// The User-Agent names ingestd to the servers it polls, so a county's
 	// admin can see who is calling and how often.
-	client := wfs.NewClient(newHTTPClient(), breakers, logger, wfs.WithUserAgent("ingestd/"+version))
-	manager := feeds.NewManager(store, client, feeds.WithLogger(logger), feeds.WithInstanceID(id),
+	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: newHTTPClient(), Breakers: breakers, Logger: logger,
+		UserAgent: "ingestd/" + version})
+	manager := feeds.NewManager(store, fetchers, feeds.WithLogger(logger), feeds.WithInstanceID(id),
 		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter), feeds.WithRegisterer(reg),
 		feeds.WithRecovery(store, c.heartbeat))
 	if reg != nil {
