@@ -2,7 +2,6 @@ package wfs
 
 import (
 	"bytes"
-	"compress/flate"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/httpcall"
 )
 
 // verdictClient is a Client whose breaker opens on the first failure charged
@@ -129,8 +129,8 @@ func TestTextPagesStayTheOrigins(t *testing.T) {
 		`"unterminated`,
 		"12 34",
 		"null, null",
-		`"` + strings.Repeat("x", sniffLen) + `"`,
-		"42" + strings.Repeat(" ", sniffLen) + "and then text",
+		`"` + strings.Repeat("x", httpcall.SniffLen) + `"`,
+		"42" + strings.Repeat(" ", httpcall.SniffLen) + "and then text",
 	} {
 		t.Run(truncate(body, 20), func(t *testing.T) {
 			t.Parallel()
@@ -380,25 +380,5 @@ func TestCapabilitiesBodyVerdicts(t *testing.T) {
 				t.Errorf("charged to the origin: %t, want %t (err %v)", got, tc.charged, err)
 			}
 		})
-	}
-}
-
-// TestGzipErrorNamedOnce: an error of a corrupt outer layer passes through
-// the inner layers' readers, and is still named gzip's once, not per layer.
-func TestGzipErrorNamedOnce(t *testing.T) {
-	t.Parallel()
-	err := gzipError(gzipError(gzipError(flate.CorruptInputError(36))))
-	if got, want := err.Error(), "gzip: flate: corrupt input before offset 36"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	var ce flate.CorruptInputError
-	if !errors.As(err, &ce) {
-		t.Errorf("%v does not wrap the flate error", err)
-	}
-	if err := gzipError(io.ErrUnexpectedEOF); !errors.Is(err, io.ErrUnexpectedEOF) || err.Error() != "gzip: unexpected EOF" {
-		t.Errorf("got %v", err)
-	}
-	if reset := errors.New("connection reset by peer"); gzipError(reset) != reset {
-		t.Errorf("a transport error was named gzip's")
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/httpcall"
 )
 
 // Auto, as a Layer's Version or OutputFormat, asks Client.Prepare to pick the
@@ -448,7 +449,7 @@ func srsNameOf(raw string) string {
 func serviceURL(layer Layer, drop []string, ours [][2]string) (*url.URL, error) {
 	u, err := url.Parse(layer.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), redactErr(err, layer.URL))
+		return nil, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	var parts []string
 	for seg := range strings.SplitSeq(u.RawQuery, "&") {
@@ -610,33 +611,24 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 	if err := checkHeaders(layer); err != nil {
 		return err
 	}
-	return c.call(ctx, layer, u, func(ctx context.Context, u *url.URL) breaker.Result {
-		redacted := RedactURL(u.String())
-		actx, cancel, ignoredOr := c.attemptScope(ctx, layer)
-		defer cancel()
-		resp, rr := c.get(actx, layer, u, redacted, "application/xml, text/xml;q=0.9, */*;q=0.1")
-		if rr != nil {
-			return ignoredOr(rr.Outcome, rr.Err)
-		}
-		defer resp.Body.Close()
-		if r := followed(ctx, resp); r != nil {
-			return *r
-		}
+	req := request(layer, u, "application/xml, text/xml;q=0.9, */*;q=0.1")
+	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		actx, resp, redacted, ignoredOr := a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
 		if resp.StatusCode == http.StatusTooManyRequests {
-			ra := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+			ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 			return breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
-				Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
+				Err: &httpcall.HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
 		}
-		br, body, note, err := c.openBody(resp, layer, "response body")
+		br, note, err := a.OpenBody("response body")
 		if err != nil {
-			r := readFailure(resp, err, redacted)
+			r := httpcall.ReadFailure(resp, err, redacted)
 			if r.Outcome == breaker.Failure {
 				return ignoredOr(r.Outcome, r.Err)
 			}
 			return *r
 		}
 		if note != "" {
-			c.logger.Warn(note, "origin", breaker.Origin(u), "url", redacted)
+			c.logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
 		}
 
 		kind, _, rerr := sniff(br)
@@ -644,7 +636,7 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 		case kind == kindException:
 			rep, err := parseExceptionReport(br, resp.StatusCode, redacted)
 			if err != nil {
-				return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
 			}
 			if rep.ServerSide {
 				return ignoredOr(breaker.Failure, rep)
@@ -655,25 +647,25 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 			if resp.StatusCode >= 500 {
 				out = breaker.Failure
 			}
-			return breaker.Result{Outcome: out, Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted}}
+			return breaker.Result{Outcome: out, Err: &httpcall.HTTPStatusError{Status: resp.StatusCode, URL: redacted}}
 		case kind == kindUnknown && rerr != nil:
-			r := readFailure(resp, rerr, redacted)
+			r := httpcall.ReadFailure(resp, rerr, redacted)
 			if r.Outcome == breaker.Failure {
 				return ignoredOr(r.Outcome, r.Err)
 			}
 			return *r
 		case kind == kindJSONValue:
-			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: jsonValueError(br)}}
+			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
 		case kind == kindHTML:
 			err := ErrHTMLBody
-			if t := htmlTitle(br); t != "" {
+			if t := httpcall.HTMLTitle(br); t != "" {
 				err = fmt.Errorf("%w (title %q)", ErrHTMLBody, t)
 			}
-			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
 		case kind == kindEmpty:
-			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: ErrEmptyBody})
+			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrEmptyBody})
 		case kind != kindXML && kind != kindJSON:
-			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: ErrUnrecognizedBody})
+			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrUnrecognizedBody})
 		}
 		if err := read(br); err != nil {
 			var rep *ExceptionReportError
@@ -689,27 +681,15 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 			// limit) is an answer: the server is up.
 			var le *feature.LimitError
 			if errors.As(err, &le) || errors.Is(err, ErrResponseTooLarge) {
-				return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
+				return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 			}
-			if body.err != nil || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || isTransportRead(err) {
-				return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+			if a.BodyErr() != nil || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || httpcall.IsTransportRead(err) {
+				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
 			}
-			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
+			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 		}
 		return breaker.Result{Outcome: breaker.Success}
 	})
-}
-
-// isTransportRead reports whether err came from reading the connection
-// rather than from the document's content. encoding/xml reports a body cut
-// short as a syntax error on unexpected EOF.
-func isTransportRead(err error) bool {
-	var se *xml.SyntaxError
-	if errors.As(err, &se) && strings.Contains(se.Msg, "unexpected EOF") {
-		return true
-	}
-	var ne interface{ Timeout() bool }
-	return errors.As(err, &ne)
 }
 
 // negotiationCache remembers Prepare's results per layer. Its zero value is
@@ -785,7 +765,7 @@ func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, err
 	if err != nil {
 		return layer, warnings, err
 	}
-	c.logger.Info("negotiated WFS request", "origin", originOf(layer.URL), "type_name", layer.TypeName,
+	c.logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
 		"version", out.Version, "output_format", out.OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()
@@ -802,12 +782,4 @@ func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, err
 	nc.entries[keyOf(layer)] = negotiated{layer: out, warnings: warnings, at: now}
 	nc.mu.Unlock()
 	return out, slices.Clone(warnings), nil
-}
-
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return breaker.Origin(u)
 }

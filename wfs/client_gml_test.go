@@ -15,6 +15,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
 )
 
 func gzipped(t *testing.T, b []byte) []byte {
@@ -39,7 +40,7 @@ func TestLyingBodies(t *testing.T) {
 	// must still be understood.
 	noCompression := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	var exc *ExceptionReportError
-	var be *BodyError
+	var be *httpcall.BodyError
 	tests := []struct {
 		name     string
 		h        http.Handler

@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
 )
 
 const testToken = "tok-8c1f3e"
@@ -208,7 +209,9 @@ func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Laye
 	p := Page{Index: 0, URL: RedactURL(u.String())}
 	var col collect
 	var res pageResult
-	r := c.attempt(ctx, l, u, p, func(string) error { return nil }, col.handle, &res)
+	r := c.calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+		return c.attempt(a, l, p, func(string) error { return nil }, col.handle, &res)
+	})
 	return r, &col
 }
 
@@ -239,9 +242,9 @@ func TestClassification(t *testing.T) {
 	now := time.Date(2024, 5, 14, 9, 0, 0, 0, time.UTC)
 	page := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	var exc *ExceptionReportError
-	var hse *HTTPStatusError
-	var be *BodyError
-	var te *TransportError
+	var hse *httpcall.HTTPStatusError
+	var be *httpcall.BodyError
+	var te *httpcall.TransportError
 	tests := []struct {
 		name    string
 		h       http.Handler
@@ -345,8 +348,10 @@ func TestClassificationTransport(t *testing.T) {
 	l := wfsLayer(srv.URL, 10)
 	u, _ := RequestURL(l, 0)
 	var res pageResult
-	r := c.attempt(t.Context(), l, u, Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
-	var te *TransportError
+	r := c.calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+		return c.attempt(a, l, Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
+	})
+	var te *httpcall.TransportError
 	if r.Outcome != breaker.Failure || !errors.As(r.Err, &te) || strings.Contains(r.Err.Error(), testToken) {
 		t.Errorf("dial refused: %s %v", r.Outcome, r.Err)
 	}

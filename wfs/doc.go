@@ -3,7 +3,10 @@
 // before trusting its body, and streams the features out of it.
 //
 // Every page request is one logical call to the breaker of its origin
-// (breaker.Registry.Do). The call includes reading the body, because a body cut
+// (breaker.Registry.Do), made through package httpcall, which holds what
+// every protocol shares (attempts, timeouts, body limits, gzip, redirects,
+// redaction); this package supplies the requests, the paging and the WFS
+// rules of classification (OGC exception codes). The call includes reading the body, because a body cut
 // short, an OGC exception report or an HTML error page sent with status 200 is
 // that call's outcome, not an empty layer. See ClassifyResponse for the rule.
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -239,7 +240,7 @@ func TestContentErrorsAreTheFeeds(t *testing.T) {
 		current.Store(doc)
 		before := fx.PageRequests("bad", 0)
 		_, err := c.Fetch(t.Context(), layer("bad"), 0, (&collect{}).handle)
-		var be *BodyError
+		var be *httpcall.BodyError
 		if !errors.As(err, &be) {
 			t.Errorf("%s: err %v, want a *BodyError", name, err)
 			continue

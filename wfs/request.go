@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -37,7 +38,7 @@ func (l Layer) version() string {
 func (l Layer) Validate() error {
 	u, err := url.Parse(l.URL)
 	if err != nil {
-		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(l.URL), redactErr(err, l.URL))
+		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(l.URL), httpcall.RedactErr(err, l.URL))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
 		return fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, RedactURL(l.URL))
@@ -129,9 +130,11 @@ var getFeatureParams = []string{"service", "version", "request", "typename", "ty
 // package's errors and Page.URL are built with it.
 func RedactURL(raw string) string { return redact.URL(raw) }
 
-// redactErr is err's message with raw, and every other URL in it, redacted:
-// raw first, whole, because url.Parse quotes it and a raw that failed to
-// parse may hold white space that ends a URL in text early.
-func redactErr(err error, raw string) string {
-	return redact.Text(strings.ReplaceAll(err.Error(), raw, redact.URL(raw)))
+// checkHeaders refuses a layer header that net/http would refuse to send
+// (httpcall.CheckHeaders): the layer is invalid, and no request is made.
+func checkHeaders(layer Layer) error {
+	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidLayer, err)
+	}
+	return nil
 }
