@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -73,12 +74,7 @@ func NewFetchers(d FetcherDeps) *Fetchers {
 
 // Kinds returns the kinds f fetches, sorted.
 func (f *Fetchers) Kinds() []string {
-	kinds := make([]string, 0, len(f.byKind))
-	for k := range f.byKind {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	return kinds
+	return slices.Sorted(maps.Keys(f.byKind))
 }
 
 // fetcher returns the fetcher of kind, or an error naming the kinds there

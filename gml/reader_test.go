@@ -29,9 +29,9 @@ func readGML(t testing.TB, doc []byte, opts ...feature.ReaderOption) ([]gmlFeatu
 	t.Helper()
 	r := NewReader(bytes.NewReader(doc), opts...)
 	got, err := featuretest.ReadWKT(t, r)
-	out := make([]gmlFeature, len(got))
-	for i, f := range got {
-		out[i] = gmlFeature(f)
+	var out []gmlFeature
+	for _, f := range got {
+		out = append(out, gmlFeature(f))
 	}
 	return out, r, err
 }

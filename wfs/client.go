@@ -113,7 +113,7 @@ func WithClock(now func() time.Time) Option {
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
 	calls       *httpcall.Client
-	callOpts    []httpcall.Option // gathered by NewClient's options
+	callOpts    []httpcall.Option // gathered by the Options, for NewClient only
 	logger      *slog.Logger
 	maxPages    int
 	checkIDs    bool
@@ -121,14 +121,12 @@ type Client struct {
 	negotiation negotiationCache // Prepare's results, per layer
 }
 
-// NewClient returns a Client. httpClient nil means http.DefaultClient. The
-// Client uses a copy of it whose CheckRedirect is its own (the redirect
-// policy is per layer: see Layer.CrossOriginRedirects and
-// httpcall.MaxRedirects), and
-// asks for gzip itself, so that the transport hands bodies over as sent and
-// a Content-Encoding that lies can be caught (httpcall.New). breakers nil
-// makes every page a single attempt with no breaker (for one-off fetches;
-// the daemon always passes its registry). logger nil discards.
+// NewClient returns a Client that calls servers through httpcall.New(
+// httpClient, breakers, logger): httpClient nil means http.DefaultClient,
+// used through a copy whose redirect policy is per layer (see
+// Layer.CrossOriginRedirects and httpcall.MaxRedirects); breakers nil makes
+// every page a single attempt with no breaker (for one-off fetches; the
+// daemon always passes its registry); logger nil discards.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
