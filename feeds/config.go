@@ -21,6 +21,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -192,8 +193,8 @@ const (
 func (f *Feed) Key() string { return f.Jurisdiction + "/" + f.ID }
 
 // Layer returns what the wfs client needs to fetch the feed.
-func (f *Feed) Layer() wfs.Layer {
-	return wfs.Layer{
+func (f *Feed) Layer() source.Layer {
+	return source.Layer{
 		Kind:           f.Kind,
 		URL:            f.URL,
 		TypeName:       f.TypeName,

@@ -796,7 +796,7 @@ jurisdictions:
         version: 1.1.0
 `, nil)
 	f, g := cfg.Feeds()[0].Layer(), cfg.Feeds()[1].Layer()
-	if f.Version != wfs.Auto || f.OutputFormat != wfs.Auto || !f.NeedsNegotiation() {
+	if f.Version != wfs.Auto || f.OutputFormat != wfs.Auto || !wfs.NeedsNegotiation(f) {
 		t.Errorf("feed f: version %q, output format %q; want both %q", f.Version, f.OutputFormat, wfs.Auto)
 	}
 	if g.Version != "1.1.0" || g.OutputFormat != wfs.Auto {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -34,7 +35,9 @@ type FetcherDeps struct {
 type NewFetcherFunc func(FetcherDeps) Fetcher
 
 // fetcherKinds is the registry of feed kinds: adding a kind touches its
-// parsing in config.go, one entry here and its own package. It is a
+// parsing in config.go, one entry here and its own package, which
+// implements Fetcher over package source's types and calls its servers
+// through package httpcall. It is a
 // function, not a package variable, so that nothing can change it at run
 // time.
 func fetcherKinds() map[string]NewFetcherFunc {
@@ -89,7 +92,7 @@ func (f *Fetchers) fetcher(kind string) (Fetcher, error) {
 }
 
 // Prepare hands layer to the fetcher of its kind.
-func (f *Fetchers) Prepare(ctx context.Context, layer wfs.Layer) (wfs.Layer, []string, error) {
+func (f *Fetchers) Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
 	ft, err := f.fetcher(layer.Kind)
 	if err != nil {
 		return layer, nil, err
@@ -98,10 +101,10 @@ func (f *Fetchers) Prepare(ctx context.Context, layer wfs.Layer) (wfs.Layer, []s
 }
 
 // Fetch hands layer to the fetcher of its kind.
-func (f *Fetchers) Fetch(ctx context.Context, layer wfs.Layer, firstPage int, handle wfs.PageFunc) (wfs.FetchStats, error) {
+func (f *Fetchers) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	ft, err := f.fetcher(layer.Kind)
 	if err != nil {
-		return wfs.FetchStats{NumberMatched: -1}, err
+		return source.FetchStats{NumberMatched: -1}, err
 	}
 	return ft.Fetch(ctx, layer, firstPage, handle)
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/source"
 )
 
 // TestFetcherKindsMatchConfig: every kind the configuration accepts has a
@@ -24,11 +24,11 @@ func TestFetcherKindsMatchConfig(t *testing.T) {
 func TestFetchersUnknownKind(t *testing.T) {
 	t.Parallel()
 	f := NewFetchers(FetcherDeps{})
-	_, err := f.Fetch(context.Background(), wfs.Layer{Kind: "arcgis", URL: "http://127.0.0.1:1/x"}, 0, nil)
+	_, err := f.Fetch(context.Background(), source.Layer{Kind: "arcgis", URL: "http://127.0.0.1:1/x"}, 0, nil)
 	if err == nil || !strings.Contains(err.Error(), `no fetcher for kind "arcgis" (kinds: geojson, wfs)`) {
 		t.Errorf("Fetch: %v", err)
 	}
-	if _, _, err := f.Prepare(context.Background(), wfs.Layer{Kind: "arcgis"}); err == nil {
+	if _, _, err := f.Prepare(context.Background(), source.Layer{Kind: "arcgis"}); err == nil {
 		t.Error("Prepare of an unknown kind: no error")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/twpayne/go-geom"
 
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Staging chunks. A page is read in chunks of at most chunkFeatures
@@ -121,7 +121,7 @@ var errPageAbandoned = errors.New("feeds: the page's read failed before its end"
 // reading the page is the origin's and returned as is; a failed staging of
 // this page or the previous one is returned here, which ends the fetch; so
 // is an exceeded per-poll limit (*feature.LimitError), the feed's error.
-func (s *pageStager) handle(ctx context.Context, page wfs.Page, features feature.FeatureReader) error {
+func (s *pageStager) handle(ctx context.Context, page source.Page, features feature.FeatureReader) error {
 	r := &chunkSource{s: s, page: page, features: features}
 	r.body, _ = features.(bodyCounter)
 	chunk, end, err := r.read()
@@ -173,7 +173,7 @@ func (s *pageStager) handle(ctx context.Context, page wfs.Page, features feature
 }
 
 // start starts staging page from the chunks that handle sends.
-func (s *pageStager) start(page wfs.Page) *pageStaging {
+func (s *pageStager) start(page source.Page) *pageStaging {
 	st := &pageStaging{
 		chunks:   make(chan []feature.Feature, chunksQueued),
 		abort:    make(chan struct{}),
@@ -238,7 +238,7 @@ func (s *pageStager) finish(fetchErr error) error {
 // the poll's limits.
 type chunkSource struct {
 	s        *pageStager
-	page     wfs.Page
+	page     source.Page
 	features feature.FeatureReader
 	body     bodyCounter // nil when the reader does not count its body
 	// n counts the features read from the page so far.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/source"
 )
 
 // stagingRecorder is a Store whose StagePage records pages (slowly, so
@@ -70,7 +70,7 @@ func TestPageStagerStagesInOrder(t *testing.T) {
 	s := newPageStager(t.Context(), store, 1, feature.Limits{})
 	for i := range 5 {
 		p := pageOf{fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)}
-		if err := s.handle(t.Context(), wfs.Page{Index: i}, &p); err != nil {
+		if err := s.handle(t.Context(), source.Page{Index: i}, &p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,26 +91,26 @@ func TestPageStagerErrors(t *testing.T) {
 	store := &stagingRecorder{fail: map[int]error{1: errors.New("disk full")}}
 	s := newPageStager(t.Context(), store, 1, feature.Limits{})
 	p0 := pageOf{"a"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p0); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
 	}
 	bad := &cutReader{err: cut}
-	if err := s.handle(t.Context(), wfs.Page{Index: 9}, bad); !errors.Is(err, cut) {
+	if err := s.handle(t.Context(), source.Page{Index: 9}, bad); !errors.Is(err, cut) {
 		t.Fatalf("cut page: %v, want the reader's error", err)
 	}
 	p1 := pageOf{"b"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 1}, &p1); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 1}, &p1); err != nil {
 		t.Fatal(err)
 	}
 	p2 := pageOf{"c"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 2}, &p2); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := s.handle(t.Context(), source.Page{Index: 2}, &p2); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("page after a failed staging: %v, want the staging error", err)
 	}
 
 	store = &stagingRecorder{fail: map[int]error{0: errors.New("disk full")}}
 	s = newPageStager(t.Context(), store, 1, feature.Limits{})
 	p0 = pageOf{"a"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p0); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
 	}
 	refused := &breaker.OpenError{Origin: "https://gis.example.org:443", RetryAfter: time.Minute}
@@ -225,7 +225,7 @@ func TestPageStagerStagesALargePageInChunks(t *testing.T) {
 	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
 	page := &countedPage{prefix: "f", n: 95}
 	handled := make(chan error, 1)
-	go func() { handled <- s.handle(t.Context(), wfs.Page{Index: 0}, page) }()
+	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
 
 	// One chunk in the COPY, chunksQueued waiting, one being filled.
 	limit := int64((chunksQueued + 2) * 10)
@@ -276,11 +276,11 @@ func TestChunkBoundedByBytes(t *testing.T) {
 func TestPageStagerCutPageAbortsItsStaging(t *testing.T) {
 	store := &streamRecorder{}
 	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &countedPage{prefix: "a", n: 15}); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &countedPage{prefix: "a", n: 15}); err != nil {
 		t.Fatal(err)
 	}
 	cut := errors.New("connection reset")
-	if err := s.handle(t.Context(), wfs.Page{Index: 1}, &countedPage{prefix: "b", n: 55, err: cut}); !errors.Is(err, cut) {
+	if err := s.handle(t.Context(), source.Page{Index: 1}, &countedPage{prefix: "b", n: 55, err: cut}); !errors.Is(err, cut) {
 		t.Fatalf("cut page: %v, want the reader's error", err)
 	}
 	if err := s.finish(nil); err != nil {
@@ -306,7 +306,7 @@ func TestPageStagerStagingFailsMidPage(t *testing.T) {
 	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
 	page := &countedPage{prefix: "a", n: 100000}
 	handled := make(chan error, 1)
-	go func() { handled <- s.handle(t.Context(), wfs.Page{Index: 0}, page) }()
+	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
 	var err error
 	select {
 	case err = <-handled:
@@ -337,12 +337,12 @@ func TestPageStagerPollLimits(t *testing.T) {
 			store := &streamRecorder{}
 			s := smallChunks(newPageStager(t.Context(), store, 1, tc.limits), 4, 1<<20)
 			for i := range 2 {
-				if err := s.handle(t.Context(), wfs.Page{Index: i}, &countedPage{prefix: "p", n: 10}); err != nil {
+				if err := s.handle(t.Context(), source.Page{Index: i}, &countedPage{prefix: "p", n: 10}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			endless := &countedPage{prefix: "p", n: -1}
-			err := s.handle(t.Context(), wfs.Page{Index: 2, URL: "https://gis.example.org/wfs?startIndex=20"}, endless)
+			err := s.handle(t.Context(), source.Page{Index: 2, URL: "https://gis.example.org/wfs?startIndex=20"}, endless)
 			var le *feature.LimitError
 			if !errors.As(err, &le) || le.Name != tc.name || !strings.Contains(err.Error(), "page 2") {
 				t.Fatalf("page 2: %v, want a *feature.LimitError %s naming the page", err, tc.name)
@@ -373,7 +373,7 @@ func (panickingStore) StagePage(context.Context, int64, int, feature.FeatureRead
 func TestPageStagerRecoversStagingPanics(t *testing.T) {
 	s := newPageStager(t.Context(), panickingStore{}, 1, feature.Limits{})
 	p := pageOf{"a"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &p); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.finish(nil); err == nil || !strings.Contains(err.Error(), "panicked: FlatCoords") {
@@ -397,7 +397,7 @@ func TestPageStagerAttemptEndsWhileCopyIsStuck(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	handled := make(chan error, 1)
-	go func() { handled <- s.handle(ctx, wfs.Page{Index: 0}, &countedPage{prefix: "f", n: 1000}) }()
+	go func() { handled <- s.handle(ctx, source.Page{Index: 0}, &countedPage{prefix: "f", n: 1000}) }()
 	time.Sleep(200 * time.Millisecond)
 	close(store.hold) // the COPY moves again, and finds the page abandoned
 	select {

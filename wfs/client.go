@@ -18,6 +18,7 @@ import (
 	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/gml"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Client defaults.
@@ -31,37 +32,6 @@ const (
 	// ignoring startIndex on features without ids or properties to compare.
 	DefaultMaxPages = 100_000
 )
-
-// Page identifies one page request of a fetch.
-type Page struct {
-	// Index is the 0-based page number; the page starts at StartIndex.
-	Index      int
-	URL        string // credentials redacted
-	StartIndex int
-}
-
-// PageFunc consumes the features of one page while its body is open, for
-// example by copying them into a staging table. It must be all-or-nothing
-// per page and idempotent: when the attempt fails (the body is cut short),
-// the breaker retries it and PageFunc runs again for the same page.
-//
-// Errors of features.Next must be returned wrapped with %w: Fetch tells them
-// (*BodyError: the origin failed) from the handler's own errors (the
-// database failed: the origin is not to blame).
-type PageFunc func(ctx context.Context, page Page, features feature.FeatureReader) error
-
-// FetchStats sums up a fetch, complete or not.
-type FetchStats struct {
-	Pages    int
-	Features int
-	// Bytes counts decompressed body bytes of the pages that succeeded.
-	Bytes int64
-	// NumberMatched is the server's count of the whole result (-1: unknown).
-	NumberMatched int
-	// Warnings are oddities that did not stop the fetch, such as a server
-	// that ignored the page size.
-	Warnings []string
-}
 
 // Option configures a Client.
 type Option func(*Client)
@@ -200,15 +170,15 @@ type pageResult struct {
 // *HTTPStatusError, *ExceptionReportError, *BodyError (which may wrap a
 // *LimitError), *RedirectError, *TransportError or a sentinel of this
 // package. FetchStats covers the pages fetched before the error.
-func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle PageFunc) (FetchStats, error) {
-	stats := FetchStats{NumberMatched: -1}
-	if err := layer.Validate(); err != nil {
+func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
+	stats := source.FetchStats{NumberMatched: -1}
+	if err := Validate(layer); err != nil {
 		return stats, err
 	}
 	if err := checkHeaders(layer); err != nil {
 		return stats, err
 	}
-	if firstPage < 0 || (!layer.Paged() && firstPage != 0) {
+	if firstPage < 0 || (!paged(layer) && firstPage != 0) {
 		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
 	}
 	var prevKey string
@@ -223,7 +193,7 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 			return stats, err
 		}
 		origin := breaker.Origin(u)
-		p := Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
+		p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
 		log := c.logger.With("origin", origin, "page", page, "url", p.URL)
 		check := func(key string) error {
 			if page > firstPage && key != "" && key == prevKey {
@@ -284,16 +254,16 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 			return stats, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the body held %d", page, res.numberReturned, res.features))
 		}
 		// done checks the total once the last page is in.
-		done := func() (FetchStats, error) {
+		done := func() (source.FetchStats, error) {
 			if total := startIndex + res.features; stats.NumberMatched >= 0 && total != stats.NumberMatched {
-				if !layer.Paged() {
+				if !paged(layer) {
 					return stats, incomplete(fmt.Sprintf("one request returned %d of the %d features numberMatched promised: the server caps its responses (GeoServer maxFeatures, MapServer wfs_maxfeatures); set a page size", total, stats.NumberMatched))
 				}
 				return stats, incomplete(fmt.Sprintf("page %d ends the result at %d features, numberMatched promised %d", page, total, stats.NumberMatched))
 			}
 			return stats, nil
 		}
-		if !layer.Paged() {
+		if !paged(layer) {
 			return done()
 		}
 		switch {
@@ -309,8 +279,8 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 	}
 }
 
-func pagingDesc(l Layer) string {
-	if l.Paged() {
+func pagingDesc(l source.Layer) string {
+	if paged(l) {
 		return "pages of " + strconv.Itoa(l.PageSize)
 	}
 	return "one request"
@@ -321,7 +291,7 @@ func pagingDesc(l Layer) string {
 // caller's doing (Ignored), while the attempt's own timeout is the origin's
 // (Failure). u is the page's request, or the target of a followed
 // cross-origin redirect.
-func (c *Client) attempt(a *httpcall.Attempt, layer Layer, p Page, check func(string) error, handle PageFunc, res *pageResult) breaker.Result {
+func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, check func(string) error, handle source.PageFunc, res *pageResult) breaker.Result {
 	ctx, actx, resp, redacted, ignoredOr := a.CallCtx, a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
 	br, note, err := a.OpenBody("response body")
 	if err != nil {
@@ -425,7 +395,7 @@ type featureDecoder interface {
 	NumberReturned() int
 }
 
-func acceptHeader(l Layer) string {
+func acceptHeader(l source.Layer) string {
 	if l.Kind == KindWFS && l.OutputFormat != "" && l.OutputFormat != "json" && l.OutputFormat != DefaultOutputFormat {
 		return l.OutputFormat + ", */*;q=0.1"
 	}
@@ -566,7 +536,7 @@ func (s *idSet) add(id string, page int) (prev int, dup bool) {
 
 // request is the logical request of layer for u: the layer's headers (for
 // its own origin), timeout, body limit and redirect policy.
-func request(layer Layer, u *url.URL, accept string) httpcall.Request {
+func request(layer source.Layer, u *url.URL, accept string) httpcall.Request {
 	return httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: accept,
 		Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 func gzipped(t *testing.T, b []byte) []byte {
@@ -95,7 +96,7 @@ func TestLyingBodies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewClient(tt.client, nil, nil, tt.opts...)
-			res, col := runAttempt(t, tt.h, c, func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
+			res, col := runAttempt(t, tt.h, c, func(u string) source.Layer { return wfsLayer(u, 10) }, t.Context())
 			if res.Outcome != tt.want {
 				t.Errorf("outcome %s, want %s (err %v)", res.Outcome, tt.want, res.Err)
 			}
@@ -190,7 +191,7 @@ func (g *gmlWFS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, b.String())
 }
 
-func gmlLayer(url string, pageSize int) Layer {
+func gmlLayer(url string, pageSize int) source.Layer {
 	l := wfsLayer(url, pageSize)
 	l.OutputFormat = "application/gml+xml; version=3.2"
 	return l

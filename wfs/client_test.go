@@ -15,12 +15,13 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 const testToken = "tok-8c1f3e"
 
-func wfsLayer(url string, pageSize int) Layer {
-	return Layer{Kind: KindWFS, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
+func wfsLayer(url string, pageSize int) source.Layer {
+	return source.Layer{Kind: KindWFS, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
 }
 
 func TestFetchPaging(t *testing.T) {
@@ -50,7 +51,7 @@ func TestFetchPaging(t *testing.T) {
 			layer.Version = tt.version
 			var c collect
 			var urls []string
-			handle := func(ctx context.Context, p Page, fr feature.FeatureReader) error {
+			handle := func(ctx context.Context, p source.Page, fr feature.FeatureReader) error {
 				urls = append(urls, p.URL)
 				if p.StartIndex != p.Index*10 {
 					t.Errorf("page %d starts at %d", p.Index, p.StartIndex)
@@ -143,7 +144,7 @@ func TestFetchHandlerError(t *testing.T) {
 	fx := &fixtureWFS{n: 50, withMatched: true}
 	srv := serve(t, fx)
 	errDB := errors.New("pg: connection refused")
-	handle := func(ctx context.Context, p Page, fr feature.FeatureReader) error {
+	handle := func(ctx context.Context, p source.Page, fr feature.FeatureReader) error {
 		if _, err := fr.Next(); err != nil {
 			return err
 		}
@@ -176,7 +177,7 @@ func TestFetchGeoJSONLayerGzip(t *testing.T) {
 		zw.Write(body)
 		zw.Close()
 	}))
-	layer := Layer{Kind: KindGeoJSON, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
+	layer := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
 	var c collect
 	// The recorded page promises numberMatched 12 and holds 3: one request
 	// that the server capped is an incomplete snapshot, not a layer of 3.
@@ -198,7 +199,7 @@ func TestFetchGeoJSONLayerGzip(t *testing.T) {
 
 // runAttempt serves one response and runs one attempt of page 0 against it,
 // so that the test sees the Outcome the breaker would.
-func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Layer, ctx context.Context) (breaker.Result, *collect) {
+func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) source.Layer, ctx context.Context) (breaker.Result, *collect) {
 	t.Helper()
 	srv := serve(t, h)
 	l := layer(srv.URL)
@@ -206,7 +207,7 @@ func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Laye
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Page{Index: 0, URL: RedactURL(u.String())}
+	p := source.Page{Index: 0, URL: RedactURL(u.String())}
 	var col collect
 	var res pageResult
 	r := c.calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
@@ -314,7 +315,7 @@ func TestClassification(t *testing.T) {
 		// Not parallel: the check funcs share the errors.As targets above.
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewClient(nil, nil, nil, tt.opts...)
-			res, col := runAttempt(t, tt.h, c, func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
+			res, col := runAttempt(t, tt.h, c, func(u string) source.Layer { return wfsLayer(u, 10) }, t.Context())
 			if res.Outcome != tt.want || !tt.check(res.Err) {
 				t.Errorf("outcome %s, err %v (%T); want %s", res.Outcome, res.Err, res.Err, tt.want)
 			}
@@ -349,7 +350,7 @@ func TestClassificationTransport(t *testing.T) {
 	u, _ := RequestURL(l, 0)
 	var res pageResult
 	r := c.calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
-		return c.attempt(a, l, Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
+		return c.attempt(a, l, source.Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
 	})
 	var te *httpcall.TransportError
 	if r.Outcome != breaker.Failure || !errors.As(r.Err, &te) || strings.Contains(r.Err.Error(), testToken) {
@@ -368,7 +369,7 @@ func TestClassificationCancelled(t *testing.T) {
 		cancel()
 		<-r.Context().Done()
 	})
-	res, _ := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) Layer { return wfsLayer(u, 10) }, ctx)
+	res, _ := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) source.Layer { return wfsLayer(u, 10) }, ctx)
 	if res.Outcome != breaker.Ignored || !errors.Is(res.Err, context.Canceled) {
 		t.Errorf("cancelled mid-body: %s %v, want Ignored wrapping context.Canceled", res.Outcome, res.Err)
 	}
@@ -440,7 +441,7 @@ func TestUserAgent(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"type":"FeatureCollection","features":[]}`))
 	}))
-	layer := Layer{Kind: KindGeoJSON, URL: srv.URL + "/x.geojson"}
+	layer := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/x.geojson"}
 	if _, err := newTestClient(t, 1, WithUserAgent("ingestd/test")).Fetch(t.Context(), layer, 0, (&collect{}).handle); err != nil {
 		t.Fatal(err)
 	}

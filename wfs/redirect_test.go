@@ -10,6 +10,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -83,8 +84,8 @@ func (f *redirectFixture) state(t *testing.T, raw string) breaker.OriginState {
 	return breaker.OriginState{Origin: o}
 }
 
-func (f *redirectFixture) layer(base, path string, follow bool) Layer {
-	return Layer{Kind: KindWFS, URL: base + path + "?token=" + testToken, TypeName: "parcels", PageSize: 5,
+func (f *redirectFixture) layer(base, path string, follow bool) source.Layer {
+	return source.Layer{Kind: KindWFS, URL: base + path + "?token=" + testToken, TypeName: "parcels", PageSize: 5,
 		Headers: map[string]string{"X-Api-Key": headerSecret}, CrossOriginRedirects: follow}
 }
 
