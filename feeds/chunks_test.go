@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -145,10 +145,10 @@ func TestPollLimitsFailThePoll(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		set  func(*wfs.Limits)
+		set  func(*feature.Limits)
 	}{
-		{"poll_features", func(l *wfs.Limits) { l.PollFeatures = 25 }},
-		{"poll_bytes", func(l *wfs.Limits) { l.PollBytes = 10000 }},
+		{"poll_features", func(l *feature.Limits) { l.PollFeatures = 25 }},
+		{"poll_bytes", func(l *feature.Limits) { l.PollBytes = 10000 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -165,10 +165,10 @@ func TestPollLimitsFailThePoll(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := b.manager.Poll(b.ctx, "county/parcels")
-			var le *wfs.LimitError
+			var le *feature.LimitError
 			var de *deadletter.DeferError
 			if !errors.As(err, &le) || le.Name != tc.name || errors.As(err, &de) {
-				t.Fatalf("poll error = %v, want a *wfs.LimitError %s, not parked", err, tc.name)
+				t.Fatalf("poll error = %v, want a *feature.LimitError %s, not parked", err, tc.name)
 			}
 			for _, want := range []string{"county/parcels", "limits." + tc.name} {
 				if !strings.Contains(err.Error(), want) {
@@ -221,7 +221,7 @@ func TestResumedPollCountsStagedFeaturesAgainstTheLimit(t *testing.T) {
 	}
 	time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
 	err = b.manager.Replay(b.ctx, b.letter(t, "parcels"))
-	var le *wfs.LimitError
+	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "poll_features" || !strings.Contains(err.Error(), "to 26 features") {
 		t.Fatalf("replay error = %v, want limits.poll_features exceeded at the poll's 26th feature", err)
 	}
@@ -260,7 +260,7 @@ func TestEndlessStreamStopsAtPollBytes(t *testing.T) {
       # (not the fixture server at %[1]s)
 `))
 	_, err := b.manager.Poll(b.ctx, "county/endless")
-	var le *wfs.LimitError
+	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "poll_bytes" || !strings.Contains(err.Error(), "county/endless") {
 		t.Fatalf("poll error = %v, want limits.poll_bytes exceeded, naming the feed", err)
 	}

@@ -20,6 +20,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -67,8 +69,8 @@ type Defaults struct {
 	InvalidFeature string `yaml:"invalid_feature"`
 	// Redirects is the default of Feed.Redirects.
 	Redirects string `yaml:"redirects"`
-	// Limits are the defaults' limits block over wfs.DefaultLimits.
-	Limits wfs.Limits `yaml:"-"`
+	// Limits are the defaults' limits block over feature.DefaultLimits.
+	Limits feature.Limits `yaml:"-"`
 }
 
 // DefaultMaxInFlight is max_in_flight when the file does not set it.
@@ -102,7 +104,7 @@ func BuiltinDefaults() Defaults {
 		InvalidGeometry: InvalidRepair,
 		InvalidFeature:  InvalidRepair,
 		Redirects:       RedirectsSameOrigin,
-		Limits:          wfs.DefaultLimits(),
+		Limits:          feature.DefaultLimits(),
 	}
 }
 
@@ -122,7 +124,7 @@ type Jurisdiction struct {
 	BBox *BBox `yaml:"bbox"`
 	// Limits are the defaults' limits overridden field by field by the
 	// jurisdiction's own limits block.
-	Limits wfs.Limits `yaml:"-"`
+	Limits feature.Limits `yaml:"-"`
 	// Headers are sent with the requests of every feed of the jurisdiction
 	// (a feed may add or replace some).
 	Headers map[string]string `yaml:"-"`
@@ -161,8 +163,8 @@ type Feed struct {
 	// feature's update). Resolved like InvalidGeometry.
 	InvalidFeature string `yaml:"invalid_feature"`
 	// Limits bound the feed's responses and features; resolved field by field
-	// from the feed, its jurisdiction, the defaults, then wfs.DefaultLimits.
-	Limits wfs.Limits `yaml:"-"`
+	// from the feed, its jurisdiction, the defaults, then feature.DefaultLimits.
+	Limits feature.Limits `yaml:"-"`
 	// Headers are sent with every request of the feed (values may use
 	// ${VAR}); never logged or stored.
 	Headers map[string]string `yaml:"-"`
@@ -191,8 +193,8 @@ const (
 func (f *Feed) Key() string { return f.Jurisdiction + "/" + f.ID }
 
 // Layer returns what the wfs client needs to fetch the feed.
-func (f *Feed) Layer() wfs.Layer {
-	return wfs.Layer{
+func (f *Feed) Layer() source.Layer {
+	return source.Layer{
 		Kind:           f.Kind,
 		URL:            f.URL,
 		TypeName:       f.TypeName,

@@ -8,7 +8,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/feature"
 )
 
 // Values of a feed's redirects setting.
@@ -31,8 +31,8 @@ var limitsKeys = []string{"body_bytes", "poll_bytes", "poll_features", "feature_
 
 // limits reads an optional `limits:` block of m. Each key it sets overrides
 // base; keys it leaves out keep base's value (so a feed inherits field by
-// field from its jurisdiction, the defaults and wfs.DefaultLimits).
-func (p *parser) limits(m *mapping, path string, base wfs.Limits) wfs.Limits {
+// field from its jurisdiction, the defaults and feature.DefaultLimits).
+func (p *parser) limits(m *mapping, path string, base feature.Limits) feature.Limits {
 	n, present := m.get("limits")
 	if !present {
 		return base

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/feature"
 )
 
 const limitsYAML = `
@@ -39,21 +39,21 @@ jurisdictions:
 func TestLimitsHeadersRedirectsResolve(t *testing.T) {
 	t.Parallel()
 	cfg := mustParse(t, limitsYAML, map[string]string{"WAKE_KEY": "wake-secret", "PARCELS_KEY": "parcels-secret"})
-	d := wfs.DefaultLimits()
+	d := feature.DefaultLimits()
 	tests := []struct {
 		key            string
-		limits         wfs.Limits
+		limits         feature.Limits
 		headers        map[string]string
 		redirects      string
 		invalidFeature string
 	}{
-		{"wake/parcels", wfs.Limits{BodyBytes: 256 << 20, PollBytes: d.PollBytes, PollFeatures: 500000,
+		{"wake/parcels", feature.Limits{BodyBytes: 256 << 20, PollBytes: d.PollBytes, PollFeatures: 500000,
 			FeatureBytes: 4 << 20, ValueBytes: 2097152, IDBytes: 200, Properties: 50},
 			map[string]string{"X-Api-Key": "parcels-secret", "Accept-Language": "en", "X-Trace": "1"}, RedirectsSameOrigin, InvalidRepair},
-		{"wake/roads", wfs.Limits{BodyBytes: 256 << 20, PollBytes: d.PollBytes, PollFeatures: 500000,
+		{"wake/roads", feature.Limits{BodyBytes: 256 << 20, PollBytes: d.PollBytes, PollFeatures: 500000,
 			FeatureBytes: d.FeatureBytes, ValueBytes: 2097152, IDBytes: d.IDBytes, Properties: d.Properties},
 			map[string]string{"X-Api-Key": "wake-secret", "Accept-Language": "en"}, RedirectsFollow, InvalidSkip},
-		{"durham/roads", wfs.Limits{BodyBytes: 256 << 20, PollBytes: d.PollBytes, PollFeatures: d.PollFeatures,
+		{"durham/roads", feature.Limits{BodyBytes: 256 << 20, PollBytes: d.PollBytes, PollFeatures: d.PollFeatures,
 			FeatureBytes: d.FeatureBytes, ValueBytes: 1000000, IDBytes: d.IDBytes, Properties: d.Properties},
 			nil, RedirectsFollow, InvalidSkip},
 	}

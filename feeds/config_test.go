@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -71,7 +72,7 @@ func TestLoadConfigValid(t *testing.T) {
 		InvalidGeometry: InvalidRepair,
 		InvalidFeature:  InvalidRepair,
 		Redirects:       RedirectsSameOrigin,
-		Limits:          wfs.DefaultLimits(),
+		Limits:          feature.DefaultLimits(),
 	}
 	if cfg.Defaults != wantDefaults {
 		t.Errorf("Defaults = %+v, want %+v", cfg.Defaults, wantDefaults)
@@ -89,7 +90,7 @@ func TestLoadConfigValid(t *testing.T) {
 			PageSize: 500, IDProperty: "prop_id", SortBy: "prop_id", Schedule: "0 */6 * * *",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: wfs.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
 		},
 		{
 			ID: "roads", Kind: "wfs", URL: "https://gis.travis.example.gov/geoserver/wfs",
@@ -97,14 +98,14 @@ func TestLoadConfigValid(t *testing.T) {
 			PageSize: 2000, SortBy: "objectid", Schedule: "@daily",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(2 * time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: wfs.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
 		},
 		{
 			// geojson: WFS-only settings are not filled from defaults; "$${" is a literal "${".
 			ID: "zoning", Kind: "geojson", URL: "https://data.austin.example.gov/resource/zoning.geojson?${literal}=1",
 			Schedule: "30 5 * * 1-5", Timeout: Duration(5 * time.Minute), RequestTimeout: Duration(time.Minute),
 			Jurisdiction: "austin", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: wfs.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
 		},
 		{
 			ID: "hydrants", Kind: "wfs", URL: "http://wfs.example.org:8080/ows",
@@ -112,7 +113,7 @@ func TestLoadConfigValid(t *testing.T) {
 			PageSize: 500, SortBy: "id", Schedule: "@every 15m",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute),
 			Jurisdiction: "example_utc", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: wfs.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
 		},
 	}
 	got := cfg.Feeds()
@@ -795,7 +796,7 @@ jurisdictions:
         version: 1.1.0
 `, nil)
 	f, g := cfg.Feeds()[0].Layer(), cfg.Feeds()[1].Layer()
-	if f.Version != wfs.Auto || f.OutputFormat != wfs.Auto || !f.NeedsNegotiation() {
+	if f.Version != wfs.Auto || f.OutputFormat != wfs.Auto || !wfs.NeedsNegotiation(f) {
 		t.Errorf("feed f: version %q, output format %q; want both %q", f.Version, f.OutputFormat, wfs.Auto)
 	}
 	if g.Version != "1.1.0" || g.OutputFormat != wfs.Auto {

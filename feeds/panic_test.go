@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -19,8 +21,8 @@ type panickingFetcher struct {
 	panicAt int
 }
 
-func (p panickingFetcher) Fetch(ctx context.Context, layer wfs.Layer, first int, handle wfs.PageFunc) (wfs.FetchStats, error) {
-	return p.Client.Fetch(ctx, layer, first, func(ctx context.Context, page wfs.Page, fr wfs.FeatureReader) error {
+func (p panickingFetcher) Fetch(ctx context.Context, layer source.Layer, first int, handle source.PageFunc) (source.FetchStats, error) {
+	return p.Client.Fetch(ctx, layer, first, func(ctx context.Context, page source.Page, fr feature.FeatureReader) error {
 		if page.Index == p.panicAt {
 			var g interface{ FlatCoords() []float64 }
 			_ = g.FlatCoords() // a nil interface: the class of bug of issue 14's GeometryCollection

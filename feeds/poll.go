@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -41,13 +42,16 @@ type PollResult struct {
 	ApplyResult
 }
 
-// Fetcher fetches a layer page by page; *wfs.Client implements it.
+// Fetcher fetches a layer page by page; *wfs.Client implements it for the
+// kinds wfs and geojson, and *Fetchers for every kind, picking by the
+// layer's. It speaks only package source's types, so that a kind's package
+// implements it without importing feeds or another kind's package.
 type Fetcher interface {
-	// Prepare resolves what the feed left to negotiation (version: auto,
-	// output_format: auto) from the server's capabilities; a layer that names
-	// both comes back as it is.
-	Prepare(ctx context.Context, layer wfs.Layer) (wfs.Layer, []string, error)
-	Fetch(ctx context.Context, layer wfs.Layer, firstPage int, handle wfs.PageFunc) (wfs.FetchStats, error)
+	// Prepare resolves what the feed left to negotiation (for WFS, version:
+	// auto and output_format: auto, from the server's capabilities); a layer
+	// that leaves nothing open comes back as it is.
+	Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error)
+	Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error)
 }
 
 // poll runs one complete poll of f: every page is staged, and only when the last
@@ -102,7 +106,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	}
 
 	layer := f.Layer()
-	var stats wfs.FetchStats
+	var stats source.FetchStats
 	var res ApplyResult
 	applied := false
 	err = recoverPanic(logger, func() error {
@@ -230,7 +234,7 @@ func (m *Manager) beginPoll(ctx context.Context, info FeedInfo, letter *deadlett
 // by its open breaker, a request that failed after its retries on a closed
 // one, or a 429 whose Retry-After outlasts the poll (parked until then). Our own mistakes (a 404, a bad typeName, a server ignoring
 // startIndex) and local errors fail the poll: retrying them changes nothing.
-func (m *Manager) deferral(f *Feed, layer wfs.Layer, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
+func (m *Manager) deferral(f *Feed, layer source.Layer, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
 	now := m.now()
 	p := deadletter.Parking{
 		Jurisdiction: f.Jurisdiction,
@@ -334,7 +338,7 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 
 // pageURL is the (redacted) request of page of layer: the one a dead letter
 // names.
-func pageURL(layer wfs.Layer, page int) string {
+func pageURL(layer source.Layer, page int) string {
 	u, err := wfs.RequestURL(layer, page*layer.PageSize)
 	if err != nil {
 		return wfs.RedactURL(layer.URL)

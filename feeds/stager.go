@@ -8,7 +8,8 @@ import (
 
 	"github.com/twpayne/go-geom"
 
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Staging chunks. A page is read in chunks of at most chunkFeatures
@@ -53,14 +54,14 @@ type pageStager struct {
 	ctx    context.Context // the poll's: staging outlives the page's attempt
 	store  Store
 	pollID int64
-	limits wfs.Limits // defaults filled in
+	limits feature.Limits // defaults filled in
 	// chunk bounds (chunkFeatures, chunkBytes; smaller in tests).
 	chunkFeatures int
 	chunkBytes    int64
 	// staging is the page being staged; nil when none is.
 	staging *pageStaging
 	// pool holds the slices of chunks already staged, for reuse.
-	pool chan []wfs.Feature
+	pool chan []feature.Feature
 	// features and bytes count the poll's pages read to their end so far
 	// (a page's failed attempts do not count; its retry reads it again).
 	features, bytes int64
@@ -68,16 +69,16 @@ type pageStager struct {
 
 // pageStaging is one page's StagePage, fed with chunks.
 type pageStaging struct {
-	chunks   chan []wfs.Feature // closed after the page's last chunk
-	abort    chan struct{}      // closed when the page's read failed
-	finished chan struct{}      // closed when StagePage returned, err set
+	chunks   chan []feature.Feature // closed after the page's last chunk
+	abort    chan struct{}          // closed when the page's read failed
+	finished chan struct{}          // closed when StagePage returned, err set
 	err      error
 }
 
-func newPageStager(ctx context.Context, store Store, pollID int64, limits wfs.Limits) *pageStager {
+func newPageStager(ctx context.Context, store Store, pollID int64, limits feature.Limits) *pageStager {
 	return &pageStager{ctx: ctx, store: store, pollID: pollID, limits: limits.WithDefaults(),
 		chunkFeatures: chunkFeatures, chunkBytes: chunkBytes,
-		pool: make(chan []wfs.Feature, chunksQueued+2)}
+		pool: make(chan []feature.Feature, chunksQueued+2)}
 }
 
 // stagedCounter is implemented by a Store that can tell how many features
@@ -119,8 +120,8 @@ var errPageAbandoned = errors.New("feeds: the page's read failed before its end"
 // next page's fetch overlaps with the end of this page's staging. An error
 // reading the page is the origin's and returned as is; a failed staging of
 // this page or the previous one is returned here, which ends the fetch; so
-// is an exceeded per-poll limit (*wfs.LimitError), the feed's error.
-func (s *pageStager) handle(ctx context.Context, page wfs.Page, features wfs.FeatureReader) error {
+// is an exceeded per-poll limit (*feature.LimitError), the feed's error.
+func (s *pageStager) handle(ctx context.Context, page source.Page, features feature.FeatureReader) error {
 	r := &chunkSource{s: s, page: page, features: features}
 	r.body, _ = features.(bodyCounter)
 	chunk, end, err := r.read()
@@ -172,9 +173,9 @@ func (s *pageStager) handle(ctx context.Context, page wfs.Page, features wfs.Fea
 }
 
 // start starts staging page from the chunks that handle sends.
-func (s *pageStager) start(page wfs.Page) *pageStaging {
+func (s *pageStager) start(page source.Page) *pageStaging {
 	st := &pageStaging{
-		chunks:   make(chan []wfs.Feature, chunksQueued),
+		chunks:   make(chan []feature.Feature, chunksQueued),
 		abort:    make(chan struct{}),
 		finished: make(chan struct{}),
 	}
@@ -196,7 +197,7 @@ func (s *pageStager) start(page wfs.Page) *pageStaging {
 
 // recycle keeps a staged chunk's slice for the next chunk, dropping its
 // features (geometries and properties) for the collector.
-func (s *pageStager) recycle(chunk []wfs.Feature) {
+func (s *pageStager) recycle(chunk []feature.Feature) {
 	if cap(chunk) == 0 {
 		return
 	}
@@ -237,8 +238,8 @@ func (s *pageStager) finish(fetchErr error) error {
 // the poll's limits.
 type chunkSource struct {
 	s        *pageStager
-	page     wfs.Page
-	features wfs.FeatureReader
+	page     source.Page
+	features feature.FeatureReader
 	body     bodyCounter // nil when the reader does not count its body
 	// n counts the features read from the page so far.
 	n int64
@@ -247,12 +248,12 @@ type chunkSource struct {
 // read returns the page's next chunk, and whether the page ended with it.
 // A FeatureReader's Geometry and Properties are fresh at each call, so a
 // shallow copy keeps a feature.
-func (r *chunkSource) read() (chunk []wfs.Feature, end bool, err error) {
+func (r *chunkSource) read() (chunk []feature.Feature, end bool, err error) {
 	s := r.s
 	select {
 	case chunk = <-s.pool:
 	default:
-		chunk = make([]wfs.Feature, 0, s.chunkFeatures)
+		chunk = make([]feature.Feature, 0, s.chunkFeatures)
 	}
 	var size int64
 	for len(chunk) < s.chunkFeatures && size < s.chunkBytes {
@@ -265,7 +266,7 @@ func (r *chunkSource) read() (chunk []wfs.Feature, end bool, err error) {
 		}
 		r.n++
 		if n := s.features + r.n; n > s.limits.PollFeatures {
-			return chunk, false, &wfs.LimitError{Name: "poll_features", Max: s.limits.PollFeatures,
+			return chunk, false, &feature.LimitError{Name: "poll_features", Max: s.limits.PollFeatures,
 				Where: fmt.Sprintf("page %d (%s) brought the poll to %d features", r.page.Index, r.page.URL, n)}
 		}
 		if err := r.checkBytes(); err != nil {
@@ -281,7 +282,7 @@ func (r *chunkSource) read() (chunk []wfs.Feature, end bool, err error) {
 func (r *chunkSource) checkBytes() error {
 	s := r.s
 	if n := s.bytes + r.bodyBytes(); n > s.limits.PollBytes {
-		return &wfs.LimitError{Name: "poll_bytes", Max: s.limits.PollBytes,
+		return &feature.LimitError{Name: "poll_bytes", Max: s.limits.PollBytes,
 			Where: fmt.Sprintf("page %d (%s) brought the poll to %d bytes", r.page.Index, r.page.URL, n)}
 	}
 	return nil
@@ -297,7 +298,7 @@ func (r *chunkSource) bodyBytes() int64 {
 
 // featureSize estimates the memory a decoded feature holds: its id, its
 // properties' JSON and its coordinates, plus the structures around them.
-func featureSize(f *wfs.Feature) int64 {
+func featureSize(f *feature.Feature) int64 {
 	return 128 + int64(len(f.ID)+len(f.Properties)) + geometrySize(f.Geometry)
 }
 
@@ -327,14 +328,14 @@ func geometrySize(g geom.T) int64 {
 // time it has encoded them all.
 type chunkReader struct {
 	ctx     context.Context
-	chunks  <-chan []wfs.Feature
+	chunks  <-chan []feature.Feature
 	abort   <-chan struct{}
-	recycle func([]wfs.Feature)
-	cur     []wfs.Feature
+	recycle func([]feature.Feature)
+	cur     []feature.Feature
 	next    int
 }
 
-func (r *chunkReader) Next() (*wfs.Feature, error) {
+func (r *chunkReader) Next() (*feature.Feature, error) {
 	for r.next == len(r.cur) {
 		if r.cur != nil {
 			r.recycle(r.cur)

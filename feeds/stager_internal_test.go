@@ -16,7 +16,8 @@ import (
 	"github.com/twpayne/go-geom"
 
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
 )
 
 // stagingRecorder is a Store whose StagePage records pages (slowly, so
@@ -30,7 +31,7 @@ type stagingRecorder struct {
 	fail    map[int]error
 }
 
-func (s *stagingRecorder) StagePage(_ context.Context, _ int64, page int, features wfs.FeatureReader) (int, error) {
+func (s *stagingRecorder) StagePage(_ context.Context, _ int64, page int, features feature.FeatureReader) (int, error) {
 	s.mu.Lock()
 	s.active++
 	s.overlap = s.overlap || s.active > 1
@@ -53,11 +54,11 @@ func (s *stagingRecorder) StagePage(_ context.Context, _ int64, page int, featur
 
 type pageOf []string
 
-func (p *pageOf) Next() (*wfs.Feature, error) {
+func (p *pageOf) Next() (*feature.Feature, error) {
 	if len(*p) == 0 {
 		return nil, io.EOF
 	}
-	f := &wfs.Feature{ID: (*p)[0]}
+	f := &feature.Feature{ID: (*p)[0]}
 	*p = (*p)[1:]
 	return f, nil
 }
@@ -66,10 +67,10 @@ func (p *pageOf) Next() (*wfs.Feature, error) {
 // with the features each page held.
 func TestPageStagerStagesInOrder(t *testing.T) {
 	store := &stagingRecorder{}
-	s := newPageStager(t.Context(), store, 1, wfs.Limits{})
+	s := newPageStager(t.Context(), store, 1, feature.Limits{})
 	for i := range 5 {
 		p := pageOf{fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)}
-		if err := s.handle(t.Context(), wfs.Page{Index: i}, &p); err != nil {
+		if err := s.handle(t.Context(), source.Page{Index: i}, &p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,28 +89,28 @@ func TestPageStagerStagesInOrder(t *testing.T) {
 func TestPageStagerErrors(t *testing.T) {
 	cut := errors.New("connection reset")
 	store := &stagingRecorder{fail: map[int]error{1: errors.New("disk full")}}
-	s := newPageStager(t.Context(), store, 1, wfs.Limits{})
+	s := newPageStager(t.Context(), store, 1, feature.Limits{})
 	p0 := pageOf{"a"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p0); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
 	}
 	bad := &cutReader{err: cut}
-	if err := s.handle(t.Context(), wfs.Page{Index: 9}, bad); !errors.Is(err, cut) {
+	if err := s.handle(t.Context(), source.Page{Index: 9}, bad); !errors.Is(err, cut) {
 		t.Fatalf("cut page: %v, want the reader's error", err)
 	}
 	p1 := pageOf{"b"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 1}, &p1); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 1}, &p1); err != nil {
 		t.Fatal(err)
 	}
 	p2 := pageOf{"c"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 2}, &p2); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := s.handle(t.Context(), source.Page{Index: 2}, &p2); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("page after a failed staging: %v, want the staging error", err)
 	}
 
 	store = &stagingRecorder{fail: map[int]error{0: errors.New("disk full")}}
-	s = newPageStager(t.Context(), store, 1, wfs.Limits{})
+	s = newPageStager(t.Context(), store, 1, feature.Limits{})
 	p0 = pageOf{"a"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p0); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
 	}
 	refused := &breaker.OpenError{Origin: "https://gis.example.org:443", RetryAfter: time.Minute}
@@ -122,7 +123,7 @@ func TestPageStagerErrors(t *testing.T) {
 
 type cutReader struct{ err error }
 
-func (r *cutReader) Next() (*wfs.Feature, error) { return nil, r.err }
+func (r *cutReader) Next() (*feature.Feature, error) { return nil, r.err }
 
 // streamRecorder is a Store whose StagePage reads a page as it arrives: it
 // records what it read and how the reader ended, can stop after a given
@@ -137,11 +138,11 @@ type streamRecorder struct {
 	hold   chan struct{} // non-nil: wait for it after the first feature
 }
 
-func (s *streamRecorder) StagePage(_ context.Context, _ int64, page int, features wfs.FeatureReader) (int, error) {
+func (s *streamRecorder) StagePage(_ context.Context, _ int64, page int, features feature.FeatureReader) (int, error) {
 	var ids []string
 	var err error
 	for {
-		var f *wfs.Feature
+		var f *feature.Feature
 		if f, err = features.Next(); err != nil {
 			break
 		}
@@ -183,7 +184,7 @@ type countedPage struct {
 	read   atomic.Int64
 }
 
-func (p *countedPage) Next() (*wfs.Feature, error) {
+func (p *countedPage) Next() (*feature.Feature, error) {
 	i := int(p.read.Load())
 	if p.n >= 0 && i >= p.n {
 		if p.err != nil {
@@ -192,7 +193,7 @@ func (p *countedPage) Next() (*wfs.Feature, error) {
 		return nil, io.EOF
 	}
 	p.read.Add(1)
-	f := &wfs.Feature{ID: p.prefix + strconv.Itoa(i)}
+	f := &feature.Feature{ID: p.prefix + strconv.Itoa(i)}
 	if p.props > 0 {
 		f.Properties = json.RawMessage(`{"v":"` + strings.Repeat("x", p.props) + `"}`)
 	}
@@ -221,10 +222,10 @@ func smallChunks(s *pageStager, features int, bytes int64) *pageStager {
 // not the page).
 func TestPageStagerStagesALargePageInChunks(t *testing.T) {
 	store := &streamRecorder{hold: make(chan struct{})}
-	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
 	page := &countedPage{prefix: "f", n: 95}
 	handled := make(chan error, 1)
-	go func() { handled <- s.handle(t.Context(), wfs.Page{Index: 0}, page) }()
+	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
 
 	// One chunk in the COPY, chunksQueued waiting, one being filled.
 	limit := int64((chunksQueued + 2) * 10)
@@ -255,7 +256,7 @@ func TestPageStagerStagesALargePageInChunks(t *testing.T) {
 // TestChunkBoundedByBytes: features larger than the chunk's byte bound make
 // shorter chunks; one larger than the bound is a chunk of its own.
 func TestChunkBoundedByBytes(t *testing.T) {
-	s := smallChunks(newPageStager(t.Context(), &streamRecorder{}, 1, wfs.Limits{}), 100, 4096)
+	s := smallChunks(newPageStager(t.Context(), &streamRecorder{}, 1, feature.Limits{}), 100, 4096)
 	r := &chunkSource{s: s, features: &countedPage{prefix: "f", n: 10, props: 1000}}
 	chunk, end, err := r.read()
 	if err != nil || end || len(chunk) != 4 {
@@ -274,12 +275,12 @@ func TestChunkBoundedByBytes(t *testing.T) {
 // rolls back; the fetch gets the reader's own error.
 func TestPageStagerCutPageAbortsItsStaging(t *testing.T) {
 	store := &streamRecorder{}
-	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &countedPage{prefix: "a", n: 15}); err != nil {
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &countedPage{prefix: "a", n: 15}); err != nil {
 		t.Fatal(err)
 	}
 	cut := errors.New("connection reset")
-	if err := s.handle(t.Context(), wfs.Page{Index: 1}, &countedPage{prefix: "b", n: 55, err: cut}); !errors.Is(err, cut) {
+	if err := s.handle(t.Context(), source.Page{Index: 1}, &countedPage{prefix: "b", n: 55, err: cut}); !errors.Is(err, cut) {
 		t.Fatalf("cut page: %v, want the reader's error", err)
 	}
 	if err := s.finish(nil); err != nil {
@@ -302,10 +303,10 @@ func TestPageStagerCutPageAbortsItsStaging(t *testing.T) {
 // full channel).
 func TestPageStagerStagingFailsMidPage(t *testing.T) {
 	store := &streamRecorder{failAt: 15}
-	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
 	page := &countedPage{prefix: "a", n: 100000}
 	handled := make(chan error, 1)
-	go func() { handled <- s.handle(t.Context(), wfs.Page{Index: 0}, page) }()
+	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
 	var err error
 	select {
 	case err = <-handled:
@@ -322,29 +323,29 @@ func TestPageStagerStagingFailsMidPage(t *testing.T) {
 
 // TestPageStagerPollLimits: the poll's features and body bytes are counted
 // across its pages as they are read; exceeding either fails the page with
-// *wfs.LimitError naming the limit, aborts its staging, and stops an
+// *feature.LimitError naming the limit, aborts its staging, and stops an
 // endless page at the limit.
 func TestPageStagerPollLimits(t *testing.T) {
 	for _, tc := range []struct {
-		limits wfs.Limits
+		limits feature.Limits
 		name   string
 	}{
-		{wfs.Limits{PollFeatures: 25}, "poll_features"},
-		{wfs.Limits{PollBytes: 2500}, "poll_bytes"},
+		{feature.Limits{PollFeatures: 25}, "poll_features"},
+		{feature.Limits{PollBytes: 2500}, "poll_bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &streamRecorder{}
 			s := smallChunks(newPageStager(t.Context(), store, 1, tc.limits), 4, 1<<20)
 			for i := range 2 {
-				if err := s.handle(t.Context(), wfs.Page{Index: i}, &countedPage{prefix: "p", n: 10}); err != nil {
+				if err := s.handle(t.Context(), source.Page{Index: i}, &countedPage{prefix: "p", n: 10}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			endless := &countedPage{prefix: "p", n: -1}
-			err := s.handle(t.Context(), wfs.Page{Index: 2, URL: "https://gis.example.org/wfs?startIndex=20"}, endless)
-			var le *wfs.LimitError
+			err := s.handle(t.Context(), source.Page{Index: 2, URL: "https://gis.example.org/wfs?startIndex=20"}, endless)
+			var le *feature.LimitError
 			if !errors.As(err, &le) || le.Name != tc.name || !strings.Contains(err.Error(), "page 2") {
-				t.Fatalf("page 2: %v, want a *wfs.LimitError %s naming the page", err, tc.name)
+				t.Fatalf("page 2: %v, want a *feature.LimitError %s naming the page", err, tc.name)
 			}
 			if n := endless.read.Load(); n != 6 {
 				t.Errorf("the endless page was read for %d features, want 6 (the limit's)", n)
@@ -362,7 +363,7 @@ func TestPageStagerPollLimits(t *testing.T) {
 // panickingStore panics in StagePage, as a feature no encoder expected might.
 type panickingStore struct{ Store }
 
-func (panickingStore) StagePage(context.Context, int64, int, wfs.FeatureReader) (int, error) {
+func (panickingStore) StagePage(context.Context, int64, int, feature.FeatureReader) (int, error) {
 	panic("FlatCoords() called on a GeometryCollection")
 }
 
@@ -370,9 +371,9 @@ func (panickingStore) StagePage(context.Context, int64, int, wfs.FeatureReader) 
 // which the poll's own recover cannot see, fails the page, not the process;
 // and sizing a GeometryCollection (whose FlatCoords panics) does not panic.
 func TestPageStagerRecoversStagingPanics(t *testing.T) {
-	s := newPageStager(t.Context(), panickingStore{}, 1, wfs.Limits{})
+	s := newPageStager(t.Context(), panickingStore{}, 1, feature.Limits{})
 	p := pageOf{"a"}
-	if err := s.handle(t.Context(), wfs.Page{Index: 0}, &p); err != nil {
+	if err := s.handle(t.Context(), source.Page{Index: 0}, &p); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.finish(nil); err == nil || !strings.Contains(err.Error(), "panicked: FlatCoords") {
@@ -382,7 +383,7 @@ func TestPageStagerRecoversStagingPanics(t *testing.T) {
 	if err := gc.Push(geom.NewPointFlat(geom.XY, []float64{1, 2}), geom.NewGeometryCollection()); err != nil {
 		t.Fatal(err)
 	}
-	if n := featureSize(&wfs.Feature{Geometry: gc}); n < 128+16 {
+	if n := featureSize(&feature.Feature{Geometry: gc}); n < 128+16 {
 		t.Errorf("featureSize of a collection = %d, want its point's coordinates counted", n)
 	}
 }
@@ -392,11 +393,11 @@ func TestPageStagerRecoversStagingPanics(t *testing.T) {
 // attempt's error instead of blocking on the full channel.
 func TestPageStagerAttemptEndsWhileCopyIsStuck(t *testing.T) {
 	store := &streamRecorder{hold: make(chan struct{})}
-	s := smallChunks(newPageStager(t.Context(), store, 1, wfs.Limits{}), 10, 1<<20)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	handled := make(chan error, 1)
-	go func() { handled <- s.handle(ctx, wfs.Page{Index: 0}, &countedPage{prefix: "f", n: 1000}) }()
+	go func() { handled <- s.handle(ctx, source.Page{Index: 0}, &countedPage{prefix: "f", n: 1000}) }()
 	time.Sleep(200 * time.Millisecond)
 	close(store.hold) // the COPY moves again, and finds the page abandoned
 	select {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ingestd/ingestd/wfs"
+	"github.com/ingestd/ingestd/feature"
 )
 
 // Store is where polls land. feeds/postgis implements it; main wires it in.
@@ -38,7 +38,7 @@ type Store interface {
 	BeginPoll(ctx context.Context, feed FeedInfo) (pollID int64, err error)
 	// StagePage copies one page of features into the poll's staging area. It
 	// stages all of the page or none of it, and returns how many it staged.
-	StagePage(ctx context.Context, pollID int64, page int, features wfs.FeatureReader) (int, error)
+	StagePage(ctx context.Context, pollID int64, page int, features feature.FeatureReader) (int, error)
 	// Apply replaces the feed's features with everything the poll staged, in
 	// one transaction, and records the poll as succeeded. It refuses, with a
 	// *StagingLostError, a snapshot whose staged rows a crash of PostgreSQL

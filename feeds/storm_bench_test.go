@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -64,7 +66,7 @@ type stormResult struct {
 
 // pollFunc polls one page of layer; it reports whether the poll was refused
 // without touching the network.
-type pollFunc func(ctx context.Context, env *stormEnv, layer wfs.Layer) (refused bool)
+type pollFunc func(ctx context.Context, env *stormEnv, layer source.Layer) (refused bool)
 
 type stormEnv struct {
 	http     *http.Client
@@ -88,7 +90,7 @@ func runStorm(b *testing.B, name string, period time.Duration, poll pollFunc) st
 	env.client = wfs.NewClient(env.http, breaker.NewRegistry(breaker.Config{MaxInFlight: 20, Policy: p}, nil), nil)
 
 	type feed struct {
-		layer   wfs.Layer
+		layer   source.Layer
 		healthy bool
 		running atomic.Bool
 	}
@@ -143,7 +145,7 @@ func runStorm(b *testing.B, name string, period time.Duration, poll pollFunc) st
 
 // naivePoller retries every failure 4 times, 100 ms apart: what the county
 // suffers from most pollers.
-func naivePoller(ctx context.Context, env *stormEnv, layer wfs.Layer) bool {
+func naivePoller(ctx context.Context, env *stormEnv, layer source.Layer) bool {
 	u, _ := wfs.RequestURL(layer, 0)
 	for attempt := 0; attempt < 5; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, layer.RequestTimeout)
@@ -168,8 +170,8 @@ func naivePoller(ctx context.Context, env *stormEnv, layer wfs.Layer) bool {
 }
 
 // ingestdPoller fetches through the wfs client and its breakers.
-func ingestdPoller(ctx context.Context, env *stormEnv, layer wfs.Layer) bool {
-	_, err := env.client.Fetch(ctx, layer, 0, func(_ context.Context, _ wfs.Page, features wfs.FeatureReader) error {
+func ingestdPoller(ctx context.Context, env *stormEnv, layer source.Layer) bool {
+	_, err := env.client.Fetch(ctx, layer, 0, func(_ context.Context, _ source.Page, features feature.FeatureReader) error {
 		for {
 			if _, err := features.Next(); err != nil {
 				if errors.Is(err, io.EOF) {
@@ -183,8 +185,8 @@ func ingestdPoller(ctx context.Context, env *stormEnv, layer wfs.Layer) bool {
 	return errors.As(err, &open)
 }
 
-func stormLayer(base string) wfs.Layer {
-	return wfs.Layer{Kind: wfs.KindWFS, URL: base + "/wfs", TypeName: "parcels", Version: "2.0.0",
+func stormLayer(base string) source.Layer {
+	return source.Layer{Kind: wfs.KindWFS, URL: base + "/wfs", TypeName: "parcels", Version: "2.0.0",
 		OutputFormat: "application/json", PageSize: 50, RequestTimeout: 300 * time.Millisecond}
 }
 

@@ -2,7 +2,6 @@ package wfs
 
 import (
 	"bytes"
-	"compress/flate"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -15,6 +14,9 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 // verdictClient is a Client whose breaker opens on the first failure charged
@@ -45,14 +47,14 @@ func charged(s breaker.OriginState) bool {
 
 // bodyServer answers every request with the response write makes, and
 // counts the requests.
-func bodyServer(t *testing.T, write func(w http.ResponseWriter)) (*Layer, *atomic.Int64) {
+func bodyServer(t *testing.T, write func(w http.ResponseWriter)) (*source.Layer, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
 		write(w)
 	}))
-	return &Layer{Kind: KindGeoJSON, URL: srv.URL + "/layer.geojson"}, &n
+	return &source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/layer.geojson"}, &n
 }
 
 func plainBody(body string, header ...string) func(w http.ResponseWriter) {
@@ -93,7 +95,7 @@ func TestJSONValuesAreTheFeeds(t *testing.T) {
 			layer, requests := bodyServer(t, plainBody(tc.body))
 			c, reg := verdictClient(t)
 			_, err := c.Fetch(t.Context(), *layer, 0, (&collect{}).handle)
-			var de *DecodeError
+			var de *feature.DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("err %v, want a *DecodeError (the feed's content)", err)
 			}
@@ -128,8 +130,8 @@ func TestTextPagesStayTheOrigins(t *testing.T) {
 		`"unterminated`,
 		"12 34",
 		"null, null",
-		`"` + strings.Repeat("x", sniffLen) + `"`,
-		"42" + strings.Repeat(" ", sniffLen) + "and then text",
+		`"` + strings.Repeat("x", httpcall.SniffLen) + `"`,
+		"42" + strings.Repeat(" ", httpcall.SniffLen) + "and then text",
 	} {
 		t.Run(truncate(body, 20), func(t *testing.T) {
 			t.Parallel()
@@ -223,7 +225,7 @@ func TestLayeredGzipLoads(t *testing.T) {
 		layer.Limits.BodyBytes = 64 << 10
 		c, reg := verdictClient(t)
 		_, err := c.Fetch(t.Context(), *layer, 0, (&collect{}).handle)
-		var le *LimitError
+		var le *feature.LimitError
 		if !errors.As(err, &le) || !strings.Contains(err.Error(), "gzip layer 1") {
 			t.Fatalf("err %v, want a *LimitError in gzip layer 1", err)
 		}
@@ -235,7 +237,7 @@ func TestLayeredGzipLoads(t *testing.T) {
 
 // rawServer answers every request with raw bytes written on the hijacked
 // connection, then closes it, with a TCP reset when reset is set.
-func rawServer(t *testing.T, raw string, reset bool) (*Layer, *atomic.Int64) {
+func rawServer(t *testing.T, raw string, reset bool) (*source.Layer, *atomic.Int64) {
 	t.Helper()
 	return bodyServer(t, func(w http.ResponseWriter) {
 		conn, buf, err := http.NewResponseController(w).Hijack()
@@ -338,7 +340,7 @@ func TestReadErrorOnceIsNotLost(t *testing.T) {
 					Body: &onceFailingBody{data: data, err: cause}, Request: r}, nil
 			})}
 			c := NewClient(hc, nil, nil)
-			_, err := c.Fetch(t.Context(), Layer{Kind: KindGeoJSON, URL: "http://127.0.0.1:1/layer.geojson"}, 0, (&collect{}).handle)
+			_, err := c.Fetch(t.Context(), source.Layer{Kind: KindGeoJSON, URL: "http://127.0.0.1:1/layer.geojson"}, 0, (&collect{}).handle)
 			if !errors.Is(err, cause) {
 				t.Fatalf("err %v, want it to wrap %q", err, cause)
 			}
@@ -354,15 +356,15 @@ func TestCapabilitiesBodyVerdicts(t *testing.T) {
 	ok := "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\n"
 	for _, tc := range []struct {
 		name    string
-		layer   func(t *testing.T) (*Layer, *atomic.Int64)
+		layer   func(t *testing.T) (*source.Layer, *atomic.Int64)
 		want    string
 		charged bool
 	}{
-		{"null", func(t *testing.T) (*Layer, *atomic.Int64) { return bodyServer(t, plainBody("null")) }, "JSON null", false},
-		{"chunk size", func(t *testing.T) (*Layer, *atomic.Int64) {
+		{"null", func(t *testing.T) (*source.Layer, *atomic.Int64) { return bodyServer(t, plainBody("null")) }, "JSON null", false},
+		{"chunk size", func(t *testing.T) (*source.Layer, *atomic.Int64) {
 			return rawServer(t, ok+"Transfer-Encoding: chunked\r\n\r\nzz\r\n<x/>\r\n0\r\n\r\n", false)
 		}, "malformed chunked transfer encoding", true},
-		{"reset within the root", func(t *testing.T) (*Layer, *atomic.Int64) {
+		{"reset within the root", func(t *testing.T) (*source.Layer, *atomic.Int64) {
 			return rawServer(t, ok+"Content-Length: 100\r\n\r\n<wfs:WFS_Capa", true)
 		}, "connection reset", true},
 	} {
@@ -379,25 +381,5 @@ func TestCapabilitiesBodyVerdicts(t *testing.T) {
 				t.Errorf("charged to the origin: %t, want %t (err %v)", got, tc.charged, err)
 			}
 		})
-	}
-}
-
-// TestGzipErrorNamedOnce: an error of a corrupt outer layer passes through
-// the inner layers' readers, and is still named gzip's once, not per layer.
-func TestGzipErrorNamedOnce(t *testing.T) {
-	t.Parallel()
-	err := gzipError(gzipError(gzipError(flate.CorruptInputError(36))))
-	if got, want := err.Error(), "gzip: flate: corrupt input before offset 36"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	var ce flate.CorruptInputError
-	if !errors.As(err, &ce) {
-		t.Errorf("%v does not wrap the flate error", err)
-	}
-	if err := gzipError(io.ErrUnexpectedEOF); !errors.Is(err, io.ErrUnexpectedEOF) || err.Error() != "gzip: unexpected EOF" {
-		t.Errorf("got %v", err)
-	}
-	if reset := errors.New("connection reset by peer"); gzipError(reset) != reset {
-		t.Errorf("a transport error was named gzip's")
 	}
 }

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Auto, as a Layer's Version or OutputFormat, asks Client.Prepare to pick the
@@ -345,7 +348,7 @@ func IsGeoJSONFormat(f string) bool {
 //
 // The layer's type name must be in caps. Warnings describe every adaptation
 // that an operator should hear about.
-func Negotiate(caps *Capabilities, layer Layer) (Layer, []string, error) {
+func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, error) {
 	var warnings []string
 	warn := func(format string, args ...any) { warnings = append(warnings, fmt.Sprintf(format, args...)) }
 	if caps == nil {
@@ -381,8 +384,8 @@ func Negotiate(caps *Capabilities, layer Layer) (Layer, []string, error) {
 			return layer, warnings, fmt.Errorf("wfs: negotiate: server speaks WFS %s; ingestd needs %s",
 				strings.Join(caps.Versions, ", "), strings.Join(negotiableVersions, " or "))
 		}
-	} else if caps.Version != "" && caps.Version != layer.version() {
-		warn("capabilities came in version %s, not the configured %s; formats and paging are read from them", caps.Version, layer.version())
+	} else if caps.Version != "" && caps.Version != versionOf(layer) {
+		warn("capabilities came in version %s, not the configured %s; formats and paging are read from them", caps.Version, versionOf(layer))
 	}
 
 	offered := ft.OutputFormats
@@ -399,10 +402,10 @@ func Negotiate(caps *Capabilities, layer Layer) (Layer, []string, error) {
 		warn("server does not list outputFormat %q for %s", layer.OutputFormat, ft.Name)
 	}
 
-	if layer.PageSize > 0 && !caps.PagingSupported(layer.version()) {
+	if layer.PageSize > 0 && !caps.PagingSupported(versionOf(layer)) {
 		why := "does not declare ImplementsResultPaging"
-		if layer.version() != "2.0.0" {
-			why = "is not known to page in WFS " + layer.version()
+		if versionOf(layer) != "2.0.0" {
+			why = "is not known to page in WFS " + versionOf(layer)
 		}
 		warn("server %s: fetching %s in one request instead of pages of %d", why, ft.Name, layer.PageSize)
 		layer.PageSize = 0
@@ -416,7 +419,7 @@ func Negotiate(caps *Capabilities, layer Layer) (Layer, []string, error) {
 		if srs != "" {
 			// Only the SRID matters: GeoJSON is longitude first whatever
 			// the name says about axis order.
-			if crs, err := ParseSRSName(srs); err == nil {
+			if crs, err := feature.ParseSRSName(srs); err == nil {
 				layer.SRID = crs.SRID
 			} else {
 				warn("cannot read CRS %q of %s (%v); assuming GeoJSON in EPSG:4326", srs, ft.Name, err)
@@ -444,10 +447,10 @@ func srsNameOf(raw string) string {
 // serviceURL returns layer's endpoint with the query parameters this package
 // owns removed (every spelling, case-insensitively) and ours appended; the
 // operator's own parameters (a token, a CQL filter, srsName) stay in order.
-func serviceURL(layer Layer, drop []string, ours [][2]string) (*url.URL, error) {
+func serviceURL(layer source.Layer, drop []string, ours [][2]string) (*url.URL, error) {
 	u, err := url.Parse(layer.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), redactErr(err, layer.URL))
+		return nil, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	var parts []string
 	for seg := range strings.SplitSeq(u.RawQuery, "&") {
@@ -479,13 +482,13 @@ var kvpParams = []string{"service", "version", "request", "acceptversions", "typ
 // the layer names, or, when it leaves the version to negotiation, the
 // versions ingestd speaks (AcceptVersions, best first), so that the server
 // answers in the best one both sides know.
-func CapabilitiesURL(layer Layer) (*url.URL, error) {
+func CapabilitiesURL(layer source.Layer) (*url.URL, error) {
 	ours := [][2]string{{"service", "WFS"}, {"request", "GetCapabilities"}}
 	if layer.Version == Auto {
 		ours = append(ours, [2]string{"acceptVersions", strings.Join(negotiableVersions, ",")})
 	} else {
 		// VERSION for 1.x servers, AcceptVersions for 2.0 ones.
-		ours = append(ours, [2]string{"version", layer.version()}, [2]string{"acceptVersions", layer.version()})
+		ours = append(ours, [2]string{"version", versionOf(layer)}, [2]string{"acceptVersions", versionOf(layer)})
 	}
 	return serviceURL(layer, kvpParams, ours)
 }
@@ -493,14 +496,14 @@ func CapabilitiesURL(layer Layer) (*url.URL, error) {
 // HitsURL returns the GetFeature request with resultType=hits for layer: no
 // paging, sorting or output format, since only the count is wanted and the
 // count comes in the server's default XML whatever the format.
-func HitsURL(layer Layer) (*url.URL, error) {
-	if err := layer.Validate(); err != nil {
+func HitsURL(layer source.Layer) (*url.URL, error) {
+	if err := Validate(layer); err != nil {
 		return nil, err
 	}
 	if layer.Kind != KindWFS {
 		return nil, fmt.Errorf("%w: resultType=hits needs a WFS layer", ErrInvalidLayer)
 	}
-	v := layer.version()
+	v := versionOf(layer)
 	tn := "typeName"
 	if v == "2.0.0" {
 		tn = "typeNames"
@@ -513,7 +516,7 @@ func HitsURL(layer Layer) (*url.URL, error) {
 // Capabilities fetches and parses layer's GetCapabilities document, as one
 // logical call through the breaker of the layer's origin, like a page. See
 // CapabilitiesURL for the version asked for.
-func (c *Client) Capabilities(ctx context.Context, layer Layer) (*Capabilities, error) {
+func (c *Client) Capabilities(ctx context.Context, layer source.Layer) (*Capabilities, error) {
 	if layer.Kind != KindWFS {
 		return nil, fmt.Errorf("%w: capabilities need a WFS layer", ErrInvalidLayer)
 	}
@@ -537,7 +540,7 @@ func (c *Client) Capabilities(ctx context.Context, layer Layer) (*Capabilities, 
 // resultType=hits): numberMatched in WFS 2.0, numberOfFeatures in 1.1. It is
 // one logical call through the origin's breaker. A server that answers
 // "unknown" or no count at all yields an error wrapping ErrNoHitCount.
-func (c *Client) Hits(ctx context.Context, layer Layer) (int, error) {
+func (c *Client) Hits(ctx context.Context, layer source.Layer) (int, error) {
 	u, err := HitsURL(layer)
 	if err != nil {
 		return 0, err
@@ -605,37 +608,28 @@ func readHits(br *bufio.Reader) (int, error) {
 // page (ClassifyResponse), except that any XML or JSON root is read is
 // passed to read, which decides. The feed's headers, body limit and
 // redirect policy apply as to its pages.
-func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(*bufio.Reader) error) error {
+func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, read func(*bufio.Reader) error) error {
 	if err := checkHeaders(layer); err != nil {
 		return err
 	}
-	return c.call(ctx, layer, u, func(ctx context.Context, u *url.URL) breaker.Result {
-		redacted := RedactURL(u.String())
-		actx, cancel, ignoredOr := c.attemptScope(ctx, layer)
-		defer cancel()
-		resp, rr := c.get(actx, layer, u, redacted, "application/xml, text/xml;q=0.9, */*;q=0.1")
-		if rr != nil {
-			return ignoredOr(rr.Outcome, rr.Err)
-		}
-		defer resp.Body.Close()
-		if r := followed(ctx, resp); r != nil {
-			return *r
-		}
+	req := request(layer, u, "application/xml, text/xml;q=0.9, */*;q=0.1")
+	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		actx, resp, redacted, ignoredOr := a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
 		if resp.StatusCode == http.StatusTooManyRequests {
-			ra := parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+			ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), c.now())
 			return breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
-				Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
+				Err: &httpcall.HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
 		}
-		br, body, note, err := c.openBody(resp, layer, "response body")
+		br, note, err := a.OpenBody("response body")
 		if err != nil {
-			r := readFailure(resp, err, redacted)
+			r := httpcall.ReadFailure(resp, err, redacted)
 			if r.Outcome == breaker.Failure {
 				return ignoredOr(r.Outcome, r.Err)
 			}
 			return *r
 		}
 		if note != "" {
-			c.logger.Warn(note, "origin", breaker.Origin(u), "url", redacted)
+			c.logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
 		}
 
 		kind, _, rerr := sniff(br)
@@ -643,7 +637,7 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 		case kind == kindException:
 			rep, err := parseExceptionReport(br, resp.StatusCode, redacted)
 			if err != nil {
-				return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
 			}
 			if rep.ServerSide {
 				return ignoredOr(breaker.Failure, rep)
@@ -654,25 +648,25 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 			if resp.StatusCode >= 500 {
 				out = breaker.Failure
 			}
-			return breaker.Result{Outcome: out, Err: &HTTPStatusError{Status: resp.StatusCode, URL: redacted}}
+			return breaker.Result{Outcome: out, Err: &httpcall.HTTPStatusError{Status: resp.StatusCode, URL: redacted}}
 		case kind == kindUnknown && rerr != nil:
-			r := readFailure(resp, rerr, redacted)
+			r := httpcall.ReadFailure(resp, rerr, redacted)
 			if r.Outcome == breaker.Failure {
 				return ignoredOr(r.Outcome, r.Err)
 			}
 			return *r
 		case kind == kindJSONValue:
-			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: jsonValueError(br)}}
+			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
 		case kind == kindHTML:
 			err := ErrHTMLBody
-			if t := htmlTitle(br); t != "" {
+			if t := httpcall.HTMLTitle(br); t != "" {
 				err = fmt.Errorf("%w (title %q)", ErrHTMLBody, t)
 			}
-			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
 		case kind == kindEmpty:
-			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: ErrEmptyBody})
+			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrEmptyBody})
 		case kind != kindXML && kind != kindJSON:
-			return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: ErrUnrecognizedBody})
+			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrUnrecognizedBody})
 		}
 		if err := read(br); err != nil {
 			var rep *ExceptionReportError
@@ -686,29 +680,17 @@ func (c *Client) getXML(ctx context.Context, layer Layer, u *url.URL, read func(
 			// A body cut short is the origin's failure; a well-formed
 			// document we cannot use (no count, not capabilities, over a
 			// limit) is an answer: the server is up.
-			var le *LimitError
+			var le *feature.LimitError
 			if errors.As(err, &le) || errors.Is(err, ErrResponseTooLarge) {
-				return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
+				return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 			}
-			if body.err != nil || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || isTransportRead(err) {
-				return ignoredOr(breaker.Failure, &BodyError{URL: redacted, Err: err})
+			if a.BodyErr() != nil || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || httpcall.IsTransportRead(err) {
+				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
 			}
-			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
+			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 		}
 		return breaker.Result{Outcome: breaker.Success}
 	})
-}
-
-// isTransportRead reports whether err came from reading the connection
-// rather than from the document's content. encoding/xml reports a body cut
-// short as a syntax error on unexpected EOF.
-func isTransportRead(err error) bool {
-	var se *xml.SyntaxError
-	if errors.As(err, &se) && strings.Contains(se.Msg, "unexpected EOF") {
-		return true
-	}
-	var ne interface{ Timeout() bool }
-	return errors.As(err, &ne)
 }
 
 // negotiationCache remembers Prepare's results per layer. Its zero value is
@@ -726,13 +708,13 @@ type negotiationKey struct {
 	pageSize, srid                                                 int
 }
 
-func keyOf(l Layer) negotiationKey {
+func keyOf(l source.Layer) negotiationKey {
 	return negotiationKey{kind: l.Kind, url: l.URL, typeName: l.TypeName, version: l.Version,
 		outputFormat: l.OutputFormat, idProperty: l.IDProperty, sortBy: l.SortBy, pageSize: l.PageSize, srid: l.SRID}
 }
 
 type negotiated struct {
-	layer    Layer
+	layer    source.Layer
 	warnings []string
 	at       time.Time
 }
@@ -749,7 +731,7 @@ func WithNegotiationTTL(d time.Duration) Option {
 
 // NeedsNegotiation reports whether layer leaves its version or output format
 // to the server (Auto).
-func (l Layer) NeedsNegotiation() bool {
+func NeedsNegotiation(l source.Layer) bool {
 	return l.Kind == KindWFS && (l.Version == Auto || l.OutputFormat == Auto)
 }
 
@@ -759,8 +741,8 @@ func (l Layer) NeedsNegotiation() bool {
 // applies Negotiate; the result and its warnings are reused for the
 // negotiation TTL, so hourly polls cost one GetCapabilities an hour. Errors
 // are not cached: the next poll asks again.
-func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, error) {
-	if !layer.NeedsNegotiation() {
+func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
+	if !NeedsNegotiation(layer) {
 		return layer, nil, nil
 	}
 	nc := &c.negotiation
@@ -784,7 +766,7 @@ func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, err
 	if err != nil {
 		return layer, warnings, err
 	}
-	c.logger.Info("negotiated WFS request", "origin", originOf(layer.URL), "type_name", layer.TypeName,
+	c.logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
 		"version", out.Version, "output_format", out.OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()
@@ -801,12 +783,4 @@ func (c *Client) Prepare(ctx context.Context, layer Layer) (Layer, []string, err
 	nc.entries[keyOf(layer)] = negotiated{layer: out, warnings: warnings, at: now}
 	nc.mu.Unlock()
 	return out, slices.Clone(warnings), nil
-}
-
-func originOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return breaker.Origin(u)
 }

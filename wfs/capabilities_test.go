@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/source"
 )
 
 func readCapabilities(t testing.TB, name string) *Capabilities {
@@ -117,7 +120,7 @@ func TestParseCapabilitiesRejects(t *testing.T) {
 			t.Errorf("%s: err %v; want a wfs: error", name, err)
 		}
 	}
-	_, err := ParseCapabilities(bytes.NewReader(readTestdata(t, "mapserver_service_exception_1_1.xml")))
+	_, err := ParseCapabilities(bytes.NewReader(featuretest.ReadTestdata(t, "mapserver_service_exception_1_1.xml")))
 	var rep *ExceptionReportError
 	if !errors.As(err, &rep) {
 		t.Errorf("exception report: err %v; want *ExceptionReportError", err)
@@ -136,44 +139,44 @@ func TestNegotiate(t *testing.T) {
 		OutputFormats: []string{"text/xml; subtype=gml/3.1.1"},
 		FeatureTypes:  []FeatureType{{Name: "x:roads", DefaultCRS: "EPSG:2264"}}}
 
-	layer := func(typeName, version, format string, pageSize int) Layer {
-		return Layer{Kind: KindWFS, URL: "https://gis.example/wfs?token=s3cret", TypeName: typeName,
+	layer := func(typeName, version, format string, pageSize int) source.Layer {
+		return source.Layer{Kind: KindWFS, URL: "https://gis.example/wfs?token=s3cret", TypeName: typeName,
 			Version: version, OutputFormat: format, PageSize: pageSize}
 	}
 	tests := []struct {
 		name     string
 		caps     *Capabilities
-		in       Layer
-		want     Layer
+		in       source.Layer
+		want     source.Layer
 		warnings int
 		err      string
 	}{
 		{"mapserver 2.0: GeoJSON in the layer's NAD27", ms20, layer("nc", Auto, Auto, 17),
-			Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
 		{"mapserver 1.1 pages by vendor knowledge", ms11, layer("nc", "1.1.0", Auto, 17),
-			Layer{Version: "1.1.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
+			source.Layer{Version: "1.1.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
 		{"srsName in the URL wins over the default CRS", ms20,
-			Layer{Kind: KindWFS, URL: "http://h/wfs?SRSNAME=EPSG:4326", TypeName: "nc", Version: Auto, OutputFormat: Auto, PageSize: 17},
-			Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4326}, 0, ""},
+			source.Layer{Kind: KindWFS, URL: "http://h/wfs?SRSNAME=EPSG:4326", TypeName: "nc", Version: Auto, OutputFormat: Auto, PageSize: 17},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4326}, 0, ""},
 		{"geoserver prefers plain application/json", gs20, layer("topp:states", Auto, Auto, 1000),
-			Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 4326}, 0, ""},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 4326}, 0, ""},
 		{"projected default CRS", gs20, layer("nc:parcels", Auto, Auto, 1000),
-			Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 2264}, 0, ""},
-		{"a configured SRID is kept", gs20, Layer{Kind: KindWFS, URL: "http://h/wfs", TypeName: "nc:parcels", Version: Auto, OutputFormat: Auto, SRID: 32119},
-			Layer{Version: "2.0.0", OutputFormat: "application/json", SRID: 32119}, 0, ""},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 2264}, 0, ""},
+		{"a configured SRID is kept", gs20, source.Layer{Kind: KindWFS, URL: "http://h/wfs", TypeName: "nc:parcels", Version: Auto, OutputFormat: Auto, SRID: 32119},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json", SRID: 32119}, 0, ""},
 		{"a fixed format is kept", gs20, layer("topp:states", Auto, "application/json", 1000),
-			Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 4326}, 0, ""},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 4326}, 0, ""},
 		{"GML 3.2 before 3.1.1; no paging declared", gmlOnly, layer("roads", Auto, Auto, 500),
-			Layer{Version: "2.0.0", OutputFormat: "application/gml+xml; version=3.2", PageSize: 0}, 1, ""},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/gml+xml; version=3.2", PageSize: 0}, 1, ""},
 		{"GML 3.1.1 on an unknown 1.1 server: one request", old, layer("x:roads", Auto, Auto, 500),
-			Layer{Version: "1.1.0", OutputFormat: "text/xml; subtype=gml/3.1.1", PageSize: 0}, 1, ""},
+			source.Layer{Version: "1.1.0", OutputFormat: "text/xml; subtype=gml/3.1.1", PageSize: 0}, 1, ""},
 		{"a format the server does not list is a warning", gs20, layer("topp:states", "2.0.0", "application/x-parquet", 10),
-			Layer{Version: "2.0.0", OutputFormat: "application/x-parquet", PageSize: 10}, 1, ""},
-		{"unknown type", gs20, layer("topp:counties", Auto, Auto, 10), Layer{}, 0, `feature type "topp:counties" is not in the server's capabilities`},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/x-parquet", PageSize: 10}, 1, ""},
+		{"unknown type", gs20, layer("topp:counties", Auto, Auto, 10), source.Layer{}, 0, `feature type "topp:counties" is not in the server's capabilities`},
 		{"no usable format", &Capabilities{Version: "2.0.0", OutputFormats: []string{"SHAPE-ZIP", "KML"},
-			FeatureTypes: []FeatureType{{Name: "a"}}}, layer("a", Auto, Auto, 10), Layer{}, 0, "offers none of GeoJSON"},
+			FeatureTypes: []FeatureType{{Name: "a"}}}, layer("a", Auto, Auto, 10), source.Layer{}, 0, "offers none of GeoJSON"},
 		{"no usable version", &Capabilities{Version: "1.0.0", Versions: []string{"1.0.0"},
-			FeatureTypes: []FeatureType{{Name: "a"}}}, layer("a", Auto, "json", 10), Layer{}, 0, "ingestd needs 2.0.0 or 1.1.0"},
+			FeatureTypes: []FeatureType{{Name: "a"}}}, layer("a", Auto, "json", 10), source.Layer{}, 0, "ingestd needs 2.0.0 or 1.1.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,7 +203,7 @@ func TestNegotiate(t *testing.T) {
 			if got.URL != tt.in.URL || got.TypeName != tt.in.TypeName {
 				t.Errorf("negotiation changed the URL or type name: %+v", got)
 			}
-			if err := got.Validate(); err != nil {
+			if err := Validate(got); err != nil {
 				t.Errorf("negotiated layer does not validate: %v", err)
 			}
 		})
@@ -209,7 +212,7 @@ func TestNegotiate(t *testing.T) {
 
 func TestCapabilitiesAndHitsURLs(t *testing.T) {
 	t.Parallel()
-	l := Layer{Kind: KindWFS, URL: "https://gis.example/wfs?token=abc&CQL_FILTER=x%3D1&outputFormat=json&VERSION=1.0.0",
+	l := source.Layer{Kind: KindWFS, URL: "https://gis.example/wfs?token=abc&CQL_FILTER=x%3D1&outputFormat=json&VERSION=1.0.0",
 		TypeName: "ms:nc", Version: Auto, OutputFormat: Auto, PageSize: 17, SortBy: "FIPS"}
 	u, err := CapabilitiesURL(l)
 	if err != nil {
@@ -270,7 +273,7 @@ func TestClientPrepareCaches(t *testing.T) {
 	srv := serve(t, cs)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := newTestClient(t, 2, WithNegotiationTTL(time.Hour), WithClock(func() time.Time { return now }))
-	l := Layer{Kind: KindWFS, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "nc", Version: Auto, OutputFormat: Auto, PageSize: 17}
+	l := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "nc", Version: Auto, OutputFormat: Auto, PageSize: 17}
 
 	for i, step := range []time.Duration{0, 30 * time.Minute, 31 * time.Minute} {
 		now = now.Add(step)
@@ -294,8 +297,8 @@ func TestClientPrepareCaches(t *testing.T) {
 
 func TestClientCapabilitiesErrors(t *testing.T) {
 	t.Parallel()
-	l := func(url string) Layer {
-		return Layer{Kind: KindWFS, URL: url + "/wfs?token=" + testToken, TypeName: "nc", Version: Auto, OutputFormat: Auto}
+	l := func(url string) source.Layer {
+		return source.Layer{Kind: KindWFS, URL: url + "/wfs?token=" + testToken, TypeName: "nc", Version: Auto, OutputFormat: Auto}
 	}
 	t.Run("exception report is the server's verdict", func(t *testing.T) {
 		t.Parallel()
@@ -342,7 +345,7 @@ func TestClientHits(t *testing.T) {
 			t.Parallel()
 			cs := &capsServer{hits: tt.body}
 			srv := serve(t, cs)
-			n, err := newTestClient(t, 1).Hits(t.Context(), Layer{Kind: KindWFS, URL: srv.URL, TypeName: "nc", Version: "2.0.0"})
+			n, err := newTestClient(t, 1).Hits(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL, TypeName: "nc", Version: "2.0.0"})
 			if n != tt.want || !errors.Is(err, tt.err) {
 				t.Errorf("hits %d, err %v; want %d, %v", n, err, tt.want, tt.err)
 			}

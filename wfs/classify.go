@@ -5,15 +5,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/httpcall"
 )
 
 // bodyKind is what the first bytes of a body say it is.
@@ -53,105 +53,46 @@ func (k bodyKind) String() string {
 	return "unknown"
 }
 
-// sniffLen is how much of a body is looked at before trusting it. XML roots
-// may follow a prolog, comments and a stylesheet instruction, hence not 512.
-const sniffLen = 4096
-
 // maxExceptionBytes bounds how much of an exception report or error body is
 // read: reports are small, and the rest is of no use in an error message.
 const maxExceptionBytes = 1 << 20
 
-// sniff tells what a body is from its first bytes, skipping a UTF-8 BOM and
-// whitespace. It reads nothing: br still yields the whole body.
-//
-// err is the read error that stopped the peek short of sniffLen bytes (nil
-// when the body ended there, or went on): the kind is then a guess from
-// the bytes that did arrive, and a verdict of kindEmpty or kindUnknown is
-// never given for them (kindUnknown and the error instead), so that a
-// caller reports what happened (a reset, a corrupt gzip stream, a
-// malformed chunked encoding) rather than "empty" or "unrecognized".
+// sniff is httpcall.Sniff's verdict with WFS's own kinds: an OGC exception
+// report (XML, or GeoServer's JSON form) and, for XML, the root's qualified
+// name. See httpcall.Sniff for err.
 func sniff(br *bufio.Reader) (kind bodyKind, root string, err error) {
-	p, err := br.Peek(sniffLen)
-	switch err {
-	case nil, bufio.ErrBufferFull:
-		kind, root = sniffBytes(p, false)
-		return kind, root, nil
-	case io.EOF:
-		kind, root = sniffBytes(p, true)
-		return kind, root, nil
-	}
-	kind, root = sniffBytes(p, false)
-	return kind, root, err
-}
-
-// sniffBytes is sniff's verdict on p, the first bytes of a body; whole
-// says that p is the entire body.
-func sniffBytes(p []byte, whole bool) (bodyKind, string) {
-	p = bytes.TrimPrefix(p, []byte("\xef\xbb\xbf"))
-	p = bytes.TrimLeft(p, " \t\r\n")
-	if len(p) == 0 {
-		if whole {
-			return kindEmpty, ""
+	s, err := httpcall.Sniff(br)
+	switch s.Kind {
+	case httpcall.KindEmpty:
+		return kindEmpty, "", err
+	case httpcall.KindJSON:
+		if s.Head[0] == '{' && jsonException(s.Head) {
+			return kindJSONException, "", err
 		}
-		return kindUnknown, ""
-	}
-	switch c := p[0]; {
-	case c == '{':
-		if jsonException(p) {
-			return kindJSONException, ""
-		}
-		return kindJSON, ""
-	case c == '[':
-		return kindJSON, ""
-	case c == '<':
-	case whole && jsonScalarStart(c) && json.Valid(p):
-		// A well-formed JSON document, all of it, that is not an object
-		// or an array: the feed's content. Only a body seen whole counts,
-		// so that a text page that starts like a number ("503 Service
-		// Unavailable") or a truncated "nul" stays unrecognized.
-		return kindJSONValue, ""
-	default:
-		return kindUnknown, ""
-	}
-	head := bytes.ToLower(p[:min(len(p), 64)])
-	if bytes.HasPrefix(head, []byte("<!doctype html")) || bytes.HasPrefix(head, []byte("<html")) {
-		return kindHTML, ""
-	}
-	// The root element decides; the xml decoder skips the prolog, comments
-	// and doctype for us. Strict off: a truncated peek or HTML-ish markup
-	// must not stop us from seeing the root's name.
-	d := xml.NewDecoder(bytes.NewReader(p))
-	d.Strict = false
-	for {
-		tok, err := d.RawToken()
-		if err != nil {
-			return kindUnknown, ""
-		}
-		se, ok := tok.(xml.StartElement)
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(se.Name.Local) {
-		case "html":
-			return kindHTML, ""
+		return kindJSON, "", err
+	case httpcall.KindJSONValue:
+		return kindJSONValue, "", err
+	case httpcall.KindHTML:
+		return kindHTML, "", err
+	case httpcall.KindXML:
+		switch strings.ToLower(s.Root.Local) {
 		case "exceptionreport", "serviceexceptionreport":
-			return kindException, ""
+			return kindException, "", err
 		}
-		return kindXML, qname(se.Name)
+		root = s.Root.Local
+		if s.Root.Space != "" {
+			root = s.Root.Space + ":" + root
+		}
+		return kindXML, root, err
 	}
-}
-
-// jsonScalarStart reports whether c can begin a JSON document that is not
-// an object or an array.
-func jsonScalarStart(c byte) bool {
-	return c == 'n' || c == 't' || c == 'f' || c == '"' || c == '-' || (c >= '0' && c <= '9')
+	return kindUnknown, "", err
 }
 
 // jsonValueError describes doc, a whole JSON document that sniff found to
 // be a scalar, as the feed's content error: the server answered, with a
 // document that is not a layer.
-func jsonValueError(br *bufio.Reader) *DecodeError {
-	p, _ := br.Peek(sniffLen)
+func jsonValueError(br *bufio.Reader) *feature.DecodeError {
+	p, _ := br.Peek(httpcall.SniffLen)
 	doc := bytes.TrimSpace(bytes.TrimPrefix(p, []byte("\xef\xbb\xbf")))
 	var what string
 	switch doc[0] {
@@ -164,7 +105,7 @@ func jsonValueError(br *bufio.Reader) *DecodeError {
 	default:
 		what = "the JSON number " + truncate(string(doc), 40)
 	}
-	return &DecodeError{Index: -1, Msg: "document is " + what + ", not a FeatureCollection"}
+	return &feature.DecodeError{Index: -1, Msg: "document is " + what + ", not a FeatureCollection"}
 }
 
 // jsonException reports whether the JSON object at the start of p is
@@ -310,51 +251,6 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// htmlTitle digs the <title> out of an error page so the error says which
-// failure it was ("502 Bad Gateway", "HTTP Status 500 – Internal Server Error").
-func htmlTitle(br *bufio.Reader) string {
-	p, _ := br.Peek(sniffLen)
-	lower := bytes.ToLower(p)
-	i := bytes.Index(lower, []byte("<title"))
-	if i < 0 {
-		return ""
-	}
-	j := bytes.IndexByte(lower[i:], '>')
-	if j < 0 {
-		return ""
-	}
-	start := i + j + 1
-	end := bytes.Index(lower[start:], []byte("</title"))
-	if end < 0 {
-		return ""
-	}
-	return truncate(strings.Join(strings.Fields(string(p[start:start+end])), " "), 200)
-}
-
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP-date.
-// A date in the past, a negative or an unreadable value mean "none given".
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		if s > int64(7*24*time.Hour/time.Second) { // keep the Duration from overflowing
-			s = int64(7 * 24 * time.Hour / time.Second)
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d.Round(time.Second)
-		}
-	}
-	return 0
-}
-
 // ClassifyResponse decides, before anyone trusts the body, what a response
 // means to the origin's breaker. It reads at most the first bytes of the
 // body through br, plus the whole of an exception report. The rule, in order:
@@ -441,10 +337,10 @@ func ClassifyResponse(resp *http.Response, br *bufio.Reader, redacted string, no
 func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) (bodyKind, *breaker.Result) {
 	status := resp.StatusCode
 	if status == http.StatusTooManyRequests {
-		ra := parseRetryAfter(resp.Header.Get("Retry-After"), now)
+		ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
 		return kindUnknown, &breaker.Result{
 			Outcome:    breaker.Throttled,
-			Err:        &HTTPStatusError{Status: status, URL: redacted, RetryAfter: ra},
+			Err:        &httpcall.HTTPStatusError{Status: status, URL: redacted, RetryAfter: ra},
 			RetryAfter: ra,
 		}
 	}
@@ -456,7 +352,7 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		}
 		rep, err := parse(br, status, redacted)
 		if err != nil {
-			return kind, &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{URL: redacted, Err: err}}
+			return kind, &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 		}
 		out := breaker.Success
 		if rep.ServerSide {
@@ -469,22 +365,22 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		if status >= 500 {
 			out = breaker.Failure
 		}
-		return kind, &breaker.Result{Outcome: out, Err: &HTTPStatusError{Status: status, URL: redacted}}
+		return kind, &breaker.Result{Outcome: out, Err: &httpcall.HTTPStatusError{Status: status, URL: redacted}}
 	}
 	fail := func(err error) (bodyKind, *breaker.Result) {
-		return kind, &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{URL: redacted, Err: err}}
+		return kind, &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 	}
 	switch kind {
 	case kindJSON:
 		return kind, nil
 	case kindJSONValue:
-		return kind, &breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: jsonValueError(br)}}
+		return kind, &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
 	case kindUnknown:
 		if rerr != nil {
-			return kind, readFailure(resp, rerr, redacted)
+			return kind, httpcall.ReadFailure(resp, rerr, redacted)
 		}
 	case kindHTML:
-		if t := htmlTitle(br); t != "" {
+		if t := httpcall.HTMLTitle(br); t != "" {
 			return fail(fmt.Errorf("%w (title %q)", ErrHTMLBody, t))
 		}
 		return fail(ErrHTMLBody)
@@ -501,60 +397,6 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		return fail(fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
 	}
 	return fail(ErrUnrecognizedBody)
-}
-
-// readFailure judges a read error met before the body's first bytes said
-// what it is: what little arrived says nothing, the error says what
-// happened (a reset, a corrupt gzip stream, a malformed chunked encoding),
-// and it is the origin's failure, except a limit exceeded or a body gzipped
-// too many times over (a *DecodeError), which are the feed's as anywhere.
-// The error of the Result is always a *BodyError.
-func readFailure(resp *http.Response, err error, redacted string) *breaker.Result {
-	var le *LimitError
-	var de *DecodeError
-	if errors.As(err, &le) || errors.As(err, &de) {
-		return &breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Err: err}}
-	}
-	return &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{URL: redacted, Err: readError(resp, err)}}
-}
-
-// readError says that err came from reading resp's body, and names a
-// broken chunked transfer encoding as such: net/http's own words for it
-// ("invalid byte in chunk length") do not say that the server broke HTTP.
-func readError(resp *http.Response, err error) error {
-	var le *LimitError
-	if errors.As(err, &le) {
-		return err
-	}
-	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
-	if chunked && strings.Contains(err.Error(), "chunk") {
-		return fmt.Errorf("reading the body: malformed chunked transfer encoding: %w", err)
-	}
-	return fmt.Errorf("reading the body: %w", err)
-}
-
-// feedsFault reports whether err, met while streaming a body that classify
-// let through as data, is the feed's rather than the origin's (see
-// ClassifyResponse): a limit exceeded, or a document that arrived whole and
-// does not decode as a layer. readErr is the error the body's reader itself
-// met (limitedBody.err): when the bytes did not arrive whole, a decoder's
-// complaint about them is the origin's failure, whatever it says.
-func feedsFault(err, readErr error) bool {
-	var le *LimitError
-	switch {
-	case errors.As(err, &le):
-		return true
-	case readErr != nil, errors.Is(err, io.ErrUnexpectedEOF), isTransportRead(err):
-		return false
-	}
-	var de *DecodeError
-	return errors.As(err, &de)
-}
-
-// errIsBody reports whether err came from reading or decoding a body.
-func errIsBody(err error) bool {
-	var be *BodyError
-	return errors.As(err, &be)
 }
 
 // skipValue consumes one JSON value from dec without keeping it.

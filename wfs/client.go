@@ -1,10 +1,6 @@
 package wfs
 
 import (
-	"bufio"
-	"bytes"
-	"compress/flate"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -15,54 +11,27 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/geojson"
+	"github.com/ingestd/ingestd/gml"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Client defaults.
 const (
 	// DefaultMaxBodyBytes bounds one response body (decompressed) of a layer
 	// whose Limits.BodyBytes is 0.
-	DefaultMaxBodyBytes int64 = 1 << 30
+	DefaultMaxBodyBytes = httpcall.DefaultMaxBodyBytes
 	// DefaultRequestTimeout bounds one attempt of one page request.
-	DefaultRequestTimeout = 60 * time.Second
+	DefaultRequestTimeout = httpcall.DefaultRequestTimeout
 	// DefaultMaxPages stops a paging loop that never ends, such as a server
 	// ignoring startIndex on features without ids or properties to compare.
 	DefaultMaxPages = 100_000
 )
-
-// Page identifies one page request of a fetch.
-type Page struct {
-	// Index is the 0-based page number; the page starts at StartIndex.
-	Index      int
-	URL        string // credentials redacted
-	StartIndex int
-}
-
-// PageFunc consumes the features of one page while its body is open, for
-// example by copying them into a staging table. It must be all-or-nothing
-// per page and idempotent: when the attempt fails (the body is cut short),
-// the breaker retries it and PageFunc runs again for the same page.
-//
-// Errors of features.Next must be returned wrapped with %w: Fetch tells them
-// (*BodyError: the origin failed) from the handler's own errors (the
-// database failed: the origin is not to blame).
-type PageFunc func(ctx context.Context, page Page, features FeatureReader) error
-
-// FetchStats sums up a fetch, complete or not.
-type FetchStats struct {
-	Pages    int
-	Features int
-	// Bytes counts decompressed body bytes of the pages that succeeded.
-	Bytes int64
-	// NumberMatched is the server's count of the whole result (-1: unknown).
-	NumberMatched int
-	// Warnings are oddities that did not stop the fetch, such as a server
-	// that ignored the page size.
-	Warnings []string
-}
 
 // Option configures a Client.
 type Option func(*Client)
@@ -71,20 +40,12 @@ type Option func(*Client)
 // Limits.BodyBytes is 0; a larger body fails the call with a *LimitError
 // (body_bytes), the feed's error.
 func WithMaxBodyBytes(n int64) Option {
-	return func(c *Client) {
-		if n > 0 {
-			c.maxBodyBytes = n
-		}
-	}
+	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithMaxBodyBytes(n)) }
 }
 
 // WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *Client) {
-		if d > 0 {
-			c.requestTimeout = d
-		}
-	}
+	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithRequestTimeout(d)) }
 }
 
 // WithDuplicateIDCheck makes Fetch remember every feature id of a fetch, so
@@ -106,7 +67,7 @@ func WithMaxPages(n int) Option {
 
 // WithUserAgent sets the User-Agent header of every request.
 func WithUserAgent(ua string) Option {
-	return func(c *Client) { c.userAgent = ua }
+	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithUserAgent(ua)) }
 }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
@@ -121,48 +82,35 @@ func WithClock(now func() time.Time) Option {
 // Client fetches layers page by page, each page one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	http           *http.Client
-	breakers       *breaker.Registry
-	logger         *slog.Logger
-	maxBodyBytes   int64
-	requestTimeout time.Duration
-	maxPages       int
-	checkIDs       bool
-	userAgent      string
-	now            func() time.Time
-	negotiation    negotiationCache // Prepare's results, per layer
+	calls       *httpcall.Client
+	callOpts    []httpcall.Option // gathered by the Options, for NewClient only
+	logger      *slog.Logger
+	maxPages    int
+	checkIDs    bool
+	now         func() time.Time
+	negotiation negotiationCache // Prepare's results, per layer
 }
 
-// NewClient returns a Client. httpClient nil means http.DefaultClient. The
-// Client uses a copy of it whose CheckRedirect is its own (the redirect
-// policy is per layer: see Layer.CrossOriginRedirects and MaxRedirects), and
-// asks for gzip itself, so that the transport hands bodies over as sent and
-// a Content-Encoding that lies can be caught (decodeContent). breakers nil
-// makes every page a single attempt with no breaker (for one-off fetches;
-// the daemon always passes its registry). logger nil discards.
+// NewClient returns a Client that calls servers through httpcall.New(
+// httpClient, breakers, logger): httpClient nil means http.DefaultClient,
+// used through a copy whose redirect policy is per layer (see
+// Layer.CrossOriginRedirects and httpcall.MaxRedirects); breakers nil makes
+// every page a single attempt with no breaker (for one-off fetches; the
+// daemon always passes its registry); logger nil discards.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
-	if httpClient == nil {
-		httpClient = http.DefaultClient
-	}
-	hc := *httpClient
-	hc.CheckRedirect = checkRedirect
-	httpClient = &hc
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{
-		http:           httpClient,
-		breakers:       breakers,
-		logger:         logger,
-		maxBodyBytes:   DefaultMaxBodyBytes,
-		requestTimeout: DefaultRequestTimeout,
-		maxPages:       DefaultMaxPages,
-		userAgent:      "ingestd",
-		now:            time.Now,
+		logger:   logger,
+		maxPages: DefaultMaxPages,
+		now:      time.Now,
 	}
 	for _, o := range opts {
 		o(c)
 	}
+	c.calls = httpcall.New(httpClient, breakers, logger, c.callOpts...)
+	c.callOpts = nil
 	return c
 }
 
@@ -212,7 +160,7 @@ type pageResult struct {
 //
 // The layer's Headers go with every request to its origin, its
 // Limits.BodyBytes bounds every body (decompressed), and a redirect to
-// another origin is refused unless CrossOriginRedirects (see call).
+// another origin is refused unless CrossOriginRedirects (see httpcall.Client.Call).
 //
 // The error is an *IncompleteError as is (it names the URL); a
 // *TimeoutError ("poll timeout after N pages") when ctx's deadline passed or
@@ -222,15 +170,15 @@ type pageResult struct {
 // *HTTPStatusError, *ExceptionReportError, *BodyError (which may wrap a
 // *LimitError), *RedirectError, *TransportError or a sentinel of this
 // package. FetchStats covers the pages fetched before the error.
-func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle PageFunc) (FetchStats, error) {
-	stats := FetchStats{NumberMatched: -1}
-	if err := layer.Validate(); err != nil {
+func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
+	stats := source.FetchStats{NumberMatched: -1}
+	if err := Validate(layer); err != nil {
 		return stats, err
 	}
 	if err := checkHeaders(layer); err != nil {
 		return stats, err
 	}
-	if firstPage < 0 || (!layer.Paged() && firstPage != 0) {
+	if firstPage < 0 || (!paged(layer) && firstPage != 0) {
 		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
 	}
 	var prevKey string
@@ -245,7 +193,7 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 			return stats, err
 		}
 		origin := breaker.Origin(u)
-		p := Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
+		p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
 		log := c.logger.With("origin", origin, "page", page, "url", p.URL)
 		check := func(key string) error {
 			if page > firstPage && key != "" && key == prevKey {
@@ -256,13 +204,13 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 
 		var res pageResult
 		began := time.Now()
-		err = c.call(ctx, layer, u, func(actx context.Context, target *url.URL) breaker.Result {
+		err = c.calls.Call(ctx, request(layer, u, acceptHeader(layer)), func(a *httpcall.Attempt) breaker.Result {
 			res = pageResult{ids: ids, fetched: stats.Features}
-			return c.attempt(actx, layer, target, p, check, handle, &res)
+			return c.attempt(a, layer, p, check, handle, &res)
 		})
 		if err != nil {
 			var ie *IncompleteError
-			var le *LimitError
+			var le *feature.LimitError
 			switch {
 			case errors.As(err, &ie):
 				return stats, ie
@@ -306,16 +254,16 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 			return stats, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the body held %d", page, res.numberReturned, res.features))
 		}
 		// done checks the total once the last page is in.
-		done := func() (FetchStats, error) {
+		done := func() (source.FetchStats, error) {
 			if total := startIndex + res.features; stats.NumberMatched >= 0 && total != stats.NumberMatched {
-				if !layer.Paged() {
+				if !paged(layer) {
 					return stats, incomplete(fmt.Sprintf("one request returned %d of the %d features numberMatched promised: the server caps its responses (GeoServer maxFeatures, MapServer wfs_maxfeatures); set a page size", total, stats.NumberMatched))
 				}
 				return stats, incomplete(fmt.Sprintf("page %d ends the result at %d features, numberMatched promised %d", page, total, stats.NumberMatched))
 			}
 			return stats, nil
 		}
-		if !layer.Paged() {
+		if !paged(layer) {
 			return done()
 		}
 		switch {
@@ -331,39 +279,8 @@ func (c *Client) Fetch(ctx context.Context, layer Layer, firstPage int, handle P
 	}
 }
 
-// do runs one logical call through the origin's breaker, or, without a
-// registry, as a single attempt (a one-off fetch from the command line).
-func (c *Client) do(ctx context.Context, origin string, fn breaker.AttemptFunc) error {
-	if c.breakers != nil {
-		return c.breakers.Do(ctx, origin, fn)
-	}
-	return fn(ctx, 1).Err
-}
-
-// attemptScope bounds one attempt by the layer's request timeout and returns
-// ignoredOr, which classifies an attempt's error by whose doing it was: the
-// caller's context ending is Ignored, the attempt's own timeout is the
-// origin's Failure, anything else is out.
-func (c *Client) attemptScope(ctx context.Context, layer Layer) (context.Context, context.CancelFunc, func(out breaker.Outcome, err error) breaker.Result) {
-	timeout := layer.RequestTimeout
-	if timeout <= 0 {
-		timeout = c.requestTimeout
-	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
-		if ctx.Err() != nil {
-			return breaker.Result{Outcome: breaker.Ignored, Err: err}
-		}
-		if errors.Is(actx.Err(), context.DeadlineExceeded) {
-			return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
-		}
-		return breaker.Result{Outcome: out, Err: err}
-	}
-	return actx, cancel, ignoredOr
-}
-
-func pagingDesc(l Layer) string {
-	if l.Paged() {
+func pagingDesc(l source.Layer) string {
+	if paged(l) {
 		return "pages of " + strconv.Itoa(l.PageSize)
 	}
 	return "one request"
@@ -374,24 +291,12 @@ func pagingDesc(l Layer) string {
 // caller's doing (Ignored), while the attempt's own timeout is the origin's
 // (Failure). u is the page's request, or the target of a followed
 // cross-origin redirect.
-func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, check func(string) error, handle PageFunc, res *pageResult) breaker.Result {
-	actx, cancel, ignoredOr := c.attemptScope(ctx, layer)
-	defer cancel()
-
-	redacted := RedactURL(u.String())
-	resp, rr := c.get(actx, layer, u, redacted, acceptHeader(layer))
-	if rr != nil {
-		return ignoredOr(rr.Outcome, rr.Err)
-	}
-	defer resp.Body.Close()
-	if r := followed(ctx, resp); r != nil {
-		return *r
-	}
-
-	br, body, note, err := c.openBody(resp, layer, "response body")
+func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, check func(string) error, handle source.PageFunc, res *pageResult) breaker.Result {
+	ctx, actx, resp, redacted, ignoredOr := a.CallCtx, a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
+	br, note, err := a.OpenBody("response body")
 	if err != nil {
-		r := readFailure(resp, err, redacted)
-		r.Err.(*BodyError).Page = p.Index
+		r := httpcall.ReadFailure(resp, err, redacted)
+		r.Err.(*httpcall.BodyError).Page = p.Index
 		if r.Outcome == breaker.Failure {
 			return ignoredOr(r.Outcome, r.Err)
 		}
@@ -400,7 +305,7 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	res.warning = note
 	kind, cls := classify(resp, br, redacted, c.now())
 	if cls != nil {
-		var be *BodyError
+		var be *httpcall.BodyError
 		if errors.As(cls.Err, &be) {
 			be.Page = p.Index
 		}
@@ -413,7 +318,7 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	// origin's when the bytes did not arrive whole, the feed's when they
 	// did (see ClassifyResponse).
 	streamFailed := func(err error) breaker.Result {
-		if feedsFault(err, body.err) && actx.Err() == nil {
+		if httpcall.FeedsFault(err, a.BodyErr()) && actx.Err() == nil {
 			return breaker.Result{Outcome: breaker.Success, Err: err}
 		}
 		return ignoredOr(breaker.Failure, err)
@@ -422,14 +327,14 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 	var dec featureDecoder
 	switch kind {
 	case kindJSON:
-		dec = NewGeoJSONReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID), WithLimits(layer.Limits.WithDefaults()))
+		dec = geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	case kindGML:
-		dec = NewGMLReader(br, WithIDProperty(layer.IDProperty), WithSRID(layer.SRID), WithLimits(layer.Limits.WithDefaults()))
+		dec = gml.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	default:
 		// classify lets only decodable kinds through.
-		return breaker.Result{Outcome: breaker.Success, Err: &BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
+		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
 	}
-	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy, body: body}
+	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy, body: a}
 
 	// Read the first feature before the handler sees anything, so that a
 	// server ignoring startIndex is caught before its page is staged again
@@ -455,7 +360,7 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 		if errors.As(herr, &ie) {
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
-		if errIsBody(herr) {
+		if httpcall.IsBodyError(herr) {
 			return streamFailed(herr)
 		}
 		res.handlerErr = herr
@@ -476,104 +381,21 @@ func (c *Client) attempt(ctx context.Context, layer Layer, u *url.URL, p Page, c
 		return streamFailed(err)
 	}
 	res.features = fr.n
-	res.bytes = body.read
+	res.bytes = a.BodyBytes()
 	res.numberMatched = dec.NumberMatched()
 	res.numberReturned = dec.NumberReturned()
 	return breaker.Result{Outcome: breaker.Success}
 }
 
-// get sends one GET of u for layer. A nil Result means resp is the answer
-// (its body to be closed by the caller); otherwise the Result says whose
-// fault the failure was: a refused redirect is the feed's (Success, the
-// server answered), any other transport error the origin's.
-func (c *Client) get(ctx context.Context, layer Layer, u *url.URL, redacted, accept string) (*http.Response, *breaker.Result) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, &breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %s", redacted, redactErr(err, u.String()))}
-	}
-	req.Header.Set("Accept", accept)
-	// Asked for explicitly, the transport leaves the body as sent, and
-	// decodeContent decides from the bytes whether it is gzip.
-	req.Header.Set("Accept-Encoding", "gzip")
-	if c.userAgent != "" {
-		req.Header.Set("User-Agent", c.userAgent)
-	}
-	if breaker.Origin(u) == originOf(layer.URL) {
-		// The feed's headers (a token) are for its own origin only: a
-		// followed cross-origin redirect does not get them.
-		for k, v := range layer.Headers {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if re := refusedRedirect(err); re != nil {
-			return nil, &breaker.Result{Outcome: breaker.Success, Err: re}
-		}
-		// *url.Error quotes the full URL, token included: keep only its cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, &breaker.Result{Outcome: breaker.Failure, Err: &TransportError{URL: redacted, Err: err}}
-	}
-	return resp, nil
-}
-
-// checkHeaders refuses a layer header that net/http would refuse to send,
-// before any request: as a transport error it would be charged to the
-// origin. The message names the header, never its value.
-func checkHeaders(layer Layer) error {
-	for k, v := range layer.Headers {
-		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
-			return fmt.Errorf("%w: header name %q is not a valid HTTP header name", ErrInvalidLayer, k)
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return fmt.Errorf("%w: the value of header %q contains a line break or NUL", ErrInvalidLayer, k)
-		}
-	}
-	return nil
-}
-
-// bodyLimit is the most decompressed bytes one response of layer may have:
-// the feed's limits.body_bytes, else the Client's WithMaxBodyBytes.
-func (c *Client) bodyLimit(layer Layer) int64 {
-	if layer.Limits.BodyBytes > 0 {
-		return layer.Limits.BodyBytes
-	}
-	return c.maxBodyBytes
-}
-
-// utf8BOM is the byte order mark some Windows-built servers put before JSON
-// and XML. Neither format needs it; both decoders would refuse it.
-var utf8BOM = []byte("\xef\xbb\xbf")
-
-// openBody returns resp's body decompressed (decodeContent), bounded by
-// layer's body limit (exceeding it is a *LimitError naming where), buffered,
-// past a leading UTF-8 BOM, with the limited reader that counts it and
-// records a read error, and a note when the server's Content-Encoding lied.
-func (c *Client) openBody(resp *http.Response, layer Layer, where string) (*bufio.Reader, *limitedBody, string, error) {
-	raw, note, err := decodeContent(resp, c.bodyLimit(layer))
-	if err != nil {
-		return nil, nil, "", err
-	}
-	body := &limitedBody{r: raw, limit: c.bodyLimit(layer), where: where}
-	br := bufio.NewReaderSize(body, 32<<10)
-	if p, _ := br.Peek(len(utf8BOM)); bytes.Equal(p, utf8BOM) {
-		_, _ = br.Discard(len(utf8BOM))
-	}
-	return br, body, note, nil
-}
-
-// featureDecoder is what a body decoder offers the client: GeoJSONReader
-// and GMLReader, picked by sniffing the body.
+// featureDecoder is what a body decoder offers the client: geojson.Reader
+// and gml.Reader, picked by sniffing the body.
 type featureDecoder interface {
-	FeatureReader
+	feature.FeatureReader
 	NumberMatched() int
 	NumberReturned() int
 }
 
-func acceptHeader(l Layer) string {
+func acceptHeader(l source.Layer) string {
 	if l.Kind == KindWFS && l.OutputFormat != "" && l.OutputFormat != "json" && l.OutputFormat != DefaultOutputFormat {
 		return l.OutputFormat + ", */*;q=0.1"
 	}
@@ -582,7 +404,7 @@ func acceptHeader(l Layer) string {
 
 // featureKey identifies a feature for the "startIndex ignored" check: its id,
 // else a hash of its properties; "" when it has neither.
-func featureKey(f *Feature) string {
+func featureKey(f *feature.Feature) string {
 	if f.ID != "" {
 		return "id:" + f.ID
 	}
@@ -601,21 +423,21 @@ type pageReader struct {
 	dec     featureDecoder
 	url     string
 	page    int
-	pending *Feature
+	pending *feature.Feature
 	n       int
 	err     error
-	ids     *idSet // nil: no duplicate check
-	fetched int    // features of the fetch's pages before this one
-	sortBy  string // the layer's SortBy, for the advice of a duplicate
-	body    *limitedBody
+	ids     *idSet            // nil: no duplicate check
+	fetched int               // features of the fetch's pages before this one
+	sortBy  string            // the layer's SortBy, for the advice of a duplicate
+	body    *httpcall.Attempt // counts the body's bytes
 }
 
 // BodyBytes returns the page's body bytes (decompressed) read so far, so
 // that a PageFunc can bound a poll's bytes as they arrive rather than at
 // the end of a page that may never end.
-func (r *pageReader) BodyBytes() int64 { return r.body.read }
+func (r *pageReader) BodyBytes() int64 { return r.body.BodyBytes() }
 
-func (r *pageReader) Next() (*Feature, error) {
+func (r *pageReader) Next() (*feature.Feature, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -634,7 +456,7 @@ func (r *pageReader) Next() (*Feature, error) {
 }
 
 // checkID fails the page when f's id was delivered on an earlier page.
-func (r *pageReader) checkID(f *Feature) error {
+func (r *pageReader) checkID(f *feature.Feature) error {
 	if r.ids == nil || f.ID == "" {
 		return nil
 	}
@@ -653,7 +475,7 @@ func (r *pageReader) checkID(f *Feature) error {
 }
 
 // read returns the decoder's next feature, counted, its errors wrapped.
-func (r *pageReader) read() (*Feature, error) {
+func (r *pageReader) read() (*feature.Feature, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -662,54 +484,11 @@ func (r *pageReader) read() (*Feature, error) {
 		return nil, io.EOF
 	}
 	if err != nil {
-		r.err = &BodyError{URL: r.url, Page: r.page, Err: err}
+		r.err = &httpcall.BodyError{URL: r.url, Page: r.page, Err: err}
 		return nil, r.err
 	}
 	r.n++
 	return f, nil
-}
-
-// limitedBody counts the bytes read and fails with a *LimitError
-// (body_bytes) past limit, without reading more than one byte beyond it.
-// It keeps the first error of the reader below other than io.EOF (a
-// connection cut, a timeout, a damaged gzip stream) and returns it again on
-// every later read. A decoder may report
-// such an error as a malformed document; err tells that the bytes did not
-// arrive whole, which is the origin's failure and not the feed's content.
-type limitedBody struct {
-	r     io.Reader
-	limit int64
-	where string // what the body is, for the LimitError
-	read  int64
-	err   error
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.read > b.limit {
-		return 0, b.tooLarge()
-	}
-	if b.err != nil {
-		// Sticky: a bufio.Reader above hands an error out once and then
-		// reads again, and a connection read again after a reset may say
-		// EOF, which would turn the reset into an empty or a short body.
-		return 0, b.err
-	}
-	if room := b.limit - b.read + 1; int64(len(p)) > room {
-		p = p[:room]
-	}
-	n, err := b.r.Read(p)
-	b.read += int64(n)
-	if b.read > b.limit {
-		return n - int(b.read-b.limit), b.tooLarge()
-	}
-	if err != nil && err != io.EOF && b.err == nil {
-		b.err = err
-	}
-	return n, err
-}
-
-func (b *limitedBody) tooLarge() error {
-	return &LimitError{Name: "body_bytes", Max: b.limit, Where: b.where}
 }
 
 // Bounds of the duplicate-id check without WithDuplicateIDCheck: every id up
@@ -755,121 +534,9 @@ func (s *idSet) add(id string, page int) (prev int, dup bool) {
 	return 0, false
 }
 
-// maxGzipLayers bounds how many times over a body may be gzipped. Some
-// servers gzip a stored .gz file again on the way out, under one
-// Content-Encoding: gzip; more than a few layers is no server's accident.
-const maxGzipLayers = 3
-
-// decodeContent returns the response body, decompressed when it is gzip.
-// The gzip magic number decides, not Content-Encoding, because servers lie
-// both ways: some gzip without saying so (a .geojson.gz behind a plain
-// URL), and some label a plain body "Content-Encoding: gzip" (which the
-// transport's transparent decompression used to report as an empty body).
-// No JSON or XML document starts with byte 0x1f, so the magic cannot be
-// mistaken; a body labelled gzip that is not is read as sent, with a note
-// for the fetch's warnings, because refusing it would fail a layer whose
-// bytes are fine.
-//
-// A body gzipped twice (a .gz file served with gzip on top) is decoded
-// layer by layer, up to maxGzipLayers, with a note; each layer's output is
-// bounded by limit as the body is, so that layers cannot multiply a bomb.
-// A read error before the first bytes of a layer (a reset, a corrupt
-// deflate stream, a malformed chunked encoding) is returned as is, not
-// taken for an empty body; the caller judges it with readFailure. More
-// layers than that are refused with a *DecodeError, the feed's.
-func decodeContent(resp *http.Response, limit int64) (io.Reader, string, error) {
-	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
-	labelled := !resp.Uncompressed && (enc == "gzip" || enc == "x-gzip")
-	br := bufio.NewReaderSize(resp.Body, 512)
-	magic, err := peekMagic(br)
-	if err != nil {
-		return nil, "", err
-	}
-	if !isGzip(magic) {
-		note := ""
-		if labelled && len(magic) > 0 {
-			note = "the server says Content-Encoding " + enc + " but the body is not gzip: read as sent"
-		}
-		return br, note, nil
-	}
-	for layers := 1; ; layers++ {
-		src := io.Reader(br)
-		if layers > 1 {
-			// The output of the layer above, itself gzip: bounded like
-			// the body, since no limit below would see these bytes.
-			src = &limitedBody{r: br, limit: limit, where: fmt.Sprintf("response body (gzip layer %d)", layers-1)}
-		}
-		zr, err := gzip.NewReader(src)
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, "", gzipError(err)
-		}
-		br = bufio.NewReaderSize(gzipReader{zr}, 512)
-		if magic, err = peekMagic(br); err != nil {
-			return nil, "", err
-		}
-		if !isGzip(magic) {
-			note := ""
-			if layers > 1 {
-				note = fmt.Sprintf("the body was gzipped %d times over: decoded each layer", layers)
-			}
-			return br, note, nil
-		}
-		if layers == maxGzipLayers {
-			// Deterministic, and no server's accident: the feed's.
-			return nil, "", &DecodeError{Format: "gzip", Index: -1,
-				Msg: fmt.Sprintf("the body is gzipped more than %d times over (gzip inside gzip); at most %d layers are decoded", maxGzipLayers, maxGzipLayers)}
-		}
-	}
+// request is the logical request of layer for u: the layer's headers (for
+// its own origin), timeout, body limit and redirect policy.
+func request(layer source.Layer, u *url.URL, accept string) httpcall.Request {
+	return httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: accept,
+		Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
 }
-
-// peekMagic returns the first two bytes of br, fewer when the body is
-// shorter, or the read error that came before them.
-func peekMagic(br *bufio.Reader) ([]byte, error) {
-	magic, err := br.Peek(2)
-	if err != nil && err != io.EOF {
-		return nil, err
-	}
-	return magic, nil
-}
-
-func isGzip(magic []byte) bool {
-	return len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b
-}
-
-// gzipReader names gzip as the cause of a corrupt deflate stream, whose
-// error ("flate: corrupt input before offset 5") would not say that the
-// body was gzip.
-type gzipReader struct{ zr *gzip.Reader }
-
-func (g gzipReader) Read(p []byte) (int, error) {
-	n, err := g.zr.Read(p)
-	if err != nil && err != io.EOF {
-		err = gzipError(err)
-	}
-	return n, err
-}
-
-// gzipError says "gzip:" before the errors of compress/flate and an early
-// end of the stream, once however many layers they pass through; those of
-// compress/gzip say gzip already, and a transport error is not gzip's.
-func gzipError(err error) error {
-	var named *gzipStreamError
-	var corrupt flate.CorruptInputError
-	var internal flate.InternalError
-	switch {
-	case errors.As(err, &named):
-		return err
-	case errors.As(err, &corrupt), errors.As(err, &internal), err == io.ErrUnexpectedEOF:
-		return &gzipStreamError{err: err}
-	}
-	return err
-}
-
-// gzipStreamError is an error of a gzip stream's content, named as such.
-type gzipStreamError struct{ err error }
-
-func (e *gzipStreamError) Error() string { return "gzip: " + e.err.Error() }
-func (e *gzipStreamError) Unwrap() error { return e.err }

@@ -13,6 +13,10 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 func gzipped(t *testing.T, b []byte) []byte {
@@ -31,13 +35,13 @@ func gzipped(t *testing.T, b []byte) []byte {
 // (redacted) URL and what was wrong.
 func TestLyingBodies(t *testing.T) {
 	t.Parallel()
-	gml := readTestdata(t, "geoserver_wfs20_gml32_parcels.xml")
-	geojson := readTestdata(t, "geoserver_2_0_page.json")
+	gml := featuretest.ReadTestdata(t, "geoserver_wfs20_gml32_parcels.xml")
+	geojson := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	// A transport that does not negotiate gzip: a server that gzips anyway
 	// must still be understood.
 	noCompression := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	var exc *ExceptionReportError
-	var be *BodyError
+	var be *httpcall.BodyError
 	tests := []struct {
 		name     string
 		h        http.Handler
@@ -83,16 +87,16 @@ func TestLyingBodies(t *testing.T) {
 		// A body over the limit is the feed's error (a success for the
 		// breaker: the server answered), naming the limit to raise.
 		{name: "GML larger than the client's body limit", h: body(t, 200, "geoserver_wfs20_gml32_parcels.xml"), opts: []Option{WithMaxBodyBytes(2000)}, want: breaker.Success,
-			errHas: "limits.body_bytes exceeded (2000 bytes)", check: func(err error) bool { return errors.Is(err, ErrLimit) && errors.As(err, &be) }},
+			errHas: "limits.body_bytes exceeded (2000 bytes)", check: func(err error) bool { return errors.Is(err, feature.ErrLimit) && errors.As(err, &be) }},
 		{name: "gzip bomb stops at the decompressed limit", h: gzipHandler(t, append([]byte(`{"type":"FeatureCollection","features":[`), bytes.Repeat([]byte(" "), 1<<20)...), false), client: noCompression, opts: []Option{WithMaxBodyBytes(64 << 10)}, want: breaker.Success,
-			errHas: "limits.body_bytes exceeded (65536 bytes)", check: func(err error) bool { return errors.Is(err, ErrLimit) }},
+			errHas: "limits.body_bytes exceeded (65536 bytes)", check: func(err error) bool { return errors.Is(err, feature.ErrLimit) }},
 		{name: "XML that is not features", h: text(200, `<?xml version="1.0"?><Error><Code>NoSuchKey</Code></Error>`), want: breaker.Failure,
 			errHas: "XML root element <Error>", check: func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewClient(tt.client, nil, nil, tt.opts...)
-			res, col := runAttempt(t, tt.h, c, func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
+			res, col := runAttempt(t, tt.h, c, func(u string) source.Layer { return wfsLayer(u, 10) }, t.Context())
 			if res.Outcome != tt.want {
 				t.Errorf("outcome %s, want %s (err %v)", res.Outcome, tt.want, res.Err)
 			}
@@ -187,7 +191,7 @@ func (g *gmlWFS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, b.String())
 }
 
-func gmlLayer(url string, pageSize int) Layer {
+func gmlLayer(url string, pageSize int) source.Layer {
 	l := wfsLayer(url, pageSize)
 	l.OutputFormat = "application/gml+xml; version=3.2"
 	return l

@@ -12,12 +12,16 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 )
 
 const testToken = "tok-8c1f3e"
 
-func wfsLayer(url string, pageSize int) Layer {
-	return Layer{Kind: KindWFS, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
+func wfsLayer(url string, pageSize int) source.Layer {
+	return source.Layer{Kind: KindWFS, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
 }
 
 func TestFetchPaging(t *testing.T) {
@@ -47,7 +51,7 @@ func TestFetchPaging(t *testing.T) {
 			layer.Version = tt.version
 			var c collect
 			var urls []string
-			handle := func(ctx context.Context, p Page, fr FeatureReader) error {
+			handle := func(ctx context.Context, p source.Page, fr feature.FeatureReader) error {
 				urls = append(urls, p.URL)
 				if p.StartIndex != p.Index*10 {
 					t.Errorf("page %d starts at %d", p.Index, p.StartIndex)
@@ -140,7 +144,7 @@ func TestFetchHandlerError(t *testing.T) {
 	fx := &fixtureWFS{n: 50, withMatched: true}
 	srv := serve(t, fx)
 	errDB := errors.New("pg: connection refused")
-	handle := func(ctx context.Context, p Page, fr FeatureReader) error {
+	handle := func(ctx context.Context, p source.Page, fr feature.FeatureReader) error {
 		if _, err := fr.Next(); err != nil {
 			return err
 		}
@@ -157,7 +161,7 @@ func TestFetchHandlerError(t *testing.T) {
 
 func TestFetchGeoJSONLayerGzip(t *testing.T) {
 	t.Parallel()
-	body := readTestdata(t, "geoserver_2_0_page.json")
+	body := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	var sawGzip bool
 	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.RawQuery != "apikey="+testToken {
@@ -173,7 +177,7 @@ func TestFetchGeoJSONLayerGzip(t *testing.T) {
 		zw.Write(body)
 		zw.Close()
 	}))
-	layer := Layer{Kind: KindGeoJSON, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
+	layer := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
 	var c collect
 	// The recorded page promises numberMatched 12 and holds 3: one request
 	// that the server capped is an incomplete snapshot, not a layer of 3.
@@ -195,7 +199,7 @@ func TestFetchGeoJSONLayerGzip(t *testing.T) {
 
 // runAttempt serves one response and runs one attempt of page 0 against it,
 // so that the test sees the Outcome the breaker would.
-func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Layer, ctx context.Context) (breaker.Result, *collect) {
+func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) source.Layer, ctx context.Context) (breaker.Result, *collect) {
 	t.Helper()
 	srv := serve(t, h)
 	l := layer(srv.URL)
@@ -203,17 +207,19 @@ func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) Laye
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Page{Index: 0, URL: RedactURL(u.String())}
+	p := source.Page{Index: 0, URL: RedactURL(u.String())}
 	var col collect
 	var res pageResult
-	r := c.attempt(ctx, l, u, p, func(string) error { return nil }, col.handle, &res)
+	r := c.calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+		return c.attempt(a, l, p, func(string) error { return nil }, col.handle, &res)
+	})
 	return r, &col
 }
 
 func body(t *testing.T, status int, name string, header ...string) http.Handler {
 	var data []byte
 	if name != "" {
-		data = readTestdata(t, name)
+		data = featuretest.ReadTestdata(t, name)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := 0; i+1 < len(header); i += 2 {
@@ -235,11 +241,11 @@ func text(status int, s string) http.Handler {
 func TestClassification(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2024, 5, 14, 9, 0, 0, 0, time.UTC)
-	page := readTestdata(t, "geoserver_2_0_page.json")
+	page := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	var exc *ExceptionReportError
-	var hse *HTTPStatusError
-	var be *BodyError
-	var te *TransportError
+	var hse *httpcall.HTTPStatusError
+	var be *httpcall.BodyError
+	var te *httpcall.TransportError
 	tests := []struct {
 		name    string
 		h       http.Handler
@@ -294,7 +300,7 @@ func TestClassification(t *testing.T) {
 		{"200 GML 3.2 page", body(t, 200, "geoserver_wfs20_gml32_parcels.xml"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
 		{"200 too large: the feed's error", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Success,
 			func(err error) bool {
-				var le *LimitError
+				var le *feature.LimitError
 				return errors.As(err, &le) && le.Name == "body_bytes" && le.Max == 600 && errors.As(err, &be)
 			}, 0},
 		{"attempt timeout", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -309,7 +315,7 @@ func TestClassification(t *testing.T) {
 		// Not parallel: the check funcs share the errors.As targets above.
 		t.Run(tt.name, func(t *testing.T) {
 			c := NewClient(nil, nil, nil, tt.opts...)
-			res, col := runAttempt(t, tt.h, c, func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
+			res, col := runAttempt(t, tt.h, c, func(u string) source.Layer { return wfsLayer(u, 10) }, t.Context())
 			if res.Outcome != tt.want || !tt.check(res.Err) {
 				t.Errorf("outcome %s, err %v (%T); want %s", res.Outcome, res.Err, res.Err, tt.want)
 			}
@@ -343,8 +349,10 @@ func TestClassificationTransport(t *testing.T) {
 	l := wfsLayer(srv.URL, 10)
 	u, _ := RequestURL(l, 0)
 	var res pageResult
-	r := c.attempt(t.Context(), l, u, Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
-	var te *TransportError
+	r := c.calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+		return c.attempt(a, l, source.Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
+	})
+	var te *httpcall.TransportError
 	if r.Outcome != breaker.Failure || !errors.As(r.Err, &te) || strings.Contains(r.Err.Error(), testToken) {
 		t.Errorf("dial refused: %s %v", r.Outcome, r.Err)
 	}
@@ -353,7 +361,7 @@ func TestClassificationTransport(t *testing.T) {
 // TestClassificationCancelled: the caller's cancellation is nobody's fault.
 func TestClassificationCancelled(t *testing.T) {
 	t.Parallel()
-	page := readTestdata(t, "geoserver_2_0_page.json")
+	page := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	ctx, cancel := context.WithCancel(t.Context())
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(page[:300])
@@ -361,7 +369,7 @@ func TestClassificationCancelled(t *testing.T) {
 		cancel()
 		<-r.Context().Done()
 	})
-	res, _ := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) Layer { return wfsLayer(u, 10) }, ctx)
+	res, _ := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) source.Layer { return wfsLayer(u, 10) }, ctx)
 	if res.Outcome != breaker.Ignored || !errors.Is(res.Err, context.Canceled) {
 		t.Errorf("cancelled mid-body: %s %v, want Ignored wrapping context.Canceled", res.Outcome, res.Err)
 	}
@@ -433,7 +441,7 @@ func TestUserAgent(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"type":"FeatureCollection","features":[]}`))
 	}))
-	layer := Layer{Kind: KindGeoJSON, URL: srv.URL + "/x.geojson"}
+	layer := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/x.geojson"}
 	if _, err := newTestClient(t, 1, WithUserAgent("ingestd/test")).Fetch(t.Context(), layer, 0, (&collect{}).handle); err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,7 @@ package wfs
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
-	"time"
 )
 
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
@@ -34,24 +32,6 @@ var (
 	// ErrInvalidLayer means a Layer cannot be turned into a request.
 	ErrInvalidLayer = errors.New("wfs: invalid layer")
 )
-
-// HTTPStatusError is a response whose status is not 2xx and whose body is not
-// an OGC exception report.
-type HTTPStatusError struct {
-	Status int
-	// URL is the request URL with credentials redacted.
-	URL string
-	// RetryAfter is the parsed Retry-After header of a 429 (0: none given).
-	RetryAfter time.Duration
-}
-
-func (e *HTTPStatusError) Error() string {
-	msg := fmt.Sprintf("wfs: GET %s: HTTP %d %s", e.URL, e.Status, http.StatusText(e.Status))
-	if e.RetryAfter > 0 {
-		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
-	}
-	return msg
-}
 
 // ExceptionReportError is an OGC exception report (ows:ExceptionReport of
 // WFS 1.1/2.0, or ServiceExceptionReport of WFS 1.0 and MapServer), whatever
@@ -83,78 +63,6 @@ func (e *ExceptionReportError) Error() string {
 	return b.String()
 }
 
-// BodyError is a body that could not be read or trusted: cut short,
-// malformed, over a limit, an HTML page. Whose fault it is follows the rule
-// of ClassifyResponse: a body cut short or an error page is the origin's
-// (the breaker counts a failure), a whole document that does not decode as
-// the layer or exceeds a limit is the feed's (the breaker counts a success:
-// the server answered). Handlers passed to Client.Fetch must wrap the errors
-// of the FeatureReader with %w so that Fetch can tell them from their own
-// (database) errors.
-type BodyError struct {
-	URL  string // redacted
-	Page int
-	Err  error
-}
-
-func (e *BodyError) Error() string {
-	return fmt.Sprintf("wfs: body of page %d from %s: %v", e.Page, e.URL, e.Err)
-}
-
-func (e *BodyError) Unwrap() error { return e.Err }
-
-// TransportError is a request that got no response: DNS, dial, TLS, reset
-// before the headers, the attempt's timeout. It replaces net/http's *url.Error,
-// whose message would carry the URL's credentials.
-type TransportError struct {
-	URL string // redacted
-	Err error
-}
-
-func (e *TransportError) Error() string {
-	return fmt.Sprintf("wfs: GET %s: %v", e.URL, e.Err)
-}
-
-func (e *TransportError) Unwrap() error { return e.Err }
-
-// DecodeError is a malformed GeoJSON or GML document. Index is the 0-based
-// index of the feature being read, or -1 when the fault is in the document
-// around the features.
-type DecodeError struct {
-	// Format is "gml" for the GML decoder, "gzip" for a body gzipped more
-	// times over than the client decodes; "" means GeoJSON, the first
-	// decoder, whose callers never set it.
-	Format string
-	// Line is the line of the input where a GML fault was noticed (0: unknown).
-	Line  int
-	Index int
-	Msg   string
-	Err   error
-}
-
-func (e *DecodeError) Error() string {
-	format := e.Format
-	if format == "" {
-		format = "geojson"
-	}
-	where := "document"
-	if e.Index >= 0 {
-		where = fmt.Sprintf("feature %d", e.Index)
-	}
-	if e.Line > 0 {
-		where += fmt.Sprintf(" (line %d)", e.Line)
-	}
-	switch {
-	case e.Msg != "" && e.Err != nil:
-		return fmt.Sprintf("wfs: %s: %s: %s: %v", format, where, e.Msg, e.Err)
-	case e.Err != nil:
-		return fmt.Sprintf("wfs: %s: %s: %v", format, where, e.Err)
-	}
-	return fmt.Sprintf("wfs: %s: %s: %s", format, where, e.Msg)
-}
-
-func (e *DecodeError) Unwrap() error { return e.Err }
-
 // IncompleteError means the pages of a fetch do not add up to one complete,
 // consistent snapshot of the layer: fewer (or more) features than the
 // server's numberMatched promised, a page cut short while numberMatched says
@@ -180,25 +88,6 @@ func (e *IncompleteError) Error() string {
 		msg += fmt.Sprintf(" (expected %d features, got %d)", e.Expected, e.Got)
 	}
 	return msg
-}
-
-// RedirectError is a redirect the client refused to follow: to another
-// origin while the layer does not allow it (Layer.CrossOriginRedirects, the
-// feed's `redirects: same_origin`), to a scheme other than http and https,
-// or one hop past MaxRedirects. The server answered, so the breaker counts
-// a success and the poll fails without being parked: the feed's URL or its
-// redirect policy must change, and retrying would be refused the same way.
-type RedirectError struct {
-	// URL is the request that was redirected, redacted.
-	URL string
-	// Target is where the server sent us, redacted.
-	Target string
-	// Reason says why the redirect was refused.
-	Reason string
-}
-
-func (e *RedirectError) Error() string {
-	return fmt.Sprintf("wfs: GET %s: redirect to %s refused: %s", e.URL, e.Target, e.Reason)
 }
 
 // TimeoutError is a fetch whose context's deadline (the poll's timeout)

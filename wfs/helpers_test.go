@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
 )
 
 // testRegistry is a breaker registry that retries fast and never paces, so
@@ -117,7 +119,7 @@ type collect struct {
 	calls int
 }
 
-func (c *collect) handle(ctx context.Context, p Page, fr FeatureReader) error {
+func (c *collect) handle(ctx context.Context, p source.Page, fr feature.FeatureReader) error {
 	var ids []string
 	for {
 		f, err := fr.Next()

@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -59,7 +63,7 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	c := NewClient(nil, testRegistry(t, 1), logger)
 	headers := map[string]string{"X-Api-Key": headerSecret}
 
-	auto := Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Version: Auto, OutputFormat: Auto, PageSize: 10, Headers: headers}
+	auto := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Version: Auto, OutputFormat: Auto, PageSize: 10, Headers: headers}
 	layer, _, err := c.Prepare(t.Context(), auto)
 	if err != nil {
 		t.Fatal(err)
@@ -71,12 +75,12 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	if _, err := c.Fetch(t.Context(), layer, 0, col.handle); err != nil || col.total() != 25 {
 		t.Fatalf("fetch: %v, %d features", err, col.total())
 	}
-	plain := Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Headers: headers}
+	plain := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Headers: headers}
 	if _, err := c.Fetch(t.Context(), plain, 0, (&collect{}).handle); err != nil {
 		t.Fatal(err)
 	}
 	// A failing request must not leak the header either.
-	missing := Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/nope.geojson", Headers: headers}
+	missing := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/nope.geojson", Headers: headers}
 	_, ferr := c.Fetch(t.Context(), missing, 0, (&collect{}).handle)
 	if ferr == nil || strings.Contains(ferr.Error(), headerSecret) {
 		t.Errorf("missing document: %v", ferr)
@@ -144,9 +148,9 @@ func TestBodyLimitPerFeed(t *testing.T) {
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	c := NewClient(nil, reg, nil)
 
-	small := Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Limits: Limits{BodyBytes: 4000}}
+	small := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Limits: feature.Limits{BodyBytes: 4000}}
 	_, err := c.Fetch(t.Context(), small, 0, (&collect{}).handle)
-	var le *LimitError
+	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "body_bytes" || le.Max != 4000 || !strings.Contains(err.Error(), "limits.body_bytes") {
 		t.Fatalf("err %v, want *LimitError body_bytes 4000", err)
 	}
@@ -156,18 +160,18 @@ func TestBodyLimitPerFeed(t *testing.T) {
 	// The same layer with the default limit loads, through the same origin:
 	// the breaker did not open on the feed's error.
 	big := small
-	big.Limits = Limits{}
+	big.Limits = feature.Limits{}
 	var col collect
 	if _, err := c.Fetch(t.Context(), big, 0, col.handle); err != nil || col.total() != 40 {
 		t.Fatalf("default limit: %v, %d features", err, col.total())
 	}
 	// GetCapabilities is bounded by the same limit.
-	caps := Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Limits: Limits{BodyBytes: 500}}
+	caps := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Limits: feature.Limits{BodyBytes: 500}}
 	_, err = c.Capabilities(t.Context(), caps)
 	if !errors.As(err, &le) || le.Max != 500 {
 		t.Errorf("capabilities over the limit: %v, want *LimitError", err)
 	}
-	if _, err := c.Capabilities(t.Context(), Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels"}); err != nil {
+	if _, err := c.Capabilities(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels"}); err != nil {
 		t.Errorf("capabilities under the default limit: %v", err)
 	}
 	for _, s := range reg.Snapshot() {
@@ -224,8 +228,8 @@ func TestContentErrorsAreTheFeeds(t *testing.T) {
 	p.BackoffBase, p.BackoffMax = time.Millisecond, time.Millisecond
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	c := NewClient(nil, reg, nil)
-	layer := func(name string) Layer {
-		return Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: name, PageSize: 10}
+	layer := func(name string) source.Layer {
+		return source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: name, PageSize: 10}
 	}
 	state := func() breaker.OriginState {
 		for _, s := range reg.Snapshot() {
@@ -237,7 +241,7 @@ func TestContentErrorsAreTheFeeds(t *testing.T) {
 		current.Store(doc)
 		before := fx.PageRequests("bad", 0)
 		_, err := c.Fetch(t.Context(), layer("bad"), 0, (&collect{}).handle)
-		var be *BodyError
+		var be *httpcall.BodyError
 		if !errors.As(err, &be) {
 			t.Errorf("%s: err %v, want a *BodyError", name, err)
 			continue
@@ -283,9 +287,9 @@ func TestByteOrderMark(t *testing.T) {
 	for _, name := range []string{"geoserver_2_0_page.json", "geoserver_wfs20_gml32_parcels.xml"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			data := append([]byte("\xef\xbb\xbf"), readTestdata(t, name)...)
+			data := append([]byte("\xef\xbb\xbf"), featuretest.ReadTestdata(t, name)...)
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(data) })
-			res, col := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) Layer { return wfsLayer(u, 10) }, t.Context())
+			res, col := runAttempt(t, h, NewClient(nil, nil, nil), func(u string) source.Layer { return wfsLayer(u, 10) }, t.Context())
 			if res.Outcome != breaker.Success || res.Err != nil || col.total() != 3 {
 				t.Errorf("%s %v, %d features; want 3 features", res.Outcome, res.Err, col.total())
 			}
@@ -298,7 +302,7 @@ func TestByteOrderMark(t *testing.T) {
 			w.Write([]byte("\xef\xbb\xbf"))
 			fx.ServeHTTP(w, r)
 		}))
-		if _, err := NewClient(nil, nil, nil).Capabilities(t.Context(), Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
+		if _, err := NewClient(nil, nil, nil).Capabilities(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
 			t.Errorf("capabilities after a BOM: %v", err)
 		}
 	})
@@ -310,7 +314,7 @@ func TestByteOrderMark(t *testing.T) {
 // response body"); a real gzip still inflates.
 func TestGzipLabelOnPlainBody(t *testing.T) {
 	t.Parallel()
-	data := readTestdata(t, "geoserver_2_0_page.json")
+	data := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
 	for _, real := range []bool{false, true} {
 		t.Run(fmt.Sprintf("gzip=%v", real), func(t *testing.T) {
 			t.Parallel()
@@ -323,7 +327,7 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 				w.Write(data)
 			}))
 			var col collect
-			stats, err := NewClient(&http.Client{}, nil, nil).Fetch(t.Context(), Layer{Kind: KindGeoJSON, URL: srv.URL + "/p.json"}, 0, col.handle)
+			stats, err := NewClient(&http.Client{}, nil, nil).Fetch(t.Context(), source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/p.json"}, 0, col.handle)
 			var ie *IncompleteError // the recorded page promises 12 of which it holds 3
 			if !errors.As(err, &ie) || col.total() != 3 || stats.Bytes != int64(len(data)) {
 				t.Fatalf("err %v, %d features, %d bytes; want the 3 features read", err, col.total(), stats.Bytes)
@@ -341,7 +345,7 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 			w.Header().Set("Content-Encoding", "gzip")
 			fx.ServeHTTP(w, r)
 		}))
-		if _, err := NewClient(&http.Client{}, nil, nil).Capabilities(t.Context(), Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
+		if _, err := NewClient(&http.Client{}, nil, nil).Capabilities(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
 			t.Errorf("plain capabilities labelled gzip: %v", err)
 		}
 	})
@@ -381,7 +385,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	t.Parallel()
 	s := &shuffledWFS{n: 50}
 	srv := serve(t, s)
-	layer := Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x", PageSize: 10}
+	layer := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x", PageSize: 10}
 	_, err := NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	var ie *IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") || !strings.Contains(err.Error(), "sort_by") {
@@ -397,7 +401,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	fx.AddLayer("parcels", parcels)
 	fx.SetFault(wfstest.UnstablePages("parcels", parcels))
 	fsrv := serve(t, fx)
-	layer = Layer{Kind: KindWFS, URL: fsrv.URL + "/wfs", TypeName: "parcels", PageSize: 10}
+	layer = source.Layer{Kind: KindWFS, URL: fsrv.URL + "/wfs", TypeName: "parcels", PageSize: 10}
 	_, err = NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") {
 		t.Fatalf("fixture: err %v, want *IncompleteError for unstable paging", err)
@@ -444,7 +448,7 @@ func TestPollTimeoutNamesThePages(t *testing.T) {
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
-	layer := Layer{Kind: KindWFS, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "x", PageSize: 5}
+	layer := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "x", PageSize: 5}
 	stats, err := NewClient(nil, reg, nil).Fetch(ctx, layer, 0, (&collect{}).handle)
 	var te *TimeoutError
 	if !errors.As(err, &te) || te.Pages != stats.Pages || stats.Pages < 2 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -73,7 +75,7 @@ func newRedirectFixture(t *testing.T) *redirectFixture {
 
 func (f *redirectFixture) state(t *testing.T, raw string) breaker.OriginState {
 	t.Helper()
-	o := originOf(raw)
+	o := httpcall.OriginOf(raw)
 	for _, s := range f.reg.Snapshot() {
 		if s.Origin == o {
 			return s
@@ -82,8 +84,8 @@ func (f *redirectFixture) state(t *testing.T, raw string) breaker.OriginState {
 	return breaker.OriginState{Origin: o}
 }
 
-func (f *redirectFixture) layer(base, path string, follow bool) Layer {
-	return Layer{Kind: KindWFS, URL: base + path + "?token=" + testToken, TypeName: "parcels", PageSize: 5,
+func (f *redirectFixture) layer(base, path string, follow bool) source.Layer {
+	return source.Layer{Kind: KindWFS, URL: base + path + "?token=" + testToken, TypeName: "parcels", PageSize: 5,
 		Headers: map[string]string{"X-Api-Key": headerSecret}, CrossOriginRedirects: follow}
 }
 
@@ -107,12 +109,12 @@ func TestRedirects(t *testing.T) {
 		t.Parallel()
 		f := newRedirectFixture(t)
 		_, err := f.client.Fetch(t.Context(), f.layer(f.home, "/moved/wfs", false), 0, (&collect{}).handle)
-		var re *RedirectError
+		var re *httpcall.RedirectError
 		if !errors.As(err, &re) {
 			t.Fatalf("err %v, want *RedirectError", err)
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, originOf(f.away)) || !strings.Contains(msg, "token=REDACTED") || strings.Contains(msg, testToken) || !strings.Contains(msg, "redirects: follow") {
+		if !strings.Contains(msg, httpcall.OriginOf(f.away)) || !strings.Contains(msg, "token=REDACTED") || strings.Contains(msg, testToken) || !strings.Contains(msg, "redirects: follow") {
 			t.Errorf("message %q must name the target origin, redacted", msg)
 		}
 		if f.awayHits.Load() != 0 || f.homeHits.Load() != 1 {
@@ -139,7 +141,7 @@ func TestRedirects(t *testing.T) {
 		// The target fails: its breaker opens, not the redirecting origin's.
 		f.awayFails.Store(true)
 		_, err := f.client.Fetch(t.Context(), f.layer(f.home, "/moved/wfs", true), 0, (&collect{}).handle)
-		var hse *HTTPStatusError
+		var hse *httpcall.HTTPStatusError
 		if !errors.As(err, &hse) || hse.Status != 503 {
 			t.Fatalf("err %v, want the target's 503", err)
 		}
@@ -155,7 +157,7 @@ func TestRedirects(t *testing.T) {
 		f := newRedirectFixture(t)
 		f.to.Store("file:///etc/passwd")
 		_, err := f.client.Fetch(t.Context(), f.layer(f.home, "/moved/wfs", true), 0, (&collect{}).handle)
-		var re *RedirectError
+		var re *httpcall.RedirectError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), `scheme "file"`) {
 			t.Fatalf("err %v, want *RedirectError for the scheme", err)
 		}
@@ -164,12 +166,12 @@ func TestRedirects(t *testing.T) {
 		t.Parallel()
 		f := newRedirectFixture(t)
 		_, err := f.client.Fetch(t.Context(), f.layer(f.home, "/loop", false), 0, (&collect{}).handle)
-		var re *RedirectError
+		var re *httpcall.RedirectError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), "more than 5 redirects") {
 			t.Fatalf("err %v, want *RedirectError for the loop", err)
 		}
-		if n := f.homeHits.Load(); n != MaxRedirects+1 {
-			t.Errorf("%d requests, want %d", n, MaxRedirects+1)
+		if n := f.homeHits.Load(); n != httpcall.MaxRedirects+1 {
+			t.Errorf("%d requests, want %d", n, httpcall.MaxRedirects+1)
 		}
 	})
 	t.Run("cross-origin ping-pong", func(t *testing.T) {
@@ -180,12 +182,12 @@ func TestRedirects(t *testing.T) {
 			return wfstest.RedirectTo(r, f.home+"/moved/wfs")
 		})
 		_, err := f.client.Fetch(t.Context(), f.layer(f.home, "/moved/wfs", true), 0, (&collect{}).handle)
-		var re *RedirectError
+		var re *httpcall.RedirectError
 		if !errors.As(err, &re) || !strings.Contains(err.Error(), "redirects") {
-			t.Fatalf("err %v, want *RedirectError after %d hops", err, MaxRedirects)
+			t.Fatalf("err %v, want *RedirectError after %d hops", err, httpcall.MaxRedirects)
 		}
-		if total := f.homeHits.Load() + f.awayHits.Load(); total > MaxRedirects+1 {
-			t.Errorf("%d requests for one page, want at most %d", total, MaxRedirects+1)
+		if total := f.homeHits.Load() + f.awayHits.Load(); total > httpcall.MaxRedirects+1 {
+			t.Errorf("%d requests for one page, want at most %d", total, httpcall.MaxRedirects+1)
 		}
 	})
 }

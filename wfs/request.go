@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Layer kinds.
@@ -21,23 +23,23 @@ const (
 	DefaultOutputFormat = "application/json"
 )
 
-// Paged reports whether the layer is fetched in several requests.
-func (l Layer) Paged() bool {
+// paged reports whether the layer is fetched in several requests.
+func paged(l source.Layer) bool {
 	return l.Kind == KindWFS && l.PageSize > 0
 }
 
-func (l Layer) version() string {
+func versionOf(l source.Layer) string {
 	if l.Version == "" {
 		return DefaultVersion
 	}
 	return l.Version
 }
 
-// Validate reports why the layer cannot be requested, wrapping ErrInvalidLayer.
-func (l Layer) Validate() error {
+// Validate reports why layer l cannot be requested, wrapping ErrInvalidLayer.
+func Validate(l source.Layer) error {
 	u, err := url.Parse(l.URL)
 	if err != nil {
-		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(l.URL), redactErr(err, l.URL))
+		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(l.URL), httpcall.RedactErr(err, l.URL))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
 		return fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, RedactURL(l.URL))
@@ -55,7 +57,7 @@ func (l Layer) Validate() error {
 	if l.Version == Auto || l.OutputFormat == Auto {
 		return fmt.Errorf("%w: version or output format %q must be negotiated first (Client.Prepare)", ErrInvalidLayer, Auto)
 	}
-	switch l.version() {
+	switch versionOf(l) {
 	case "2.0.0", "1.1.0", "1.0.0":
 	default:
 		return fmt.Errorf("%w: WFS version %q: want 2.0.0, 1.1.0 or 1.0.0", ErrInvalidLayer, l.Version)
@@ -75,8 +77,8 @@ func (l Layer) Validate() error {
 // Query parameters already in Layer.URL (an API token, a CQL filter, srsName)
 // are kept in their order and spelling, except those that name a parameter we
 // set, compared case-insensitively as OGC KVP keys are: ours win.
-func RequestURL(layer Layer, startIndex int) (*url.URL, error) {
-	if err := layer.Validate(); err != nil {
+func RequestURL(layer source.Layer, startIndex int) (*url.URL, error) {
+	if err := Validate(layer); err != nil {
 		return nil, err
 	}
 	if layer.Kind == KindGeoJSON {
@@ -89,7 +91,7 @@ func RequestURL(layer Layer, startIndex int) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: negative start index %d", ErrInvalidLayer, startIndex)
 	}
 
-	version := layer.version()
+	version := versionOf(layer)
 	format := layer.OutputFormat
 	if format == "" {
 		format = DefaultOutputFormat
@@ -129,9 +131,11 @@ var getFeatureParams = []string{"service", "version", "request", "typename", "ty
 // package's errors and Page.URL are built with it.
 func RedactURL(raw string) string { return redact.URL(raw) }
 
-// redactErr is err's message with raw, and every other URL in it, redacted:
-// raw first, whole, because url.Parse quotes it and a raw that failed to
-// parse may hold white space that ends a URL in text early.
-func redactErr(err error, raw string) string {
-	return redact.Text(strings.ReplaceAll(err.Error(), raw, redact.URL(raw)))
+// checkHeaders refuses a layer header that net/http would refuse to send
+// (httpcall.CheckHeaders): the layer is invalid, and no request is made.
+func checkHeaders(layer source.Layer) error {
+	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidLayer, err)
+	}
+	return nil
 }

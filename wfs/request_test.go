@@ -4,36 +4,38 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ingestd/ingestd/source"
 )
 
 func TestRequestURL(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name       string
-		layer      Layer
+		layer      source.Layer
 		startIndex int
 		want       string
 	}{
 		{
 			name:       "2.0.0 paged with sortBy, token kept, ours override theirs case-insensitively",
-			layer:      Layer{Kind: "wfs", URL: "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&SERVICE=wms&COUNT=5&cql_filter=status%3D%27A%27", TypeName: "county:parcels", PageSize: 1000, SortBy: "pin_num ASC"},
+			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&SERVICE=wms&COUNT=5&cql_filter=status%3D%27A%27", TypeName: "county:parcels", PageSize: 1000, SortBy: "pin_num ASC"},
 			startIndex: 2000,
 			want:       "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&cql_filter=status%3D%27A%27&service=WFS&version=2.0.0&request=GetFeature&typeNames=county%3Aparcels&outputFormat=application%2Fjson&sortBy=pin_num+ASC&startIndex=2000&count=1000",
 		},
 		{
 			name:  "2.0.0 unpaged, explicit json format",
-			layer: Layer{Kind: "wfs", URL: "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map", TypeName: "zoning", OutputFormat: "json", Version: "2.0.0"},
+			layer: source.Layer{Kind: "wfs", URL: "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map", TypeName: "zoning", OutputFormat: "json", Version: "2.0.0"},
 			want:  "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map&service=WFS&version=2.0.0&request=GetFeature&typeNames=zoning&outputFormat=json",
 		},
 		{
 			name:       "1.1.0 uses typeName and maxFeatures, drops a stray typeNames",
-			layer:      Layer{Kind: "wfs", URL: "https://gis.example.gov/wfs?typeNames=old&MaxFeatures=1", TypeName: "roads", Version: "1.1.0", PageSize: 500},
+			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/wfs?typeNames=old&MaxFeatures=1", TypeName: "roads", Version: "1.1.0", PageSize: 500},
 			startIndex: 500,
 			want:       "https://gis.example.gov/wfs?service=WFS&version=1.1.0&request=GetFeature&typeName=roads&outputFormat=application%2Fjson&startIndex=500&maxFeatures=500",
 		},
 		{
 			name:  "geojson is the URL as is",
-			layer: Layer{Kind: "geojson", URL: "https://data.example.gov/parks.geojson?apikey=abc&count=5"},
+			layer: source.Layer{Kind: "geojson", URL: "https://data.example.gov/parks.geojson?apikey=abc&count=5"},
 			want:  "https://data.example.gov/parks.geojson?apikey=abc&count=5",
 		},
 	}
@@ -52,7 +54,7 @@ func TestRequestURL(t *testing.T) {
 
 func TestRequestURLInvalid(t *testing.T) {
 	t.Parallel()
-	for _, l := range []Layer{
+	for _, l := range []source.Layer{
 		{Kind: "wfs", URL: "https://x.example/wfs"},                              // no type name
 		{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", Version: "3"}, // unknown version
 		{Kind: "wms", URL: "https://x.example/wms", TypeName: "a"},
@@ -63,7 +65,7 @@ func TestRequestURLInvalid(t *testing.T) {
 			t.Errorf("RequestURL(%+v) = %v, want ErrInvalidLayer", l, err)
 		}
 	}
-	if _, err := RequestURL(Layer{Kind: "geojson", URL: "https://x.example/a.json"}, 10); !errors.Is(err, ErrInvalidLayer) {
+	if _, err := RequestURL(source.Layer{Kind: "geojson", URL: "https://x.example/a.json"}, 10); !errors.Is(err, ErrInvalidLayer) {
 		t.Errorf("geojson start index 10: %v, want ErrInvalidLayer", err)
 	}
 }
@@ -91,7 +93,7 @@ func TestRedactURL(t *testing.T) {
 
 func TestValidateDoesNotLeak(t *testing.T) {
 	t.Parallel()
-	err := Layer{Kind: "geojson", URL: "http://usertok@x.example:bad/a.json?pw=topsecret"}.Validate()
+	err := Validate(source.Layer{Kind: "geojson", URL: "http://usertok@x.example:bad/a.json?pw=topsecret"})
 	if err == nil || strings.Contains(err.Error(), "topsecret") || strings.Contains(err.Error(), "usertok") {
 		t.Fatalf("Validate = %v; want an error without the token", err)
 	}

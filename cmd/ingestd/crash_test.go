@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -132,10 +132,10 @@ func (p *throwawayPG) crash(t *testing.T) {
 	p.run(t, "pg_ctl", "-D", p.data, "-m", "immediate", "-w", "stop")
 }
 
-// featureList is a wfs.FeatureReader over a slice.
-type featureList struct{ fs []wfs.Feature }
+// featureList is a feature.FeatureReader over a slice.
+type featureList struct{ fs []feature.Feature }
 
-func (l *featureList) Next() (*wfs.Feature, error) {
+func (l *featureList) Next() (*feature.Feature, error) {
 	if len(l.fs) == 0 {
 		return nil, io.EOF
 	}
@@ -227,10 +227,10 @@ func testPostgresCrash(t *testing.T, bin string) {
 	info := func(feed string) feeds.FeedInfo {
 		return feeds.FeedInfo{Jurisdiction: "c", Feed: feed, Kind: "wfs", URL: ts.URL + "/wfs"}
 	}
-	three := func(first int) wfs.FeatureReader {
+	three := func(first int) feature.FeatureReader {
 		r := &featureList{}
 		for i := range 3 {
-			r.fs = append(r.fs, wfs.Feature{ID: fmt.Sprint(first + i), Properties: []byte(fmt.Sprintf(`{"n": %d}`, first+i))})
+			r.fs = append(r.fs, feature.Feature{ID: fmt.Sprint(first + i), Properties: []byte(fmt.Sprintf(`{"n": %d}`, first+i))})
 		}
 		return r
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // daemon is what a command needs of ingestd, built from its flags by open
@@ -136,8 +135,9 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 	}
 	// The User-Agent names ingestd to the servers it polls, so a county's
 	// admin can see who is calling and how often.
-	client := wfs.NewClient(newHTTPClient(), d.breakers, d.logger, wfs.WithUserAgent("ingestd/"+version))
-	d.manager = feeds.NewManager(d.store, client, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
+	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: newHTTPClient(), Breakers: d.breakers, Logger: d.logger,
+		UserAgent: "ingestd/" + version})
+	d.manager = feeds.NewManager(d.store, fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
 		feeds.WithDeadLetters(d.queue, cfg.DeadLetter), feeds.WithRegisterer(o.reg),
 		feeds.WithRecovery(d.store, c.heartbeat), feeds.WithCatchUp(o.catchUp))
 	if o.reg != nil {

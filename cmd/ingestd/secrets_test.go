@@ -23,6 +23,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -117,9 +119,9 @@ func headersSent(t *testing.T) bool {
 		fmt.Fprint(w, `{"type":"FeatureCollection","features":[]}`)
 	}))
 	defer ts.Close()
-	layer := wfs.Layer{Kind: wfs.KindGeoJSON, URL: ts.URL + "/a.geojson", Headers: map[string]string{"X-Probe": "probe"}}
+	layer := source.Layer{Kind: wfs.KindGeoJSON, URL: ts.URL + "/a.geojson", Headers: map[string]string{"X-Probe": "probe"}}
 	_, _ = wfs.NewClient(ts.Client(), nil, nil).Fetch(t.Context(), layer, 0,
-		func(_ context.Context, _ wfs.Page, fr wfs.FeatureReader) error {
+		func(_ context.Context, _ source.Page, fr feature.FeatureReader) error {
 			for {
 				if _, err := fr.Next(); err != nil {
 					if err == io.EOF {

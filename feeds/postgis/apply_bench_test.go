@@ -5,10 +5,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // BenchmarkApplyOnePercentChanged times Apply alone (staging is outside the
@@ -39,7 +39,7 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	feed := feedInfo("parcels")
 	layer := generatePolygons(total)
 
-	stage := func(fs []wfs.Feature) int64 {
+	stage := func(fs []ft.Feature) int64 {
 		id, err := store.BeginPoll(ctx, feed)
 		if err != nil {
 			b.Fatal(err)
@@ -65,7 +65,7 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		snap := make([]wfs.Feature, total)
+		snap := make([]ft.Feature, total)
 		copy(snap, layer)
 		// The same 1% each time, with a new value: exactly total/every
 		// modified features per apply.

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"testing"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // BenchmarkStageAndApply polls a layer of 50,000 small polygons in pages of
@@ -28,7 +28,7 @@ func BenchmarkStageAndApply(b *testing.B) {
 		alt[i].Properties = props("pin", i, "owner", "Someone Else", "acres", 1.5)
 	}
 
-	pollOnce := func(b *testing.B, feedName string, fs []wfs.Feature) {
+	pollOnce := func(b *testing.B, feedName string, fs []ft.Feature) {
 		feed := feedInfo(feedName)
 		id, err := store.BeginPoll(ctx, feed)
 		if err != nil {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // change is one feature_changes row, as the tests compare them.
@@ -60,16 +60,16 @@ func TestFeatureChangesAcrossPolls(t *testing.T) {
 	a := feature("a", square(-78.7, 35.8, 0.01), props("zone", "R-4"))
 	c := feature("c", square(-78.6, 35.8, 0.01), props("zone", "R-6"))
 	e := feature("e", square(-78.5, 35.8, 0.01), props("zone", "CX"))
-	p1, _ := b.poll(t, feed, []wfs.Feature{a, c, e})
+	p1, _ := b.poll(t, feed, []ft.Feature{a, c, e})
 
 	a2 := feature("a", square(-78.7, 35.8, 0.01), props("zone", "R-10")) // properties only
 	e2 := feature("e", square(-78.5, 35.8, 0.02), props("zone", "CX"))   // geometry only
-	p2, res := b.poll(t, feed, []wfs.Feature{a2, c, e2})
+	p2, res := b.poll(t, feed, []ft.Feature{a2, c, e2})
 	if want := (feeds.ApplyResult{Features: 3, Modified: 2, Unchanged: 1}); res != want {
 		t.Fatalf("poll 2: %+v, want %+v", res, want)
 	}
 	d := feature("d", point(-78.64, 35.78, 4326), props("zone", "DX"))
-	p3, res := b.poll(t, feed, []wfs.Feature{a2, d, e2}) // c removed, d added
+	p3, res := b.poll(t, feed, []ft.Feature{a2, d, e2}) // c removed, d added
 	if want := (feeds.ApplyResult{Features: 3, Added: 1, Removed: 1, Unchanged: 2}); res != want {
 		t.Fatalf("poll 3: %+v, want %+v", res, want)
 	}
@@ -130,7 +130,7 @@ func testReorderedKeys(t *testing.T, path string) {
 	useUnchangedPath(b.store, path)
 	feed := feedInfo("reorder")
 	g := point(-78.6, 35.8, 4326)
-	first := []wfs.Feature{
+	first := []ft.Feature{
 		feature("a", g, json.RawMessage(`{"pin":"0001","owner":"X","acres":1.5,"tags":{"b":1,"a":2}}`)),
 		feature("", g, json.RawMessage(`{"k":"v","n":1}`)),
 	}
@@ -138,7 +138,7 @@ func testReorderedKeys(t *testing.T, path string) {
 	var anonID string
 	b.scalar(t, &anonID, `SELECT feature_id FROM features WHERE feed = 'reorder' AND feature_id <> 'a'`)
 
-	second := []wfs.Feature{
+	second := []ft.Feature{
 		feature("a", g, json.RawMessage(`{ "tags" : {"a":2, "b":1}, "acres": 1.5,  "owner":"X", "pin":"0001" }`)),
 		feature("", g, json.RawMessage("{\n  \"n\": 1,\n  \"k\": \"v\"\n}")),
 	}
@@ -153,7 +153,7 @@ func testReorderedKeys(t *testing.T, path string) {
 		t.Errorf("the large check found the reordered snapshot unchanged %d times, want 1", unchanged)
 	}
 	// A changed value still is a modification.
-	third := []wfs.Feature{
+	third := []ft.Feature{
 		feature("a", g, json.RawMessage(`{"pin":"0001","owner":"Y","acres":1.5,"tags":{"b":1,"a":2}}`)),
 		second[1],
 	}
@@ -306,7 +306,7 @@ func TestPropsHashIsJSONBSendHash(t *testing.T) {
 		`{"b": 1, "a": [1.50, 2e2, -0.0], "é": "\u00e9\t", "nested": {"z": null, "y": true}}`,
 		`{"a": 1, "a": 2}`, `{}`, `null`, `[1, {"k": "v"}]`, `"just a string"`, `{"n": 12.340e-1}`,
 	}
-	var layer []wfs.Feature
+	var layer []ft.Feature
 	for i, r := range raw {
 		layer = append(layer, feature(fmt.Sprintf("f%d", i), point(float64(i), 0, 4326), json.RawMessage(r)))
 	}

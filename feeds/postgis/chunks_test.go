@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // stalledReader yields features and, after stallAt of them, signals
@@ -21,7 +21,7 @@ type stalledReader struct {
 	released chan struct{}
 }
 
-func (r *stalledReader) Next() (*wfs.Feature, error) {
+func (r *stalledReader) Next() (*ft.Feature, error) {
 	if r.n == r.stallAt {
 		close(r.stalled)
 		<-r.released
@@ -91,8 +91,8 @@ func TestStagePageCountsIDsBeyondMemory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	postgis.SetPageIDs(b.store, 8)
-	page := func(prefix string, n, repeats int) []wfs.Feature {
-		var fs []wfs.Feature
+	page := func(prefix string, n, repeats int) []ft.Feature {
+		var fs []ft.Feature
 		for i := range n {
 			fs = append(fs, feature(fmt.Sprintf("%s%d", prefix, i), point(float64(i%90), 1, 4326), props("i", i)))
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twpayne/go-geom"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // geometryCase is one geometry a decoder can produce, and what PostGIS
@@ -140,7 +140,7 @@ func setSRID(g geom.T, srid int) geom.T {
 func TestEveryGeometryTypeAndLayout(t *testing.T) {
 	t.Parallel()
 	cases := geometryCases()
-	var layer []wfs.Feature
+	var layer []ft.Feature
 	broken := 0
 	for i, c := range cases {
 		layer = append(layer, feature(fmt.Sprintf("g%03d", i), setSRID(c.g, 4326), props("case", c.name)))
@@ -186,7 +186,7 @@ func TestEveryGeometryTypeAndLayout(t *testing.T) {
 			b := setup(t)
 			feed := feedInfo("shapes")
 			feed.Guard.SkipInvalid = skip
-			b.poll(t, feed, []wfs.Feature{feature("other", point(-78.6, 35.7, 4326), nil)})
+			b.poll(t, feed, []ft.Feature{feature("other", point(-78.6, 35.7, 4326), nil)})
 			_, res := b.poll(t, feed, layer)
 			check(t, b, res, skip)
 		}
@@ -215,7 +215,7 @@ func TestStagingSurvivesAPanickingGeometry(t *testing.T) {
 	id := b.begin(t, feedInfo("panicky"))
 	_, err := b.store.StagePage(b.ctx, id, 0, reader(
 		feature("ok", point(-78.6, 35.7, 4326), nil),
-		wfs.Feature{ID: "bad", Geometry: panicky{}},
+		ft.Feature{ID: "bad", Geometry: panicky{}},
 	))
 	if err == nil || !strings.Contains(err.Error(), "feature 1: cannot be staged") {
 		t.Errorf("StagePage: %v, want an error naming feature 1", err)

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // pollHeld runs a poll whose Apply must be held, and returns its id and the
 // HeldError.
-func (b *bundle) pollHeld(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, *feeds.HeldError) {
+func (b *bundle) pollHeld(t *testing.T, feed feeds.FeedInfo, pages ...[]ft.Feature) (int64, *feeds.HeldError) {
 	t.Helper()
 	id := b.stage(t, feed, pages...)
 	res, err := b.store.Apply(b.ctx, id, feed)
@@ -40,8 +40,8 @@ func (b *bundle) staged(t *testing.T, id int64) int {
 }
 
 // pages splits fs into pages of n.
-func pages(fs []wfs.Feature, n int) [][]wfs.Feature {
-	var out [][]wfs.Feature
+func pages(fs []ft.Feature, n int) [][]ft.Feature {
+	var out [][]ft.Feature
 	for len(fs) > 0 {
 		k := min(n, len(fs))
 		out = append(out, fs[:k])
@@ -256,7 +256,7 @@ func testRepeatedPages(t *testing.T, b *bundle) {
 	feed := feedInfo("repeat")
 	layer := generatePolygons(1000)
 	b.poll(t, feed, pages(layer, 100)...)
-	repeated := make([][]wfs.Feature, 10)
+	repeated := make([][]ft.Feature, 10)
 	for page := range repeated {
 		repeated[page] = layer[:100]
 	}
@@ -273,7 +273,7 @@ func TestExtentGuard(t *testing.T) {
 	b := setup(t)
 	feed := feedInfo("extent")
 	feed.Guard.BBox = &feeds.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1} // Wake County, NC
-	good := []wfs.Feature{
+	good := []ft.Feature{
 		feature("a", point(-78.64, 35.78, 4326), props("n", 1)),
 		feature("b", point(-78.70, 35.90, 4326), props("n", 2)),
 		// NC State Plane (ftUS) coordinates of downtown Raleigh.
@@ -284,7 +284,7 @@ func TestExtentGuard(t *testing.T) {
 	if res.Added != 4 {
 		t.Fatalf("good snapshot: %+v", res)
 	}
-	swapped := []wfs.Feature{
+	swapped := []ft.Feature{
 		feature("a", point(35.78, -78.64, 4326), props("n", 1)),
 		feature("b", point(35.90, -78.70, 4326), props("n", 2)),
 		good[2], good[3],
@@ -299,7 +299,7 @@ func TestExtentGuard(t *testing.T) {
 		t.Errorf("held snapshot moved feature a to x=%v", x)
 	}
 	// One stray feature of three is not "mostly".
-	_, res = b.poll(t, feed, []wfs.Feature{good[0], good[1], swapped[1], good[3]})
+	_, res = b.poll(t, feed, []ft.Feature{good[0], good[1], swapped[1], good[3]})
 	if res.Modified != 1 {
 		t.Errorf("one of three outside: %+v, want applied", res)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twpayne/go-geom"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
@@ -46,12 +47,12 @@ func feedInfo(name string) feeds.FeedInfo {
 // sliceReader yields features, then err (io.EOF when nil) — like a decoder,
 // it reuses the Feature it returns.
 type sliceReader struct {
-	features []wfs.Feature
+	features []ft.Feature
 	err      error
-	cur      wfs.Feature
+	cur      ft.Feature
 }
 
-func (r *sliceReader) Next() (*wfs.Feature, error) {
+func (r *sliceReader) Next() (*ft.Feature, error) {
 	if len(r.features) == 0 {
 		if r.err != nil {
 			return nil, r.err
@@ -62,7 +63,7 @@ func (r *sliceReader) Next() (*wfs.Feature, error) {
 	return &r.cur, nil
 }
 
-func reader(fs ...wfs.Feature) *sliceReader { return &sliceReader{features: fs} }
+func reader(fs ...ft.Feature) *sliceReader { return &sliceReader{features: fs} }
 
 func point(x, y float64, srid int) geom.T {
 	return geom.NewPointFlat(geom.XY, []float64{x, y}).SetSRID(srid)
@@ -84,8 +85,8 @@ func props(kv ...any) json.RawMessage {
 	return b
 }
 
-func feature(id string, g geom.T, p json.RawMessage) wfs.Feature {
-	return wfs.Feature{ID: id, Geometry: g, Properties: p}
+func feature(id string, g geom.T, p json.RawMessage) ft.Feature {
+	return ft.Feature{ID: id, Geometry: g, Properties: p}
 }
 
 // poll runs a whole successful poll of pages and returns Apply's result.
@@ -99,7 +100,7 @@ func (b *bundle) begin(t *testing.T, feed feeds.FeedInfo) int64 {
 	return id
 }
 
-func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) (int64, feeds.ApplyResult) {
+func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]ft.Feature) (int64, feeds.ApplyResult) {
 	t.Helper()
 	id := b.stage(t, feed, pages...)
 	res, err := b.store.Apply(b.ctx, id, feed)
@@ -110,7 +111,7 @@ func (b *bundle) poll(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature)
 }
 
 // stage begins a poll of feed and stages pages as its pages 0, 1, …
-func (b *bundle) stage(t *testing.T, feed feeds.FeedInfo, pages ...[]wfs.Feature) int64 {
+func (b *bundle) stage(t *testing.T, feed feeds.FeedInfo, pages ...[]ft.Feature) int64 {
 	t.Helper()
 	id := b.begin(t, feed)
 	for i, p := range pages {
@@ -151,8 +152,8 @@ func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 }
 
 // generatePolygons makes n distinct small squares for benchmarks.
-func generatePolygons(n int) []wfs.Feature {
-	out := make([]wfs.Feature, n)
+func generatePolygons(n int) []ft.Feature {
+	out := make([]ft.Feature, n)
 	for i := range out {
 		x := -78.9 + float64(i%1000)*1e-4
 		y := 35.7 + float64(i/1000)*1e-4

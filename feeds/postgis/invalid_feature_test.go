@@ -6,17 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // badFeaturesPages is a layer on two pages whose ids and properties hold
 // what PostgreSQL's text and jsonb cannot (invalid UTF-8, NUL, lone
 // surrogates), and an id far too long to be a key.
-func badFeaturesPages() [][]wfs.Feature {
+func badFeaturesPages() [][]ft.Feature {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
-	return [][]wfs.Feature{{
+	return [][]ft.Feature{{
 		feature("ok", point(-78.6, 35.7, 4326), props("name", "fine")),
 		feature("utf8", point(-78.6, 35.7, 4326), raw("{\"name\":\"caf\xe9\"}")),
 		feature("nul", point(-78.6, 35.7, 4326), raw(`{"k\u0000ey":"v\u0000"}`)),
@@ -122,7 +122,7 @@ func TestInvalidFeaturesSkipped(t *testing.T) {
 		b := setup(t)
 		feed := feedInfo("bad")
 		feed.Guard.SkipInvalidFeature = true
-		var clean []wfs.Feature
+		var clean []ft.Feature
 		for _, id := range []string{"ok", "utf8", "nul", "surrogate"} {
 			clean = append(clean, feature(id, point(-78.6, 35.7, 4326), props("name", "before")))
 		}

@@ -8,19 +8,19 @@ import (
 
 	"github.com/twpayne/go-geom"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // invalidLayer is one valid square and four geometries that are wrong in the
 // ways real layers are: a self-intersecting "bowtie" (PostGIS parses it,
 // ST_IsValid says no), and three that PostgreSQL would refuse to parse at all,
 // which would abort the whole apply if they reached it.
-func invalidLayer() []wfs.Feature {
+func invalidLayer() []ft.Feature {
 	poly := func(flat ...float64) geom.T {
 		return geom.NewPolygonFlat(geom.XY, flat, []int{len(flat)}).SetSRID(4326)
 	}
-	return []wfs.Feature{
+	return []ft.Feature{
 		feature("ok", square(-78.6, 35.7, 0.001), props("n", 1)),
 		feature("bowtie", poly(-78.6, 35.7, -78.59, 35.71, -78.59, 35.7, -78.6, 35.71, -78.6, 35.7), props("n", 2)),
 		feature("tri", poly(-78.6, 35.7, -78.59, 35.7, -78.6, 35.7), props("n", 3)),
@@ -84,11 +84,11 @@ func TestIDOnTwoPagesIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("pages")
-	b.poll(t, feed, []wfs.Feature{feature("a", point(1, 1, 4326), nil), feature("b", point(2, 2, 4326), nil)})
+	b.poll(t, feed, []ft.Feature{feature("a", point(1, 1, 4326), nil), feature("b", point(2, 2, 4326), nil)})
 
 	id := b.stage(t, feed,
-		[]wfs.Feature{feature("a", point(1, 1, 4326), nil), feature("c", point(3, 3, 4326), nil)},
-		[]wfs.Feature{feature("c", point(3, 3, 4326), nil)}, // page 1 repeats c: paging moved
+		[]ft.Feature{feature("a", point(1, 1, 4326), nil), feature("c", point(3, 3, 4326), nil)},
+		[]ft.Feature{feature("c", point(3, 3, 4326), nil)}, // page 1 repeats c: paging moved
 	)
 	b.applyIncomplete(t, id, feed, `"c" on pages 0, 1`)
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'pages'`); n != 2 {
@@ -101,8 +101,8 @@ func TestIDOnTwoPagesIsRefused(t *testing.T) {
 // 500 in another geographic CRS (NAD83, which ST_Transform passes through as
 // it is) and without a CRS (taken as 4326), lon 180.0000001, and a
 // collection with one member out of range. The corners of the range itself are in it.
-func outOfRangeLayer() []wfs.Feature {
-	return []wfs.Feature{
+func outOfRangeLayer() []ft.Feature {
+	return []ft.Feature{
 		feature("ok", square(-78.6, 35.7, 0.001), props("n", 1)),
 		feature("corner", geom.NewMultiPointFlat(geom.XY, []float64{-180, -90, 180, 90}).SetSRID(4326), props("n", 2)),
 		feature("mercator", point(-8749000, 4260000, 3857), props("n", 3)),
@@ -145,7 +145,7 @@ func TestCoordinatesOutOfRangeAreInvalid(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		feed := feedInfo("range")
-		b.poll(t, feed, []wfs.Feature{feature("lon500", point(-78.6, 35.7, 4326), props("n", 0))})
+		b.poll(t, feed, []ft.Feature{feature("lon500", point(-78.6, 35.7, 4326), props("n", 0))})
 		_, res := b.poll(t, feed, outOfRangeLayer())
 		repaired(t, b, res)
 	})
@@ -160,7 +160,7 @@ func TestCoordinatesOutOfRangeAreInvalid(t *testing.T) {
 			}
 			// A refresh keeps the previous version of a feature whose new
 			// geometry is out of range.
-			_, res = b.poll(t, feed, []wfs.Feature{
+			_, res = b.poll(t, feed, []ft.Feature{
 				feature("ok", point(-78.6, 100, 4326), props("n", 1)),
 				feature("corner", point(-78.6, 35.7, 4326), props("n", 2)),
 				feature("mercator", point(-8749000, 4260000, 3857), props("n", 3)),
@@ -185,7 +185,7 @@ func TestExtentGuardIgnoresEmptyGeometries(t *testing.T) {
 	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
 		feed := feedInfo("empties")
 		feed.Guard.BBox = &feeds.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
-		layer := []wfs.Feature{feature("in", point(-78.6, 35.7, 4326), nil)}
+		layer := []ft.Feature{feature("in", point(-78.6, 35.7, 4326), nil)}
 		for i := range 3 {
 			layer = append(layer,
 				feature(fmt.Sprintf("empty%d", i), geom.NewPointEmpty(geom.XY).SetSRID(4326), nil),
@@ -198,7 +198,7 @@ func TestExtentGuardIgnoresEmptyGeometries(t *testing.T) {
 		// range: held by the extent, not stored without its geometries.
 		wrong := feedInfo("wrongcrs")
 		wrong.Guard.BBox = feed.Guard.BBox
-		id := b.stage(t, wrong, []wfs.Feature{feature("a", point(2000000, 700000, 4326), nil),
+		id := b.stage(t, wrong, []ft.Feature{feature("a", point(2000000, 700000, 4326), nil),
 			feature("b", point(2000100, 700000, 4326), nil), feature("c", point(-78.6, 35.7, 4326), nil)})
 		var held *feeds.HeldError
 		if _, err := b.store.Apply(b.ctx, id, wrong); !errors.As(err, &held) || !strings.Contains(held.Reason, "2 of 3 located") {
@@ -221,8 +221,8 @@ func TestExtentGuardIgnoresEmptyGeometries(t *testing.T) {
 // invalid geometry (stored without it, or skipped) and the layer applies.
 func TestCoordinatesOutsideTheCRSDomainAreInvalid(t *testing.T) {
 	t.Parallel()
-	layer := func() []wfs.Feature {
-		return []wfs.Feature{
+	layer := func() []ft.Feature {
+		return []ft.Feature{
 			feature("ok", point(712000, 3953000, 32617), props("n", 1)),
 			feature("far", point(1e12, 1e12, 32617), props("n", 2)),
 			feature("gc", geom.NewGeometryCollection().MustPush(geom.NewPointFlat(geom.XY, []float64{712000, 3953000}),
@@ -251,7 +251,7 @@ func TestCoordinatesOutsideTheCRSDomainAreInvalid(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		feed := feedInfo("utm")
-		b.poll(t, feed, []wfs.Feature{feature("ok", point(-78.6, 35.7, 4326), nil)})
+		b.poll(t, feed, []ft.Feature{feature("ok", point(-78.6, 35.7, 4326), nil)})
 		_, res := b.poll(t, feed, layer())
 		check(t, b, res)
 	})

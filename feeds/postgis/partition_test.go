@@ -6,9 +6,9 @@ import (
 	"sync"
 	"testing"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // feedTableState tells whether the feed's table exists, is a partition of
@@ -95,7 +95,7 @@ func testFirstLoad(t *testing.T, b *bundle) {
 		t.Error("no feature found by bounding box")
 	}
 
-	mod := append([]wfs.Feature(nil), layer[1:]...)
+	mod := append([]ft.Feature(nil), layer[1:]...)
 	mod[0].Properties = props("pin", "changed")
 	_, res = b.poll(t, feed, mod)
 	if res.Added != 0 || res.Modified != 1 || res.Removed != 1 || res.Features != 299 {
@@ -113,7 +113,7 @@ func TestHeldFirstLoadLeavesNoTable(t *testing.T) {
 func testHeldFirstLoad(t *testing.T, b *bundle) {
 	feed := feedInfo("held-first")
 	feed.Guard.BBox = &feeds.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1}
-	swapped := []wfs.Feature{
+	swapped := []ft.Feature{
 		feature("a", point(35.78, -78.64, 4326), props("n", 1)),
 		feature("b", point(35.90, -78.70, 4326), props("n", 2)),
 	}

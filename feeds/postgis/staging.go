@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // StagePage copies one page of features into the poll's staging area with a
@@ -33,7 +33,7 @@ import (
 // A feature without an ID is staged with "" and named at apply by the hex of
 // its content hash, so it keeps its id from poll to poll as long as it does
 // not change (reordered property keys included).
-func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features wfs.FeatureReader) (int, error) {
+func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features feature.FeatureReader) (int, error) {
 	src := &copySource{page: int32(page), ids: make(map[string]struct{})}
 	ids := &pageIDs{features: features, src: src, max: s.pageIDs}
 	src.features = ids
@@ -103,13 +103,13 @@ const defaultPageIDs = 1 << 16
 // copySource's set of the page's ids (filled by encode) to max ids, and
 // drops it past that, leaving the count to PostgreSQL.
 type pageIDs struct {
-	features wfs.FeatureReader
+	features feature.FeatureReader
 	src      *copySource
 	max      int
 	overflow bool
 }
 
-func (r *pageIDs) Next() (*wfs.Feature, error) {
+func (r *pageIDs) Next() (*feature.Feature, error) {
 	if len(r.src.ids) > r.max {
 		r.overflow = true
 		r.src.ids = make(map[string]struct{})
@@ -124,7 +124,7 @@ func (r *pageIDs) Next() (*wfs.Feature, error) {
 // (an encode plan looked up and each value boxed, ten per feature) was a
 // tenth of ingestd's CPU time on a large layer.
 type copySource struct {
-	features wfs.FeatureReader
+	features feature.FeatureReader
 	pollID   int64
 	page     int32
 	n        int
@@ -277,7 +277,7 @@ const (
 // limits say: PostgreSQL's B-tree entries hold at most 2704 bytes, and the
 // features key holds the id with the jurisdiction and feed. A feature with
 // a longer id is refused alone and counted as id_too_long. Feeds bound ids
-// lower with limits.id_bytes (default wfs.DefaultIDBytes), in the decoders.
+// lower with limits.id_bytes (default feature.DefaultIDBytes), in the decoders.
 const MaxIDBytes = 2048
 
 // Reasons a feature is counted as invalid (polls.invalid_features, the
@@ -339,7 +339,7 @@ func (c *invalidCounts) json() []byte {
 // is staged without it (geom_broken), text jsonb or PostgreSQL cannot hold
 // is repaired (invalid_feature 1), and properties with no faithful repair are
 // staged without them (invalid_feature 2); each is counted per reason.
-func (c *copySource) encode(f *wfs.Feature) stagedRow {
+func (c *copySource) encode(f *feature.Feature) stagedRow {
 	var r stagedRow
 	if f.Geometry != nil {
 		b, broken := encodeGeometry(f.Geometry)
@@ -391,10 +391,10 @@ func (c *copySource) encode(f *wfs.Feature) stagedRow {
 	}
 	// The decoders repair what they can before the store sees it; their
 	// repairs count, and are skipped under invalid_feature: skip, as ours.
-	if f.Repairs&wfs.RepairedUTF8 != 0 {
+	if f.Repairs&feature.RepairedUTF8 != 0 {
 		repairs |= repairUTF8
 	}
-	if f.Repairs&wfs.RepairedSurrogate != 0 {
+	if f.Repairs&feature.RepairedSurrogate != 0 {
 		repairs |= repairSurrogate
 	}
 	r.id, repairs = repairText(f.ID, repairs)

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 func TestStageAndApply(t *testing.T) {
@@ -19,12 +19,12 @@ func TestStageAndApply(t *testing.T) {
 	feed := feedInfo("parcels")
 
 	id, res := b.poll(t, feed,
-		[]wfs.Feature{
+		[]ft.Feature{
 			feature("p1", point(-78.6, 35.8, 4326), props("name", "one")),
 			feature("p2", square(-78.5, 35.7, 0.5), props("name", "two")),
 		},
-		[]wfs.Feature{feature("p3", point(-78.4, 35.9, 0), props("name", "three"))}, // SRID 0 → 4326
-		[]wfs.Feature{feature("p4", nil, nil)},
+		[]ft.Feature{feature("p3", point(-78.4, 35.9, 0), props("name", "three"))}, // SRID 0 → 4326
+		[]ft.Feature{feature("p4", nil, nil)},
 	)
 	want := feeds.ApplyResult{Features: 4, Added: 4}
 	if res != want {
@@ -104,7 +104,7 @@ func TestSecondPollWritesOnlyChanges(t *testing.T) {
 	a := feature("a", point(1, 1, 4326), props("v", 1))
 	bb := feature("b", point(2, 2, 4326), props("v", 1))
 	c := feature("c", point(3, 3, 4326), props("v", 1))
-	firstPoll, _ := b.poll(t, feed, []wfs.Feature{a, bb}, []wfs.Feature{c})
+	firstPoll, _ := b.poll(t, feed, []ft.Feature{a, bb}, []ft.Feature{c})
 
 	xmin := func(id string) (x string) {
 		b.scalar(t, &x, `SELECT xmin::text FROM features WHERE feed = 'roads' AND feature_id = $1`, id)
@@ -116,7 +116,7 @@ func TestSecondPollWritesOnlyChanges(t *testing.T) {
 
 	modB := feature("b", point(2, 2, 4326), props("v", 2))
 	d := feature("d", point(4, 4, 4326), props("v", 1))
-	secondPoll, res := b.poll(t, feed, []wfs.Feature{a, modB}, []wfs.Feature{d}) // c removed
+	secondPoll, res := b.poll(t, feed, []ft.Feature{a, modB}, []ft.Feature{d}) // c removed
 	want := feeds.ApplyResult{Features: 3, Added: 1, Modified: 1, Removed: 1, Unchanged: 1}
 	if res != want {
 		t.Fatalf("Apply = %+v, want %+v", res, want)
@@ -162,7 +162,7 @@ func TestSecondPollWritesOnlyChanges(t *testing.T) {
 	versions := `SELECT string_agg(feature_id || ':' || xmin::text, ',' ORDER BY feature_id) FROM features`
 	var before, after string
 	b.scalar(t, &before, versions)
-	_, res = b.poll(t, feed, []wfs.Feature{a, modB, d})
+	_, res = b.poll(t, feed, []ft.Feature{a, modB, d})
 	if want := (feeds.ApplyResult{Features: 3, Unchanged: 3}); res != want {
 		t.Errorf("identical poll: %+v, want %+v", res, want)
 	}
@@ -184,7 +184,7 @@ func TestStagePageReaderErrorStagesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := &sliceReader{
-		features: []wfs.Feature{feature("t2", point(2, 2, 4326), nil), feature("t3", point(3, 3, 4326), nil)},
+		features: []ft.Feature{feature("t2", point(2, 2, 4326), nil), feature("t3", point(3, 3, 4326), nil)},
 		err:      &pageError{page: 1},
 	}
 	n, err := b.store.StagePage(b.ctx, id, 1, bad)
@@ -248,7 +248,7 @@ func TestFailPollLeavesFeaturesUntouched(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("zoning")
-	b.poll(t, feed, []wfs.Feature{feature("z1", point(1, 1, 4326), props("zone", "R4"))})
+	b.poll(t, feed, []ft.Feature{feature("z1", point(1, 1, 4326), props("zone", "R4"))})
 	var before string
 	b.scalar(t, &before, `SELECT string_agg(feature_id || xmin::text, ',') FROM features`)
 
@@ -288,7 +288,7 @@ func TestFailPollLeavesFeaturesUntouched(t *testing.T) {
 func TestTransformToWGS84(t *testing.T) {
 	t.Parallel()
 	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
-		b.poll(t, feedInfo("nc"), []wfs.Feature{feature("o", point(2000000, 0, 2264), nil)})
+		b.poll(t, feedInfo("nc"), []ft.Feature{feature("o", point(2000000, 0, 2264), nil)})
 		var x, y float64
 		var srid int
 		if err := b.pool.QueryRow(b.ctx, `SELECT ST_X(geom), ST_Y(geom), ST_SRID(geom) FROM features WHERE feature_id = 'o'`).
@@ -308,8 +308,8 @@ func TestDuplicateIDsLastWins(t *testing.T) {
 	t.Parallel()
 	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
 		id, res := b.poll(t, feedInfo("dups"),
-			[]wfs.Feature{feature("x", point(1, 1, 4326), props("v", "first")), feature("x", point(1, 1, 4326), props("v", "last"))},
-			[]wfs.Feature{feature("y", point(2, 2, 4326), props("v", "first")), feature("y", point(2, 2, 4326), props("v", "last"))},
+			[]ft.Feature{feature("x", point(1, 1, 4326), props("v", "first")), feature("x", point(1, 1, 4326), props("v", "last"))},
+			[]ft.Feature{feature("y", point(2, 2, 4326), props("v", "first")), feature("y", point(2, 2, 4326), props("v", "last"))},
 		)
 		if res.Features != 2 || res.Added != 2 {
 			t.Errorf("Apply = %+v, want 2 features added", res)
@@ -337,7 +337,7 @@ func TestFeaturesWithoutID(t *testing.T) {
 	t.Parallel()
 	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
 		f := feature("", point(5, 5, 4326), props("k", "v"))
-		b.poll(t, feedInfo("anon"), []wfs.Feature{f})
+		b.poll(t, feedInfo("anon"), []ft.Feature{f})
 		var id string
 		var hash []byte
 		if err := b.pool.QueryRow(b.ctx, `SELECT feature_id, content_hash FROM features`).Scan(&id, &hash); err != nil {
@@ -346,7 +346,7 @@ func TestFeaturesWithoutID(t *testing.T) {
 		if id != hex.EncodeToString(hash) || len(id) != 64 {
 			t.Errorf("feature_id %q, want the hex of content hash %x", id, hash)
 		}
-		_, res := b.poll(t, feedInfo("anon"), []wfs.Feature{f})
+		_, res := b.poll(t, feedInfo("anon"), []ft.Feature{f})
 		if res.Unchanged != 1 || res.Added != 0 {
 			t.Errorf("second poll of an id-less feature: %+v, want it unchanged", res)
 		}
@@ -362,7 +362,7 @@ func TestFeedFreshness(t *testing.T) {
 	if err := b.store.RegisterFeeds(b.ctx, all); err != nil {
 		t.Fatal(err)
 	}
-	one := []wfs.Feature{feature("1", point(1, 1, 4326), nil)}
+	one := []ft.Feature{feature("1", point(1, 1, 4326), nil)}
 
 	b.poll(t, fresh, one)
 
@@ -429,7 +429,7 @@ func TestStagePageSkipsBadProperties(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("bad")
-	id, res := b.poll(t, feed, []wfs.Feature{
+	id, res := b.poll(t, feed, []ft.Feature{
 		feature("ok", point(1, 1, 4326), props("a", 1)),
 		feature("bad", point(1, 1, 4326), []byte(`{"a":`)),
 		feature("huge", point(1, 1, 4326), []byte(`{"a":1e2000000000}`)),

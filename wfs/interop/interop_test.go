@@ -36,6 +36,7 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -262,7 +263,7 @@ func TestMapServer(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 				defer cancel()
 
-				layer := wfs.Layer{Kind: wfs.KindWFS, URL: fmt.Sprintf("%s?srsName=EPSG:%d", f.base, c.srs), TypeName: "nc", Version: c.version}
+				layer := source.Layer{Kind: wfs.KindWFS, URL: fmt.Sprintf("%s?srsName=EPSG:%d", f.base, c.srs), TypeName: "nc", Version: c.version}
 				hits, err := f.client.Hits(ctx, layer)
 				if err != nil || hits != wantCounties {
 					t.Fatalf("resultType=hits: %d, %v; want %d", hits, err, wantCounties)
@@ -376,7 +377,7 @@ func TestMapServerNegotiation(t *testing.T) {
 	client := wfs.NewClient(&http.Client{}, nil, nil)
 	for _, version := range []string{wfs.Auto, "1.1.0", "2.0.0"} {
 		t.Run(version, func(t *testing.T) {
-			layer := wfs.Layer{Kind: wfs.KindWFS, URL: base, TypeName: "nc", Version: version, OutputFormat: wfs.Auto, PageSize: pageSize}
+			layer := source.Layer{Kind: wfs.KindWFS, URL: base, TypeName: "nc", Version: version, OutputFormat: wfs.Auto, PageSize: pageSize}
 			caps, err := client.Capabilities(t.Context(), layer)
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package wfs
+package feature
 
 import (
 	"strconv"
@@ -26,7 +26,7 @@ const snippetBytes = 100
 // snippet quotes at most snippetBytes of s for an error message, cut at a
 // rune boundary, with invalid bytes escaped (the text is valid UTF-8 and
 // safe for a PostgreSQL text column).
-func snippet[T string | []byte](s T) string {
+func Snippet[T string | []byte](s T) string {
 	if len(s) <= snippetBytes {
 		return strconv.Quote(string(s))
 	}
@@ -60,7 +60,7 @@ func (e boundedError) Error() string {
 func (e boundedError) Unwrap() error { return e.err }
 
 // bound wraps err so that its message stays short; nil stays nil.
-func bound(err error) error {
+func Bound(err error) error {
 	switch err.(type) {
 	case nil, boundedError, *LimitError:
 		return err
@@ -71,7 +71,7 @@ func bound(err error) error {
 // fixUTF8 returns s with every byte outside a valid UTF-8 sequence replaced
 // by U+FFFD (one per byte, as encoding/json does; strings.ToValidUTF8 would
 // merge a run into one).
-func fixUTF8(s string) string {
+func FixUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
@@ -92,7 +92,7 @@ func fixUTF8(s string) string {
 // and returns the number of members of the outermost object and whether the
 // text needs repairJSONText: an invalid UTF-8 byte or a lone surrogate
 // escape. It makes no allocation; text is read once.
-func jsonTextStats(b []byte) (members int, needsRepair Repairs) {
+func JSONTextStats(b []byte) (members int, needsRepair Repairs) {
 	depth := 0
 	empty := true
 	for i := 0; i < len(b); i++ {
@@ -180,7 +180,7 @@ func hex4(b []byte, i int) (rune, bool) {
 // bytes replaced by U+FFFD and lone surrogate escapes by \ufffd. Only
 // strings can hold either, so the copy is valid JSON with the same
 // structure.
-func repairJSONText(b []byte) []byte {
+func RepairJSONText(b []byte) []byte {
 	out := make([]byte, 0, len(b)+16)
 	inString := false
 	for i := 0; i < len(b); {

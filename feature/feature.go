@@ -1,8 +1,7 @@
-package wfs
+package feature
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/twpayne/go-geom"
 )
@@ -54,43 +53,4 @@ const (
 // was malformed or cut short and the features already read are not a complete page.
 type FeatureReader interface {
 	Next() (*Feature, error)
-}
-
-// Layer describes what to fetch: a WFS feature type or a plain GeoJSON URL.
-type Layer struct {
-	// Kind is "wfs" or "geojson".
-	Kind string
-	// URL is the service endpoint (WFS) or the document (GeoJSON).
-	URL string
-	// TypeName is the WFS feature type, e.g. "topp:states".
-	TypeName string
-	// Version is the WFS version: "2.0.0" (default) or "1.1.0".
-	Version string
-	// OutputFormat is the WFS outputFormat parameter, e.g. "application/json".
-	OutputFormat string
-	// PageSize is the number of features per WFS request; 0 means one request.
-	PageSize int
-	// IDProperty names the property that identifies a feature, if any.
-	IDProperty string
-	// SortBy is sent as WFS sortBy so that paging sees a stable order; "" sends none.
-	SortBy string
-	// RequestTimeout bounds one attempt of one page request, from dialing to
-	// the last byte of the body; 0 means the Client's default (60s).
-	RequestTimeout time.Duration
-	// SRID is the SRID given to geometries when the body declares no CRS
-	// before its features; 0 means 4326 (RFC 7946). Set it for servers that
-	// answer in a projected CRS and write the legacy "crs" member after the
-	// features (GeoServer does), which a streaming decoder cannot wait for.
-	SRID int
-	// Limits bound the feed's responses, features and values; zero fields
-	// are the defaults (see Limits).
-	Limits Limits
-	// Headers are sent with every request of the feed (e.g. an API token),
-	// so that secrets need not be in URLs. They are never logged or stored.
-	Headers map[string]string
-	// CrossOriginRedirects allows following a redirect to another origin
-	// (scheme://host:port). By default such a redirect fails the attempt: the
-	// breaker and pacing of the configured origin would be charged for
-	// another server's behaviour.
-	CrossOriginRedirects bool
 }

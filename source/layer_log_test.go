@@ -1,4 +1,4 @@
-package wfs
+package source
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 func TestLayerLogValueHidesSecrets(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	l := Layer{Kind: KindWFS, URL: "http://USERTOK@127.0.0.1/wfs?pw=QUERYTOK", TypeName: "a",
+	l := Layer{Kind: "wfs", URL: "http://USERTOK@127.0.0.1/wfs?pw=QUERYTOK", TypeName: "a",
 		Headers: map[string]string{"Authorization": "Bearer HEADERTOK", "X-Api-Key": "KEYTOK"}}
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("layer", "layer", l)
 	out := buf.String()

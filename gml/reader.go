@@ -1,4 +1,4 @@
-package wfs
+package gml
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/twpayne/go-geom"
 )
 
@@ -54,7 +55,7 @@ type gmlProp struct {
 	null       bool
 }
 
-// GMLReader streams the features of a WFS GetFeature response in GML: GML
+// Reader streams the features of a WFS GetFeature response in GML: GML
 // 2.1.2 (WFS 1.0), 3.1.1 (WFS 1.1) and 3.2 (WFS 2.0) FeatureCollections,
 // whose features come in gml:featureMember, gml:featureMembers or wfs:member
 // elements (nested collections of a WFS 2.0 join included). It reads token by
@@ -100,11 +101,11 @@ type gmlProp struct {
 // A wfs:truncatedResponse element (WFS 2.0.2: the server stopped early) is an
 // error. A body cut short, a malformed document, an unsupported geometry or
 // an unreadable srsName is an error, never a short page.
-type GMLReader struct {
+type Reader struct {
 	src   io.Reader
 	dec   xmlTokenizer // made from src at the first token
 	tok   xmlToken     // the last token, reused
-	cfg   readerConfig
+	cfg   feature.ReaderConfig
 	err   error
 	index int
 
@@ -114,18 +115,18 @@ type GMLReader struct {
 	ns      []nsBinding
 	levels  []gmlLevel
 
-	defaultCRS CRS // from WithSRID
-	collCRS    CRS // from the collection's boundedBy
+	defaultCRS feature.CRS // from WithSRID
+	collCRS    feature.CRS // from the collection's boundedBy
 	collCRSSet bool
 
 	// srsName parsing is cached: every geometry of a layer names the same.
 	lastSRSName string
-	lastCRS     CRS
+	lastCRS     feature.CRS
 
 	numberMatched  int
 	numberReturned int
 
-	feature Feature
+	feature feature.Feature
 	text    []byte
 	props   []gmlProp
 	pbuf    []byte
@@ -147,15 +148,15 @@ type GMLReader struct {
 	nsBytes int
 }
 
-// NewGMLReader returns a reader of the GML document r. It understands the
-// same options as NewGeoJSONReader.
-func NewGMLReader(r io.Reader, opts ...ReaderOption) *GMLReader {
-	cfg := newReaderConfig(opts)
-	return &GMLReader{
+// NewReader returns a reader of the GML document r. It understands the
+// same options as geojson.NewReader (feature.ReaderOption).
+func NewReader(r io.Reader, opts ...feature.ReaderOption) *Reader {
+	cfg := feature.NewReaderConfig(opts)
+	return &Reader{
 		src:            r,
 		cfg:            cfg,
 		featStart:      -1,
-		defaultCRS:     CRS{SRID: cfg.srid},
+		defaultCRS:     feature.CRS{SRID: cfg.SRID},
 		numberMatched:  -1,
 		numberReturned: -1,
 	}
@@ -164,24 +165,24 @@ func NewGMLReader(r io.Reader, opts ...ReaderOption) *GMLReader {
 // NumberMatched is the root element's numberMatched: the size of the whole
 // result set across pages, -1 when absent or "unknown". It is known once
 // Next has been called.
-func (r *GMLReader) NumberMatched() int { return r.numberMatched }
+func (r *Reader) NumberMatched() int { return r.numberMatched }
 
 // NumberReturned is the root element's numberReturned (WFS 2.0) or
 // numberOfFeatures (WFS 1.1), -1 when absent or "unknown".
-func (r *GMLReader) NumberReturned() int { return r.numberReturned }
+func (r *Reader) NumberReturned() int { return r.numberReturned }
 
 // Next returns the next feature, io.EOF after the last one, or an error that
 // names the feature index, the line and what was wrong. The returned
 // *Feature is the same value at every call and is overwritten by the next
 // call; its Geometry and Properties are fresh at each call, so a shallow copy
 // keeps a feature. After an error, Next returns the same error and no feature.
-func (r *GMLReader) Next() (*Feature, error) { return stickyNext(&r.err, r.next) }
+func (r *Reader) Next() (*feature.Feature, error) { return feature.StickyNext(&r.err, r.next) }
 
 // errorf builds the reader's error for the current position. Errors of
 // the XML decoder and a premature end of input are wrapped; a limit
 // exceeded is returned as the *LimitError, saying where. Messages are
 // bounded: names and values quoted in them come from the input.
-func (r *GMLReader) errorf(index int, err error, format string, args ...any) error {
+func (r *Reader) errorf(index int, err error, format string, args ...any) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
@@ -189,9 +190,9 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 	if r.dec != nil {
 		line, _ = r.dec.InputPos()
 	}
-	var le *LimitError
+	var le *feature.LimitError
 	if errors.As(err, &le) {
-		where := fmt.Sprintf("gml %s (line %d)", featureWhere(index), line)
+		where := fmt.Sprintf("gml %s (line %d)", feature.Where(index), line)
 		if le.Where != "" {
 			where += ", " + le.Where
 		}
@@ -199,10 +200,8 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 		return le
 	}
 	msg := fmt.Sprintf(format, args...)
-	if len(msg) > maxErrorText {
-		msg = boundedError{errors.New(msg)}.Error()
-	}
-	return &DecodeError{Format: "gml", Line: line, Index: index, Msg: msg, Err: bound(err)}
+	msg = feature.BoundMessage(msg)
+	return &feature.DecodeError{Format: "gml", Line: line, Index: index, Msg: msg, Err: feature.Bound(err)}
 }
 
 // token returns the next element or character data (valid until the next
@@ -212,12 +211,12 @@ func (r *GMLReader) errorf(index int, err error, format string, args ...any) err
 // translation allocates a map per element and costs a third of the time.
 // The tokenizer is fastXML for UTF-8 documents (encoding/xml's own cost
 // most of the reader's time), encoding/xml for the rest (xmltok.go).
-func (r *GMLReader) token() (*xmlToken, error) {
+func (r *Reader) token() (*xmlToken, error) {
 	if r.dec == nil {
 		r.dec = newXMLTokenizer(r.src)
 		if f, ok := r.dec.(*fastXML); ok {
-			f.maxValue = int(min(r.cfg.limits.ValueBytes, math.MaxInt32))
-			f.maxTag = r.cfg.limits.FeatureBytes
+			f.maxValue = int(min(r.cfg.Limits.ValueBytes, math.MaxInt32))
+			f.maxTag = r.cfg.Limits.FeatureBytes
 		}
 	}
 	t := &r.tok
@@ -228,8 +227,8 @@ func (r *GMLReader) token() (*xmlToken, error) {
 		return nil, err
 	}
 	if r.featStart >= 0 {
-		if n := r.dec.offset() - r.featStart; n > r.cfg.limits.FeatureBytes {
-			return nil, &LimitError{Name: "feature_bytes", Max: r.cfg.limits.FeatureBytes}
+		if n := r.dec.offset() - r.featStart; n > r.cfg.Limits.FeatureBytes {
+			return nil, &feature.LimitError{Name: "feature_bytes", Max: r.cfg.Limits.FeatureBytes}
 		}
 	}
 	switch t.Kind {
@@ -252,10 +251,10 @@ func (r *GMLReader) token() (*xmlToken, error) {
 			// times its declarations.
 			return nil, fmt.Errorf("more than %d namespace declarations in scope", maxNamespaceBindings)
 		}
-		if int64(r.nsBytes) > r.cfg.limits.FeatureBytes {
+		if int64(r.nsBytes) > r.cfg.Limits.FeatureBytes {
 			// Bindings outlive features (a root may declare them), so
 			// they get a bound of their own.
-			return nil, &LimitError{Name: "feature_bytes", Max: r.cfg.limits.FeatureBytes, Where: "namespace declarations in scope"}
+			return nil, &feature.LimitError{Name: "feature_bytes", Max: r.cfg.Limits.FeatureBytes, Where: "namespace declarations in scope"}
 		}
 	case endToken:
 		if len(r.stack) == 0 {
@@ -275,7 +274,7 @@ func (r *GMLReader) token() (*xmlToken, error) {
 }
 
 // bind records a namespace declaration of the element just started.
-func (r *GMLReader) bind(prefix, uri string) {
+func (r *Reader) bind(prefix, uri string) {
 	r.ns = append(r.ns, nsBinding{prefix: prefix, uri: uri, depth: len(r.stack)})
 	r.nsBytes += len(prefix) + len(uri)
 }
@@ -288,7 +287,7 @@ func qname(n xml.Name) string {
 }
 
 // namespace resolves a prefix in the current scope.
-func (r *GMLReader) namespace(prefix string) (string, bool) {
+func (r *Reader) namespace(prefix string) (string, bool) {
 	for i := len(r.ns) - 1; i >= 0; i-- {
 		if r.ns[i].prefix == prefix {
 			return r.ns[i].uri, true
@@ -300,7 +299,7 @@ func (r *GMLReader) namespace(prefix string) (string, bool) {
 // isGML reports whether a prefix names a GML namespace. An unbound "gml"
 // prefix counts too: some servers forget the declaration, and no feature
 // type names its properties gml:….
-func (r *GMLReader) isGML(prefix string) bool {
+func (r *Reader) isGML(prefix string) bool {
 	uri, ok := r.namespace(prefix)
 	if !ok {
 		return prefix == "gml"
@@ -309,7 +308,7 @@ func (r *GMLReader) isGML(prefix string) bool {
 }
 
 // skip consumes the element whose start was just read.
-func (r *GMLReader) skip() error {
+func (r *Reader) skip() error {
 	depth := len(r.stack)
 	for len(r.stack) >= depth {
 		if _, err := r.token(); err != nil {
@@ -319,7 +318,7 @@ func (r *GMLReader) skip() error {
 	return nil
 }
 
-func (r *GMLReader) next() (*Feature, error) {
+func (r *Reader) next() (*feature.Feature, error) {
 	if r.done {
 		return nil, io.EOF
 	}
@@ -362,7 +361,7 @@ func (r *GMLReader) next() (*Feature, error) {
 }
 
 // start reads up to the root element, which must be a FeatureCollection.
-func (r *GMLReader) start() error {
+func (r *Reader) start() error {
 	r.started = true
 	for {
 		tok, err := r.token()
@@ -414,13 +413,13 @@ func gmlCount(v string) (int, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 32)
 	if err != nil || n < 0 {
-		return -1, fmt.Errorf("%s is not a count", snippet(v))
+		return -1, fmt.Errorf("%s is not a count", feature.Snippet(v))
 	}
 	return int(n), nil
 }
 
 // collectionChild handles an element directly inside a FeatureCollection.
-func (r *GMLReader) collectionChild(t xml.StartElement) error {
+func (r *Reader) collectionChild(t xml.StartElement) error {
 	switch t.Name.Local {
 	case "featureMember", "member":
 		r.levels = append(r.levels, gmlLevel{kind: levelMember, depth: len(r.stack)})
@@ -447,7 +446,7 @@ func (r *GMLReader) collectionChild(t xml.StartElement) error {
 
 // finish checks that nothing but whitespace, comments and processing
 // instructions follows the root element.
-func (r *GMLReader) finish() error {
+func (r *Reader) finish() error {
 	for {
 		tok, err := r.token()
 		if err == io.EOF {
@@ -467,19 +466,19 @@ func (r *GMLReader) finish() error {
 // boundedBy reads the srsName of the envelope (Envelope, Box) inside the
 // boundedBy element just started, and consumes it. An envelope without
 // srsName, or gml:Null, gives ok=false.
-func (r *GMLReader) boundedBy() (crs CRS, ok bool, err error) {
+func (r *Reader) boundedBy() (crs feature.CRS, ok bool, err error) {
 	depth := len(r.stack)
 	for len(r.stack) >= depth {
 		tok, err := r.token()
 		if err != nil {
-			return CRS{}, false, err
+			return feature.CRS{}, false, err
 		}
 		if tok.Kind != startToken || len(r.stack) != depth+1 {
 			continue
 		}
 		if name := attr(tok.start(), "srsName"); name != "" && !ok {
 			if crs, err = r.parseCRS(name); err != nil {
-				return CRS{}, false, err
+				return feature.CRS{}, false, err
 			}
 			ok = true
 		}
@@ -497,20 +496,20 @@ func attr(se xml.StartElement, local string) string {
 	return ""
 }
 
-func (r *GMLReader) parseCRS(name string) (CRS, error) {
+func (r *Reader) parseCRS(name string) (feature.CRS, error) {
 	if name == r.lastSRSName && name != "" {
 		return r.lastCRS, nil
 	}
-	crs, err := parseSRSName(name)
+	crs, err := feature.ParseCRS(name)
 	if err != nil {
-		return CRS{}, err
+		return feature.CRS{}, err
 	}
 	r.lastSRSName, r.lastCRS = name, crs
 	return crs, nil
 }
 
 // readFeature reads the feature element just started.
-func (r *GMLReader) readFeature(se xml.StartElement) (*Feature, error) {
+func (r *Reader) readFeature(se xml.StartElement) (*feature.Feature, error) {
 	r.featStart = r.dec.offset()
 	depth := len(r.stack)
 	var id string
@@ -574,7 +573,7 @@ type propGeom struct {
 
 // property reads the property element se of a feature: a simple value into
 // r.props, or, when wantGeom, a geometry.
-func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (propGeom, error) {
+func (r *Reader) property(se xml.StartElement, wantGeom bool, inherit feature.CRS) (propGeom, error) {
 	depth := len(r.stack)
 	null := false
 	for _, a := range se.Attr {
@@ -596,8 +595,8 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 		case textToken:
 			if !complexValue {
 				r.pbuf = append(r.pbuf, tok.Text...)
-				if max := r.cfg.limits.ValueBytes; int64(len(r.pbuf)-start) > max {
-					return pg, r.errorf(r.index, &LimitError{Name: "value_bytes", Max: max, Where: "property " + snippet(se.Name.Local)}, "")
+				if max := r.cfg.Limits.ValueBytes; int64(len(r.pbuf)-start) > max {
+					return pg, r.errorf(r.index, &feature.LimitError{Name: "value_bytes", Max: max, Where: "property " + feature.Snippet(se.Name.Local)}, "")
 				}
 			}
 		case startToken:
@@ -623,8 +622,8 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 				if null {
 					r.pbuf = r.pbuf[:start]
 				}
-				if max := r.cfg.limits.Properties; len(r.props) >= max {
-					return pg, r.errorf(r.index, &LimitError{Name: "properties", Max: int64(max), Where: "more properties than that"}, "")
+				if max := r.cfg.Limits.Properties; len(r.props) >= max {
+					return pg, r.errorf(r.index, &feature.LimitError{Name: "properties", Max: int64(max), Where: "more properties than that"}, "")
 				}
 				r.props = append(r.props, gmlProp{name: se.Name.Local, start: start, end: len(r.pbuf), null: null})
 				return pg, nil
@@ -633,11 +632,11 @@ func (r *GMLReader) property(se xml.StartElement, wantGeom bool, inherit CRS) (p
 	}
 }
 
-func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
-	if r.cfg.idProperty != "" {
+func (r *Reader) buildFeature(id string, g geom.T) (*feature.Feature, error) {
+	if r.cfg.IDProperty != "" {
 		id = ""
 		for _, p := range r.props {
-			if p.name == r.cfg.idProperty && !p.null {
+			if p.name == r.cfg.IDProperty && !p.null {
 				id = string(r.pbuf[p.start:p.end])
 				break
 			}
@@ -649,16 +648,16 @@ func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
 		props = make([]byte, len(r.jbuf))
 		copy(props, r.jbuf)
 	}
-	var repairs Repairs
+	var repairs feature.Repairs
 	if f, ok := r.dec.(*fastXML); ok && f.repaired > r.repairedSeen {
 		// Counted from the end of the last feature, so that the feature's
 		// own start tag (read before readFeature) is included.
-		repairs, r.repairedSeen = RepairedUTF8, f.repaired
+		repairs, r.repairedSeen = feature.RepairedUTF8, f.repaired
 	}
-	if reason := refuseID(id, r.cfg.limits.IDBytes); reason != "" {
-		r.feature = Feature{Refused: reason}
+	if reason := feature.RefuseID(id, r.cfg.Limits.IDBytes); reason != "" {
+		r.feature = feature.Feature{Refused: reason}
 	} else {
-		r.feature = Feature{ID: id, Geometry: g, Properties: props, Repairs: repairs}
+		r.feature = feature.Feature{ID: id, Geometry: g, Properties: props, Repairs: repairs}
 	}
 	r.featStart = -1
 	r.index++
@@ -672,7 +671,7 @@ func (r *GMLReader) buildFeature(id string, g geom.T) (*Feature, error) {
 // properties of one name; beyond that a map chains them, so that a feature
 // of limits.properties (10,000 by default) properties costs linear time, not
 // 10^8 comparisons. Either way the members are written by the same loop.
-func (r *GMLReader) appendProps(b []byte) []byte {
+func (r *Reader) appendProps(b []byte) []byte {
 	n := len(r.props)
 	// next[i] is the index of the next property named like i, -1 for none;
 	// later[i] is set when i is not the first of its name.
@@ -730,7 +729,7 @@ func (r *GMLReader) appendProps(b []byte) []byte {
 	return append(b, '}')
 }
 
-func (r *GMLReader) appendValue(b []byte, p gmlProp) []byte {
+func (r *Reader) appendValue(b []byte, p gmlProp) []byte {
 	if p.null {
 		return append(b, "null"...)
 	}

@@ -1,4 +1,4 @@
-package wfs
+package geojson
 
 import (
 	"encoding/json"

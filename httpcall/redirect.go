@@ -1,4 +1,4 @@
-package wfs
+package httpcall
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/redact"
 )
 
 // MaxRedirects bounds the redirects of one logical request, same-origin hops
@@ -24,7 +25,7 @@ type redirectKey struct{}
 // in its context because http.Client's CheckRedirect is one function for
 // every feed.
 type redirectState struct {
-	// follow is the layer's CrossOriginRedirects.
+	// follow is the request's CrossOriginRedirects.
 	follow bool
 	// hops counts the redirects of earlier logical calls of this request
 	// (each followed cross-origin hop starts a new call).
@@ -37,12 +38,12 @@ type redirectState struct {
 }
 
 // errFollow is the Err of an attempt that stopped at a cross-origin
-// redirect the layer allows: call follows it with a fresh logical call.
+// redirect the request allows: call follows it with a fresh logical call.
 var errFollow = errors.New("wfs: following a redirect to another origin")
 
 // checkRedirect is the CheckRedirect of the Client's http.Client. Within the
 // request's origin it follows, up to MaxRedirects. To another origin it
-// refuses (*RedirectError) unless the layer allows it; then it stops there
+// refuses (*RedirectError) unless the request allows it; then it stops there
 // (http.ErrUseLastResponse) so that the target is asked through its own
 // breaker, pacing and retries, and so that the feed's headers, meant for its
 // own origin, are not sent along (net/http would copy them).
@@ -50,7 +51,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	st, _ := req.Context().Value(redirectKey{}).(*redirectState)
 	prev := via[len(via)-1]
 	refuse := func(reason string) error {
-		return &RedirectError{URL: RedactURL(prev.URL.String()), Target: RedactURL(req.URL.String()), Reason: reason}
+		return &RedirectError{URL: redact.URL(prev.URL.String()), Target: redact.URL(req.URL.String()), Reason: reason}
 	}
 	if s := strings.ToLower(req.URL.Scheme); s != "http" && s != "https" {
 		return refuse(fmt.Sprintf("scheme %q is not http or https", req.URL.Scheme))
@@ -73,14 +74,14 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return http.ErrUseLastResponse
 }
 
-// call runs one logical request of layer for u through the breaker of u's
-// origin. When an attempt stops at a cross-origin redirect the layer allows
+// call runs one logical request for u through the breaker of u's
+// origin. When an attempt stops at a cross-origin redirect the request allows
 // (fn returns errFollow), the redirect was that origin's answer (a success
 // for its breaker), and the target is asked with a fresh logical call
 // through the target origin's breaker: its failures, retries, pacing and
 // Retry-After are its own, never charged to the origin that redirected.
-func (c *Client) call(ctx context.Context, layer Layer, u *url.URL, fn func(ctx context.Context, u *url.URL) breaker.Result) error {
-	st := &redirectState{follow: layer.CrossOriginRedirects}
+func (c *Client) call(ctx context.Context, u *url.URL, follow bool, fn func(ctx context.Context, u *url.URL) breaker.Result) error {
+	st := &redirectState{follow: follow}
 	ctx = context.WithValue(ctx, redirectKey{}, st)
 	for {
 		target := u
@@ -95,7 +96,7 @@ func (c *Client) call(ctx context.Context, layer Layer, u *url.URL, fn func(ctx 
 		st.hops += st.viaHops
 		u = st.next
 		c.logger.Info("following a redirect to another origin", "from", breaker.Origin(target), "to", breaker.Origin(u),
-			"url", RedactURL(u.String()))
+			"url", redact.URL(u.String()))
 	}
 }
 

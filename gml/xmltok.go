@@ -1,4 +1,4 @@
-package wfs
+package gml
 
 import (
 	"bytes"
@@ -7,9 +7,11 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ingestd/ingestd/feature"
 )
 
-// xmlTokenizer is what GMLReader needs of an XML tokenizer: encoding/xml's
+// xmlTokenizer is what Reader needs of an XML tokenizer: encoding/xml's
 // RawToken semantics (no namespace translation; a self-closing element is a
 // start and an end) without comments, processing instructions and
 // directives, and the line for error messages. next fills a token the
@@ -172,13 +174,13 @@ func procInstParam(param, s string) string {
 func isXMLSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // fastXML is a strict, allocation-light XML 1.0 tokenizer for UTF-8 input
-// with encoding/xml's RawToken semantics where GMLReader relies on them:
+// with encoding/xml's RawToken semantics where Reader relies on them:
 // names split at their one colon into Space (the prefix, untranslated) and
 // Local; the five predefined entities and character references decoded in
 // text and attribute values (an unknown entity is an error, as in strict
 // mode); CDATA sections returned as character data; "\r\n" and "\r" read
 // as "\n"; comments, processing instructions and directives checked, then
-// skipped (GMLReader has no use for them); invalid UTF-8, control
+// skipped (Reader has no use for them); invalid UTF-8, control
 // characters, an unquoted or missing attribute value, "<" in an attribute
 // value and "]]>" in text are errors. A token's text and attributes are
 // valid until the next call.
@@ -439,7 +441,7 @@ func (t *fastXML) readName() (xml.Name, error) {
 	t.pos = len(t.buf)
 	for {
 		if len(t.scr) > maxNameBytes {
-			return xml.Name{}, t.syntaxError("XML name longer than %d bytes: %s", maxNameBytes, snippet(t.scr))
+			return xml.Name{}, t.syntaxError("XML name longer than %d bytes: %s", maxNameBytes, feature.Snippet(t.scr))
 		}
 		if !t.fill() {
 			return xml.Name{}, t.eofError()
@@ -472,17 +474,17 @@ func (t *fastXML) name(b []byte, ascii bool) (xml.Name, error) {
 		return c.name, nil
 	}
 	if len(b) > maxNameBytes {
-		return xml.Name{}, t.syntaxError("XML name longer than %d bytes: %s", maxNameBytes, snippet(b))
+		return xml.Name{}, t.syntaxError("XML name longer than %d bytes: %s", maxNameBytes, feature.Snippet(b))
 	}
 	if len(b) == 0 || !isNameStartByte(b[0]) {
-		return xml.Name{}, t.syntaxError("invalid XML name: %s", snippet(b))
+		return xml.Name{}, t.syntaxError("invalid XML name: %s", feature.Snippet(b))
 	}
 	if !ascii && !utf8.Valid(b) {
 		return xml.Name{}, t.syntaxError("invalid UTF-8")
 	}
 	s := string(b)
 	if strings.Count(s, ":") > 1 {
-		return xml.Name{}, t.syntaxError("invalid XML name: %s", snippet(s))
+		return xml.Name{}, t.syntaxError("invalid XML name: %s", feature.Snippet(s))
 	}
 	n := xml.Name{Local: s}
 	if space, local, ok := strings.Cut(s, ":"); ok && space != "" && local != "" {
@@ -516,7 +518,7 @@ func (t *fastXML) startElement(tok *xmlToken) error {
 	tok.Kind, tok.Name, tok.Attr = startToken, name, tok.Attr[:0]
 	for {
 		if t.maxTag > 0 && t.offset()-tagStart > t.maxTag {
-			t.err = &LimitError{Name: "feature_bytes", Max: t.maxTag, Where: "start tag <" + qname(name) + ">"}
+			t.err = &feature.LimitError{Name: "feature_bytes", Max: t.maxTag, Where: "start tag <" + qname(name) + ">"}
 			return t.err
 		}
 		t.skipSpace()
@@ -567,7 +569,7 @@ func (t *fastXML) startElement(tok *xmlToken) error {
 // than maxValue.
 func (t *fastXML) valueLimit(what string) error {
 	line, _ := t.InputPos()
-	t.err = &LimitError{Name: "value_bytes", Max: int64(t.maxValue), Where: fmt.Sprintf("%s (line %d)", what, line)}
+	t.err = &feature.LimitError{Name: "value_bytes", Max: int64(t.maxValue), Where: fmt.Sprintf("%s (line %d)", what, line)}
 	return t.err
 }
 

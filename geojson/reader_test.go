@@ -1,4 +1,4 @@
-package wfs
+package geojson
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,18 +14,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/ewkb"
 )
-
-func readTestdata(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "wfs", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // decoded is a feature copied out of the reader.
 type decoded struct {
@@ -37,7 +29,7 @@ type decoded struct {
 }
 
 // readAll drains r, checking the reader's invariants on the way.
-func readAll(t testing.TB, r FeatureReader) ([]decoded, error) {
+func readAll(t testing.TB, r feature.FeatureReader) ([]decoded, error) {
 	t.Helper()
 	var out []decoded
 	for {
@@ -65,7 +57,7 @@ func readAll(t testing.TB, r FeatureReader) ([]decoded, error) {
 
 func TestGeoJSONReaderGeoServerPage(t *testing.T) {
 	t.Parallel()
-	r := NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_2_0_page.json")))
+	r := NewReader(bytes.NewReader(featuretest.ReadTestdata(t, "geoserver_2_0_page.json")))
 	if r.NumberMatched() != -1 || r.NumberReturned() != -1 {
 		t.Errorf("before reading: matched %d returned %d, want -1 -1", r.NumberMatched(), r.NumberReturned())
 	}
@@ -110,7 +102,7 @@ func TestGeoJSONReaderMemberOrders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewGeoJSONReader(strings.NewReader(tt.doc))
+			r := NewReader(strings.NewReader(tt.doc))
 			got, err := readAll(t, r)
 			if err != nil {
 				t.Fatal(err)
@@ -133,24 +125,24 @@ func TestGeoJSONReaderCRS(t *testing.T) {
 	}
 	tests := []struct {
 		doc  string
-		opts []ReaderOption
+		opts []feature.ReaderOption
 		want int
 	}{
 		{`{"type":"FeatureCollection",` + crs("EPSG:2264") + `,"features":[` + pt + `]}`, nil, 2264},
 		{`{"type":"FeatureCollection",` + crs("urn:ogc:def:crs:EPSG::3857") + `,"features":[` + pt + `]}`, nil, 3857},
 		{`{"type":"FeatureCollection",` + crs("urn:ogc:def:crs:EPSG:6.6:26917") + `,"features":[` + pt + `]}`, nil, 26917},
 		{`{"type":"FeatureCollection",` + crs("http://www.opengis.net/def/crs/EPSG/0/2913") + `,"features":[` + pt + `]}`, nil, 2913},
-		{`{"type":"FeatureCollection",` + crs("urn:ogc:def:crs:OGC:1.3:CRS84") + `,"features":[` + pt + `]}`, []ReaderOption{WithSRID(2264)}, 4326},
+		{`{"type":"FeatureCollection",` + crs("urn:ogc:def:crs:OGC:1.3:CRS84") + `,"features":[` + pt + `]}`, []feature.ReaderOption{feature.WithSRID(2264)}, 4326},
 		{`{"type":"FeatureCollection","crs":{"type":"EPSG","properties":{"code":32617}},"features":[` + pt + `]}`, nil, 32617},
 		{`{"type":"FeatureCollection","crs":null,"features":[` + pt + `]}`, nil, 4326},
-		{`{"type":"FeatureCollection","features":[` + pt + `]}`, []ReaderOption{WithSRID(2264)}, 2264},
+		{`{"type":"FeatureCollection","features":[` + pt + `]}`, []feature.ReaderOption{feature.WithSRID(2264)}, 2264},
 		// A crs after the features that agrees with what they were read as is fine.
 		{`{"type":"FeatureCollection","features":[` + pt + `],` + crs("urn:ogc:def:crs:EPSG::4326") + `}`, nil, 4326},
 		// A crs on the geometry itself wins.
 		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2],` + crs("EPSG:6543") + `},"properties":{}}]}`, nil, 6543},
 	}
 	for _, tt := range tests {
-		got, err := readAll(t, NewGeoJSONReader(strings.NewReader(tt.doc), tt.opts...))
+		got, err := readAll(t, NewReader(strings.NewReader(tt.doc), tt.opts...))
 		if err != nil {
 			t.Errorf("%s: %v", tt.doc, err)
 			continue
@@ -160,7 +152,7 @@ func TestGeoJSONReaderCRS(t *testing.T) {
 		}
 	}
 
-	got, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "gdal_projected_crs_first.geojson")), WithIDProperty("OBJECTID")))
+	got, err := readAll(t, NewReader(bytes.NewReader(featuretest.ReadTestdata(t, "gdal_projected_crs_first.geojson")), feature.WithIDProperty("OBJECTID")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,17 +162,17 @@ func TestGeoJSONReaderCRS(t *testing.T) {
 
 	// GeoServer writes crs last; a projected one contradicts the SRID the
 	// features were handed out with, and must fail the page, not mislabel it.
-	_, err = readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_projected_crs_last.json"))))
-	var de *DecodeError
+	_, err = readAll(t, NewReader(bytes.NewReader(featuretest.ReadTestdata(t, "geoserver_projected_crs_last.json"))))
+	var de *feature.DecodeError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "2264") {
 		t.Errorf("crs last: err = %v, want a DecodeError naming EPSG:2264", err)
 	}
 	// Configured with the right SRID, the same body reads.
-	if got, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_projected_crs_last.json")), WithSRID(2264))); err != nil || len(got) != 1 || got[0].SRID != 2264 {
+	if got, err := readAll(t, NewReader(bytes.NewReader(featuretest.ReadTestdata(t, "geoserver_projected_crs_last.json")), feature.WithSRID(2264))); err != nil || len(got) != 1 || got[0].SRID != 2264 {
 		t.Errorf("crs last with WithSRID(2264): %+v, %v", got, err)
 	}
 
-	_, err = readAll(t, NewGeoJSONReader(strings.NewReader(`{"type":"FeatureCollection",`+crs("EPSG:banana")+`,"features":[]}`)))
+	_, err = readAll(t, NewReader(strings.NewReader(`{"type":"FeatureCollection",`+crs("EPSG:banana")+`,"features":[]}`)))
 	if err == nil {
 		t.Error("unknown crs name: no error")
 	}
@@ -199,11 +191,11 @@ func TestGeoJSONReaderIDs(t *testing.T) {
 	]}`
 	var ids, pins []string
 	for _, prop := range []string{"", "pin"} {
-		var opts []ReaderOption
+		var opts []feature.ReaderOption
 		if prop != "" {
-			opts = append(opts, WithIDProperty(prop))
+			opts = append(opts, feature.WithIDProperty(prop))
 		}
-		got, err := readAll(t, NewGeoJSONReader(strings.NewReader(doc), opts...))
+		got, err := readAll(t, NewReader(strings.NewReader(doc), opts...))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +218,7 @@ func TestGeoJSONReaderIDs(t *testing.T) {
 		`{"type":"FeatureCollection","features":[{"type":"Feature","id":{"a":1},"geometry":null,"properties":null}]}`,
 		`{"type":"FeatureCollection","features":[{"type":"Feature","id":true,"geometry":null,"properties":null}]}`,
 	} {
-		if _, err := readAll(t, NewGeoJSONReader(strings.NewReader(bad))); err == nil {
+		if _, err := readAll(t, NewReader(strings.NewReader(bad))); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
@@ -234,7 +226,7 @@ func TestGeoJSONReaderIDs(t *testing.T) {
 
 func TestGeoJSONReaderLoneFeature(t *testing.T) {
 	t.Parallel()
-	got, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "lone_feature.geojson")), WithIDProperty("asset_id")))
+	got, err := readAll(t, NewReader(bytes.NewReader(featuretest.ReadTestdata(t, "lone_feature.geojson")), feature.WithIDProperty("asset_id")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,8 +255,8 @@ func TestGeoJSONReaderErrors(t *testing.T) {
 		{`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":null,"properties":null}`, "unexpected EOF"},
 	}
 	for _, tt := range tests {
-		_, err := readAll(t, NewGeoJSONReader(strings.NewReader(tt.doc)))
-		var de *DecodeError
+		_, err := readAll(t, NewReader(strings.NewReader(tt.doc)))
+		var de *feature.DecodeError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "wfs: ") {
 			t.Errorf("%q: err = %v, want a DecodeError containing %q", tt.doc, err, tt.want)
 		}
@@ -276,15 +268,15 @@ func TestGeoJSONReaderErrors(t *testing.T) {
 func TestGeoJSONReaderEveryPrefixFails(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"geoserver_2_0_page.json", "gdal_projected_crs_first.geojson", "lone_feature.geojson"} {
-		full := bytes.TrimRight(readTestdata(t, name), "\n ")
+		full := bytes.TrimRight(featuretest.ReadTestdata(t, name), "\n ")
 		for n := 0; n < len(full); n++ {
-			_, err := readAll(t, NewGeoJSONReader(bytes.NewReader(full[:n]), WithSRID(2264)))
+			_, err := readAll(t, NewReader(bytes.NewReader(full[:n]), feature.WithSRID(2264)))
 			if err == nil {
 				t.Fatalf("%s cut at %d bytes (%q…) read without error", name, n, full[max(0, n-20):n])
 			}
 		}
 	}
-	_, err := readAll(t, NewGeoJSONReader(bytes.NewReader(readTestdata(t, "truncated_page.json"))))
+	_, err := readAll(t, NewReader(bytes.NewReader(featuretest.ReadTestdata(t, "truncated_page.json"))))
 	if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "feature 2") {
 		t.Errorf("truncated_page.json: %v, want unexpected EOF at feature 2", err)
 	}
@@ -292,7 +284,7 @@ func TestGeoJSONReaderEveryPrefixFails(t *testing.T) {
 
 func TestGeoJSONReaderReusesFeature(t *testing.T) {
 	t.Parallel()
-	r := NewGeoJSONReader(bytes.NewReader(readTestdata(t, "geoserver_2_0_page.json")))
+	r := NewReader(bytes.NewReader(featuretest.ReadTestdata(t, "geoserver_2_0_page.json")))
 	f1, _ := r.Next()
 	kept := *f1 // the documented way to keep a feature
 	f2, _ := r.Next()
@@ -305,12 +297,12 @@ func TestGeoJSONReaderReusesFeature(t *testing.T) {
 }
 
 func FuzzGeoJSONReader(f *testing.F) {
-	entries, err := os.ReadDir(filepath.Join("..", "testdata", "wfs"))
+	entries, err := os.ReadDir(featuretest.TestdataDir)
 	if err != nil {
 		f.Fatal(err)
 	}
 	for _, e := range entries {
-		f.Add(readTestdata(f, e.Name()), "")
+		f.Add(featuretest.ReadTestdata(f, e.Name()), "")
 	}
 	f.Add([]byte(`{"type":"FeatureCollection","features":[{"type":"Feature","id":1,"geometry":null,"properties":{"k":"v"}}]}`), "k")
 	for _, g := range geometrySamples {
@@ -318,7 +310,7 @@ func FuzzGeoJSONReader(f *testing.F) {
 	}
 	f.Add([]byte("{\"type\":\"FeatureCollection\",\"features\":[{\"type\":\"Feature\",\"id\":\"\xff\",\"geometry\":null,\"properties\":{\"\\ud800\xc0\":\"\\udc00\\u0000\xed\xa0\x80\"}}]}"), "")
 	f.Fuzz(func(t *testing.T, doc []byte, idProp string) {
-		r := NewGeoJSONReader(iotest.OneByteReader(bytes.NewReader(doc)), WithIDProperty(idProp))
+		r := NewReader(iotest.OneByteReader(bytes.NewReader(doc)), feature.WithIDProperty(idProp))
 		failed := false
 		var props []string
 		for i := 0; i < 1_000_000; i++ {
@@ -332,7 +324,7 @@ func FuzzGeoJSONReader(f *testing.F) {
 			if feat != nil {
 				props = append(props, string(feat.Properties))
 				if feat.Properties != nil {
-					if _, bad := jsonTextStats(feat.Properties); bad != 0 || !utf8.Valid(feat.Properties) || !json.Valid(feat.Properties) {
+					if _, bad := feature.JSONTextStats(feat.Properties); bad != 0 || !utf8.Valid(feat.Properties) || !json.Valid(feat.Properties) {
 						t.Fatalf("properties %q: not repaired", feat.Properties)
 					}
 				}
@@ -442,7 +434,7 @@ func BenchmarkGeoJSONReader(b *testing.B) {
 			features := 0
 			start := time.Now()
 			for b.Loop() {
-				r := NewGeoJSONReader(bytes.NewReader(doc), WithIDProperty(idProp))
+				r := NewReader(bytes.NewReader(doc), feature.WithIDProperty(idProp))
 				for {
 					f, err := r.Next()
 					if err == io.EOF {

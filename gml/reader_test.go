@@ -1,4 +1,4 @@
-package wfs
+package gml
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -16,39 +15,25 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkt"
 )
 
-type gmlFeature struct {
-	id    string
-	wkt   string
-	srid  int
-	props string
-}
+// gmlFeature is a feature read by readGML.
+type gmlFeature featuretest.WKTFeature
 
-func readGML(t testing.TB, doc []byte, opts ...ReaderOption) ([]gmlFeature, *GMLReader, error) {
+// readGML reads doc to its end with a Reader made with opts.
+func readGML(t testing.TB, doc []byte, opts ...feature.ReaderOption) ([]gmlFeature, *Reader, error) {
 	t.Helper()
-	r := NewGMLReader(bytes.NewReader(doc), opts...)
+	r := NewReader(bytes.NewReader(doc), opts...)
+	got, err := featuretest.ReadWKT(t, r)
 	var out []gmlFeature
-	for {
-		f, err := r.Next()
-		if err == io.EOF {
-			return out, r, nil
-		}
-		if err != nil {
-			return out, r, err
-		}
-		got := gmlFeature{id: f.ID, props: string(f.Properties)}
-		if f.Geometry != nil {
-			s, err := wkt.Marshal(f.Geometry)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got.wkt, got.srid = s, f.Geometry.SRID()
-		}
-		out = append(out, got)
+	for _, f := range got {
+		out = append(out, gmlFeature(f))
 	}
+	return out, r, err
 }
 
 func TestGMLReaderRecorded(t *testing.T) {
@@ -93,7 +78,7 @@ func TestGMLReaderRecorded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, r, err := readGML(t, readTestdata(t, tt.file))
+			got, r, err := readGML(t, featuretest.ReadTestdata(t, tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,8 +91,8 @@ func TestGMLReaderRecorded(t *testing.T) {
 			for i := range got {
 				if strings.HasPrefix(tt.file, "mapserver8_") {
 					// Real captures: check what must hold, not every vertex.
-					if got[i].id != tt.want[i].id || got[i].srid != 4267 || !strings.HasPrefix(got[i].wkt, "POLYGON ((-81.") ||
-						!strings.Contains(got[i].props, `"NAME":"A`) || !strings.Contains(got[i].props, `"CNTY_ID":"18`) {
+					if got[i].ID != tt.want[i].ID || got[i].SRID != 4267 || !strings.HasPrefix(got[i].WKT, "POLYGON ((-81.") ||
+						!strings.Contains(got[i].Props, `"NAME":"A`) || !strings.Contains(got[i].Props, `"CNTY_ID":"18`) {
 						t.Errorf("feature %d: %+v", i, got[i])
 					}
 					continue
@@ -118,21 +103,6 @@ func TestGMLReaderRecorded(t *testing.T) {
 			}
 		})
 	}
-}
-
-// gmlDoc wraps feature content (properties) in the collection of a GML
-// version: 2 (WFS 1.0), 3.1.1 (WFS 1.1) or 3.2 (WFS 2.0).
-func gmlDoc(version, feature string) string {
-	switch version {
-	case "2":
-		return `<?xml version="1.0"?><wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs" xmlns:gml="http://www.opengis.net/gml" xmlns:app="http://app"><gml:featureMember><app:f fid="f.1">` +
-			feature + `</app:f></gml:featureMember></wfs:FeatureCollection>`
-	case "3.1.1":
-		return `<?xml version="1.0"?><wfs:FeatureCollection numberOfFeatures="1" xmlns:wfs="http://www.opengis.net/wfs" xmlns:gml="http://www.opengis.net/gml" xmlns:app="http://app"><gml:featureMembers><app:f gml:id="f.1">` +
-			feature + `</app:f></gml:featureMembers></wfs:FeatureCollection>`
-	}
-	return `<?xml version="1.0"?><wfs:FeatureCollection numberMatched="unknown" numberReturned="1" xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2" xmlns:app="http://app"><wfs:member><app:f gml:id="f.1">` +
-		feature + `</app:f></wfs:member></wfs:FeatureCollection>`
 }
 
 // TestGMLGeometries: every geometry type, in the spelling of each GML
@@ -238,12 +208,12 @@ func TestGMLGeometries(t *testing.T) {
 		}
 		for _, v := range versions {
 			t.Run(tt.name+"/GML "+v, func(t *testing.T) {
-				doc := gmlDoc(v, `<app:name>n</app:name><app:geom>`+tt.geom(v)+`</app:geom>`)
+				doc := featuretest.GMLDoc(v, `<app:name>n</app:name><app:geom>`+tt.geom(v)+`</app:geom>`)
 				got, _, err := readGML(t, []byte(doc))
 				if err != nil {
 					t.Fatalf("%v\n%s", err, doc)
 				}
-				if len(got) != 1 || got[0].wkt != tt.want || got[0].srid != 2264 || got[0].id != "f.1" || got[0].props != `{"name":"n"}` {
+				if len(got) != 1 || got[0].WKT != tt.want || got[0].SRID != 2264 || got[0].ID != "f.1" || got[0].Props != `{"name":"n"}` {
 					t.Errorf("got %+v, want %s SRID 2264\n%s", got, tt.want, doc)
 				}
 			})
@@ -264,32 +234,32 @@ func TestGMLAxisOrder(t *testing.T) {
 		name, doc, want string
 		srid            int
 	}{
-		{"urn 4326 swapped", gmlDoc("3.2", pt("urn:ogc:def:crs:EPSG::4326")), "POINT (-78.25 35.5)", 4326},
-		{"urn x-ogc 4269 swapped", gmlDoc("3.1.1", pt("urn:x-ogc:def:crs:EPSG:4269")), "POINT (-78.25 35.5)", 4269},
-		{"http URI 4267 swapped", gmlDoc("3.2", pt("http://www.opengis.net/def/crs/EPSG/0/4267")), "POINT (-78.25 35.5)", 4267},
-		{"versioned urn 4258 swapped", gmlDoc("3.2", pt("urn:ogc:def:crs:EPSG:6.9:4258")), "POINT (-78.25 35.5)", 4258},
-		{"EPSG:4326 in GML 3 pos swapped (MapServer WFS 1.1)", gmlDoc("3.1.1", pt("EPSG:4326")), "POINT (-78.25 35.5)", 4326},
-		{"EPSG:4267 in GML 2 coordinates not swapped (WFS 1.0)", gmlDoc("2", `<app:g><gml:Point srsName="EPSG:4267"><gml:coordinates>-78.25,35.5</gml:coordinates></gml:Point></app:g>`), "POINT (-78.25 35.5)", 4267},
-		{"EPSG:2264 projected in GML 3 not swapped", gmlDoc("3.1.1", pt("EPSG:2264")), "POINT (35.5 -78.25)", 2264},
-		{"epsg.xml#4326 not swapped", gmlDoc("2", pt("http://www.opengis.net/gml/srs/epsg.xml#4326")), "POINT (35.5 -78.25)", 4326},
-		{"urn 2264 projected not swapped", gmlDoc("3.2", pt("urn:ogc:def:crs:EPSG::2264")), "POINT (35.5 -78.25)", 2264},
-		{"urn 3857 not swapped", gmlDoc("3.2", pt("urn:ogc:def:crs:EPSG::3857")), "POINT (35.5 -78.25)", 3857},
-		{"CRS84 lon/lat", gmlDoc("3.2", pt("urn:ogc:def:crs:OGC:1.3:CRS84")), "POINT (35.5 -78.25)", 4326},
-		{"inherited from the feature's envelope", gmlDoc("3.2",
+		{"urn 4326 swapped", featuretest.GMLDoc("3.2", pt("urn:ogc:def:crs:EPSG::4326")), "POINT (-78.25 35.5)", 4326},
+		{"urn x-ogc 4269 swapped", featuretest.GMLDoc("3.1.1", pt("urn:x-ogc:def:crs:EPSG:4269")), "POINT (-78.25 35.5)", 4269},
+		{"http URI 4267 swapped", featuretest.GMLDoc("3.2", pt("http://www.opengis.net/def/crs/EPSG/0/4267")), "POINT (-78.25 35.5)", 4267},
+		{"versioned urn 4258 swapped", featuretest.GMLDoc("3.2", pt("urn:ogc:def:crs:EPSG:6.9:4258")), "POINT (-78.25 35.5)", 4258},
+		{"EPSG:4326 in GML 3 pos swapped (MapServer WFS 1.1)", featuretest.GMLDoc("3.1.1", pt("EPSG:4326")), "POINT (-78.25 35.5)", 4326},
+		{"EPSG:4267 in GML 2 coordinates not swapped (WFS 1.0)", featuretest.GMLDoc("2", `<app:g><gml:Point srsName="EPSG:4267"><gml:coordinates>-78.25,35.5</gml:coordinates></gml:Point></app:g>`), "POINT (-78.25 35.5)", 4267},
+		{"EPSG:2264 projected in GML 3 not swapped", featuretest.GMLDoc("3.1.1", pt("EPSG:2264")), "POINT (35.5 -78.25)", 2264},
+		{"epsg.xml#4326 not swapped", featuretest.GMLDoc("2", pt("http://www.opengis.net/gml/srs/epsg.xml#4326")), "POINT (35.5 -78.25)", 4326},
+		{"urn 2264 projected not swapped", featuretest.GMLDoc("3.2", pt("urn:ogc:def:crs:EPSG::2264")), "POINT (35.5 -78.25)", 2264},
+		{"urn 3857 not swapped", featuretest.GMLDoc("3.2", pt("urn:ogc:def:crs:EPSG::3857")), "POINT (35.5 -78.25)", 3857},
+		{"CRS84 lon/lat", featuretest.GMLDoc("3.2", pt("urn:ogc:def:crs:OGC:1.3:CRS84")), "POINT (35.5 -78.25)", 4326},
+		{"inherited from the feature's envelope", featuretest.GMLDoc("3.2",
 			`<gml:boundedBy><gml:Envelope srsName="urn:ogc:def:crs:EPSG::4269"><gml:lowerCorner>0 0</gml:lowerCorner><gml:upperCorner>1 1</gml:upperCorner></gml:Envelope></gml:boundedBy><app:g><gml:Point><gml:pos>35.5 -78.25</gml:pos></gml:Point></app:g>`),
 			"POINT (-78.25 35.5)", 4269},
-		{"inherited from the collection's envelope", strings.Replace(gmlDoc("3.2", `<app:g><gml:Point><gml:pos>35.5 -78.25</gml:pos></gml:Point></app:g>`), `<wfs:member>`,
+		{"inherited from the collection's envelope", strings.Replace(featuretest.GMLDoc("3.2", `<app:g><gml:Point><gml:pos>35.5 -78.25</gml:pos></gml:Point></app:g>`), `<wfs:member>`,
 			`<wfs:boundedBy><gml:Envelope srsName="urn:ogc:def:crs:EPSG::4326"><gml:lowerCorner>0 0</gml:lowerCorner><gml:upperCorner>1 1</gml:upperCorner></gml:Envelope></wfs:boundedBy><wfs:member>`, 1),
 			"POINT (-78.25 35.5)", 4326},
-		{"parts inherit the multi-geometry's srsName", gmlDoc("3.2",
+		{"parts inherit the multi-geometry's srsName", featuretest.GMLDoc("3.2",
 			`<app:g><gml:MultiPoint srsName="urn:ogc:def:crs:EPSG::4326"><gml:pointMember><gml:Point><gml:pos>35.5 -78.25</gml:pos></gml:Point></gml:pointMember></gml:MultiPoint></app:g>`),
 			"MULTIPOINT (-78.25 35.5)", 4326},
-		{"the multi-geometry takes its parts' srsName", gmlDoc("3.2",
+		{"the multi-geometry takes its parts' srsName", featuretest.GMLDoc("3.2",
 			`<app:g><gml:MultiPoint><gml:pointMember><gml:Point srsName="urn:ogc:def:crs:EPSG::4326"><gml:pos>35.5 -78.25</gml:pos></gml:Point></gml:pointMember></gml:MultiPoint></app:g>`),
 			"MULTIPOINT (-78.25 35.5)", 4326},
-		{"3D urn 4979 swaps x and y only", gmlDoc("3.2", `<app:g><gml:Point srsName="urn:ogc:def:crs:EPSG::4979" srsDimension="3"><gml:pos>35.5 -78.25 90</gml:pos></gml:Point></app:g>`),
+		{"3D urn 4979 swaps x and y only", featuretest.GMLDoc("3.2", `<app:g><gml:Point srsName="urn:ogc:def:crs:EPSG::4979" srsDimension="3"><gml:pos>35.5 -78.25 90</gml:pos></gml:Point></app:g>`),
 			"POINT Z (-78.25 35.5 90)", 4979},
-		{"no srsName anywhere: the layer's SRID", gmlDoc("3.2", `<app:g><gml:Point><gml:pos>35.5 -78.25</gml:pos></gml:Point></app:g>`), "POINT (35.5 -78.25)", 4326},
+		{"no srsName anywhere: the layer's SRID", featuretest.GMLDoc("3.2", `<app:g><gml:Point><gml:pos>35.5 -78.25</gml:pos></gml:Point></app:g>`), "POINT (35.5 -78.25)", 4326},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,13 +267,13 @@ func TestGMLAxisOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != 1 || got[0].wkt != tt.want || got[0].srid != tt.srid {
+			if len(got) != 1 || got[0].WKT != tt.want || got[0].SRID != tt.srid {
 				t.Errorf("got %+v, want %s SRID %d", got, tt.want, tt.srid)
 			}
 		})
 	}
-	got, _, err := readGML(t, []byte(gmlDoc("3.2", `<app:g><gml:Point><gml:pos>1 2</gml:pos></gml:Point></app:g>`)), WithSRID(2264))
-	if err != nil || got[0].srid != 2264 {
+	got, _, err := readGML(t, []byte(featuretest.GMLDoc("3.2", `<app:g><gml:Point><gml:pos>1 2</gml:pos></gml:Point></app:g>`)), feature.WithSRID(2264))
+	if err != nil || got[0].SRID != 2264 {
 		t.Errorf("WithSRID(2264): %+v %v", got, err)
 	}
 }
@@ -312,32 +282,32 @@ func TestParseSRSName(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		want CRS
+		want feature.CRS
 	}{
-		{"EPSG:4326", CRS{SRID: 4326, BareLatFirst: true}},
-		{"epsg:2264", CRS{SRID: 2264}},
-		{"urn:ogc:def:crs:EPSG::4326", CRS{SRID: 4326, LatFirst: true}},
-		{"urn:ogc:def:crs:EPSG:6.9:4269", CRS{SRID: 4269, LatFirst: true}},
-		{"urn:x-ogc:def:crs:EPSG:4267", CRS{SRID: 4267, LatFirst: true}},
-		{"urn:x-ogc:def:crs:EPSG::2264", CRS{SRID: 2264}},
-		{"http://www.opengis.net/def/crs/EPSG/0/4326", CRS{SRID: 4326, LatFirst: true}},
-		{"https://www.opengis.net/def/crs/EPSG/0/3857", CRS{SRID: 3857}},
-		{"http://www.opengis.net/gml/srs/epsg.xml#4326", CRS{SRID: 4326}},
-		{"http://www.opengis.net/gml/srs/epsg.xml#2264", CRS{SRID: 2264}},
-		{"urn:ogc:def:crs:OGC:1.3:CRS84", CRS{SRID: 4326}},
-		{"urn:ogc:def:crs:OGC::CRS84", CRS{SRID: 4326}},
-		{"http://www.opengis.net/def/crs/OGC/1.3/CRS84", CRS{SRID: 4326}},
-		{"CRS84", CRS{SRID: 4326}},
-		{" urn:ogc:def:crs:EPSG::4258 ", CRS{SRID: 4258, LatFirst: true}},
+		{"EPSG:4326", feature.CRS{SRID: 4326, BareLatFirst: true}},
+		{"epsg:2264", feature.CRS{SRID: 2264}},
+		{"urn:ogc:def:crs:EPSG::4326", feature.CRS{SRID: 4326, LatFirst: true}},
+		{"urn:ogc:def:crs:EPSG:6.9:4269", feature.CRS{SRID: 4269, LatFirst: true}},
+		{"urn:x-ogc:def:crs:EPSG:4267", feature.CRS{SRID: 4267, LatFirst: true}},
+		{"urn:x-ogc:def:crs:EPSG::2264", feature.CRS{SRID: 2264}},
+		{"http://www.opengis.net/def/crs/EPSG/0/4326", feature.CRS{SRID: 4326, LatFirst: true}},
+		{"https://www.opengis.net/def/crs/EPSG/0/3857", feature.CRS{SRID: 3857}},
+		{"http://www.opengis.net/gml/srs/epsg.xml#4326", feature.CRS{SRID: 4326}},
+		{"http://www.opengis.net/gml/srs/epsg.xml#2264", feature.CRS{SRID: 2264}},
+		{"urn:ogc:def:crs:OGC:1.3:CRS84", feature.CRS{SRID: 4326}},
+		{"urn:ogc:def:crs:OGC::CRS84", feature.CRS{SRID: 4326}},
+		{"http://www.opengis.net/def/crs/OGC/1.3/CRS84", feature.CRS{SRID: 4326}},
+		{"CRS84", feature.CRS{SRID: 4326}},
+		{" urn:ogc:def:crs:EPSG::4258 ", feature.CRS{SRID: 4258, LatFirst: true}},
 	}
 	for _, tt := range tests {
-		got, err := ParseSRSName(tt.name)
+		got, err := feature.ParseSRSName(tt.name)
 		if err != nil || got != tt.want {
 			t.Errorf("ParseSRSName(%q) = %+v, %v; want %+v", tt.name, got, err, tt.want)
 		}
 	}
 	for _, bad := range []string{"", "EPSG:", "EPSG:abc", "EPSG:-4", "urn:ogc:def:crs:ESRI::102100", "urn:ogc:def:crs", "http://www.opengis.net/def/crs/EPSG/0/", "WGS84", "urn:ogc:def:crs:OGC:1.3:CRS85"} {
-		if _, err := ParseSRSName(bad); err == nil || !strings.HasPrefix(err.Error(), "wfs: ") {
+		if _, err := feature.ParseSRSName(bad); err == nil || !strings.HasPrefix(err.Error(), "wfs: ") {
 			t.Errorf("ParseSRSName(%q): err %v, want a wfs: error", bad, err)
 		}
 	}
@@ -349,7 +319,7 @@ func TestGMLProperties(t *testing.T) {
 	const g2 = `<app:geom2><gml:Point srsName="EPSG:3857"><gml:pos>9 9</gml:pos></gml:Point></app:geom2>`
 	tests := []struct {
 		name, content string
-		opts          []ReaderOption
+		opts          []feature.ReaderOption
 		id, props     string
 		wkt           string
 	}{
@@ -361,18 +331,18 @@ func TestGMLProperties(t *testing.T) {
 		{"second geometry ignored", g + g2 + `<app:n>1</app:n>`, nil, "f.1", `{"n":"1"}`, "POINT (1 2)"},
 		{"gml:name and description left out", `<gml:name>x</gml:name><gml:description>d</gml:description><app:n>1</app:n>`, nil, "f.1", `{"n":"1"}`, ""},
 		{"repeated property becomes an array", `<app:tag>a</app:tag><app:n>1</app:n><app:tag>b</app:tag><app:tag>c</app:tag>`, nil, "f.1", `{"tag":["a","b","c"],"n":"1"}`, ""},
-		{"id property wins", `<app:pin>P-7</app:pin>` + g, []ReaderOption{WithIDProperty("pin")}, "P-7", `{"pin":"P-7"}`, "POINT (1 2)"},
-		{"id property absent", `<app:n>1</app:n>`, []ReaderOption{WithIDProperty("pin")}, "", `{"n":"1"}`, ""},
+		{"id property wins", `<app:pin>P-7</app:pin>` + g, []feature.ReaderOption{feature.WithIDProperty("pin")}, "P-7", `{"pin":"P-7"}`, "POINT (1 2)"},
+		{"id property absent", `<app:n>1</app:n>`, []feature.ReaderOption{feature.WithIDProperty("pin")}, "", `{"n":"1"}`, ""},
 		{"no properties", g, nil, "f.1", ``, "POINT (1 2)"},
 		{"attributes of property elements ignored", `<app:len uom="m">12</app:len>`, nil, "f.1", `{"len":"12"}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := readGML(t, []byte(gmlDoc("3.2", tt.content)), tt.opts...)
+			got, _, err := readGML(t, []byte(featuretest.GMLDoc("3.2", tt.content)), tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != 1 || got[0].id != tt.id || got[0].props != tt.props || got[0].wkt != tt.wkt {
+			if len(got) != 1 || got[0].ID != tt.id || got[0].Props != tt.props || got[0].WKT != tt.wkt {
 				t.Errorf("got %+v, want id %q props %s wkt %q", got, tt.id, tt.props, tt.wkt)
 			}
 		})
@@ -393,29 +363,29 @@ func TestGMLCollections(t *testing.T) {
 	<wfs:additionalObjects><wfs:SimpleFeatureCollection><wfs:member><a:z gml:id="z.1"/></wfs:member></wfs:SimpleFeatureCollection></wfs:additionalObjects>
 	</wfs:FeatureCollection><!-- generated by a test -->`
 	got, r, err = readGML(t, []byte(nested))
-	if err != nil || len(got) != 3 || got[0].id != "x.1" || got[2].id != "y.1" || got[2].props != `{"n":"1"}` || r.NumberMatched() != 3 {
+	if err != nil || len(got) != 3 || got[0].ID != "x.1" || got[2].ID != "y.1" || got[2].Props != `{"n":"1"}` || r.NumberMatched() != 3 {
 		t.Errorf("nested collections: %+v %v", got, err)
 	}
 	// gml:FeatureCollection of GML 3.2 without WFS, default namespace for features.
 	plain := `<gml:FeatureCollection xmlns:gml="http://www.opengis.net/gml/3.2"><gml:featureMember><f xmlns="http://app" gml:id="f.9"><geom><gml:Point srsName="EPSG:3857"><gml:pos>5 6</gml:pos></gml:Point></geom></f></gml:featureMember></gml:FeatureCollection>`
 	got, _, err = readGML(t, []byte(plain))
-	if err != nil || len(got) != 1 || got[0].id != "f.9" || got[0].wkt != "POINT (5 6)" || got[0].srid != 3857 {
+	if err != nil || len(got) != 1 || got[0].ID != "f.9" || got[0].WKT != "POINT (5 6)" || got[0].SRID != 3857 {
 		t.Errorf("gml:FeatureCollection: %+v %v", got, err)
 	}
 }
 
 func TestGMLReaderErrors(t *testing.T) {
 	t.Parallel()
-	pt := func(inner string) string { return gmlDoc("3.2", `<app:g>`+inner+`</app:g>`) }
+	pt := func(inner string) string { return featuretest.GMLDoc("3.2", `<app:g>`+inner+`</app:g>`) }
 	tests := []struct {
 		name, doc, want string
 	}{
 		{"empty", "", "empty document"},
 		{"not a collection", `<wfs:ValueCollection xmlns:wfs="x"/>`, "not a FeatureCollection"},
 		{"mismatched tags", `<wfs:FeatureCollection xmlns:wfs="x"><gml:featureMember></wfs:FeatureCollection>`, "closed by"},
-		{"truncated", gmlDoc("3.2", `<app:n>1</app:n>`)[:200], "unexpected EOF"},
-		{"truncatedResponse", strings.Replace(gmlDoc("3.2", ``), `</wfs:FeatureCollection>`, `<wfs:truncatedResponse><ows:ExceptionReport/></wfs:truncatedResponse></wfs:FeatureCollection>`, 1), "truncated the response"},
-		{"data after the document", gmlDoc("3.2", ``) + `<x/>`, "data after the document"},
+		{"truncated", featuretest.GMLDoc("3.2", `<app:n>1</app:n>`)[:200], "unexpected EOF"},
+		{"truncatedResponse", strings.Replace(featuretest.GMLDoc("3.2", ``), `</wfs:FeatureCollection>`, `<wfs:truncatedResponse><ows:ExceptionReport/></wfs:truncatedResponse></wfs:FeatureCollection>`, 1), "truncated the response"},
+		{"data after the document", featuretest.GMLDoc("3.2", ``) + `<x/>`, "data after the document"},
 		{"bad number", pt(`<gml:Point><gml:pos>1 2x</gml:pos></gml:Point>`), `bad coordinate "2x"`},
 		{"NaN", pt(`<gml:Point><gml:pos>NaN 2</gml:pos></gml:Point>`), `bad coordinate "NaN"`},
 		{"posList not a multiple", pt(`<gml:LineString><gml:posList>1 2 3</gml:posList></gml:LineString>`), "not a multiple"},
@@ -435,7 +405,7 @@ func TestGMLReaderErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, r, err := readGML(t, []byte(tt.doc))
-			var de *DecodeError
+			var de *feature.DecodeError
 			if err == nil || !errors.As(err, &de) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "wfs: gml: ") {
 				t.Fatalf("err = %v, want a *DecodeError containing %q", err, tt.want)
 			}
@@ -444,7 +414,7 @@ func TestGMLReaderErrors(t *testing.T) {
 			}
 		})
 	}
-	_, _, err := readGML(t, readTestdata(t, "geoserver_wfs20_gml32_truncated.xml"))
+	_, _, err := readGML(t, featuretest.ReadTestdata(t, "geoserver_wfs20_gml32_truncated.xml"))
 	if !errors.Is(err, io.ErrUnexpectedEOF) || !strings.Contains(err.Error(), "feature 1") {
 		t.Errorf("recorded truncated body: %v", err)
 	}
@@ -455,7 +425,7 @@ func TestGMLReaderErrors(t *testing.T) {
 func TestGMLReaderEveryPrefixFails(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"geoserver_wfs20_gml32_parcels.xml", "wfs10_gml2_mixed_types.xml"} {
-		doc := readTestdata(t, name)
+		doc := featuretest.ReadTestdata(t, name)
 		end := bytes.LastIndex(doc, []byte("</wfs:FeatureCollection>")) + len("</wfs:FeatureCollection>")
 		for n := 0; n < end; n += 1 + n/200 {
 			if _, _, err := readGML(t, doc[:n]); err == nil {
@@ -486,17 +456,17 @@ func TestScanFloat(t *testing.T) {
 }
 
 func FuzzGMLReader(f *testing.F) {
-	entries, err := os.ReadDir(filepath.Join("..", "testdata", "wfs"))
+	entries, err := os.ReadDir(featuretest.TestdataDir)
 	if err != nil {
 		f.Fatal(err)
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".xml") {
-			f.Add(readTestdata(f, e.Name()), "")
+			f.Add(featuretest.ReadTestdata(f, e.Name()), "")
 		}
 	}
-	f.Add([]byte(gmlDoc("2", `<app:pin>7</app:pin><app:g><gml:LineString srsName="EPSG:4267"><gml:coordinates cs=" " ts=";" decimal=",">1,5 2;3 4</gml:coordinates></gml:LineString></app:g>`)), "pin")
-	f.Add([]byte(gmlDoc("3.2", `<app:g><gml:Surface srsName="urn:ogc:def:crs:EPSG::4326" srsDimension="3"><gml:patches><gml:PolygonPatch><gml:exterior><gml:LinearRing><gml:posList>0 0 1 1 0 1 1 1 1 0 0 1</gml:posList></gml:LinearRing></gml:exterior></gml:PolygonPatch></gml:patches></gml:Surface></app:g>`)), "")
+	f.Add([]byte(featuretest.GMLDoc("2", `<app:pin>7</app:pin><app:g><gml:LineString srsName="EPSG:4267"><gml:coordinates cs=" " ts=";" decimal=",">1,5 2;3 4</gml:coordinates></gml:LineString></app:g>`)), "pin")
+	f.Add([]byte(featuretest.GMLDoc("3.2", `<app:g><gml:Surface srsName="urn:ogc:def:crs:EPSG::4326" srsDimension="3"><gml:patches><gml:PolygonPatch><gml:exterior><gml:LinearRing><gml:posList>0 0 1 1 0 1 1 1 1 0 0 1</gml:posList></gml:LinearRing></gml:exterior></gml:PolygonPatch></gml:patches></gml:Surface></app:g>`)), "")
 	for _, s := range gmlTokSeeds {
 		f.Add([]byte(s), "")
 	}
@@ -506,11 +476,11 @@ func FuzzGMLReader(f *testing.F) {
 	for s := range xmlRepairedSamples {
 		f.Add([]byte(s), "")
 	}
-	f.Add([]byte(gmlDoc("3.2", `<app:g><gml:MultiGeometry srsName="urn:ogc:def:crs:EPSG::4326"><gml:geometryMember><gml:Point><gml:pos>1 2</gml:pos></gml:Point></gml:geometryMember><gml:geometryMembers><gml:MultiGeometry/><gml:LineString srsDimension="3"><gml:posList>1 2 3 4 5 6</gml:posList></gml:LineString></gml:geometryMembers></gml:MultiGeometry></app:g>`)), "")
-	f.Add([]byte(gmlDoc("2", "<app:n>caf\xe9\x01&#0;</app:n><app:g><gml:MultiGeometry><gml:geometryMember><gml:Point><gml:coordinates>1e400,2</gml:coordinates></gml:Point></gml:geometryMember></gml:MultiGeometry></app:g>")), "n")
+	f.Add([]byte(featuretest.GMLDoc("3.2", `<app:g><gml:MultiGeometry srsName="urn:ogc:def:crs:EPSG::4326"><gml:geometryMember><gml:Point><gml:pos>1 2</gml:pos></gml:Point></gml:geometryMember><gml:geometryMembers><gml:MultiGeometry/><gml:LineString srsDimension="3"><gml:posList>1 2 3 4 5 6</gml:posList></gml:LineString></gml:geometryMembers></gml:MultiGeometry></app:g>`)), "")
+	f.Add([]byte(featuretest.GMLDoc("2", "<app:n>caf\xe9\x01&#0;</app:n><app:g><gml:MultiGeometry><gml:geometryMember><gml:Point><gml:coordinates>1e400,2</gml:coordinates></gml:Point></gml:geometryMember></gml:MultiGeometry></app:g>")), "n")
 	f.Fuzz(func(t *testing.T, doc []byte, idProp string) {
 		gmlReadersAgree(t, doc, idProp)
-		r := NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp))
+		r := NewReader(bytes.NewReader(doc), feature.WithIDProperty(idProp))
 		failed := false
 		for range 100_000 {
 			feat, err := r.Next()
@@ -598,7 +568,7 @@ func BenchmarkGMLReader(b *testing.B) {
 	for b.Loop() {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(genGML32(pw, n)) }()
-		r := NewGMLReader(pr)
+		r := NewReader(pr)
 		for i := 0; ; i++ {
 			f, err := r.Next()
 			if err == io.EOF {

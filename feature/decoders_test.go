@@ -1,4 +1,4 @@
-package wfs
+package feature_test
 
 import (
 	"bytes"
@@ -13,6 +13,10 @@ import (
 	"testing/iotest"
 	"unicode/utf8"
 
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/geojson"
+	"github.com/ingestd/ingestd/gml"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/ewkb"
 	"github.com/twpayne/go-geom/encoding/wkt"
@@ -21,30 +25,6 @@ import (
 // The decoders' side of issue 14: GeometryCollections are stored, every
 // dimension of a feature is bounded while streaming, bad text is repaired,
 // an overlong id refuses its feature alone, and error texts stay short.
-
-// geoJSONDoc wraps features (JSON objects, comma-separated) in a collection.
-func geoJSONDoc(features ...string) string {
-	return `{"type":"FeatureCollection","features":[` + strings.Join(features, ",") + `]}`
-}
-
-// readEvery drains r, returning the features (copies) and the final error
-// (nil at io.EOF).
-func readEvery(t testing.TB, r FeatureReader) ([]Feature, error) {
-	t.Helper()
-	var out []Feature
-	for range 1_000_000 {
-		f, err := r.Next()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, *f)
-	}
-	t.Fatal("no end")
-	return nil, nil
-}
 
 func wktOf(t testing.TB, g geom.T) string {
 	t.Helper()
@@ -105,7 +85,7 @@ func TestGeoJSONGeometryCollection(t *testing.T) {
 		func(s string) io.Reader { return strings.NewReader(s) },
 		func(s string) io.Reader { return iotest.OneByteReader(strings.NewReader(s)) },
 	} {
-		got, err := readEvery(t, NewGeoJSONReader(mk(doc)))
+		got, err := featuretest.ReadEvery(t, geojson.NewReader(mk(doc)))
 		if err != nil || len(got) != len(want) {
 			t.Fatalf("%d features, %v; want %d", len(got), err, len(want))
 		}
@@ -132,10 +112,10 @@ func TestGeoJSONGeometryCollection(t *testing.T) {
 		`{"type":"GeometryCollection","geometries":[{"type":"Circle"}]}`,
 		strings.Repeat(`{"type":"GeometryCollection","geometries":[`, 40) + strings.Repeat(`]}`, 40),
 	} {
-		_, err := readEvery(t, NewGeoJSONReader(strings.NewReader(geoJSONDoc(`{"type":"Feature","geometry":`+bad+`,"properties":null}`))))
-		var de *DecodeError
+		_, err := featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(featuretest.GeoJSONDoc(`{"type":"Feature","geometry":`+bad+`,"properties":null}`))))
+		var de *feature.DecodeError
 		if !errors.As(err, &de) || de.Index != 0 {
-			t.Errorf("%s: %v, want a DecodeError of feature 0", truncate(bad, 60), err)
+			t.Errorf("%s: %v, want a DecodeError of feature 0", featuretest.Truncate(bad, 60), err)
 		}
 	}
 }
@@ -153,12 +133,12 @@ func TestGMLMultiGeometry(t *testing.T) {
 			"GEOMETRYCOLLECTION Z (POINT Z (2 1 3))"},
 	}
 	for _, tt := range tests {
-		got, _, err := readGML(t, []byte(gmlDoc("3.2", `<app:g>`+tt.geom+`</app:g>`)))
-		if err != nil || len(got) != 1 || got[0].wkt != tt.wkt || got[0].srid != 4326 {
+		got, err := featuretest.ReadWKT(t, gml.NewReader(bytes.NewReader([]byte(featuretest.GMLDoc("3.2", `<app:g>`+tt.geom+`</app:g>`)))))
+		if err != nil || len(got) != 1 || got[0].WKT != tt.wkt || got[0].SRID != 4326 {
 			t.Errorf("%s:\n got %+v %v\nwant %s", tt.geom, got, err, tt.wkt)
 		}
 	}
-	r := NewGMLReader(strings.NewReader(gmlDoc("2", `<app:g><gml:MultiGeometry srsName="EPSG:2264"><gml:geometryMember><gml:Point><gml:coordinates>1,2</gml:coordinates></gml:Point></gml:geometryMember><gml:geometryMember><gml:MultiGeometry/></gml:geometryMember></gml:MultiGeometry></app:g>`)))
+	r := gml.NewReader(strings.NewReader(featuretest.GMLDoc("2", `<app:g><gml:MultiGeometry srsName="EPSG:2264"><gml:geometryMember><gml:Point><gml:coordinates>1,2</gml:coordinates></gml:Point></gml:geometryMember><gml:geometryMember><gml:MultiGeometry/></gml:geometryMember></gml:MultiGeometry></app:g>`)))
 	f, err := r.Next()
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +150,7 @@ func TestGMLMultiGeometry(t *testing.T) {
 // the limit and the feature, at the bound and not before, in both formats.
 func TestDecoderLimits(t *testing.T) {
 	t.Parallel()
-	lim := Limits{FeatureBytes: 4000, ValueBytes: 100, Properties: 5, IDBytes: 50}
+	lim := feature.Limits{FeatureBytes: 4000, ValueBytes: 100, Properties: 5, IDBytes: 50}
 	props := func(n int) string {
 		var b strings.Builder
 		for i := range n {
@@ -200,48 +180,48 @@ func TestDecoderLimits(t *testing.T) {
 		doc   string
 		limit string // "" when the document is within the limits
 	}{
-		{label: "json string at the bound", doc: geoJSONDoc(jsonFeature(`{"s":"` + ok + `"}`))},
-		{label: "json string over", doc: geoJSONDoc(jsonFeature(`{"s":"`+ok+`"}`), jsonFeature(`{"s":"`+over+`"}`)), limit: "value_bytes"},
-		{label: "json escaped string over", doc: geoJSONDoc(jsonFeature(`{"s":"`+ok+`"}`), jsonFeature(`{"s":"`+strings.Repeat(`\n`, 51)+`"}`)), limit: "value_bytes"},
-		{label: "json key over", doc: geoJSONDoc(jsonFeature(`{}`), jsonFeature(`{"`+over+`":1}`)), limit: "value_bytes"},
-		{label: "json number at the bound", doc: geoJSONDoc(jsonFeature(`{"n":` + digits + `}`))},
-		{label: "json number over", doc: geoJSONDoc(jsonFeature(`{}`), jsonFeature(`{"n":`+digits+`0}`)), limit: "value_bytes"},
-		{label: "json coordinate over", doc: geoJSONDoc(jsonFeature(`{}`), `{"type":"Feature","properties":null,"geometry":{"type":"Point","coordinates":[`+digits+`0,1]}}`), limit: "value_bytes"},
-		{label: "json properties at the bound", doc: geoJSONDoc(jsonFeature(props(5)))},
-		{label: "json properties over", doc: geoJSONDoc(jsonFeature(props(5)), jsonFeature(props(6))), limit: "properties"},
-		{label: "json nested members are not properties", doc: geoJSONDoc(jsonFeature(`{"a":` + props(5) + `,"b":[1,2,3,4,5,6,7]}`))},
-		{label: "json feature over", doc: geoJSONDoc(jsonFeature(`{}`), jsonFeature(`{"l":[`+strings.Repeat(`"`+ok+`",`, 40)+`1]}`)), limit: "feature_bytes"},
+		{label: "json string at the bound", doc: featuretest.GeoJSONDoc(jsonFeature(`{"s":"` + ok + `"}`))},
+		{label: "json string over", doc: featuretest.GeoJSONDoc(jsonFeature(`{"s":"`+ok+`"}`), jsonFeature(`{"s":"`+over+`"}`)), limit: "value_bytes"},
+		{label: "json escaped string over", doc: featuretest.GeoJSONDoc(jsonFeature(`{"s":"`+ok+`"}`), jsonFeature(`{"s":"`+strings.Repeat(`\n`, 51)+`"}`)), limit: "value_bytes"},
+		{label: "json key over", doc: featuretest.GeoJSONDoc(jsonFeature(`{}`), jsonFeature(`{"`+over+`":1}`)), limit: "value_bytes"},
+		{label: "json number at the bound", doc: featuretest.GeoJSONDoc(jsonFeature(`{"n":` + digits + `}`))},
+		{label: "json number over", doc: featuretest.GeoJSONDoc(jsonFeature(`{}`), jsonFeature(`{"n":`+digits+`0}`)), limit: "value_bytes"},
+		{label: "json coordinate over", doc: featuretest.GeoJSONDoc(jsonFeature(`{}`), `{"type":"Feature","properties":null,"geometry":{"type":"Point","coordinates":[`+digits+`0,1]}}`), limit: "value_bytes"},
+		{label: "json properties at the bound", doc: featuretest.GeoJSONDoc(jsonFeature(props(5)))},
+		{label: "json properties over", doc: featuretest.GeoJSONDoc(jsonFeature(props(5)), jsonFeature(props(6))), limit: "properties"},
+		{label: "json nested members are not properties", doc: featuretest.GeoJSONDoc(jsonFeature(`{"a":` + props(5) + `,"b":[1,2,3,4,5,6,7]}`))},
+		{label: "json feature over", doc: featuretest.GeoJSONDoc(jsonFeature(`{}`), jsonFeature(`{"l":[`+strings.Repeat(`"`+ok+`",`, 40)+`1]}`)), limit: "feature_bytes"},
 		{label: "json member around the features over", doc: `{"type":"FeatureCollection","links":[` + strings.Repeat(`"`+ok+`",`, 40) + `1],"features":[]}`, limit: "feature_bytes"},
 		{label: "json top-level number over", doc: `{"type":"FeatureCollection","numberMatched":` + digits + `0,"features":[]}`, limit: "value_bytes"},
-		{gml: true, label: "gml text at the bound", doc: gmlDoc("3.2", `<app:s>`+ok+`</app:s>`)},
-		{gml: true, label: "gml text over", doc: gmlDoc("3.2", `<app:s>`+over+`</app:s>`), limit: "value_bytes"},
-		{gml: true, label: "gml text over in pieces", doc: gmlDoc("3.2", `<app:s>`+ok+`<!-- -->x</app:s>`), limit: "value_bytes"},
-		{gml: true, label: "gml CDATA over", doc: gmlDoc("3.2", `<app:s><![CDATA[`+over+`]]></app:s>`), limit: "value_bytes"},
-		{gml: true, label: "gml attribute over", doc: gmlDoc("3.2", `<app:s a="`+over+`">1</app:s>`), limit: "value_bytes"},
-		{gml: true, label: "gml attribute with references over", doc: gmlDoc("3.2", `<app:s a="`+strings.Repeat("&amp;", 101)+`">1</app:s>`), limit: "value_bytes"},
-		{gml: true, label: "gml properties at the bound", doc: gmlDoc("3.2", gmlProps(5, "v"))},
-		{gml: true, label: "gml properties over", doc: gmlDoc("3.2", gmlProps(6, "v")), limit: "properties"},
-		{gml: true, label: "gml feature over", doc: gmlDoc("3.2", gmlProps(5, ok)+`<app:g><gml:LineString><gml:posList>`+strings.Repeat("1 2 ", 1000)+`</gml:posList></gml:LineString></app:g>`), limit: "feature_bytes"},
-		{gml: true, label: "gml start tag over", doc: gmlDoc("3.2", `<app:s `+strings.Repeat(`a="`+ok+`" `, 40)+`>1</app:s>`), limit: "feature_bytes"},
+		{gml: true, label: "gml text at the bound", doc: featuretest.GMLDoc("3.2", `<app:s>`+ok+`</app:s>`)},
+		{gml: true, label: "gml text over", doc: featuretest.GMLDoc("3.2", `<app:s>`+over+`</app:s>`), limit: "value_bytes"},
+		{gml: true, label: "gml text over in pieces", doc: featuretest.GMLDoc("3.2", `<app:s>`+ok+`<!-- -->x</app:s>`), limit: "value_bytes"},
+		{gml: true, label: "gml CDATA over", doc: featuretest.GMLDoc("3.2", `<app:s><![CDATA[`+over+`]]></app:s>`), limit: "value_bytes"},
+		{gml: true, label: "gml attribute over", doc: featuretest.GMLDoc("3.2", `<app:s a="`+over+`">1</app:s>`), limit: "value_bytes"},
+		{gml: true, label: "gml attribute with references over", doc: featuretest.GMLDoc("3.2", `<app:s a="`+strings.Repeat("&amp;", 101)+`">1</app:s>`), limit: "value_bytes"},
+		{gml: true, label: "gml properties at the bound", doc: featuretest.GMLDoc("3.2", gmlProps(5, "v"))},
+		{gml: true, label: "gml properties over", doc: featuretest.GMLDoc("3.2", gmlProps(6, "v")), limit: "properties"},
+		{gml: true, label: "gml feature over", doc: featuretest.GMLDoc("3.2", gmlProps(5, ok)+`<app:g><gml:LineString><gml:posList>`+strings.Repeat("1 2 ", 1000)+`</gml:posList></gml:LineString></app:g>`), limit: "feature_bytes"},
+		{gml: true, label: "gml start tag over", doc: featuretest.GMLDoc("3.2", `<app:s `+strings.Repeat(`a="`+ok+`" `, 40)+`>1</app:s>`), limit: "feature_bytes"},
 		{gml: true, label: "gml namespace declarations over", doc: `<wfs:FeatureCollection xmlns:wfs="x">` + strings.Repeat(`<x xmlns:a="`+ok+`">`, 50), limit: "feature_bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.label, func(t *testing.T) {
-			var r FeatureReader
+			var r feature.FeatureReader
 			if tt.gml {
-				r = NewGMLReader(iotest.HalfReader(strings.NewReader(tt.doc)), WithLimits(lim))
+				r = gml.NewReader(iotest.HalfReader(strings.NewReader(tt.doc)), feature.WithLimits(lim))
 			} else {
-				r = NewGeoJSONReader(iotest.HalfReader(strings.NewReader(tt.doc)), WithLimits(lim))
+				r = geojson.NewReader(iotest.HalfReader(strings.NewReader(tt.doc)), feature.WithLimits(lim))
 			}
-			got, err := readEvery(t, r)
+			got, err := featuretest.ReadEvery(t, r)
 			if tt.limit == "" {
 				if err != nil || len(got) != 1 {
 					t.Fatalf("%d features, %v; want 1 and no error", len(got), err)
 				}
 				return
 			}
-			var le *LimitError
-			if !errors.As(err, &le) || le.Name != tt.limit || !errors.Is(err, ErrLimit) {
+			var le *feature.LimitError
+			if !errors.As(err, &le) || le.Name != tt.limit || !errors.Is(err, feature.ErrLimit) {
 				t.Fatalf("err = %v, want limits.%s", err, tt.limit)
 			}
 			if len(got) == 1 && !strings.Contains(err.Error(), "feature 1") {
@@ -260,8 +240,8 @@ func TestDecoderLimits(t *testing.T) {
 func TestRefusedIDs(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("9", 1<<20) // the hostile run's 1 MB id
-	lim := Limits{IDBytes: 1024, ValueBytes: 2 << 20}
-	check := func(t *testing.T, got []Feature, err error, refused int, want string) {
+	lim := feature.Limits{IDBytes: 1024, ValueBytes: 2 << 20}
+	check := func(t *testing.T, got []feature.Feature, err error, refused int, want string) {
 		t.Helper()
 		if err != nil || len(got) != 3 {
 			t.Fatalf("%d features, %v", len(got), err)
@@ -274,7 +254,7 @@ func TestRefusedIDs(t *testing.T) {
 				continue
 			}
 			if !strings.Contains(f.Refused, want) || len(f.Refused) > 300 || f.ID != "" || f.Geometry != nil || f.Properties != nil {
-				t.Errorf("refused feature: %q %q %v %s", truncate(f.Refused, 400), truncate(f.ID, 20), f.Geometry, f.Properties)
+				t.Errorf("refused feature: %q %q %v %s", featuretest.Truncate(f.Refused, 400), featuretest.Truncate(f.ID, 20), f.Geometry, f.Properties)
 			}
 		}
 	}
@@ -285,22 +265,22 @@ func TestRefusedIDs(t *testing.T) {
 		{`"` + long + `"`, "id of 1048576 bytes exceeds limits.id_bytes (1024)"},
 		{long, "id of 1048576 bytes exceeds limits.id_bytes (1024)"},
 	} {
-		doc := geoJSONDoc(feat(`"a"`), feat(tt.id), feat(`"c"`))
-		got, err := readEvery(t, NewGeoJSONReader(strings.NewReader(doc), WithLimits(lim)))
+		doc := featuretest.GeoJSONDoc(feat(`"a"`), feat(tt.id), feat(`"c"`))
+		got, err := featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(doc), feature.WithLimits(lim)))
 		check(t, got, err, 1, tt.want)
-		got, err = readEvery(t, NewGeoJSONReader(strings.NewReader(doc), WithLimits(lim), WithIDProperty("pin")))
+		got, err = featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(doc), feature.WithLimits(lim), feature.WithIDProperty("pin")))
 		check(t, got, err, 1, tt.want)
 	}
-	nul, err := readEvery(t, NewGeoJSONReader(strings.NewReader(geoJSONDoc(feat(`"a\u0000b"`))), WithLimits(lim)))
+	nul, err := featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(featuretest.GeoJSONDoc(feat(`"a\u0000b"`))), feature.WithLimits(lim)))
 	if err != nil || len(nul) != 1 || nul[0].Refused != "" || nul[0].ID != "a\x00b" {
 		t.Errorf("an id holding a NUL: %+v, %v; want it passed on for the store to repair", nul, err)
 	}
 	gmlFeat := func(id string) string {
 		return `<wfs:member><app:f gml:id="` + id + `"><app:pin>` + id + `</app:pin></app:f></wfs:member>`
 	}
-	doc := strings.Replace(gmlDoc("3.2", ``), `<wfs:member><app:f gml:id="f.1"></app:f></wfs:member>`, gmlFeat("a")+gmlFeat(long)+gmlFeat("c"), 1)
+	doc := strings.Replace(featuretest.GMLDoc("3.2", ``), `<wfs:member><app:f gml:id="f.1"></app:f></wfs:member>`, gmlFeat("a")+gmlFeat(long)+gmlFeat("c"), 1)
 	for _, idProp := range []string{"", "pin"} {
-		got, err := readEvery(t, NewGMLReader(strings.NewReader(doc), WithLimits(lim), WithIDProperty(idProp)))
+		got, err := featuretest.ReadEvery(t, gml.NewReader(strings.NewReader(doc), feature.WithLimits(lim), feature.WithIDProperty(idProp)))
 		check(t, got, err, 1, "id of 1048576 bytes exceeds limits.id_bytes (1024)")
 	}
 }
@@ -322,8 +302,8 @@ func TestRepairsBadText(t *testing.T) {
 		{`{"k":["\uDBFF",{"\uDFFF":"\uD800"}]}`, `{"k":["\ufffd",{"\ufffd":"\ufffd"}]}`},
 	}
 	for _, tt := range tests {
-		doc := geoJSONDoc(`{"type":"Feature","id":"caf`+"\xe9"+`","geometry":null,"properties":`+tt.props+`}`, `{"type":"Feature","id":"ok","geometry":null,"properties":{}}`)
-		got, err := readEvery(t, NewGeoJSONReader(strings.NewReader(doc)))
+		doc := featuretest.GeoJSONDoc(`{"type":"Feature","id":"caf`+"\xe9"+`","geometry":null,"properties":`+tt.props+`}`, `{"type":"Feature","id":"ok","geometry":null,"properties":{}}`)
+		got, err := featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(doc)))
 		if err != nil || len(got) != 2 {
 			t.Fatalf("%q: %d features, %v", tt.props, len(got), err)
 		}
@@ -333,19 +313,19 @@ func TestRepairsBadText(t *testing.T) {
 		if got[0].ID != "caf\uFFFD" {
 			t.Errorf("id %q", got[0].ID)
 		}
-		if _, bad := jsonTextStats(got[0].Properties); bad != 0 || !utf8.Valid(got[0].Properties) {
+		if _, bad := feature.JSONTextStats(got[0].Properties); bad != 0 || !utf8.Valid(got[0].Properties) {
 			t.Errorf("%q: still needs a repair", got[0].Properties)
 		}
 	}
 
 	// GML: raw bytes that are not UTF-8 or not XML characters, and
 	// references to such characters, in text, attributes and ids.
-	doc := strings.Replace(gmlDoc("3.2", "<app:name>caf\xe9 \x01&#0;</app:name><app:ok>fine</app:ok>"), `gml:id="f.1"`, "gml:id=\"f.\xff\"", 1)
-	got, _, err := readGML(t, []byte(doc))
+	doc := strings.Replace(featuretest.GMLDoc("3.2", "<app:name>caf\xe9 \x01&#0;</app:name><app:ok>fine</app:ok>"), `gml:id="f.1"`, "gml:id=\"f.\xff\"", 1)
+	got, err := featuretest.ReadWKT(t, gml.NewReader(bytes.NewReader([]byte(doc))))
 	if err != nil || len(got) != 1 {
 		t.Fatalf("GML: %+v %v", got, err)
 	}
-	if got[0].id != "f.\uFFFD" || got[0].props != "{\"name\":\"caf\uFFFD \uFFFD\uFFFD\",\"ok\":\"fine\"}" {
+	if got[0].ID != "f.\uFFFD" || got[0].Props != "{\"name\":\"caf\uFFFD \uFFFD\uFFFD\",\"ok\":\"fine\"}" {
 		t.Errorf("GML: %+v", got[0])
 	}
 }
@@ -355,12 +335,12 @@ func TestRepairsBadText(t *testing.T) {
 // invalid geometries; neither fails the page nor panics.
 func TestCoordinatesBeyondRange(t *testing.T) {
 	t.Parallel()
-	doc := geoJSONDoc(
+	doc := featuretest.GeoJSONDoc(
 		`{"type":"Feature","geometry":{"type":"Point","coordinates":[500,100]},"properties":null}`,
 		`{"type":"Feature","geometry":{"type":"Point","coordinates":[1e400,-1e400]},"properties":null}`,
 		`{"type":"Feature","geometry":{"type":"GeometryCollection","geometries":[{"type":"Point","coordinates":[1e-400,1`+strings.Repeat("0", 400)+`]}]},"properties":null}`,
 	)
-	got, err := readEvery(t, NewGeoJSONReader(strings.NewReader(doc)))
+	got, err := featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(doc)))
 	if err != nil || len(got) != 3 {
 		t.Fatalf("%d features, %v", len(got), err)
 	}
@@ -373,9 +353,9 @@ func TestCoordinatesBeyondRange(t *testing.T) {
 	if c := got[2].Geometry.(*geom.GeometryCollection).Geom(0).FlatCoords(); c[0] != 0 || !math.IsInf(c[1], 1) {
 		t.Errorf("1e-400, 1e400 read as %v", c)
 	}
-	gml, _, err := readGML(t, []byte(gmlDoc("3.2", `<app:g><gml:LineString><gml:posList>1e400 2 500 100</gml:posList></gml:LineString></app:g>`)))
-	if err != nil || len(gml) != 1 || gml[0].wkt != "LINESTRING (+Inf 2, 500 100)" {
-		t.Errorf("GML: %+v %v", gml, err)
+	gmlGot, err := featuretest.ReadWKT(t, gml.NewReader(bytes.NewReader([]byte(featuretest.GMLDoc("3.2", `<app:g><gml:LineString><gml:posList>1e400 2 500 100</gml:posList></gml:LineString></app:g>`)))))
+	if err != nil || len(gmlGot) != 1 || gmlGot[0].WKT != "LINESTRING (+Inf 2, 500 100)" {
+		t.Errorf("GML: %+v %v", gmlGot, err)
 	}
 }
 
@@ -385,33 +365,33 @@ func TestCoordinatesBeyondRange(t *testing.T) {
 func TestDecoderErrorsAreShort(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("7", 1<<20)
-	lim := Limits{ValueBytes: 64 << 20, FeatureBytes: 64 << 20}
+	lim := feature.Limits{ValueBytes: 64 << 20, FeatureBytes: 64 << 20}
 	for _, doc := range []string{
 		`{"type":"FeatureCollection","numberMatched":-` + big + `,"features":[]}`,
 		`{"type":"` + big + `","features":[]}`,
 		`{"type":"FeatureCollection","features":[{"type":"` + big + `"}]}`,
-		geoJSONDoc(`{"type":"Feature","geometry":{"type":"` + big + `","coordinates":[]},"properties":null}`),
-		geoJSONDoc(`{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":null,"id":{"x":"` + big + `"}}`),
-		geoJSONDoc(`{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2],"crs":{"type":"name","properties":{"name":"` + big + `"}}},"properties":null}`),
+		featuretest.GeoJSONDoc(`{"type":"Feature","geometry":{"type":"` + big + `","coordinates":[]},"properties":null}`),
+		featuretest.GeoJSONDoc(`{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":null,"id":{"x":"` + big + `"}}`),
+		featuretest.GeoJSONDoc(`{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2],"crs":{"type":"name","properties":{"name":"` + big + `"}}},"properties":null}`),
 		`{"type":"FeatureCollection","features":` + big + `}`,
 		`[` + big + `]`,
 	} {
-		_, err := readEvery(t, NewGeoJSONReader(strings.NewReader(doc), WithLimits(lim)))
+		_, err := featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(doc), feature.WithLimits(lim)))
 		if err == nil || len(err.Error()) > 600 || !utf8.ValidString(err.Error()) {
-			t.Errorf("%s: error of %d bytes: %.300v", truncate(doc, 60), len(fmt.Sprint(err)), err)
+			t.Errorf("%s: error of %d bytes: %.300v", featuretest.Truncate(doc, 60), len(fmt.Sprint(err)), err)
 		}
 	}
 	for _, doc := range []string{
-		gmlDoc("3.2", `<app:g><gml:Point srsName="`+big+`"><gml:pos>1 2</gml:pos></gml:Point></app:g>`),
-		gmlDoc("3.2", `<app:g><gml:Point><gml:pos>`+big+`x 2</gml:pos></gml:Point></app:g>`),
-		gmlDoc("3.2", `<app:g><gml:Point srsDimension="`+big+`"><gml:pos>1 2</gml:pos></gml:Point></app:g>`),
-		gmlDoc("2", `<app:g><gml:Point><gml:coordinates cs="`+big+`">1,2</gml:coordinates></gml:Point></app:g>`),
-		gmlDoc("3.2", `<app:`+strings.Repeat("n", 5000)+`>1</app:n>`),
+		featuretest.GMLDoc("3.2", `<app:g><gml:Point srsName="`+big+`"><gml:pos>1 2</gml:pos></gml:Point></app:g>`),
+		featuretest.GMLDoc("3.2", `<app:g><gml:Point><gml:pos>`+big+`x 2</gml:pos></gml:Point></app:g>`),
+		featuretest.GMLDoc("3.2", `<app:g><gml:Point srsDimension="`+big+`"><gml:pos>1 2</gml:pos></gml:Point></app:g>`),
+		featuretest.GMLDoc("2", `<app:g><gml:Point><gml:coordinates cs="`+big+`">1,2</gml:coordinates></gml:Point></app:g>`),
+		featuretest.GMLDoc("3.2", `<app:`+strings.Repeat("n", 5000)+`>1</app:n>`),
 		`<wfs:FeatureCollection xmlns:wfs="x" numberMatched="` + big + `"/>`,
 	} {
-		_, err := readEvery(t, NewGMLReader(strings.NewReader(doc), WithLimits(lim)))
+		_, err := featuretest.ReadEvery(t, gml.NewReader(strings.NewReader(doc), feature.WithLimits(lim)))
 		if err == nil || len(err.Error()) > 600 || !utf8.ValidString(err.Error()) {
-			t.Errorf("%s: error of %d bytes: %.300v", truncate(doc, 60), len(fmt.Sprint(err)), err)
+			t.Errorf("%s: error of %d bytes: %.300v", featuretest.Truncate(doc, 60), len(fmt.Sprint(err)), err)
 		}
 	}
 }
@@ -465,7 +445,7 @@ func allocatedWhile(fn func()) uint64 {
 // prints the figures.
 func TestHugeValueBoundedMemory(t *testing.T) {
 	const size = 200 << 20
-	lim := DefaultLimits()
+	lim := feature.DefaultLimits()
 	bodies := []struct {
 		name string
 		gml  bool
@@ -478,12 +458,12 @@ func TestHugeValueBoundedMemory(t *testing.T) {
 			return &endlessValue{prefix: []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":null,"properties":{"n":1`), fill: '0', n: size, suffix: []byte(`}}]}`)}
 		}},
 		{"gml text property", true, func() io.Reader {
-			doc := gmlDoc("3.2", `<app:s>@</app:s>`)
+			doc := featuretest.GMLDoc("3.2", `<app:s>@</app:s>`)
 			i := strings.Index(doc, "@")
 			return &endlessValue{prefix: []byte(doc[:i]), fill: 'a', n: size, suffix: []byte(doc[i+1:])}
 		}},
 		{"gml attribute", true, func() io.Reader {
-			doc := gmlDoc("3.2", `<app:s a="@">1</app:s>`)
+			doc := featuretest.GMLDoc("3.2", `<app:s a="@">1</app:s>`)
 			i := strings.Index(doc, "@")
 			return &endlessValue{prefix: []byte(doc[:i]), fill: 'a', n: size, suffix: []byte(doc[i+1:])}
 		}},
@@ -493,12 +473,12 @@ func TestHugeValueBoundedMemory(t *testing.T) {
 		var err error
 		alloc := allocatedWhile(func() {
 			if b.gml {
-				_, err = readEvery(t, NewGMLReader(body, WithLimits(lim)))
+				_, err = featuretest.ReadEvery(t, gml.NewReader(body, feature.WithLimits(lim)))
 			} else {
-				_, err = readEvery(t, NewGeoJSONReader(body, WithLimits(lim)))
+				_, err = featuretest.ReadEvery(t, geojson.NewReader(body, feature.WithLimits(lim)))
 			}
 		})
-		var le *LimitError
+		var le *feature.LimitError
 		if !errors.As(err, &le) || le.Name != "value_bytes" {
 			t.Errorf("%s: %v, want limits.value_bytes", b.name, err)
 		}
@@ -514,11 +494,11 @@ func TestHugeValueBoundedMemory(t *testing.T) {
 // TestEndlessFeatureBoundedMemory: one feature that never ends (an array
 // of short strings, each within ValueBytes) fails by feature_bytes.
 func TestEndlessFeatureBoundedMemory(t *testing.T) {
-	lim := DefaultLimits()
+	lim := feature.DefaultLimits()
 	body := &endlessValue{prefix: []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","geometry":null,"properties":{"l":[` + strings.Repeat(`"x",`, 10)), fill: ' ', n: 1 << 30}
 	var err error
-	alloc := allocatedWhile(func() { _, err = readEvery(t, NewGeoJSONReader(body, WithLimits(lim))) })
-	var le *LimitError
+	alloc := allocatedWhile(func() { _, err = featuretest.ReadEvery(t, geojson.NewReader(body, feature.WithLimits(lim))) })
+	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "feature_bytes" {
 		t.Fatalf("%v, want limits.feature_bytes", err)
 	}
@@ -526,8 +506,8 @@ func TestEndlessFeatureBoundedMemory(t *testing.T) {
 	if alloc > uint64(6*lim.FeatureBytes) {
 		t.Errorf("allocated %d bytes", alloc)
 	}
-	gbody := &endlessValue{prefix: []byte(gmlDoc("3.2", "")[:strings.Index(gmlDoc("3.2", ""), "</app:f>")]), fill: ' ', n: 1 << 30}
-	alloc = allocatedWhile(func() { _, err = readEvery(t, NewGMLReader(gbody, WithLimits(lim))) })
+	gbody := &endlessValue{prefix: []byte(featuretest.GMLDoc("3.2", "")[:strings.Index(featuretest.GMLDoc("3.2", ""), "</app:f>")]), fill: ' ', n: 1 << 30}
+	alloc = allocatedWhile(func() { _, err = featuretest.ReadEvery(t, gml.NewReader(gbody, feature.WithLimits(lim))) })
 	if !errors.As(err, &le) || le.Name != "feature_bytes" {
 		t.Fatalf("GML: %v, want limits.feature_bytes", err)
 	}
@@ -543,15 +523,15 @@ func TestEndlessFeatureBoundedMemory(t *testing.T) {
 func TestDeepNestingBounded(t *testing.T) {
 	t.Parallel()
 	deep := strings.Repeat("[", 200000) + strings.Repeat("]", 200000)
-	_, err := readEvery(t, NewGeoJSONReader(strings.NewReader(geoJSONDoc(`{"type":"Feature","geometry":null,"properties":{"a":`+deep+`}}`))))
+	_, err := featuretest.ReadEvery(t, geojson.NewReader(strings.NewReader(featuretest.GeoJSONDoc(`{"type":"Feature","geometry":null,"properties":{"a":`+deep+`}}`))))
 	if err == nil || !strings.Contains(err.Error(), "nested too deeply") {
 		t.Errorf("deep properties: %v", err)
 	}
-	_, err = readEvery(t, NewGMLReader(strings.NewReader(gmlDoc("3.2", strings.Repeat("<app:a>", 300)+strings.Repeat("</app:a>", 300)))))
+	_, err = featuretest.ReadEvery(t, gml.NewReader(strings.NewReader(featuretest.GMLDoc("3.2", strings.Repeat("<app:a>", 300)+strings.Repeat("</app:a>", 300)))))
 	if err == nil || !strings.Contains(err.Error(), "nested deeper than 256") {
 		t.Errorf("deep GML: %v", err)
 	}
-	_, err = readEvery(t, NewGMLReader(strings.NewReader(gmlDoc("3.2", `<app:g>`+strings.Repeat("<gml:MultiGeometry><gml:geometryMember>", 150)+strings.Repeat("</gml:geometryMember></gml:MultiGeometry>", 150)+`</app:g>`))))
+	_, err = featuretest.ReadEvery(t, gml.NewReader(strings.NewReader(featuretest.GMLDoc("3.2", `<app:g>`+strings.Repeat("<gml:MultiGeometry><gml:geometryMember>", 150)+strings.Repeat("</gml:geometryMember></gml:MultiGeometry>", 150)+`</app:g>`))))
 	if err == nil || !strings.Contains(err.Error(), "nested deeper than 256") {
 		t.Errorf("deep GML collections: %v", err)
 	}
@@ -561,15 +541,15 @@ func TestDeepNestingBounded(t *testing.T) {
 // whatever the input, a feature is within the limits, its properties are
 // valid UTF-8 JSON without lone surrogates, and nothing panics.
 func FuzzHostileLimits(f *testing.F) {
-	f.Add([]byte(geoJSONDoc(`{"type":"Feature","id":"x","geometry":{"type":"GeometryCollection","geometries":[]},"properties":{"a":"`+"\xff"+`\ud800"}}`)), false)
-	f.Add([]byte(gmlDoc("3.2", "<app:a>\xff</app:a><app:g><gml:MultiGeometry/></app:g>")), true)
-	lim := Limits{FeatureBytes: 300, ValueBytes: 20, Properties: 3, IDBytes: 8}
-	f.Fuzz(func(t *testing.T, doc []byte, gml bool) {
-		var r FeatureReader = NewGeoJSONReader(bytes.NewReader(doc), WithLimits(lim))
-		if gml {
-			r = NewGMLReader(bytes.NewReader(doc), WithLimits(lim))
+	f.Add([]byte(featuretest.GeoJSONDoc(`{"type":"Feature","id":"x","geometry":{"type":"GeometryCollection","geometries":[]},"properties":{"a":"`+"\xff"+`\ud800"}}`)), false)
+	f.Add([]byte(featuretest.GMLDoc("3.2", "<app:a>\xff</app:a><app:g><gml:MultiGeometry/></app:g>")), true)
+	lim := feature.Limits{FeatureBytes: 300, ValueBytes: 20, Properties: 3, IDBytes: 8}
+	f.Fuzz(func(t *testing.T, doc []byte, isGML bool) {
+		var r feature.FeatureReader = geojson.NewReader(bytes.NewReader(doc), feature.WithLimits(lim))
+		if isGML {
+			r = gml.NewReader(bytes.NewReader(doc), feature.WithLimits(lim))
 		}
-		got, err := readEvery(t, r)
+		got, err := featuretest.ReadEvery(t, r)
 		if err != nil && len(err.Error()) > 1000 {
 			t.Fatalf("error of %d bytes", len(err.Error()))
 		}
@@ -580,7 +560,7 @@ func FuzzHostileLimits(f *testing.F) {
 			if len(f.ID) > lim.IDBytes || !utf8.ValidString(f.ID) {
 				t.Fatalf("id %q", f.ID)
 			}
-			if n, bad := jsonTextStats(f.Properties); n > lim.Properties || bad != 0 || !utf8.Valid(f.Properties) {
+			if n, bad := feature.JSONTextStats(f.Properties); n > lim.Properties || bad != 0 || !utf8.Valid(f.Properties) {
 				t.Fatalf("properties %q", f.Properties)
 			}
 		}
@@ -620,9 +600,9 @@ func TestGMLManyProperties(t *testing.T) {
 		fmt.Fprintf(&wantJSON, `"%s":["%s"]`, name, strings.Join(vals, `","`))
 	}
 	wantJSON.WriteByte('}')
-	got, _, err := readGML(t, []byte(gmlDoc("3.2", doc.String())))
-	if err != nil || len(got) != 1 || got[0].props != wantJSON.String() {
-		t.Fatalf("%v %d features; props %.200s\nwant %.200s", err, len(got), got[0].props, wantJSON.String())
+	got, err := featuretest.ReadWKT(t, gml.NewReader(bytes.NewReader([]byte(featuretest.GMLDoc("3.2", doc.String())))))
+	if err != nil || len(got) != 1 || got[0].Props != wantJSON.String() {
+		t.Fatalf("%v %d features; props %.200s\nwant %.200s", err, len(got), got[0].Props, wantJSON.String())
 	}
 }
 
@@ -635,7 +615,7 @@ func TestGMLNamespaceFlood(t *testing.T) {
 		fmt.Fprintf(&decl, ` xmlns:p%d="u"`, i)
 	}
 	doc := `<wfs:FeatureCollection xmlns:wfs="x"` + decl.String() + `/>`
-	_, err := readEvery(t, NewGMLReader(strings.NewReader(doc)))
+	_, err := featuretest.ReadEvery(t, gml.NewReader(strings.NewReader(doc)))
 	if err == nil || !strings.Contains(err.Error(), "namespace declarations") {
 		t.Errorf("%v", err)
 	}

@@ -1,4 +1,4 @@
-package wfs
+package geojson
 
 import (
 	"bytes"
@@ -10,53 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/geojson"
 )
-
-// ReaderOption configures a GeoJSONReader.
-type ReaderOption func(*readerConfig)
-
-type readerConfig struct {
-	idProperty string
-	srid       int
-	limits     Limits
-}
-
-func newReaderConfig(opts []ReaderOption) readerConfig {
-	cfg := readerConfig{srid: 4326, limits: DefaultLimits()}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return cfg
-}
-
-// WithIDProperty makes the feature ID the value of the named property instead
-// of the GeoJSON "id" member.
-func WithIDProperty(name string) ReaderOption {
-	return func(c *readerConfig) { c.idProperty = name }
-}
-
-// WithSRID sets the SRID of geometries when the document declares no CRS
-// before its features (default 4326, as RFC 7946 says).
-func WithSRID(srid int) ReaderOption {
-	return func(c *readerConfig) {
-		if srid > 0 {
-			c.srid = srid
-		}
-	}
-}
-
-// WithLimits bounds what one feature may hold (FeatureBytes, ValueBytes,
-// Properties, IDBytes; the other fields are the client's); zero fields are
-// the defaults, which a reader made without this option uses too.
-// Exceeding FeatureBytes, ValueBytes or Properties fails the page with a
-// *LimitError; an id longer than IDBytes refuses that feature only (see
-// Feature.Refused). Reading stops as soon as a bound is passed, so memory
-// stays a small multiple of FeatureBytes whatever the body holds.
-func WithLimits(l Limits) ReaderOption {
-	return func(c *readerConfig) { c.limits = l.WithDefaults() }
-}
 
 type readerState int
 
@@ -77,16 +34,16 @@ type rawFeature struct {
 	Properties []byte
 }
 
-// GeoJSONReader streams the features of a GeoJSON FeatureCollection (or of a
+// Reader streams the features of a GeoJSON FeatureCollection (or of a
 // lone Feature), holding one feature in memory at a time. Top-level members
 // may come in any order; a "crs" member (the legacy 2008 form) sets the SRID
 // of the geometries that follow it. A body cut short is an error, never a
 // short page. WithLimits bounds each feature, string, number and id while
 // the body streams; properties with invalid UTF-8 or lone surrogate escapes
 // are repaired (see Feature.Properties), not refused.
-type GeoJSONReader struct {
+type Reader struct {
 	in    *jsonStream
-	cfg   readerConfig
+	cfg   feature.ReaderConfig
 	state readerState
 	err   error // sticky: once set, Next returns it forever
 	index int   // index of the next feature
@@ -95,7 +52,7 @@ type GeoJSONReader struct {
 	first bool
 
 	raw     rawFeature
-	feature Feature
+	feature feature.Feature
 
 	srid        int
 	crsSeen     bool
@@ -108,15 +65,15 @@ type GeoJSONReader struct {
 	matchedStd     bool // numberMatched itself was seen, not totalFeatures
 }
 
-// NewGeoJSONReader returns a reader of the GeoJSON document r.
-func NewGeoJSONReader(r io.Reader, opts ...ReaderOption) *GeoJSONReader {
-	cfg := newReaderConfig(opts)
+// NewReader returns a reader of the GeoJSON document r.
+func NewReader(r io.Reader, opts ...feature.ReaderOption) *Reader {
+	cfg := feature.NewReaderConfig(opts)
 	in := newJSONStream(r)
-	in.maxToken = cfg.limits.ValueBytes
-	return &GeoJSONReader{
+	in.maxToken = cfg.Limits.ValueBytes
+	return &Reader{
 		in:             in,
 		cfg:            cfg,
-		srid:           cfg.srid,
+		srid:           cfg.SRID,
 		numberMatched:  -1,
 		numberReturned: -1,
 	}
@@ -126,66 +83,40 @@ func NewGeoJSONReader(r io.Reader, opts ...ReaderOption) *GeoJSONReader {
 // totalFeatures): the size of the whole result set across pages. It is -1
 // while unknown; members after the features are known only once Next has
 // returned io.EOF.
-func (r *GeoJSONReader) NumberMatched() int { return r.numberMatched }
+func (r *Reader) NumberMatched() int { return r.numberMatched }
 
 // NumberReturned is the document's numberReturned, -1 while unknown.
-func (r *GeoJSONReader) NumberReturned() int { return r.numberReturned }
+func (r *Reader) NumberReturned() int { return r.numberReturned }
 
 // SRID is the SRID the reader gives geometries at this point of the document.
-func (r *GeoJSONReader) SRID() int { return r.srid }
+func (r *Reader) SRID() int { return r.srid }
 
 // Next returns the next feature, io.EOF after the last one, or an error that
 // names the feature index and what was wrong. The returned *Feature is the
 // same value at every call and is overwritten by the next call; its Geometry
 // and Properties are fresh at each call, so a shallow copy (f2 := *f) keeps a
 // feature. After an error, Next returns the same error and no feature.
-func (r *GeoJSONReader) Next() (*Feature, error) { return stickyNext(&r.err, r.next) }
-
-// stickyNext calls next unless an earlier call failed: a decoder that failed
-// once returns that error forever and never a feature after it. io.EOF is not
-// sticky, so a finished reader keeps answering io.EOF.
-func stickyNext(sticky *error, next func() (*Feature, error)) (*Feature, error) {
-	if *sticky != nil {
-		return nil, *sticky
-	}
-	f, err := next()
-	if err != nil {
-		if err != io.EOF {
-			*sticky = err
-		}
-		return nil, err
-	}
-	return f, nil
-}
+func (r *Reader) Next() (*feature.Feature, error) { return feature.StickyNext(&r.err, r.next) }
 
 // fail builds the reader's error. A limit exceeded is returned as the
 // *LimitError, saying where; any other error's text is bounded, so that
 // input quoted in it cannot make a huge log line.
-func (r *GeoJSONReader) fail(index int, msg string, err error) error {
+func (r *Reader) fail(index int, msg string, err error) error {
 	if errors.Is(err, io.EOF) {
 		// Inside the document, the end of input is never the end of the page.
 		err = io.ErrUnexpectedEOF
 	}
-	var le *LimitError
+	var le *feature.LimitError
 	if errors.As(err, &le) {
 		if le.Where == "" {
-			le.Where = "geojson " + featureWhere(index)
+			le.Where = "geojson " + feature.Where(index)
 		}
 		return le
 	}
-	return &DecodeError{Index: index, Msg: msg, Err: bound(err)}
+	return &feature.DecodeError{Index: index, Msg: msg, Err: feature.Bound(err)}
 }
 
-// featureWhere names the feature of index (-1: the document around the
-// features) for a LimitError.
-func featureWhere(index int) string {
-	if index < 0 {
-		return "document"
-	}
-	return "feature " + strconv.Itoa(index)
-}
-
-func (r *GeoJSONReader) next() (*Feature, error) {
+func (r *Reader) next() (*feature.Feature, error) {
 	for {
 		switch r.state {
 		case stateDone:
@@ -193,7 +124,7 @@ func (r *GeoJSONReader) next() (*Feature, error) {
 		case stateStart:
 			c, err := r.in.peek()
 			if err == io.EOF {
-				return nil, &DecodeError{Index: -1, Msg: "empty document", Err: io.ErrUnexpectedEOF}
+				return nil, &feature.DecodeError{Index: -1, Msg: "empty document", Err: io.ErrUnexpectedEOF}
 			}
 			if err != nil {
 				return nil, r.fail(-1, "", err)
@@ -234,7 +165,7 @@ func (r *GeoJSONReader) next() (*Feature, error) {
 }
 
 // member reads one top-level member, or the end of the document.
-func (r *GeoJSONReader) member() error {
+func (r *Reader) member() error {
 	c, err := r.in.peek()
 	if err != nil {
 		return r.fail(-1, "", unexpectedEnd(err))
@@ -257,19 +188,19 @@ func (r *GeoJSONReader) member() error {
 		}
 	}
 	r.first = false
-	rawKey, err := r.in.value(r.cfg.limits.FeatureBytes)
+	rawKey, err := r.in.value(r.cfg.Limits.FeatureBytes)
 	if err != nil {
 		return r.fail(-1, "", err)
 	}
 	if rawKey[0] != '"' {
-		return r.fail(-1, fmt.Sprintf("unexpected %s, want a member name", snippet(rawKey)), nil)
+		return r.fail(-1, fmt.Sprintf("unexpected %s, want a member name", feature.Snippet(rawKey)), nil)
 	}
 	key, err := unquote(rawKey)
 	if err != nil {
 		return r.fail(-1, "", err)
 	}
 	if err := r.in.expect(':'); err != nil {
-		return r.fail(-1, "member "+snippet(key), err)
+		return r.fail(-1, "member "+feature.Snippet(key), err)
 	}
 	if key == "features" {
 		if r.sawFeatures {
@@ -281,8 +212,8 @@ func (r *GeoJSONReader) member() error {
 			return r.fail(-1, `member "features"`, unexpectedEnd(err))
 		}
 		if c != '[' {
-			v, _ := r.in.value(r.cfg.limits.FeatureBytes)
-			return r.fail(-1, fmt.Sprintf(`member "features" is %s, not an array`, snippet(v)), nil)
+			v, _ := r.in.value(r.cfg.Limits.FeatureBytes)
+			return r.fail(-1, fmt.Sprintf(`member "features" is %s, not an array`, feature.Snippet(v)), nil)
 		}
 		r.in.pos++
 		r.state, r.first = stateFeatures, true
@@ -290,9 +221,9 @@ func (r *GeoJSONReader) member() error {
 	}
 	// bbox, timeStamp, links, name… are read whole and dropped: they are
 	// small in every WFS response, and the response size is capped anyway.
-	v, err := r.in.value(r.cfg.limits.FeatureBytes)
+	v, err := r.in.value(r.cfg.Limits.FeatureBytes)
 	if err != nil {
-		return r.fail(-1, "member "+snippet(key), err)
+		return r.fail(-1, "member "+feature.Snippet(key), err)
 	}
 	switch key {
 	case "type":
@@ -340,7 +271,7 @@ func unquote(lit []byte) (string, error) {
 }
 
 // finish checks the document once its closing brace is read.
-func (r *GeoJSONReader) finish() error {
+func (r *Reader) finish() error {
 	switch {
 	case r.sawFeatures && (r.topType == "FeatureCollection" || r.topType == ""):
 		r.state = stateDone
@@ -351,24 +282,24 @@ func (r *GeoJSONReader) finish() error {
 	case r.topType == "":
 		return r.fail(-1, `neither a FeatureCollection nor a Feature (no "type", no "features")`, nil)
 	default:
-		return r.fail(-1, fmt.Sprintf("type %s is not a FeatureCollection or a Feature", snippet(r.topType)), nil)
+		return r.fail(-1, fmt.Sprintf("type %s is not a FeatureCollection or a Feature", feature.Snippet(r.topType)), nil)
 	}
 	return nil
 }
 
 // count reads numberMatched and friends: a number, or "unknown" (-1).
-func (r *GeoJSONReader) count(key string, num []byte) (int, error) {
+func (r *Reader) count(key string, num []byte) (int, error) {
 	if c := firstByte(num); c == '"' || c == 'n' {
 		return -1, nil // "unknown", null
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt32 {
-		return -1, r.fail(-1, fmt.Sprintf("member %q is %s, not a count", key, snippet(num)), nil)
+		return -1, r.fail(-1, fmt.Sprintf("member %q is %s, not a count", key, feature.Snippet(num)), nil)
 	}
 	return int(n), nil
 }
 
-func (r *GeoJSONReader) crsMember(raw []byte) error {
+func (r *Reader) crsMember(raw []byte) error {
 	var crs *geojson.CRS
 	if err := json.Unmarshal(raw, &crs); err != nil {
 		return r.fail(-1, `member "crs"`, err)
@@ -409,7 +340,7 @@ func sridOfCRS(crs *geojson.CRS) (int, error) {
 		}
 		return 0, fmt.Errorf("EPSG crs without a usable code: %v", crs.Properties["code"])
 	}
-	return 0, fmt.Errorf("unsupported crs type %s", snippet(crs.Type))
+	return 0, fmt.Errorf("unsupported crs type %s", feature.Snippet(crs.Type))
 }
 
 // sridOfName reads a named CRS with the same parser as GML's srsName. The
@@ -417,15 +348,15 @@ func sridOfCRS(crs *geojson.CRS) (int, error) {
 // first) whatever the legacy crs member names, as the 2008 specification
 // says and as GDAL and GeoServer write them.
 func sridOfName(name string) (int, error) {
-	c, err := parseSRSName(name)
+	c, err := feature.ParseCRS(name)
 	if err != nil {
 		return 0, err
 	}
 	return c.SRID, nil
 }
 
-func (r *GeoJSONReader) decodeFeature() (*Feature, error) {
-	v, err := r.in.value(r.cfg.limits.FeatureBytes)
+func (r *Reader) decodeFeature() (*feature.Feature, error) {
+	v, err := r.in.value(r.cfg.Limits.FeatureBytes)
 	if err != nil {
 		return nil, r.fail(r.index, "", err)
 	}
@@ -440,10 +371,10 @@ func (r *GeoJSONReader) decodeFeature() (*Feature, error) {
 // case-insensitive; the last of repeated members wins). ID and Geometry
 // reuse their buffers, being consumed before the next feature; Properties
 // are fresh bytes, which callers may keep.
-func (r *GeoJSONReader) splitFeature(v []byte) error {
+func (r *Reader) splitFeature(v []byte) error {
 	r.raw = rawFeature{ID: r.raw.ID[:0], Geometry: r.raw.Geometry[:0]}
 	if v[0] != '{' {
-		return fmt.Errorf("feature is %s, not an object", snippet(v))
+		return fmt.Errorf("feature is %s, not an object", feature.Snippet(v))
 	}
 	var props []byte
 	for i := 1; ; {
@@ -483,7 +414,7 @@ func (r *GeoJSONReader) splitFeature(v []byte) error {
 				continue
 			}
 			if val[0] != '"' {
-				return fmt.Errorf("member %s is %s, not a string", snippet(key), snippet(val))
+				return fmt.Errorf("member %s is %s, not a string", feature.Snippet(key), feature.Snippet(val))
 			}
 			if r.raw.Type, err = unquote(val); err != nil {
 				return err
@@ -503,70 +434,59 @@ func memberIs(key []byte, name string) bool {
 	return string(key) == name || strings.EqualFold(string(key), name)
 }
 
-func (r *GeoJSONReader) buildFeature() (*Feature, error) {
+func (r *Reader) buildFeature() (*feature.Feature, error) {
 	if r.raw.Type != "Feature" {
-		return nil, r.fail(r.index, fmt.Sprintf("type is %s, want \"Feature\"", snippet(r.raw.Type)), nil)
+		return nil, r.fail(r.index, fmt.Sprintf("type is %s, want \"Feature\"", feature.Snippet(r.raw.Type)), nil)
 	}
 	g, err := r.geometry(r.raw.Geometry)
 	if err != nil {
 		return nil, r.fail(r.index, "geometry", err)
 	}
 	props := r.raw.Properties
-	var repairs Repairs
+	var repairs feature.Repairs
 	if isNull(props) {
 		props = nil
 	} else if t := firstByte(props); t != '{' {
 		return nil, r.fail(r.index, "properties is not an object", nil)
 	} else {
-		n, repair := jsonTextStats(props)
-		if n > r.cfg.limits.Properties {
-			return nil, &LimitError{Name: "properties", Max: int64(r.cfg.limits.Properties),
+		n, repair := feature.JSONTextStats(props)
+		if n > r.cfg.Limits.Properties {
+			return nil, &feature.LimitError{Name: "properties", Max: int64(r.cfg.Limits.Properties),
 				Where: fmt.Sprintf("geojson feature %d has %d", r.index, n)}
 		}
 		if repair != 0 {
-			props = repairJSONText(props)
+			props = feature.RepairJSONText(props)
 			repairs = repair
 		}
 	}
 	var id string
-	if r.cfg.idProperty != "" {
-		v, found, err := findMember(props, r.cfg.idProperty)
+	if r.cfg.IDProperty != "" {
+		v, found, err := findMember(props, r.cfg.IDProperty)
 		if err != nil {
 			return nil, r.fail(r.index, "properties", err)
 		}
 		if found {
 			if id, err = renderID(v); err != nil {
-				return nil, r.fail(r.index, "id property "+snippet(r.cfg.idProperty), err)
+				return nil, r.fail(r.index, "id property "+feature.Snippet(r.cfg.IDProperty), err)
 			}
 		}
 	} else if id, err = renderID(r.raw.ID); err != nil {
 		return nil, r.fail(r.index, "id", err)
 	}
-	if reason := refuseID(id, r.cfg.limits.IDBytes); reason != "" {
-		r.feature = Feature{Refused: reason}
+	if reason := feature.RefuseID(id, r.cfg.Limits.IDBytes); reason != "" {
+		r.feature = feature.Feature{Refused: reason}
 	} else {
-		fixed := fixUTF8(id)
+		fixed := feature.FixUTF8(id)
 		if fixed != id {
-			repairs |= RepairedUTF8
+			repairs |= feature.RepairedUTF8
 		}
-		r.feature = Feature{ID: fixed, Geometry: g, Properties: props, Repairs: repairs}
+		r.feature = feature.Feature{ID: fixed, Geometry: g, Properties: props, Repairs: repairs}
 	}
 	r.index++
 	return &r.feature, nil
 }
 
-// refuseID says why a feature with this id cannot be stored, or "": an id
-// longer than max. Such a feature is refused alone (Feature.Refused); the id
-// is quoted truncated. (A NUL in an id is not refused: the store repairs it
-// to U+FFFD like a NUL in a property, under the feed's invalid_feature.)
-func refuseID(id string, max int) string {
-	if len(id) > max {
-		return fmt.Sprintf("id of %d bytes exceeds limits.id_bytes (%d): %s", len(id), max, snippet(id))
-	}
-	return ""
-}
-
-func (r *GeoJSONReader) geometry(raw []byte) (geom.T, error) {
+func (r *Reader) geometry(raw []byte) (geom.T, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
@@ -610,7 +530,7 @@ func renderID(raw []byte) (string, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return canonicalNumber(string(b))
 	}
-	return "", fmt.Errorf("is %s, want a string or a number", snippet(b))
+	return "", fmt.Errorf("is %s, want a string or a number", feature.Snippet(b))
 }
 
 func canonicalNumber(s string) (string, error) {
@@ -629,7 +549,7 @@ func canonicalNumber(s string) (string, error) {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", fmt.Errorf("number %s out of range", snippet(s))
+		return "", fmt.Errorf("number %s out of range", feature.Snippet(s))
 	}
 	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
 		return strconv.FormatInt(int64(f), 10), nil

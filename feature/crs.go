@@ -1,4 +1,4 @@
-package wfs
+package feature
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ type CRS struct {
 	// BareLatFirst is set for the bare "EPSG:n" form of such a CRS, whose
 	// axis order depends on who wrote it: longitude first in GeoJSON and in
 	// GML 2 (WFS 1.0), latitude first in MapServer's GML 3 (WFS 1.1), which
-	// labels lat/lon coordinates srsName="EPSG:4326" (or 4267, …). GMLReader
+	// labels lat/lon coordinates srsName="EPSG:4326" (or 4267, …). gml.Reader
 	// swaps such positions when they come in GML 3's pos or posList, as
 	// GDAL does; LatFirst stays false, the answer for every other reader.
 	BareLatFirst bool
@@ -76,20 +76,21 @@ var latFirstGeographic = map[int]bool{
 //
 // Prefixes are matched case-insensitively; the code must be a positive integer.
 func ParseSRSName(name string) (CRS, error) {
-	c, err := parseSRSName(name)
+	c, err := ParseCRS(name)
 	if err != nil {
 		return CRS{}, fmt.Errorf("wfs: %w", err)
 	}
 	return c, nil
 }
 
-// parseSRSName is ParseSRSName with errors that decoders wrap in their own.
-func parseSRSName(name string) (CRS, error) {
+// ParseCRS is ParseSRSName with errors that decoders wrap in their own,
+// which name the decoder and the feature.
+func ParseCRS(name string) (CRS, error) {
 	n := strings.TrimSpace(name)
 	if n == "" {
 		return CRS{}, errors.New("empty srsName")
 	}
-	bad := func() (CRS, error) { return CRS{}, fmt.Errorf("unsupported srsName %s", snippet(name)) }
+	bad := func() (CRS, error) { return CRS{}, fmt.Errorf("unsupported srsName %s", Snippet(name)) }
 	var code string
 	authority := false // the form follows the EPSG database's axis order
 	bare := false      // EPSG:n
@@ -144,7 +145,7 @@ func ogcCRS(code, name string) (CRS, error) {
 	case "CRS27":
 		return CRS{SRID: 4267}, nil
 	}
-	return CRS{}, fmt.Errorf("unsupported srsName %s", snippet(name))
+	return CRS{}, fmt.Errorf("unsupported srsName %s", Snippet(name))
 }
 
 func hasPrefixFold(s, prefix string) bool {

@@ -1,4 +1,4 @@
-package wfs
+package gml
 
 import (
 	"encoding/xml"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/twpayne/go-geom"
 )
 
@@ -16,16 +17,16 @@ import (
 // whatever its number of positions.
 type geomBuilder struct {
 	flat   []float64
-	ends   []int // end offset in flat of each ring or line
-	polys  []int // len(ends) at the end of each polygon
-	stride int   // dimension of the first position; 0 until one is read
-	crs    CRS   // the CRS the geometry (or one of its parts) names
+	ends   []int       // end offset in flat of each ring or line
+	polys  []int       // len(ends) at the end of each polygon
+	stride int         // dimension of the first position; 0 until one is read
+	crs    feature.CRS // the CRS the geometry (or one of its parts) names
 	crsSet bool
 }
 
 // gctx is what a geometry element passes down to its parts.
 type gctx struct {
-	crs CRS
+	crs feature.CRS
 	dim int // srsDimension in scope, 0 when not given
 }
 
@@ -44,13 +45,13 @@ func isGeometryElement(local string) bool {
 
 // geometry reads the geometry element se, whose start was just read, up to
 // its end.
-func (r *GMLReader) geometry(se xml.StartElement, inherit CRS) (geom.T, error) {
+func (r *Reader) geometry(se xml.StartElement, inherit feature.CRS) (geom.T, error) {
 	return r.geometryIn(se, gctx{crs: inherit})
 }
 
 // geometryIn reads the geometry element se in the context of its parent
 // (a collection's CRS and srsDimension, or the feature's CRS).
-func (r *GMLReader) geometryIn(se xml.StartElement, parent gctx) (geom.T, error) {
+func (r *Reader) geometryIn(se xml.StartElement, parent gctx) (geom.T, error) {
 	if se.Name.Local == "MultiGeometry" {
 		return r.readCollection(se, parent)
 	}
@@ -101,7 +102,7 @@ func (r *GMLReader) geometryIn(se xml.StartElement, parent gctx) (geom.T, error)
 // reader knows, MultiGeometry included, and all in the collection's CRS. An
 // empty one is an empty XY collection. The layout follows the GeoJSON
 // decoder's rule (decodeCollection).
-func (r *GMLReader) readCollection(se xml.StartElement, parent gctx) (geom.T, error) {
+func (r *Reader) readCollection(se xml.StartElement, parent gctx) (geom.T, error) {
 	r.g.crsSet = false
 	ctx, err := r.geomCtx(se, parent)
 	if err != nil {
@@ -117,7 +118,7 @@ func (r *GMLReader) readCollection(se xml.StartElement, parent gctx) (geom.T, er
 		}
 		return r.children(func(g xml.StartElement) error {
 			if !r.isGML(g.Name.Space) || !isGeometryElement(g.Name.Local) {
-				return fmt.Errorf("unsupported member %s", snippet(qname(g.Name)))
+				return fmt.Errorf("unsupported member %s", feature.Snippet(qname(g.Name)))
 			}
 			mg, err := r.geometryIn(g, ctx)
 			if err != nil {
@@ -132,14 +133,14 @@ func (r *GMLReader) readCollection(se xml.StartElement, parent gctx) (geom.T, er
 	if err != nil {
 		return nil, err // the member's error names its element
 	}
-	setCollectionLayout(gc)
+	feature.SetCollectionLayout(gc)
 	return gc.SetSRID(srid), nil
 }
 
 // geomCtx reads srsName and srsDimension of a geometry element. A part may
 // repeat its parent's srsName (GeoServer does) but not name another CRS:
 // a geometry has one SRID.
-func (r *GMLReader) geomCtx(se xml.StartElement, parent gctx) (gctx, error) {
+func (r *Reader) geomCtx(se xml.StartElement, parent gctx) (gctx, error) {
 	ctx := parent
 	for _, a := range se.Attr {
 		if a.Name.Space != "" {
@@ -164,7 +165,7 @@ func (r *GMLReader) geomCtx(se xml.StartElement, parent gctx) (gctx, error) {
 		case "srsDimension", "dimension":
 			d, err := strconv.Atoi(a.Value)
 			if err != nil || d < 2 || d > 4 {
-				return ctx, fmt.Errorf("%s %s: want 2, 3 or 4", a.Name.Local, snippet(a.Value))
+				return ctx, fmt.Errorf("%s %s: want 2, 3 or 4", a.Name.Local, feature.Snippet(a.Value))
 			}
 			ctx.dim = d
 		}
@@ -175,7 +176,7 @@ func (r *GMLReader) geomCtx(se xml.StartElement, parent gctx) (gctx, error) {
 // children calls fn for each child element of the element whose start was
 // just read, and consumes the element. fn must consume the child (read to
 // its end or call skip). Text between children is ignored.
-func (r *GMLReader) children(fn func(se xml.StartElement) error) error {
+func (r *Reader) children(fn func(se xml.StartElement) error) error {
 	depth := len(r.stack)
 	for {
 		tok, err := r.token()
@@ -197,7 +198,7 @@ func (r *GMLReader) children(fn func(se xml.StartElement) error) error {
 
 // readText reads the text of the element whose start was just read, up to
 // its end, into r.text. A child element is an error: coordinates are text.
-func (r *GMLReader) readText(of string) ([]byte, error) {
+func (r *Reader) readText(of string) ([]byte, error) {
 	r.text = r.text[:0]
 	depth := len(r.stack)
 	for {
@@ -218,7 +219,7 @@ func (r *GMLReader) readText(of string) ([]byte, error) {
 	}
 }
 
-func (r *GMLReader) readPoint(ctx gctx) error {
+func (r *Reader) readPoint(ctx gctx) error {
 	before := len(r.g.flat)
 	if err := r.readPositions(ctx); err != nil {
 		return err
@@ -231,7 +232,7 @@ func (r *GMLReader) readPoint(ctx gctx) error {
 
 // readPositions reads the positions of a Point, LineString, LinearRing or
 // LineStringSegment: pos, posList, coordinates, coord, pointProperty.
-func (r *GMLReader) readPositions(ctx gctx) error {
+func (r *Reader) readPositions(ctx gctx) error {
 	return r.children(func(se xml.StartElement) error {
 		if !r.isGML(se.Name.Space) {
 			return r.skip()
@@ -271,7 +272,7 @@ func (r *GMLReader) readPositions(ctx gctx) error {
 // appendPosList parses a pos (one position, whose dimension is its number
 // of values unless srsDimension says) or a posList (positions of
 // srsDimension values, 2 by default).
-func (r *GMLReader) appendPosList(text []byte, ctx gctx, single bool) error {
+func (r *Reader) appendPosList(text []byte, ctx gctx, single bool) error {
 	b := &r.g
 	from := len(b.flat)
 	var err error
@@ -304,7 +305,7 @@ func (r *GMLReader) appendPosList(text []byte, ctx gctx, single bool) error {
 // positions came in GML 3's pos or posList rather than GML 2's coordinates
 // or coord: then a bare "EPSG:n" geographic srsName is latitude-first too,
 // as MapServer writes WFS 1.1 (GeoServer writes that form only in GML 2).
-func (r *GMLReader) addPositions(from, dim int, ctx gctx, gml3 bool) error {
+func (r *Reader) addPositions(from, dim int, ctx gctx, gml3 bool) error {
 	b := &r.g
 	if dim < 2 || dim > 4 {
 		return fmt.Errorf("positions of %d dimensions", dim)
@@ -326,7 +327,7 @@ func (r *GMLReader) addPositions(from, dim int, ctx gctx, gml3 bool) error {
 // readCoordinates reads GML 2's coordinates element: tuples separated by ts
 // (default a space, meaning any whitespace), values by cs (default ","),
 // with decimal as the decimal point (default ".").
-func (r *GMLReader) readCoordinates(se xml.StartElement, ctx gctx) error {
+func (r *Reader) readCoordinates(se xml.StartElement, ctx gctx) error {
 	cs, ts, dec := byte(','), byte(' '), byte('.')
 	for _, a := range se.Attr {
 		if a.Name.Space != "" {
@@ -344,7 +345,7 @@ func (r *GMLReader) readCoordinates(se xml.StartElement, ctx gctx) error {
 			continue
 		}
 		if len(a.Value) != 1 {
-			return fmt.Errorf("coordinates %s=%s: want one character", a.Name.Local, snippet(a.Value))
+			return fmt.Errorf("coordinates %s=%s: want one character", a.Name.Local, feature.Snippet(a.Value))
 		}
 		*p = a.Value[0]
 	}
@@ -407,7 +408,7 @@ func (r *GMLReader) readCoordinates(se xml.StartElement, ctx gctx) error {
 }
 
 // readCoord reads GML 2's coord: X, Y and optional Z elements.
-func (r *GMLReader) readCoord(ctx gctx) error {
+func (r *Reader) readCoord(ctx gctx) error {
 	var xyz [3]float64
 	var seen [3]bool
 	err := r.children(func(se xml.StartElement) error {
@@ -429,7 +430,7 @@ func (r *GMLReader) readCoord(ctx gctx) error {
 		from := skipSpace(text, 0)
 		f, j, ok := scanFloat(text, from)
 		if !ok || skipSpace(text, j) != len(text) || seen[i] {
-			return fmt.Errorf("bad coord %s %s", se.Name.Local, snippet(text))
+			return fmt.Errorf("bad coord %s %s", se.Name.Local, feature.Snippet(text))
 		}
 		xyz[i], seen[i] = f, true
 		return nil
@@ -451,7 +452,7 @@ func (r *GMLReader) readCoord(ctx gctx) error {
 
 // readCurve reads a Curve's LineStringSegments as one line; a segment's
 // first position repeats the last of the segment before and is dropped.
-func (r *GMLReader) readCurve(ctx gctx) error {
+func (r *Reader) readCurve(ctx gctx) error {
 	return r.children(func(se xml.StartElement) error {
 		if se.Name.Local != "segments" {
 			return r.skip()
@@ -492,7 +493,7 @@ func equalPos(a, b []float64) bool {
 
 // readRing reads one boundary (exterior, interior, outerBoundaryIs,
 // innerBoundaryIs): a LinearRing, or a Ring of curve members.
-func (r *GMLReader) readRing(ctx gctx) error {
+func (r *Reader) readRing(ctx gctx) error {
 	n := 0
 	err := r.children(func(se xml.StartElement) error {
 		n++
@@ -537,7 +538,7 @@ func (r *GMLReader) readRing(ctx gctx) error {
 
 // readPolygon reads a Polygon or PolygonPatch: the exterior ring first,
 // then the interior rings.
-func (r *GMLReader) readPolygon(ctx gctx) error {
+func (r *Reader) readPolygon(ctx gctx) error {
 	b := &r.g
 	first := len(b.ends)
 	err := r.children(func(se xml.StartElement) error {
@@ -563,7 +564,7 @@ func (r *GMLReader) readPolygon(ctx gctx) error {
 }
 
 // readSurface reads a Surface's PolygonPatches, each a polygon.
-func (r *GMLReader) readSurface(ctx gctx) error {
+func (r *Reader) readSurface(ctx gctx) error {
 	return r.children(func(se xml.StartElement) error {
 		if se.Name.Local != "patches" {
 			return r.skip()
@@ -583,7 +584,7 @@ func (r *GMLReader) readSurface(ctx gctx) error {
 
 // readMulti reads the members of a multi-geometry whose parts are of kind
 // part ("Point", "LineString" or "Polygon").
-func (r *GMLReader) readMulti(ctx gctx, part string) error {
+func (r *Reader) readMulti(ctx gctx, part string) error {
 	return r.children(func(se xml.StartElement) error {
 		switch se.Name.Local {
 		case "pointMember", "pointMembers", "lineStringMember", "curveMember", "curveMembers",
@@ -597,7 +598,7 @@ func (r *GMLReader) readMulti(ctx gctx, part string) error {
 	})
 }
 
-func (r *GMLReader) readPart(se xml.StartElement, parent gctx, part string) error {
+func (r *Reader) readPart(se xml.StartElement, parent gctx, part string) error {
 	ctx, err := r.geomCtx(se, parent)
 	if err != nil {
 		return err

@@ -1,9 +1,11 @@
-package wfs
+package geojson
 
 import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/ingestd/ingestd/feature"
 )
 
 // The GeoJSON reader's hot path. encoding/json's Decoder scans every feature
@@ -122,7 +124,7 @@ func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 	}
 	refill := func() (bool, error) {
 		if maxLen > 0 && int64(i-start) > maxLen {
-			return false, &LimitError{Name: "feature_bytes", Max: maxLen}
+			return false, &feature.LimitError{Name: "feature_bytes", Max: maxLen}
 		}
 		if err := s.checkToken(inString, strStart, scalarStart, i); err != nil {
 			return false, err
@@ -170,7 +172,7 @@ func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 			case '"':
 				inString = false
 				if s.maxToken > 0 && int64(i-strStart-1) > s.maxToken {
-					return nil, &LimitError{Name: "value_bytes", Max: s.maxToken}
+					return nil, &feature.LimitError{Name: "value_bytes", Max: s.maxToken}
 				}
 			}
 			i++
@@ -191,7 +193,7 @@ func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 		case '"', '{', '[', '}', ']', ',', ':', ' ', '\t', '\n', '\r':
 			if scalarStart >= 0 {
 				if s.maxToken > 0 && int64(i-scalarStart) > s.maxToken {
-					return nil, &LimitError{Name: "value_bytes", Max: s.maxToken}
+					return nil, &feature.LimitError{Name: "value_bytes", Max: s.maxToken}
 				}
 				scalarStart = -1
 			}
@@ -217,7 +219,7 @@ func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 		}
 	}
 	if maxLen > 0 && int64(i-start) > maxLen {
-		return nil, &LimitError{Name: "feature_bytes", Max: maxLen}
+		return nil, &feature.LimitError{Name: "feature_bytes", Max: maxLen}
 	}
 	if err := s.checkToken(false, 0, scalarStart, i); err != nil {
 		return nil, err
@@ -243,7 +245,7 @@ func (s *jsonStream) checkToken(inString bool, strStart, scalarStart, i int) err
 		n = i - scalarStart
 	}
 	if int64(n) > s.maxToken {
-		return &LimitError{Name: "value_bytes", Max: s.maxToken}
+		return &feature.LimitError{Name: "value_bytes", Max: s.maxToken}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package wfs
+package gml
 
 import (
 	"bytes"
@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/twpayne/go-geom/encoding/wkt"
 )
 
@@ -188,13 +189,13 @@ func stdTokenizer(r io.Reader) xmlTokenizer {
 func TestFastXMLMatchesEncodingXML(t *testing.T) {
 	t.Parallel()
 	docs := append([]string(nil), xmlTokSamples...)
-	entries, err := os.ReadDir(filepath.Join("..", "testdata", "wfs"))
+	entries, err := os.ReadDir(featuretest.TestdataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".xml") {
-			docs = append(docs, string(readTestdata(t, e.Name())))
+			docs = append(docs, string(featuretest.ReadTestdata(t, e.Name())))
 		}
 	}
 	for i, doc := range docs {
@@ -212,7 +213,7 @@ func TestFastXMLMatchesEncodingXML(t *testing.T) {
 				for k < len(got) && k < len(want) && got[k] == want[k] {
 					k++
 				}
-				t.Errorf("doc %d %q: token %d:\n got %q\nwant %q", i, truncate(doc, 80), k, got[k:min(k+3, len(got))], want[k:min(k+3, len(want))])
+				t.Errorf("doc %d %q: token %d:\n got %q\nwant %q", i, featuretest.Truncate(doc, 80), k, got[k:min(k+3, len(got))], want[k:min(k+3, len(want))])
 			}
 		}
 	}
@@ -222,7 +223,7 @@ func TestFastXMLMatchesEncodingXML(t *testing.T) {
 // tokenizer's error, not an end of document.
 func TestFastXMLReadError(t *testing.T) {
 	t.Parallel()
-	doc := gmlDoc("3.2", strings.Repeat(`<app:name>x</app:name>`, 100))
+	doc := featuretest.GMLDoc("3.2", strings.Repeat(`<app:name>x</app:name>`, 100))
 	for _, cut := range []int{100, 600, len(doc) - 10} {
 		r := io.MultiReader(strings.NewReader(doc[:cut]), iotest.ErrReader(io.ErrUnexpectedEOF))
 		dec := newXMLTokenizer(r)
@@ -238,7 +239,7 @@ func TestFastXMLReadError(t *testing.T) {
 }
 
 // readAllFeatures reads every feature of doc with r, as comparable text.
-func readAllFeatures(r *GMLReader) ([]string, error) {
+func readAllFeatures(r *Reader) ([]string, error) {
 	var out []string
 	for range 100_000 {
 		f, err := r.Next()
@@ -263,27 +264,27 @@ func readAllFeatures(r *GMLReader) ([]string, error) {
 // does on encoding/xml whenever encoding/xml reads it without error.
 func gmlReadersAgree(t *testing.T, doc []byte, idProp string) {
 	t.Helper()
-	std := NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp))
+	std := NewReader(bytes.NewReader(doc), feature.WithIDProperty(idProp))
 	std.dec = stdTokenizer(bytes.NewReader(doc))
 	want, werr := readAllFeatures(std)
 	if werr != nil {
 		return
 	}
-	got, gerr := readAllFeatures(NewGMLReader(bytes.NewReader(doc), WithIDProperty(idProp)))
+	got, gerr := readAllFeatures(NewReader(bytes.NewReader(doc), feature.WithIDProperty(idProp)))
 	if gerr != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("fastXML reads %q as\n%q (error %v)\nencoding/xml as\n%q", truncate(string(doc), 200), got, gerr, want)
+		t.Fatalf("fastXML reads %q as\n%q (error %v)\nencoding/xml as\n%q", featuretest.Truncate(string(doc), 200), got, gerr, want)
 	}
 }
 
 func TestGMLReaderSameOnBothTokenizers(t *testing.T) {
 	t.Parallel()
-	entries, err := os.ReadDir(filepath.Join("..", "testdata", "wfs"))
+	entries, err := os.ReadDir(featuretest.TestdataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".xml") {
-			gmlReadersAgree(t, readTestdata(t, e.Name()), "")
+			gmlReadersAgree(t, featuretest.ReadTestdata(t, e.Name()), "")
 		}
 	}
 	for _, s := range gmlTokSeeds {
@@ -295,9 +296,9 @@ func TestGMLReaderSameOnBothTokenizers(t *testing.T) {
 // hand: entities, character references, CDATA, comments, CRLF, self-closing
 // and prefixed elements, namespaces declared on the way.
 var gmlTokSeeds = []string{
-	gmlDoc("3.2", `<app:name>A &amp; B &lt;C&gt; &#233;&#x20AC;</app:name><app:note><![CDATA[<b>bold</b> & "q"]]></app:note><!-- c --><app:empty/><app:nil xsi:nil="true" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"/>`+
+	featuretest.GMLDoc("3.2", `<app:name>A &amp; B &lt;C&gt; &#233;&#x20AC;</app:name><app:note><![CDATA[<b>bold</b> & "q"]]></app:note><!-- c --><app:empty/><app:nil xsi:nil="true" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"/>`+
 		"<app:crlf>a\r\nb\rc</app:crlf><app:geom><gml:Point srsName=\"urn:ogc:def:crs:EPSG::4326\"><gml:pos>\r\n 1 2 </gml:pos></gml:Point></app:geom>"),
-	gmlDoc("3.1.1", `<x:g xmlns:x="http://www.opengis.net/gml"><x:Point><x:pos>1 2</x:pos></x:Point></x:g><app:v>é</app:v>`),
-	gmlDoc("2", `<app:a>1</app:a><app:a>2</app:a><app:g><gml:Point><gml:coordinates>1,2</gml:coordinates></gml:Point></app:g>`),
+	featuretest.GMLDoc("3.1.1", `<x:g xmlns:x="http://www.opengis.net/gml"><x:Point><x:pos>1 2</x:pos></x:Point></x:g><app:v>é</app:v>`),
+	featuretest.GMLDoc("2", `<app:a>1</app:a><app:a>2</app:a><app:g><gml:Point><gml:coordinates>1,2</gml:coordinates></gml:Point></app:g>`),
 	`<?xml version="1.0" encoding="ISO-8859-1"?><wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs" xmlns:gml="http://www.opengis.net/gml" xmlns:app="http://app"><gml:featureMember><app:f fid="f.1"><app:n>` + "caf\xe9" + `</app:n></app:f></gml:featureMember></wfs:FeatureCollection>`,
 }

@@ -1,4 +1,4 @@
-package wfs
+package geojson
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ingestd/ingestd/feature"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/geojson"
 )
@@ -144,7 +145,7 @@ func decodeCollection(raw []byte, srid, nesting int) (geom.T, error) {
 	if found && !isNull(members) {
 		i := skipWS(members, 0)
 		if i >= len(members) || members[i] != '[' {
-			return nil, fmt.Errorf(`GeometryCollection "geometries" is %s, not an array`, snippet(members))
+			return nil, fmt.Errorf(`GeometryCollection "geometries" is %s, not an array`, feature.Snippet(members))
 		}
 		i++
 		for n := 0; ; n++ {
@@ -158,7 +159,7 @@ func decodeCollection(raw []byte, srid, nesting int) (geom.T, error) {
 			}
 			m := members[i:end]
 			if firstByte(m) != '{' {
-				return nil, fmt.Errorf("GeometryCollection member %d is %s, not a geometry", n, snippet(m))
+				return nil, fmt.Errorf("GeometryCollection member %d is %s, not a geometry", n, feature.Snippet(m))
 			}
 			g, err := decodeGeometryAt(m, srid, nesting+1)
 			if err != nil {
@@ -184,24 +185,8 @@ func decodeCollection(raw []byte, srid, nesting int) (geom.T, error) {
 			return nil, errors.New("GeometryCollection: malformed geometries array")
 		}
 	}
-	setCollectionLayout(gc)
+	feature.SetCollectionLayout(gc)
 	return gc.SetSRID(srid), nil
-}
-
-// setCollectionLayout gives gc its members' common layout, or XY when it
-// has none; with mixed layouts it stays unset and Layout is computed.
-func setCollectionLayout(gc *geom.GeometryCollection) {
-	layout := geom.XY
-	for i, g := range gc.Geoms() {
-		if i == 0 {
-			layout = g.Layout()
-		} else if g.Layout() != layout {
-			return
-		}
-	}
-	if layout != geom.NoLayout {
-		_ = gc.SetLayout(layout) // cannot fail: every member has it
-	}
 }
 
 // emptyGeometry is an empty XY geometry of the type typ (one the fast path
@@ -379,7 +364,7 @@ func (p *coordParser) number() error {
 	}
 	f, err := strconv.ParseFloat(string(p.b[p.i:j]), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("bad coordinate %s", snippet(p.b[p.i:j]))
+		return fmt.Errorf("bad coordinate %s", feature.Snippet(p.b[p.i:j]))
 	}
 	p.i = j
 	p.flat = append(p.flat, f)

@@ -1,0 +1,41 @@
+package feature
+
+import "fmt"
+
+// DecodeError is a malformed GeoJSON or GML document. Index is the 0-based
+// index of the feature being read, or -1 when the fault is in the document
+// around the features.
+type DecodeError struct {
+	// Format is "gml" for the GML decoder, "gzip" for a body gzipped more
+	// times over than the client decodes; "" means GeoJSON, the first
+	// decoder, whose callers never set it.
+	Format string
+	// Line is the line of the input where a GML fault was noticed (0: unknown).
+	Line  int
+	Index int
+	Msg   string
+	Err   error
+}
+
+func (e *DecodeError) Error() string {
+	format := e.Format
+	if format == "" {
+		format = "geojson"
+	}
+	where := "document"
+	if e.Index >= 0 {
+		where = fmt.Sprintf("feature %d", e.Index)
+	}
+	if e.Line > 0 {
+		where += fmt.Sprintf(" (line %d)", e.Line)
+	}
+	switch {
+	case e.Msg != "" && e.Err != nil:
+		return fmt.Sprintf("wfs: %s: %s: %s: %v", format, where, e.Msg, e.Err)
+	case e.Err != nil:
+		return fmt.Sprintf("wfs: %s: %s: %v", format, where, e.Err)
+	}
+	return fmt.Sprintf("wfs: %s: %s: %s", format, where, e.Msg)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }

@@ -1,0 +1,110 @@
+package feeds
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/source"
+	"github.com/ingestd/ingestd/wfs"
+)
+
+// FetcherDeps is what every kind's fetcher is built from: the process's
+// shared HTTP client, its breaker registry (so that every kind's calls to
+// one origin share that origin's breaker and pacing), its logger and the
+// User-Agent it sends.
+type FetcherDeps struct {
+	// HTTP is the client every fetch shares; nil means http.DefaultClient.
+	HTTP *http.Client
+	// Breakers is the registry of origin breakers; nil makes every page a
+	// single attempt with no breaker (one-off fetches).
+	Breakers *breaker.Registry
+	// Logger receives the fetchers' logs; nil discards.
+	Logger *slog.Logger
+	// UserAgent names ingestd to the servers it polls; "" keeps the
+	// fetcher's default.
+	UserAgent string
+}
+
+// NewFetcherFunc builds the fetcher of one feed kind.
+type NewFetcherFunc func(FetcherDeps) Fetcher
+
+// fetcherKinds is the registry of feed kinds: adding a kind touches its
+// parsing in config.go, one entry here and its own package, which
+// implements Fetcher over package source's types and calls its servers
+// through package httpcall. It is a
+// function, not a package variable, so that nothing can change it at run
+// time.
+func fetcherKinds() map[string]NewFetcherFunc {
+	return map[string]NewFetcherFunc{
+		KindWFS: newWFSFetcher,
+		// A plain GeoJSON URL is one unpaged request of the same client:
+		// wfs.Client builds no WFS parameters for a layer of kind geojson.
+		KindGeoJSON: newWFSFetcher,
+	}
+}
+
+// newWFSFetcher is the fetcher of kinds wfs and geojson.
+func newWFSFetcher(d FetcherDeps) Fetcher {
+	var opts []wfs.Option
+	if d.UserAgent != "" {
+		opts = append(opts, wfs.WithUserAgent(d.UserAgent))
+	}
+	return wfs.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
+}
+
+// Fetchers picks the fetcher of each feed by its kind (Layer.Kind). It is
+// itself a Fetcher, which is what NewManager takes; it is safe for
+// concurrent use.
+type Fetchers struct {
+	byKind map[string]Fetcher
+}
+
+// NewFetchers builds the fetcher of every registered kind from d.
+func NewFetchers(d FetcherDeps) *Fetchers {
+	kinds := fetcherKinds()
+	f := &Fetchers{byKind: make(map[string]Fetcher, len(kinds))}
+	for kind, build := range kinds {
+		f.byKind[kind] = build(d)
+	}
+	return f
+}
+
+// Kinds returns the kinds f fetches, sorted.
+func (f *Fetchers) Kinds() []string {
+	return slices.Sorted(maps.Keys(f.byKind))
+}
+
+// fetcher returns the fetcher of kind, or an error naming the kinds there
+// are. Config parsing refuses unknown kinds, so this fails only for a kind
+// the config accepts and the registry lacks: a programming error that a
+// test guards against.
+func (f *Fetchers) fetcher(kind string) (Fetcher, error) {
+	if ft, ok := f.byKind[kind]; ok {
+		return ft, nil
+	}
+	return nil, fmt.Errorf("feeds: no fetcher for kind %q (kinds: %s)", kind, strings.Join(f.Kinds(), ", "))
+}
+
+// Prepare hands layer to the fetcher of its kind.
+func (f *Fetchers) Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
+	ft, err := f.fetcher(layer.Kind)
+	if err != nil {
+		return layer, nil, err
+	}
+	return ft.Prepare(ctx, layer)
+}
+
+// Fetch hands layer to the fetcher of its kind.
+func (f *Fetchers) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
+	ft, err := f.fetcher(layer.Kind)
+	if err != nil {
+		return source.FetchStats{NumberMatched: -1}, err
+	}
+	return ft.Fetch(ctx, layer, firstPage, handle)
+}

@@ -1,0 +1,332 @@
+package httpcall
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/redact"
+)
+
+// Client defaults.
+const (
+	// DefaultMaxBodyBytes bounds one response body (decompressed) of a
+	// request whose BodyLimit is 0.
+	DefaultMaxBodyBytes int64 = 1 << 30
+	// DefaultRequestTimeout bounds one attempt of a request whose Timeout
+	// is 0.
+	DefaultRequestTimeout = 60 * time.Second
+)
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithMaxBodyBytes bounds each response body (decompressed) of requests
+// whose BodyLimit is 0.
+func WithMaxBodyBytes(n int64) Option {
+	return func(c *Client) {
+		if n > 0 {
+			c.maxBodyBytes = n
+		}
+	}
+}
+
+// WithRequestTimeout sets the per-attempt timeout of requests whose Timeout
+// is 0.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.requestTimeout = d
+		}
+	}
+}
+
+// WithUserAgent sets the User-Agent header of every request.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) { c.userAgent = ua }
+}
+
+// Client makes logical calls to sources. It is safe for concurrent use.
+type Client struct {
+	http           *http.Client
+	breakers       *breaker.Registry
+	logger         *slog.Logger
+	maxBodyBytes   int64
+	requestTimeout time.Duration
+	userAgent      string
+}
+
+// New returns a Client. httpClient nil means http.DefaultClient. The Client
+// uses a copy of it whose CheckRedirect is its own (the redirect policy is
+// per request: see Request.CrossOriginRedirects and MaxRedirects), and asks
+// for gzip itself, so that the transport hands bodies over as sent and a
+// Content-Encoding that lies can be caught. breakers nil makes every call a
+// single attempt with no breaker (for one-off fetches; the daemon always
+// passes its registry). logger nil discards.
+func New(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	hc := *httpClient
+	hc.CheckRedirect = checkRedirect
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		http:           &hc,
+		breakers:       breakers,
+		logger:         logger,
+		maxBodyBytes:   DefaultMaxBodyBytes,
+		requestTimeout: DefaultRequestTimeout,
+		userAgent:      "ingestd",
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Request is one logical GET of a source.
+type Request struct {
+	// URL is what to GET.
+	URL *url.URL
+	// Home is the feed's configured URL: Headers go to its origin only, so
+	// that a followed cross-origin redirect does not carry the feed's token.
+	Home string
+	// Headers are sent with every request to Home's origin.
+	Headers map[string]string
+	// Accept is the Accept header.
+	Accept string
+	// Timeout bounds one attempt, from dialing to the last byte of the
+	// body; 0 means the Client's default.
+	Timeout time.Duration
+	// BodyLimit bounds the decompressed body; 0 means the Client's default.
+	BodyLimit int64
+	// CrossOriginRedirects allows following a redirect to another origin,
+	// through that origin's breaker; by default it fails the attempt with
+	// a *RedirectError.
+	CrossOriginRedirects bool
+}
+
+// AttemptFunc judges one attempt that got a response: it opens the body
+// (Attempt.OpenBody) when the protocol's rules want it, classifies it and
+// decodes it, and returns what the attempt means to the origin's breaker.
+// It returns Attempt.IgnoredOr(Failure, err) for the origin's failures, so
+// that the caller's cancellation is Ignored and the attempt's own timeout
+// says so.
+type AttemptFunc func(a *Attempt) breaker.Result
+
+// Attempt is one attempt of a logical call, with its response. The
+// response's body is closed when the AttemptFunc returns.
+type Attempt struct {
+	// Ctx is the attempt's context: the call's, bounded by the timeout.
+	Ctx context.Context
+	// CallCtx is the call's context as the breaker passes it; its end is
+	// the caller's doing.
+	CallCtx context.Context
+	// URL is the request's URL, or the target of a followed cross-origin
+	// redirect; Redacted is it as it may be logged.
+	URL      *url.URL
+	Redacted string
+	// Resp is the response; its body is to be read through OpenBody.
+	Resp *http.Response
+
+	client    *Client
+	req       *Request
+	timeout   time.Duration
+	body      *limitedBody
+	ignoredOr func(breaker.Outcome, error) breaker.Result
+}
+
+// IgnoredOr classifies an attempt's error by whose doing it was: the
+// caller's context ending is Ignored, the attempt's own timeout is the
+// origin's Failure (its error says so), anything else is out.
+func (a *Attempt) IgnoredOr(out breaker.Outcome, err error) breaker.Result {
+	return a.ignoredOr(out, err)
+}
+
+// OpenBody returns the body decompressed (gzip by its magic number, up to
+// maxGzipLayers layers), bounded by the request's body limit (exceeding it
+// is a *feature.LimitError naming where), buffered, past a leading UTF-8
+// BOM, and a note when the server's Content-Encoding lied. Its error is a
+// read error before the first bytes, for ReadFailure to judge.
+func (a *Attempt) OpenBody(where string) (*bufio.Reader, string, error) {
+	limit := a.client.bodyLimit(a.req)
+	raw, note, err := decodeContent(a.Resp, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	a.body = &limitedBody{r: raw, limit: limit, where: where}
+	br := bufio.NewReaderSize(a.body, 32<<10)
+	if p, _ := br.Peek(len(utf8BOM)); string(p) == string(utf8BOM) {
+		_, _ = br.Discard(len(utf8BOM))
+	}
+	return br, note, nil
+}
+
+// BodyBytes is the number of body bytes (decompressed) read so far.
+func (a *Attempt) BodyBytes() int64 {
+	if a.body == nil {
+		return 0
+	}
+	return a.body.read
+}
+
+// BodyErr is the first error the body's reader met other than io.EOF (a
+// connection cut, a timeout, a damaged gzip stream), or nil: when it is
+// set, the bytes did not arrive whole, and a decoder's complaint about them
+// is the origin's failure (see FeedsFault).
+func (a *Attempt) BodyErr() error {
+	if a.body == nil {
+		return nil
+	}
+	return a.body.err
+}
+
+// Logger returns the Client's logger.
+func (c *Client) Logger() *slog.Logger { return c.logger }
+
+// Call runs req as one logical call through the breaker of its URL's
+// origin, calling fn for every attempt that got a response. A transport
+// error, a refused redirect and an attempt's timeout are judged here; a
+// response that is a redirect to another origin the request allows is
+// followed with a fresh logical call through the target's breaker (see
+// CrossOriginRedirects). The error is the breaker's (*breaker.OpenError,
+// *breaker.RetryError, …) around the last attempt's.
+func (c *Client) Call(ctx context.Context, req Request, fn AttemptFunc) error {
+	return c.call(ctx, req.URL, req.CrossOriginRedirects, func(cctx context.Context, target *url.URL) breaker.Result {
+		return c.attempt(cctx, &req, target, fn)
+	})
+}
+
+// Attempt runs one attempt of req outside any breaker, with no redirect
+// followed to another origin, and returns its Result: what the origin's
+// breaker would be told. Protocol packages test their AttemptFuncs with it.
+func (c *Client) Attempt(ctx context.Context, req Request, fn AttemptFunc) breaker.Result {
+	return c.attempt(ctx, &req, req.URL, fn)
+}
+
+// attempt is one attempt of req at u: GET, then fn on the response.
+func (c *Client) attempt(ctx context.Context, req *Request, u *url.URL, fn AttemptFunc) breaker.Result {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = c.requestTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
+		if ctx.Err() != nil {
+			return breaker.Result{Outcome: breaker.Ignored, Err: err}
+		}
+		if errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
+		}
+		return breaker.Result{Outcome: out, Err: err}
+	}
+	redacted := redact.URL(u.String())
+	resp, rr := c.get(actx, req, u, redacted)
+	if rr != nil {
+		return ignoredOr(rr.Outcome, rr.Err)
+	}
+	defer resp.Body.Close()
+	if r := followed(ctx, resp); r != nil {
+		return *r
+	}
+	return fn(&Attempt{Ctx: actx, CallCtx: ctx, URL: u, Redacted: redacted, Resp: resp,
+		client: c, req: req, timeout: timeout, ignoredOr: ignoredOr})
+}
+
+// do runs one logical call through the origin's breaker, or, without a
+// registry, as a single attempt (a one-off fetch from the command line).
+func (c *Client) do(ctx context.Context, origin string, fn breaker.AttemptFunc) error {
+	if c.breakers != nil {
+		return c.breakers.Do(ctx, origin, fn)
+	}
+	return fn(ctx, 1).Err
+}
+
+// get sends one GET of u for req. A nil Result means resp is the answer
+// (its body to be closed by the caller); otherwise the Result says whose
+// fault the failure was: a refused redirect is the feed's (Success, the
+// server answered), any other transport error the origin's.
+func (c *Client) get(ctx context.Context, r *Request, u *url.URL, redacted string) (*http.Response, *breaker.Result) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, &breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %s", redacted, RedactErr(err, u.String()))}
+	}
+	req.Header.Set("Accept", r.Accept)
+	// Asked for explicitly, the transport leaves the body as sent, and
+	// decodeContent decides from the bytes whether it is gzip.
+	req.Header.Set("Accept-Encoding", "gzip")
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if breaker.Origin(u) == OriginOf(r.Home) {
+		// The feed's headers (a token) are for its own origin only: a
+		// followed cross-origin redirect does not get them.
+		for k, v := range r.Headers {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if re := refusedRedirect(err); re != nil {
+			return nil, &breaker.Result{Outcome: breaker.Success, Err: re}
+		}
+		// *url.Error quotes the full URL, token included: keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, &breaker.Result{Outcome: breaker.Failure, Err: &TransportError{URL: redacted, Err: err}}
+	}
+	return resp, nil
+}
+
+// CheckHeaders refuses a header that net/http would refuse to send, before
+// any request: as a transport error it would be charged to the origin. The
+// message names the header, never its value.
+func CheckHeaders(headers map[string]string) error {
+	for k, v := range headers {
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r >= 0x7f || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) }) {
+			return fmt.Errorf("header name %q is not a valid HTTP header name", k)
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return fmt.Errorf("the value of header %q contains a line break or NUL", k)
+		}
+	}
+	return nil
+}
+
+// bodyLimit is the most decompressed bytes one response of req may have:
+// its BodyLimit, else the Client's WithMaxBodyBytes.
+func (c *Client) bodyLimit(req *Request) int64 {
+	if req.BodyLimit > 0 {
+		return req.BodyLimit
+	}
+	return c.maxBodyBytes
+}
+
+// OriginOf is the origin (scheme://host:port) of a raw URL, "" when it does
+// not parse.
+func OriginOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return breaker.Origin(u)
+}
+
+// RedactErr is err's message with raw, and every other URL in it, redacted:
+// raw first, whole, because url.Parse quotes it and a raw that failed to
+// parse may hold white space that ends a URL in text early.
+func RedactErr(err error, raw string) string {
+	return redact.Text(strings.ReplaceAll(err.Error(), raw, redact.URL(raw)))
+}

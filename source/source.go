@@ -1,0 +1,106 @@
+package source
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/redact"
+)
+
+// Layer describes what to fetch: a WFS feature type or a plain GeoJSON URL.
+type Layer struct {
+	// Kind is "wfs" or "geojson".
+	Kind string
+	// URL is the service endpoint (WFS) or the document (GeoJSON).
+	URL string
+	// TypeName is the WFS feature type, e.g. "topp:states".
+	TypeName string
+	// Version is the WFS version: "2.0.0" (default) or "1.1.0".
+	Version string
+	// OutputFormat is the WFS outputFormat parameter, e.g. "application/json".
+	OutputFormat string
+	// PageSize is the number of features per WFS request; 0 means one request.
+	PageSize int
+	// IDProperty names the property that identifies a feature, if any.
+	IDProperty string
+	// SortBy is sent as WFS sortBy so that paging sees a stable order; "" sends none.
+	SortBy string
+	// RequestTimeout bounds one attempt of one page request, from dialing to
+	// the last byte of the body; 0 means the Client's default (60s).
+	RequestTimeout time.Duration
+	// SRID is the SRID given to geometries when the body declares no CRS
+	// before its features; 0 means 4326 (RFC 7946). Set it for servers that
+	// answer in a projected CRS and write the legacy "crs" member after the
+	// features (GeoServer does), which a streaming decoder cannot wait for.
+	SRID int
+	// Limits bound the feed's responses, features and values; zero fields
+	// are the defaults (see Limits).
+	Limits feature.Limits
+	// Headers are sent with every request of the feed (e.g. an API token),
+	// so that secrets need not be in URLs. They are never logged or stored.
+	Headers map[string]string
+	// CrossOriginRedirects allows following a redirect to another origin
+	// (scheme://host:port). By default such a redirect fails the attempt: the
+	// breaker and pacing of the configured origin would be charged for
+	// another server's behaviour.
+	CrossOriginRedirects bool
+}
+
+// Page identifies one page request of a fetch.
+type Page struct {
+	// Index is the 0-based page number; the page starts at StartIndex.
+	Index      int
+	URL        string // credentials redacted
+	StartIndex int
+}
+
+// PageFunc consumes the features of one page while its body is open, for
+// example by copying them into a staging table. It must be all-or-nothing
+// per page and idempotent: when the attempt fails (the body is cut short),
+// the breaker retries it and PageFunc runs again for the same page.
+//
+// Errors of features.Next must be returned wrapped with %w: a kind's Fetch
+// tells them (*httpcall.BodyError: the origin failed) from the handler's own errors (the
+// database failed: the origin is not to blame).
+type PageFunc func(ctx context.Context, page Page, features feature.FeatureReader) error
+
+// FetchStats sums up a fetch, complete or not.
+type FetchStats struct {
+	Pages    int
+	Features int
+	// Bytes counts decompressed body bytes of the pages that succeeded.
+	Bytes int64
+	// NumberMatched is the server's count of the whole result (-1: unknown).
+	NumberMatched int
+	// Warnings are oddities that did not stop the fetch, such as a server
+	// that ignored the page size.
+	Warnings []string
+}
+
+// LogValue is how a Layer appears in a log: its identity with the URL
+// redacted, and the names of its headers but never their values, which are
+// credentials. Without it, slog would print every field, Headers included.
+func (l Layer) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("kind", l.Kind), slog.String("url", redact.URL(l.URL))}
+	if l.TypeName != "" {
+		attrs = append(attrs, slog.String("type_name", l.TypeName))
+	}
+	if len(l.Headers) > 0 {
+		attrs = append(attrs, slog.String("headers", headerNames(l.Headers)))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// headerNames lists the names of h, sorted, comma-separated.
+func headerNames(h map[string]string) string {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
