@@ -1,11 +1,9 @@
 package deadletter
 
 import (
-	"go/ast"
-	"go/parser"
+	"github.com/ingestd/ingestd/internal/gosource"
 	"go/token"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -46,27 +44,10 @@ func TestQueueSQL(t *testing.T) {
 // TestNoLongSQLInGo keeps the package's SQL in sql/queue.sql: no SQL string
 // literal of the Go files (tests aside) runs over 3 lines.
 func TestNoLongSQLInGo(t *testing.T) {
-	sqlKeyword := regexp.MustCompile(`(?i)\b(SELECT|INSERT|UPDATE|DELETE)\b`)
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
+	fset, files := gosource.Parse(t, false)
+	gosource.SQLLiterals(fset, files, func(pos token.Position, lines int) {
+		if lines > 3 {
+			t.Errorf("%s: an SQL literal of %d lines (at most 3; put it in sql/queue.sql)", pos, lines)
 		}
-		f, err := parser.ParseFile(fset, file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if ok && lit.Kind == token.STRING && sqlKeyword.MatchString(lit.Value) && strings.Count(lit.Value, "\n") >= 3 {
-				t.Errorf("%s: an SQL literal of %d lines (at most 3; put it in sql/queue.sql)",
-					fset.Position(lit.Pos()), strings.Count(lit.Value, "\n")+1)
-			}
-			return true
-		})
-	}
+	})
 }

@@ -1,45 +1,21 @@
 package postgis
 
 import (
+	"github.com/ingestd/ingestd/internal/gosource"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
 )
 
-// movingOut lists files of this package another change of issue 15 moves
-// into package breaker; they are not held to this package's rules.
-var movingOut = map[string]bool{"breaker_state.go": true}
-
-// sqlKeyword finds SQL in a string literal.
-var sqlKeyword = regexp.MustCompile(`\b(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|COPY|SET LOCAL|RESET)\b`)
-
 // parsePackage parses the package's Go files, test files too if tests.
 func parsePackage(t *testing.T, tests bool) (*token.FileSet, map[string]*ast.File) {
 	t.Helper()
-	fset := token.NewFileSet()
-	files := make(map[string]*ast.File)
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if (!tests && strings.HasSuffix(name, "_test.go")) || movingOut[name] {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[name] = f
-	}
-	return fset, files
+	return gosource.Parse(t, tests)
 }
 
 // TestNoLongSQLInGo holds the package to its shape: SQL lives in sql/*.sql
@@ -50,20 +26,15 @@ func TestNoLongSQLInGo(t *testing.T) {
 	const maxSQLLines, maxFuncLines = 3, 80
 	fset, files := parsePackage(t, true)
 	longestSQL, longestFunc, longestName := 0, 0, ""
+	gosource.SQLLiterals(fset, files, func(pos token.Position, lines int) {
+		longestSQL = max(longestSQL, lines)
+		if lines > maxSQLLines {
+			t.Errorf("%s: an SQL literal of %d lines (at most %d; put it in sql/*.sql)", pos, lines, maxSQLLines)
+		}
+	})
 	for name, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
-			case *ast.BasicLit:
-				if n.Kind != token.STRING || strings.HasSuffix(fset.Position(n.Pos()).Filename, "_test.go") ||
-					!sqlKeyword.MatchString(n.Value) {
-					return true
-				}
-				lines := strings.Count(n.Value, "\n") + 1
-				longestSQL = max(longestSQL, lines)
-				if lines > maxSQLLines {
-					t.Errorf("%s: an SQL literal of %d lines (at most %d; put it in sql/*.sql)",
-						fset.Position(n.Pos()), lines, maxSQLLines)
-				}
 			case *ast.FuncDecl:
 				lines := fset.Position(n.End()).Line - fset.Position(n.Pos()).Line + 1
 				if lines > longestFunc {
