@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -42,23 +39,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// testParallel is how many of this package's tests run at once unless
-// -parallel says otherwise. The default, GOMAXPROCS, suits tests that keep a
-// core busy; these mostly wait on ingestd processes, PostgreSQL and loopback
-// servers, so on 2 cores the default would run the long tests one after
-// another behind TestHostileCorpus.
-const testParallel = 8
-
-// TestMain lets more of the tests run at once (see testParallel) and removes
-// the ingestd binary they share (see buildIngestd) once every test has run.
+// TestMain runs up to 8 tests at once (see pgtest.Main: they wait on
+// ingestd processes, PostgreSQL and loopback servers far more than they
+// compute) and removes the ingestd binary they share (see buildIngestd)
+// once every test has run.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	explicit := false
-	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
-	if !explicit {
-		_ = flag.Set("test.parallel", strconv.Itoa(max(testParallel, runtime.GOMAXPROCS(0))))
-	}
-	code := m.Run()
+	code := pgtest.Main(m, 8)
 	if dir, err := binDir(); err == nil && dir != "" {
 		_ = os.RemoveAll(dir)
 	}
