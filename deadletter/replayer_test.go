@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,12 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
+
+// TestMain runs up to 8 tests at once: each waits on a database of its own
+// and on the replayer's timers far more than it computes (see pgtest.Main).
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main(m, 8))
+}
 
 type testWriter struct{ t *testing.T }
 

@@ -123,12 +123,16 @@ func BenchmarkSchedulerScale(b *testing.B) {
 // fixture server of BenchmarkSchedulerScale: that many origins.
 const scaleOriginsEnv = "INGESTD_SCALE_SERVE_ORIGINS"
 
+// TestMain serves BenchmarkSchedulerScale's origins in its child process,
+// and otherwise runs up to 8 tests at once: they wait on PostgreSQL,
+// loopback servers and schedules far more than they compute (see
+// pgtest.Main).
 func TestMain(m *testing.M) {
 	if n := os.Getenv(scaleOriginsEnv); n != "" {
 		serveScaleOrigins(n)
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m, 8))
 }
 
 // serveScaleOrigins serves a small parcel layer on n loopback listeners,

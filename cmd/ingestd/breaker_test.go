@@ -14,6 +14,7 @@ import (
 // shows it with who, why and the feeds that use the origin, and close/auto
 // change it again.
 func TestBreakerOverrideCommands(t *testing.T) {
+	t.Parallel()
 	db := pgtest.URL(t)
 	conn, err := pgx.Connect(context.Background(), db)
 	if err != nil {

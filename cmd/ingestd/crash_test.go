@@ -156,6 +156,7 @@ func queryInt(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 // TestCrashAndConfig runs the tests of issue 14's findings 2, 4 and 7 side by
 // side (each has its own database, or cluster), with one build of ingestd.
 func TestCrashAndConfig(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs ingestd, and starts and crashes a PostgreSQL cluster")
 	}

@@ -68,6 +68,7 @@ func parkAtPage(t *testing.T, pool *pgxpool.Pool, server *wfstest.Server, ts *ht
 // expired another instance takes the row over, resumes from the pages the
 // dead one staged, and the row is replayed to the end exactly once.
 func TestKilledReplayIsTakenOverAfterItsLease(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs ingestd")
 	}
@@ -211,6 +212,7 @@ jurisdictions:
 
 // The CLI lists, replays now (ignoring retry_after) and purges.
 func TestDeadLetterCLI(t *testing.T) {
+	t.Parallel()
 	server, ts := fixtureOrigin(t, 30, "parcels")
 	dbURL, pool := testDB(t)
 	ctx := t.Context()

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -37,13 +39,48 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// buildIngestd builds this command into a temporary directory.
+// TestMain runs up to 8 tests at once (see pgtest.Main: they wait on
+// ingestd processes, PostgreSQL and loopback servers far more than they
+// compute) and removes the ingestd binary they share (see buildIngestd)
+// once every test has run.
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m, 8)
+	if dir, err := binDir(); err == nil && dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// builtIngestd builds this command once per test binary, on first use: the
+// tests that run the binary run in parallel, and one link instead of one
+// per test saves seconds of CPU on a 2-core machine. It is set once and
+// never changed; a failed build is remembered, and reported by every test
+// that asks.
+var builtIngestd = sync.OnceValues(func() (string, error) {
+	dir, err := binDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "ingestd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// binDir is the temporary directory that holds the shared binary, made on
+// first use.
+var binDir = sync.OnceValues(func() (string, error) {
+	return os.MkdirTemp("", "ingestd-test-bin-")
+})
+
+// buildIngestd returns the path of this command built by builtIngestd, or
+// ends the test when it does not build.
 func buildIngestd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ingestd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	bin, err := builtIngestd()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }

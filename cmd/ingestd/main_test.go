@@ -47,6 +47,7 @@ func TestUsageErrors(t *testing.T) {
 // poll is one shot: 0 when the feed landed, 1 when it did not, and the
 // failure is in the database either way.
 func TestPollExitStatus(t *testing.T) {
+	t.Parallel()
 	_, ts := fixtureOrigin(t, 25, "zoning")
 	dbURL := pgtest.URL(t)
 

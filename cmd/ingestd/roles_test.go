@@ -146,6 +146,7 @@ func scratchInstall(t *testing.T, admin *pgx.Conn, prefix string, roleSuffixes .
 // the owner and as the login, creating their feeds' tables, which all belong
 // to the owner.
 func TestLeastPrivilegeRoles(t *testing.T) {
+	t.Parallel()
 	server, admin := adminServer(t)
 	ctx := t.Context()
 	db, roles, password := scratchInstall(t, admin, "ingestd_roles_", "_owner", "_host1")
@@ -286,6 +287,7 @@ jurisdictions:
 // deploy/roles-existing.sql (run twice: it must be harmless), after which
 // the owner polls, migrates and owns everything ingestd made.
 func TestExistingInstallMovesToOwnerRole(t *testing.T) {
+	t.Parallel()
 	server, admin := adminServer(t)
 	ctx := t.Context()
 	db, roles, password := scratchInstall(t, admin, "ingestd_move_", "_owner")
@@ -330,6 +332,7 @@ func TestExistingInstallMovesToOwnerRole(t *testing.T) {
 // A role that may not create PostGIS, migrating a database that lacks it,
 // is told what the administrator must do.
 func TestMigrateWithoutExtensionNamesTheFix(t *testing.T) {
+	t.Parallel()
 	server, admin := adminServer(t)
 	ctx := t.Context()
 	db, roles, password := scratchInstall(t, admin, "ingestd_noext_", "_owner")

@@ -143,6 +143,7 @@ func headersSent(t *testing.T) bool {
 // subcommand; then its logs, every subcommand's output, /metrics and every
 // table of the database are searched for each secret. None may appear.
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs ingestd")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,12 @@ import (
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 )
+
+// TestMain runs up to 8 tests at once: each waits on a database of its own
+// far more than it computes (see pgtest.Main).
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main(m, 8))
+}
 
 // bundle is what most tests need: a store on a fresh database.
 type bundle struct {

@@ -78,9 +78,13 @@ func URL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: template: %v", err)
 	}
+	strategy, err := copyStrategy(ctx, admin)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
 	name := "ingestd_test_" + randomHex(8)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+
-		" TEMPLATE "+pgx.Identifier{tpl}.Sanitize()); err != nil {
+		" TEMPLATE "+pgx.Identifier{tpl}.Sanitize()+strategy); err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	t.Cleanup(func() { dropDatabase(t, server, name) })
@@ -123,6 +127,25 @@ func unreachable(t testing.TB, server string, err error) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
+}
+
+// copyStrategy is the STRATEGY clause CREATE DATABASE copies the template
+// with: FILE_COPY on a server that does not fsync (scripts/postgis.sh's),
+// else the server's default. PostgreSQL 15's default, WAL_LOG, writes the
+// 16 MB template through shared buffers and the WAL; FILE_COPY copies its
+// files and checkpoints, which costs little without fsync. With dozens of
+// databases made at once, feeds/postgis took about a third less time.
+func copyStrategy(ctx context.Context, admin *pgx.Conn) (string, error) {
+	var fileCopy bool
+	err := admin.QueryRow(ctx, `SELECT current_setting('server_version_num')::int >= 150000
+		AND NOT current_setting('fsync')::bool`).Scan(&fileCopy)
+	if err != nil {
+		return "", fmt.Errorf("server settings: %w", err)
+	}
+	if fileCopy {
+		return " STRATEGY FILE_COPY", nil
+	}
+	return "", nil
 }
 
 // ensureTemplate returns the name of the template database for the current
