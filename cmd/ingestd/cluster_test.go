@@ -61,6 +61,9 @@ func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three ingestd processes for about ten seconds")
 	}
+	// Its own database, origins and ports: it runs beside the other
+	// end-to-end tests rather than before them.
+	t.Parallel()
 	dbURL := pgtest.URL(t)
 	bin := buildIngestd(t)
 	ctx := t.Context()
