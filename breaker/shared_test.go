@@ -240,9 +240,19 @@ func TestSharedOneProbeAcrossInstances(t *testing.T) {
 	if d := second.OpenUntil.Sub(second.OpenedAt); d < time.Duration(0.8*float64(2*p.OpenBase)) {
 		t.Errorf("re-opened for %s, want the grown duration (about %s)", d, 2*p.OpenBase)
 	}
+	// Both agree on the re-opened verdict within the promised second (the
+	// other instance hears it by notification, which a loaded machine may
+	// deliver some milliseconds after the row was written).
 	for _, n := range []*node{a, b} {
-		s := n.state(t, origin)
-		if s.State != StateOpen || !closeEnough(s.OpenUntil, second.OpenUntil.Add(-n.shared.view(origin).skew), 150*time.Millisecond) {
+		agree := func() (OriginState, bool) {
+			s := n.state(t, origin)
+			return s, s.State == StateOpen && closeEnough(s.OpenUntil, second.OpenUntil.Add(-n.shared.view(origin).skew), 150*time.Millisecond)
+		}
+		s, ok := agree()
+		for deadline := time.Now().Add(time.Second); !ok && time.Now().Before(deadline); s, ok = agree() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !ok {
 			t.Errorf("%s after the failed probe: %+v, row open until %s", n.id, s, second.OpenUntil)
 		}
 	}
