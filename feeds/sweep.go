@@ -211,8 +211,8 @@ func (m *Manager) gone(a Activity, inFlight map[string]bool, trustLapse bool) (s
 		}
 		return "", false
 	}
-	host, pid := splitOwner(a.Owner)
-	myHost, _ := splitOwner(m.instance)
+	host, pid := SplitInstanceID(a.Owner)
+	myHost, _ := SplitInstanceID(m.instance)
 	switch {
 	// A pid is looked up only in its own namespace: containers sharing
 	// the host's network (and name) have pid namespaces of their own.
@@ -254,9 +254,9 @@ func InstanceID() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
-// splitOwner splits an instance name "host:pid"; pid is 0 when the name is
-// not of that form.
-func splitOwner(owner string) (string, int) {
+// SplitInstanceID splits an instance id "host:pid" (see InstanceID); pid
+// is 0 when the id is not of that form.
+func SplitInstanceID(owner string) (string, int) {
 	i := strings.LastIndexByte(owner, ':')
 	if i < 0 {
 		return owner, 0

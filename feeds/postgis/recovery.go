@@ -20,7 +20,7 @@ var _ feeds.Recovery = (*Store)(nil)
 
 // Heartbeat implements feeds.Recovery.
 func (s *Store) Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Duration) error {
-	host, pid := splitOwner(owner)
+	host, pid := feeds.SplitInstanceID(owner)
 	_, err := s.pool.Exec(ctx, sqlQuery("Heartbeat"),
 		owner, host, pid, pidNS, ttl)
 	if err != nil {
@@ -35,19 +35,6 @@ func (s *Store) Retire(ctx context.Context, owner string) error {
 		return fmt.Errorf("postgis: retire %s: %w", owner, err)
 	}
 	return nil
-}
-
-// splitOwner splits "host:pid"; pid is 0 when owner is not of that form.
-func splitOwner(owner string) (string, int) {
-	i := strings.LastIndexByte(owner, ':')
-	if i < 0 {
-		return owner, 0
-	}
-	pid, err := strconv.Atoi(owner[i+1:])
-	if err != nil {
-		return owner, 0
-	}
-	return owner[:i], pid
 }
 
 // Activity implements feeds.Recovery. Ages and expiries are measured by the
