@@ -113,7 +113,13 @@ func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int
 // only to report a loss.
 func checkStagingWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, what string, maxPage int) error {
 	var emptied int
+	if _, err := tx.Exec(ctx, sqlQuery("ProbePlanner")); err != nil {
+		return err
+	}
 	err := tx.QueryRow(ctx, sqlQuery("EmptiedPages"), pollID, maxPage).Scan(&emptied)
+	if err == nil {
+		_, err = tx.Exec(ctx, sqlQuery("ProbePlannerReset"))
+	}
 	if err != nil || emptied == 0 {
 		return err
 	}

@@ -34,6 +34,16 @@ DELETE FROM staged_features WHERE poll_id = $1
 -- name: DeleteStagedPages
 DELETE FROM staged_pages WHERE poll_id = $1
 
+-- name: ProbePlanner
+-- EmptiedPages must probe the primary key once per page. Staging's
+-- statistics are always stale (a poll's rows were just COPYed), and the
+-- planner then scans all of staged_features for every page: 10 s for a
+-- poll of 1M features in 200 pages, instead of milliseconds.
+SET LOCAL enable_seqscan = off
+
+-- name: ProbePlannerReset
+SET LOCAL enable_seqscan TO DEFAULT
+
 -- name: EmptiedPages
 -- Counts poll $1's pages (below $2; -1: all) that recorded features when
 -- they were staged but have no staged row left.
