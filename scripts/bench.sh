@@ -332,7 +332,7 @@ bench_hostile() {
 
 bench_micro() {
 	echo "== micro-benchmarks"
-	go test -run '^$' -bench . -benchtime 2x ./wfs/... ./feeds/postgis/...
+	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./wfs/... ./feeds/postgis/...
 }
 
 case $what in
