@@ -46,6 +46,11 @@ const (
 	DefaultProperties         = 10000
 )
 
+// MaxIDBytes is the longest feature id any feed may allow (limits.id_bytes)
+// and the longest the store keeps: PostgreSQL's B-tree entries hold at most
+// 2704 bytes, and a feed's key holds the id with the jurisdiction and feed.
+const MaxIDBytes = 2048
+
 // DefaultLimits returns the limits a feed has when its configuration sets none.
 func DefaultLimits() Limits {
 	return Limits{

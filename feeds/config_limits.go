@@ -22,10 +22,6 @@ const (
 	RedirectsFollow = "follow"
 )
 
-// maxIDBytes is the longest id the store keeps (postgis.MaxIDBytes): the
-// B-tree of a feed's key cannot hold a longer one.
-const maxIDBytes = 2048
-
 // limitsKeys are the keys of a `limits:` block, in the order the README lists them.
 var limitsKeys = []string{"body_bytes", "poll_bytes", "poll_features", "feature_bytes", "value_bytes", "id_bytes", "properties"}
 
@@ -66,9 +62,9 @@ func (p *parser) limits(m *mapping, path string, base feature.Limits) feature.Li
 	size("value_bytes", &out.ValueBytes)
 	var idBytes, props int64
 	size("id_bytes", &idBytes)
-	if idBytes > maxIDBytes {
+	if idBytes > feature.MaxIDBytes {
 		n, _ := lm.get("id_bytes")
-		p.errorf(n, join(path, "id_bytes"), "at most %d: PostgreSQL cannot index a longer id", maxIDBytes)
+		p.errorf(n, join(path, "id_bytes"), "at most %d: PostgreSQL cannot index a longer id", feature.MaxIDBytes)
 		idBytes = 0
 	}
 	count("properties", &props)

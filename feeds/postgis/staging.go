@@ -274,11 +274,10 @@ const (
 )
 
 // MaxIDBytes is the longest feature id the store stages, whatever a feed's
-// limits say: PostgreSQL's B-tree entries hold at most 2704 bytes, and the
-// features key holds the id with the jurisdiction and feed. A feature with
-// a longer id is refused alone and counted as id_too_long. Feeds bound ids
-// lower with limits.id_bytes (default feature.DefaultIDBytes), in the decoders.
-const MaxIDBytes = 2048
+// limits say (feature.MaxIDBytes). A feature with a longer id is refused
+// alone and counted as id_too_long. Feeds bound ids lower with
+// limits.id_bytes (default feature.DefaultIDBytes), in the decoders.
+const MaxIDBytes = feature.MaxIDBytes
 
 // Reasons a feature is counted as invalid (polls.invalid_features, the
 // invalid_features metric), indexes into invalidCounts.
