@@ -87,3 +87,46 @@ func invalidFeaturesMetric(t *testing.T, reg *prometheus.Registry, reason string
 	}
 	return 0
 }
+
+// TestDecoderRepairsSkippedUnderSkip: under invalid_feature: skip, a feature
+// whose text the decoder repaired (a lone surrogate escape, a byte of invalid
+// UTF-8) keeps its previous version, as one the store repaired would; the
+// repairs are counted all the same.
+func TestDecoderRepairsSkippedUnderSkip(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withFeeds(`
+      - id: bad
+        kind: geojson
+        url: %[1]s/geojson/bad.geojson
+        invalid_feature: skip
+`))
+	doc := func(a, c string) string {
+		return `{"type":"FeatureCollection","features":[
+			{"type":"Feature","id":"a","properties":{"s":"` + a + `"},"geometry":null},
+			{"type":"Feature","id":"b","properties":{"s":"fine"},"geometry":null},
+			{"type":"Feature","id":"c","properties":{"s":"` + c + `"},"geometry":null}]}`
+	}
+	body := doc("ok", "ok")
+	b.server.SetFault(func(wfstest.Request) *wfstest.Fault {
+		return &wfstest.Fault{Status: 200, Body: body, ContentType: "application/geo+json"}
+	})
+	if _, err := b.manager.Poll(b.ctx, "county/bad"); err != nil {
+		t.Fatalf("first poll: %v", err)
+	}
+	body = doc(`\ud800`, "caf\xe9")
+	res, err := b.manager.Poll(b.ctx, "county/bad")
+	if err != nil {
+		t.Fatalf("second poll: %v", err)
+	}
+	if want := (feeds.InvalidFeatures{LoneSurrogate: 1, InvalidUTF8: 1}); res.InvalidFeatures != want || res.Modified != 0 {
+		t.Errorf("second poll: %+v, want 0 modified and %+v", res.ApplyResult, want)
+	}
+	var props string
+	if err := b.pool.QueryRow(b.ctx, `SELECT string_agg(feature_id || '=' || (properties->>'s'), ' ' ORDER BY feature_id)
+		FROM features WHERE feed = 'bad'`).Scan(&props); err != nil {
+		t.Fatal(err)
+	}
+	if props != "a=ok b=fine c=ok" {
+		t.Errorf("stored after the skipped repairs: %s, want the previous versions a=ok b=fine c=ok", props)
+	}
+}
