@@ -3,6 +3,7 @@ package postgis
 import (
 	"embed"
 	"fmt"
+	"github.com/ingestd/ingestd/internal/namedsql"
 	"io/fs"
 	"regexp"
 	"strings"
@@ -50,8 +51,6 @@ func sqlQuery(name string) string {
 }
 
 var (
-	// nameMarker starts a block.
-	nameMarker = regexp.MustCompile(`(?m)^-- name: ([A-Za-z][A-Za-z0-9]*)[ \t]*$`)
 	// includeRef is a block's reference to another ({{Name}}).
 	includeRef = regexp.MustCompile(`\{\{([A-Z][A-Za-z0-9]*)\}\}`)
 )
@@ -73,12 +72,18 @@ func loadQueries(fsys fs.FS) (map[string]string, error) {
 	}
 	raw := make(map[string]string)
 	for _, file := range files {
-		b, err := fs.ReadFile(fsys, file)
+		blocks, err := namedsql.Load(fsys, file)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("postgis: %w", err)
 		}
-		if err := parseBlocks(file, string(b), raw); err != nil {
-			return nil, err
+		for name, body := range blocks {
+			if body == "" {
+				return nil, fmt.Errorf("postgis: %s: query %s is empty", file, name)
+			}
+			if _, dup := raw[name]; dup {
+				return nil, fmt.Errorf("postgis: %s: query %s is defined twice", file, name)
+			}
+			raw[name] = body
 		}
 	}
 	out := make(map[string]string, len(raw))
@@ -88,46 +93,6 @@ func loadQueries(fsys fs.FS) (map[string]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// parseBlocks adds the named blocks of one file's text to raw.
-func parseBlocks(file, text string, raw map[string]string) error {
-	marks := nameMarker.FindAllStringSubmatchIndex(text, -1)
-	if len(marks) == 0 || strings.TrimSpace(stripComments(text[:marks[0][0]])) != "" {
-		return fmt.Errorf("postgis: %s: SQL before the first -- name: marker", file)
-	}
-	for i, m := range marks {
-		name := text[m[2]:m[3]]
-		end := len(text)
-		if i+1 < len(marks) {
-			end = marks[i+1][0]
-		}
-		body := strings.TrimSpace(stripComments(text[m[1]:end]))
-		if body == "" {
-			return fmt.Errorf("postgis: %s: query %s is empty", file, name)
-		}
-		if _, dup := raw[name]; dup {
-			return fmt.Errorf("postgis: %s: query %s is defined twice", file, name)
-		}
-		raw[name] = body
-	}
-	return nil
-}
-
-// stripComments drops the doc comment: the comment and blank lines at the
-// start of a block. Comments inside the SQL stay.
-func stripComments(s string) string {
-	for {
-		s = strings.TrimLeft(s, " \t\r\n")
-		if !strings.HasPrefix(s, "--") {
-			return s
-		}
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			return ""
-		}
-		s = s[i+1:]
-	}
 }
 
 // expandQuery returns the named block with its includes expanded, caching

@@ -2,6 +2,7 @@ package postgis
 
 import (
 	"github.com/ingestd/ingestd/internal/gosource"
+	"github.com/ingestd/ingestd/internal/namedsql"
 	"go/ast"
 	"go/token"
 	"os"
@@ -97,15 +98,15 @@ func TestQueriesExist(t *testing.T) {
 			return true
 		})
 	}
-	raw := make(map[string]string)
+	var raw []string
 	names, _ := filepath.Glob("sql/*.sql")
 	for _, file := range names {
-		b, err := os.ReadFile(file)
+		blocks, err := namedsql.Load(os.DirFS("."), file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := parseBlocks(file, string(b), raw); err != nil {
-			t.Fatal(err)
+		for _, body := range blocks {
+			raw = append(raw, body)
 		}
 	}
 	for _, body := range raw {

@@ -5,9 +5,8 @@
 //
 // and runs to the next such line. Comment lines are dropped (they say why
 // to the reader; the database need not read them), as is a trailing
-// semicolon. breaker and deadletter keep their SQL this way; feeds/postgis,
-// which also composes statements from shared blocks, has a loader of its
-// own.
+// semicolon. breaker, deadletter and feeds/postgis keep their SQL this way
+// (feeds/postgis composes statements from shared blocks on top: {{Name}}).
 package namedsql
 
 import (
