@@ -48,7 +48,32 @@ type Layer struct {
 	// breaker and pacing of the configured origin would be charged for
 	// another server's behaviour.
 	CrossOriginRedirects bool
+	// Validators are those recorded with the feed's last applied snapshot
+	// (zero when there is none, or when the last snapshot was held, rejected
+	// or failed): a fetcher sends them back to the server (If-None-Match,
+	// If-Modified-Since) or compares them with the server's own version of
+	// the layer, and answers FetchStats.NotModified when the layer is
+	// unchanged.
+	Validators Validators
 }
+
+// Validators identify the version of a layer that a server sent. They are
+// stored with the snapshot they came with, and only an applied snapshot's
+// validators are ever sent back: a poll that failed, or whose snapshot was
+// held or rejected, must not make the next poll skip the layer.
+type Validators struct {
+	// ETag is the HTTP ETag of a one-document layer, as the server sent it.
+	ETag string `json:"etag,omitempty"`
+	// LastModified is the HTTP Last-Modified of a one-document layer.
+	LastModified string `json:"last_modified,omitempty"`
+	// Version is a kind's own proof that the whole layer is unchanged when
+	// HTTP validators cannot give one (ArcGIS: the layer's lastEditDate and
+	// its count), opaque outside that kind.
+	Version string `json:"version,omitempty"`
+}
+
+// IsZero reports whether v holds no validator.
+func (v Validators) IsZero() bool { return v == Validators{} }
 
 // Page identifies one page request of a fetch.
 type Page struct {
@@ -79,6 +104,14 @@ type FetchStats struct {
 	// Warnings are oddities that did not stop the fetch, such as a server
 	// that ignored the page size.
 	Warnings []string
+	// NotModified reports that the server proved the layer unchanged since
+	// the snapshot Layer.Validators came from (an HTTP 304, or a kind's own
+	// version check): no page was handed to the PageFunc, and the poll
+	// succeeds without changing the feed's features.
+	NotModified bool
+	// Validators are the ones this fetch's server sent, to be stored with
+	// the snapshot if (and only if) it is applied.
+	Validators Validators
 }
 
 // LogValue is how a Layer appears in a log: its identity with the URL
