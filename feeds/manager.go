@@ -246,6 +246,7 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 	for _, f := range feeds {
 		key := f.Key()
 		seen[key] = true
+		m.metrics.expectedInterval.WithLabelValues(f.Jurisdiction, f.ID).Set(f.ExpectedInterval(now).Seconds())
 		if old, ok := m.feeds[key]; ok {
 			if reflect.DeepEqual(old.feed, *f) {
 				continue
@@ -514,6 +515,11 @@ func (m *Manager) overdue(ctx context.Context) ([]*Feed, error) {
 	var out []*Feed
 	for key, sf := range m.feeds {
 		t, ok := last[key]
+		if ok {
+			// The stale alert compares this gauge: after a restart it
+			// starts from the database, not from nothing.
+			m.metrics.lastSuccess.WithLabelValues(sf.feed.Jurisdiction, sf.feed.ID).Set(float64(t.Unix()))
+		}
 		if !ok || now.Sub(t) > sf.feed.ExpectedInterval(now) {
 			out = append(out, &sf.feed)
 		}

@@ -14,9 +14,12 @@ type metrics struct {
 	pollDuration   *prometheus.HistogramVec // outcome
 	featuresLoaded *prometheus.CounterVec   // jurisdiction, feed
 	lastSuccess    *prometheus.GaugeVec     // jurisdiction, feed
-	running        prometheus.Gauge
-	schedulerLag   prometheus.Histogram
-	ticksSkipped   *prometheus.CounterVec // reason
+	// expectedInterval: jurisdiction, feed; with lastSuccess, what the
+	// IngestdFeedStale alert rule compares (deploy/prometheus).
+	expectedInterval *prometheus.GaugeVec
+	running          prometheus.Gauge
+	schedulerLag     prometheus.Histogram
+	ticksSkipped     *prometheus.CounterVec // reason
 	// invalidFeatures: jurisdiction, feed, reason (InvalidFeatures.Reasons).
 	invalidFeatures *prometheus.CounterVec
 }
@@ -47,7 +50,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"jurisdiction", "feed"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ingestd_feeds_last_success_timestamp_seconds",
-			Help: "Unix time of the feed's last applied snapshot in this process.",
+			Help: "Unix time of the feed's last applied snapshot: read from the database at start, then set by this process's polls.",
+		}, []string{"jurisdiction", "feed"}),
+		expectedInterval: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ingestd_feeds_expected_interval_seconds",
+			Help: "Time between two scheduled polls of the feed (feed_freshness.expected_interval); a feed is stale past twice it.",
 		}, []string{"jurisdiction", "feed"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ingestd_feeds_polls_running",
@@ -68,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"jurisdiction", "feed", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.running, m.schedulerLag, m.ticksSkipped,
+		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.expectedInterval, m.running, m.schedulerLag, m.ticksSkipped,
 			m.invalidFeatures)
 	}
 	return m
@@ -97,5 +104,6 @@ func (m *metrics) forget(jurisdiction, feed string) {
 	}
 	m.featuresLoaded.DeleteLabelValues(jurisdiction, feed)
 	m.lastSuccess.DeleteLabelValues(jurisdiction, feed)
+	m.expectedInterval.DeleteLabelValues(jurisdiction, feed)
 	m.invalidFeatures.DeletePartialMatch(prometheus.Labels{"jurisdiction": jurisdiction, "feed": feed})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/statuspage"
 )
 
 // daemon is what a command needs of ingestd, built from its flags by open
@@ -142,6 +143,7 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 		feeds.WithRecovery(d.store, c.heartbeat), feeds.WithCatchUp(o.catchUp))
 	if o.reg != nil {
 		o.reg.MustRegister(deadletter.NewCollector(d.pool))
+		o.reg.MustRegister(statuspage.NewCollector(d.pool))
 	}
 	d.replayer = deadletter.NewReplayer(d.pool, d.manager.Replay,
 		deadletter.WithLogger(d.logger),

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ingestd/ingestd/migrations"
+	"github.com/ingestd/ingestd/statuspage"
 )
 
 // defaultMetricsAddr is loopback only: metrics name every feed and origin,
@@ -32,16 +33,32 @@ func newMetricsRegistry() *prometheus.Registry {
 	return reg
 }
 
-// opsServer serves /metrics, /healthz (the process is up) and /readyz (the
-// database answers and its schema is current).
+// opsServer serves /metrics, /healthz (the process is up), /readyz (the
+// database answers and its schema is current) and the status page under
+// /status/ (read-only; loopback by default, like the metrics).
 type opsServer struct {
 	srv    *http.Server
 	ln     net.Listener
 	logger *slog.Logger
 }
 
-func startOpsServer(addr string, reg *prometheus.Registry, pool *pgxpool.Pool, logger *slog.Logger) (*opsServer, error) {
+func startOpsServer(addr string, reg *prometheus.Registry, pool *pgxpool.Pool, status http.Handler, logger *slog.Logger) (*opsServer, error) {
+	// ingestd_ready is /readyz for Prometheus, read at scrape, so that an
+	// alert can tell "up but not ready" from "down".
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ingestd_ready",
+		Help: "1 when the database answers and every migration is applied (as /readyz), else 0.",
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if ready(ctx, pool) != nil {
+			return 0
+		}
+		return 1
+	}))
 	mux := http.NewServeMux()
+	mux.Handle(statuspage.Prefix, status)
+	mux.Handle("GET /{$}", http.RedirectHandler(statuspage.Prefix, http.StatusFound))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/statuspage"
 )
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -29,7 +30,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	queryTimeout := fs.Duration("breaker-query-timeout", breaker.DefaultQueryTimeout,
 		"bound on each statement of the shared breaker state; taking a probe lease is the only one on a request's path")
 	metricsAddr := fs.String("metrics-addr", envOr("INGESTD_METRICS_ADDR", defaultMetricsAddr),
-		`address of /metrics, /healthz and /readyz ($INGESTD_METRICS_ADDR; "off" disables)`)
+		`address of /metrics, /healthz, /readyz and the status page /status/ ($INGESTD_METRICS_ADDR; "off" disables)`)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -56,8 +57,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	defer d.Close() // on every path: the shutdown order is Close's
 	sd := systemdNotifier{logger: d.logger}
 
+	var status *statuspage.Handler
 	if *metricsAddr != "off" && *metricsAddr != "" {
-		ops, err := startOpsServer(*metricsAddr, reg, d.pool, d.logger)
+		status = statuspage.New(d.pool, d.logger)
+		status.SetBounds(jurisdictionBounds(d.cfg))
+		ops, err := startOpsServer(*metricsAddr, reg, d.pool, status, d.logger)
 		if err != nil {
 			return err
 		}
@@ -80,6 +84,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		case <-hup:
 			sd.Reloading()
 			d.reload(ctx, c.config)
+			if status != nil {
+				status.SetBounds(jurisdictionBounds(d.cfg))
+			}
 			sd.Ready()
 			continue
 		case <-ctx.Done():
@@ -123,4 +130,16 @@ func (d *daemon) reload(ctx context.Context, path string) {
 	d.cfg = cfg
 	d.logger.Info("configuration reloaded", "config", path,
 		"jurisdictions", len(cfg.Jurisdictions), "feeds", len(cfg.Feeds()))
+}
+
+// jurisdictionBounds are the jurisdictions' declared bboxes, which the
+// status page draws next to each feed's thumbnail.
+func jurisdictionBounds(cfg *feeds.Config) map[string]statuspage.BBox {
+	out := map[string]statuspage.BBox{}
+	for _, j := range cfg.Jurisdictions {
+		if j.BBox != nil {
+			out[j.ID] = statuspage.BBox(*j.BBox)
+		}
+	}
+	return out
 }
