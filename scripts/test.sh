@@ -27,5 +27,7 @@ if [[ -n $unformatted ]]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+echo "test.sh: promtool check/test of the alert rules (deploy/prometheus)" >&2
+scripts/promtool.sh
 echo "test.sh: go test ./... against $DATABASE_URL" >&2
 go test -count=1 -timeout 20m "$@" ./...
