@@ -23,6 +23,9 @@
 #                             (VmHWM; target < 256 MB), then each case
 #                             alone in `ingestd poll` (peak RSS per case: the ten largest).
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
+#   scripts/bench.sh statuspage  the status page of a 250,000-parcel feed (loaded by the real
+#                             poller): ns per page (target < 300 ms) and the thumbnail's bytes
+#                             (target < 200 KB).
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
@@ -335,8 +338,14 @@ bench_micro() {
 	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./wfs/... ./feeds/postgis/...
 }
 
+bench_statuspage() {
+	echo "== status page of a 250,000-feature feed"
+	go test -run '^$' -bench FeedPage250k -benchtime 20x ./statuspage
+}
+
 case $what in
 poll) bench_poll ;;
+statuspage) bench_statuspage ;;
 storm) bench_storm ;;
 scale) bench_scale ;;
 gdal) bench_gdal ;;
@@ -349,9 +358,10 @@ all)
 	bench_gdal
 	bench_hostile
 	bench_micro
+	bench_statuspage
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, micro or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, micro, statuspage or all)" >&2
 	exit 2
 	;;
 esac
