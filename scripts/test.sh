@@ -27,6 +27,9 @@ if [[ -n $unformatted ]]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+# TestStatusPageDemo (cmd/ingestd) renders the status page in headless
+# Chromium through scripts/screenshot.sh: install it first, not mid-test.
+scripts/screenshot.sh --install
 echo "test.sh: promtool check/test of the alert rules (deploy/prometheus)" >&2
 scripts/promtool.sh
 echo "test.sh: go test ./... against $DATABASE_URL" >&2

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -34,7 +36,7 @@ func TestStatusPageDemo(t *testing.T) {
 	dbURL, pool := testDB(t)
 	ctx := t.Context()
 
-	_, good := fixtureOrigin(t, 40, "parcels")
+	_, good := fixtureOrigin(t, 2000, "parcels")
 	shrinkSrv, shrink := fixtureOrigin(t, 40, "parcels")
 	flapSrv, flap := fixtureOrigin(t, 25, "parcels")
 
@@ -59,12 +61,13 @@ dead_letter:
 jurisdictions:
 `)
 	for _, j := range []struct{ id, url, extra string }{
-		// The parcels lie in [-78.9, -78.4] x [35.6, 35.62].
-		{"good", good.URL + "/wfs?token=SECRET-TOKEN-1", "    bbox: [-79.0, 35.5, -78.3, 35.8]\n"},
+		// The parcels lie in [-78.9, -78.4] x [35.6, 35.601].
+		{"good", good.URL + "/wfs?token=SECRET-TOKEN-1", "    bbox: [-78.95, 35.45, -78.35, 35.75]\n"},
 		{"shrink", shrink.URL + "/wfs", ""},
 		{"flap", flap.URL + "/wfs", ""},
 	} {
-		fmt.Fprintf(&b, "  - id: %s\n%s    feeds:\n      - {id: parcels, kind: wfs, url: %q, type_name: parcels, sort_by: pin}\n", j.id, j.extra, j.url)
+		fmt.Fprintf(&b, "  - id: %s\n%s    feeds:\n      - {id: parcels, kind: wfs, url: %q, type_name: parcels, sort_by: pin, page_size: %d}\n",
+			j.id, j.extra, j.url, map[bool]int{true: 500, false: 10}[j.id == "good"])
 	}
 	if err := os.WriteFile(cfg, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,7 +130,7 @@ jurisdictions:
 	}
 	for i, w := range want {
 		g := got[i]
-		if g[0] != w.Feed || g[1] != w.Status || g[4] != w.Features || g[5] != w.Failures {
+		if g[0] != w.Feed || g[1] != w.Status || plain(g[4]) != w.Features || g[5] != w.Failures {
 			t.Errorf("feed row %d: page %q, view %+v", i, g, w)
 		}
 		if e := redact.Text(w.Error); !strings.HasPrefix(e, strings.TrimSuffix(g[6], "…")) || (e != "" && g[6] == "") {
@@ -181,7 +184,7 @@ jurisdictions:
 	rows, _ = pool.Query(ctx, `SELECT jurisdiction || '/' || feed, previous_features::text, snapshot_features::text FROM held_snapshots`)
 	held, _ := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Feed, Previous, Snapshot string }])
 	gotHeld := tableRows(t, overview, "held")
-	if len(held) != 1 || len(gotHeld) != 1 || gotHeld[0][0] != held[0].Feed || gotHeld[0][2] != held[0].Previous || gotHeld[0][3] != held[0].Snapshot {
+	if len(held) != 1 || len(gotHeld) != 1 || gotHeld[0][0] != held[0].Feed || plain(gotHeld[0][2]) != held[0].Previous || plain(gotHeld[0][3]) != held[0].Snapshot {
 		t.Errorf("held: page %v, view %v", gotHeld, held)
 	}
 
@@ -205,7 +208,7 @@ jurisdictions:
 
 	goodPage := checkPolls(t, ctx, pool, base, "good")
 	checkNoLeak(t, "good's page", goodPage)
-	for _, want := range []string{`<svg id="thumbnail"`, `<rect class="bbox"`, `<path class="geom" d="M`, `<svg id="chart-duration"`, `<svg id="chart-features"`, "40 features sampled"} {
+	for _, want := range []string{`<svg id="thumbnail"`, `<rect class="bbox"`, `<path class="geom" d="M`, `<svg id="chart-duration"`, `<svg id="chart-features"`, "1,000 features sampled"} {
 		if !strings.Contains(goodPage, want) {
 			t.Errorf("good's page lacks %s", want)
 		}
@@ -230,6 +233,35 @@ jurisdictions:
 	if _, ok := metricSum(metrics, "ingestd_feeds_expected_interval_seconds", map[string]string{"jurisdiction": "good", "feed": "parcels"}); !ok {
 		t.Error("no ingestd_feeds_expected_interval_seconds for good/parcels")
 	}
+
+	screenshots(t, base)
+}
+
+// screenshots renders the overview and two feed pages in headless Chromium
+// with the project's script, which fails on a page error or a blank page.
+// INGESTD_SCREENSHOTS=DIR keeps the PNGs (docs/ holds the README's).
+func screenshots(t *testing.T, base string) {
+	t.Helper()
+	dir := os.Getenv("INGESTD_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if abs, err := filepath.Abs(filepath.Join("..", "..", dir)); err == nil && !filepath.IsAbs(dir) {
+		dir = abs
+	}
+	cmd := exec.CommandContext(t.Context(), filepath.Join("..", "..", "scripts", "screenshot.sh"), dir,
+		"status-overview="+base+"/status/", "status-feed="+base+"/status/feed/good/parcels",
+		"status-held="+base+"/status/feed/shrink/parcels")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 3 && os.Getenv("CI") != "true" {
+		t.Logf("no chromium, no screenshots:\n%s", out)
+		return
+	}
+	if err != nil {
+		t.Errorf("scripts/screenshot.sh: %v\n%s", err, out)
+		return
+	}
+	t.Logf("screenshots in %s:\n%s", dir, out)
 }
 
 // checkPolls fetches the page of jurisdiction/parcels and compares its
@@ -254,7 +286,8 @@ func checkPolls(t *testing.T, ctx context.Context, pool *pgxpool.Pool, base, jur
 	}
 	for i, w := range want {
 		g := got[i]
-		if g[0] != w.ID || g[2] != w.Status || g[3] != w.Pages || g[4] != w.Features || g[5] != w.Added || g[6] != w.Modified || g[7] != w.Removed {
+		if g[0] != w.ID || g[2] != w.Status || g[3] != w.Pages || plain(g[4]) != w.Features || plain(g[5]) != w.Added ||
+			plain(g[6]) != w.Modified || plain(g[7]) != w.Removed {
 			t.Errorf("%s poll row %d: page %q, polls %+v", jurisdiction, i, g, w)
 		}
 	}
@@ -303,6 +336,9 @@ func get(t *testing.T, url string) string {
 	}
 	return string(body)
 }
+
+// plain is a number as the page prints it (2,000), as SQL does (2000).
+func plain(s string) string { return strings.ReplaceAll(s, ",", "") }
 
 var (
 	rowRE  = regexp.MustCompile(`(?s)<tr[^>]*>(.*?)</tr>`)
