@@ -66,7 +66,7 @@ for arg in "$@"; do
 		status=1
 	fi
 	if ! timeout 90 "${chrome[@]}" --dump-dom "$url" 2>/dev/null >"$work/$name.html" ||
-		! grep -q '<header><a href="/status/">ingestd status</a>' "$work/$name.html"; then
+		! grep -q '<header><a href="[./]*">ingestd status</a>' "$work/$name.html"; then
 		log "$name: the DOM of $url lacks the status page's header"
 		status=1
 	fi

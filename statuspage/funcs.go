@@ -14,7 +14,7 @@ import (
 const shortError = 90
 
 var funcs = template.FuncMap{
-	"feedPath": FeedPath,
+	"feedLink": feedLink,
 	"short":    short,
 	"seconds":  seconds,
 	"when":     when,

@@ -116,8 +116,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 type page struct {
 	Title   string
 	Refresh int
-	Prefix  string
-	Data    any
+	// Root is the relative path from the page to Prefix ("./" or
+	// "../../"): links are relative, so the page works behind a proxy
+	// that serves it under any prefix.
+	Root string
+	Data any
 }
 
 func (h *Handler) serveOverview(w http.ResponseWriter, r *http.Request) {
@@ -128,7 +131,7 @@ func (h *Handler) serveOverview(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	h.render(w, "overview.html", page{Title: "ingestd status", Data: o})
+	h.render(w, "overview.html", page{Title: "ingestd status", Root: "./", Data: o})
 }
 
 func (h *Handler) serveFeed(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +147,7 @@ func (h *Handler) serveFeed(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	h.render(w, "feed.html", page{Title: j + "/" + f + " · ingestd", Data: p})
+	h.render(w, "feed.html", page{Title: j + "/" + f + " · ingestd", Root: "../../", Data: p})
 }
 
 func (h *Handler) serveCSS(w http.ResponseWriter, _ *http.Request) {
@@ -156,11 +159,15 @@ func (h *Handler) serveCSS(w http.ResponseWriter, _ *http.Request) {
 // Render writes the page called name ("overview.html" or "feed.html") with
 // data (an *Overview or a *FeedPage); for tests and benchmarks.
 func (h *Handler) Render(w http.ResponseWriter, name string, data any) {
-	h.render(w, name, page{Title: "ingestd status", Data: data})
+	root := "./"
+	if name == "feed.html" {
+		root = "../../"
+	}
+	h.render(w, name, page{Title: "ingestd status", Root: root, Data: data})
 }
 
 func (h *Handler) render(w http.ResponseWriter, name string, p page) {
-	p.Refresh, p.Prefix = int(h.opts.refresh.Seconds()), Prefix
+	p.Refresh = int(h.opts.refresh.Seconds())
 	var b strings.Builder
 	if err := h.tmpl.ExecuteTemplate(&b, name, p); err != nil {
 		h.fail(w, err)
@@ -181,6 +188,9 @@ func (h *Handler) fail(w http.ResponseWriter, err error) {
 }
 
 // FeedPath is the path of a feed's page.
-func FeedPath(jurisdiction, feed string) string {
-	return Prefix + "feed/" + url.PathEscape(jurisdiction) + "/" + url.PathEscape(feed)
+func FeedPath(jurisdiction, feed string) string { return Prefix + feedLink(jurisdiction, feed) }
+
+// feedLink is the path of a feed's page relative to the overview.
+func feedLink(jurisdiction, feed string) string {
+	return "feed/" + url.PathEscape(jurisdiction) + "/" + url.PathEscape(feed)
 }

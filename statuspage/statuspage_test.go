@@ -142,7 +142,7 @@ func TestEscapingAndRedaction(t *testing.T) {
 	if !strings.Contains(page, "&lt;img src=x onerror=alert(1)&gt;") || !strings.Contains(page, "j&lt;b&gt;/f&#34;x") {
 		t.Errorf("escaped text missing:\n%s", page)
 	}
-	if !strings.Contains(page, `href="/status/feed/j%3Cb%3E/f%22x"`) {
+	if !strings.Contains(page, `href="./feed/j%3Cb%3E/f%22x"`) {
 		t.Errorf("the feed's link is not path-escaped:\n%s", page)
 	}
 }
