@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
@@ -223,4 +224,38 @@ func BenchmarkFeedPage250k(b *testing.B) {
 	}
 	b.ReportMetric(float64(thumb), "thumbnail-bytes")
 	b.ReportMetric(float64(page), "page-bytes")
+}
+
+// The collector's figures are feed_freshness's and breaker_state's, as the
+// alert rules read them: every status present (0 when no feed has it), and
+// a stuck flag that counts only while the origin is not closed.
+func TestCollector(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO feed_status (jurisdiction, feed, origin, expected_interval, last_success_at, last_attempt_at)
+		VALUES ('a', 'fresh', 'https://a.example:443', '1 hour', now(), now()),
+		       ('a', 'stale', 'https://a.example:443', '1 hour', now() - interval '3 hours', now() - interval '3 hours'),
+		       ('b', 'never', 'https://b.example:443', '1 hour', NULL, NULL);
+		INSERT INTO breaker_state (origin, state, stuck) VALUES ('https://a.example:443', 'closed', true),
+		       ('https://b.example:443', 'open', true)`); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP ingestd_status_feeds Feeds by feed_freshness status (removed, held, parked, failing, never, stale, fresh), cluster-wide.
+# TYPE ingestd_status_feeds gauge
+ingestd_status_feeds{status="failing"} 0
+ingestd_status_feeds{status="fresh"} 1
+ingestd_status_feeds{status="held"} 0
+ingestd_status_feeds{status="never"} 0
+ingestd_status_feeds{status="parked"} 1
+ingestd_status_feeds{status="removed"} 0
+ingestd_status_feeds{status="stale"} 1
+# HELP ingestd_status_origin_stuck_open 1 while the origin's breaker is open and stuck (open across stuck_open_after cooldowns), else 0; per breaker_state row, cluster-wide.
+# TYPE ingestd_status_origin_stuck_open gauge
+ingestd_status_origin_stuck_open{origin="https://a.example:443"} 0
+ingestd_status_origin_stuck_open{origin="https://b.example:443"} 1
+`
+	if err := testutil.CollectAndCompare(NewCollector(pool), strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
 }
