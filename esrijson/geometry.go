@@ -331,19 +331,21 @@ func polyline(raw json.RawMessage, d dims) (geom.T, error) {
 
 // ring is one polygon ring with what the grouping needs.
 type ring struct {
-	flat  []float64
-	area  float64 // signed, y up: negative is clockwise
-	outer bool
-	holes []int
+	flat   []float64
+	area   float64 // absolute
+	parent int     // the smallest ring that contains it, -1 for none
+	depth  int     // rings around it
+	holes  []int
 }
 
-// polygon groups rings into polygons: clockwise rings are exteriors,
-// counter-clockwise rings holes of the smallest exterior that contains
-// them. A counter-clockwise ring that no exterior contains is an exterior
-// itself (servers that write every ring the other way round, and
-// f=geojson output of some versions, would otherwise lose the whole
-// shape); the holes inside it are then its holes. One exterior is a
-// Polygon, several a MultiPolygon, none (no rings) an empty Polygon.
+// polygon groups rings into polygons. The Esri JSON rule is that clockwise
+// rings are exteriors and counter-clockwise rings holes of the exterior
+// that contains them; but servers (and f=geojson output of some versions)
+// write rings the other way round, so containment decides, as it does for
+// valid input under the rule: a ring inside no other is an exterior, a
+// ring inside an exterior is its hole, a ring inside a hole an exterior
+// again (an island), and so on. One exterior is a Polygon, several a
+// MultiPolygon, no rings an empty Polygon.
 func polygon(raw json.RawMessage, d dims) (geom.T, error) {
 	all, err := parts(raw, &d, "rings")
 	if err != nil {
@@ -363,49 +365,37 @@ func polygon(raw json.RawMessage, d dims) (geom.T, error) {
 		if len(flat) == 0 {
 			return nil, fmt.Errorf("rings[%d] is empty", i)
 		}
-		rings[i] = ring{flat: flat, area: signedArea(flat, stride)}
+		rings[i] = ring{flat: flat, area: math.Abs(signedArea(flat, stride)), parent: -1}
 	}
+	// Largest first: a ring's container is placed before it.
+	order := make([]int, len(rings))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return rings[order[a]].area > rings[order[b]].area })
 	var outers []int
-	for i := range rings {
-		if rings[i].area <= 0 { // clockwise (or degenerate): an exterior
-			rings[i].outer = true
+	for k, i := range order {
+		// The smallest larger ring that contains it is the last such in order.
+		for j := k - 1; j >= 0; j-- {
+			c := order[j]
+			if rings[c].area > rings[i].area && ringInside(rings[i].flat, rings[c].flat, stride) {
+				rings[i].parent, rings[i].depth = c, rings[c].depth+1
+				break
+			}
+		}
+		if rings[i].depth%2 == 0 {
 			outers = append(outers, i)
+		} else {
+			p := rings[i].parent
+			rings[p].holes = append(rings[p].holes, i)
 		}
-	}
-	// Holes, largest first, so that a promoted exterior is there before
-	// the holes inside it are placed.
-	var holes []int
-	for i := range rings {
-		if !rings[i].outer {
-			holes = append(holes, i)
-		}
-	}
-	sort.SliceStable(holes, func(a, b int) bool { return math.Abs(rings[holes[a]].area) > math.Abs(rings[holes[b]].area) })
-	for _, h := range holes {
-		best := -1
-		for _, o := range outers {
-			if math.Abs(rings[o].area) <= math.Abs(rings[h].area) {
-				continue
-			}
-			if !ringInside(rings[h].flat, rings[o].flat, stride) {
-				continue
-			}
-			if best < 0 || math.Abs(rings[o].area) < math.Abs(rings[best].area) {
-				best = o
-			}
-		}
-		if best < 0 {
-			rings[h].outer = true
-			outers = append(outers, h)
-			continue
-		}
-		rings[best].holes = append(rings[best].holes, h)
 	}
 	sort.Ints(outers) // document order
 	mp := geom.NewMultiPolygon(layout)
 	for _, o := range outers {
 		flat := append([]float64(nil), rings[o].flat...)
 		ends := []int{len(flat)}
+		sort.Ints(rings[o].holes)
 		for _, h := range rings[o].holes {
 			flat = append(flat, rings[h].flat...)
 			ends = append(ends, len(flat))

@@ -405,6 +405,7 @@ func (r *Reader) attributes(index int, raw json.RawMessage, f *feature.Feature) 
 	}
 	b := &r.buf
 	b.Reset()
+	refused := ""
 	b.WriteByte('{')
 	first := true
 	for dec.More() {
@@ -431,10 +432,8 @@ func (r *Reader) attributes(index int, raw json.RawMessage, f *feature.Feature) 
 			if err != nil {
 				return r.fail(index, "id attribute "+strconv.Quote(key), err)
 			}
-			if reason := feature.RefuseID(id, r.cfg.Limits.IDBytes); reason != "" {
-				*f = feature.Feature{Refused: reason}
-				return nil
-			}
+			// A refused feature is still read to its end, for its object id.
+			refused = feature.RefuseID(id, r.cfg.Limits.IDBytes)
 			f.ID = id
 		}
 		if key == r.meta.ObjectIDField {
@@ -452,6 +451,10 @@ func (r *Reader) attributes(index int, raw json.RawMessage, f *feature.Feature) 
 		b.Write(v)
 	}
 	b.WriteByte('}')
+	if refused != "" {
+		*f = feature.Feature{Refused: refused}
+		return nil
+	}
 	f.Properties = bytes.Clone(b.Bytes())
 	return nil
 }
