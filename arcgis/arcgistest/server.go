@@ -88,7 +88,9 @@ func New() *Server {
 }
 
 // URL is the layer's URL on a server at base.
-func URL(base, name string) string { return base + "/arcgis/rest/services/" + name + "/FeatureServer/0" }
+func URL(base, name string) string {
+	return base + "/arcgis/rest/services/" + name + "/FeatureServer/0"
+}
 
 // AddLayer adds (or replaces) a layer.
 func (s *Server) AddLayer(name string, l *Layer) {
