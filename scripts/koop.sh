@@ -30,12 +30,14 @@ PORT=${INGESTD_KOOP_PORT:-18182}
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 DIR=$ROOT/.koop
 RUN=$DIR/run
-PIDFILE=$RUN/koop.pid
-LOG=$RUN/koop.log
+PIDFILE=$RUN/koop.$PORT.pid
+LOG=$RUN/koop.$PORT.log
 DATA=${INGESTD_KOOP_DATA:-testdata/arcgis}
 
 URL="http://127.0.0.1:${PORT}/file-geojson/rest/services"
-PROBE="$URL/nc_points/FeatureServer/0?f=json"
+# The layer whose answer says Koop is up (INGESTD_KOOP_PROBE for another
+# data folder).
+PROBE="$URL/${INGESTD_KOOP_PROBE:-nc_points}/FeatureServer/0?f=json"
 
 log() { printf 'koop.sh: %s\n' "$*" >&2; }
 
