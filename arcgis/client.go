@@ -252,8 +252,12 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, err
 	}
 	if firstPage > 0 {
-		// The pages before firstPage were fetched again.
-		stats.Pages = max(0, stats.Pages-firstPage)
+		// The pages before firstPage were fetched again, and replaced the
+		// parked poll's; fewer pages than it staged would leave stale ones.
+		if stats.Pages < firstPage {
+			return stats, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the parked poll staged %d pages but the layer now fills %d: it changed; poll again", firstPage, stats.Pages)}
+		}
+		stats.Pages -= firstPage
 	}
 	// The layer must not have been edited while it was read.
 	before := d.info.LastEditDate()

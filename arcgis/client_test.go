@@ -338,3 +338,25 @@ func TestClassify(t *testing.T) {
 		t.Errorf("data classified as %+v", res)
 	}
 }
+
+// A resumed fetch dumps again from the first page (restaging replaces the
+// parked pages), and refuses a layer that now fills fewer pages.
+func TestResumeStartsOver(t *testing.T) {
+	f := newFixture(t)
+	f.srv.AddLayer("l", arcgistest.Squares(50))
+	var pages []int
+	handle := func(_ context.Context, p source.Page, fr feature.FeatureReader) error {
+		pages = append(pages, p.Index)
+		return nil
+	}
+	layer := source.Layer{Kind: "arcgis", URL: arcgistest.URL(f.base, "l"), PageSize: 10}
+	stats, err := f.client.Fetch(context.Background(), layer, 3, handle)
+	if err != nil || !slices.Equal(pages, []int{0, 1, 2, 3, 4}) || stats.Pages != 2 {
+		t.Fatalf("resume at 3: pages %v, stats %+v, %v", pages, stats, err)
+	}
+	_, err = f.client.Fetch(context.Background(), layer, 7, handle)
+	var ie *arcgis.IncompleteError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "staged 7 pages but the layer now fills 5") {
+		t.Fatalf("resume past the end: %v", err)
+	}
+}
