@@ -26,6 +26,11 @@ import (
 // maxRecordCount (ArcGIS Server's own default).
 const DefaultMaxRecordCount = 1000
 
+// DefaultMaxPageSize bounds the page size of a feed that sets no page_size,
+// whatever maxRecordCount the layer advertises: a page (its features
+// decoded) is held in memory until its ids are checked.
+const DefaultMaxPageSize = 5000
+
 // Option configures a Client.
 type Option func(*Client)
 
@@ -400,6 +405,10 @@ func (d *dump) probe(ctx context.Context, base *url.URL) error {
 	d.pageSize = info.MaxRecordCount
 	if ps := d.layer.PageSize; ps > 0 && ps < d.pageSize {
 		d.pageSize = ps
+	} else if ps == 0 && d.pageSize > DefaultMaxPageSize {
+		// A page is held whole before it is staged: a server that
+		// advertises 100,000 must not make that a page by default.
+		d.pageSize = DefaultMaxPageSize
 	}
 	if d.batch == 0 || d.batch > d.pageSize {
 		d.batch = d.pageSize

@@ -44,14 +44,14 @@ log() { printf 'koop.sh: %s\n' "$*" >&2; }
 answers() { curl -fsS -m 5 -o /dev/null "$PROBE" 2>/dev/null; }
 
 install_node() {
-	if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+	if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 && command -v curl >/dev/null 2>&1; then
 		return
 	fi
 	if [[ $(id -u) -ne 0 ]]; then
-		log "node and npm are missing and we are not root: install nodejs and npm with apt-get"
+		log "node, npm or curl is missing and we are not root: install nodejs, npm and curl with apt-get"
 		exit 1
 	fi
-	log "installing nodejs npm"
+	log "installing nodejs npm curl"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq >&2
 	apt-get install -y -qq --no-install-recommends nodejs npm curl >&2
