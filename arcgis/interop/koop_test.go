@@ -181,6 +181,31 @@ func TestKoopLayersMatchGDAL(t *testing.T) {
 	}
 }
 
+// A where clause and out_fields go to the server: the stored layer is the
+// server's count for that where, with the fields asked and the object id.
+func TestKoopWhereAndOutFields(t *testing.T) {
+	base := koopURL(t)
+	layerURL := base + "/nc_counties/FeatureServer/0"
+	r := newRig(t, fmt.Sprintf("      - {id: big, kind: arcgis, url: %q, where: \"BIR74 > 5000\", out_fields: NAME, page_size: 7}\n", layerURL), nil)
+	var count struct{ Count int }
+	getJSON(t, layerURL+"/query?f=json&where=BIR74+%3E+5000&returnCountOnly=true", nil, &count)
+	res, err := r.manager.Poll(r.ctx, "county/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys string
+	if err := r.pool.QueryRow(r.ctx, `SELECT string_agg(DISTINCT k, ',' ORDER BY k)
+		FROM features, jsonb_object_keys(properties) k WHERE jurisdiction = 'county' AND feed = 'big'`).Scan(&keys); err != nil {
+		t.Fatal(err)
+	}
+	if count.Count == 0 || count.Count >= 100 || res.Features != count.Count || res.Pages != (count.Count+6)/7 {
+		t.Errorf("where: count %d, poll %d features in %d pages", count.Count, res.Features, res.Pages)
+	}
+	if keys != "NAME,OBJECTID" {
+		t.Errorf("properties %q, want NAME,OBJECTID", keys)
+	}
+}
+
 // TestKoopDepartures pins down how Koop differs from ArcGIS Server (see
 // the top of this file), so that a Koop upgrade that changes one is seen.
 func TestKoopDepartures(t *testing.T) {
