@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -386,5 +388,23 @@ func checkGeometry(t *testing.T, g geom.T) {
 	}
 	if _, err := wkt.Marshal(g); err != nil {
 		t.Fatalf("wkt: %v", err)
+	}
+}
+
+// The seed corpus holds Koop's answers (scripts/koop.sh): each decodes whole.
+func TestSeedCorpusDecodes(t *testing.T) {
+	for _, name := range []string{"koop_nc_counties", "koop_nc_points", "koop_nc_boundaries"} {
+		raw, err := os.ReadFile("testdata/fuzz/FuzzReader/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := strconv.Unquote(strings.TrimSuffix(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[1]), ")")[len("string("):])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := readAll(t, NewReader(strings.NewReader(body), Meta{}))
+		if err != nil || len(got) != 2 || got[0].ID == "" || got[0].WKT == "" || got[0].SRID != 4326 {
+			t.Errorf("%s: %v, %+v", name, err, got)
+		}
 	}
 }
