@@ -360,3 +360,19 @@ func TestResumeStartsOver(t *testing.T) {
 		t.Fatalf("resume past the end: %v", err)
 	}
 }
+
+// An id list that times out (the attempt's own timeout) falls back to
+// object-id windows, which are fast.
+func TestIDListTimeoutFallsBack(t *testing.T) {
+	f := newFixture(t)
+	l := arcgistest.Squares(60)
+	l.Faults.IDsDelay = 5 * time.Second
+	f.srv.AddLayer("l", l)
+	g, stats, err := f.fetch(t, source.Layer{RequestTimeout: 300 * time.Millisecond, PageSize: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.ids) != 60 || len(stats.Warnings) == 0 || !strings.Contains(stats.Warnings[0], "timed out") {
+		t.Fatalf("%d features, warnings %v", len(g.ids), stats.Warnings)
+	}
+}

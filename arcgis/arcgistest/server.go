@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ingestd/ingestd/esrijson"
 )
@@ -41,6 +42,9 @@ type Faults struct {
 	// IDsFail makes returnIdsOnly answer an error object with code 500
 	// (ArcGIS's answer when the id list times out on a huge layer).
 	IDsFail bool
+	// IDsDelay holds every returnIdsOnly answer this long (a server whose
+	// id list times out behind a proxy).
+	IDsDelay time.Duration
 	// Cap is the most features one answer holds, below the advertised
 	// maxRecordCount; 0 means maxRecordCount.
 	Cap int
@@ -221,6 +225,14 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 		return
 	case f.Get("returnIdsOnly") == "true":
 		s.note(name, "ids")
+		if d := l.Faults.IDsDelay; d > 0 {
+			s.mu.Unlock()
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			}
+			s.mu.Lock()
+		}
 		if l.Faults.IDsFail {
 			writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation", "details": []string{"The operation timed out"}}})
 			return
