@@ -78,8 +78,10 @@ start() {
 	install_node
 	install_koop
 	log "starting Koop on 127.0.0.1:$PORT (log: $LOG)"
-	(cd "$ROOT" && KOOP_PORT=$PORT KOOP_DATA_DIR=$DATA nohup node "$DIR/server.js" >>"$LOG" 2>&1 &
-		echo $! >"$PIDFILE")
+	# The provider reads KOOP_DATA_DIR relative to the working directory.
+	cd "$ROOT"
+	KOOP_PORT=$PORT KOOP_DATA_DIR=$DATA nohup node "$DIR/server.js" >>"$LOG" 2>&1 &
+	echo $! >"$PIDFILE"
 	for _ in $(seq 1 100); do
 		if answers; then
 			echo "$URL"
