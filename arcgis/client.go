@@ -488,21 +488,52 @@ func (d *dump) featureForm() url.Values {
 }
 
 // byIDs fetches the features of ids page by page and proves the dump.
+// Page k+1 is fetched while page k is handed over (the stager waits for
+// page k-1's COPY then): one request in flight to the origin at a time,
+// and the server's latency overlaps with the database's work.
 func (d *dump) byIDs(ctx context.Context, ids []int64, handle source.PageFunc) error {
 	d.seen = make(map[int64]struct{}, len(ids))
-	for page, start := 0, 0; start < len(ids); page, start = page+1, start+d.pageSize {
-		chunk := ids[start:min(start+d.pageSize, len(ids))]
-		pr := &pageReader{}
-		if err := d.collect(ctx, chunk, pr); err != nil {
-			return err
+	type fetched struct {
+		page source.Page
+		pr   *pageReader
+		err  error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pages := make(chan fetched, 1)
+	go func() {
+		defer close(pages)
+		for page, start := 0, 0; start < len(ids); page, start = page+1, start+d.pageSize {
+			chunk := ids[start:min(start+d.pageSize, len(ids))]
+			pr := &pageReader{}
+			err := d.collect(ctx, chunk, pr)
+			p := source.Page{Index: page, URL: d.redacted + " (objectIds " + strconv.FormatInt(chunk[0], 10) + "…" + strconv.FormatInt(chunk[len(chunk)-1], 10) + ")", StartIndex: start}
+			select {
+			case pages <- fetched{p, pr, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
 		}
-		p := source.Page{Index: page, URL: d.redacted + " (objectIds " + strconv.FormatInt(chunk[0], 10) + "…" + strconv.FormatInt(chunk[len(chunk)-1], 10) + ")", StartIndex: start}
-		if err := handle(ctx, p, pr); err != nil {
+	}()
+	// Whatever ends the loop, the fetching goroutine is gone before
+	// byIDs returns: it writes d's state.
+	defer func() {
+		cancel()
+		for range pages {
+		}
+	}()
+	for f := range pages {
+		if f.err != nil {
+			return f.err
+		}
+		if err := handle(ctx, f.page, f.pr); err != nil {
 			return err
 		}
 		d.stats.Pages++
-		d.stats.Features += len(pr.feats)
-		d.stats.Bytes += pr.bytes
+		d.stats.Features += len(f.pr.feats)
+		d.stats.Bytes += f.pr.bytes
 	}
 	if len(d.seen) != len(ids) {
 		return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("%d of the %d listed ids were fetched", len(d.seen), len(ids))}
