@@ -3,6 +3,7 @@ package esrijson
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -407,4 +408,39 @@ func TestSeedCorpusDecodes(t *testing.T) {
 			t.Errorf("%s: %v, %+v", name, err, got)
 		}
 	}
+}
+
+// BenchmarkReader decodes a page of 2,000 polygons (every fifth with a
+// hole) with a date and three other attributes, as ArcGIS Server writes it.
+func BenchmarkReader(b *testing.B) {
+	var feats []string
+	for i := range 2000 {
+		x := float64(i%100) * 10
+		rings := fmt.Sprintf("[[%g,0],[%g,8],[%g,8],[%g,0],[%g,0]]", x, x, x+8, x+8, x)
+		if i%5 == 0 {
+			rings += fmt.Sprintf(",[[%g,2],[%g,2],[%g,4],[%g,4],[%g,2]]", x+2, x+4, x+4, x+2, x+2)
+		}
+		feats = append(feats, fmt.Sprintf(`{"attributes":{"OBJECTID":%d,"NAME":"parcel %d","CREATED":%d,"ACRES":%g},"geometry":{"rings":[%s]}}`, i+1, i, 1700000000000+int64(i), float64(i)/7, rings))
+	}
+	body := doc(TypePolygon, "", feats...)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := NewReader(strings.NewReader(body), Meta{})
+		n := 0
+		for {
+			_, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n != 2000 {
+			b.Fatalf("%d features", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2000), "ns/feature")
 }

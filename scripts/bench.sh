@@ -399,7 +399,7 @@ bench_arcgis() {
 
 bench_micro() {
 	echo "== micro-benchmarks"
-	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./wfs/... ./feeds/postgis/...
+	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
 }
 
 case $what in

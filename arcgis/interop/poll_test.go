@@ -253,8 +253,12 @@ func TestPollArcGISFailureModes(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), "the-token") {
 				t.Fatalf("the token is in the error: %v", err)
 			}
-			if f := r.failures(originOf(base)); !c.serverFaults && f != 0 {
+			f := r.failures(originOf(base))
+			if !c.serverFaults && f != 0 {
 				t.Errorf("the breaker counted %d failures for the feed's own error", f)
+			}
+			if strings.Contains(c.name, "broken feature") && f == 0 {
+				t.Errorf("the breaker counted no failure for a feature the server fails on")
 			}
 		})
 	}
