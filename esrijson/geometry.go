@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 
 	"github.com/twpayne/go-geom"
 )
@@ -45,6 +46,50 @@ type rawGeometry struct {
 	HasM       *bool           `json:"hasM"`
 }
 
+// split fills rg from the members of the geometry object raw (the last of
+// a repeated member wins, as in encoding/json).
+func (rg *rawGeometry) split(raw []byte) error {
+	return eachMember(raw, func(key, val []byte) error {
+		switch keyString(key) {
+		case "x":
+			rg.X = val
+		case "y":
+			rg.Y = val
+		case "z":
+			rg.Z = val
+		case "m":
+			rg.M = val
+		case "points":
+			rg.Points = val
+		case "paths":
+			rg.Paths = val
+		case "rings":
+			rg.Rings = val
+		case "curvePaths":
+			rg.CurvePaths = val
+		case "curveRings":
+			rg.CurveRings = val
+		case "xmin":
+			rg.XMin = val
+		case "hasZ", "hasM":
+			var b *bool
+			if string(val) != "null" {
+				v, err := strconv.ParseBool(string(val))
+				if err != nil || (string(val) != "true" && string(val) != "false") {
+					return fmt.Errorf("%s is not a boolean: %s", keyString(key), snippet(val))
+				}
+				b = &v
+			}
+			if keyString(key) == "hasZ" {
+				rg.HasZ = b
+			} else {
+				rg.HasM = b
+			}
+		}
+		return nil
+	})
+}
+
 // dims says which ordinates follow x and y in a position.
 type dims struct{ hasZ, hasM bool }
 
@@ -73,7 +118,7 @@ func decodeGeometry(raw []byte, typ string, d dims, srid int) (geom.T, error) {
 		return nil, fmt.Errorf("geometry is not a JSON object (starts with %q)", raw[0])
 	}
 	var rg rawGeometry
-	if err := json.Unmarshal(raw, &rg); err != nil {
+	if err := rg.split(raw); err != nil {
 		return nil, fmt.Errorf("geometry: %w", err)
 	}
 	// A geometry's own hasZ/hasM (some servers write them per geometry)
@@ -191,10 +236,10 @@ func point(rg *rawGeometry, d dims) (geom.T, error) {
 // gets Z = 0, and one without M gets M = NaN; a third value when the
 // layer declares neither Z nor M is Z, as GDAL reads it.
 func positions(raw json.RawMessage, d *dims, what string) ([][]float64, error) {
-	var list [][]float64
-	if err := json.Unmarshal(raw, &list); err == nil {
+	if list := fastPositions(raw); list != nil {
 		return list, nil
 	}
+	var list [][]float64
 	// Slow path: find what is wrong, for the message.
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
@@ -289,11 +334,11 @@ func multipoint(raw json.RawMessage, d dims) (geom.T, error) {
 
 // parts decodes paths or rings: an array of position lists.
 func parts(raw json.RawMessage, d *dims, what string) ([][][]float64, error) {
-	var all [][][]float64
-	if err := json.Unmarshal(raw, &all); err == nil {
+	if all := fastParts(raw); all != nil {
 		widen(d, all...)
 		return all, nil
 	}
+	var all [][][]float64
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
 		return nil, fmt.Errorf("%s is not an array of position lists: %s", what, snippet(raw))

@@ -356,7 +356,15 @@ func (r *Reader) decodeFeature() (*feature.Feature, error) {
 		return nil, r.fail(index, fmt.Sprintf("feature is not a JSON object: %s", snippet(raw)), nil)
 	}
 	var rf rawFeature
-	if err := json.Unmarshal(raw, &rf); err != nil {
+	if err := eachMember(raw, func(key, val []byte) error {
+		switch keyString(key) {
+		case "attributes":
+			rf.Attributes = val
+		case "geometry":
+			rf.Geometry = val
+		}
+		return nil
+	}); err != nil {
 		return nil, r.fail(index, "", err)
 	}
 	f := &r.feature
@@ -398,39 +406,27 @@ func (r *Reader) attributes(index int, raw json.RawMessage, f *feature.Feature) 
 	if idProperty == "" {
 		idProperty = r.meta.ObjectIDField
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil {
-		return r.fail(index, "attributes", err)
-	}
 	b := &r.buf
 	b.Reset()
-	refused := ""
 	b.WriteByte('{')
+	refused := ""
 	first := true
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return r.fail(index, "attributes", err)
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return r.fail(index, "attribute "+strconv.Quote(key), err)
-		}
+	err := eachMember(raw, func(rawKey, v []byte) error {
+		key := keyString(rawKey)
 		if int64(len(v)) > r.cfg.Limits.ValueBytes {
-			return r.fail(index, "", &feature.LimitError{Name: "value_bytes", Max: r.cfg.Limits.ValueBytes,
-				Where: fmt.Sprintf("esrijson feature %d, attribute %s", index, feature.Snippet(key))})
+			return &feature.LimitError{Name: "value_bytes", Max: r.cfg.Limits.ValueBytes,
+				Where: fmt.Sprintf("esrijson feature %d, attribute %s", index, feature.Snippet(key))}
 		}
 		if r.dates[key] {
+			var err error
 			if v, err = epochMillis(v); err != nil {
-				return r.fail(index, "date attribute "+strconv.Quote(key), err)
+				return fmt.Errorf("date attribute %q: %w", key, err)
 			}
 		}
 		if key == idProperty {
 			id, err := renderID(v)
 			if err != nil {
-				return r.fail(index, "id attribute "+strconv.Quote(key), err)
+				return fmt.Errorf("id attribute %q: %w", key, err)
 			}
 			// A refused feature is still read to its end, for its object id.
 			refused = feature.RefuseID(id, r.cfg.Limits.IDBytes)
@@ -445,10 +441,13 @@ func (r *Reader) attributes(index int, raw json.RawMessage, f *feature.Feature) 
 			b.WriteByte(',')
 		}
 		first = false
-		k, _ := json.Marshal(key)
-		b.Write(k)
+		b.Write(rawKey)
 		b.WriteByte(':')
 		b.Write(v)
+		return nil
+	})
+	if err != nil {
+		return r.fail(index, "attributes", err)
 	}
 	b.WriteByte('}')
 	if refused != "" {
