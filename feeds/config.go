@@ -140,7 +140,7 @@ type Jurisdiction struct {
 // request as it is.
 type Feed struct {
 	ID             string   `yaml:"id"`
-	Kind           string   `yaml:"kind"` // "wfs" or "geojson"
+	Kind           string   `yaml:"kind"` // "wfs", "geojson" or "arcgis"
 	URL            string   `yaml:"url"`
 	TypeName       string   `yaml:"type_name"`
 	Version        string   `yaml:"version"`
@@ -173,6 +173,14 @@ type Feed struct {
 	Redirects string `yaml:"redirects"`
 	// BBox is the jurisdiction's extent.
 	BBox *BBox `yaml:"-"`
+
+	// ArcGIS REST (kind arcgis; see config_arcgis.go). Its token is in
+	// Headers (ArcGISTokenHeader).
+
+	// Where is the query's where clause ("": 1=1).
+	Where string `yaml:"where"`
+	// OutFields is the query's outFields ("": *).
+	OutFields string `yaml:"out_fields"`
 
 	// Jurisdiction is the ID of the jurisdiction the feed belongs to.
 	Jurisdiction string `yaml:"-"`
@@ -208,6 +216,9 @@ func (f *Feed) Layer() source.Layer {
 		Headers:        f.Headers,
 
 		CrossOriginRedirects: f.Redirects == RedirectsFollow,
+
+		Where:     f.Where,
+		OutFields: f.OutFields,
 	}
 }
 
@@ -362,7 +373,8 @@ var (
 	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers"}
 	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits", "headers"}
+		"invalid_feature", "redirects", "limits", "headers",
+		"where", "out_fields", "token"} // the last three: arcgis only
 	wfsVersions = []string{"2.0.0", "1.1.0"}
 	// Query parameters the wfs client writes itself; one pasted into url along
 	// with a whole GetFeature request would be sent twice or contradict the config.
@@ -695,14 +707,14 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	kindOK := false
 	if s, present := p.str(m, "kind", path); !present {
 		if !m.typos["kind"] {
-			p.errorf(m.node, path+".kind", "required: %q or %q", KindWFS, KindGeoJSON)
+			p.errorf(m.node, path+".kind", "required: %q, %q or %q", KindWFS, KindGeoJSON, KindArcGIS)
 		}
 	} else if s.ok {
 		switch s.val {
-		case KindWFS, KindGeoJSON:
+		case KindWFS, KindGeoJSON, KindArcGIS:
 			f.Kind, kindOK = s.val, true
 		default:
-			p.errorf(s.node, path+".kind", "unknown kind %q: must be %q or %q", s.raw, KindWFS, KindGeoJSON)
+			p.errorf(s.node, path+".kind", "unknown kind %q: must be %q, %q or %q", s.raw, KindWFS, KindGeoJSON, KindArcGIS)
 		}
 	}
 	isWFS := f.Kind == KindWFS
@@ -769,12 +781,17 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 		} else if f.SortBy == "" {
 			p.warnf(m.node, path+".sort_by", "paging without sort_by: some servers return pages in no stable order, so features can be skipped or repeated")
 		}
+	case f.Kind == KindArcGIS:
+		p.arcgisFeed(m, path, &f, wfsOnly, pageSize, psNode)
 	case kindOK: // geojson
 		for _, k := range []string{"type_name", "version", "output_format", "page_size"} {
 			if n := wfsOnly[k]; n != nil {
 				p.warnf(n, path+"."+k, "ignored for a geojson feed")
 			}
 		}
+	}
+	if kindOK && f.Kind != KindArcGIS {
+		p.arcgisOnly(m, path, f.Kind)
 	}
 
 	// Schedule, evaluated in the jurisdiction's time zone.

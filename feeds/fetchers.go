@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
@@ -46,7 +47,17 @@ func fetcherKinds() map[string]NewFetcherFunc {
 		// A plain GeoJSON URL is one unpaged request of the same client:
 		// wfs.Client builds no WFS parameters for a layer of kind geojson.
 		KindGeoJSON: newWFSFetcher,
+		KindArcGIS:  newArcGISFetcher,
 	}
+}
+
+// newArcGISFetcher is the fetcher of kind arcgis.
+func newArcGISFetcher(d FetcherDeps) Fetcher {
+	var opts []arcgis.Option
+	if d.UserAgent != "" {
+		opts = append(opts, arcgis.WithUserAgent(d.UserAgent))
+	}
+	return arcgis.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
 }
 
 // newWFSFetcher is the fetcher of kinds wfs and geojson.

@@ -339,6 +339,10 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 // pageURL is the (redacted) request of page of layer: the one a dead letter
 // names.
 func pageURL(layer source.Layer, page int) string {
+	if layer.Kind == KindArcGIS {
+		// An ArcGIS dump restarts from its id list (see arcgis.Client.Fetch).
+		return wfs.RedactURL(layer.URL)
+	}
 	u, err := wfs.RequestURL(layer, page*layer.PageSize)
 	if err != nil {
 		return wfs.RedactURL(layer.URL)

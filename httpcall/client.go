@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -113,6 +114,12 @@ type Request struct {
 	// through that origin's breaker; by default it fails the attempt with
 	// a *RedirectError.
 	CrossOriginRedirects bool
+
+	// Form, when set, makes the call a POST of Form
+	// (application/x-www-form-urlencoded) to URL, sent again at every
+	// attempt: ArcGIS REST queries with long id lists, which IIS and web
+	// application firewalls refuse in a GET's query string (404, 414).
+	Form url.Values
 }
 
 // AttemptFunc judges one attempt that got a response: it opens the body
@@ -257,11 +264,18 @@ func (c *Client) do(ctx context.Context, origin string, fn breaker.AttemptFunc) 
 // fault the failure was: a refused redirect is the feed's (Success, the
 // server answered), any other transport error the origin's.
 func (c *Client) get(ctx context.Context, r *Request, u *url.URL, redacted string) (*http.Response, *breaker.Result) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	method, body := http.MethodGet, io.Reader(nil)
+	if r.Form != nil {
+		method, body = http.MethodPost, strings.NewReader(r.Form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return nil, &breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %s", redacted, RedactErr(err, u.String()))}
 	}
 	req.Header.Set("Accept", r.Accept)
+	if r.Form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	// Asked for explicitly, the transport leaves the body as sent, and
 	// decodeContent decides from the bytes whether it is gzip.
 	req.Header.Set("Accept-Encoding", "gzip")

@@ -22,6 +22,12 @@
 #                             the parked polls) in a database of its own: that process's peak RSS
 #                             (VmHWM; target < 256 MB), then each case
 #                             alone in `ingestd poll` (peak RSS per case: the ten largest).
+#   scripts/bench.sh arcgis   a 200,000-polygon ArcGIS REST layer (cmd/arcgisserver, the arcgistest
+#                             fixture: Koop takes 4 s a request at this size, see README) loaded by
+#                             ingestd poll (id list, objectIds batches of maxRecordCount 2000) and by
+#                             GDAL's ogr2ogr (ESRIJSON, resultOffset paging ordered by OBJECTID) from
+#                             the same service into the same database: wall, CPU, peak RSS, rows and
+#                             distinct ids for both, per run.
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
 #   scripts/bench.sh statuspage  the status page of a 250,000-parcel feed (loaded by the real
 #                             poller): ns per page (target < 300 ms) and the thumbnail's bytes
@@ -31,6 +37,7 @@
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
 # started on demand),
 # BENCH_GDAL_PORT (first of the two ports bench.sh gdal serves on, default 18201),
+# BENCH_ARCGIS_PORT (bench.sh arcgis's server, default 18312), BENCH_ARCGIS_FEATURES (200000),
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3);
 # bench.sh hostile: BENCH_HOSTILE_PORT (first of its ports, default 18300), BENCH_HOSTILE_SKIP
 # (a regexp of cases to leave out), BENCH_HOSTILE_MAX_GENERATED (cut generated bodies, bytes),
@@ -333,9 +340,69 @@ bench_hostile() {
 	sort -rn "$out/hostile-cases" | awk 'NR <= 10 { printf "  %6.1f MB  %-45s %6.1fs\n", $1 / 1024, $2, $3 }'
 }
 
+bench_arcgis() {
+	command -v ogr2ogr >/dev/null || {
+		echo "bench.sh: ogr2ogr missing (gdal-bin; scripts/mapserver.sh installs it)" >&2
+		return 1
+	}
+	mkdir -p bin bench-out
+	out=$ROOT/bench-out
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/arcgisserver ./cmd/arcgisserver
+	local port=${BENCH_ARCGIS_PORT:-18312} n=${BENCH_ARCGIS_FEATURES:-200000}
+	bin/arcgisserver -listen "127.0.0.1:$port" -generate "parcels=$n" -max-record-count 2000 >"$out/arcgis.url" 2>"$out/arcgis.log" &
+	local as=$!
+	trap 'kill $as 2>/dev/null || true' RETURN
+	local url=""
+	for _ in $(seq 1 50); do
+		url=$(head -1 "$out/arcgis.url" 2>/dev/null || true)
+		[[ -n $url ]] && curl -fsS -m 5 -o /dev/null "$url?f=json" 2>/dev/null && break
+		url=""
+		sleep 0.2
+	done
+	if [[ -z $url ]] || ! kill -0 "$as" 2>/dev/null; then
+		echo "bench.sh: arcgisserver did not start on port $port (taken? set BENCH_ARCGIS_PORT)" >&2
+		return 1
+	fi
+	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
+	cat >"$out/arcgis.yaml" <<-EOF
+		defaults:
+		  timeout: 1h
+		  breaker: {rate_limit: 0}
+		jurisdictions:
+		  - id: bench
+		    feeds:
+		      - {id: arcgis_parcels, kind: arcgis, url: "$url"}
+	EOF
+	bin/ingestd migrate >/dev/null
+	local feedtable="ingestd_feed_partition('bench', 'arcgis_parcels')"
+	printf '\n== arcgis: %s polygons (maxRecordCount 2000) from %s, %s runs\n' "$n" "$url" "$count"
+	printf '%-8s %8s %8s %8s %9s %9s\n' tool wall_s cpu_s rss_MB rows distinct
+	for _ in $(seq 1 "$count"); do
+		"${psql[@]}" -c "SET client_min_messages = warning" \
+			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', $feedtable); END \$\$" \
+			-c "DROP TABLE IF EXISTS ogr_arcgis" -c "CHECKPOINT"
+		/usr/bin/time -f '%e %U %S %M' -o "$out/time" bin/ingestd poll -config "$out/arcgis.yaml" -log-level warn bench/arcgis_parcels >"$out/last.log" 2>&1 ||
+			{ tail -20 "$out/last.log" >&2; return 1; }
+		read -r w u s m <"$out/time"
+		read -r rows distinct < <("${psql[@]}" -tA -F ' ' -c "SELECT count(*), count(DISTINCT feature_id) FROM features WHERE jurisdiction = 'bench' AND feed = 'arcgis_parcels'")
+		awk -v w="$w" -v u="$u" -v s="$s" -v m="$m" -v r="$rows" -v d="$distinct" 'BEGIN { printf "%-8s %8.2f %8.2f %8d %9d %9d\n", "ingestd", w, u + s, m / 1024, r, d }'
+		"${psql[@]}" -c "CHECKPOINT"
+		/usr/bin/time -f '%e %U %S %M' -o "$out/time" ogr2ogr -f PostgreSQL "$pg" \
+			"ESRIJSON:$url/query?where=1%3D1&outFields=*&orderByFields=OBJECTID+ASC&f=json" \
+			-nln ogr_arcgis -nlt PROMOTE_TO_MULTI -overwrite --config PG_USE_COPY YES >"$out/last.log" 2>&1 ||
+			{ tail -20 "$out/last.log" >&2; return 1; }
+		read -r w u s m <"$out/time"
+		read -r rows distinct < <("${psql[@]}" -tA -F ' ' -c "SELECT count(*), count(DISTINCT objectid) FROM ogr_arcgis")
+		awk -v w="$w" -v u="$u" -v s="$s" -v m="$m" -v r="$rows" -v d="$distinct" 'BEGIN { printf "%-8s %8.2f %8.2f %8d %9d %9d\n", "ogr2ogr", w, u + s, m / 1024, r, d }'
+	done
+	echo "(cpu_s is the loader's own process; the server and PostgreSQL are not counted. The machine is shared: figures are noisy.)"
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
-	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./wfs/... ./feeds/postgis/...
+	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
 }
 
 bench_statuspage() {
@@ -351,17 +418,19 @@ scale) bench_scale ;;
 gdal) bench_gdal ;;
 hostile) bench_hostile ;;
 micro) bench_micro ;;
+arcgis) bench_arcgis ;;
 all)
 	bench_poll
 	bench_storm
 	bench_scale
 	bench_gdal
 	bench_hostile
+	bench_arcgis
 	bench_micro
 	bench_statuspage
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, micro, statuspage or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, micro, statuspage or all)" >&2
 	exit 2
 	;;
 esac

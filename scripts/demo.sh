@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # demo.sh — the run command: sets up PostGIS (installing it when missing),
-# starts the fixture feed server on loopback, runs ingestd on the demo
+# starts the fixture feed server and Koop (an ArcGIS REST server, npm;
+# scripts/koop.sh) on loopback, runs ingestd on the demo
 # jurisdictions.yaml until every feed has landed, and prints feed_freshness.
 #
 #   scripts/demo.sh          run, print, stop
@@ -27,9 +28,11 @@ export DATABASE_URL
 PSQL=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
 
 pids=()
+koop_started=false
 cleanup() {
 	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	if $koop_started; then INGESTD_KOOP_PORT=18182 scripts/koop.sh stop; fi
 }
 trap cleanup EXIT
 
@@ -39,6 +42,12 @@ bin/feedserver \
 	-serve 127.0.0.1:18082=testdata/feeds/boulder \
 	-serve 127.0.0.1:18083=testdata/feeds/raleigh -flap 127.0.0.1:18083=8s >.demo/feedserver.log 2>&1 &
 pids+=($!)
+
+# Koop serves the nc jurisdiction's ArcGIS layer on the port
+# jurisdictions.yaml names.
+log "starting Koop (ArcGIS REST) on 127.0.0.1:18182"
+INGESTD_KOOP_PORT=18182 scripts/koop.sh start >/dev/null
+koop_started=true
 
 log "running ingestd on jurisdictions.yaml (log: .demo/ingestd.log)"
 bin/ingestd run -config jurisdictions.yaml >.demo/ingestd.log 2>&1 &

@@ -5,7 +5,8 @@
 #
 # DATABASE_URL, when set, is used instead of the project's own cluster;
 # INGESTD_MAPSERVER_URL likewise for the MapServer WFS that the interop
-# tests (wfs/interop) poll, which scripts/mapserver.sh starts otherwise.
+# tests (wfs/interop) poll, which scripts/mapserver.sh starts otherwise;
+# INGESTD_KOOP_URL for Koop (arcgis/interop), which scripts/koop.sh starts.
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -18,6 +19,11 @@ if [[ -z ${INGESTD_MAPSERVER_URL:-} ]]; then
 	INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh start)
 fi
 export INGESTD_MAPSERVER_URL
+# Koop (npm) for the arcgis interop tests (arcgis/interop), likewise.
+if [[ -z ${INGESTD_KOOP_URL:-} ]]; then
+	INGESTD_KOOP_URL=$(scripts/koop.sh start)
+fi
+export INGESTD_KOOP_URL
 
 echo "test.sh: go vet ./..." >&2
 go vet ./...

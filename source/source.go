@@ -13,7 +13,7 @@ import (
 
 // Layer describes what to fetch: a WFS feature type or a plain GeoJSON URL.
 type Layer struct {
-	// Kind is "wfs" or "geojson".
+	// Kind is "wfs", "geojson" or "arcgis".
 	Kind string
 	// URL is the service endpoint (WFS) or the document (GeoJSON).
 	URL string
@@ -55,6 +55,14 @@ type Layer struct {
 	// the layer, and answers FetchStats.NotModified when the layer is
 	// unchanged.
 	Validators Validators
+
+	// ArcGIS REST (kind arcgis, package arcgis). The token is not here:
+	// the config turns it into a header (Headers), which is never logged.
+
+	// Where is the query's where clause; "" means 1=1.
+	Where string
+	// OutFields is the query's outFields; "" means *.
+	OutFields string
 }
 
 // Validators identify the version of a layer that a server sent. They are

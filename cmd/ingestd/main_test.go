@@ -28,7 +28,7 @@ func TestValidateBrokenConfigNamesFileLineAndField(t *testing.T) {
 
 func TestValidateDemoConfig(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "validate", "../../jurisdictions.yaml")
-	if code != 0 || !strings.Contains(stdout, "ok, 3 jurisdictions, 5 feeds") {
+	if code != 0 || !strings.Contains(stdout, "ok, 4 jurisdictions, 6 feeds") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	if stderr != "" {

@@ -1,0 +1,390 @@
+// Package arcgistest is a fixture ArcGIS REST server (FeatureServer layers
+// answering f=json) with the misbehaviours real servers show in the field
+// and Koop does not produce: error objects with status 200, 498/499 token
+// errors, no pagination, a cap below the advertised maxRecordCount,
+// exceededTransferLimit lies, an id list that fails, a lastEditDate that
+// moves during a dump, curves, rings in both orientations, multipatch.
+package arcgistest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ingestd/ingestd/esrijson"
+)
+
+// Feature is one feature of a fixture layer.
+type Feature struct {
+	OID        int64
+	Attributes map[string]any
+	// Geometry is written as it is (an Esri JSON geometry), nil for null.
+	Geometry any
+}
+
+// Faults are a layer's misbehaviours.
+type Faults struct {
+	// Token, when set, is required: none answers 499, another 498.
+	Token string
+	// ErrorEvery makes every Nth feature query answer an error object
+	// {"error":{"code":500}} with status 200.
+	ErrorEvery int
+	// BrokenOID makes every feature query that includes it answer an error
+	// object with code 500 (a feature the server cannot serialize).
+	BrokenOID int64
+	// IDsFail makes returnIdsOnly answer an error object with code 500
+	// (ArcGIS's answer when the id list times out on a huge layer).
+	IDsFail bool
+	// IDsDelay holds every returnIdsOnly answer this long (a server whose
+	// id list times out behind a proxy).
+	IDsDelay time.Duration
+	// Cap is the most features one answer holds, below the advertised
+	// maxRecordCount; 0 means maxRecordCount.
+	Cap int
+	// LieExceeded sends exceededTransferLimit false when an answer is capped.
+	LieExceeded bool
+	// EditAfter moves lastEditDate (and deletes the last feature) after
+	// this many feature queries; 0 never.
+	EditAfter int
+	// DropOID leaves this feature out of every answer by objectIds (the
+	// id list still has it).
+	DropOID int64
+	// HTMLEvery makes every Nth feature query answer a proxy's HTML page
+	// with status 200.
+	HTMLEvery int
+	// BadQuery makes every query answer {"error":{"code":400}}.
+	BadQuery bool
+}
+
+// Layer is a fixture layer.
+type Layer struct {
+	GeometryType   string
+	HasZ, HasM     bool
+	WKID           int // 0: 102100 with latestWkid 3857
+	MaxRecordCount int
+	NoPagination   bool
+	NoStatistics   bool
+	LastEditDate   int64
+	Fields         []esrijson.Field
+	Features       []Feature
+	Faults         Faults
+
+	idx map[int64]int
+}
+
+// index maps object ids to positions in Features, built when first needed
+// (AddLayer and Edit reset it).
+func (l *Layer) index() map[int64]int {
+	if l.idx == nil || len(l.idx) != len(l.Features) {
+		l.idx = make(map[int64]int, len(l.Features))
+		for i, f := range l.Features {
+			l.idx[f.OID] = i
+		}
+	}
+	return l.idx
+}
+
+// Server serves layers at /arcgis/rest/services/<name>/FeatureServer/0.
+type Server struct {
+	mu       sync.Mutex
+	layers   map[string]*Layer
+	queries  map[string]int // feature queries per layer
+	requests map[string][]string
+}
+
+// New returns an empty server.
+func New() *Server {
+	return &Server{layers: map[string]*Layer{}, queries: map[string]int{}, requests: map[string][]string{}}
+}
+
+// URL is the layer's URL on a server at base.
+func URL(base, name string) string {
+	return base + "/arcgis/rest/services/" + name + "/FeatureServer/0"
+}
+
+// AddLayer adds (or replaces) a layer.
+func (s *Server) AddLayer(name string, l *Layer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.MaxRecordCount == 0 {
+		l.MaxRecordCount = 1000
+	}
+	if l.LastEditDate == 0 {
+		l.LastEditDate = 1700000000000
+	}
+	s.layers[name] = l
+	s.queries[name] = 0
+	s.requests[name] = nil
+}
+
+// Edit changes a layer under the lock (a test's edit between polls).
+func (s *Server) Edit(name string, fn func(*Layer)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.layers[name]
+	fn(l)
+	l.idx = nil
+}
+
+// Requests lists the requests a layer got: "probe", "count", "ids",
+// "stats", "objectIds:N", "window", "offset:N".
+func (s *Server) Requests(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests[name])
+}
+
+var pathRE = regexp.MustCompile(`^/arcgis/rest/services/([^/]+)/(?:FeatureServer|MapServer)/0(/query)?/?$`)
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := pathRE.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid URL", "details": []string{"Invalid URL"}}})
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.layers[m[1]]
+	if !ok {
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 404, "message": "Service not found"}})
+		return
+	}
+	if tok := l.Faults.Token; tok != "" {
+		got := strings.TrimPrefix(r.Header.Get("X-Esri-Authorization"), "Bearer ")
+		switch {
+		case got == "":
+			writeJSON(w, map[string]any{"error": map[string]any{"code": 499, "message": "Token Required"}})
+			return
+		case got != tok:
+			writeJSON(w, map[string]any{"error": map[string]any{"code": 498, "message": "Invalid Token"}})
+			return
+		}
+	}
+	if m[2] == "" {
+		s.note(m[1], "probe")
+		s.probe(w, l)
+		return
+	}
+	s.query(w, r, m[1], l)
+}
+
+func (s *Server) note(name, what string) { s.requests[name] = append(s.requests[name], what) }
+
+func (s *Server) probe(w http.ResponseWriter, l *Layer) {
+	sr := map[string]any{"wkid": 102100, "latestWkid": 3857}
+	if l.WKID != 0 {
+		sr = map[string]any{"wkid": l.WKID}
+	}
+	oid := "OBJECTID"
+	if l.GeometryType == esrijson.TypeMultiPatch {
+		oid = "OBJECTID"
+	}
+	writeJSON(w, map[string]any{
+		"currentVersion": 11.1, "id": 0, "name": "fixture", "type": "Feature Layer",
+		"geometryType": l.GeometryType, "hasZ": l.HasZ, "hasM": l.HasM,
+		"objectIdField": oid, "maxRecordCount": l.MaxRecordCount,
+		"supportsStatistics": !l.NoStatistics,
+		"advancedQueryCapabilities": map[string]any{
+			"supportsPagination": !l.NoPagination, "supportsStatistics": !l.NoStatistics, "supportsOrderBy": true,
+		},
+		"extent":      map[string]any{"xmin": 0, "ymin": 0, "xmax": 1, "ymax": 1, "spatialReference": sr},
+		"fields":      l.Fields,
+		"editingInfo": map[string]any{"lastEditDate": l.LastEditDate},
+	})
+}
+
+var windowRE = regexp.MustCompile(`OBJECTID > (-?\d+) AND OBJECTID <= (-?\d+)`)
+
+func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *Layer) {
+	f := r.Form
+	if l.Faults.BadQuery {
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Unable to complete operation.", "details": []string{"'where' parameter is invalid"}}})
+		return
+	}
+	feats := l.Features
+	if mm := windowRE.FindStringSubmatch(f.Get("where")); mm != nil {
+		a, _ := strconv.ParseInt(mm[1], 10, 64)
+		b, _ := strconv.ParseInt(mm[2], 10, 64)
+		feats = slices.DeleteFunc(slices.Clone(feats), func(ft Feature) bool { return ft.OID <= a || ft.OID > b })
+	}
+	switch {
+	case f.Get("returnCountOnly") == "true":
+		s.note(name, "count")
+		writeJSON(w, map[string]any{"count": len(feats)})
+		return
+	case f.Get("returnIdsOnly") == "true":
+		s.note(name, "ids")
+		if d := l.Faults.IDsDelay; d > 0 {
+			s.mu.Unlock()
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			}
+			s.mu.Lock()
+		}
+		if l.Faults.IDsFail {
+			writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation", "details": []string{"The operation timed out"}}})
+			return
+		}
+		ids := make([]int64, len(feats))
+		for i, ft := range feats {
+			ids[i] = ft.OID
+		}
+		// Real servers do not promise an order.
+		rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		writeJSON(w, map[string]any{"objectIdFieldName": "OBJECTID", "objectIds": ids})
+		return
+	case f.Get("outStatistics") != "":
+		s.note(name, "stats")
+		if l.NoStatistics {
+			writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Statistics not supported"}})
+			return
+		}
+		attrs := map[string]any{"oid_min": nil, "oid_max": nil}
+		if len(feats) > 0 {
+			lo, hi := feats[0].OID, feats[0].OID
+			for _, ft := range feats {
+				lo, hi = min(lo, ft.OID), max(hi, ft.OID)
+			}
+			attrs = map[string]any{"OID_MIN": lo, "OID_MAX": hi}
+		}
+		writeJSON(w, map[string]any{"features": []any{map[string]any{"attributes": attrs}}})
+		return
+	}
+	s.queries[name]++
+	n := s.queries[name]
+	if e := l.Faults.EditAfter; e > 0 && n == e+1 {
+		l.LastEditDate += 1000
+		l.Features = l.Features[:len(l.Features)-1]
+	}
+	if e := l.Faults.ErrorEvery; e > 0 && n%e == 0 {
+		s.note(name, "error")
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation"}})
+		return
+	}
+	if e := l.Faults.HTMLEvery; e > 0 && n%e == 0 {
+		s.note(name, "html")
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><head><title>502 Bad Gateway</title></head><body>bad gateway</body></html>")
+		return
+	}
+	capN := l.MaxRecordCount
+	if l.Faults.Cap > 0 {
+		capN = l.Faults.Cap
+	}
+	switch {
+	case f.Get("objectIds") != "":
+		want := map[int64]bool{}
+		for _, p := range strings.Split(f.Get("objectIds"), ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+			if err != nil {
+				writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid objectIds"}})
+				return
+			}
+			want[id] = true
+		}
+		s.note(name, "objectIds:"+strconv.Itoa(len(want)))
+		if want[l.Faults.BrokenOID] && l.Faults.BrokenOID != 0 {
+			writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation"}})
+			return
+		}
+		// By the index, in the layer's order: a benchmark measures the
+		// client, not a scan of the layer per request.
+		idx := l.index()
+		var pos []int
+		for id := range want {
+			if i, ok := idx[id]; ok && i < len(feats) && id != l.Faults.DropOID {
+				pos = append(pos, i)
+			}
+		}
+		slices.Sort(pos)
+		sel := make([]Feature, len(pos))
+		for k, i := range pos {
+			sel[k] = feats[i]
+		}
+		feats = sel
+	case f.Get("resultOffset") != "":
+		if l.NoPagination {
+			s.note(name, "offset refused")
+			writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Pagination is not supported."}})
+			return
+		}
+		off, _ := strconv.Atoi(f.Get("resultOffset"))
+		cnt, _ := strconv.Atoi(f.Get("resultRecordCount"))
+		s.note(name, "offset:"+strconv.Itoa(off))
+		byOID := func(a, b Feature) int { return int(a.OID - b.OID) }
+		if !slices.IsSortedFunc(feats, byOID) {
+			feats = slices.Clone(feats)
+			slices.SortFunc(feats, byOID)
+		}
+		feats = feats[min(off, len(feats)):]
+		if cnt > 0 && cnt < capN {
+			capN = cnt
+		}
+	default:
+		s.note(name, "window")
+	}
+	exceeded := false
+	if len(feats) > capN {
+		feats = feats[:capN]
+		exceeded = !l.Faults.LieExceeded
+	}
+	out := make([]any, len(feats))
+	for i, ft := range feats {
+		attrs := map[string]any{"OBJECTID": ft.OID}
+		for k, v := range ft.Attributes {
+			attrs[k] = v
+		}
+		out[i] = map[string]any{"attributes": attrs, "geometry": ft.Geometry}
+	}
+	doc := map[string]any{
+		"objectIdFieldName": "OBJECTID", "geometryType": l.GeometryType, "hasZ": l.HasZ, "hasM": l.HasM,
+		"fields": l.Fields, "features": out, "exceededTransferLimit": exceeded,
+	}
+	// Encode without the lock (ServeHTTP holds it): requests in parallel
+	// are served in parallel, as a real server's are.
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	writeJSON(w, doc)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Squares is a polygon layer of n unit squares (clockwise, exterior only)
+// on a grid, every fifth with a counter-clockwise hole, every seventh
+// written with both rings the other way round; ids 1..n.
+func Squares(n int) *Layer {
+	l := &Layer{GeometryType: esrijson.TypePolygon, WKID: 2264,
+		Fields: []esrijson.Field{{Name: "OBJECTID", Type: esrijson.FieldOID}, {Name: "NAME", Type: "esriFieldTypeString"}, {Name: "UPDATED", Type: esrijson.FieldDate}}}
+	for i := range n {
+		x, y := float64(i%100)*10, float64(i/100)*10
+		outer := [][]float64{{x, y}, {x, y + 8}, {x + 8, y + 8}, {x + 8, y}, {x, y}}
+		rings := [][][]float64{outer}
+		if i%5 == 0 {
+			rings = append(rings, [][]float64{{x + 2, y + 2}, {x + 4, y + 2}, {x + 4, y + 4}, {x + 2, y + 4}, {x + 2, y + 2}})
+		}
+		if i%7 == 0 {
+			for _, r := range rings {
+				slices.Reverse(r)
+			}
+		}
+		l.Features = append(l.Features, Feature{OID: int64(i + 1),
+			Attributes: map[string]any{"NAME": "parcel " + strconv.Itoa(i+1), "UPDATED": 1700000000000 + int64(i)*86400000},
+			Geometry:   map[string]any{"rings": rings}})
+	}
+	return l
+}

@@ -1,0 +1,139 @@
+package arcgis
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/httpcall"
+)
+
+// maxErrorBytes bounds how much of an error body is read.
+const maxErrorBytes = 1 << 20
+
+// feedsCode reports whether an ArcGIS error code says that our request is
+// wrong (the feed's error: not retried, not counted against the origin)
+// rather than that the server failed.
+func feedsCode(code int) bool {
+	switch code {
+	case 400, // invalid query, unknown field, "Unable to complete operation" of a bad where
+		403, // not authorized
+		404, // "Invalid URL", "Service not found"
+		498, // invalid or expired token
+		499: // token required
+		return true
+	}
+	return false
+}
+
+// Classify decides, before anyone trusts the body, what a response means to
+// the origin's breaker. It reads at most the first bytes of the body
+// through br, plus the whole of an error object. The rule, in order:
+//
+//	status   body                                           outcome     error
+//	429      any                                            Throttled   *HTTPStatusError with Retry-After
+//	any      {"error":{"code":429}}                         Throttled   *ServerError
+//	any      {"error":{"code":400|403|404|498|499}}         Success     *ServerError (the feed's: bad query, no such layer, token)
+//	any      {"error":{"code":500|503|504|other|none}}      Failure     *ServerError (the origin's)
+//	498/499  anything else                                  Success     *ServerError naming the token
+//	5xx      anything else                                  Failure     *HTTPStatusError
+//	other    anything else (4xx: 404, 414, …)               Success     *HTTPStatusError
+//	2xx      read error before the first bytes              Failure     *BodyError
+//	2xx      HTML page (proxy, login page)                  Failure     *BodyError wrapping ErrHTMLBody
+//	2xx      empty                                          Failure     *BodyError wrapping ErrEmptyBody
+//	2xx      a whole JSON scalar (null, 1, "x")             Success     *BodyError (the feed's)
+//	2xx      neither JSON nor HTML                          Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      JSON object or array                           (decode)    nil
+//
+// ArcGIS Server (and Koop) answer errors with status 200 and an error
+// object, so the object's code decides, never the status alone.
+func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now time.Time) *breaker.Result {
+	status := resp.StatusCode
+	if status == http.StatusTooManyRequests {
+		ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+		return &breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
+			Err: &httpcall.HTTPStatusError{Status: status, URL: redacted, RetryAfter: ra}}
+	}
+	s, rerr := httpcall.Sniff(br)
+	if s.Kind == httpcall.KindJSON && errorObject(s.Head) {
+		data, err := io.ReadAll(io.LimitReader(br, maxErrorBytes))
+		if err != nil {
+			return httpcall.ReadFailure(resp, err, redacted)
+		}
+		var doc struct {
+			Error esrijson.ServerError `json:"error"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: fmt.Errorf("malformed error object: %w", err)}}
+		}
+		se := &ServerError{Status: status, URL: redacted, Op: op, ServerError: doc.Error}
+		switch {
+		case doc.Error.Code == 429:
+			return &breaker.Result{Outcome: breaker.Throttled, Err: se}
+		case feedsCode(doc.Error.Code):
+			return &breaker.Result{Outcome: breaker.Success, Err: se}
+		}
+		se.ServerSide = true
+		return &breaker.Result{Outcome: breaker.Failure, Err: se}
+	}
+	switch {
+	case status == 498 || status == 499:
+		msg := "Invalid token"
+		if status == 499 {
+			msg = "Token required"
+		}
+		return &breaker.Result{Outcome: breaker.Success, Err: &ServerError{Status: status, URL: redacted, Op: op,
+			ServerError: esrijson.ServerError{Code: status, Message: msg}}}
+	case status >= 500:
+		return &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.HTTPStatusError{Status: status, URL: redacted}}
+	case status < 200 || status > 299:
+		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.HTTPStatusError{Status: status, URL: redacted}}
+	}
+	fail := func(err error) *breaker.Result {
+		return &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: err}}
+	}
+	switch s.Kind {
+	case httpcall.KindJSON:
+		return nil
+	case httpcall.KindJSONValue:
+		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted,
+			Err: fmt.Errorf("arcgis: the %s response is the JSON value %s, not an object", op, snippet(s.Head))}}
+	case httpcall.KindHTML:
+		if t := httpcall.HTMLTitle(br); t != "" {
+			return fail(fmt.Errorf("%w (title %q)", ErrHTMLBody, t))
+		}
+		return fail(ErrHTMLBody)
+	case httpcall.KindEmpty:
+		return fail(ErrEmptyBody)
+	case httpcall.KindUnknown:
+		if rerr != nil {
+			return httpcall.ReadFailure(resp, rerr, redacted)
+		}
+	}
+	return fail(ErrUnrecognizedBody)
+}
+
+// errorObject reports whether the JSON object at the start of head is an
+// ArcGIS error object: its first member is "error".
+func errorObject(head []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	tok, err := dec.Token()
+	return err == nil && tok == "error"
+}
+
+func snippet(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > 80 {
+		b = append(b[:80:80], "…"...)
+	}
+	return fmt.Sprintf("%q", b)
+}

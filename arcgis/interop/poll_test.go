@@ -1,0 +1,267 @@
+// Package interop tests the arcgis kind end to end: polls into a real
+// PostGIS through feeds.Manager, against the fixture server (its
+// misbehaviours) and against Koop (scripts/koop.sh), compared with GDAL's
+// reading of the same layers.
+package interop_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/arcgis/arcgistest"
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+)
+
+// rig is a manager polling feeds of jurisdiction "county" into a fresh
+// database.
+type rig struct {
+	ctx      context.Context
+	pool     *pgxpool.Pool
+	manager  *feeds.Manager
+	breakers *breaker.Registry
+}
+
+func fastPolicy() breaker.Policy {
+	p := breaker.DefaultPolicy()
+	p.BackoffBase, p.BackoffMax, p.RateLimit, p.RetryBudgetMin = time.Millisecond, 5*time.Millisecond, 0, 100
+	return p
+}
+
+// newRig parses feedsYAML (the county's feeds list) and starts a manager.
+func newRig(t *testing.T, feedsYAML string, env map[string]string) *rig {
+	t.Helper()
+	yaml := `
+defaults:
+  schedule: "0 5 * * *"
+  timeout: 60s
+  request_timeout: 10s
+jurisdictions:
+  - id: county
+    timezone: America/New_York
+    feeds:
+` + feedsYAML
+	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	pool := pgtest.Pool(t)
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: fastPolicy()}, logger)
+	fetchers := feeds.NewFetchers(feeds.FetcherDeps{Breakers: breakers, Logger: logger})
+	m := feeds.NewManager(postgis.New(pool), fetchers, feeds.WithLogger(logger))
+	t.Cleanup(m.Stop)
+	r := &rig{ctx: t.Context(), pool: pool, manager: m, breakers: breakers}
+	if err := m.Update(r.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// digest fingerprints a feed's stored rows, to prove a failed poll
+// touched nothing.
+func (r *rig) digest(t *testing.T, feed string) (string, int) {
+	t.Helper()
+	var d string
+	var n int
+	err := r.pool.QueryRow(r.ctx, `SELECT coalesce(md5(string_agg(feature_id || ST_AsEWKT(geom) || properties::text || changed_at::text, '|' ORDER BY feature_id)), ''), count(*)
+		FROM features WHERE jurisdiction = 'county' AND feed = $1`, feed).Scan(&d, &n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, n
+}
+
+func (r *rig) failures(origin string) uint32 {
+	for _, s := range r.breakers.Snapshot() {
+		if s.Origin == origin {
+			return s.Counts.Failures
+		}
+	}
+	return 0
+}
+
+func fixture(t *testing.T) (*arcgistest.Server, string) {
+	srv := arcgistest.New()
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return srv, ts.URL
+}
+
+func TestPollArcGISLayerComplete(t *testing.T) {
+	srv, base := fixture(t)
+	srv.AddLayer("parcels", arcgistest.Squares(250))
+	r := newRig(t, fmt.Sprintf("      - {id: parcels, kind: arcgis, url: %q, page_size: 100}\n", arcgistest.URL(base, "parcels")), nil)
+	res, err := r.manager.Poll(r.ctx, "county/parcels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Features != 250 || res.Added != 250 || res.Pages != 3 {
+		t.Fatalf("poll %+v", res)
+	}
+	var n, distinct, holes int
+	var updated string
+	err = r.pool.QueryRow(r.ctx, `SELECT count(*), count(DISTINCT feature_id), count(*) FILTER (WHERE ST_NumInteriorRings(geom) = 1),
+			max(properties->>'UPDATED') FILTER (WHERE feature_id = '1')
+		FROM features WHERE jurisdiction = 'county' AND feed = 'parcels'`).Scan(&n, &distinct, &holes, &updated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 250 || distinct != 250 || holes != 50 || updated != "2023-11-14T22:13:20Z" {
+		t.Errorf("stored %d rows, %d distinct ids, %d with a hole, UPDATED %q; want 250, 250, 50, 2023-11-14T22:13:20Z", n, distinct, holes, updated)
+	}
+	// The same layer again: unchanged. (With issue 16's stored validators
+	// this poll costs a probe and a count; see arcgis.TestCheapRefresh.)
+	res, err = r.manager.Poll(r.ctx, "county/parcels")
+	if err != nil || res.Unchanged != 250 {
+		t.Fatalf("second poll: %+v, %v", res, err)
+	}
+}
+
+// Every failure mode: the poll loads the layer complete, or fails naming
+// the cause with the previous snapshot untouched; the breaker counts the
+// server's failures only.
+func TestPollArcGISFailureModes(t *testing.T) {
+	cases := []struct {
+		name         string
+		layer        func() *arcgistest.Layer
+		env          map[string]string
+		extra        string
+		want         string // "" : loads complete
+		serverFaults bool   // the breaker may count failures
+	}{
+		{name: "error objects with 200 are retried", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.ErrorEvery = 3
+			return l
+		}, serverFaults: true},
+		{name: "HTML from a proxy is retried", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.HTMLEvery = 4
+			return l
+		}, serverFaults: true},
+		{name: "a cap below maxRecordCount and a lying exceededTransferLimit", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.MaxRecordCount, l.Faults.Cap, l.Faults.LieExceeded = 100, 30, true
+			return l
+		}},
+		{name: "the id list fails: object-id windows", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.IDsFail = true
+			return l
+		}, serverFaults: true},
+		{name: "no id list, no statistics: offsets", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.NoStatistics, l.Faults.IDsFail = true, true
+			return l
+		}, serverFaults: true},
+		{name: "no id list, no statistics, no pagination", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.NoStatistics, l.NoPagination, l.Faults.IDsFail = true, true, true
+			return l
+		}, want: "Pagination is not supported", serverFaults: true},
+		{name: "edited during the dump", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.EditAfter = 1
+			return l
+		}, want: "the layer was edited during the dump"},
+		{name: "a listed id is never returned", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.DropOID = 77
+			return l
+		}, want: "object id 77 is in the id list but the server does not return it"},
+		{name: "one broken feature", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.BrokenOID = 33
+			return l
+		}, want: "object id 33 cannot be fetched, even alone", serverFaults: true},
+		{name: "token required", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(10)
+			l.Faults.Token = "the-token"
+			return l
+		}, want: "the layer needs a token"},
+		{name: "token invalid", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(10)
+			l.Faults.Token = "the-token"
+			return l
+		}, env: map[string]string{"TOK": "an-old-token"}, extra: `, token: "${TOK}"`, want: "token is invalid or expired"},
+		{name: "token right", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(10)
+			l.Faults.Token = "the-token"
+			return l
+		}, env: map[string]string{"TOK": "the-token"}, extra: `, token: "${TOK}"`},
+		{name: "curves", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(10)
+			l.Features[4].Geometry = map[string]any{"curveRings": []any{}}
+			return l
+		}, want: "returnTrueCurves=false"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, base := fixture(t)
+			// A good snapshot first, to prove a failed poll leaves it alone.
+			good := arcgistest.Squares(len(c.layer().Features))
+			good.Faults.Token = c.layer().Faults.Token
+			srv.AddLayer("l", good)
+			r := newRig(t, fmt.Sprintf("      - {id: l, kind: arcgis, url: %q, page_size: 40%s}\n", arcgistest.URL(base, "l"), c.extra), c.env)
+			if c.want == "" || !strings.Contains(c.name, "token") {
+				if _, err := r.manager.Poll(r.ctx, "county/l"); err != nil {
+					t.Fatalf("first poll: %v", err)
+				}
+			}
+			before, n := r.digest(t, "l")
+			l := c.layer()
+			l.LastEditDate = 1800000000000 // an edit: no cheap refresh
+			l.Features = l.Features[:len(l.Features)-1]
+			srv.AddLayer("l", l)
+			_, err := r.manager.Poll(r.ctx, "county/l")
+			after, m := r.digest(t, "l")
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("poll: %v", err)
+				}
+				if m != len(l.Features) {
+					t.Fatalf("stored %d features, the layer has %d", m, len(l.Features))
+				}
+			} else {
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("poll error %v, want %q", err, c.want)
+				}
+				if !strings.Contains(err.Error(), "county/l") {
+					t.Errorf("the error does not name the feed: %v", err)
+				}
+				if before != after || n != m {
+					t.Fatalf("a failed poll changed the stored features (%d → %d rows)", n, m)
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "the-token") {
+				t.Fatalf("the token is in the error: %v", err)
+			}
+			f := r.failures(originOf(base))
+			if !c.serverFaults && f != 0 {
+				t.Errorf("the breaker counted %d failures for the feed's own error", f)
+			}
+			if strings.Contains(c.name, "broken feature") && f == 0 {
+				t.Errorf("the breaker counted no failure for a feature the server fails on")
+			}
+		})
+	}
+}
+
+func originOf(base string) string { return strings.TrimSuffix(base, "/") }

@@ -1,0 +1,70 @@
+package feeds
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestArcGISFeedConfig(t *testing.T) {
+	t.Parallel()
+	const y = `
+jurisdictions:
+  - id: wake
+    feeds:
+      - id: parcels
+        kind: arcgis
+        url: https://maps.example.org/arcgis/rest/services/Parcels/FeatureServer/3
+        where: "STATUS = 'ACTIVE'"
+        out_fields: PIN,OWNER
+        token: ${WAKE_TOKEN}
+        page_size: 500
+        id_property: PIN
+      - {id: roads, kind: arcgis, url: "https://maps.example.org/arcgis/rest/services/Roads/MapServer/0"}
+`
+	cfg := mustParse(t, y, map[string]string{"WAKE_TOKEN": "tok-secret"})
+	f := cfg.Feeds()[0]
+	l := f.Layer()
+	if l.Kind != KindArcGIS || l.Where != "STATUS = 'ACTIVE'" || l.OutFields != "PIN,OWNER" || l.PageSize != 500 || l.IDProperty != "PIN" {
+		t.Errorf("layer %+v", l)
+	}
+	if l.Headers[ArcGISTokenHeader] != "Bearer tok-secret" {
+		t.Errorf("token header %q", l.Headers[ArcGISTokenHeader])
+	}
+	if strings.Contains(l.LogValue().String(), "tok-secret") {
+		t.Error("the token is in the layer's log value")
+	}
+	roads := cfg.Feeds()[1].Layer()
+	if roads.PageSize != 0 || roads.Where != "" || len(roads.Headers) != 0 {
+		t.Errorf("defaults: %+v (page size 0 means the layer's maxRecordCount)", roads)
+	}
+}
+
+func TestArcGISFeedConfigErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ feed, want string }{
+		{`{id: a, kind: arcgis, url: "https://h/arcgis/rest/services/P/FeatureServer"}`, "ends with /FeatureServer/N or /MapServer/N"},
+		{`{id: a, kind: arcgis, url: "https://h/arcgis/rest/services/P/FeatureServer/0?token=abc"}`, "put it in the feed's token:"},
+		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", token: "literal"}`, "write the token as ${VARIABLE}"},
+		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", token: "${EMPTY}"}`, "empty or holds white space"},
+		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", where: " "}`, "where: empty"},
+		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", out_fields: "A,,B"}`, "has an empty name"},
+		{`{id: a, kind: wfs, url: "https://h/wfs", type_name: x, where: "1=1"}`, "only an arcgis feed has where"},
+		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", page_size: -1}`, "must be 0"},
+	}
+	for _, c := range cases {
+		y := "jurisdictions:\n  - id: j\n    feeds:\n      - " + c.feed + "\n"
+		_, err := ParseConfig("t.yaml", []byte(y), func(k string) (string, bool) { return "", k == "EMPTY" })
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.feed, err, c.want)
+		}
+	}
+	// The WFS-only settings are warned about, not fatal.
+	cfg := mustParse(t, "jurisdictions:\n  - id: j\n    feeds:\n      - {id: a, kind: arcgis, url: \"https://h/s/MapServer/2\", type_name: x, sort_by: y}\n", nil)
+	var warns []string
+	for _, w := range cfg.Warnings {
+		warns = append(warns, w.Error())
+	}
+	if got := strings.Join(warns, "\n"); !strings.Contains(got, "type_name: ignored for an arcgis feed") || !strings.Contains(got, "sort_by: ignored") {
+		t.Errorf("warnings:\n%s", got)
+	}
+}
