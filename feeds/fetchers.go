@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -46,7 +47,18 @@ func fetcherKinds() map[string]NewFetcherFunc {
 		// A plain GeoJSON URL is one unpaged request of the same client:
 		// wfs.Client builds no WFS parameters for a layer of kind geojson.
 		KindGeoJSON: newWFSFetcher,
+		// OGC API – Features: pages by next links (package ogcapi).
+		KindOGCAPI: newOGCAPIFetcher,
 	}
+}
+
+// newOGCAPIFetcher is the fetcher of kind ogcapi.
+func newOGCAPIFetcher(d FetcherDeps) Fetcher {
+	var opts []ogcapi.Option
+	if d.UserAgent != "" {
+		opts = append(opts, ogcapi.WithUserAgent(d.UserAgent))
+	}
+	return ogcapi.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
 }
 
 // newWFSFetcher is the fetcher of kinds wfs and geojson.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -339,6 +340,16 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 // pageURL is the (redacted) request of page of layer: the one a dead letter
 // names.
 func pageURL(layer source.Layer, page int) string {
+	if layer.Kind == KindOGCAPI {
+		// Pages are next links: the first page's, or the one resumed at.
+		if page > 0 && layer.ResumeURL != "" {
+			return wfs.RedactURL(layer.ResumeURL)
+		}
+		if u, err := ogcapi.FirstURL(layer); err == nil {
+			return wfs.RedactURL(u.String())
+		}
+		return wfs.RedactURL(layer.URL)
+	}
 	u, err := wfs.RequestURL(layer, page*layer.PageSize)
 	if err != nil {
 		return wfs.RedactURL(layer.URL)

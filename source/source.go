@@ -55,6 +55,23 @@ type Layer struct {
 	// the layer, and answers FetchStats.NotModified when the layer is
 	// unchanged.
 	Validators Validators
+
+	// OGC API – Features (kind "ogcapi"; package ogcapi).
+
+	// Collection is the collection id when URL is the landing page; "" when
+	// URL is the collection itself (…/collections/{collectionId}).
+	Collection string
+	// CRS is the Part 2 CRS to ask for (a URI such as
+	// http://www.opengis.net/def/crs/EPSG/0/2264); "" means CRS84.
+	CRS string
+	// BBox, when set, filters the items: minx, miny, maxx, maxy in CRS84.
+	BBox []float64
+	// ItemsURL is the collection's items link, set by Prepare from the
+	// collection document; Fetch starts there.
+	ItemsURL string
+	// ResumeURL is the next link of the last page a parked poll staged:
+	// Fetch resumes there when firstPage > 0.
+	ResumeURL string
 }
 
 // Validators identify the version of a layer that a server sent. They are
@@ -81,6 +98,14 @@ type Page struct {
 	Index      int
 	URL        string // credentials redacted
 	StartIndex int
+
+	// Next, for kinds that page by links (OGC API – Features), returns the
+	// page's next link as the server gave it (credentials included: it is
+	// stored, never logged), "" on the last page. It is known only once the
+	// page's FeatureReader returned io.EOF. nil for kinds that page by
+	// offset. A store records it with the page so that a parked poll
+	// resumes where it stopped.
+	Next func() string
 }
 
 // PageFunc consumes the features of one page while its body is open, for
