@@ -345,4 +345,3 @@ func mercator(lon, lat float64) (x, y float64) {
 	y = r * math.Log(math.Tan(math.Pi/4+lat*math.Pi/360))
 	return math.Round(x*1000) / 1000, math.Round(y*1000) / 1000
 }
-
