@@ -5,7 +5,8 @@
 #
 # DATABASE_URL, when set, is used instead of the project's own cluster;
 # INGESTD_MAPSERVER_URL likewise for the MapServer WFS that the interop
-# tests (wfs/interop) poll, which scripts/mapserver.sh starts otherwise.
+# tests (wfs/interop) poll, which scripts/mapserver.sh starts otherwise;
+# INGESTD_OGCAPI_URL for its OGC API – Features landing page (ogcapi/interop).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -18,6 +19,11 @@ if [[ -z ${INGESTD_MAPSERVER_URL:-} ]]; then
 	INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh start)
 fi
 export INGESTD_MAPSERVER_URL
+# The same MapServer's OGC API – Features, for ogcapi/interop.
+if [[ -z ${INGESTD_OGCAPI_URL:-} ]]; then
+	INGESTD_OGCAPI_URL=$(scripts/mapserver.sh ogcapi-url)
+fi
+export INGESTD_OGCAPI_URL
 
 echo "test.sh: go vet ./..." >&2
 go vet ./...
