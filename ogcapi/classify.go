@@ -92,30 +92,32 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 }
 
 // isException reports whether the JSON object at the start of p is an
-// exception document: a member "code" or "description" comes before any
-// member a collection, a landing page or a FeatureCollection starts with.
+// exception document: it has a member "code" and none of the members a
+// landing page, a collection or a FeatureCollection has. "description"
+// alone decides nothing: MapServer's collection documents begin with it.
 func isException(p []byte) bool {
 	dec := json.NewDecoder(bytes.NewReader(p))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return false
 	}
-	for range 8 {
+	code := false
+	for range 16 {
 		tok, err := dec.Token()
-		if err != nil {
-			return false
+		if err != nil || tok == json.Delim('}') {
+			break
 		}
 		switch tok {
-		case "code", "description":
-			return true
-		case "type", "features", "links", "id", "title", "collections", "conformsTo":
+		case "code":
+			code = true
+		case "type", "features", "links", "id", "collections", "conformsTo":
 			return false
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return false
+			break
 		}
 	}
-	return false
+	return code
 }
 
 // clientSideCode reports whether an exception code says that our request

@@ -250,3 +250,21 @@ func TestValidatorsOnePage(t *testing.T) {
 		t.Errorf("paged: %v, validators %+v", err, stats.Validators)
 	}
 }
+
+// TestExceptionRecognition: an exception document is told from the
+// documents that merely begin like one (MapServer's collection documents
+// begin with "description").
+func TestExceptionRecognition(t *testing.T) {
+	t.Parallel()
+	for doc, want := range map[string]bool{
+		`{"code":"NotFound","description":"no collection"}`:                   true,
+		`{"description":"x","code":"InvalidParameterValue"}`:                  true,
+		`{"description":"<!-- Warning -->","extent":{},"id":"nc","links":[]}`: false,
+		`{"type":"FeatureCollection","features":[],"code":"x"}`:               false,
+		`{"description":"only a description"}`:                                false,
+	} {
+		if got := ogcapi.IsException([]byte(doc)); got != want {
+			t.Errorf("%s: %v, want %v", doc, got, want)
+		}
+	}
+}

@@ -27,7 +27,8 @@
 # OGC API – Features (MapServer 8's OGCAPI_SERVER) serves the same map at
 # /cgi-bin/mapserv/nc/ogcapi: collection nc (a GeoPackage paged by OGR, where
 # Debian's 8.0.0 ignores offset: MapServer#6613) and collection nc_sql (an
-# OGR SQL layer over the same file, paged by MapServer, where offset works).
+# OGR SQL layer over a WGS 84 copy made by ogr2ogr, paged by MapServer, where
+# offset works; MapServer 8.0's OGC API does no datum shift, see fetch_data).
 # Both write multi-part polygons with the other parts' outer rings as holes
 # (MapServer#7177, fixed in 8.6): Beaufort, Carteret, Craven, Currituck,
 # Dare and Hyde. No Part 2 (crs) in 8.0; limit at most 1000 (oga_max_limit).
@@ -82,6 +83,17 @@ install_packages() {
 # only downloaded and unpacked (2.8 MB) unless it is already installed.
 fetch_data() {
 	mkdir -p "$DATA"
+	fetch_nc
+	# The OGC API layer nc_sql reads a WGS 84 copy: MapServer 8.0's OGC API
+	# "reprojects" to +proj=latlong +ellps=WGS84 (map->latlon), which has no
+	# datum, so NAD27 coordinates would come out unshifted (20-30 m off) and
+	# labelled CRS84. GDAL's transform is PROJ's EPSG pipeline, as PostGIS's.
+	if [[ ! -f $DATA/nc_wgs84.gpkg ]]; then
+		ogr2ogr -f GPKG -t_srs EPSG:4326 -nln nc "$DATA/nc_wgs84.gpkg" "$DATA/nc.gpkg" nc.gpkg >&2
+	fi
+}
+
+fetch_nc() {
 	if [[ -f $DATA/nc.gpkg ]]; then
 		return
 	fi
@@ -207,21 +219,22 @@ write_config() {
 		  # broken case through OGC API: a GeoPackage read by OGR pages in its
 		  # driver, and MapServer 8.0.0 then ignores offset (MapServer#6613,
 		  # fixed in 8.0.1) while its next links keep coming. The same data
-		  # through an OGR SQL layer pages in MapServer, where offset works.
+		  # (a WGS 84 copy, see fetch_data) through an OGR SQL layer pages in
+		  # MapServer, where offset works.
 		  LAYER
 		    NAME "nc_sql"
 		    TYPE POLYGON
 		    STATUS ON
 		    CONNECTIONTYPE OGR
-		    CONNECTION "$DATA/nc.gpkg"
-		    DATA "SELECT * FROM \"nc.gpkg\""
+		    CONNECTION "$DATA/nc_wgs84.gpkg"
+		    DATA "SELECT * FROM nc"
 		    TEMPLATE "none"
 		    PROJECTION
-		      "init=epsg:4267"
+		      "init=epsg:4326"
 		    END
 		    METADATA
-		      "ows_title" "North Carolina counties through OGR SQL (offset works)"
-		      "ows_srs" "EPSG:4267 EPSG:4326"
+		      "ows_title" "North Carolina counties in WGS 84 through OGR SQL (offset works)"
+		      "ows_srs" "EPSG:4326"
 		      "gml_include_items" "all"
 		      "gml_types" "auto"
 		      "gml_featureid" "FIPS"

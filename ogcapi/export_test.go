@@ -1,0 +1,4 @@
+package ogcapi
+
+// IsException exposes isException to the tests.
+var IsException = isException
