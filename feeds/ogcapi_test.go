@@ -1,13 +1,18 @@
 package feeds_test
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
@@ -18,8 +23,12 @@ import (
 // setupOGCAPI is setup for ogcapi feeds: a fixture OGC API server, a fresh
 // database, and a manager fetching through the registry of every kind
 // (feeds.NewFetchers), as the daemon does.
-func setupOGCAPI(t *testing.T, feedsYAML string) (*bundle, *ogcapitest.Server) {
+func setupOGCAPI(t *testing.T, feedsYAML string, opts ...setupOption) (*bundle, *ogcapitest.Server) {
 	t.Helper()
+	o := setupOptions{policy: fastPolicy()}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	server := ogcapitest.New()
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
@@ -40,9 +49,9 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pool := pgtest.Pool(t)
 	store := postgis.New(pool)
-	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: fastPolicy()}, logger)
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: o.policy}, logger)
 	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
-	manager := feeds.NewManager(store, fetchers, feeds.WithLogger(logger))
+	manager := feeds.NewManager(store, fetchers, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
 	t.Cleanup(manager.Stop)
 	b := &bundle{ctx: t.Context(), url: ts.URL, pool: pool, store: store, breakers: breakers, manager: manager, cfg: cfg}
 	if err := manager.Update(b.ctx, cfg); err != nil {
@@ -143,3 +152,82 @@ func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
 	}
 }
 
+// setupOGCAPIDL is setupOGCAPI with a dead-letter queue and a replayer.
+func setupOGCAPIDL(t *testing.T, feedsYAML string) (*dlBundle, *ogcapitest.Server) {
+	t.Helper()
+	lq := &lateQueue{}
+	cfg := feeds.BuiltinDeadLetter()
+	b, server := setupOGCAPI(t, feedsYAML, withPolicy(trippingPolicy()), withManagerOptions(feeds.WithDeadLetters(lq, cfg)))
+	lq.q = deadletter.NewQueue(b.pool)
+	u, _ := url.Parse(b.url)
+	return &dlBundle{bundle: b, queue: lq.q, origin: breaker.Origin(u),
+		replayer: deadletter.NewReplayer(b.pool, b.manager.Replay, deadletter.WithMaxAttempts(cfg.MaxAttempts))}, server
+}
+
+// TestOGCAPIResumeAtTheStoredNextLink: a poll refused on page 2 is parked;
+// its replay continues at the next link page 1 recorded (pages 0 and 1 are
+// not fetched again) and lands the whole collection. When the server has
+// expired its cursors meanwhile, the replay restarts from the first page
+// and still lands it whole.
+func TestOGCAPIResumeAtTheStoredNextLink(t *testing.T) {
+	t.Parallel()
+	for _, expire := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expired=%v", expire), func(t *testing.T) {
+			t.Parallel()
+			const k = 2
+			b, server := setupOGCAPIDL(t, `
+      - id: parcels
+        kind: ogcapi
+        url: %[1]s/collections/parcels?apikey=s3cret
+        page_size: 10
+`)
+			server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 47}})
+			var tripped atomic.Bool
+			server.Hook = func(_ string, offset int) {
+				if offset == (k-1)*10 && tripped.CompareAndSwap(false, true) {
+					b.trip(t)
+				}
+			}
+			_, err := b.manager.Poll(b.ctx, "county/parcels")
+			var de *deadletter.DeferError
+			if !errors.As(err, &de) || de.Reason != deadletter.ReasonCircuitOpen {
+				t.Fatalf("poll error = %v, want parked as circuit_open", err)
+			}
+			l := b.letter(t, "parcels")
+			if l.Checkpoint.Page != k {
+				t.Fatalf("checkpoint %+v, want page %d", l.Checkpoint, k)
+			}
+			var link string
+			if err := b.pool.QueryRow(b.ctx, `SELECT next_link FROM staged_pages WHERE poll_id = $1 AND page = $2`, l.Checkpoint.PollID, k-1).Scan(&link); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(link, "offset=20") || strings.Contains(link, "s3cret") {
+				t.Errorf("stored next link %q: want offset=20 and no apikey", link)
+			}
+			if expire {
+				server.ExpireCursors()
+			}
+			time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+			if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
+				t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
+			}
+			if l := b.letter(t, "parcels"); l.Status != deadletter.StatusDone {
+				t.Fatalf("dead letter %s after the replay, want done (last error %q)", l.Status, l.LastError)
+			}
+			if ids := b.featureIDs(t, "parcels"); len(ids) != 47 {
+				t.Errorf("stored %d features, want 47", len(ids))
+			}
+			want := map[int]int{0: 1, 10: 1, 20: 1, 30: 1, 40: 1}
+			if expire {
+				// The expired link (offset 20) was refused, then every page
+				// was fetched again.
+				want = map[int]int{0: 2, 10: 2, 20: 2, 30: 1, 40: 1}
+			}
+			for offset, n := range want {
+				if got := server.ItemRequests("parcels", offset); got != n {
+					t.Errorf("offset %d requested %d times, want %d", offset, got, n)
+				}
+			}
+		})
+	}
+}

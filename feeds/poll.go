@@ -120,7 +120,25 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		if err == nil {
 			stager := newPageStager(ctx, m.store, pollID, layer.Limits)
 			if err = stager.resumeAt(firstPage); err == nil {
-				stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
+				var restart string
+				layer, restart, err = m.resumeLink(ctx, pollID, firstPage, layer)
+				if err == nil && restart == "" {
+					stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
+					if firstPage > 0 && stats.Pages == 0 && layer.Kind == KindOGCAPI && ogcapi.LinkExpired(err) {
+						restart = fmt.Sprintf("the stored next link was refused (%v)", err)
+					}
+				}
+				if restart != "" {
+					// Pages by links: resuming needs the server's own link,
+					// and the first page is the only other way in.
+					logger.Warn("restarting the resumed poll from the first page", "reason", restart, "checkpoint_page", firstPage)
+					_ = stager.finish(nil)
+					if err = m.restartStaging(ctx, pollID); err == nil {
+						firstPage = 0
+						stager = newPageStager(ctx, m.store, pollID, layer.Limits)
+						stats, err = m.fetcher.Fetch(ctx, layer, 0, stager.handle)
+					}
+				}
 				err = stager.finish(err)
 			}
 		}
@@ -190,6 +208,46 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", m.now().Sub(start).Milliseconds())
 	}
 	return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+}
+
+// linkStore is implemented by a Store that records the next link of each
+// staged page (postgis.Store): kinds that page by links resume there.
+type linkStore interface {
+	NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error)
+	RestartStaging(ctx context.Context, pollID int64) error
+}
+
+// resumeLink sets layer.ResumeURL for a poll of a kind that pages by links
+// (ogcapi) resumed at firstPage: the next link its page firstPage-1
+// recorded. restart says why the poll must start over from the first page
+// instead (no link recorded); it is "" otherwise, and for the other kinds.
+func (m *Manager) resumeLink(ctx context.Context, pollID int64, firstPage int, layer source.Layer) (source.Layer, string, error) {
+	if firstPage == 0 || layer.Kind != KindOGCAPI {
+		return layer, "", nil
+	}
+	ls, ok := m.store.(linkStore)
+	if !ok {
+		return layer, "", fmt.Errorf("feeds: the store records no next links, so a poll of kind %s cannot resume at page %d", layer.Kind, firstPage)
+	}
+	link, ok, err := ls.NextLink(ctx, pollID, firstPage-1)
+	switch {
+	case err != nil:
+		return layer, "", err
+	case !ok || link == "":
+		return layer, fmt.Sprintf("page %d recorded no next link", firstPage-1), nil
+	}
+	layer.ResumeURL = link
+	return layer, "", nil
+}
+
+// restartStaging drops what a resumed poll staged, for a fetch from the
+// first page.
+func (m *Manager) restartStaging(ctx context.Context, pollID int64) error {
+	ls, ok := m.store.(linkStore)
+	if !ok {
+		return errors.New("feeds: the store cannot restart a poll's staging")
+	}
+	return ls.RestartStaging(ctx, pollID)
 }
 
 // beginPoll starts a fresh poll, or resumes the checkpoint of letter. It

@@ -124,8 +124,10 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 
 // Fetch fetches the collection from page firstPage on (0, or the page a
-// parked poll resumes at, from layer.ResumeURL), calling handle for each
-// page while its body is open.
+// parked poll resumes at, from layer.ResumeURL: the Page.Next its store
+// recorded for the page before), calling handle for each page while its
+// body is open. Page.Next gives each page's next link in the form
+// Storable makes.
 //
 // Paging follows each page's rel="next" link exactly as given (never an
 // offset built here) and stops only at a page without one; a page shorter
@@ -166,7 +168,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		next = u.String()
 	case firstPage > 0 && layer.ResumeURL != "":
-		next = layer.ResumeURL
+		next = Restore(layer.ResumeURL, layer.URL)
 	default:
 		return stats, fmt.Errorf("%w: resuming at page %d needs the next link of page %d", ErrInvalidLayer, firstPage, firstPage-1)
 	}
@@ -255,7 +257,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		if err != nil {
 			return stats, &PagingError{URL: redacted, Page: page, Reason: "its next link: " + err.Error()}
 		}
-		next = n
+		next = Restore(n, layer.URL) // the feed's API key, if the server left it out
 	}
 }
 

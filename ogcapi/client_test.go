@@ -268,3 +268,22 @@ func TestExceptionRecognition(t *testing.T) {
 		}
 	}
 }
+
+// TestStorableRestore: a stored next link holds none of the feed url's
+// credentials, and Restore gives back the link to request.
+func TestStorableRestore(t *testing.T) {
+	t.Parallel()
+	home := "https://user:pw@gis.example/api/collections/p?apikey=s3cret&f=json"
+	link := "https://user:pw@gis.example/api/collections/p/items?apikey=s3cret&f=json&offset=20"
+	stored := ogcapi.Storable(link, home)
+	if strings.Contains(stored, "s3cret") || strings.Contains(stored, "pw") || !strings.Contains(stored, "offset=20") {
+		t.Errorf("Storable: %s", stored)
+	}
+	if got := ogcapi.Restore(stored, home); !strings.Contains(got, "apikey=s3cret") || !strings.Contains(got, "user:pw@") || !strings.Contains(got, "offset=20") {
+		t.Errorf("Restore: %s", got)
+	}
+	other := "https://elsewhere.example/items?apikey=theirs"
+	if ogcapi.Storable(other, home) != other || ogcapi.Restore(other, home) != other {
+		t.Error("a link to another origin was changed")
+	}
+}

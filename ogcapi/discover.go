@@ -156,7 +156,8 @@ func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, [
 	} else if items, err = resolve(coll, items); err != nil {
 		return d, nil, fmt.Errorf("%w: the collection's items link: %w", ErrInvalidLayer, err)
 	}
-	d.Items = items
+	// The feed's own query parameters (an API key) go with every request.
+	d.Items = Restore(items, layer.URL)
 
 	var conf struct {
 		ConformsTo []string `json:"conformsTo"`

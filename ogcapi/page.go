@@ -102,7 +102,15 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		feature.WithLimits(layer.Limits.WithDefaults()))
 	pr := &pageReader{dec: dec, st: st, page: p.Index, url: a.Redacted, swap: st.want.crs.LatFirst, body: a,
 		h: newPageHash(st.seed)}
-	p.Next = func() string { return pr.next }
+	p.Next = func() string {
+		if pr.next == "" {
+			return ""
+		}
+		if abs, err := resolve(a.URL, pr.next); err == nil {
+			return Storable(abs, layer.URL)
+		}
+		return pr.next
+	}
 
 	first, err := pr.read()
 	switch {

@@ -100,11 +100,11 @@ type Page struct {
 	StartIndex int
 
 	// Next, for kinds that page by links (OGC API – Features), returns the
-	// page's next link as the server gave it (credentials included: it is
-	// stored, never logged), "" on the last page. It is known only once the
-	// page's FeatureReader returned io.EOF. nil for kinds that page by
-	// offset. A store records it with the page so that a parked poll
-	// resumes where it stopped.
+	// page's next link, "" on the last page, without the credentials of
+	// the feed's url (ogcapi.Storable: the kind puts them back when it
+	// resumes there). It is known only once the page's FeatureReader
+	// returned io.EOF. nil for kinds that page by offset. A store records
+	// it with the page so that a parked poll resumes where it stopped.
 	Next func() string
 }
 

@@ -86,15 +86,21 @@ type Server struct {
 	MaxLimit, DefaultLimit int
 	// NoPart2 leaves Part 2 out of the conformance classes.
 	NoPart2 bool
+	// Hook, when set, is called with every items request before it is
+	// answered (a test trips a breaker there).
+	Hook func(collection string, offset int)
 
 	mu          sync.Mutex
 	collections map[string]*Collection
 	requests    map[string]int // path → count
+	items       map[string]int // collection?offset → count
+	generation  int            // cursors of older generations are refused
 }
 
 // New returns a server with MaxLimit 10,000 and DefaultLimit 10.
 func New() *Server {
-	return &Server{MaxLimit: 10_000, DefaultLimit: 10, collections: map[string]*Collection{}, requests: map[string]int{}}
+	return &Server{MaxLimit: 10_000, DefaultLimit: 10, collections: map[string]*Collection{}, requests: map[string]int{},
+		items: map[string]int{}}
 }
 
 // Add adds (or replaces) collection id.
@@ -109,6 +115,22 @@ func (s *Server) Requests(path string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[path]
+}
+
+// ItemRequests is the number of items requests of collection at offset.
+func (s *Server) ItemRequests(collection string, offset int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.items[collection+"?"+strconv.Itoa(offset)]
+}
+
+// ExpireCursors makes every next link given so far invalid: a request
+// carrying an older cursor answers 400 with an exception document, as
+// servers whose paging cursors expire do.
+func (s *Server) ExpireCursors() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.generation++
 }
 
 func (s *Server) collection(id string) *Collection {
@@ -163,7 +185,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeException(w, http.StatusNotFound, "NotFound", "no collection "+parts[1])
 			return
 		}
-		s.items(w, r, base, c)
+		s.serveItems(w, r, base, parts[1], c)
 	default:
 		writeException(w, http.StatusNotFound, "NotFound", "no such resource")
 	}
@@ -180,9 +202,22 @@ func writeException(w http.ResponseWriter, status int, code, desc string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "description": desc})
 }
 
-// items serves one page of c.
-func (s *Server) items(w http.ResponseWriter, r *http.Request, base string, c *Collection) {
+// serveItems serves one page of collection id.
+func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id string, c *Collection) {
 	q := r.URL.Query()
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	s.mu.Lock()
+	s.items[id+"?"+strconv.Itoa(offset)]++
+	gen := s.generation
+	hook := s.Hook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(id, offset)
+	}
+	if v := q.Get("cursor"); v != "" && v != strconv.Itoa(gen) {
+		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "cursor "+v+" expired")
+		return
+	}
 	limit := s.DefaultLimit
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -193,7 +228,6 @@ func (s *Server) items(w http.ResponseWriter, r *http.Request, base string, c *C
 		limit = n
 	}
 	limit = min(limit, s.MaxLimit)
-	offset, _ := strconv.Atoi(q.Get("offset"))
 	crs := q.Get("crs")
 	switch crs {
 	case "", CRS84, EPSG4326, EPSG3857:
@@ -233,6 +267,7 @@ func (s *Server) items(w http.ResponseWriter, r *http.Request, base string, c *C
 		}
 		v.Set("offset", strconv.Itoa(o))
 		v.Set("limit", strconv.Itoa(limit))
+		v.Set("cursor", strconv.Itoa(gen))
 		v.Set("f", "json")
 		return base + r.URL.Path + "?" + v.Encode()
 	}
