@@ -231,3 +231,46 @@ func TestOGCAPIResumeAtTheStoredNextLink(t *testing.T) {
 		})
 	}
 }
+
+// TestOGCAPIPart2CRS: the same collection asked for in EPSG:4326 (latitude
+// first on the wire) and EPSG:3857 (projected, transformed by the store)
+// is stored as the CRS84 poll stored it: same ids, positions within 1 cm.
+func TestOGCAPIPart2CRS(t *testing.T) {
+	t.Parallel()
+	b, server := setupOGCAPI(t, `
+      - id: crs84
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        page_size: 50
+      - id: epsg4326
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        crs: http://www.opengis.net/def/crs/EPSG/0/4326
+        page_size: 50
+      - id: epsg3857
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        crs: http://www.opengis.net/def/crs/EPSG/0/3857
+        page_size: 50
+`)
+	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 120}})
+	for _, feed := range []string{"crs84", "epsg4326", "epsg3857"} {
+		if _, err := b.manager.Poll(b.ctx, "county/"+feed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, feed := range []string{"epsg4326", "epsg3857"} {
+		var n int
+		var worst float64
+		err := b.pool.QueryRow(b.ctx, `
+			SELECT count(*), coalesce(max(ST_HausdorffDistance(ST_Transform(a.geom, 32617), ST_Transform(c.geom, 32617))), 1e9)
+			FROM features a JOIN features c ON c.feature_id = a.feature_id AND c.jurisdiction = a.jurisdiction AND c.feed = 'crs84'
+			WHERE a.jurisdiction = 'county' AND a.feed = $1`, feed).Scan(&n, &worst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 120 || worst > 0.01 {
+			t.Errorf("%s: %d features matched the CRS84 poll's, worst distance %.4f m", feed, n, worst)
+		}
+	}
+}
