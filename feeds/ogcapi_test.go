@@ -137,6 +137,14 @@ func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
 				if ids := b.featureIDs(t, "parcels"); len(ids) != 350 {
 					t.Errorf("stored %d features", len(ids))
 				}
+				want := "number_matched"
+				if pit == ogcapitest.NoNumberMatched {
+					want = "links_only"
+				}
+				var basis string
+				if err := b.pool.QueryRow(b.ctx, `SELECT completeness FROM polls WHERE feed = 'parcels' AND status = 'succeeded' ORDER BY id DESC LIMIT 1`).Scan(&basis); err != nil || basis != want {
+					t.Errorf("polls.completeness %q (%v), want %s", basis, err, want)
+				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "county/parcels") {

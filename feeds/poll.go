@@ -143,8 +143,14 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 			}
 		}
 		if err == nil {
+			for _, w := range stats.Warnings {
+				logger.Warn("fetch", "warning", w)
+			}
 			applied = true
 			res, err = m.store.Apply(ctx, pollID, info)
+			if err == nil {
+				m.recordCompleteness(ctx, layer, pollID, stats, logger)
+			}
 		}
 		return err
 	})
@@ -238,6 +244,30 @@ func (m *Manager) resumeLink(ctx context.Context, pollID int64, firstPage int, l
 	}
 	layer.ResumeURL = link
 	return layer, "", nil
+}
+
+// completenessRecorder is implemented by a Store that records what a
+// poll's completeness rests on (postgis.Store: polls.completeness).
+type completenessRecorder interface {
+	RecordCompleteness(ctx context.Context, pollID int64, basis string) error
+}
+
+// recordCompleteness records, for a kind that pages by links, whether the
+// applied snapshot's total was checked against the server's numberMatched
+// or rests on the links alone. The snapshot is applied either way; a
+// failure to record is logged.
+func (m *Manager) recordCompleteness(ctx context.Context, layer source.Layer, pollID int64, stats source.FetchStats, logger *slog.Logger) {
+	cr, ok := m.store.(completenessRecorder)
+	if !ok || layer.Kind != KindOGCAPI {
+		return
+	}
+	basis := "number_matched"
+	if stats.NumberMatched < 0 {
+		basis = "links_only"
+	}
+	if err := cr.RecordCompleteness(ctx, pollID, basis); err != nil {
+		logger.Error("recording the poll's completeness", "error", err)
+	}
 }
 
 // restartStaging drops what a resumed poll staged, for a fetch from the

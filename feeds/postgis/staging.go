@@ -485,3 +485,12 @@ func geomHash(ewkb []byte) []byte {
 	h := sha256.Sum256(ewkb)
 	return h[:]
 }
+
+// RecordCompleteness records what a succeeded poll's completeness rests on
+// (polls.completeness: number_matched or links_only).
+func (s *Store) RecordCompleteness(ctx context.Context, pollID int64, basis string) error {
+	if _, err := s.pool.Exec(ctx, sqlQuery("RecordCompleteness"), pollID, basis); err != nil {
+		return fmt.Errorf("postgis: record the completeness of poll %d: %w", pollID, err)
+	}
+	return nil
+}
