@@ -303,9 +303,21 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 			Reason: fmt.Sprintf("id %q came on pages %d and %d: the server's paging order is unstable or its ids are not unique", truncate(f.ID, 200), p, r.page)}
 		return r.err
 	}
-	r.st.ids[h] = int32(r.page)
+	// Every id up to exactIDs, then a fixed sample (by hash, so an id is
+	// always or never kept): memory stays bounded on huge collections, and
+	// the store's exact check at apply catches what the sample lets by.
+	if len(r.st.ids) < exactIDs || h%idSample == 0 {
+		r.st.ids[h] = int32(r.page)
+	}
 	return nil
 }
+
+// Bounds of the duplicate-id check (as package wfs's): every id up to
+// exactIDs, then one id in idSample.
+const (
+	exactIDs = 100_000
+	idSample = 64
+)
 
 // nextLink is the href of the rel="next" link of a page's links ("" when
 // there is none). Two different next links are the server's contradiction.
