@@ -140,7 +140,7 @@ type Jurisdiction struct {
 // request as it is.
 type Feed struct {
 	ID             string   `yaml:"id"`
-	Kind           string   `yaml:"kind"` // "wfs" or "geojson"
+	Kind           string   `yaml:"kind"` // "wfs", "geojson" or "ogcapi"
 	URL            string   `yaml:"url"`
 	TypeName       string   `yaml:"type_name"`
 	Version        string   `yaml:"version"`

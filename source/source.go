@@ -11,9 +11,10 @@ import (
 	"github.com/ingestd/ingestd/redact"
 )
 
-// Layer describes what to fetch: a WFS feature type or a plain GeoJSON URL.
+// Layer describes what to fetch: a WFS feature type, a plain GeoJSON URL or
+// an OGC API – Features collection.
 type Layer struct {
-	// Kind is "wfs" or "geojson".
+	// Kind is "wfs", "geojson" or "ogcapi".
 	Kind string
 	// URL is the service endpoint (WFS) or the document (GeoJSON).
 	URL string
