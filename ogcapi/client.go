@@ -69,6 +69,8 @@ type Client struct {
 	maxPages int
 	maxEmpty int
 	now      func() time.Time
+	// discovery caches Prepare's discoveries (see WithDiscoveryTTL).
+	discovery discoveryCache
 }
 
 // NewClient returns a Client calling servers through httpcall.New(
@@ -196,6 +198,10 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return c.attempt(a, layer, p, st, handle, &res)
 		})
 		if err != nil {
+			if page == 0 && LinkExpired(err) {
+				// The items link of a cached discovery may be stale.
+				c.discovery.drop(layer.URL, layer.Collection)
+			}
 			var ie *IncompleteError
 			var pe *PagingError
 			var ce *CRSError

@@ -287,3 +287,54 @@ func TestStorableRestore(t *testing.T) {
 		t.Error("a link to another origin was changed")
 	}
 }
+
+// TestDiscoveryCached: a second poll of a collection reuses its discovery
+// (no request for the collection document), and a failed first page drops
+// it.
+func TestDiscoveryCached(t *testing.T) {
+	t.Parallel()
+	s, base := fixture(t, 30, ogcapitest.None)
+	c := ogcapi.NewClient(nil, nil, nil)
+	layer := source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 10}
+	for range 2 {
+		l, _, err := c.Prepare(t.Context(), layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Fetch(t.Context(), l, 0, (&collect{}).handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Requests("/collections/parcels"); n != 1 {
+		t.Errorf("collection document requested %d times, want 1", n)
+	}
+	l, _, _ := c.Prepare(t.Context(), layer)
+	l.ItemsURL = base + "/collections/gone/items"
+	if _, err := c.Fetch(t.Context(), l, 0, (&collect{}).handle); err == nil {
+		t.Fatal("fetch of a missing items link: no error")
+	}
+	if _, _, err := c.Prepare(t.Context(), layer); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Requests("/collections/parcels"); n != 2 {
+		t.Errorf("collection document requested %d times after a failed items link, want 2", n)
+	}
+}
+
+// TestContentCRSMissing: with a Part 2 crs asked for, a response without
+// Content-Crs fails; without crs, a missing header is CRS84.
+func TestContentCRSMissing(t *testing.T) {
+	t.Parallel()
+	if err := ogcapi.CheckContentCRS("", ogcapitest.EPSG3857); err == nil || !strings.Contains(err.Error(), "no Content-Crs header") {
+		t.Errorf("crs asked, no header: %v", err)
+	}
+	if err := ogcapi.CheckContentCRS("", ""); err != nil {
+		t.Errorf("no crs, no header: %v", err)
+	}
+	if err := ogcapi.CheckContentCRS("<http://www.opengis.net/def/crs/OGC/1.3/CRS84>", ""); err != nil {
+		t.Errorf("CRS84 labelled: %v", err)
+	}
+	if err := ogcapi.CheckContentCRS("<https://www.opengis.net/def/crs/EPSG/0/3857>", ogcapitest.EPSG3857); err != nil {
+		t.Errorf("https spelling: %v", err)
+	}
+}

@@ -103,13 +103,19 @@ func cloneURL(u *url.URL) *url.URL { c := *u; return &c }
 // items link, CRS list, storage CRS), the conformance classes and, when the
 // landing page links one, the OpenAPI document's maximum limit. It returns
 // the layer with ItemsURL set and PageSize capped at that maximum, and
-// warnings for what it had to assume. A CRS the server does not offer is a
+// warnings for what it had to assume. A discovery is reused for
+// DefaultDiscoveryTTL (WithDiscoveryTTL). A CRS the server does not offer is a
 // *CRSError; a layer that is not OGC API (no collection document) fails
 // with the call's error.
 func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
-	d, warnings, err := c.Discover(ctx, layer)
-	if err != nil {
-		return layer, warnings, err
+	d, warnings, ok := c.discovery.get(layer.URL, layer.Collection, c.now())
+	if !ok {
+		var err error
+		d, warnings, err = c.Discover(ctx, layer)
+		if err != nil {
+			return layer, warnings, err
+		}
+		c.discovery.put(layer.URL, layer.Collection, d, warnings, c.now())
 	}
 	layer.ItemsURL = d.Items
 	if d.MaxLimit > 0 && layer.PageSize > d.MaxLimit {
