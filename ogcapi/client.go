@@ -151,7 +151,9 @@ const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 //
 // Without numberMatched the fetch succeeds with a warning that completeness
 // rests on the links alone. When the whole collection came in one page and
-// the server sent an ETag or Last-Modified, FetchStats.Validators has them.
+// the server sent an ETag or Last-Modified, FetchStats.Validators has them;
+// a 304 to the first page, when the layer has validators, is
+// FetchStats.NotModified and no page is handed over.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
@@ -221,6 +223,10 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 				return stats, err
 			}
 			return stats, fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, err)
+		}
+		if res.notModified {
+			stats.NotModified, stats.Validators = true, layer.Validators
+			return stats, nil
 		}
 		stats.Pages++
 		stats.Features += res.features

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -336,5 +337,24 @@ func TestContentCRSMissing(t *testing.T) {
 	}
 	if err := ogcapi.CheckContentCRS("<https://www.opengis.net/def/crs/EPSG/0/3857>", ogcapitest.EPSG3857); err != nil {
 		t.Errorf("https spelling: %v", err)
+	}
+}
+
+// TestNotModified: a 304 to the first page of a layer that has validators
+// is NotModified, with no page handed over; without validators a 304 is an
+// error (it cannot answer a request that asked for nothing conditional).
+func TestNotModified(t *testing.T) {
+	t.Parallel()
+	c := ogcapi.NewClient(&http.Client{Transport: bodyTransport{status: http.StatusNotModified, header: http.Header{}}}, nil, nil)
+	layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items",
+		PageSize: 10, Validators: source.Validators{ETag: `"v1"`}}
+	col := &collect{}
+	stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
+	if err != nil || !stats.NotModified || stats.Validators.ETag != `"v1"` || len(col.pages) != 0 {
+		t.Errorf("304 with validators: %v, %+v, %d pages", err, stats, len(col.pages))
+	}
+	layer.Validators = source.Validators{}
+	if _, err := c.Fetch(t.Context(), layer, 0, col.handle); err == nil {
+		t.Error("304 without validators: no error")
 	}
 }
