@@ -118,34 +118,9 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 			logger.Warn("negotiation", "warning", w)
 		}
 		if err == nil {
-			stager := newPageStager(ctx, m.store, pollID, layer.Limits)
-			if err = stager.resumeAt(firstPage); err == nil {
-				var restart string
-				layer, restart, err = m.resumeLink(ctx, pollID, firstPage, layer)
-				if err == nil && restart == "" {
-					stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
-					if firstPage > 0 && stats.Pages == 0 && layer.Kind == KindOGCAPI && ogcapi.LinkExpired(err) {
-						restart = fmt.Sprintf("the stored next link was refused (%v)", err)
-					}
-				}
-				if restart != "" {
-					// Pages by links: resuming needs the server's own link,
-					// and the first page is the only other way in.
-					logger.Warn("restarting the resumed poll from the first page", "reason", restart, "checkpoint_page", firstPage)
-					_ = stager.finish(nil)
-					if err = m.restartStaging(ctx, pollID); err == nil {
-						firstPage = 0
-						stager = newPageStager(ctx, m.store, pollID, layer.Limits)
-						stats, err = m.fetcher.Fetch(ctx, layer, 0, stager.handle)
-					}
-				}
-				err = stager.finish(err)
-			}
+			layer, firstPage, stats, err = m.fetch(ctx, layer, pollID, firstPage, logger)
 		}
 		if err == nil {
-			for _, w := range stats.Warnings {
-				logger.Warn("fetch", "warning", w)
-			}
 			applied = true
 			res, err = m.store.Apply(ctx, pollID, info)
 			if err == nil {
@@ -214,6 +189,38 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", m.now().Sub(start).Milliseconds())
 	}
 	return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+}
+
+// fetch fetches layer from firstPage on into the poll's staging. A poll of
+// a kind that pages by links (ogcapi) resumed at firstPage > 0 continues at
+// the next link its last staged page recorded, and starts over from the
+// first page when there is none or the server refuses it (an expired
+// cursor); it returns the layer as fetched and the page it started at.
+func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
+	var stats source.FetchStats
+	stager := newPageStager(ctx, m.store, pollID, layer.Limits)
+	if err := stager.resumeAt(firstPage); err != nil {
+		return layer, firstPage, stats, err
+	}
+	layer, restart, err := m.resumeLink(ctx, pollID, firstPage, layer)
+	if err == nil && restart == "" {
+		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
+		if firstPage > 0 && stats.Pages == 0 && layer.Kind == KindOGCAPI && ogcapi.LinkExpired(err) {
+			restart = fmt.Sprintf("the stored next link was refused (%v)", err)
+		}
+	}
+	if restart != "" {
+		// Resuming needs the server's own link, and the first page is the
+		// only other way in.
+		logger.Warn("restarting the resumed poll from the first page", "reason", restart, "checkpoint_page", firstPage)
+		_ = stager.finish(nil)
+		if err = m.restartStaging(ctx, pollID); err == nil {
+			firstPage = 0
+			stager = newPageStager(ctx, m.store, pollID, layer.Limits)
+			stats, err = m.fetcher.Fetch(ctx, layer, 0, stager.handle)
+		}
+	}
+	return layer, firstPage, stats, stager.finish(err)
 }
 
 // linkStore is implemented by a Store that records the next link of each

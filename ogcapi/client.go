@@ -235,6 +235,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			"next", res.next != "", "duration_ms", time.Since(began).Milliseconds())
 		if res.warning != "" {
 			stats.Warnings = append(stats.Warnings, fmt.Sprintf("page %d: %s", page, res.warning))
+			log.Warn(res.warning)
 		}
 		total := st.resumed + stats.Features
 		incomplete := func(reason string) error {
@@ -252,7 +253,12 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the page held %d", page, res.numberReturned, res.features))
 		}
 		if res.next == "" {
-			return c.done(stats, st, page, firstPage, total, &res, layer, incomplete)
+			n := len(stats.Warnings)
+		stats, err = c.done(stats, page, firstPage, total, &res, layer, incomplete)
+		for _, w := range stats.Warnings[n:] {
+			log.Warn(w)
+		}
+		return stats, err
 		}
 		if res.features == 0 {
 			empty++
@@ -274,7 +280,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 }
 
 // done checks the fetch once the last page (no next link) is in.
-func (c *Client) done(stats source.FetchStats, st *fetchState, page, firstPage, total int, res *pageResult, layer source.Layer, incomplete func(string) error) (source.FetchStats, error) {
+func (c *Client) done(stats source.FetchStats, page, firstPage, total int, res *pageResult, layer source.Layer, incomplete func(string) error) (source.FetchStats, error) {
 	limit := layer.PageSize
 	if limit <= 0 {
 		limit = DefaultLimit
