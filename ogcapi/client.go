@@ -177,6 +177,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, fmt.Errorf("%w: resuming at page %d needs the next link of page %d", ErrInvalidLayer, firstPage, firstPage-1)
 	}
 	st := newFetchState(want)
+	home := httpcall.OriginOf(layer.URL)
 	empty := 0
 	for page := firstPage; ; page++ {
 		if page-firstPage >= c.maxPages {
@@ -187,6 +188,11 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, &PagingError{URL: redact.URL(next), Page: page, Reason: "the next link does not parse: " + redact.Text(err.Error())}
 		}
 		redacted := redact.URL(next)
+		if o := breaker.Origin(u); o != home && !layer.CrossOriginRedirects {
+			// Like a redirect: another origin gets neither this feed's
+			// trust nor its breaker, unless the feed says redirects: follow.
+			return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("the link leads to another origin (%s) than the feed's (%s); set redirects: follow to allow it", o, home)}
+		}
 		if prev, ok := st.urls[next]; ok {
 			return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("the next link of page %d leads back to page %d (a link loop)", page-1, prev)}
 		}

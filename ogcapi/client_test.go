@@ -358,3 +358,18 @@ func TestNotModified(t *testing.T) {
 		t.Error("304 without validators: no error")
 	}
 }
+
+// TestNextLinkToAnotherOrigin: a next link to another origin is refused
+// unless the feed allows redirects to other origins.
+func TestNextLinkToAnotherOrigin(t *testing.T) {
+	t.Parallel()
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	body := `{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":null,"properties":{}}],"links":[{"rel":"next","href":"` + other.URL + `/items?offset=1"}]}`
+	c := ogcapi.NewClient(&http.Client{Transport: bodyTransport{status: 200, header: http.Header{}, body: []byte(body)}}, nil, nil)
+	layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items", PageSize: 10}
+	_, err := c.Fetch(t.Context(), layer, 0, (&collect{}).handle)
+	if err == nil || !strings.Contains(err.Error(), "the link leads to another origin") {
+		t.Errorf("next link to another origin: %v", err)
+	}
+}

@@ -223,6 +223,9 @@ func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL
 		return 0, ""
 	}
 	pu, _ := url.Parse(u)
+	if breaker.Origin(pu) != breaker.Origin(root) && !layer.CrossOriginRedirects {
+		return 0, "the OpenAPI document is on another origin (" + breaker.Origin(pu) + "): the server's maximum limit is unknown"
+	}
 	var doc any
 	if err := c.getJSON(ctx, layer, pu, &doc); err != nil {
 		return 0, "no OpenAPI document (" + err.Error() + "): the server's maximum limit is unknown"
