@@ -260,11 +260,11 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		if res.next == "" {
 			n := len(stats.Warnings)
-		stats, err = c.done(stats, page, firstPage, total, &res, layer, incomplete)
-		for _, w := range stats.Warnings[n:] {
-			log.Warn(w)
-		}
-		return stats, err
+			stats, err = c.done(stats, page, firstPage, total, &res, layer, incomplete)
+			for _, w := range stats.Warnings[n:] {
+				log.Warn(w)
+			}
+			return stats, err
 		}
 		if res.features == 0 {
 			empty++
