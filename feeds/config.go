@@ -140,7 +140,7 @@ type Jurisdiction struct {
 // request as it is.
 type Feed struct {
 	ID             string   `yaml:"id"`
-	Kind           string   `yaml:"kind"` // "wfs", "geojson" or "arcgis"
+	Kind           string   `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
 	URL            string   `yaml:"url"`
 	TypeName       string   `yaml:"type_name"`
 	Version        string   `yaml:"version"`
@@ -189,12 +189,24 @@ type Feed struct {
 	// Cron is Schedule parsed, already evaluated in Location; hand it to
 	// cron.Cron.Schedule rather than re-parsing Schedule.
 	Cron cron.Schedule `yaml:"-"`
+
+	// OGC API – Features (kind ogcapi). PageSize is sent as limit.
+
+	// Collection is the collection id when URL is the landing page.
+	Collection string `yaml:"collection"`
+	// CRS is the Part 2 CRS to ask for ("" means CRS84).
+	CRS string `yaml:"crs"`
+	// FilterBBox is the feed's bbox filter (minx, miny, maxx, maxy in
+	// CRS84), sent as bbox=; not the jurisdiction's extent (BBox).
+	FilterBBox []float64 `yaml:"bbox"`
 }
 
 // Feed kinds.
 const (
 	KindWFS     = "wfs"
 	KindGeoJSON = "geojson"
+	// KindOGCAPI is an OGC API – Features collection (package ogcapi).
+	KindOGCAPI = "ogcapi"
 )
 
 // Key returns "jurisdiction/feed", the feed's name in logs, SQL and the CLI.
@@ -217,8 +229,11 @@ func (f *Feed) Layer() source.Layer {
 
 		CrossOriginRedirects: f.Redirects == RedirectsFollow,
 
-		Where:     f.Where,
-		OutFields: f.OutFields,
+		Where:      f.Where,
+		OutFields:  f.OutFields,
+		Collection: f.Collection,
+		CRS:        f.CRS,
+		BBox:       f.FilterBBox,
 	}
 }
 
@@ -374,7 +389,8 @@ var (
 	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "headers",
-		"where", "out_fields", "token"} // the last three: arcgis only
+		"where", "out_fields", "token", // arcgis only
+		"collection", "crs", "bbox"} // ogcapi only
 	wfsVersions = []string{"2.0.0", "1.1.0"}
 	// Query parameters the wfs client writes itself; one pasted into url along
 	// with a whole GetFeature request would be sent twice or contradict the config.
@@ -707,14 +723,14 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	kindOK := false
 	if s, present := p.str(m, "kind", path); !present {
 		if !m.typos["kind"] {
-			p.errorf(m.node, path+".kind", "required: %q, %q or %q", KindWFS, KindGeoJSON, KindArcGIS)
+			p.errorf(m.node, path+".kind", "required: %q, %q, %q or %q", KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI)
 		}
 	} else if s.ok {
 		switch s.val {
-		case KindWFS, KindGeoJSON, KindArcGIS:
+		case KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI:
 			f.Kind, kindOK = s.val, true
 		default:
-			p.errorf(s.node, path+".kind", "unknown kind %q: must be %q, %q or %q", s.raw, KindWFS, KindGeoJSON, KindArcGIS)
+			p.errorf(s.node, path+".kind", "unknown kind %q: must be %q, %q, %q or %q", s.raw, KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI)
 		}
 	}
 	isWFS := f.Kind == KindWFS
@@ -783,6 +799,21 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 		}
 	case f.Kind == KindArcGIS:
 		p.arcgisFeed(m, path, &f, wfsOnly, pageSize, psNode)
+	case f.Kind == KindOGCAPI:
+		f.PageSize = pageSize
+		if f.PageSize == 0 {
+			at := psNode
+			if at == nil {
+				at = m.node
+			}
+			p.errorf(at, path+".page_size", "must be at least 1 for an ogcapi feed: it is the limit of each page, which the feed follows by its next links")
+		}
+		for _, k := range []string{"type_name", "version", "output_format"} {
+			if n := wfsOnly[k]; n != nil {
+				p.warnf(n, path+"."+k, "ignored for an ogcapi feed")
+			}
+		}
+		p.ogcapi(m, path, &f)
 	case kindOK: // geojson
 		for _, k := range []string{"type_name", "version", "output_format", "page_size"} {
 			if n := wfsOnly[k]; n != nil {
@@ -792,6 +823,13 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	}
 	if kindOK && f.Kind != KindArcGIS {
 		p.arcgisOnly(m, path, f.Kind)
+	}
+	if kindOK && f.Kind != KindOGCAPI {
+		for _, k := range []string{"collection", "crs", "bbox"} {
+			if n, ok := m.get(k); ok {
+				p.warnf(n, path+"."+k, "ignored for a %s feed (an ogcapi setting)", f.Kind)
+			}
+		}
 	}
 
 	// Schedule, evaluated in the jurisdiction's time zone.
@@ -1287,4 +1325,46 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// ogcapi reads the settings of an ogcapi feed: collection (required
+// unless url is …/collections/{id}), crs and bbox.
+func (p *parser) ogcapi(m *mapping, path string, f *Feed) {
+	if s, present := p.str(m, "collection", path); present && s.ok {
+		f.Collection = s.val
+	}
+	if f.URL != "" && f.Collection == "" && !strings.Contains(strings.TrimRight(f.URL, "/"), "/collections/") && !m.typos["collection"] {
+		p.errorf(m.node, path+".collection", "required for an ogcapi feed whose url is not a collection (…/collections/{collectionId})")
+	}
+	if s, present := p.str(m, "crs", path); present && s.ok {
+		if _, err := feature.ParseCRS(s.val); err != nil {
+			p.errorf(s.node, path+".crs", "%v: give the CRS URI the server lists, e.g. http://www.opengis.net/def/crs/EPSG/0/2264", err)
+		} else {
+			f.CRS = s.val
+		}
+	}
+	if n, ok := m.get("bbox"); ok {
+		n = resolve(n)
+		field := path + ".bbox"
+		var vals []float64
+		if n.Kind == yaml.SequenceNode && len(n.Content) == 4 {
+			for _, c := range n.Content {
+				v, err := strconv.ParseFloat(strings.TrimSpace(resolve(c).Value), 64)
+				if err != nil {
+					break
+				}
+				vals = append(vals, v)
+			}
+		}
+		switch {
+		case len(vals) != 4:
+			p.errorf(n, field, "expected [minx, miny, maxx, maxy] (four numbers, CRS84)")
+		case vals[0] >= vals[2] || vals[1] >= vals[3]:
+			p.errorf(n, field, "min must be below max: got [%g, %g, %g, %g]", vals[0], vals[1], vals[2], vals[3])
+		case vals[0] < -180 || vals[2] > 180 || vals[1] < -90 || vals[3] > 90:
+			p.errorf(n, field, "outside longitude ±180, latitude ±90: the bbox is CRS84")
+		default:
+			f.FilterBBox = vals
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -48,6 +49,8 @@ func fetcherKinds() map[string]NewFetcherFunc {
 		// wfs.Client builds no WFS parameters for a layer of kind geojson.
 		KindGeoJSON: newWFSFetcher,
 		KindArcGIS:  newArcGISFetcher,
+		// OGC API – Features: pages by next links (package ogcapi).
+		KindOGCAPI: newOGCAPIFetcher,
 	}
 }
 
@@ -58,6 +61,15 @@ func newArcGISFetcher(d FetcherDeps) Fetcher {
 		opts = append(opts, arcgis.WithUserAgent(d.UserAgent))
 	}
 	return arcgis.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
+}
+
+// newOGCAPIFetcher is the fetcher of kind ogcapi.
+func newOGCAPIFetcher(d FetcherDeps) Fetcher {
+	var opts []ogcapi.Option
+	if d.UserAgent != "" {
+		opts = append(opts, ogcapi.WithUserAgent(d.UserAgent))
+	}
+	return ogcapi.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
 }
 
 // newWFSFetcher is the fetcher of kinds wfs and geojson.

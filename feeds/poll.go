@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -117,15 +118,14 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 			logger.Warn("negotiation", "warning", w)
 		}
 		if err == nil {
-			stager := newPageStager(ctx, m.store, pollID, layer.Limits)
-			if err = stager.resumeAt(firstPage); err == nil {
-				stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
-				err = stager.finish(err)
-			}
+			layer, firstPage, stats, err = m.fetch(ctx, layer, pollID, firstPage, logger)
 		}
 		if err == nil {
 			applied = true
 			res, err = m.store.Apply(ctx, pollID, info)
+			if err == nil {
+				m.recordCompleteness(ctx, layer, pollID, stats, logger)
+			}
 		}
 		return err
 	})
@@ -189,6 +189,102 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", m.now().Sub(start).Milliseconds())
 	}
 	return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+}
+
+// fetch fetches layer from firstPage on into the poll's staging. A poll of
+// a kind that pages by links (ogcapi) resumed at firstPage > 0 continues at
+// the next link its last staged page recorded, and starts over from the
+// first page when there is none or the server refuses it (an expired
+// cursor); it returns the layer as fetched and the page it started at.
+func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
+	var stats source.FetchStats
+	stager := newPageStager(ctx, m.store, pollID, layer.Limits)
+	if err := stager.resumeAt(firstPage); err != nil {
+		return layer, firstPage, stats, err
+	}
+	layer, restart, err := m.resumeLink(ctx, pollID, firstPage, layer)
+	if err == nil && restart == "" {
+		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
+		if firstPage > 0 && stats.Pages == 0 && layer.Kind == KindOGCAPI && ogcapi.LinkExpired(err) {
+			restart = fmt.Sprintf("the stored next link was refused (%v)", err)
+		}
+	}
+	if restart != "" {
+		// Resuming needs the server's own link, and the first page is the
+		// only other way in.
+		logger.Warn("restarting the resumed poll from the first page", "reason", restart, "checkpoint_page", firstPage)
+		_ = stager.finish(nil)
+		if err = m.restartStaging(ctx, pollID); err == nil {
+			firstPage = 0
+			stager = newPageStager(ctx, m.store, pollID, layer.Limits)
+			stats, err = m.fetcher.Fetch(ctx, layer, 0, stager.handle)
+		}
+	}
+	return layer, firstPage, stats, stager.finish(err)
+}
+
+// linkStore is implemented by a Store that records the next link of each
+// staged page (postgis.Store): kinds that page by links resume there.
+type linkStore interface {
+	NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error)
+	RestartStaging(ctx context.Context, pollID int64) error
+}
+
+// resumeLink sets layer.ResumeURL for a poll of a kind that pages by links
+// (ogcapi) resumed at firstPage: the next link its page firstPage-1
+// recorded. restart says why the poll must start over from the first page
+// instead (no link recorded); it is "" otherwise, and for the other kinds.
+func (m *Manager) resumeLink(ctx context.Context, pollID int64, firstPage int, layer source.Layer) (source.Layer, string, error) {
+	if firstPage == 0 || layer.Kind != KindOGCAPI {
+		return layer, "", nil
+	}
+	ls, ok := m.store.(linkStore)
+	if !ok {
+		return layer, "", fmt.Errorf("feeds: the store records no next links, so a poll of kind %s cannot resume at page %d", layer.Kind, firstPage)
+	}
+	link, ok, err := ls.NextLink(ctx, pollID, firstPage-1)
+	switch {
+	case err != nil:
+		return layer, "", err
+	case !ok || link == "":
+		return layer, fmt.Sprintf("page %d recorded no next link", firstPage-1), nil
+	}
+	layer.ResumeURL = link
+	return layer, "", nil
+}
+
+// completenessRecorder is implemented by a Store that records what a
+// poll's completeness rests on (postgis.Store: polls.completeness).
+type completenessRecorder interface {
+	RecordCompleteness(ctx context.Context, pollID int64, basis string) error
+}
+
+// recordCompleteness records, for a kind that pages by links, whether the
+// applied snapshot's total was checked against the server's numberMatched
+// or rests on the links alone. The snapshot is applied either way; a
+// failure to record is logged.
+func (m *Manager) recordCompleteness(ctx context.Context, layer source.Layer, pollID int64, stats source.FetchStats, logger *slog.Logger) {
+	cr, ok := m.store.(completenessRecorder)
+	if !ok || layer.Kind != KindOGCAPI {
+		return
+	}
+	basis := "number_matched"
+	if stats.NumberMatched < 0 {
+		basis = "links_only"
+	}
+	if err := cr.RecordCompleteness(ctx, pollID, basis); err != nil {
+		logger.Error("recording the poll's completeness", "error", err)
+	}
+}
+
+// restartStaging drops what a resumed poll staged, for a fetch from the
+// first page.
+func (m *Manager) restartStaging(ctx context.Context, pollID int64) error {
+	ls, ok := m.store.(linkStore)
+	if !ok {
+		return errors.New("feeds: the store cannot restart a poll's staging")
+	}
+	return ls.RestartStaging(ctx, pollID)
 }
 
 // beginPoll starts a fresh poll, or resumes the checkpoint of letter. It
@@ -341,6 +437,16 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 func pageURL(layer source.Layer, page int) string {
 	if layer.Kind == KindArcGIS {
 		// An ArcGIS dump restarts from its id list (see arcgis.Client.Fetch).
+		return wfs.RedactURL(layer.URL)
+	}
+	if layer.Kind == KindOGCAPI {
+		// Pages are next links: the first page's, or the one resumed at.
+		if page > 0 && layer.ResumeURL != "" {
+			return wfs.RedactURL(layer.ResumeURL)
+		}
+		if u, err := ogcapi.FirstURL(layer); err == nil {
+			return wfs.RedactURL(u.String())
+		}
 		return wfs.RedactURL(layer.URL)
 	}
 	u, err := wfs.RequestURL(layer, page*layer.PageSize)

@@ -63,6 +63,10 @@ type Reader struct {
 	numberMatched  int
 	numberReturned int
 	matchedStd     bool // numberMatched itself was seen, not totalFeatures
+
+	// links is the raw top-level "links" member (OGC API – Features), nil
+	// when none was seen.
+	links []byte
 }
 
 // NewReader returns a reader of the GeoJSON document r.
@@ -87,6 +91,12 @@ func (r *Reader) NumberMatched() int { return r.numberMatched }
 
 // NumberReturned is the document's numberReturned, -1 while unknown.
 func (r *Reader) NumberReturned() int { return r.numberReturned }
+
+// Links is the raw JSON value of the document's top-level "links" member
+// (OGC API – Features pages carry their "next" link there), nil when none
+// was seen. Like NumberMatched, a member after the features is known only
+// once Next has returned io.EOF. It is bounded by Limits.FeatureBytes.
+func (r *Reader) Links() []byte { return r.links }
 
 // SRID is the SRID the reader gives geometries at this point of the document.
 func (r *Reader) SRID() int { return r.srid }
@@ -141,7 +151,9 @@ func (r *Reader) next() (*feature.Feature, error) {
 			}
 			if c == ']' {
 				r.in.pos++
-				r.state = stateMembers
+				// The array may have been empty: a comma comes before the
+				// next member either way.
+				r.state, r.first = stateMembers, false
 				continue
 			}
 			if !r.first {
@@ -250,6 +262,8 @@ func (r *Reader) member() error {
 		r.numberReturned = n
 	case "crs":
 		return r.crsMember(v)
+	case "links":
+		r.links = append(r.links[:0], v...)
 	case "id":
 		r.lone.ID = append(r.lone.ID[:0], v...)
 	case "geometry":

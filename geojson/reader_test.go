@@ -453,3 +453,21 @@ func BenchmarkGeoJSONReader(b *testing.B) {
 		})
 	}
 }
+
+// TestGeoJSONReaderLinksAfterEmptyFeatures: an empty features array may be
+// followed by more members (an OGC API – Features page: links,
+// numberMatched), and Links returns the raw links member.
+func TestGeoJSONReaderLinksAfterEmptyFeatures(t *testing.T) {
+	t.Parallel()
+	doc := `{"type":"FeatureCollection","features":[],"links":[{"href":"http://h/items?offset=10","rel":"next"}],"numberMatched":0}`
+	r := NewReader(strings.NewReader(doc))
+	if f, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next: %v %v, want io.EOF", f, err)
+	}
+	if got := string(r.Links()); got != `[{"href":"http://h/items?offset=10","rel":"next"}]` {
+		t.Errorf("Links: %s", got)
+	}
+	if r.NumberMatched() != 0 {
+		t.Errorf("NumberMatched %d", r.NumberMatched())
+	}
+}

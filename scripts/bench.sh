@@ -28,6 +28,11 @@
 #                             GDAL's ogr2ogr (ESRIJSON, resultOffset paging ordered by OBJECTID) from
 #                             the same service into the same database: wall, CPU, peak RSS, rows and
 #                             distinct ids for both, per run.
+#   scripts/bench.sh ogcapi   a 250,000-parcel OGC API – Features collection (feedserver
+#                             -ogcapi, pages by next links) loaded into the same database by
+#                             ingestd poll (kind ogcapi) and by GDAL's ogr2ogr (OAPIF driver,
+#                             -oo PAGE_SIZE): wall, CPU (user+sys), peak RSS, rows and
+#                             distinct ids, per run and the medians.
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
 #   scripts/bench.sh statuspage  the status page of a 250,000-parcel feed (loaded by the real
 #                             poller): ns per page (target < 300 ms) and the thumbnail's bytes
@@ -39,6 +44,8 @@
 # BENCH_GDAL_PORT (first of the two ports bench.sh gdal serves on, default 18201),
 # BENCH_ARCGIS_PORT (bench.sh arcgis's server, default 18312), BENCH_ARCGIS_FEATURES (200000),
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3);
+# bench.sh ogcapi: BENCH_OGCAPI_PORT (default 18211), BENCH_OGCAPI_FEATURES (default 250000),
+# BENCH_OGCAPI_PAGE_SIZE (limit of both tools, default 1000);
 # bench.sh hostile: BENCH_HOSTILE_PORT (first of its ports, default 18300), BENCH_HOSTILE_SKIP
 # (a regexp of cases to leave out), BENCH_HOSTILE_MAX_GENERATED (cut generated bodies, bytes),
 # BENCH_HOSTILE_REPLAY (seconds of replays after the first pass, default 30),
@@ -400,6 +407,74 @@ bench_arcgis() {
 	echo "(cpu_s is the loader's own process; the server and PostgreSQL are not counted. The machine is shared: figures are noisy.)"
 }
 
+bench_ogcapi() {
+	command -v ogr2ogr >/dev/null || {
+		echo "bench.sh: installing gdal-bin for ogr2ogr" >&2
+		apt-get install -y -qq gdal-bin >&2 || { apt-get update -qq && apt-get install -y -qq gdal-bin >&2; }
+	}
+	mkdir -p bin bench-out
+	out=$ROOT/bench-out
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./cmd/feedserver
+	local port=${BENCH_OGCAPI_PORT:-18211} n=${BENCH_OGCAPI_FEATURES:-250000} page=${BENCH_OGCAPI_PAGE_SIZE:-1000}
+	bin/feedserver -ogcapi "127.0.0.1:${port}" -generate "parcels=$n" >/dev/null 2>&1 &
+	local fs=$!
+	trap 'kill $fs 2>/dev/null || true' RETURN
+	sleep 1
+	if ! kill -0 "$fs" 2>/dev/null; then
+		echo "bench.sh: the OGC API server did not start: port ${port} taken? (set BENCH_OGCAPI_PORT)" >&2
+		return 1
+	fi
+	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
+	local coll="http://127.0.0.1:${port}/collections/parcels"
+	cat >"$out/bench-ogcapi.yaml" <<-EOF
+		defaults:
+		  timeout: 1h
+		  breaker: {rate_limit: 0}
+		jurisdictions:
+		  - id: bench
+		    feeds:
+		      - {id: ogcapi_parcels, kind: ogcapi, url: "$coll", page_size: $page}
+	EOF
+	bin/ingestd migrate >/dev/null
+	local feedtable="ingestd_feed_partition('bench', 'ogcapi_parcels')"
+	: >"$out/ogcapi.ingestd"
+	: >"$out/ogcapi.ogr"
+	printf '\n== ogcapi: %s parcels, limit %s (pages by next links), a fresh load each run\n' "$n" "$page"
+	printf '%-8s %-4s %8s %8s %8s %9s %9s\n' tool run wall_s cpu_s rss_MB rows distinct
+	local run f
+	for run in $(seq 1 "$count"); do
+		"${psql[@]}" -c "SET client_min_messages = warning" \
+			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', $feedtable); END \$\$" \
+			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages" -c "CHECKPOINT"
+		/usr/bin/time -f '%e %U %S %M' -o "$out/time" bin/ingestd poll -config "$out/bench-ogcapi.yaml" -log-level warn bench/ogcapi_parcels >"$out/last.log" 2>&1 ||
+			{ echo "bench.sh: ingestd poll failed" >&2; tail -n 20 "$out/last.log" >&2; return 1; }
+		f=$(awk '{ printf "%s %.2f %d", $1, $2 + $3, $4 / 1024 }' "$out/time")
+		f="$f $("${psql[@]}" -tAF' ' -c "SELECT count(*), count(DISTINCT feature_id) FROM features WHERE jurisdiction = 'bench' AND feed = 'ogcapi_parcels'")"
+		echo "$f" >>"$out/ogcapi.ingestd"
+		printf '%-8s %-4s %8s %8s %8s %9s %9s\n' ingestd "$run" $f
+		"${psql[@]}" -c "CHECKPOINT"
+		/usr/bin/time -f '%e %U %S %M' -o "$out/time" ogr2ogr -f PostgreSQL "$pg" "OAPIF:$coll" -oo "PAGE_SIZE=$page" \
+			-nln ogr_ogcapi_parcels -overwrite --config PG_USE_COPY YES >"$out/last.log" 2>&1 ||
+			{ echo "bench.sh: ogr2ogr failed" >&2; tail -n 20 "$out/last.log" >&2; return 1; }
+		f=$(awk '{ printf "%s %.2f %d", $1, $2 + $3, $4 / 1024 }' "$out/time")
+		f="$f $("${psql[@]}" -tAF' ' -c "SELECT count(*), count(DISTINCT id) FROM ogr_ogcapi_parcels")"
+		echo "$f" >>"$out/ogcapi.ogr"
+		printf '%-8s %-4s %8s %8s %8s %9s %9s\n' ogr2ogr "$run" $f
+	done
+	local tool file
+	for tool in ingestd ogr; do
+		file=$out/ogcapi.$tool
+		printf '%-8s %-4s %8s %8s %8s %9s %9s\n' "$([[ $tool == ogr ]] && echo ogr2ogr || echo ingestd)" median \
+			"$(cut -d' ' -f1 "$file" | sort -g | sed -n "$(((count + 1) / 2))p")" \
+			"$(cut -d' ' -f2 "$file" | sort -g | sed -n "$(((count + 1) / 2))p")" \
+			"$(cut -d' ' -f3 "$file" | sort -g | sed -n "$(((count + 1) / 2))p")" \
+			"$(cut -d' ' -f4 "$file" | sort -g | sed -n "$(((count + 1) / 2))p")" \
+			"$(cut -d' ' -f5 "$file" | sort -g | sed -n "$(((count + 1) / 2))p")"
+	done
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
 	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
@@ -419,6 +494,7 @@ gdal) bench_gdal ;;
 hostile) bench_hostile ;;
 micro) bench_micro ;;
 arcgis) bench_arcgis ;;
+ogcapi) bench_ogcapi ;;
 all)
 	bench_poll
 	bench_storm
@@ -426,11 +502,12 @@ all)
 	bench_gdal
 	bench_hostile
 	bench_arcgis
+	bench_ogcapi
 	bench_micro
 	bench_statuspage
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, micro, statuspage or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, micro, statuspage or all)" >&2
 	exit 2
 	;;
 esac

@@ -3,7 +3,7 @@
 # (Debian cgi-mapserver) behind lighttpd on loopback, serving the North
 # Carolina counties that Debian's r-cran-sf ships (100 polygons, NAD27).
 #
-# Usage: scripts/mapserver.sh [start|stop|url|status]
+# Usage: scripts/mapserver.sh [start|stop|url|ogcapi-url|status]
 #
 #   start   (default) install cgi-mapserver, lighttpd and gdal-bin when missing
 #           (root only), extract nc.gpkg from the r-cran-sf package, write the
@@ -11,6 +11,8 @@
 #           start lighttpd, wait until WFS answers, and print the WFS URL.
 #   stop    stop lighttpd.
 #   url     print the URL without starting anything.
+#   ogcapi-url  print the OGC API – Features landing page of the same map
+#           (/cgi-bin/mapserv/nc/ogcapi, alias "nc" in mapserver.conf's MAPS).
 #   status  exit 0 when the server answers, 3 when it does not.
 #
 # Only the URL goes to stdout, so callers can write
@@ -21,6 +23,15 @@
 # GeoJSON (OGR driver), in EPSG:4267 (its own CRS) and EPSG:4326, with paging
 # (startIndex) and sortBy. gml_featureid is FIPS, unique per county, so
 # feature ids are stable across pages.
+#
+# OGC API – Features (MapServer 8's OGCAPI_SERVER) serves the same map at
+# /cgi-bin/mapserv/nc/ogcapi: collection nc (a GeoPackage paged by OGR, where
+# Debian's 8.0.0 ignores offset: MapServer#6613) and collection nc_sql (an
+# OGR SQL layer over a WGS 84 copy made by ogr2ogr, paged by MapServer, where
+# offset works; MapServer 8.0's OGC API does no datum shift, see fetch_data).
+# Both write multi-part polygons with the other parts' outer rings as holes
+# (MapServer#7177, fixed in 8.6): Beaufort, Carteret, Craven, Currituck,
+# Dare and Hyde. No Part 2 (crs) in 8.0; limit at most 1000 (oga_max_limit).
 #
 # Environment: INGESTD_MAPSERVER_PORT (default 18180).
 set -euo pipefail
@@ -40,6 +51,8 @@ LIGHTTPD=/usr/sbin/lighttpd
 WWW_USER=www-data
 
 URL="http://127.0.0.1:${PORT}/wfs"
+# The OGC API – Features landing page of the same map (alias nc).
+OGCAPI_URL="http://127.0.0.1:${PORT}/cgi-bin/mapserv/nc/ogcapi"
 
 log() { printf 'mapserver.sh: %s\n' "$*" >&2; }
 
@@ -70,6 +83,17 @@ install_packages() {
 # only downloaded and unpacked (2.8 MB) unless it is already installed.
 fetch_data() {
 	mkdir -p "$DATA"
+	fetch_nc
+	# The OGC API layer nc_sql reads a WGS 84 copy: MapServer 8.0's OGC API
+	# "reprojects" to +proj=latlong +ellps=WGS84 (map->latlon), which has no
+	# datum, so NAD27 coordinates would come out unshifted (20-30 m off) and
+	# labelled CRS84. GDAL's transform is PROJ's EPSG pipeline, as PostGIS's.
+	if [[ ! -f $DATA/nc_wgs84.gpkg ]]; then
+		ogr2ogr -f GPKG -t_srs EPSG:4326 -nln nc "$DATA/nc_wgs84.gpkg" "$DATA/nc.gpkg" nc.gpkg >&2
+	fi
+}
+
+fetch_nc() {
 	if [[ -f $DATA/nc.gpkg ]]; then
 		return
 	fi
@@ -116,6 +140,10 @@ write_config() {
 		    MS_MAPFILE "$MAPFILE"
 		    MS_ERRORFILE "$RUN/mapserver.log"
 		  END
+		  # OGC API URLs name the map by alias: /cgi-bin/mapserv/nc/ogcapi/...
+		  MAPS
+		    "nc" "$MAPFILE"
+		  END
 		END
 	CONF_EOF
 
@@ -157,6 +185,10 @@ write_config() {
 		      "wfs_compute_number_matched" "true"
 		      "wfs_getfeature_formatlist" "geojson"
 		      "ows_encoding" "UTF-8"
+		      # OGC API – Features (issue 18): collections are the layers.
+		      "oga_onlineresource" "${OGCAPI_URL}"
+		      "oga_max_limit" "1000"
+		      "oga_default_limit" "10"
 		    END
 		  END
 
@@ -182,6 +214,33 @@ write_config() {
 		      "wfs_getfeature_formatlist" "geojson"
 		    END
 		  END
+
+		  # OGC API – Features test layers (issue 18). Layer nc above is the
+		  # broken case through OGC API: a GeoPackage read by OGR pages in its
+		  # driver, and MapServer 8.0.0 then ignores offset (MapServer#6613,
+		  # fixed in 8.0.1) while its next links keep coming. The same data
+		  # (a WGS 84 copy, see fetch_data) through an OGR SQL layer pages in
+		  # MapServer, where offset works.
+		  LAYER
+		    NAME "nc_sql"
+		    TYPE POLYGON
+		    STATUS ON
+		    CONNECTIONTYPE OGR
+		    CONNECTION "$DATA/nc_wgs84.gpkg"
+		    DATA "SELECT * FROM nc"
+		    TEMPLATE "none"
+		    PROJECTION
+		      "init=epsg:4326"
+		    END
+		    METADATA
+		      "ows_title" "North Carolina counties in WGS 84 through OGR SQL (offset works)"
+		      "ows_srs" "EPSG:4326"
+		      "gml_include_items" "all"
+		      "gml_types" "auto"
+		      "gml_featureid" "FIPS"
+		      "oga_featureid" "FIPS"
+		    END
+		  END
 		END
 	MAPFILE_EOF
 
@@ -196,8 +255,8 @@ write_config() {
 		server.errorlog = "$RUN/lighttpd.log"
 		accesslog.filename = "$RUN/access.log"
 		$( [[ $(id -u) -eq 0 ]] && printf 'server.username = "%s"\nserver.groupname = "%s"' "$WWW_USER" "$WWW_USER" )
-		alias.url = ("/wfs" => "$MAPSERV")
-		\$HTTP["url"] =~ "^/wfs" {
+		alias.url = ("/wfs" => "$MAPSERV", "/cgi-bin/mapserv" => "$MAPSERV")
+		\$HTTP["url"] =~ "^/(wfs|cgi-bin/mapserv)" {
 		  cgi.assign = ("" => "")
 		}
 		setenv.add-environment = ("MAPSERVER_CONFIG_FILE" => "$MSCONF")
@@ -252,6 +311,10 @@ stop)
 url)
 	echo "$URL"
 	;;
+ogcapi-url)
+	# The OGC API – Features landing page of the same server (start it first).
+	echo "$OGCAPI_URL"
+	;;
 status)
 	if answers; then
 		log "running: $URL"
@@ -261,7 +324,7 @@ status)
 	fi
 	;;
 *)
-	log "unknown command: $cmd (want start, stop, url or status)"
+	log "unknown command: $cmd (want start, stop, url, ogcapi-url or status)"
 	exit 2
 	;;
 esac

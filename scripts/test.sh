@@ -7,6 +7,7 @@
 # INGESTD_MAPSERVER_URL likewise for the MapServer WFS that the interop
 # tests (wfs/interop) poll, which scripts/mapserver.sh starts otherwise;
 # INGESTD_KOOP_URL for Koop (arcgis/interop), which scripts/koop.sh starts.
+# INGESTD_OGCAPI_URL for its OGC API – Features landing page (ogcapi/interop).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -24,6 +25,11 @@ if [[ -z ${INGESTD_KOOP_URL:-} ]]; then
 	INGESTD_KOOP_URL=$(scripts/koop.sh start)
 fi
 export INGESTD_KOOP_URL
+# The same MapServer's OGC API – Features, for ogcapi/interop.
+if [[ -z ${INGESTD_OGCAPI_URL:-} ]]; then
+	INGESTD_OGCAPI_URL=$(scripts/mapserver.sh ogcapi-url)
+fi
+export INGESTD_OGCAPI_URL
 
 echo "test.sh: go vet ./..." >&2
 go vet ./...

@@ -11,9 +11,10 @@ import (
 	"github.com/ingestd/ingestd/redact"
 )
 
-// Layer describes what to fetch: a WFS feature type or a plain GeoJSON URL.
+// Layer describes what to fetch: a WFS feature type, a plain GeoJSON URL or
+// an OGC API – Features collection.
 type Layer struct {
-	// Kind is "wfs", "geojson" or "arcgis".
+	// Kind is "wfs", "geojson", "arcgis" or "ogcapi".
 	Kind string
 	// URL is the service endpoint (WFS) or the document (GeoJSON).
 	URL string
@@ -63,6 +64,23 @@ type Layer struct {
 	Where string
 	// OutFields is the query's outFields; "" means *.
 	OutFields string
+
+	// OGC API – Features (kind "ogcapi"; package ogcapi).
+
+	// Collection is the collection id when URL is the landing page; "" when
+	// URL is the collection itself (…/collections/{collectionId}).
+	Collection string
+	// CRS is the Part 2 CRS to ask for (a URI such as
+	// http://www.opengis.net/def/crs/EPSG/0/2264); "" means CRS84.
+	CRS string
+	// BBox, when set, filters the items: minx, miny, maxx, maxy in CRS84.
+	BBox []float64
+	// ItemsURL is the collection's items link, set by Prepare from the
+	// collection document; Fetch starts there.
+	ItemsURL string
+	// ResumeURL is the next link of the last page a parked poll staged:
+	// Fetch resumes there when firstPage > 0.
+	ResumeURL string
 }
 
 // Validators identify the version of a layer that a server sent. They are
@@ -89,6 +107,14 @@ type Page struct {
 	Index      int
 	URL        string // credentials redacted
 	StartIndex int
+
+	// Next, for kinds that page by links (OGC API – Features), returns the
+	// page's next link, "" on the last page, without the credentials of
+	// the feed's url (ogcapi.Storable: the kind puts them back when it
+	// resumes there). It is known only once the page's FeatureReader
+	// returned io.EOF. nil for kinds that page by offset. A store records
+	// it with the page so that a parked poll resumes where it stopped.
+	Next func() string
 }
 
 // PageFunc consumes the features of one page while its body is open, for

@@ -11,6 +11,10 @@
 // for 8 seconds after its first request (a county server down for
 // maintenance), then serve normally.
 //
+// -ogcapi ADDR serves the generated layers as OGC API – Features
+// collections (ogcapitest: landing page, conformance, OpenAPI, items paged by
+// next links) on ADDR.
+//
 // -hostile 127.0.0.1:18300=testdata/hostile serves the hostile corpus
 // (wfstest.HostileCases) instead: one origin per port from 18300 up, in
 // wfstest.HostileOrigins order, full-size bodies (gigabyte bombs are
@@ -38,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -47,8 +52,9 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
-	var serves, generates listFlag
+	var serves, generates, ogcapis listFlag
 	flag.Var(&serves, "serve", "ADDR=DIR: serve the .geojson files of DIR on ADDR (repeatable)")
+	flag.Var(&ogcapis, "ogcapi", "ADDR: serve the generated layers as OGC API – Features collections (package ogcapitest) on ADDR (repeatable)")
 	flag.Var(&generates, "generate", "NAME=N or NAME=points:N: add a generated layer of N parcels (or address points) to every origin (repeatable)")
 	copyRows := flag.String("copy-rows", "", "NAME=N or NAME=points:N: write that generated layer as COPY text rows (id, hex EWKB, properties) to stdout and exit")
 	crs84 := flag.Bool("crs84", false, "advertise CRS84 (longitude first) instead of urn:ogc:def:crs:EPSG::4326")
@@ -85,15 +91,15 @@ func main() {
 		}
 		return
 	}
-	if err := run(serves, generates, *crs84, flapFor, logger); err != nil {
+	if err := run(serves, ogcapis, generates, *crs84, flapFor, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "feedserver:", err)
 		os.Exit(1)
 	}
 }
 
-func run(serves, generates []string, crs84 bool, flapFor map[string]time.Duration, logger *slog.Logger) error {
-	if len(serves) == 0 {
-		return errors.New("nothing to serve: give -serve ADDR=DIR")
+func run(serves, ogcapis, generates []string, crs84 bool, flapFor map[string]time.Duration, logger *slog.Logger) error {
+	if len(serves) == 0 && len(ogcapis) == 0 {
+		return errors.New("nothing to serve: give -serve ADDR=DIR or -ogcapi ADDR")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -134,6 +140,29 @@ func run(serves, generates []string, crs84 bool, flapFor map[string]time.Duratio
 		}
 		logger.Info("serving", "addr", ln.Addr().String(), "dir", dir)
 		servers.serve(ln, fs)
+	}
+	for _, addr := range ogcapis {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("-ogcapi %q: %w", addr, err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("-ogcapi %q: the fixture server only listens on loopback addresses", addr)
+		}
+		api := ogcapitest.New()
+		for _, g := range generates {
+			name, layer, err := parseGenerate(g)
+			if err != nil {
+				return fmt.Errorf("-generate: %w", err)
+			}
+			api.Add(name, ogcapitest.Collection{Layer: layer})
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		logger.Info("serving OGC API – Features", "addr", ln.Addr().String())
+		servers.serve(ln, api)
 	}
 	return servers.wait(ctx)
 }

@@ -75,13 +75,58 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json())
+		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), nextLink(features))
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgis: stage page %d of poll %d: %w", page, pollID, err)
 	}
 	return src.n, nil
+}
+
+// nextLink is the next link the page's reader knows once it ended (kinds
+// that page by links: see feeds' chunkReader), nil for the others.
+func nextLink(features feature.FeatureReader) *string {
+	nl, ok := features.(interface{ NextLink() (string, bool) })
+	if !ok {
+		return nil
+	}
+	link, ok := nl.NextLink()
+	if !ok {
+		return nil
+	}
+	return &link
+}
+
+// NextLink returns the next link page of poll pollID recorded when it was
+// staged; ok is false when it recorded none (no such page, or a kind that
+// pages by offset).
+func (s *Store) NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error) {
+	var l *string
+	err = s.pool.QueryRow(ctx, sqlQuery("StagedNextLink"), pollID, page).Scan(&l)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && l == nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("postgis: next link of page %d of poll %d: %w", page, pollID, err)
+	}
+	return *l, true, nil
+}
+
+// RestartStaging deletes every page poll pollID staged, so that it
+// fetches again from the first page (a resume whose next link expired).
+func (s *Store) RestartStaging(ctx context.Context, pollID int64) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedFeaturesFrom"), pollID, 0); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, sqlQuery("DeleteStagedPagesFrom"), pollID, 0)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("postgis: restart the staging of poll %d: %w", pollID, err)
+	}
+	return nil
 }
 
 // StagedFeatures returns how many features the poll's staged pages hold:
@@ -439,4 +484,13 @@ func repairText(s string, repairs uint8) (string, uint8) {
 func geomHash(ewkb []byte) []byte {
 	h := sha256.Sum256(ewkb)
 	return h[:]
+}
+
+// RecordCompleteness records what a succeeded poll's completeness rests on
+// (polls.completeness: number_matched or links_only).
+func (s *Store) RecordCompleteness(ctx context.Context, pollID int64, basis string) error {
+	if _, err := s.pool.Exec(ctx, sqlQuery("RecordCompleteness"), pollID, basis); err != nil {
+		return fmt.Errorf("postgis: record the completeness of poll %d: %w", pollID, err)
+	}
+	return nil
 }

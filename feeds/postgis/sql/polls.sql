@@ -52,3 +52,7 @@ WHERE jurisdiction = $1 AND feed = $2
 -- name: LastSuccess
 SELECT jurisdiction || '/' || feed, last_success_at
 FROM feed_status WHERE last_success_at IS NOT NULL
+
+-- name: RecordCompleteness
+-- Kind ogcapi: what a succeeded poll's completeness rests on.
+UPDATE polls SET completeness = $2 WHERE id = $1

@@ -1,0 +1,284 @@
+package feeds_test
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/migrations/pgtest"
+	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
+	"github.com/ingestd/ingestd/wfs/wfstest"
+)
+
+// setupOGCAPI is setup for ogcapi feeds: a fixture OGC API server, a fresh
+// database, and a manager fetching through the registry of every kind
+// (feeds.NewFetchers), as the daemon does.
+func setupOGCAPI(t *testing.T, feedsYAML string, opts ...setupOption) (*bundle, *ogcapitest.Server) {
+	t.Helper()
+	o := setupOptions{policy: fastPolicy()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	server := ogcapitest.New()
+	ts := httptest.NewServer(server)
+	t.Cleanup(ts.Close)
+	yaml := fmt.Sprintf(`
+defaults:
+  schedule: "0 5 * * *"
+  timeout: 30s
+  request_timeout: 5s
+jurisdictions:
+  - id: county
+    timezone: America/New_York
+    feeds:
+`+feedsYAML, ts.URL)
+	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), nil)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pool := pgtest.Pool(t)
+	store := postgis.New(pool)
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: o.policy}, logger)
+	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
+	manager := feeds.NewManager(store, fetchers, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
+	t.Cleanup(manager.Stop)
+	b := &bundle{ctx: t.Context(), url: ts.URL, pool: pool, store: store, breakers: breakers, manager: manager, cfg: cfg}
+	if err := manager.Update(b.ctx, cfg); err != nil {
+		t.Fatalf("manager.Update: %v", err)
+	}
+	return b, server
+}
+
+const ogcapiFeeds = `
+      - id: parcels
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        page_size: 100
+      - id: landing
+        kind: ogcapi
+        url: %[1]s
+        collection: parcels
+        page_size: 100
+`
+
+// TestOGCAPIPollLoadsComplete: a poll of an OGC API collection, through
+// either form of url, stores every feature once; polling the same
+// collection again changes nothing.
+func TestOGCAPIPollLoadsComplete(t *testing.T) {
+	t.Parallel()
+	b, server := setupOGCAPI(t, ogcapiFeeds)
+	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 1234}})
+	for _, feed := range []string{"parcels", "landing"} {
+		res, err := b.manager.Poll(b.ctx, "county/"+feed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Pages != 13 || res.Features != 1234 || res.Added != 1234 {
+			t.Errorf("%s: pages=%d features=%d added=%d, want 13, 1234, 1234", feed, res.Pages, res.Features, res.Added)
+		}
+		if ids := b.featureIDs(t, feed); len(ids) != 1234 {
+			t.Errorf("%s: stored %d features", feed, len(ids))
+		}
+	}
+	res, err := b.manager.Poll(b.ctx, "county/parcels")
+	if err != nil || res.Unchanged != 1234 || res.Added+res.Modified+res.Removed != 0 {
+		t.Errorf("second poll: %v %+v", err, res.ApplyResult)
+	}
+}
+
+// TestOGCAPIPitfallsApplyNothing: a collection loaded once, then served
+// with each pitfall: a pitfall a client can survive loads the layer
+// complete; every other fails the poll with a message naming the cause,
+// and the stored features stay exactly as they were.
+func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
+	t.Parallel()
+	want := map[ogcapitest.Pitfall]string{
+		ogcapitest.NoNextOnFullPage:    "page 1 has no next link, but numberMatched promised more: the page was full",
+		ogcapitest.NextLoop:            "the next link of page 2 leads back to page 1 (a link loop)",
+		ogcapitest.ZeroLimitSelf:       "leads back to page 1 (a link loop)",
+		ogcapitest.ApproxNumberMatched: "numberMatched promised more: the server's count is approximate",
+		ogcapitest.WrongContentCRS:     "the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857",
+		ogcapitest.Exception200:        "HTTP 200: exception document NoApplicableCode: database connection lost",
+		ogcapitest.OffsetIgnored:       "page 1 repeats page 0",
+		ogcapitest.Duplicates:          `id "parcel.99" came on pages 0 and 1`,
+		ogcapitest.ShortPages:          "", // loads
+		ogcapitest.NoNumberMatched:     "", // loads
+	}
+	for _, pit := range ogcapitest.Pitfalls {
+		t.Run(string(pit), func(t *testing.T) {
+			t.Parallel()
+			msg, ok := want[pit]
+			if !ok {
+				t.Fatalf("no expectation for pitfall %s", pit)
+			}
+			b, server := setupOGCAPI(t, ogcapiFeeds)
+			server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 350}})
+			if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
+				t.Fatal(err)
+			}
+			before := b.featureDigest(t, "parcels")
+			server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 350, Version: 1}, Pitfall: pit})
+			res, err := b.manager.Poll(b.ctx, "county/parcels")
+			if msg == "" {
+				if err != nil || res.Features != 350 || res.Modified != 4 {
+					t.Fatalf("poll: %v, %+v; want 350 features, 4 modified", err, res.ApplyResult)
+				}
+				if ids := b.featureIDs(t, "parcels"); len(ids) != 350 {
+					t.Errorf("stored %d features", len(ids))
+				}
+				want := "number_matched"
+				if pit == ogcapitest.NoNumberMatched {
+					want = "links_only"
+				}
+				var basis string
+				if err := b.pool.QueryRow(b.ctx, `SELECT completeness FROM polls WHERE feed = 'parcels' AND status = 'succeeded' ORDER BY id DESC LIMIT 1`).Scan(&basis); err != nil || basis != want {
+					t.Errorf("polls.completeness %q (%v), want %s", basis, err, want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "county/parcels") {
+				t.Fatalf("poll error %v, want one naming the feed and %q", err, msg)
+			}
+			if after := b.featureDigest(t, "parcels"); after != before {
+				t.Error("a failed poll changed the stored features")
+			}
+			if p := b.lastPoll(t, "parcels"); p.Status != "failed" || !strings.Contains(p.Error, msg) {
+				t.Errorf("polls row: %+v", p)
+			}
+		})
+	}
+}
+
+// setupOGCAPIDL is setupOGCAPI with a dead-letter queue and a replayer.
+func setupOGCAPIDL(t *testing.T, feedsYAML string) (*dlBundle, *ogcapitest.Server) {
+	t.Helper()
+	lq := &lateQueue{}
+	cfg := feeds.BuiltinDeadLetter()
+	b, server := setupOGCAPI(t, feedsYAML, withPolicy(trippingPolicy()), withManagerOptions(feeds.WithDeadLetters(lq, cfg)))
+	lq.q = deadletter.NewQueue(b.pool)
+	u, _ := url.Parse(b.url)
+	return &dlBundle{bundle: b, queue: lq.q, origin: breaker.Origin(u),
+		replayer: deadletter.NewReplayer(b.pool, b.manager.Replay, deadletter.WithMaxAttempts(cfg.MaxAttempts))}, server
+}
+
+// TestOGCAPIResumeAtTheStoredNextLink: a poll refused on page 2 is parked;
+// its replay continues at the next link page 1 recorded (pages 0 and 1 are
+// not fetched again) and lands the whole collection. When the server has
+// expired its cursors meanwhile, the replay restarts from the first page
+// and still lands it whole.
+func TestOGCAPIResumeAtTheStoredNextLink(t *testing.T) {
+	t.Parallel()
+	for _, expire := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expired=%v", expire), func(t *testing.T) {
+			t.Parallel()
+			const k = 2
+			b, server := setupOGCAPIDL(t, `
+      - id: parcels
+        kind: ogcapi
+        url: %[1]s/collections/parcels?apikey=s3cret
+        page_size: 10
+`)
+			server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 47}})
+			var tripped atomic.Bool
+			server.Hook = func(_ string, offset int) {
+				if offset == (k-1)*10 && tripped.CompareAndSwap(false, true) {
+					b.trip(t)
+				}
+			}
+			_, err := b.manager.Poll(b.ctx, "county/parcels")
+			var de *deadletter.DeferError
+			if !errors.As(err, &de) || de.Reason != deadletter.ReasonCircuitOpen {
+				t.Fatalf("poll error = %v, want parked as circuit_open", err)
+			}
+			l := b.letter(t, "parcels")
+			if l.Checkpoint.Page != k {
+				t.Fatalf("checkpoint %+v, want page %d", l.Checkpoint, k)
+			}
+			var link string
+			if err := b.pool.QueryRow(b.ctx, `SELECT next_link FROM staged_pages WHERE poll_id = $1 AND page = $2`, l.Checkpoint.PollID, k-1).Scan(&link); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(link, "offset=20") || strings.Contains(link, "s3cret") {
+				t.Errorf("stored next link %q: want offset=20 and no apikey", link)
+			}
+			if expire {
+				server.ExpireCursors()
+			}
+			time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+			if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
+				t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
+			}
+			if l := b.letter(t, "parcels"); l.Status != deadletter.StatusDone {
+				t.Fatalf("dead letter %s after the replay, want done (last error %q)", l.Status, l.LastError)
+			}
+			if ids := b.featureIDs(t, "parcels"); len(ids) != 47 {
+				t.Errorf("stored %d features, want 47", len(ids))
+			}
+			want := map[int]int{0: 1, 10: 1, 20: 1, 30: 1, 40: 1}
+			if expire {
+				// The expired link (offset 20) was refused, then every page
+				// was fetched again.
+				want = map[int]int{0: 2, 10: 2, 20: 2, 30: 1, 40: 1}
+			}
+			for offset, n := range want {
+				if got := server.ItemRequests("parcels", offset); got != n {
+					t.Errorf("offset %d requested %d times, want %d", offset, got, n)
+				}
+			}
+		})
+	}
+}
+
+// TestOGCAPIPart2CRS: the same collection asked for in EPSG:4326 (latitude
+// first on the wire) and EPSG:3857 (projected, transformed by the store)
+// is stored as the CRS84 poll stored it: same ids, positions within 1 cm.
+func TestOGCAPIPart2CRS(t *testing.T) {
+	t.Parallel()
+	b, server := setupOGCAPI(t, `
+      - id: crs84
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        page_size: 50
+      - id: epsg4326
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        crs: http://www.opengis.net/def/crs/EPSG/0/4326
+        page_size: 50
+      - id: epsg3857
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        crs: http://www.opengis.net/def/crs/EPSG/0/3857
+        page_size: 50
+`)
+	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 120}})
+	for _, feed := range []string{"crs84", "epsg4326", "epsg3857"} {
+		if _, err := b.manager.Poll(b.ctx, "county/"+feed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, feed := range []string{"epsg4326", "epsg3857"} {
+		var n int
+		var worst float64
+		err := b.pool.QueryRow(b.ctx, `
+			SELECT count(*), coalesce(max(ST_HausdorffDistance(ST_Transform(a.geom, 32617), ST_Transform(c.geom, 32617))), 1e9)
+			FROM features a JOIN features c ON c.feature_id = a.feature_id AND c.jurisdiction = a.jurisdiction AND c.feed = 'crs84'
+			WHERE a.jurisdiction = 'county' AND a.feed = $1`, feed).Scan(&n, &worst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 120 || worst > 0.01 {
+			t.Errorf("%s: %d features matched the CRS84 poll's, worst distance %.4f m", feed, n, worst)
+		}
+	}
+}

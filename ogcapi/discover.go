@@ -1,0 +1,354 @@
+package ogcapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/redact"
+	"github.com/ingestd/ingestd/source"
+)
+
+// CRS84 is the default CRS of OGC API – Features: WGS 84, longitude first.
+const CRS84 = "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+
+// Conformance classes this package looks for.
+const (
+	confCore    = "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core"
+	confGeoJSON = "http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson"
+	confCRS     = "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs"
+)
+
+// maxDocBytes bounds a discovery document (landing page, collection,
+// conformance, OpenAPI): they are small, and one that is not is not one.
+const maxDocBytes = 16 << 20
+
+// link is one member of a "links" array.
+type link struct {
+	Href string `json:"href"`
+	Rel  string `json:"rel"`
+	Type string `json:"type"`
+}
+
+// collectionDoc is what Prepare reads of a collection document.
+type collectionDoc struct {
+	ID         string   `json:"id"`
+	Links      []link   `json:"links"`
+	CRS        []string `json:"crs"`
+	StorageCRS string   `json:"storageCrs"`
+	ItemType   string   `json:"itemType"`
+}
+
+// Discovery is what Prepare learnt about a collection, for validate and
+// the logs.
+type Discovery struct {
+	// Root is the landing page; Collection the collection document's URL.
+	Root, Collection string
+	// Items is the items link Fetch starts at.
+	Items string
+	// Conformance lists the server's conformance classes ("" when the
+	// server gave none).
+	Conformance []string
+	// CRSs is the collection's CRS list (Part 2), StorageCRS its storage CRS.
+	CRSs       []string
+	StorageCRS string
+	// MaxLimit is the largest limit the server declares (its OpenAPI
+	// document's limit parameter), 0 when it declares none.
+	MaxLimit int
+}
+
+// Part2 reports whether the server declares OGC API – Features Part 2.
+func (d Discovery) Part2() bool { return slices.Contains(d.Conformance, confCRS) }
+
+// collectionURLs splits layer's URL into the landing page and the
+// collection document: URL is either …/collections/{id} (Collection empty
+// or equal to id) or the landing page with Collection set. Query
+// parameters of URL (an API key) are kept on both.
+func collectionURLs(layer source.Layer) (root, coll *url.URL, err error) {
+	u, err := url.Parse(layer.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, nil, fmt.Errorf("%w: url %s is not an absolute http(s) URL", ErrInvalidLayer, redact.URL(layer.URL))
+	}
+	path := strings.TrimRight(u.Path, "/")
+	root, coll = cloneURL(u), cloneURL(u)
+	if i := strings.LastIndex(path, "/collections/"); i >= 0 && !strings.Contains(path[i+len("/collections/"):], "/") {
+		id, _ := url.PathUnescape(path[i+len("/collections/"):])
+		if layer.Collection != "" && layer.Collection != id {
+			return nil, nil, fmt.Errorf("%w: url names collection %q, collection: says %q", ErrInvalidLayer, id, layer.Collection)
+		}
+		root.Path, root.RawPath = path[:i], ""
+		coll.Path, coll.RawPath = path, ""
+		return root, coll, nil
+	}
+	if layer.Collection == "" {
+		return nil, nil, fmt.Errorf("%w: url %s is not a collection (…/collections/{collectionId}); give the landing page and collection:", ErrInvalidLayer, redact.URL(layer.URL))
+	}
+	root.Path, root.RawPath = path, ""
+	coll.Path = path + "/collections/" + layer.Collection
+	coll.RawPath = path + "/collections/" + url.PathEscape(layer.Collection)
+	return root, coll, nil
+}
+
+func cloneURL(u *url.URL) *url.URL { c := *u; return &c }
+
+// Prepare discovers the collection: it reads the collection document (its
+// items link, CRS list, storage CRS), the conformance classes and, when the
+// landing page links one, the OpenAPI document's maximum limit. It returns
+// the layer with ItemsURL set and PageSize capped at that maximum, and
+// warnings for what it had to assume. A discovery is reused for
+// DefaultDiscoveryTTL (WithDiscoveryTTL). A CRS the server does not offer is a
+// *CRSError; a layer that is not OGC API (no collection document) fails
+// with the call's error.
+func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
+	d, warnings, ok := c.discovery.get(layer.URL, layer.Collection, c.now())
+	if !ok {
+		var err error
+		d, warnings, err = c.Discover(ctx, layer)
+		if err != nil {
+			return layer, warnings, err
+		}
+		c.discovery.put(layer.URL, layer.Collection, d, warnings, c.now())
+	}
+	layer.ItemsURL = d.Items
+	if d.MaxLimit > 0 && layer.PageSize > d.MaxLimit {
+		warnings = append(warnings, fmt.Sprintf("page_size %d is above the server's maximum limit %d: asking for %d", layer.PageSize, d.MaxLimit, d.MaxLimit))
+		layer.PageSize = d.MaxLimit
+	}
+	if layer.CRS != "" && !isCRS84(layer.CRS) {
+		if !d.Part2() {
+			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: layer.CRS,
+				Reason: "the server does not declare OGC API – Features Part 2 (conformance class " + confCRS + ")"}
+		}
+		if !slices.ContainsFunc(d.CRSs, func(s string) bool { return sameCRS(s, layer.CRS) }) {
+			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: layer.CRS,
+				Reason: fmt.Sprintf("not in the collection's crs list %v", d.CRSs)}
+		}
+	}
+	return layer, warnings, nil
+}
+
+// Discover reads what Prepare needs; see Prepare.
+func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, []string, error) {
+	var d Discovery
+	var warnings []string
+	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
+		return d, nil, fmt.Errorf("%w: %w", ErrInvalidLayer, err)
+	}
+	root, coll, err := collectionURLs(layer)
+	if err != nil {
+		return d, nil, err
+	}
+	d.Root, d.Collection = root.String(), coll.String()
+	var cd collectionDoc
+	if err := c.getJSON(ctx, layer, withF(coll), &cd); err != nil {
+		return d, nil, fmt.Errorf("ogcapi: reading the collection document: %w", err)
+	}
+	d.CRSs, d.StorageCRS = cd.CRS, cd.StorageCRS
+	if cd.ItemType != "" && cd.ItemType != "feature" {
+		return d, nil, fmt.Errorf("%w: collection %s has itemType %q, not feature", ErrInvalidLayer, redact.URL(d.Collection), cd.ItemType)
+	}
+	items, ok := itemsLink(cd.Links)
+	if !ok {
+		warnings = append(warnings, "the collection document has no items link with a GeoJSON type: using {collection}/items")
+		items = coll.JoinPath("items").String()
+	} else if items, err = resolve(coll, items); err != nil {
+		return d, nil, fmt.Errorf("%w: the collection's items link: %w", ErrInvalidLayer, err)
+	}
+	// The feed's own query parameters (an API key) go with every request.
+	d.Items = Restore(items, layer.URL)
+
+	var conf struct {
+		ConformsTo []string `json:"conformsTo"`
+	}
+	if err := c.getJSON(ctx, layer, withF(root.JoinPath("conformance")), &conf); err != nil {
+		if !feedsOwn(err) {
+			return d, warnings, fmt.Errorf("ogcapi: reading the conformance classes: %w", err)
+		}
+		warnings = append(warnings, "no conformance document ("+err.Error()+"): assuming Part 1 Core only")
+	}
+	d.Conformance = conf.ConformsTo
+	if slices.Contains(d.CRSs, "#/crs") {
+		// Part 2: the collection inherits the list of /collections.
+		var all struct {
+			CRS []string `json:"crs"`
+		}
+		if err := c.getJSON(ctx, layer, withF(root.JoinPath("collections")), &all); err == nil {
+			d.CRSs = append(slices.DeleteFunc(slices.Clone(d.CRSs), func(s string) bool { return s == "#/crs" }), all.CRS...)
+		}
+	}
+	max, w := c.maxLimit(ctx, layer, root)
+	d.MaxLimit = max
+	if w != "" {
+		warnings = append(warnings, w)
+	}
+	return d, warnings, nil
+}
+
+// feedsOwn reports whether err is an answer about the document (a 4xx, an
+// exception with a client-side code) rather than the origin failing.
+func feedsOwn(err error) bool {
+	var se *httpcall.HTTPStatusError
+	var ee *ExceptionError
+	return (errors.As(err, &se) && se.Status >= 400 && se.Status < 500) || (errors.As(err, &ee) && !ee.ServerSide)
+}
+
+// maxLimit reads the maximum of the limit parameter from the OpenAPI
+// document the landing page links (rel service-desc), 0 when there is none.
+func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL) (int, string) {
+	var landing struct {
+		Links []link `json:"links"`
+	}
+	if err := c.getJSON(ctx, layer, withF(root), &landing); err != nil {
+		return 0, "no landing page (" + err.Error() + "): the server's maximum limit is unknown"
+	}
+	var href string
+	for _, l := range landing.Links {
+		if l.Rel == "service-desc" && (href == "" || strings.Contains(l.Type, "json")) {
+			href = l.Href
+		}
+	}
+	if href == "" {
+		return 0, ""
+	}
+	u, err := resolve(root, href)
+	if err != nil {
+		return 0, ""
+	}
+	pu, _ := url.Parse(u)
+	if breaker.Origin(pu) != breaker.Origin(root) && !layer.CrossOriginRedirects {
+		return 0, "the OpenAPI document is on another origin (" + breaker.Origin(pu) + "): the server's maximum limit is unknown"
+	}
+	var doc any
+	if err := c.getJSON(ctx, layer, pu, &doc); err != nil {
+		return 0, "no OpenAPI document (" + err.Error() + "): the server's maximum limit is unknown"
+	}
+	return limitMaximum(doc, 0), ""
+}
+
+// limitMaximum finds the query parameter "limit" in an OpenAPI document and
+// returns the smallest maximum its schemas declare (0: none).
+func limitMaximum(v any, depth int) int {
+	if depth > 12 {
+		return 0
+	}
+	best := 0
+	take := func(n int) {
+		if n > 0 && (best == 0 || n < best) {
+			best = n
+		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if x["name"] == "limit" && (x["in"] == "query" || x["in"] == nil) {
+			if s, ok := x["schema"].(map[string]any); ok {
+				if m, ok := s["maximum"].(float64); ok && m >= 1 && m < 1e9 {
+					take(int(m))
+				}
+			}
+		}
+		for _, e := range x {
+			take(limitMaximum(e, depth+1))
+		}
+	case []any:
+		for _, e := range x {
+			take(limitMaximum(e, depth+1))
+		}
+	}
+	return best
+}
+
+// itemsLink picks the collection's items link, GeoJSON first.
+func itemsLink(links []link) (string, bool) {
+	best, rank := "", 0
+	for _, l := range links {
+		if l.Rel != "items" || l.Href == "" {
+			continue
+		}
+		r := 1
+		switch t := strings.ToLower(l.Type); {
+		case strings.HasPrefix(t, "application/geo+json"):
+			r = 3
+		case t == "" || strings.HasPrefix(t, "application/json"):
+			r = 2
+		case strings.Contains(t, "html"):
+			r = 0
+		}
+		if r > rank {
+			best, rank = l.Href, r
+		}
+	}
+	return best, rank > 0
+}
+
+// resolve resolves href against base, keeping base's query parameters
+// (an API key) when href has none of its own.
+func resolve(base *url.URL, href string) (string, error) {
+	h, err := url.Parse(href)
+	if err != nil {
+		return "", fmt.Errorf("bad link %s: %s", feature.Snippet(redact.URL(href)), redact.Text(err.Error()))
+	}
+	u := base.ResolveReference(h)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("link %s is not http(s)", redact.URL(u.String()))
+	}
+	return u.String(), nil
+}
+
+// withF returns u with f=json unless u already has an f parameter: some
+// servers (MapServer) answer HTML to a browser-like request otherwise.
+func withF(u *url.URL) *url.URL {
+	c := cloneURL(u)
+	q := c.Query()
+	if !q.Has("f") {
+		q.Set("f", "json")
+		c.RawQuery = q.Encode()
+	}
+	return c
+}
+
+// getJSON GETs u as one logical call and decodes its JSON into v.
+func (c *Client) getJSON(ctx context.Context, layer source.Layer, u *url.URL, v any) error {
+	req := request(layer, u, "application/json, application/vnd.oai.openapi+json;q=0.9, */*;q=0.1")
+	if req.BodyLimit <= 0 || req.BodyLimit > maxDocBytes {
+		req.BodyLimit = maxDocBytes
+	}
+	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		br, _, err := a.OpenBody("discovery document")
+		if err != nil {
+			r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
+			if r.Outcome == breaker.Failure {
+				return a.IgnoredOr(r.Outcome, r.Err)
+			}
+			return *r
+		}
+		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
+			if r.Outcome == breaker.Failure {
+				return a.IgnoredOr(breaker.Failure, r.Err)
+			}
+			return *r
+		}
+		data, err := io.ReadAll(br)
+		if err != nil {
+			return a.IgnoredOr(breaker.Failure, &httpcall.BodyError{URL: a.Redacted, Err: err})
+		}
+		if err := json.Unmarshal(data, v); err != nil {
+			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
+				Err: &feature.DecodeError{Index: -1, Msg: "not the expected JSON document", Err: feature.Bound(err)}}}
+		}
+		return breaker.Result{Outcome: breaker.Success}
+	})
+}
+
+// request is the logical request of layer for u.
+func request(layer source.Layer, u *url.URL, accept string) httpcall.Request {
+	return httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: accept,
+		Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
+}

@@ -1,0 +1,107 @@
+package ogcapi
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; the typed errors below wrap or accompany them.
+var (
+	// ErrInvalidLayer means a Layer cannot be turned into requests.
+	ErrInvalidLayer = errors.New("ogcapi: invalid layer")
+	// ErrHTMLBody means the server answered with an HTML page where JSON
+	// was expected (a proxy's error page, or f=json not honoured).
+	ErrHTMLBody = errors.New("ogcapi: HTML page instead of JSON")
+	// ErrEmptyBody means a successful status came with no body at all.
+	ErrEmptyBody = errors.New("ogcapi: empty response body")
+	// ErrUnrecognizedBody means a successful status came with a body that
+	// is not JSON (a text or XML error page).
+	ErrUnrecognizedBody = errors.New("ogcapi: unrecognized response body")
+)
+
+// ExceptionError is an OGC API exception document ({"code": …,
+// "description": …}, the spec's exception schema), whatever the HTTP status
+// it came with: some servers answer 200 with one.
+type ExceptionError struct {
+	Status      int
+	URL         string // redacted
+	Code        string
+	Description string
+	// ServerSide is the verdict of the classification rule: the server
+	// failed (5xx, or a code that is not a known client-side one), rather
+	// than our request being wrong.
+	ServerSide bool
+}
+
+func (e *ExceptionError) Error() string {
+	msg := fmt.Sprintf("ogcapi: GET %s: HTTP %d: exception document", e.URL, e.Status)
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	if e.Description != "" {
+		msg += ": " + e.Description
+	}
+	return msg
+}
+
+// IncompleteError means the pages of a fetch do not add up to the whole
+// collection: a total other than the server's numberMatched, numberMatched
+// changing between pages, a numberReturned the page does not hold, or a
+// feature id delivered on two pages. Nothing fetched may be applied. The
+// server answered, so the breaker counts a success.
+type IncompleteError struct {
+	URL      string // redacted URL of the page where the fetch noticed
+	Expected int    // numberMatched, -1 if unknown
+	Got      int    // features delivered up to the verdict
+	Reason   string
+}
+
+func (e *IncompleteError) Error() string {
+	msg := fmt.Sprintf("ogcapi: incomplete result from %s: %s", e.URL, e.Reason)
+	if e.Expected >= 0 {
+		msg += fmt.Sprintf(" (numberMatched %d, got %d)", e.Expected, e.Got)
+	}
+	return msg
+}
+
+// PagingError means the server's links do not page through the
+// collection: a next link that leads back to a page already fetched (a
+// loop, a limit=0 page pointing to itself), a page that repeats an earlier
+// one (a server ignoring offset, MapServer#6613), or a run of empty pages
+// that never ends. Nothing fetched may be applied.
+type PagingError struct {
+	URL    string // redacted URL of the offending page
+	Page   int
+	Reason string
+}
+
+func (e *PagingError) Error() string {
+	return fmt.Sprintf("ogcapi: paging failed at page %d (%s): %s", e.Page, e.URL, e.Reason)
+}
+
+// CRSError means a response is not in the CRS the feed needs: its
+// Content-Crs header names another CRS, or is missing where Part 2 makes
+// it mandatory; or the server does not offer the CRS asked for.
+type CRSError struct {
+	URL    string // redacted
+	Want   string
+	Got    string // "" when the header was missing
+	Reason string
+}
+
+func (e *CRSError) Error() string {
+	return fmt.Sprintf("ogcapi: %s: CRS %s: %s", e.URL, e.Want, e.Reason)
+}
+
+// TimeoutError is a fetch whose deadline passed before the last page.
+type TimeoutError struct {
+	URL                   string // redacted
+	Page, Pages, Features int
+	Err                   error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("ogcapi: poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }

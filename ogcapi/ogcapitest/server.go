@@ -1,0 +1,382 @@
+// Package ogcapitest is ingestd's OGC API – Features fixture server: a
+// landing page, conformance, an OpenAPI document declaring the maximum
+// limit, collections with CRS lists (Part 2: CRS84, EPSG:4326 latitude
+// first, EPSG:3857), and items paged by offset through next links. Layers
+// are wfstest layers (recorded FeatureCollections or generated parcels).
+// Each collection may carry a Pitfall: the misbehaviour of real servers
+// that a client must refuse or survive (see the Pitfall constants).
+package ogcapitest
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ingestd/ingestd/wfs/wfstest"
+	gj "github.com/twpayne/go-geom/encoding/geojson"
+)
+
+// Pitfall is a misbehaviour of a collection's items.
+type Pitfall string
+
+// Pitfalls, after servers met in the field.
+const (
+	// None pages correctly.
+	None Pitfall = ""
+	// NoNextOnFullPage omits the next link of the second page, which is
+	// full (pygeoapi#1594, #1658); numberMatched is given.
+	NoNextOnFullPage Pitfall = "no-next-on-full-page"
+	// NextLoop makes the third page's next link point back to the second
+	// page's URL.
+	NextLoop Pitfall = "next-loop"
+	// ZeroLimitSelf answers every request as if limit were 0: no
+	// features, and a next link to the same URL.
+	ZeroLimitSelf Pitfall = "zero-limit-self"
+	// ApproxNumberMatched reports numberMatched rounded up to hundreds, as
+	// servers that estimate counts do.
+	ApproxNumberMatched Pitfall = "approx-number-matched"
+	// WrongContentCRS answers in CRS84 but labels the response with the
+	// CRS asked for (or, when none was, with EPSG:3857).
+	WrongContentCRS Pitfall = "wrong-content-crs"
+	// Exception200 answers the second page with an exception document and
+	// status 200.
+	Exception200 Pitfall = "exception-200"
+	// OffsetIgnored serves page 1 for every offset while next links keep
+	// coming (MapServer#6613).
+	OffsetIgnored Pitfall = "offset-ignored"
+	// ShortPages serves pages shorter than the limit (a server-side cap
+	// below the limit asked for) with next links: legitimate, to be
+	// followed.
+	ShortPages Pitfall = "short-pages"
+	// NoNumberMatched leaves numberMatched out: legitimate; completeness
+	// then rests on the links alone.
+	NoNumberMatched Pitfall = "no-number-matched"
+	// Duplicates repeats the last feature of each page as the first of
+	// the next one (an unstable order).
+	Duplicates Pitfall = "duplicates"
+)
+
+// Pitfalls lists every Pitfall but None.
+var Pitfalls = []Pitfall{NoNextOnFullPage, NextLoop, ZeroLimitSelf, ApproxNumberMatched, WrongContentCRS,
+	Exception200, OffsetIgnored, ShortPages, NoNumberMatched, Duplicates}
+
+// CRS URIs the server offers.
+const (
+	CRS84    = "http://www.opengis.net/def/crs/OGC/1.3/CRS84"
+	EPSG4326 = "http://www.opengis.net/def/crs/EPSG/0/4326"
+	EPSG3857 = "http://www.opengis.net/def/crs/EPSG/0/3857"
+)
+
+// Collection is one collection of the server.
+type Collection struct {
+	Layer   wfstest.Layer
+	Pitfall Pitfall
+	// ETag, when set, is sent with every items response.
+	ETag string
+}
+
+// Server is the fixture server; its zero value is not usable: use New.
+type Server struct {
+	// MaxLimit is the largest limit served (and declared in the OpenAPI
+	// document); larger limits are capped. DefaultLimit is used without one.
+	MaxLimit, DefaultLimit int
+	// NoPart2 leaves Part 2 out of the conformance classes.
+	NoPart2 bool
+	// Hook, when set, is called with every items request before it is
+	// answered (a test trips a breaker there).
+	Hook func(collection string, offset int)
+
+	mu          sync.Mutex
+	collections map[string]*Collection
+	requests    map[string]int // path → count
+	items       map[string]int // collection?offset → count
+	generation  int            // cursors of older generations are refused
+}
+
+// New returns a server with MaxLimit 10,000 and DefaultLimit 10.
+func New() *Server {
+	return &Server{MaxLimit: 10_000, DefaultLimit: 10, collections: map[string]*Collection{}, requests: map[string]int{},
+		items: map[string]int{}}
+}
+
+// Add adds (or replaces) collection id.
+func (s *Server) Add(id string, c Collection) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.collections[id] = &c
+}
+
+// Requests is the number of requests whose path was path.
+func (s *Server) Requests(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[path]
+}
+
+// ItemRequests is the number of items requests of collection at offset.
+func (s *Server) ItemRequests(collection string, offset int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.items[collection+"?"+strconv.Itoa(offset)]
+}
+
+// ExpireCursors makes every next link given so far invalid: a request
+// carrying an older cursor answers 400 with an exception document, as
+// servers whose paging cursors expire do.
+func (s *Server) ExpireCursors() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.generation++
+}
+
+func (s *Server) collection(id string) *Collection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.collections[id]
+}
+
+// ServeHTTP serves the API at the root of its origin.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests[r.URL.Path]++
+	s.mu.Unlock()
+	base := "http://" + r.Host
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case r.URL.Path == "/" || r.URL.Path == "":
+		writeJSON(w, map[string]any{"title": "ogcapitest", "links": []map[string]string{
+			{"href": base + "/?f=json", "rel": "self", "type": "application/json"},
+			{"href": base + "/conformance?f=json", "rel": "conformance", "type": "application/json"},
+			{"href": base + "/collections?f=json", "rel": "data", "type": "application/json"},
+			{"href": base + "/openapi?f=json", "rel": "service-desc", "type": "application/vnd.oai.openapi+json;version=3.0"},
+		}})
+	case r.URL.Path == "/conformance":
+		conf := []string{"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
+			"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson"}
+		if !s.NoPart2 {
+			conf = append(conf, "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs")
+		}
+		writeJSON(w, map[string]any{"conformsTo": conf})
+	case r.URL.Path == "/openapi":
+		writeJSON(w, map[string]any{"openapi": "3.0.2", "components": map[string]any{"parameters": map[string]any{
+			"limit": map[string]any{"name": "limit", "in": "query", "schema": map[string]any{
+				"type": "integer", "minimum": 1, "maximum": s.MaxLimit, "default": s.DefaultLimit}}}}})
+	case r.URL.Path == "/collections":
+		writeJSON(w, map[string]any{"collections": []any{}, "crs": []string{CRS84, EPSG4326, EPSG3857}})
+	case len(parts) == 2 && parts[0] == "collections":
+		if s.collection(parts[1]) == nil {
+			writeException(w, http.StatusNotFound, "NotFound", "no collection "+parts[1])
+			return
+		}
+		items := base + "/collections/" + parts[1] + "/items"
+		writeJSON(w, map[string]any{"id": parts[1], "itemType": "feature",
+			"crs": []string{"#/crs"}, "storageCrs": CRS84,
+			"links": []map[string]string{
+				{"href": items + "?f=html", "rel": "items", "type": "text/html"},
+				{"href": items + "?f=json", "rel": "items", "type": "application/geo+json"},
+			}})
+	case len(parts) == 3 && parts[0] == "collections" && parts[2] == "items":
+		c := s.collection(parts[1])
+		if c == nil {
+			writeException(w, http.StatusNotFound, "NotFound", "no collection "+parts[1])
+			return
+		}
+		s.serveItems(w, r, base, parts[1], c)
+	default:
+		writeException(w, http.StatusNotFound, "NotFound", "no such resource")
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeException(w http.ResponseWriter, status int, code, desc string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "description": desc})
+}
+
+// serveItems serves one page of collection id.
+func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id string, c *Collection) {
+	q := r.URL.Query()
+	offset, _ := strconv.Atoi(q.Get("offset"))
+	s.mu.Lock()
+	s.items[id+"?"+strconv.Itoa(offset)]++
+	gen := s.generation
+	hook := s.Hook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(id, offset)
+	}
+	if v := q.Get("cursor"); v != "" && v != strconv.Itoa(gen) {
+		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "cursor "+v+" expired")
+		return
+	}
+	limit := s.DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeException(w, http.StatusBadRequest, "InvalidParameterValue", "bad limit")
+			return
+		}
+		limit = n
+	}
+	limit = min(limit, s.MaxLimit)
+	crs := q.Get("crs")
+	switch crs {
+	case "", CRS84, EPSG4326, EPSG3857:
+	default:
+		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "unsupported crs "+crs)
+		return
+	}
+	n := c.Layer.Len()
+	serve := limit // how many this page holds
+	start := offset
+	switch c.Pitfall {
+	case ZeroLimitSelf:
+		serve = 0
+	case OffsetIgnored:
+		start = 0
+	case ShortPages:
+		serve = max(1, limit/3)
+	case Exception200:
+		if offset > 0 {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]string{"code": "NoApplicableCode", "description": "database connection lost"})
+			return
+		}
+	case Duplicates:
+		if start > 0 {
+			start--
+		}
+	}
+	end := min(n, start+serve)
+	if start > n {
+		start = n
+	}
+	page := func(o int) string {
+		v := url.Values{}
+		for k, vs := range q {
+			v[k] = vs
+		}
+		v.Set("offset", strconv.Itoa(o))
+		v.Set("limit", strconv.Itoa(limit))
+		v.Set("cursor", strconv.Itoa(gen))
+		v.Set("f", "json")
+		return base + r.URL.Path + "?" + v.Encode()
+	}
+	self := page(offset)
+	var next string
+	switch {
+	case c.Pitfall == ZeroLimitSelf:
+		next = self
+	case c.Pitfall == NextLoop && offset == 2*limit:
+		next = page(limit)
+	case c.Pitfall == OffsetIgnored:
+		if offset+limit < n {
+			next = page(offset + limit)
+		}
+	case c.Pitfall == NoNextOnFullPage && offset == limit && end < n:
+		next = ""
+	case offset+serve < n:
+		next = page(offset + serve)
+	}
+	if c.Pitfall == Duplicates && offset+serve < n {
+		next = page(offset + serve)
+	}
+
+	label := crs
+	if label == "" {
+		label = CRS84
+	}
+	if c.Pitfall == WrongContentCRS {
+		if crs == "" || crs == CRS84 {
+			label = EPSG3857
+		}
+		crs = "" // the coordinates stay CRS84
+	}
+	w.Header().Set("Content-Type", "application/geo+json")
+	w.Header().Set("Content-Crs", "<"+label+">")
+	if c.ETag != "" {
+		w.Header().Set("ETag", c.ETag)
+	}
+	buf := make([]byte, 0, 64<<10)
+	buf = append(buf, `{"type":"FeatureCollection","features":[`...)
+	var tmp []byte
+	for i := start; i < end; i++ {
+		if i > start {
+			buf = append(buf, ',')
+		}
+		tmp = c.Layer.AppendFeature(tmp[:0], i)
+		if crs != "" && crs != CRS84 {
+			tmp = reproject(tmp, crs)
+		}
+		buf = append(buf, tmp...)
+		if len(buf) > 256<<10 {
+			_, _ = w.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	buf = append(buf, `],"links":[`...)
+	buf = appendLink(buf, self, "self")
+	if next != "" {
+		buf = append(buf, ',')
+		buf = appendLink(buf, next, "next")
+	}
+	buf = append(buf, ']')
+	if c.Pitfall != NoNumberMatched {
+		matched := n
+		if c.Pitfall == ApproxNumberMatched {
+			matched = (n + 99) / 100 * 100
+		}
+		buf = append(buf, `,"numberMatched":`...)
+		buf = strconv.AppendInt(buf, int64(matched), 10)
+	}
+	buf = append(buf, `,"numberReturned":`...)
+	buf = strconv.AppendInt(buf, int64(max(0, end-start)), 10)
+	buf = append(buf, "}\n"...)
+	_, _ = w.Write(buf)
+}
+
+func appendLink(buf []byte, href, rel string) []byte {
+	b, _ := json.Marshal(map[string]string{"href": href, "rel": rel, "type": "application/geo+json"})
+	return append(buf, b...)
+}
+
+// reproject rewrites a CRS84 GeoJSON feature's coordinates into crs.
+func reproject(feat []byte, crs string) []byte {
+	var f gj.Feature
+	if err := json.Unmarshal(feat, &f); err != nil || f.Geometry == nil {
+		return feat
+	}
+	flat := f.Geometry.FlatCoords()
+	stride := f.Geometry.Stride()
+	for i := 0; i+1 < len(flat); i += stride {
+		lon, lat := flat[i], flat[i+1]
+		switch crs {
+		case EPSG4326:
+			flat[i], flat[i+1] = lat, lon
+		case EPSG3857:
+			flat[i], flat[i+1] = mercator(lon, lat)
+		}
+	}
+	out, err := json.Marshal(&f)
+	if err != nil {
+		return feat
+	}
+	return out
+}
+
+// mercator is EPSG:3857 (spherical Web Mercator) of lon, lat.
+func mercator(lon, lat float64) (x, y float64) {
+	const r = 6378137.0
+	x = r * lon * math.Pi / 180
+	y = r * math.Log(math.Tan(math.Pi/4+lat*math.Pi/360))
+	return math.Round(x*1000) / 1000, math.Round(y*1000) / 1000
+}

@@ -1,0 +1,431 @@
+package ogcapi
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"net/http"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/geojson"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/source"
+	"github.com/twpayne/go-geom"
+)
+
+// wantCRS is the CRS a fetch asks for and expects.
+type wantCRS struct {
+	name string // as configured; CRS84 when none was
+	crs  feature.CRS
+}
+
+// layerCRS is the CRS the layer's items come in.
+func layerCRS(layer source.Layer) (wantCRS, error) {
+	name := layer.CRS
+	if name == "" {
+		name = CRS84
+	}
+	c, err := feature.ParseCRS(name)
+	if err != nil {
+		return wantCRS{}, fmt.Errorf("%w: crs: %w", ErrInvalidLayer, err)
+	}
+	return wantCRS{name: name, crs: c}, nil
+}
+
+// fetchState is what the pages of one fetch share: the URLs fetched, the
+// ids delivered and the identity of each page, for the loop, repeat and
+// duplicate checks.
+type fetchState struct {
+	want    wantCRS
+	seed    maphash.Seed
+	urls    map[string]int   // request URL → page
+	ids     map[uint64]int32 // id hash → page
+	first   map[uint64]int   // first feature's key → page
+	content map[uint64]int   // page content hash → page
+	resumed int              // features staged before a resumed fetch (unknown: 0)
+}
+
+func newFetchState(want wantCRS) *fetchState {
+	return &fetchState{want: want, seed: maphash.MakeSeed(), urls: map[string]int{},
+		ids: map[uint64]int32{}, first: map[uint64]int{}, content: map[uint64]int{}}
+}
+
+// pageResult is what one successful attempt learnt about its page.
+type pageResult struct {
+	features       int
+	bytes          int64
+	numberMatched  int
+	numberReturned int
+	next           string
+	validators     source.Validators
+	warning        string
+	handlerErr     error
+	notModified    bool // a 304 to the layer's validators
+}
+
+// attempt is one attempt of one page: GET, classify, check the CRS,
+// stream into handle, check the page against the ones before.
+func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, st *fetchState, handle source.PageFunc, res *pageResult) breaker.Result {
+	if a.Resp.StatusCode == http.StatusNotModified && p.Index == 0 && !layer.Validators.IsZero() {
+		// The answer to the validators of the last applied snapshot
+		// (sent by httpcall, issue 16's contract): the layer is unchanged.
+		res.notModified = true
+		return breaker.Result{Outcome: breaker.Success}
+	}
+	br, note, err := a.OpenBody("items page")
+	if err != nil {
+		r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
+		r.Err.(*httpcall.BodyError).Page = p.Index
+		if r.Outcome == breaker.Failure {
+			return a.IgnoredOr(r.Outcome, r.Err)
+		}
+		return *r
+	}
+	res.warning = note
+	if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
+		var be *httpcall.BodyError
+		if errors.As(r.Err, &be) {
+			be.Page = p.Index
+		}
+		if r.Outcome == breaker.Failure {
+			return a.IgnoredOr(breaker.Failure, r.Err)
+		}
+		return *r
+	}
+	if err := checkContentCRS(a.Resp.Header.Get("Content-Crs"), st.want, a.Redacted); err != nil {
+		return breaker.Result{Outcome: breaker.Success, Err: err}
+	}
+	streamFailed := func(err error) breaker.Result {
+		if httpcall.FeedsFault(err, a.BodyErr()) && a.Ctx.Err() == nil {
+			return breaker.Result{Outcome: breaker.Success, Err: err}
+		}
+		return a.IgnoredOr(breaker.Failure, err)
+	}
+	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(st.want.crs.SRID),
+		feature.WithLimits(layer.Limits.WithDefaults()))
+	pr := &pageReader{dec: dec, st: st, page: p.Index, url: a.Redacted, swap: st.want.crs.LatFirst, body: a,
+		h: newPageHash(st.seed)}
+	p.Next = func() string {
+		if pr.next == "" {
+			return ""
+		}
+		if abs, err := resolve(a.URL, pr.next); err == nil {
+			return Storable(abs, layer.URL)
+		}
+		return pr.next
+	}
+
+	first, err := pr.read()
+	switch {
+	case err == io.EOF:
+	case err != nil:
+		return streamFailed(err)
+	default:
+		k := featureKey(st.seed, first)
+		if prev, ok := st.first[k]; ok && prev != p.Index {
+			return breaker.Result{Outcome: breaker.Success, Err: &PagingError{URL: a.Redacted, Page: p.Index,
+				Reason: fmt.Sprintf("page %d repeats page %d: it starts with the same feature (id %q); the server ignores the paging position of its next links (MapServer#6613)", p.Index, prev, truncate(first.ID, 200))}}
+		}
+		if err := pr.checkID(first); err != nil {
+			return breaker.Result{Outcome: breaker.Success, Err: err}
+		}
+		pr.pending = first
+		pr.firstKey = k
+	}
+	if herr := handle(a.CallCtx, p, pr); herr != nil {
+		var ie *IncompleteError
+		var pe *PagingError
+		switch {
+		case errors.As(herr, &ie), errors.As(herr, &pe):
+			return breaker.Result{Outcome: breaker.Success, Err: herr}
+		case httpcall.IsBodyError(herr):
+			return streamFailed(herr)
+		}
+		res.handlerErr = herr
+		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
+	}
+	if f, err := pr.Next(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("ogcapi: page %d (%s): handler returned before reading feature %d (id %q)", p.Index, a.Redacted, pr.n-1, f.ID)
+			res.handlerErr = err
+			return breaker.Result{Outcome: breaker.Ignored, Err: err}
+		}
+		var ie *IncompleteError
+		var pe *PagingError
+		if errors.As(err, &ie) || errors.As(err, &pe) {
+			return breaker.Result{Outcome: breaker.Success, Err: err}
+		}
+		return streamFailed(err)
+	}
+	res.features = pr.n
+	res.bytes = a.BodyBytes()
+	res.numberMatched = dec.NumberMatched()
+	res.numberReturned = dec.NumberReturned()
+	res.next = pr.next
+	res.validators = source.Validators{ETag: a.Resp.Header.Get("ETag"), LastModified: a.Resp.Header.Get("Last-Modified")}
+	if pr.n > 0 {
+		st.first[pr.firstKey] = p.Index
+		st.content[pr.contentHash] = p.Index
+	}
+	return breaker.Result{Outcome: breaker.Success}
+}
+
+// checkContentCRS compares a page's Content-Crs header with the CRS asked
+// for. Part 2 makes the header mandatory when a crs was asked for; without
+// one, items are CRS84 and a header, when sent, must say so.
+func checkContentCRS(header string, want wantCRS, redacted string) error {
+	got := contentCRS(header)
+	asked := !isCRS84(want.name)
+	switch {
+	case got == "" && asked:
+		return &CRSError{URL: redacted, Want: want.name, Reason: "the response has no Content-Crs header, so nothing says the coordinates are in it"}
+	case got == "":
+		return nil
+	case !sameCRS(got, want.name):
+		return &CRSError{URL: redacted, Want: want.name, Got: got, Reason: "the response's Content-Crs is " + truncate(got, 200)}
+	}
+	return nil
+}
+
+// pageReader is the FeatureReader handed to a PageFunc: it swaps
+// latitude-first coordinates to x/y, counts features, checks ids against
+// the earlier pages, hashes the page's content, and at the end of the page
+// reads its next link and refuses a page that repeats an earlier one.
+type pageReader struct {
+	dec      *geojson.Reader
+	st       *fetchState
+	page     int
+	url      string
+	swap     bool
+	body     *httpcall.Attempt
+	pending  *feature.Feature
+	n        int
+	err      error
+	firstKey uint64
+	h        *pageHash
+	// Set at the end of the page.
+	next        string
+	contentHash uint64
+}
+
+// BodyBytes returns the page's body bytes read so far (the stager bounds
+// a poll's bytes with it).
+func (r *pageReader) BodyBytes() int64 { return r.body.BodyBytes() }
+
+// Next implements feature.FeatureReader.
+func (r *pageReader) Next() (*feature.Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if f := r.pending; f != nil {
+		r.pending = nil
+		return f, nil
+	}
+	f, err := r.read()
+	if err == io.EOF {
+		if err := r.end(); err != nil {
+			r.err = err
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkID(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// read returns the decoder's next feature, counted, swapped, hashed.
+func (r *pageReader) read() (*feature.Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	f, err := r.dec.Next()
+	if err == io.EOF {
+		if r.n == 0 {
+			// An empty page ends here: read its members after the
+			// features (links) too.
+			return nil, r.endOnce()
+		}
+		return nil, io.EOF
+	}
+	if err != nil {
+		r.err = &httpcall.BodyError{URL: r.url, Page: r.page, Err: err}
+		return nil, r.err
+	}
+	r.n++
+	if r.swap && f.Geometry != nil {
+		eachFlat(f.Geometry, swapXY)
+	}
+	r.h.add(f)
+	return f, nil
+}
+
+// endOnce runs end for an empty page, whose first read is its end.
+func (r *pageReader) endOnce() error {
+	if err := r.end(); err != nil {
+		r.err = err
+		return err
+	}
+	return io.EOF
+}
+
+// end reads the page's next link and refuses a page whose content equals
+// an earlier page's.
+func (r *pageReader) end() error {
+	if r.contentHash != 0 || r.next != "" {
+		return nil // already ended
+	}
+	next, err := nextLink(r.dec.Links())
+	if err != nil {
+		return &httpcall.BodyError{URL: r.url, Page: r.page, Err: err}
+	}
+	r.next = next
+	if r.n == 0 {
+		return nil
+	}
+	r.contentHash = r.h.sum()
+	if prev, ok := r.st.content[r.contentHash]; ok && prev != r.page {
+		return &PagingError{URL: r.url, Page: r.page,
+			Reason: fmt.Sprintf("page %d repeats page %d: the same %d features; the server ignores the paging position of its next links (MapServer#6613)", r.page, prev, r.n)}
+	}
+	return nil
+}
+
+// checkID fails the page when f's id was delivered on an earlier page.
+func (r *pageReader) checkID(f *feature.Feature) error {
+	if f.ID == "" {
+		return nil
+	}
+	h := maphash.String(r.st.seed, f.ID)
+	if p, ok := r.st.ids[h]; ok && int(p) != r.page {
+		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: -1,
+			Reason: fmt.Sprintf("id %q came on pages %d and %d: the server's paging order is unstable or its ids are not unique", truncate(f.ID, 200), p, r.page)}
+		return r.err
+	}
+	// Every id up to exactIDs, then a fixed sample (by hash, so an id is
+	// always or never kept): memory stays bounded on huge collections, and
+	// the store's exact check at apply catches what the sample lets by.
+	if len(r.st.ids) < exactIDs || h%idSample == 0 {
+		r.st.ids[h] = int32(r.page)
+	}
+	return nil
+}
+
+// Bounds of the duplicate-id check (as package wfs's): every id up to
+// exactIDs, then one id in idSample.
+const (
+	exactIDs = 100_000
+	idSample = 64
+)
+
+// nextLink is the href of the rel="next" link of a page's links ("" when
+// there is none). Two different next links are the server's contradiction.
+func nextLink(raw []byte) (string, error) {
+	if len(raw) == 0 {
+		return "", nil
+	}
+	var links []link
+	if err := json.Unmarshal(raw, &links); err != nil {
+		return "", &feature.DecodeError{Index: -1, Msg: `member "links" is not an array of links`, Err: feature.Bound(err)}
+	}
+	next := ""
+	for _, l := range links {
+		if l.Rel != "next" || l.Href == "" {
+			continue
+		}
+		if next != "" && next != l.Href {
+			// A server may give one next link per format; prefer the
+			// GeoJSON one.
+			if !isJSONType(l.Type) {
+				continue
+			}
+		}
+		next = l.Href
+	}
+	return next, nil
+}
+
+func isJSONType(t string) bool {
+	return t == "" || t == "application/geo+json" || t == "application/json"
+}
+
+// featureKey identifies a feature for the repeated-page check: its id,
+// else its properties and coordinates.
+func featureKey(seed maphash.Seed, f *feature.Feature) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	if f.ID != "" {
+		h.WriteString("id:")
+		h.WriteString(f.ID)
+		return h.Sum64()
+	}
+	writeFeature(&h, f)
+	return h.Sum64()
+}
+
+// pageHash hashes a page's features in order: two pages with the same
+// hash hold the same features.
+type pageHash struct{ h maphash.Hash }
+
+func newPageHash(seed maphash.Seed) *pageHash {
+	p := &pageHash{}
+	p.h.SetSeed(seed)
+	return p
+}
+
+func (p *pageHash) add(f *feature.Feature) { writeFeature(&p.h, f) }
+
+func (p *pageHash) sum() uint64 {
+	s := p.h.Sum64()
+	if s == 0 {
+		s = 1 // 0 means "not ended"
+	}
+	return s
+}
+
+// writeFeature writes f's id, properties and coordinates to h.
+func writeFeature(h *maphash.Hash, f *feature.Feature) {
+	h.WriteString(f.ID)
+	h.WriteByte(0)
+	h.Write(f.Properties)
+	h.WriteByte(0)
+	if f.Geometry != nil {
+		var b [8]byte
+		eachFlat(f.Geometry, func(flat []float64, _ int) {
+			for _, v := range flat {
+				binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+				h.Write(b[:])
+			}
+		})
+	}
+}
+
+// eachFlat calls fn with the flat coordinates of every geometry in g.
+func eachFlat(g geom.T, fn func(flat []float64, stride int)) {
+	if gc, ok := g.(*geom.GeometryCollection); ok {
+		for _, c := range gc.Geoms() {
+			eachFlat(c, fn)
+		}
+		return
+	}
+	fn(g.FlatCoords(), g.Stride())
+}
+
+// swapXY swaps the first two ordinates of each position in place.
+func swapXY(flat []float64, stride int) {
+	if stride < 2 {
+		return
+	}
+	for i := 0; i+1 < len(flat); i += stride {
+		flat[i], flat[i+1] = flat[i+1], flat[i]
+	}
+}
