@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -200,6 +201,8 @@ func (p *Profile) AddFeature(props []byte, geometry string) error {
 	var err error
 	if len(props) > 0 && string(props) != "null" {
 		err = scanObject(props, func(name string, k Kind, outOfDouble bool) {
+			// As the store repairs it: jsonb holds no NUL.
+			name = strings.ReplaceAll(name, "\x00", "\uFFFD")
 			i := p.columnAdd(name)
 			if p.seen[i] {
 				return // a repeated key: jsonb keeps one

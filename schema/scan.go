@@ -126,7 +126,14 @@ func (s *scanner) value() (Kind, bool, error) {
 		if escaped {
 			return KString, false, nil
 		}
-		return StringKind(string(raw[1 : len(raw)-1])), false, nil
+		str := string(raw[1 : len(raw)-1])
+		k := StringKind(str)
+		if k == KStrNum {
+			// A declared double reads it: it may not fit.
+			_, ood := NumberKind(str)
+			return k, ood, nil
+		}
+		return k, false, nil
 	case c == 'n':
 		return KNull, false, s.word("null")
 	case c == 't':

@@ -10,7 +10,9 @@ package schema
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Type is a column's PostgreSQL type in a feed's typed view.
@@ -239,4 +241,29 @@ func Describe(changes []Change) string {
 		parts[i] = c.String()
 	}
 	return "schema: " + strings.Join(parts, "; ")
+}
+
+// viewOwnColumns are the typed view's columns that are not attributes.
+var viewOwnColumns = map[string]bool{"feature_id": true, "geom": true, "jurisdiction": true, "feed": true,
+	"first_seen_at": true, "changed_at": true}
+
+// ViewColumn is the typed view's column for the property name: the name
+// itself, unless it is one of the view's own columns (feature_id, geom,
+// jurisdiction, feed, first_seen_at, changed_at: then name_attr) or
+// longer than PostgreSQL's 63 bytes (then its first bytes and a hash of
+// the whole, so that two long names that share a prefix stay apart).
+func ViewColumn(name string) string {
+	if viewOwnColumns[name] {
+		return name + "_attr"
+	}
+	if len(name) <= 63 {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	cut := 54
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s_%08x", name[:cut], h.Sum32())
 }

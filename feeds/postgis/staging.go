@@ -14,6 +14,7 @@ import (
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/schema"
 )
 
 // StagePage copies one page of features into the poll's staging area with a
@@ -75,8 +76,10 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json())
-		return err
+		if _, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json()); err != nil {
+			return err
+		}
+		return recordPageProfile(ctx, tx, pollID, page, &src.profile)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgis: stage page %d of poll %d: %w", page, pollID, err)
@@ -138,6 +141,9 @@ type copySource struct {
 	// invalid counts the page's features by invalid reason
 	// (staged_pages.invalid_features).
 	invalid invalidCounts
+	// profile counts the page's value kinds and geometry types
+	// (staged_pages.profile; typed layers, schema.go).
+	profile schema.Profile
 
 	buf     []byte // encoded rows; out is what Read has not returned yet
 	out     []byte
@@ -388,6 +394,13 @@ func (c *copySource) encode(f *feature.Feature) stagedRow {
 		h := sha256.Sum256(c.props)
 		r.propsHash = h[:]
 	}
+	props := f.Properties
+	if r.invalid == featureUnusable {
+		props = nil
+	}
+	// Properties the decoder vouched for scan; an error only leaves this
+	// feature's values out of the profile.
+	_ = c.profile.AddFeature(props, geometryName(f.Geometry))
 	// The decoders repair what they can before the store sees it; their
 	// repairs count, and are skipped under invalid_feature: skip, as ours.
 	if f.Repairs&feature.RepairedUTF8 != 0 {

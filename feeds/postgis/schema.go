@@ -1,0 +1,316 @@
+package postgis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/twpayne/go-geom"
+
+	"github.com/ingestd/ingestd/schema"
+)
+
+// Typed layers. Staging profiles each page's values (schema.Profile, in
+// staged_pages.profile); the apply's schema steps merge them with what
+// the protocol declared into the snapshot's schema, compare it with the
+// feed's stored one (feed_columns), hold the snapshot when it drifted and
+// the feed says schema_change: hold, and otherwise record the columns and
+// the changes and rebuild the feed's typed view when its columns or
+// geometry type changed.
+
+// schemaState is what the schema steps of one apply find.
+type schemaState struct {
+	// known: every staged page has a profile (pages staged before version
+	// 20 have none; the schema is then left as it is).
+	known        bool
+	snap, stored schema.Schema
+	storedExists bool
+	viewExists   bool
+	signature    string
+	typedValues  map[string]schema.Type
+	changes      []schema.Change
+	// heldHere: the schema steps held the snapshot.
+	heldHere bool
+}
+
+// geometryName is the GeometryName spelling of g's type, "" for none.
+func geometryName(g geom.T) string {
+	switch g.(type) {
+	case *geom.Point:
+		return "Point"
+	case *geom.LineString:
+		return "LineString"
+	case *geom.Polygon:
+		return "Polygon"
+	case *geom.MultiPoint:
+		return "MultiPoint"
+	case *geom.MultiLineString:
+		return "MultiLineString"
+	case *geom.MultiPolygon:
+		return "MultiPolygon"
+	case *geom.GeometryCollection:
+		return "GeometryCollection"
+	}
+	return ""
+}
+
+// recordPageProfile stores the page's profile with its staged_pages row.
+func recordPageProfile(ctx context.Context, tx pgx.Tx, pollID int64, page int, p *schema.Profile) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, sqlQuery("RecordPageProfile"), pollID, page, b)
+	return err
+}
+
+// readSchema builds the snapshot's schema from the pages' profiles and the
+// declared one, reads the stored one, and diffs them; under
+// schema_change: hold a drift holds the snapshot (before anything is
+// written), naming the columns.
+func (s *Store) readSchema(ctx context.Context, r *applyRun) error {
+	st := &r.sch
+	rows, err := r.tx.Query(ctx, sqlQuery("PollProfiles"), r.pollID)
+	if err != nil {
+		return err
+	}
+	var profile schema.Profile
+	st.known = true
+	pages := 0
+	for rows.Next() {
+		pages++
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			rows.Close()
+			return err
+		}
+		if raw == nil {
+			st.known = false
+			continue
+		}
+		var p schema.Profile
+		if err := json.Unmarshal(raw, &p); err != nil {
+			rows.Close()
+			return err
+		}
+		profile.Merge(&p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || !st.known {
+		return err
+	}
+	if r.accept && r.declared == nil {
+		if err := heldDeclared(ctx, r); err != nil {
+			return err
+		}
+	}
+	if err := readStoredSchema(ctx, r); err != nil {
+		return err
+	}
+	st.snap = schema.Build(&profile, r.declared, st.stored.Columns)
+	if !st.storedExists {
+		return nil
+	}
+	st.changes = schema.Diff(st.stored, st.snap)
+	if len(st.changes) > 0 && r.schemaHold && !r.accept && r.held == nil {
+		reason := schema.Describe(st.changes)
+		r.held, st.heldHere = &reason, true
+		// What the diff would have counted, for held_snapshots.
+		r.pages, r.out.res.Features, r.out.previous = pages, int(profile.Features), int(r.table.lastCount)
+	}
+	return nil
+}
+
+// heldDeclared reads what was declared when the accepted snapshot was held.
+func heldDeclared(ctx context.Context, r *applyRun) error {
+	var raw []byte
+	err := r.tx.QueryRow(ctx, sqlQuery("HeldDeclared"), r.pollID).Scan(&raw, &r.typedText)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil || raw == nil {
+		return err
+	}
+	return json.Unmarshal(raw, &r.declared)
+}
+
+// readStoredSchema reads the feed's stored columns and schema row.
+func readStoredSchema(ctx context.Context, r *applyRun) error {
+	st := &r.sch
+	var typed []byte
+	err := r.tx.QueryRow(ctx, sqlQuery("StoredSchema"), r.jurisdiction, r.feed).
+		Scan(&st.stored.Features, &typed, &st.signature, &st.viewExists)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	st.storedExists = true
+	if typed != nil {
+		if err := json.Unmarshal(typed, &st.typedValues); err != nil {
+			return err
+		}
+	}
+	rows, err := r.tx.Query(ctx, sqlQuery("StoredColumns"), r.jurisdiction, r.feed)
+	if err != nil {
+		return err
+	}
+	st.stored.Columns, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (schema.Column, error) {
+		var c schema.Column
+		err := row.Scan(&c.Name, &c.Type, &c.Source, &c.NonNull, &c.Unconverted)
+		return c, err
+	})
+	return err
+}
+
+// typedByDecoder is the map of the properties whose text values the
+// decoder typed (declared numbers and booleans), nil when it typed none.
+func typedByDecoder(r *applyRun) map[string]schema.Type {
+	if !r.typedText || r.declared == nil {
+		return nil
+	}
+	m := make(map[string]schema.Type)
+	for _, c := range r.declared.Columns {
+		if c.Type.Numberish() || c.Type == schema.Boolean {
+			m[c.Name] = c.Type
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// retypeStored types the feed's stored text values as the decoder typed
+// this snapshot's, when the types it typed by differ from those the
+// stored rows were typed by (the first poll after upgrading to typed GML
+// values, or a declared type that became a number): unchanged features
+// keep matching their stored hashes. Held snapshots change nothing.
+func retypeStored(ctx context.Context, r *applyRun) error {
+	st := &r.sch
+	want := typedByDecoder(r)
+	if !st.known || r.held != nil || r.firstLoad || want == nil || maps.Equal(want, st.typedValues) {
+		return nil
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		return err
+	}
+	_, err = r.tx.Exec(ctx, r.table.sql("RetypeStored"), b)
+	return err
+}
+
+// recordSchema records the snapshot's schema: for a held snapshot its
+// changes (action held) and what was declared, for an applied one its
+// columns, its changes (evolved, or accepted), and the typed view, rebuilt
+// when its columns or geometry type changed.
+func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
+	st := &r.sch
+	if !st.known {
+		return nil
+	}
+	action := "evolved"
+	switch {
+	case r.held != nil:
+		action = "held"
+	case r.accept:
+		action = "accepted"
+	}
+	if err := insertSchemaChanges(ctx, r, action); err != nil {
+		return err
+	}
+	for _, c := range st.changes {
+		s.logger.WarnContext(ctx, "schema changed", "poll_id", r.pollID, "jurisdiction", r.jurisdiction,
+			"feed", r.feed, "column", c.Column, "change", c.What, "old_type", string(c.OldType),
+			"new_type", string(c.NewType), "action", action)
+	}
+	if r.held != nil {
+		b, err := json.Marshal(r.declared)
+		if err != nil {
+			return err
+		}
+		_, err = r.tx.Exec(ctx, sqlQuery("SaveHeldDeclared"), r.pollID, b, r.typedText)
+		return err
+	}
+	return writeSchema(ctx, r)
+}
+
+// insertSchemaChanges logs the run's changes in schema_changes.
+func insertSchemaChanges(ctx context.Context, r *applyRun, action string) error {
+	n := len(r.sch.changes)
+	if n == 0 {
+		return nil
+	}
+	cols, what, oldT, newT := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	oldS, newS := make([]*float64, n), make([]*float64, n)
+	for i, c := range r.sch.changes {
+		cols[i], what[i], oldT[i], newT[i] = c.Column, c.What, string(c.OldType), string(c.NewType)
+		if c.What == schema.NullCollapse {
+			oldS[i], newS[i] = &c.OldShare, &c.NewShare
+		}
+	}
+	_, err := r.tx.Exec(ctx, sqlQuery("InsertSchemaChanges"), r.pollID, r.jurisdiction, r.feed, action,
+		cols, what, oldT, newT, oldS, newS)
+	return err
+}
+
+// viewColumn is one column of a typed view as ingestd_build_feed_view
+// takes it.
+type viewColumn struct {
+	Name   string      `json:"name"`
+	Column string      `json:"column"`
+	Type   schema.Type `json:"type"`
+}
+
+// writeSchema upserts the snapshot's columns, marks the missing ones
+// removed, rebuilds the view when its signature changed, and records the
+// feed's schema row.
+func writeSchema(ctx context.Context, r *applyRun) error {
+	st := &r.sch
+	n := len(st.snap.Columns)
+	names, viewCols, types, sources := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	nonNull, unconverted := make([]int64, n), make([]int64, n)
+	view := make([]viewColumn, n)
+	for i, c := range st.snap.Columns {
+		names[i], viewCols[i], types[i], sources[i] = c.Name, schema.ViewColumn(c.Name), string(c.Type), string(c.Source)
+		nonNull[i], unconverted[i] = c.NonNull, c.Unconverted
+		view[i] = viewColumn{Name: c.Name, Column: viewCols[i], Type: c.Type}
+	}
+	if _, err := r.tx.Exec(ctx, sqlQuery("UpsertColumns"), r.jurisdiction, r.feed, r.pollID,
+		names, viewCols, types, sources, nonNull, unconverted); err != nil {
+		return err
+	}
+	if _, err := r.tx.Exec(ctx, sqlQuery("RemoveColumns"), r.jurisdiction, r.feed, names); err != nil {
+		return err
+	}
+	cols, err := json.Marshal(view)
+	if err != nil {
+		return err
+	}
+	sig := string(cols) + "|" + st.snap.Geometry
+	if sig != st.signature || !st.viewExists {
+		if _, err := r.tx.Exec(ctx, sqlQuery("BuildFeedView"), r.jurisdiction, r.feed, cols, st.snap.Geometry); err != nil {
+			return err
+		}
+	}
+	typed := st.typedValues
+	if want := typedByDecoder(r); want != nil {
+		typed = want
+	}
+	var typedJSON []byte
+	if typed != nil {
+		if typedJSON, err = json.Marshal(typed); err != nil {
+			return err
+		}
+	}
+	declaredBy := ""
+	if r.declared != nil {
+		declaredBy = r.declared.Origin
+	}
+	_, err = r.tx.Exec(ctx, sqlQuery("UpsertFeedSchema"), r.jurisdiction, r.feed, st.snap.Geometry,
+		st.snap.Features, declaredBy, typedJSON, sig, r.pollID)
+	return err
+}
