@@ -219,6 +219,8 @@ func (f *Feed) Layer() source.Layer {
 		Headers:        f.Headers,
 
 		CrossOriginRedirects: f.Redirects == RedirectsFollow,
+		// Typed layers: a WFS layer's schema is its DescribeFeatureType.
+		DescribeSchema: f.Kind == KindWFS,
 	}
 }
 

@@ -125,6 +125,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		}
 		if err == nil {
 			applied = true
+			info.Declared, info.TypedText = stats.Declared, stats.TypedText
 			res, err = m.store.Apply(ctx, pollID, info)
 		}
 		return err

@@ -246,3 +246,75 @@ func TestSchemaHoldRejected(t *testing.T) {
 	// The same drift again is held again: the stored schema did not move.
 	b.pollHeld(t, feed, driftFeatures(5, func(i int) string { return fmt.Sprintf(`{"a":"s%d"}`, i) }))
 }
+
+// TestTypedGMLUpgradeKeepsHashes: a feed loaded before typed layers (GML
+// values stored as strings, no schema rows: version 19's state after
+// migration 20) and polled again with unchanged sources, now typed by
+// the declared schema (numbers as JSON numbers), logs no modified
+// feature: the stored values are retyped and rehashed first.
+func TestTypedGMLUpgradeKeepsHashes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("gmlupgrade")
+	gmlText := func(i int) string {
+		return fmt.Sprintf(`{"NAME":"County %d","AREA":"0.1%d0","CRESS_ID":"%03d","FLAG":"1","NOTE":"12"}`, i, i, i)
+	}
+	var old []ft.Feature
+	for i := range 30 {
+		old = append(old, feature(fmt.Sprintf("nc.%d", i), square(float64(i), 0, 1), json.RawMessage(gmlText(i))))
+	}
+	b.poll(t, feed, old)
+	// What version 19 left: no schema, no view.
+	for _, q := range []string{`DELETE FROM feed_columns`, `DELETE FROM feed_schemas`, `DROP VIEW ` + b.viewName(t, feed)} {
+		if _, err := b.pool.Exec(b.ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	declared := &schema.Declared{Origin: "wfs DescribeFeatureType", Columns: []schema.Column{
+		{Name: "NAME", Type: schema.Text}, {Name: "AREA", Type: schema.Double}, {Name: "CRESS_ID", Type: schema.BigInt},
+		{Name: "FLAG", Type: schema.Boolean}, {Name: "NOTE", Type: schema.Text}}}
+	typer := schema.Typer(declared)
+	var typed []ft.Feature
+	for i, f := range old {
+		// As the GML decoder renders them with the typer.
+		var m map[string]string
+		if err := json.Unmarshal(f.Properties, &m); err != nil {
+			t.Fatal(err)
+		}
+		out := []byte("{")
+		for j, k := range []string{"NAME", "AREA", "CRESS_ID", "FLAG", "NOTE"} {
+			if j > 0 {
+				out = append(out, ',')
+			}
+			kb, _ := json.Marshal(k)
+			out = append(append(out, kb...), ':')
+			var ok bool
+			if out, ok = typer(out, k, []byte(m[k])); !ok {
+				vb, _ := json.Marshal(m[k])
+				out = append(out, vb...)
+			}
+		}
+		typed = append(typed, feature(f.ID, f.Geometry, append(out, '}')))
+		if i == 0 && !strings.Contains(string(typed[0].Properties), `"AREA":0.100,"CRESS_ID":0,"FLAG":true`) {
+			t.Fatalf("typed GML properties %s", typed[0].Properties)
+		}
+	}
+	feed.Declared, feed.TypedText = declared, true
+	_, res := b.poll(t, feed, typed)
+	if res.Modified != 0 || res.Unchanged != 30 {
+		t.Errorf("first typed poll after the upgrade: %+v, want 30 unchanged, 0 modified", res)
+	}
+	var area float64
+	var cress int64
+	var flag bool
+	b.scalar(t, &area, fmt.Sprintf(`SELECT "AREA" FROM %s WHERE feature_id = 'nc.3'`, b.viewName(t, feed)))
+	b.scalar(t, &cress, fmt.Sprintf(`SELECT "CRESS_ID" FROM %s WHERE feature_id = 'nc.3'`, b.viewName(t, feed)))
+	b.scalar(t, &flag, fmt.Sprintf(`SELECT "FLAG" FROM %s WHERE feature_id = 'nc.3'`, b.viewName(t, feed)))
+	if area != 0.13 || cress != 3 || !flag {
+		t.Errorf("typed view: AREA %v CRESS_ID %v FLAG %v", area, cress, flag)
+	}
+	// Stored rows now hold numbers, and the next poll is quiet too.
+	if _, res := b.poll(t, feed, typed); res.Modified != 0 {
+		t.Errorf("second typed poll: %+v", res)
+	}
+}

@@ -1,0 +1,94 @@
+package wfs
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/schema"
+	"github.com/ingestd/ingestd/source"
+)
+
+// DescribeURL returns the DescribeFeatureType request for layer.
+func DescribeURL(layer source.Layer) (*url.URL, error) {
+	if err := Validate(layer); err != nil {
+		return nil, err
+	}
+	if layer.Kind != KindWFS {
+		return nil, fmt.Errorf("%w: DescribeFeatureType needs a WFS layer", ErrInvalidLayer)
+	}
+	v := versionOf(layer)
+	tn := "typeName"
+	if v == "2.0.0" {
+		tn = "typeNames"
+	}
+	return serviceURL(layer, kvpParams, [][2]string{
+		{"service", "WFS"}, {"version", v}, {"request", "DescribeFeatureType"}, {tn, layer.TypeName},
+	})
+}
+
+// Describe fetches layer's DescribeFeatureType (one logical call through
+// the origin's breaker, like a page) and returns the declared schema of
+// its feature type: its properties' XSD types mapped by schema.FromXSD.
+func (c *Client) Describe(ctx context.Context, layer source.Layer) (*schema.Declared, error) {
+	u, err := DescribeURL(layer)
+	if err != nil {
+		return nil, err
+	}
+	var d *schema.Declared
+	err = c.getXML(ctx, layer, u, func(br *bufio.Reader) error {
+		var err error
+		d, err = schema.FromXSD(br, layer.TypeName)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wfs: DescribeFeatureType (%s): %w", RedactURL(u.String()), err)
+	}
+	return d, nil
+}
+
+// declaredCache keeps each layer's last declared schema, for a poll whose
+// DescribeFeatureType fails: its GML values are typed as the last ones
+// were, so a passing failure does not make every feature look modified.
+type declaredCache struct {
+	mu      sync.Mutex
+	entries map[negotiationKey]*schema.Declared
+}
+
+// declared returns the layer's declared schema for a Fetch of a layer
+// that asks for one (Layer.DescribeSchema), nil otherwise. A refusal by
+// the open breaker or the caller's deadline fails the fetch, as a page's
+// would; any other failure (a server without DescribeFeatureType, a
+// schema that does not describe the type) is a warning, and the fetch
+// goes on with the layer's last declared schema, or none.
+func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Declared, string, error) {
+	if !layer.DescribeSchema || layer.Kind != KindWFS {
+		return nil, "", nil
+	}
+	key := keyOf(layer)
+	d, err := c.Describe(ctx, layer)
+	dc := &c.declaredCache
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if err == nil {
+		if dc.entries == nil {
+			dc.entries = make(map[negotiationKey]*schema.Declared)
+		}
+		dc.entries[key] = d
+		return d, "", nil
+	}
+	var open *breaker.OpenError
+	if errors.As(err, &open) || ctx.Err() != nil {
+		return nil, "", err
+	}
+	warning := fmt.Sprintf("the layer's schema could not be read; types are inferred from its values: %v", err)
+	if last := dc.entries[key]; last != nil {
+		warning = fmt.Sprintf("the layer's schema could not be read; its last one is used: %v", err)
+		return last, warning, nil
+	}
+	return nil, warning, nil
+}
