@@ -213,7 +213,9 @@ $$;
 
 -- Builds (or rebuilds) a feed's typed view from its columns (a jsonb array
 -- of {name, column, type}) and geometry type ('' or NULL: none). Names and
--- types are quoted here (format %I, %L), never pasted by the caller.
+-- types are quoted here (format %I, %L), never pasted by the caller. When
+-- another object depends on the view (an analyst's own view on top), it is
+-- left as it is and NULL returned: the apply goes on.
 -- +goose StatementBegin
 CREATE FUNCTION ingestd_build_feed_view(j text, f text, cols jsonb, geometry_type text) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -224,7 +226,6 @@ DECLARE
     cast_fn text;
     geom text := '';
 BEGIN
-    EXECUTE format('DROP VIEW IF EXISTS %I', v);
     FOR c IN SELECT * FROM jsonb_array_elements(cols) LOOP
         cast_fn := CASE c ->> 'type'
             WHEN 'bigint' THEN 'ingestd_as_bigint' WHEN 'numeric' THEN 'ingestd_as_numeric'
@@ -238,6 +239,11 @@ BEGIN
     ELSIF geometry_type IN ('Point', 'LineString', 'Polygon', 'MultiPoint', 'MultiLineString', 'MultiPolygon', 'GeometryCollection') THEN
         geom := format(', ingestd_as_geometry(f.geom, %L)::geometry(%s, 4326) AS geom', upper(geometry_type), geometry_type);
     END IF;
+    BEGIN
+        EXECUTE format('DROP VIEW IF EXISTS %I', v);
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RETURN NULL;
+    END;
     EXECUTE format('CREATE VIEW %I AS SELECT f.feature_id%s%s, f.jurisdiction, f.feed, f.first_seen_at, f.changed_at FROM %I f',
         v, sel, geom, ingestd_feed_partition(j, f));
     EXECUTE format('COMMENT ON VIEW %I IS %L', v, format('Typed layer of feed %s/%s (ingestd): one column per attribute (feed_columns), geom in EPSG:4326; join feed_freshness on (jurisdiction, feed).', j, f));

@@ -253,6 +253,9 @@ var viewOwnColumns = map[string]bool{"feature_id": true, "geom": true, "jurisdic
 // longer than PostgreSQL's 63 bytes (then its first bytes and a hash of
 // the whole, so that two long names that share a prefix stay apart).
 func ViewColumn(name string) string {
+	if name == "" {
+		return "_"
+	}
 	if viewOwnColumns[name] {
 		return name + "_attr"
 	}
@@ -266,4 +269,22 @@ func ViewColumn(name string) string {
 		cut--
 	}
 	return fmt.Sprintf("%s_%08x", name[:cut], h.Sum32())
+}
+
+// ViewColumns maps names (a schema's columns, in order) to distinct view
+// columns: ViewColumn's, and for a name whose column an earlier name took
+// (a property "feed_attr" beside one "feed"), that column with _2, _3….
+// The same names in the same order always get the same columns.
+func ViewColumns(names []string) []string {
+	out := make([]string, len(names))
+	used := make(map[string]bool, len(names))
+	for i, n := range names {
+		c := ViewColumn(n)
+		for k := 2; used[c] || viewOwnColumns[c]; k++ {
+			c = fmt.Sprintf("%s_%d", ViewColumn(n), k)
+		}
+		used[c] = true
+		out[i] = c
+	}
+	return out
 }

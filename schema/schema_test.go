@@ -240,3 +240,14 @@ func FuzzScanObject(f *testing.F) {
 		}
 	})
 }
+
+func TestViewColumns(t *testing.T) {
+	long := strings.Repeat("é", 40)
+	got := ViewColumns([]string{"a", "feed", "feed_attr", "", "_", long, long + "x"})
+	if got[0] != "a" || got[1] != "feed_attr" || got[2] != "feed_attr_2" || got[3] != "_" || got[4] != "__2" {
+		t.Errorf("ViewColumns = %q", got)
+	}
+	if len(got[5]) > 63 || len(got[6]) > 63 || got[5] == got[6] || !utf8.ValidString(got[5]) {
+		t.Errorf("long names: %q, %q", got[5], got[6])
+	}
+}

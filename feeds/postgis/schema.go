@@ -235,7 +235,7 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 		_, err = r.tx.Exec(ctx, sqlQuery("SaveHeldDeclared"), r.pollID, b, r.typedText)
 		return err
 	}
-	return writeSchema(ctx, r)
+	return s.writeSchema(ctx, r)
 }
 
 // insertSchemaChanges logs the run's changes in schema_changes.
@@ -268,14 +268,18 @@ type viewColumn struct {
 // writeSchema upserts the snapshot's columns, marks the missing ones
 // removed, rebuilds the view when its signature changed, and records the
 // feed's schema row.
-func writeSchema(ctx context.Context, r *applyRun) error {
+func (s *Store) writeSchema(ctx context.Context, r *applyRun) error {
 	st := &r.sch
 	n := len(st.snap.Columns)
 	names, viewCols, types, sources := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	nonNull, unconverted := make([]int64, n), make([]int64, n)
 	view := make([]viewColumn, n)
 	for i, c := range st.snap.Columns {
-		names[i], viewCols[i], types[i], sources[i] = c.Name, schema.ViewColumn(c.Name), string(c.Type), string(c.Source)
+		names[i] = c.Name
+	}
+	viewCols = schema.ViewColumns(names)
+	for i, c := range st.snap.Columns {
+		types[i], sources[i] = string(c.Type), string(c.Source)
 		nonNull[i], unconverted[i] = c.NonNull, c.Unconverted
 		view[i] = viewColumn{Name: c.Name, Column: viewCols[i], Type: c.Type}
 	}
@@ -292,8 +296,16 @@ func writeSchema(ctx context.Context, r *applyRun) error {
 	}
 	sig := string(cols) + "|" + st.snap.Geometry
 	if sig != st.signature || !st.viewExists {
-		if _, err := r.tx.Exec(ctx, sqlQuery("BuildFeedView"), r.jurisdiction, r.feed, cols, st.snap.Geometry); err != nil {
+		var built *string
+		if err := r.tx.QueryRow(ctx, sqlQuery("BuildFeedView"), r.jurisdiction, r.feed, cols, st.snap.Geometry).Scan(&built); err != nil {
 			return err
+		}
+		if built == nil {
+			// Another view depends on it: the old view stays, and the
+			// next poll tries again (the signature is not recorded).
+			s.logger.WarnContext(ctx, "typed view not rebuilt: other objects depend on it", "poll_id", r.pollID,
+				"jurisdiction", r.jurisdiction, "feed", r.feed)
+			sig = st.signature
 		}
 	}
 	typed := st.typedValues

@@ -318,3 +318,28 @@ func TestTypedGMLUpgradeKeepsHashes(t *testing.T) {
 		t.Errorf("second typed poll: %+v", res)
 	}
 }
+
+// TestTypedViewKeptWhenDependedOn: an analyst's view on top of the typed
+// view does not make polls fail; the typed view is rebuilt once it can be.
+func TestTypedViewKeptWhenDependedOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("depended")
+	b.poll(t, feed, driftFeatures(5, driftBase))
+	view := b.viewName(t, feed)
+	if _, err := b.pool.Exec(b.ctx, `CREATE VIEW analyst AS SELECT a FROM `+view); err != nil {
+		t.Fatal(err)
+	}
+	added := func(i int) string { return fmt.Sprintf(`{"a":%d,"b":"x%d","c":%d,"d":%d}`, i, i, i, i) }
+	b.poll(t, feed, driftFeatures(5, added))
+	if got := b.viewAttributes(t, view); got != "a:bigint,b:text,c:bigint" {
+		t.Errorf("view with a dependent: %s", got)
+	}
+	if _, err := b.pool.Exec(b.ctx, `DROP VIEW analyst`); err != nil {
+		t.Fatal(err)
+	}
+	b.poll(t, feed, driftFeatures(5, added))
+	if got := b.viewAttributes(t, view); got != "a:bigint,b:text,c:bigint,d:bigint" {
+		t.Errorf("view after the dependent went: %s", got)
+	}
+}
