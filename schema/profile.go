@@ -3,7 +3,9 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -152,11 +154,31 @@ func (c *ColumnProfile) unconverted(t Type) int64 {
 type Profile struct {
 	Features int64
 	// Columns in the order their names first appeared.
-	Columns  []ColumnProfile
-	Geometry map[string]int64
-	index    map[string]int
-	// seen marks the columns the current feature carried.
+	Columns []ColumnProfile
+	// geoms counts features by geometry type ("" for none): a handful of
+	// types, searched in order.
+	geoms []geomCount
+	index map[string]int
+	// seen marks the columns the current feature carried; last[k] is the
+	// column of the last feature's k-th key (features of a layer mostly
+	// share their keys' order, which spares a map lookup per value).
 	seen []bool
+	last []int
+}
+
+type geomCount struct {
+	name string
+	n    int64
+}
+
+func (p *Profile) addGeometry(name string, n int64) {
+	for i := range p.geoms {
+		if p.geoms[i].name == name {
+			p.geoms[i].n += n
+			return
+		}
+	}
+	p.geoms = append(p.geoms, geomCount{name, n})
 }
 
 func (p *Profile) column(name string) *ColumnProfile {
@@ -191,19 +213,30 @@ var ErrNotObject = errors.New("schema: properties are not a JSON object")
 // that do not scan are counted as a feature without properties, and the
 // error is returned.
 func (p *Profile) AddFeature(props []byte, geometry string) error {
-	if p.Geometry == nil {
-		p.Geometry = make(map[string]int64)
-	}
-	p.Geometry[geometry]++
+	p.addGeometry(geometry, 1)
 	for i := range p.seen {
 		p.seen[i] = false
 	}
 	var err error
 	if len(props) > 0 && string(props) != "null" {
-		err = scanObject(props, func(name string, k Kind, outOfDouble bool) {
-			// As the store repairs it: jsonb holds no NUL.
-			name = strings.ReplaceAll(name, "\x00", "\uFFFD")
-			i := p.columnAdd(name)
+		pos := 0
+		err = scanObject(props, func(name []byte, k Kind, outOfDouble bool) {
+			var i int
+			if pos < len(p.last) && p.Columns[p.last[pos]].Name == string(name) {
+				i = p.last[pos]
+			} else {
+				var ok bool
+				if i, ok = p.index[string(name)]; !ok {
+					// As the store repairs it: jsonb holds no NUL.
+					i = p.columnAdd(strings.ReplaceAll(string(name), "\x00", "\uFFFD"))
+				}
+				if pos < len(p.last) {
+					p.last[pos] = i
+				} else {
+					p.last = append(p.last, i)
+				}
+			}
+			pos++
 			if p.seen[i] {
 				return // a repeated key: jsonb keeps one
 			}
@@ -241,11 +274,8 @@ func (p *Profile) Merge(q *Profile) {
 		}
 	}
 	p.Features += q.Features
-	if p.Geometry == nil {
-		p.Geometry = make(map[string]int64)
-	}
-	for g, n := range q.Geometry {
-		p.Geometry[g] += n
+	for _, g := range q.geoms {
+		p.addGeometry(g.name, g.n)
 	}
 }
 
@@ -259,9 +289,9 @@ var multi = map[string]string{"Point": "MultiPoint", "LineString": "MultiLineStr
 // -nlt PROMOTE_TO_MULTI does), else "Geometry".
 func (p *Profile) GeometryType() string {
 	types := map[string]bool{}
-	for g, n := range p.Geometry {
-		if g != "" && n > 0 {
-			types[g] = true
+	for _, g := range p.geoms {
+		if g.name != "" && g.n > 0 {
+			types[g.name] = true
 		}
 	}
 	switch len(types) {
@@ -296,7 +326,13 @@ type columnJSON struct {
 
 // MarshalJSON renders p with kinds by name.
 func (p *Profile) MarshalJSON() ([]byte, error) {
-	out := profileJSON{Features: p.Features, Geometry: p.Geometry}
+	out := profileJSON{Features: p.Features}
+	if len(p.geoms) > 0 {
+		out.Geometry = make(map[string]int64, len(p.geoms))
+		for _, g := range p.geoms {
+			out.Geometry[g.name] += g.n
+		}
+	}
 	for _, c := range p.Columns {
 		cj := columnJSON{Name: c.Name, Kinds: map[string]int64{}, OutOfDouble: c.outOfDouble}
 		for k, n := range c.Kinds {
@@ -315,7 +351,10 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	*p = Profile{Features: in.Features, Geometry: in.Geometry}
+	*p = Profile{Features: in.Features}
+	for _, name := range slices.Sorted(maps.Keys(in.Geometry)) {
+		p.addGeometry(name, in.Geometry[name])
+	}
 	for _, cj := range in.Columns {
 		i := p.columnAdd(cj.Name)
 		c := &p.Columns[i]
@@ -333,26 +372,37 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 }
 
 var (
-	strIntRE = regexp.MustCompile(`^-?[0-9]{1,19}$`)
-	strNumRE = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?$`)
-	dateRE   = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
-	tsRE     = regexp.MustCompile(`^([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}):([0-9]{2})(:[0-9]{2}(\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$`)
+	dateRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+	tsRE   = regexp.MustCompile(`^([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}):([0-9]{2})(:[0-9]{2}(\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$`)
 )
 
-// StringKind classifies a string value (unescaped).
+// StringKind classifies a string value (unescaped). It runs for every
+// string value staged, so the common cases (a name, a code) are decided
+// by the first byte, and numbers are checked by hand; only strings shaped
+// like dates reach the regular expressions.
 func StringKind(s string) Kind {
+	if s == "" {
+		return KString
+	}
+	switch c := s[0]; {
+	case c == 't' || c == 'f':
+		if s == "true" || s == "false" {
+			return KStrBool
+		}
+		return KString
+	case c != '-' && (c < '0' || c > '9'):
+		return KString
+	}
 	switch {
-	case s == "true" || s == "false":
-		return KStrBool
-	case strIntRE.MatchString(s) && fitsInt64(s):
+	case isStrInt(s) && fitsInt64(s):
 		return KStrInt
-	case len(s) <= 64 && strNumRE.MatchString(s):
+	case len(s) <= 64 && isStrNum(s):
 		return KStrNum
-	case dateRE.MatchString(s):
+	case len(s) == 10:
 		if validDate(s) {
 			return KDate
 		}
-	case len(s) <= 40:
+	case len(s) >= 16 && len(s) <= 40 && s[4] == '-':
 		if m := tsRE.FindStringSubmatch(s); m != nil && validDate(m[1]) {
 			h, _ := strconv.Atoi(m[2])
 			mi, _ := strconv.Atoi(m[3])
@@ -368,9 +418,64 @@ func StringKind(s string) Kind {
 	return KString
 }
 
+// isStrInt: -?[0-9]{1,19}.
+func isStrInt(s string) bool {
+	d := strings.TrimPrefix(s, "-")
+	return len(d) >= 1 && len(d) <= 19 && digitsOnly(d)
+}
+
+// isStrNum: -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?.
+func isStrNum(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	i := leadingDigits(s)
+	if i == 0 {
+		return false
+	}
+	s = s[i:]
+	if strings.HasPrefix(s, ".") {
+		j := leadingDigits(s[1:])
+		if j == 0 {
+			return false
+		}
+		s = s[1+j:]
+	}
+	if s == "" {
+		return true
+	}
+	if s[0] != 'e' && s[0] != 'E' {
+		return false
+	}
+	s = s[1:]
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return len(s) >= 1 && len(s) <= 3 && digitsOnly(s)
+}
+
+func leadingDigits(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func digitsOnly(s string) bool { return leadingDigits(s) == len(s) }
+
+// validDate reports whether s is YYYY-MM-DD, a calendar date of a year
+// from 1 (PostgreSQL has no year 0).
 func validDate(s string) bool {
-	t, err := time.Parse("2006-01-02", s)
-	return err == nil && t.Year() >= 1
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' || !digitsOnly(s[:4]) || !digitsOnly(s[5:7]) || !digitsOnly(s[8:]) {
+		return false
+	}
+	y, _ := strconv.Atoi(s[:4])
+	m, _ := strconv.Atoi(s[5:7])
+	d, _ := strconv.Atoi(s[8:])
+	if y < 1 || m < 1 || m > 12 || d < 1 {
+		return false
+	}
+	// Day 0 of the next month is the last of this one.
+	return d <= time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 // fitsInt64 reports whether the decimal integer s (-?digits) is within
@@ -385,8 +490,13 @@ func fitsInt64(s string) bool {
 // (its display scale is 0) and the value is within int64, else KNum; and
 // whether double precision cannot hold it.
 func NumberKind(s string) (k Kind, outOfDouble bool) {
-	f, err := strconv.ParseFloat(s, 64)
-	outOfDouble = err != nil || (f != 0 && (f > 1e308 || f < -1e308 || (f < 1e-307 && f > -1e-307)))
+	if isStrInt(s) && len(s) <= 18 {
+		return KInt, false // the common case, decided without parsing
+	}
+	if indexAny(s, "eE") >= 0 || len(s) > 300 {
+		f, err := strconv.ParseFloat(s, 64)
+		outOfDouble = err != nil || (f != 0 && (f > 1e308 || f < -1e308 || (f < 1e-307 && f > -1e-307)))
+	}
 	mant, exp := s, 0
 	if i := indexAny(s, "eE"); i >= 0 {
 		mant = s[:i]

@@ -9,7 +9,7 @@ import (
 // each member with its name and the kind of its value. Written by hand
 // because it runs for every staged feature: it classifies values without
 // building them (no allocation but for keys), and skips nested ones.
-func scanObject(in []byte, fn func(name string, k Kind, outOfDouble bool)) error {
+func scanObject(in []byte, fn func(name []byte, k Kind, outOfDouble bool)) error {
 	s := scanner{in: in}
 	s.space()
 	if !s.eat('{') {
@@ -25,11 +25,13 @@ func scanObject(in []byte, fn func(name string, k Kind, outOfDouble bool)) error
 		if err != nil {
 			return err
 		}
-		name := string(raw[1 : len(raw)-1])
+		name := raw[1 : len(raw)-1]
 		if escaped {
-			if err := json.Unmarshal(raw, &name); err != nil {
+			var unq string
+			if err := json.Unmarshal(raw, &unq); err != nil {
 				return s.errorf("bad key: %v", err)
 			}
+			name = []byte(unq)
 		}
 		s.space()
 		if !s.eat(':') {
@@ -126,7 +128,11 @@ func (s *scanner) value() (Kind, bool, error) {
 		if escaped {
 			return KString, false, nil
 		}
-		str := string(raw[1 : len(raw)-1])
+		body := raw[1 : len(raw)-1]
+		if len(body) == 0 || !(body[0] == '-' || body[0] == 't' || body[0] == 'f' || (body[0] >= '0' && body[0] <= '9')) {
+			return KString, false, nil // StringKind's first test, without a string
+		}
+		str := string(body)
 		k := StringKind(str)
 		if k == KStrNum {
 			// A declared double reads it: it may not fit.

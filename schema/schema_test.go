@@ -251,3 +251,17 @@ func TestViewColumns(t *testing.T) {
 		t.Errorf("long names: %q, %q", got[5], got[6])
 	}
 }
+
+// BenchmarkProfileAddFeature profiles a parcel's properties (the same
+// document as feeds/postgis's BenchmarkJSONBText, which staging already
+// runs per feature): the staging cost typed layers add.
+func BenchmarkProfileAddFeature(b *testing.B) {
+	doc := []byte(`{"pin":"0000012345","owner":"OWNER 12345","site_address":"145 MAIN ST","zoning":"R-4","land_use":"single family","acres":0.45,"assessed_value":245000,"year_built":1987,"bedrooms":3,"exempt":false,"deed_date":"2011-05-17","township":"T7"}`)
+	var p Profile
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if err := p.AddFeature(doc, "MultiPolygon"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
