@@ -75,12 +75,12 @@ CREATE TABLE schema_changes (
     new_type     text,
     old_non_null_share double precision,
     new_non_null_share double precision,
-    action       text        NOT NULL CHECK (action IN ('evolved', 'held', 'accepted', 'rejected')),
+    action       text        NOT NULL CHECK (action IN ('evolved', 'held', 'accepted', 'rejected', 'superseded')),
     detected_at  timestamptz NOT NULL DEFAULT now(),
     UNIQUE (poll_id, column_name, change)
 );
 CREATE INDEX schema_changes_feed ON schema_changes (jurisdiction, feed, detected_at);
-COMMENT ON TABLE schema_changes IS 'Schema drift, one row per column change a poll found: evolved (schema_change: evolve, the view followed), held (schema_change: hold, the snapshot waits for ingestd held accept|reject), then accepted or rejected.';
+COMMENT ON TABLE schema_changes IS 'Schema drift, one row per column change a poll found: evolved (schema_change: evolve, the view followed), held (schema_change: hold, the snapshot waits for ingestd held accept|reject), then accepted, rejected, or superseded (a later poll applied or was held instead).';
 
 -- +goose StatementBegin
 CREATE FUNCTION ingestd_feed_view(jurisdiction text, feed text) RETURNS text

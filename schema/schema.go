@@ -127,9 +127,10 @@ func (s *Schema) NonNullShare(c Column) float64 {
 // their declared order with their declared types (a declared column the
 // snapshot never carries stays, all null), then the columns only the
 // values show, in the order they first appear, with inferred types.
-// keep are columns whose type a previous poll took from a declaration:
-// when this poll has none (the description could not be read), they keep
-// their types instead of flapping to inferred ones.
+// keep are the stored columns: one whose type a previous poll took from a
+// declaration keeps it when this poll has none (the description could not
+// be read), and one that holds only nulls now keeps its type, instead of
+// flapping to text.
 func Build(p *Profile, d *Declared, keep []Column) Schema {
 	s := Schema{Features: p.Features, Geometry: p.GeometryType()}
 	if d != nil && d.Geometry != "" && s.Geometry == "" {
@@ -157,11 +158,12 @@ func Build(p *Profile, d *Declared, keep []Column) Schema {
 			continue
 		}
 		t, src := Infer(cp.Kinds), FromInferred
-		if d == nil {
-			for _, k := range keep {
-				if k.Name == cp.Name && k.Source == FromDeclared {
-					t, src = k.Type, FromDeclared
-				}
+		for _, k := range keep {
+			// A declared type outlives a poll that could not read the
+			// declaration; any type outlives a poll where the column
+			// holds only nulls (nothing to infer from).
+			if k.Name == cp.Name && ((d == nil && k.Source == FromDeclared) || cp.nonNull() == 0) {
+				t, src = k.Type, k.Source
 			}
 		}
 		add(cp.Name, t, src)
@@ -203,7 +205,8 @@ func Diff(old, cur Schema) []Change {
 		switch {
 		case !ok:
 			out = append(out, Change{Column: c.Name, What: Added, NewType: c.Type})
-		case o.Type != c.Type:
+		case o.Type != c.Type && !(o.Source == FromInferred && o.NonNull == 0):
+			// (A column that held only nulls had no type to change.)
 			out = append(out, Change{Column: c.Name, What: Retyped, OldType: o.Type, NewType: c.Type})
 		}
 		if ok && cur.Features > 0 && c.NonNull == 0 && old.NonNullShare(o) > CollapseFrom {

@@ -265,3 +265,21 @@ func BenchmarkProfileAddFeature(b *testing.B) {
 		}
 	}
 }
+
+// A sparse column is no drift: all null keeps its type, and a column that
+// was all null gets one without a retype.
+func TestSparseColumnsDoNotDrift(t *testing.T) {
+	stored := Build(profileOf(t, `{"a":1,"b":null}`, `{"a":2,"b":null}`), nil, nil)
+	allNull := Build(profileOf(t, `{"a":null,"b":null}`), nil, stored.Columns)
+	if a, _ := allNull.Column("a"); a.Type != BigInt {
+		t.Errorf("all-null a: %s, want bigint kept", a.Type)
+	}
+	filled := Build(profileOf(t, `{"a":1,"b":5}`, `{"a":2,"b":6}`), nil, stored.Columns)
+	if d := Diff(stored, filled); len(d) != 0 {
+		t.Errorf("b filled for the first time: %v", d)
+	}
+	// But a collapse is still one.
+	if d := Diff(stored, allNull); len(d) != 1 || d[0].What != NullCollapse || d[0].Column != "a" {
+		t.Errorf("a collapsed: %v", d)
+	}
+}

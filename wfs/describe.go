@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/schema"
@@ -51,16 +52,25 @@ func (c *Client) Describe(ctx context.Context, layer source.Layer) (*schema.Decl
 	return d, nil
 }
 
-// declaredCache keeps each layer's last declared schema, for a poll whose
-// DescribeFeatureType fails: its GML values are typed as the last ones
-// were, so a passing failure does not make every feature look modified.
+// declaredCache keeps each layer's last declared schema: reused for the
+// negotiation TTL (an hour by default, like GetCapabilities), so a feed
+// polled every few minutes does not double its requests to the county;
+// and, past it, for a poll whose DescribeFeatureType fails: its GML values
+// are typed as the last ones were, so a passing failure does not make
+// every feature look modified.
 type declaredCache struct {
 	mu      sync.Mutex
-	entries map[negotiationKey]*schema.Declared
+	entries map[negotiationKey]declaredEntry
+}
+
+type declaredEntry struct {
+	d  *schema.Declared
+	at time.Time
 }
 
 // declared returns the layer's declared schema for a Fetch of a layer
-// that asks for one (Layer.DescribeSchema), nil otherwise. A refusal by
+// that asks for one (Layer.DescribeSchema), nil otherwise: the one read
+// within the negotiation TTL, else a fresh DescribeFeatureType. A refusal by
 // the open breaker or the caller's deadline fails the fetch, as a page's
 // would; any other failure (a server without DescribeFeatureType, a
 // schema that does not describe the type) is a warning, and the fetch
@@ -70,15 +80,25 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 		return nil, "", nil
 	}
 	key := keyOf(layer)
-	d, err := c.Describe(ctx, layer)
+	ttl := c.negotiation.ttl
+	if ttl <= 0 {
+		ttl = DefaultNegotiationTTL
+	}
 	dc := &c.declaredCache
+	dc.mu.Lock()
+	e, ok := dc.entries[key]
+	dc.mu.Unlock()
+	if ok && c.now().Sub(e.at) < ttl {
+		return e.d, "", nil
+	}
+	d, err := c.Describe(ctx, layer)
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
 	if err == nil {
 		if dc.entries == nil {
-			dc.entries = make(map[negotiationKey]*schema.Declared)
+			dc.entries = make(map[negotiationKey]declaredEntry)
 		}
-		dc.entries[key] = d
+		dc.entries[key] = declaredEntry{d: d, at: c.now()}
 		return d, "", nil
 	}
 	var open *breaker.OpenError
@@ -86,9 +106,9 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 		return nil, "", err
 	}
 	warning := fmt.Sprintf("the layer's schema could not be read; types are inferred from its values: %v", err)
-	if last := dc.entries[key]; last != nil {
+	if last, ok := dc.entries[key]; ok {
 		warning = fmt.Sprintf("the layer's schema could not be read; its last one is used: %v", err)
-		return last, warning, nil
+		return last.d, warning, nil
 	}
 	return nil, warning, nil
 }

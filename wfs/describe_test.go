@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/schema"
@@ -26,12 +27,14 @@ const parcelsXSD = `<?xml version="1.0" encoding="UTF-8"?>
 </xsd:schema>`
 
 // parcelsServer answers DescribeFeatureType with parcelsXSD (or, when
-// broken is set, a 404) and GetFeature with the recorded GML parcels.
-func parcelsServer(t *testing.T, broken *atomic.Bool) string {
+// broken is set, a 404) and GetFeature with the recorded GML parcels; it
+// counts the DescribeFeatureType requests in describes.
+func parcelsServer(t *testing.T, broken *atomic.Bool, describes *atomic.Int64) string {
 	gml := featuretest.ReadTestdata(t, "geoserver_wfs20_gml32_parcels.xml")
 	return serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch strings.ToLower(r.URL.Query().Get("request")) {
 		case "describefeaturetype":
+			describes.Add(1)
 			if broken.Load() {
 				http.NotFound(w, r)
 				return
@@ -55,10 +58,12 @@ func parcelsServer(t *testing.T, broken *atomic.Bool) string {
 func TestDescribeTypesGML(t *testing.T) {
 	t.Parallel()
 	var broken atomic.Bool
-	url := parcelsServer(t, &broken)
+	var describes atomic.Int64
+	url := parcelsServer(t, &broken, &describes)
 	layer := source.Layer{Kind: KindWFS, URL: url, TypeName: "county:parcels", Version: "2.0.0",
 		OutputFormat: "application/gml+xml; version=3.2", DescribeSchema: true}
-	c := newTestClient(t, 1)
+	// A schema is reused for the negotiation TTL: 1ns asks every time.
+	c := newTestClient(t, 1, WithNegotiationTTL(time.Nanosecond))
 	var col collect
 	stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
 	if err != nil {
@@ -96,8 +101,20 @@ func TestDescribeTypesGML(t *testing.T) {
 	if err != nil || stats.Declared != nil || stats.TypedText || !strings.Contains(col.pages[0][0], `"land_val":"85000"`) {
 		t.Errorf("no schema at all: %v, declared %v, %s", err, stats.Declared, col.pages[0][0])
 	}
-	layer.DescribeSchema = false
+	// Within the TTL (an hour by default) the schema is not asked again.
 	broken.Store(false)
+	cached := newTestClient(t, 1)
+	before := describes.Load()
+	for range 3 {
+		col = collect{}
+		if stats, err := cached.Fetch(t.Context(), layer, 0, col.handle); err != nil || stats.Declared == nil {
+			t.Fatalf("cached fetch: %v, %v", err, stats.Declared)
+		}
+	}
+	if n := describes.Load() - before; n != 1 {
+		t.Errorf("3 fetches within the TTL asked DescribeFeatureType %d times, want 1", n)
+	}
+	layer.DescribeSchema = false
 	col = collect{}
 	if _, err := c.Fetch(t.Context(), layer, 0, col.handle); err != nil || !strings.Contains(col.pages[0][0], `"land_val":"85000"`) {
 		t.Errorf("without DescribeSchema: %v, %s", err, col.pages[0][0])

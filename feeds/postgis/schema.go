@@ -219,6 +219,9 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 	case r.accept:
 		action = "accepted"
 	}
+	if _, err := r.tx.Exec(ctx, sqlQuery("SupersedeSchemaChanges"), r.jurisdiction, r.feed, r.pollID); err != nil {
+		return err
+	}
 	if err := insertSchemaChanges(ctx, r, action); err != nil {
 		return err
 	}

@@ -245,6 +245,14 @@ func TestSchemaHoldRejected(t *testing.T) {
 	}
 	// The same drift again is held again: the stored schema did not move.
 	b.pollHeld(t, feed, driftFeatures(5, func(i int) string { return fmt.Sprintf(`{"a":"s%d"}`, i) }))
+	// And a later held one supersedes it.
+	b.pollHeld(t, feed, driftFeatures(5, func(i int) string { return fmt.Sprintf(`{"a":"s%d"}`, i) }))
+	if n := b.count(t, `SELECT count(*) FROM schema_changes WHERE action = 'superseded'`); n != 1 {
+		t.Errorf("%d superseded changes, want 1", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM schema_changes WHERE action = 'held'`); n != 1 {
+		t.Errorf("%d held changes, want 1", n)
+	}
 }
 
 // TestTypedGMLUpgradeKeepsHashes: a feed loaded before typed layers (GML

@@ -51,6 +51,12 @@ FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::float8[], $10::f
 	AS c(col, change, old_type, new_type, old_share, new_share)
 ON CONFLICT (poll_id, column_name, change) DO UPDATE SET action = excluded.action, detected_at = now()
 
+-- name: SupersedeSchemaChanges
+-- The feed's held changes of older polls than $3: a later snapshot is the
+-- one an operator decides on (supersedeHeld).
+UPDATE schema_changes SET action = 'superseded'
+WHERE jurisdiction = $1 AND feed = $2 AND action = 'held' AND poll_id <> $3
+
 -- name: RejectSchemaChanges
 UPDATE schema_changes SET action = 'rejected' WHERE poll_id = $1 AND action = 'held'
 
