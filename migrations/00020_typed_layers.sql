@@ -38,7 +38,19 @@ COMMENT ON COLUMN feed_columns.name IS 'The property''s name as the source sends
 COMMENT ON COLUMN feed_columns.view_column IS 'Its column in the typed view: the name, unless it collides with a column of the view''s own or is longer than 63 bytes.';
 COMMENT ON COLUMN feed_columns.type_source IS 'declared: the protocol''s description (WFS DescribeFeatureType); inferred: the snapshot''s values (schema.Infer''s widening rules).';
 COMMENT ON COLUMN feed_columns.non_null IS 'Features of the last applied snapshot with a non-null value.';
+COMMENT ON COLUMN feed_columns.last_seen_at IS 'When a poll last changed the row (type, counts, order); a current column''s last sighting is the feed''s last success: see feed_columns_seen.';
 COMMENT ON COLUMN feed_columns.unconverted IS 'Features of the last applied snapshot whose value does not convert to type: NULL in the view.';
+
+-- Like features_seen: rows a poll did not change are not rewritten, so a
+-- current column was last seen by the feed's last success.
+CREATE VIEW feed_columns_seen AS
+SELECT c.jurisdiction, c.feed, c.name, c.ordinal, c.view_column, c.type, c.type_source, c.non_null, c.unconverted,
+    c.first_seen_at,
+    CASE WHEN c.removed_at IS NULL THEN greatest(c.last_seen_at, s.last_success_at) ELSE c.last_seen_at END AS last_seen_at,
+    c.removed_at
+FROM feed_columns c
+LEFT JOIN feed_status s ON s.jurisdiction = c.jurisdiction AND s.feed = c.feed;
+COMMENT ON VIEW feed_columns_seen IS 'feed_columns with last_seen_at of current columns as the feed''s last success (a column a poll did not change is not rewritten).';
 
 CREATE TABLE feed_schemas (
     jurisdiction  text        NOT NULL,
@@ -270,5 +282,6 @@ DROP FUNCTION ingestd_feed_view(text, text);
 DROP TABLE schema_changes;
 DROP TABLE poll_declared;
 DROP TABLE feed_schemas;
+DROP VIEW feed_columns_seen;
 DROP TABLE feed_columns;
 ALTER TABLE staged_pages DROP COLUMN profile;

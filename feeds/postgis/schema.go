@@ -3,7 +3,6 @@ package postgis
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 
 	"github.com/jackc/pgx/v5"
@@ -56,58 +55,64 @@ func geometryName(g geom.T) string {
 	return ""
 }
 
-// recordPageProfile stores the page's profile with its staged_pages row.
-func recordPageProfile(ctx context.Context, tx pgx.Tx, pollID int64, page int, p *schema.Profile) error {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, sqlQuery("RecordPageProfile"), pollID, page, b)
-	return err
-}
-
 // readSchema builds the snapshot's schema from the pages' profiles and the
 // declared one, reads the stored one, and diffs them; under
 // schema_change: hold a drift holds the snapshot (before anything is
-// written), naming the columns.
+// written), naming the columns. Its reads go in one round trip.
 func (s *Store) readSchema(ctx context.Context, r *applyRun) error {
 	st := &r.sch
-	rows, err := r.tx.Query(ctx, sqlQuery("PollProfiles"), r.pollID)
-	if err != nil {
-		return err
-	}
 	var profile schema.Profile
 	st.known = true
 	pages := 0
-	for rows.Next() {
-		pages++
-		var raw []byte
-		if err := rows.Scan(&raw); err != nil {
-			rows.Close()
-			return err
+	var typed []byte
+	b := &pgx.Batch{}
+	b.Queue(sqlQuery("PollProfiles"), r.pollID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			pages++
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				return err
+			}
+			if raw == nil {
+				st.known = false
+				continue
+			}
+			var p schema.Profile
+			if err := json.Unmarshal(raw, &p); err != nil {
+				return err
+			}
+			profile.Merge(&p)
 		}
-		if raw == nil {
-			st.known = false
-			continue
+		return rows.Err()
+	})
+	b.Queue(sqlQuery("StoredSchema"), r.jurisdiction, r.feed).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			st.storedExists = true
+			if err := rows.Scan(&st.stored.Features, &typed, &st.signature, &st.viewExists); err != nil {
+				return err
+			}
 		}
-		var p schema.Profile
-		if err := json.Unmarshal(raw, &p); err != nil {
-			rows.Close()
-			return err
-		}
-		profile.Merge(&p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || !st.known {
+		return rows.Err()
+	})
+	b.Queue(sqlQuery("StoredColumns"), r.jurisdiction, r.feed).Query(func(rows pgx.Rows) error {
+		var err error
+		st.stored.Columns, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (schema.Column, error) {
+			var c schema.Column
+			err := row.Scan(&c.Name, &c.Type, &c.Source, &c.NonNull, &c.Unconverted)
+			return c, err
+		})
 		return err
-	}
+	})
 	if r.accept && r.declared == nil {
-		if err := heldDeclared(ctx, r); err != nil {
+		queueHeldDeclared(b, r)
+	}
+	if err := r.tx.SendBatch(ctx, b).Close(); err != nil || !st.known {
+		return err
+	}
+	if typed != nil {
+		if err := json.Unmarshal(typed, &st.typedValues); err != nil {
 			return err
 		}
-	}
-	if err := readStoredSchema(ctx, r); err != nil {
-		return err
 	}
 	st.snap = schema.Build(&profile, r.declared, st.stored.Columns)
 	if !st.storedExists {
@@ -123,47 +128,23 @@ func (s *Store) readSchema(ctx context.Context, r *applyRun) error {
 	return nil
 }
 
-// heldDeclared reads what was declared when the accepted snapshot was held.
-func heldDeclared(ctx context.Context, r *applyRun) error {
-	var raw []byte
-	err := r.tx.QueryRow(ctx, sqlQuery("HeldDeclared"), r.pollID).Scan(&raw, &r.typedText)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil || raw == nil {
-		return err
-	}
-	return json.Unmarshal(raw, &r.declared)
-}
-
-// readStoredSchema reads the feed's stored columns and schema row.
-func readStoredSchema(ctx context.Context, r *applyRun) error {
-	st := &r.sch
-	var typed []byte
-	err := r.tx.QueryRow(ctx, sqlQuery("StoredSchema"), r.jurisdiction, r.feed).
-		Scan(&st.stored.Features, &typed, &st.signature, &st.viewExists)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil
-	case err != nil:
-		return err
-	}
-	st.storedExists = true
-	if typed != nil {
-		if err := json.Unmarshal(typed, &st.typedValues); err != nil {
-			return err
+// queueHeldDeclared queues the read of what was declared when the
+// accepted snapshot was held.
+func queueHeldDeclared(b *pgx.Batch, r *applyRun) {
+	b.Queue(sqlQuery("HeldDeclared"), r.pollID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw, &r.typedText); err != nil {
+				return err
+			}
+			if raw != nil {
+				if err := json.Unmarshal(raw, &r.declared); err != nil {
+					return err
+				}
+			}
 		}
-	}
-	rows, err := r.tx.Query(ctx, sqlQuery("StoredColumns"), r.jurisdiction, r.feed)
-	if err != nil {
-		return err
-	}
-	st.stored.Columns, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (schema.Column, error) {
-		var c schema.Column
-		err := row.Scan(&c.Name, &c.Type, &c.Source, &c.NonNull, &c.Unconverted)
-		return c, err
+		return rows.Err()
 	})
-	return err
 }
 
 // typedByDecoder is the map of the properties whose text values the
@@ -206,7 +187,8 @@ func retypeStored(ctx context.Context, r *applyRun) error {
 // recordSchema records the snapshot's schema: for a held snapshot its
 // changes (action held) and what was declared, for an applied one its
 // columns, its changes (evolved, or accepted), and the typed view, rebuilt
-// when its columns or geometry type changed.
+// when its columns or geometry type changed. Its writes go in one round
+// trip, and rows that did not change are not written.
 func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 	st := &r.sch
 	if !st.known {
@@ -219,33 +201,46 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 	case r.accept:
 		action = "accepted"
 	}
-	if _, err := r.tx.Exec(ctx, sqlQuery("SupersedeSchemaChanges"), r.jurisdiction, r.feed, r.pollID); err != nil {
-		return err
-	}
-	if err := insertSchemaChanges(ctx, r, action); err != nil {
-		return err
-	}
 	for _, c := range st.changes {
 		s.logger.WarnContext(ctx, "schema changed", "poll_id", r.pollID, "jurisdiction", r.jurisdiction,
 			"feed", r.feed, "column", c.Column, "change", c.What, "old_type", string(c.OldType),
 			"new_type", string(c.NewType), "action", action)
 	}
+	b := &pgx.Batch{}
+	if st.storedExists {
+		b.Queue(sqlQuery("SupersedeSchemaChanges"), r.jurisdiction, r.feed, r.pollID)
+	}
+	queueSchemaChanges(b, r, action)
 	if r.held != nil {
-		b, err := json.Marshal(r.declared)
+		declared, err := json.Marshal(r.declared)
 		if err != nil {
 			return err
 		}
-		_, err = r.tx.Exec(ctx, sqlQuery("SaveHeldDeclared"), r.pollID, b, r.typedText)
+		b.Queue(sqlQuery("SaveHeldDeclared"), r.pollID, declared, r.typedText)
+		return r.tx.SendBatch(ctx, b).Close()
+	}
+	built, err := queueWriteSchema(b, r)
+	if err != nil {
 		return err
 	}
-	return s.writeSchema(ctx, r)
+	if err := r.tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if built != nil && *built == nil {
+		// Another view depends on it: the old view stays, and the next
+		// poll tries again (the old signature is put back).
+		s.logger.WarnContext(ctx, "typed view not rebuilt: other objects depend on it", "poll_id", r.pollID,
+			"jurisdiction", r.jurisdiction, "feed", r.feed)
+		_, err = r.tx.Exec(ctx, sqlQuery("RestoreViewSignature"), r.jurisdiction, r.feed, st.signature)
+	}
+	return err
 }
 
-// insertSchemaChanges logs the run's changes in schema_changes.
-func insertSchemaChanges(ctx context.Context, r *applyRun, action string) error {
+// queueSchemaChanges queues the run's changes for schema_changes.
+func queueSchemaChanges(b *pgx.Batch, r *applyRun, action string) {
 	n := len(r.sch.changes)
 	if n == 0 {
-		return nil
+		return
 	}
 	cols, what, oldT, newT := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	oldS, newS := make([]*float64, n), make([]*float64, n)
@@ -255,9 +250,8 @@ func insertSchemaChanges(ctx context.Context, r *applyRun, action string) error 
 			oldS[i], newS[i] = &c.OldShare, &c.NewShare
 		}
 	}
-	_, err := r.tx.Exec(ctx, sqlQuery("InsertSchemaChanges"), r.pollID, r.jurisdiction, r.feed, action,
+	b.Queue(sqlQuery("InsertSchemaChanges"), r.pollID, r.jurisdiction, r.feed, action,
 		cols, what, oldT, newT, oldS, newS)
-	return err
 }
 
 // viewColumn is one column of a typed view as ingestd_build_feed_view
@@ -268,48 +262,37 @@ type viewColumn struct {
 	Type   schema.Type `json:"type"`
 }
 
-// writeSchema upserts the snapshot's columns, marks the missing ones
-// removed, rebuilds the view when its signature changed, and records the
-// feed's schema row.
-func (s *Store) writeSchema(ctx context.Context, r *applyRun) error {
+// queueWriteSchema queues the upsert of the snapshot's columns, the
+// removal of the missing ones, the view's rebuild when its signature
+// changed, and the feed's schema row. built, when the view is rebuilt,
+// receives ingestd_build_feed_view's answer (nil: not rebuilt).
+func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 	st := &r.sch
 	n := len(st.snap.Columns)
-	names, viewCols, types, sources := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	names, types, sources := make([]string, n), make([]string, n), make([]string, n)
 	nonNull, unconverted := make([]int64, n), make([]int64, n)
+	for i, c := range st.snap.Columns {
+		names[i], types[i], sources[i] = c.Name, string(c.Type), string(c.Source)
+		nonNull[i], unconverted[i] = c.NonNull, c.Unconverted
+	}
+	viewCols := schema.ViewColumns(names)
 	view := make([]viewColumn, n)
 	for i, c := range st.snap.Columns {
-		names[i] = c.Name
-	}
-	viewCols = schema.ViewColumns(names)
-	for i, c := range st.snap.Columns {
-		types[i], sources[i] = string(c.Type), string(c.Source)
-		nonNull[i], unconverted[i] = c.NonNull, c.Unconverted
 		view[i] = viewColumn{Name: c.Name, Column: viewCols[i], Type: c.Type}
 	}
-	if _, err := r.tx.Exec(ctx, sqlQuery("UpsertColumns"), r.jurisdiction, r.feed, r.pollID,
-		names, viewCols, types, sources, nonNull, unconverted); err != nil {
-		return err
-	}
-	if _, err := r.tx.Exec(ctx, sqlQuery("RemoveColumns"), r.jurisdiction, r.feed, names); err != nil {
-		return err
-	}
+	b.Queue(sqlQuery("UpsertColumns"), r.jurisdiction, r.feed, r.pollID,
+		names, viewCols, types, sources, nonNull, unconverted)
+	b.Queue(sqlQuery("RemoveColumns"), r.jurisdiction, r.feed, names)
 	cols, err := json.Marshal(view)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sig := string(cols) + "|" + st.snap.Geometry
 	if sig != st.signature || !st.viewExists {
-		var built *string
-		if err := r.tx.QueryRow(ctx, sqlQuery("BuildFeedView"), r.jurisdiction, r.feed, cols, st.snap.Geometry).Scan(&built); err != nil {
-			return err
-		}
-		if built == nil {
-			// Another view depends on it: the old view stays, and the
-			// next poll tries again (the signature is not recorded).
-			s.logger.WarnContext(ctx, "typed view not rebuilt: other objects depend on it", "poll_id", r.pollID,
-				"jurisdiction", r.jurisdiction, "feed", r.feed)
-			sig = st.signature
-		}
+		built = new(*string)
+		b.Queue(sqlQuery("BuildFeedView"), r.jurisdiction, r.feed, cols, st.snap.Geometry).QueryRow(func(row pgx.Row) error {
+			return row.Scan(built)
+		})
 	}
 	typed := st.typedValues
 	if want := typedByDecoder(r); want != nil {
@@ -318,14 +301,14 @@ func (s *Store) writeSchema(ctx context.Context, r *applyRun) error {
 	var typedJSON []byte
 	if typed != nil {
 		if typedJSON, err = json.Marshal(typed); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	declaredBy := ""
 	if r.declared != nil {
 		declaredBy = r.declared.Origin
 	}
-	_, err = r.tx.Exec(ctx, sqlQuery("UpsertFeedSchema"), r.jurisdiction, r.feed, st.snap.Geometry,
+	b.Queue(sqlQuery("UpsertFeedSchema"), r.jurisdiction, r.feed, st.snap.Geometry,
 		st.snap.Features, declaredBy, typedJSON, sig, r.pollID)
-	return err
+	return built, nil
 }

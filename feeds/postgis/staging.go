@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,10 +77,12 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 				return err
 			}
 		}
-		if _, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json()); err != nil {
+		profile, err := json.Marshal(&src.profile)
+		if err != nil {
 			return err
 		}
-		return recordPageProfile(ctx, tx, pollID, page, &src.profile)
+		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), profile)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgis: stage page %d of poll %d: %w", page, pollID, err)

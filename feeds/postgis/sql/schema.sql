@@ -1,11 +1,6 @@
 -- Typed layers: a feed's schema, its drift and its typed view (schema.go).
 -- {{table}} is the feed's table (feedTable.sql).
 
--- name: RecordPageProfile
--- The page's value kinds and geometry types (schema.Profile), staged with
--- the page.
-UPDATE staged_pages SET profile = $3 WHERE poll_id = $1 AND page = $2
-
 -- name: PollProfiles
 -- Poll $1's page profiles in page order; a NULL is a page staged before
 -- version 20 (the schema is then left as it is).
@@ -72,6 +67,12 @@ ON CONFLICT (jurisdiction, feed, name) DO UPDATE SET ordinal = excluded.ordinal,
 	type = excluded.type, type_source = excluded.type_source, non_null = excluded.non_null,
 	unconverted = excluded.unconverted, last_seen_at = excluded.last_seen_at, last_poll_id = excluded.last_poll_id,
 	removed_at = NULL
+-- A column the poll did not change is not written (no dead tuple per
+-- column per poll): its last_seen_at is then the feed's last success
+-- (view feed_columns_seen).
+WHERE (fc.ordinal, fc.view_column, fc.type, fc.type_source, fc.non_null, fc.unconverted, fc.removed_at)
+	IS DISTINCT FROM (excluded.ordinal, excluded.view_column, excluded.type, excluded.type_source,
+		excluded.non_null, excluded.unconverted, NULL::timestamptz)
 
 -- name: RemoveColumns
 -- The feed's columns the snapshot ($3) no longer has.
@@ -89,3 +90,10 @@ VALUES ($1, $2, ingestd_feed_view($1, $2), nullif($3, ''), $4, nullif($5, ''), $
 ON CONFLICT (jurisdiction, feed) DO UPDATE SET geometry_type = excluded.geometry_type, features = excluded.features,
 	declared_by = excluded.declared_by, typed_values = excluded.typed_values, signature = excluded.signature,
 	poll_id = excluded.poll_id, updated_at = now()
+WHERE (feed_schemas.geometry_type, feed_schemas.features, feed_schemas.declared_by, feed_schemas.typed_values, feed_schemas.signature)
+	IS DISTINCT FROM (excluded.geometry_type, excluded.features, excluded.declared_by, excluded.typed_values, excluded.signature)
+
+-- name: RestoreViewSignature
+-- The view could not be rebuilt (another object depends on it): the
+-- signature it was built with goes back, so the next poll tries again.
+UPDATE feed_schemas SET signature = $3 WHERE jurisdiction = $1 AND feed = $2
