@@ -410,7 +410,9 @@ func StringKind(s string) Kind {
 			if m[4] != "" {
 				sec, _ = strconv.Atoi(m[4][1:3])
 			}
-			if h < 24 && mi < 60 && sec < 60 {
+			// PostgreSQL takes 24:00:00 as the next midnight.
+			midnight := h == 24 && mi == 0 && sec == 0 && strings.Trim(strings.TrimPrefix(m[5], "."), "0") == ""
+			if (h < 24 || midnight) && mi < 60 && sec < 60 {
 				return KTimestamp
 			}
 		}
@@ -496,6 +498,9 @@ func NumberKind(s string) (k Kind, outOfDouble bool) {
 	if indexAny(s, "eE") >= 0 || len(s) > 300 {
 		f, err := strconv.ParseFloat(s, 64)
 		outOfDouble = err != nil || (f != 0 && (f > 1e308 || f < -1e308 || (f < 1e-307 && f > -1e-307)))
+		// A non-zero number that underflows to 0 (1e-400) is out too.
+		mant, _, _ := strings.Cut(strings.ToLower(s), "e")
+		outOfDouble = outOfDouble || (f == 0 && strings.Trim(mant, "-+0.") != "")
 	}
 	mant, exp := s, 0
 	if i := indexAny(s, "eE"); i >= 0 {

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -282,4 +283,23 @@ func TestSparseColumnsDoNotDrift(t *testing.T) {
 	if d := Diff(stored, allNull); len(d) != 1 || d[0].What != NullCollapse || d[0].Column != "a" {
 		t.Errorf("a collapsed: %v", d)
 	}
+}
+
+// FuzzFromXSD: any document either describes a layer or is refused with
+// an error; nothing panics, and every column has a type.
+func FuzzFromXSD(f *testing.F) {
+	f.Add([]byte(ncXSD), "nc")
+	f.Add([]byte(`<schema><complexType name="x"><sequence><element name="a" type="int"/></sequence></complexType></schema>`), "y")
+	f.Add([]byte(`<schema/>`), "")
+	f.Fuzz(func(t *testing.T, doc []byte, typeName string) {
+		d, err := FromXSD(bytes.NewReader(doc), typeName)
+		if err != nil {
+			return
+		}
+		for _, c := range d.Columns {
+			if !c.Type.Valid() {
+				t.Fatalf("column %q of type %q", c.Name, c.Type)
+			}
+		}
+	})
 }
