@@ -351,3 +351,32 @@ func TestTypedViewKeptWhenDependedOn(t *testing.T) {
 		t.Errorf("view after the dependent went: %s", got)
 	}
 }
+
+// TestDeclaredRetype: a declared type that changes (a server's
+// DescribeFeatureType now says string) is a retype of a declared column,
+// whatever the values say; a declared column the snapshot never carries
+// stays in the view, all null.
+func TestDeclaredRetype(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("declretype")
+	feed.Declared = &schema.Declared{Origin: "test", Columns: []schema.Column{
+		{Name: "n", Type: schema.BigInt}, {Name: "absent", Type: schema.Date}}}
+	features := driftFeatures(5, func(i int) string { return fmt.Sprintf(`{"n":%d}`, i) })
+	b.poll(t, feed, features)
+	view := b.viewName(t, feed)
+	if got := b.viewAttributes(t, view); got != "n:bigint,absent:date" {
+		t.Errorf("view %s", got)
+	}
+	feed.Declared = &schema.Declared{Origin: "test", Columns: []schema.Column{
+		{Name: "n", Type: schema.Text}, {Name: "absent", Type: schema.Date}}}
+	b.poll(t, feed, features)
+	if got := b.schemaChanges(t, "evolved"); got != "n:retyped:bigint:text" {
+		t.Errorf("schema_changes %q", got)
+	}
+	var src string
+	b.scalar(t, &src, `SELECT type_source FROM feed_columns_seen WHERE feed = 'declretype' AND name = 'n' AND last_seen_at IS NOT NULL`)
+	if src != "declared" {
+		t.Errorf("type source %q", src)
+	}
+}
