@@ -51,6 +51,10 @@ type xsdNode struct {
 	Children []xsdNode `xml:",any"`
 }
 
+// maxXSDBytes bounds what FromXSD reads: far more than any feature
+// type's schema (callers that fetch one bound the body lower still).
+const maxXSDBytes = 16 << 20
+
 // ErrNoFeatureType means the XML Schema does not describe the feature type.
 var ErrNoFeatureType = errors.New("schema: the XML Schema does not describe the feature type")
 
@@ -61,7 +65,7 @@ var ErrNoFeatureType = errors.New("schema: the XML Schema does not describe the 
 // none). A schema with a single complex type is taken as the layer's.
 func FromXSD(r io.Reader, typeName string) (*Declared, error) {
 	var root xsdNode
-	if err := xml.NewDecoder(io.LimitReader(r, 8<<20)).Decode(&root); err != nil {
+	if err := xml.NewDecoder(io.LimitReader(r, maxXSDBytes)).Decode(&root); err != nil {
 		return nil, fmt.Errorf("schema: DescribeFeatureType: %w", err)
 	}
 	if root.XMLName.Local != "schema" {

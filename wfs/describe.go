@@ -32,6 +32,9 @@ func DescribeURL(layer source.Layer) (*url.URL, error) {
 	})
 }
 
+// maxDescribeBytes bounds a DescribeFeatureType body (decompressed).
+const maxDescribeBytes = 8 << 20
+
 // Describe fetches layer's DescribeFeatureType (one logical call through
 // the origin's breaker, like a page) and returns the declared schema of
 // its feature type: its properties' XSD types mapped by schema.FromXSD.
@@ -40,6 +43,11 @@ func (c *Client) Describe(ctx context.Context, layer source.Layer) (*schema.Decl
 	if err != nil {
 		return nil, err
 	}
+	// A feature type's schema is a few kilobytes: a body past
+	// maxDescribeBytes is not one (a hostile or broken server's bomb), and
+	// the call stops there instead of reading it to the feed's limit.
+	layer.Limits = layer.Limits.WithDefaults()
+	layer.Limits.BodyBytes = min(layer.Limits.BodyBytes, maxDescribeBytes)
 	var d *schema.Declared
 	err = c.getXML(ctx, layer, u, func(br *bufio.Reader) error {
 		var err error

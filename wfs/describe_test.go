@@ -120,3 +120,25 @@ func TestDescribeTypesGML(t *testing.T) {
 		t.Errorf("without DescribeSchema: %v, %s", err, col.pages[0][0])
 	}
 }
+
+// TestDescribeBounded: a DescribeFeatureType answer larger than any
+// schema (a bomb) stops at maxDescribeBytes, whatever the feed's own
+// body limit; it is the schema call's failure, not the feed's pages'.
+func TestDescribeBounded(t *testing.T) {
+	t.Parallel()
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.Write([]byte(`<schema xmlns="http://www.w3.org/2001/XMLSchema"><annotation><documentation>`))
+		chunk := []byte(strings.Repeat("x", 1<<16))
+		for range (maxDescribeBytes / len(chunk)) + 8 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})).URL
+	layer := source.Layer{Kind: KindWFS, URL: url, TypeName: "nc", Version: "2.0.0"}
+	_, err := newTestClient(t, 1).Describe(t.Context(), layer)
+	if err == nil || !strings.Contains(err.Error(), "limits.body_bytes") || !strings.Contains(err.Error(), "DescribeFeatureType") {
+		t.Errorf("Describe of a %d MB answer: %v", maxDescribeBytes>>20+1, err)
+	}
+}
