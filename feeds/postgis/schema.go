@@ -254,6 +254,12 @@ func queueSchemaChanges(b *pgx.Batch, r *applyRun, action string) {
 		cols, what, oldT, newT, oldS, newS)
 }
 
+// maxViewAttributes is how many attributes a typed view has at most: a
+// PostgreSQL relation (a view too) has at most 1,600 columns, and the view
+// has 6 of its own. A wider layer's first attributes are columns;
+// feed_columns lists them all, and properties holds every value.
+const maxViewAttributes = 1600 - 6
+
 // viewColumn is one column of a typed view as ingestd_build_feed_view
 // takes it.
 type viewColumn struct {
@@ -276,9 +282,9 @@ func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 		nonNull[i], unconverted[i] = c.NonNull, c.Unconverted
 	}
 	viewCols := schema.ViewColumns(names)
-	view := make([]viewColumn, n)
-	for i, c := range st.snap.Columns {
-		view[i] = viewColumn{Name: c.Name, Column: viewCols[i], Type: c.Type}
+	view := make([]viewColumn, 0, min(n, maxViewAttributes))
+	for i, c := range st.snap.Columns[:min(n, maxViewAttributes)] {
+		view = append(view, viewColumn{Name: c.Name, Column: viewCols[i], Type: c.Type})
 	}
 	b.Queue(sqlQuery("UpsertColumns"), r.jurisdiction, r.feed, r.pollID,
 		names, viewCols, types, sources, nonNull, unconverted)

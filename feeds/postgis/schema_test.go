@@ -380,3 +380,24 @@ func TestDeclaredRetype(t *testing.T) {
 		t.Errorf("type source %q", src)
 	}
 }
+
+// TestTypedViewOfAWideLayer: a layer wider than a view may be (a
+// PostgreSQL relation has at most 1,600 columns) gets a view of its first
+// 1,594 attributes instead of a failed poll.
+func TestTypedViewOfAWideLayer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("wide")
+	props := make(map[string]any)
+	for i := range 2000 {
+		props[fmt.Sprintf("p%04d", i)] = i
+	}
+	raw, _ := json.Marshal(props)
+	b.poll(t, feed, []ft.Feature{feature("w", point(1, 1, 4326), raw)})
+	if n := b.count(t, `SELECT count(*) FROM feed_columns WHERE feed = 'wide'`); n != 2000 {
+		t.Errorf("feed_columns: %d columns, want 2000", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM pg_attribute WHERE attrelid = ingestd_feed_view('wake', 'wide')::regclass AND attnum > 0`); n != 1600 {
+		t.Errorf("view: %d columns, want 1,594 attributes and 6 of its own", n)
+	}
+}
