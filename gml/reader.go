@@ -86,8 +86,8 @@ type gmlProp struct {
 //     zeros, "1E5" as a zoning code), and guessing per value would give one
 //     column mixed types. With the schema (feature.WithTypeValue, which the
 //     wfs client sets from DescribeFeatureType) declared numbers and
-//     booleans become JSON numbers and booleans. An element with xsi:nil="true" is null; an empty
-//     element is "". A property repeated in one feature becomes an array of
+//     booleans become JSON numbers and booleans. An element with
+//     xsi:nil="true" is null; an empty element is "". A property repeated in one feature becomes an array of
 //     its values. Complex properties (with child elements that are not the
 //     geometry) and GML's own properties (gml:name, gml:description,
 //     gml:boundedBy) are left out, as are attributes of property elements.
