@@ -18,6 +18,17 @@ type ReaderConfig struct {
 	SRID int
 	// Limits bound each feature; its zero fields are already the defaults.
 	Limits Limits
+	// TypeValue, when set, renders a text encoding's property value
+	// (GML's characters) as the JSON its declared type makes it (a number,
+	// a boolean): it appends to dst and reports true, or reports false
+	// and the decoder writes a JSON string as before. Encodings whose
+	// values are typed already (GeoJSON) ignore it.
+	TypeValue func(dst []byte, name string, text []byte) ([]byte, bool)
+}
+
+// WithTypeValue sets ReaderConfig.TypeValue (typed layers: schema.Typer).
+func WithTypeValue(f func(dst []byte, name string, text []byte) ([]byte, bool)) ReaderOption {
+	return func(c *ReaderConfig) { c.TypeValue = f }
 }
 
 // NewReaderConfig applies opts over the defaults: SRID 4326 (RFC 7946) and

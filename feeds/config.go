@@ -71,6 +71,8 @@ type Defaults struct {
 	Redirects string `yaml:"redirects"`
 	// Limits are the defaults' limits block over feature.DefaultLimits.
 	Limits feature.Limits `yaml:"-"`
+	// SchemaChange is the default of Feed.SchemaChange (typed layers).
+	SchemaChange string `yaml:"schema_change"`
 }
 
 // DefaultMaxInFlight is max_in_flight when the file does not set it.
@@ -105,6 +107,7 @@ func BuiltinDefaults() Defaults {
 		InvalidFeature:  InvalidRepair,
 		Redirects:       RedirectsSameOrigin,
 		Limits:          feature.DefaultLimits(),
+		SchemaChange:    SchemaEvolve,
 	}
 }
 
@@ -131,6 +134,9 @@ type Jurisdiction struct {
 
 	// Location is Timezone loaded (UTC when empty).
 	Location *time.Location `yaml:"-"`
+	// SchemaChange is the defaults' schema_change unless the jurisdiction
+	// sets it (typed layers).
+	SchemaChange string `yaml:"schema_change"`
 }
 
 // Feed is one layer to mirror.
@@ -168,6 +174,11 @@ type Feed struct {
 	// Headers are sent with every request of the feed (values may use
 	// ${VAR}); never logged or stored.
 	Headers map[string]string `yaml:"-"`
+	// SchemaChange is what a snapshot whose schema drifted does:
+	// SchemaEvolve (default: applied, the typed view follows) or
+	// SchemaHold (held until `ingestd held accept|reject`). Resolved: the
+	// feed's, else its jurisdiction's, else the defaults'.
+	SchemaChange string `yaml:"schema_change"`
 	// Redirects is RedirectsSameOrigin (default: a redirect to another
 	// origin fails the request) or RedirectsFollow.
 	Redirects string `yaml:"redirects"`
@@ -234,6 +245,8 @@ func (f *Feed) Layer() source.Layer {
 		Collection: f.Collection,
 		CRS:        f.CRS,
 		BBox:       f.FilterBBox,
+		// Typed layers: a WFS layer's schema is its DescribeFeatureType.
+		DescribeSchema: f.Kind == KindWFS,
 	}
 }
 
@@ -384,11 +397,12 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 var (
 	topKeys      = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
 	defaultsKeys = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits"}
-	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers"}
-	feedKeys         = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
+		"invalid_feature", "redirects", "limits", "schema_change"}
+	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
+		"schema_change"}
+	feedKeys = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits", "headers",
+		"invalid_feature", "redirects", "limits", "headers", "schema_change",
 		"where", "out_fields", "token", // arcgis only
 		"collection", "crs", "bbox"} // ogcapi only
 	wfsVersions = []string{"2.0.0", "1.1.0"}
@@ -609,6 +623,9 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 	if v, ok := p.invalidFeature(m, path); ok {
 		d.InvalidFeature = v
 	}
+	if v, ok := p.schemaChange(m, path); ok {
+		d.SchemaChange = v
+	}
 	if v, ok := p.redirects(m, path); ok {
 		d.Redirects = v
 	}
@@ -649,6 +666,10 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 	j.MaxShrink, j.BBox = d.MaxShrink, p.bbox(m, path)
 	if v, ok := p.maxShrink(m, path); ok {
 		j.MaxShrink = v
+	}
+	j.SchemaChange = d.SchemaChange
+	if v, ok := p.schemaChange(m, path); ok {
+		j.SchemaChange = v
 	}
 	j.Limits = p.limits(m, path, d.Limits)
 	j.Headers = p.headers(m, path, nil)
@@ -698,7 +719,8 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 
 func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDefaults) (Feed, *yaml.Node, bool) {
 	f := Feed{Jurisdiction: j.ID, Location: j.Location, MaxShrink: j.MaxShrink, BBox: j.BBox,
-		InvalidGeometry: d.InvalidGeometry, InvalidFeature: d.InvalidFeature, Redirects: d.Redirects}
+		InvalidGeometry: d.InvalidGeometry, InvalidFeature: d.InvalidFeature, Redirects: d.Redirects,
+		SchemaChange: j.SchemaChange}
 	m, ok := p.mapping(n, path, feedKeys)
 	if !ok {
 		return f, nil, false
@@ -711,6 +733,9 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	}
 	if v, ok := p.invalidFeature(m, path); ok {
 		f.InvalidFeature = v
+	}
+	if v, ok := p.schemaChange(m, path); ok {
+		f.SchemaChange = v
 	}
 	if v, ok := p.redirects(m, path); ok {
 		f.Redirects = v

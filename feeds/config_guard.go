@@ -13,7 +13,12 @@ import (
 // geometries and features.
 func (f *Feed) Guard() Guard {
 	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox, SkipInvalid: f.InvalidGeometry == InvalidSkip,
-		SkipInvalidFeature: f.InvalidFeature == InvalidSkip}
+		SkipInvalidFeature: f.InvalidFeature == InvalidSkip, SchemaChange: f.SchemaChange}
+}
+
+// schemaChange reads schema_change: evolve or hold (typed layers).
+func (p *parser) schemaChange(m *mapping, path string) (string, bool) {
+	return p.choice(m, "schema_change", path, SchemaEvolve, SchemaHold)
 }
 
 // What a poll does with a feature whose geometry is invalid (self-intersecting

@@ -156,3 +156,50 @@ func checkSkipInvalidFeature(t *testing.T, cfg *Config, want map[string]bool) {
 		}
 	}
 }
+
+// schema_change resolves feed, else jurisdiction, else defaults (evolve).
+func TestSchemaChangeConfig(t *testing.T) {
+	cfg, err := ParseConfig("j.yaml", []byte(`
+defaults:
+  schema_change: hold
+jurisdictions:
+  - id: wake
+    schema_change: evolve
+    feeds:
+      - {id: a, kind: geojson, url: "https://data.example.org/a.geojson"}
+      - {id: b, kind: geojson, url: "https://data.example.org/b.geojson", schema_change: hold}
+  - id: durham
+    feeds:
+      - {id: c, kind: geojson, url: "https://data.example.org/c.geojson"}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"wake/a": SchemaEvolve, "wake/b": SchemaHold, "durham/c": SchemaHold} {
+		f, _ := cfg.Feed(key)
+		if got := feedInfo(f, time.Now()).Guard.SchemaChange; got != want {
+			t.Errorf("%s: schema_change %q, want %q", key, got, want)
+		}
+	}
+	cfg, err = ParseConfig("j.yaml", []byte(`
+jurisdictions:
+  - id: x
+    feeds:
+      - {id: y, kind: geojson, url: "https://data.example.org/y.geojson"}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := cfg.Feed("x/y"); f.SchemaChange != SchemaEvolve {
+		t.Errorf("default schema_change %q", f.SchemaChange)
+	}
+	_, err = ParseConfig("j.yaml", []byte(`
+jurisdictions:
+  - id: x
+    feeds:
+      - {id: y, kind: geojson, url: "https://data.example.org/y.geojson", schema_change: freeze}
+`), nil)
+	if err == nil || !strings.Contains(err.Error(), "schema_change") || !strings.Contains(err.Error(), "evolve or hold") {
+		t.Errorf("schema_change: freeze: %v", err)
+	}
+}

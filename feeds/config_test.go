@@ -71,6 +71,7 @@ func TestLoadConfigValid(t *testing.T) {
 		Breaker:         breaker.DefaultPolicy(),
 		InvalidGeometry: InvalidRepair,
 		InvalidFeature:  InvalidRepair,
+		SchemaChange:    SchemaEvolve,
 		Redirects:       RedirectsSameOrigin,
 		Limits:          feature.DefaultLimits(),
 	}
@@ -90,7 +91,7 @@ func TestLoadConfigValid(t *testing.T) {
 			PageSize: 500, IDProperty: "prop_id", SortBy: "prop_id", Schedule: "0 */6 * * *",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(), SchemaChange: SchemaEvolve,
 		},
 		{
 			ID: "roads", Kind: "wfs", URL: "https://gis.travis.example.gov/geoserver/wfs",
@@ -98,14 +99,14 @@ func TestLoadConfigValid(t *testing.T) {
 			PageSize: 2000, SortBy: "objectid", Schedule: "@daily",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(2 * time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(), SchemaChange: SchemaEvolve,
 		},
 		{
 			// geojson: WFS-only settings are not filled from defaults; "$${" is a literal "${".
 			ID: "zoning", Kind: "geojson", URL: "https://data.austin.example.gov/resource/zoning.geojson?${literal}=1",
 			Schedule: "30 5 * * 1-5", Timeout: Duration(5 * time.Minute), RequestTimeout: Duration(time.Minute),
 			Jurisdiction: "austin", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(), SchemaChange: SchemaEvolve,
 		},
 		{
 			ID: "hydrants", Kind: "wfs", URL: "http://wfs.example.org:8080/ows",
@@ -113,7 +114,7 @@ func TestLoadConfigValid(t *testing.T) {
 			PageSize: 500, SortBy: "id", Schedule: "@every 15m",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute),
 			Jurisdiction: "example_utc", InvalidGeometry: InvalidRepair,
-			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(),
+			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(), SchemaChange: SchemaEvolve,
 		},
 	}
 	got := cfg.Feeds()

@@ -32,7 +32,22 @@ type Guard struct {
 	// (invalid_feature: skip). A feature with no faithful repair is
 	// skipped either way.
 	SkipInvalidFeature bool
+
+	// Typed layers (schema drift).
+
+	// SchemaChange is what a snapshot whose schema drifted (a column
+	// added, removed, retyped, or collapsed to all null) does:
+	// SchemaEvolve ("" too) applies it and the typed view follows;
+	// SchemaHold holds it like the shrink guard, the reason naming the
+	// columns, until `ingestd held accept|reject`.
+	SchemaChange string
 }
+
+// Values of schema_change.
+const (
+	SchemaEvolve = "evolve"
+	SchemaHold   = "hold"
+)
 
 // EffectiveMaxShrink returns MaxShrink with the zero value resolved.
 func (g Guard) EffectiveMaxShrink() float64 {

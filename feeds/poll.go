@@ -122,6 +122,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		}
 		if err == nil {
 			applied = true
+			info.Declared, info.TypedText = stats.Declared, stats.TypedText
 			res, err = m.store.Apply(ctx, pollID, info)
 			if err == nil {
 				m.recordCompleteness(ctx, layer, pollID, stats, logger)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/schema"
 )
 
 // Store is where polls land. feeds/postgis implements it; main wires it in.
@@ -114,6 +115,13 @@ type FeedInfo struct {
 	ExpectedInterval time.Duration
 	// Guard is checked by Apply before the snapshot replaces the features.
 	Guard Guard
+
+	// Typed layers: what the protocol declared of the layer's schema
+	// (nil: nothing, the schema is inferred from the snapshot), and
+	// whether the decoder typed text values (GML) by it, so that the
+	// store retypes stored values the same way before diffing.
+	Declared  *schema.Declared
+	TypedText bool
 }
 
 // ApplyResult counts what applying a snapshot changed.

@@ -84,8 +84,10 @@ type gmlProp struct {
 //     without the feature type's schema a decoder cannot tell a number from
 //     a code that looks like one (parcel PINs and ZIP codes with leading
 //     zeros, "1E5" as a zoning code), and guessing per value would give one
-//     column mixed types. An element with xsi:nil="true" is null; an empty
-//     element is "". A property repeated in one feature becomes an array of
+//     column mixed types. With the schema (feature.WithTypeValue, which the
+//     wfs client sets from DescribeFeatureType) declared numbers and
+//     booleans become JSON numbers and booleans. An element with
+//     xsi:nil="true" is null; an empty element is "". A property repeated in one feature becomes an array of
 //     its values. Complex properties (with child elements that are not the
 //     geometry) and GML's own properties (gml:name, gml:description,
 //     gml:boundedBy) are left out, as are attributes of property elements.
@@ -732,6 +734,11 @@ func (r *Reader) appendProps(b []byte) []byte {
 func (r *Reader) appendValue(b []byte, p gmlProp) []byte {
 	if p.null {
 		return append(b, "null"...)
+	}
+	if r.cfg.TypeValue != nil {
+		if out, ok := r.cfg.TypeValue(b, p.name, r.pbuf[p.start:p.end]); ok {
+			return out
+		}
 	}
 	return appendJSONString(b, r.pbuf[p.start:p.end])
 }

@@ -81,6 +81,15 @@ done
 		date_trunc('second', created_at) AS parked_at, date_trunc('second', finished_at) AS finished_at,
 		next_page, left(last_error, 60) AS last_error
 	FROM dead_letter ORDER BY id"
+# Typed layers (README.md, "Typed layers"): each feed's columns and a few
+# rows of one feed's typed view, the layer QGIS and ogrinfo open.
+"${PSQL[@]}" -c "SELECT s.jurisdiction || '/' || s.feed AS feed, s.view_name, coalesce(s.geometry_type, '-') AS geometry,
+		string_agg(c.view_column || ' ' || c.type, ', ' ORDER BY c.ordinal) AS columns
+	FROM feed_schemas s JOIN feed_columns c USING (jurisdiction, feed)
+	WHERE c.removed_at IS NULL GROUP BY 1, 2, 3 ORDER BY 1"
+zoning_view=$("${PSQL[@]}" -tAc "SELECT ingestd_feed_view('raleigh', 'zoning')")
+"${PSQL[@]}" -c "SELECT feature_id, zone_code, height_stories, adopted, GeometryType(geom) AS geom
+	FROM \"$zoning_view\" ORDER BY feature_id LIMIT 3" 2>/dev/null || true
 if [[ $pending != 0 ]]; then
 	log "not every feed is fresh after 120 s; see .demo/ingestd.log"
 	exit 1

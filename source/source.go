@@ -9,6 +9,7 @@ import (
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/redact"
+	"github.com/ingestd/ingestd/schema"
 )
 
 // Layer describes what to fetch: a WFS feature type, a plain GeoJSON URL or
@@ -81,6 +82,13 @@ type Layer struct {
 	// ResumeURL is the next link of the last page a parked poll staged:
 	// Fetch resumes there when firstPage > 0.
 	ResumeURL string
+
+	// Typed layers (issue 19).
+
+	// DescribeSchema asks the kind for the layer's declared schema before
+	// fetching it (WFS: DescribeFeatureType), reported in
+	// FetchStats.Declared and used to type text values (GML).
+	DescribeSchema bool
 }
 
 // Validators identify the version of a layer that a server sent. They are
@@ -146,6 +154,17 @@ type FetchStats struct {
 	// Validators are the ones this fetch's server sent, to be stored with
 	// the snapshot if (and only if) it is applied.
 	Validators Validators
+
+	// Typed layers (issue 19).
+
+	// Declared is the layer's schema as its protocol declares it (nil:
+	// none; the store infers one from the values). A kind fills it from
+	// its own description with one adapter (WFS: schema.FromXSD; ArcGIS
+	// fields, OGC API queryables likewise).
+	Declared *schema.Declared
+	// TypedText: the decoder typed text values (GML) by Declared, so the
+	// store types stored values the same way before diffing.
+	TypedText bool
 }
 
 // LogValue is how a Layer appears in a log: its identity with the URL

@@ -18,6 +18,7 @@ import (
 	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/gml"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -89,6 +90,8 @@ type Client struct {
 	checkIDs    bool
 	now         func() time.Time
 	negotiation negotiationCache // Prepare's results, per layer
+	// declaredCache: each layer's last DescribeFeatureType (typed layers).
+	declaredCache declaredCache
 }
 
 // NewClient returns a Client that calls servers through httpcall.New(
@@ -128,6 +131,8 @@ type pageResult struct {
 	// number of features of the pages before.
 	ids     *idSet
 	fetched int
+	// typer types GML's text values by the declared schema (nil: none).
+	typer func(dst []byte, name string, text []byte) ([]byte, bool)
 }
 
 // Fetch fetches layer from page firstPage on (0, or the page to resume at),
@@ -181,6 +186,17 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	if firstPage < 0 || (!paged(layer) && firstPage != 0) {
 		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
 	}
+	declared, warning, err := c.declared(ctx, layer)
+	if err != nil {
+		return stats, err
+	}
+	if warning != "" {
+		stats.Warnings = append(stats.Warnings, warning)
+		c.logger.Warn(warning, "url", RedactURL(layer.URL), "type_name", layer.TypeName)
+	}
+	typer := schema.Typer(declared)
+	stats.Declared = declared
+	stats.TypedText = typer != nil && !IsGeoJSONFormat(layer.OutputFormat)
 	var prevKey string
 	ids := newIDSet(c.checkIDs)
 	for page := firstPage; ; page++ {
@@ -205,7 +221,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		var res pageResult
 		began := time.Now()
 		err = c.calls.Call(ctx, request(layer, u, acceptHeader(layer)), func(a *httpcall.Attempt) breaker.Result {
-			res = pageResult{ids: ids, fetched: stats.Features}
+			res = pageResult{ids: ids, fetched: stats.Features, typer: typer}
 			return c.attempt(a, layer, p, check, handle, &res)
 		})
 		if err != nil {
@@ -329,7 +345,8 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	case kindJSON:
 		dec = geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	case kindGML:
-		dec = gml.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
+		dec = gml.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()),
+			feature.WithTypeValue(res.typer))
 	default:
 		// classify lets only decodable kinds through.
 		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}

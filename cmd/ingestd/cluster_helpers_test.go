@@ -80,6 +80,9 @@ func (o *clusterOrigin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		start, _ := strconv.Atoi(q.Get("startIndex"))
 		a.page = start / n
 	}
+	if strings.EqualFold(q.Get("request"), "DescribeFeatureType") {
+		a.page = -1 // not a page: the layer's schema (typed layers)
+	}
 	o.mu.Lock()
 	o.arrivals = append(o.arrivals, a)
 	n := len(o.arrivals)

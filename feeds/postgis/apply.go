@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -109,6 +110,14 @@ type applyRun struct {
 	split *int
 	held  *string
 	out   applyOutcome
+
+	// Typed layers (schema.go): what the protocol declared, whether the
+	// decoder typed text values by it, schema_change: hold, and what the
+	// schema steps found.
+	declared   *schema.Declared
+	typedText  bool
+	schemaHold bool
+	sch        schemaState
 }
 
 // newApplyRun returns the run of an apply of poll pollID of the feed in tx.
@@ -122,6 +131,10 @@ func newApplyRun(tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feed
 			r.bbox = []float64{b.MinX, b.MinY, b.MaxX, b.MaxY}
 		}
 		r.skipInvalid, r.skipInvalidFeature = guard.SkipInvalid, guard.SkipInvalidFeature
+		r.schemaHold = guard.SchemaChange == feeds.SchemaHold
+	}
+	if checkPages != nil {
+		r.declared, r.typedText = checkPages.Declared, checkPages.TypedText
 	}
 	return r
 }
@@ -139,6 +152,8 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		planForBulk,          // hash joins, no JIT
 		countInvalidFeatures, // polls.invalid_features, whatever the snapshot's fate
 		findTable,            // the feed's table, the poll's size, the last apply
+		s.readSchema,         // the snapshot's schema and its drift (schema_change: hold)
+		retypeStored,         // stored text values typed as the decoder types them
 		s.firstLoadInBulk,    // a large first load: CREATE TABLE … AS, in parallel
 		s.createLoadTable,    // another first load: an empty table to fill
 		s.checkUnchanged,     // a quiet layer: recognised, nothing written
@@ -146,6 +161,7 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		tally,                // duplicates and invalid features
 		supersedeHeld,        // an older held snapshot is moot now
 		finishLoadTable,      // a first load: its indexes, or no table if held
+		s.recordSchema,       // columns, schema_changes, the typed view
 	} {
 		if err := step(ctx, r); err != nil {
 			return err
@@ -228,7 +244,7 @@ func (s *Store) checkUnchanged(ctx context.Context, r *applyRun) error {
 // new table — which diffs, asks the guards and writes, unless the snapshot
 // is known unchanged or was loaded in bulk.
 func diffAndWrite(ctx context.Context, r *applyRun) error {
-	if r.unchanged || r.bulk {
+	if r.unchanged || r.bulk || r.held != nil {
 		return nil
 	}
 	name := "ApplyDiff"

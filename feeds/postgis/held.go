@@ -134,6 +134,9 @@ func discardHeld(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, fee
 	if _, err := tx.Exec(ctx, sqlQuery("ClearHold"), jurisdiction, feed); err != nil {
 		return err
 	}
+	if _, err := tx.Exec(ctx, sqlQuery("RejectSchemaChanges"), pollID); err != nil {
+		return err
+	}
 	return deleteStaging(ctx, tx, pollID)
 }
 

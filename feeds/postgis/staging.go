@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/schema"
 )
 
 // StagePage copies one page of features into the poll's staging area with a
@@ -75,7 +77,11 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), nextLink(features))
+		profile, err := json.Marshal(&src.profile)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), profile, nextLink(features))
 		return err
 	})
 	if err != nil {
@@ -183,6 +189,9 @@ type copySource struct {
 	// invalid counts the page's features by invalid reason
 	// (staged_pages.invalid_features).
 	invalid invalidCounts
+	// profile counts the page's value kinds and geometry types
+	// (staged_pages.profile; typed layers, schema.go).
+	profile schema.Profile
 
 	buf     []byte // encoded rows; out is what Read has not returned yet
 	out     []byte
@@ -433,6 +442,13 @@ func (c *copySource) encode(f *feature.Feature) stagedRow {
 		h := sha256.Sum256(c.props)
 		r.propsHash = h[:]
 	}
+	props := f.Properties
+	if r.invalid == featureUnusable {
+		props = nil
+	}
+	// Properties the decoder vouched for scan; an error only leaves this
+	// feature's values out of the profile.
+	_ = c.profile.AddFeature(props, geometryName(f.Geometry))
 	// The decoders repair what they can before the store sees it; their
 	// repairs count, and are skipped under invalid_feature: skip, as ours.
 	if f.Repairs&feature.RepairedUTF8 != 0 {

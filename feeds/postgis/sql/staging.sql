@@ -21,9 +21,10 @@ SELECT count(*)::int FROM (SELECT DISTINCT feature_id COLLATE "C" FROM staged_fe
 	WHERE poll_id = $1 AND page = $2 AND feature_id <> '') d
 
 -- name: RecordStagedPage
-INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features, next_link) VALUES ($1, $2, $3, $4, $5, $6)
+-- $6 is the page's profile (schema.Profile: typed layers); $7 its next link (kind ogcapi).
+INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features, profile, next_link) VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
-	invalid_features = excluded.invalid_features, next_link = excluded.next_link, staged_at = now()
+	invalid_features = excluded.invalid_features, profile = excluded.profile, next_link = excluded.next_link, staged_at = now()
 
 -- name: StagedNextLink
 -- The next link a staged page recorded (kind ogcapi): where a resumed poll

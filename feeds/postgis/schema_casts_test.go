@@ -1,0 +1,75 @@
+package postgis_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/ingestd/ingestd/schema"
+)
+
+// castValues are JSON values at the edges of the kinds.
+var castValues = []string{
+	`1`, `-0`, `1e2`, `1.0`, `1.5e1`, `9223372036854775807`, `9223372036854775808`, `-9223372036854775808`,
+	`0.1`, `1e400`, `1e-400`, `1e308`, `true`, `false`, `null`, `[1]`, `{"a":1}`,
+	`"12"`, `"007"`, `"-5"`, `"+5"`, `"1.5"`, `"1e5"`, `"1e1000"`, `"12345678901234567890"`, `"NaN"`, `"Infinity"`,
+	`"true"`, `"TRUE"`, `"1"`, `""`, `" 12"`,
+	`"2021-02-03"`, `"2021-02-30"`, `"0000-01-01"`, `"2020-02-29"`, `"2021-02-29"`,
+	`"2021-02-03T04:05:06Z"`, `"2021-02-03 04:05"`, `"2021-02-03T04:05:06.123456+02:00"`, `"2021-02-03T24:00:00Z"`,
+	`"2021-02-03T04:05:06+0530"`, `"2021-02-03T04:05:06-07"`, `"2021-13-03T04:05:06Z"`, `"2021-02-03T04:60:00Z"`,
+}
+
+var castFuncs = map[schema.Type]string{
+	schema.BigInt: "ingestd_as_bigint", schema.Numeric: "ingestd_as_numeric", schema.Double: "ingestd_as_double",
+	schema.Boolean: "ingestd_as_boolean", schema.Date: "ingestd_as_date", schema.Timestamp: "ingestd_as_timestamptz",
+	schema.Text: "ingestd_as_text", schema.JSON: "ingestd_as_jsonb",
+}
+
+// TestSafeCastsMatchConverts: the view's safe casts (SQL) turn a value
+// into NULL exactly when schema.Converts says it does not convert, so
+// feed_columns.unconverted counts the NULLs the view shows.
+func TestSafeCastsMatchConverts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, v := range castValues {
+		p := &schema.Profile{}
+		if err := p.AddFeature([]byte(`{"x":`+v+`}`), ""); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		for typ, fn := range castFuncs {
+			s := schema.Build(p, &schema.Declared{Columns: []schema.Column{{Name: "x", Type: typ}}}, nil)
+			c, _ := s.Column("x")
+			goConverts := c.Unconverted == 0
+			var sqlConverts bool
+			b.scalar(t, &sqlConverts, fmt.Sprintf(`SELECT %s($1::jsonb) IS NOT NULL OR $1::jsonb = 'null'`, fn), v)
+			if goConverts != sqlConverts {
+				t.Errorf("%s as %s: schema.Converts says %v, %s says %v", v, typ, goConverts, fn, sqlConverts)
+			}
+		}
+	}
+}
+
+// TestTypedValueMatchesSQL: ingestd_typed_value (the upgrade's retype of
+// stored GML strings) gives the jsonb schema.AppendTyped gives the GML
+// decoder, so that hashes stay equal.
+func TestTypedValueMatchesSQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, text := range []string{"12", "007", "-0", "0.50", "-00.5", "1.5E+2", "1e999", " 42 ", "\t3\n", "+5", "NaN", "INF",
+		"true", "1", "0", "false", "yes", "", "2020-01-01", "12345678901234567890", "99999999999999999999999999999999999999999999999999999999999999999"} {
+		for _, typ := range []schema.Type{schema.BigInt, schema.Numeric, schema.Double, schema.Boolean, schema.Text, schema.Date} {
+			out, ok := schema.AppendTyped(nil, typ, []byte(text))
+			if !ok {
+				out, _ = json.Marshal(text)
+			}
+			var same bool
+			var sqlValue string
+			b.scalar(t, &sqlValue, `SELECT ingestd_typed_value(to_jsonb($1::text), $2)::text`, text, string(typ))
+			b.scalar(t, &same, `SELECT ingestd_typed_value(to_jsonb($1::text), $2) = $3::jsonb
+				AND jsonb_send(ingestd_typed_value(to_jsonb($1::text), $2)) = jsonb_send($3::jsonb)`, text, string(typ), string(out))
+			if !same {
+				t.Errorf("%q as %s: the decoder writes %s, the retype %s", text, typ, out, sqlValue)
+			}
+		}
+	}
+}

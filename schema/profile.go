@@ -1,0 +1,561 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is the kind of one property value, as the store's view functions
+// (sql safe casts) will see it. Strings are told apart by their text
+// because a declared type converts them: "12" under a declared bigint is
+// 12, under an inferred schema it is text.
+type Kind uint8
+
+// Value kinds.
+const (
+	KNull Kind = iota
+	KBool
+	// KInt: a JSON number with no fraction once PostgreSQL's numeric has
+	// normalised it (1e2 is 100, 1.0 is not integral), within int64.
+	KInt
+	// KNum: any other JSON number.
+	KNum
+	// KStrInt, KStrNum, KStrBool: strings that read as an integer
+	// (-?[0-9]{1,19}, within int64), a decimal number (at most 64 bytes,
+	// exponent of at most 3 digits), or true/false.
+	KStrInt
+	KStrNum
+	KStrBool
+	// KDate: a string YYYY-MM-DD that is a calendar date (year ≥ 1).
+	KDate
+	// KTimestamp: a string date, 'T' or ' ', hh:mm[:ss[.fff]] and an
+	// optional zone (Z, ±hh[:mm]); without one it is taken as UTC.
+	KTimestamp
+	// KString: any other string.
+	KString
+	// KNested: a JSON object or array.
+	KNested
+	numKinds
+)
+
+var kindNames = [numKinds]string{"null", "bool", "int", "num", "strint", "strnum", "strbool", "date", "timestamp", "string", "nested"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// Infer is the type of a column whose non-null values are of the kinds
+// counted in kinds. The widening rules:
+//
+//   - no non-null value: text (nothing says otherwise);
+//   - any object or array: jsonb;
+//   - only booleans: boolean;
+//   - only integers (JSON numbers within int64): bigint;
+//   - integers and other numbers: numeric (exact: no binary rounding of
+//     0.1, no limit on digits);
+//   - only dates: date; dates and timestamps: timestamptz (a date is its
+//     midnight UTC);
+//   - any other mix (a number and a string, a boolean and a number):
+//     text. Strings that look like numbers or booleans stay text when
+//     inferred: "02134" is a ZIP code, not 2134. Only a declared type
+//     reads them as numbers.
+func Infer(kinds [numKinds]int64) Type {
+	var set uint32
+	for k := KBool; k < numKinds; k++ {
+		if kinds[k] > 0 {
+			set |= 1 << k
+		}
+	}
+	only := func(ks ...Kind) bool {
+		var m uint32
+		for _, k := range ks {
+			m |= 1 << k
+		}
+		return set&^m == 0
+	}
+	switch {
+	case set == 0:
+		return Text
+	case set&(1<<KNested) != 0:
+		return JSON
+	case only(KBool):
+		return Boolean
+	case only(KInt):
+		return BigInt
+	case only(KInt, KNum):
+		return Numeric
+	case only(KDate):
+		return Date
+	case only(KDate, KTimestamp):
+		return Timestamp
+	}
+	return Text
+}
+
+// Converts reports whether a value of kind k converts to t in the typed
+// view (the safe casts of migrations' ingestd_as_* functions); one that
+// does not is NULL there, and counted as Unconverted.
+func Converts(k Kind, t Type) bool {
+	switch t {
+	case Text, JSON:
+		return true
+	case BigInt:
+		return k == KInt || k == KStrInt
+	case Numeric:
+		return k == KInt || k == KNum || k == KStrInt || k == KStrNum
+	case Double:
+		return k == KInt || k == KStrInt || k == KNum || k == KStrNum
+	case Boolean:
+		return k == KBool || k == KStrBool
+	case Date:
+		return k == KDate
+	case Timestamp:
+		return k == KDate || k == KTimestamp
+	}
+	return false
+}
+
+// ColumnProfile counts one property's values by kind.
+type ColumnProfile struct {
+	Name  string
+	Kinds [numKinds]int64
+	// outOfDouble counts numbers double precision cannot hold (1e400).
+	outOfDouble int64
+}
+
+func (c *ColumnProfile) nonNull() int64 {
+	var n int64
+	for k := KBool; k < numKinds; k++ {
+		n += c.Kinds[k]
+	}
+	return n
+}
+
+func (c *ColumnProfile) unconverted(t Type) int64 {
+	var n int64
+	for k := KBool; k < numKinds; k++ {
+		if !Converts(k, t) {
+			n += c.Kinds[k]
+		}
+	}
+	if t == Double {
+		n += c.outOfDouble
+	}
+	return n
+}
+
+// Profile counts the kinds of a snapshot's property values and its
+// geometry types, feature by feature. The store keeps one per staged
+// page (so a resumed poll loses nothing) and merges them at apply.
+type Profile struct {
+	Features int64
+	// Columns in the order their names first appeared.
+	Columns []ColumnProfile
+	// geoms counts features by geometry type ("" for none): a handful of
+	// types, searched in order.
+	geoms []geomCount
+	index map[string]int
+	// seen marks the columns the current feature carried; last[k] is the
+	// column of the last feature's k-th key (features of a layer mostly
+	// share their keys' order, which spares a map lookup per value).
+	seen []bool
+	last []int
+}
+
+type geomCount struct {
+	name string
+	n    int64
+}
+
+func (p *Profile) addGeometry(name string, n int64) {
+	for i := range p.geoms {
+		if p.geoms[i].name == name {
+			p.geoms[i].n += n
+			return
+		}
+	}
+	p.geoms = append(p.geoms, geomCount{name, n})
+}
+
+func (p *Profile) column(name string) *ColumnProfile {
+	if i, ok := p.index[name]; ok {
+		return &p.Columns[i]
+	}
+	return nil
+}
+
+func (p *Profile) columnAdd(name string) int {
+	if p.index == nil {
+		p.index = make(map[string]int)
+	}
+	i, ok := p.index[name]
+	if !ok {
+		i = len(p.Columns)
+		p.index[name] = i
+		p.Columns = append(p.Columns, ColumnProfile{Name: name})
+		// Earlier features did not carry it: null for them.
+		p.Columns[i].Kinds[KNull] = p.Features
+		p.seen = append(p.seen, false)
+	}
+	return i
+}
+
+// ErrNotObject is returned by AddFeature for properties that are not a
+// JSON object.
+var ErrNotObject = errors.New("schema: properties are not a JSON object")
+
+// AddFeature counts one feature: its properties (a JSON object, or nil)
+// and its geometry type (GeometryName's spelling, "" for none). Properties
+// that do not scan are counted as a feature without properties, and the
+// error is returned.
+func (p *Profile) AddFeature(props []byte, geometry string) error {
+	p.addGeometry(geometry, 1)
+	for i := range p.seen {
+		p.seen[i] = false
+	}
+	var err error
+	if len(props) > 0 && string(props) != "null" {
+		pos := 0
+		err = scanObject(props, func(name []byte, k Kind, outOfDouble bool) {
+			var i int
+			if pos < len(p.last) && p.Columns[p.last[pos]].Name == string(name) {
+				i = p.last[pos]
+			} else {
+				var ok bool
+				if i, ok = p.index[string(name)]; !ok {
+					// As the store repairs it: jsonb holds no NUL.
+					i = p.columnAdd(strings.ReplaceAll(string(name), "\x00", "\uFFFD"))
+				}
+				if pos < len(p.last) {
+					p.last[pos] = i
+				} else {
+					p.last = append(p.last, i)
+				}
+			}
+			pos++
+			if p.seen[i] {
+				return // a repeated key: jsonb keeps one
+			}
+			p.seen[i] = true
+			p.Columns[i].Kinds[k]++
+			if outOfDouble {
+				p.Columns[i].outOfDouble++
+			}
+		})
+	}
+	for i, s := range p.seen {
+		if !s {
+			p.Columns[i].Kinds[KNull]++
+		}
+	}
+	// Last: a column this feature added was null in the features before.
+	p.Features++
+	return err
+}
+
+// Merge adds q's counts to p; q's new columns follow p's.
+func (p *Profile) Merge(q *Profile) {
+	for _, qc := range q.Columns {
+		i := p.columnAdd(qc.Name)
+		c := &p.Columns[i]
+		for k := range qc.Kinds {
+			c.Kinds[k] += qc.Kinds[k]
+		}
+		c.outOfDouble += qc.outOfDouble
+	}
+	// Columns q never saw are null in q's features.
+	for i := range p.Columns {
+		if q.column(p.Columns[i].Name) == nil {
+			p.Columns[i].Kinds[KNull] += q.Features
+		}
+	}
+	p.Features += q.Features
+	for _, g := range q.geoms {
+		p.addGeometry(g.name, g.n)
+	}
+}
+
+// multi maps a single geometry type to its multi-part one.
+var multi = map[string]string{"Point": "MultiPoint", "LineString": "MultiLineString", "Polygon": "MultiPolygon"}
+
+// GeometryType is the view's geometry type for the profiled geometries:
+// "" when there are none, the one type when all share it, the multi-part
+// type when single and multi-part ones of one family mix (Polygon and
+// MultiPolygon: the view promotes with ST_Multi, as ogr2ogr's
+// -nlt PROMOTE_TO_MULTI does), else "Geometry".
+func (p *Profile) GeometryType() string {
+	types := map[string]bool{}
+	for _, g := range p.geoms {
+		if g.name != "" && g.n > 0 {
+			types[g.name] = true
+		}
+	}
+	switch len(types) {
+	case 0:
+		return ""
+	case 1:
+		for g := range types {
+			return g
+		}
+	case 2:
+		for single, m := range multi {
+			if types[single] && types[m] {
+				return m
+			}
+		}
+	}
+	return "Geometry"
+}
+
+// profileJSON is a Profile as stored with its page (staged_pages.profile).
+type profileJSON struct {
+	Features int64            `json:"n"`
+	Columns  []columnJSON     `json:"c,omitempty"`
+	Geometry map[string]int64 `json:"g,omitempty"`
+}
+
+type columnJSON struct {
+	Name        string           `json:"name"`
+	Kinds       map[string]int64 `json:"kinds"`
+	OutOfDouble int64            `json:"out_of_double,omitempty"`
+}
+
+// MarshalJSON renders p with kinds by name.
+func (p *Profile) MarshalJSON() ([]byte, error) {
+	out := profileJSON{Features: p.Features}
+	if len(p.geoms) > 0 {
+		out.Geometry = make(map[string]int64, len(p.geoms))
+		for _, g := range p.geoms {
+			out.Geometry[g.name] += g.n
+		}
+	}
+	for _, c := range p.Columns {
+		cj := columnJSON{Name: c.Name, Kinds: map[string]int64{}, OutOfDouble: c.outOfDouble}
+		for k, n := range c.Kinds {
+			if n > 0 {
+				cj.Kinds[kindNames[k]] = n
+			}
+		}
+		out.Columns = append(out.Columns, cj)
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (p *Profile) UnmarshalJSON(b []byte) error {
+	var in profileJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*p = Profile{Features: in.Features}
+	for _, name := range slices.Sorted(maps.Keys(in.Geometry)) {
+		p.addGeometry(name, in.Geometry[name])
+	}
+	for _, cj := range in.Columns {
+		i := p.columnAdd(cj.Name)
+		c := &p.Columns[i]
+		c.Kinds[KNull] = 0
+		for name, n := range cj.Kinds {
+			for k, kn := range kindNames {
+				if kn == name {
+					c.Kinds[k] = n
+				}
+			}
+		}
+		c.outOfDouble = cj.OutOfDouble
+	}
+	return nil
+}
+
+var (
+	dateRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+	tsRE   = regexp.MustCompile(`^([0-9]{4}-[0-9]{2}-[0-9]{2})[T ]([0-9]{2}):([0-9]{2})(:[0-9]{2}(\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?$`)
+)
+
+// StringKind classifies a string value (unescaped). It runs for every
+// string value staged, so the common cases (a name, a code) are decided
+// by the first byte, and numbers are checked by hand; only strings shaped
+// like dates reach the regular expressions.
+func StringKind(s string) Kind {
+	if s == "" {
+		return KString
+	}
+	switch c := s[0]; {
+	case c == 't' || c == 'f':
+		if s == "true" || s == "false" {
+			return KStrBool
+		}
+		return KString
+	case c != '-' && (c < '0' || c > '9'):
+		return KString
+	}
+	switch {
+	case isStrInt(s) && fitsInt64(s):
+		return KStrInt
+	case len(s) <= 64 && isStrNum(s):
+		return KStrNum
+	case len(s) == 10:
+		if validDate(s) {
+			return KDate
+		}
+	case len(s) >= 16 && len(s) <= 40 && s[4] == '-':
+		if m := tsRE.FindStringSubmatch(s); m != nil && validDate(m[1]) {
+			h, _ := strconv.Atoi(m[2])
+			mi, _ := strconv.Atoi(m[3])
+			sec := 0
+			if m[4] != "" {
+				sec, _ = strconv.Atoi(m[4][1:3])
+			}
+			// PostgreSQL takes 24:00:00 as the next midnight.
+			midnight := h == 24 && mi == 0 && sec == 0 && strings.Trim(strings.TrimPrefix(m[5], "."), "0") == ""
+			if (h < 24 || midnight) && mi < 60 && sec < 60 {
+				return KTimestamp
+			}
+		}
+	}
+	return KString
+}
+
+// isStrInt: -?[0-9]{1,19}.
+func isStrInt(s string) bool {
+	d := strings.TrimPrefix(s, "-")
+	return len(d) >= 1 && len(d) <= 19 && digitsOnly(d)
+}
+
+// isStrNum: -?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?.
+func isStrNum(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	i := leadingDigits(s)
+	if i == 0 {
+		return false
+	}
+	s = s[i:]
+	if strings.HasPrefix(s, ".") {
+		j := leadingDigits(s[1:])
+		if j == 0 {
+			return false
+		}
+		s = s[1+j:]
+	}
+	if s == "" {
+		return true
+	}
+	if s[0] != 'e' && s[0] != 'E' {
+		return false
+	}
+	s = s[1:]
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return len(s) >= 1 && len(s) <= 3 && digitsOnly(s)
+}
+
+func leadingDigits(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func digitsOnly(s string) bool { return leadingDigits(s) == len(s) }
+
+// validDate reports whether s is YYYY-MM-DD, a calendar date of a year
+// from 1 (PostgreSQL has no year 0).
+func validDate(s string) bool {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' || !digitsOnly(s[:4]) || !digitsOnly(s[5:7]) || !digitsOnly(s[8:]) {
+		return false
+	}
+	y, _ := strconv.Atoi(s[:4])
+	m, _ := strconv.Atoi(s[5:7])
+	d, _ := strconv.Atoi(s[8:])
+	if y < 1 || m < 1 || m > 12 || d < 1 {
+		return false
+	}
+	// Day 0 of the next month is the last of this one.
+	return d <= time.Date(y, time.Month(m)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// fitsInt64 reports whether the decimal integer s (-?digits) is within
+// int64.
+func fitsInt64(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+// NumberKind classifies the JSON number literal s as PostgreSQL's numeric
+// will hold it: KInt when no fraction is left once the exponent is applied
+// (its display scale is 0) and the value is within int64, else KNum; and
+// whether double precision cannot hold it.
+func NumberKind(s string) (k Kind, outOfDouble bool) {
+	if isStrInt(s) && len(s) <= 18 {
+		return KInt, false // the common case, decided without parsing
+	}
+	if indexAny(s, "eE") >= 0 || len(s) > 300 {
+		f, err := strconv.ParseFloat(s, 64)
+		outOfDouble = err != nil || (f != 0 && (f > 1e308 || f < -1e308 || (f < 1e-307 && f > -1e-307)))
+		// A non-zero number that underflows to 0 (1e-400) is out too.
+		mant, _, _ := strings.Cut(strings.ToLower(s), "e")
+		outOfDouble = outOfDouble || (f == 0 && strings.Trim(mant, "-+0.") != "")
+	}
+	mant, exp := s, 0
+	if i := indexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil {
+			return KNum, outOfDouble
+		}
+		exp = e
+	}
+	neg := len(mant) > 0 && mant[0] == '-'
+	if neg {
+		mant = mant[1:]
+	}
+	intPart, frac := mant, ""
+	if i := indexAny(mant, "."); i >= 0 {
+		intPart, frac = mant[:i], mant[i+1:]
+	}
+	if len(frac)-exp > 0 {
+		return KNum, outOfDouble
+	}
+	digits := trimLeftZeros(intPart + frac)
+	if digits == "" {
+		return KInt, outOfDouble
+	}
+	zeros := exp - len(frac)
+	if len(digits)+zeros > 19 {
+		return KNum, outOfDouble
+	}
+	for range zeros {
+		digits += "0"
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	if fitsInt64(digits) {
+		return KInt, outOfDouble
+	}
+	return KNum, outOfDouble
+}
+
+func indexAny(s, chars string) int {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func trimLeftZeros(s string) string {
+	for len(s) > 0 && s[0] == '0' {
+		s = s[1:]
+	}
+	return s
+}
