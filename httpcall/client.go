@@ -113,6 +113,27 @@ type Request struct {
 	// through that origin's breaker; by default it fails the attempt with
 	// a *RedirectError.
 	CrossOriginRedirects bool
+	// IfNoneMatch and IfModifiedSince, when set, make the GET conditional
+	// on the ETag and Last-Modified of the copy the caller has (sent as
+	// If-None-Match and If-Modified-Since). A 304 Not Modified answer then
+	// ends the call as a success of the origin without calling the
+	// AttemptFunc, and Call returns ErrNotModified.
+	IfNoneMatch, IfModifiedSince string
+}
+
+// conditional reports whether r is a conditional GET.
+func (r *Request) conditional() bool { return r.IfNoneMatch != "" || r.IfModifiedSince != "" }
+
+// ErrNotModified is Call's answer when the server answered a conditional
+// request with 304 Not Modified: the caller's copy is current. The origin
+// answered well (a breaker success), and there is no body.
+var ErrNotModified = errors.New("httpcall: 304 not modified")
+
+// ResponseValidators returns the validators of a response (its ETag and
+// Last-Modified headers, as sent), for the caller to send back with its
+// next conditional request; "" for a header the response lacks.
+func ResponseValidators(resp *http.Response) (etag, lastModified string) {
+	return resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 }
 
 // AttemptFunc judges one attempt that got a response: it opens the body
@@ -239,6 +260,12 @@ func (c *Client) attempt(ctx context.Context, req *Request, u *url.URL, fn Attem
 	if r := followed(ctx, resp); r != nil {
 		return *r
 	}
+	if resp.StatusCode == http.StatusNotModified && req.conditional() {
+		// The origin answered, cheaply and well; a 304 has no body. (A
+		// 304 to a request that was not conditional is left to fn: the
+		// status is not 2xx.)
+		return breaker.Result{Outcome: breaker.Success, Err: ErrNotModified}
+	}
 	return fn(&Attempt{Ctx: actx, CallCtx: ctx, URL: u, Redacted: redacted, Resp: resp,
 		client: c, req: req, timeout: timeout, ignoredOr: ignoredOr})
 }
@@ -267,6 +294,12 @@ func (c *Client) get(ctx context.Context, r *Request, u *url.URL, redacted strin
 	req.Header.Set("Accept-Encoding", "gzip")
 	if c.userAgent != "" {
 		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if r.IfNoneMatch != "" {
+		req.Header.Set("If-None-Match", r.IfNoneMatch)
+	}
+	if r.IfModifiedSince != "" {
+		req.Header.Set("If-Modified-Since", r.IfModifiedSince)
 	}
 	if breaker.Origin(u) == OriginOf(r.Home) {
 		// The feed's headers (a token) are for its own origin only: a

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -123,6 +124,8 @@ type pageResult struct {
 	firstKey       string // identity of the first feature, "" if none
 	handlerErr     error  // the handler's own error, returned as is
 	warning        string // an oddity of the response worth a warning
+	// etag and lastModified are the response's validators ("": none).
+	etag, lastModified string
 
 	// Set by Fetch before each attempt: the ids of the fetch so far and the
 	// number of features of the pages before.
@@ -204,10 +207,22 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 
 		var res pageResult
 		began := time.Now()
-		err = c.calls.Call(ctx, request(layer, u, acceptHeader(layer)), func(a *httpcall.Attempt) breaker.Result {
+		req := request(layer, u, acceptHeader(layer))
+		if !paged(layer) {
+			req.IfNoneMatch, req.IfModifiedSince = conditional(layer.Validators)
+		}
+		err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 			res = pageResult{ids: ids, fetched: stats.Features}
 			return c.attempt(a, layer, p, check, handle, &res)
 		})
+		if errors.Is(err, httpcall.ErrNotModified) {
+			// The server has the document of the last applied snapshot:
+			// nothing to fetch, nothing handed to handle.
+			log.Debug("not modified", "duration_ms", time.Since(began).Milliseconds())
+			stats.NotModified = true
+			stats.Validators = layer.Validators
+			return stats, nil
+		}
 		if err != nil {
 			var ie *IncompleteError
 			var le *feature.LimitError
@@ -264,6 +279,9 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, nil
 		}
 		if !paged(layer) {
+			// A layer of one request is one document, whose validators
+			// the next poll may send back (a paged layer's are per page).
+			stats.Validators = source.Validators{ETag: res.etag, LastModified: res.lastModified}
 			return done()
 		}
 		switch {
@@ -382,6 +400,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	}
 	res.features = fr.n
 	res.bytes = a.BodyBytes()
+	res.etag, res.lastModified = httpcall.ResponseValidators(resp)
 	res.numberMatched = dec.NumberMatched()
 	res.numberReturned = dec.NumberReturned()
 	return breaker.Result{Outcome: breaker.Success}
@@ -539,4 +558,18 @@ func (s *idSet) add(id string, page int) (prev int, dup bool) {
 func request(layer source.Layer, u *url.URL, accept string) httpcall.Request {
 	return httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: accept,
 		Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
+}
+
+// conditional returns the If-None-Match and If-Modified-Since of a request
+// for the document v came with; a stored value that is not a valid header
+// value (the table was edited) is not sent, which costs a full fetch rather
+// than a transport error charged to the origin.
+func conditional(v source.Validators) (ifNoneMatch, ifModifiedSince string) {
+	valid := func(s string) string {
+		if strings.ContainsAny(s, "\r\n\x00") {
+			return ""
+		}
+		return s
+	}
+	return valid(v.ETag), valid(v.LastModified)
 }
