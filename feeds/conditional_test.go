@@ -322,6 +322,36 @@ jurisdictions:
 		t.Errorf("ingestd_feeds_polls_total{outcome=not_modified} = %v; want 1", n)
 	}
 
+	// 2b. The feed's URL changes (another request, maybe another document):
+	// the old validators are not sent, the document is fetched whole.
+	cfg2, err := feeds.ParseConfig("test.yaml", []byte(fmt.Sprintf(`
+defaults:
+  schedule: "0 5 * * *"
+jurisdictions:
+  - id: county
+    feeds:
+      - id: parcels
+        kind: geojson
+        url: %s/parcels.geojson?copy=2
+        id_property: pin
+`, srv.url)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Update(ctx, cfg2); err != nil {
+		t.Fatal(err)
+	}
+	res, err = poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := w.lastExchange(t); x.status != 200 || x.ifNoneMatch != "" || x.ifModifiedSince != "" || x.bodyBytes != len(v1) {
+		t.Errorf("poll after the URL changed: exchange %+v; want an unconditional request answered 200 with the whole %d bytes", x, len(v1))
+	}
+	if res.NotModified || res.Unchanged != 50 {
+		t.Errorf("poll after the URL changed: %+v; want fetched, 50 unchanged", res)
+	}
+
 	// 3. The file changes (new content, new mtime): fetched and applied.
 	v2 := parcelsDoc(50, "v2")
 	if err := os.WriteFile(doc, v2, 0o644); err != nil {

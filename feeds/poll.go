@@ -2,11 +2,14 @@ package feeds
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -125,7 +128,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		if err == nil && firstPage == 0 {
 			// Only a fetch from the first page may be answered "unchanged":
 			// a resumed poll has pages of a new version staged already.
-			layer.Validators, err = m.store.AppliedValidators(ctx, info)
+			layer.Validators, err = m.store.AppliedValidators(ctx, info, requestKey(layer))
 		}
 		if err == nil {
 			stager := newPageStager(ctx, m.store, pollID, layer.Limits)
@@ -136,7 +139,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 			}
 		}
 		if err == nil {
-			err = m.store.RecordFetch(ctx, pollID, stats.Bytes, stats.Validators)
+			err = m.store.RecordFetch(ctx, pollID, stats.Bytes, stats.Validators, requestKey(layer))
 			fetched = false // recorded
 		}
 		switch {
@@ -196,7 +199,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	if fetched && stats.Bytes > 0 {
 		// The bytes of the pages that arrived, for the failed or parked
 		// poll's row; its validators are never used.
-		if rerr := m.store.RecordFetch(recordCtx, pollID, stats.Bytes, source.Validators{}); rerr != nil {
+		if rerr := m.store.RecordFetch(recordCtx, pollID, stats.Bytes, source.Validators{}, ""); rerr != nil {
 			logger.Error("recording the poll's bytes", "error", rerr)
 		}
 	}
@@ -422,4 +425,19 @@ func recoverPanic(logger *slog.Logger, fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// requestKey identifies what a layer's validators answer for: the request
+// as prepared (URL, type name, version, format, paging, CRS, id property),
+// hashed so that a token in the URL is not stored. Validators are sent back
+// only for the same key: after the feed's URL changed, another document's
+// Last-Modified could make the server answer 304 to a request it never saw.
+func requestKey(l source.Layer) string {
+	h := sha256.New()
+	for _, part := range []string{l.Kind, l.URL, l.TypeName, l.Version, l.OutputFormat,
+		strconv.Itoa(l.PageSize), strconv.Itoa(l.SRID), l.IDProperty, l.SortBy} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

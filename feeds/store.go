@@ -70,14 +70,16 @@ type Store interface {
 	// Conditional GET (issue 16).
 
 	// AppliedValidators returns the validators of the feed's last applied
-	// snapshot: zero when it has none, or when its last poll failed, was
-	// refused or held (only an applied snapshot may let a server answer
-	// "unchanged").
-	AppliedValidators(ctx context.Context, feed FeedInfo) (source.Validators, error)
+	// snapshot if they came with the request whose key is requestKey: zero
+	// when it has none, when its last poll failed, was refused or held
+	// (only an applied snapshot may let a server answer "unchanged"), or
+	// when the request changed (another URL's document could be older).
+	AppliedValidators(ctx context.Context, feed FeedInfo, requestKey string) (source.Validators, error)
 	// RecordFetch adds what the running poll's fetch read (body bytes) to
-	// the poll and records the validators the server sent with it, which
-	// become the feed's if (and only if) the snapshot applies.
-	RecordFetch(ctx context.Context, pollID int64, bytes int64, v source.Validators) error
+	// the poll and records the validators the server sent with it for the
+	// request whose key is requestKey, which become the feed's if (and only
+	// if) the snapshot applies.
+	RecordFetch(ctx context.Context, pollID int64, bytes int64, v source.Validators, requestKey string) error
 	// RecordNotModified ends the running poll as a success that fetched
 	// nothing (polls.not_modified): the server proved the layer unchanged
 	// since the feed's last applied snapshot. The feed is fresh as of now;

@@ -13,10 +13,10 @@ import (
 
 // AppliedValidators implements feeds.Store: feed_status.validators, which
 // only an applied snapshot sets (RecordAppliedFeed) and a failed, refused
-// or held poll clears.
-func (s *Store) AppliedValidators(ctx context.Context, feed feeds.FeedInfo) (source.Validators, error) {
+// or held poll clears, when feed_status.validators_for is requestKey.
+func (s *Store) AppliedValidators(ctx context.Context, feed feeds.FeedInfo, requestKey string) (source.Validators, error) {
 	var v *source.Validators
-	err := s.pool.QueryRow(ctx, sqlQuery("AppliedValidators"), feed.Jurisdiction, feed.Feed).Scan(&v)
+	err := s.pool.QueryRow(ctx, sqlQuery("AppliedValidators"), feed.Jurisdiction, feed.Feed, requestKey).Scan(&v)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return source.Validators{}, nil
@@ -31,12 +31,13 @@ func (s *Store) AppliedValidators(ctx context.Context, feed feeds.FeedInfo) (sou
 // RecordFetch implements feeds.Store. Bytes add up over the parts of a
 // resumed poll; the validators are the last part's (a one-request layer
 // has one part).
-func (s *Store) RecordFetch(ctx context.Context, pollID int64, bytes int64, v source.Validators) error {
+func (s *Store) RecordFetch(ctx context.Context, pollID int64, bytes int64, v source.Validators, requestKey string) error {
 	var jv *source.Validators
+	var key *string
 	if !v.IsZero() {
-		jv = &v
+		jv, key = &v, &requestKey
 	}
-	if _, err := s.pool.Exec(ctx, sqlQuery("RecordFetch"), pollID, bytes, jv); err != nil {
+	if _, err := s.pool.Exec(ctx, sqlQuery("RecordFetch"), pollID, bytes, jv, key); err != nil {
 		return fmt.Errorf("postgis: record fetch of poll %d: %w", pollID, err)
 	}
 	return nil

@@ -359,7 +359,7 @@ WHERE id = $1
 -- server has now is the held one, and the next poll must fetch it whole.
 UPDATE feed_status SET held_poll_id = $3, held_reason = $4, held_at = now(),
 	last_error = 'snapshot held: ' || $4, last_error_at = now(),
-	last_poll_id = GREATEST(last_poll_id, $3), validators = NULL
+	last_poll_id = GREATEST(last_poll_id, $3), validators = NULL, validators_for = NULL
 WHERE jurisdiction = $1 AND feed = $2
 
 -- name: RecordAppliedPoll
@@ -373,5 +373,5 @@ WHERE id = $1
 UPDATE feed_status SET last_success_at = now(), feature_count = $3, consecutive_failures = 0,
 	retry_after = NULL, last_poll_id = GREATEST(last_poll_id, $4),
 	held_poll_id = NULL, held_reason = NULL, held_at = NULL,
-	validators = (SELECT validators FROM polls WHERE id = $4)
+	(validators, validators_for) = (SELECT validators, validators_for FROM polls WHERE id = $4)
 WHERE jurisdiction = $1 AND feed = $2

@@ -36,7 +36,7 @@ UPDATE polls SET status = 'failed', finished_at = now(), error = $2 WHERE id = $
 -- Its validators go: a failed poll may have met a new version of the layer.
 UPDATE feed_status SET last_error = $3, last_error_at = now(),
 	consecutive_failures = consecutive_failures + 1,
-	last_poll_id = GREATEST(last_poll_id, $4), validators = NULL
+	last_poll_id = GREATEST(last_poll_id, $4), validators = NULL, validators_for = NULL
 WHERE jurisdiction = $1 AND feed = $2
 
 -- name: EndPollKeepingStaging
@@ -47,7 +47,7 @@ WHERE id = $1
 -- FeedFailed, with retry_after $4 (poll $5).
 UPDATE feed_status SET last_error = $3, last_error_at = now(), retry_after = $4,
 	consecutive_failures = consecutive_failures + 1,
-	last_poll_id = GREATEST(last_poll_id, $5), validators = NULL
+	last_poll_id = GREATEST(last_poll_id, $5), validators = NULL, validators_for = NULL
 WHERE jurisdiction = $1 AND feed = $2
 
 -- name: LastSuccess
@@ -56,13 +56,16 @@ FROM feed_status WHERE last_success_at IS NOT NULL
 
 -- name: RecordFetch
 -- What poll $1's fetch read: $2 body bytes (added: a resumed poll fetches
--- in parts) and the validators $3 the server sent (NULL: none).
-UPDATE polls SET bytes = coalesce(bytes, 0) + $2, validators = $3
+-- in parts) and the validators $3 the server sent (NULL: none) for the
+-- request whose key is $4.
+UPDATE polls SET bytes = coalesce(bytes, 0) + $2, validators = $3, validators_for = $4
 WHERE id = $1
 
 -- name: AppliedValidators
--- The validators of the feed's last applied snapshot (NULL: none).
-SELECT validators FROM feed_status WHERE jurisdiction = $1 AND feed = $2
+-- The validators of the feed's last applied snapshot, if they came with
+-- the request whose key is $3 (NULL: none).
+SELECT validators FROM feed_status
+WHERE jurisdiction = $1 AND feed = $2 AND validators_for = $3
 
 -- name: RecordNotModifiedPoll
 -- Poll $1 succeeded with nothing fetched: the feed's features ($2 of them)
