@@ -42,7 +42,9 @@
 # BENCH_HOSTILE_REPLAY (seconds of replays after the first pass, default 30),
 # BENCH_HOSTILE_KILL_MB (kill the run past this RSS, default 4096: the machine is shared);
 # bench.sh bigdoc: BENCH_BIGDOC_PORT (first of its three ports, default 18205),
-# BENCH_BIGDOC_SIZES (default "250000 1000000"), BENCH_BASE (a commit to compare with).
+# BENCH_BIGDOC_SIZES (default "250000 1000000"), BENCH_BIGDOC_SRID (the documents' CRS,
+# default 2264, NC State Plane; delete bench-out/bigdoc to regenerate), BENCH_BASE (a commit
+# to compare with).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -369,17 +371,26 @@ bench_bigdoc() {
 	# The unpaged WFS layer, served by the feed server (one request, no paging).
 	bin/feedserver -serve "127.0.0.1:${p0}=" -generate "parcels=$wfsn" >/dev/null 2>&1 &
 	bigdoc_pids="$bigdoc_pids $!"
-	# The documents: each size written once by a feed server of that size.
-	local n
+	# The documents: each size written once by a feed server of that size,
+	# then, as a county would publish it, in a State Plane CRS with the
+	# legacy crs member before the features (ogr2ogr writes it there).
+	local n srid=${BENCH_BIGDOC_SRID:-2264}
 	for n in $sizes; do
 		[[ -s $docs/parcels_$n.geojson ]] && continue
 		bin/feedserver -serve "127.0.0.1:$((p0 + 1))=" -generate "parcels=$n" >/dev/null 2>&1 &
 		local fs=$!
 		sleep 1
-		curl -sf -o "$docs/parcels_$n.geojson" \
+		curl -sf -o "$docs/parcels_$n.4326.json" \
 			"http://127.0.0.1:$((p0 + 1))/wfs?service=WFS&version=2.0.0&request=GetFeature&typeNames=parcels&outputFormat=application/json"
 		kill "$fs" 2>/dev/null || true
 		wait "$fs" 2>/dev/null || true
+		if [[ $srid == 4326 ]]; then
+			mv "$docs/parcels_$n.4326.json" "$docs/parcels_$n.geojson"
+		else
+			ogr2ogr -f GeoJSON -t_srs "EPSG:$srid" -lco RFC7946=NO -lco COORDINATE_PRECISION=2 \
+				"$docs/parcels_$n.geojson" "$docs/parcels_$n.4326.json"
+			rm -f "$docs/parcels_$n.4326.json"
+		fi
 	done
 	# lighttpd, as a county's static host: ETag and Last-Modified.
 	local conf=$docs/lighttpd.conf
@@ -446,7 +457,8 @@ bench_bigdoc() {
 					bigdoc_time bin/ingestd poll -config "$out/bigdoc.yaml" -log-level warn "bench/$f" >>"$out/bigdoc.runs" ;;
 				"ogr2ogr (file)")
 					"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_bigdoc" -c "CHECKPOINT"
-					bigdoc_time ogr2ogr -f PostgreSQL "$pg" "$file" -nln ogr_bigdoc -overwrite \
+					# In EPSG:4326, as ingestd stores it.
+					bigdoc_time ogr2ogr -f PostgreSQL "$pg" "$file" -nln ogr_bigdoc -overwrite -t_srs EPSG:4326 \
 						-lco GEOMETRY_NAME=geom --config PG_USE_COPY YES >>"$out/bigdoc.runs" ;;
 				esac
 			done
