@@ -31,13 +31,16 @@ const (
 	outcomeFailed    = string(PollFailed)
 	outcomeParked    = "parked"
 	outcomeHeld      = string(PollHeld)
+	// outcomeNotModified: a success that fetched nothing, the server having
+	// proved the layer unchanged (HTTP 304, or the kind's version check).
+	outcomeNotModified = "not_modified"
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestd_feeds_polls_total",
-			Help: "Polls by feed and outcome (succeeded, failed, parked, held).",
+			Help: "Polls by feed and outcome (succeeded, not_modified: succeeded with nothing fetched, failed, parked, held).",
 		}, []string{"jurisdiction", "feed", "outcome"}),
 		pollDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ingestd_feeds_poll_duration_seconds",
@@ -84,8 +87,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 func (m *metrics) pollDone(f *Feed, outcome string, took time.Duration, features int) {
 	m.polls.WithLabelValues(f.Jurisdiction, f.ID, outcome).Inc()
 	m.pollDuration.WithLabelValues(outcome).Observe(took.Seconds())
-	if outcome == outcomeSucceeded {
+	switch outcome {
+	case outcomeSucceeded:
 		m.featuresLoaded.WithLabelValues(f.Jurisdiction, f.ID).Add(float64(features))
+		m.lastSuccess.WithLabelValues(f.Jurisdiction, f.ID).SetToCurrentTime()
+	case outcomeNotModified:
+		// Fresh, though nothing was loaded.
 		m.lastSuccess.WithLabelValues(f.Jurisdiction, f.ID).SetToCurrentTime()
 	}
 }
@@ -99,7 +106,7 @@ func (m *metrics) invalidFeaturesSeen(f *Feed, counts InvalidFeatures) {
 
 // forget drops the series of a feed that left the configuration.
 func (m *metrics) forget(jurisdiction, feed string) {
-	for _, o := range []string{outcomeSucceeded, outcomeFailed, outcomeParked, outcomeHeld} {
+	for _, o := range []string{outcomeSucceeded, outcomeNotModified, outcomeFailed, outcomeParked, outcomeHeld} {
 		m.polls.DeleteLabelValues(jurisdiction, feed, o)
 	}
 	m.featuresLoaded.DeleteLabelValues(jurisdiction, feed)

@@ -2,11 +2,14 @@ package feeds
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -40,6 +43,10 @@ type PollResult struct {
 	Pages    int
 	Bytes    int64
 	Duration time.Duration
+	// NotModified: the server proved the layer unchanged since the last
+	// applied snapshot (an HTTP 304, or the kind's own version check);
+	// nothing was fetched or written, and the feed is fresh as of now.
+	NotModified bool
 	ApplyResult
 }
 
@@ -69,15 +76,17 @@ func (m *Manager) poll(ctx context.Context, f *Feed, letter *deadletter.Letter) 
 	defer m.metrics.running.Dec()
 	start := m.now()
 	res, err := m.pollOnce(ctx, f, letter)
-	m.metrics.pollDone(f, pollOutcome(err), m.now().Sub(start), res.Features)
+	m.metrics.pollDone(f, pollOutcome(res, err), m.now().Sub(start), res.Features)
 	return res, err
 }
 
-// pollOutcome is the outcome label of a poll that returned err.
-func pollOutcome(err error) string {
+// pollOutcome is the outcome label of a poll that returned res and err.
+func pollOutcome(res PollResult, err error) string {
 	var held *HeldError
 	var deferred *deadletter.DeferError
 	switch {
+	case err == nil && res.NotModified:
+		return outcomeNotModified
 	case err == nil:
 		return outcomeSucceeded
 	case errors.As(err, &held):
@@ -109,7 +118,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	layer := f.Layer()
 	var stats source.FetchStats
 	var res ApplyResult
-	applied := false
+	applied, fetched := false, false
 	err = recoverPanic(logger, func() error {
 		var warnings []string
 		var err error
@@ -117,10 +126,29 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		for _, w := range warnings {
 			logger.Warn("negotiation", "warning", w)
 		}
-		if err == nil {
-			layer, firstPage, stats, err = m.fetch(ctx, layer, pollID, firstPage, logger)
+		if err == nil && firstPage == 0 {
+			// Only a fetch from the first page may be answered "unchanged":
+			// a resumed poll has pages of a new version staged already.
+			layer.Validators, err = m.store.AppliedValidators(ctx, info, requestKey(layer))
 		}
 		if err == nil {
+			layer, firstPage, stats, err = m.fetch(ctx, layer, pollID, firstPage, logger)
+			fetched = true
+		}
+		if err == nil {
+			err = m.store.RecordFetch(ctx, pollID, stats.Bytes, stats.Validators, requestKey(layer))
+			fetched = false // recorded
+		}
+		switch {
+		case err == nil && stats.NotModified:
+			if stats.Pages > 0 || layer.Validators.IsZero() {
+				// A fetcher's bug: "unchanged" is only ever an answer to
+				// validators, and hands no page over.
+				return fmt.Errorf("feeds: the %s fetcher answered not modified after %d pages, to validators %+v", layer.Kind, stats.Pages, layer.Validators)
+			}
+			applied = true
+			res, err = m.store.RecordNotModified(ctx, pollID, info)
+		case err == nil:
 			applied = true
 			info.Declared, info.TypedText = stats.Declared, stats.TypedText
 			res, err = m.store.Apply(ctx, pollID, info)
@@ -132,7 +160,13 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	})
 	if applied {
 		if err == nil {
-			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: m.now().Sub(start), ApplyResult: res}
+			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: m.now().Sub(start),
+				NotModified: stats.NotModified, ApplyResult: res}
+			if r.NotModified {
+				logger.Info("poll succeeded: not modified", "features", res.Features, "bytes", r.Bytes,
+					"duration_ms", r.Duration.Milliseconds())
+				return r, nil
+			}
 			m.metrics.invalidFeaturesSeen(f, res.InvalidFeatures)
 			logger.Info("poll succeeded", "pages", r.Pages, "first_page", firstPage, "features", res.Features, "added", res.Added,
 				"modified", res.Modified, "removed", res.Removed, "invalid_geometries", res.InvalidGeometries,
@@ -163,6 +197,13 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		attempts = letter.Attempts
 	}
 
+	if fetched && stats.Bytes > 0 {
+		// The bytes of the pages that arrived, for the failed or parked
+		// poll's row; its validators are never used.
+		if rerr := m.store.RecordFetch(recordCtx, pollID, stats.Bytes, source.Validators{}, ""); rerr != nil {
+			logger.Error("recording the poll's bytes", "error", rerr)
+		}
+	}
 	if de := m.deferral(f, layer, info, pollID, next, begun, attempts, err); de != nil && m.letters != nil {
 		return m.park(recordCtx, info, letter, de, logger)
 	}
@@ -495,4 +536,20 @@ func recoverPanic(logger *slog.Logger, fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// requestKey identifies what a layer's validators answer for: the request
+// as prepared (URL, type name, version, format, paging, CRS, id property),
+// hashed so that a token in the URL is not stored. Validators are sent back
+// only for the same key: after the feed's URL changed, another document's
+// Last-Modified could make the server answer 304 to a request it never saw.
+func requestKey(l source.Layer) string {
+	h := sha256.New()
+	for _, part := range []string{l.Kind, l.URL, l.TypeName, l.Version, l.OutputFormat,
+		strconv.Itoa(l.PageSize), strconv.Itoa(l.SRID), l.IDProperty, l.SortBy,
+		l.Where, l.OutFields, l.Collection, l.CRS, fmt.Sprint(l.BBox)} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

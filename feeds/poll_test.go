@@ -46,6 +46,16 @@ func TestPollAppliesEveryPage(t *testing.T) {
 	if res.Added+res.Modified+res.Removed != 0 || res.Unchanged != 45 {
 		t.Errorf("second poll: %+v, want 45 unchanged and nothing else", res.ApplyResult)
 	}
+
+	// polls.bytes is what the poll read, as the log line says (issue 16:
+	// it was NULL for every poll).
+	var bytes *int64
+	if err := b.pool.QueryRow(b.ctx, `SELECT bytes FROM polls WHERE id = $1`, res.PollID).Scan(&bytes); err != nil {
+		t.Fatal(err)
+	}
+	if res.Bytes < 45*100 || bytes == nil || *bytes != res.Bytes {
+		t.Errorf("polls.bytes = %v, want the poll's %d bytes (at least 100 per feature)", bytes, res.Bytes)
+	}
 }
 
 // A server that cuts the connection on page 3 of 5: the poll fails, says so,

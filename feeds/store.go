@@ -8,6 +8,7 @@ import (
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/schema"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Store is where polls land. feeds/postgis implements it; main wires it in.
@@ -66,6 +67,26 @@ type Store interface {
 	// DiscardPoll deletes what a poll that will not be resumed staged, and
 	// records it as failed with cause if it was still open.
 	DiscardPoll(ctx context.Context, feed FeedInfo, pollID int64, cause error) error
+
+	// Conditional GET (issue 16).
+
+	// AppliedValidators returns the validators of the feed's last applied
+	// snapshot if they came with the request whose key is requestKey: zero
+	// when it has none, when its last poll failed, was refused or held
+	// (only an applied snapshot may let a server answer "unchanged"), or
+	// when the request changed (another URL's document could be older).
+	AppliedValidators(ctx context.Context, feed FeedInfo, requestKey string) (source.Validators, error)
+	// RecordFetch adds what the running poll's fetch read (body bytes) to
+	// the poll and records the validators the server sent with it for the
+	// request whose key is requestKey, which become the feed's if (and only
+	// if) the snapshot applies.
+	RecordFetch(ctx context.Context, pollID int64, bytes int64, v source.Validators, requestKey string) error
+	// RecordNotModified ends the running poll as a success that fetched
+	// nothing (polls.not_modified): the server proved the layer unchanged
+	// since the feed's last applied snapshot. The feed is fresh as of now;
+	// its features and validators stay. The result counts the feed's
+	// features, all unchanged.
+	RecordNotModified(ctx context.Context, pollID int64, feed FeedInfo) (ApplyResult, error)
 }
 
 // Checkpoint errors, wrapped by Store.ResumePoll.

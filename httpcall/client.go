@@ -120,6 +120,42 @@ type Request struct {
 	// attempt: ArcGIS REST queries with long id lists, which IIS and web
 	// application firewalls refuse in a GET's query string (404, 414).
 	Form url.Values
+
+	// IfNoneMatch and IfModifiedSince, when set, make the GET conditional
+	// on the ETag and Last-Modified of the copy the caller has (sent as
+	// If-None-Match and If-Modified-Since). A 304 Not Modified answer then
+	// ends the call as a success of the origin without calling the
+	// AttemptFunc, and Call returns ErrNotModified.
+	IfNoneMatch, IfModifiedSince string
+}
+
+// Conditional makes r conditional on a stored ETag and Last-Modified (those
+// a server sent with the caller's copy). A stored value that is not a valid
+// header value (the table was edited) is not sent: that costs a full fetch
+// rather than a transport error charged to the origin.
+func (r *Request) Conditional(etag, lastModified string) {
+	valid := func(s string) string {
+		if strings.ContainsAny(s, "\r\n\x00") {
+			return ""
+		}
+		return s
+	}
+	r.IfNoneMatch, r.IfModifiedSince = valid(etag), valid(lastModified)
+}
+
+// conditional reports whether r is a conditional GET.
+func (r *Request) conditional() bool { return r.IfNoneMatch != "" || r.IfModifiedSince != "" }
+
+// ErrNotModified is Call's answer when the server answered a conditional
+// request with 304 Not Modified: the caller's copy is current. The origin
+// answered well (a breaker success), and there is no body.
+var ErrNotModified = errors.New("httpcall: 304 not modified")
+
+// ResponseValidators returns the validators of a response (its ETag and
+// Last-Modified headers, as sent), for the caller to send back with its
+// next conditional request; "" for a header the response lacks.
+func ResponseValidators(resp *http.Response) (etag, lastModified string) {
+	return resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 }
 
 // AttemptFunc judges one attempt that got a response: it opens the body
@@ -246,6 +282,12 @@ func (c *Client) attempt(ctx context.Context, req *Request, u *url.URL, fn Attem
 	if r := followed(ctx, resp); r != nil {
 		return *r
 	}
+	if resp.StatusCode == http.StatusNotModified && req.conditional() {
+		// The origin answered, cheaply and well; a 304 has no body. (A
+		// 304 to a request that was not conditional is left to fn: the
+		// status is not 2xx.)
+		return breaker.Result{Outcome: breaker.Success, Err: ErrNotModified}
+	}
 	return fn(&Attempt{Ctx: actx, CallCtx: ctx, URL: u, Redacted: redacted, Resp: resp,
 		client: c, req: req, timeout: timeout, ignoredOr: ignoredOr})
 }
@@ -281,6 +323,12 @@ func (c *Client) get(ctx context.Context, r *Request, u *url.URL, redacted strin
 	req.Header.Set("Accept-Encoding", "gzip")
 	if c.userAgent != "" {
 		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if r.IfNoneMatch != "" {
+		req.Header.Set("If-None-Match", r.IfNoneMatch)
+	}
+	if r.IfModifiedSince != "" {
+		req.Header.Set("If-Modified-Since", r.IfModifiedSince)
 	}
 	if breaker.Origin(u) == OriginOf(r.Home) {
 		// The feed's headers (a token) are for its own origin only: a

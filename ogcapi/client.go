@@ -201,10 +201,20 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		p := source.Page{Index: page, URL: redacted, StartIndex: stats.Features, Next: func() string { return res.next }}
 		log := c.logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
 		began := time.Now()
-		err = c.calls.Call(ctx, request(layer, u, accept), func(a *httpcall.Attempt) breaker.Result {
+		req := request(layer, u, accept)
+		if page == 0 {
+			// Validators are stored only for a collection of one page (see
+			// the end of Fetch): a 304 to its first page proves it whole.
+			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
+		}
+		err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 			res = pageResult{}
 			return c.attempt(a, layer, p, st, handle, &res)
 		})
+		if errors.Is(err, httpcall.ErrNotModified) {
+			stats.NotModified, stats.Validators = true, layer.Validators
+			return stats, nil
+		}
 		if err != nil {
 			if page == 0 && LinkExpired(err) {
 				// The items link of a cached discovery may be stale.
@@ -229,10 +239,6 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 				return stats, err
 			}
 			return stats, fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, err)
-		}
-		if res.notModified {
-			stats.NotModified, stats.Validators = true, layer.Validators
-			return stats, nil
 		}
 		stats.Pages++
 		stats.Features += res.features

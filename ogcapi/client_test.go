@@ -246,6 +246,11 @@ func TestValidatorsOnePage(t *testing.T) {
 	if err != nil || stats.Validators.ETag != `"v1"` {
 		t.Errorf("one page: %v, validators %+v", err, stats.Validators)
 	}
+	// The next poll sends them back; the server's 304 is NotModified.
+	pages, again, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/small", PageSize: 10, Validators: stats.Validators})
+	if err != nil || !again.NotModified || len(pages.pages) != 0 || again.Validators != stats.Validators {
+		t.Errorf("validators sent back: %v, %+v, %d pages handed over", err, again, len(pages.pages))
+	}
 	_, stats, _, err = fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/small", PageSize: 2})
 	if err != nil || !stats.Validators.IsZero() {
 		t.Errorf("paged: %v, validators %+v", err, stats.Validators)

@@ -8,7 +8,6 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
-	"net/http"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
@@ -65,18 +64,11 @@ type pageResult struct {
 	validators     source.Validators
 	warning        string
 	handlerErr     error
-	notModified    bool // a 304 to the layer's validators
 }
 
 // attempt is one attempt of one page: GET, classify, check the CRS,
 // stream into handle, check the page against the ones before.
 func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, st *fetchState, handle source.PageFunc, res *pageResult) breaker.Result {
-	if a.Resp.StatusCode == http.StatusNotModified && p.Index == 0 && !layer.Validators.IsZero() {
-		// The answer to the validators of the last applied snapshot
-		// (sent by httpcall, issue 16's contract): the layer is unchanged.
-		res.notModified = true
-		return breaker.Result{Outcome: breaker.Success}
-	}
 	br, note, err := a.OpenBody("items page")
 	if err != nil {
 		r := httpcall.ReadFailure(a.Resp, err, a.Redacted)

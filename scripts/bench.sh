@@ -37,6 +37,14 @@
 #   scripts/bench.sh statuspage  the status page of a 250,000-parcel feed (loaded by the real
 #                             poller): ns per page (target < 300 ms) and the thumbnail's bytes
 #                             (target < 200 KB).
+#   scripts/bench.sh bigdoc   one GeoJSON document of 250k and of 1M parcels (BENCH_BIGDOC_SIZES)
+#                             served by lighttpd, and an unpaged WFS layer of 250k (feed server):
+#                             ingestd poll first load, refresh of the unchanged document (304),
+#                             refresh after a touch (full fetch, same content), vs ogr2ogr reading
+#                             the same file from disk into the same database: wall, CPU, peak RSS.
+#                             Targets: peak RSS <= 64 MB at every size, first load <= 1/1.5 of
+#                             ogr2ogr's wall at 250k. BENCH_BASE=<commit> also times that commit's
+#                             ingestd (first load, refresh) in a database of its own.
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
@@ -49,7 +57,11 @@
 # bench.sh hostile: BENCH_HOSTILE_PORT (first of its ports, default 18300), BENCH_HOSTILE_SKIP
 # (a regexp of cases to leave out), BENCH_HOSTILE_MAX_GENERATED (cut generated bodies, bytes),
 # BENCH_HOSTILE_REPLAY (seconds of replays after the first pass, default 30),
-# BENCH_HOSTILE_KILL_MB (kill the run past this RSS, default 4096: the machine is shared).
+# BENCH_HOSTILE_KILL_MB (kill the run past this RSS, default 4096: the machine is shared);
+# bench.sh bigdoc: BENCH_BIGDOC_PORT (first of its three ports, default 18205),
+# BENCH_BIGDOC_SIZES (default "250000 1000000"), BENCH_BIGDOC_SRID (the documents' CRS,
+# default 2264, NC State Plane; delete bench-out/bigdoc to regenerate), BENCH_BASE (a commit
+# to compare with).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -475,6 +487,158 @@ bench_ogcapi() {
 	done
 }
 
+# bigdoc_time runs a command under /usr/bin/time and prints "wall cpu rss_MB".
+bigdoc_time() {
+	local t
+	t=$(mktemp)
+	/usr/bin/time -f '%e %U %S %M' -o "$t" "$@" >"$out/bigdoc-last.log" 2>&1 || {
+		echo "bench.sh: failed: $*" >&2
+		tail -n 20 "$out/bigdoc-last.log" >&2
+		rm -f "$t"
+		return 1
+	}
+	awk '{ printf "%.2f %.2f %d\n", $1, $2 + $3, $4 / 1024 }' "$t"
+	rm -f "$t"
+}
+
+bigdoc_pids=
+bench_bigdoc() {
+	command -v ogr2ogr >/dev/null || { echo "bench.sh: bigdoc needs ogr2ogr (gdal-bin; scripts/mapserver.sh installs it)" >&2; return 1; }
+	local lighttpd=/usr/sbin/lighttpd
+	[[ -x $lighttpd ]] || { echo "bench.sh: bigdoc needs lighttpd (scripts/mapserver.sh installs it)" >&2; return 1; }
+	mkdir -p bin bench-out/bigdoc
+	out=$ROOT/bench-out
+	local docs=$out/bigdoc p0=${BENCH_BIGDOC_PORT:-18205}
+	local sizes=${BENCH_BIGDOC_SIZES:-250000 1000000} wfsn=250000
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./cmd/feedserver
+	trap 'kill $bigdoc_pids 2>/dev/null || true' RETURN EXIT
+	# The unpaged WFS layer, served by the feed server (one request, no paging).
+	bin/feedserver -serve "127.0.0.1:${p0}=" -generate "parcels=$wfsn" >/dev/null 2>&1 &
+	bigdoc_pids="$bigdoc_pids $!"
+	# The documents: each size written once by a feed server of that size,
+	# then, as a county would publish it, in a State Plane CRS with the
+	# legacy crs member before the features (ogr2ogr writes it there).
+	local n srid=${BENCH_BIGDOC_SRID:-2264}
+	for n in $sizes; do
+		[[ -s $docs/parcels_$n.geojson ]] && continue
+		bin/feedserver -serve "127.0.0.1:$((p0 + 1))=" -generate "parcels=$n" >/dev/null 2>&1 &
+		local fs=$!
+		sleep 1
+		curl -sf -o "$docs/parcels_$n.4326.json" \
+			"http://127.0.0.1:$((p0 + 1))/wfs?service=WFS&version=2.0.0&request=GetFeature&typeNames=parcels&outputFormat=application/json"
+		kill "$fs" 2>/dev/null || true
+		wait "$fs" 2>/dev/null || true
+		if [[ $srid == 4326 ]]; then
+			mv "$docs/parcels_$n.4326.json" "$docs/parcels_$n.geojson"
+		else
+			ogr2ogr -f GeoJSON -t_srs "EPSG:$srid" -lco RFC7946=NO -lco COORDINATE_PRECISION=2 \
+				"$docs/parcels_$n.geojson" "$docs/parcels_$n.4326.json"
+			rm -f "$docs/parcels_$n.4326.json"
+		fi
+	done
+	# lighttpd, as a county's static host: ETag and Last-Modified.
+	local conf=$docs/lighttpd.conf
+	{
+		echo "server.document-root = \"$docs\""
+		echo 'server.bind = "127.0.0.1"'
+		echo "server.port = $((p0 + 2))"
+		echo "server.errorlog = \"$docs/lighttpd-error.log\""
+		echo 'mimetype.assign = (".geojson" => "application/geo+json")'
+		# A touched file gets its new ETag at once, not after the stat cache's second.
+		echo 'server.stat-cache-engine = "disable"'
+		if ((EUID == 0)); then
+			echo 'server.username = "nobody"'
+			echo 'server.groupname = "nogroup"'
+		fi
+	} >"$conf"
+	chmod -R a+rX "$docs"
+	chmod a+w "$docs"
+	"$lighttpd" -D -f "$conf" &
+	bigdoc_pids="$bigdoc_pids $!"
+	sleep 1
+	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
+	{
+		echo "defaults: {timeout: 1h, breaker: {rate_limit: 0}, limits: {body_bytes: 4GiB, poll_bytes: 4GiB, poll_features: 10000000}}"
+		echo "jurisdictions:"
+		echo "  - id: bench"
+		echo "    feeds:"
+		for n in $sizes; do
+			echo "      - {id: doc_$n, kind: geojson, url: \"http://127.0.0.1:$((p0 + 2))/parcels_$n.geojson\"}"
+		done
+		echo "      - {id: wfs_$wfsn, kind: wfs, url: \"http://127.0.0.1:${p0}/wfs\", type_name: parcels, output_format: application/json, page_size: 0}"
+	} >"$out/bigdoc.yaml"
+	bin/ingestd migrate >/dev/null
+	fresh() {
+		"${psql[@]}" -c "SET client_min_messages = warning" \
+			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', ingestd_feed_partition('bench', '$1')); END \$\$" \
+			-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$1'" \
+			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
+	}
+	printf '\n== bigdoc: one document / one unpaged response; medians of %s runs; the machine is shared with other work, so wall times are noisy\n' "$count"
+	printf '%-12s %-30s %8s %8s %8s\n' layer run wall_s cpu_s rss_MB
+	local f kind file run
+	for f in $(for n in $sizes; do echo "doc_$n"; done) "wfs_$wfsn"; do
+		n=${f#*_}
+		file=$docs/parcels_$n.geojson
+		for run in "ingestd load" "ingestd refresh" "ingestd touched" "ogr2ogr (file)"; do
+			[[ $f == wfs_* && $run == "ingestd touched" ]] && continue
+			[[ $f == wfs_* && $run == "ogr2ogr (file)" ]] && continue
+			: >"$out/bigdoc.runs"
+			for _ in $(seq 1 "$count"); do
+				case $run in
+				"ingestd load")
+					fresh "$f"
+					bigdoc_time bin/ingestd poll -config "$out/bigdoc.yaml" -log-level warn "bench/$f" >>"$out/bigdoc.runs" ;;
+				"ingestd refresh")
+					"${psql[@]}" -c "CHECKPOINT"
+					bigdoc_time bin/ingestd poll -config "$out/bigdoc.yaml" -log-level warn "bench/$f" >>"$out/bigdoc.runs" ;;
+				"ingestd touched")
+					# Same bytes, new Last-Modified and ETag: the whole document
+					# is fetched, decoded, staged and found unchanged.
+					touch "$file"
+					"${psql[@]}" -c "CHECKPOINT"
+					bigdoc_time bin/ingestd poll -config "$out/bigdoc.yaml" -log-level warn "bench/$f" >>"$out/bigdoc.runs" ;;
+				"ogr2ogr (file)")
+					"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_bigdoc" -c "CHECKPOINT"
+					# In EPSG:4326, as ingestd stores it.
+					bigdoc_time ogr2ogr -f PostgreSQL "$pg" "$file" -nln ogr_bigdoc -overwrite -t_srs EPSG:4326 \
+						-lco GEOMETRY_NAME=geom --config PG_USE_COPY YES >>"$out/bigdoc.runs" ;;
+				esac
+			done
+			sort -g "$out/bigdoc.runs" | sed -n "$(((count + 1) / 2))p" | awk -v l="$f" -v r="$run" '{ printf "%-12s %-30s %8.2f %8.2f %8d\n", l, r, $1, $2, $3 }' | tee -a "$out/bigdoc.table"
+		done
+	done
+	if [[ -n ${BENCH_BASE:-} ]]; then
+		# The same first load and refresh with another commit's ingestd, in a
+		# database of its own (its migrations are older).
+		local base=$out/bigdoc-base db=ingestd_bench_base
+		rm -rf "$base" && mkdir -p "$base"
+		git archive "$BENCH_BASE" | tar -x -C "$base"
+		(cd "$base" && go build -o "$ROOT/bin/ingestd-base" ./cmd/ingestd)
+		local url=${DATABASE_URL%%\?*}
+		url="${url%/*}/$db"
+		[[ $DATABASE_URL == *\?* ]] && url="$url?${DATABASE_URL#*\?}"
+		"${psql[@]}" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db"
+		psql "$url" -X -q -c "CREATE EXTENSION IF NOT EXISTS postgis"
+		bin/ingestd-base migrate -database-url "$url" >/dev/null
+		n=${sizes%% *}
+		: >"$out/bigdoc.load" && : >"$out/bigdoc.refresh"
+		for _ in $(seq 1 "$count"); do
+			psql "$url" -X -q -c "SET client_min_messages = warning" \
+				-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', ingestd_feed_partition('bench', 'doc_$n')); END \$\$" -c "CHECKPOINT"
+			bigdoc_time bin/ingestd-base poll -config "$out/bigdoc.yaml" -database-url "$url" -log-level warn "bench/doc_$n" >>"$out/bigdoc.load"
+			psql "$url" -X -q -c "CHECKPOINT"
+			bigdoc_time bin/ingestd-base poll -config "$out/bigdoc.yaml" -database-url "$url" -log-level warn "bench/doc_$n" >>"$out/bigdoc.refresh"
+		done
+		for run in load refresh; do
+			sort -g "$out/bigdoc.$run" | sed -n "$(((count + 1) / 2))p" | awk -v l="doc_$n" -v r="${BENCH_BASE:0:12} $run" '{ printf "%-12s %-30s %8.2f %8.2f %8d\n", l, r, $1, $2, $3 }'
+		done
+		"${psql[@]}" -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+	fi
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
 	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
@@ -492,6 +656,7 @@ storm) bench_storm ;;
 scale) bench_scale ;;
 gdal) bench_gdal ;;
 hostile) bench_hostile ;;
+bigdoc) bench_bigdoc ;;
 micro) bench_micro ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
@@ -503,11 +668,12 @@ all)
 	bench_hostile
 	bench_arcgis
 	bench_ogcapi
+	bench_bigdoc
 	bench_micro
 	bench_statuspage
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, micro, statuspage or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, micro, statuspage or all)" >&2
 	exit 2
 	;;
 esac

@@ -211,6 +211,10 @@ write_config() {
 		      # FIPS is unique per county: stable ids across pages.
 		      "gml_featureid" "FIPS"
 		      "wfs_featureid" "FIPS"
+		      # GML coordinates with 10 decimals instead of MapServer's 6
+		      # (0.1 m, which alone moves a small coastal county's area by
+		      # 5e-6): the interop test bounds ingestd's reading at 1e-6.
+		      "wfs_geometry_precision" "10"
 		      "wfs_getfeature_formatlist" "geojson"
 		    END
 		  END

@@ -341,10 +341,13 @@ func IsGeoJSONFormat(f string) bool {
 //     none of these is an error.
 //   - PageSize > 0 on a server that does not page (Capabilities.PagingSupported)
 //     becomes 0, one request, with a warning: the poll records it.
-//   - SRID 0 with GeoJSON output: the CRS of the srsName in layer.URL, else
-//     the feature type's default CRS. Servers write GeoJSON in that CRS
-//     without a crs member before the features (MapServer writes none,
-//     GeoServer writes it after them), and RFC 7946 would say 4326.
+//   - SRID 0 with GeoJSON output: the CRS of the srsName in layer.URL; else,
+//     when the feature type cannot be served in EPSG:4326 (its DefaultCRS
+//     and OtherCRS lack it), its DefaultCRS; else 0, and the request asks
+//     for GeoJSONSRSName. Servers write GeoJSON in the CRS asked for, or
+//     the default, without a crs member before the features (MapServer
+//     writes none, GeoServer writes it after them), and RFC 7946 would say
+//     4326.
 //
 // The layer's type name must be in caps. Warnings describe every adaptation
 // that an operator should hear about.
@@ -413,7 +416,9 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 
 	if layer.SRID == 0 && IsGeoJSONFormat(firstNonEmpty(layer.OutputFormat, DefaultOutputFormat)) {
 		srs := srsNameOf(layer.URL)
-		if srs == "" {
+		if srs == "" && !servesWGS84(ft) {
+			// The request cannot ask for EPSG:4326 (GeoJSONSRSName): the
+			// GeoJSON comes in the default CRS.
 			srs = ft.DefaultCRS
 		}
 		if srs != "" {
@@ -427,6 +432,22 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 		}
 	}
 	return layer, warnings, nil
+}
+
+// servesWGS84 reports whether the feature type can be served in EPSG:4326
+// (its DefaultCRS or one of its OtherCRS, in any form ParseSRSName reads),
+// or names no CRS at all, in which case the request asks for 4326 and a
+// server that cannot says so.
+func servesWGS84(ft *FeatureType) bool {
+	if ft.DefaultCRS == "" && len(ft.OtherCRS) == 0 {
+		return true
+	}
+	for _, name := range append([]string{ft.DefaultCRS}, ft.OtherCRS...) {
+		if crs, err := feature.ParseSRSName(name); err == nil && crs.SRID == 4326 {
+			return true
+		}
+	}
+	return false
 }
 
 // srsNameOf returns the srsName query parameter of a layer URL ("" if none);

@@ -135,6 +135,10 @@ func TestNegotiate(t *testing.T) {
 	gmlOnly := &Capabilities{Version: "2.0.0", Versions: []string{"2.0.0"}, ImplementsResultPaging: false,
 		OutputFormats: []string{"text/xml; subtype=gml/3.1.1", "application/gml+xml; version=3.2"},
 		FeatureTypes:  []FeatureType{{Name: "x:roads", DefaultCRS: "urn:ogc:def:crs:EPSG::4326"}}}
+	nad27Only := readCapabilities(t, "mapserver8_wfs_2_0_0.xml")
+	for i := range nad27Only.FeatureTypes {
+		nad27Only.FeatureTypes[i].OtherCRS = nil
+	}
 	old := &Capabilities{Version: "1.1.0", Versions: []string{"1.1.0"},
 		OutputFormats: []string{"text/xml; subtype=gml/3.1.1"},
 		FeatureTypes:  []FeatureType{{Name: "x:roads", DefaultCRS: "EPSG:2264"}}}
@@ -151,21 +155,25 @@ func TestNegotiate(t *testing.T) {
 		warnings int
 		err      string
 	}{
-		{"mapserver 2.0: GeoJSON in the layer's NAD27", ms20, layer("nc", Auto, Auto, 17),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
+		// The NAD27 layer lists 4326 in OtherCRS: SRID 0, and the request
+		// asks for GeoJSONSRSName (TestNegotiatedRequestAsksWGS84).
+		{"mapserver 2.0: GeoJSON asked in WGS 84", ms20, layer("nc", Auto, Auto, 17),
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 0}, 0, ""},
 		{"mapserver 1.1 pages by vendor knowledge", ms11, layer("nc", "1.1.0", Auto, 17),
-			source.Layer{Version: "1.1.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
+			source.Layer{Version: "1.1.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 0}, 0, ""},
+		{"a layer that cannot be served in 4326: GeoJSON in its DefaultCRS", nad27Only, layer("nc", Auto, Auto, 17),
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
 		{"srsName in the URL wins over the default CRS", ms20,
 			source.Layer{Kind: KindWFS, URL: "http://h/wfs?SRSNAME=EPSG:4326", TypeName: "nc", Version: Auto, OutputFormat: Auto, PageSize: 17},
 			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4326}, 0, ""},
 		{"geoserver prefers plain application/json", gs20, layer("topp:states", Auto, Auto, 1000),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 4326}, 0, ""},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 0}, 0, ""},
 		{"projected default CRS", gs20, layer("nc:parcels", Auto, Auto, 1000),
 			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 2264}, 0, ""},
 		{"a configured SRID is kept", gs20, source.Layer{Kind: KindWFS, URL: "http://h/wfs", TypeName: "nc:parcels", Version: Auto, OutputFormat: Auto, SRID: 32119},
 			source.Layer{Version: "2.0.0", OutputFormat: "application/json", SRID: 32119}, 0, ""},
 		{"a fixed format is kept", gs20, layer("topp:states", Auto, "application/json", 1000),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 4326}, 0, ""},
+			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 0}, 0, ""},
 		{"GML 3.2 before 3.1.1; no paging declared", gmlOnly, layer("roads", Auto, Auto, 500),
 			source.Layer{Version: "2.0.0", OutputFormat: "application/gml+xml; version=3.2", PageSize: 0}, 1, ""},
 		{"GML 3.1.1 on an unknown 1.1 server: one request", old, layer("x:roads", Auto, Auto, 500),
@@ -281,7 +289,7 @@ func TestClientPrepareCaches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Version != "2.0.0" || got.OutputFormat != "application/json; subtype=geojson" || got.SRID != 4267 {
+		if got.Version != "2.0.0" || got.OutputFormat != "application/json; subtype=geojson" || got.SRID != 0 {
 			t.Errorf("prepare %d: %+v", i, got)
 		}
 	}
@@ -350,5 +358,51 @@ func TestClientHits(t *testing.T) {
 				t.Errorf("hits %d, err %v; want %d, %v", n, err, tt.want, tt.err)
 			}
 		})
+	}
+}
+
+// TestNegotiatedRequestAsksWGS84: a GeoJSON request of a layer whose
+// capabilities offer EPSG:4326 asks for it (MapServer would otherwise write
+// the NAD27 layer's own coordinates, stored 30 m off as WGS 84); one that
+// cannot be served in 4326 asks for nothing and is read in its DefaultCRS;
+// a srsName in the feed's URL is the operator's and is kept.
+func TestNegotiatedRequestAsksWGS84(t *testing.T) {
+	t.Parallel()
+	ms20 := readCapabilities(t, "mapserver8_wfs_2_0_0.xml")
+	nad27Only := readCapabilities(t, "mapserver8_wfs_2_0_0.xml")
+	for i := range nad27Only.FeatureTypes {
+		nad27Only.FeatureTypes[i].OtherCRS = nil
+	}
+	for _, tt := range []struct {
+		name    string
+		caps    *Capabilities
+		url     string
+		format  string
+		wantSRS string
+	}{
+		{"offers 4326", ms20, "http://h/wfs", Auto, GeoJSONSRSName},
+		{"native CRS only", nad27Only, "http://h/wfs", Auto, ""},
+		{"operator's srsName", ms20, "http://h/wfs?srsName=EPSG:4267", Auto, "EPSG:4267"},
+		{"GML says its own CRS", ms20, "http://h/wfs", "application/gml+xml; version=3.2", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _, err := Negotiate(tt.caps, source.Layer{Kind: KindWFS, URL: tt.url, TypeName: "nc", Version: Auto, OutputFormat: tt.format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := RequestURL(got, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if srs := u.Query().Get("srsName"); srs != tt.wantSRS {
+				t.Errorf("request %s: srsName %q; want %q", u, srs, tt.wantSRS)
+			}
+		})
+	}
+	// Without negotiation (a fixed version and format), a GeoJSON request
+	// asks for WGS 84 too.
+	u, err := RequestURL(source.Layer{Kind: KindWFS, URL: "http://h/wfs", TypeName: "nc", Version: "1.1.0", OutputFormat: "geojson"}, 0)
+	if err != nil || u.Query().Get("srsName") != GeoJSONSRSName {
+		t.Errorf("fixed format: %v, %v; want srsName %s", u, err, GeoJSONSRSName)
 	}
 }

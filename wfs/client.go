@@ -126,6 +126,8 @@ type pageResult struct {
 	firstKey       string // identity of the first feature, "" if none
 	handlerErr     error  // the handler's own error, returned as is
 	warning        string // an oddity of the response worth a warning
+	// etag and lastModified are the response's validators ("": none).
+	etag, lastModified string
 
 	// Set by Fetch before each attempt: the ids of the fetch so far and the
 	// number of features of the pages before.
@@ -220,10 +222,22 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 
 		var res pageResult
 		began := time.Now()
-		err = c.calls.Call(ctx, request(layer, u, acceptHeader(layer)), func(a *httpcall.Attempt) breaker.Result {
+		req := request(layer, u, acceptHeader(layer))
+		if !paged(layer) {
+			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
+		}
+		err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 			res = pageResult{ids: ids, fetched: stats.Features, typer: typer}
 			return c.attempt(a, layer, p, check, handle, &res)
 		})
+		if errors.Is(err, httpcall.ErrNotModified) {
+			// The server has the document of the last applied snapshot:
+			// nothing to fetch, nothing handed to handle.
+			log.Debug("not modified", "duration_ms", time.Since(began).Milliseconds())
+			stats.NotModified = true
+			stats.Validators = layer.Validators
+			return stats, nil
+		}
 		if err != nil {
 			var ie *IncompleteError
 			var le *feature.LimitError
@@ -280,6 +294,9 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, nil
 		}
 		if !paged(layer) {
+			// A layer of one request is one document, whose validators
+			// the next poll may send back (a paged layer's are per page).
+			stats.Validators = source.Validators{ETag: res.etag, LastModified: res.lastModified}
 			return done()
 		}
 		switch {
@@ -399,6 +416,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	}
 	res.features = fr.n
 	res.bytes = a.BodyBytes()
+	res.etag, res.lastModified = httpcall.ResponseValidators(resp)
 	res.numberMatched = dec.NumberMatched()
 	res.numberReturned = dec.NumberReturned()
 	return breaker.Result{Outcome: breaker.Success}

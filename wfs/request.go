@@ -103,6 +103,9 @@ func RequestURL(layer source.Layer, startIndex int) (*url.URL, error) {
 		ours = append(ours, [2]string{"typeName", layer.TypeName})
 	}
 	ours = append(ours, [2]string{"outputFormat", format})
+	if wgs84SRSName(layer, format) {
+		ours = append(ours, [2]string{"srsName", GeoJSONSRSName})
+	}
 	if layer.SortBy != "" {
 		ours = append(ours, [2]string{"sortBy", layer.SortBy})
 	}
@@ -118,6 +121,26 @@ func RequestURL(layer source.Layer, startIndex int) (*url.URL, error) {
 	// other version's names (typeName vs typeNames, count vs maxFeatures),
 	// so that a server never sees two answers to one question.
 	return serviceURL(layer, getFeatureParams, ours)
+}
+
+// GeoJSONSRSName is the srsName a GeoJSON GetFeature request asks for when
+// the feed names no CRS: WGS 84 in the form servers honour as longitude
+// first in GeoJSON. MapServer 8.0 (WFS 2.0 and 1.1) writes longitude/
+// latitude for EPSG:4326 and urn:ogc:def:crs:EPSG::4326 alike and refuses
+// http://www.opengis.net/def/crs/EPSG/0/4326, CRS:84 and the CRS84 URN
+// ("Invalid SRS", InvalidParameterValue); GeoServer writes GeoJSON
+// longitude first for EPSG:4326 (and may write latitude first for the
+// URN), so the short form is the one asked for.
+const GeoJSONSRSName = "EPSG:4326"
+
+// wgs84SRSName reports whether a GetFeature request of layer in format
+// must ask for GeoJSONSRSName: GeoJSON output of a layer whose URL names
+// no srsName and whose SRID is not set (negotiation sets it to the
+// layer's DefaultCRS when the capabilities say the layer cannot be served
+// in 4326). Without it a server writes GeoJSON in the layer's native CRS,
+// without saying which, and the features would be read as WGS 84.
+func wgs84SRSName(layer source.Layer, format string) bool {
+	return layer.SRID == 0 && IsGeoJSONFormat(format) && srsNameOf(layer.URL) == ""
 }
 
 // getFeatureParams are the parameters a GetFeature request sets itself.

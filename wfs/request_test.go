@@ -20,18 +20,18 @@ func TestRequestURL(t *testing.T) {
 			name:       "2.0.0 paged with sortBy, token kept, ours override theirs case-insensitively",
 			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&SERVICE=wms&COUNT=5&cql_filter=status%3D%27A%27", TypeName: "county:parcels", PageSize: 1000, SortBy: "pin_num ASC"},
 			startIndex: 2000,
-			want:       "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&cql_filter=status%3D%27A%27&service=WFS&version=2.0.0&request=GetFeature&typeNames=county%3Aparcels&outputFormat=application%2Fjson&sortBy=pin_num+ASC&startIndex=2000&count=1000",
+			want:       "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&cql_filter=status%3D%27A%27&service=WFS&version=2.0.0&request=GetFeature&typeNames=county%3Aparcels&outputFormat=application%2Fjson&srsName=EPSG%3A4326&sortBy=pin_num+ASC&startIndex=2000&count=1000",
 		},
 		{
 			name:  "2.0.0 unpaged, explicit json format",
 			layer: source.Layer{Kind: "wfs", URL: "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map", TypeName: "zoning", OutputFormat: "json", Version: "2.0.0"},
-			want:  "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map&service=WFS&version=2.0.0&request=GetFeature&typeNames=zoning&outputFormat=json",
+			want:  "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map&service=WFS&version=2.0.0&request=GetFeature&typeNames=zoning&outputFormat=json&srsName=EPSG%3A4326",
 		},
 		{
 			name:       "1.1.0 uses typeName and maxFeatures, drops a stray typeNames",
 			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/wfs?typeNames=old&MaxFeatures=1", TypeName: "roads", Version: "1.1.0", PageSize: 500},
 			startIndex: 500,
-			want:       "https://gis.example.gov/wfs?service=WFS&version=1.1.0&request=GetFeature&typeName=roads&outputFormat=application%2Fjson&startIndex=500&maxFeatures=500",
+			want:       "https://gis.example.gov/wfs?service=WFS&version=1.1.0&request=GetFeature&typeName=roads&outputFormat=application%2Fjson&srsName=EPSG%3A4326&startIndex=500&maxFeatures=500",
 		},
 		{
 			name:  "geojson is the URL as is",

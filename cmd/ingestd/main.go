@@ -269,6 +269,11 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if res.NotModified {
+		fmt.Fprintf(stdout, "%s: poll %d ok: not modified since the last applied snapshot (%d features), %s\n",
+			key, res.PollID, res.Features, res.Duration.Round(time.Millisecond))
+		return nil
+	}
 	fmt.Fprintf(stdout, "%s: poll %d ok: %d features (%d added, %d modified, %d removed) in %d pages, %s\n",
 		key, res.PollID, res.Features, res.Added, res.Modified, res.Removed, res.Pages, res.Duration.Round(time.Millisecond))
 	return nil

@@ -301,11 +301,17 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 		}
 		crs = "" // the coordinates stay CRS84
 	}
-	w.Header().Set("Content-Type", "application/geo+json")
-	w.Header().Set("Content-Crs", "<"+label+">")
 	if c.ETag != "" {
+		if r.Header.Get("If-None-Match") == c.ETag {
+			// As a static host or a caching proxy answers the validator.
+			w.Header().Set("ETag", c.ETag)
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 		w.Header().Set("ETag", c.ETag)
 	}
+	w.Header().Set("Content-Type", "application/geo+json")
+	w.Header().Set("Content-Crs", "<"+label+">")
 	buf := make([]byte, 0, 64<<10)
 	buf = append(buf, `{"type":"FeatureCollection","features":[`...)
 	var tmp []byte

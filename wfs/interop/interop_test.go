@@ -5,12 +5,17 @@
 //
 // Every combination of WFS 1.1.0 / 2.0.0, GeoJSON / GML (3.1.1 for 1.1, 3.2
 // for 2.0), paging (pages of 17, so 100 counties take 6 pages) or one
-// request, and requested CRS EPSG:4267 / EPSG:4326 is polled through the real
-// path: feeds.Manager → wfs.Client (Prepare, then Fetch through the breaker)
-// → feeds/postgis.Store. Each poll must land resultType=hits features (100),
-// and every county's stored geometry must match what GDAL's ogr2ogr loads
-// from the same nc.gpkg into the same database (transformed to EPSG:4326):
-// area (on the spheroid) within 0.01 %, centroid within 1 m.
+// request, and requested CRS EPSG:4267 / EPSG:4326 / none (the feed names
+// no srsName: ingestd asks for WGS 84 when the format is GeoJSON) is polled
+// through the real path: feeds.Manager → wfs.Client (Prepare, then Fetch
+// through the breaker) → feeds/postgis.Store. Each poll must land
+// resultType=hits features (100), and every county's stored geometry must
+// match the source itself: nc.gpkg as GDAL's ogr2ogr loads it into the same
+// database, in its own NAD27, transformed to EPSG:4326 by PostGIS: area (on
+// the spheroid) within a relative 1e-6, centroid within 0.5 m. (Comparing
+// with GDAL's reading of the same GeoJSON would hide a CRS both read
+// wrong: MapServer's GeoJSON in the layer's NAD27, read as WGS 84, was
+// 32.8 m off.)
 //
 // The server comes from INGESTD_MAPSERVER_URL (scripts/test.sh exports it),
 // else scripts/mapserver.sh's default URL. Like the database tests, these
@@ -46,8 +51,8 @@ import (
 // bounds is a decoding fault (swapped axes, a lost ring, a wrong SRID), not
 // rounding.
 const (
-	maxAreaRelDiff = 1e-4 // 0.01 %
-	maxCentroidM   = 1.0
+	maxAreaRelDiff = 1e-6
+	maxCentroidM   = 0.5
 	wantCounties   = 100
 	pageSize       = 17
 )
@@ -57,7 +62,7 @@ type combo struct {
 	version string // "1.1.0" or "2.0.0"
 	gml     bool   // GML (3.1.1 for 1.1, 3.2 for 2.0) instead of GeoJSON
 	paged   bool   // pages of pageSize, else one request
-	srs     int    // requested CRS: 4267 (the layer's own) or 4326
+	srs     int    // requested CRS: 4267 (the layer's own), 4326, or 0: none
 }
 
 func (c combo) id() string {
@@ -69,16 +74,33 @@ func (c combo) id() string {
 	if c.paged {
 		p = fmt.Sprintf("page%d", pageSize)
 	}
-	return fmt.Sprintf("wfs%s_%s_%s_epsg%d", strings.ReplaceAll(c.version, ".", ""), f, p, c.srs)
+	crs := fmt.Sprintf("epsg%d", c.srs)
+	if c.srs == 0 {
+		crs = "nocrs"
+	}
+	return fmt.Sprintf("wfs%s_%s_%s_%s", strings.ReplaceAll(c.version, ".", ""), f, p, crs)
+}
+
+// url is the feed's URL: srsName=EPSG:n, or none for srs 0.
+func (c combo) url(base string) string {
+	if c.srs == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s?srsName=EPSG:%d", base, c.srs)
 }
 
 // feedYAML is the feed as an operator would configure it. GeoJSON feeds
-// leave the format to negotiation (output_format: auto): MapServer writes
-// GeoJSON in the requested CRS without saying which, and negotiation is what
-// learns it from srsName or the layer's DefaultCRS. GML feeds name their
-// format, so Prepare passes them through without a request.
+// with a srsName leave the format to negotiation (output_format: auto):
+// MapServer writes GeoJSON in the requested CRS without saying which, and
+// negotiation is what learns it from srsName. GeoJSON feeds without one
+// name their format, so that no capabilities are read: the request itself
+// must ask for WGS 84 (issue 16: it did not, and the counties landed in
+// NAD27 read as WGS 84). GML feeds name their format, and GML names its CRS.
 func (c combo) feedYAML(base string) string {
 	format := "auto"
+	if c.srs == 0 {
+		format = "application/json; subtype=geojson"
+	}
 	if c.gml {
 		format = "text/xml; subtype=gml/3.1.1"
 		if c.version == "2.0.0" {
@@ -92,14 +114,14 @@ func (c combo) feedYAML(base string) string {
 	return fmt.Sprintf(`
       - id: %s
         kind: wfs
-        url: "%s?srsName=EPSG:%d"
+        url: "%s"
         type_name: nc
         version: "%s"
         output_format: "%s"
         page_size: %d
         id_property: FIPS
         sort_by: FIPS
-`, c.id(), base, c.srs, c.version, format, size)
+`, c.id(), c.url(base), c.version, format, size)
 }
 
 func combos() []combo {
@@ -107,7 +129,7 @@ func combos() []combo {
 	for _, v := range []string{"1.1.0", "2.0.0"} {
 		for _, gml := range []bool{false, true} {
 			for _, paged := range []bool{true, false} {
-				for _, srs := range []int{4267, 4326} {
+				for _, srs := range []int{4267, 4326, 0} {
 					out = append(out, combo{version: v, gml: gml, paged: paged, srs: srs})
 				}
 			}
@@ -165,7 +187,9 @@ func gpkgPath(t *testing.T) string {
 	return p
 }
 
-// loadReference loads nc.gpkg with GDAL into table ogr_nc, in EPSG:4326.
+// loadReference loads nc.gpkg with GDAL into table ogr_nc, in its own CRS
+// (NAD27), and transforms it to EPSG:4326 with PostGIS: the source itself,
+// read by neither MapServer nor ingestd.
 func loadReference(t *testing.T, dbURL, gpkg string) {
 	t.Helper()
 	if _, err := exec.LookPath("ogr2ogr"); err != nil {
@@ -180,13 +204,25 @@ func loadReference(t *testing.T, dbURL, gpkg string) {
 	}
 	conn := fmt.Sprintf("PG:host=%s port=%d user=%s dbname=%s", pc.Host, pc.Port, pc.User, pc.Database)
 	cmd := exec.CommandContext(ctx, "ogr2ogr", "-f", "PostgreSQL", conn, gpkg,
-		"-t_srs", "EPSG:4326", "-nln", "ogr_nc", "-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=NONE")
+		"-nln", "ogr_nc", "-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=NONE")
 	cmd.Env = os.Environ()
 	if pc.Password != "" {
 		cmd.Env = append(cmd.Env, "PGPASSWORD="+pc.Password)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("ogr2ogr: %v\n%s", err, out)
+	}
+	conn2, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close(ctx)
+	var srid int
+	if err := conn2.QueryRow(ctx, `SELECT DISTINCT ST_SRID(geom) FROM ogr_nc`).Scan(&srid); err != nil || srid != 4267 {
+		t.Fatalf("ogr2ogr loaded nc.gpkg in SRID %d (%v); want its own 4267", srid, err)
+	}
+	if _, err := conn2.Exec(ctx, `ALTER TABLE ogr_nc ALTER COLUMN geom TYPE geometry(MultiPolygon, 4326) USING ST_Transform(geom, 4326)`); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -263,7 +299,7 @@ func TestMapServer(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 				defer cancel()
 
-				layer := source.Layer{Kind: wfs.KindWFS, URL: fmt.Sprintf("%s?srsName=EPSG:%d", f.base, c.srs), TypeName: "nc", Version: c.version}
+				layer := source.Layer{Kind: wfs.KindWFS, URL: c.url(f.base), TypeName: "nc", Version: c.version}
 				hits, err := f.client.Hits(ctx, layer)
 				if err != nil || hits != wantCounties {
 					t.Fatalf("resultType=hits: %d, %v; want %d", hits, err, wantCounties)
@@ -297,11 +333,11 @@ func TestMapServer(t *testing.T) {
 					t.Errorf("axes swapped: stored centroids are up to %.0f km from GDAL's (%s); the %s decoder read %s as x/y",
 						cmp.maxCentroidM/1000, cmp.worstCentroid, formatName(c), srsNote(c))
 				} else if cmp.maxAreaRel > maxAreaRelDiff || cmp.maxCentroidM > maxCentroidM {
-					t.Errorf("geometry differs from GDAL's: max area diff %.6f %% (%s), max centroid distance %.3f m (%s); want ≤ %.4f %% and ≤ %.1f m",
-						cmp.maxAreaRel*100, cmp.worstArea, cmp.maxCentroidM, cmp.worstCentroid, maxAreaRelDiff*100, maxCentroidM)
+					t.Errorf("geometry differs from the source's: max relative area diff %.2e (%s), max centroid distance %.3f m (%s); want ≤ %.0e and ≤ %.1f m",
+						cmp.maxAreaRel, cmp.worstArea, cmp.maxCentroidM, cmp.worstCentroid, maxAreaRelDiff, maxCentroidM)
 				}
-				t.Logf("%s: %d features in %d pages; max area diff %.2e %%, max centroid distance %.3f m",
-					c.id(), res.Features, res.Pages, cmp.maxAreaRel*100, cmp.maxCentroidM)
+				t.Logf("%s: %d features in %d pages; max relative area diff %.2e, max centroid distance %.3f m",
+					c.id(), res.Features, res.Pages, cmp.maxAreaRel, cmp.maxCentroidM)
 				mu.Lock()
 				results = append(results, result{c, cmp.maxAreaRel, cmp.maxCentroidM})
 				mu.Unlock()
@@ -312,8 +348,8 @@ func TestMapServer(t *testing.T) {
 	for _, r := range results {
 		maxArea, maxCentroid = max(maxArea, r.maxArea), max(maxCentroid, r.maxCentroid)
 	}
-	t.Logf("%d of %d combinations matched GDAL; over them: max area diff %.2e %%, max centroid distance %.3f m",
-		len(results), len(combos()), maxArea*100, maxCentroid)
+	t.Logf("%d of %d combinations compared with the source; over them: max relative area diff %.2e, max centroid distance %.3f m",
+		len(results), len(combos()), maxArea, maxCentroid)
 }
 
 func formatName(c combo) string {
@@ -393,8 +429,14 @@ func TestMapServerNegotiation(t *testing.T) {
 			if version == wfs.Auto {
 				wantVersion = "2.0.0"
 			}
-			if got.Version != wantVersion || !wfs.IsGeoJSONFormat(got.OutputFormat) || got.PageSize != pageSize || got.SRID != 4267 || len(warnings) != 0 {
-				t.Errorf("negotiated %+v, warnings %q; want version %s, GeoJSON, pages of %d, SRID 4267", got, warnings, wantVersion, pageSize)
+			// The layer lists EPSG:4326 among its CRSs: the request asks for
+			// it, and the GeoJSON is read as such (SRID 0).
+			if got.Version != wantVersion || !wfs.IsGeoJSONFormat(got.OutputFormat) || got.PageSize != pageSize || got.SRID != 0 || len(warnings) != 0 {
+				t.Errorf("negotiated %+v, warnings %q; want version %s, GeoJSON, pages of %d, SRID 0", got, warnings, wantVersion, pageSize)
+			}
+			u, err := wfs.RequestURL(got, 0)
+			if err != nil || u.Query().Get("srsName") != wfs.GeoJSONSRSName {
+				t.Errorf("request %v (%v); want srsName=%s", u, err, wfs.GeoJSONSRSName)
 			}
 		})
 	}

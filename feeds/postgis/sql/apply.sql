@@ -355,10 +355,11 @@ WHERE id = $1
 
 -- name: RecordHeldFeed
 -- last_error too, so that views that do not know 'held' still show the
--- feed as not applying, with the reason.
+-- feed as not applying, with the reason. The validators go: the layer the
+-- server has now is the held one, and the next poll must fetch it whole.
 UPDATE feed_status SET held_poll_id = $3, held_reason = $4, held_at = now(),
 	last_error = 'snapshot held: ' || $4, last_error_at = now(),
-	last_poll_id = GREATEST(last_poll_id, $3)
+	last_poll_id = GREATEST(last_poll_id, $3), validators = NULL, validators_for = NULL
 WHERE jurisdiction = $1 AND feed = $2
 
 -- name: RecordAppliedPoll
@@ -368,7 +369,9 @@ UPDATE polls SET status = 'succeeded', finished_at = now(), pages = $2, features
 WHERE id = $1
 
 -- name: RecordAppliedFeed
+-- The validators are the applied poll's ($4, also an accepted held one's).
 UPDATE feed_status SET last_success_at = now(), feature_count = $3, consecutive_failures = 0,
 	retry_after = NULL, last_poll_id = GREATEST(last_poll_id, $4),
-	held_poll_id = NULL, held_reason = NULL, held_at = NULL
+	held_poll_id = NULL, held_reason = NULL, held_at = NULL,
+	(validators, validators_for) = (SELECT validators, validators_for FROM polls WHERE id = $4)
 WHERE jurisdiction = $1 AND feed = $2

@@ -33,9 +33,10 @@ UPDATE polls SET status = 'failed', finished_at = now(), error = $2 WHERE id = $
 
 -- name: FeedFailed
 -- Poll $4 of feed ($1, $2) failed with $3.
+-- Its validators go: a failed poll may have met a new version of the layer.
 UPDATE feed_status SET last_error = $3, last_error_at = now(),
 	consecutive_failures = consecutive_failures + 1,
-	last_poll_id = GREATEST(last_poll_id, $4)
+	last_poll_id = GREATEST(last_poll_id, $4), validators = NULL, validators_for = NULL
 WHERE jurisdiction = $1 AND feed = $2
 
 -- name: EndPollKeepingStaging
@@ -46,7 +47,7 @@ WHERE id = $1
 -- FeedFailed, with retry_after $4 (poll $5).
 UPDATE feed_status SET last_error = $3, last_error_at = now(), retry_after = $4,
 	consecutive_failures = consecutive_failures + 1,
-	last_poll_id = GREATEST(last_poll_id, $5)
+	last_poll_id = GREATEST(last_poll_id, $5), validators = NULL, validators_for = NULL
 WHERE jurisdiction = $1 AND feed = $2
 
 -- name: LastSuccess
@@ -56,3 +57,31 @@ FROM feed_status WHERE last_success_at IS NOT NULL
 -- name: RecordCompleteness
 -- Kind ogcapi: what a succeeded poll's completeness rests on.
 UPDATE polls SET completeness = $2 WHERE id = $1
+
+-- name: RecordFetch
+-- What poll $1's fetch read: $2 body bytes (added: a resumed poll fetches
+-- in parts) and the validators $3 the server sent (NULL: none) for the
+-- request whose key is $4.
+UPDATE polls SET bytes = coalesce(bytes, 0) + $2, validators = $3, validators_for = $4
+WHERE id = $1
+
+-- name: AppliedValidators
+-- The validators of the feed's last applied snapshot, if they came with
+-- the request whose key is $3 (NULL: none).
+SELECT validators FROM feed_status
+WHERE jurisdiction = $1 AND feed = $2 AND validators_for = $3
+
+-- name: RecordNotModifiedPoll
+-- Poll $1 succeeded with nothing fetched: the feed's features ($2 of them)
+-- are its last applied snapshot's.
+UPDATE polls SET status = 'succeeded', not_modified = true, finished_at = now(), pages = 0,
+	bytes = coalesce(bytes, 0), features = $2, added = 0, modified = 0, removed = 0, unchanged = $2,
+	duplicate_ids = 0, invalid_geometries = 0
+WHERE id = $1
+
+-- name: RecordNotModifiedFeed
+-- The feed is fresh as of now (poll $3); its features and validators stay.
+UPDATE feed_status SET last_success_at = now(), consecutive_failures = 0, retry_after = NULL,
+	last_poll_id = GREATEST(last_poll_id, $3)
+WHERE jurisdiction = $1 AND feed = $2
+RETURNING coalesce(feature_count, 0)
