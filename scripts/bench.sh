@@ -216,7 +216,7 @@ bench_gdal() {
 				# not DELETE: a million deleted rows per run would leave the
 				# append-only log full of holes no daemon's log has.
 				"${psql[@]}" -c "SET client_min_messages = warning" \
-					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', $feedtable); END \$\$" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
 					-c "TRUNCATE feature_changes" \
 					-c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
 				timing=$out/ingestd.$layer.$fmt
@@ -400,7 +400,7 @@ bench_arcgis() {
 	printf '%-8s %8s %8s %8s %9s %9s\n' tool wall_s cpu_s rss_MB rows distinct
 	for _ in $(seq 1 "$count"); do
 		"${psql[@]}" -c "SET client_min_messages = warning" \
-			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', $feedtable); END \$\$" \
+			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
 			-c "DROP TABLE IF EXISTS ogr_arcgis" -c "CHECKPOINT"
 		/usr/bin/time -f '%e %U %S %M' -o "$out/time" bin/ingestd poll -config "$out/arcgis.yaml" -log-level warn bench/arcgis_parcels >"$out/last.log" 2>&1 ||
 			{ tail -20 "$out/last.log" >&2; return 1; }
@@ -458,7 +458,7 @@ bench_ogcapi() {
 	local run f
 	for run in $(seq 1 "$count"); do
 		"${psql[@]}" -c "SET client_min_messages = warning" \
-			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', $feedtable); END \$\$" \
+			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
 			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages" -c "CHECKPOINT"
 		/usr/bin/time -f '%e %U %S %M' -o "$out/time" bin/ingestd poll -config "$out/bench-ogcapi.yaml" -log-level warn bench/ogcapi_parcels >"$out/last.log" 2>&1 ||
 			{ echo "bench.sh: ingestd poll failed" >&2; tail -n 20 "$out/last.log" >&2; return 1; }
@@ -572,7 +572,7 @@ bench_bigdoc() {
 	bin/ingestd migrate >/dev/null
 	fresh() {
 		"${psql[@]}" -c "SET client_min_messages = warning" \
-			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', ingestd_feed_partition('bench', '$1')); END \$\$" \
+			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$1')); END \$\$" \
 			-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$1'" \
 			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
 	}
@@ -627,7 +627,7 @@ bench_bigdoc() {
 		: >"$out/bigdoc.load" && : >"$out/bigdoc.refresh"
 		for _ in $(seq 1 "$count"); do
 			psql "$url" -X -q -c "SET client_min_messages = warning" \
-				-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I', ingestd_feed_partition('bench', 'doc_$n')); END \$\$" -c "CHECKPOINT"
+				-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', 'doc_$n')); END \$\$" -c "CHECKPOINT"
 			bigdoc_time bin/ingestd-base poll -config "$out/bigdoc.yaml" -database-url "$url" -log-level warn "bench/doc_$n" >>"$out/bigdoc.load"
 			psql "$url" -X -q -c "CHECKPOINT"
 			bigdoc_time bin/ingestd-base poll -config "$out/bigdoc.yaml" -database-url "$url" -log-level warn "bench/doc_$n" >>"$out/bigdoc.refresh"
