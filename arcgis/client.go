@@ -226,9 +226,14 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, err
 	}
 	stats.NumberMatched = count
+	// The layer's fields type its view (schema.Declared): a poll answered
+	// "unchanged" keeps the stored schema, so the fields are part of the
+	// version, for a server whose lastEditDate does not move on a schema
+	// change.
+	stats.Declared = d.info.Declared(layer.OutFields, d.idField)
 	version := ""
 	if led := d.info.LastEditDate(); led > 0 {
-		version = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count)
+		version = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
 	}
 	if version != "" && layer.Validators.Version == version {
 		stats.NotModified = true
