@@ -184,9 +184,10 @@ type dump struct {
 //
 //  1. probe the layer (?f=json): object id field, maxRecordCount, geometry
 //     type, hasZ/hasM, spatial reference, fields, editingInfo.lastEditDate;
-//  2. count the features (returnCountOnly); when lastEditDate and the
-//     count equal Layer.Validators.Version, the layer is unchanged since
-//     the last applied snapshot: NotModified, nothing fetched;
+//  2. count the features (returnCountOnly); when lastEditDate, the count
+//     and the fields (a digest) equal Layer.Validators.Version, the layer
+//     is unchanged since the last applied snapshot: NotModified, nothing
+//     fetched; otherwise the fields are FetchStats.Declared;
 //  3. fetch the id list (returnIdsOnly, POST) and sort it;
 //  4. fetch the features by objectIds in pages of page_size (capped at
 //     maxRecordCount), POST; a request that fails on the server's side
