@@ -145,6 +145,14 @@ func TestCheapRefreshEndToEnd(t *testing.T) {
 			t.Fatalf("%s: polls row %+v; want held", step, p)
 		}
 	}
+	// Accepted (ingestd held accept), the held snapshot is the applied
+	// one, and its version the feed's: the layer unchanged since is not
+	// read again.
+	if res, err := r.store.AcceptHeld(r.ctx, "county", "parcels"); err != nil || res.Features != 100 {
+		t.Fatalf("accept: %+v, %v", res, err)
+	}
+	mustNotModified("after the held snapshot was accepted", 100)
+
 	// The layer is edited back to 250 features: a dump, applied, and the
 	// cheap refresh again from there.
 	srv.Edit("parcels", func(l *arcgistest.Layer) {
