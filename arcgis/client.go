@@ -184,9 +184,10 @@ type dump struct {
 //
 //  1. probe the layer (?f=json): object id field, maxRecordCount, geometry
 //     type, hasZ/hasM, spatial reference, fields, editingInfo.lastEditDate;
-//  2. count the features (returnCountOnly); when lastEditDate and the
-//     count equal Layer.Validators.Version, the layer is unchanged since
-//     the last applied snapshot: NotModified, nothing fetched;
+//  2. count the features (returnCountOnly); when lastEditDate, the count
+//     and the fields (a digest) equal Layer.Validators.Version, the layer
+//     is unchanged since the last applied snapshot: NotModified, nothing
+//     fetched; otherwise the fields are FetchStats.Declared;
 //  3. fetch the id list (returnIdsOnly, POST) and sort it;
 //  4. fetch the features by objectIds in pages of page_size (capped at
 //     maxRecordCount), POST; a request that fails on the server's side
@@ -226,9 +227,14 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, err
 	}
 	stats.NumberMatched = count
+	// The layer's fields type its view (schema.Declared): a poll answered
+	// "unchanged" keeps the stored schema, so the fields are part of the
+	// version, for a server whose lastEditDate does not move on a schema
+	// change.
+	stats.Declared = d.info.Declared(layer.OutFields, d.idField)
 	version := ""
 	if led := d.info.LastEditDate(); led > 0 {
-		version = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count)
+		version = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
 	}
 	if version != "" && layer.Validators.Version == version {
 		stats.NotModified = true

@@ -119,6 +119,18 @@ func TestCheapRefresh(t *testing.T) {
 	if err != nil || stats3.NotModified || stats3.Features != 30 {
 		t.Fatalf("edited layer: %+v, %v", stats3, err)
 	}
+	// A field retyped with lastEditDate and count unchanged (a server that
+	// does not count a schema change as an edit) is not unchanged either:
+	// the fields type the feed's view.
+	_, stats4, err := f.fetch(t, source.Layer{Validators: stats3.Validators})
+	if err != nil || !stats4.NotModified {
+		t.Fatalf("unchanged again: %+v, %v", stats4, err)
+	}
+	f.srv.Edit("l", func(l *arcgistest.Layer) { l.Fields[1].Type = "esriFieldTypeGUID" })
+	_, stats5, err := f.fetch(t, source.Layer{Validators: stats3.Validators})
+	if err != nil || stats5.NotModified || stats5.Features != 30 || stats5.Validators == stats3.Validators {
+		t.Fatalf("retyped field: %+v, %v", stats5, err)
+	}
 }
 
 func TestServerCapsBelowMaxRecordCountAndLies(t *testing.T) {

@@ -6,7 +6,9 @@
 #   <url>/nc_counties/FeatureServer/0    100 (multi)polygons, maxRecordCount 25
 #   <url>/nc_points/FeatureServer/0      100 points, maxRecordCount 30
 #   <url>/nc_boundaries/FeatureServer/0  100 (multi)lines, maxRecordCount 20
-# (North Carolina counties from r-cran-sf's nc.gpkg; OBJECTID is CNTY_ID.)
+# (North Carolina counties from r-cran-sf's nc.gpkg; OBJECTID is CNTY_ID;
+# the counties carry NAME, FIPS, BIR74, AREA (a double: planar area in
+# square degrees, added for the typed view's Double column) and UPDATED.)
 #
 # Usage: scripts/koop.sh [start|stop|url|status]
 #

@@ -141,6 +141,13 @@ func (s *Server) Requests(name string) []string {
 	return slices.Clone(s.requests[name])
 }
 
+// ResetRequests forgets the requests the layer got so far.
+func (s *Server) ResetRequests(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[name] = nil
+}
+
 var pathRE = regexp.MustCompile(`^/arcgis/rest/services/([^/]+)/(?:FeatureServer|MapServer)/0(/query)?/?$`)
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -257,3 +257,25 @@ func TestKoopDepartures(t *testing.T) {
 		t.Errorf("unknown field in where: HTTP %d, error %+v, %d features; want 200, no error, 0 features", status, typo.Error, len(typo.Features))
 	}
 }
+
+// Koop has no editingInfo, so no lastEditDate to prove a layer unchanged:
+// every poll of a Koop layer reads it whole, and none is recorded as not
+// modified.
+func TestKoopHasNoCheapRefresh(t *testing.T) {
+	base := koopURL(t)
+	r := newRig(t, fmt.Sprintf("      - {id: points, kind: arcgis, url: %q}\n", base+"/nc_points/FeatureServer/0"), nil)
+	for i := range 3 {
+		staged := r.store.pages.Load()
+		res, err := r.manager.Poll(r.ctx, "county/points")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := r.pollRow(t, res.PollID)
+		if res.NotModified || p.notModified || p.version != "" || res.Features != 100 || res.Pages == 0 || r.store.pages.Load()-staged != int64(res.Pages) {
+			t.Fatalf("poll %d: %+v, row %+v; want the 100 points read and staged in full, no version stored", i+1, res, p)
+		}
+		if i > 0 && res.Unchanged != 100 {
+			t.Errorf("poll %d: %d unchanged, want 100", i+1, res.Unchanged)
+		}
+	}
+}

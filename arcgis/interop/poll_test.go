@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
@@ -29,6 +31,19 @@ type rig struct {
 	pool     *pgxpool.Pool
 	manager  *feeds.Manager
 	breakers *breaker.Registry
+	store    *stageCounter
+	env      map[string]string
+}
+
+// stageCounter is the PostGIS store, counting the pages staged.
+type stageCounter struct {
+	*postgis.Store
+	pages atomic.Int64
+}
+
+func (s *stageCounter) StagePage(ctx context.Context, pollID int64, page int, features feature.FeatureReader) (int, error) {
+	s.pages.Add(1)
+	return s.Store.StagePage(ctx, pollID, page, features)
 }
 
 func fastPolicy() breaker.Policy {
@@ -40,6 +55,21 @@ func fastPolicy() breaker.Policy {
 // newRig parses feedsYAML (the county's feeds list) and starts a manager.
 func newRig(t *testing.T, feedsYAML string, env map[string]string) *rig {
 	t.Helper()
+	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	pool := pgtest.Pool(t)
+	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: fastPolicy()}, logger)
+	fetchers := feeds.NewFetchers(feeds.FetcherDeps{Breakers: breakers, Logger: logger})
+	store := &stageCounter{Store: postgis.New(pool)}
+	m := feeds.NewManager(store, fetchers, feeds.WithLogger(logger))
+	t.Cleanup(m.Stop)
+	r := &rig{ctx: t.Context(), pool: pool, manager: m, breakers: breakers, store: store, env: env}
+	r.update(t, feedsYAML)
+	return r
+}
+
+// update replaces the county's feeds list with feedsYAML.
+func (r *rig) update(t *testing.T, feedsYAML string) {
+	t.Helper()
 	yaml := `
 defaults:
   schedule: "0 5 * * *"
@@ -50,21 +80,13 @@ jurisdictions:
     timezone: America/New_York
     feeds:
 ` + feedsYAML
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), func(k string) (string, bool) { v, ok := r.env[k]; return v, ok })
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	pool := pgtest.Pool(t)
-	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: fastPolicy()}, logger)
-	fetchers := feeds.NewFetchers(feeds.FetcherDeps{Breakers: breakers, Logger: logger})
-	m := feeds.NewManager(postgis.New(pool), fetchers, feeds.WithLogger(logger))
-	t.Cleanup(m.Stop)
-	r := &rig{ctx: t.Context(), pool: pool, manager: m, breakers: breakers}
-	if err := m.Update(r.ctx, cfg); err != nil {
+	if err := r.manager.Update(r.ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	return r
 }
 
 type testWriter struct{ t *testing.T }
@@ -126,10 +148,10 @@ func TestPollArcGISLayerComplete(t *testing.T) {
 	if n != 250 || distinct != 250 || holes != 50 || updated != "2023-11-14T22:13:20Z" {
 		t.Errorf("stored %d rows, %d distinct ids, %d with a hole, UPDATED %q; want 250, 250, 50, 2023-11-14T22:13:20Z", n, distinct, holes, updated)
 	}
-	// The same layer again: unchanged. (With issue 16's stored validators
-	// this poll costs a probe and a count; see arcgis.TestCheapRefresh.)
+	// The same layer again: unchanged, and proven so by lastEditDate and
+	// the count (TestCheapRefreshEndToEnd).
 	res, err = r.manager.Poll(r.ctx, "county/parcels")
-	if err != nil || res.Unchanged != 250 {
+	if err != nil || res.Unchanged != 250 || !res.NotModified {
 		t.Fatalf("second poll: %+v, %v", res, err)
 	}
 }
