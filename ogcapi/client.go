@@ -322,5 +322,9 @@ func (c *Client) done(stats source.FetchStats, page, firstPage, total int, res *
 	if page == 0 && firstPage == 0 {
 		stats.Validators = res.validators
 	}
+	stats.Completeness = CompletenessNumberMatched
+	if stats.NumberMatched < 0 {
+		stats.Completeness = CompletenessLinksOnly
+	}
 	return stats, nil
 }

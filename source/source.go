@@ -165,6 +165,14 @@ type FetchStats struct {
 	// TypedText: the decoder typed text values (GML) by Declared, so the
 	// store types stored values the same way before diffing.
 	TypedText bool
+	// Kinds that page by links (issue 18; the fetcher contract, wave 2).
+
+	// Completeness says what the completeness of a fetch that pages by
+	// links rests on: "number_matched" (the total was checked against the
+	// server's count) or "links_only" (the server gave no count: only the
+	// absence of a next link ended it). "" for kinds that page otherwise.
+	// A store records it with the applied snapshot (polls.completeness).
+	Completeness string
 }
 
 // LogValue is how a Layer appears in a log: its identity with the URL
