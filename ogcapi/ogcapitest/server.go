@@ -94,13 +94,15 @@ type Server struct {
 	collections map[string]*Collection
 	requests    map[string]int // path → count
 	items       map[string]int // collection?offset → count
+	conditional map[string]int // collection → items requests with validators
+	notModified map[string]int // collection → 304 answers
 	generation  int            // cursors of older generations are refused
 }
 
 // New returns a server with MaxLimit 10,000 and DefaultLimit 10.
 func New() *Server {
 	return &Server{MaxLimit: 10_000, DefaultLimit: 10, collections: map[string]*Collection{}, requests: map[string]int{},
-		items: map[string]int{}}
+		items: map[string]int{}, conditional: map[string]int{}, notModified: map[string]int{}}
 }
 
 // Add adds (or replaces) collection id.
@@ -122,6 +124,15 @@ func (s *Server) ItemRequests(collection string, offset int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.items[collection+"?"+strconv.Itoa(offset)]
+}
+
+// Conditional is the number of items requests of collection that carried
+// validators (If-None-Match or If-Modified-Since), and NotModified the
+// number of them answered 304.
+func (s *Server) Conditional(collection string) (conditional, notModified int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conditional[collection], s.notModified[collection]
 }
 
 // ExpireCursors makes every next link given so far invalid: a request
@@ -208,6 +219,9 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 	offset, _ := strconv.Atoi(q.Get("offset"))
 	s.mu.Lock()
 	s.items[id+"?"+strconv.Itoa(offset)]++
+	if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
+		s.conditional[id]++
+	}
 	gen := s.generation
 	hook := s.Hook
 	s.mu.Unlock()
@@ -305,6 +319,9 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 		if r.Header.Get("If-None-Match") == c.ETag {
 			// As a static host or a caching proxy answers the validator.
 			w.Header().Set("ETag", c.ETag)
+			s.mu.Lock()
+			s.notModified[id]++
+			s.mu.Unlock()
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
