@@ -148,3 +148,39 @@ func TestOGCAPIConditionalGET(t *testing.T) {
 		t.Errorf("paged collection: %d conditional requests (%d answered 304); want none", c, nm)
 	}
 }
+
+// TestOGCAPIQueryablesTypeTheView: a collection that links its queryables
+// has its typed view's columns typed as they declare, end to end through
+// the registry and PostGIS (acres a double where its values alone would
+// make it numeric); the same collection without them is inferred.
+func TestOGCAPIQueryablesTypeTheView(t *testing.T) {
+	t.Parallel()
+	b, server := setupOGCAPI(t, ogcapiFeeds)
+	fields := wfstest.Parcels{}.Fields()
+	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 150}, Queryables: ogcapitest.JSONSchema(fields, "geometry-polygon")})
+	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
+		t.Fatal(err)
+	}
+	columns := func(feed string) string {
+		t.Helper()
+		var s string
+		if err := b.pool.QueryRow(b.ctx, `SELECT string_agg(name || ':' || type || ':' || type_source, ',' ORDER BY ordinal)
+			FROM feed_columns WHERE feed = $1`, feed).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	want := "pin:text:declared,owner:text:declared,site_address:text:declared,zoning:text:declared,land_use:text:declared," +
+		"acres:double precision:declared,assessed_value:bigint:declared,year_built:bigint:declared,bedrooms:bigint:declared," +
+		"exempt:boolean:declared,deed_date:date:declared,township:text:declared"
+	if got := columns("parcels"); got != want {
+		t.Errorf("feed_columns with queryables:\n%s\nwant\n%s", got, want)
+	}
+	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 150}})
+	if _, err := b.manager.Poll(b.ctx, "county/landing"); err != nil {
+		t.Fatal(err)
+	}
+	if got := columns("landing"); !strings.Contains(got, "acres:numeric:inferred") || strings.Contains(got, "declared") {
+		t.Errorf("feed_columns without queryables: %s; want every type inferred", got)
+	}
+}

@@ -67,12 +67,13 @@ type Column struct {
 // Declared is a layer's schema as its protocol declares it: the columns
 // in the source's order and, when known, the geometry type.
 //
-// A protocol provides one by implementing feeds' optional SchemaDescriber
-// (WFS: DescribeFeatureType through FromXSD). Another kind needs one small
-// adapter from its own description to Declared: ArcGIS REST's layer
-// `fields` (esriFieldTypeInteger → BigInt, esriFieldTypeDouble → Double,
-// esriFieldTypeDate → Timestamp, esriFieldTypeString → Text, …), OGC API
-// Features' queryables/schema (JSON Schema "type"/"format").
+// A kind's fetcher reports one in source.FetchStats.Declared (WFS:
+// DescribeFeatureType through FromXSD; OGC API – Features: the
+// collection's schema or queryables through ogcapi.FromJSONSchema).
+// Another kind needs one small adapter from its own description to
+// Declared: ArcGIS REST's layer `fields` (esriFieldTypeInteger → BigInt,
+// esriFieldTypeDouble → Double, esriFieldTypeDate → Timestamp,
+// esriFieldTypeString → Text, …).
 type Declared struct {
 	Columns []Column
 	// Geometry is the declared geometry type (GeometryName's spelling,

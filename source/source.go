@@ -82,6 +82,11 @@ type Layer struct {
 	// ResumeURL is the next link of the last page a parked poll staged:
 	// Fetch resumes there when firstPage > 0.
 	ResumeURL string
+	// SchemaURL is the collection's JSON Schema of its features (Part 5
+	// schema, else Part 3 queryables), set by Prepare when the collection
+	// links one; SchemaOrigin names which ("ogcapi schema", "ogcapi
+	// queryables"). Fetch reads it when DescribeSchema is set.
+	SchemaURL, SchemaOrigin string
 
 	// Typed layers (issue 19).
 
