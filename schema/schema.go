@@ -67,13 +67,11 @@ type Column struct {
 // Declared is a layer's schema as its protocol declares it: the columns
 // in the source's order and, when known, the geometry type.
 //
-// A kind's fetcher reports one in source.FetchStats.Declared (WFS:
-// DescribeFeatureType through FromXSD; OGC API – Features: the
-// collection's schema or queryables through ogcapi.FromJSONSchema).
-// Another kind needs one small adapter from its own description to
-// Declared: ArcGIS REST's layer `fields` (esriFieldTypeInteger → BigInt,
-// esriFieldTypeDouble → Double, esriFieldTypeDate → Timestamp,
-// esriFieldTypeString → Text, …).
+// A kind's fetcher reports one in source.FetchStats.Declared, with one
+// small adapter from its own description: WFS's DescribeFeatureType
+// through FromXSD, ArcGIS REST's layer `fields` (arcgis.FieldType:
+// esriFieldType* → Type), OGC API – Features' collection schema or
+// queryables through ogcapi.FromJSONSchema.
 type Declared struct {
 	Columns []Column
 	// Geometry is the declared geometry type (GeometryName's spelling,
