@@ -245,8 +245,9 @@ func (f *Feed) Layer() source.Layer {
 		Collection: f.Collection,
 		CRS:        f.CRS,
 		BBox:       f.FilterBBox,
-		// Typed layers: a WFS layer's schema is its DescribeFeatureType.
-		DescribeSchema: f.Kind == KindWFS,
+		// Typed layers: a WFS layer's schema is its DescribeFeatureType;
+		// an OGC API collection's, its schema or queryables, when linked.
+		DescribeSchema: f.Kind == KindWFS || f.Kind == KindOGCAPI,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/ogcapi"
+	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -131,3 +132,59 @@ func (f *Fetchers) Fetch(ctx context.Context, layer source.Layer, firstPage int,
 	}
 	return ft.Fetch(ctx, layer, firstPage, handle)
 }
+
+// PageURL names the request of page of layer as its kind's fetcher does
+// (PageURLer), or the layer's URL, redacted, for a kind whose fetcher does
+// not: an ArcGIS dump restarts from its id list (see arcgis.Client.Fetch),
+// so its URL is the request a dead letter names.
+func (f *Fetchers) PageURL(layer source.Layer, page int) string {
+	if ft, err := f.fetcher(layer.Kind); err == nil {
+		if p, ok := ft.(PageURLer); ok {
+			return p.PageURL(layer, page)
+		}
+	}
+	return redact.URL(layer.URL)
+}
+
+// cursorResumer returns the fetcher of layer's kind if it pages by cursors.
+func (f *Fetchers) cursorResumer(layer source.Layer) (CursorResumer, bool) {
+	ft, err := f.fetcher(layer.Kind)
+	if err != nil {
+		return nil, false
+	}
+	cr, ok := ft.(CursorResumer)
+	return cr, ok && cr.ResumesAtCursor(layer)
+}
+
+// ResumesAtCursor reports whether layer's kind pages by cursors
+// (CursorResumer): OGC API – Features, by next links.
+func (f *Fetchers) ResumesAtCursor(layer source.Layer) bool {
+	_, ok := f.cursorResumer(layer)
+	return ok
+}
+
+// ResumeAt hands layer and cursor to the fetcher of layer's kind; a kind
+// that pages by number gets layer back as it is.
+func (f *Fetchers) ResumeAt(layer source.Layer, cursor string) source.Layer {
+	if cr, ok := f.cursorResumer(layer); ok {
+		return cr.ResumeAt(layer, cursor)
+	}
+	return layer
+}
+
+// CursorExpired asks the fetcher of layer's kind whether err means its
+// cursor expired; false for a kind that pages by number.
+func (f *Fetchers) CursorExpired(layer source.Layer, err error) bool {
+	cr, ok := f.cursorResumer(layer)
+	return ok && cr.CursorExpired(layer, err)
+}
+
+// The contract's optional interfaces, held by the kinds that implement
+// them and by Fetchers (which answers for every kind).
+var (
+	_ PageURLer     = (*Fetchers)(nil)
+	_ PageURLer     = (*wfs.Client)(nil)
+	_ PageURLer     = (*ogcapi.Client)(nil)
+	_ CursorResumer = (*Fetchers)(nil)
+	_ CursorResumer = (*ogcapi.Client)(nil)
+)

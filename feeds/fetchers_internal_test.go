@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -30,5 +31,53 @@ func TestFetchersUnknownKind(t *testing.T) {
 	}
 	if _, _, err := f.Prepare(context.Background(), source.Layer{Kind: "nosuchkind"}); err == nil {
 		t.Error("Prepare of an unknown kind: no error")
+	}
+}
+
+// TestFetchersAnswerPerKind: Fetchers hands the contract's optional
+// interfaces to the fetcher of the layer's kind, and answers a kind that
+// lacks one with its default: the dead-letter URL of each kind's page
+// (credentials redacted), and which kinds resume at a cursor.
+func TestFetchersAnswerPerKind(t *testing.T) {
+	t.Parallel()
+	f := NewFetchers(FetcherDeps{})
+	const secret = "s3cr3t"
+	for _, tc := range []struct {
+		layer  source.Layer
+		page   int
+		url    string // what PageURL must contain
+		cursor bool
+	}{
+		{source.Layer{Kind: KindWFS, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Version: "2.0.0",
+			OutputFormat: "application/json", PageSize: 100}, 3, "startIndex=300", false},
+		{source.Layer{Kind: KindGeoJSON, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
+		{source.Layer{Kind: KindArcGIS, URL: "http://127.0.0.1:1/arcgis/rest/services/P/FeatureServer/0?token=" + secret, PageSize: 100},
+			4, "/FeatureServer/0", false},
+		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
+			ItemsURL: "http://127.0.0.1:1/collections/p/items?key=" + secret, PageSize: 50}, 0, "/collections/p/items?", true},
+		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
+			ItemsURL: "http://127.0.0.1:1/collections/p/items", ResumeURL: "http://127.0.0.1:1/collections/p/items?offset=700"}, 2, "offset=700", true},
+	} {
+		got := f.PageURL(tc.layer, tc.page)
+		if !strings.Contains(got, tc.url) || strings.Contains(got, secret) {
+			t.Errorf("%s page %d: PageURL %q; want it to contain %q and no credential", tc.layer.Kind, tc.page, got, tc.url)
+		}
+		if f.ResumesAtCursor(tc.layer) != tc.cursor {
+			t.Errorf("%s: ResumesAtCursor %v", tc.layer.Kind, !tc.cursor)
+		}
+		resumed := f.ResumeAt(tc.layer, "http://127.0.0.1:1/next")
+		if tc.cursor != (resumed.ResumeURL == "http://127.0.0.1:1/next") {
+			t.Errorf("%s: ResumeAt set ResumeURL %q", tc.layer.Kind, resumed.ResumeURL)
+		}
+	}
+	if f.CursorExpired(source.Layer{Kind: KindWFS}, context.Canceled) || f.CursorExpired(source.Layer{Kind: KindOGCAPI}, context.Canceled) {
+		t.Error("a cancelled fetch is no expired cursor")
+	}
+	gone := &httpcall.HTTPStatusError{Status: 410, URL: "http://127.0.0.1:1/collections/p/items"}
+	if !f.CursorExpired(source.Layer{Kind: KindOGCAPI}, gone) || f.CursorExpired(source.Layer{Kind: KindWFS}, gone) {
+		t.Error("a 410 to a resumed fetch: an expired cursor for ogcapi only")
+	}
+	if got := f.PageURL(source.Layer{Kind: "nosuchkind", URL: "http://u:" + secret + "@127.0.0.1:1/x"}, 1); strings.Contains(got, secret) || !strings.Contains(got, "/x") {
+		t.Errorf("unknown kind: PageURL %q", got)
 	}
 }

@@ -37,6 +37,8 @@ type setupOptions struct {
 	policy      breaker.Policy
 	managerOpts []feeds.Option
 	fetcher     func(*wfs.Client) feeds.Fetcher // nil: the client itself
+	// wrapStore, when set, wraps the store the manager uses (setupOGCAPI).
+	wrapStore func(*postgis.Store) feeds.Store
 }
 
 type setupOption func(*setupOptions)

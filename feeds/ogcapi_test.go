@@ -51,7 +51,11 @@ jurisdictions:
 	store := postgis.New(pool)
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: o.policy}, logger)
 	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
-	manager := feeds.NewManager(store, fetchers, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
+	var managed feeds.Store = store
+	if o.wrapStore != nil {
+		managed = o.wrapStore(store)
+	}
+	manager := feeds.NewManager(managed, fetchers, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
 	t.Cleanup(manager.Stop)
 	b := &bundle{ctx: t.Context(), url: ts.URL, pool: pool, store: store, breakers: breakers, manager: manager, cfg: cfg}
 	if err := manager.Update(b.ctx, cfg); err != nil {

@@ -14,9 +14,8 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
-	"github.com/ingestd/ingestd/ogcapi"
+	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // ErrPollInProgress is returned when a feed is asked to poll while a poll of it
@@ -60,6 +59,36 @@ type Fetcher interface {
 	// that leaves nothing open comes back as it is.
 	Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error)
 	Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error)
+}
+
+// What a kind does differently from the others is behind the Fetcher and
+// these optional interfaces, so that a poll never asks which kind it
+// polls: *Fetchers implements each by handing the layer to its kind's
+// fetcher, and a fetcher that lacks one gets the default its doc names.
+
+// PageURLer is implemented by a fetcher that can name the request of a
+// page of layer (credentials redacted): the URL a parked poll's dead letter
+// names. Without it, the letter names the layer's URL.
+type PageURLer interface {
+	PageURL(layer source.Layer, page int) string
+}
+
+// CursorResumer is implemented by a fetcher whose kind reaches its pages by
+// cursors the server hands out (OGC API next links, recorded with each
+// staged page through source.Page.Next) rather than by their number. A
+// poll of such a layer resumed at page n > 0 continues at the cursor page
+// n-1 recorded, and starts over from the first page when it recorded none
+// or the server refuses it. Without it, a resumed poll fetches from page n.
+type CursorResumer interface {
+	// ResumesAtCursor reports whether a resumed poll of layer continues at
+	// a recorded cursor.
+	ResumesAtCursor(layer source.Layer) bool
+	// ResumeAt returns layer set to continue at cursor.
+	ResumeAt(layer source.Layer, cursor string) source.Layer
+	// CursorExpired reports whether err, returned by a Fetch resumed at a
+	// cursor before any page came in, says the cursor is no longer good:
+	// the poll then starts over from the first page.
+	CursorExpired(layer source.Layer, err error) bool
 }
 
 // poll runs one complete poll of f: every page is staged, and only when the last
@@ -153,7 +182,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 			info.Declared, info.TypedText = stats.Declared, stats.TypedText
 			res, err = m.store.Apply(ctx, pollID, info)
 			if err == nil {
-				m.recordCompleteness(ctx, layer, pollID, stats, logger)
+				m.recordCompleteness(ctx, pollID, stats, logger)
 			}
 		}
 		return err
@@ -234,10 +263,11 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 }
 
 // fetch fetches layer from firstPage on into the poll's staging. A poll of
-// a kind that pages by links (ogcapi) resumed at firstPage > 0 continues at
-// the next link its last staged page recorded, and starts over from the
-// first page when there is none or the server refuses it (an expired
-// cursor); it returns the layer as fetched and the page it started at.
+// a kind that pages by cursors (CursorResumer) resumed at firstPage > 0
+// continues at the cursor its last staged page recorded, and starts over
+// from the first page when there is none or the server refuses it (an
+// expired cursor); it returns the layer as fetched and the page it started
+// at.
 func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
 	var stats source.FetchStats
 	stager := newPageStager(ctx, m.store, pollID, layer.Limits)
@@ -247,7 +277,7 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 	layer, restart, err := m.resumeLink(ctx, pollID, firstPage, layer)
 	if err == nil && restart == "" {
 		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
-		if firstPage > 0 && stats.Pages == 0 && layer.Kind == KindOGCAPI && ogcapi.LinkExpired(err) {
+		if cr, ok := m.cursorResumer(layer); ok && firstPage > 0 && stats.Pages == 0 && err != nil && cr.CursorExpired(layer, err) {
 			restart = fmt.Sprintf("the stored next link was refused (%v)", err)
 		}
 	}
@@ -272,12 +302,24 @@ type linkStore interface {
 	RestartStaging(ctx context.Context, pollID int64) error
 }
 
-// resumeLink sets layer.ResumeURL for a poll of a kind that pages by links
-// (ogcapi) resumed at firstPage: the next link its page firstPage-1
-// recorded. restart says why the poll must start over from the first page
-// instead (no link recorded); it is "" otherwise, and for the other kinds.
+// cursorResumer returns the fetcher's CursorResumer when layer's kind
+// pages by cursors.
+func (m *Manager) cursorResumer(layer source.Layer) (CursorResumer, bool) {
+	cr, ok := m.fetcher.(CursorResumer)
+	if !ok || !cr.ResumesAtCursor(layer) {
+		return nil, false
+	}
+	return cr, true
+}
+
+// resumeLink sets layer to continue at the cursor (next link) page
+// firstPage-1 of a poll resumed at firstPage recorded, for a kind that
+// pages by cursors. restart says why the poll must start over from the
+// first page instead (no link recorded); it is "" otherwise, and for the
+// kinds that page by number.
 func (m *Manager) resumeLink(ctx context.Context, pollID int64, firstPage int, layer source.Layer) (source.Layer, string, error) {
-	if firstPage == 0 || layer.Kind != KindOGCAPI {
+	cr, ok := m.cursorResumer(layer)
+	if firstPage == 0 || !ok {
 		return layer, "", nil
 	}
 	ls, ok := m.store.(linkStore)
@@ -291,8 +333,7 @@ func (m *Manager) resumeLink(ctx context.Context, pollID int64, firstPage int, l
 	case !ok || link == "":
 		return layer, fmt.Sprintf("page %d recorded no next link", firstPage-1), nil
 	}
-	layer.ResumeURL = link
-	return layer, "", nil
+	return cr.ResumeAt(layer, link), "", nil
 }
 
 // completenessRecorder is implemented by a Store that records what a
@@ -301,20 +342,17 @@ type completenessRecorder interface {
 	RecordCompleteness(ctx context.Context, pollID int64, basis string) error
 }
 
-// recordCompleteness records, for a kind that pages by links, whether the
-// applied snapshot's total was checked against the server's numberMatched
-// or rests on the links alone. The snapshot is applied either way; a
-// failure to record is logged.
-func (m *Manager) recordCompleteness(ctx context.Context, layer source.Layer, pollID int64, stats source.FetchStats, logger *slog.Logger) {
+// recordCompleteness records what the applied snapshot's completeness
+// rests on, when the fetcher said (FetchStats.Completeness: a kind that
+// pages by links tells a total checked against the server's count from
+// one that rests on the links alone). The snapshot is applied either way;
+// a failure to record is logged.
+func (m *Manager) recordCompleteness(ctx context.Context, pollID int64, stats source.FetchStats, logger *slog.Logger) {
 	cr, ok := m.store.(completenessRecorder)
-	if !ok || layer.Kind != KindOGCAPI {
+	if !ok || stats.Completeness == "" {
 		return
 	}
-	basis := "number_matched"
-	if stats.NumberMatched < 0 {
-		basis = "links_only"
-	}
-	if err := cr.RecordCompleteness(ctx, pollID, basis); err != nil {
+	if err := cr.RecordCompleteness(ctx, pollID, stats.Completeness); err != nil {
 		logger.Error("recording the poll's completeness", "error", err)
 	}
 }
@@ -377,7 +415,7 @@ func (m *Manager) deferral(f *Feed, layer source.Layer, info FeedInfo, pollID in
 	p := deadletter.Parking{
 		Jurisdiction: f.Jurisdiction,
 		Feed:         f.ID,
-		URL:          pageURL(layer, page),
+		URL:          m.pageURL(layer, page),
 		Origin:       info.Origin,
 		Checkpoint:   deadletter.Checkpoint{PollID: pollID, Page: page, At: begun},
 		Err:          err,
@@ -475,27 +513,12 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 }
 
 // pageURL is the (redacted) request of page of layer: the one a dead letter
-// names.
-func pageURL(layer source.Layer, page int) string {
-	if layer.Kind == KindArcGIS {
-		// An ArcGIS dump restarts from its id list (see arcgis.Client.Fetch).
-		return wfs.RedactURL(layer.URL)
+// names (PageURLer).
+func (m *Manager) pageURL(layer source.Layer, page int) string {
+	if p, ok := m.fetcher.(PageURLer); ok {
+		return p.PageURL(layer, page)
 	}
-	if layer.Kind == KindOGCAPI {
-		// Pages are next links: the first page's, or the one resumed at.
-		if page > 0 && layer.ResumeURL != "" {
-			return wfs.RedactURL(layer.ResumeURL)
-		}
-		if u, err := ogcapi.FirstURL(layer); err == nil {
-			return wfs.RedactURL(u.String())
-		}
-		return wfs.RedactURL(layer.URL)
-	}
-	u, err := wfs.RequestURL(layer, page*layer.PageSize)
-	if err != nil {
-		return wfs.RedactURL(layer.URL)
-	}
-	return wfs.RedactURL(u.String())
+	return redact.URL(layer.URL)
 }
 
 // feedInfo describes f to the store.
@@ -504,7 +527,7 @@ func feedInfo(f *Feed, now time.Time) FeedInfo {
 		Jurisdiction:     f.Jurisdiction,
 		Feed:             f.ID,
 		Kind:             f.Kind,
-		URL:              wfs.RedactURL(f.URL),
+		URL:              redact.URL(f.URL),
 		ExpectedInterval: f.ExpectedInterval(now),
 		Guard:            f.Guard(),
 	}

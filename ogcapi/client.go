@@ -71,6 +71,8 @@ type Client struct {
 	now      func() time.Time
 	// discovery caches Prepare's discoveries (see WithDiscoveryTTL).
 	discovery discoveryCache
+	// declaredCache keeps the collections' declared schemas (see declared).
+	declaredCache declaredCache
 }
 
 // NewClient returns a Client calling servers through httpcall.New(
@@ -175,6 +177,15 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		next = Restore(layer.ResumeURL, layer.URL)
 	default:
 		return stats, fmt.Errorf("%w: resuming at page %d needs the next link of page %d", ErrInvalidLayer, firstPage, firstPage-1)
+	}
+	declared, warning, err := c.declared(ctx, layer)
+	if err != nil {
+		return stats, err
+	}
+	stats.Declared = declared
+	if warning != "" {
+		stats.Warnings = append(stats.Warnings, warning)
+		c.logger.Warn(warning, "url", redact.URL(layer.URL))
 	}
 	st := newFetchState(want)
 	home := httpcall.OriginOf(layer.URL)
@@ -321,6 +332,10 @@ func (c *Client) done(stats source.FetchStats, page, firstPage, total int, res *
 	}
 	if page == 0 && firstPage == 0 {
 		stats.Validators = res.validators
+	}
+	stats.Completeness = CompletenessNumberMatched
+	if stats.NumberMatched < 0 {
+		stats.Completeness = CompletenessLinksOnly
 	}
 	return stats, nil
 }

@@ -63,6 +63,9 @@ type Discovery struct {
 	// MaxLimit is the largest limit the server declares (its OpenAPI
 	// document's limit parameter), 0 when it declares none.
 	MaxLimit int
+	// Schema is the collection's JSON Schema link (Part 5 schema, else
+	// Part 3 queryables), "" when it links none; SchemaOrigin names which.
+	Schema, SchemaOrigin string
 }
 
 // Part2 reports whether the server declares OGC API – Features Part 2.
@@ -118,6 +121,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 		c.discovery.put(layer.URL, layer.Collection, d, warnings, c.now())
 	}
 	layer.ItemsURL = d.Items
+	layer.SchemaURL, layer.SchemaOrigin = d.Schema, d.SchemaOrigin
 	if d.MaxLimit > 0 && layer.PageSize > d.MaxLimit {
 		warnings = append(warnings, fmt.Sprintf("page_size %d is above the server's maximum limit %d: asking for %d", layer.PageSize, d.MaxLimit, d.MaxLimit))
 		layer.PageSize = d.MaxLimit
@@ -164,6 +168,13 @@ func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, [
 	}
 	// The feed's own query parameters (an API key) go with every request.
 	d.Items = Restore(items, layer.URL)
+	if href, origin := schemaLink(cd.Links); href != "" {
+		if u, err := resolve(coll, href); err == nil {
+			d.Schema, d.SchemaOrigin = Restore(u, layer.URL), origin
+		} else {
+			warnings = append(warnings, "the collection's schema link: "+err.Error()+": types are inferred from the values")
+		}
+	}
 
 	var conf struct {
 		ConformsTo []string `json:"conformsTo"`

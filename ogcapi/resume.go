@@ -6,6 +6,8 @@ import (
 	"net/url"
 
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/redact"
+	"github.com/ingestd/ingestd/source"
 )
 
 // Storable returns link as a store may keep it: without the userinfo of
@@ -64,3 +66,44 @@ func LinkExpired(err error) bool {
 	var ee *ExceptionError
 	return errors.As(err, &ee) && !ee.ServerSide
 }
+
+// The values of source.FetchStats.Completeness a fetch that completed sets.
+const (
+	// CompletenessNumberMatched: the total was checked against the
+	// server's numberMatched.
+	CompletenessNumberMatched = "number_matched"
+	// CompletenessLinksOnly: the server reported no numberMatched, so only
+	// the last page's missing next link says the collection was whole.
+	CompletenessLinksOnly = "links_only"
+)
+
+// PageURL is the request of page of layer as a dead letter names it
+// (credentials redacted): the first page's request, or, for a poll resumed
+// at a later page, the next link it resumed at. Later pages are the
+// server's own links, which only the fetch knows.
+func (c *Client) PageURL(layer source.Layer, page int) string {
+	if page > 0 && layer.ResumeURL != "" {
+		return redact.URL(layer.ResumeURL)
+	}
+	if u, err := FirstURL(layer); err == nil {
+		return redact.URL(u.String())
+	}
+	return redact.URL(layer.URL)
+}
+
+// ResumesAtCursor reports that a poll of any layer of this kind resumes at
+// the next link (source.Page.Next) its last staged page recorded: an OGC API
+// server's pages are reached only by its links.
+func (c *Client) ResumesAtCursor(source.Layer) bool { return true }
+
+// ResumeAt returns layer set to continue at cursor, a next link a staged
+// page recorded in the form Storable makes; Fetch restores it.
+func (c *Client) ResumeAt(layer source.Layer, cursor string) source.Layer {
+	layer.ResumeURL = cursor
+	return layer
+}
+
+// CursorExpired reports whether err, from a Fetch resumed at a stored next
+// link before its first page came in, says the link is no longer good
+// (LinkExpired): the poll starts over from the first page.
+func (c *Client) CursorExpired(_ source.Layer, err error) bool { return LinkExpired(err) }

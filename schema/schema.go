@@ -67,12 +67,11 @@ type Column struct {
 // Declared is a layer's schema as its protocol declares it: the columns
 // in the source's order and, when known, the geometry type.
 //
-// A protocol provides one by implementing feeds' optional SchemaDescriber
-// (WFS: DescribeFeatureType through FromXSD). Another kind needs one small
-// adapter from its own description to Declared: ArcGIS REST's layer
-// `fields` (esriFieldTypeInteger → BigInt, esriFieldTypeDouble → Double,
-// esriFieldTypeDate → Timestamp, esriFieldTypeString → Text, …), OGC API
-// Features' queryables/schema (JSON Schema "type"/"format").
+// A kind's fetcher reports one in source.FetchStats.Declared, with one
+// small adapter from its own description: WFS's DescribeFeatureType
+// through FromXSD, ArcGIS REST's layer `fields` (arcgis.FieldType:
+// esriFieldType* → Type), OGC API – Features' collection schema or
+// queryables through ogcapi.FromJSONSchema.
 type Declared struct {
 	Columns []Column
 	// Geometry is the declared geometry type (GeometryName's spelling,

@@ -82,6 +82,11 @@ type Layer struct {
 	// ResumeURL is the next link of the last page a parked poll staged:
 	// Fetch resumes there when firstPage > 0.
 	ResumeURL string
+	// SchemaURL is the collection's JSON Schema of its features (Part 5
+	// schema, else Part 3 queryables), set by Prepare when the collection
+	// links one; SchemaOrigin names which ("ogcapi schema", "ogcapi
+	// queryables"). Fetch reads it when DescribeSchema is set.
+	SchemaURL, SchemaOrigin string
 
 	// Typed layers (issue 19).
 
@@ -165,6 +170,14 @@ type FetchStats struct {
 	// TypedText: the decoder typed text values (GML) by Declared, so the
 	// store types stored values the same way before diffing.
 	TypedText bool
+	// Kinds that page by links (issue 18; the fetcher contract, wave 2).
+
+	// Completeness says what the completeness of a fetch that pages by
+	// links rests on: "number_matched" (the total was checked against the
+	// server's count) or "links_only" (the server gave no count: only the
+	// absence of a next link ended it). "" for kinds that page otherwise.
+	// A store records it with the applied snapshot (polls.completeness).
+	Completeness string
 }
 
 // LogValue is how a Layer appears in a log: its identity with the URL

@@ -162,3 +162,14 @@ func checkHeaders(layer source.Layer) error {
 	}
 	return nil
 }
+
+// PageURL is the request of page of layer as a dead letter names it
+// (credentials redacted): the GetFeature request at that page's
+// startIndex, or the layer's URL when no request can be built for it.
+func (c *Client) PageURL(layer source.Layer, page int) string {
+	u, err := RequestURL(layer, page*layer.PageSize)
+	if err != nil {
+		return RedactURL(layer.URL)
+	}
+	return RedactURL(u.String())
+}

@@ -9,6 +9,8 @@ package ogcapitest
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -77,6 +79,30 @@ type Collection struct {
 	Pitfall Pitfall
 	// ETag, when set, is sent with every items response.
 	ETag string
+	// Queryables and Schema, when set, are served as the collection's
+	// Part 3 queryables and Part 5 schema documents (as given: a test may
+	// serve a broken one) and linked from the collection document.
+	Queryables, Schema string
+}
+
+// JSONSchema is a JSON Schema of features with fields, as a Part 3
+// queryables or Part 5 schema document describes them: the geometry
+// first (geomFormat, e.g. "geometry-polygon"), then each field with the
+// JSON Schema type of its XSD type.
+func JSONSchema(fields []wfstest.Field, geomFormat string) string {
+	var b strings.Builder
+	b.WriteString(`{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{`)
+	fmt.Fprintf(&b, `"geometry":{"x-ogc-role":"primary-geometry","format":%q}`, geomFormat)
+	for _, f := range fields {
+		t := map[wfstest.FieldType]string{wfstest.Integer: `"type":"integer"`, wfstest.Double: `"type":"number","format":"double"`,
+			wfstest.Boolean: `"type":"boolean"`, wfstest.Date: `"type":"string","format":"date"`}[f.Type]
+		if t == "" {
+			t = `"type":"string"`
+		}
+		fmt.Fprintf(&b, `,%q:{"title":%q,%s}`, f.Name, f.Name, t)
+	}
+	b.WriteString(`}}`)
+	return b.String()
 }
 
 // Server is the fixture server; its zero value is not usable: use New.
@@ -94,13 +120,15 @@ type Server struct {
 	collections map[string]*Collection
 	requests    map[string]int // path → count
 	items       map[string]int // collection?offset → count
+	conditional map[string]int // collection → items requests with validators
+	notModified map[string]int // collection → 304 answers
 	generation  int            // cursors of older generations are refused
 }
 
 // New returns a server with MaxLimit 10,000 and DefaultLimit 10.
 func New() *Server {
 	return &Server{MaxLimit: 10_000, DefaultLimit: 10, collections: map[string]*Collection{}, requests: map[string]int{},
-		items: map[string]int{}}
+		items: map[string]int{}, conditional: map[string]int{}, notModified: map[string]int{}}
 }
 
 // Add adds (or replaces) collection id.
@@ -122,6 +150,15 @@ func (s *Server) ItemRequests(collection string, offset int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.items[collection+"?"+strconv.Itoa(offset)]
+}
+
+// Conditional is the number of items requests of collection that carried
+// validators (If-None-Match or If-Modified-Since), and NotModified the
+// number of them answered 304.
+func (s *Server) Conditional(collection string) (conditional, notModified int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conditional[collection], s.notModified[collection]
 }
 
 // ExpireCursors makes every next link given so far invalid: a request
@@ -172,13 +209,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeException(w, http.StatusNotFound, "NotFound", "no collection "+parts[1])
 			return
 		}
-		items := base + "/collections/" + parts[1] + "/items"
+		c := s.collection(parts[1])
+		coll := base + "/collections/" + parts[1]
+		links := []map[string]string{
+			{"href": coll + "/items?f=html", "rel": "items", "type": "text/html"},
+			{"href": coll + "/items?f=json", "rel": "items", "type": "application/geo+json"},
+		}
+		if c.Queryables != "" {
+			links = append(links, map[string]string{"href": coll + "/queryables?f=json",
+				"rel": "http://www.opengis.net/def/rel/ogc/1.0/queryables", "type": "application/schema+json"})
+		}
+		if c.Schema != "" {
+			links = append(links, map[string]string{"href": coll + "/schema?f=json",
+				"rel": "http://www.opengis.net/def/rel/ogc/1.0/schema", "type": "application/schema+json"})
+		}
 		writeJSON(w, map[string]any{"id": parts[1], "itemType": "feature",
-			"crs": []string{"#/crs"}, "storageCrs": CRS84,
-			"links": []map[string]string{
-				{"href": items + "?f=html", "rel": "items", "type": "text/html"},
-				{"href": items + "?f=json", "rel": "items", "type": "application/geo+json"},
-			}})
+			"crs": []string{"#/crs"}, "storageCrs": CRS84, "links": links})
+	case len(parts) == 3 && parts[0] == "collections" && (parts[2] == "queryables" || parts[2] == "schema"):
+		c := s.collection(parts[1])
+		doc := ""
+		if c != nil && parts[2] == "queryables" {
+			doc = c.Queryables
+		} else if c != nil {
+			doc = c.Schema
+		}
+		if doc == "" {
+			writeException(w, http.StatusNotFound, "NotFound", "no "+parts[2]+" for "+parts[1])
+			return
+		}
+		w.Header().Set("Content-Type", "application/schema+json")
+		_, _ = io.WriteString(w, doc)
 	case len(parts) == 3 && parts[0] == "collections" && parts[2] == "items":
 		c := s.collection(parts[1])
 		if c == nil {
@@ -208,6 +268,9 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 	offset, _ := strconv.Atoi(q.Get("offset"))
 	s.mu.Lock()
 	s.items[id+"?"+strconv.Itoa(offset)]++
+	if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
+		s.conditional[id]++
+	}
 	gen := s.generation
 	hook := s.Hook
 	s.mu.Unlock()
@@ -305,6 +368,9 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 		if r.Header.Get("If-None-Match") == c.ETag {
 			// As a static host or a caching proxy answers the validator.
 			w.Header().Set("ETag", c.ETag)
+			s.mu.Lock()
+			s.notModified[id]++
+			s.mu.Unlock()
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
