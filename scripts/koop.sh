@@ -59,17 +59,20 @@ install_node() {
 	apt-get install -y -qq --no-install-recommends nodejs npm curl >&2
 }
 
-# install_koop puts the pinned packages in .koop/node_modules; a changed
-# scripts/koop/package.json installs again.
+# install_koop puts the pinned packages in .koop/node_modules: the whole
+# tree as scripts/koop/package-lock.json records it (npm ci), so that every
+# machine serves the tests with the same Koop; a changed package.json or
+# lock file installs again.
 install_koop() {
 	mkdir -p "$DIR" "$RUN"
-	if [[ -d $DIR/node_modules/@koopjs/koop-core ]] && cmp -s "$ROOT/scripts/koop/package.json" "$DIR/package.json"; then
+	if [[ -d $DIR/node_modules/@koopjs/koop-core ]] && cmp -s "$ROOT/scripts/koop/package.json" "$DIR/package.json" &&
+		cmp -s "$ROOT/scripts/koop/package-lock.json" "$DIR/package-lock.json"; then
 		cp "$ROOT/scripts/koop/server.js" "$DIR/server.js"
 		return
 	fi
-	cp "$ROOT/scripts/koop/package.json" "$ROOT/scripts/koop/server.js" "$DIR/"
+	cp "$ROOT/scripts/koop/package.json" "$ROOT/scripts/koop/package-lock.json" "$ROOT/scripts/koop/server.js" "$DIR/"
 	log "installing Koop with npm into $DIR (a minute)"
-	(cd "$DIR" && npm install --no-audit --no-fund --loglevel=error >&2)
+	(cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error >&2)
 }
 
 start() {
