@@ -13,6 +13,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/source"
 	"github.com/twpayne/go-geom"
 )
@@ -42,16 +43,16 @@ func layerCRS(layer source.Layer) (wantCRS, error) {
 type fetchState struct {
 	want    wantCRS
 	seed    maphash.Seed
-	urls    map[string]int   // request URL → page
-	ids     map[uint64]int32 // id hash → page
-	first   map[uint64]int   // first feature's key → page
-	content map[uint64]int   // page content hash → page
-	resumed int              // features staged before a resumed fetch (unknown: 0)
+	urls    map[string]int // request URL → page
+	ids     *pageids.Set   // ids delivered, and their pages
+	first   map[uint64]int // first feature's key → page
+	content map[uint64]int // page content hash → page
+	resumed int            // features staged before a resumed fetch (unknown: 0)
 }
 
 func newFetchState(want wantCRS) *fetchState {
 	return &fetchState{want: want, seed: maphash.MakeSeed(), urls: map[string]int{},
-		ids: map[uint64]int32{}, first: map[uint64]int{}, content: map[uint64]int{}}
+		ids: pageids.New(false), first: map[uint64]int{}, content: map[uint64]int{}}
 }
 
 // pageResult is what one successful attempt learnt about its page.
@@ -292,32 +293,21 @@ func (r *pageReader) end() error {
 	return nil
 }
 
-// checkID fails the page when f's id was delivered on an earlier page.
+// checkID fails the page when f's id was delivered on an earlier page
+// (every id up to pageids.ExactIDs, then a fixed sample: memory stays
+// bounded on huge collections, and the store's exact check at apply
+// catches what the sample lets by).
 func (r *pageReader) checkID(f *feature.Feature) error {
 	if f.ID == "" {
 		return nil
 	}
-	h := maphash.String(r.st.seed, f.ID)
-	if p, ok := r.st.ids[h]; ok && int(p) != r.page {
+	if p, dup := r.st.ids.Add(f.ID, r.page); dup {
 		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: -1,
 			Reason: fmt.Sprintf("id %q came on pages %d and %d: the server's paging order is unstable or its ids are not unique", truncate(f.ID, 200), p, r.page)}
 		return r.err
 	}
-	// Every id up to exactIDs, then a fixed sample (by hash, so an id is
-	// always or never kept): memory stays bounded on huge collections, and
-	// the store's exact check at apply catches what the sample lets by.
-	if len(r.st.ids) < exactIDs || h%idSample == 0 {
-		r.st.ids[h] = int32(r.page)
-	}
 	return nil
 }
-
-// Bounds of the duplicate-id check (as package wfs's): every id up to
-// exactIDs, then one id in idSample.
-const (
-	exactIDs = 100_000
-	idSample = 64
-)
 
 // nextLink is the href of the rel="next" link of a page's links ("" when
 // there is none). Two different next links are the server's contradiction.
