@@ -74,10 +74,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	if err != nil {
 		r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
 		r.Err.(*httpcall.BodyError).Page = p.Index
-		if r.Outcome == breaker.Failure {
-			return a.IgnoredOr(r.Outcome, r.Err)
-		}
-		return *r
+		return a.Verdict(r)
 	}
 	res.warning = note
 	if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
@@ -85,19 +82,10 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		if errors.As(r.Err, &be) {
 			be.Page = p.Index
 		}
-		if r.Outcome == breaker.Failure {
-			return a.IgnoredOr(breaker.Failure, r.Err)
-		}
-		return *r
+		return a.Verdict(r)
 	}
 	if err := checkContentCRS(a.Resp.Header.Get("Content-Crs"), st.want, a.Redacted); err != nil {
 		return breaker.Result{Outcome: breaker.Success, Err: err}
-	}
-	streamFailed := func(err error) breaker.Result {
-		if httpcall.FeedsFault(err, a.BodyErr()) && a.Ctx.Err() == nil {
-			return breaker.Result{Outcome: breaker.Success, Err: err}
-		}
-		return a.IgnoredOr(breaker.Failure, err)
 	}
 	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(st.want.crs.SRID),
 		feature.WithLimits(layer.Limits.WithDefaults()))
@@ -117,7 +105,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	switch {
 	case err == io.EOF:
 	case err != nil:
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	default:
 		k := featureKey(st.seed, first)
 		if prev, ok := st.first[k]; ok && prev != p.Index {
@@ -137,7 +125,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		case errors.As(herr, &ie), errors.As(herr, &pe):
 			return breaker.Result{Outcome: breaker.Success, Err: herr}
 		case httpcall.IsBodyError(herr):
-			return streamFailed(herr)
+			return a.StreamFailed(herr)
 		}
 		res.handlerErr = herr
 		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
@@ -153,7 +141,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		if errors.As(err, &ie) || errors.As(err, &pe) {
 			return breaker.Result{Outcome: breaker.Success, Err: err}
 		}
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	}
 	res.features = pr.n
 	res.bytes = a.BodyBytes()

@@ -641,11 +641,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		}
 		br, note, err := a.OpenBody("response body")
 		if err != nil {
-			r := httpcall.ReadFailure(resp, err, redacted)
-			if r.Outcome == breaker.Failure {
-				return ignoredOr(r.Outcome, r.Err)
-			}
-			return *r
+			return a.Verdict(httpcall.ReadFailure(resp, err, redacted))
 		}
 		if note != "" {
 			c.logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
@@ -665,11 +661,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
 			return *httpcall.StatusVerdict(resp.StatusCode, redacted)
 		case kind == kindUnknown && rerr != nil:
-			r := httpcall.ReadFailure(resp, rerr, redacted)
-			if r.Outcome == breaker.Failure {
-				return ignoredOr(r.Outcome, r.Err)
-			}
-			return *r
+			return a.Verdict(httpcall.ReadFailure(resp, rerr, redacted))
 		case kind == kindJSONValue:
 			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
 		case kind == kindHTML:

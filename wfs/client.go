@@ -325,15 +325,12 @@ func pagingDesc(l source.Layer) string {
 // (Failure). u is the page's request, or the target of a followed
 // cross-origin redirect.
 func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, check func(string) error, handle source.PageFunc, res *pageResult) breaker.Result {
-	ctx, actx, resp, redacted, ignoredOr := a.CallCtx, a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
+	ctx, resp, redacted := a.CallCtx, a.Resp, a.Redacted
 	br, note, err := a.OpenBody("response body")
 	if err != nil {
 		r := httpcall.ReadFailure(resp, err, redacted)
 		r.Err.(*httpcall.BodyError).Page = p.Index
-		if r.Outcome == breaker.Failure {
-			return ignoredOr(r.Outcome, r.Err)
-		}
-		return *r
+		return a.Verdict(r)
 	}
 	res.warning = note
 	kind, cls := classify(resp, br, redacted, c.now())
@@ -342,19 +339,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		if errors.As(cls.Err, &be) {
 			be.Page = p.Index
 		}
-		if cls.Outcome == breaker.Failure {
-			return ignoredOr(breaker.Failure, cls.Err)
-		}
-		return *cls
-	}
-	// streamFailed judges an error met while streaming the data: the
-	// origin's when the bytes did not arrive whole, the feed's when they
-	// did (see ClassifyResponse).
-	streamFailed := func(err error) breaker.Result {
-		if httpcall.FeedsFault(err, a.BodyErr()) && actx.Err() == nil {
-			return breaker.Result{Outcome: breaker.Success, Err: err}
-		}
-		return ignoredOr(breaker.Failure, err)
+		return a.Verdict(cls)
 	}
 
 	var dec featureDecoder
@@ -377,7 +362,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	switch {
 	case err == io.EOF:
 	case err != nil:
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	default:
 		res.firstKey = featureKey(first)
 		if err := check(res.firstKey); err != nil {
@@ -395,7 +380,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
 		if httpcall.IsBodyError(herr) {
-			return streamFailed(herr)
+			return a.StreamFailed(herr)
 		}
 		res.handlerErr = herr
 		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
@@ -412,7 +397,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			res.handlerErr = err
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	}
 	res.features = fr.n
 	res.bytes = a.BodyBytes()
