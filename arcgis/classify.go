@@ -107,12 +107,8 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 // errorObject reports whether the JSON object at the start of head is an
 // ArcGIS error object: its first member is "error".
 func errorObject(head []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	tok, err := dec.Token()
-	return err == nil && tok == "error"
+	keys := httpcall.LeadingKeys(head, 1)
+	return len(keys) == 1 && keys[0] == "error"
 }
 
 func snippet(b []byte) string {

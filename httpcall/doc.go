@@ -10,7 +10,7 @@
 // A protocol package (wfs, and the next kinds) supplies what is its own:
 // the request (Request), and, in the AttemptFunc Client.Call runs for each
 // attempt that got a response, its classification rules and its decoder.
-// The verdict helpers (ReadFailure, FeedsFault, Sniff, ParseRetryAfter,
+// The verdict helpers (ReadFailure, FeedsFault, Sniff, LeadingKeys, ParseRetryAfter,
 // HTMLTitle; Throttled, StatusVerdict, Judged, BodyFailure and NotData for
 // the protocol-independent part of a classification; Attempt.Verdict and
 // Attempt.StreamFailed in an AttemptFunc) carry the rules every protocol

@@ -76,25 +76,13 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 // landing page, a collection or a FeatureCollection has. "description"
 // alone decides nothing: MapServer's collection documents begin with it.
 func isException(p []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(p))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
 	code := false
-	for range 16 {
-		tok, err := dec.Token()
-		if err != nil || tok == json.Delim('}') {
-			break
-		}
-		switch tok {
+	for _, k := range httpcall.LeadingKeys(p, 16) {
+		switch k {
 		case "code":
 			code = true
 		case "type", "features", "links", "id", "collections", "conformsTo":
 			return false
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			break
 		}
 	}
 	return code

@@ -117,22 +117,11 @@ func jsonValueError(br *bufio.Reader) *feature.DecodeError {
 // object's first members from the peeked bytes only, never the body: a
 // member "exceptions" before "type" or "features" decides.
 func jsonException(p []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(p))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	for range 8 {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
+	for _, k := range httpcall.LeadingKeys(p, 8) {
+		switch k {
 		case "exceptions":
 			return true
 		case "type", "features":
-			return false
-		}
-		if err := skipValue(dec); err != nil {
 			return false
 		}
 	}
@@ -385,26 +374,4 @@ func (k bodyKind) sniffed() httpcall.Kind {
 		return httpcall.KindHTML
 	}
 	return httpcall.KindUnknown
-}
-
-// skipValue consumes one JSON value from dec without keeping it.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				depth++
-			default:
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
