@@ -74,13 +74,20 @@ var koopLayers = []struct {
 	{"nc_boundaries", "length"},
 }
 
-func TestKoopLayersMatchGDAL(t *testing.T) {
+// koopRig starts a manager with one feed of county per layer of
+// koopLayers (its name with dashes), and returns Koop's services URL.
+func koopRig(t *testing.T) (string, *rig) {
+	t.Helper()
 	base := koop.URL(t)
 	var yaml strings.Builder
 	for _, l := range koopLayers {
 		fmt.Fprintf(&yaml, "      - {id: %s, kind: arcgis, url: %q}\n", strings.ReplaceAll(l.name, "_", "-"), base+"/"+l.name+"/FeatureServer/0")
 	}
-	r := newRig(t, yaml.String(), nil)
+	return base, newRig(t, yaml.String(), nil)
+}
+
+func TestKoopLayersMatchGDAL(t *testing.T) {
+	base, r := koopRig(t)
 	for _, l := range koopLayers {
 		t.Run(l.name, func(t *testing.T) {
 			feed := strings.ReplaceAll(l.name, "_", "-")

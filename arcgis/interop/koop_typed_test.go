@@ -59,12 +59,7 @@ func widened(gdal, esriType string) string {
 // parts, as ogr2ogr -nlt PROMOTE_TO_MULTI would) in SRID 4326, and every
 // value equals the one ogr2ogr loaded from the same layer.
 func TestKoopTypedViewMatchesGDAL(t *testing.T) {
-	base := koop.URL(t)
-	var yaml strings.Builder
-	for _, l := range koopLayers {
-		fmt.Fprintf(&yaml, "      - {id: %s, kind: arcgis, url: %q}\n", strings.ReplaceAll(l.name, "_", "-"), base+"/"+l.name+"/FeatureServer/0")
-	}
-	r := newRig(t, yaml.String(), nil)
+	base, r := koopRig(t)
 	conn, env := interoptest.PGDataset(r.pool)
 	viewOwn := map[string]bool{"feature_id": true, "jurisdiction": true, "feed": true, "first_seen_at": true, "changed_at": true}
 	for _, l := range koopLayers {
