@@ -14,6 +14,9 @@ import (
 	"github.com/ingestd/ingestd/httpcall"
 )
 
+// notData is what a 2xx body that is neither JSON nor an error object is.
+var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+
 // maxErrorBytes bounds how much of an error body is read.
 const maxErrorBytes = 1 << 20
 
@@ -55,10 +58,8 @@ func feedsCode(code int) bool {
 // object, so the object's code decides, never the status alone.
 func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now time.Time) *breaker.Result {
 	status := resp.StatusCode
-	if status == http.StatusTooManyRequests {
-		ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-		return &breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
-			Err: &httpcall.HTTPStatusError{Status: status, URL: redacted, RetryAfter: ra}}
+	if r := httpcall.Throttled(resp, redacted, now); r != nil {
+		return r
 	}
 	s, rerr := httpcall.Sniff(br)
 	if s.Kind == httpcall.KindJSON && errorObject(s.Head) {
@@ -70,7 +71,7 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 			Error esrijson.ServerError `json:"error"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
-			return &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: fmt.Errorf("malformed error object: %w", err)}}
+			return httpcall.BodyFailure(redacted, fmt.Errorf("malformed error object: %w", err))
 		}
 		se := &ServerError{Status: status, URL: redacted, Op: op, ServerError: doc.Error}
 		switch {
@@ -82,21 +83,16 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 		se.ServerSide = true
 		return &breaker.Result{Outcome: breaker.Failure, Err: se}
 	}
-	switch {
-	case status == 498 || status == 499:
+	if status == 498 || status == 499 {
 		msg := "Invalid token"
 		if status == 499 {
 			msg = "Token required"
 		}
 		return &breaker.Result{Outcome: breaker.Success, Err: &ServerError{Status: status, URL: redacted, Op: op,
 			ServerError: esrijson.ServerError{Code: status, Message: msg}}}
-	case status >= 500:
-		return &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.HTTPStatusError{Status: status, URL: redacted}}
-	case status < 200 || status > 299:
-		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.HTTPStatusError{Status: status, URL: redacted}}
 	}
-	fail := func(err error) *breaker.Result {
-		return &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: err}}
+	if r := httpcall.StatusVerdict(status, redacted); r != nil {
+		return r
 	}
 	switch s.Kind {
 	case httpcall.KindJSON:
@@ -104,30 +100,15 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 	case httpcall.KindJSONValue:
 		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted,
 			Err: fmt.Errorf("arcgis: the %s response is the JSON value %s, not an object", op, snippet(s.Head))}}
-	case httpcall.KindHTML:
-		if t := httpcall.HTMLTitle(br); t != "" {
-			return fail(fmt.Errorf("%w (title %q)", ErrHTMLBody, t))
-		}
-		return fail(ErrHTMLBody)
-	case httpcall.KindEmpty:
-		return fail(ErrEmptyBody)
-	case httpcall.KindUnknown:
-		if rerr != nil {
-			return httpcall.ReadFailure(resp, rerr, redacted)
-		}
 	}
-	return fail(ErrUnrecognizedBody)
+	return notData.Verdict(resp, br, s.Kind, rerr, redacted)
 }
 
 // errorObject reports whether the JSON object at the start of head is an
 // ArcGIS error object: its first member is "error".
 func errorObject(head []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	tok, err := dec.Token()
-	return err == nil && tok == "error"
+	keys := httpcall.LeadingKeys(head, 1)
+	return len(keys) == 1 && keys[0] == "error"
 }
 
 func snippet(b []byte) string {

@@ -358,17 +358,10 @@ func (d *dump) callJSON(ctx context.Context, op string, u *url.URL, form url.Val
 	err := d.c.calls.Call(ctx, d.request(u, form), func(a *httpcall.Attempt) breaker.Result {
 		br, _, err := a.OpenBody(op + " response")
 		if err != nil {
-			r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
-			if r.Outcome == breaker.Failure {
-				return a.IgnoredOr(r.Outcome, r.Err)
-			}
-			return *r
+			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 		}
 		if cls := Classify(a.Resp, br, a.Redacted, op, d.c.now()); cls != nil {
-			if cls.Outcome == breaker.Failure {
-				return a.IgnoredOr(breaker.Failure, cls.Err)
-			}
-			return *cls
+			return a.Verdict(cls)
 		}
 		data, err := io.ReadAll(br)
 		if err != nil {
@@ -651,17 +644,10 @@ func (d *dump) features(ctx context.Context, op string, form url.Values) (batchR
 		res = batchResult{}
 		br, _, err := a.OpenBody(op + " response")
 		if err != nil {
-			r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
-			if r.Outcome == breaker.Failure {
-				return a.IgnoredOr(r.Outcome, r.Err)
-			}
-			return *r
+			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 		}
 		if cls := Classify(a.Resp, br, a.Redacted, op, d.c.now()); cls != nil {
-			if cls.Outcome == breaker.Failure {
-				return a.IgnoredOr(breaker.Failure, cls.Err)
-			}
-			return *cls
+			return a.Verdict(cls)
 		}
 		rd := esrijson.NewReader(br, meta, feature.WithIDProperty(d.idField), feature.WithLimits(d.layer.Limits.WithDefaults()))
 		for {
@@ -670,11 +656,7 @@ func (d *dump) features(ctx context.Context, op string, form url.Values) (batchR
 				break
 			}
 			if err != nil {
-				be := &httpcall.BodyError{URL: a.Redacted, Err: err}
-				if httpcall.FeedsFault(err, a.BodyErr()) && a.Ctx.Err() == nil {
-					return breaker.Result{Outcome: breaker.Success, Err: be}
-				}
-				return a.IgnoredOr(breaker.Failure, be)
+				return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
 			}
 			oid, ok := rd.ObjectID()
 			if !ok {

@@ -195,6 +195,28 @@ func (a *Attempt) IgnoredOr(out breaker.Outcome, err error) breaker.Result {
 	return a.ignoredOr(out, err)
 }
 
+// Verdict is r, a verdict from ReadFailure or a protocol's classification,
+// as the attempt's result: its Failure through IgnoredOr (the caller's
+// cancellation is Ignored, the attempt's own timeout says so), any other
+// outcome as is.
+func (a *Attempt) Verdict(r *breaker.Result) breaker.Result {
+	if r.Outcome == breaker.Failure {
+		return a.IgnoredOr(r.Outcome, r.Err)
+	}
+	return *r
+}
+
+// StreamFailed judges err, met while streaming a body let through as data:
+// the feed's (a Success: the server answered) when FeedsFault says so and
+// the attempt's context is still live, otherwise the origin's Failure
+// through IgnoredOr.
+func (a *Attempt) StreamFailed(err error) breaker.Result {
+	if FeedsFault(err, a.BodyErr()) && a.Ctx.Err() == nil {
+		return breaker.Result{Outcome: breaker.Success, Err: err}
+	}
+	return a.IgnoredOr(breaker.Failure, err)
+}
+
 // OpenBody returns the body decompressed (gzip by its magic number, up to
 // maxGzipLayers layers), bounded by the request's body limit (exceeding it
 // is a *feature.LimitError naming where), buffered, past a leading UTF-8

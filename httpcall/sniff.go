@@ -114,3 +114,34 @@ func sniffBytes(p []byte, whole bool) Sniffed {
 func jsonScalarStart(c byte) bool {
 	return c == 'n' || c == 't' || c == 'f' || c == '"' || c == '-' || (c >= '0' && c <= '9')
 }
+
+// LeadingKeys returns the names of the first members (at most max) of the
+// JSON object at the start of head, as far as head holds them whole: it
+// stops at the object's end, at a value cut short and at anything that is
+// not JSON. A protocol recognises its error document by them (an ArcGIS
+// error object, an OGC API exception, GeoServer's JSON exception report)
+// within the sniffed bytes, without reading the body on. Nil when head
+// does not start with an object.
+func LeadingKeys(head []byte, max int) []string {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	for range max {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, ok := tok.(string)
+		if !ok { // the object's end
+			break
+		}
+		keys = append(keys, key)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			break
+		}
+	}
+	return keys
+}

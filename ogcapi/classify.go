@@ -15,6 +15,9 @@ import (
 	"github.com/ingestd/ingestd/httpcall"
 )
 
+// notData is what a 2xx body that is neither JSON nor an exception is.
+var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+
 // maxExceptionBytes bounds how much of an exception document is read.
 const maxExceptionBytes = 1 << 20
 
@@ -44,29 +47,16 @@ const maxExceptionBytes = 1 << 20
 // is wrong.
 func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) *breaker.Result {
 	status := resp.StatusCode
-	if status == http.StatusTooManyRequests {
-		ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-		return &breaker.Result{Outcome: breaker.Throttled,
-			Err: &httpcall.HTTPStatusError{Status: status, URL: redacted, RetryAfter: ra}, RetryAfter: ra}
+	if r := httpcall.Throttled(resp, redacted, now); r != nil {
+		return r
 	}
 	s, rerr := httpcall.Sniff(br)
 	if s.Kind == httpcall.KindJSON && s.Head[0] == '{' && isException(s.Head) {
 		e := parseException(br, status, redacted)
-		out := breaker.Success
-		if e.ServerSide {
-			out = breaker.Failure
-		}
-		return &breaker.Result{Outcome: out, Err: e}
+		return httpcall.Judged(e, e.ServerSide)
 	}
-	if status < 200 || status > 299 {
-		out := breaker.Success
-		if status >= 500 {
-			out = breaker.Failure
-		}
-		return &breaker.Result{Outcome: out, Err: &httpcall.HTTPStatusError{Status: status, URL: redacted}}
-	}
-	fail := func(err error) *breaker.Result {
-		return &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: err}}
+	if r := httpcall.StatusVerdict(status, redacted); r != nil {
+		return r
 	}
 	switch s.Kind {
 	case httpcall.KindJSON:
@@ -75,20 +65,10 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		doc := bytes.TrimSpace(s.Head)
 		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted,
 			Err: &feature.DecodeError{Index: -1, Msg: "document is the JSON value " + feature.Snippet(string(doc)) + ", not an object"}}}
-	case httpcall.KindHTML:
-		if t := httpcall.HTMLTitle(br); t != "" {
-			return fail(fmt.Errorf("%w (title %q)", ErrHTMLBody, t))
-		}
-		return fail(ErrHTMLBody)
-	case httpcall.KindEmpty:
-		return fail(ErrEmptyBody)
 	case httpcall.KindXML:
-		return fail(fmt.Errorf("%w (XML root element <%s>)", ErrUnrecognizedBody, s.Root.Local))
+		return httpcall.BodyFailure(redacted, fmt.Errorf("%w (XML root element <%s>)", ErrUnrecognizedBody, s.Root.Local))
 	}
-	if rerr != nil {
-		return httpcall.ReadFailure(resp, rerr, redacted)
-	}
-	return fail(ErrUnrecognizedBody)
+	return notData.Verdict(resp, br, s.Kind, rerr, redacted)
 }
 
 // isException reports whether the JSON object at the start of p is an
@@ -96,25 +76,13 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 // landing page, a collection or a FeatureCollection has. "description"
 // alone decides nothing: MapServer's collection documents begin with it.
 func isException(p []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(p))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
 	code := false
-	for range 16 {
-		tok, err := dec.Token()
-		if err != nil || tok == json.Delim('}') {
-			break
-		}
-		switch tok {
+	for _, k := range httpcall.LeadingKeys(p, 16) {
+		switch k {
 		case "code":
 			code = true
 		case "type", "features", "links", "id", "collections", "conformsTo":
 			return false
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			break
 		}
 	}
 	return code

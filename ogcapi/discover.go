@@ -334,17 +334,10 @@ func (c *Client) getJSON(ctx context.Context, layer source.Layer, u *url.URL, v 
 	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		br, _, err := a.OpenBody("discovery document")
 		if err != nil {
-			r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
-			if r.Outcome == breaker.Failure {
-				return a.IgnoredOr(r.Outcome, r.Err)
-			}
-			return *r
+			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 		}
 		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
-			if r.Outcome == breaker.Failure {
-				return a.IgnoredOr(breaker.Failure, r.Err)
-			}
-			return *r
+			return a.Verdict(r)
 		}
 		data, err := io.ReadAll(br)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/source"
 	"github.com/twpayne/go-geom"
 )
@@ -42,16 +43,16 @@ func layerCRS(layer source.Layer) (wantCRS, error) {
 type fetchState struct {
 	want    wantCRS
 	seed    maphash.Seed
-	urls    map[string]int   // request URL → page
-	ids     map[uint64]int32 // id hash → page
-	first   map[uint64]int   // first feature's key → page
-	content map[uint64]int   // page content hash → page
-	resumed int              // features staged before a resumed fetch (unknown: 0)
+	urls    map[string]int // request URL → page
+	ids     *pageids.Set   // ids delivered, and their pages
+	first   map[uint64]int // first feature's key → page
+	content map[uint64]int // page content hash → page
+	resumed int            // features staged before a resumed fetch (unknown: 0)
 }
 
 func newFetchState(want wantCRS) *fetchState {
 	return &fetchState{want: want, seed: maphash.MakeSeed(), urls: map[string]int{},
-		ids: map[uint64]int32{}, first: map[uint64]int{}, content: map[uint64]int{}}
+		ids: pageids.New(false), first: map[uint64]int{}, content: map[uint64]int{}}
 }
 
 // pageResult is what one successful attempt learnt about its page.
@@ -73,10 +74,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	if err != nil {
 		r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
 		r.Err.(*httpcall.BodyError).Page = p.Index
-		if r.Outcome == breaker.Failure {
-			return a.IgnoredOr(r.Outcome, r.Err)
-		}
-		return *r
+		return a.Verdict(r)
 	}
 	res.warning = note
 	if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
@@ -84,19 +82,10 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		if errors.As(r.Err, &be) {
 			be.Page = p.Index
 		}
-		if r.Outcome == breaker.Failure {
-			return a.IgnoredOr(breaker.Failure, r.Err)
-		}
-		return *r
+		return a.Verdict(r)
 	}
 	if err := checkContentCRS(a.Resp.Header.Get("Content-Crs"), st.want, a.Redacted); err != nil {
 		return breaker.Result{Outcome: breaker.Success, Err: err}
-	}
-	streamFailed := func(err error) breaker.Result {
-		if httpcall.FeedsFault(err, a.BodyErr()) && a.Ctx.Err() == nil {
-			return breaker.Result{Outcome: breaker.Success, Err: err}
-		}
-		return a.IgnoredOr(breaker.Failure, err)
 	}
 	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(st.want.crs.SRID),
 		feature.WithLimits(layer.Limits.WithDefaults()))
@@ -116,7 +105,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	switch {
 	case err == io.EOF:
 	case err != nil:
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	default:
 		k := featureKey(st.seed, first)
 		if prev, ok := st.first[k]; ok && prev != p.Index {
@@ -136,7 +125,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		case errors.As(herr, &ie), errors.As(herr, &pe):
 			return breaker.Result{Outcome: breaker.Success, Err: herr}
 		case httpcall.IsBodyError(herr):
-			return streamFailed(herr)
+			return a.StreamFailed(herr)
 		}
 		res.handlerErr = herr
 		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
@@ -152,7 +141,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		if errors.As(err, &ie) || errors.As(err, &pe) {
 			return breaker.Result{Outcome: breaker.Success, Err: err}
 		}
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	}
 	res.features = pr.n
 	res.bytes = a.BodyBytes()
@@ -292,32 +281,21 @@ func (r *pageReader) end() error {
 	return nil
 }
 
-// checkID fails the page when f's id was delivered on an earlier page.
+// checkID fails the page when f's id was delivered on an earlier page
+// (every id up to pageids.ExactIDs, then a fixed sample: memory stays
+// bounded on huge collections, and the store's exact check at apply
+// catches what the sample lets by).
 func (r *pageReader) checkID(f *feature.Feature) error {
 	if f.ID == "" {
 		return nil
 	}
-	h := maphash.String(r.st.seed, f.ID)
-	if p, ok := r.st.ids[h]; ok && int(p) != r.page {
+	if p, dup := r.st.ids.Add(f.ID, r.page); dup {
 		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: -1,
 			Reason: fmt.Sprintf("id %q came on pages %d and %d: the server's paging order is unstable or its ids are not unique", truncate(f.ID, 200), p, r.page)}
 		return r.err
 	}
-	// Every id up to exactIDs, then a fixed sample (by hash, so an id is
-	// always or never kept): memory stays bounded on huge collections, and
-	// the store's exact check at apply catches what the sample lets by.
-	if len(r.st.ids) < exactIDs || h%idSample == 0 {
-		r.st.ids[h] = int32(r.page)
-	}
 	return nil
 }
-
-// Bounds of the duplicate-id check (as package wfs's): every id up to
-// exactIDs, then one id in idSample.
-const (
-	exactIDs = 100_000
-	idSample = 64
-)
 
 // nextLink is the href of the rel="next" link of a page's links ("" when
 // there is none). Two different next links are the server's contradiction.

@@ -636,18 +636,12 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 	req := request(layer, u, "application/xml, text/xml;q=0.9, */*;q=0.1")
 	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		actx, resp, redacted, ignoredOr := a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
-		if resp.StatusCode == http.StatusTooManyRequests {
-			ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), c.now())
-			return breaker.Result{Outcome: breaker.Throttled, RetryAfter: ra,
-				Err: &httpcall.HTTPStatusError{Status: resp.StatusCode, URL: redacted, RetryAfter: ra}}
+		if r := httpcall.Throttled(resp, redacted, c.now()); r != nil {
+			return *r
 		}
 		br, note, err := a.OpenBody("response body")
 		if err != nil {
-			r := httpcall.ReadFailure(resp, err, redacted)
-			if r.Outcome == breaker.Failure {
-				return ignoredOr(r.Outcome, r.Err)
-			}
-			return *r
+			return a.Verdict(httpcall.ReadFailure(resp, err, redacted))
 		}
 		if note != "" {
 			c.logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
@@ -665,25 +659,13 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 			}
 			return breaker.Result{Outcome: breaker.Success, Err: rep}
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
-			out := breaker.Success
-			if resp.StatusCode >= 500 {
-				out = breaker.Failure
-			}
-			return breaker.Result{Outcome: out, Err: &httpcall.HTTPStatusError{Status: resp.StatusCode, URL: redacted}}
+			return *httpcall.StatusVerdict(resp.StatusCode, redacted)
 		case kind == kindUnknown && rerr != nil:
-			r := httpcall.ReadFailure(resp, rerr, redacted)
-			if r.Outcome == breaker.Failure {
-				return ignoredOr(r.Outcome, r.Err)
-			}
-			return *r
+			return a.Verdict(httpcall.ReadFailure(resp, rerr, redacted))
 		case kind == kindJSONValue:
 			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
 		case kind == kindHTML:
-			err := ErrHTMLBody
-			if t := httpcall.HTMLTitle(br); t != "" {
-				err = fmt.Errorf("%w (title %q)", ErrHTMLBody, t)
-			}
-			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
+			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: notData.HTMLError(br)})
 		case kind == kindEmpty:
 			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrEmptyBody})
 		case kind != kindXML && kind != kindJSON:

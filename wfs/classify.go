@@ -53,6 +53,9 @@ func (k bodyKind) String() string {
 	return "unknown"
 }
 
+// notData is what a 2xx body that is neither data nor an exception report is.
+var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+
 // maxExceptionBytes bounds how much of an exception report or error body is
 // read: reports are small, and the rest is of no use in an error message.
 const maxExceptionBytes = 1 << 20
@@ -114,22 +117,11 @@ func jsonValueError(br *bufio.Reader) *feature.DecodeError {
 // object's first members from the peeked bytes only, never the body: a
 // member "exceptions" before "type" or "features" decides.
 func jsonException(p []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(p))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	for range 8 {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		switch tok {
+	for _, k := range httpcall.LeadingKeys(p, 8) {
+		switch k {
 		case "exceptions":
 			return true
 		case "type", "features":
-			return false
-		}
-		if err := skipValue(dec); err != nil {
 			return false
 		}
 	}
@@ -336,13 +328,8 @@ func ClassifyResponse(resp *http.Response, br *bufio.Reader, redacted string, no
 
 func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) (bodyKind, *breaker.Result) {
 	status := resp.StatusCode
-	if status == http.StatusTooManyRequests {
-		ra := httpcall.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-		return kindUnknown, &breaker.Result{
-			Outcome:    breaker.Throttled,
-			Err:        &httpcall.HTTPStatusError{Status: status, URL: redacted, RetryAfter: ra},
-			RetryAfter: ra,
-		}
+	if r := httpcall.Throttled(resp, redacted, now); r != nil {
+		return kindUnknown, r
 	}
 	kind, root, rerr := sniff(br)
 	if kind == kindException || kind == kindJSONException {
@@ -352,40 +339,18 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		}
 		rep, err := parse(br, status, redacted)
 		if err != nil {
-			return kind, &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: err}}
+			return kind, httpcall.BodyFailure(redacted, err)
 		}
-		out := breaker.Success
-		if rep.ServerSide {
-			out = breaker.Failure
-		}
-		return kind, &breaker.Result{Outcome: out, Err: rep}
+		return kind, httpcall.Judged(rep, rep.ServerSide)
 	}
-	if status < 200 || status > 299 {
-		out := breaker.Success
-		if status >= 500 {
-			out = breaker.Failure
-		}
-		return kind, &breaker.Result{Outcome: out, Err: &httpcall.HTTPStatusError{Status: status, URL: redacted}}
-	}
-	fail := func(err error) (bodyKind, *breaker.Result) {
-		return kind, &breaker.Result{Outcome: breaker.Failure, Err: &httpcall.BodyError{URL: redacted, Err: err}}
+	if r := httpcall.StatusVerdict(status, redacted); r != nil {
+		return kind, r
 	}
 	switch kind {
 	case kindJSON:
 		return kind, nil
 	case kindJSONValue:
 		return kind, &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
-	case kindUnknown:
-		if rerr != nil {
-			return kind, httpcall.ReadFailure(resp, rerr, redacted)
-		}
-	case kindHTML:
-		if t := httpcall.HTMLTitle(br); t != "" {
-			return fail(fmt.Errorf("%w (title %q)", ErrHTMLBody, t))
-		}
-		return fail(ErrHTMLBody)
-	case kindEmpty:
-		return fail(ErrEmptyBody)
 	case kindXML:
 		// The root decides: wfs:FeatureCollection (WFS 1.0, 1.1, 2.0) or
 		// gml:FeatureCollection (GML 3.2 outside WFS) are features.
@@ -394,29 +359,19 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		}
 		// An XML document that is neither features nor an OGC report: a
 		// proxy's or servlet container's XML error page, most likely.
-		return fail(fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
+		return kind, httpcall.BodyFailure(redacted, fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
 	}
-	return fail(ErrUnrecognizedBody)
+	return kind, notData.Verdict(resp, br, kind.sniffed(), rerr, redacted)
 }
 
-// skipValue consumes one JSON value from dec without keeping it.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				depth++
-			default:
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
+// sniffed is the httpcall.Kind of a body that is none of WFS's own kinds
+// (an exception report, data): what httpcall.NotData judges.
+func (k bodyKind) sniffed() httpcall.Kind {
+	switch k {
+	case kindEmpty:
+		return httpcall.KindEmpty
+	case kindHTML:
+		return httpcall.KindHTML
 	}
+	return httpcall.KindUnknown
 }

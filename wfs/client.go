@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"hash/maphash"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/gml"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
 )
@@ -51,9 +51,9 @@ func WithRequestTimeout(d time.Duration) Option {
 
 // WithDuplicateIDCheck makes Fetch remember every feature id of a fetch, so
 // that the first id to come back on a second page fails it. Without it,
-// Fetch remembers every id up to exactIDs and a fixed sample of the ids
-// after (one in idSample), which bounds its memory on huge layers and still
-// stops an unstable server soon (see idSet). ingestd's store makes the exact
+// Fetch remembers every id up to pageids.ExactIDs and a fixed sample of the
+// ids after (one in pageids.Sample), which bounds its memory on huge layers
+// and still stops an unstable server soon (see pageids.Set). ingestd's store makes the exact
 // check over the staged pages at apply, so the daemon leaves this off.
 func WithDuplicateIDCheck() Option { return func(c *Client) { c.checkIDs = true } }
 
@@ -131,7 +131,7 @@ type pageResult struct {
 
 	// Set by Fetch before each attempt: the ids of the fetch so far and the
 	// number of features of the pages before.
-	ids     *idSet
+	ids     *pageids.Set
 	fetched int
 	// typer types GML's text values by the declared schema (nil: none).
 	typer func(dst []byte, name string, text []byte) ([]byte, bool)
@@ -160,8 +160,8 @@ type pageResult struct {
 // without numberMatched and never sends a short page, which would otherwise
 // page until the deadline. Ids are tracked as 64-bit hashes, about 16-20
 // bytes per feature, all of them with WithDuplicateIDCheck and otherwise
-// the first exactIDs and a sample after (see idSet); two different ids
-// colliding is a chance of n²/2⁶⁵ (3·10⁻⁸ for a million features) and would
+// the first pageids.ExactIDs and a sample after (see pageids.Set); two
+// different ids colliding is a chance of n²/2⁶⁵ (3·10⁻⁸ for a million features) and would
 // at worst fail one poll, which the next poll, under a fresh random seed,
 // retries. A fetch resumed at firstPage > 0 checks ids from that page on.
 //
@@ -200,7 +200,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	stats.Declared = declared
 	stats.TypedText = typer != nil && !IsGeoJSONFormat(layer.OutputFormat)
 	var prevKey string
-	ids := newIDSet(c.checkIDs)
+	ids := pageids.New(c.checkIDs)
 	for page := firstPage; ; page++ {
 		if page-firstPage >= c.maxPages {
 			return stats, fmt.Errorf("wfs: %s: stopped after %d pages (the page limit)", RedactURL(layer.URL), c.maxPages)
@@ -325,15 +325,12 @@ func pagingDesc(l source.Layer) string {
 // (Failure). u is the page's request, or the target of a followed
 // cross-origin redirect.
 func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, check func(string) error, handle source.PageFunc, res *pageResult) breaker.Result {
-	ctx, actx, resp, redacted, ignoredOr := a.CallCtx, a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
+	ctx, resp, redacted := a.CallCtx, a.Resp, a.Redacted
 	br, note, err := a.OpenBody("response body")
 	if err != nil {
 		r := httpcall.ReadFailure(resp, err, redacted)
 		r.Err.(*httpcall.BodyError).Page = p.Index
-		if r.Outcome == breaker.Failure {
-			return ignoredOr(r.Outcome, r.Err)
-		}
-		return *r
+		return a.Verdict(r)
 	}
 	res.warning = note
 	kind, cls := classify(resp, br, redacted, c.now())
@@ -342,19 +339,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		if errors.As(cls.Err, &be) {
 			be.Page = p.Index
 		}
-		if cls.Outcome == breaker.Failure {
-			return ignoredOr(breaker.Failure, cls.Err)
-		}
-		return *cls
-	}
-	// streamFailed judges an error met while streaming the data: the
-	// origin's when the bytes did not arrive whole, the feed's when they
-	// did (see ClassifyResponse).
-	streamFailed := func(err error) breaker.Result {
-		if httpcall.FeedsFault(err, a.BodyErr()) && actx.Err() == nil {
-			return breaker.Result{Outcome: breaker.Success, Err: err}
-		}
-		return ignoredOr(breaker.Failure, err)
+		return a.Verdict(cls)
 	}
 
 	var dec featureDecoder
@@ -377,7 +362,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	switch {
 	case err == io.EOF:
 	case err != nil:
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	default:
 		res.firstKey = featureKey(first)
 		if err := check(res.firstKey); err != nil {
@@ -395,7 +380,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
 		if httpcall.IsBodyError(herr) {
-			return streamFailed(herr)
+			return a.StreamFailed(herr)
 		}
 		res.handlerErr = herr
 		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
@@ -412,7 +397,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			res.handlerErr = err
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}
-		return streamFailed(err)
+		return a.StreamFailed(err)
 	}
 	res.features = fr.n
 	res.bytes = a.BodyBytes()
@@ -461,7 +446,7 @@ type pageReader struct {
 	pending *feature.Feature
 	n       int
 	err     error
-	ids     *idSet            // nil: no duplicate check
+	ids     *pageids.Set      // nil: no duplicate check
 	fetched int               // features of the fetch's pages before this one
 	sortBy  string            // the layer's SortBy, for the advice of a duplicate
 	body    *httpcall.Attempt // counts the body's bytes
@@ -495,7 +480,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 	if r.ids == nil || f.ID == "" {
 		return nil
 	}
-	if prev, dup := r.ids.add(f.ID, r.page); dup {
+	if prev, dup := r.ids.Add(f.ID, r.page); dup {
 		// Got counts the distinct features before the duplicate.
 		reason := fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)
 		if r.sortBy == "" {
@@ -524,49 +509,6 @@ func (r *pageReader) read() (*feature.Feature, error) {
 	}
 	r.n++
 	return f, nil
-}
-
-// Bounds of the duplicate-id check without WithDuplicateIDCheck: every id up
-// to exactIDs (a few MB), then one id in idSample, chosen by its hash.
-const (
-	exactIDs = 100_000
-	idSample = 64
-)
-
-// idSet remembers the feature ids of one fetch, and the page of each, as
-// 64-bit hashes: a million features cost about 20 MB, not the ids' bytes.
-// The seed is random per fetch, so an unlucky collision does not repeat.
-//
-// Unless exact, it stops remembering every id after exactIDs and keeps one
-// id in idSample. The sample is chosen by the id's hash, so an id is either
-// always remembered or never; a server whose pages come in an unstable
-// order (no numberMatched, never a short page) therefore repeats a
-// remembered id by the time it has sent about as many features again as
-// the layer holds, just as an exact set would, at 1/idSample of the memory.
-type idSet struct {
-	seed  maphash.Seed
-	pages map[uint64]int32
-	exact bool
-}
-
-func newIDSet(exact bool) *idSet {
-	return &idSet{seed: maphash.MakeSeed(), pages: make(map[uint64]int32), exact: exact}
-}
-
-// add records id as seen on page, and reports the earlier page when it was
-// seen on another page before. A repeat on the same page is a retried
-// attempt re-reading its page (or a layer whose ids repeat within one
-// response, which paging did not cause): not a duplicate here.
-func (s *idSet) add(id string, page int) (prev int, dup bool) {
-	h := maphash.String(s.seed, id)
-	p, ok := s.pages[h]
-	if ok && int(p) != page {
-		return int(p), true
-	}
-	if ok || s.exact || len(s.pages) < exactIDs || h%idSample == 0 {
-		s.pages[h] = int32(page)
-	}
-	return 0, false
 }
 
 // request is the logical request of layer for u: the layer's headers (for

@@ -262,21 +262,3 @@ func TestFetchIncomplete(t *testing.T) {
 		t.Errorf("server ignoring startIndex: %v", err)
 	}
 }
-
-// TestIDSetRetriedPage: an attempt retried after a cut body re-reads its
-// page's ids; that is not a duplicate.
-func TestIDSetRetriedPage(t *testing.T) {
-	t.Parallel()
-	s := newIDSet(false)
-	for _, id := range []string{"a", "b"} {
-		if _, dup := s.add(id, 0); dup {
-			t.Fatal("dup on first sight")
-		}
-	}
-	if _, dup := s.add("a", 0); dup {
-		t.Error("same page again counted as a duplicate")
-	}
-	if prev, dup := s.add("b", 3); !dup || prev != 0 {
-		t.Errorf("b on page 3: %d %v", prev, dup)
-	}
-}

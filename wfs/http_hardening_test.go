@@ -411,31 +411,6 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	}
 }
 
-// TestIDSetBounded: past exactIDs the set keeps a sample, so its memory is
-// bounded, and a layer served a second time is still caught.
-func TestIDSetBounded(t *testing.T) {
-	t.Parallel()
-	s := newIDSet(false)
-	const n = 3 * exactIDs
-	for i := range n {
-		if _, dup := s.add(fmt.Sprint("id.", i), i/1000); dup {
-			t.Fatalf("distinct id %d counted as a duplicate", i)
-		}
-	}
-	if max := exactIDs + 2*(n-exactIDs)/idSample; len(s.pages) > max {
-		t.Errorf("%d ids kept, want at most %d", len(s.pages), max)
-	}
-	dups := 0
-	for i := exactIDs; i < n; i++ { // the sampled part, served again on a later page
-		if _, dup := s.add(fmt.Sprint("id.", i), 10_000); dup {
-			dups++
-		}
-	}
-	if dups == 0 {
-		t.Error("the ids after exactIDs came back on another page unnoticed")
-	}
-}
-
 // TestPollTimeoutNamesThePages: a fetch that runs out of its deadline while
 // the origin's pacing holds it reports "poll timeout after N pages", not
 // the rate limiter's message.

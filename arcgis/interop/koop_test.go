@@ -27,40 +27,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/ingestd/ingestd/internal/interoptest"
 )
 
-// koopURL returns Koop's services URL, failing under CI=true and skipping
-// otherwise when it does not answer.
-func koopURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("INGESTD_KOOP_URL")
-	if u == "" {
-		port := os.Getenv("INGESTD_KOOP_PORT")
-		if port == "" {
-			port = "18182"
-		}
-		u = "http://127.0.0.1:" + port + "/file-geojson/rest/services"
-	}
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(u + "/nc_points/FeatureServer/0?f=json")
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			return u
-		}
-		err = fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	msg := fmt.Sprintf("Koop at %s does not answer (%v); start it with scripts/koop.sh", u, err)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+// koop is Koop's services URL (file-geojson provider).
+var koop = interoptest.Server{
+	What:   "Koop",
+	URLEnv: "INGESTD_KOOP_URL", PortEnv: "INGESTD_KOOP_PORT", DefaultPort: "18182", Path: "/file-geojson/rest/services",
+	Probe: "/nc_points/FeatureServer/0?f=json",
+	Start: "start it with scripts/koop.sh",
 }
 
 // getJSON fetches u (GET, or POST of form when set) and decodes its body.
@@ -96,21 +74,20 @@ var koopLayers = []struct {
 	{"nc_boundaries", "length"},
 }
 
-func TestKoopLayersMatchGDAL(t *testing.T) {
-	base := koopURL(t)
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogr2ogr not found (Debian gdal-bin; scripts/mapserver.sh installs it)")
-		}
-		t.Skip("ogr2ogr not found")
-	}
+// koopRig starts a manager with one feed of county per layer of
+// koopLayers (its name with dashes), and returns Koop's services URL.
+func koopRig(t *testing.T) (string, *rig) {
+	t.Helper()
+	base := koop.URL(t)
 	var yaml strings.Builder
 	for _, l := range koopLayers {
 		fmt.Fprintf(&yaml, "      - {id: %s, kind: arcgis, url: %q}\n", strings.ReplaceAll(l.name, "_", "-"), base+"/"+l.name+"/FeatureServer/0")
 	}
-	r := newRig(t, yaml.String(), nil)
-	pc := r.pool.Config().ConnConfig
-	conn := fmt.Sprintf("PG:host=%s port=%d user=%s dbname=%s", pc.Host, pc.Port, pc.User, pc.Database)
+	return base, newRig(t, yaml.String(), nil)
+}
+
+func TestKoopLayersMatchGDAL(t *testing.T) {
+	base, r := koopRig(t)
 	for _, l := range koopLayers {
 		t.Run(l.name, func(t *testing.T) {
 			feed := strings.ReplaceAll(l.name, "_", "-")
@@ -131,13 +108,8 @@ func TestKoopLayersMatchGDAL(t *testing.T) {
 
 			// GDAL's reading of the same layer, into the same database.
 			table := "gdal_" + l.name
-			cmd := exec.CommandContext(r.ctx, "ogr2ogr", "-f", "PostgreSQL", conn,
-				"ESRIJSON:"+layerURL+"/query?where=1%3D1&outFields=*&f=json",
+			interoptest.OGR2OGR(t, r.pool, "ESRIJSON:"+layerURL+"/query?where=1%3D1&outFields=*&f=json",
 				"-nln", table, "-nlt", "PROMOTE_TO_MULTI", "-lco", "GEOMETRY_NAME=geom", "-lco", "FID=gdal_fid", "-overwrite")
-			cmd.Env = append(os.Environ(), "PGPASSWORD="+pc.Password)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("ogr2ogr: %v\n%s", err, out)
-			}
 			measure := "0"
 			switch l.kind {
 			case "area":
@@ -184,7 +156,7 @@ func TestKoopLayersMatchGDAL(t *testing.T) {
 // A where clause and out_fields go to the server: the stored layer is the
 // server's count for that where, with the fields asked and the object id.
 func TestKoopWhereAndOutFields(t *testing.T) {
-	base := koopURL(t)
+	base := koop.URL(t)
 	layerURL := base + "/nc_counties/FeatureServer/0"
 	r := newRig(t, fmt.Sprintf("      - {id: big, kind: arcgis, url: %q, where: \"BIR74 > 5000\", out_fields: NAME, page_size: 7}\n", layerURL), nil)
 	var count struct{ Count int }
@@ -209,7 +181,7 @@ func TestKoopWhereAndOutFields(t *testing.T) {
 // TestKoopDepartures pins down how Koop differs from ArcGIS Server (see
 // the top of this file), so that a Koop upgrade that changes one is seen.
 func TestKoopDepartures(t *testing.T) {
-	base := koopURL(t)
+	base := koop.URL(t)
 	layer := base + "/nc_counties/FeatureServer/0"
 	type answer struct {
 		Features              []json.RawMessage `json:"features"`
@@ -262,7 +234,7 @@ func TestKoopDepartures(t *testing.T) {
 // every poll of a Koop layer reads it whole, and none is recorded as not
 // modified.
 func TestKoopHasNoCheapRefresh(t *testing.T) {
-	base := koopURL(t)
+	base := koop.URL(t)
 	r := newRig(t, fmt.Sprintf("      - {id: points, kind: arcgis, url: %q}\n", base+"/nc_points/FeatureServer/0"), nil)
 	for i := range 3 {
 		staged := r.store.pages.Load()

@@ -2,11 +2,11 @@ package interop_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ingestd/ingestd/internal/interoptest"
 )
 
 // ogrFieldRE is a field line of ogrinfo -so: "NAME: String (128.0)".
@@ -16,8 +16,9 @@ var ogrFieldRE = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_]*): ([A-Za-z0-9]
 var ogrGeometryRE = regexp.MustCompile(`(?m)^Geometry: (.+)$`)
 
 // ogrinfo runs ogrinfo -ro -so on source's layer and returns its fields
-// (name → OGR type, in order) and geometry type.
-func ogrinfo(t *testing.T, source, layer string) (names []string, types map[string]string, geometry string) {
+// (name → OGR type, in order) and geometry type; env is the environment
+// for source (interoptest.PGDataset), nil for this process's.
+func ogrinfo(t *testing.T, env []string, source, layer string) (names []string, types map[string]string, geometry string) {
 	t.Helper()
 	args := []string{"-ro", "-so", source}
 	if layer != "" {
@@ -25,10 +26,7 @@ func ogrinfo(t *testing.T, source, layer string) (names []string, types map[stri
 	} else {
 		args = append(args, "-al")
 	}
-	out, err := exec.CommandContext(t.Context(), "ogrinfo", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ogrinfo %s %s: %v\n%s", source, layer, err, out)
-	}
+	out := interoptest.GDAL(t, env, "ogrinfo", args...)
 	types = map[string]string{}
 	for _, m := range ogrFieldRE.FindAllStringSubmatch(string(out), -1) {
 		names = append(names, m[1])
@@ -61,21 +59,8 @@ func widened(gdal, esriType string) string {
 // parts, as ogr2ogr -nlt PROMOTE_TO_MULTI would) in SRID 4326, and every
 // value equals the one ogr2ogr loaded from the same layer.
 func TestKoopTypedViewMatchesGDAL(t *testing.T) {
-	base := koopURL(t)
-	if _, err := exec.LookPath("ogrinfo"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ogrinfo not found (Debian gdal-bin; scripts/mapserver.sh installs it)")
-		}
-		t.Skip("ogrinfo not found")
-	}
-	var yaml strings.Builder
-	for _, l := range koopLayers {
-		fmt.Fprintf(&yaml, "      - {id: %s, kind: arcgis, url: %q}\n", strings.ReplaceAll(l.name, "_", "-"), base+"/"+l.name+"/FeatureServer/0")
-	}
-	r := newRig(t, yaml.String(), nil)
-	pc := r.pool.Config().ConnConfig
-	conn := fmt.Sprintf("PG:host=%s port=%d user=%s dbname=%s", pc.Host, pc.Port, pc.User, pc.Database)
-	os.Setenv("PGPASSWORD", pc.Password)
+	base, r := koopRig(t)
+	conn, env := interoptest.PGDataset(r.pool)
 	viewOwn := map[string]bool{"feature_id": true, "jurisdiction": true, "feed": true, "first_seen_at": true, "changed_at": true}
 	for _, l := range koopLayers {
 		t.Run(l.name, func(t *testing.T) {
@@ -94,9 +79,9 @@ func TestKoopTypedViewMatchesGDAL(t *testing.T) {
 			}
 
 			esri := "ESRIJSON:" + layerURL + "/query?where=1%3D1&outFields=*&f=json"
-			gNames, gTypes, gGeom := ogrinfo(t, esri, "")
+			gNames, gTypes, gGeom := ogrinfo(t, nil, esri, "")
 			view := r.viewOf(t, feed)
-			vNames, vTypes, vGeom := ogrinfo(t, conn, view)
+			vNames, vTypes, vGeom := ogrinfo(t, env, conn, view)
 			vNames = strings.Fields(strings.Join(filterOut(vNames, viewOwn), " "))
 			if strings.Join(vNames, ",") != strings.Join(gNames, ",") || len(gNames) < 2 {
 				t.Fatalf("fields: view %v, GDAL %v", vNames, gNames)
@@ -130,11 +115,8 @@ func TestKoopTypedViewMatchesGDAL(t *testing.T) {
 
 			// The values, feature by feature, against ogr2ogr's load.
 			table := "gdal_typed_" + l.name
-			cmd := exec.CommandContext(r.ctx, "ogr2ogr", "-f", "PostgreSQL", conn, esri,
+			interoptest.OGR2OGR(t, r.pool, esri,
 				"-nln", table, "-nlt", "PROMOTE_TO_MULTI", "-lco", "GEOMETRY_NAME=geom", "-lco", "FID=gdal_fid", "-lco", "LAUNDER=NO", "-overwrite")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("ogr2ogr: %v\n%s", err, out)
-			}
 			var diffs []string
 			for _, n := range gNames {
 				g := fmt.Sprintf("g.%q", n)

@@ -21,23 +21,18 @@
 package interop_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -56,63 +51,19 @@ const (
 	wantCounties     = 100
 )
 
-func unavailable(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+// mapServer is MapServer's OGC API landing page.
+var mapServer = interoptest.Server{
+	What:   "MapServer OGC API",
+	URLEnv: "INGESTD_OGCAPI_URL", PortEnv: "INGESTD_MAPSERVER_PORT", DefaultPort: "18180", Path: "/cgi-bin/mapserv/nc/ogcapi",
+	Probe: "/conformance?f=json",
+	Start: "start it with `scripts/mapserver.sh start` and export INGESTD_OGCAPI_URL=$(scripts/mapserver.sh ogcapi-url)",
 }
 
-// serverURL is MapServer's OGC API landing page, if it answers.
-func serverURL(t *testing.T) string {
+// ogr2ogr loads src (args) into table name of the database of pool.
+func ogr2ogr(t *testing.T, pool *pgxpool.Pool, name string, args ...string) {
 	t.Helper()
-	u := os.Getenv("INGESTD_OGCAPI_URL")
-	if u == "" {
-		port := os.Getenv("INGESTD_MAPSERVER_PORT")
-		if port == "" {
-			port = "18180"
-		}
-		u = "http://127.0.0.1:" + port + "/cgi-bin/mapserv/nc/ogcapi"
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/conformance?f=json", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return u
-		}
-		err = fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	unavailable(t, fmt.Sprintf("no MapServer OGC API at %s: %v; start it with `scripts/mapserver.sh start` and export INGESTD_OGCAPI_URL=$(scripts/mapserver.sh ogcapi-url)", u, err))
-	return ""
-}
-
-// ogr2ogr loads src into table name of the database at dbURL.
-func ogr2ogr(t *testing.T, dbURL, name string, args ...string) {
-	t.Helper()
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		unavailable(t, "ogr2ogr not found (Debian gdal-bin; scripts/mapserver.sh installs it)")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	pc, err := pgx.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := fmt.Sprintf("PG:host=%s port=%d user=%s dbname=%s", pc.Host, pc.Port, pc.User, pc.Database)
-	full := append([]string{"-f", "PostgreSQL", conn}, args...)
-	full = append(full, "-nln", name, "-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=NONE", "-nlt", "GEOMETRY")
-	cmd := exec.CommandContext(ctx, "ogr2ogr", full...)
-	cmd.Env = os.Environ()
-	if pc.Password != "" {
-		cmd.Env = append(cmd.Env, "PGPASSWORD="+pc.Password)
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ogr2ogr %s: %v\n%s", name, err, out)
-	}
+	args = append(args, "-nln", name, "-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=NONE", "-nlt", "GEOMETRY")
+	interoptest.OGR2OGR(t, pool, args...)
 }
 
 type fixture struct {
@@ -123,27 +74,16 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	base := serverURL(t)
-	gpkg := os.Getenv("INGESTD_NC_GPKG")
-	if gpkg == "" {
-		gpkg = filepath.Join("..", "..", ".mapserver", "data", "nc.gpkg")
-	}
-	if _, err := os.Stat(gpkg); err != nil {
-		unavailable(t, fmt.Sprintf("nc.gpkg: %v (scripts/mapserver.sh start extracts it)", err))
-	}
-	dbURL := pgtest.URL(t)
+	base := mapServer.URL(t)
+	gpkg := interoptest.NCGpkg(t)
+	pool := pgtest.Pool(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	// The references: the source as it is (NAD27), and GDAL's OAPIF driver
 	// reading both collections from the same server, in pages of 17 (its
 	// default is 10).
-	ogr2ogr(t, dbURL, "src_nc", gpkg, "nc.gpkg")
+	ogr2ogr(t, pool, "src_nc", gpkg, "nc.gpkg")
 	for _, c := range []string{"nc_sql", "nc"} {
-		ogr2ogr(t, dbURL, "gdal_"+c, "OAPIF:"+base+"/collections/"+c, "-oo", fmt.Sprintf("PAGE_SIZE=%d", pageSize))
+		ogr2ogr(t, pool, "gdal_"+c, "OAPIF:"+base+"/collections/"+c, "-oo", fmt.Sprintf("PAGE_SIZE=%d", pageSize))
 	}
 	yaml := fmt.Sprintf(`
 jurisdictions:

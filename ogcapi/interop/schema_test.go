@@ -16,7 +16,7 @@ import (
 // fixture server. The test fails if a MapServer starts linking one: then
 // it should be tested here too.
 func TestMapServerDeclaresNoSchema(t *testing.T) {
-	base := serverURL(t)
+	base := mapServer.URL(t)
 	c := ogcapi.NewClient(nil, nil, nil)
 	layer, _, err := c.Prepare(t.Context(), source.Layer{Kind: "ogcapi", URL: base + "/collections/nc_sql", PageSize: 10, DescribeSchema: true})
 	if err != nil {

@@ -26,20 +26,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
@@ -138,90 +135,26 @@ func combos() []combo {
 	return out
 }
 
-// serverURL returns MapServer's WFS URL, failing under CI=true and skipping
-// otherwise when it does not answer.
-func serverURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("INGESTD_MAPSERVER_URL")
-	if u == "" {
-		port := os.Getenv("INGESTD_MAPSERVER_PORT")
-		if port == "" {
-			port = "18180"
-		}
-		u = "http://127.0.0.1:" + port + "/wfs"
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"?SERVICE=WFS&REQUEST=GetCapabilities", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return u
-		}
-		err = fmt.Errorf("HTTP %d", resp.StatusCode)
-	}
-	unavailable(t, fmt.Sprintf("no MapServer WFS at %s: %v; start it with `export INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh)` from the repo root", u, err))
-	return ""
-}
-
-func unavailable(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// gpkgPath is the file MapServer serves: scripts/mapserver.sh extracts it
-// into .mapserver/data at the repo root.
-func gpkgPath(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("INGESTD_NC_GPKG")
-	if p == "" {
-		p = filepath.Join("..", "..", ".mapserver", "data", "nc.gpkg")
-	}
-	if _, err := os.Stat(p); err != nil {
-		unavailable(t, fmt.Sprintf("nc.gpkg: %v (scripts/mapserver.sh start extracts it)", err))
-	}
-	return p
+// mapServer is MapServer's WFS.
+var mapServer = interoptest.Server{
+	What:   "MapServer WFS",
+	URLEnv: "INGESTD_MAPSERVER_URL", PortEnv: "INGESTD_MAPSERVER_PORT", DefaultPort: "18180", Path: "/wfs",
+	Probe: "?SERVICE=WFS&REQUEST=GetCapabilities",
+	Start: "start it with `export INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh)` from the repo root",
 }
 
 // loadReference loads nc.gpkg with GDAL into table ogr_nc, in its own CRS
 // (NAD27), and transforms it to EPSG:4326 with PostGIS: the source itself,
 // read by neither MapServer nor ingestd.
-func loadReference(t *testing.T, dbURL, gpkg string) {
+func loadReference(t *testing.T, pool *pgxpool.Pool, gpkg string) {
 	t.Helper()
-	if _, err := exec.LookPath("ogr2ogr"); err != nil {
-		unavailable(t, "ogr2ogr not found (Debian gdal-bin; scripts/mapserver.sh installs it)")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	// GDAL reads PG: as libpq keyword/value pairs, not as a URL.
-	pc, err := pgx.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn := fmt.Sprintf("PG:host=%s port=%d user=%s dbname=%s", pc.Host, pc.Port, pc.User, pc.Database)
-	cmd := exec.CommandContext(ctx, "ogr2ogr", "-f", "PostgreSQL", conn, gpkg,
-		"-nln", "ogr_nc", "-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=NONE")
-	cmd.Env = os.Environ()
-	if pc.Password != "" {
-		cmd.Env = append(cmd.Env, "PGPASSWORD="+pc.Password)
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("ogr2ogr: %v\n%s", err, out)
-	}
-	conn2, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close(ctx)
+	interoptest.OGR2OGR(t, pool, gpkg, "-nln", "ogr_nc", "-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=NONE")
+	ctx := t.Context()
 	var srid int
-	if err := conn2.QueryRow(ctx, `SELECT DISTINCT ST_SRID(geom) FROM ogr_nc`).Scan(&srid); err != nil || srid != 4267 {
+	if err := pool.QueryRow(ctx, `SELECT DISTINCT ST_SRID(geom) FROM ogr_nc`).Scan(&srid); err != nil || srid != 4267 {
 		t.Fatalf("ogr2ogr loaded nc.gpkg in SRID %d (%v); want its own 4267", srid, err)
 	}
-	if _, err := conn2.Exec(ctx, `ALTER TABLE ogr_nc ALTER COLUMN geom TYPE geometry(MultiPolygon, 4326) USING ST_Transform(geom, 4326)`); err != nil {
+	if _, err := pool.Exec(ctx, `ALTER TABLE ogr_nc ALTER COLUMN geom TYPE geometry(MultiPolygon, 4326) USING ST_Transform(geom, 4326)`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -236,16 +169,11 @@ type fixture struct {
 
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	base := serverURL(t)
-	gpkg := gpkgPath(t)
-	dbURL := pgtest.URL(t)
+	base := mapServer.URL(t)
+	gpkg := interoptest.NCGpkg(t)
+	pool := pgtest.Pool(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	loadReference(t, dbURL, gpkg)
+	loadReference(t, pool, gpkg)
 	// The centroid tolerance tells NAD27 from WGS 84 only if PROJ shifts
 	// the datum here (about 20 m in North Carolina); without its grids or
 	// parameters it would not, and a wrong SRID would pass unnoticed.
@@ -409,7 +337,7 @@ func compare(ctx context.Context, t *testing.T, pool *pgxpool.Pool, jurisdiction
 // TestMapServerNegotiation reads the real server's capabilities in both
 // versions: what Prepare would pick for a feed that leaves everything to it.
 func TestMapServerNegotiation(t *testing.T) {
-	base := serverURL(t)
+	base := mapServer.URL(t)
 	client := wfs.NewClient(&http.Client{}, nil, nil)
 	for _, version := range []string{wfs.Auto, "1.1.0", "2.0.0"} {
 		t.Run(version, func(t *testing.T) {

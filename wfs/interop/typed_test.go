@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -42,18 +42,12 @@ var (
 	ogrEPSG  = regexp.MustCompile(`^    ID\["EPSG",([0-9]+)\]\]$`)
 )
 
-// ogrinfo runs `ogrinfo -so` on layer of dataset and parses it.
-func ogrinfo(t *testing.T, dataset, layer string) ogrLayer {
+// ogrinfo runs `ogrinfo -so` on layer of dataset and parses it; env is
+// the environment for dataset (interoptest.PGDataset), nil for this
+// process's.
+func ogrinfo(t *testing.T, env []string, dataset, layer string) ogrLayer {
 	t.Helper()
-	if _, err := exec.LookPath("ogrinfo"); err != nil {
-		unavailable(t, "ogrinfo not found (Debian gdal-bin; scripts/mapserver.sh installs it)")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ogrinfo", "-so", "-nocount", "-noextent", dataset, layer).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ogrinfo %s %s: %v\n%s", dataset, layer, err, out)
-	}
+	out := interoptest.GDAL(t, env, "ogrinfo", "-so", "-nocount", "-noextent", dataset, layer)
 	var l ogrLayer
 	for _, line := range strings.Split(string(out), "\n") {
 		if g, ok := strings.CutPrefix(line, "Geometry: "); ok {
@@ -74,10 +68,7 @@ func ogrinfo(t *testing.T, dataset, layer string) ogrLayer {
 // `ogrinfo -al -geom=SUMMARY` reads them.
 func ogrGeometryTypes(t *testing.T, dataset, layer string) []string {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), "ogrinfo", "-ro", "-al", "-geom=SUMMARY", dataset, layer).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ogrinfo -geom=SUMMARY: %v\n%s", err, out)
-	}
+	out := interoptest.GDAL(t, nil, "ogrinfo", "-ro", "-al", "-geom=SUMMARY", dataset, layer)
 	set := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		if g, _, ok := strings.Cut(strings.TrimSpace(line), " : "); ok && strings.ToUpper(g) == g && g != "" {
@@ -91,19 +82,6 @@ func ogrGeometryTypes(t *testing.T, dataset, layer string) []string {
 			}
 		}
 	})
-}
-
-// pgDataset is the PG: connection string GDAL reads for dbURL.
-func pgDataset(t *testing.T, dbURL string) string {
-	t.Helper()
-	pc, err := pgx.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pc.Password != "" {
-		t.Setenv("PGPASSWORD", pc.Password)
-	}
-	return fmt.Sprintf("PG:host=%s port=%d user=%s dbname=%s", pc.Host, pc.Port, pc.User, pc.Database)
 }
 
 // widened maps a source field type to the one the typed view has, by
@@ -146,17 +124,15 @@ func checkFields(t *testing.T, view, src ogrLayer) {
 }
 
 // loadWithGDAL loads layer of dataset into table as GDAL types it.
-func loadWithGDAL(t *testing.T, pg, dataset, layer, table string, extra ...string) {
+func loadWithGDAL(t *testing.T, pool *pgxpool.Pool, dataset, layer, table string, extra ...string) {
 	t.Helper()
-	args := append([]string{"-f", "PostgreSQL", pg, dataset}, extra...)
+	args := append([]string{dataset}, extra...)
 	args = append(args, "-nln", table, "-lco", "LAUNDER=NO", "-lco", "GEOMETRY_NAME=geom", "-lco", "SPATIAL_INDEX=NONE",
 		"-t_srs", "EPSG:4326", "-overwrite")
 	if layer != "" {
 		args = append(args, layer)
 	}
-	if out, err := exec.CommandContext(t.Context(), "ogr2ogr", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ogr2ogr %v: %v\n%s", args, err, out)
-	}
+	interoptest.OGR2OGR(t, pool, args...)
 }
 
 // compareValues compares, feature by feature joined on key, every
@@ -216,11 +192,11 @@ func deref(s *string) string {
 // the same WFS layer.
 func TestTypedViewMatchesMapServer(t *testing.T) {
 	f := setup(t)
-	pg := pgDataset(t, poolURL(f.pool))
+	pg, env := interoptest.PGDataset(f.pool)
 	source := "WFS:" + f.base + "?VERSION=2.0.0&SRSNAME=urn:ogc:def:crs:EPSG::4326"
-	src := ogrinfo(t, source, "nc")
+	src := ogrinfo(t, nil, source, "nc")
 	srcTypes := ogrGeometryTypes(t, source, "nc")
-	loadWithGDAL(t, pg, source, "nc", "gdal_wfs_nc")
+	loadWithGDAL(t, f.pool, source, "nc", "gdal_wfs_nc")
 	for _, id := range []string{"wfs200_gml_page17_epsg4326", "wfs200_geojson_page17_epsg4326", "wfs110_gml_onereq_epsg4326"} {
 		t.Run(id, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -236,7 +212,7 @@ func TestTypedViewMatchesMapServer(t *testing.T) {
 			if declaredBy != "wfs DescribeFeatureType" {
 				t.Errorf("declared by %q, want DescribeFeatureType", declaredBy)
 			}
-			v := ogrinfo(t, pg, view)
+			v := ogrinfo(t, env, pg, view)
 			checkFields(t, v, src)
 			if got, want := strings.ReplaceAll(strings.ToUpper(v.geometry), " ", ""), promoted(srcTypes); got != want {
 				t.Errorf("view geometry %q, want %s: the source's features are %v", v.geometry, want, srcTypes)
@@ -267,25 +243,15 @@ func promoted(types []string) string {
 	return "GEOMETRY"
 }
 
-// poolURL is the database the pool connects to, as a URL.
-func poolURL(pool *pgxpool.Pool) string {
-	return pool.Config().ConnConfig.ConnString()
-}
-
 // TestTypedViewMatchesDemoFeeds: the demo's feeds (testdata/feeds, served
 // as by scripts/demo.sh) polled as jurisdictions.yaml configures them;
 // their types are inferred from the values (the fixture server describes
 // no feature type), and must be GDAL's types of the same GeoJSON files,
 // widened; every feature's values must equal ogr2ogr's load of the files.
 func TestTypedViewMatchesDemoFeeds(t *testing.T) {
-	dbURL := pgtest.URL(t)
+	pool := pgtest.Pool(t)
 	ctx := t.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	pg := pgDataset(t, dbURL)
+	pg, env := interoptest.PGDataset(pool)
 	servers := map[string]string{}
 	for _, dir := range []string{"raleigh", "boulder"} {
 		s := wfstest.New()
@@ -333,14 +299,14 @@ jurisdictions:
 				t.Fatal(err)
 			}
 			srcLayer := strings.TrimSuffix(filepath.Base(c.file), ".geojson")
-			src := ogrinfo(t, file, srcLayer)
-			v := ogrinfo(t, pg, view)
+			src := ogrinfo(t, nil, file, srcLayer)
+			v := ogrinfo(t, env, pg, view)
 			checkFields(t, v, src)
 			if strings.ReplaceAll(v.geometry, " ", "") != strings.ReplaceAll(src.geometry, " ", "") || v.epsg != src.epsg {
 				t.Errorf("view %s EPSG:%s, source %s EPSG:%s", v.geometry, v.epsg, src.geometry, src.epsg)
 			}
 			table := "gdal_" + c.feed
-			loadWithGDAL(t, pg, file, "", table)
+			loadWithGDAL(t, pool, file, "", table)
 			var want int
 			if err := pool.QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %s`, table)).Scan(&want); err != nil {
 				t.Fatal(err)

@@ -1,0 +1,128 @@
+// Package interoptest holds what the interop tests of the protocols
+// (wfs/interop, ogcapi/interop, arcgis/interop) share: reaching a real
+// server that the test command starts (MapServer, Koop), the policy of
+// failing under CI=true rather than skipping, the nc.gpkg that
+// scripts/mapserver.sh extracts, and running GDAL (ogr2ogr, the reference
+// reader) against the test's database. What each protocol compares, and
+// how, stays in its own tests.
+package interoptest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Unavailable fails t under CI=true, where the test command starts every
+// server the tests need, and skips it otherwise.
+func Unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// Server is a real server a script of the repository starts.
+type Server struct {
+	// What names it in the message when it does not answer ("MapServer WFS").
+	What string
+	// URLEnv is the variable that gives its URL (scripts/test.sh exports
+	// it); PortEnv, DefaultPort and Path make the script's default URL,
+	// http://127.0.0.1:port/path, when URLEnv is unset.
+	URLEnv, PortEnv, DefaultPort, Path string
+	// Probe is appended to the URL for the request that must answer 200.
+	Probe string
+	// Start says how to start it.
+	Start string
+}
+
+// URL returns the server's URL when it answers the probe; otherwise it
+// fails or skips t (Unavailable).
+func (s Server) URL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(s.URLEnv)
+	if u == "" {
+		port := os.Getenv(s.PortEnv)
+		if port == "" {
+			port = s.DefaultPort
+		}
+		u = "http://127.0.0.1:" + port + s.Path
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+s.Probe, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return u
+		}
+		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	Unavailable(t, fmt.Sprintf("no %s at %s: %v; %s", s.What, u, err, s.Start))
+	return ""
+}
+
+// NCGpkg is the file MapServer serves, the North Carolina counties of
+// r-cran-sf's nc.gpkg: INGESTD_NC_GPKG, else where scripts/mapserver.sh
+// extracts it (.mapserver/data at the repo root, seen from a package two
+// levels down).
+func NCGpkg(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("INGESTD_NC_GPKG")
+	if p == "" {
+		p = filepath.Join("..", "..", ".mapserver", "data", "nc.gpkg")
+	}
+	if _, err := os.Stat(p); err != nil {
+		Unavailable(t, fmt.Sprintf("nc.gpkg: %v (scripts/mapserver.sh start extracts it)", err))
+	}
+	return p
+}
+
+// PGDataset is GDAL's PG: dataset for the database pool connects to (GDAL
+// reads libpq keyword/value pairs, not a URL), and the environment a GDAL
+// command needs for it: its password as PGPASSWORD, never on the command
+// line.
+func PGDataset(pool *pgxpool.Pool) (dataset string, env []string) {
+	pc := pool.Config().ConnConfig
+	env = os.Environ()
+	if pc.Password != "" {
+		env = append(env, "PGPASSWORD="+pc.Password)
+	}
+	return fmt.Sprintf("PG:host=%s port=%d user=%s dbname=%s", pc.Host, pc.Port, pc.User, pc.Database), env
+}
+
+// GDAL runs a GDAL command (ogr2ogr, ogrinfo) with env and returns its
+// output; it fails t with the output when the command fails, and calls
+// Unavailable when the command is not installed.
+func GDAL(t testing.TB, env []string, command string, args ...string) []byte {
+	t.Helper()
+	if _, err := exec.LookPath(command); err != nil {
+		Unavailable(t, command+" not found (Debian gdal-bin; scripts/mapserver.sh installs it)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, command, args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", command, args, err, out)
+	}
+	return out
+}
+
+// OGR2OGR loads what args name into the database pool connects to:
+// ogr2ogr -f PostgreSQL PG:… args….
+func OGR2OGR(t testing.TB, pool *pgxpool.Pool, args ...string) {
+	t.Helper()
+	pg, env := PGDataset(pool)
+	GDAL(t, env, "ogr2ogr", append([]string{"-f", "PostgreSQL", pg}, args...)...)
+}
