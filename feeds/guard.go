@@ -67,6 +67,21 @@ func (b BBox) String() string {
 	return fmt.Sprintf("[%g, %g, %g, %g]", b.MinX, b.MinY, b.MaxX, b.MaxY)
 }
 
+// IncompleteSnapshotError is a staged snapshot the store refuses to apply
+// because it cannot be complete, whatever its kind proved while fetching:
+// feature ids on more than one page (an unstable paging order, or an
+// id_property that is not unique). Nothing is applied; the poll fails.
+type IncompleteSnapshotError struct {
+	// URL is the feed's (redacted) URL.
+	URL string
+	// Reason says what did not add up, with the figures.
+	Reason string
+}
+
+func (e *IncompleteSnapshotError) Error() string {
+	return fmt.Sprintf("feeds: incomplete snapshot of %s: %s", e.URL, e.Reason)
+}
+
 // HeldError is returned (wrapped) by Store.Apply when a guard held the
 // snapshot instead of applying it. The poll is then finished (status held,
 // staging kept): callers must not FailPoll it. An operator accepts or

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/schema"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // Apply replaces the feed's features with the poll's snapshot in one
@@ -369,7 +368,7 @@ func checkPagesDisjoint(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds
 	if err != nil || n == 0 {
 		return err
 	}
-	return &wfs.IncompleteError{URL: feed.URL, Expected: -1, Reason: fmt.Sprintf(
+	return &feeds.IncompleteSnapshotError{URL: feed.URL, Reason: fmt.Sprintf(
 		"%d feature ids appear on more than one page (e.g. %s on pages %s): the server's paging order is unstable, "+
 			"or id_property does not identify features uniquely", n, quoteInput(*example), *pages)}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // TestMain runs up to 8 tests at once: each waits on a database of its own
@@ -134,11 +133,11 @@ func (b *bundle) stage(t *testing.T, feed feeds.FeedInfo, pages ...[]ft.Feature)
 }
 
 // applyIncomplete applies poll id, which must fail with an
-// *wfs.IncompleteError whose reason contains want.
+// *feeds.IncompleteSnapshotError whose reason contains want.
 func (b *bundle) applyIncomplete(t *testing.T, id int64, feed feeds.FeedInfo, want string) {
 	t.Helper()
 	_, err := b.store.Apply(b.ctx, id, feed)
-	var ie *wfs.IncompleteError
+	var ie *feeds.IncompleteSnapshotError
 	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, want) {
 		t.Fatalf("apply: %v, want an IncompleteError saying %q", err, want)
 	}
