@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
+	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -71,8 +72,8 @@ type Client struct {
 	now      func() time.Time
 	// discovery caches Prepare's discoveries (see WithDiscoveryTTL).
 	discovery discoveryCache
-	// declaredCache keeps the collections' declared schemas (see declared).
-	declaredCache declaredCache
+	// declaredMemo keeps the collections' declared schemas (see declared).
+	declaredMemo schema.Memo[string]
 }
 
 // NewClient returns a Client calling servers through httpcall.New(

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/redact"
@@ -192,57 +190,31 @@ func jsonSchemaType(p propertySchema) (schema.Type, bool) {
 	return "", false
 }
 
-// declaredCache keeps each schema link's last declared schema: reused for
-// the discovery TTL (a collection's schema changes with the server's
-// configuration), and past it for a poll whose schema request fails, so a
-// passing failure does not change the typed view's types.
-type declaredCache struct {
-	mu      sync.Mutex
-	entries map[string]declaredEntry
-}
-
-type declaredEntry struct {
-	d  *schema.Declared
-	at time.Time
-}
-
 // declared returns layer's declared schema for a Fetch, nil when the
 // layer does not ask for one (Layer.DescribeSchema) or its collection
-// links no schema. A refusal by the open breaker or the caller's deadline
-// fails the fetch, as a page's would; any other failure is a warning, and
-// the fetch goes on with the last schema read from that link, or none.
+// links no schema: the one read within the discovery TTL (a collection's
+// schema changes with the server's configuration), else a fresh read. A
+// refusal by the open breaker or the caller's deadline fails the fetch, as
+// a page's would; any other failure is a warning, and the fetch goes on
+// with the last schema read from that link (schema.Memo), or none.
 func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Declared, string, error) {
 	if !layer.DescribeSchema || layer.SchemaURL == "" {
 		return nil, "", nil
 	}
-	key := layer.SchemaURL
 	ttl := c.discovery.ttl
 	if ttl == 0 {
 		ttl = DefaultDiscoveryTTL
 	}
-	dc := &c.declaredCache
-	dc.mu.Lock()
-	e, ok := dc.entries[key]
-	dc.mu.Unlock()
-	if ok && ttl > 0 && c.now().Sub(e.at) < ttl {
-		return e.d, "", nil
-	}
-	d, err := c.describe(ctx, layer)
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
+	d, err := c.declaredMemo.Get(layer.SchemaURL, ttl, c.now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
 	if err == nil {
-		if dc.entries == nil {
-			dc.entries = make(map[string]declaredEntry)
-		}
-		dc.entries[key] = declaredEntry{d: d, at: c.now()}
 		return d, "", nil
 	}
 	var open *breaker.OpenError
 	if errors.As(err, &open) || ctx.Err() != nil {
 		return nil, "", err
 	}
-	if last, ok := dc.entries[key]; ok {
-		return last.d, fmt.Sprintf("the collection's schema could not be read; its last one is used: %v", err), nil
+	if d != nil {
+		return d, fmt.Sprintf("the collection's schema could not be read; its last one is used: %v", err), nil
 	}
 	return nil, fmt.Sprintf("the collection's schema could not be read; types are inferred from its values: %v", err), nil
 }

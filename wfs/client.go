@@ -90,8 +90,8 @@ type Client struct {
 	checkIDs    bool
 	now         func() time.Time
 	negotiation negotiationCache // Prepare's results, per layer
-	// declaredCache: each layer's last DescribeFeatureType (typed layers).
-	declaredCache declaredCache
+	// declaredMemo: each layer's last DescribeFeatureType (typed layers).
+	declaredMemo schema.Memo[negotiationKey]
 }
 
 // NewClient returns a Client that calls servers through httpcall.New(

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
-	"time"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/schema"
@@ -60,63 +58,32 @@ func (c *Client) Describe(ctx context.Context, layer source.Layer) (*schema.Decl
 	return d, nil
 }
 
-// declaredCache keeps each layer's last declared schema: reused for the
-// negotiation TTL (an hour by default, like GetCapabilities), so a feed
-// polled every few minutes does not double its requests to the county;
-// and, past it, for a poll whose DescribeFeatureType fails: its GML values
-// are typed as the last ones were, so a passing failure does not make
-// every feature look modified.
-type declaredCache struct {
-	mu      sync.Mutex
-	entries map[negotiationKey]declaredEntry
-}
-
-type declaredEntry struct {
-	d  *schema.Declared
-	at time.Time
-}
-
 // declared returns the layer's declared schema for a Fetch of a layer
 // that asks for one (Layer.DescribeSchema), nil otherwise: the one read
-// within the negotiation TTL, else a fresh DescribeFeatureType. A refusal by
-// the open breaker or the caller's deadline fails the fetch, as a page's
-// would; any other failure (a server without DescribeFeatureType, a
-// schema that does not describe the type) is a warning, and the fetch
-// goes on with the layer's last declared schema, or none.
+// within the negotiation TTL (an hour by default, like GetCapabilities),
+// else a fresh DescribeFeatureType. A refusal by the open breaker or the
+// caller's deadline fails the fetch, as a page's would; any other failure
+// (a server without DescribeFeatureType, a schema that does not describe
+// the type) is a warning, and the fetch goes on with the layer's last
+// declared schema (schema.Memo), or none.
 func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Declared, string, error) {
 	if !layer.DescribeSchema || layer.Kind != KindWFS {
 		return nil, "", nil
 	}
-	key := keyOf(layer)
 	ttl := c.negotiation.ttl
 	if ttl <= 0 {
 		ttl = DefaultNegotiationTTL
 	}
-	dc := &c.declaredCache
-	dc.mu.Lock()
-	e, ok := dc.entries[key]
-	dc.mu.Unlock()
-	if ok && c.now().Sub(e.at) < ttl {
-		return e.d, "", nil
-	}
-	d, err := c.Describe(ctx, layer)
-	dc.mu.Lock()
-	defer dc.mu.Unlock()
+	d, err := c.declaredMemo.Get(keyOf(layer), ttl, c.now, func() (*schema.Declared, error) { return c.Describe(ctx, layer) })
 	if err == nil {
-		if dc.entries == nil {
-			dc.entries = make(map[negotiationKey]declaredEntry)
-		}
-		dc.entries[key] = declaredEntry{d: d, at: c.now()}
 		return d, "", nil
 	}
 	var open *breaker.OpenError
 	if errors.As(err, &open) || ctx.Err() != nil {
 		return nil, "", err
 	}
-	warning := fmt.Sprintf("the layer's schema could not be read; types are inferred from its values: %v", err)
-	if last, ok := dc.entries[key]; ok {
-		warning = fmt.Sprintf("the layer's schema could not be read; its last one is used: %v", err)
-		return last.d, warning, nil
+	if d != nil {
+		return d, fmt.Sprintf("the layer's schema could not be read; its last one is used: %v", err), nil
 	}
-	return nil, warning, nil
+	return nil, fmt.Sprintf("the layer's schema could not be read; types are inferred from its values: %v", err), nil
 }
