@@ -180,14 +180,14 @@ jurisdictions:
 		t.Fatal("the poll behind a held slot succeeded; want it to fail on its queue_timeout")
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "for a request slot (queue_timeout 1s)") || strings.Contains(msg, "poll timeout") {
+	if !strings.Contains(msg, "in line for a request slot or a database connection (queue_timeout 1s)") || strings.Contains(msg, "poll timeout") {
 		t.Errorf("error %q: want the queue's own message, not a poll timeout", msg)
 	}
 	var stored string
 	if err := pool.QueryRow(ctx, `SELECT error FROM polls WHERE feed = 'behind'`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stored, "for a request slot") {
+	if !strings.Contains(stored, "in line for a request slot") {
 		t.Errorf("polls.error = %q, want the queue's message", stored)
 	}
 	if err := <-firstDone; err != nil {

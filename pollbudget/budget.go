@@ -50,7 +50,7 @@ type QueueError struct {
 }
 
 func (e *QueueError) Error() string {
-	return fmt.Sprintf("waited %s for a request slot (queue_timeout %s): too many polls for max_in_flight or the origin's limits",
+	return fmt.Sprintf("waited %s in line for a request slot or a database connection (queue_timeout %s): more polls are due than max_in_flight, the origin's limits or the database pool serve",
 		e.Waited.Round(time.Second), e.Limit)
 }
 
@@ -123,15 +123,27 @@ func newBudget(parent context.Context, timeout, queueLimit time.Duration, clk cl
 	return ctx, b, func() { b.end(context.Canceled, context.Canceled) }
 }
 
-// Waiting marks the start of a wait in line for a request slot by a call
-// made under ctx; the returned func marks its end. While any call of the
-// poll waits, its budget of work stands still and its queue bound runs.
-// Under a context without a Budget both are no-ops.
+// Waiting marks the start of a wait in line (for a request slot, or a
+// database connection) by a call made under ctx; the returned func marks
+// its end. While any call of the poll waits, its budget of work stands
+// still and its queue bound runs. Under a context without a Budget both
+// are no-ops.
 func Waiting(ctx context.Context) (end func()) {
-	b, _ := ctx.Value(budgetKey{}).(*Budget)
-	if b == nil {
-		return func() {}
+	if b := Of(ctx); b != nil {
+		return b.Wait()
 	}
+	return func() {}
+}
+
+// Of returns the Budget of the poll ctx belongs to, or nil.
+func Of(ctx context.Context) *Budget {
+	b, _ := ctx.Value(budgetKey{}).(*Budget)
+	return b
+}
+
+// Wait marks the start of a wait in line; the returned func, which may be
+// called more than once, marks its end. See Waiting.
+func (b *Budget) Wait() (end func()) {
 	b.startWait()
 	var once sync.Once
 	return func() { once.Do(b.endWait) }
@@ -285,7 +297,7 @@ func (c *budgetCtx) Value(key any) any {
 // context.Cause cannot see it: it only knows the standard library's
 // contexts, and answers a budget's context with its parent's cause.
 func Cause(ctx context.Context) error {
-	if b, ok := ctx.Value(budgetKey{}).(*Budget); ok {
+	if b := Of(ctx); b != nil {
 		b.mu.Lock()
 		cause := b.cause
 		b.mu.Unlock()

@@ -178,7 +178,7 @@ func TestQueueBound(t *testing.T) {
 	if qe == nil || qe.Waited != 25*time.Minute || qe.Limit != 25*time.Minute {
 		t.Fatalf("QueueCause = %#v, want waited 25m of 25m", qe)
 	}
-	if want := "waited 25m0s for a request slot (queue_timeout 25m0s): too many polls for max_in_flight or the origin's limits"; qe.Error() != want {
+	if want := "waited 25m0s in line for a request slot or a database connection (queue_timeout 25m0s): more polls are due than max_in_flight, the origin's limits or the database pool serve"; qe.Error() != want {
 		t.Errorf("message %q, want %q", qe.Error(), want)
 	}
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
