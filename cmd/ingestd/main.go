@@ -35,6 +35,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
 	"github.com/ingestd/ingestd/redact"
 )
@@ -160,6 +161,8 @@ func (c *common) poolFor(ctx context.Context, maxInFlight int) (*pgxpool.Pool, e
 	if maxInFlight > 0 && !strings.Contains(c.databaseURL, "pool_max_conns") {
 		cfg.MaxConns = int32(max(maxInFlight+5, int(cfg.MaxConns)))
 	}
+	// A poll waiting for a connection waits in line: not its timeout's work.
+	cfg.ConnConfig.Tracer = postgis.AcquireWaits{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
