@@ -418,7 +418,7 @@ func (o *origin) waitPause(ctx context.Context) error {
 			return &ThrottledError{Origin: o.name, RetryAfter: wait}
 		}
 		wait += time.Duration(o.reg.rand() * float64(span) / 5)
-		if err := sleep(ctx, wait); err != nil {
+		if err := o.reg.sleep(ctx, wait); err != nil {
 			return err
 		}
 		o.mu.Lock()
