@@ -427,7 +427,7 @@ func (s *SharedState) forget(origin string, before time.Time) {
 }
 
 // scanVerdict reads a row in the column order of every statement in
-// sql/verdicts.sql, the database's now() last.
+// sql/verdicts.sql, the database's clock_timestamp() last.
 func scanVerdict(row pgx.Row) (Verdict, time.Time, error) {
 	var (
 		v                                                Verdict
