@@ -33,4 +33,5 @@ func TestVerdictStatementsReturnOneColumnList(t *testing.T) {
 	}
 	_ = loadVerdictSQL()
 	_ = loadOriginWatchSQL()
+	_, _ = loadScrubSQL()
 }
