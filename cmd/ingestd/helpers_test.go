@@ -76,7 +76,7 @@ var binDir = sync.OnceValues(func() (string, error) {
 
 // buildIngestd returns the path of this command built by builtIngestd, or
 // ends the test when it does not build.
-func buildIngestd(t *testing.T) string {
+func buildIngestd(t testing.TB) string {
 	t.Helper()
 	bin, err := builtIngestd()
 	if err != nil {
@@ -87,7 +87,7 @@ func buildIngestd(t *testing.T) string {
 
 // runCLI runs ingestd with args in this process, as main does, and returns
 // its exit code and what it wrote to stdout and stderr.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func runCLI(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = run(args, &out, &errb)
