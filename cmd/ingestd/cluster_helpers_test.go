@@ -450,26 +450,12 @@ type logLine struct {
 	attrs map[string]any
 }
 
-// logLines returns the lines of an instance's output with message msg whose
-// attributes include every pair of want, in order.
-func (in *instance) logLines(msg string, want map[string]string) []logLine {
+// parseLog returns the JSON log lines of text that carry a time.
+func parseLog(text string) []logLine {
 	var out []logLine
-	for line := range strings.Lines(in.out.String()) {
-		if !strings.Contains(line, `"msg":"`+msg) {
-			continue
-		}
+	for line := range strings.Lines(text) {
 		var attrs map[string]any
-		if json.Unmarshal([]byte(line), &attrs) != nil || attrs["msg"] != msg {
-			continue
-		}
-		match := true
-		for k, v := range want {
-			if fmt.Sprint(attrs[k]) != v {
-				match = false
-				break
-			}
-		}
-		if !match {
+		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &attrs) != nil {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(attrs["time"]))
@@ -477,6 +463,28 @@ func (in *instance) logLines(msg string, want map[string]string) []logLine {
 			continue
 		}
 		out = append(out, logLine{at: at, attrs: attrs})
+	}
+	return out
+}
+
+// has reports whether the line's attributes include every pair of want.
+func (l logLine) has(want map[string]string) bool {
+	for k, v := range want {
+		if fmt.Sprint(l.attrs[k]) != v {
+			return false
+		}
+	}
+	return true
+}
+
+// logLines returns the lines of an instance's output with message msg whose
+// attributes include every pair of want, in order.
+func (in *instance) logLines(msg string, want map[string]string) []logLine {
+	var out []logLine
+	for _, l := range parseLog(in.out.String()) {
+		if l.attrs["msg"] == msg && l.has(want) {
+			out = append(out, l)
+		}
 	}
 	return out
 }

@@ -581,7 +581,7 @@ func checkPolledAgain(tb testing.TB, ctx context.Context, pool *pgxpool.Pool, fi
 // that ended them wrote their end.
 func checkOnePollAtATime(tb testing.TB, ctx context.Context, pool *pgxpool.Pool, fig *clusterFigures, jurisdictions []string) {
 	tb.Helper()
-	rows, err := pool.Query(ctx, `SELECT jurisdiction || '/' || feed, id, coalesce(owner, ''), started_at, coalesce(finished_at, 'infinity')
+	rows, err := pool.Query(ctx, `SELECT jurisdiction || '/' || feed, id, coalesce(owner, ''), started_at, coalesce(finished_at, now() + interval '100 years')
 		FROM polls WHERE jurisdiction = ANY($1) AND coalesce(error, '') NOT LIKE 'interrupted: instance %'
 		ORDER BY 1, started_at, id`, jurisdictions)
 	if err != nil {

@@ -39,10 +39,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestMain runs up to 8 tests at once (see pgtest.Main: they wait on
-// ingestd processes, PostgreSQL and loopback servers far more than they
-// compute) and removes the ingestd binary they share (see buildIngestd)
-// once every test has run.
+// TestMain runs up to 8 tests at once, fewer on a machine of one core (see
+// pgtest.Main: they wait on ingestd processes, PostgreSQL and loopback
+// servers far more than they compute; the heavy ones also take shares of
+// the cores, see heavy) and removes the ingestd binary they share (see
+// buildIngestd) once every test has run.
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m, 8)
 	if dir, err := binDir(); err == nil && dir != "" {

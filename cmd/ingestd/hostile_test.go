@@ -69,6 +69,7 @@ func TestHostileCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("polls every case of the hostile corpus with the real binary")
 	}
+	heavy(t, heavyHostile)
 	dbURL, pool := testDB(t)
 	bin := buildIngestd(t)
 	ctx := t.Context()

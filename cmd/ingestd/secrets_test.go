@@ -147,6 +147,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ingestd")
 	}
+	heavy(t, heavySecrets)
 	withHeaders := headersSent(t)
 	bin := buildIngestd(t)
 	dbURL, pool := testDB(t)
@@ -316,10 +317,35 @@ jurisdictions:
 	exited := make(chan struct{})
 	go func() { _ = daemon.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = daemon.Process.Kill(); <-exited })
-	if !waitUntil(30*time.Second, func() bool { return strings.Contains(daemonOut.String(), `"msg":"ingestd running"`) }) {
+	if !waitUntil(clusterCeiling, func() bool { return strings.Contains(daemonOut.String(), `"msg":"ingestd running"`) }) {
 		t.Fatalf("ingestd run did not start:\n%s", tail(daemonOut.String(), 30))
 	}
-	time.Sleep(5 * time.Second)
+	// What the daemon logs is searched: wait until it has dealt with every
+	// feed twice (its catch-up or a tick, then a scheduled tick), whatever
+	// the outcome (succeeded, failed, held, parked, skipped).
+	feedKeys := []string{"good/wfs", "good/geojson", "good/missing", "good/echo", "good/shrink",
+		"bad/e500", "bad/e500b", "bad/html", "bad/redirect", "bad/badlocation", "bad/refused"}
+	dealt := func() map[string]int {
+		n := map[string]int{}
+		for _, l := range parseLog(daemonOut.String()) {
+			msg := fmt.Sprint(l.attrs["msg"])
+			if strings.HasPrefix(msg, "poll ") || strings.HasPrefix(msg, "tick skipped") || strings.HasPrefix(msg, "snapshot held") {
+				n[fmt.Sprint(l.attrs["jurisdiction"])+"/"+fmt.Sprint(l.attrs["feed"])]++
+			}
+		}
+		return n
+	}
+	if !waitUntil(clusterCeiling, func() bool {
+		n := dealt()
+		for _, k := range feedKeys {
+			if n[k] < 2 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the daemon did not deal with every feed twice within %s: %v\n%s", clusterCeiling, dealt(), tail(daemonOut.String(), 30))
+	}
 	metrics := fetchText(t, "http://"+metricsAddr+"/metrics")
 	_ = daemon.Process.Signal(syscall.SIGTERM)
 	select {
