@@ -45,6 +45,14 @@
 #                             Targets: peak RSS <= 64 MB at every size, first load <= 1/1.5 of
 #                             ogr2ogr's wall at 250k. BENCH_BASE=<commit> also times that commit's
 #                             ingestd (first load, refresh) in a database of its own.
+#   scripts/bench.sh cluster  TestCluster's scenario (BenchmarkCluster, cmd/ingestd): three `ingestd
+#                             run` sharing one database and three origins, one flapping. The timings
+#                             the test may not assert: successful polls per 1 s tick per feed (~1),
+#                             the time to trip, requests to the open origin per cooldown (~1), the
+#                             time to close it after the probe holder's kill -9 and the lease
+#                             takeover after the dead lease expired, the time to stop traffic after
+#                             `breaker open` and resume it after `close`, SIGHUP and SIGTERM handling;
+#                             BENCH_COUNT runs. A slow machine gives slow figures, not a red build.
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
@@ -639,6 +647,11 @@ bench_bigdoc() {
 	fi
 }
 
+bench_cluster() {
+	echo "== cluster: TestCluster's scenario, $count run(s); figures per run (ms unless named)"
+	go test -run '^$' -bench '^BenchmarkCluster$' -benchtime 1x -count "$count" ./cmd/ingestd/
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
 	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
@@ -658,6 +671,7 @@ gdal) bench_gdal ;;
 hostile) bench_hostile ;;
 bigdoc) bench_bigdoc ;;
 micro) bench_micro ;;
+cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
 all)
@@ -671,9 +685,10 @@ all)
 	bench_bigdoc
 	bench_micro
 	bench_statuspage
+	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, micro, statuspage or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, micro, statuspage, cluster or all)" >&2
 	exit 2
 	;;
 esac

@@ -93,9 +93,9 @@ func TestCluster(t *testing.T) {
 func BenchmarkCluster(b *testing.B) {
 	for b.Loop() {
 		fig := runCluster(b)
-		for _, l := range fig.lines {
-			b.Log(l)
-		}
+		// Printed: go test keeps only ten lines of a benchmark's log.
+		fmt.Printf("--- cluster figures (3 instances, %d feeds per origin, @every %s, open_base %s, open_max %s, probe lease %s)\n    %s\n",
+			clusterFeeds, clusterInterval, clusterOpenBase, clusterOpenMax, clusterProbeLease, strings.Join(fig.lines, "\n    "))
 		for _, m := range fig.metrics {
 			b.ReportMetric(m.value, m.unit)
 		}
@@ -730,6 +730,7 @@ func checkOverride(tb testing.TB, ctx context.Context, pool *pgxpool.Pool, fig *
 	} else {
 		fig.metric(0, "stop-after-open-ms")
 	}
+	fig.metric(ms(read.Sub(tOv)), "override-read-ms")
 	fig.line("(6) breaker open h2: every instance read it %s after the CLI returned; last request %s; requests after that: %d (allowed in flight: %d)",
 		read.Sub(tOv).Round(time.Millisecond), last, len(late), allowed)
 	if len(late) > allowed {
