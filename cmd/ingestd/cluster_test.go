@@ -43,8 +43,9 @@ const (
 	// clusterMinPolls is how many successful polls every healthy feed must
 	// have after the start-up catch-up: a feed the cluster stopped polling.
 	clusterMinPolls = 3
-	// clusterCeiling bounds each wait for an event: it catches a hang, it
-	// is no speed the test expects.
+	// clusterCeiling bounds each wait for an event, in this test and the
+	// package's other end-to-end tests: it catches a hang, it is no speed
+	// a test expects.
 	clusterCeiling = 2 * time.Minute
 )
 

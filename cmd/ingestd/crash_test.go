@@ -350,7 +350,7 @@ func testPostgresCrash(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 
-	in.stop(t, 30*time.Second)
+	in.stop(t, clusterCeiling)
 	if n := queryInt(t, pool, `SELECT count(*)::int FROM polls WHERE status = 'running'`); n != 0 {
 		t.Errorf("%d polls left running", n)
 	}
@@ -501,7 +501,7 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 		t.Errorf("the layer has %d features, want 30", n)
 	}
 
-	b.stop(t, 30*time.Second)
+	b.stop(t, clusterCeiling)
 	if n := queryInt(t, pool, `SELECT count(*)::int FROM polls WHERE status = 'running'`); n != 0 {
 		t.Errorf("%d polls left running", n)
 	}

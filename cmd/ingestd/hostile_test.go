@@ -273,7 +273,7 @@ func loadGoodLayers(t *testing.T, bin, cfg, dbURL string, pool *pgxpool.Pool, fe
 		if err != nil {
 			t.Fatalf("ingestd run after SIGTERM: %v\n%s", err, tail(out.String(), 20))
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(clusterCeiling): // a hang bound, not a speed
 		t.Fatalf("ingestd run did not stop after SIGTERM\n%s", tail(out.String(), 20))
 	}
 }
