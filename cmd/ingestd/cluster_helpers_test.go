@@ -216,7 +216,7 @@ func (in *instance) stop(t testing.TB, within time.Duration) time.Duration {
 // scrape returns the instance's /metrics as text.
 func (in *instance) scrape(t testing.TB) string {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second}
+	c := &http.Client{Timeout: clusterCeiling} // a hang bound, not a speed
 	resp, err := c.Get("http://" + in.metrics + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape %s: %v", in.name, err)

@@ -475,7 +475,7 @@ func dumpTables(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map[strin
 // fetchText GETs a loopback URL and returns the body.
 func fetchText(t *testing.T, u string) string {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second}
+	c := &http.Client{Timeout: clusterCeiling} // a hang bound, not a speed
 	resp, err := c.Get(u)
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)

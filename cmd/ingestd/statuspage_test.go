@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -342,7 +341,7 @@ func checkNoLeak(t *testing.T, name, page string) {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second}
+	c := &http.Client{Timeout: clusterCeiling} // a hang bound, not a speed
 	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatal(err)
