@@ -51,6 +51,14 @@
 #                             instances, time to close after the last cooldown, the stall when a
 #                             prober dies (vs its lease), a 429's pause, rate-limit spacing, and
 #                             dispatch lateness. Means over BENCH_BREAKER_ROUNDS rounds (default 5).
+#   scripts/bench.sh cluster  TestCluster's scenario (BenchmarkCluster, cmd/ingestd): three `ingestd
+#                             run` sharing one database and three origins, one flapping. The timings
+#                             the test may not assert: successful polls per 1 s tick per feed (~1),
+#                             the time to trip, requests to the open origin per cooldown (~1), the
+#                             time to close it after the probe holder's kill -9 and the lease
+#                             takeover after the dead lease expired, the time to stop traffic after
+#                             `breaker open` and resume it after `close`, SIGHUP and SIGTERM handling;
+#                             BENCH_COUNT runs. A slow machine gives slow figures, not a red build.
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
@@ -645,6 +653,11 @@ bench_bigdoc() {
 	fi
 }
 
+bench_cluster() {
+	echo "== cluster: TestCluster's scenario, $count run(s); figures per run (ms unless named)"
+	go test -run '^$' -bench '^BenchmarkCluster$' -benchtime 1x -count "$count" ./cmd/ingestd/
+}
+
 bench_micro() {
 	echo "== micro-benchmarks"
 	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
@@ -670,6 +683,7 @@ gdal) bench_gdal ;;
 hostile) bench_hostile ;;
 bigdoc) bench_bigdoc ;;
 micro) bench_micro ;;
+cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
 breaker) bench_breaker ;;
@@ -685,9 +699,10 @@ all)
 	bench_micro
 	bench_statuspage
 	bench_breaker
+	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, micro, statuspage, breaker or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, micro, statuspage, breaker, cluster or all)" >&2
 	exit 2
 	;;
 esac

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,8 +25,9 @@ import (
 )
 
 // Helpers of TestCluster: fixture origins that record every request they
-// receive, ingestd processes, a watcher of one breaker_state row, and a
-// /metrics reader.
+// receive, ingestd processes and their JSON logs, the history of
+// breaker_state and of the poll claims (kept by triggers the test adds to
+// its own database), and a /metrics reader.
 
 // How a clusterOrigin answers.
 const (
@@ -58,7 +60,7 @@ type clusterOrigin struct {
 	arrivals []arrival
 }
 
-func newClusterOrigin(t *testing.T, layers []string, features int) *clusterOrigin {
+func newClusterOrigin(t testing.TB, layers []string, features int) *clusterOrigin {
 	t.Helper()
 	o := &clusterOrigin{srv: wfstest.New(), hung: make(chan struct{})}
 	for _, l := range layers {
@@ -156,7 +158,7 @@ type instance struct {
 // startInstance starts `ingestd run` (with extra flags) and waits until it
 // says it is running. The process is killed when the test ends, whatever
 // happened.
-func startInstance(t *testing.T, bin, name, config, dbURL string, extra ...string) *instance {
+func startInstance(t testing.TB, bin, name, config, dbURL string, extra ...string) *instance {
 	t.Helper()
 	in := &instance{name: name, config: config, metrics: freeLoopbackAddr(t), out: &syncBuffer{}, exited: make(chan struct{})}
 	in.cmd = exec.Command(bin, append([]string{"run", "-config", config, "-database-url", dbURL, "-metrics-addr", in.metrics}, extra...)...)
@@ -181,7 +183,7 @@ func startInstance(t *testing.T, bin, name, config, dbURL string, extra ...strin
 }
 
 // waitRunning waits for the process's "ingestd running" log line.
-func (in *instance) waitRunning(t *testing.T, within time.Duration) {
+func (in *instance) waitRunning(t testing.TB, within time.Duration) {
 	t.Helper()
 	if !waitUntil(within, func() bool { return strings.Contains(in.out.String(), `"msg":"ingestd running"`) }) {
 		t.Fatalf("%s not running after %s:\n%s", in.name, within, tail(in.out.String(), 30))
@@ -198,7 +200,7 @@ func (in *instance) alive() bool {
 }
 
 // stop sends SIGTERM and returns how long the process took to exit.
-func (in *instance) stop(t *testing.T, within time.Duration) time.Duration {
+func (in *instance) stop(t testing.TB, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	_ = in.cmd.Process.Signal(syscall.SIGTERM)
@@ -212,9 +214,9 @@ func (in *instance) stop(t *testing.T, within time.Duration) time.Duration {
 }
 
 // scrape returns the instance's /metrics as text.
-func (in *instance) scrape(t *testing.T) string {
+func (in *instance) scrape(t testing.TB) string {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second}
+	c := &http.Client{Timeout: clusterCeiling} // a hang bound, not a speed
 	resp, err := c.Get("http://" + in.metrics + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape %s: %v", in.name, err)
@@ -269,7 +271,7 @@ func metricSum(exposition, name string, want map[string]string) (float64, bool) 
 
 // freeLoopbackAddr returns a loopback address nobody listens on, to hand to
 // -metrics-addr: with 127.0.0.1:0 the test could not know where to scrape.
-func freeLoopbackAddr(t *testing.T) string {
+func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -280,97 +282,9 @@ func freeLoopbackAddr(t *testing.T) string {
 	return addr
 }
 
-// verdict is one version of a breaker_state row, as the watcher saw it.
-type verdict struct {
-	seen       time.Time // local time the watcher read it
-	state      string
-	openedAt   time.Time
-	openUntil  time.Time
-	probeOwner string
-	probeUntil time.Time
-	version    int64
-}
-
-// stateWatch polls one origin's breaker_state row every 25 ms and keeps every
-// version it sees. Cooldowns last seconds, so none is missed.
-type stateWatch struct {
-	mu   sync.Mutex
-	seen []verdict
-}
-
-func watchState(ctx context.Context, t *testing.T, pool *pgxpool.Pool, origin string) *stateWatch {
-	w := &stateWatch{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(25 * time.Millisecond)
-		defer tick.Stop()
-		var last int64 = -1
-		for {
-			var v verdict
-			var openedAt, openUntil, probeUntil *time.Time
-			var owner *string
-			err := pool.QueryRow(ctx, `SELECT state, opened_at, open_until, probe_owner, probe_until, version
-				FROM breaker_state WHERE origin = $1`, origin).Scan(&v.state, &openedAt, &openUntil, &owner, &probeUntil, &v.version)
-			if err == nil && v.version != last {
-				last = v.version
-				v.seen = time.Now()
-				v.openedAt, v.openUntil, v.probeUntil = deref(openedAt), deref(openUntil), deref(probeUntil)
-				if owner != nil {
-					v.probeOwner = *owner
-				}
-				w.mu.Lock()
-				w.seen = append(w.seen, v)
-				w.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	t.Cleanup(func() { <-done })
-	return w
-}
-
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
-}
-
-func (w *stateWatch) all() []verdict {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]verdict(nil), w.seen...)
-}
-
-func (w *stateWatch) latest() (verdict, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.seen) == 0 {
-		return verdict{}, false
-	}
-	return w.seen[len(w.seen)-1], true
-}
-
-// waitFor waits until the latest version satisfies ok and returns it.
-func (w *stateWatch) waitFor(within time.Duration, ok func(verdict) bool) (verdict, bool) {
-	var got verdict
-	found := waitUntil(within, func() bool {
-		v, have := w.latest()
-		if have && ok(v) {
-			got = v
-			return true
-		}
-		return false
-	})
-	return got, found
-}
-
 // waitUntil polls cond every 20 ms until it holds or within has passed.
+// cond reads observable state (a table, a log, /metrics); within is a
+// ceiling that only bounds a hang, never a speed the test expects.
 func waitUntil(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
 	for {
@@ -380,7 +294,7 @@ func waitUntil(within time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the polling interval of cond, not a wait for an event
 	}
 }
 
@@ -390,4 +304,198 @@ func tail(s string, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// clusterInstrumentSQL adds to the test's own database a record of every
+// version of breaker_state and of every poll claim, written by triggers in
+// the transaction that made the change: the complete history, in the
+// database's clock, where sampling the rows would miss versions on a slow
+// machine. at is clock_timestamp() inside the writing transaction, so an
+// event's at precedes anything its writer did after the commit (a probe is
+// sent after its lease's at; a re-open is written after its probe failed).
+const clusterInstrumentSQL = `
+CREATE TABLE test_breaker_history AS SELECT clock_timestamp() AS at, b.* FROM breaker_state b WITH NO DATA;
+CREATE FUNCTION test_breaker_history() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO test_breaker_history SELECT clock_timestamp(), NEW.*;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER test_breaker_history AFTER INSERT OR UPDATE ON breaker_state
+	FOR EACH ROW EXECUTE FUNCTION test_breaker_history();
+
+CREATE TABLE test_claims (at timestamptz, jurisdiction text, feed text, owner text, claimed_at timestamptz);
+CREATE FUNCTION test_claims() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.poll_claimed_at IS DISTINCT FROM OLD.poll_claimed_at THEN
+		INSERT INTO test_claims VALUES (clock_timestamp(), NEW.jurisdiction, NEW.feed, NEW.poll_owner, NEW.poll_claimed_at);
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER test_claims AFTER UPDATE OF poll_claimed_at ON feed_status
+	FOR EACH ROW EXECUTE FUNCTION test_claims();
+`
+
+// verdict is one version of an origin's breaker_state row.
+type verdict struct {
+	at         time.Time // database clock_timestamp() of the write
+	state      string
+	openedAt   time.Time
+	openUntil  time.Time
+	opens      int
+	probeOwner string
+	probeUntil time.Time
+	override   string
+	version    int64
+}
+
+// breakerHistory returns every version of origin's row, in order.
+func breakerHistory(t testing.TB, pool *pgxpool.Pool, origin string) []verdict {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT at, state, coalesce(opened_at, 'epoch'), coalesce(open_until, 'epoch'),
+		consecutive_opens, coalesce(probe_owner, ''), coalesce(probe_until, 'epoch'), override, version
+		FROM test_breaker_history WHERE origin = $1 ORDER BY at, version`, origin)
+	if err != nil {
+		t.Fatalf("breaker history: %v", err)
+	}
+	defer rows.Close()
+	var out []verdict
+	for rows.Next() {
+		var v verdict
+		if err := rows.Scan(&v.at, &v.state, &v.openedAt, &v.openUntil, &v.opens, &v.probeOwner, &v.probeUntil, &v.override, &v.version); err != nil {
+			t.Fatalf("breaker history: %v", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("breaker history: %v", err)
+	}
+	return out
+}
+
+// lease is one taking of an origin's probe lease: the one request of a
+// cooldown that the cluster lets through.
+type lease struct {
+	at        time.Time // when it was taken (database clock)
+	owner     string
+	openUntil time.Time // the end of the cooldown it probes
+	// prevUntil is the expiry of the lease that was live in the same
+	// cooldown when this one was taken (zero: none was taken).
+	prevUntil time.Time
+	// decided is when the lease's probe was decided (the next version that
+	// is not a renewal of it), zero while undecided.
+	decided time.Time
+}
+
+// leases lists the probe leases in history: versions that name a probe
+// owner the version before did not (renewals only move probe_until).
+func leases(history []verdict) []lease {
+	var out []lease
+	var prev verdict
+	for i, v := range history {
+		taken := v.probeOwner != "" && (prev.probeOwner != v.probeOwner || prev.state != "half-open")
+		if taken {
+			l := lease{at: v.at, owner: v.probeOwner, openUntil: v.openUntil}
+			if n := len(out); n > 0 && out[n-1].openUntil.Equal(v.openUntil) {
+				l.prevUntil = prev.probeUntil
+			}
+			for _, w := range history[i+1:] {
+				if w.probeOwner != v.probeOwner || w.state != "half-open" {
+					l.decided = w.at
+					break
+				}
+			}
+			out = append(out, l)
+		}
+		prev = v
+	}
+	return out
+}
+
+// claim is one change of a feed's poll_claimed_at.
+type claim struct {
+	feed      string
+	owner     string
+	claimedAt time.Time // zero: the claim was cleared (a dead instance's)
+}
+
+// claims returns every change of poll_claimed_at, per feed in order.
+func claims(t testing.TB, pool *pgxpool.Pool) map[string][]claim {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT jurisdiction || '/' || feed, coalesce(owner, ''), coalesce(claimed_at, 'epoch')
+		FROM test_claims ORDER BY at`)
+	if err != nil {
+		t.Fatalf("claims: %v", err)
+	}
+	defer rows.Close()
+	out := map[string][]claim{}
+	for rows.Next() {
+		var c claim
+		if err := rows.Scan(&c.feed, &c.owner, &c.claimedAt); err != nil {
+			t.Fatalf("claims: %v", err)
+		}
+		if c.claimedAt.Equal(time.Unix(0, 0)) {
+			c.claimedAt = time.Time{}
+		}
+		out[c.feed] = append(out[c.feed], c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("claims: %v", err)
+	}
+	return out
+}
+
+// logLine is one JSON log line of an instance: its time and attributes.
+type logLine struct {
+	at    time.Time
+	attrs map[string]any
+}
+
+// parseLog returns the JSON log lines of text that carry a time.
+func parseLog(text string) []logLine {
+	var out []logLine
+	for line := range strings.Lines(text) {
+		var attrs map[string]any
+		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &attrs) != nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(attrs["time"]))
+		if err != nil {
+			continue
+		}
+		out = append(out, logLine{at: at, attrs: attrs})
+	}
+	return out
+}
+
+// has reports whether the line's attributes include every pair of want.
+func (l logLine) has(want map[string]string) bool {
+	for k, v := range want {
+		if fmt.Sprint(l.attrs[k]) != v {
+			return false
+		}
+	}
+	return true
+}
+
+// logLines returns the lines of an instance's output with message msg whose
+// attributes include every pair of want, in order.
+func (in *instance) logLines(msg string, want map[string]string) []logLine {
+	var out []logLine
+	for _, l := range parseLog(in.out.String()) {
+		if l.attrs["msg"] == msg && l.has(want) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// firstLog is the time of the first line of logLines(msg, want) at or after
+// since, and whether there is one.
+func (in *instance) firstLog(since time.Time, msg string, want map[string]string) (time.Time, bool) {
+	for _, l := range in.logLines(msg, want) {
+		if !l.at.Before(since) {
+			return l.at, true
+		}
+	}
+	return time.Time{}, false
 }

@@ -160,6 +160,7 @@ func TestCrashAndConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ingestd, and starts and crashes a PostgreSQL cluster")
 	}
+	heavy(t, heavyCrash)
 	bin := buildIngestd(t)
 	for name, test := range map[string]func(*testing.T, string){
 		"PostgresCrash":           testPostgresCrash,
@@ -268,8 +269,8 @@ func testPostgresCrash(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	in := startInstance(t, bin, "daemon", cfgPath, pg.url)
-	in.waitRunning(t, 20*time.Second)
-	if !waitUntil(20*time.Second, func() bool {
+	in.waitRunning(t, clusterCeiling)
+	if !waitUntil(clusterCeiling, func() bool {
 		return queryInt(t, pool, `SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) > 0
 	}) {
 		t.Fatalf("the daemon's apply of c/apply never waited for the lock:\n%s", tail(in.out.String(), 30))
@@ -283,12 +284,12 @@ func testPostgresCrash(t *testing.T, bin string) {
 	pg.crash(t)
 	crashed := time.Now()
 	pg.start(t)
-	t.Logf("PostgreSQL crashed and restarted in %s", time.Since(crashed).Round(time.Millisecond))
+	t.Logf("PostgreSQL crashed and restarted in %s", time.Since(crashed).Round(time.Millisecond)) // a figure, not a check
 
 	// The daemon's apply failed with the connection; recording the failure
 	// waits for PostgreSQL to come back.
 	var status, perr string
-	if !waitUntil(20*time.Second, func() bool {
+	if !waitUntil(clusterCeiling, func() bool {
 		err := pool.QueryRow(ctx, `SELECT status, coalesce(error, '') FROM polls WHERE id = $1`, applyPoll).Scan(&status, &perr)
 		return err == nil && status != "running"
 	}) {
@@ -349,7 +350,7 @@ func testPostgresCrash(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 
-	in.stop(t, 30*time.Second)
+	in.stop(t, clusterCeiling)
 	if n := queryInt(t, pool, `SELECT count(*)::int FROM polls WHERE status = 'running'`); n != 0 {
 		t.Errorf("%d polls left running", n)
 	}
@@ -402,7 +403,7 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	// waitStaged waits for a running poll with page 0 staged and returns it.
 	waitStaged := func(who string, out func() string) int64 {
 		var id int64
-		if !waitUntil(20*time.Second, func() bool {
+		if !waitUntil(clusterCeiling, func() bool {
 			err := pool.QueryRow(ctx, `SELECT p.id FROM polls p WHERE p.status = 'running'
 				AND EXISTS (SELECT FROM staged_pages s WHERE s.poll_id = p.id)`).Scan(&id)
 			return err == nil
@@ -418,7 +419,7 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 		t.Helper()
 		var status, msg string
 		var again time.Time
-		if !waitUntil(60*time.Second, func() bool {
+		if !waitUntil(clusterCeiling, func() bool {
 			err := pool.QueryRow(ctx, `SELECT p.status, coalesce(p.error, ''),
 				coalesce((SELECT max(started_at) FROM polls WHERE feed = 'parcels' AND id > p.id AND status = 'succeeded'), 'epoch')
 				FROM polls p WHERE p.id = $1`, id).Scan(&status, &msg, &again)
@@ -448,13 +449,19 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	}
 	<-a.exited
 	left := queryInt(t, pool, `SELECT count(*)::int FROM staged_features WHERE poll_id = $1`, killed)
+	// The dead claim's lease (the feed's timeout plus a minute): without the
+	// recovery, nobody could poll the feed before it lapsed.
+	var leaseUntil time.Time
+	if err := pool.QueryRow(ctx, `SELECT poll_lease_until FROM feed_status WHERE poll_owner = $1`, a.id).Scan(&leaseUntil); err != nil {
+		t.Fatalf("the killed instance's claim: %v", err)
+	}
 	if n := queryInt(t, pool, `SELECT count(*)::int FROM feed_status WHERE poll_owner = $1`, a.id); n != 1 || left == 0 {
 		t.Fatalf("after kill -9: %d claims by %s and %d staged rows; the test expects the debris of a killed poll", n, a.id, left)
 	}
 	hang(false)
 	restarted := time.Now()
 	b := startInstance(t, bin, "b", cfgPath, dbURL, "-heartbeat", "500ms")
-	b.waitRunning(t, 20*time.Second)
+	b.waitRunning(t, clusterCeiling)
 	again := checkInterrupted(killed, a.id, restarted, b.out.String)
 	// At start-up, before the first tick, not by the periodic sweep.
 	if out := b.out.String(); !strings.Contains(out, `"msg":"sweep: ended a dead instance's work"`) ||
@@ -462,9 +469,12 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 		t.Errorf("b ended a's work after it started running, not at start-up:\n%s", tail(out, 20))
 	}
 	t.Logf("kill -9 of %s mid-poll (%d rows staged): polled again %s after the restart",
-		a.id, left, again.Sub(restarted).Round(time.Millisecond))
-	if d := again.Sub(restarted); d > time.Minute {
-		t.Errorf("the interrupted feed was polled again %s after the restart, want within a minute", d)
+		a.id, left, again.Sub(restarted).Round(time.Millisecond)) // a figure, not a check
+	// Polled again by the recovery, not once the dead claim lapsed: both
+	// times are the database's.
+	if !again.Before(leaseUntil) {
+		t.Errorf("the interrupted feed was polled again at %s, not before the dead claim's lease ran out at %s: recovered by the lease, not at start-up",
+			again.Format(time.RFC3339Nano), leaseUntil.Format(time.RFC3339Nano))
 	}
 	if n := features(); n != 30 {
 		t.Errorf("the layer has %d features, want 30", n)
@@ -486,12 +496,12 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	hang(false)
 	killedAt := time.Now()
 	again = checkInterrupted(killed, pollOwner, killedAt, b.out.String)
-	t.Logf("kill -9 of a one-off poll: ended and polled again by the sweep %s later", again.Sub(killedAt).Round(time.Millisecond))
+	t.Logf("kill -9 of a one-off poll: ended and polled again by the sweep %s later", again.Sub(killedAt).Round(time.Millisecond)) // a figure
 	if n := features(); n != 30 {
 		t.Errorf("the layer has %d features, want 30", n)
 	}
 
-	b.stop(t, 30*time.Second)
+	b.stop(t, clusterCeiling)
 	if n := queryInt(t, pool, `SELECT count(*)::int FROM polls WHERE status = 'running'`); n != 0 {
 		t.Errorf("%d polls left running", n)
 	}

@@ -89,13 +89,28 @@ func testConfigLackingFeeds(t *testing.T, bin string) {
 
 	// 1. A daemon that does not know c/x.
 	in := startInstance(t, bin, "y-only", only, dbURL)
-	in.waitRunning(t, 20*time.Second)
-	if !waitUntil(10*time.Second, func() bool {
-		return strings.Contains(in.out.String(), "dead letter left for another instance")
-	}) {
+	in.waitRunning(t, clusterCeiling)
+	// Handed back n times: the log says so, and the replayer has put the
+	// row back (it logs before it does): the log is read first.
+	handedBack := func(n int) bool {
+		if strings.Count(in.out.String(), "dead letter left for another instance") < n {
+			return false
+		}
+		var status string
+		_ = pool.QueryRow(ctx, `SELECT status FROM dead_letter WHERE id = $1`, letter.ID).Scan(&status)
+		return status == "pending"
+	}
+	if !waitUntil(clusterCeiling, func() bool { return handedBack(1) }) {
 		t.Fatalf("the y-only daemon never claimed c/x's due letter:\n%s", tail(in.out.String(), 20))
 	}
-	time.Sleep(500 * time.Millisecond) // several replayer ticks
+	// A later replayer tick meets the letter again, made due once more: it
+	// must hand it back untouched again, not take it the second time.
+	if _, err := pool.Exec(ctx, `UPDATE dead_letter SET retry_after = now() WHERE id = $1`, letter.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !waitUntil(clusterCeiling, func() bool { return handedBack(2) }) {
+		t.Fatalf("the y-only daemon never met c/x's letter again once it was due:\n%s", tail(in.out.String(), 20))
+	}
 	got := readLetter()
 	t.Logf("c/x's letter after the y-only daemon's start: %s, %d attempts, checkpoint poll %d page %d (%d staged), due in %s",
 		got.status, got.attempts, got.pollID, got.page, got.staged, got.due.Round(time.Second))
@@ -110,7 +125,14 @@ func testConfigLackingFeeds(t *testing.T, bin string) {
 		t.Errorf("start with a config lacking c/x and c/z marked removed: %s", r)
 	}
 
-	// 2. A one-off poll with that configuration.
+	// 2. A one-off poll with that configuration, once the daemon's catch-up
+	// poll of c/y (it never succeeded) is over: both would claim it.
+	if !waitUntil(clusterCeiling, func() bool {
+		_, ok := in.firstLog(time.Time{}, "poll succeeded", map[string]string{"jurisdiction": "c", "feed": "y"})
+		return ok
+	}) {
+		t.Fatalf("the y-only daemon did not poll c/y:\n%s", tail(in.out.String(), 20))
+	}
 	if code, out := runBin(t, bin, "poll", "-config", only, "-database-url", dbURL, "c/y"); code != 0 {
 		t.Fatalf("poll c/y: %s", out)
 	}
@@ -126,7 +148,7 @@ func testConfigLackingFeeds(t *testing.T, bin string) {
 		if err := in.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		if !waitUntil(10*time.Second, func() bool { return strings.Count(in.out.String(), "configuration reloaded") > n }) {
+		if !waitUntil(clusterCeiling, func() bool { return strings.Count(in.out.String(), "configuration reloaded") > n }) {
 			t.Fatalf("no reload:\n%s", tail(in.out.String(), 10))
 		}
 		if r := removed(); r != want {
@@ -138,7 +160,7 @@ func testConfigLackingFeeds(t *testing.T, bin string) {
 	if got := readLetter(); got.status != "pending" || got.staged != parked.staged {
 		t.Errorf("c/x's letter is %+v after the reload that removed c/x; only prune abandons", got)
 	}
-	in.stop(t, 20*time.Second)
+	in.stop(t, clusterCeiling)
 
 	// 4. feeds prune, dry and for real. c/z is registered again by a
 	// one-off poll with all three, so prune has a configured feed to remove.

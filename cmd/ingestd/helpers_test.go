@@ -39,10 +39,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestMain runs up to 8 tests at once (see pgtest.Main: they wait on
-// ingestd processes, PostgreSQL and loopback servers far more than they
-// compute) and removes the ingestd binary they share (see buildIngestd)
-// once every test has run.
+// TestMain runs up to 8 tests at once, fewer on a machine of one core (see
+// pgtest.Main: they wait on ingestd processes, PostgreSQL and loopback
+// servers far more than they compute; the heavy ones also take shares of
+// the cores, see heavy) and removes the ingestd binary they share (see
+// buildIngestd) once every test has run.
 func TestMain(m *testing.M) {
 	code := pgtest.Main(m, 8)
 	if dir, err := binDir(); err == nil && dir != "" {
@@ -76,7 +77,7 @@ var binDir = sync.OnceValues(func() (string, error) {
 
 // buildIngestd returns the path of this command built by builtIngestd, or
 // ends the test when it does not build.
-func buildIngestd(t *testing.T) string {
+func buildIngestd(t testing.TB) string {
 	t.Helper()
 	bin, err := builtIngestd()
 	if err != nil {
@@ -87,7 +88,7 @@ func buildIngestd(t *testing.T) string {
 
 // runCLI runs ingestd with args in this process, as main does, and returns
 // its exit code and what it wrote to stdout and stderr.
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func runCLI(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = run(args, &out, &errb)

@@ -34,6 +34,20 @@ const hostileMaxGenerated = 64 << 20
 // hostileWorkers is how many `ingestd poll` processes run at once.
 const hostileWorkers = 4
 
+// The corpus's time limits in this test, raised so that no case depends on
+// the machine's speed: a poll's own timeout never decides a case (the
+// cases whose purpose is "the limit, the request timeout or the server's
+// answer ends the poll, not its timeout" check that it did not say "poll
+// timeout"), and a request is given a minute unless ending it is the
+// case's point (the slowloris cases' request_timeout). On a loaded machine
+// a good layer of 207 loading at once, or a 16 MiB bomb read to its limit,
+// may take many seconds; that is a figure for scripts/bench.sh hostile, not
+// a failure.
+const (
+	hostileTestTimeout        = 2 * time.Minute
+	hostileTestRequestTimeout = time.Minute
+)
+
 // hostileOutcome is what one `ingestd poll` of a case did.
 type hostileOutcome struct {
 	code     int // exit status; -1 when it did not exit by itself
@@ -55,6 +69,7 @@ func TestHostileCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("polls every case of the hostile corpus with the real binary")
 	}
+	heavy(t, heavyHostile)
 	dbURL, pool := testDB(t)
 	bin := buildIngestd(t)
 	ctx := t.Context()
@@ -67,6 +82,18 @@ func TestHostileCorpus(t *testing.T) {
 			t.Fatalf("INGESTD_HOSTILE_CASES: %v", err)
 		}
 		cases = slices.DeleteFunc(cases, func(c wfstest.HostileCase) bool { return !match.MatchString(c.Name) })
+	}
+	// The good layers load with generous limits on time: every case's
+	// timeouts raised to the test's. The hostile polls keep a request
+	// timeout that is the case's point.
+	good := slices.Clone(cases)
+	for i := range cases {
+		good[i].Timeout = max(cases[i].Timeout, hostileTestTimeout)
+		good[i].RequestTimeout = max(cases[i].RequestTimeout, hostileTestRequestTimeout)
+		cases[i].Timeout = good[i].Timeout
+		if cases[i].RequestTimeout == 0 {
+			cases[i].RequestTimeout = hostileTestRequestTimeout
+		}
 	}
 	h, err := wfstest.NewHostile("../../testdata/hostile", cases)
 	if err != nil {
@@ -90,7 +117,7 @@ func TestHostileCorpus(t *testing.T) {
 	// test's time and tested nothing about the cases.
 	dir := t.TempDir()
 	opt := wfstest.HostileConfigOptions{Origins: origins}
-	yaml, err := wfstest.HostileConfig(cases, opt)
+	yaml, err := wfstest.HostileConfig(good, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +245,10 @@ func loadGoodLayers(t *testing.T, bin, cfg, dbURL string, pool *pgxpool.Pool, fe
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(2 * time.Minute)
+	// A ceiling that only catches a hang: 207 feeds at once on a loaded
+	// machine take what they take.
+	const ceiling = 5 * time.Minute
+	deadline := time.Now().Add(ceiling)
 	for {
 		var done, running int
 		if err := pool.QueryRow(ctx, `SELECT count(DISTINCT (jurisdiction, feed)) FILTER (WHERE status <> 'running'),
@@ -229,12 +259,12 @@ func loadGoodLayers(t *testing.T, bin, cfg, dbURL string, pool *pgxpool.Pool, fe
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ingestd run polled %d of %d feeds in 2 minutes (%d running)\n%s", done, feeds, running, tail(out.String(), 20))
+			t.Fatalf("ingestd run polled %d of %d feeds in %s (%d running)\n%s", done, feeds, ceiling, running, tail(out.String(), 20))
 		}
 		select {
 		case err := <-exited:
 			t.Fatalf("ingestd run exited (%v) after polling %d of %d feeds\n%s", err, done, feeds, tail(out.String(), 20))
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond): // polling the polls table: the state it waits for
 		}
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -243,7 +273,7 @@ func loadGoodLayers(t *testing.T, bin, cfg, dbURL string, pool *pgxpool.Pool, fe
 		if err != nil {
 			t.Fatalf("ingestd run after SIGTERM: %v\n%s", err, tail(out.String(), 20))
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(clusterCeiling): // a hang bound, not a speed
 		t.Fatalf("ingestd run did not stop after SIGTERM\n%s", tail(out.String(), 20))
 	}
 }
@@ -265,8 +295,19 @@ func checkCase(t *testing.T, pool *pgxpool.Pool, c *wfstest.HostileCase, o hosti
 	if len(o.output) > 64<<10 {
 		bad("%d bytes of output: error and log texts must be truncated", len(o.output))
 	}
-	if c.Within > 0 && o.duration > c.Within {
-		bad("took %s, more than %s", o.duration.Round(100*time.Millisecond), c.Within)
+	if c.Within > 0 {
+		// The case's bound on wall time (wfstest's Within) stands for an
+		// outcome: its limit, its request timeout or the server's answer
+		// ended the poll, long before the poll's own timeout would have.
+		// That is what is checked, whatever the machine's speed; the time
+		// it took is in the table below.
+		if strings.Contains(o.output, "poll timeout") {
+			bad("ended by the poll's own timeout (%s), not by what the case is about", c.Timeout)
+		}
+		if c.RequestTimeout > 0 && c.RequestTimeout < hostileTestRequestTimeout &&
+			!strings.Contains(o.output, "attempt timed out after "+c.RequestTimeout.String()) {
+			bad("not ended by its request timeout (%s): %s", c.RequestTimeout, clip(firstErrorLine(o.output)))
+		}
 	}
 	for _, s := range c.Secrets {
 		if strings.Contains(o.output, s) {

@@ -149,6 +149,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ingestd")
 	}
+	heavy(t, heavySecrets)
 	withHeaders := headersSent(t)
 	bin := buildIngestd(t)
 	dbURL, pool := testDB(t)
@@ -335,18 +336,46 @@ jurisdictions:
 	exited := make(chan struct{})
 	go func() { _ = daemon.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = daemon.Process.Kill(); <-exited })
-	if !waitUntil(30*time.Second, func() bool { return strings.Contains(daemonOut.String(), `"msg":"ingestd running"`) }) {
+	if !waitUntil(clusterCeiling, func() bool { return strings.Contains(daemonOut.String(), `"msg":"ingestd running"`) }) {
 		t.Fatalf("ingestd run did not start:\n%s", tail(daemonOut.String(), 30))
 	}
-	time.Sleep(5 * time.Second)
-	if !waitUntil(30*time.Second, func() bool { return strings.Contains(daemonOut.String(), `"msg":"stored secrets scrubbed"`) }) {
+	// What the daemon logs is searched: wait until it has dealt with every
+	// feed twice (its catch-up or a tick, then a scheduled tick), whatever
+	// the outcome (succeeded, failed, held, parked, skipped).
+	feedKeys := []string{"good/wfs", "good/geojson", "good/missing", "good/echo", "good/shrink",
+		"bad/e500", "bad/e500b", "bad/html", "bad/redirect", "bad/badlocation", "bad/refused"}
+	for _, shape := range slices.Sorted(maps.Keys(echoSecrets)) {
+		feedKeys = append(feedKeys, "hostile/"+shape)
+	}
+	dealt := func() map[string]int {
+		n := map[string]int{}
+		for _, l := range parseLog(daemonOut.String()) {
+			msg := fmt.Sprint(l.attrs["msg"])
+			if strings.HasPrefix(msg, "poll ") || strings.HasPrefix(msg, "tick skipped") || strings.HasPrefix(msg, "snapshot held") {
+				n[fmt.Sprint(l.attrs["jurisdiction"])+"/"+fmt.Sprint(l.attrs["feed"])]++
+			}
+		}
+		return n
+	}
+	if !waitUntil(clusterCeiling, func() bool {
+		n := dealt()
+		for _, k := range feedKeys {
+			if n[k] < 2 {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the daemon did not deal with every feed twice within %s: %v\n%s", clusterCeiling, dealt(), tail(daemonOut.String(), 30))
+	}
+	if !waitUntil(clusterCeiling, func() bool { return strings.Contains(daemonOut.String(), `"msg":"stored secrets scrubbed"`) }) {
 		t.Errorf("ingestd run did not scrub the stored secrets:\n%s", tail(daemonOut.String(), 30))
 	}
 	metrics := fetchText(t, "http://"+metricsAddr+"/metrics")
 	_ = daemon.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(clusterCeiling): // a hang bound, not a speed
 		t.Fatal("ingestd run did not stop after SIGTERM")
 	}
 	fmt.Fprintf(&transcript, "\n=== ingestd run\n%s\n=== /metrics\n%s", daemonOut.String(), metrics)
@@ -495,7 +524,7 @@ func dumpTables(ctx context.Context, t *testing.T, pool *pgxpool.Pool) map[strin
 // fetchText GETs a loopback URL and returns the body.
 func fetchText(t *testing.T, u string) string {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second}
+	c := &http.Client{Timeout: clusterCeiling} // a hang bound, not a speed
 	resp, err := c.Get(u)
 	if err != nil {
 		t.Fatalf("GET %s: %v", u, err)

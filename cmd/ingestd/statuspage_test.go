@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,6 +31,7 @@ import (
 // counts, origins, dead letters and held snapshots — escaped and redacted.
 func TestStatusPageDemo(t *testing.T) {
 	t.Parallel()
+	heavy(t, heavyStatusPage)
 	bin := buildIngestd(t)
 	dbURL, pool := testDB(t)
 	ctx := t.Context()
@@ -73,14 +73,14 @@ jurisdictions:
 		t.Fatal(err)
 	}
 	in := startInstance(t, bin, "ingestd", cfg, dbURL)
-	in.waitRunning(t, 30*time.Second)
+	in.waitRunning(t, clusterCeiling)
 
 	statusOf := func(j string) string {
 		var s string
 		_ = pool.QueryRow(ctx, `SELECT status FROM feed_freshness WHERE jurisdiction = $1 AND feed = 'parcels'`, j).Scan(&s)
 		return s
 	}
-	if !waitUntil(30*time.Second, func() bool {
+	if !waitUntil(clusterCeiling, func() bool {
 		return statusOf("good") == "fresh" && statusOf("shrink") == "fresh" && statusOf("flap") == "fresh"
 	}) {
 		t.Fatalf("feeds not fresh: good %s, shrink %s, flap %s", statusOf("good"), statusOf("shrink"), statusOf("flap"))
@@ -97,7 +97,7 @@ jurisdictions:
 		_ = pool.QueryRow(ctx, `SELECT state FROM breaker_state WHERE origin = $1`, flap.URL).Scan(&s)
 		return s
 	}
-	if !waitUntil(40*time.Second, func() bool {
+	if !waitUntil(clusterCeiling, func() bool {
 		return statusOf("shrink") == "held" && statusOf("flap") == "parked" && breakerOf() == "open"
 	}) {
 		t.Fatalf("want shrink held, flap parked and its breaker open: %s, %s, %s", statusOf("shrink"), statusOf("flap"), breakerOf())
@@ -112,8 +112,19 @@ jurisdictions:
 	base := "http://" + in.metrics
 	// Feeds: every row of feed_freshness, in order, with its status,
 	// feature count, failures and (shortened, redacted) last error.
+	// The origins, dead letters and held snapshots are read with them: the
+	// page and the tables are compared as of one moment (the replayer
+	// turns a letter from pending to replaying and back meanwhile).
 	type feedRow struct{ Feed, Status, Features, Failures, Error string }
-	var want []feedRow
+	type originRow struct{ Origin, State, Override, By string }
+	type letterRow struct{ Status, N string }
+	type heldRow struct{ Feed, Previous, Snapshot string }
+	var (
+		want    []feedRow
+		origins []originRow
+		letters []letterRow
+		held    []heldRow
+	)
 	overview := stable(t, base+"/status/", func() any {
 		rows, _ := pool.Query(ctx, `SELECT jurisdiction || '/' || feed, status, coalesce(feature_count::text, '—'),
 			consecutive_failures::text, coalesce(last_error, '') FROM feed_freshness ORDER BY jurisdiction, feed`)
@@ -121,7 +132,19 @@ jurisdictions:
 		if want, err = pgx.CollectRows(rows, pgx.RowToStructByPos[feedRow]); err != nil {
 			t.Fatal(err)
 		}
-		return want
+		rows, _ = pool.Query(ctx, `SELECT origin, state, override, coalesce(override_by, '') FROM breaker_state ORDER BY state = 'closed', origin`)
+		if origins, err = pgx.CollectRows(rows, pgx.RowToStructByPos[originRow]); err != nil {
+			t.Fatal(err)
+		}
+		rows, _ = pool.Query(ctx, `SELECT status, count(*)::text FROM dead_letter GROUP BY status ORDER BY status`)
+		if letters, err = pgx.CollectRows(rows, pgx.RowToStructByPos[letterRow]); err != nil {
+			t.Fatal(err)
+		}
+		rows, _ = pool.Query(ctx, `SELECT jurisdiction || '/' || feed, previous_features::text, snapshot_features::text FROM held_snapshots`)
+		if held, err = pgx.CollectRows(rows, pgx.RowToStructByPos[heldRow]); err != nil {
+			t.Fatal(err)
+		}
+		return []any{want, origins, letters, held}
 	})
 	checkNoLeak(t, "overview", overview)
 	got := tableRows(t, overview, "feeds")
@@ -142,11 +165,6 @@ jurisdictions:
 	}
 
 	// Origins: breaker_state's rows, their state and the override.
-	rows, _ := pool.Query(ctx, `SELECT origin, state, override, coalesce(override_by, '') FROM breaker_state ORDER BY state = 'closed', origin`)
-	origins, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Origin, State, Override, By string }])
-	if err != nil {
-		t.Fatal(err)
-	}
 	gotOrigins := tableRows(t, overview, "origins")
 	if len(gotOrigins) != len(origins) {
 		t.Fatalf("origins table has %d rows, breaker_state %d: %v", len(gotOrigins), len(origins), gotOrigins)
@@ -170,8 +188,6 @@ jurisdictions:
 	}
 
 	// Dead letters by status, and held snapshots.
-	rows, _ = pool.Query(ctx, `SELECT status, count(*)::text FROM dead_letter GROUP BY status ORDER BY status`)
-	letters, _ := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Status, N string }])
 	gotLetters := tableRows(t, overview, "deadletters")
 	if len(letters) == 0 || len(gotLetters) != len(letters) {
 		t.Fatalf("dead letters: page %v, table %v", gotLetters, letters)
@@ -181,8 +197,6 @@ jurisdictions:
 			t.Errorf("dead letters row %d: page %q, table %+v", i, gotLetters[i], l)
 		}
 	}
-	rows, _ = pool.Query(ctx, `SELECT jurisdiction || '/' || feed, previous_features::text, snapshot_features::text FROM held_snapshots`)
-	held, _ := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Feed, Previous, Snapshot string }])
 	gotHeld := tableRows(t, overview, "held")
 	if len(held) != 1 || len(gotHeld) != 1 || gotHeld[0][0] != held[0].Feed || plain(gotHeld[0][2]) != held[0].Previous || plain(gotHeld[0][3]) != held[0].Snapshot {
 		t.Errorf("held: page %v, view %v", gotHeld, held)
@@ -191,11 +205,15 @@ jurisdictions:
 	// The feeds' own pages.
 	flapPage := checkPolls(t, ctx, pool, base, "flap")
 	checkNoLeak(t, "flap's page", flapPage)
+	// The open dead letter, read with the page (its status moves).
 	var letterID int64
 	var letterStatus string
-	if err := pool.QueryRow(ctx, `SELECT id, status FROM dead_letter WHERE jurisdiction = 'flap' AND status IN ('pending', 'replaying')`).Scan(&letterID, &letterStatus); err != nil {
-		t.Fatal(err)
-	}
+	flapPage = stable(t, base+"/status/feed/flap/parcels", func() any {
+		if err := pool.QueryRow(ctx, `SELECT id, status FROM dead_letter WHERE jurisdiction = 'flap' AND status IN ('pending', 'replaying')`).Scan(&letterID, &letterStatus); err != nil {
+			t.Fatal(err)
+		}
+		return [2]any{letterID, letterStatus}
+	})
 	dl := tableRows(t, flapPage, "deadletter")
 	if len(dl) < 2 || dl[0][1] != strconv.FormatInt(letterID, 10) || !strings.HasPrefix(dl[1][1], letterStatus) {
 		t.Errorf("flap's open dead letter: page %v, table id %d %s", dl, letterID, letterStatus)
@@ -299,16 +317,15 @@ func checkPolls(t *testing.T, ctx context.Context, pool *pgxpool.Pool, base, jur
 // the view disagree; the last run's rows are what query left behind.
 func stable(t *testing.T, url string, query func() any) string {
 	t.Helper()
-	for range 10 {
+	var page string
+	if !waitUntil(clusterCeiling, func() bool {
 		before := query()
-		page := get(t, url)
-		if reflect.DeepEqual(before, query()) {
-			return page
-		}
-		time.Sleep(200 * time.Millisecond)
+		page = get(t, url)
+		return reflect.DeepEqual(before, query())
+	}) {
+		t.Fatalf("%s: the database kept changing for %s", url, clusterCeiling)
 	}
-	t.Fatalf("%s: the database kept changing", url)
-	return ""
+	return page
 }
 
 // checkNoLeak fails if a page holds a secret of the scenario or markup
@@ -324,7 +341,7 @@ func checkNoLeak(t *testing.T, name, page string) {
 
 func get(t *testing.T, url string) string {
 	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second}
+	c := &http.Client{Timeout: clusterCeiling} // a hang bound, not a speed
 	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatal(err)

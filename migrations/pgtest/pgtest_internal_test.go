@@ -26,3 +26,17 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestParallel(t *testing.T) {
+	for _, c := range []struct{ procs, bound, want int }{
+		{1, 8, 4},   // one core: perCore
+		{2, 8, 8},   // the 2-core machine: the package's bound
+		{2, 4, 4},   // a package bounded lower
+		{4, 8, 8},   // the bound holds above
+		{16, 8, 16}, // never below go test's default of GOMAXPROCS
+	} {
+		if got := Parallel(c.procs, c.bound); got != c.want {
+			t.Errorf("Parallel(%d, %d) = %d, want %d", c.procs, c.bound, got, c.want)
+		}
+	}
+}
