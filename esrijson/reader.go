@@ -514,10 +514,15 @@ type guardReader struct {
 	dec  *json.Decoder
 	read int64
 	max  int64
+	// tooLong is the error past max; nil means limits.feature_bytes.
+	tooLong func(max int64) error
 }
 
 func (g *guardReader) Read(p []byte) (int, error) {
 	if pending := g.read - g.dec.InputOffset(); pending > g.max {
+		if g.tooLong != nil {
+			return 0, g.tooLong(g.max)
+		}
 		return 0, &feature.LimitError{Name: "feature_bytes", Max: g.max}
 	}
 	n, err := g.r.Read(p)
