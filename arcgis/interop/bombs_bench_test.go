@@ -49,8 +49,15 @@ var bombs = []struct {
 	// 40 features of 11.75 MB (each within feature_bytes, its values
 	// within value_bytes) in one objectIds answer of 470 MB.
 	{"answer-470MB", func() *arcgistest.Layer {
-		l := arcgistest.Squares(41)
+		l := arcgistest.Squares(40)
 		l.Faults.Padding = 11_750_000
+		return l
+	}, ""},
+	// The largest features the default limits let through: 16,000,000
+	// bytes each (feature_bytes is 16 MiB), 30 in one answer.
+	{"answer-16MB-features", func() *arcgistest.Layer {
+		l := arcgistest.Squares(30)
+		l.Faults.Padding = 16_000_000
 		return l
 	}, ""},
 }
@@ -61,7 +68,7 @@ var bombs = []struct {
 // each case in its own, e.g.
 //
 //	for c in description-400MiB count-400MiB statistics-400MiB idlist-50M \
-//	  idlist-50M-count-19999999 answer-470MB; do
+//	  idlist-50M-count-19999999 answer-470MB answer-16MB-features; do
 //	  go test -run '^$' -bench "BenchmarkArcGISBombs/^$c\$" -benchtime 1x ./arcgis/interop
 //	done
 func BenchmarkArcGISBombs(b *testing.B) {
