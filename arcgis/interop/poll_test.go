@@ -270,11 +270,13 @@ func TestPollArcGISFailureModes(t *testing.T) {
 			l.Faults.ErrorAfterFeaturesEvery = 3
 			return l
 		}, serverFaults: true},
-		{name: "answers of 80 MB stream", layer: func() *arcgistest.Layer {
-			l := arcgistest.Squares(40)
-			l.Faults.Padding = 2_000_000
+		// Features larger than a staging chunk (2 MiB), each a chunk of
+		// its own. The timeouts only bound a hang on a slow machine.
+		{name: "answers of 3 MB features stream", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(12)
+			l.Faults.Padding = 3_000_000
 			return l
-		}},
+		}, extra: ", timeout: 10m, request_timeout: 5m"},
 		{name: "a duplicate id_property in one batch", layer: func() *arcgistest.Layer {
 			l := arcgistest.Squares(30)
 			l.Features[19].Attributes["NAME"] = "parcel 10"
