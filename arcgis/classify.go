@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
 )
 
@@ -55,7 +56,10 @@ func feedsCode(code int) bool {
 //	2xx      JSON object or array                           (decode)    nil
 //
 // ArcGIS Server (and Koop) answer errors with status 200 and an error
-// object, so the object's code decides, never the status alone.
+// object, so the object's code decides, never the status alone. Classify
+// sees an error object that comes first; one that comes after other
+// members (`{"objectIdFieldName":…,"error":{…}}`, or after the features)
+// is found where the answer is decoded and judged by the same codes.
 func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now time.Time) *breaker.Result {
 	status := resp.StatusCode
 	if r := httpcall.Throttled(resp, redacted, now); r != nil {
@@ -65,23 +69,15 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 	if s.Kind == httpcall.KindJSON && errorObject(s.Head) {
 		data, err := io.ReadAll(io.LimitReader(br, maxErrorBytes))
 		if err != nil {
-			return httpcall.ReadFailure(resp, err, redacted)
+			return renamed(httpcall.ReadFailure(resp, err, redacted), op, redacted)
 		}
 		var doc struct {
-			Error esrijson.ServerError `json:"error"`
+			Error json.RawMessage `json:"error"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
-			return httpcall.BodyFailure(redacted, fmt.Errorf("malformed error object: %w", err))
+			return bodyFailure(op, redacted, fmt.Errorf("malformed error object: %w", err))
 		}
-		se := &ServerError{Status: status, URL: redacted, Op: op, ServerError: doc.Error}
-		switch {
-		case doc.Error.Code == 429:
-			return &breaker.Result{Outcome: breaker.Throttled, Err: se}
-		case feedsCode(doc.Error.Code):
-			return &breaker.Result{Outcome: breaker.Success, Err: se}
-		}
-		se.ServerSide = true
-		return &breaker.Result{Outcome: breaker.Failure, Err: se}
+		return judgeError(status, redacted, op, doc.Error)
 	}
 	if status == 498 || status == 499 {
 		msg := "Invalid token"
@@ -98,10 +94,48 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 	case httpcall.KindJSON:
 		return nil
 	case httpcall.KindJSONValue:
-		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted,
-			Err: fmt.Errorf("arcgis: the %s response is the JSON value %s, not an object", op, snippet(s.Head))}}
+		return &breaker.Result{Outcome: breaker.Success, Err: &BodyError{Op: op, URL: redacted,
+			Err: fmt.Errorf("the JSON value %s, not an object", snippet(s.Head))}}
 	}
-	return notData.Verdict(resp, br, s.Kind, rerr, redacted)
+	return renamed(notData.Verdict(resp, br, s.Kind, rerr, redacted), op, redacted)
+}
+
+// judgeError is the verdict on an ArcGIS error object (raw, the value of
+// an "error" member), wherever it sat in the answer: first, after other
+// members, after the features. Its code decides, the same wherever it is.
+func judgeError(status int, redacted, op string, raw json.RawMessage) *breaker.Result {
+	var e esrijson.ServerError
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return bodyFailure(op, redacted, fmt.Errorf("malformed error object: %w", feature.Bound(err)))
+	}
+	return judge(status, redacted, op, e)
+}
+
+// judge is the verdict on a decoded error object.
+func judge(status int, redacted, op string, e esrijson.ServerError) *breaker.Result {
+	se := &ServerError{Status: status, URL: redacted, Op: op, ServerError: e}
+	switch {
+	case e.Code == 429:
+		return &breaker.Result{Outcome: breaker.Throttled, Err: se}
+	case feedsCode(e.Code):
+		return &breaker.Result{Outcome: breaker.Success, Err: se}
+	}
+	se.ServerSide = true
+	return &breaker.Result{Outcome: breaker.Failure, Err: se}
+}
+
+// bodyFailure is the origin's failure to send a body that can be trusted.
+func bodyFailure(op, redacted string, err error) *breaker.Result {
+	return &breaker.Result{Outcome: breaker.Failure, Err: &BodyError{Op: op, URL: redacted, Err: err}}
+}
+
+// renamed is r with a *httpcall.BodyError (which names a page, and an
+// ArcGIS dump has batches) replaced by the *BodyError of op.
+func renamed(r *breaker.Result, op, redacted string) *breaker.Result {
+	if be, ok := r.Err.(*httpcall.BodyError); ok {
+		r.Err = &BodyError{Op: op, URL: redacted, Err: be.Err}
+	}
+	return r
 }
 
 // errorObject reports whether the JSON object at the start of head is an

@@ -27,9 +27,35 @@ import (
 const DefaultMaxRecordCount = 1000
 
 // DefaultMaxPageSize bounds the page size of a feed that sets no page_size,
-// whatever maxRecordCount the layer advertises: a page (its features
-// decoded) is held in memory until its ids are checked.
+// whatever maxRecordCount the layer advertises: a page is one request of
+// object ids (a POST body of about 8 bytes an id), one staging
+// transaction, and a set of its object ids checked as its answers stream.
 const DefaultMaxPageSize = 5000
+
+// Bounds of the documents around the features, after decompression. Each
+// is far above what an ArcGIS server sends and far below what would cost
+// the process its memory; a feed's lower limits.body_bytes bounds them
+// too. Exceeding one is a *DocumentLimitError naming the document.
+const (
+	// MaxDescriptionBytes bounds the layer's description (?f=json): its
+	// fields, their domains, its drawing info. The largest seen are a few
+	// MB (thousands of coded values).
+	MaxDescriptionBytes int64 = 16 << 20
+	// MaxCountBytes bounds the answer to returnCountOnly ({"count":N}).
+	MaxCountBytes int64 = 1 << 20
+	// MaxStatisticsBytes bounds the answer to outStatistics (one row of
+	// two numbers).
+	MaxStatisticsBytes int64 = 1 << 20
+	// The id list's bound grows with the layer: IDListBaseBytes plus
+	// IDListBytesPerID for every feature the count announced (an id is at
+	// most 20 characters and a comma). Its ids are also bounded by the
+	// count itself: the list is read as it streams and refused at the
+	// first id past the count, and the count by limits.poll_features, so
+	// the list held for the proof costs at most 8 bytes a counted feature
+	// (160 MB at the default 20 million).
+	IDListBaseBytes  int64 = 1 << 20
+	IDListBytesPerID int64 = 32
+)
 
 // Option configures a Client.
 type Option func(*Client)
@@ -164,10 +190,13 @@ func (li *LayerInfo) check() error {
 	return nil
 }
 
-// dump is the state of one Fetch.
+// dump is the state of one Fetch. The requests of a page are made by a
+// goroutine of its own (see pageStream) while the page is handed over,
+// but never while Fetch's goroutine reads this state.
 type dump struct {
 	c        *Client
 	layer    source.Layer
+	limits   feature.Limits // the layer's, defaults filled in
 	info     LayerInfo
 	query    *url.URL // the layer's /query
 	redacted string   // the layer, redacted
@@ -176,32 +205,45 @@ type dump struct {
 	idField  string   // the feature id: id_property, else the object id field
 	stats    *source.FetchStats
 	log      *slog.Logger
-	seen     map[int64]struct{}
 	capNoted bool
+	attempts int          // attempts of feature queries so far, numbering them
+	srids    map[int]bool // SRIDs the store said it knows
+	// The fallbacks (windows, offsets): the object ids of the pages handed
+	// over, and the bound on features read (the count and a margin).
+	seen    map[int64]struct{}
+	readMax int
+	read    int
 }
 
 // Fetch dumps the layer completely or not at all:
 //
 //  1. probe the layer (?f=json): object id field, maxRecordCount, geometry
 //     type, hasZ/hasM, spatial reference, fields, editingInfo.lastEditDate;
-//  2. count the features (returnCountOnly); when lastEditDate, the count
-//     and the fields (a digest) equal Layer.Validators.Version, the layer
-//     is unchanged since the last applied snapshot: NotModified, nothing
-//     fetched; otherwise the fields are FetchStats.Declared;
-//  3. fetch the id list (returnIdsOnly, POST) and sort it;
+//  2. count the features (returnCountOnly), at most limits.poll_features;
+//     when lastEditDate, the count and the fields (a digest) equal
+//     Layer.Validators.Version, the layer is unchanged since the last
+//     applied snapshot: NotModified, nothing fetched; otherwise the fields
+//     are FetchStats.Declared, and the layer's spatial reference is checked
+//     with Layer.KnownSRID;
+//  3. fetch the id list (returnIdsOnly, POST) as it streams, at most as
+//     many ids as the count, and sort it;
 //  4. fetch the features by objectIds in pages of page_size (capped at
-//     maxRecordCount), POST; a request that fails on the server's side
-//     (an error body, 5xx, a timeout, after the breaker's retries) is
-//     halved down to one id, so one broken feature is named and does not
-//     hide the rest; ids the server leaves out of an answer (a cap below
-//     maxRecordCount) are asked again in smaller requests;
+//     maxRecordCount), POST, each page streamed to handle as its answers
+//     are decoded and checked against the ids asked; a request that fails
+//     on the server's side (an error object wherever it sits, 5xx, a
+//     timeout, after the breaker's retries) is halved down to one id, so
+//     one broken feature is named and does not hide the rest; ids the
+//     server leaves out of an answer (a cap below maxRecordCount) are
+//     asked again in smaller requests;
 //  5. prove it: every id of the list fetched exactly once, the list's size
 //     equal to the count, and the lastEditDate unchanged at the end.
 //
-// When the id list fails on the server's side (it times out on huge
-// layers), the layer is read in object-id windows from outStatistics
-// (min/max), or else by resultOffset ordered by the object id; both are
-// proven by the count and distinct ids.
+// Every document around the features has its own bound (Max*Bytes). When
+// the id list fails on the server's side (it times out on huge layers),
+// the layer is read in object-id windows from outStatistics (min/max), or
+// else by resultOffset ordered by the object id; both are proven by the
+// count and distinct ids, and stop once they read more than the count and
+// a page.
 //
 // A resumed fetch (firstPage > 0) starts again from the first page:
 // restaging a page replaces it, and the id list may have changed.
@@ -216,8 +258,8 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	query := *base
 	query.Path += "/query"
-	d := &dump{c: c, layer: layer, query: &query, redacted: redact.URL(layer.URL), stats: &stats,
-		log: c.logger.With("url", redact.URL(layer.URL))}
+	d := &dump{c: c, layer: layer, limits: layer.Limits.WithDefaults(), query: &query, redacted: redact.URL(layer.URL),
+		stats: &stats, log: c.logger.With("url", redact.URL(layer.URL)), srids: map[int]bool{}}
 
 	if err := d.probe(ctx, base); err != nil {
 		return stats, err
@@ -242,8 +284,11 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		d.log.Debug("layer unchanged", "version", version)
 		return stats, nil
 	}
+	if err := d.checkSRID(ctx, d.info.SRID(), "layer's spatial reference"); err != nil {
+		return stats, err
+	}
 
-	ids, err := d.idList(ctx)
+	ids, err := d.idList(ctx, count)
 	switch {
 	case err == nil:
 		err = d.byIDs(ctx, ids, handle)
@@ -338,6 +383,25 @@ func (d *dump) warn(msg string) {
 	d.log.Warn(msg)
 }
 
+// checkSRID asks the store (Layer.KnownSRID) whether it knows srid, once
+// per srid and dump: a CRS it does not know is a *CRSError before
+// anything of it is handed over, not PostGIS's "Invalid reserved SRID" at
+// the apply. 0 (no wkid: the store takes 4326) and 4326 are not asked.
+func (d *dump) checkSRID(ctx context.Context, srid int, where string) error {
+	if srid <= 0 || srid == 4326 || d.layer.KnownSRID == nil || d.srids[srid] {
+		return nil
+	}
+	known, err := d.layer.KnownSRID(ctx, srid)
+	if err != nil {
+		return fmt.Errorf("arcgis: %s: checking srid %d: %w", d.redacted, srid, err)
+	}
+	if !known {
+		return &CRSError{URL: d.redacted, SRID: srid, Where: where}
+	}
+	d.srids[srid] = true
+	return nil
+}
+
 // form is the query form every request of the dump starts from.
 func (d *dump) form() url.Values {
 	where := d.layer.Where
@@ -349,36 +413,77 @@ func (d *dump) form() url.Values {
 
 func (d *dump) request(u *url.URL, form url.Values) httpcall.Request {
 	return httpcall.Request{URL: u, Home: d.layer.URL, Headers: d.layer.Headers, Accept: "application/json, */*;q=0.1",
-		Timeout: d.layer.RequestTimeout, BodyLimit: d.layer.Limits.BodyBytes, CrossOriginRedirects: d.layer.CrossOriginRedirects, Form: form}
+		Timeout: d.layer.RequestTimeout, BodyLimit: d.limits.BodyBytes, CrossOriginRedirects: d.layer.CrossOriginRedirects, Form: form}
+}
+
+// document is one of the small documents around the features, and its
+// bound.
+type document struct {
+	name string
+	max  int64
+	// bound says how max was set, for the error.
+	bound string
+}
+
+// bodyLimit is the bound of doc's body: its own, or the feed's
+// limits.body_bytes when lower; own reports which.
+func (d *dump) bodyLimit(doc document) (limit int64, own bool) {
+	if doc.max < d.limits.BodyBytes {
+		return doc.max, true
+	}
+	return d.limits.BodyBytes, false
+}
+
+// limitError is err as a *DocumentLimitError when it is doc's own bound
+// that was exceeded.
+func (d *dump) limitError(doc document, err error) error {
+	limit, own := d.bodyLimit(doc)
+	var le *feature.LimitError
+	if own && errors.As(err, &le) && le.Name == "body_bytes" && le.Max == limit {
+		return &DocumentLimitError{URL: d.redacted, Document: doc.name, Max: limit, Bound: doc.bound}
+	}
+	return err
 }
 
 // callJSON makes one logical call whose answer is a small JSON document,
-// decoded into out.
-func (d *dump) callJSON(ctx context.Context, op string, u *url.URL, form url.Values, out any) error {
-	err := d.c.calls.Call(ctx, d.request(u, form), func(a *httpcall.Attempt) breaker.Result {
-		br, _, err := a.OpenBody(op + " response")
+// bounded by doc, decoded into out. An "error" member anywhere in it
+// makes it an error object, judged as one that comes first (Classify).
+func (d *dump) callJSON(ctx context.Context, doc document, u *url.URL, form url.Values, out any) error {
+	req := d.request(u, form)
+	req.BodyLimit, _ = d.bodyLimit(doc)
+	err := d.c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		br, _, err := a.OpenBody(doc.name)
 		if err != nil {
-			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
+			return a.Verdict(renamed(httpcall.ReadFailure(a.Resp, err, a.Redacted), doc.name, a.Redacted))
 		}
-		if cls := Classify(a.Resp, br, a.Redacted, op, d.c.now()); cls != nil {
+		if cls := Classify(a.Resp, br, a.Redacted, doc.name, d.c.now()); cls != nil {
 			return a.Verdict(cls)
 		}
 		data, err := io.ReadAll(br)
 		if err != nil {
-			be := &httpcall.BodyError{URL: a.Redacted, Err: err}
+			be := &BodyError{Op: doc.name, URL: a.Redacted, Err: err}
 			if httpcall.FeedsFault(err, a.BodyErr()) {
 				return breaker.Result{Outcome: breaker.Success, Err: be}
 			}
 			return a.IgnoredOr(breaker.Failure, be)
 		}
+		var e struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && len(e.Error) > 0 && string(e.Error) != "null" {
+			return a.Verdict(judgeError(a.Resp.StatusCode, a.Redacted, doc.name, e.Error))
+		}
 		if err := json.Unmarshal(data, out); err != nil {
-			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
-				Err: fmt.Errorf("arcgis: the %s response does not decode: %v", op, feature.Bound(err))}}
+			return breaker.Result{Outcome: breaker.Success, Err: &BodyError{Op: doc.name, URL: a.Redacted,
+				Err: fmt.Errorf("does not decode: %v", feature.Bound(err))}}
 		}
 		return breaker.Result{Outcome: breaker.Success}
 	})
 	if err != nil {
-		return fmt.Errorf("arcgis: %s of %s: %w", op, d.redacted, err)
+		if le := d.limitError(doc, err); le != err {
+			return le
+		}
+		return fmt.Errorf("arcgis: %s of %s: %w", doc.name, d.redacted, err)
 	}
 	return nil
 }
@@ -390,7 +495,8 @@ func (d *dump) probe(ctx context.Context, base *url.URL) error {
 	q.Set("f", "json")
 	u.RawQuery = q.Encode()
 	var info LayerInfo
-	if err := d.callJSON(ctx, "probe", &u, nil, &info); err != nil {
+	doc := document{name: "layer description", max: MaxDescriptionBytes, bound: "the bound of a layer's description"}
+	if err := d.callJSON(ctx, doc, &u, nil, &info); err != nil {
 		return err
 	}
 	if err := info.check(); err != nil {
@@ -405,8 +511,8 @@ func (d *dump) probe(ctx context.Context, base *url.URL) error {
 	if ps := d.layer.PageSize; ps > 0 && ps < d.pageSize {
 		d.pageSize = ps
 	} else if ps == 0 && d.pageSize > DefaultMaxPageSize {
-		// A page is held whole before it is staged: a server that
-		// advertises 100,000 must not make that a page by default.
+		// A server that advertises 100,000 must not make that a request
+		// (and a staging transaction) by default.
 		d.pageSize = DefaultMaxPageSize
 	}
 	if d.batch == 0 || d.batch > d.pageSize {
@@ -415,44 +521,27 @@ func (d *dump) probe(ctx context.Context, base *url.URL) error {
 	return nil
 }
 
+// count reads the layer's count, at most limits.poll_features: the count
+// bounds the id list, and a layer larger than a poll may hold is refused
+// before anything is read.
 func (d *dump) count(ctx context.Context) (int, error) {
 	form := d.form()
 	form.Set("returnCountOnly", "true")
 	var res struct {
 		Count *int `json:"count"`
 	}
-	if err := d.callJSON(ctx, "count", d.query, form, &res); err != nil {
+	doc := document{name: "count", max: MaxCountBytes, bound: "the bound of a count's answer"}
+	if err := d.callJSON(ctx, doc, d.query, form, &res); err != nil {
 		return 0, err
 	}
 	if res.Count == nil || *res.Count < 0 {
 		return 0, fmt.Errorf("arcgis: count of %s: the answer has no count", d.redacted)
 	}
+	if n := int64(*res.Count); n > d.limits.PollFeatures {
+		return 0, &feature.LimitError{Name: "poll_features", Max: d.limits.PollFeatures,
+			Where: fmt.Sprintf("the count of %s is %d features", d.redacted, n)}
+	}
 	return *res.Count, nil
-}
-
-// idList fetches the object ids the where clause selects, sorted, and
-// checks them against the count.
-func (d *dump) idList(ctx context.Context) ([]int64, error) {
-	form := d.form()
-	form.Set("returnIdsOnly", "true")
-	var res struct {
-		ObjectIDFieldName string  `json:"objectIdFieldName"`
-		ObjectIDs         []int64 `json:"objectIds"`
-	}
-	if err := d.callJSON(ctx, "id list", d.query, form, &res); err != nil {
-		return nil, err
-	}
-	ids := res.ObjectIDs
-	slices.Sort(ids)
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the id list holds object id %d twice", ids[i])}
-		}
-	}
-	if len(ids) != d.stats.NumberMatched {
-		return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the count is %d but the id list holds %d ids (the layer changed between them, or the server caps the id list)", d.stats.NumberMatched, len(ids))}
-	}
-	return ids, nil
 }
 
 // outFields is the query's outFields: the feed's, with the object id and
@@ -485,212 +574,3 @@ func (d *dump) featureForm() url.Values {
 	}
 	return form
 }
-
-// byIDs fetches the features of ids page by page and proves the dump.
-// Page k+1 is fetched while page k is handed over (the stager waits for
-// page k-1's COPY then): one request in flight to the origin at a time,
-// and the server's latency overlaps with the database's work.
-func (d *dump) byIDs(ctx context.Context, ids []int64, handle source.PageFunc) error {
-	d.seen = make(map[int64]struct{}, len(ids))
-	type fetched struct {
-		page source.Page
-		pr   *pageReader
-		err  error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	pages := make(chan fetched, 1)
-	go func() {
-		defer close(pages)
-		for page, start := 0, 0; start < len(ids); page, start = page+1, start+d.pageSize {
-			chunk := ids[start:min(start+d.pageSize, len(ids))]
-			pr := &pageReader{}
-			err := d.collect(ctx, chunk, pr)
-			p := source.Page{Index: page, URL: d.redacted + " (objectIds " + strconv.FormatInt(chunk[0], 10) + "…" + strconv.FormatInt(chunk[len(chunk)-1], 10) + ")", StartIndex: start}
-			select {
-			case pages <- fetched{p, pr, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	// Whatever ends the loop, the fetching goroutine is gone before
-	// byIDs returns: it writes d's state.
-	defer func() {
-		cancel()
-		for range pages {
-		}
-	}()
-	for f := range pages {
-		if f.err != nil {
-			return f.err
-		}
-		if err := handle(ctx, f.page, f.pr); err != nil {
-			return err
-		}
-		d.stats.Pages++
-		d.stats.Features += len(f.pr.feats)
-		d.stats.Bytes += f.pr.bytes
-	}
-	if len(d.seen) != len(ids) {
-		return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("%d of the %d listed ids were fetched", len(d.seen), len(ids))}
-	}
-	return nil
-}
-
-// collect fetches the features of ids into pr, halving on the server's
-// failures and asking again for ids an answer left out.
-func (d *dump) collect(ctx context.Context, ids []int64, pr *pageReader) error {
-	for start := 0; start < len(ids); {
-		// d.batch may shrink while part is fetched.
-		part := ids[start:min(start+d.batch, len(ids))]
-		if err := d.collectOne(ctx, part, pr); err != nil {
-			return err
-		}
-		start += len(part)
-	}
-	return nil
-}
-
-func (d *dump) collectOne(ctx context.Context, ids []int64, pr *pageReader) error {
-	res, err := d.fetchIDs(ctx, ids)
-	if err != nil {
-		if !serverFailed(err) {
-			return err
-		}
-		if len(ids) == 1 {
-			return fmt.Errorf("arcgis: %s: object id %d cannot be fetched, even alone (the rest of its batch was): %w", d.redacted, ids[0], err)
-		}
-		d.log.Warn("batch failed on the server's side: halving", "ids", len(ids), "first", ids[0], "error", err)
-		mid := len(ids) / 2
-		if err := d.collectOne(ctx, ids[:mid], pr); err != nil {
-			return err
-		}
-		return d.collectOne(ctx, ids[mid:], pr)
-	}
-	want := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
-	for i, oid := range res.oids {
-		if !want[oid] {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("asked for %d object ids from %d, the server answered object id %d, which was not asked for", len(ids), ids[0], oid)}
-		}
-		if _, dup := d.seen[oid]; dup {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("object id %d was returned twice", oid)}
-		}
-		d.seen[oid] = struct{}{}
-		want[oid] = false
-		pr.feats = append(pr.feats, res.feats[i])
-	}
-	pr.bytes += res.bytes
-	var missing []int64
-	for _, id := range ids {
-		if want[id] {
-			missing = append(missing, id)
-		}
-	}
-	switch {
-	case len(missing) == 0:
-		return nil
-	case len(ids) == 1:
-		return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("object id %d is in the id list but the server does not return it (deleted during the dump, or not readable)", ids[0])}
-	}
-	// The server answered fewer than asked: it caps below its
-	// maxRecordCount (exceededTransferLimit set or not). Ask for the rest
-	// in requests no larger than what it did return.
-	if n := len(res.oids); n > 0 && n < d.batch {
-		if !d.capNoted {
-			d.warn(fmt.Sprintf("the server returned %d of %d features asked by objectIds (exceededTransferLimit %v): it caps below its maxRecordCount %d; asking %d at a time", n, len(ids), res.exceeded, d.info.MaxRecordCount, n))
-			d.capNoted = true
-		}
-		d.batch = n
-	} else if n == 0 {
-		d.batch = max(1, len(missing)/2)
-	}
-	return d.collect(ctx, missing, pr)
-}
-
-// batchResult is one answer to a query for features.
-type batchResult struct {
-	feats    []feature.Feature
-	oids     []int64
-	exceeded bool
-	bytes    int64
-}
-
-// fetchIDs asks for the features of ids (POST objectIds).
-func (d *dump) fetchIDs(ctx context.Context, ids []int64) (batchResult, error) {
-	form := d.featureForm()
-	var b strings.Builder
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(id, 10))
-	}
-	form.Set("objectIds", b.String())
-	return d.features(ctx, "features by objectIds", form)
-}
-
-// features makes one query for features and decodes its answer whole.
-func (d *dump) features(ctx context.Context, op string, form url.Values) (batchResult, error) {
-	var res batchResult
-	meta := esrijson.Meta{GeometryType: d.info.GeometryType, HasZ: d.info.HasZ, HasM: d.info.HasM,
-		SRID: d.info.SRID(), Fields: d.info.Fields, ObjectIDField: d.info.ObjectIDField}
-	err := d.c.calls.Call(ctx, d.request(d.query, form), func(a *httpcall.Attempt) breaker.Result {
-		res = batchResult{}
-		br, _, err := a.OpenBody(op + " response")
-		if err != nil {
-			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
-		}
-		if cls := Classify(a.Resp, br, a.Redacted, op, d.c.now()); cls != nil {
-			return a.Verdict(cls)
-		}
-		rd := esrijson.NewReader(br, meta, feature.WithIDProperty(d.idField), feature.WithLimits(d.layer.Limits.WithDefaults()))
-		for {
-			f, err := rd.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
-			}
-			oid, ok := rd.ObjectID()
-			if !ok {
-				return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
-					Err: fmt.Errorf("arcgis: feature %d has no integer %s (the object id field)", len(res.feats), d.info.ObjectIDField)}}
-			}
-			res.feats = append(res.feats, *f)
-			res.oids = append(res.oids, oid)
-		}
-		res.exceeded = rd.ExceededTransferLimit()
-		res.bytes = a.BodyBytes()
-		return breaker.Result{Outcome: breaker.Success}
-	})
-	if err != nil {
-		return res, fmt.Errorf("arcgis: %s of %s: %w", op, d.redacted, err)
-	}
-	return res, nil
-}
-
-// pageReader hands a page's features, fetched whole, to a PageFunc.
-type pageReader struct {
-	feats []feature.Feature
-	next  int
-	bytes int64
-}
-
-// Next returns the page's next feature.
-func (r *pageReader) Next() (*feature.Feature, error) {
-	if r.next >= len(r.feats) {
-		return nil, io.EOF
-	}
-	r.next++
-	return &r.feats[r.next-1], nil
-}
-
-// BodyBytes is the bytes of the page's answers, for limits.poll_bytes.
-func (r *pageReader) BodyBytes() int64 { return r.bytes }

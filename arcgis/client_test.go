@@ -359,7 +359,13 @@ func TestResumeStartsOver(t *testing.T) {
 	var pages []int
 	handle := func(_ context.Context, p source.Page, fr feature.FeatureReader) error {
 		pages = append(pages, p.Index)
-		return nil
+		for {
+			if _, err := fr.Next(); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
 	}
 	layer := source.Layer{Kind: "arcgis", URL: arcgistest.URL(f.base, "l"), PageSize: 10}
 	stats, err := f.client.Fetch(context.Background(), layer, 3, handle)

@@ -95,7 +95,9 @@ type Reader struct {
 	sawFeats bool
 	oid      int64
 	oidOK    bool
-	buf      bytes.Buffer
+	// raw holds the feature being decoded, reused from one to the next: a
+	// 16 MB feature costs one buffer, not 16 MB of garbage each.
+	raw json.RawMessage
 }
 
 // NewReader returns a reader of the Esri JSON document r, typed by meta.
@@ -345,10 +347,10 @@ type rawFeature struct {
 func (r *Reader) decodeFeature() (*feature.Feature, error) {
 	index := r.index
 	r.index++
-	var raw json.RawMessage
-	if err := r.dec.Decode(&raw); err != nil {
+	if err := r.dec.Decode(&r.raw); err != nil {
 		return nil, r.fail(index, "", err)
 	}
+	raw := r.raw
 	if int64(len(raw)) > r.cfg.Limits.FeatureBytes {
 		return nil, r.fail(index, "", &feature.LimitError{Name: "feature_bytes", Max: r.cfg.Limits.FeatureBytes})
 	}
@@ -406,8 +408,10 @@ func (r *Reader) attributes(index int, raw json.RawMessage, f *feature.Feature) 
 	if idProperty == "" {
 		idProperty = r.meta.ObjectIDField
 	}
-	b := &r.buf
-	b.Reset()
+	// Written once, into its own slice: the properties outlive the
+	// feature's raw bytes (the stager holds them), and a buffer reused and
+	// then copied would hold the largest feature's size for good.
+	b := bytes.NewBuffer(make([]byte, 0, len(raw)+16*len(r.dates)))
 	b.WriteByte('{')
 	refused := ""
 	first := true
@@ -454,7 +458,7 @@ func (r *Reader) attributes(index int, raw json.RawMessage, f *feature.Feature) 
 		*f = feature.Feature{Refused: refused}
 		return nil
 	}
-	f.Properties = bytes.Clone(b.Bytes())
+	f.Properties = b.Bytes()
 	return nil
 }
 
@@ -514,10 +518,15 @@ type guardReader struct {
 	dec  *json.Decoder
 	read int64
 	max  int64
+	// tooLong is the error past max; nil means limits.feature_bytes.
+	tooLong func(max int64) error
 }
 
 func (g *guardReader) Read(p []byte) (int, error) {
 	if pending := g.read - g.dec.InputOffset(); pending > g.max {
+		if g.tooLong != nil {
+			return 0, g.tooLong(g.max)
+		}
 		return 0, &feature.LimitError{Name: "feature_bytes", Max: g.max}
 	}
 	n, err := g.r.Read(p)

@@ -297,6 +297,9 @@ func (m *Manager) recordQueueWait(ctx context.Context, f *Feed, pollID int64, wa
 // at.
 func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
 	var stats source.FetchStats
+	if k, ok := m.store.(sridKnower); ok {
+		layer.KnownSRID = k.KnownSRID
+	}
 	stager := newPageStager(ctx, m.store, pollID, layer.Limits)
 	if err := stager.resumeAt(firstPage); err != nil {
 		return layer, firstPage, stats, err
@@ -320,6 +323,13 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 		}
 	}
 	return layer, firstPage, stats, stager.finish(err)
+}
+
+// sridKnower is implemented by a Store that can tell whether it transforms
+// an SRID to EPSG:4326 (postgis.Store: spatial_ref_sys): a kind asks it
+// through source.Layer.KnownSRID before staging anything in that CRS.
+type sridKnower interface {
+	KnownSRID(ctx context.Context, srid int) (bool, error)
 }
 
 // linkStore is implemented by a Store that records the next link of each

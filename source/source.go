@@ -57,6 +57,14 @@ type Layer struct {
 	// the layer, and answers FetchStats.NotModified when the layer is
 	// unchanged.
 	Validators Validators
+	// KnownSRID, when set, reports whether the store can transform
+	// geometries in srid to EPSG:4326 (PostGIS: srid is in
+	// spatial_ref_sys). A kind that learns its layer's CRS from the server
+	// (ArcGIS: the layer's spatial reference) asks it before handing any
+	// page over, so that a CRS the store does not know is named before
+	// anything is staged rather than failing the apply; nil asks nothing.
+	// The poll sets it from its store.
+	KnownSRID func(ctx context.Context, srid int) (bool, error)
 
 	// ArcGIS REST (kind arcgis, package arcgis). The token is not here:
 	// the config turns it into a header (Headers), which is never logged.

@@ -3,7 +3,11 @@
 // and Koop does not produce: error objects with status 200, 498/499 token
 // errors, no pagination, a cap below the advertised maxRecordCount,
 // exceededTransferLimit lies, an id list that fails, a lastEditDate that
-// moves during a dump, curves, rings in both orientations, multipatch.
+// moves during a dump, curves, rings in both orientations, multipatch; and
+// the hostile ones of issue 31: gzip bombs in every document (served as
+// they stream, so a 470 MB answer costs the server a feature at a time),
+// error objects that are not the first member, resultOffset paging that
+// never ends.
 package arcgistest
 
 import (
@@ -61,6 +65,54 @@ type Faults struct {
 	HTMLEvery int
 	// BadQuery makes every query answer {"error":{"code":400}}.
 	BadQuery bool
+
+	// Gzip serves every answer gzipped (Content-Encoding: gzip), as the
+	// bombs below always are.
+	Gzip bool
+	// DescriptionBomb gives the layer's description a name of this many
+	// bytes (400 MiB is about 400 KB of gzip on the wire).
+	DescriptionBomb int64
+	// CountBomb and StatisticsBomb add a member of this many bytes to
+	// those answers.
+	CountBomb, StatisticsBomb int64
+	// IDListBomb makes the id list the ids 1…IDListBomb, whatever the
+	// layer holds (50 million ids are about 100 KB of gzip).
+	IDListBomb int64
+	// Count, when positive, is what the count answers, whatever the
+	// layer holds.
+	Count int64
+	// IDListPadding writes this many spaces between the ids of the id
+	// list, in all.
+	IDListPadding int64
+	// Padding adds this many bytes to every feature of an objectIds
+	// answer, in attributes PAD0, PAD1, … of at most PadValueBytes each
+	// (within the default limits.value_bytes).
+	Padding int
+	// IDsErrorSecond makes the id list answer an error object with code
+	// 500 after its objectIdFieldName.
+	IDsErrorSecond bool
+	// ErrorSecondEvery makes every Nth feature query answer an error
+	// object with code 500 after its objectIdFieldName.
+	ErrorSecondEvery int
+	// ErrorAfterFeaturesEvery makes every Nth feature query send its
+	// features, then an error object with code 500.
+	ErrorAfterFeaturesEvery int
+	// EndlessOffsets makes every resultOffset answer a full page of
+	// features with new object ids (past the layer's) and
+	// exceededTransferLimit true, however far the offset.
+	EndlessOffsets bool
+	// Hold, when set, holds every objectIds answer after its first
+	// feature until it is closed.
+	Hold chan struct{}
+}
+
+// PadValueBytes is the most bytes one padding attribute holds.
+const PadValueBytes = 4_000_000
+
+// gzip reports whether f's answers are gzipped: with Gzip, and with any
+// bomb.
+func (f Faults) gzip() bool {
+	return f.Gzip || f.DescriptionBomb > 0 || f.IDListPadding > 0 || f.CountBomb > 0 || f.StatisticsBomb > 0 || f.IDListBomb > 0 || f.Padding > 0
 }
 
 // Layer is a fixture layer.
@@ -180,7 +232,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if m[2] == "" {
 		s.note(m[1], "probe")
-		s.probe(w, l)
+		s.probe(w, r, l)
 		return
 	}
 	s.query(w, r, m[1], l)
@@ -188,7 +240,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) note(name, what string) { s.requests[name] = append(s.requests[name], what) }
 
-func (s *Server) probe(w http.ResponseWriter, l *Layer) {
+func (s *Server) probe(w http.ResponseWriter, r *http.Request, l *Layer) {
 	sr := map[string]any{"wkid": 102100, "latestWkid": 3857}
 	if l.WKID != 0 {
 		sr = map[string]any{"wkid": l.WKID}
@@ -197,7 +249,7 @@ func (s *Server) probe(w http.ResponseWriter, l *Layer) {
 	if l.GeometryType == esrijson.TypeMultiPatch {
 		oid = "OBJECTID"
 	}
-	writeJSON(w, map[string]any{
+	doc := map[string]any{
 		"currentVersion": 11.1, "id": 0, "name": "fixture", "type": "Feature Layer",
 		"geometryType": l.GeometryType, "hasZ": l.HasZ, "hasM": l.HasM,
 		"objectIdField": oid, "maxRecordCount": l.MaxRecordCount,
@@ -208,7 +260,21 @@ func (s *Server) probe(w http.ResponseWriter, l *Layer) {
 		"extent":      map[string]any{"xmin": 0, "ymin": 0, "xmax": 1, "ymax": 1, "spatialReference": sr},
 		"fields":      l.Fields,
 		"editingInfo": map[string]any{"lastEditDate": l.LastEditDate},
-	})
+	}
+	if n := l.Faults.DescriptionBomb; n > 0 {
+		delete(doc, "name")
+		s.unlocked(func() { writeBomb(w, doc, "name", n) })
+		return
+	}
+	writeDoc(w, l.Faults, doc)
+}
+
+// unlocked runs fn without the server's lock (ServeHTTP holds it): a long
+// answer does not hold up the others.
+func (s *Server) unlocked(fn func()) {
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	fn()
 }
 
 var windowRE = regexp.MustCompile(`OBJECTID > (-?\d+) AND OBJECTID <= (-?\d+)`)
@@ -228,7 +294,15 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 	switch {
 	case f.Get("returnCountOnly") == "true":
 		s.note(name, "count")
-		writeJSON(w, map[string]any{"count": len(feats)})
+		doc := map[string]any{"count": int64(len(feats))}
+		if n := l.Faults.Count; n > 0 {
+			doc["count"] = n
+		}
+		if n := l.Faults.CountBomb; n > 0 {
+			s.unlocked(func() { writeBomb(w, doc, "padding", n) })
+			return
+		}
+		writeDoc(w, l.Faults, doc)
 		return
 	case f.Get("returnIdsOnly") == "true":
 		s.note(name, "ids")
@@ -244,13 +318,26 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 			writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation", "details": []string{"The operation timed out"}}})
 			return
 		}
+		if l.Faults.IDsErrorSecond {
+			writeRaw(w, l.Faults, `{"objectIdFieldName":"OBJECTID","error":{"code":500,"message":"Error performing query operation","details":["The operation timed out"]}}`)
+			return
+		}
+		if n := l.Faults.IDListBomb; n > 0 {
+			s.unlocked(func() { writeIDListBomb(w, n) })
+			return
+		}
 		ids := make([]int64, len(feats))
 		for i, ft := range feats {
 			ids[i] = ft.OID
 		}
 		// Real servers do not promise an order.
 		rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-		writeJSON(w, map[string]any{"objectIdFieldName": "OBJECTID", "objectIds": ids})
+		doc, _ := json.Marshal(map[string]any{"objectIdFieldName": "OBJECTID", "objectIds": ids})
+		if n := l.Faults.IDListPadding; n > 0 {
+			s.unlocked(func() { writeSpaced(w, ids, n) })
+			return
+		}
+		writeRaw(w, l.Faults, string(doc))
 		return
 	case f.Get("outStatistics") != "":
 		s.note(name, "stats")
@@ -266,7 +353,12 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 			}
 			attrs = map[string]any{"OID_MIN": lo, "OID_MAX": hi}
 		}
-		writeJSON(w, map[string]any{"features": []any{map[string]any{"attributes": attrs}}})
+		doc := map[string]any{"features": []any{map[string]any{"attributes": attrs}}}
+		if n := l.Faults.StatisticsBomb; n > 0 {
+			s.unlocked(func() { writeBomb(w, doc, "padding", n) })
+			return
+		}
+		writeDoc(w, l.Faults, doc)
 		return
 	}
 	s.queries[name]++
@@ -279,6 +371,16 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 		s.note(name, "error")
 		writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation"}})
 		return
+	}
+	if e := l.Faults.ErrorSecondEvery; e > 0 && n%e == 0 {
+		s.note(name, "error")
+		writeRaw(w, l.Faults, `{"objectIdFieldName":"OBJECTID","error":{"code":500,"message":"Error performing query operation"}}`)
+		return
+	}
+	errorAfter := false
+	if e := l.Faults.ErrorAfterFeaturesEvery; e > 0 && n%e == 0 {
+		s.note(name, "error")
+		errorAfter = true
 	}
 	if e := l.Faults.HTMLEvery; e > 0 && n%e == 0 {
 		s.note(name, "html")
@@ -330,6 +432,19 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 		off, _ := strconv.Atoi(f.Get("resultOffset"))
 		cnt, _ := strconv.Atoi(f.Get("resultRecordCount"))
 		s.note(name, "offset:"+strconv.Itoa(off))
+		if l.Faults.EndlessOffsets {
+			// A full page of features no one has seen, and more to come.
+			page := make([]Feature, min(cnt, capN))
+			for i := range page {
+				page[i] = Feature{OID: int64(1_000_000 + off + i)}
+				if len(l.Features) > 0 {
+					page[i].Geometry = l.Features[0].Geometry
+				}
+			}
+			a := answerOf(l, page, true, false)
+			s.unlocked(func() { a.write(w, r) })
+			return
+		}
 		byOID := func(a, b Feature) int { return int(a.OID - b.OID) }
 		if !slices.IsSortedFunc(feats, byOID) {
 			feats = slices.Clone(feats)
@@ -347,23 +462,10 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 		feats = feats[:capN]
 		exceeded = !l.Faults.LieExceeded
 	}
-	out := make([]any, len(feats))
-	for i, ft := range feats {
-		attrs := map[string]any{"OBJECTID": ft.OID}
-		for k, v := range ft.Attributes {
-			attrs[k] = v
-		}
-		out[i] = map[string]any{"attributes": attrs, "geometry": ft.Geometry}
-	}
-	doc := map[string]any{
-		"objectIdFieldName": "OBJECTID", "geometryType": l.GeometryType, "hasZ": l.HasZ, "hasM": l.HasM,
-		"fields": l.Fields, "features": out, "exceededTransferLimit": exceeded,
-	}
-	// Encode without the lock (ServeHTTP holds it): requests in parallel
-	// are served in parallel, as a real server's are.
-	s.mu.Unlock()
-	defer s.mu.Lock()
-	writeJSON(w, doc)
+	// Encode without the lock: requests in parallel are served in
+	// parallel, as a real server's are.
+	a := answerOf(l, feats, exceeded, errorAfter)
+	s.unlocked(func() { a.write(w, r) })
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -53,7 +53,7 @@ func fastPolicy() breaker.Policy {
 }
 
 // newRig parses feedsYAML (the county's feeds list) and starts a manager.
-func newRig(t *testing.T, feedsYAML string, env map[string]string) *rig {
+func newRig(t testing.TB, feedsYAML string, env map[string]string) *rig {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	pool := pgtest.Pool(t)
@@ -68,7 +68,7 @@ func newRig(t *testing.T, feedsYAML string, env map[string]string) *rig {
 }
 
 // update replaces the county's feeds list with feedsYAML.
-func (r *rig) update(t *testing.T, feedsYAML string) {
+func (r *rig) update(t testing.TB, feedsYAML string) {
 	t.Helper()
 	yaml := `
 defaults:
@@ -89,7 +89,7 @@ jurisdictions:
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -98,7 +98,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // digest fingerprints a feed's stored rows, to prove a failed poll
 // touched nothing.
-func (r *rig) digest(t *testing.T, feed string) (string, int) {
+func (r *rig) digest(t testing.TB, feed string) (string, int) {
 	t.Helper()
 	var d string
 	var n int
@@ -119,7 +119,7 @@ func (r *rig) failures(origin string) uint32 {
 	return 0
 }
 
-func fixture(t *testing.T) (*arcgistest.Server, string) {
+func fixture(t testing.TB) (*arcgistest.Server, string) {
 	srv := arcgistest.New()
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
@@ -167,6 +167,7 @@ func TestPollArcGISFailureModes(t *testing.T) {
 		extra        string
 		want         string // "" : loads complete
 		serverFaults bool   // the breaker may count failures
+		stagesNone   bool   // the failed poll stages no page
 	}{
 		{name: "error objects with 200 are retried", layer: func() *arcgistest.Layer {
 			l := arcgistest.Squares(120)
@@ -233,6 +234,59 @@ func TestPollArcGISFailureModes(t *testing.T) {
 			l.Features[4].Geometry = map[string]any{"curveRings": []any{}}
 			return l
 		}, want: "returnTrueCurves=false"},
+		// Issue 31: a hostile run against the ArcGIS kind.
+		{name: "a wkid PostGIS reserves", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(30)
+			l.WKID = 999999
+			return l
+		}, want: "names wkid 999999, which PostGIS does not know", stagesNone: true},
+		{name: "a wkid PostGIS does not know", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(30)
+			l.WKID = 12345
+			return l
+		}, want: "names wkid 12345, which PostGIS does not know", stagesNone: true},
+		{name: "a layer description that inflates past its bound", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(30)
+			l.Faults.DescriptionBomb = 20 << 20
+			return l
+		}, want: "the layer description answer is larger than 16777216 bytes", stagesNone: true},
+		{name: "an id list far longer than the count", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(30)
+			l.Faults.IDListBomb = 1_000_000
+			return l
+		}, want: "the count is 29 but the id list holds more ids", stagesNone: true},
+		{name: "an id list answering an error object second: windows", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(30)
+			l.Faults.IDsErrorSecond = true
+			return l
+		}, serverFaults: true},
+		{name: "error objects after the object id field name are retried", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.ErrorSecondEvery = 3
+			return l
+		}, serverFaults: true},
+		{name: "error objects after the features are retried", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(120)
+			l.Faults.ErrorAfterFeaturesEvery = 3
+			return l
+		}, serverFaults: true},
+		// Features larger than a staging chunk (2 MiB), each a chunk of
+		// its own. The timeouts only bound a hang on a slow machine.
+		{name: "answers of 3 MB features stream", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(12)
+			l.Faults.Padding = 3_000_000
+			return l
+		}, extra: ", timeout: 10m, request_timeout: 5m"},
+		{name: "a duplicate id_property in one batch", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(30)
+			l.Features[19].Attributes["NAME"] = "parcel 10"
+			return l
+		}, extra: ", id_property: NAME", want: `feature id "parcel 10" (NAME) is that of object ids 10 and 20 of one page (batch of objectIds 1…29)`},
+		{name: "exceededTransferLimit forever with new ids", layer: func() *arcgistest.Layer {
+			l := arcgistest.Squares(30)
+			l.NoStatistics, l.Faults.IDsFail, l.Faults.EndlessOffsets = true, true, true
+			return l
+		}, want: "more than the count 29 and a page (40)", serverFaults: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,7 +306,11 @@ func TestPollArcGISFailureModes(t *testing.T) {
 			l.LastEditDate = 1800000000000 // an edit: no cheap refresh
 			l.Features = l.Features[:len(l.Features)-1]
 			srv.AddLayer("l", l)
+			staged := r.store.pages.Load()
 			_, err := r.manager.Poll(r.ctx, "county/l")
+			if c.stagesNone && r.store.pages.Load() != staged {
+				t.Errorf("the failed poll staged %d pages", r.store.pages.Load()-staged)
+			}
 			after, m := r.digest(t, "l")
 			if c.want == "" {
 				if err != nil {
