@@ -27,7 +27,7 @@ type Manager struct {
 	maxJitter time.Duration
 	clock     Clock
 	now       func() time.Time // clock.Now
-	rand      func() float64 // in [0, 1), for retry_after jitter
+	rand      func() float64   // in [0, 1), for retry_after jitter
 
 	// letters is nil without a dead-letter queue: refusals then fail polls.
 	letters DeadLetters
