@@ -26,8 +26,8 @@ type Manager struct {
 	logger    *slog.Logger
 	maxJitter time.Duration
 	clock     Clock
-	now       func() time.Time // clock.Now
-	rand      func() float64   // in [0, 1), for retry_after jitter
+	now       func() time.Time
+	rand      func() float64 // in [0, 1), for retry_after jitter
 
 	// letters is nil without a dead-letter queue: refusals then fail polls.
 	letters DeadLetters
