@@ -79,12 +79,13 @@ func (m *Manager) recoveryLoop(from time.Time, catchUp bool) {
 	}
 }
 
-// nextBeat is the first beat after last that is not already past at now:
-// like a ticker, a loop that fell behind skips the beats it missed.
+// nextBeat is the beat after last or, when the loop fell behind, the latest
+// beat due by now: like a ticker, it runs once at once and skips the beats
+// it missed.
 func nextBeat(last, now time.Time, every time.Duration) time.Time {
 	next := last.Add(every)
 	if next.Before(now) {
-		next = next.Add(now.Sub(next).Truncate(every) + every)
+		next = next.Add(now.Sub(next).Truncate(every))
 	}
 	return next
 }
