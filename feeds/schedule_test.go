@@ -106,7 +106,7 @@ func (f *firing) next(t *testing.T) string {
 	select {
 	case s := <-f.fired:
 		return s
-	case <-time.After(time.Minute):
+	case <-time.After(time.Minute): // a hang ceiling: the job is the event awaited
 		t.Fatal("no job ran within a minute of moving the clock")
 		return ""
 	}
