@@ -112,11 +112,13 @@ func setup(t *testing.T, opts ...setupOption) *bundle {
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
 
+	// The production defaults' timeouts (10m, 60s): a deadline here only
+	// ends a hang, on a machine as busy as it may be.
 	yaml := fmt.Sprintf(`
 defaults:
   schedule: "0 5 * * *"
-  timeout: 30s
-  request_timeout: 5s
+  timeout: 10m
+  request_timeout: 60s
 jurisdictions:
   - id: county
     timezone: America/New_York

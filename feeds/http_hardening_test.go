@@ -15,14 +15,14 @@ import (
 // A 429 with `Retry-After: 999999999` used to hold the poll for its whole
 // timeout. Now the call ends at once and the poll is parked until the
 // policy's MaxRetryAfter (the cap on what a server may ask), not failed and
-// not held. A poll held on the Retry-After would end at its timeout (30s)
+// not held. A poll held on the Retry-After would end at its timeout (2m)
 // with a timeout error, not parked with the 429's ThrottledError: the
 // error's type is the proof, not the wall time the poll took.
 func TestHugeRetryAfterParksThePoll(t *testing.T) {
 	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetryAfter = 10 * time.Minute
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withPolicy(p))
+	b := setupDL(t, feeds.BuiltinDeadLetter(), withPolicy(p), withFeeds(defaultFeeds+"        timeout: 2m\n"))
 	b.server.AddLayer("parcels", wfstest.Parcels{N: 25})
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Page == 1 {
