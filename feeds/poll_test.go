@@ -295,7 +295,10 @@ func TestTickWhilePollRunsIsSkipped(t *testing.T) {
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Layer == "roads" && hung.CompareAndSwap(false, true) {
 			reached <- struct{}{}
-			<-release
+			select {
+			case <-release:
+			case <-r.HTTP.Context().Done(): // the test failed and stops the manager
+			}
 		}
 		return nil
 	})
