@@ -3,11 +3,13 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -105,9 +107,9 @@ func TestStaysClosedBelowThresholds(t *testing.T) {
 
 func TestOpenMakesNoNetworkCalls(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
-	p.OpenBase, p.OpenMax = 2*time.Second, 2*time.Second // far longer than the test, even on a loaded machine
-	f := setup(t, p)
+	// The fixture's clock stands still: the cooldown lasts however long the
+	// machine takes, and every refusal names the whole of it.
+	f := setup(t, fastPolicy())
 	up := newUpstream(t, http.StatusServiceUnavailable)
 	oe := f.tripOpen(t, up.url())
 	before := up.hits.Load()
@@ -116,8 +118,8 @@ func TestOpenMakesNoNetworkCalls(t *testing.T) {
 		if !ok {
 			t.Fatal("open breaker admitted a call")
 		}
-		if oe2.RetryAfter <= 0 || oe2.RetryAfter > oe.RetryAfter {
-			t.Fatalf("RetryAfter %s, want in (0, %s]", oe2.RetryAfter, oe.RetryAfter)
+		if oe2.RetryAfter <= 0 || oe2.RetryAfter != oe.RetryAfter {
+			t.Fatalf("RetryAfter %s, want the whole cooldown %s", oe2.RetryAfter, oe.RetryAfter)
 		}
 		if oe2.Origin != up.origin(t) {
 			t.Fatalf("OpenError.Origin = %q", oe2.Origin)
@@ -127,8 +129,16 @@ func TestOpenMakesNoNetworkCalls(t *testing.T) {
 		t.Errorf("server saw %d requests while open", after-before)
 	}
 	s := f.state(t, up.origin(t))
-	if s.State != StateOpen || s.OpenUntil.IsZero() || s.ConsecutiveOpens != 1 {
+	if s.State != StateOpen || !s.OpenUntil.Equal(f.clock.Now().Add(oe.RetryAfter)) || s.ConsecutiveOpens != 1 {
 		t.Errorf("snapshot %+v", s)
+	}
+	// One nanosecond before the end of the cooldown it still refuses.
+	f.clock.Advance(oe.RetryAfter - time.Nanosecond)
+	if oe2, ok := asOpen(f.do(t.Context(), t, up.url())); !ok || oe2.RetryAfter != time.Nanosecond {
+		t.Errorf("a nanosecond before the cooldown ends: %v, want refused for 1ns", oe2)
+	}
+	if after := up.hits.Load(); after != before {
+		t.Errorf("server saw %d requests while open", after-before)
 	}
 }
 
@@ -198,17 +208,20 @@ func TestHalfOpen(t *testing.T) {
 		before := up.hits.Load()
 		const callers = 8
 		var refused atomic.Int64
+		refusals := make(chan struct{}, callers)
 		var wg sync.WaitGroup
 		for range callers {
 			wg.Go(func() {
 				if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
 					refused.Add(1)
+					refusals <- struct{}{}
 				}
 			})
 		}
-		deadline := time.Now().Add(2 * time.Second)
-		for refused.Load() < callers-2 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+		// The two probes hang at the server until every other caller has
+		// been refused: no probe ends early enough to let one more in.
+		for range callers - 2 {
+			await(t, "a refusal beside the probes", refusals)
 		}
 		close(release)
 		wg.Wait()
@@ -300,10 +313,13 @@ func TestTrips(t *testing.T) {
 	t.Parallel()
 	slow := func(t *testing.T) string {
 		up := newUpstream(t, 0)
+		stop := make(chan struct{})
+		t.Cleanup(func() { close(stop) }) // before the server closes
 		up.set(func(_ int64, w http.ResponseWriter, r *http.Request) {
+			// Never answers: only AttemptTimeout can end the attempt.
 			select {
 			case <-r.Context().Done():
-			case <-time.After(2 * time.Second):
+			case <-stop:
 			}
 		})
 		return up.url()
@@ -313,12 +329,15 @@ func TestTrips(t *testing.T) {
 		target func(t *testing.T) string
 	}{
 		{"503", func(t *testing.T) string { return newUpstream(t, http.StatusServiceUnavailable).url() }},
-		{"connection refused", closedAddr},
+		{"connection refused", func(t *testing.T) string { return closedAddr(t) }},
 		{"attempt timeout", slow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := fastPolicy()
+			// The slow server never answers, so only this ends its attempts;
+			// a 503 or a refusal that a loaded machine delays past it is a
+			// Failure all the same.
 			p.AttemptTimeout = 30 * time.Millisecond
 			f := setup(t, p)
 			target := tc.target(t)
@@ -347,6 +366,8 @@ func TestCallerCancellationNeverTrips(t *testing.T) {
 	up := newUpstream(t, 0)
 	up.set(func(_ int64, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	for range 5 {
+		// The server never answers: the caller's deadline ends every call,
+		// however long the machine takes to get there.
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 		err := f.do(ctx, t, up.url())
 		cancel()
@@ -474,67 +495,89 @@ func TestRetryBudget(t *testing.T) {
 	}
 }
 
+// TestRetryAfterPausesTheOrigin: a 429's Retry-After pauses its origin, and
+// only its origin: the call that got it and a later caller both wait on the
+// fixture's clock, and no request goes out before the clock has passed the
+// pause; a call to another origin meanwhile does not wait at all.
 func TestRetryAfterPausesTheOrigin(t *testing.T) {
 	t.Parallel()
-	run := func(t *testing.T, header string, maxRetryAfter, wantPause time.Duration) {
-		p := fastPolicy()
-		p.MaxAttempts = 2
-		p.MaxRetryAfter = maxRetryAfter
-		f := setup(t, p)
-		up := newUpstream(t, 0)
-		var mu sync.Mutex
-		var times []time.Time
-		up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
-			mu.Lock()
-			times = append(times, time.Now())
-			mu.Unlock()
-			if n == 1 {
-				w.Header().Set("Retry-After", header)
-				w.WriteHeader(http.StatusTooManyRequests)
-				return
-			}
-			w.WriteHeader(http.StatusOK)
-		})
-		other := newUpstream(t, http.StatusOK)
-		first := make(chan error, 1)
-		go func() { first <- f.do(t.Context(), t, up.url()) }()
-		for up.hits.Load() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(5 * time.Millisecond) // let the 429 land
-		// Another origin is not paused.
-		start := time.Now()
-		if err := f.do(t.Context(), t, other.url()); err != nil {
-			t.Fatal(err)
-		}
-		if d := time.Since(start); d > wantPause*3/4 {
-			t.Errorf("another origin waited %s", d)
-		}
-		// A second caller of the paused origin waits too.
-		if err := f.do(t.Context(), t, up.url()); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-first; err != nil {
-			t.Fatal(err)
-		}
+	const pause = 300 * time.Millisecond
+	p := fastPolicy()
+	p.MaxAttempts = 2
+	p.MaxRetryAfter = time.Second
+	f := setup(t, p)
+	f.reg.sleep = f.clock.Sleep
+	f.reg.rand = func() float64 { return 0.5 } // each waiter's jitter: a tenth of the pause
+	start := f.clock.Now()
+	up := newUpstream(t, 0)
+	var mu sync.Mutex
+	var at []time.Duration // the fixture's clock at each request, from the 429 on
+	up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
-		defer mu.Unlock()
-		if len(times) != 3 {
-			t.Fatalf("server saw %d requests, want 3", len(times))
+		at = append(at, f.clock.Now().Sub(start))
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Retry-After", "0.3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
 		}
-		for _, at := range times[1:] {
-			if d := at.Sub(times[0]); d < wantPause || d > wantPause*2+100*time.Millisecond {
-				t.Errorf("request %s after the 429, want about %s", d, wantPause)
-			}
-		}
-		if tr := f.transitions(); len(tr) != 0 {
-			t.Errorf("transitions %v, want none", tr)
+		w.WriteHeader(http.StatusOK)
+	})
+	other := newUpstream(t, http.StatusOK)
+
+	first := make(chan error, 1)
+	go func() { first <- f.do(t.Context(), t, up.url()) }()
+	f.clock.waitSleeping(t, 1, first) // the 429 landed and its caller waits out the pause
+	if s := f.state(t, up.origin(t)); !s.PausedUntil.Equal(start.Add(pause)) {
+		t.Errorf("paused until %s after the start, want %s", s.PausedUntil.Sub(start), pause)
+	}
+	// Another origin is not paused: its call returns while the paused
+	// caller still sleeps, without a wait of its own.
+	otherDone := make(chan error, 1)
+	go func() { otherDone <- f.do(t.Context(), t, other.url()) }()
+	if err := await(t, "the call to another origin", otherDone); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.clock.waits(); len(w) != 1 {
+		t.Errorf("waits %v: the call to another origin waited", w)
+	}
+	// A second caller of the paused origin waits too.
+	second := make(chan error, 1)
+	go func() { second <- f.do(t.Context(), t, up.url()) }()
+	f.clock.waitSleeping(t, 2, second)
+	if n := up.hits.Load(); n != 1 {
+		t.Fatalf("%d requests during the pause, want only the 429", n)
+	}
+	want := pause + pause/10
+	if w := f.clock.waits(); len(w) != 2 || w[0] != want || w[1] != want {
+		t.Errorf("waits %v, want two of the pause plus jitter, %s", w, want)
+	}
+
+	// A nanosecond short of the longest wait nobody wakes; past it both go.
+	f.clock.Advance(want - time.Nanosecond)
+	if n := f.clock.sleeping(); n != 2 {
+		t.Fatalf("%d callers still waiting a nanosecond before the pause and its jitter end, want 2", n)
+	}
+	f.clock.Advance(time.Nanosecond)
+	if err := await(t, "the first caller", first); err != nil {
+		t.Fatal(err)
+	}
+	if err := await(t, "the second caller", second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(at) != 3 {
+		t.Fatalf("server saw %d requests, want 3", len(at))
+	}
+	for _, d := range at[1:] {
+		if d < pause {
+			t.Errorf("a request went out %s after the 429, inside its %s pause", d, pause)
 		}
 	}
-	t.Run("honoured", func(t *testing.T) {
-		t.Parallel()
-		run(t, "0.3", time.Second, 300*time.Millisecond)
-	})
+	if tr := f.transitions(); len(tr) != 0 {
+		t.Errorf("transitions %v, want none", tr)
+	}
 }
 
 func TestOpenDurationGrowsAndDecays(t *testing.T) {
@@ -590,6 +633,9 @@ func TestOpenDurationGrowsAndDecays(t *testing.T) {
 	}
 }
 
+// TestOpenedMeanwhileStopsRetries: a call backing off before a retry looks
+// at the breaker again when its wait ends, and stops with an *OpenError if
+// other calls opened the origin meanwhile: one wait, no further attempt.
 func TestOpenedMeanwhileStopsRetries(t *testing.T) {
 	t.Parallel()
 	p := fastPolicy()
@@ -599,130 +645,193 @@ func TestOpenedMeanwhileStopsRetries(t *testing.T) {
 	p.OpenBase, p.OpenMax = time.Second, time.Second
 	p.RetryBudgetRatio, p.RetryBudgetMin = 0, 1 // A takes the only retry
 	f := setup(t, p)
+	f.reg.sleep = f.clock.Sleep
 	f.reg.rand = func() float64 { return 0.99 }
 	up := newUpstream(t, http.StatusServiceUnavailable)
 	a := make(chan error, 1)
-	start := time.Now()
 	go func() { a <- f.do(t.Context(), t, up.url()) }()
-	for up.hits.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // A is backing off now
+	f.clock.waitSleeping(t, 1, a) // A failed once and is backing off now
 	// B fails without a retry (the budget is spent) and trips the breaker.
 	var re *RetryError
 	if err := f.do(t.Context(), t, up.url()); !errors.As(err, &re) || !re.BudgetExhausted {
 		t.Fatalf("B: %v, want a budget-exhausted *RetryError", err)
 	}
-	err := <-a
-	if _, ok := asOpen(err); !ok {
+	backoff := time.Duration(0.99 * float64(p.BackoffMax))
+	f.clock.Advance(backoff)
+	err := await(t, "A", a)
+	oe, ok := asOpen(err)
+	if !ok {
 		t.Fatalf("A: %v, want an *OpenError", err)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("A took %s", d)
+	if want := p.OpenMax - backoff; oe.RetryAfter != want {
+		t.Errorf("A refused with retry after %s, want the rest of the cooldown, %s", oe.RetryAfter, want)
+	}
+	if w := f.clock.waits(); len(w) != 1 || w[0] != backoff {
+		t.Errorf("waits %v, want A's one backoff of %s", w, backoff)
 	}
 	if got := up.hits.Load(); got != 2 {
 		t.Errorf("server saw %d requests, want 2 (A's first attempt and B)", got)
 	}
 }
 
+// heldCalls is an AttemptFunc that counts the attempts in flight and holds
+// each one until the test lets one go; pacing is what these tests are
+// about, so they need no server.
+type heldCalls struct {
+	cur, peak, started int
+	mu                 sync.Mutex
+	release            chan struct{}
+}
+
+func newHeldCalls() *heldCalls { return &heldCalls{release: make(chan struct{})} }
+
+func (h *heldCalls) attempt(ctx context.Context, _ int) Result {
+	h.mu.Lock()
+	h.cur++
+	h.started++
+	h.peak = max(h.peak, h.cur)
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.cur--
+		h.mu.Unlock()
+	}()
+	select {
+	case <-h.release:
+		return Result{Outcome: Success}
+	case <-ctx.Done():
+		return Result{Outcome: Ignored, Err: ctx.Err()}
+	}
+}
+
+func (h *heldCalls) inFlight() (cur, peak, started int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur, h.peak, h.started
+}
+
+// TestPacing runs in synctest bubbles: synctest.Wait returns once every
+// caller is blocked (on a slot, the rate limiter or the held attempt), which
+// proves who waits without sleeping, and the bubble's clock, which the
+// registry and its rate limiter read, moves only when everyone waits.
 func TestPacing(t *testing.T) {
 	t.Parallel()
+	// releaseOneByOne lets the held attempts go one at a time and checks,
+	// each time every caller is blocked again, that exactly min(limit,
+	// callers left) attempts are in flight.
+	// A failure cancels the callers still blocked, so that they end with
+	// the test.
+	releaseOneByOne := func(t *testing.T, h *heldCalls, callers, limit int, cancel context.CancelFunc) {
+		for left := callers; left > 0; left-- {
+			synctest.Wait()
+			if cur, _, _ := h.inFlight(); cur != min(limit, left) {
+				t.Errorf("%d attempts in flight with %d callers left, want %d", cur, left, min(limit, left))
+				cancel()
+				return
+			}
+			h.release <- struct{}{}
+		}
+	}
+	// callDo runs one call as a caller of these tests: an error is a
+	// failure unless the test cancelled the callers.
+	callDo := func(ctx context.Context, t *testing.T, reg *Registry, origin string, h *heldCalls) {
+		if err := reg.Do(ctx, origin, h.attempt); err != nil && ctx.Err() == nil {
+			t.Error(err)
+		}
+	}
 	t.Run("in-flight cap per origin", func(t *testing.T) {
 		t.Parallel()
-		p := fastPolicy()
-		p.MaxInFlightPerOrigin = 2
-		f := setup(t, p)
-		up := newUpstream(t, 0)
-		var cur, peak atomic.Int64
-		up.set(func(_ int64, w http.ResponseWriter, _ *http.Request) {
-			n := cur.Add(1)
-			for {
-				m := peak.Load()
-				if n <= m || peak.CompareAndSwap(m, n) {
-					break
-				}
+		synctest.Test(t, func(t *testing.T) {
+			p := fastPolicy()
+			p.MaxInFlightPerOrigin = 2
+			reg := NewRegistry(Config{Policy: p}, nil)
+			h := newHeldCalls()
+			ctx, cancel := context.WithCancel(t.Context())
+			var wg sync.WaitGroup
+			for range 10 {
+				wg.Go(func() { callDo(ctx, t, reg, "http://county.example:80", h) })
 			}
-			time.Sleep(10 * time.Millisecond)
-			cur.Add(-1)
+			releaseOneByOne(t, h, 10, 2, cancel)
+			wg.Wait()
+			if _, peak, started := h.inFlight(); peak != 2 || started != 10 {
+				t.Errorf("peak in flight %d of %d attempts, want 2 of 10", peak, started)
+			}
 		})
-		var wg sync.WaitGroup
-		for range 10 {
-			wg.Go(func() {
-				if err := f.do(t.Context(), t, up.url()); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-		if peak.Load() != 2 {
-			t.Errorf("peak in flight %d, want 2", peak.Load())
-		}
 	})
 	t.Run("global in-flight bound", func(t *testing.T) {
 		t.Parallel()
-		p := fastPolicy()
-		f := &fixture{reg: NewRegistry(Config{MaxInFlight: 3, Policy: p}, nil), client: &http.Client{}}
-		var cur, peak atomic.Int64
-		slow := func(_ int64, w http.ResponseWriter, _ *http.Request) {
-			n := cur.Add(1)
-			for {
-				m := peak.Load()
-				if n <= m || peak.CompareAndSwap(m, n) {
-					break
+		synctest.Test(t, func(t *testing.T) {
+			reg := NewRegistry(Config{MaxInFlight: 3, Policy: fastPolicy()}, nil)
+			h := newHeldCalls()
+			ctx, cancel := context.WithCancel(t.Context())
+			var wg sync.WaitGroup
+			for i := range 3 {
+				for range 4 {
+					wg.Go(func() { callDo(ctx, t, reg, fmt.Sprintf("http://county%d.example:80", i), h) })
 				}
 			}
-			time.Sleep(10 * time.Millisecond)
-			cur.Add(-1)
-		}
-		var wg sync.WaitGroup
-		for range 3 {
-			up := newUpstream(t, 0)
-			up.set(slow)
-			for range 4 {
-				wg.Go(func() {
-					if err := f.do(t.Context(), t, up.url()); err != nil {
-						t.Error(err)
-					}
-				})
+			releaseOneByOne(t, h, 12, 3, cancel)
+			wg.Wait()
+			if _, peak, started := h.inFlight(); peak != 3 || started != 12 {
+				t.Errorf("peak in flight across origins %d of %d attempts, want 3 of 12", peak, started)
 			}
-		}
-		wg.Wait()
-		if peak.Load() != 3 {
-			t.Errorf("peak in flight across origins %d, want 3", peak.Load())
-		}
+		})
 	})
 	t.Run("rate limit", func(t *testing.T) {
 		t.Parallel()
-		p := fastPolicy()
-		p.RateLimit, p.Burst = 50, 1
-		f := setup(t, p)
-		up := newUpstream(t, http.StatusOK)
-		start := time.Now()
-		for range 6 {
-			if err := f.do(t.Context(), t, up.url()); err != nil {
+		synctest.Test(t, func(t *testing.T) {
+			p := fastPolicy()
+			p.RateLimit, p.Burst = 50, 1
+			reg := NewRegistry(Config{Policy: p}, nil)
+			start := time.Now()
+			var at []time.Duration
+			for range 6 {
+				err := reg.Do(t.Context(), "http://county.example:80", func(context.Context, int) Result {
+					at = append(at, time.Since(start))
+					return Result{Outcome: Success}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The burst's token at once, then one every 20 ms, never sooner.
+			for i, d := range at {
+				if want := time.Duration(i) * 20 * time.Millisecond; d != want {
+					t.Errorf("attempt %d went out at %s, want %s (50/s, burst 1): all %v", i+1, d, want, at)
+					break
+				}
+			}
+		})
+	})
+	t.Run("a wait for a token ends with ctx", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			p := fastPolicy()
+			p.RateLimit, p.Burst = 1.0/3600, 1 // the second token comes in an hour
+			var transitions atomic.Int64
+			reg := NewRegistry(Config{Policy: p, OnStateChange: func(StateChange) { transitions.Add(1) }}, nil)
+			var attempts atomic.Int64
+			call := func(context.Context, int) Result {
+				attempts.Add(1)
+				return Result{Outcome: Success}
+			}
+			if err := reg.Do(t.Context(), "http://county.example:80", call); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if d := time.Since(start); d < 90*time.Millisecond {
-			t.Errorf("6 calls at 50/s took %s, want ≥100ms", d)
-		}
-	})
-	t.Run("waits respect ctx", func(t *testing.T) {
-		t.Parallel()
-		p := fastPolicy()
-		p.RateLimit, p.Burst = 0.5, 1
-		f := setup(t, p)
-		up := newUpstream(t, http.StatusOK)
-		if err := f.do(t.Context(), t, up.url()); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
-		defer cancel()
-		if err := f.do(ctx, t, up.url()); err == nil {
-			t.Fatal("a call past the rate limit and the deadline succeeded")
-		}
-		if tr := f.transitions(); len(tr) != 0 {
-			t.Errorf("transitions %v, want none", tr)
-		}
+			ctx, cancel := context.WithCancel(t.Context())
+			held := make(chan error, 1)
+			go func() { held <- reg.Do(ctx, "http://county.example:80", call) }()
+			synctest.Wait() // the second call is blocked on the limiter
+			if n := attempts.Load(); n != 1 {
+				t.Fatalf("%d attempts, want 1: the second call did not wait for its token", n)
+			}
+			cancel()
+			if err := <-held; !errors.Is(err, context.Canceled) {
+				t.Errorf("held call ended with %v, want the caller's cancellation", err)
+			}
+			if n := attempts.Load(); n != 1 || transitions.Load() != 0 {
+				t.Errorf("%d attempts and %d transitions, want 1 and none", n, transitions.Load())
+			}
+		})
 	})
 }

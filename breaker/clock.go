@@ -8,9 +8,10 @@ import "time"
 // a cooldown passes when they move the clock, not when they have slept
 // through it.
 //
-// Waits (backoff, a 429's pause) still sleep on timers, and a context's
-// deadline is always compared with the real clock, because that is the
-// clock it was set on.
+// Waits (backoff, a 429's pause) sleep on real timers through the
+// Registry's unexported sleep func, which the package's tests replace with
+// one that waits on their fake clock; a context's deadline is always
+// compared with the real clock, because that is the clock it was set on.
 type Clock interface {
 	Now() time.Time
 }

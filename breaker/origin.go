@@ -9,6 +9,8 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
+
+	"github.com/ingestd/ingestd/pollbudget"
 )
 
 // State is the breaker state of an origin as ingestd sees it.
@@ -416,7 +418,7 @@ func (o *origin) waitPause(ctx context.Context) error {
 			return &ThrottledError{Origin: o.name, RetryAfter: wait}
 		}
 		wait += time.Duration(o.reg.rand() * float64(span) / 5)
-		if err := sleep(ctx, wait); err != nil {
+		if err := o.reg.sleep(ctx, wait); err != nil {
 			return err
 		}
 		o.mu.Lock()
@@ -435,12 +437,23 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 	if err := o.waitPause(ctx); err != nil {
 		return nil, err
 	}
+	// Waiting in line for the origin's rate and the in-flight slots is not
+	// the caller's work: a poll's budget stands still meanwhile (its queue
+	// bound runs instead), so a poll queued behind others does not time out
+	// before it has asked anything. A 429's pause above is the server's
+	// word, and counts.
+	endWait := pollbudget.Waiting(ctx)
+	defer endWait()
 	if o.limiter != nil {
 		if err := o.limiter.Wait(ctx); err != nil {
+			if qe := pollbudget.QueueCause(ctx); qe != nil {
+				return nil, qe
+			}
 			if ctx.Err() == nil {
 				// The limiter refuses at once a wait that would pass the
-				// deadline; its own message ("rate: Wait(n=1) would exceed
-				// context deadline") would read as the cause of a failure.
+				// deadline (here, the queue bound's); its own message
+				// ("rate: Wait(n=1) would exceed context deadline") would
+				// read as the cause of a failure.
 				return nil, ErrPastDeadline
 			}
 			return nil, err
@@ -448,14 +461,14 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 	}
 	if o.inflight != nil {
 		if err := o.inflight.Acquire(ctx, 1); err != nil {
-			return nil, err
+			return nil, queueErr(ctx, err)
 		}
 	}
 	if err := o.reg.sem.Acquire(ctx, 1); err != nil {
 		if o.inflight != nil {
 			o.inflight.Release(1)
 		}
-		return nil, err
+		return nil, queueErr(ctx, err)
 	}
 	return func() {
 		o.reg.sem.Release(1)
@@ -463,6 +476,15 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 			o.inflight.Release(1)
 		}
 	}, nil
+}
+
+// queueErr is err, or the *pollbudget.QueueError that ended ctx while it
+// waited for a slot: the semaphore reports only ctx.Err().
+func queueErr(ctx context.Context, err error) error {
+	if qe := pollbudget.QueueCause(ctx); qe != nil {
+		return qe
+	}
+	return err
 }
 
 // snapshot returns the origin's state for Registry.Snapshot.

@@ -43,3 +43,9 @@ func loadOriginWatchSQL() originWatchSQL {
 	s := loadStatements("origin_watch.sql")
 	return originWatchSQL{recordState: s.Get("record_state"), recordStuck: s.Get("record_stuck")}
 }
+
+// loadScrubSQL is SharedState.ScrubSecrets's read and write (sql/scrub.sql).
+func loadScrubSQL() (read, write string) {
+	s := loadStatements("scrub.sql")
+	return s.Get("scrub_read"), s.Get("scrub_write")
+}

@@ -14,8 +14,8 @@ func TestVerdictStatementsReturnOneColumnList(t *testing.T) {
 	norm := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	s := loadStatements("verdicts.sql")
 	want := norm(strings.TrimSuffix(strings.TrimPrefix(s.Get("select_all"), "SELECT"), "FROM breaker_state"))
-	if !strings.HasSuffix(want, "version, now()") {
-		t.Fatalf("select_all returns %q, want the row ending with version, now()", want)
+	if !strings.HasSuffix(want, "version, clock_timestamp()") {
+		t.Fatalf("select_all returns %q, want the row ending with version, clock_timestamp()", want)
 	}
 	cols := regexp.MustCompile(`(?s)(?:^SELECT|\nRETURNING)\s(.*?)(?:\nFROM|$)`)
 	for name, q := range s {
@@ -33,4 +33,5 @@ func TestVerdictStatementsReturnOneColumnList(t *testing.T) {
 	}
 	_ = loadVerdictSQL()
 	_ = loadOriginWatchSQL()
+	_, _ = loadScrubSQL()
 }

@@ -91,7 +91,8 @@ type Registry struct {
 	defaultPolicy Policy
 	onStateChange func(StateChange)
 	shared        *SharedState
-	rand          func() float64 // jitter source in [0, 1); tests may pin it
+	rand          func() float64                             // jitter source in [0, 1); tests may pin it
+	sleep         func(context.Context, time.Duration) error // backoffs and 429 pauses (see Clock); tests may replace it
 	clock         Clock
 	metrics       *metrics
 
@@ -129,6 +130,7 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 		onStateChange: cfg.OnStateChange,
 		shared:        cfg.Shared,
 		rand:          rand.Float64,
+		sleep:         sleep,
 		metrics:       newMetrics(cfg.Registerer),
 		policies:      make(map[string]Policy),
 		origins:       make(map[string]*origin),
@@ -297,7 +299,7 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 			// A 429 with Retry-After has paused the origin; that pause is
 			// this retry's wait, so it gets no backoff on top.
 			if last.Outcome == Failure || last.RetryAfter <= 0 {
-				if err := sleep(ctx, r.backoff(p, attempt)); err != nil {
+				if err := r.sleep(ctx, r.backoff(p, attempt)); err != nil {
 					return fmt.Errorf("breaker: %s: waiting to retry: %w", origin, err)
 				}
 			}

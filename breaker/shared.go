@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/internal/scrubrows"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -118,6 +119,7 @@ type sharedOptions struct {
 	timeout time.Duration
 	clock   Clock
 	resume  ResumeFunc
+	secrets *redact.Secrets
 }
 
 // Defaults of the shared state's timings, which `ingestd run` can change.
@@ -141,6 +143,13 @@ type ResumeFunc func(ctx context.Context, origin string, notBefore time.Time) (i
 // until it would have ended, or OpenMax, which then holds nothing back.
 func WithResume(fn ResumeFunc) SharedOption {
 	return func(o *sharedOptions) { o.resume = fn }
+}
+
+// WithSecrets scrubs secrets (the configuration's credentials, a set the
+// caller keeps up to date) by value from the texts the shared state writes:
+// breaker_state.last_error and override_reason.
+func WithSecrets(secrets *redact.Secrets) SharedOption {
+	return func(o *sharedOptions) { o.secrets = secrets }
 }
 
 // WithClock sets the clock the shared state times its cache and its
@@ -427,7 +436,7 @@ func (s *SharedState) forget(origin string, before time.Time) {
 }
 
 // scanVerdict reads a row in the column order of every statement in
-// sql/verdicts.sql, the database's now() last.
+// sql/verdicts.sql, the database's clock_timestamp() last.
 func scanVerdict(row pgx.Row) (Verdict, time.Time, error) {
 	var (
 		v                                                Verdict
@@ -836,7 +845,7 @@ func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Ver
 	defer cancel()
 	readAt := s.opts.clock.Now()
 	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, s.sql.override,
-		origin, req.Override.String(), req.For.Seconds(), nullIfEmpty(req.Reason), by))
+		origin, req.Override.String(), req.For.Seconds(), nullIfEmpty(s.opts.secrets.Text(req.Reason)), by))
 	if err != nil {
 		return Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
 	}
@@ -845,7 +854,7 @@ func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Ver
 		slog.String("origin", origin),
 		slog.String("override", req.Override.String()),
 		slog.Time("override_until", v.OverrideUntil),
-		slog.String("reason", req.Reason),
+		slog.String("reason", s.opts.secrets.Text(req.Reason)),
 		slog.String("by", by),
 	)
 	return v, nil
@@ -892,13 +901,14 @@ func ParseOrigin(raw string) (string, error) {
 }
 
 // redactError is err's text for breaker_state.last_error, which anyone with
-// SQL access reads: every URL in it redacted (redact.Error), cut to 1000
-// bytes on a rune boundary so that the column stays UTF-8.
-func redactError(err error) string {
+// SQL access reads: every URL in it redacted and every secret scrubbed by
+// value (redact.Secrets.Error), cut to 1000 bytes on a rune boundary so
+// that the column stays UTF-8.
+func (s *SharedState) redactError(err error) string {
 	if err == nil {
 		return ""
 	}
-	msg := redact.Error(err)
+	msg := s.opts.secrets.Error(err)
 	if len(msg) > 1000 {
 		cut := 1000
 		for cut > 0 && !utf8.RuneStart(msg[cut]) {
@@ -907,4 +917,17 @@ func redactError(err error) string {
 		msg = msg[:cut]
 	}
 	return msg
+}
+
+// ScrubSecrets replaces every secret of secrets, in any of its spellings,
+// by REDACTED in the texts breaker_state holds (last_error,
+// override_reason), and returns how many rows it changed: what versions
+// that did not scrub by value stored.
+func (s *SharedState) ScrubSecrets(ctx context.Context, secrets *redact.Secrets) (int64, error) {
+	read, write := loadScrubSQL()
+	n, err := scrubrows.Scrub(ctx, s.pool, secrets, read, write)
+	if err != nil {
+		return n, fmt.Errorf("breaker: scrub stored secrets: %w", err)
+	}
+	return n, nil
 }

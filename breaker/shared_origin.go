@@ -249,7 +249,7 @@ func (o *origin) noteError(err error) {
 	if o.reg.shared == nil || err == nil {
 		return
 	}
-	msg := redactError(err)
+	msg := o.reg.shared.redactError(err)
 	o.mu.Lock()
 	o.lastErr = msg
 	o.mu.Unlock()

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/ingestd/ingestd/redact"
 )
 
 // Reason says why a poll was parked.
@@ -129,12 +127,15 @@ var ErrNotFound = errors.New("deadletter: no such dead letter")
 // maxErrorLen bounds last_error: some servers answer with whole HTML pages.
 const maxErrorLen = 4000
 
-func errorText(err error) string {
+// errorText is err's text for last_error: redacted (every URL, and every
+// secret by value), cut to maxErrorLen bytes.
+func (q *Queue) errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	// Redacted before the cut: a cut URL would no longer be recognised.
-	msg := redact.Error(err)
+	// Redacted before the cut: a cut URL or secret would no longer be
+	// recognised.
+	msg := q.secrets.Error(err)
 	if len(msg) > maxErrorLen {
 		cut := maxErrorLen
 		for cut > 0 && msg[cut]&0xC0 == 0x80 { // keep UTF-8 whole

@@ -11,6 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/internal/scrubrows"
+	"github.com/ingestd/ingestd/redact"
 )
 
 // Queue reads and writes the dead_letter table. It is safe for concurrent
@@ -18,10 +21,29 @@ import (
 type Queue struct {
 	pool *pgxpool.Pool
 	sql  queueSQL
+	// secrets are scrubbed by value from the texts the queue writes (nil:
+	// none are known).
+	secrets *redact.Secrets
+}
+
+// QueueOption configures a Queue.
+type QueueOption func(*Queue)
+
+// QueueSecrets scrubs secrets (the configuration's credentials, a set the
+// caller keeps up to date) by value from the error texts and URLs the
+// queue writes (dead_letter.last_error, url).
+func QueueSecrets(secrets *redact.Secrets) QueueOption {
+	return func(q *Queue) { q.secrets = secrets }
 }
 
 // NewQueue returns a Queue on pool.
-func NewQueue(pool *pgxpool.Pool) *Queue { return &Queue{pool: pool, sql: loadQueueSQL()} }
+func NewQueue(pool *pgxpool.Pool, opts ...QueueOption) *Queue {
+	q := &Queue{pool: pool, sql: loadQueueSQL()}
+	for _, o := range opts {
+		o(q)
+	}
+	return q
+}
 
 // scanLetter reads a row of the letter_columns block (sql/queue.sql).
 func scanLetter(row pgx.Row) (*Letter, error) {
@@ -61,7 +83,7 @@ func collectLetters(rows pgx.Rows) ([]*Letter, error) {
 func (q *Queue) Park(ctx context.Context, p Parking) (int64, error) {
 	var id int64
 	err := q.pool.QueryRow(ctx, q.sql.Get("park"),
-		p.Jurisdiction, p.Feed, p.URL, p.Origin, string(p.Reason), p.RetryAfter, errorText(p.Err),
+		p.Jurisdiction, p.Feed, q.secrets.URL(p.URL), p.Origin, string(p.Reason), p.RetryAfter, q.errorText(p.Err),
 		p.Checkpoint.PollID, p.Checkpoint.Page, nullTime(p.Checkpoint.At)).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("%w: %s/%s", ErrAlreadyOpen, p.Jurisdiction, p.Feed)
@@ -318,7 +340,7 @@ func (q *Queue) release(ctx context.Context, id int64, by string) error {
 
 // abandon gives up on a claimed row.
 func (q *Queue) abandon(ctx context.Context, id int64, by string, cause error) error {
-	return q.finish(ctx, q.sql.Get("abandon"), id, by, errorText(cause))
+	return q.finish(ctx, q.sql.Get("abandon"), id, by, q.errorText(cause))
 }
 
 // repark makes a claimed row pending again with p's retry_after and
@@ -328,7 +350,7 @@ func (q *Queue) repark(ctx context.Context, id int64, by string, p Parking, maxA
 	var st Status
 	var attempts int
 	err := q.pool.QueryRow(ctx, q.sql.Get("repark"),
-		id, by, maxAttempts, p.URL, p.Origin, string(p.Reason), p.RetryAfter, errorText(p.Err),
+		id, by, maxAttempts, q.secrets.URL(p.URL), p.Origin, string(p.Reason), p.RetryAfter, q.errorText(p.Err),
 		p.Checkpoint.PollID, p.Checkpoint.Page, nullTime(p.Checkpoint.At)).Scan(&st, &attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", 0, errLeaseLost
@@ -367,4 +389,15 @@ func sortByRetryAfter(ls []*Letter) {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+}
+
+// ScrubSecrets replaces every secret of secrets, in any of its spellings,
+// by REDACTED in the urls and errors dead_letter holds, and returns how
+// many rows it changed: what versions that did not scrub by value stored.
+func (q *Queue) ScrubSecrets(ctx context.Context, secrets *redact.Secrets) (int64, error) {
+	n, err := scrubrows.Scrub(ctx, q.pool, secrets, q.sql.Get("scrub_read"), q.sql.Get("scrub_write"))
+	if err != nil {
+		return n, fmt.Errorf("deadletter: scrub stored secrets: %w", err)
+	}
+	return n, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/redact"
 )
 
 // ReplayFunc resumes the parked poll of l. See the package comment for what
@@ -101,6 +103,12 @@ func WithInstanceID(id string) Option {
 			r.id = id
 		}
 	}
+}
+
+// WithSecrets scrubs secrets by value from the texts the replayer's queue
+// writes (see QueueSecrets).
+func WithSecrets(secrets *redact.Secrets) Option {
+	return func(r *Replayer) { r.queue.secrets = secrets }
 }
 
 // NewReplayer returns a replayer that claims rows through pool and hands

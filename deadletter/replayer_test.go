@@ -36,6 +36,45 @@ func logger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
+// hang bounds every wait of these tests for an event: reaching it means a
+// hang, not a slow machine.
+const hang = time.Minute
+
+// await returns the next value of ch, or fails t after hang.
+func await[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(hang)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("%s: still waiting after %s", what, hang)
+	}
+	var zero T
+	return zero
+}
+
+// until polls cond (state in the database, which announces no change) until
+// it holds, cond fails, ctx ends or hang passes; it may run on any
+// goroutine.
+func until(ctx context.Context, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, hang)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond) // paces the polls; nothing is timed
+	defer tick.Stop()
+	for {
+		if ok, err := cond(); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 func parking(feed string, due time.Time) deadletter.Parking {
 	return deadletter.Parking{Jurisdiction: "county", Feed: feed, URL: "http://county.example/wfs?startIndex=20",
 		Origin: "http://county.example:80", Reason: deadletter.ReasonCircuitOpen, RetryAfter: due,
@@ -151,7 +190,7 @@ func TestExpiredLeaseIsReclaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE dead_letter SET status = 'replaying', claimed_by = 'dead:1:x',
-		lease_until = now() + interval '300 milliseconds' WHERE id = $1`, id); err != nil {
+		lease_until = now() + interval '1 hour' WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
 	var replays atomic.Int32
@@ -162,7 +201,10 @@ func TestExpiredLeaseIsReclaimed(t *testing.T) {
 	if claimed, err := r.RunOnce(ctx); err != nil || len(claimed) != 0 {
 		t.Fatalf("claimed %d rows under a live lease (err %v), want 0", len(claimed), err)
 	}
-	time.Sleep(400 * time.Millisecond)
+	// The lease runs out: the database's clock cannot be moved, so its end is.
+	if _, err := pool.Exec(ctx, `UPDATE dead_letter SET lease_until = now() - interval '1 millisecond' WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
 	if claimed, err := r.RunOnce(ctx); err != nil || len(claimed) != 1 {
 		t.Fatalf("claimed %d rows after the lease expired (err %v), want 1", len(claimed), err)
 	}
@@ -205,7 +247,6 @@ func TestTwoReplayersNeverReplayARowTwice(t *testing.T) {
 			mu.Lock()
 			replays[l.ID] = append(replays[l.ID], r.ID())
 			mu.Unlock()
-			time.Sleep(5 * time.Millisecond)
 			return nil
 		}, deadletter.WithBatchSize(7), deadletter.WithInstanceID(fmt.Sprintf("instance-%d", i)))
 		wg.Go(func() {

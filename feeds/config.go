@@ -53,9 +53,13 @@ type Defaults struct {
 	Schedule       string   `yaml:"schedule"`
 	Timeout        Duration `yaml:"timeout"`
 	RequestTimeout Duration `yaml:"request_timeout"`
-	PageSize       int      `yaml:"page_size"`
-	Version        string   `yaml:"version"`
-	OutputFormat   string   `yaml:"output_format"`
+	// QueueTimeout bounds the time a poll waits in line for request slots
+	// (max_in_flight, an origin's in-flight cap or rate), which its Timeout
+	// does not count.
+	QueueTimeout Duration `yaml:"queue_timeout"`
+	PageSize     int      `yaml:"page_size"`
+	Version      string   `yaml:"version"`
+	OutputFormat string   `yaml:"output_format"`
 	// Breaker is the circuit breaker, retry and pacing policy of every origin
 	// whose jurisdiction does not override it.
 	Breaker breaker.Policy `yaml:"breaker"`
@@ -99,6 +103,7 @@ func BuiltinDefaults() Defaults {
 		Schedule:        "0 * * * *",
 		Timeout:         Duration(10 * time.Minute),
 		RequestTimeout:  Duration(60 * time.Second),
+		QueueTimeout:    Duration(30 * time.Minute),
 		PageSize:        1000,
 		Version:         "2.0.0",
 		OutputFormat:    "application/json",
@@ -145,18 +150,22 @@ type Jurisdiction struct {
 // left empty rather than filled from defaults: the document is fetched in one
 // request as it is.
 type Feed struct {
-	ID             string   `yaml:"id"`
-	Kind           string   `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
-	URL            string   `yaml:"url"`
-	TypeName       string   `yaml:"type_name"`
-	Version        string   `yaml:"version"`
-	OutputFormat   string   `yaml:"output_format"`
-	PageSize       int      `yaml:"page_size"`
-	IDProperty     string   `yaml:"id_property"`
-	SortBy         string   `yaml:"sort_by"`
-	Schedule       string   `yaml:"schedule"`
+	ID           string `yaml:"id"`
+	Kind         string `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
+	URL          string `yaml:"url"`
+	TypeName     string `yaml:"type_name"`
+	Version      string `yaml:"version"`
+	OutputFormat string `yaml:"output_format"`
+	PageSize     int    `yaml:"page_size"`
+	IDProperty   string `yaml:"id_property"`
+	SortBy       string `yaml:"sort_by"`
+	Schedule     string `yaml:"schedule"`
+	// Timeout is the poll's budget of its own work: requests, reading,
+	// staging, applying. Time spent waiting in line for a request slot is
+	// not counted; QueueTimeout bounds it.
 	Timeout        Duration `yaml:"timeout"`
 	RequestTimeout Duration `yaml:"request_timeout"`
+	QueueTimeout   Duration `yaml:"queue_timeout"`
 	// MaxShrink is resolved: the feed's, else its jurisdiction's, else the
 	// defaults'.
 	MaxShrink float64 `yaml:"max_shrink"`
@@ -397,12 +406,12 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 // instead of a silently ignored setting.
 var (
 	topKeys      = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
-	defaultsKeys = []string{"schedule", "timeout", "request_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry",
+	defaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "schema_change"}
 	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
 		"schema_change"}
 	feedKeys = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
-		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "max_shrink", "invalid_geometry",
+		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "headers", "schema_change",
 		"where", "out_fields", "token", // arcgis only
 		"collection", "crs", "bbox"} // ogcapi only
@@ -587,6 +596,12 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 			d.RequestTimeout = v
 		}
 		reqOK = ok
+	}
+	if v, n, present, ok := p.duration(m, "queue_timeout", path); present {
+		rd.set["queue_timeout"] = n
+		if ok {
+			d.QueueTimeout = v
+		}
 	}
 	if timeoutOK && reqOK && d.RequestTimeout > d.Timeout {
 		n, field := rd.set["request_timeout"], "request_timeout"
@@ -897,6 +912,10 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 		if ok {
 			f.RequestTimeout = v
 		}
+	}
+	f.QueueTimeout = d.QueueTimeout
+	if v, _, present, ok := p.duration(m, "queue_timeout", path); present && ok {
+		f.QueueTimeout = v
 	}
 	if timeoutOK && reqOK && (toPresent || rtPresent) && f.RequestTimeout > f.Timeout {
 		at, field := rtN, "request_timeout"

@@ -471,9 +471,9 @@ func (m *Manager) runTick(f *Feed) string {
 // ends the claim, even when ctx has ended.
 func (m *Manager) claim(ctx context.Context, f *Feed, minGap time.Duration) (release func(), ok bool, err error) {
 	info := feedInfo(f, m.now())
-	// The lease outlives the poll's own deadline, so it lapses only when the
+	// The lease outlives the poll's longest run, so it lapses only when the
 	// instance died.
-	ok, err = m.store.ClaimPoll(ctx, info, m.instance, f.Timeout.Std()+time.Minute, minGap)
+	ok, err = m.store.ClaimPoll(ctx, info, m.instance, f.longestPoll(), minGap)
 	if err != nil || !ok {
 		return nil, ok, err
 	}

@@ -19,7 +19,10 @@ type metrics struct {
 	expectedInterval *prometheus.GaugeVec
 	running          prometheus.Gauge
 	schedulerLag     prometheus.Histogram
-	ticksSkipped     *prometheus.CounterVec // reason
+	// queueWait: each poll's time in line for request slots, which its
+	// timeout does not count (IngestdPollQueueLong alerts on it).
+	queueWait    prometheus.Histogram
+	ticksSkipped *prometheus.CounterVec // reason
 	// invalidFeatures: jurisdiction, feed, reason (InvalidFeatures.Reasons).
 	invalidFeatures *prometheus.CounterVec
 }
@@ -68,6 +71,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Delay between a feed's planned start (cron time plus its offset) and the start of its poll.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ingestd_feeds_poll_queue_wait_seconds",
+			Help:    "Time a poll waited in line for request slots (max_in_flight, an origin's in-flight cap or rate limit), not counted against its timeout; 0 for a poll that never waited.",
+			Buckets: []float64{0, .01, .1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
+		}),
 		ticksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestd_feeds_ticks_skipped_total",
 			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter; claimed: another instance polls it).",
@@ -79,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.expectedInterval, m.running, m.schedulerLag, m.ticksSkipped,
-			m.invalidFeatures)
+			m.invalidFeatures, m.queueWait)
 	}
 	return m
 }

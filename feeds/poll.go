@@ -14,6 +14,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/pollbudget"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"
 )
@@ -132,13 +133,18 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	logger := m.logger.With("jurisdiction", f.Jurisdiction, "feed", f.ID)
 
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, f.Timeout.Std())
+	// The poll's timeout is its own work: time spent waiting in line for a
+	// request slot does not count (the queue_timeout bounds it instead), so
+	// a poll queued behind a busy hour's others does not time out before
+	// it asked anything.
+	ctx, budget, cancel := pollbudget.New(ctx, f.Timeout.Std(), f.QueueTimeout.Std())
 	defer cancel()
 
 	pollID, firstPage, begun, err := m.beginPoll(ctx, info, letter, start, logger)
 	if err != nil {
 		return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
 	}
+	defer func() { m.recordQueueWait(ctx, f, pollID, budget.Waited(), logger) }()
 	logger = logger.With("poll_id", pollID)
 	if letter != nil {
 		logger = logger.With("dead_letter_id", letter.ID)
@@ -187,20 +193,25 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		}
 		return err
 	})
+	if qe := pollbudget.QueueCause(ctx); qe != nil && err != nil {
+		// Whatever the kind made of its context ending (a "poll timeout"),
+		// the cause is the line, not the server.
+		err = fmt.Errorf("%w; nothing applied, %d pages staged", qe, firstPage+stats.Pages)
+	}
 	if applied {
 		if err == nil {
 			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: m.now().Sub(start),
 				NotModified: stats.NotModified, ApplyResult: res}
 			if r.NotModified {
 				logger.Info("poll succeeded: not modified", "features", res.Features, "bytes", r.Bytes,
-					"duration_ms", r.Duration.Milliseconds())
+					"duration_ms", r.Duration.Milliseconds(), "queue_wait_ms", budget.Waited().Milliseconds())
 				return r, nil
 			}
 			m.metrics.invalidFeaturesSeen(f, res.InvalidFeatures)
 			logger.Info("poll succeeded", "pages", r.Pages, "first_page", firstPage, "features", res.Features, "added", res.Added,
 				"modified", res.Modified, "removed", res.Removed, "invalid_geometries", res.InvalidGeometries,
 				"invalid_features", res.InvalidFeatures.Reasons(),
-				"bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds())
+				"bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds(), "queue_wait_ms", budget.Waited().Milliseconds())
 			return r, nil
 		}
 		if !errors.As(err, new(*PanicError)) {
@@ -257,9 +268,25 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		if ctx.Err() == nil {
 			level = slog.LevelError
 		}
-		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", m.now().Sub(start).Milliseconds())
+		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", m.now().Sub(start).Milliseconds(),
+			"queue_wait_ms", budget.Waited().Milliseconds())
 	}
 	return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+}
+
+// recordQueueWait records the time the poll waited in line for request
+// slots: on its row when it waited at all, and in the histogram always (a
+// queue that is too long shows as the share of polls that waited).
+func (m *Manager) recordQueueWait(ctx context.Context, f *Feed, pollID int64, wait time.Duration, logger *slog.Logger) {
+	m.metrics.queueWait.Observe(wait.Seconds())
+	if wait <= 0 || pollID == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := m.store.RecordQueueWait(rctx, pollID, wait); err != nil {
+		logger.Error("recording the poll's queue wait", "error", err)
+	}
 }
 
 // fetch fetches layer from firstPage on into the poll's staging. A poll of

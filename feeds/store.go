@@ -81,6 +81,9 @@ type Store interface {
 	// request whose key is requestKey, which become the feed's if (and only
 	// if) the snapshot applies.
 	RecordFetch(ctx context.Context, pollID int64, bytes int64, v source.Validators, requestKey string) error
+	// RecordQueueWait adds wait to the time the poll waited in line for
+	// request slots (polls.queue_wait), which its timeout does not count.
+	RecordQueueWait(ctx context.Context, pollID int64, wait time.Duration) error
 	// RecordNotModified ends the running poll as a success that fetched
 	// nothing (polls.not_modified): the server proved the layer unchanged
 	// since the feed's last applied snapshot. The feed is fresh as of now;

@@ -243,14 +243,21 @@ func (m *Manager) gone(a Activity, inFlight map[string]bool, trustLapse bool) (s
 	return "", false
 }
 
-// staleAfter is how long a poll of the feed named key can run: its timeout
-// and the claim's extra minute, or unknownFeedStale for a feed this
-// instance does not configure.
+// staleAfter is how long a poll of the feed named key can run (its
+// longestPoll), or unknownFeedStale for a feed this instance does not
+// configure.
 func (m *Manager) staleAfter(key string) time.Duration {
 	if f, ok := m.feed(key); ok {
-		return f.Timeout.Std() + time.Minute
+		return f.longestPoll()
 	}
 	return unknownFeedStale
+}
+
+// longestPoll is how long a poll of f can run: its timeout of work, its
+// queue_timeout in line, and a minute to record its outcome. A claim's
+// lease is this long, so it lapses only when its instance died.
+func (f *Feed) longestPoll() time.Duration {
+	return f.Timeout.Std() + f.QueueTimeout.Std() + time.Minute
 }
 
 // InstanceID returns this process's name, host:pid: the one id main builds

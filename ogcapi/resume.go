@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
@@ -11,10 +13,14 @@ import (
 )
 
 // Storable returns link as a store may keep it: without the userinfo of
-// home (the feed's configured url) and without every query parameter that
-// home has with the same value (an API key), so that no credential the
-// configuration holds is written to a table. Restore puts them back. A link
-// to another origin is kept whole: home's credentials are not for it.
+// home (the feed's configured url), without every query parameter that
+// home has with the same value (an API key), its name matched in any case
+// (a server may write APIKEY= where the feed has apikey=), and without
+// every parameter whose value is one of home's credentials under another
+// name (api_key=), so that no credential the configuration holds is
+// written to a table. Restore puts them back. A link to another origin is
+// kept whole: home's credentials are not for it (the store still scrubs
+// the configuration's secrets from it by value).
 func Storable(link, home string) string {
 	u, err := url.Parse(link)
 	h, herr := url.Parse(home)
@@ -22,9 +28,20 @@ func Storable(link, home string) string {
 		return link
 	}
 	u.User = nil
+	creds := map[string]bool{}
+	for _, v := range redact.URLSecrets(home) {
+		// As the store's scrub: a short value could be anything's.
+		if len(v) >= redact.MinSecretLen {
+			creds[v] = true
+		}
+	}
+	hq := h.Query()
 	q := u.Query()
-	for k, hv := range h.Query() {
-		if vs, ok := q[k]; ok && len(vs) == 1 && len(hv) == 1 && vs[0] == hv[0] {
+	for k, vs := range q {
+		if len(vs) != 1 {
+			continue
+		}
+		if hv, ok := lookupFold(hq, k); (ok && len(hv) == 1 && hv[0] == vs[0]) || creds[vs[0]] {
 			delete(q, k)
 		}
 	}
@@ -33,24 +50,46 @@ func Storable(link, home string) string {
 }
 
 // Restore is the inverse of Storable: stored with home's userinfo and the
-// query parameters of home it lacks.
+// query parameters of home it lacks, names matched in any case. A value a
+// scrub replaced by redact.Marker is home's again where home has the
+// parameter (any case), and left out where it has not: it was a secret of
+// the configuration, which home's own parameters carry.
 func Restore(stored, home string) string {
 	u, err := url.Parse(stored)
 	h, herr := url.Parse(home)
 	if err != nil || herr != nil || u.Host != h.Host || u.Scheme != h.Scheme {
 		return stored
 	}
-	if u.User == nil {
+	if u.User == nil || strings.Contains(u.User.String(), redact.Marker) {
 		u.User = h.User
 	}
+	hq := h.Query()
 	q := u.Query()
-	for k, hv := range h.Query() {
-		if _, ok := q[k]; !ok {
+	for k, vs := range q {
+		if slices.Contains(vs, redact.Marker) {
+			delete(q, k)
+		}
+	}
+	for k, hv := range hq {
+		if _, ok := lookupFold(q, k); !ok {
 			q[k] = hv
 		}
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// lookupFold returns the values of the parameter of q named k in any case.
+func lookupFold(q url.Values, k string) ([]string, bool) {
+	if vs, ok := q[k]; ok {
+		return vs, true
+	}
+	for name, vs := range q {
+		if strings.EqualFold(name, k) {
+			return vs, true
+		}
+	}
+	return nil, false
 }
 
 // LinkExpired reports whether err, from a Fetch resumed at a stored next

@@ -45,6 +45,12 @@
 #                             Targets: peak RSS <= 64 MB at every size, first load <= 1/1.5 of
 #                             ogr2ogr's wall at 250k. BENCH_BASE=<commit> also times that commit's
 #                             ingestd (first load, refresh) in a database of its own.
+#   scripts/bench.sh breaker  the breaker's and the dead-letter replayer's timings on the real clock
+#                             (the tests assert only order and counts): how soon a trip or an
+#                             override reaches another instance, probes per cooldown across two
+#                             instances, time to close after the last cooldown, the stall when a
+#                             prober dies (vs its lease), a 429's pause, rate-limit spacing, and
+#                             dispatch lateness. Means over BENCH_BREAKER_ROUNDS rounds (default 5).
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
@@ -644,6 +650,12 @@ bench_micro() {
 	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
 }
 
+bench_breaker() {
+	echo "== breaker and dead-letter timings on this machine (figures, not pass/fail)"
+	go test -run '^$' -bench . -benchtime "${BENCH_BREAKER_ROUNDS:-5}x" ./breaker ./deadletter |
+		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+}
+
 bench_statuspage() {
 	echo "== status page of a 250,000-feature feed"
 	go test -run '^$' -bench FeedPage250k -benchtime 20x ./statuspage
@@ -660,6 +672,7 @@ bigdoc) bench_bigdoc ;;
 micro) bench_micro ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
+breaker) bench_breaker ;;
 all)
 	bench_poll
 	bench_storm
@@ -671,9 +684,10 @@ all)
 	bench_bigdoc
 	bench_micro
 	bench_statuspage
+	bench_breaker
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, micro, statuspage or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, micro, statuspage, breaker or all)" >&2
 	exit 2
 	;;
 esac

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/ingestd/ingestd/redact"
 )
 
 // FeedStatus is one feed's row of feed_freshness as the page shows it.
@@ -134,7 +132,7 @@ func (h *Handler) LoadOverview(ctx context.Context) (*Overview, error) {
 	}
 	counts := map[string]int64{}
 	for i := range o.Feeds {
-		o.Feeds[i].LastError = redact.Text(o.Feeds[i].LastError)
+		o.Feeds[i].LastError = h.opts.secrets.Text(o.Feeds[i].LastError)
 		counts[o.Feeds[i].Status]++
 	}
 	for _, s := range statusOrder {
@@ -146,7 +144,7 @@ func (h *Handler) LoadOverview(ctx context.Context) (*Overview, error) {
 		return nil, err
 	}
 	for i := range o.Origins {
-		o.Origins[i].OverrideReason = redact.Text(o.Origins[i].OverrideReason)
+		o.Origins[i].OverrideReason = h.opts.secrets.Text(o.Origins[i].OverrideReason)
 	}
 	if o.DeadLetters, err = h.counts(ctx, "dead_letters_by_status"); err != nil {
 		return nil, err
@@ -155,7 +153,7 @@ func (h *Handler) LoadOverview(ctx context.Context) (*Overview, error) {
 		return nil, err
 	}
 	for i := range o.Held {
-		o.Held[i].Reason = redact.Text(o.Held[i].Reason)
+		o.Held[i].Reason = h.opts.secrets.Text(o.Held[i].Reason)
 	}
 	return o, nil
 }
@@ -172,13 +170,13 @@ func (h *Handler) LoadFeed(ctx context.Context, jurisdiction, feed string) (*Fee
 	if err != nil {
 		return nil, fmt.Errorf("statuspage: reading %s/%s: %w", jurisdiction, feed, err)
 	}
-	d.LastError, d.URL = redact.Text(d.LastError), redact.URL(d.URL)
+	d.LastError, d.URL = h.opts.secrets.Text(d.LastError), h.opts.secrets.URL(d.URL)
 	p.Feed = d
 	if p.Polls, err = collect[Poll](ctx, h, "polls", jurisdiction, feed, h.opts.polls); err != nil {
 		return nil, err
 	}
 	for i := range p.Polls {
-		p.Polls[i].Error = redact.Text(p.Polls[i].Error)
+		p.Polls[i].Error = h.opts.secrets.Text(p.Polls[i].Error)
 	}
 	p.Duration, p.Features = pollCharts(p.Polls)
 	letters, err := collect[DeadLetter](ctx, h, "open_dead_letter", jurisdiction, feed)
@@ -187,7 +185,7 @@ func (h *Handler) LoadFeed(ctx context.Context, jurisdiction, feed string) (*Fee
 	}
 	if len(letters) > 0 {
 		l := letters[0]
-		l.LastError, l.URL = redact.Text(l.LastError), redact.URL(l.URL)
+		l.LastError, l.URL = h.opts.secrets.Text(l.LastError), h.opts.secrets.URL(l.URL)
 		p.DeadLetter = &l
 	}
 	held, err := collect[Held](ctx, h, "feed_held", jurisdiction, feed)
@@ -195,7 +193,7 @@ func (h *Handler) LoadFeed(ctx context.Context, jurisdiction, feed string) (*Fee
 		return nil, err
 	}
 	if len(held) > 0 {
-		held[0].Reason = redact.Text(held[0].Reason)
+		held[0].Reason = h.opts.secrets.Text(held[0].Reason)
 		p.Held = &held[0]
 	}
 	var count int64

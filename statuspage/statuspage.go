@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/internal/namedsql"
+	"github.com/ingestd/ingestd/redact"
 )
 
 //go:embed sql/*.sql
@@ -61,6 +62,7 @@ type options struct {
 	thumbFeatures int
 	thumbBytes    int
 	timeout       time.Duration
+	secrets       *redact.Secrets
 }
 
 // Option configures a Handler.
@@ -74,6 +76,12 @@ func WithRefresh(d time.Duration) Option { return func(o *options) { o.refresh =
 func WithThumbnail(features, bytes int) Option {
 	return func(o *options) { o.thumbFeatures, o.thumbBytes = features, bytes }
 }
+
+// WithSecrets scrubs secrets (the configuration's credentials, a set the
+// caller keeps up to date) by value from every error, reason and URL the
+// page shows, as from every text ingestd writes: rows stored by an older
+// version may still hold one.
+func WithSecrets(secrets *redact.Secrets) Option { return func(o *options) { o.secrets = secrets } }
 
 // New returns a Handler reading through pool. Its SQL and templates are
 // embedded, so a broken one panics here (and in every test).

@@ -1,24 +1,27 @@
 -- Statements on breaker_state, the cluster's verdict on each origin
 -- (SharedState). Every statement returns whole rows in one column order,
--- ending with the database's now(), which scanVerdict reads; a test holds
--- the lists alike.
+-- ending with the database's clock_timestamp(), which scanVerdict reads; a
+-- test holds the lists alike. Not now(): that is when the statement's
+-- transaction began, which can precede the commit of a row the statement
+-- sees (a trip committed between the two), and a verdict read that way
+-- seemed to last longer than its span.
 
 -- name: select_all
 -- Every row: the start-up load and the periodic reload.
 SELECT origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now()
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp()
 FROM breaker_state;
 
 -- name: select_sorted
 -- Every row, sorted by origin, for `ingestd breaker list` and `status`.
 SELECT origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now()
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp()
 FROM breaker_state ORDER BY origin;
 
 -- name: select_origin
 -- One origin's row, re-read after a notification.
 SELECT origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now()
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp()
 FROM breaker_state WHERE origin = $1;
 
 -- name: open
@@ -40,7 +43,7 @@ ON CONFLICT (origin) DO UPDATE SET
     updated_by = $4,
     last_error = EXCLUDED.last_error
 RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now();
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp();
 
 -- name: close
 -- Closes an origin for everyone, only for the holder of the lease ($2).
@@ -48,14 +51,14 @@ UPDATE breaker_state SET state = 'closed', opened_at = NULL, open_until = NULL,
     probe_owner = NULL, probe_until = NULL, updated_by = $2
 WHERE origin = $1 AND probe_owner = $2
 RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now();
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp();
 
 -- name: release
 -- Gives back a lease whose probe decided nothing.
 UPDATE breaker_state SET state = 'open', probe_owner = NULL, probe_until = NULL, updated_by = $2
 WHERE origin = $1 AND probe_owner = $2
 RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now();
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp();
 
 -- name: lease
 -- Takes the probe lease ($2 this instance, $3 seconds, $4 consecutive
@@ -77,14 +80,14 @@ WHERE b.state = 'closed'
    OR ((b.open_until IS NULL OR b.open_until <= now())
        AND (b.probe_owner IS NULL OR b.probe_owner = $2 OR b.probe_until < now()))
 RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now();
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp();
 
 -- name: renew
 -- Extends this instance's lease ($2) by $3 seconds from now.
 UPDATE breaker_state SET probe_until = now() + make_interval(secs => $3::float8)
 WHERE origin = $1 AND probe_owner = $2
 RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now();
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp();
 
 -- name: override
 -- Sets an operator's override ($2 none, open or closed; $3 seconds, 0 for
@@ -108,4 +111,4 @@ ON CONFLICT (origin) DO UPDATE SET
     probe_until = CASE WHEN EXCLUDED.override = 'closed' THEN NULL ELSE b.probe_until END,
     consecutive_opens = CASE WHEN EXCLUDED.override = 'closed' THEN 0 ELSE b.consecutive_opens END
 RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
-       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, now();
+       override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp();

@@ -15,6 +15,7 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/statuspage"
 )
 
@@ -27,9 +28,14 @@ type daemon struct {
 	// claims and polls, heartbeats, dead-letter claims, breaker verdicts.
 	id     string
 	logger *slog.Logger
-	pool   *pgxpool.Pool
-	store  *postgis.Store
-	queue  *deadletter.Queue
+	// secrets are the loaded configuration's credentials (empty for a
+	// command that loads none), scrubbed by value from the log and from
+	// every text the store, the dead-letter queue and the shared breaker
+	// state write; a reload adds the new configuration's.
+	secrets *redact.Secrets
+	pool    *pgxpool.Pool
+	store   *postgis.Store
+	queue   *deadletter.Queue
 	// shared is the breaker verdicts every instance shares. A polling
 	// daemon starts it (verdicts loaded before the first request); the
 	// other commands only read and override through it.
@@ -41,6 +47,10 @@ type daemon struct {
 	watch    *breaker.OriginWatch
 	manager  *feeds.Manager
 	replayer *deadletter.Replayer
+
+	// stopScrub cancels the start's scrub of stored secrets and waits for
+	// it (nil: none runs).
+	stopScrub func()
 
 	closed bool
 }
@@ -71,7 +81,10 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 // open builds the daemon from flags. On error, what it built is released.
 func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
-	d := &daemon{id: feeds.InstanceID(), logger: slog.New(slog.DiscardHandler)}
+	if c.secrets == nil {
+		c.secrets = redact.NewSecrets()
+	}
+	d := &daemon{id: feeds.InstanceID(), logger: slog.New(slog.DiscardHandler), secrets: c.secrets}
 	if o.logs != nil {
 		logger, err := c.logger(o.logs)
 		if err != nil {
@@ -85,6 +98,7 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.secrets.Add(cfg.Secrets()...)
 		for _, w := range cfg.Warnings {
 			d.logger.Warn("config warning", "warning", w.Error())
 		}
@@ -101,12 +115,13 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 			return nil, err
 		}
 	}
-	d.store = postgis.New(pool, postgis.WithOwner(d.id), postgis.WithLogger(d.logger))
-	d.queue = deadletter.NewQueue(pool)
+	d.store = postgis.New(pool, postgis.WithOwner(d.id), postgis.WithLogger(d.logger), postgis.WithSecrets(d.secrets))
+	d.queue = deadletter.NewQueue(pool, deadletter.QueueSecrets(d.secrets))
 	if !o.poll {
 		// Lifting an override brings back the polls it parked (breaker
 		// decides when; the dead-letter queue moves them).
-		d.shared = breaker.NewSharedState(pool, d.id, d.logger, breaker.WithResume(d.queue.Expedite))
+		d.shared = breaker.NewSharedState(pool, d.id, d.logger, breaker.WithResume(d.queue.Expedite),
+			breaker.WithSecrets(d.secrets))
 		return d, nil
 	}
 	if err := d.openPolling(ctx, c, o); err != nil {
@@ -123,7 +138,7 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 	d.watch.SharedVerdicts()
 	// Loaded before the first request: an origin another instance (or this
 	// one before a restart) opened stays open until its time.
-	d.shared = breaker.NewSharedState(d.pool, d.id, d.logger, c.shared...)
+	d.shared = breaker.NewSharedState(d.pool, d.id, d.logger, append(c.shared, breaker.WithSecrets(d.secrets))...)
 	if err := d.shared.Start(ctx); err != nil {
 		return err
 	}
@@ -150,7 +165,8 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 		deadletter.WithInstanceID(d.id),
 		deadletter.WithInterval(cfg.DeadLetter.Interval.Std()),
 		deadletter.WithLease(cfg.DeadLetter.Lease.Std()),
-		deadletter.WithMaxAttempts(cfg.DeadLetter.MaxAttempts))
+		deadletter.WithMaxAttempts(cfg.DeadLetter.MaxAttempts),
+		deadletter.WithSecrets(d.secrets))
 	return nil
 }
 
@@ -181,6 +197,9 @@ func (d *daemon) Close() {
 		return
 	}
 	d.closed = true
+	if d.stopScrub != nil {
+		d.stopScrub()
+	}
 	if d.manager != nil {
 		d.manager.Stop()
 	}
@@ -196,4 +215,45 @@ func (d *daemon) Close() {
 	if d.pool != nil {
 		d.pool.Close()
 	}
+}
+
+// scrubStored replaces the secrets d knows (the configuration's), in any of
+// their spellings, by REDACTED in every text the tables hold that may quote
+// a server: what versions that did not scrub by value stored. The polls
+// table is read from where the last scrub stopped unless all is set.
+func (d *daemon) scrubStored(ctx context.Context, all bool) (int64, error) {
+	n, err := d.store.ScrubSecrets(ctx, d.secrets, all)
+	if err != nil {
+		return n, err
+	}
+	m, err := d.queue.ScrubSecrets(ctx, d.secrets)
+	n += m
+	if err != nil {
+		return n, err
+	}
+	m, err = d.shared.ScrubSecrets(ctx, d.secrets)
+	return n + m, err
+}
+
+// startScrub runs scrubStored in the background, for the polls written
+// since the last scrub: the first start after an upgrade reads the whole
+// history, which must not hold back polling or readiness. A failure is
+// logged; the next start tries again. Close cancels it and waits.
+func (d *daemon) startScrub(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	d.stopScrub = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		n, err := d.scrubStored(ctx, false)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			d.logger.Error("scrubbing stored secrets failed", "error", err)
+		case err != nil:
+		case n > 0:
+			d.logger.Warn("stored secrets scrubbed", "rows", n, "secrets", d.secrets.Len())
+		default:
+			d.logger.Info("stored secrets scrubbed", "rows", 0, "secrets", d.secrets.Len())
+		}
+	}()
 }

@@ -106,7 +106,7 @@ func cmdDeadLetter(args []string, stdout, stderr io.Writer) error {
 		// An abandoned row named by ID is revived first (deadletter decides).
 		claimed, err := d.replayer.ReplayNow(ctx, f)
 		if err != nil {
-			return err
+			return d.secrets.Wrap(err)
 		}
 		if len(claimed) == 0 {
 			fmt.Fprintln(stderr, "ingestd: no pending dead letter matches (rows being replayed by an instance are left to it)")

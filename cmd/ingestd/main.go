@@ -10,6 +10,7 @@
 //	ingestd held list|accept|reject [JURISDICTION/FEED] [flags]
 //	ingestd breaker list|open|close|auto [ORIGIN] [flags]
 //	ingestd feeds prune [-dry-run] [flags]
+//	ingestd scrub-secrets [-config FILE] [-database-url URL]
 //
 // main only parses flags, wires the parts together (the daemon value,
 // daemon.go) and prints; it holds no SQL and no rule of its own: the work
@@ -35,6 +36,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
 	"github.com/ingestd/ingestd/redact"
 )
@@ -54,6 +56,7 @@ Usage:
   ingestd held list|accept|reject               snapshots a guard held instead of applying
   ingestd breaker list|open|close|auto          shared breaker verdicts and manual overrides
   ingestd feeds prune [-dry-run]                mark feeds absent from the config removed, abandon their dead letters
+  ingestd scrub-secrets [flags]                 replace the config's secrets by REDACTED in every stored text
   ingestd version
 
 Run 'ingestd COMMAND -h' for a command's flags.
@@ -90,6 +93,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdHeld(args, stdout, stderr)
 	case "feeds":
 		err = cmdFeeds(args, stdout, stderr)
+	case "scrub-secrets":
+		err = cmdScrubSecrets(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ingestd", version)
 	case "-h", "-help", "--help", "help":
@@ -130,6 +135,10 @@ type common struct {
 	// shared are run's -breaker-* timings of the shared breaker state
 	// (none elsewhere: the defaults).
 	shared []breaker.SharedOption
+	// secrets are the configuration's credentials, scrubbed by value from
+	// the log and from what the daemon's parts write (nil until open
+	// makes it).
+	secrets *redact.Secrets
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -143,7 +152,11 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return nil, usageError{fmt.Sprintf("-log-level %q: want debug, info, warn or error", c.logLevel)}
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr})), nil
+	// redactAttr redacts URLs where a value becomes text; the writer
+	// scrubs the secrets by value from each whole record, whatever
+	// attribute (or message) carries them, in the JSON form the handler
+	// wrote them in.
+	return slog.New(slog.NewJSONHandler(c.secrets.Writer(w), &slog.HandlerOptions{Level: level, ReplaceAttr: redactAttr})), nil
 }
 
 // poolFor connects with enough connections for maxInFlight requests, each of
@@ -160,6 +173,8 @@ func (c *common) poolFor(ctx context.Context, maxInFlight int) (*pgxpool.Pool, e
 	if maxInFlight > 0 && !strings.Contains(c.databaseURL, "pool_max_conns") {
 		cfg.MaxConns = int32(max(maxInFlight+5, int(cfg.MaxConns)))
 	}
+	// A poll waiting for a connection waits in line: not its timeout's work.
+	cfg.ConnConfig.Tracer = postgis.AcquireWaits{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -267,7 +282,8 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	}
 	res, err := d.manager.Poll(ctx, key)
 	if err != nil {
-		return err
+		// Printed by run: a server's echo of a credential must not be.
+		return d.secrets.Wrap(err)
 	}
 	if res.NotModified {
 		fmt.Fprintf(stdout, "%s: poll %d ok: not modified since the last applied snapshot (%d features), %s\n",

@@ -59,7 +59,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 
 	var status *statuspage.Handler
 	if *metricsAddr != "off" && *metricsAddr != "" {
-		status = statuspage.New(d.pool, d.logger)
+		status = statuspage.New(d.pool, d.logger, statuspage.WithSecrets(d.secrets))
 		status.SetBounds(jurisdictionBounds(d.cfg))
 		ops, err := startOpsServer(*metricsAddr, reg, d.pool, status, d.logger)
 		if err != nil {
@@ -71,6 +71,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := d.start(ctx); err != nil {
 		return err
 	}
+	d.startScrub(ctx)
 	d.logger.Info("ingestd running", "version", version, "config", c.config,
 		"jurisdictions", len(d.cfg.Jurisdictions), "feeds", len(d.cfg.Feeds()))
 	sd.Ready()
@@ -109,6 +110,9 @@ func (d *daemon) reload(ctx context.Context, path string) {
 		d.logger.Error("reload rejected: keeping the running configuration", "config", path, "error", err)
 		return
 	}
+	// Added at once, even if the reload is rejected below: the set only
+	// grows, and a credential the file names is one in any case.
+	d.secrets.Add(cfg.Secrets()...)
 	for _, w := range cfg.Warnings {
 		d.logger.Warn("config warning", "warning", w.Error())
 	}

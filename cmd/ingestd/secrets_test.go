@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -178,6 +180,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	refusedHost := ln.Addr().String()
 	ln.Close()
+	// Issue 31's servers, which echo the credential they received.
+	echo := newEchoServers(t)
 
 	secrets := []string{"zqsectokenonly", "zqsecuser", "zqsecpassword",
 		"zqsecrediruser", "zqsecredirpw", "zqsecredirtoken", "zqsecbadlocuser", "zqsecbadlocpw",
@@ -187,6 +191,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for i, name := range secretParams {
 		query = append(query, name+"="+secretValue(i))
 		secrets = append(secrets, secretValue(i))
+	}
+	for _, s := range echoSecrets {
+		secrets = append(secrets, s)
 	}
 	// Harmless parameters ride along: they must survive redaction.
 	qs := strings.Join(query, "&") + "&f=json"
@@ -249,6 +256,8 @@ jurisdictions:
 		feed("redirect", "", feedURL(redirHost, "/redirect/a.geojson")) +
 		feed("badlocation", "", feedURL(badLocHost, "/badlocation/a.geojson")) +
 		feed("refused", "", feedURL(refusedHost, "/a.geojson"))
+	hostileYAML, hostileEnv := echo.yaml()
+	yaml += hostileYAML
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "j.yaml")
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
@@ -264,6 +273,7 @@ jurisdictions:
 
 	env := append(os.Environ(), "INGESTD_TEST_AUTH="+secretAuthHeader, "INGESTD_TEST_APIKEY="+secretKeyHeader,
 		"INGESTD_LOG_LEVEL=debug", "DATABASE_URL="+dbURL, "INGESTD_CONFIG="+cfgPath)
+	env = append(env, hostileEnv...)
 	// transcript is everything the binary printed, labelled by command.
 	var transcript strings.Builder
 	cli := func(args ...string) (int, string) {
@@ -300,9 +310,18 @@ jurisdictions:
 			t.Errorf("poll %s succeeded; it must fail, park or hold", key)
 		}
 	}
+	for _, shape := range slices.Sorted(maps.Keys(echoSecrets)) {
+		if code, _ := cli("poll", "hostile/"+shape); code == 0 {
+			t.Errorf("poll hostile/%s succeeded; it must fail or park", shape)
+		}
+	}
 	cli("poll", "good/nope")
 	// The tables now, before replays overwrite the first errors.
 	dumps := []map[string]string{dumpTables(ctx, t, pool)}
+	checkEchoesScrubbed(ctx, t, pool, echo)
+	// Rows as a version before issue 31 left them: the daemon's start
+	// scrubs them.
+	plantOldLeaks(ctx, t, pool, "a")
 
 	// The daemon, briefly: schedules, catch-up, the replayer, /metrics.
 	metricsAddr := freeLoopbackAddr(t)
@@ -320,6 +339,9 @@ jurisdictions:
 		t.Fatalf("ingestd run did not start:\n%s", tail(daemonOut.String(), 30))
 	}
 	time.Sleep(5 * time.Second)
+	if !waitUntil(30*time.Second, func() bool { return strings.Contains(daemonOut.String(), `"msg":"stored secrets scrubbed"`) }) {
+		t.Errorf("ingestd run did not scrub the stored secrets:\n%s", tail(daemonOut.String(), 30))
+	}
 	metrics := fetchText(t, "http://"+metricsAddr+"/metrics")
 	_ = daemon.Process.Signal(syscall.SIGTERM)
 	select {
@@ -343,6 +365,12 @@ jurisdictions:
 	if failed == 0 || held == 0 || parked < 5 || openWithError < 4 {
 		t.Errorf("scenario incomplete: %d failed polls, %d held, %d parked, %d open breakers with last_error",
 			failed, held, parked, openWithError)
+	}
+
+	// The same again, scrubbed on demand: the five rows planted.
+	plantOldLeaks(ctx, t, pool, "b")
+	if code, out := cli("scrub-secrets"); code != 0 || !strings.Contains(out, "scrubbed 5 rows") {
+		t.Errorf("scrub-secrets: exit %d, want 0 and 5 rows scrubbed:\n%s", code, out)
 	}
 
 	e500URL := feedURL(e500Host, "/e500/wfs")
@@ -384,6 +412,24 @@ jurisdictions:
 	for i, dump := range dumps {
 		for table, text := range dump {
 			texts[fmt.Sprintf("table %s (dump %d)", table, i+1)] = text
+		}
+	}
+	texts["pg_dump"] = pgDump(t, dbURL)
+	if !strings.Contains(texts["pg_dump"], "Invalid token: REDACTED") {
+		t.Error("pg_dump holds no scrubbed echo: it did not dump the tables this test wrote")
+	}
+	// The echoed secrets in any case: a server may upper-case them.
+	for _, where := range slices.Sorted(maps.Keys(texts)) {
+		text := strings.ToLower(texts[where])
+		for _, s := range echoSecrets {
+			if i := strings.Index(text, s); i >= 0 {
+				t.Errorf("echoed secret %q leaks in %s: …%s…", s, where, text[max(0, i-200):min(len(text), i+len(s)+40)])
+			}
+		}
+	}
+	for shape, n := range echo.echoed {
+		if n.Load() == 0 {
+			t.Errorf("the %s server received no credential to echo: the scenario did not happen", shape)
 		}
 	}
 	for _, where := range slices.Sorted(maps.Keys(texts)) {
@@ -460,4 +506,223 @@ func fetchText(t *testing.T, u string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Issue 31's leak shapes: servers that echo the credential they received
+// where no URL redaction sees it. Each runs on an origin of its own and
+// answers every request in its shape, with the credential the request
+// carried (the X-Esri-Authorization token, or the apikey parameter in any
+// case), so what leaks is what ingestd sent.
+const (
+	echoArcGIS498  = "arcgis498"  // {"error":{"code":498,"message":"Invalid token: <token>"}}
+	echoArcGISHTML = "arcgishtml" // an HTML page whose title names the token
+	echoArcGIS500  = "arcgis500"  // error 500 whose details quote the request's header
+	echoOGC403     = "ogc403"     // a 403 exception document: api key <key> may not read …
+	echoOGCQuota   = "ogcquota"   // an HTML page: Quota exceeded for key <KEY>
+	echoOGCNext    = "ogcnext"    // next links with APIKEY=<key>&session=<key>.1; page 2 fails
+)
+
+// echoSecrets are the credential of each shape's feed: arcgis tokens from
+// the environment, OGC API keys in the feed's url.
+var echoSecrets = map[string]string{
+	echoArcGIS498: "zqsecarctok498", echoArcGISHTML: "zqsecarctokhtml", echoArcGIS500: "zqsecarctok500",
+	echoOGC403: "zqsecogckey403", echoOGCQuota: "zqsecogckeyquota", echoOGCNext: "zqsecogckeynext",
+}
+
+// echoServers are the hostile origins, by shape.
+type echoServers struct {
+	hosts  map[string]string
+	echoed map[string]*atomic.Int64 // responses that held the credential
+}
+
+// newEchoServers starts one origin per shape until t ends; the next-link
+// shape pages a collection of 25 parcels of api (an ogcapitest server).
+func newEchoServers(t *testing.T) *echoServers {
+	t.Helper()
+	api := ogcapitest.New()
+	api.Add("c", ogcapitest.Collection{Layer: wfstest.Parcels{N: 25}})
+	e := &echoServers{hosts: map[string]string{}, echoed: map[string]*atomic.Int64{}}
+	for shape := range echoSecrets {
+		n := &atomic.Int64{}
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			echoAnswer(w, r, shape, api, n)
+		}))
+		t.Cleanup(ts.Close)
+		e.hosts[shape], e.echoed[shape] = strings.TrimPrefix(ts.URL, "http://"), n
+	}
+	return e
+}
+
+// echoAnswer answers r in shape, counting in n the answers that echoed a
+// credential.
+func echoAnswer(w http.ResponseWriter, r *http.Request, shape string, api *ogcapitest.Server, n *atomic.Int64) {
+	tok := strings.TrimPrefix(r.Header.Get("X-Esri-Authorization"), "Bearer ")
+	var key string
+	for k, vs := range r.URL.Query() {
+		if strings.EqualFold(k, "apikey") && len(vs) > 0 {
+			key = vs[0]
+		}
+	}
+	if tok != "" || key != "" {
+		n.Add(1)
+	}
+	writeJSON := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	html := func(title string) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<!DOCTYPE html><html><head><title>%s</title></head><body><p>%s</p></body></html>", title, title)
+	}
+	switch shape {
+	case echoArcGIS498:
+		writeJSON(http.StatusOK, map[string]any{"error": map[string]any{"code": 498, "message": "Invalid token: " + tok, "details": []string{}}})
+	case echoArcGISHTML:
+		html("Token " + tok + " is not valid for this service")
+	case echoArcGIS500:
+		writeJSON(http.StatusOK, map[string]any{"error": map[string]any{"code": 500, "message": "Unable to complete operation.",
+			"details": []string{"X-Esri-Authorization: " + r.Header.Get("X-Esri-Authorization")}}})
+	case echoOGC403:
+		writeJSON(http.StatusForbidden, map[string]string{"code": "Forbidden", "description": "api key " + key + " may not read collection c"})
+	case echoOGCQuota:
+		html("Quota exceeded for key " + strings.ToUpper(key))
+	case echoOGCNext:
+		if r.URL.Query().Get("offset") == "10" {
+			// The page after the first fails: the poll is parked with
+			// the first page's next link staged.
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, r)
+		body := rec.Body.String()
+		if key != "" {
+			// The key under another spelling, and inside another
+			// parameter's value (JSON writes & as \u0026).
+			body = strings.ReplaceAll(body, "apikey="+key, "APIKEY="+key+`\u0026session=`+key+".1")
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// yaml is a jurisdiction of one feed per shape, whose breaker opens at the
+// first failure (so the origin's failures park their polls), and env the
+// variables its tokens come from.
+func (e *echoServers) yaml() (yaml string, env []string) {
+	yaml = `
+  - id: hostile
+    breaker:
+      consecutive_failures: 1
+      max_attempts: 1
+      open_base: 10m
+      open_max: 10m
+    feeds:`
+	for _, shape := range slices.Sorted(maps.Keys(echoSecrets)) {
+		secret, host := echoSecrets[shape], e.hosts[shape]
+		if strings.HasPrefix(shape, "arcgis") {
+			v := "INGESTD_TEST_TOKEN_" + strings.ToUpper(shape)
+			env = append(env, v+"="+secret)
+			yaml += fmt.Sprintf(`
+      - id: %s
+        kind: arcgis
+        url: "http://%s/arcgis/rest/services/c/FeatureServer/0"
+        token: "${%s}"
+        schedule: "@every 2s"`, shape, host, v)
+			continue
+		}
+		yaml += fmt.Sprintf(`
+      - id: %s
+        kind: ogcapi
+        url: "http://%s/collections/c?apikey=%s"
+        page_size: 10
+        schedule: "@every 2s"`, shape, host, secret)
+	}
+	return yaml, env
+}
+
+// plantOldLeaks writes rows as a version before issue 31 left them: each
+// shape's credential, as its server echoed it, in every table's texts, for
+// a feed and an origin no poll will write again. tag tells two plantings
+// apart.
+func plantOldLeaks(ctx context.Context, t *testing.T, pool *pgxpool.Pool, tag string) {
+	t.Helper()
+	var echo []string
+	for _, shape := range slices.Sorted(maps.Keys(echoSecrets)) {
+		echo = append(echo, shape+": Invalid token: "+echoSecrets[shape])
+	}
+	text := strings.Join(echo, "; ")
+	feed, origin := "old"+tag, "http://127.0.0.1:"+map[string]string{"a": "1", "b": "2"}[tag]
+	key := echoSecrets[echoOGCNext]
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO feed_status (jurisdiction, feed, url, last_error, held_reason) VALUES ('hostile', $1, 'http://h/c', $2, $2)`, []any{feed, text}},
+		{`INSERT INTO polls (jurisdiction, feed, url, status, error) VALUES ('hostile', $1, 'http://h/c', 'refused', $2)`, []any{feed, text}},
+		{`INSERT INTO staged_pages (poll_id, page, features, next_link)
+			SELECT max(id), 0, 10, 'http://h/c/items?APIKEY=' || $2 || '&offset=10' FROM polls WHERE feed = $1`, []any{feed, key}},
+		{`INSERT INTO dead_letter (jurisdiction, feed, url, origin, reason, retry_after, status, last_error)
+			VALUES ('hostile', $1, 'http://h/c', $2, 'failed', now(), 'abandoned', $3)`, []any{feed, origin, text}},
+		{`INSERT INTO breaker_state (origin, state, last_error, override_reason) VALUES ($1, 'closed', $2, $2)`, []any{origin, text}},
+	} {
+		if _, err := pool.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatalf("planting old leaks: %s: %v", q.sql, err)
+		}
+	}
+}
+
+// pgDump returns the whole test database as pg_dump writes it: every
+// table's rows, whatever the test's own dump misses.
+func pgDump(t *testing.T, dbURL string) string {
+	t.Helper()
+	bin, err := exec.LookPath("pg_dump")
+	if err != nil {
+		found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
+		if len(found) == 0 {
+			t.Fatal("pg_dump not found (PATH, /usr/lib/postgresql/*/bin)")
+		}
+		bin = found[len(found)-1]
+	}
+	out, err := exec.CommandContext(t.Context(), bin, "--no-owner", "--no-privileges", dbURL).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	return string(out)
+}
+
+// checkEchoesScrubbed checks that each shape's echo reached the stored text
+// and was scrubbed there: finding no secret proves nothing if the echo
+// never got that far.
+func checkEchoesScrubbed(ctx context.Context, t *testing.T, pool *pgxpool.Pool, e *echoServers) {
+	t.Helper()
+	want := map[string]string{
+		echoArcGIS498:  "Invalid token: REDACTED",
+		echoArcGISHTML: "Token REDACTED is not valid",
+		echoArcGIS500:  "X-Esri-Authorization: REDACTED", // "Bearer …" is the header's value, one secret
+		echoOGC403:     "api key REDACTED may not read collection c",
+		echoOGCQuota:   "Quota exceeded for key REDACTED",
+	}
+	for shape, w := range want {
+		var last string
+		if err := pool.QueryRow(ctx, `SELECT coalesce(last_error, '') FROM feed_status WHERE jurisdiction = 'hostile' AND feed = $1`, shape).Scan(&last); err != nil {
+			t.Fatalf("feed_status of hostile/%s: %v", shape, err)
+		}
+		if !strings.Contains(last, w) {
+			t.Errorf("hostile/%s: last_error %q lacks %q", shape, last, w)
+		}
+	}
+	// The parked poll's first page recorded its next link: the key's
+	// parameter left out (any spelling), the key inside another value
+	// scrubbed, the paging kept.
+	var link string
+	if err := pool.QueryRow(ctx, `SELECT coalesce(s.next_link, '') FROM staged_pages s JOIN polls p ON p.id = s.poll_id
+		WHERE p.jurisdiction = 'hostile' AND p.feed = $1 ORDER BY p.id DESC, s.page LIMIT 1`, echoOGCNext).Scan(&link); err != nil {
+		t.Fatalf("staged next link of hostile/%s: %v", echoOGCNext, err)
+	}
+	if !strings.Contains(link, "offset=10") || !strings.Contains(link, "session=REDACTED") || strings.Contains(strings.ToLower(link), "apikey") {
+		t.Errorf("hostile/%s: staged next link %q, want offset=10, session=REDACTED and no apikey", echoOGCNext, link)
+	}
 }

@@ -124,3 +124,16 @@ WHERE id = $1 AND status = 'replaying' AND claimed_by = $2
 UPDATE dead_letter SET status = 'abandoned', finished_at = now(), attempts = attempts + 1, last_error = $3,
 	lease_until = NULL, updated_at = now()
 WHERE id = $1 AND status = 'replaying' AND claimed_by = $2
+
+-- name: scrub_read
+-- Scrubbing the configuration's secrets by value from what older versions
+-- stored (internal/scrubrows): each row's ctid and texts.
+SELECT ctid, url, last_error FROM dead_letter
+
+-- name: scrub_write
+-- $1 the ctids, then each column's old and scrubbed values: a row changes
+-- only if it still holds the old ones.
+UPDATE dead_letter t SET url = u.url, last_error = u.last_error
+FROM unnest($1::tid[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(tid, old_url, url, old_last_error, last_error)
+WHERE t.ctid = ANY($1::tid[]) AND t.ctid = u.tid AND t.url IS NOT DISTINCT FROM u.old_url
+	AND t.last_error IS NOT DISTINCT FROM u.old_last_error

@@ -91,7 +91,7 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 // its row as history.
 func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int64, cause error) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlQuery("DiscardPoll"), pollID, feed.Jurisdiction, feed.Feed, errorText(cause)); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("DiscardPoll"), pollID, feed.Jurisdiction, feed.Feed, s.errorText(cause)); err != nil {
 			return err
 		}
 		return deleteStaging(ctx, tx, pollID)

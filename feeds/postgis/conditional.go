@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,6 +40,14 @@ func (s *Store) RecordFetch(ctx context.Context, pollID int64, bytes int64, v so
 	}
 	if _, err := s.pool.Exec(ctx, sqlQuery("RecordFetch"), pollID, bytes, jv, key); err != nil {
 		return fmt.Errorf("postgis: record fetch of poll %d: %w", pollID, err)
+	}
+	return nil
+}
+
+// RecordQueueWait implements feeds.Store.
+func (s *Store) RecordQueueWait(ctx context.Context, pollID int64, wait time.Duration) error {
+	if _, err := s.pool.Exec(ctx, sqlQuery("RecordQueueWait"), pollID, wait); err != nil {
+		return fmt.Errorf("postgis: record the queue wait of poll %d: %w", pollID, err)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feed
 		}
 		if lost, err = heldWhole(ctx, tx, pollID, jurisdiction, feed); err != nil || lost != nil {
 			if err == nil {
-				err = discardHeld(ctx, tx, pollID, jurisdiction, feed, "lost: "+lost.Error())
+				err = s.discardHeld(ctx, tx, pollID, jurisdiction, feed, "lost: "+lost.Error())
 			}
 			return err
 		}
@@ -95,7 +95,7 @@ func (s *Store) RejectHeld(ctx context.Context, jurisdiction, feed string) error
 		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
 			return err
 		}
-		return discardHeld(ctx, tx, pollID, jurisdiction, feed, "")
+		return s.discardHeld(ctx, tx, pollID, jurisdiction, feed, "")
 	})
 	if err != nil {
 		return fmt.Errorf("postgis: reject held snapshot of %s/%s: %w", jurisdiction, feed, err)
@@ -120,14 +120,14 @@ func lockHeld(ctx context.Context, tx pgx.Tx, jurisdiction, feed string) (int64,
 // discardHeld ends the held poll as rejected, with why ("" keeps its hold
 // reason, prefixed "rejected: "), clears the feed's hold and deletes the
 // snapshot's staging.
-func discardHeld(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, why string) error {
-	if _, err := tx.Exec(ctx, sqlQuery("RejectHeldPoll"), pollID, errorText(errors.New(why))); err != nil {
+func (s *Store) discardHeld(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, why string) error {
+	if _, err := tx.Exec(ctx, sqlQuery("RejectHeldPoll"), pollID, s.errorText(errors.New(why))); err != nil {
 		return err
 	}
 	if why != "" {
 		// feed_freshness shows last_error: the operator sees why nothing
 		// was applied.
-		if _, err := tx.Exec(ctx, sqlQuery("HeldDiscardedError"), jurisdiction, feed, errorText(errors.New(why))); err != nil {
+		if _, err := tx.Exec(ctx, sqlQuery("HeldDiscardedError"), jurisdiction, feed, s.errorText(errors.New(why))); err != nil {
 			return err
 		}
 	}

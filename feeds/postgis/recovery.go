@@ -60,7 +60,7 @@ func (s *Store) Activity(ctx context.Context) ([]feeds.Activity, error) {
 
 // Interrupt implements feeds.Recovery.
 func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (bool, error) {
-	msg := errorText(cause)
+	msg := s.errorText(cause)
 	ended := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		ended = false

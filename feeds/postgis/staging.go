@@ -81,7 +81,7 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), profile, nextLink(features))
+		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), profile, s.nextLink(features))
 		return err
 	})
 	if err != nil {
@@ -91,8 +91,12 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 }
 
 // nextLink is the next link the page's reader knows once it ended (kinds
-// that page by links: see feeds' chunkReader), nil for the others.
-func nextLink(features feature.FeatureReader) *string {
+// that page by links: see feeds' chunkReader), nil for the others. The
+// kind left the feed url's own credentials out (ogcapi.Storable); a
+// secret still in it (the key under another parameter's name, or in a
+// link to another origin) is scrubbed here by value, and the resume puts
+// the feed's credentials back.
+func (s *Store) nextLink(features feature.FeatureReader) *string {
 	nl, ok := features.(interface{ NextLink() (string, bool) })
 	if !ok {
 		return nil
@@ -101,6 +105,7 @@ func nextLink(features feature.FeatureReader) *string {
 	if !ok {
 		return nil
 	}
+	link = s.secrets.Scrub(link)
 	return &link
 }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/scrubrows"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -88,6 +89,9 @@ type Store struct {
 	// resumes, so that another instance can tell a poll a dead process
 	// left running from one in flight.
 	owner string
+	// secrets are scrubbed by value from every error text and next link
+	// the store writes (nil: none are known).
+	secrets *redact.Secrets
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -107,6 +111,14 @@ func WithBulkIndexMin(features int) Option {
 // polls have no owner, and only their age tells that one was abandoned.
 func WithOwner(owner string) Option {
 	return func(s *Store) { s.owner = owner }
+}
+
+// WithSecrets scrubs secrets (the configuration's credentials, a set the
+// caller keeps up to date) by value from every error text and next link
+// the store writes: polls.error, feed_status.last_error,
+// staged_pages.next_link.
+func WithSecrets(secrets *redact.Secrets) Option {
+	return func(s *Store) { s.secrets = secrets }
 }
 
 // WithLogger sets the logger (nil discards).
@@ -139,7 +151,7 @@ func (s *Store) RegisterFeeds(ctx context.Context, infos []feeds.FeedInfo) error
 	kind, url, origin := make([]string, n), make([]string, n), make([]string, n)
 	interval := make([]int64, n)
 	for i, f := range infos {
-		jur[i], feed[i], kind[i], url[i], origin[i] = f.Jurisdiction, f.Feed, f.Kind, f.URL, f.Origin
+		jur[i], feed[i], kind[i], url[i], origin[i] = f.Jurisdiction, f.Feed, f.Kind, s.secrets.URL(f.URL), f.Origin
 		interval[i] = f.ExpectedInterval.Microseconds()
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -173,7 +185,7 @@ func (s *Store) RemoveFeeds(ctx context.Context, infos []feeds.FeedInfo) error {
 func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, sqlQuery("BeginPoll"),
-		feed.Jurisdiction, feed.Feed, feed.Kind, feed.URL, feed.Origin, feed.ExpectedInterval.Microseconds(), s.owner,
+		feed.Jurisdiction, feed.Feed, feed.Kind, s.secrets.URL(feed.URL), feed.Origin, feed.ExpectedInterval.Microseconds(), s.owner,
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("postgis: begin poll of %s/%s: %w", feed.Jurisdiction, feed.Feed, err)
@@ -186,7 +198,7 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 // Callers on their way out should pass a context that survives their own
 // cancellation (context.WithoutCancel), or the failure goes unrecorded.
 func (s *Store) FailPoll(ctx context.Context, pollID int64, feed feeds.FeedInfo, pollErr error) error {
-	msg := errorText(pollErr)
+	msg := s.errorText(pollErr)
 	// Retried across a lost connection: the poll often failed because
 	// PostgreSQL went away, and a poll left running would stay so.
 	err := retryOnConnLoss(ctx, func() error {
@@ -225,7 +237,7 @@ func (s *Store) RecordRefused(ctx context.Context, feed feeds.FeedInfo, pollID i
 // failure for the feed and sets its retry_after (nil: none), and keeps the
 // poll's staged pages for a resume.
 func (s *Store) endPollKeepingStaging(ctx context.Context, feed feeds.FeedInfo, pollID int64, status feeds.PollStatus, retryAfter *time.Time, cause error) error {
-	msg := errorText(cause)
+	msg := s.errorText(cause)
 	return retryOnConnLoss(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
@@ -268,15 +280,17 @@ func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
 	return err
 }
 
-// errorText is err's message as stored: at most maxErrorLen bytes (and an
-// ellipsis), and text PostgreSQL can hold, so that recording a failure
-// never fails for the failure's own message.
-func errorText(err error) string {
+// errorText is err's message as stored: redacted (every URL, and every
+// secret by value), at most maxErrorLen bytes (and an ellipsis), and text
+// PostgreSQL can hold, so that recording a failure never fails for the
+// failure's own message.
+func (s *Store) errorText(err error) string {
 	if err == nil {
 		return "unknown error"
 	}
-	// Redacted before the cut: a cut URL would no longer be recognised.
-	return boundText(redact.Error(err), maxErrorLen)
+	// Redacted before the cut: a cut URL or secret would no longer be
+	// recognised.
+	return boundText(s.secrets.Error(err), maxErrorLen)
 }
 
 // quoteInput quotes a value from the source for a message, cut to
@@ -308,4 +322,41 @@ func boundText(s string, limit int) string {
 		s += "…"
 	}
 	return s
+}
+
+// ScrubSecrets replaces every secret of secrets, in any of its spellings,
+// by REDACTED in the text the feeds' tables hold (feed_status.url,
+// last_error and held_reason, staged_pages.next_link, polls.url and
+// error), and returns how many rows it changed: what versions that did
+// not scrub by value stored. The polls table grows with every poll, so
+// only the polls newer than the last scrub's are read, unless all is set
+// (`ingestd scrub-secrets`); the others are read whole.
+func (s *Store) ScrubSecrets(ctx context.Context, secrets *redact.Secrets, all bool) (int64, error) {
+	if secrets.Len() == 0 {
+		return 0, nil
+	}
+	var total int64
+	for _, rw := range [][2]string{
+		{sqlQuery("ScrubReadFeedStatus"), sqlQuery("ScrubWriteFeedStatus")},
+		{sqlQuery("ScrubReadPages"), sqlQuery("ScrubWritePages")},
+	} {
+		n, err := scrubrows.Scrub(ctx, s.pool, secrets, rw[0], rw[1])
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("postgis: scrub stored secrets: %w", err)
+		}
+	}
+	var from, through int64
+	if err := s.pool.QueryRow(ctx, sqlQuery("ScrubPollsRange"), all).Scan(&from, &through); err != nil {
+		return total, fmt.Errorf("postgis: scrub stored secrets: %w", err)
+	}
+	n, err := scrubrows.Scrub(ctx, s.pool, secrets, sqlQuery("ScrubReadPolls"), sqlQuery("ScrubWritePolls"), from, through)
+	total += n
+	if err == nil {
+		_, err = s.pool.Exec(ctx, sqlQuery("ScrubPollsDone"), through)
+	}
+	if err != nil {
+		return total, fmt.Errorf("postgis: scrub stored secrets: %w", err)
+	}
+	return total, nil
 }

@@ -85,3 +85,9 @@ UPDATE feed_status SET last_success_at = now(), consecutive_failures = 0, retry_
 	last_poll_id = GREATEST(last_poll_id, $3)
 WHERE jurisdiction = $1 AND feed = $2
 RETURNING coalesce(feature_count, 0)
+
+-- name: RecordQueueWait
+-- Time poll $1 waited in line for request slots ($2, added: a resumed poll
+-- waits in parts).
+UPDATE polls SET queue_wait = coalesce(queue_wait, interval '0') + $2::interval
+WHERE id = $1
