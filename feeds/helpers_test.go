@@ -291,3 +291,17 @@ func (b *bundle) advanceTo(t *testing.T, at time.Time) {
 	}
 	b.clock.Set(at)
 }
+
+// waitFor polls cond until it holds, failing the test after d: for state
+// that no signal announces (a gauge, a row). d is a ceiling that only
+// catches a hang; make it generous.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond) // the poll's interval, not a wait for an event
+	}
+}

@@ -276,8 +276,8 @@ func TestSchedulerCatchesUpThenPollsOncePerTick(t *testing.T) {
 	if n := b.server.PageRequests("parcels", 0); n != 1 {
 		t.Errorf("parcels requested %d times, want once (by the manual poll; it was not overdue)", n)
 	}
-	if sum, count := histogram(t, reg, "ingestd_feeds_scheduler_lag_seconds"); sum != 45 || count != 2 {
-		t.Errorf("scheduler lag: %v s over %d ticks, want 45 s over 2", sum, count)
+	if h := histogram(t, reg, "ingestd_feeds_scheduler_lag_seconds"); h.GetSampleSum() != 45 || h.GetSampleCount() != 2 {
+		t.Errorf("scheduler lag: %v s over %d ticks, want 45 s over 2", h.GetSampleSum(), h.GetSampleCount())
 	}
 }
 
@@ -432,23 +432,6 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	if _, err := b.manager.Poll(b.ctx, "county/parcels"); !errors.Is(err, feeds.ErrPollInProgress) {
 		t.Errorf("poll during another instance's claim: %v, want ErrPollInProgress", err)
 	}
-}
-
-// histogram returns the sum and count of the histogram name in reg.
-func histogram(t *testing.T, reg *prometheus.Registry, name string) (sum float64, count uint64) {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			if f.GetName() == name {
-				return m.GetHistogram().GetSampleSum(), m.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return 0, 0
 }
 
 // counter returns the counter name{label=value} in reg (0 when absent).
