@@ -120,7 +120,7 @@ func TestPageCutAfterChunksStagesNothing(t *testing.T) {
 	}
 
 	b.server.SetFault(nil)
-	time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+	b.advanceTo(t, l.RetryAfter)
 	if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
 		t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
 	}
@@ -219,7 +219,7 @@ func TestResumedPollCountsStagedFeaturesAgainstTheLimit(t *testing.T) {
 	if err := b.manager.Update(b.ctx, b.cfg); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+	b.advanceTo(t, l.RetryAfter)
 	err = b.manager.Replay(b.ctx, b.letter(t, "parcels"))
 	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "poll_features" || !strings.Contains(err.Error(), "to 26 features") {
@@ -266,7 +266,7 @@ func TestEndlessStreamStopsAtPollBytes(t *testing.T) {
 	}
 	select {
 	case <-stopped:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangCeiling): // a hang ceiling: the handler ends when the poll stops reading
 		t.Fatal("the endless response is still being read")
 	}
 	if n := written.Load(); n > 64<<20 {

@@ -88,7 +88,9 @@ server.stat-cache-engine = "disable"
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	// lighttpd has no way to say it listens but answering: poll it, under a
+	// ceiling that only catches one that never starts.
+	deadline := time.Now().Add(hangCeiling)
 	for {
 		resp, err := http.Get(l.url + "/")
 		if err == nil {
@@ -99,7 +101,7 @@ server.stat-cache-engine = "disable"
 			errLog, _ := os.ReadFile(filepath.Join(run, "error.log"))
 			t.Fatalf("lighttpd did not answer at %s: %v\n%s\n%s", l.url, err, out, errLog)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // the poll's interval (see above), not a wait for an event
 	}
 }
 

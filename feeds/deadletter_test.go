@@ -45,10 +45,16 @@ func trippingPolicy() breaker.Policy {
 	return p
 }
 
+// dlClock returns the fake clock of a dead-letter test: an hour ahead of the
+// database's clock, so that a retry_after read from it stays in the
+// database's future (the queue claims by now()) until the test moves the
+// clock past it (advanceTo).
+func dlClock() *feeds.FakeClock { return feeds.NewFakeClock(time.Now().Add(time.Hour)) }
+
 func setupDL(t *testing.T, cfg feeds.DeadLetterConfig, opts ...setupOption) *dlBundle {
 	t.Helper()
 	lq := &lateQueue{}
-	opts = append([]setupOption{withPolicy(trippingPolicy())}, opts...)
+	opts = append([]setupOption{withPolicy(trippingPolicy()), withClock(dlClock())}, opts...)
 	opts = append(opts, withManagerOptions(feeds.WithDeadLetters(lq, cfg)))
 	b := setup(t, opts...)
 	lq.q = deadletter.NewQueue(b.pool)
@@ -126,8 +132,10 @@ func TestRefusalParksUntilTheBreakersRetryAfter(t *testing.T) {
 	if l.Status != deadletter.StatusPending || l.Reason != deadletter.ReasonCircuitOpen || l.Checkpoint.Page != 0 {
 		t.Errorf("dead letter: %+v, want pending circuit_open at page 0", l)
 	}
-	maxJitter := time.Until(openUntil)/10 + 50*time.Millisecond
-	if l.RetryAfter.Before(openUntil.Add(-50*time.Millisecond)) || l.RetryAfter.After(openUntil.Add(maxJitter)) {
+	// On the injected clock, which has not moved: the breaker's open
+	// time left, plus at most a tenth of it (PostgreSQL keeps microseconds).
+	maxJitter := openUntil.Sub(b.clock.Now()) / 10
+	if l.RetryAfter.Before(openUntil.Add(-time.Microsecond)) || l.RetryAfter.After(openUntil.Add(maxJitter)) {
 		t.Errorf("retry_after %s, want within [%s, +%s] of the breaker's next probe", l.RetryAfter, openUntil, maxJitter)
 	}
 	if l.URL == "" || l.Origin != b.origin {
@@ -152,7 +160,7 @@ func TestRefusalParksUntilTheBreakersRetryAfter(t *testing.T) {
 		t.Fatalf("%d requests reached the server before retry_after", n)
 	}
 
-	time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+	b.advanceTo(t, l.RetryAfter)
 	claimed, err := b.replayer.RunOnce(b.ctx)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("replayer after retry_after claimed %d rows (err %v), want 1", len(claimed), err)
@@ -223,7 +231,7 @@ func TestReplayResumesAtTheRefusedPage(t *testing.T) {
 		t.Fatalf("%d pages staged for the parked poll, want %d", staged, k)
 	}
 
-	time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+	b.advanceTo(t, l.RetryAfter)
 	if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
 		t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
 	}
@@ -278,7 +286,7 @@ func TestFailedAfterRetriesParksButOurErrorFails(t *testing.T) {
 		}
 		return nil
 	})
-	start := time.Now()
+	start := b.clock.Now() // the injected clock, which the poll does not move
 	_, err := b.manager.Poll(b.ctx, "county/parcels")
 	var de *deadletter.DeferError
 	var re *breaker.RetryError
@@ -286,7 +294,8 @@ func TestFailedAfterRetriesParksButOurErrorFails(t *testing.T) {
 		t.Fatalf("poll error = %v, want parked as failed after retries", err)
 	}
 	l := b.letter(t, "parcels")
-	if wait := l.RetryAfter.Sub(start); wait > 2*time.Minute+time.Second || wait < time.Minute {
+	// Exactly, on the injected clock (PostgreSQL keeps microseconds).
+	if wait := l.RetryAfter.Sub(start); wait > 2*time.Minute || wait <= 2*time.Minute-time.Microsecond {
 		t.Errorf("retry_after is %s away, want the 1h backoff capped at the 2m interval", wait)
 	}
 	if l.Checkpoint.Page != 1 {
@@ -325,7 +334,7 @@ func TestStaleCheckpointRestartsFromTheFirstPage(t *testing.T) {
 	if _, err := b.pool.Exec(b.ctx, `UPDATE dead_letter SET checkpoint_at = now() - interval '7 hours', retry_after = now() WHERE id = $1`, l.ID); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(b.originState(t).OpenUntil) + 20*time.Millisecond)
+	b.advanceTo(t, b.originState(t).OpenUntil)
 	if _, err := b.replayer.RunOnce(b.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -347,27 +356,36 @@ func TestStaleCheckpointRestartsFromTheFirstPage(t *testing.T) {
 }
 
 // A scheduled tick of a parked feed does not poll it: the dead letter is its
-// one path.
+// one path. (Neither does the catch-up at start.)
 func TestScheduledTickSkipsParkedFeed(t *testing.T) {
 	t.Parallel()
+	var sig feeds.Signals
 	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
       - id: roads
         kind: geojson
         url: %[1]s/geojson/roads.geojson
-        schedule: "@every 1s"
-`), withManagerOptions(feeds.WithMaxJitter(0)))
+        schedule: "@every 1h"
+`), withManagerOptions(feeds.WithMaxJitter(0), feeds.WithSignals(&sig)))
 	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
 	if _, err := b.queue.Park(b.ctx, deadletter.Parking{Jurisdiction: "county", Feed: "roads", URL: b.url,
-		Origin: b.origin, Reason: deadletter.ReasonCircuitOpen, RetryAfter: time.Now().Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.manager.Update(b.ctx, b.cfg); err != nil {
+		Origin: b.origin, Reason: deadletter.ReasonCircuitOpen, RetryAfter: b.clock.Now().Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.manager.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond)
+	// The feed never succeeded: the catch-up at start finds it parked.
+	if r := awaitRun(t, &sig); r.Key != "county/roads" || !r.Planned.IsZero() || r.Outcome != "parked" {
+		t.Errorf("catch-up: %+v, want county/roads skipped as parked", r)
+	}
+	tick := b.clock.Now().Truncate(time.Hour)
+	for range 2 {
+		tick = tick.Add(time.Hour)
+		b.advanceTo(t, tick)
+		if r := awaitRun(t, &sig); r.Key != "county/roads" || !r.Planned.Equal(tick) || r.Outcome != "parked" {
+			t.Errorf("tick at %s: %+v, want county/roads skipped as parked", tick.Format(time.TimeOnly), r)
+		}
+	}
 	if n := b.server.Requests(); n != 0 {
 		t.Errorf("%d requests for a parked feed, want none", n)
 	}

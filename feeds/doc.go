@@ -28,6 +28,7 @@
 // Fetching is the protocol packages' (wfs and its kin), breaking the
 // breaker's, and parking deadletter's; cmd/ingestd wires them together.
 //
-// Every timestamp a poll records or compares comes from the manager's clock
-// (time.Now unless a test injects one), so that tests can move time.
+// Every timestamp a poll records or compares comes from the manager's Clock
+// (the real clock unless a test injects one), and the scheduler and the
+// heartbeat wait on it, so that tests move time instead of sleeping.
 package feeds

@@ -30,6 +30,9 @@ type bundle struct {
 	breakers *breaker.Registry
 	manager  *feeds.Manager
 	cfg      *feeds.Config
+	// clock is the manager's and the breakers' clock when the test set
+	// one (withClock), nil otherwise.
+	clock *feeds.FakeClock
 }
 
 type setupOptions struct {
@@ -39,6 +42,7 @@ type setupOptions struct {
 	fetcher     func(*wfs.Client) feeds.Fetcher // nil: the client itself
 	// wrapStore, when set, wraps the store the manager uses (setupOGCAPI).
 	wrapStore func(*postgis.Store) feeds.Store
+	clock     *feeds.FakeClock
 }
 
 type setupOption func(*setupOptions)
@@ -48,6 +52,25 @@ type setupOption func(*setupOptions)
 func withFeeds(yaml string) setupOption { return func(o *setupOptions) { o.feedsYAML = yaml } }
 
 func withPolicy(p breaker.Policy) setupOption { return func(o *setupOptions) { o.policy = p } }
+
+// withClock runs the manager and the breakers on c, so that the test moves
+// time: ticks, heartbeats, cooldowns and retry_after come when it says.
+func withClock(c *feeds.FakeClock) setupOption {
+	return func(o *setupOptions) {
+		o.clock = c
+		o.managerOpts = append(o.managerOpts, feeds.WithClock(c))
+	}
+}
+
+// breakerConfig is the registry's configuration for the options: a fake
+// clock, when set, is the breakers' clock too.
+func (o *setupOptions) breakerConfig() breaker.Config {
+	c := breaker.Config{MaxInFlight: 8, Policy: o.policy}
+	if o.clock != nil {
+		c.Clock = o.clock
+	}
+	return c
+}
 
 func withManagerOptions(opts ...feeds.Option) setupOption {
 	return func(o *setupOptions) { o.managerOpts = append(o.managerOpts, opts...) }
@@ -89,11 +112,13 @@ func setup(t *testing.T, opts ...setupOption) *bundle {
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
 
+	// The production defaults' timeouts (10m, 60s): a deadline here only
+	// ends a hang, on a machine as busy as it may be.
 	yaml := fmt.Sprintf(`
 defaults:
   schedule: "0 5 * * *"
-  timeout: 30s
-  request_timeout: 5s
+  timeout: 10m
+  request_timeout: 60s
 jurisdictions:
   - id: county
     timezone: America/New_York
@@ -107,7 +132,7 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pool := pgtest.Pool(t)
 	store := postgis.New(pool)
-	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: o.policy}, logger)
+	breakers := breaker.NewRegistry(o.breakerConfig(), logger)
 	client := wfs.NewClient(ts.Client(), breakers, logger)
 	var fetcher feeds.Fetcher = client
 	if o.fetcher != nil {
@@ -117,7 +142,7 @@ jurisdictions:
 	t.Cleanup(manager.Stop)
 
 	b := &bundle{ctx: t.Context(), server: server, url: ts.URL, pool: pool, store: store,
-		breakers: breakers, manager: manager, cfg: cfg}
+		breakers: breakers, manager: manager, cfg: cfg, clock: o.clock}
 	if err := manager.Update(b.ctx, cfg); err != nil {
 		t.Fatalf("manager.Update: %v", err)
 	}
@@ -199,4 +224,84 @@ func (b *bundle) freshness(t *testing.T, feed string) (status string, count int)
 		count = *n
 	}
 	return status, count
+}
+
+// hangCeiling bounds every wait for an event in these tests. It only
+// catches a hang (an event that never comes, a poll that would sleep for
+// minutes): nothing here asserts how fast the machine is, and on a busy
+// two-core machine an event may take seconds.
+const hangCeiling = 2 * time.Minute
+
+// await returns the next value of ch, or fails the test if none comes
+// before the hang ceiling.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangCeiling): // a hang ceiling, see hangCeiling
+	}
+	t.Fatalf("no %s within %s", what, hangCeiling)
+	var zero T
+	return zero
+}
+
+// awaitRun waits for the next tick, catch-up or recovery poll that ended.
+func awaitRun(t *testing.T, sig *feeds.Signals) feeds.TickRun {
+	t.Helper()
+	return await(t, sig.Ran, "tick")
+}
+
+// pending returns what ch holds now, without waiting: after Stop (which
+// waits for every tick and catch-up it started), the whole rest of a
+// manager's signals.
+func pending[T any](ch <-chan T) []T {
+	var out []T
+	for {
+		select {
+		case v := <-ch:
+			out = append(out, v)
+		default:
+			return out
+		}
+	}
+}
+
+// advanceTo moves the fake clock to at, and what the database decides by
+// its own clock (now(), which a test cannot move) with it: a claim made
+// less than half an interval ago is refused, so the claims' times move back
+// as far as the clock moves on; and a dead letter is claimed once its
+// retry_after has passed, so those due by at are made due now. (PostgreSQL
+// keeps microseconds: at is rounded up to the next one.)
+func (b *bundle) advanceTo(t *testing.T, at time.Time) {
+	t.Helper()
+	if r := at.Round(time.Microsecond); r.Before(at) {
+		at = r.Add(time.Microsecond)
+	} else {
+		at = r
+	}
+	d := at.Sub(b.clock.Now())
+	if _, err := b.pool.Exec(b.ctx, `UPDATE feed_status SET poll_claimed_at = poll_claimed_at - $1::interval
+		WHERE poll_claimed_at IS NOT NULL`, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE dead_letter SET retry_after = now()
+		WHERE status = 'pending' AND retry_after <= $1 AND retry_after > now()`, at); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Set(at)
+}
+
+// waitFor polls cond until it holds, failing the test after d: for state
+// that no signal announces (a gauge, a row). d is a ceiling that only
+// catches a hang; make it generous.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond) // the poll's interval, not a wait for an event
+	}
 }

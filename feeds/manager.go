@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/robfig/cron/v3"
 
 	"github.com/ingestd/ingestd/deadletter"
 )
@@ -26,6 +25,7 @@ type Manager struct {
 	fetcher   Fetcher
 	logger    *slog.Logger
 	maxJitter time.Duration
+	clock     Clock
 	now       func() time.Time
 	rand      func() float64 // in [0, 1), for retry_after jitter
 
@@ -33,13 +33,14 @@ type Manager struct {
 	letters DeadLetters
 	dl      DeadLetterConfig
 
-	cron   *cron.Cron
+	sched  *scheduler
 	ctx    context.Context // cancelled by Stop: in-flight polls end
 	cancel context.CancelFunc
 
 	metrics      *metrics
 	tickObserver func(key string, planned, started time.Time)
 	instance     string // owner of this process's poll claims
+	signals      managerSignals
 
 	// recovery, when set, keeps this instance's heartbeat every beat and
 	// sweeps for dead instances' work (sweep.go); loops waits for it.
@@ -60,8 +61,7 @@ type Manager struct {
 
 type scheduledFeed struct {
 	feed  Feed
-	entry cron.EntryID
-	sched *recordingSchedule
+	entry int // the scheduler's
 }
 
 // Option configures a Manager.
@@ -90,15 +90,17 @@ func WithTickObserver(fn func(key string, planned, started time.Time)) Option {
 // is older than their interval, or that never succeeded (default true).
 func WithCatchUp(on bool) Option { return func(m *Manager) { m.catchUp = on } }
 
-// WithClock makes now the manager's clock (default time.Now): every time a
-// poll records, compares or measures (its start, its duration, a
-// checkpoint's age, a dead letter's retry_after, the scheduler's lag, the
-// sweep's trust in lapsed heartbeats) is read from it, so that a test moves
-// time instead of sleeping. Timers and tickers still run on the real clock.
-func WithClock(now func() time.Time) Option {
+// WithClock makes c the manager's clock (default: the real clock). The
+// scheduler's ticks and the heartbeat wait on it, and every time a poll
+// records, compares or measures (its start, its duration, a checkpoint's
+// age, a dead letter's retry_after, the scheduler's lag, the sweep's trust
+// in lapsed heartbeats) is read from it, so that a test moves time instead
+// of sleeping. Deadlines (a poll's timeout, a request's) are contexts on
+// the real clock, and the database keeps its own (claims, leases).
+func WithClock(c Clock) Option {
 	return func(m *Manager) {
-		if now != nil {
-			m.now = now
+		if c != nil {
+			m.clock = c
 		}
 	}
 }
@@ -143,7 +145,7 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		fetcher:   fetcher,
 		logger:    slog.New(slog.DiscardHandler),
 		maxJitter: DefaultMaxJitter,
-		now:       time.Now,
+		clock:     systemClock{},
 		catchUp:   true,
 		rand:      rand.Float64,
 		dl:        BuiltinDeadLetter(),
@@ -153,6 +155,7 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 	for _, o := range opts {
 		o(m)
 	}
+	m.now = m.clock.Now
 	if m.metrics == nil {
 		m.metrics = newMetrics(nil)
 	}
@@ -160,7 +163,7 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		m.instance = InstanceID()
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.cron = cron.New(cron.WithLocation(time.UTC))
+	m.sched = newScheduler(m.clock)
 	return m
 }
 
@@ -187,10 +190,11 @@ func (m *Manager) Start(ctx context.Context) error {
 	// Before the first tick: a dead predecessor's claims would make this
 	// instance skip its feeds until the claims' leases ran out.
 	var interrupted []*Feed
+	beatFrom := m.now()
 	if m.recovery != nil {
 		interrupted = m.startRecovery(ctx)
 	}
-	m.cron.Start()
+	m.sched.start()
 	if m.catchUp {
 		overdue, err := m.overdue(ctx)
 		if err != nil {
@@ -212,7 +216,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if m.recovery != nil {
 		m.recovering = true
 		m.loops.Add(1)
-		go m.recoveryLoop(m.catchUp)
+		go m.recoveryLoop(beatFrom, m.catchUp)
 	}
 	return nil
 }
@@ -251,21 +255,19 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 			if reflect.DeepEqual(old.feed, *f) {
 				continue
 			}
-			m.cron.Remove(old.entry)
+			m.sched.remove(old.entry)
 		}
 		offset := startOffset(key, f.ExpectedInterval(now), m.maxJitter)
-		sched := &recordingSchedule{inner: jitteredSchedule{inner: f.Cron, offset: offset}}
-		sf := &scheduledFeed{feed: *f, sched: sched}
-		sf.entry = m.cron.Schedule(sched, cron.FuncJob(func() {
-			m.tick(sf)
-		}))
+		sched := jitteredSchedule{inner: f.Cron, offset: offset}
+		sf := &scheduledFeed{feed: *f}
+		sf.entry = m.sched.add(sched, func(planned time.Time) { m.tick(sf, planned) })
 		m.feeds[key] = sf
 		m.logger.Debug("feed scheduled", "jurisdiction", f.Jurisdiction, "feed", f.ID,
-			"schedule", f.Schedule, "offset", offset, "next", sched.inner.Next(now))
+			"schedule", f.Schedule, "offset", offset, "next", sched.Next(now))
 	}
 	for key, sf := range m.feeds {
 		if !seen[key] {
-			m.cron.Remove(sf.entry)
+			m.sched.remove(sf.entry)
 			delete(m.feeds, key)
 			m.metrics.forget(sf.feed.Jurisdiction, sf.feed.ID)
 			m.logger.Info("feed unscheduled", "feed", key)
@@ -294,9 +296,9 @@ func (m *Manager) dropped(next []*Feed, now time.Time) []FeedInfo {
 // Stop stops scheduling, cancels polls in flight and waits for them to record
 // their outcome. Cancelled polls apply nothing.
 func (m *Manager) Stop() {
-	stopped := m.cron.Stop()
+	m.sched.stop()
 	m.cancel()
-	<-stopped.Done()
+	m.sched.wait()
 	m.loops.Wait()
 	m.wg.Wait()
 	if m.recovering {
@@ -405,25 +407,32 @@ func (m *Manager) openLetter(ctx context.Context, f *Feed) (*deadletter.Letter, 
 	return l, nil
 }
 
-// tick is a cron activation of sf: it records how late it started against
-// its planned time, then polls.
-func (m *Manager) tick(sf *scheduledFeed) {
+// tick is a cron activation of sf, planned for planned: it records how
+// late it started, then polls.
+func (m *Manager) tick(sf *scheduledFeed, planned time.Time) {
 	started := m.now()
-	if planned, ok := sf.sched.due(started); ok {
-		m.metrics.schedulerLag.Observe(started.Sub(planned).Seconds())
-		if m.tickObserver != nil {
-			m.tickObserver(sf.feed.Key(), planned, started)
-		}
+	m.metrics.schedulerLag.Observe(started.Sub(planned).Seconds())
+	if m.tickObserver != nil {
+		m.tickObserver(sf.feed.Key(), planned, started)
 	}
-	m.runScheduled(&sf.feed)
+	m.runScheduled(&sf.feed, planned)
 }
 
-func (m *Manager) runScheduled(f *Feed) {
+// runScheduled polls f for a tick planned at planned (zero: a catch-up),
+// unless the tick is to be skipped.
+func (m *Manager) runScheduled(f *Feed, planned time.Time) {
+	outcome := m.runTick(f)
+	m.signals.ran.signal(tickRun{Key: f.Key(), Planned: planned, Outcome: outcome})
+}
+
+// runTick is runScheduled's work; it returns "polled" or why the tick was
+// skipped.
+func (m *Manager) runTick(f *Feed) string {
 	key := f.Key()
 	if !m.acquire(key) {
 		m.metrics.ticksSkipped.WithLabelValues("running").Inc()
 		m.logger.Warn("tick skipped: previous poll still running", "jurisdiction", f.Jurisdiction, "feed", f.ID)
-		return
+		return "running"
 	}
 	defer m.release(key)
 	// A parked feed has one path, its dead letter: the replayer resumes it
@@ -432,13 +441,13 @@ func (m *Manager) runScheduled(f *Feed) {
 	l, err := m.openLetter(m.ctx, f)
 	if err != nil {
 		m.logger.Error("tick skipped: cannot read the feed's dead letter", "jurisdiction", f.Jurisdiction, "feed", f.ID, "error", err)
-		return
+		return "error"
 	}
 	if l != nil {
 		m.metrics.ticksSkipped.WithLabelValues("parked").Inc()
 		m.logger.Info("tick skipped: the feed is parked; the dead-letter replayer resumes it", "jurisdiction", f.Jurisdiction,
 			"feed", f.ID, "dead_letter_id", l.ID, "dead_letter_status", l.Status, "retry_after", l.RetryAfter)
-		return
+		return "parked"
 	}
 	// Several instances fire the same tick (offsets are deterministic):
 	// the first claim wins, and a claim within half an interval of the
@@ -446,15 +455,16 @@ func (m *Manager) runScheduled(f *Feed) {
 	release, ok, err := m.claim(m.ctx, f, f.ExpectedInterval(m.now())/2)
 	if err != nil {
 		m.logger.Error("tick skipped: cannot claim the feed", "jurisdiction", f.Jurisdiction, "feed", f.ID, "error", err)
-		return
+		return "error"
 	}
 	if !ok {
 		m.metrics.ticksSkipped.WithLabelValues("claimed").Inc()
 		m.logger.Debug("tick skipped: another instance polls the feed", "jurisdiction", f.Jurisdiction, "feed", f.ID)
-		return
+		return "claimed"
 	}
 	defer release()
 	_, _ = m.poll(m.ctx, f, nil) // the poll logs and records its own outcome
+	return "polled"
 }
 
 // claim claims f for a poll by this instance (see Store.ClaimPoll); release
@@ -480,7 +490,7 @@ func (m *Manager) runAsync(f *Feed) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.runScheduled(f)
+		m.runScheduled(f, time.Time{})
 	}()
 }
 

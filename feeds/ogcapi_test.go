@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
@@ -32,11 +31,13 @@ func setupOGCAPI(t *testing.T, feedsYAML string, opts ...setupOption) (*bundle, 
 	server := ogcapitest.New()
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
+	// The production defaults' timeouts (10m, 60s): a deadline here only
+	// ends a hang, on a machine as busy as it may be.
 	yaml := fmt.Sprintf(`
 defaults:
   schedule: "0 5 * * *"
-  timeout: 30s
-  request_timeout: 5s
+  timeout: 10m
+  request_timeout: 60s
 jurisdictions:
   - id: county
     timezone: America/New_York
@@ -49,7 +50,7 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pool := pgtest.Pool(t)
 	store := postgis.New(pool)
-	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: o.policy}, logger)
+	breakers := breaker.NewRegistry(o.breakerConfig(), logger)
 	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
 	var managed feeds.Store = store
 	if o.wrapStore != nil {
@@ -57,7 +58,7 @@ jurisdictions:
 	}
 	manager := feeds.NewManager(managed, fetchers, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
 	t.Cleanup(manager.Stop)
-	b := &bundle{ctx: t.Context(), url: ts.URL, pool: pool, store: store, breakers: breakers, manager: manager, cfg: cfg}
+	b := &bundle{ctx: t.Context(), url: ts.URL, pool: pool, store: store, breakers: breakers, manager: manager, cfg: cfg, clock: o.clock}
 	if err := manager.Update(b.ctx, cfg); err != nil {
 		t.Fatalf("manager.Update: %v", err)
 	}
@@ -169,7 +170,7 @@ func setupOGCAPIDL(t *testing.T, feedsYAML string) (*dlBundle, *ogcapitest.Serve
 	t.Helper()
 	lq := &lateQueue{}
 	cfg := feeds.BuiltinDeadLetter()
-	b, server := setupOGCAPI(t, feedsYAML, withPolicy(trippingPolicy()), withManagerOptions(feeds.WithDeadLetters(lq, cfg)))
+	b, server := setupOGCAPI(t, feedsYAML, withPolicy(trippingPolicy()), withClock(dlClock()), withManagerOptions(feeds.WithDeadLetters(lq, cfg)))
 	lq.q = deadletter.NewQueue(b.pool)
 	u, _ := url.Parse(b.url)
 	return &dlBundle{bundle: b, queue: lq.q, origin: breaker.Origin(u),
@@ -219,7 +220,7 @@ func TestOGCAPIResumeAtTheStoredNextLink(t *testing.T) {
 			if expire {
 				server.ExpireCursors()
 			}
-			time.Sleep(time.Until(l.RetryAfter) + 20*time.Millisecond)
+			b.advanceTo(t, l.RetryAfter)
 			if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
 				t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
 			}

@@ -3,11 +3,14 @@ package feeds_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/wfs"
@@ -208,75 +211,172 @@ func TestPollWhileRunningIsRefused(t *testing.T) {
 	}
 }
 
-// The scheduler polls on its cron schedule, catches up overdue feeds on start,
-// and Stop cancels a poll in flight without applying it.
-func TestSchedulerCatchUpAndStop(t *testing.T) {
-	t.Parallel()
-	b := setup(t, withFeeds(`
-      - id: parcels
-        kind: wfs
-        url: %[1]s/wfs
-        type_name: parcels
-        page_size: 10
-        sort_by: pin
+// schedClock returns the fake clock of a scheduling test: the last noon UTC
+// before the database's clock (07:00 or 08:00 in New York, the test
+// jurisdiction's zone), so that the daily default "0 5 * * *" is 21 hours
+// away and a success the database records now is not overdue on it.
+func schedClock() *feeds.FakeClock {
+	now := time.Now().UTC()
+	noon := now.Truncate(24 * time.Hour).Add(12 * time.Hour)
+	if noon.After(now) {
+		noon = noon.Add(-24 * time.Hour)
+	}
+	return feeds.NewFakeClock(noon)
+}
+
+// hourlyRoads is a feed on "@every 1h" beside the default parcels (daily).
+const hourlyRoads = defaultFeeds + `
       - id: roads
         kind: geojson
         url: %[1]s/geojson/roads.geojson
-        schedule: "@every 1s"
-`), withManagerOptions(feeds.WithMaxJitter(0)))
+        schedule: "@every 1h"
+`
+
+// The scheduler catches up, at start, the feeds that never succeeded or
+// whose last success is older than their interval, and only those; then
+// it polls each feed once per tick of its schedule, at the tick's time on
+// the manager's clock, and measures how late each tick started.
+func TestSchedulerCatchesUpThenPollsOncePerTick(t *testing.T) {
+	t.Parallel()
+	var sig feeds.Signals
+	reg := prometheus.NewRegistry()
+	b := setup(t, withFeeds(hourlyRoads), withClock(schedClock()),
+		withManagerOptions(feeds.WithMaxJitter(0), feeds.WithSignals(&sig), feeds.WithRegisterer(reg)))
 	b.server.AddLayer("parcels", wfstest.Parcels{N: 12})
 	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
-
-	// parcels runs daily at 05:00: only the catch-up on start can poll it now.
-	if err := b.manager.Update(b.ctx, b.cfg); err != nil {
+	// parcels succeeded just now: not overdue. roads never did.
+	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
 	}
+
 	if err := b.manager.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "catch-up poll of parcels", func() bool {
-		status, n := b.freshness(t, "parcels")
-		return status == "fresh" && n == 12
-	})
-	// roads runs every second: it is polled again and again.
-	waitFor(t, 10*time.Second, "three scheduled polls of roads", func() bool {
-		return b.server.PageRequests("roads", 0) >= 3
-	})
+	if r := awaitRun(t, &sig); r != (feeds.TickRun{Key: "county/roads", Outcome: "polled"}) {
+		t.Fatalf("first run after start: %+v, want the catch-up of county/roads", r)
+	}
+	// Ticks at the multiples of the hour; the second one starts 45s late.
+	tick := b.clock.Now()
+	for i, late := range []time.Duration{0, 45 * time.Second} {
+		tick = tick.Add(time.Hour)
+		b.advanceTo(t, tick.Add(late))
+		if r := awaitRun(t, &sig); r != (feeds.TickRun{Key: "county/roads", Planned: tick, Outcome: "polled"}) {
+			t.Fatalf("tick %d: %+v, want county/roads polled for %s", i+1, r, tick.Format(time.TimeOnly))
+		}
+	}
+	// Stop waits for every tick and catch-up it started: what the signals
+	// hold now is all there will be.
+	b.manager.Stop()
+	if rest := pending(sig.Ran); len(rest) != 0 {
+		t.Errorf("more runs than the catch-up and two ticks of roads: %+v", rest)
+	}
+	if n := b.server.PageRequests("roads", 0); n != 3 {
+		t.Errorf("roads requested %d times, want 3 (a catch-up and two ticks)", n)
+	}
+	if n := b.server.PageRequests("parcels", 0); n != 1 {
+		t.Errorf("parcels requested %d times, want once (by the manual poll; it was not overdue)", n)
+	}
+	if h := histogram(t, reg, "ingestd_feeds_scheduler_lag_seconds"); h.GetSampleSum() != 45 || h.GetSampleCount() != 2 {
+		t.Errorf("scheduler lag: %v s over %d ticks, want 45 s over 2", h.GetSampleSum(), h.GetSampleCount())
+	}
+}
 
-	// A scheduled poll hangs on the server; Stop cancels it and returns.
+// A tick that finds the feed's previous poll still running is skipped, and
+// counted as such; the next tick polls again.
+func TestTickWhilePollRunsIsSkipped(t *testing.T) {
+	t.Parallel()
+	var sig feeds.Signals
+	reg := prometheus.NewRegistry()
+	b := setup(t, withFeeds(hourlyRoads), withClock(schedClock()),
+		withManagerOptions(feeds.WithMaxJitter(0), feeds.WithCatchUp(false), feeds.WithSignals(&sig), feeds.WithRegisterer(reg)))
+	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
+	reached, release := make(chan struct{}, 1), make(chan struct{})
+	var hung atomic.Bool
+	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+		if r.Layer == "roads" && hung.CompareAndSwap(false, true) {
+			reached <- struct{}{}
+			select {
+			case <-release:
+			case <-r.HTTP.Context().Done(): // the test failed and stops the manager
+			}
+		}
+		return nil
+	})
+	if err := b.manager.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t1 := b.clock.Now().Add(time.Hour)
+	b.advanceTo(t, t1)
+	await(t, reached, "request of the first tick's poll")
+	t2 := t1.Add(time.Hour)
+	b.advanceTo(t, t2)
+	if r := awaitRun(t, &sig); r != (feeds.TickRun{Key: "county/roads", Planned: t2, Outcome: "running"}) {
+		t.Fatalf("second tick: %+v, want it skipped (running)", r)
+	}
+	close(release)
+	if r := awaitRun(t, &sig); r != (feeds.TickRun{Key: "county/roads", Planned: t1, Outcome: "polled"}) {
+		t.Fatalf("after the release: %+v, want the first tick's poll", r)
+	}
+	t3 := t2.Add(time.Hour)
+	b.advanceTo(t, t3)
+	if r := awaitRun(t, &sig); r != (feeds.TickRun{Key: "county/roads", Planned: t3, Outcome: "polled"}) {
+		t.Fatalf("third tick: %+v, want a poll", r)
+	}
+	var polls int
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM polls WHERE feed = 'roads' AND status = 'succeeded'`).Scan(&polls); err != nil {
+		t.Fatal(err)
+	}
+	if polls != 2 {
+		t.Errorf("%d successful polls of roads, want 2 (the second tick skipped)", polls)
+	}
+	if n := counter(t, reg, "ingestd_feeds_ticks_skipped_total", "reason", "running"); n != 1 {
+		t.Errorf("ticks skipped as running: %v, want 1", n)
+	}
+}
+
+// Stop cancels a scheduled poll in flight without applying it, and nothing
+// is polled after it returns, whatever the clock does.
+func TestStopCancelsAScheduledPoll(t *testing.T) {
+	t.Parallel()
+	var sig feeds.Signals
+	b := setup(t, withFeeds(hourlyRoads), withClock(schedClock()),
+		withManagerOptions(feeds.WithMaxJitter(0), feeds.WithCatchUp(false), feeds.WithSignals(&sig)))
+	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
+	reached := make(chan struct{}, 1)
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Layer == "roads" {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
 			return &wfstest.Fault{Hang: true}
 		}
 		return nil
 	})
-	n := b.server.PageRequests("roads", 0)
-	waitFor(t, 5*time.Second, "a hanging roads poll", func() bool { return b.server.PageRequests("roads", 0) > n })
+	if err := b.manager.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tick := b.clock.Now().Add(time.Hour)
+	b.advanceTo(t, tick)
+	await(t, reached, "request of the tick's poll")
 	stopped := make(chan struct{})
 	go func() { b.manager.Stop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Stop did not return while a poll was hanging")
-	}
+	await(t, stopped, "return of Stop while a poll hangs")
 	if p := b.lastPoll(t, "roads"); p.Status != "failed" {
 		t.Errorf("the poll cancelled by Stop is %q, want failed", p.Status)
 	}
-	after := b.server.Requests()
-	time.Sleep(1500 * time.Millisecond)
-	if b.server.Requests() != after {
-		t.Error("requests were sent after Stop")
+	if runs := pending(sig.Ran); len(runs) != 1 || runs[0] != (feeds.TickRun{Key: "county/roads", Planned: tick, Outcome: "polled"}) {
+		t.Errorf("runs until Stop: %+v, want the one cancelled tick", runs)
 	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// Stop returned: the scheduler's loop has ended. Ticks that would come
+	// now start nothing.
+	after := b.server.Requests()
+	b.clock.Advance(3 * time.Hour)
+	if runs := pending(sig.Ran); len(runs) != 0 {
+		t.Errorf("runs after Stop: %+v", runs)
+	}
+	if n := b.server.Requests(); n != after {
+		t.Errorf("%d requests were sent after Stop", n-after)
 	}
 }
 
@@ -284,9 +384,10 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // once. (Their catch-up on start is the same tick for both.)
 func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withManagerOptions(feeds.WithInstanceID("a:1")))
+	var sigA, sigB feeds.Signals
+	b := setup(t, withManagerOptions(feeds.WithInstanceID("a:1"), feeds.WithSignals(&sigA)))
 	b.server.AddLayer("parcels", wfstest.Parcels{N: 25})
-	other := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("b:2"))
+	other := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("b:2"), feeds.WithSignals(&sigB))
 	t.Cleanup(other.Stop)
 
 	errs := make(chan error, 2)
@@ -304,11 +405,13 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "the catch-up poll", func() bool {
-		status, _ := b.freshness(t, "parcels")
-		return status == "fresh"
-	})
-	time.Sleep(500 * time.Millisecond) // a second poll, if any, would have started by now
+	// Each instance's catch-up ends, one way or the other: what proves that
+	// the loser did not poll is its own outcome, not a pause.
+	outcomes := []string{awaitRun(t, &sigA).Outcome, awaitRun(t, &sigB).Outcome}
+	slices.Sort(outcomes)
+	if want := []string{"claimed", "polled"}; !slices.Equal(outcomes, want) {
+		t.Errorf("the two instances' catch-ups: %v, want %v", outcomes, want)
+	}
 	for page := range 3 {
 		if n := b.server.PageRequests("parcels", page); n != 1 {
 			t.Errorf("page %d requested %d times by two instances, want 1", page, n)
@@ -331,19 +434,30 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	}
 }
 
+// counter returns the counter name{label=value} in reg (0 when absent).
+func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if f.GetName() == name && l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // A poll reads the manager's clock, not the wall clock: with a clock that
 // moves a minute at every reading, the poll's duration is whole minutes.
 func TestPollReadsTheInjectedClock(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	at := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		at = at.Add(time.Minute)
-		return at
-	}
-	b := setup(t, withManagerOptions(feeds.WithClock(clock)))
+	b := setup(t, withManagerOptions(feeds.WithClock(&steppingClock{at: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)})))
 	b.server.AddLayer("parcels", wfstest.Parcels{N: 12})
 	res, err := b.manager.Poll(b.ctx, "county/parcels")
 	if err != nil {
@@ -353,3 +467,19 @@ func TestPollReadsTheInjectedClock(t *testing.T) {
 		t.Errorf("poll duration %s, want whole minutes of the injected clock", res.Duration)
 	}
 }
+
+// steppingClock moves a minute at every reading (a poll that is not
+// scheduled waits on nothing: At is never called).
+type steppingClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *steppingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = c.at.Add(time.Minute)
+	return c.at
+}
+
+func (c *steppingClock) At(time.Time) <-chan time.Time { return nil }

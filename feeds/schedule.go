@@ -1,7 +1,9 @@
 package feeds
 
 import (
+	"cmp"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,38 +58,169 @@ func startOffset(key string, interval, maxJitter time.Duration) time.Duration {
 	return time.Duration(h.Sum64() % uint64(window))
 }
 
-// recordingSchedule remembers the activations it hands to cron, so that a
-// tick can tell how late it started against the time cron planned for it.
-// Cron computes an entry's next activation right after starting its job, so
-// the job finds its own activation as the latest recorded one not after now.
-type recordingSchedule struct {
-	inner cron.Schedule
+// Clock is the time a Manager reads and waits on: the scheduler's ticks,
+// the heartbeat, and every time a poll records or compares (see
+// WithClock). The default is the real clock; a test passes a fake one and
+// moves it, so that a tick comes when the test says, not when the machine
+// gets there.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+	// At returns a channel that receives once the clock reads t or later
+	// (at once when it already does). An absolute time, not a duration:
+	// a fake clock moved between reading Now and calling At still fires.
+	At(t time.Time) <-chan time.Time
+}
+
+// systemClock is the real clock.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// At waits on a runtime timer; one abandoned before it fires is collected
+// (Go 1.23 timers), so the scheduler need not stop it.
+func (systemClock) At(t time.Time) <-chan time.Time { return time.After(time.Until(t)) }
+
+// scheduler runs jobs at the activations of their cron.Schedule, on a
+// Clock. It does for ingestd what robfig/cron's runner did (the parser and
+// the Schedule interface are still cron's): each entry's next activation
+// is computed when the entry is added (or at start), a job runs in its own
+// goroutine at its activation, the next one is computed from the time the
+// scheduler woke up (so a wake-up late by several activations fires the
+// entry once, not once per activation missed), and stop waits for the jobs.
+// Unlike cron's runner it waits on the injected Clock, not on timers of the
+// real one, and tells the job which activation it was planned for.
+type scheduler struct {
+	clock Clock
 
 	mu      sync.Mutex
-	pending []time.Time // ascending
+	entries map[int]*entry
+	lastID  int
+	started bool
+
+	wake     chan struct{} // the entries changed: compute the next wake-up
+	halt     chan struct{} // closed by stop
+	done     chan struct{} // closed when the loop has returned
+	stopOnce sync.Once
+	jobs     sync.WaitGroup
 }
 
-func (s *recordingSchedule) Next(t time.Time) time.Time {
-	next := s.inner.Next(t)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.pending) >= 8 {
-		// Never read (a job that never ran): keep the list bounded.
-		s.pending = s.pending[1:]
-	}
-	s.pending = append(s.pending, next)
-	return next
+// entry is one scheduled job.
+type entry struct {
+	id    int
+	sched cron.Schedule
+	job   func(planned time.Time)
+	next  time.Time // zero until the scheduler starts, or after the schedule's end
 }
 
-// due removes the activations up to now and returns the latest of them.
-func (s *recordingSchedule) due(now time.Time) (time.Time, bool) {
+func newScheduler(c Clock) *scheduler {
+	return &scheduler{clock: c, entries: map[int]*entry{},
+		wake: make(chan struct{}, 1), halt: make(chan struct{}), done: make(chan struct{})}
+}
+
+// add schedules job at every activation of sched and returns the entry's id.
+func (s *scheduler) add(sched cron.Schedule, job func(planned time.Time)) int {
+	s.mu.Lock()
+	s.lastID++
+	e := &entry{id: s.lastID, sched: sched, job: job}
+	if s.started {
+		e.next = sched.Next(s.clock.Now())
+	}
+	s.entries[e.id] = e
+	s.mu.Unlock()
+	s.nudge()
+	return e.id
+}
+
+// remove unschedules an entry; a job of it already running goes on.
+func (s *scheduler) remove(id int) {
+	s.mu.Lock()
+	delete(s.entries, id)
+	s.mu.Unlock()
+	s.nudge()
+}
+
+func (s *scheduler) nudge() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// start computes every entry's next activation, before it returns, and
+// starts the loop.
+func (s *scheduler) start() {
+	s.mu.Lock()
+	s.started = true
+	now := s.clock.Now()
+	for _, e := range s.entries {
+		e.next = e.sched.Next(now)
+	}
+	s.mu.Unlock()
+	go s.loop()
+}
+
+func (s *scheduler) loop() {
+	defer close(s.done)
+	for {
+		wakeAt := s.fire()
+		var at <-chan time.Time // nil without an activation to wait for
+		if !wakeAt.IsZero() {
+			at = s.clock.At(wakeAt)
+		}
+		select {
+		case <-at:
+		case <-s.wake:
+		case <-s.halt:
+			return
+		}
+	}
+}
+
+// fire starts the jobs of the entries due now, in the order of their
+// activations, and returns the earliest activation to come (zero if none).
+func (s *scheduler) fire() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var planned time.Time
-	i := 0
-	for ; i < len(s.pending) && !s.pending[i].After(now); i++ {
-		planned = s.pending[i]
+	now := s.clock.Now()
+	var due []*entry
+	for _, e := range s.entries {
+		if !e.next.IsZero() && !e.next.After(now) {
+			due = append(due, e)
+		}
 	}
-	s.pending = s.pending[i:]
-	return planned, i > 0
+	slices.SortFunc(due, func(a, b *entry) int {
+		return cmp.Or(a.next.Compare(b.next), cmp.Compare(a.id, b.id))
+	})
+	for _, e := range due {
+		planned := e.next
+		s.jobs.Add(1)
+		go func() {
+			defer s.jobs.Done()
+			e.job(planned)
+		}()
+		e.next = e.sched.Next(now)
+	}
+	var earliest time.Time
+	for _, e := range s.entries {
+		if !e.next.IsZero() && (earliest.IsZero() || e.next.Before(earliest)) {
+			earliest = e.next
+		}
+	}
+	return earliest
 }
+
+// stop ends the loop (no job starts after it returns); jobs already
+// started go on, and wait waits for them.
+func (s *scheduler) stop() {
+	s.stopOnce.Do(func() { close(s.halt) })
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		<-s.done
+	}
+}
+
+// wait waits for the jobs started so far to return.
+func (s *scheduler) wait() { s.jobs.Wait() }

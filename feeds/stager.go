@@ -65,10 +65,14 @@ type pageStager struct {
 	// features and bytes count the poll's pages read to their end so far
 	// (a page's failed attempts do not count; its retry reads it again).
 	features, bytes int64
+	// waiting signals the page whose staging the stager starts waiting
+	// for (a test signal: nothing in production).
+	waiting testSignal[int]
 }
 
 // pageStaging is one page's StagePage, fed with chunks.
 type pageStaging struct {
+	page     int                    // the page's index
 	chunks   chan []feature.Feature // closed after the page's last chunk
 	abort    chan struct{}          // closed when the page's read failed
 	finished chan struct{}          // closed when StagePage returned, err set
@@ -175,6 +179,7 @@ func (s *pageStager) handle(ctx context.Context, page source.Page, features feat
 // start starts staging page from the chunks that handle sends.
 func (s *pageStager) start(page source.Page) *pageStaging {
 	st := &pageStaging{
+		page:     page.Index,
 		chunks:   make(chan []feature.Feature, chunksQueued),
 		abort:    make(chan struct{}),
 		finished: make(chan struct{}),
@@ -215,6 +220,7 @@ func (s *pageStager) wait() error {
 		return nil
 	}
 	s.staging = nil
+	s.waiting.signal(st.page)
 	<-st.finished
 	return st.err
 }

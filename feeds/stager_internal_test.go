@@ -20,8 +20,10 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// stagingRecorder is a Store whose StagePage records pages (slowly, so
-// that overlap would show) and fails the pages it is told to.
+// stagingRecorder is a Store whose StagePage records pages and fails the
+// pages it is told to. With waiting set (the stager's test signal), a
+// page's StagePage returns only once the stager waits for it, so that a
+// stager that started the next page without waiting would overlap them.
 type stagingRecorder struct {
 	Store   // only StagePage is called
 	mu      sync.Mutex
@@ -29,15 +31,39 @@ type stagingRecorder struct {
 	active  int
 	overlap bool
 	fail    map[int]error
+	waiting <-chan int
+	// overlapped is closed when two StagePage calls overlap: the first
+	// then stops waiting, and the test fails at once.
+	overlapped     chan struct{}
+	overlappedOnce sync.Once
 }
+
+// stagedByMe is how long StagePage waits for the stager to wait for it: a
+// ceiling that only catches a stager that never does.
+const stagedByMe = time.Minute
 
 func (s *stagingRecorder) StagePage(_ context.Context, _ int64, page int, features feature.FeatureReader) (int, error) {
 	s.mu.Lock()
 	s.active++
-	s.overlap = s.overlap || s.active > 1
+	if s.active > 1 {
+		s.overlap = true
+		if s.overlapped != nil {
+			s.overlappedOnce.Do(func() { close(s.overlapped) })
+		}
+	}
 	s.mu.Unlock()
 	defer func() { s.mu.Lock(); s.active--; s.mu.Unlock() }()
-	time.Sleep(5 * time.Millisecond)
+	if s.waiting != nil {
+		select {
+		case p := <-s.waiting:
+			if p != page {
+				return 0, fmt.Errorf("the stager waits for page %d while page %d stages", p, page)
+			}
+		case <-s.overlapped:
+		case <-time.After(stagedByMe): // a hang ceiling, see stagedByMe
+			return 0, fmt.Errorf("page %d: the stager never waited for its staging", page)
+		}
+	}
 	var ids []string
 	for {
 		f, err := features.Next()
@@ -64,10 +90,14 @@ func (p *pageOf) Next() (*feature.Feature, error) {
 }
 
 // TestPageStagerStagesInOrder: pages are staged one at a time, in order,
-// with the features each page held.
+// with the features each page held: each page's StagePage is still running
+// when the next page's first chunk is read (it returns only once the
+// stager waits for it), and the next one starts only after it returned.
 func TestPageStagerStagesInOrder(t *testing.T) {
-	store := &stagingRecorder{}
+	store := &stagingRecorder{overlapped: make(chan struct{})}
 	s := newPageStager(t.Context(), store, 1, feature.Limits{})
+	s.waiting.init()
+	store.waiting = s.waiting.ch
 	for i := range 5 {
 		p := pageOf{fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)}
 		if err := s.handle(t.Context(), source.Page{Index: i}, &p); err != nil {
@@ -182,6 +212,12 @@ type countedPage struct {
 	props  int
 	err    error
 	read   atomic.Int64
+	// at (> 0) is a count of features: reaching it closes reached, and a
+	// feature asked for past it before past is set counts in early.
+	at      int64
+	reached chan struct{}
+	past    atomic.Bool
+	early   atomic.Int64
 }
 
 func (p *countedPage) Next() (*feature.Feature, error) {
@@ -192,7 +228,12 @@ func (p *countedPage) Next() (*feature.Feature, error) {
 		}
 		return nil, io.EOF
 	}
-	p.read.Add(1)
+	if p.at > 0 && int64(i) >= p.at && !p.past.Load() {
+		p.early.Add(1)
+	}
+	if n := p.read.Add(1); p.at > 0 && n == p.at {
+		close(p.reached)
+	}
 	f := &feature.Feature{ID: p.prefix + strconv.Itoa(i)}
 	if p.props > 0 {
 		f.Properties = json.RawMessage(`{"v":"` + strings.Repeat("x", p.props) + `"}`)
@@ -223,22 +264,23 @@ func smallChunks(s *pageStager, features int, bytes int64) *pageStager {
 func TestPageStagerStagesALargePageInChunks(t *testing.T) {
 	store := &streamRecorder{hold: make(chan struct{})}
 	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
-	page := &countedPage{prefix: "f", n: 95}
+	// One chunk in the COPY, chunksQueued waiting, one being filled.
+	limit := int64((chunksQueued + 2) * 10)
+	page := &countedPage{prefix: "f", n: 95, at: limit, reached: make(chan struct{})}
 	handled := make(chan error, 1)
 	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
 
-	// One chunk in the COPY, chunksQueued waiting, one being filled.
-	limit := int64((chunksQueued + 2) * 10)
-	deadline := time.Now().Add(2 * time.Second)
-	for page.read.Load() < limit && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if n := page.read.Load(); n != limit {
-		t.Errorf("with the COPY stuck, the stager read %d features, want %d (chunks of 10)", n, limit)
-	}
+	// The stager reads up to the limit, then must stop until the COPY
+	// moves: a stager that read on would ask for the next feature right
+	// away, in the goroutine that just reached the limit, long before this
+	// one has woken to release the COPY (page.early counts such reads).
+	awaitHang(t, page.reached, "the stager to read its chunks")
+	page.past.Store(true)
 	close(store.hold)
-	if err := <-handled; err != nil {
+	if n := page.early.Load(); n != 0 {
+		t.Errorf("with the COPY stuck, the stager read %d features past %d (chunks of 10)", n, limit)
+	}
+	if err := awaitHang(t, handled, "handle"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.finish(nil); err != nil {
@@ -307,12 +349,7 @@ func TestPageStagerStagingFailsMidPage(t *testing.T) {
 	page := &countedPage{prefix: "a", n: 100000}
 	handled := make(chan error, 1)
 	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
-	var err error
-	select {
-	case err = <-handled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("handle is stuck after its staging failed")
-	}
+	err := awaitHang(t, handled, "handle after its staging failed")
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("handle = %v, want the staging error", err)
 	}
@@ -394,21 +431,34 @@ func TestPageStagerRecoversStagingPanics(t *testing.T) {
 func TestPageStagerAttemptEndsWhileCopyIsStuck(t *testing.T) {
 	store := &streamRecorder{hold: make(chan struct{})}
 	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	// The attempt ends once the stager holds all the chunks it may (one
+	// in the stuck COPY, chunksQueued queued, one filled).
+	page := &countedPage{prefix: "f", n: 1000, at: (chunksQueued + 2) * 10, reached: make(chan struct{})}
 	handled := make(chan error, 1)
-	go func() { handled <- s.handle(ctx, source.Page{Index: 0}, &countedPage{prefix: "f", n: 1000}) }()
-	time.Sleep(200 * time.Millisecond)
+	go func() { handled <- s.handle(ctx, source.Page{Index: 0}, page) }()
+	awaitHang(t, page.reached, "the stager to fill its chunks")
+	cancel()
 	close(store.hold) // the COPY moves again, and finds the page abandoned
-	select {
-	case err := <-handled:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("handle = %v, want the attempt's deadline", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("handle is stuck on a COPY that does not read")
+	if err := awaitHang(t, handled, "handle on a COPY that does not read"); !errors.Is(err, context.Canceled) {
+		t.Errorf("handle = %v, want the attempt's end", err)
 	}
 	if _, end := store.page(0); !errors.Is(end, errPageAbandoned) {
 		t.Errorf("the page's staging ended with %v, want errPageAbandoned", end)
 	}
+}
+
+// awaitHang returns the next value of ch, or fails the test if none comes
+// within a minute: a ceiling that only catches a hang.
+func awaitHang[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute): // a hang ceiling
+	}
+	t.Fatalf("no %s within a minute", what)
+	var zero T
+	return zero
 }

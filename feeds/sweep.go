@@ -54,16 +54,17 @@ func (m *Manager) startRecovery(ctx context.Context) []*Feed {
 	return m.sweep(ctx)
 }
 
-// recoveryLoop heartbeats and sweeps until the manager stops.
-func (m *Manager) recoveryLoop(catchUp bool) {
+// recoveryLoop heartbeats and sweeps at every beat after from, on the
+// manager's clock, until the manager stops.
+func (m *Manager) recoveryLoop(from time.Time, catchUp bool) {
 	defer m.loops.Done()
-	t := time.NewTicker(m.beat)
-	defer t.Stop()
+	next := from
 	for {
+		next = nextBeat(next, m.now(), m.beat)
 		select {
 		case <-m.ctx.Done():
 			return
-		case <-t.C:
+		case <-m.clock.At(next):
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, m.beat)
 		m.heartbeat(ctx)
@@ -74,7 +75,19 @@ func (m *Manager) recoveryLoop(catchUp bool) {
 				m.runAsync(f)
 			}
 		}
+		m.signals.swept.signal(next)
 	}
+}
+
+// nextBeat is the beat after last or, when the loop fell behind, the latest
+// beat due by now: like a ticker, it runs once at once and skips the beats
+// it missed.
+func nextBeat(last, now time.Time, every time.Duration) time.Time {
+	next := last.Add(every)
+	if next.Before(now) {
+		next = next.Add(now.Sub(next).Truncate(every))
+	}
+	return next
 }
 
 // beatWhile keeps this instance's heartbeat until the returned func is
@@ -83,15 +96,15 @@ func (m *Manager) beatWhile(ctx context.Context) (stop func()) {
 	m.heartbeat(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	from := m.now()
 	go func() {
 		defer close(done)
-		t := time.NewTicker(m.beat)
-		defer t.Stop()
-		for {
+		for next := from; ; {
+			next = nextBeat(next, m.now(), m.beat)
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-m.clock.At(next):
 				m.heartbeat(ctx)
 			}
 		}

@@ -67,9 +67,14 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 	exec(`UPDATE feed_status SET poll_owner = 'far:9', poll_lease_until = now() - interval '1 second',
 		poll_claimed_at = now() - interval '10 minutes' WHERE feed = 'claim'`)
 
-	const beat = 100 * time.Millisecond
+	// The heartbeat runs on a fake clock: the test moves it one beat at a
+	// time and waits for that beat's sweep.
+	const beat = time.Minute
+	clock := feeds.NewFakeClock(time.Now())
+	var sig feeds.Signals
 	m := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("testhost:1"), feeds.WithCatchUp(false),
-		feeds.WithRecovery(b.store, beat), feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+		feeds.WithRecovery(b.store, beat), feeds.WithClock(clock), feeds.WithSignals(&sig),
+		feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
 	if err := m.Update(ctx, b.cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +88,6 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 		}
 		return s, e
 	}
-	// At start: everything but the lapsed heartbeat, which needs the
-	// manager connected for a TTL first.
-	if s, _ := status("lapsed"); s != "running" {
-		t.Errorf("the poll of far:7 (heartbeat lapsed) was ended at start-up, before this instance could trust a lapse")
-	}
-	// Wait for the whole sweep of far:7 (its poll ended, then its row
-	// forgotten): Stop cancels a sweep in the middle.
 	forgotten := func() bool {
 		var n int
 		if err := b.pool.QueryRow(ctx, `SELECT count(*)::int FROM instances WHERE owner = 'far:7'`).Scan(&n); err != nil {
@@ -97,13 +95,24 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 		}
 		return n == 0
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if s, _ := status("lapsed"); s != "running" && forgotten() {
-			break
+	// At start, and after two beats: everything but the lapsed heartbeat,
+	// which the manager trusts only once it has itself been connected for
+	// more than two beats.
+	for i := range 3 {
+		if i > 0 {
+			clock.Advance(beat)
+			await(t, sig.Swept, "sweep")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the poll of far:7, whose heartbeat lapsed, is still running")
+		if s, _ := status("lapsed"); s != "running" || forgotten() {
+			t.Fatalf("after %d beats the poll of far:7 (heartbeat lapsed) is %s, before this instance could trust a lapse", i, s)
 		}
+	}
+	// The third beat's sweep ends it and forgets far:7 (Stop would cancel a
+	// sweep in the middle: the signal says it ended).
+	clock.Advance(beat)
+	await(t, sig.Swept, "sweep")
+	if s, _ := status("lapsed"); s == "running" || !forgotten() {
+		t.Fatalf("after 3 beats the poll of far:7, whose heartbeat lapsed, is %s (owner forgotten: %v)", s, forgotten())
 	}
 	m.Stop()
 

@@ -356,12 +356,10 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 type shuffledWFS struct {
 	n        int
 	requests atomic.Int64
-	delay    time.Duration
 }
 
 func (s *shuffledWFS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := s.requests.Add(1)
-	time.Sleep(s.delay)
 	var count int
 	fmt.Sscan(r.URL.Query().Get("count"), &count)
 	var b strings.Builder
@@ -413,7 +411,9 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 
 // TestPollTimeoutNamesThePages: a fetch that runs out of its deadline while
 // the origin's pacing holds it reports "poll timeout after N pages", not
-// the rate limiter's message.
+// the rate limiter's message. The deadline comes once two pages are in
+// (and is already past then), so the count does not depend on how many
+// pages the machine fetched in some span of time.
 func TestPollTimeoutNamesThePages(t *testing.T) {
 	t.Parallel()
 	s := &shuffledWFS{n: 1_000_000} // never repeats within the test
@@ -421,12 +421,19 @@ func TestPollTimeoutNamesThePages(t *testing.T) {
 	p := breaker.DefaultPolicy()
 	p.RateLimit, p.Burst = 10, 1
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-	defer cancel()
+	ctx := &lateDeadline{Context: t.Context()}
+	c := &collect{}
+	handle := func(hctx context.Context, page source.Page, fr feature.FeatureReader) error {
+		err := c.handle(hctx, page, fr)
+		if page.Index == 1 {
+			ctx.set(time.Now())
+		}
+		return err
+	}
 	layer := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "x", PageSize: 5}
-	stats, err := NewClient(nil, reg, nil).Fetch(ctx, layer, 0, (&collect{}).handle)
+	stats, err := NewClient(nil, reg, nil).Fetch(ctx, layer, 0, handle)
 	var te *TimeoutError
-	if !errors.As(err, &te) || te.Pages != stats.Pages || stats.Pages < 2 {
+	if !errors.As(err, &te) || te.Pages != stats.Pages || stats.Pages != 2 {
 		t.Fatalf("err %v (%T), %d pages; want *TimeoutError", err, err, stats.Pages)
 	}
 	msg := err.Error()
@@ -436,4 +443,25 @@ func TestPollTimeoutNamesThePages(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("%v does not wrap context.DeadlineExceeded", err)
 	}
+}
+
+// lateDeadline is a context that has no deadline until set gives it one:
+// the pacing of the origin's next request then runs into it (a deadline
+// already past is refused at once by the rate limiter), whatever the time.
+type lateDeadline struct {
+	context.Context
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (c *lateDeadline) set(d time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = d
+}
+
+func (c *lateDeadline) Deadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.deadline, !c.deadline.IsZero()
 }
