@@ -70,6 +70,7 @@ type pageResult struct {
 // attempt is one attempt of one page: GET, classify, check the CRS,
 // stream into handle, check the page against the ones before.
 func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, st *fetchState, handle source.PageFunc, res *pageResult) breaker.Result {
+	st.ids.Begin(p.Index) // a retry re-reads its page's ids
 	br, note, err := a.OpenBody("items page")
 	if err != nil {
 		r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
@@ -289,7 +290,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 	if f.ID == "" {
 		return nil
 	}
-	if p, dup := r.st.ids.Add(f.ID, r.page); dup {
+	if p, dup := r.st.ids.Add(f.ID); dup {
 		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: -1,
 			Reason: fmt.Sprintf("id %q came on pages %d and %d: the server's paging order is unstable or its ids are not unique", truncate(f.ID, 200), p, r.page)}
 		return r.err
