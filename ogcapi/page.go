@@ -1,6 +1,7 @@
 package ogcapi
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -299,28 +300,33 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 }
 
 // nextLink is the href of the rel="next" link of a page's links ("" when
-// there is none). Two different next links are the server's contradiction.
+// there is none). The links are read one at a time: the member is bounded
+// by feature_bytes, and decoded whole, a member of that size of empty
+// objects would have cost sixteen times as much.
 func nextLink(raw []byte) (string, error) {
 	if len(raw) == 0 {
 		return "", nil
 	}
-	var links []link
-	if err := json.Unmarshal(raw, &links); err != nil {
-		return "", &feature.DecodeError{Index: -1, Msg: `member "links" is not an array of links`, Err: feature.Bound(err)}
-	}
 	next := ""
-	for _, l := range links {
-		if l.Rel != "next" || l.Href == "" {
-			continue
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	err := scanArray(dec, `member "links"`, func() error {
+		var l link
+		if err := dec.Decode(&l); err != nil {
+			return err
 		}
-		if next != "" && next != l.Href {
+		if l.Rel != "next" || l.Href == "" {
+			return nil
+		}
+		if next != "" && next != l.Href && !isJSONType(l.Type) {
 			// A server may give one next link per format; prefer the
 			// GeoJSON one.
-			if !isJSONType(l.Type) {
-				continue
-			}
+			return nil
 		}
 		next = l.Href
+		return nil
+	})
+	if err != nil {
+		return "", &feature.DecodeError{Index: -1, Msg: `member "links" is not an array of links`, Err: feature.Bound(err)}
 	}
 	return next, nil
 }
