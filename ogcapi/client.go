@@ -332,17 +332,21 @@ func (c *Client) done(ctx context.Context, stats source.FetchStats, page int, re
 	total := stats.Features
 	full := res.features >= limit
 	completeness := CompletenessNumberMatched
+	hits := false
 	if stats.NumberMatched < 0 {
 		n, err := c.hits(ctx, layer)
 		if err != nil {
 			return stats, err
 		}
-		stats.NumberMatched = n
-		if n >= 0 {
+		stats.NumberMatched, hits = n, n >= 0
+		if hits {
 			stats.Warnings = append(stats.Warnings, fmt.Sprintf("the server's pages report no numberMatched: the total was checked against its resulttype=hits count, %d", n))
 		}
 	}
 	incomplete := func(reason string) error {
+		if hits {
+			reason += " (numberMatched of its resulttype=hits answer; its pages reported none)"
+		}
 		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
 	}
 	switch {

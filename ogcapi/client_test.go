@@ -175,12 +175,19 @@ func TestFetchPitfalls(t *testing.T) {
 		{ogcapitest.NoNumberMatched, false, "the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the 350 features the whole collection; set completeness: links_only", incomplete},
 		{ogcapitest.NoNextNoNumberMatched, false, "the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the 200 features", incomplete},
 		{ogcapitest.NoNextNoNumberMatched, true, "page 1 was full (100 features) and has no next link, and the server reports no numberMatched", incomplete},
+		// The count the server answers to resulttype=hits proves the pages short.
+		{"hits:" + ogcapitest.NoNextNoNumberMatched, false, "page 1 has no next link, but numberMatched promised more: the page was full (100 features), " +
+			"so the server dropped the next link of a full page (pygeoapi#1594) (numberMatched of its resulttype=hits answer; its pages reported none) (numberMatched 350, got 200)", incomplete},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/links_only=%v", c.pit, c.links), func(t *testing.T) {
 			t.Parallel()
-			_, base := fixture(t, 350, c.pit)
-			_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 100, LinksOnly: c.links})
+			pit, hits := strings.CutPrefix(string(c.pit), "hits:")
+			s := ogcapitest.New()
+			s.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 350}, Pitfall: ogcapitest.Pitfall(pit), Hits: hits})
+			srv := httptest.NewServer(s)
+			t.Cleanup(srv.Close)
+			_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 100, LinksOnly: c.links})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
 			}
