@@ -219,6 +219,9 @@ type Feed struct {
 	// FilterBBox is the feed's bbox filter (minx, miny, maxx, maxy in
 	// CRS84), sent as bbox=; not the jurisdiction's extent (BBox).
 	FilterBBox []float64 `yaml:"bbox"`
+	// Completeness is what proves the collection whole (config_ogcapi.go):
+	// "" or CompletenessNumberMatched, or CompletenessLinksOnly.
+	Completeness string `yaml:"completeness"`
 }
 
 // Feed kinds.
@@ -254,6 +257,7 @@ func (f *Feed) Layer() source.Layer {
 		Collection: f.Collection,
 		CRS:        f.CRS,
 		BBox:       f.FilterBBox,
+		LinksOnly:  f.Completeness == CompletenessLinksOnly,
 		// Typed layers: a WFS layer's schema is its DescribeFeatureType;
 		// an OGC API collection's, its schema or queryables, when linked.
 		DescribeSchema: f.Kind == KindWFS || f.Kind == KindOGCAPI,
@@ -414,7 +418,7 @@ var (
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "headers", "schema_change",
 		"where", "out_fields", "token", // arcgis only
-		"collection", "crs", "bbox"} // ogcapi only
+		"collection", "crs", "bbox", "completeness"} // ogcapi only (ogcapiKeys)
 	wfsVersions = []string{"2.0.0", "1.1.0"}
 	// Query parameters the wfs client writes itself; one pasted into url along
 	// with a whole GetFeature request would be sent twice or contradict the config.
@@ -866,7 +870,7 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 		p.arcgisOnly(m, path, f.Kind)
 	}
 	if kindOK && f.Kind != KindOGCAPI {
-		for _, k := range []string{"collection", "crs", "bbox"} {
+		for _, k := range ogcapiKeys {
 			if n, ok := m.get(k); ok {
 				p.warnf(n, path+"."+k, "ignored for a %s feed (an ogcapi setting)", f.Kind)
 			}
@@ -1370,46 +1374,4 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// ogcapi reads the settings of an ogcapi feed: collection (required
-// unless url is …/collections/{id}), crs and bbox.
-func (p *parser) ogcapi(m *mapping, path string, f *Feed) {
-	if s, present := p.str(m, "collection", path); present && s.ok {
-		f.Collection = s.val
-	}
-	if f.URL != "" && f.Collection == "" && !strings.Contains(strings.TrimRight(f.URL, "/"), "/collections/") && !m.typos["collection"] {
-		p.errorf(m.node, path+".collection", "required for an ogcapi feed whose url is not a collection (…/collections/{collectionId})")
-	}
-	if s, present := p.str(m, "crs", path); present && s.ok {
-		if _, err := feature.ParseCRS(s.val); err != nil {
-			p.errorf(s.node, path+".crs", "%v: give the CRS URI the server lists, e.g. http://www.opengis.net/def/crs/EPSG/0/2264", err)
-		} else {
-			f.CRS = s.val
-		}
-	}
-	if n, ok := m.get("bbox"); ok {
-		n = resolve(n)
-		field := path + ".bbox"
-		var vals []float64
-		if n.Kind == yaml.SequenceNode && len(n.Content) == 4 {
-			for _, c := range n.Content {
-				v, err := strconv.ParseFloat(strings.TrimSpace(resolve(c).Value), 64)
-				if err != nil {
-					break
-				}
-				vals = append(vals, v)
-			}
-		}
-		switch {
-		case len(vals) != 4:
-			p.errorf(n, field, "expected [minx, miny, maxx, maxy] (four numbers, CRS84)")
-		case vals[0] >= vals[2] || vals[1] >= vals[3]:
-			p.errorf(n, field, "min must be below max: got [%g, %g, %g, %g]", vals[0], vals[1], vals[2], vals[3])
-		case vals[0] < -180 || vals[2] > 180 || vals[1] < -90 || vals[3] > 90:
-			p.errorf(n, field, "outside longitude ±180, latitude ±90: the bbox is CRS84")
-		default:
-			f.FilterBBox = vals
-		}
-	}
 }

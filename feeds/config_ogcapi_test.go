@@ -23,6 +23,7 @@ func TestOGCAPIConfig(t *testing.T) {
         crs: http://www.opengis.net/def/crs/EPSG/0/2264
         bbox: [-79, 35.5, -78.5, 36]
         page_size: 500
+        completeness: links_only
       - id: direct
         kind: ogcapi
         url: https://gis.example/api/collections/roads
@@ -33,12 +34,15 @@ func TestOGCAPIConfig(t *testing.T) {
 	f, _ := cfg.Feed("county/parcels")
 	l := f.Layer()
 	if l.Kind != KindOGCAPI || l.Collection != "parcels" || l.CRS != "http://www.opengis.net/def/crs/EPSG/0/2264" ||
-		!slices.Equal(l.BBox, []float64{-79, 35.5, -78.5, 36}) || l.PageSize != 500 {
+		!slices.Equal(l.BBox, []float64{-79, 35.5, -78.5, 36}) || l.PageSize != 500 || !l.LinksOnly {
 		t.Errorf("layer %+v", l)
 	}
 	d, _ := cfg.Feed("county/direct")
 	if d.PageSize != BuiltinDefaults().PageSize {
 		t.Errorf("direct: page size %d, want the default", d.PageSize)
+	}
+	if d.Layer().LinksOnly {
+		t.Error("direct: a feed without completeness: accepts the links alone")
 	}
 }
 
@@ -54,6 +58,7 @@ func TestOGCAPIConfigErrors(t *testing.T) {
 		{"        url: https://gis.example/api/collections/p\n        bbox: [-200, 2, 1, 4]\n", "jurisdictions[0].feeds[0].bbox: outside longitude ±180"},
 		{"        url: https://gis.example/api/collections/p\n        page_size: 0\n", "jurisdictions[0].feeds[0].page_size: must be at least 1 for an ogcapi feed"},
 		{"        url: https://gis.example/api/collections/p\n        kind2: x\n", `unknown key "kind2"`},
+		{"        url: https://gis.example/api/collections/p\n        completeness: links\n", `jurisdictions[0].feeds[0].completeness: "links": must be number_matched (the default: applied only when the total equals the server's numberMatched) or links_only`},
 	} {
 		_, err := parseString(t, ogcapiBase+c.src, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -69,8 +74,10 @@ jurisdictions:
         kind: geojson
         url: https://gis.example/roads.geojson
         collection: roads
+        completeness: links_only
 `, nil)
-	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Error(), "collection: ignored for a geojson feed (an ogcapi setting)") {
+	if len(cfg.Warnings) != 2 || !strings.Contains(cfg.Warnings[0].Error(), "collection: ignored for a geojson feed (an ogcapi setting)") ||
+		!strings.Contains(cfg.Warnings[1].Error(), "completeness: ignored for a geojson feed (an ogcapi setting)") {
 		t.Errorf("warnings %v", cfg.Warnings)
 	}
 }

@@ -156,8 +156,8 @@ func (f *Fetchers) cursorResumer(layer source.Layer) (CursorResumer, bool) {
 	return cr, ok && cr.ResumesAtCursor(layer)
 }
 
-// ResumesAtCursor reports whether layer's kind pages by cursors
-// (CursorResumer): OGC API – Features, by next links.
+// ResumesAtCursor reports whether layer's kind resumes at cursors
+// (CursorResumer); none does today.
 func (f *Fetchers) ResumesAtCursor(layer source.Layer) bool {
 	_, ok := f.cursorResumer(layer)
 	return ok
@@ -179,6 +179,18 @@ func (f *Fetchers) CursorExpired(layer source.Layer, err error) bool {
 	return ok && cr.CursorExpired(layer, err)
 }
 
+// RestartReason asks the fetcher of layer's kind why a resumed poll of
+// layer must start over from the first page (Restarter); "" for a kind
+// that resumes.
+func (f *Fetchers) RestartReason(layer source.Layer) string {
+	if ft, err := f.fetcher(layer.Kind); err == nil {
+		if r, ok := ft.(Restarter); ok {
+			return r.RestartReason(layer)
+		}
+	}
+	return ""
+}
+
 // The contract's optional interfaces, held by the kinds that implement
 // them and by Fetchers (which answers for every kind).
 var (
@@ -186,5 +198,6 @@ var (
 	_ PageURLer     = (*wfs.Client)(nil)
 	_ PageURLer     = (*ogcapi.Client)(nil)
 	_ CursorResumer = (*Fetchers)(nil)
-	_ CursorResumer = (*ogcapi.Client)(nil)
+	_ Restarter     = (*Fetchers)(nil)
+	_ Restarter     = (*ogcapi.Client)(nil)
 )

@@ -37,16 +37,17 @@ func TestFetchersUnknownKind(t *testing.T) {
 // TestFetchersAnswerPerKind: Fetchers hands the contract's optional
 // interfaces to the fetcher of the layer's kind, and answers a kind that
 // lacks one with its default: the dead-letter URL of each kind's page
-// (credentials redacted), and which kinds resume at a cursor.
+// (credentials redacted), which kinds resume at a cursor (none), and which
+// start a resumed poll over (ogcapi).
 func TestFetchersAnswerPerKind(t *testing.T) {
 	t.Parallel()
 	f := NewFetchers(FetcherDeps{})
 	const secret = "s3cr3t"
 	for _, tc := range []struct {
-		layer  source.Layer
-		page   int
-		url    string // what PageURL must contain
-		cursor bool
+		layer   source.Layer
+		page    int
+		url     string // what PageURL must contain
+		restart bool
 	}{
 		{source.Layer{Kind: KindWFS, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Version: "2.0.0",
 			OutputFormat: "application/json", PageSize: 100}, 3, "startIndex=300", false},
@@ -55,27 +56,27 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 			4, "/FeatureServer/0", false},
 		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
 			ItemsURL: "http://127.0.0.1:1/collections/p/items?key=" + secret, PageSize: 50}, 0, "/collections/p/items?", true},
+		// A parked poll of page 2 starts over: its letter names the first page.
 		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
-			ItemsURL: "http://127.0.0.1:1/collections/p/items", ResumeURL: "http://127.0.0.1:1/collections/p/items?offset=700"}, 2, "offset=700", true},
+			ItemsURL: "http://127.0.0.1:1/collections/p/items", PageSize: 50}, 2, "/collections/p/items?f=json&limit=50", true},
 	} {
 		got := f.PageURL(tc.layer, tc.page)
 		if !strings.Contains(got, tc.url) || strings.Contains(got, secret) {
 			t.Errorf("%s page %d: PageURL %q; want it to contain %q and no credential", tc.layer.Kind, tc.page, got, tc.url)
 		}
-		if f.ResumesAtCursor(tc.layer) != tc.cursor {
-			t.Errorf("%s: ResumesAtCursor %v", tc.layer.Kind, !tc.cursor)
+		if f.ResumesAtCursor(tc.layer) {
+			t.Errorf("%s: ResumesAtCursor", tc.layer.Kind)
 		}
-		resumed := f.ResumeAt(tc.layer, "http://127.0.0.1:1/next")
-		if tc.cursor != (resumed.ResumeURL == "http://127.0.0.1:1/next") {
+		if got := f.RestartReason(tc.layer); (got != "") != tc.restart {
+			t.Errorf("%s: RestartReason %q", tc.layer.Kind, got)
+		}
+		if resumed := f.ResumeAt(tc.layer, "http://127.0.0.1:1/next"); resumed.ResumeURL != "" {
 			t.Errorf("%s: ResumeAt set ResumeURL %q", tc.layer.Kind, resumed.ResumeURL)
 		}
 	}
-	if f.CursorExpired(source.Layer{Kind: KindWFS}, context.Canceled) || f.CursorExpired(source.Layer{Kind: KindOGCAPI}, context.Canceled) {
-		t.Error("a cancelled fetch is no expired cursor")
-	}
 	gone := &httpcall.HTTPStatusError{Status: 410, URL: "http://127.0.0.1:1/collections/p/items"}
-	if !f.CursorExpired(source.Layer{Kind: KindOGCAPI}, gone) || f.CursorExpired(source.Layer{Kind: KindWFS}, gone) {
-		t.Error("a 410 to a resumed fetch: an expired cursor for ogcapi only")
+	if f.CursorExpired(source.Layer{Kind: KindOGCAPI}, gone) || f.CursorExpired(source.Layer{Kind: KindWFS}, gone) {
+		t.Error("an expired cursor, for a kind that resumes at none")
 	}
 	if got := f.PageURL(source.Layer{Kind: "nosuchkind", URL: "http://u:" + secret + "@127.0.0.1:1/x"}, 1); strings.Contains(got, secret) || !strings.Contains(got, "/x") {
 		t.Errorf("unknown kind: PageURL %q", got)

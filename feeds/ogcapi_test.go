@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,12 +27,23 @@ import (
 // (feeds.NewFetchers), as the daemon does.
 func setupOGCAPI(t *testing.T, feedsYAML string, opts ...setupOption) (*bundle, *ogcapitest.Server) {
 	t.Helper()
+	return setupOGCAPIWith(t, feedsYAML, nil, opts...)
+}
+
+// setupOGCAPIWith is setupOGCAPI with the fixture behind wrap (nil: none),
+// for a test that fails some of its requests.
+func setupOGCAPIWith(t *testing.T, feedsYAML string, wrap func(http.Handler) http.Handler, opts ...setupOption) (*bundle, *ogcapitest.Server) {
+	t.Helper()
 	o := setupOptions{policy: fastPolicy()}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	server := ogcapitest.New()
-	ts := httptest.NewServer(server)
+	var h http.Handler = server
+	if wrap != nil {
+		h = wrap(server)
+	}
+	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	// The production defaults' timeouts (10m, 60s): a deadline here only
 	// ends a hang, on a machine as busy as it may be.
@@ -109,16 +123,23 @@ func TestOGCAPIPollLoadsComplete(t *testing.T) {
 func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
 	t.Parallel()
 	want := map[ogcapitest.Pitfall]string{
-		ogcapitest.NoNextOnFullPage:    "page 1 has no next link, but numberMatched promised more: the page was full",
-		ogcapitest.NextLoop:            "the next link of page 2 leads back to page 1 (a link loop)",
-		ogcapitest.ZeroLimitSelf:       "leads back to page 1 (a link loop)",
-		ogcapitest.ApproxNumberMatched: "numberMatched promised more: the server's count is approximate",
-		ogcapitest.WrongContentCRS:     "the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857",
-		ogcapitest.Exception200:        "HTTP 200: exception document NoApplicableCode: database connection lost",
-		ogcapitest.OffsetIgnored:       "page 1 repeats page 0",
-		ogcapitest.Duplicates:          `id "parcel.99" came on pages 0 and 1`,
-		ogcapitest.ShortPages:          "", // loads
-		ogcapitest.NoNumberMatched:     "", // loads
+		ogcapitest.NoNextOnFullPage:     "page 1 has no next link, but numberMatched promised more: the page was full",
+		ogcapitest.NextLoop:             "the next link of page 2 leads back to page 1 (a link loop)",
+		ogcapitest.ZeroLimitSelf:        "leads back to page 1 (a link loop)",
+		ogcapitest.ApproxNumberMatched:  "numberMatched promised more: the server's count is approximate",
+		ogcapitest.WrongContentCRS:      "the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857",
+		ogcapitest.Exception200:         "HTTP 200: exception document NoApplicableCode: database connection lost",
+		ogcapitest.OffsetIgnored:        "page 1 repeats page 0",
+		ogcapitest.Duplicates:           `id "parcel.99" came on pages 0 and 1`,
+		ogcapitest.DuplicateInPage:      `id "parcel.4" came twice in page 0`,
+		ogcapitest.OverlapNoIDs:         "the same feature (no id; the same properties and geometry) came on pages 0 and 1",
+		ogcapitest.NumberMatchedUnknown: `numberMatched is the string "unknown", not a count`,
+		// Without completeness: links_only, a collection that reports no
+		// numberMatched is not applied (TestOGCAPIUnprovenCollection).
+		ogcapitest.NoNumberMatched:       "the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the 350 features the whole collection",
+		ogcapitest.NoNextNoNumberMatched: "the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the 200 features the whole collection",
+		ogcapitest.ShortPages:            "", // loads
+		ogcapitest.NumberMatchedString:   "", // loads
 	}
 	for _, pit := range ogcapitest.Pitfalls {
 		t.Run(string(pit), func(t *testing.T) {
@@ -143,9 +164,6 @@ func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
 					t.Errorf("stored %d features", len(ids))
 				}
 				want := "number_matched"
-				if pit == ogcapitest.NoNumberMatched {
-					want = "links_only"
-				}
 				var basis string
 				if err := b.pool.QueryRow(b.ctx, `SELECT completeness FROM polls WHERE feed = 'parcels' AND status = 'succeeded' ORDER BY id DESC LIMIT 1`).Scan(&basis); err != nil || basis != want {
 					t.Errorf("polls.completeness %q (%v), want %s", basis, err, want)
@@ -177,12 +195,13 @@ func setupOGCAPIDL(t *testing.T, feedsYAML string) (*dlBundle, *ogcapitest.Serve
 		replayer: deadletter.NewReplayer(b.pool, b.manager.Replay, deadletter.WithMaxAttempts(cfg.MaxAttempts))}, server
 }
 
-// TestOGCAPIResumeAtTheStoredNextLink: a poll refused on page 2 is parked;
-// its replay continues at the next link page 1 recorded (pages 0 and 1 are
-// not fetched again) and lands the whole collection. When the server has
-// expired its cursors meanwhile, the replay restarts from the first page
-// and still lands it whole.
-func TestOGCAPIResumeAtTheStoredNextLink(t *testing.T) {
+// TestOGCAPIResumeStartsOver: a poll refused on page 2 is parked; its
+// replay drops the pages it staged and starts over from the first page
+// (nothing proves them still the server's collection: see
+// TestOGCAPIResumeAfterTheLayerChanged), whether or not the server has
+// expired its cursors meanwhile, and lands the whole collection. No next
+// link is stored.
+func TestOGCAPIResumeStartsOver(t *testing.T) {
 	t.Parallel()
 	for _, expire := range []bool{false, true} {
 		t.Run(fmt.Sprintf("expired=%v", expire), func(t *testing.T) {
@@ -210,12 +229,12 @@ func TestOGCAPIResumeAtTheStoredNextLink(t *testing.T) {
 			if l.Checkpoint.Page != k {
 				t.Fatalf("checkpoint %+v, want page %d", l.Checkpoint, k)
 			}
-			var link string
-			if err := b.pool.QueryRow(b.ctx, `SELECT next_link FROM staged_pages WHERE poll_id = $1 AND page = $2`, l.Checkpoint.PollID, k-1).Scan(&link); err != nil {
+			var links int
+			if err := b.pool.QueryRow(b.ctx, `SELECT count(next_link) FROM staged_pages WHERE poll_id = $1`, l.Checkpoint.PollID).Scan(&links); err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(link, "offset=20") || strings.Contains(link, "s3cret") {
-				t.Errorf("stored next link %q: want offset=20 and no apikey", link)
+			if links != 0 {
+				t.Errorf("%d staged pages recorded a next link, want none", links)
 			}
 			if expire {
 				server.ExpireCursors()
@@ -230,12 +249,9 @@ func TestOGCAPIResumeAtTheStoredNextLink(t *testing.T) {
 			if ids := b.featureIDs(t, "parcels"); len(ids) != 47 {
 				t.Errorf("stored %d features, want 47", len(ids))
 			}
-			want := map[int]int{0: 1, 10: 1, 20: 1, 30: 1, 40: 1}
-			if expire {
-				// The expired link (offset 20) was refused, then every page
-				// was fetched again.
-				want = map[int]int{0: 2, 10: 2, 20: 2, 30: 1, 40: 1}
-			}
+			// Pages 0 and 1 again; page 2 was refused by the open breaker,
+			// never sent.
+			want := map[int]int{0: 2, 10: 2, 20: 1, 30: 1, 40: 1}
 			for offset, n := range want {
 				if got := server.ItemRequests("parcels", offset); got != n {
 					t.Errorf("offset %d requested %d times, want %d", offset, got, n)
@@ -284,6 +300,185 @@ func TestOGCAPIPart2CRS(t *testing.T) {
 		}
 		if n != 120 || worst > 0.01 {
 			t.Errorf("%s: %d features matched the CRS84 poll's, worst distance %.4f m", feed, n, worst)
+		}
+	}
+}
+
+// namedLayer is a layer of n points whose ids are prefix.i, but for the
+// indexes in other, which get those ids instead: a server that replaced
+// features keeps its count.
+type namedLayer struct {
+	prefix string
+	n      int
+	other  map[int]string
+}
+
+func (l namedLayer) Len() int { return l.n }
+
+func (l namedLayer) AppendFeature(buf []byte, i int) []byte {
+	return fmt.Appendf(buf, `{"type":"Feature","id":%q,"geometry":{"type":"Point","coordinates":[%g,35.7]},"properties":{"name":%q}}`,
+		l.id(i), -78.9+float64(i)/1000, l.id(i))
+}
+
+func (l namedLayer) id(i int) string {
+	if o, ok := l.other[i]; ok {
+		return o
+	}
+	return fmt.Sprintf("%s.%d", l.prefix, i)
+}
+
+// ids are the layer's ids, sorted.
+func (l namedLayer) ids() []string {
+	ids := make([]string, l.n)
+	for i := range l.n {
+		ids[i] = l.id(i)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// failingItems answers 503 to the items page at offset fail while it is
+// set, and passes everything else to the fixture.
+type failingItems struct {
+	next http.Handler
+	fail atomic.Int64 // offset + 1; 0: none
+}
+
+func (f *failingItems) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o := f.fail.Load(); o > 0 && strings.HasSuffix(r.URL.Path, "/items") && r.URL.Query().Get("offset") == strconv.FormatInt(o-1, 10) {
+		http.Error(w, "upstream database unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+// TestOGCAPIResumeAfterTheLayerChanged: a poll parked at page 2 (its page
+// failing on the server's side), the server then changing its collection,
+// and the replay: what is applied is the server's collection as it is now,
+// never the pages staged before it changed beside the pages after. Both
+// the replacement of every feature (as a hostile run did: the replay
+// resumed at offset 20 and applied f.0–f.19 with g.20–g.29) and the
+// replacement of one feature of page 1, which leaves the first page as it
+// was (a resume proven by re-reading the first page would apply the old
+// feature), are caught. While the poll is parked the stored snapshot stays
+// byte-identical.
+func TestOGCAPIResumeAfterTheLayerChanged(t *testing.T) {
+	t.Parallel()
+	before := namedLayer{prefix: "f", n: 30}
+	for name, after := range map[string]namedLayer{
+		"every feature replaced":     {prefix: "g", n: 30},
+		"one feature of page 1 gone": {prefix: "f", n: 30, other: map[int]string{15: "h.15"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := fastPolicy()
+			p.MaxAttempts, p.ConsecutiveFailures, p.FailureRatio = 2, 100, 0
+			lq := &lateQueue{}
+			cfg := feeds.BuiltinDeadLetter()
+			var front *failingItems
+			b, server := setupOGCAPIWith(t, `
+      - id: parcels
+        kind: ogcapi
+        url: %[1]s/collections/parcels?apikey=s3cret
+        page_size: 10
+`, func(h http.Handler) http.Handler {
+				front = &failingItems{next: h}
+				return front
+			}, withPolicy(p), withManagerOptions(feeds.WithDeadLetters(lq, cfg)))
+			lq.q = deadletter.NewQueue(b.pool)
+			replayer := deadletter.NewReplayer(b.pool, b.manager.Replay, deadletter.WithMaxAttempts(cfg.MaxAttempts))
+
+			server.Add("parcels", ogcapitest.Collection{Layer: before})
+			if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
+				t.Fatal(err)
+			}
+			applied := b.featureDigest(t, "parcels")
+
+			front.fail.Store(20 + 1)
+			_, err := b.manager.Poll(b.ctx, "county/parcels")
+			var de *deadletter.DeferError
+			if !errors.As(err, &de) || de.Reason != deadletter.ReasonFailed {
+				t.Fatalf("poll error = %v, want parked as failed", err)
+			}
+			l, err := lq.q.List(b.ctx, deadletter.Filter{Feed: "county/parcels"})
+			if err != nil || len(l) != 1 || l[0].Checkpoint.Page != 2 {
+				t.Fatalf("dead letters %v (%v), want one parked at page 2", l, err)
+			}
+			if got := b.featureDigest(t, "parcels"); got != applied {
+				t.Fatal("the parked poll changed the stored snapshot")
+			}
+
+			front.fail.Store(0)
+			server.Add("parcels", ogcapitest.Collection{Layer: after})
+			// Due now rather than after its backoff: the test moves the
+			// row's time instead of sleeping through it.
+			if _, err := b.pool.Exec(b.ctx, `UPDATE dead_letter SET retry_after = now() WHERE id = $1`, l[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			if claimed, err := replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
+				t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
+			}
+			if l, err := lq.q.Get(b.ctx, l[0].ID); err != nil || l.Status != deadletter.StatusDone {
+				t.Fatalf("dead letter after the replay: %+v (%v), want done", l, err)
+			}
+			got := b.featureIDs(t, "parcels")
+			slices.Sort(got)
+			if want := after.ids(); !slices.Equal(got, want) {
+				t.Errorf("stored ids %v, want the server's collection as it is now %v", got, want)
+			}
+			var basis string
+			if err := b.pool.QueryRow(b.ctx, `SELECT completeness FROM polls WHERE feed = 'parcels' AND status = 'succeeded' ORDER BY id DESC LIMIT 1`).Scan(&basis); err != nil || basis != "number_matched" {
+				t.Errorf("polls.completeness %q (%v), want number_matched", basis, err)
+			}
+			// The first page three times: the first poll, the parked one,
+			// and the replay that started over.
+			if n := server.ItemRequests("parcels", 0); n != 3 {
+				t.Errorf("first page requested %d times, want 3", n)
+			}
+		})
+	}
+}
+
+// TestOGCAPIUnprovenCollection: a collection whose server reports no
+// numberMatched is not applied, not even as a first load (no shrink guard
+// would catch it), unless the feed sets completeness: links_only; one
+// that answers resulttype=hits with its count is proven by it.
+func TestOGCAPIUnprovenCollection(t *testing.T) {
+	t.Parallel()
+	b, server := setupOGCAPI(t, `
+      - id: strict
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        page_size: 100
+      - id: trusting
+        kind: ogcapi
+        url: %[1]s/collections/parcels
+        page_size: 100
+        completeness: links_only
+      - id: counted
+        kind: ogcapi
+        url: %[1]s/collections/counted
+        page_size: 100
+`)
+	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250}, Pitfall: ogcapitest.NoNumberMatched})
+	server.Add("counted", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250}, Pitfall: ogcapitest.NoNumberMatched, Hits: true})
+	_, err := b.manager.Poll(b.ctx, "county/strict")
+	if err == nil || !strings.Contains(err.Error(), "nothing proves the 250 features the whole collection; set completeness: links_only") {
+		t.Errorf("strict: %v", err)
+	}
+	if ids := b.featureIDs(t, "strict"); len(ids) != 0 {
+		t.Errorf("strict: %d features stored by a refused first load", len(ids))
+	}
+	for feed, want := range map[string]string{"trusting": "links_only", "counted": "number_matched"} {
+		if _, err := b.manager.Poll(b.ctx, "county/"+feed); err != nil {
+			t.Fatalf("%s: %v", feed, err)
+		}
+		if ids := b.featureIDs(t, feed); len(ids) != 250 {
+			t.Errorf("%s: %d features stored", feed, len(ids))
+		}
+		var basis string
+		if err := b.pool.QueryRow(b.ctx, `SELECT completeness FROM polls WHERE feed = $1 AND status = 'succeeded'`, feed).Scan(&basis); err != nil || basis != want {
+			t.Errorf("%s: polls.completeness %q (%v), want %s", feed, basis, err, want)
 		}
 	}
 }

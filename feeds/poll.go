@@ -75,11 +75,14 @@ type PageURLer interface {
 }
 
 // CursorResumer is implemented by a fetcher whose kind reaches its pages by
-// cursors the server hands out (OGC API next links, recorded with each
-// staged page through source.Page.Next) rather than by their number. A
-// poll of such a layer resumed at page n > 0 continues at the cursor page
-// n-1 recorded, and starts over from the first page when it recorded none
-// or the server refuses it. Without it, a resumed poll fetches from page n.
+// cursors the server hands out (recorded with each staged page through
+// source.Page.Next) rather than by their number, and can trust the pages
+// staged before a cursor to still be the server's layer (a cursor bound to
+// a snapshot). A poll of such a layer resumed at page n > 0 continues at
+// the cursor page n-1 recorded, and starts over from the first page when it
+// recorded none or the server refuses it. Without it, a resumed poll
+// fetches from page n. No kind implements it today: OGC API next links
+// prove nothing of the pages before them (Restarter).
 type CursorResumer interface {
 	// ResumesAtCursor reports whether a resumed poll of layer continues at
 	// a recorded cursor.
@@ -90,6 +93,19 @@ type CursorResumer interface {
 	// cursor before any page came in, says the cursor is no longer good:
 	// the poll then starts over from the first page.
 	CursorExpired(layer source.Layer, err error) bool
+}
+
+// Restarter is implemented by a fetcher whose kind cannot prove that the
+// pages a parked poll staged still belong to the server's current layer
+// (OGC API – Features: only reading them all again would, see
+// ogcapi.Client.RestartReason). A poll of such a layer resumed at page
+// n > 0 drops its staged pages and fetches from the first page, whatever
+// CursorResumer says: resuming would apply a snapshot the server never
+// had when the layer changed while the poll was parked.
+type Restarter interface {
+	// RestartReason says why a resumed poll of layer must start over, for
+	// the log; "" lets it resume.
+	RestartReason(layer source.Layer) string
 }
 
 // poll runs one complete poll of f: every page is staged, and only when the last
@@ -352,9 +368,14 @@ func (m *Manager) cursorResumer(layer source.Layer) (CursorResumer, bool) {
 // resumeLink sets layer to continue at the cursor (next link) page
 // firstPage-1 of a poll resumed at firstPage recorded, for a kind that
 // pages by cursors. restart says why the poll must start over from the
-// first page instead (no link recorded); it is "" otherwise, and for the
-// kinds that page by number.
+// first page instead (a Restarter's reason, or no link recorded); it is ""
+// otherwise, and for the kinds that page by number.
 func (m *Manager) resumeLink(ctx context.Context, pollID int64, firstPage int, layer source.Layer) (source.Layer, string, error) {
+	if r, ok := m.fetcher.(Restarter); ok && firstPage > 0 {
+		if reason := r.RestartReason(layer); reason != "" {
+			return layer, reason, nil
+		}
+	}
 	cr, ok := m.cursorResumer(layer)
 	if firstPage == 0 || !ok {
 		return layer, "", nil

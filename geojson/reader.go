@@ -63,6 +63,9 @@ type Reader struct {
 	numberMatched  int
 	numberReturned int
 	matchedStd     bool // numberMatched itself was seen, not totalFeatures
+	// matchedText is numberMatched when it was a string that is not a
+	// count ("unknown"), "" otherwise.
+	matchedText string
 
 	// links is the raw top-level "links" member (OGC API – Features), nil
 	// when none was seen.
@@ -88,6 +91,14 @@ func NewReader(r io.Reader, opts ...feature.ReaderOption) *Reader {
 // while unknown; members after the features are known only once Next has
 // returned io.EOF.
 func (r *Reader) NumberMatched() int { return r.numberMatched }
+
+// NumberMatchedText is the document's numberMatched, quoted and cut short
+// (feature.Snippet), when it was a JSON string that is not a decimal count
+// (WFS 2.0's "unknown"), for a protocol that must not take such a value for
+// an absent one (NumberMatched is then -1); "" when
+// numberMatched was a number, a decimal string (read as its count), null or
+// absent.
+func (r *Reader) NumberMatchedText() string { return r.matchedText }
 
 // NumberReturned is the document's numberReturned, -1 while unknown.
 func (r *Reader) NumberReturned() int { return r.numberReturned }
@@ -250,7 +261,11 @@ func (r *Reader) member() error {
 		// numberMatched is the standard; GeoServer's totalFeatures (WFS 1.x)
 		// only stands in for it.
 		if key == "numberMatched" {
-			r.numberMatched, r.matchedStd = n, true
+			r.numberMatched, r.matchedStd, r.matchedText = n, true, ""
+			if n < 0 && firstByte(v) == '"' {
+				s, _ := unquote(v)
+				r.matchedText = feature.Snippet(s)
+			}
 		} else if !r.matchedStd {
 			r.numberMatched = n
 		}
@@ -301,10 +316,19 @@ func (r *Reader) finish() error {
 	return nil
 }
 
-// count reads numberMatched and friends: a number, or "unknown" (-1).
+// count reads numberMatched and friends: a number, a decimal string
+// ("30": some servers quote their counts), or "unknown" and null (-1).
 func (r *Reader) count(key string, num []byte) (int, error) {
-	if c := firstByte(num); c == '"' || c == 'n' {
-		return -1, nil // "unknown", null
+	switch firstByte(num) {
+	case '"':
+		if s, err := unquote(num); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil && n >= 0 && n <= math.MaxInt32 {
+				return int(n), nil
+			}
+		}
+		return -1, nil // "unknown"
+	case 'n':
+		return -1, nil // null
 	}
 	n, err := strconv.ParseInt(string(num), 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt32 {

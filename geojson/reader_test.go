@@ -91,14 +91,17 @@ func TestGeoJSONReaderMemberOrders(t *testing.T) {
 		name          string
 		doc           string
 		matched, retd int
+		matchedText   string
 	}{
-		{"counts first", `{"numberMatched":10,"numberReturned":1,"type":"FeatureCollection","features":[` + feat + `]}`, 10, 1},
-		{"counts last", `{"type":"FeatureCollection","features":[` + feat + `],"numberMatched":10,"numberReturned":1}`, 10, 1},
-		{"type last, bbox and links skipped", `{"bbox":[0,0,1,1],"links":[{"href":"x","rel":"next"}],"features":[` + feat + `],"type":"FeatureCollection"}`, -1, -1},
-		{"totalFeatures stands in", `{"type":"FeatureCollection","totalFeatures":7,"features":[` + feat + `]}`, 7, -1},
-		{"numberMatched beats totalFeatures", `{"type":"FeatureCollection","numberMatched":9,"features":[` + feat + `],"totalFeatures":7}`, 9, -1},
-		{"unknown counts", `{"type":"FeatureCollection","numberMatched":"unknown","totalFeatures":"unknown","features":[` + feat + `]}`, -1, -1},
-		{"whitespace and BOM-free padding", "\n\t {\n\"type\" : \"FeatureCollection\" ,\n\"features\" : [ " + feat + " ] }\n\n", -1, -1},
+		{"counts first", `{"numberMatched":10,"numberReturned":1,"type":"FeatureCollection","features":[` + feat + `]}`, 10, 1, ""},
+		{"counts last", `{"type":"FeatureCollection","features":[` + feat + `],"numberMatched":10,"numberReturned":1}`, 10, 1, ""},
+		{"type last, bbox and links skipped", `{"bbox":[0,0,1,1],"links":[{"href":"x","rel":"next"}],"features":[` + feat + `],"type":"FeatureCollection"}`, -1, -1, ""},
+		{"totalFeatures stands in", `{"type":"FeatureCollection","totalFeatures":7,"features":[` + feat + `]}`, 7, -1, ""},
+		{"numberMatched beats totalFeatures", `{"type":"FeatureCollection","numberMatched":9,"features":[` + feat + `],"totalFeatures":7}`, 9, -1, ""},
+		{"unknown counts", `{"type":"FeatureCollection","numberMatched":"unknown","totalFeatures":"unknown","features":[` + feat + `]}`, -1, -1, `"unknown"`},
+		{"quoted counts", `{"type":"FeatureCollection","numberMatched":"30","numberReturned":" 1 ","features":[` + feat + `]}`, 30, 1, ""},
+		{"null count", `{"type":"FeatureCollection","numberMatched":null,"features":[` + feat + `]}`, -1, -1, ""},
+		{"whitespace and BOM-free padding", "\n\t {\n\"type\" : \"FeatureCollection\" ,\n\"features\" : [ " + feat + " ] }\n\n", -1, -1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,8 +113,9 @@ func TestGeoJSONReaderMemberOrders(t *testing.T) {
 			if len(got) != 1 || got[0].ID != "1" || got[0].Props != `{"a":1}` || got[0].SRID != 4326 {
 				t.Errorf("features = %+v", got)
 			}
-			if r.NumberMatched() != tt.matched || r.NumberReturned() != tt.retd {
-				t.Errorf("matched %d returned %d, want %d %d", r.NumberMatched(), r.NumberReturned(), tt.matched, tt.retd)
+			if r.NumberMatched() != tt.matched || r.NumberReturned() != tt.retd || r.NumberMatchedText() != tt.matchedText {
+				t.Errorf("matched %d (%q) returned %d, want %d (%q) %d", r.NumberMatched(), r.NumberMatchedText(), r.NumberReturned(),
+					tt.matched, tt.matchedText, tt.retd)
 			}
 		})
 	}

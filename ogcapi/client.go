@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/schema"
@@ -128,11 +130,9 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // accept is the Accept header of items requests.
 const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 
-// Fetch fetches the collection from page firstPage on (0, or the page a
-// parked poll resumes at, from layer.ResumeURL: the Page.Next its store
-// recorded for the page before), calling handle for each page while its
-// body is open. Page.Next gives each page's next link in the form
-// Storable makes.
+// Fetch fetches the collection, calling handle for each page while its
+// body is open. It always starts at the first page (firstPage must be 0):
+// a parked poll of this kind starts over (see RestartReason).
 //
 // Paging follows each page's rel="next" link exactly as given (never an
 // offset built here) and stops only at a page without one; a page shorter
@@ -145,19 +145,28 @@ const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 //     exactly the features of an earlier page (a server ignoring offset,
 //     MapServer#6613): *PagingError naming both pages;
 //   - more than DefaultMaxEmptyPages empty pages come in a row: *PagingError;
-//   - a feature id comes on two pages: *IncompleteError;
+//   - a feature comes twice, on two pages or in one (known by its id, or
+//     without one by its content): *IncompleteError;
 //   - the total differs from numberMatched, numberMatched changes between
-//     pages, or a page's numberReturned differs from what it holds:
+//     pages or is a string that is not a count, or a page's numberReturned
+//     differs from what it holds: *IncompleteError;
+//   - no page reports numberMatched and the server answers none to
+//     resulttype=hits either, unless the layer accepts the links alone
+//     (Layer.LinksOnly; even then, not when the last page is full):
 //     *IncompleteError;
 //   - the Content-Crs header names another CRS than the one asked for
 //     (CRS84 when none was): *CRSError.
 //
-// Without numberMatched the fetch succeeds with a warning that completeness
-// rests on the links alone. When the whole collection came in one page and
-// the server sent an ETag or Last-Modified, FetchStats.Validators has them;
-// a 304 to the first page, when the layer has validators, is
-// FetchStats.NotModified and no page is handed over.
+// When the whole collection came in one page and the server sent an ETag
+// or Last-Modified, FetchStats.Validators has them; a 304 to the first
+// page, when the layer has validators, is FetchStats.NotModified and no
+// page is handed over.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
+	stats, err := c.fetch(ctx, layer, firstPage, handle)
+	return stats, named(err)
+}
+
+func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
 		return stats, fmt.Errorf("%w: %w", ErrInvalidLayer, err)
@@ -166,19 +175,14 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	if err != nil {
 		return stats, err
 	}
-	var next string
-	switch {
-	case firstPage == 0:
-		u, err := FirstURL(layer)
-		if err != nil {
-			return stats, err
-		}
-		next = u.String()
-	case firstPage > 0 && layer.ResumeURL != "":
-		next = Restore(layer.ResumeURL, layer.URL)
-	default:
-		return stats, fmt.Errorf("%w: resuming at page %d needs the next link of page %d", ErrInvalidLayer, firstPage, firstPage-1)
+	if firstPage != 0 {
+		return stats, fmt.Errorf("%w: a fetch starts at the first page, not page %d: a parked poll starts over (see RestartReason)", ErrInvalidLayer, firstPage)
 	}
+	first, err := FirstURL(layer)
+	if err != nil {
+		return stats, err
+	}
+	next := first.String()
 	declared, warning, err := c.declared(ctx, layer)
 	if err != nil {
 		return stats, err
@@ -191,8 +195,8 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	st := newFetchState(want)
 	home := httpcall.OriginOf(layer.URL)
 	empty := 0
-	for page := firstPage; ; page++ {
-		if page-firstPage >= c.maxPages {
+	for page := 0; ; page++ {
+		if page >= c.maxPages {
 			return stats, &PagingError{URL: redact.URL(next), Page: page, Reason: fmt.Sprintf("stopped after %d pages (the page limit)", c.maxPages)}
 		}
 		u, err := url.Parse(next)
@@ -210,13 +214,13 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		st.urls[next] = page
 		var res pageResult
-		p := source.Page{Index: page, URL: redacted, StartIndex: stats.Features, Next: func() string { return res.next }}
+		p := source.Page{Index: page, URL: redacted, StartIndex: stats.Features}
 		log := c.logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
 		began := time.Now()
 		req := request(layer, u, accept)
 		if page == 0 {
 			// Validators are stored only for a collection of one page (see
-			// the end of Fetch): a 304 to its first page proves it whole.
+			// done): a 304 to its first page proves it whole.
 			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 		}
 		err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
@@ -232,25 +236,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 				// The items link of a cached discovery may be stale.
 				c.discovery.drop(layer.URL, layer.Collection)
 			}
-			var ie *IncompleteError
-			var pe *PagingError
-			var ce *CRSError
-			var le *feature.LimitError
-			switch {
-			case errors.As(err, &ie):
-				return stats, ie
-			case errors.As(err, &pe):
-				return stats, pe
-			case errors.As(err, &ce):
-				return stats, ce
-			case errors.As(err, &le):
-				return stats, fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, le)
-			case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-				return stats, &TimeoutError{URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
-			case res.handlerErr != nil && err == res.handlerErr:
-				return stats, err
-			}
-			return stats, fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, err)
+			return stats, c.pageFailed(ctx, err, page, redacted, stats, &res)
 		}
 		stats.Pages++
 		stats.Features += res.features
@@ -261,9 +247,14 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			stats.Warnings = append(stats.Warnings, fmt.Sprintf("page %d: %s", page, res.warning))
 			log.Warn(res.warning)
 		}
-		total := st.resumed + stats.Features
+		total := stats.Features
 		incomplete := func(reason string) error {
 			return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
+		}
+		if res.matchedText != "" {
+			// Taken for an absent count, it would let the links alone
+			// call the collection whole.
+			return stats, incomplete(fmt.Sprintf("page %d: numberMatched is the string %s, not a count", page, res.matchedText))
 		}
 		if res.numberMatched >= 0 {
 			if stats.NumberMatched >= 0 && res.numberMatched != stats.NumberMatched {
@@ -278,7 +269,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		if res.next == "" {
 			n := len(stats.Warnings)
-			stats, err = c.done(stats, page, firstPage, total, &res, layer, incomplete)
+			stats, err = c.done(ctx, stats, page, &res, layer, redacted)
 			for _, w := range stats.Warnings[n:] {
 				log.Warn(w)
 			}
@@ -292,7 +283,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		} else {
 			empty = 0
 		}
-		if st.resumed == 0 && firstPage == 0 && stats.NumberMatched >= 0 && total > stats.NumberMatched {
+		if stats.NumberMatched >= 0 && total > stats.NumberMatched {
 			return stats, incomplete(fmt.Sprintf("page %d brings the total past numberMatched and still has a next link", page))
 		}
 		n, err := resolve(u, res.next)
@@ -303,26 +294,74 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 }
 
-// done checks the fetch once the last page (no next link) is in.
-func (c *Client) done(stats source.FetchStats, page, firstPage, total int, res *pageResult, layer source.Layer, incomplete func(string) error) (source.FetchStats, error) {
+// pageFailed is the error of a fetch whose page failed with err.
+func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted string, stats source.FetchStats, res *pageResult) error {
+	var ie *IncompleteError
+	var pe *PagingError
+	var ce *CRSError
+	var le *feature.LimitError
+	switch {
+	case errors.As(err, &ie):
+		return ie
+	case errors.As(err, &pe):
+		return pe
+	case errors.As(err, &ce):
+		return ce
+	case errors.As(err, &le):
+		return fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, le)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
+		return &TimeoutError{URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
+	case res.handlerErr != nil && err == res.handlerErr:
+		return err
+	}
+	return fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, err)
+}
+
+// done checks the fetch once the last page (no next link) is in. Without
+// numberMatched on any page it asks the server for the count
+// (resulttype=hits) and checks the total against that; a server that
+// answers none leaves the collection unproven, which only a layer that
+// accepts its links alone (Layer.LinksOnly) applies, and not when the
+// last page was full: that is what a server dropping the next link of a
+// full page looks like (pygeoapi#1594).
+func (c *Client) done(ctx context.Context, stats source.FetchStats, page int, res *pageResult, layer source.Layer, redacted string) (source.FetchStats, error) {
 	limit := layer.PageSize
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	switch {
-	case stats.NumberMatched < 0:
-		msg := "the server reports no numberMatched: completeness rests on its next links alone"
-		if res.features >= limit {
-			msg += fmt.Sprintf(" (and the last page, %d, was full: a server that omits the next link of a full page would look complete)", page)
+	total := stats.Features
+	full := res.features >= limit
+	completeness := CompletenessNumberMatched
+	hits := false
+	if stats.NumberMatched < 0 {
+		n, err := c.hits(ctx, layer)
+		if err != nil {
+			return stats, err
 		}
-		stats.Warnings = append(stats.Warnings, msg)
-	case firstPage > 0:
-		// A resumed fetch does not know what the pages it did not fetch
-		// held; the store's count at apply and its duplicate check stand
-		// in (see feeds/postgis).
+		stats.NumberMatched, hits = n, n >= 0
+		if hits {
+			stats.Warnings = append(stats.Warnings, fmt.Sprintf("the server's pages report no numberMatched: the total was checked against its resulttype=hits count, %d", n))
+		}
+	}
+	incomplete := func(reason string) error {
+		if hits {
+			reason += " (numberMatched of its resulttype=hits answer; its pages reported none)"
+		}
+		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
+	}
+	switch {
+	case stats.NumberMatched < 0 && !layer.LinksOnly:
+		return stats, incomplete(fmt.Sprintf("the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the %d features the whole collection; "+
+			"set completeness: links_only on the feed to accept its next links as the proof", total))
+	case stats.NumberMatched < 0 && full:
+		return stats, incomplete(fmt.Sprintf("page %d was full (%d features) and has no next link, and the server reports no numberMatched: "+
+			"a server that drops the next link of a full page (pygeoapi#1594) looks the same; a page_size that does not divide the collection's size tells them apart", page, res.features))
+	case stats.NumberMatched < 0:
+		stats.Warnings = append(stats.Warnings, "the server reports no numberMatched: completeness rests on its next links alone (completeness: links_only)")
+		completeness = CompletenessLinksOnly
 	case total < stats.NumberMatched:
 		reason := fmt.Sprintf("page %d has no next link, but numberMatched promised more", page)
-		if res.features >= limit {
+		if full {
 			reason += fmt.Sprintf(": the page was full (%d features), so the server dropped the next link of a full page (pygeoapi#1594)", res.features)
 		} else {
 			reason += ": the server's count is approximate, or it dropped pages"
@@ -331,12 +370,66 @@ func (c *Client) done(stats source.FetchStats, page, firstPage, total int, res *
 	case total > stats.NumberMatched:
 		return stats, incomplete("the pages held more features than numberMatched: the server's count is approximate, or the collection changed while it was paged")
 	}
-	if page == 0 && firstPage == 0 {
+	if page == 0 {
 		stats.Validators = res.validators
 	}
-	stats.Completeness = CompletenessNumberMatched
-	if stats.NumberMatched < 0 {
-		stats.Completeness = CompletenessLinksOnly
-	}
+	stats.Completeness = completeness
 	return stats, nil
+}
+
+// hits asks the server for the collection's count with resulttype=hits
+// (an extension pygeoapi and others honour; WFS's resultType), for a
+// collection whose pages report no numberMatched. It returns -1 when the
+// answer has none: a server that ignores the parameter answers a page of
+// one feature (limit=1). A failure of the origin fails the fetch like a
+// page's; any other failure is no count.
+func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
+	u, err := FirstURL(layer)
+	if err != nil {
+		return -1, err
+	}
+	q := u.Query()
+	q.Set("resulttype", "hits")
+	q.Set("limit", "1")
+	u.RawQuery = q.Encode()
+	req := request(layer, u, accept)
+	if req.BodyLimit <= 0 || req.BodyLimit > hitsDoc.bound {
+		req.BodyLimit = hitsDoc.bound
+	}
+	n := -1
+	err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		n = -1
+		br, _, err := a.OpenBody(hitsDoc.name)
+		if err != nil {
+			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
+		}
+		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
+			return a.Verdict(r)
+		}
+		dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))
+		for {
+			_, err := dec.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
+			}
+		}
+		if dec.NumberMatchedText() == "" {
+			n = dec.NumberMatched()
+		}
+		return breaker.Result{Outcome: breaker.Success}
+	})
+	var open *breaker.OpenError
+	var retry *breaker.RetryError
+	var throttled *breaker.ThrottledError
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.As(err, &open), errors.As(err, &retry), errors.As(err, &throttled), errors.Is(err, breaker.ErrPastDeadline), ctx.Err() != nil:
+		return -1, fmt.Errorf("ogcapi: asking for the count (%s): %w", redact.URL(u.String()), err)
+	}
+	c.logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
+	return -1, nil
 }

@@ -8,10 +8,15 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/source"
@@ -22,7 +27,6 @@ import (
 // collect gathers the features of a fetch, page by page.
 type collect struct {
 	pages [][]feature.Feature
-	nexts []string
 }
 
 func (c *collect) handle(_ context.Context, p source.Page, r feature.FeatureReader) error {
@@ -38,7 +42,6 @@ func (c *collect) handle(_ context.Context, p source.Page, r feature.FeatureRead
 		page = append(page, *f)
 	}
 	c.pages = append(c.pages, page)
-	c.nexts = append(c.nexts, p.Next())
 	return nil
 }
 
@@ -106,59 +109,85 @@ func TestFetchComplete(t *testing.T) {
 		} else if stats.Pages != 13 {
 			t.Errorf("%d pages, want 13", stats.Pages)
 		}
-		if col.nexts[len(col.nexts)-1] != "" || col.nexts[0] == "" {
-			t.Errorf("Page.Next: %q", col.nexts)
-		}
 	}
 }
 
 // TestFetchLegitimateOddities: pages shorter than the limit that still
-// have a next link are followed; a server without numberMatched loads with
-// a warning that completeness rests on the links.
+// have a next link are followed; numberMatched sent as a decimal string is
+// read; a server without numberMatched loads when it answers the count to
+// resulttype=hits, or when the feed accepts its links alone (a warning that
+// completeness rests on the links).
 func TestFetchLegitimateOddities(t *testing.T) {
 	t.Parallel()
-	for _, pit := range []ogcapitest.Pitfall{ogcapitest.ShortPages, ogcapitest.NoNumberMatched} {
-		_, base := fixture(t, 250, pit)
-		col, stats, warnings, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 30})
+	for _, c := range []struct {
+		pit          ogcapitest.Pitfall
+		hits, links  bool
+		completeness string
+		warning      string
+	}{
+		{pit: ogcapitest.ShortPages, completeness: "number_matched"},
+		{pit: ogcapitest.NumberMatchedString, completeness: "number_matched"},
+		{pit: ogcapitest.NoNumberMatched, hits: true, completeness: "number_matched", warning: "checked against its resulttype=hits count, 250"},
+		{pit: ogcapitest.NoNumberMatched, links: true, completeness: "links_only", warning: "completeness rests on its next links alone"},
+	} {
+		s := ogcapitest.New()
+		s.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250}, Pitfall: c.pit, Hits: c.hits})
+		srv := httptest.NewServer(s)
+		t.Cleanup(srv.Close)
+		col, stats, warnings, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 30, LinksOnly: c.links})
 		if err != nil {
-			t.Fatalf("%s: %v", pit, err)
+			t.Fatalf("%s: %v", c.pit, err)
 		}
-		if col.total() != 250 || len(col.ids()) != 250 {
-			t.Errorf("%s: %d features, %d ids", pit, col.total(), len(col.ids()))
+		if col.total() != 250 || len(col.ids()) != 250 || stats.Completeness != c.completeness {
+			t.Errorf("%s: %d features, %d ids, completeness %q", c.pit, col.total(), len(col.ids()), stats.Completeness)
 		}
-		w := strings.Join(warnings, "\n")
-		if pit == ogcapitest.NoNumberMatched && !strings.Contains(w, "completeness rests on its next links alone") {
-			t.Errorf("%s: warnings %q", pit, w)
+		if w := strings.Join(warnings, "\n"); !strings.Contains(w, c.warning) {
+			t.Errorf("%s: warnings %q, want %q", c.pit, w, c.warning)
 		}
-		if pit == ogcapitest.ShortPages && stats.Pages != 25 {
-			t.Errorf("%s: %d pages, want 25 (10 per page)", pit, stats.Pages)
+		if c.pit == ogcapitest.ShortPages && stats.Pages != 25 {
+			t.Errorf("%s: %d pages, want 25 (10 per page)", c.pit, stats.Pages)
 		}
 	}
 }
 
 // TestFetchPitfalls: each broken server fails the fetch with a message
-// naming the cause.
+// naming the cause; so does a collection that nothing proves whole.
 func TestFetchPitfalls(t *testing.T) {
 	t.Parallel()
+	incomplete := new(*ogcapi.IncompleteError)
 	cases := []struct {
-		pit  ogcapitest.Pitfall
-		want string
-		as   any
+		pit   ogcapitest.Pitfall
+		links bool // completeness: links_only
+		want  string
+		as    any
 	}{
-		{ogcapitest.NoNextOnFullPage, "page 1 has no next link, but numberMatched promised more: the page was full (100 features), so the server dropped the next link of a full page", new(*ogcapi.IncompleteError)},
-		{ogcapitest.NextLoop, "the next link of page 2 leads back to page 1 (a link loop)", new(*ogcapi.PagingError)},
-		{ogcapitest.ZeroLimitSelf, "the next link of page 1 leads back to page 1 (a link loop)", new(*ogcapi.PagingError)},
-		{ogcapitest.ApproxNumberMatched, "page 3 has no next link, but numberMatched promised more: the server's count is approximate", new(*ogcapi.IncompleteError)},
-		{ogcapitest.WrongContentCRS, "CRS http://www.opengis.net/def/crs/OGC/1.3/CRS84: the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857", new(*ogcapi.CRSError)},
-		{ogcapitest.Exception200, "HTTP 200: exception document NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
-		{ogcapitest.OffsetIgnored, "page 1 repeats page 0: it starts with the same feature (id \"parcel.0\"); the server ignores the paging position of its next links (MapServer#6613)", new(*ogcapi.PagingError)},
-		{ogcapitest.Duplicates, `id "parcel.99" came on pages 0 and 1`, new(*ogcapi.IncompleteError)},
+		{ogcapitest.NoNextOnFullPage, false, "page 1 has no next link, but numberMatched promised more: the page was full (100 features), so the server dropped the next link of a full page", incomplete},
+		{ogcapitest.NextLoop, false, "the next link of page 2 leads back to page 1 (a link loop)", new(*ogcapi.PagingError)},
+		{ogcapitest.ZeroLimitSelf, false, "the next link of page 1 leads back to page 1 (a link loop)", new(*ogcapi.PagingError)},
+		{ogcapitest.ApproxNumberMatched, false, "page 3 has no next link, but numberMatched promised more: the server's count is approximate", incomplete},
+		{ogcapitest.WrongContentCRS, false, "CRS http://www.opengis.net/def/crs/OGC/1.3/CRS84: the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857", new(*ogcapi.CRSError)},
+		{ogcapitest.Exception200, false, "HTTP 200: exception document NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
+		{ogcapitest.OffsetIgnored, false, "page 1 repeats page 0: it starts with the same feature (id \"parcel.0\"); the server ignores the paging position of its next links (MapServer#6613)", new(*ogcapi.PagingError)},
+		{ogcapitest.Duplicates, false, `id "parcel.99" came on pages 0 and 1`, incomplete},
+		{ogcapitest.DuplicateInPage, false, `id "parcel.4" came twice in page 0: the server's features are not unique`, incomplete},
+		{ogcapitest.OverlapNoIDs, true, "the same feature (no id; the same properties and geometry) came on pages 0 and 1: the server's pages overlap", incomplete},
+		{ogcapitest.NumberMatchedUnknown, false, `page 0: numberMatched is the string "unknown", not a count`, incomplete},
+		{ogcapitest.NoNumberMatched, false, "the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the 350 features the whole collection; set completeness: links_only", incomplete},
+		{ogcapitest.NoNextNoNumberMatched, false, "the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the 200 features", incomplete},
+		{ogcapitest.NoNextNoNumberMatched, true, "page 1 was full (100 features) and has no next link, and the server reports no numberMatched", incomplete},
+		// The count the server answers to resulttype=hits proves the pages short.
+		{"hits:" + ogcapitest.NoNextNoNumberMatched, false, "page 1 has no next link, but numberMatched promised more: the page was full (100 features), " +
+			"so the server dropped the next link of a full page (pygeoapi#1594) (numberMatched of its resulttype=hits answer; its pages reported none) (numberMatched 350, got 200)", incomplete},
 	}
 	for _, c := range cases {
-		t.Run(string(c.pit), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/links_only=%v", c.pit, c.links), func(t *testing.T) {
 			t.Parallel()
-			_, base := fixture(t, 350, c.pit)
-			_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 100})
+			pit, hits := strings.CutPrefix(string(c.pit), "hits:")
+			s := ogcapitest.New()
+			s.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 350}, Pitfall: ogcapitest.Pitfall(pit), Hits: hits})
+			srv := httptest.NewServer(s)
+			t.Cleanup(srv.Close)
+			_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 100, LinksOnly: c.links})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
 			}
@@ -275,21 +304,17 @@ func TestExceptionRecognition(t *testing.T) {
 	}
 }
 
-// TestStorableRestore: a stored next link holds none of the feed url's
-// credentials, and Restore gives back the link to request.
-func TestStorableRestore(t *testing.T) {
+// TestRestore: a link the server gave without the feed url's credentials
+// gets them back; a link to another origin does not.
+func TestRestore(t *testing.T) {
 	t.Parallel()
 	home := "https://user:pw@gis.example/api/collections/p?apikey=s3cret&f=json"
-	link := "https://user:pw@gis.example/api/collections/p/items?apikey=s3cret&f=json&offset=20"
-	stored := ogcapi.Storable(link, home)
-	if strings.Contains(stored, "s3cret") || strings.Contains(stored, "pw") || !strings.Contains(stored, "offset=20") {
-		t.Errorf("Storable: %s", stored)
-	}
-	if got := ogcapi.Restore(stored, home); !strings.Contains(got, "apikey=s3cret") || !strings.Contains(got, "user:pw@") || !strings.Contains(got, "offset=20") {
+	link := "https://gis.example/api/collections/p/items?f=json&offset=20"
+	if got := ogcapi.Restore(link, home); !strings.Contains(got, "apikey=s3cret") || !strings.Contains(got, "user:pw@") || !strings.Contains(got, "offset=20") {
 		t.Errorf("Restore: %s", got)
 	}
 	other := "https://elsewhere.example/items?apikey=theirs"
-	if ogcapi.Storable(other, home) != other || ogcapi.Restore(other, home) != other {
+	if ogcapi.Restore(other, home) != other {
 		t.Error("a link to another origin was changed")
 	}
 }
@@ -376,5 +401,70 @@ func TestNextLinkToAnotherOrigin(t *testing.T) {
 	_, err := c.Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	if err == nil || !strings.Contains(err.Error(), "the link leads to another origin") {
 		t.Errorf("next link to another origin: %v", err)
+	}
+}
+
+// TestRetriedPageIsNoDuplicate: a page whose body is cut short is read
+// again from its start by the retry; the ids the first attempt read are
+// not taken for ids the page holds twice.
+func TestRetriedPageIsNoDuplicate(t *testing.T) {
+	t.Parallel()
+	page := `{"type":"FeatureCollection","features":[` +
+		`{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}},` +
+		`{"type":"Feature","id":"b","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}},` +
+		`{"type":"Feature","id":"c","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}}` +
+		`],"numberMatched":3,"numberReturned":3}`
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/geo+json")
+		if calls.Add(1) == 1 {
+			// Two features, then the connection ends before the promised length.
+			w.Header().Set("Content-Length", strconv.Itoa(len(page)))
+			_, _ = io.WriteString(w, page[:strings.Index(page, `{"type":"Feature","id":"c"`)])
+			return
+		}
+		_, _ = io.WriteString(w, page)
+	}))
+	t.Cleanup(srv.Close)
+	p := breaker.DefaultPolicy()
+	p.BackoffBase, p.BackoffMax, p.RateLimit = time.Millisecond, time.Millisecond, 0
+	c := ogcapi.NewClient(srv.Client(), breaker.NewRegistry(breaker.Config{Policy: p}, nil), nil)
+	layer := source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/c", ItemsURL: srv.URL + "/collections/c/items", PageSize: 10}
+	col := &collect{}
+	stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
+	if err != nil || col.total() != 3 || stats.NumberMatched != 3 || calls.Load() != 2 {
+		t.Fatalf("fetch: %v; %d features, numberMatched %d, %d requests; want 3, 3 and a retry", err, col.total(), stats.NumberMatched, calls.Load())
+	}
+}
+
+// TestErrorsSayOGCAPI: the errors of the layers below (an HTTP status, a
+// body cut short, a body over the feed's limit) read "ogcapi:" in an OGC
+// API feed's error, never another protocol's name, and keep their types.
+func TestErrorsSayOGCAPI(t *testing.T) {
+	t.Parallel()
+	page := `{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}}],"numberMatched":1}`
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+		limit  int64
+		want   string
+		as     any
+	}{
+		{"status", http.StatusInternalServerError, "oops", 0, "ogcapi: GET http://127.0.0.1:1/collections/c/items?f=json&limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
+		{"limit", http.StatusOK, page, 40, "ogcapi: limits.body_bytes exceeded (40 bytes)", new(*feature.LimitError)},
+		{"cut short", http.StatusOK, page[:60], 0, "ogcapi: body of page 0 from http://127.0.0.1:1/collections/c/items", new(*httpcall.BodyError)},
+	} {
+		tr := bodyTransport{status: c.status, header: http.Header{"Content-Type": {"application/geo+json"}}, body: []byte(c.body)}
+		cl := ogcapi.NewClient(&http.Client{Transport: tr}, nil, nil)
+		layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items",
+			PageSize: 10, Limits: feature.Limits{BodyBytes: c.limit}}
+		_, err := cl.Fetch(t.Context(), layer, 0, (&collect{}).handle)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "wfs") {
+			t.Errorf("%s: %v, want it to contain %q and no other protocol's name", c.name, err, c.want)
+		}
+		if !errors.As(err, c.as) {
+			t.Errorf("%s: %T is not a %T", c.name, err, c.as)
+		}
 	}
 }

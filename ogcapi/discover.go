@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -27,10 +26,6 @@ const (
 	confCRS     = "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs"
 )
 
-// maxDocBytes bounds a discovery document (landing page, collection,
-// conformance, OpenAPI): they are small, and one that is not is not one.
-const maxDocBytes = 16 << 20
-
 // link is one member of a "links" array.
 type link struct {
 	Href string `json:"href"`
@@ -38,13 +33,41 @@ type link struct {
 	Type string `json:"type"`
 }
 
-// collectionDoc is what Prepare reads of a collection document.
-type collectionDoc struct {
-	ID         string   `json:"id"`
-	Links      []link   `json:"links"`
-	CRS        []string `json:"crs"`
-	StorageCRS string   `json:"storageCrs"`
-	ItemType   string   `json:"itemType"`
+// collection is what Prepare reads of a collection document: its links of
+// the relations it uses, its CRS list, storage CRS and item type.
+type collection struct {
+	Links      []link
+	CRS        []string
+	StorageCRS string
+	ItemType   string
+}
+
+// readCollection scans a collection document.
+func readCollection(dec *json.Decoder) (collection, error) {
+	var cd collection
+	err := scanObject(dec, "the collection document", func(key string) error {
+		var err error
+		switch key {
+		case "links":
+			cd.Links, err = linkList(dec, func(l link) bool {
+				switch l.Rel {
+				case "items", relSchema, "schema", relQueryables, "queryables":
+					return true
+				}
+				return false
+			})
+		case "crs":
+			cd.CRS, err = stringList(dec, `member "crs"`, "CRSs", maxCRSs)
+		case "storageCrs":
+			cd.StorageCRS, err = stringValue(dec, `member "storageCrs"`)
+		case "itemType":
+			cd.ItemType, err = stringValue(dec, `member "itemType"`)
+		default:
+			err = skipValue(dec)
+		}
+		return err
+	})
+	return cd, err
 }
 
 // Discovery is what Prepare learnt about a collection, for validate and
@@ -151,8 +174,11 @@ func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, [
 		return d, nil, err
 	}
 	d.Root, d.Collection = root.String(), coll.String()
-	var cd collectionDoc
-	if err := c.getJSON(ctx, layer, withF(coll), &cd); err != nil {
+	var cd collection
+	if err := c.getDoc(ctx, layer, withF(coll), collectionDoc, func(dec *json.Decoder) (err error) {
+		cd, err = readCollection(dec)
+		return err
+	}); err != nil {
 		return d, nil, fmt.Errorf("ogcapi: reading the collection document: %w", err)
 	}
 	d.CRSs, d.StorageCRS = cd.CRS, cd.StorageCRS
@@ -176,23 +202,37 @@ func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, [
 		}
 	}
 
-	var conf struct {
-		ConformsTo []string `json:"conformsTo"`
-	}
-	if err := c.getJSON(ctx, layer, withF(root.JoinPath("conformance")), &conf); err != nil {
+	var conformsTo []string
+	if err := c.getDoc(ctx, layer, withF(root.JoinPath("conformance")), conformanceDoc, func(dec *json.Decoder) error {
+		return scanObject(dec, "the conformance document", func(key string) (err error) {
+			if key != "conformsTo" {
+				return skipValue(dec)
+			}
+			conformsTo, err = stringList(dec, `member "conformsTo"`, "conformance classes", maxConformance)
+			return err
+		})
+	}); err != nil {
 		if !feedsOwn(err) {
 			return d, warnings, fmt.Errorf("ogcapi: reading the conformance classes: %w", err)
 		}
 		warnings = append(warnings, "no conformance document ("+err.Error()+"): assuming Part 1 Core only")
 	}
-	d.Conformance = conf.ConformsTo
+	d.Conformance = conformsTo
 	if slices.Contains(d.CRSs, "#/crs") {
-		// Part 2: the collection inherits the list of /collections.
-		var all struct {
-			CRS []string `json:"crs"`
-		}
-		if err := c.getJSON(ctx, layer, withF(root.JoinPath("collections")), &all); err == nil {
-			d.CRSs = append(slices.DeleteFunc(slices.Clone(d.CRSs), func(s string) bool { return s == "#/crs" }), all.CRS...)
+		// Part 2: the collection inherits the list of /collections, whose
+		// other members (every collection of the server) are skipped.
+		var all []string
+		err := c.getDoc(ctx, layer, withF(root.JoinPath("collections")), collectionsDoc, func(dec *json.Decoder) error {
+			return scanObject(dec, "the collections document", func(key string) (err error) {
+				if key != "crs" {
+					return skipValue(dec)
+				}
+				all, err = stringList(dec, `member "crs"`, "CRSs", maxCRSs)
+				return err
+			})
+		})
+		if err == nil {
+			d.CRSs = append(slices.DeleteFunc(slices.Clone(d.CRSs), func(s string) bool { return s == "#/crs" }), all...)
 		}
 	}
 	max, w := c.maxLimit(ctx, layer, root)
@@ -214,15 +254,21 @@ func feedsOwn(err error) bool {
 // maxLimit reads the maximum of the limit parameter from the OpenAPI
 // document the landing page links (rel service-desc), 0 when there is none.
 func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL) (int, string) {
-	var landing struct {
-		Links []link `json:"links"`
-	}
-	if err := c.getJSON(ctx, layer, withF(root), &landing); err != nil {
+	var links []link
+	if err := c.getDoc(ctx, layer, withF(root), landingDoc, func(dec *json.Decoder) error {
+		return scanObject(dec, "the landing page", func(key string) (err error) {
+			if key != "links" {
+				return skipValue(dec)
+			}
+			links, err = linkList(dec, func(l link) bool { return l.Rel == "service-desc" })
+			return err
+		})
+	}); err != nil {
 		return 0, "no landing page (" + err.Error() + "): the server's maximum limit is unknown"
 	}
 	var href string
-	for _, l := range landing.Links {
-		if l.Rel == "service-desc" && (href == "" || strings.Contains(l.Type, "json")) {
+	for _, l := range links {
+		if href == "" || strings.Contains(l.Type, "json") {
 			href = l.Href
 		}
 	}
@@ -237,43 +283,14 @@ func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL
 	if breaker.Origin(pu) != breaker.Origin(root) && !layer.CrossOriginRedirects {
 		return 0, "the OpenAPI document is on another origin (" + breaker.Origin(pu) + "): the server's maximum limit is unknown"
 	}
-	var doc any
-	if err := c.getJSON(ctx, layer, pu, &doc); err != nil {
+	max := 0
+	if err := c.getDoc(ctx, layer, pu, openAPIDoc, func(dec *json.Decoder) (err error) {
+		max, err = limitMaximum(dec)
+		return err
+	}); err != nil {
 		return 0, "no OpenAPI document (" + err.Error() + "): the server's maximum limit is unknown"
 	}
-	return limitMaximum(doc, 0), ""
-}
-
-// limitMaximum finds the query parameter "limit" in an OpenAPI document and
-// returns the smallest maximum its schemas declare (0: none).
-func limitMaximum(v any, depth int) int {
-	if depth > 12 {
-		return 0
-	}
-	best := 0
-	take := func(n int) {
-		if n > 0 && (best == 0 || n < best) {
-			best = n
-		}
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		if x["name"] == "limit" && (x["in"] == "query" || x["in"] == nil) {
-			if s, ok := x["schema"].(map[string]any); ok {
-				if m, ok := s["maximum"].(float64); ok && m >= 1 && m < 1e9 {
-					take(int(m))
-				}
-			}
-		}
-		for _, e := range x {
-			take(limitMaximum(e, depth+1))
-		}
-	case []any:
-		for _, e := range x {
-			take(limitMaximum(e, depth+1))
-		}
-	}
-	return best
+	return max, ""
 }
 
 // itemsLink picks the collection's items link, GeoJSON first.
@@ -323,32 +340,6 @@ func withF(u *url.URL) *url.URL {
 		c.RawQuery = q.Encode()
 	}
 	return c
-}
-
-// getJSON GETs u as one logical call and decodes its JSON into v.
-func (c *Client) getJSON(ctx context.Context, layer source.Layer, u *url.URL, v any) error {
-	req := request(layer, u, "application/json, application/vnd.oai.openapi+json;q=0.9, */*;q=0.1")
-	if req.BodyLimit <= 0 || req.BodyLimit > maxDocBytes {
-		req.BodyLimit = maxDocBytes
-	}
-	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
-		br, _, err := a.OpenBody("discovery document")
-		if err != nil {
-			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
-		}
-		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
-			return a.Verdict(r)
-		}
-		data, err := io.ReadAll(br)
-		if err != nil {
-			return a.IgnoredOr(breaker.Failure, &httpcall.BodyError{URL: a.Redacted, Err: err})
-		}
-		if err := json.Unmarshal(data, v); err != nil {
-			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
-				Err: &feature.DecodeError{Index: -1, Msg: "not the expected JSON document", Err: feature.Bound(err)}}}
-		}
-		return breaker.Result{Outcome: breaker.Success}
-	})
 }
 
 // request is the logical request of layer for u.

@@ -1,6 +1,7 @@
 package ogcapi
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,6 @@ type fetchState struct {
 	ids     *pageids.Set   // ids delivered, and their pages
 	first   map[uint64]int // first feature's key → page
 	content map[uint64]int // page content hash → page
-	resumed int            // features staged before a resumed fetch (unknown: 0)
 }
 
 func newFetchState(want wantCRS) *fetchState {
@@ -60,6 +60,7 @@ type pageResult struct {
 	features       int
 	bytes          int64
 	numberMatched  int
+	matchedText    string // numberMatched, when a string that is no count
 	numberReturned int
 	next           string
 	validators     source.Validators
@@ -70,6 +71,7 @@ type pageResult struct {
 // attempt is one attempt of one page: GET, classify, check the CRS,
 // stream into handle, check the page against the ones before.
 func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, st *fetchState, handle source.PageFunc, res *pageResult) breaker.Result {
+	st.ids.Begin(p.Index) // a retry re-reads its page's ids
 	br, note, err := a.OpenBody("items page")
 	if err != nil {
 		r := httpcall.ReadFailure(a.Resp, err, a.Redacted)
@@ -91,15 +93,6 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		feature.WithLimits(layer.Limits.WithDefaults()))
 	pr := &pageReader{dec: dec, st: st, page: p.Index, url: a.Redacted, swap: st.want.crs.LatFirst, body: a,
 		h: newPageHash(st.seed)}
-	p.Next = func() string {
-		if pr.next == "" {
-			return ""
-		}
-		if abs, err := resolve(a.URL, pr.next); err == nil {
-			return Storable(abs, layer.URL)
-		}
-		return pr.next
-	}
 
 	first, err := pr.read()
 	switch {
@@ -146,6 +139,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	res.features = pr.n
 	res.bytes = a.BodyBytes()
 	res.numberMatched = dec.NumberMatched()
+	res.matchedText = dec.NumberMatchedText()
 	res.numberReturned = dec.NumberReturned()
 	res.next = pr.next
 	res.validators = source.Validators{ETag: a.Resp.Header.Get("ETag"), LastModified: a.Resp.Header.Get("Last-Modified")}
@@ -281,45 +275,70 @@ func (r *pageReader) end() error {
 	return nil
 }
 
-// checkID fails the page when f's id was delivered on an earlier page
-// (every id up to pageids.ExactIDs, then a fixed sample: memory stays
-// bounded on huge collections, and the store's exact check at apply
-// catches what the sample lets by).
+// checkID fails the page when f was delivered before: on an earlier page,
+// or earlier in this one. A feature is known by its id, or, without one,
+// by its content (the store names it by its content hash, so a repeat
+// would be kept once): either way the pages held fewer distinct features
+// than they counted, and a total checked against numberMatched, or the
+// links alone, would call the collection whole with features missing.
+// Every id of the page is remembered, and across pages every id up to
+// pageids.ExactIDs, then a fixed sample: memory stays bounded on huge
+// collections, and the store's exact check at apply catches the ids the
+// sample lets by.
 func (r *pageReader) checkID(f *feature.Feature) error {
-	if f.ID == "" {
+	var p int
+	var dup bool
+	if f.ID != "" {
+		p, dup = r.st.ids.Add(f.ID)
+	} else {
+		p, dup = r.st.ids.AddHash(featureKey(r.st.seed, f))
+	}
+	if !dup {
 		return nil
 	}
-	if p, dup := r.st.ids.Add(f.ID, r.page); dup {
-		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: -1,
-			Reason: fmt.Sprintf("id %q came on pages %d and %d: the server's paging order is unstable or its ids are not unique", truncate(f.ID, 200), p, r.page)}
-		return r.err
+	what := fmt.Sprintf("id %q", truncate(f.ID, 200))
+	if f.ID == "" {
+		what = "the same feature (no id; the same properties and geometry)"
 	}
-	return nil
+	reason := fmt.Sprintf("%s came on pages %d and %d: the server's pages overlap or its paging order is unstable, or its ids are not unique", what, p, r.page)
+	if p == r.page {
+		reason = fmt.Sprintf("%s came twice in page %d: the server's features are not unique (kept once, the collection would look whole with one missing)", what, r.page)
+		if f.ID != "" {
+			reason += "; if another property identifies features, set id_property"
+		}
+	}
+	r.err = &IncompleteError{URL: r.url, Expected: -1, Got: -1, Reason: reason}
+	return r.err
 }
 
 // nextLink is the href of the rel="next" link of a page's links ("" when
-// there is none). Two different next links are the server's contradiction.
+// there is none). The links are read one at a time: the member is bounded
+// by feature_bytes, and decoded whole, a member of that size of empty
+// objects would have cost sixteen times as much.
 func nextLink(raw []byte) (string, error) {
 	if len(raw) == 0 {
 		return "", nil
 	}
-	var links []link
-	if err := json.Unmarshal(raw, &links); err != nil {
-		return "", &feature.DecodeError{Index: -1, Msg: `member "links" is not an array of links`, Err: feature.Bound(err)}
-	}
 	next := ""
-	for _, l := range links {
-		if l.Rel != "next" || l.Href == "" {
-			continue
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	err := scanArray(dec, `member "links"`, func() error {
+		var l link
+		if err := dec.Decode(&l); err != nil {
+			return err
 		}
-		if next != "" && next != l.Href {
+		if l.Rel != "next" || l.Href == "" {
+			return nil
+		}
+		if next != "" && next != l.Href && !isJSONType(l.Type) {
 			// A server may give one next link per format; prefer the
 			// GeoJSON one.
-			if !isJSONType(l.Type) {
-				continue
-			}
+			return nil
 		}
 		next = l.Href
+		return nil
+	})
+	if err != nil {
+		return "", &feature.DecodeError{Index: -1, Msg: `member "links" is not an array of links`, Err: feature.Bound(err)}
 	}
 	return next, nil
 }

@@ -12,53 +12,19 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// Storable returns link as a store may keep it: without the userinfo of
-// home (the feed's configured url), without every query parameter that
-// home has with the same value (an API key), its name matched in any case
-// (a server may write APIKEY= where the feed has apikey=), and without
-// every parameter whose value is one of home's credentials under another
-// name (api_key=), so that no credential the configuration holds is
-// written to a table. Restore puts them back. A link to another origin is
-// kept whole: home's credentials are not for it (the store still scrubs
-// the configuration's secrets from it by value).
-func Storable(link, home string) string {
+// Restore returns link, a link the server gave, with home's (the feed's
+// configured url's) userinfo and the query parameters of home it lacks,
+// names matched in any case (a server may write APIKEY= where the feed has
+// apikey=), when it leads to home's origin: every link of the server's
+// (items, schema, next) carries the feed's API key this way when the server
+// left it out. A value a scrub replaced by redact.Marker is dropped, and
+// home's put back where home has the parameter. A link to another origin is
+// returned as it is: home's credentials are not for it.
+func Restore(link, home string) string {
 	u, err := url.Parse(link)
 	h, herr := url.Parse(home)
 	if err != nil || herr != nil || u.Host != h.Host || u.Scheme != h.Scheme {
 		return link
-	}
-	u.User = nil
-	creds := map[string]bool{}
-	for _, v := range redact.URLSecrets(home) {
-		// As the store's scrub: a short value could be anything's.
-		if len(v) >= redact.MinSecretLen {
-			creds[v] = true
-		}
-	}
-	hq := h.Query()
-	q := u.Query()
-	for k, vs := range q {
-		if len(vs) != 1 {
-			continue
-		}
-		if hv, ok := lookupFold(hq, k); (ok && len(hv) == 1 && hv[0] == vs[0]) || creds[vs[0]] {
-			delete(q, k)
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// Restore is the inverse of Storable: stored with home's userinfo and the
-// query parameters of home it lacks, names matched in any case. A value a
-// scrub replaced by redact.Marker is home's again where home has the
-// parameter (any case), and left out where it has not: it was a secret of
-// the configuration, which home's own parameters carry.
-func Restore(stored, home string) string {
-	u, err := url.Parse(stored)
-	h, herr := url.Parse(home)
-	if err != nil || herr != nil || u.Host != h.Host || u.Scheme != h.Scheme {
-		return stored
 	}
 	if u.User == nil || strings.Contains(u.User.String(), redact.Marker) {
 		u.User = h.User
@@ -92,11 +58,10 @@ func lookupFold(q url.Values, k string) ([]string, bool) {
 	return nil, false
 }
 
-// LinkExpired reports whether err, from a Fetch resumed at a stored next
-// link that failed before its first page, says the link is no longer good
-// (a 4xx other than 429, or an exception document blaming the request:
-// servers whose cursors expire answer so); the caller then restarts from
-// the first page.
+// LinkExpired reports whether err, from the first page of a fetch, says
+// the link is no longer good (a 4xx other than 429, or an exception
+// document blaming the request): the items link of a cached discovery may
+// be stale, and is dropped.
 func LinkExpired(err error) bool {
 	var se *httpcall.HTTPStatusError
 	if errors.As(err, &se) {
@@ -109,40 +74,36 @@ func LinkExpired(err error) bool {
 // The values of source.FetchStats.Completeness a fetch that completed sets.
 const (
 	// CompletenessNumberMatched: the total was checked against the
-	// server's numberMatched.
+	// server's numberMatched (of its pages, or its resulttype=hits count).
 	CompletenessNumberMatched = "number_matched"
-	// CompletenessLinksOnly: the server reported no numberMatched, so only
-	// the last page's missing next link says the collection was whole.
+	// CompletenessLinksOnly: the server reported no numberMatched and the
+	// feed accepts its links alone (completeness: links_only), so only the
+	// last page's missing next link says the collection was whole.
 	CompletenessLinksOnly = "links_only"
 )
 
 // PageURL is the request of page of layer as a dead letter names it
-// (credentials redacted): the first page's request, or, for a poll resumed
-// at a later page, the next link it resumed at. Later pages are the
-// server's own links, which only the fetch knows.
-func (c *Client) PageURL(layer source.Layer, page int) string {
-	if page > 0 && layer.ResumeURL != "" {
-		return redact.URL(layer.ResumeURL)
-	}
+// (credentials redacted): the first page's request, where a parked poll
+// of this kind starts over. Later pages are the server's own links, which
+// only the fetch knows.
+func (c *Client) PageURL(layer source.Layer, _ int) string {
 	if u, err := FirstURL(layer); err == nil {
 		return redact.URL(u.String())
 	}
 	return redact.URL(layer.URL)
 }
 
-// ResumesAtCursor reports that a poll of any layer of this kind resumes at
-// the next link (source.Page.Next) its last staged page recorded: an OGC API
-// server's pages are reached only by its links.
-func (c *Client) ResumesAtCursor(source.Layer) bool { return true }
-
-// ResumeAt returns layer set to continue at cursor, a next link a staged
-// page recorded in the form Storable makes; Fetch restores it.
-func (c *Client) ResumeAt(layer source.Layer, cursor string) source.Layer {
-	layer.ResumeURL = cursor
-	return layer
+// RestartReason says why a parked poll of any layer of this kind drops the
+// pages it staged and starts over from the first page rather than resume
+// at its next cursor: nothing an OGC API server sends proves that those
+// pages are still its collection. Re-reading the first page (the same ids
+// and content) says nothing of the pages after it (a feature replaced on
+// page 1 leaves page 0 as it was), numberMatched stays the same when a
+// feature is replaced, and servers send no validator for the collection as
+// a whole (MapServer 8.0 sends none at all). Only reading every staged page
+// again would prove them, and that costs what starting over does; a resumed
+// poll that continued at its next link applied a snapshot the server never
+// had (features it had replaced, beside their replacements).
+func (c *Client) RestartReason(source.Layer) string {
+	return "nothing an OGC API server sends proves that the pages staged before the poll parked are still its collection"
 }
-
-// CursorExpired reports whether err, from a Fetch resumed at a stored next
-// link before its first page came in, says the link is no longer good
-// (LinkExpired): the poll starts over from the first page.
-func (c *Client) CursorExpired(_ source.Layer, err error) bool { return LinkExpired(err) }

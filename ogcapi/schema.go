@@ -226,7 +226,7 @@ func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Decl
 		return nil, fmt.Errorf("%w: schema link: %s", ErrInvalidLayer, redact.Text(err.Error()))
 	}
 	var raw json.RawMessage
-	if err := c.getJSON(ctx, layer, withF(u), &raw); err != nil {
+	if err := c.getDoc(ctx, layer, withF(u), schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {
 		return nil, fmt.Errorf("ogcapi: reading the collection's schema (%s): %w", redact.URL(u.String()), err)
 	}
 	origin := layer.SchemaOrigin

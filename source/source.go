@@ -87,9 +87,15 @@ type Layer struct {
 	// ItemsURL is the collection's items link, set by Prepare from the
 	// collection document; Fetch starts there.
 	ItemsURL string
-	// ResumeURL is the next link of the last page a parked poll staged:
-	// Fetch resumes there when firstPage > 0.
+	// ResumeURL is the cursor (Page.Next) of the last page a parked poll
+	// staged, for a kind that resumes at cursors: Fetch resumes there when
+	// firstPage > 0.
 	ResumeURL string
+	// LinksOnly accepts a collection whose server reports no numberMatched
+	// (on its pages, nor to resulttype=hits) as complete on its next links
+	// alone: the feed's `completeness: links_only`. Without it such a
+	// collection is refused, since nothing proves it whole.
+	LinksOnly bool
 	// SchemaURL is the collection's JSON Schema of its features (Part 5
 	// schema, else Part 3 queryables), set by Prepare when the collection
 	// links one; SchemaOrigin names which ("ogcapi schema", "ogcapi
@@ -129,12 +135,13 @@ type Page struct {
 	URL        string // credentials redacted
 	StartIndex int
 
-	// Next, for kinds that page by links (OGC API – Features), returns the
-	// page's next link, "" on the last page, without the credentials of
-	// the feed's url (ogcapi.Storable: the kind puts them back when it
-	// resumes there). It is known only once the page's FeatureReader
-	// returned io.EOF. nil for kinds that page by offset. A store records
-	// it with the page so that a parked poll resumes where it stopped.
+	// Next, for a kind whose parked polls resume at a cursor the server
+	// handed out (feeds.CursorResumer), returns the page's cursor (its next
+	// link), "" on the last page, without the credentials of the feed's
+	// url. It is known only once the page's FeatureReader returned io.EOF.
+	// nil for the other kinds (every kind today: a parked OGC API poll
+	// starts over, see feeds.Restarter). A store records it with the page
+	// so that a parked poll resumes where it stopped.
 	Next func() string
 }
 

@@ -227,6 +227,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 		}
 		err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+			ids.Begin(page) // a retry re-reads its page's ids
 			res = pageResult{ids: ids, fetched: stats.Features, typer: typer}
 			return c.attempt(a, layer, p, check, handle, &res)
 		})
@@ -353,7 +354,8 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		// classify lets only decodable kinds through.
 		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
 	}
-	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy, body: a}
+	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy,
+		idProperty: layer.IDProperty, body: a}
 
 	// Read the first feature before the handler sees anything, so that a
 	// server ignoring startIndex is caught before its page is staged again
@@ -446,10 +448,12 @@ type pageReader struct {
 	pending *feature.Feature
 	n       int
 	err     error
-	ids     *pageids.Set      // nil: no duplicate check
-	fetched int               // features of the fetch's pages before this one
-	sortBy  string            // the layer's SortBy, for the advice of a duplicate
-	body    *httpcall.Attempt // counts the body's bytes
+	ids     *pageids.Set // nil: no duplicate check
+	fetched int          // features of the fetch's pages before this one
+	sortBy  string       // the layer's SortBy, for the advice of a duplicate
+	// idProperty is the layer's IDProperty, for the advice of a duplicate.
+	idProperty string
+	body       *httpcall.Attempt // counts the body's bytes
 }
 
 // BodyBytes returns the page's body bytes (decompressed) read so far, so
@@ -475,15 +479,22 @@ func (r *pageReader) Next() (*feature.Feature, error) {
 	return f, nil
 }
 
-// checkID fails the page when f's id was delivered on an earlier page.
+// checkID fails the page when f's id was delivered on an earlier page, or
+// earlier in this one.
 func (r *pageReader) checkID(f *feature.Feature) error {
 	if r.ids == nil || f.ID == "" {
 		return nil
 	}
-	if prev, dup := r.ids.Add(f.ID, r.page); dup {
+	if prev, dup := r.ids.Add(f.ID); dup {
 		// Got counts the distinct features before the duplicate.
 		reason := fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)
-		if r.sortBy == "" {
+		if prev == r.page {
+			// Kept once, the layer would look whole with a feature missing.
+			reason = fmt.Sprintf("id %q comes twice in page %d: the ids are not unique", truncate(f.ID, 200), r.page)
+			if r.idProperty != "" {
+				reason += " (id_property " + r.idProperty + " does not identify features)"
+			}
+		} else if r.sortBy == "" {
 			reason += "; set sort_by to a unique property so that the server pages in a stable order"
 		} else {
 			reason += " (or the id is not unique)"

@@ -449,3 +449,21 @@ func TestUserAgent(t *testing.T) {
 		t.Errorf("User-Agent %q, want ingestd/test", got)
 	}
 }
+
+// TestDuplicateIDInOneResponse: an id twice in one response fails the
+// fetch like an id on two pages (internal/pageids): kept once, the layer
+// would look whole with a feature missing.
+func TestDuplicateIDInOneResponse(t *testing.T) {
+	t.Parallel()
+	doc := `{"type":"FeatureCollection","features":[` +
+		`{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":1}},` +
+		`{"type":"Feature","id":"b","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":2}},` +
+		`{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":3}}]}`
+	srv := serve(t, text(http.StatusOK, doc))
+	var c collect
+	_, err := newTestClient(t, 1).Fetch(t.Context(), source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/p.geojson"}, 0, c.handle)
+	var ie *IncompleteError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `id "a" comes twice in page 0: the ids are not unique`) {
+		t.Fatalf("err = %v, want *IncompleteError naming the id twice in page 0", err)
+	}
+}

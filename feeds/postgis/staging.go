@@ -92,7 +92,7 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 
 // nextLink is the next link the page's reader knows once it ended (kinds
 // that page by links: see feeds' chunkReader), nil for the others. The
-// kind left the feed url's own credentials out (ogcapi.Storable); a
+// kind left the feed url's own credentials out; a
 // secret still in it (the key under another parameter's name, or in a
 // link to another origin) is scrubbed here by value, and the resume puts
 // the feed's credentials back.

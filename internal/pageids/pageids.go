@@ -1,7 +1,9 @@
 // Package pageids remembers the feature ids of one paged fetch, and the
 // page of each, so that a protocol's fetch (wfs, ogcapi) notices an id
-// delivered on two pages: a server whose paging order is unstable, which
-// skips features as it repeats others.
+// delivered twice: on two pages (a server whose paging order is unstable,
+// which skips features as it repeats others, or pages that overlap), or
+// twice on one page (ids that are not unique). Either way the fetch cannot
+// be the layer, whole and once.
 package pageids
 
 import "hash/maphash"
@@ -17,39 +19,83 @@ const (
 // not the ids' bytes. The seed is random per Set, so an unlucky collision
 // does not repeat in the next fetch.
 //
-// Unless exact, it stops remembering every id after ExactIDs and keeps one
-// id in Sample. The sample is chosen by the id's hash, so an id is either
-// always remembered or never; a server whose pages come in an unstable
-// order (no numberMatched, never a short page) therefore repeats a
+// Unless exact, it stops remembering every id of the fetch after ExactIDs
+// and keeps one id in Sample. The sample is chosen by the id's hash, so an
+// id is either always remembered or never; a server whose pages come in an
+// unstable order (no numberMatched, never a short page) therefore repeats a
 // remembered id by the time it has sent about as many features again as
 // the layer holds, just as an exact set would, at 1/Sample of the memory.
-// The store's exact check at apply catches what the sample lets by.
+// The store's exact check at apply catches what the sample lets by across
+// pages. Within the page being read every id is remembered, sampled or
+// not, until the next Begin: a page's memory is bounded by its size.
+//
+// A page is read by attempts (a body cut short is read again from its
+// start): Begin starts each, so that an attempt re-reading the ids of the
+// one before is not taken for a page that holds an id twice.
 type Set struct {
-	seed  maphash.Seed
-	pages map[uint64]int32
-	exact bool
+	seed    maphash.Seed
+	pages   map[uint64]seen
+	exact   bool
+	page    int32
+	attempt uint32
+	// current holds the current attempt's ids that pages does not keep
+	// (past ExactIDs, outside the sample).
+	current map[uint64]struct{}
+}
+
+// seen is where an id was last read: its page and the attempt that read it.
+type seen struct {
+	page    int32
+	attempt uint32
 }
 
 // New returns an empty Set; exact makes it remember every id.
 func New(exact bool) *Set {
-	return &Set{seed: maphash.MakeSeed(), pages: make(map[uint64]int32), exact: exact}
+	return &Set{seed: maphash.MakeSeed(), pages: make(map[uint64]seen), exact: exact}
 }
 
-// Add records id as seen on page, and reports the earlier page when it was
-// seen on another page before. A repeat on the same page is a retried
-// attempt re-reading its page (or a layer whose ids repeat within one
-// response, which paging did not cause): not a duplicate here.
-func (s *Set) Add(id string, page int) (prev int, dup bool) {
-	h := maphash.String(s.seed, id)
+// Begin starts an attempt at reading page: the ids Add records until the
+// next Begin are this attempt's. Call it before each attempt of each page,
+// a retry of the same page included.
+func (s *Set) Begin(page int) {
+	s.page = int32(page)
+	s.attempt++
+	clear(s.current)
+}
+
+// Add records id as read by the current attempt (see Begin), and reports a
+// duplicate: prev is the page it was read on before, which is the current
+// page when this attempt read it already (the page holds it twice). An id
+// read again by a later attempt of the same page (a retry re-reading its
+// page) is no duplicate.
+func (s *Set) Add(id string) (prev int, dup bool) {
+	return s.AddHash(maphash.String(s.seed, id))
+}
+
+// AddHash is Add for a feature known by a 64-bit key rather than an id (a
+// hash of its content, for features without one): keys and the hashes of
+// ids share the Set.
+func (s *Set) AddHash(h uint64) (prev int, dup bool) {
 	p, ok := s.pages[h]
-	if ok && int(p) != page {
-		return int(p), true
+	switch {
+	case ok && p.page != s.page:
+		return int(p.page), true
+	case ok && p.attempt == s.attempt:
+		return int(s.page), true
+	case ok || s.exact || len(s.pages) < ExactIDs || h%Sample == 0:
+		s.pages[h] = seen{page: s.page, attempt: s.attempt}
+		return 0, false
 	}
-	if ok || s.exact || len(s.pages) < ExactIDs || h%Sample == 0 {
-		s.pages[h] = int32(page)
+	if _, ok := s.current[h]; ok {
+		return int(s.page), true
 	}
+	if s.current == nil {
+		s.current = make(map[uint64]struct{})
+	}
+	s.current[h] = struct{}{}
 	return 0, false
 }
 
-// Len is how many ids the Set holds.
+// Len is how many ids the Set holds across pages (the current attempt's
+// unsampled ids not included).
 func (s *Set) Len() int { return len(s.pages) }

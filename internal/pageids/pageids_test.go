@@ -6,20 +6,66 @@ import (
 )
 
 // TestRetriedPage: an attempt retried after a cut body re-reads its
-// page's ids; that is not a duplicate.
+// page's ids; that is not a duplicate. The same id on a later page is.
 func TestRetriedPage(t *testing.T) {
 	t.Parallel()
 	s := New(false)
+	s.Begin(0)
 	for _, id := range []string{"a", "b"} {
-		if _, dup := s.Add(id, 0); dup {
+		if _, dup := s.Add(id); dup {
 			t.Fatal("dup on first sight")
 		}
 	}
-	if _, dup := s.Add("a", 0); dup {
-		t.Error("same page again counted as a duplicate")
+	s.Begin(0) // the retry
+	for _, id := range []string{"a", "b"} {
+		if _, dup := s.Add(id); dup {
+			t.Errorf("%s read again by a retry of its page counted as a duplicate", id)
+		}
 	}
-	if prev, dup := s.Add("b", 3); !dup || prev != 0 {
+	s.Begin(3)
+	if prev, dup := s.Add("b"); !dup || prev != 0 {
 		t.Errorf("b on page 3: %d %v", prev, dup)
+	}
+}
+
+// TestTwiceInOnePage: an id read twice by one attempt of one page is a
+// duplicate naming that page, in the exact part of the set, past it
+// (sampled or not), and after a retry of the page.
+func TestTwiceInOnePage(t *testing.T) {
+	t.Parallel()
+	s := New(false)
+	s.Begin(0)
+	for i := range ExactIDs + 10*Sample {
+		s.Add(fmt.Sprint("fill.", i))
+	}
+	s.Begin(1)
+	s.Add("x")
+	s.Begin(1) // a retry reads x again, then finds it twice
+	if _, dup := s.Add("x"); dup {
+		t.Fatal("the retry's first x counted as a duplicate")
+	}
+	if prev, dup := s.Add("x"); !dup || prev != 1 {
+		t.Errorf("x twice in page 1: %d %v, want 1 true", prev, dup)
+	}
+	// Past ExactIDs most ids are not kept across pages; within the page
+	// every one is.
+	s.Begin(2)
+	missed := 0
+	for i := range 1000 {
+		id := fmt.Sprint("late.", i)
+		s.Add(id)
+		if prev, dup := s.Add(id); !dup || prev != 2 {
+			missed++
+		}
+	}
+	if missed != 0 {
+		t.Errorf("%d of 1000 ids read twice in page 2 (past ExactIDs) went unnoticed", missed)
+	}
+	if prev, dup := s.AddHash(42); dup {
+		t.Fatalf("a new key: %d %v", prev, dup)
+	}
+	if prev, dup := s.AddHash(42); !dup || prev != 2 {
+		t.Errorf("a key twice in page 2: %d %v", prev, dup)
 	}
 }
 
@@ -30,7 +76,10 @@ func TestBounded(t *testing.T) {
 	s := New(false)
 	const n = 3 * ExactIDs
 	for i := range n {
-		if _, dup := s.Add(fmt.Sprint("id.", i), i/1000); dup {
+		if i%1000 == 0 {
+			s.Begin(i / 1000)
+		}
+		if _, dup := s.Add(fmt.Sprint("id.", i)); dup {
 			t.Fatalf("distinct id %d counted as a duplicate", i)
 		}
 	}
@@ -38,8 +87,9 @@ func TestBounded(t *testing.T) {
 		t.Errorf("%d ids kept, want at most %d", s.Len(), max)
 	}
 	dups := 0
+	s.Begin(10_000)
 	for i := ExactIDs; i < n; i++ { // the sampled part, served again on a later page
-		if _, dup := s.Add(fmt.Sprint("id.", i), 10_000); dup {
+		if _, dup := s.Add(fmt.Sprint("id.", i)); dup {
 			dups++
 		}
 	}
@@ -53,8 +103,9 @@ func TestExact(t *testing.T) {
 	t.Parallel()
 	s := New(true)
 	const n = ExactIDs + 10*Sample
+	s.Begin(0)
 	for i := range n {
-		s.Add(fmt.Sprint("id.", i), 0)
+		s.Add(fmt.Sprint("id.", i))
 	}
 	if s.Len() != n {
 		t.Errorf("exact set holds %d of %d ids", s.Len(), n)

@@ -8,12 +8,15 @@
 package ogcapitest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,11 +63,29 @@ const (
 	// Duplicates repeats the last feature of each page as the first of
 	// the next one (an unstable order).
 	Duplicates Pitfall = "duplicates"
+	// DuplicateInPage serves feature 4 in place of feature 5: one id
+	// twice in the first page, one feature missing, numberMatched and the
+	// total still equal.
+	DuplicateInPage Pitfall = "duplicate-in-page"
+	// OverlapNoIDs serves features without ids and without numberMatched,
+	// every page after the first starting half a page early: with 30
+	// features and limit 10, features 0–9, 5–14 and 15–24, then no next
+	// link (the same number of features, five of them twice, five never).
+	OverlapNoIDs Pitfall = "overlap-no-ids"
+	// NumberMatchedString sends numberMatched as a decimal string ("30").
+	NumberMatchedString Pitfall = "number-matched-string"
+	// NumberMatchedUnknown sends numberMatched as the string "unknown".
+	NumberMatchedUnknown Pitfall = "number-matched-unknown"
+	// NoNextNoNumberMatched is NoNextOnFullPage without numberMatched:
+	// the second page is full and has no next link, and nothing says more
+	// features exist.
+	NoNextNoNumberMatched Pitfall = "no-next-no-number-matched"
 )
 
 // Pitfalls lists every Pitfall but None.
 var Pitfalls = []Pitfall{NoNextOnFullPage, NextLoop, ZeroLimitSelf, ApproxNumberMatched, WrongContentCRS,
-	Exception200, OffsetIgnored, ShortPages, NoNumberMatched, Duplicates}
+	Exception200, OffsetIgnored, ShortPages, NoNumberMatched, Duplicates, DuplicateInPage, OverlapNoIDs,
+	NumberMatchedString, NumberMatchedUnknown, NoNextNoNumberMatched}
 
 // CRS URIs the server offers.
 const (
@@ -83,6 +104,10 @@ type Collection struct {
 	// Part 3 queryables and Part 5 schema documents (as given: a test may
 	// serve a broken one) and linked from the collection document.
 	Queryables, Schema string
+	// Hits makes the collection answer resulttype=hits with its count
+	// (numberMatched, no features), as pygeoapi does, whatever its
+	// Pitfall; without it the parameter is ignored, as most servers do.
+	Hits bool
 }
 
 // JSONSchema is a JSON Schema of features with fields, as a Part 3
@@ -117,6 +142,7 @@ type Server struct {
 	Hook func(collection string, offset int)
 
 	mu          sync.Mutex
+	bombs       map[string][]byte // path → gzip body (see Bomb)
 	collections map[string]*Collection
 	requests    map[string]int // path → count
 	items       map[string]int // collection?offset → count
@@ -161,6 +187,41 @@ func (s *Server) Conditional(collection string) (conditional, notModified int) {
 	return s.conditional[collection], s.notModified[collection]
 }
 
+// Bomb makes the server answer every request of path (the landing page
+// "/", "/conformance", "/openapi", "/collections/ID", its items…) with
+// head, unit repeated, then tail, gzip-compressed: a body of a few KB that
+// inflates to about size bytes. unit is shaped to cost most to a decoder
+// that keeps the document whole (`{},` in a links array, `{"a":0},` in an
+// OpenAPI document); tail ends the document with what a client needs of
+// it, so that a client that streams it finds it.
+func (s *Server) Bomb(path, head, unit, tail string, size int) {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = io.WriteString(zw, head)
+	block := []byte(strings.Repeat(unit, max(1, (64<<10)/len(unit))))
+	left := size - len(head) - len(tail)
+	for left >= len(block) {
+		_, _ = zw.Write(block)
+		left -= len(block)
+	}
+	_, _ = zw.Write(block[:left/len(unit)*len(unit)])
+	_, _ = io.WriteString(zw, tail)
+	_ = zw.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bombs == nil {
+		s.bombs = map[string][]byte{}
+	}
+	s.bombs[path] = buf.Bytes()
+}
+
+// BombBytes is the size of the gzip body Bomb set for path.
+func (s *Server) BombBytes(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bombs[path])
+}
+
 // ExpireCursors makes every next link given so far invalid: a request
 // carrying an older cursor answers 400 with an exception document, as
 // servers whose paging cursors expire do.
@@ -180,7 +241,14 @@ func (s *Server) collection(id string) *Collection {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests[r.URL.Path]++
+	bomb := s.bombs[r.URL.Path]
 	s.mu.Unlock()
+	if bomb != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write(bomb)
+		return
+	}
 	base := "http://" + r.Host
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
@@ -299,6 +367,11 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 		return
 	}
 	n := c.Layer.Len()
+	if c.Hits && strings.EqualFold(q.Get("resulttype"), "hits") {
+		w.Header().Set("Content-Type", "application/geo+json")
+		fmt.Fprintf(w, `{"type":"FeatureCollection","features":[],"numberMatched":%d,"numberReturned":0}`, n)
+		return
+	}
 	serve := limit // how many this page holds
 	start := offset
 	switch c.Pitfall {
@@ -317,6 +390,10 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 	case Duplicates:
 		if start > 0 {
 			start--
+		}
+	case OverlapNoIDs:
+		if start > 0 {
+			start -= limit / 2
 		}
 	}
 	end := min(n, start+serve)
@@ -345,7 +422,7 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 		if offset+limit < n {
 			next = page(offset + limit)
 		}
-	case c.Pitfall == NoNextOnFullPage && offset == limit && end < n:
+	case (c.Pitfall == NoNextOnFullPage || c.Pitfall == NoNextNoNumberMatched) && offset == limit && end < n:
 		next = ""
 	case offset+serve < n:
 		next = page(offset + serve)
@@ -385,7 +462,14 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 		if i > start {
 			buf = append(buf, ',')
 		}
-		tmp = c.Layer.AppendFeature(tmp[:0], i)
+		switch {
+		case c.Pitfall == DuplicateInPage && i == 5:
+			tmp = c.Layer.AppendFeature(tmp[:0], 4)
+		case c.Pitfall == OverlapNoIDs:
+			tmp = topLevelID.ReplaceAll(c.Layer.AppendFeature(tmp[:0], i), []byte(`{"type":"Feature",`))
+		default:
+			tmp = c.Layer.AppendFeature(tmp[:0], i)
+		}
 		if crs != "" && crs != CRS84 {
 			tmp = reproject(tmp, crs)
 		}
@@ -402,7 +486,15 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 		buf = appendLink(buf, next, "next")
 	}
 	buf = append(buf, ']')
-	if c.Pitfall != NoNumberMatched {
+	switch c.Pitfall {
+	case NoNumberMatched, OverlapNoIDs, NoNextNoNumberMatched:
+	case NumberMatchedString:
+		buf = append(buf, `,"numberMatched":"`...)
+		buf = strconv.AppendInt(buf, int64(n), 10)
+		buf = append(buf, '"')
+	case NumberMatchedUnknown:
+		buf = append(buf, `,"numberMatched":"unknown"`...)
+	default:
 		matched := n
 		if c.Pitfall == ApproxNumberMatched {
 			matched = (n + 99) / 100 * 100
@@ -415,6 +507,9 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 	buf = append(buf, "}\n"...)
 	_, _ = w.Write(buf)
 }
+
+// topLevelID is a wfstest feature's leading type and id members.
+var topLevelID = regexp.MustCompile(`^\{"type":"Feature","id":"[^"]*",`)
 
 func appendLink(buf []byte, href, rel string) []byte {
 	b, _ := json.Marshal(map[string]string{"href": href, "rel": rel, "type": "application/geo+json"})
