@@ -21,7 +21,9 @@
 #                             (every feed caught up at once, max_in_flight 20, then 30 s of replays of
 #                             the parked polls) in a database of its own: that process's peak RSS
 #                             (VmHWM; target < 256 MB), then each case
-#                             alone in `ingestd poll` (peak RSS per case: the ten largest).
+#                             alone in `ingestd poll` (peak RSS per case: the ten largest); then the
+#                             ArcGIS REST bombs (BenchmarkArcGISBombs) and OGC API document bombs
+#                             (TestDocumentBombsPeakRSS), each case in a process of its own.
 #   scripts/bench.sh arcgis   a 200,000-polygon ArcGIS REST layer (cmd/arcgisserver, the arcgistest
 #                             fixture: Koop takes 4 s a request at this size, see README) loaded by
 #                             ingestd poll (id list, objectIds batches of maxRecordCount 2000) and by
@@ -371,6 +373,16 @@ bench_hostile() {
 			prlimit --as=$((kill_kb * 1024 * 4)) bin/ingestd poll -config "$cfg" -database-url "$url" -migrate=false -log-level error "$key" >>"$out/hostile-cases.log" 2>&1 || true
 	done
 	sort -rn "$out/hostile-cases" | awk 'NR <= 10 { printf "  %6.1f MB  %-45s %6.1fs\n", $1 / 1024, $2, $3 }'
+
+	# The ArcGIS REST and OGC API corpora (issue 31): their bombs are in the
+	# documents around the features (layer descriptions, id lists, OpenAPI,
+	# collections), each case polled in a process of its own.
+	echo "== hostile: ArcGIS REST bombs, each a whole poll into PostGIS in its own process: peak RSS (target < 256 MB)"
+	go test -count=1 -run '^$' -bench '^BenchmarkArcGISBombs$' -benchtime 1x ./arcgis/interop |
+		awk '/: peak RSS/ { print "  " $0 }'
+	echo "== hostile: OGC API document bombs, each read in its own process: peak RSS (target < 256 MB)"
+	go test -count=1 -run '^TestDocumentBombsPeakRSS$' -v ./ogcapi |
+		awk '/peak RSS/ { sub(/^[ \t]*/, ""); print "  " $0 }'
 }
 
 bench_arcgis() {
