@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ingestd/ingestd/internal/testwait"
 )
 
 // upstream is a real HTTP server on its own loopback port that counts the
@@ -273,23 +275,14 @@ func (f *fixture) tripOpen(t testing.TB, target string) *OpenError {
 	return nil
 }
 
-// hang bounds every wait of the package's tests for an event. A test that
-// reaches it has hung: no wait in these tests depends on the machine's speed.
-const hang = time.Minute
+// hang bounds every wait of these tests for an event: reaching it means a
+// hang, not a slow machine.
+const hang = testwait.Hang
 
 // await returns the next value of ch, or fails t after hang.
 func await[T any](t testing.TB, what string, ch <-chan T) T {
 	t.Helper()
-	timer := time.NewTimer(hang)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("%s: still waiting after %s", what, hang)
-	}
-	var zero T
-	return zero
+	return testwait.Await(t, what, ch)
 }
 
 // eventually polls cond until it holds, for state that announces no change

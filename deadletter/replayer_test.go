@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/internal/testwait"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -38,21 +39,12 @@ func logger(t *testing.T) *slog.Logger {
 
 // hang bounds every wait of these tests for an event: reaching it means a
 // hang, not a slow machine.
-const hang = time.Minute
+const hang = testwait.Hang
 
 // await returns the next value of ch, or fails t after hang.
 func await[T any](t testing.TB, what string, ch <-chan T) T {
 	t.Helper()
-	timer := time.NewTimer(hang)
-	defer timer.Stop()
-	select {
-	case v := <-ch:
-		return v
-	case <-timer.C:
-		t.Fatalf("%s: still waiting after %s", what, hang)
-	}
-	var zero T
-	return zero
+	return testwait.Await(t, what, ch)
 }
 
 // until polls cond (state in the database, which announces no change) until

@@ -1,14 +1,12 @@
 package feeds_test
 
 import (
-	"bufio"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime/metrics"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/memstat"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -130,25 +129,8 @@ func startPeakSampler() func() (heap, rss uint64) {
 	return func() (uint64, uint64) {
 		close(done)
 		<-stopped
-		return peakHeap, vmHWM()
+		return peakHeap, memstat.PeakRSS()
 	}
-}
-
-// vmHWM is the peak resident set size of this process, from /proc.
-func vmHWM() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 func envInt(b *testing.B, key string, def int) int {

@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/testwait"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -230,20 +231,13 @@ func (b *bundle) freshness(t *testing.T, feed string) (status string, count int)
 // catches a hang (an event that never comes, a poll that would sleep for
 // minutes): nothing here asserts how fast the machine is, and on a busy
 // two-core machine an event may take seconds.
-const hangCeiling = 2 * time.Minute
+const hangCeiling = testwait.Hang
 
 // await returns the next value of ch, or fails the test if none comes
 // before the hang ceiling.
 func await[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(hangCeiling): // a hang ceiling, see hangCeiling
-	}
-	t.Fatalf("no %s within %s", what, hangCeiling)
-	var zero T
-	return zero
+	return testwait.Await(t, what, ch)
 }
 
 // awaitRun waits for the next tick, catch-up or recovery poll that ended.

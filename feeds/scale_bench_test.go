@@ -21,6 +21,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/memstat"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -112,10 +113,10 @@ func BenchmarkSchedulerScale(b *testing.B) {
 		fmt.Printf("\nscheduler scale: %d feeds over %d origins, @every %s, %s run\n", nFeeds, nOrigins, every, period)
 		fmt.Printf("ticks %d, polls succeeded %d; lag p50 %s, p99 %s, max %s; peak RSS %.0f MB; peak goroutines %d\n",
 			n, polls, q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), lags[n-1].Round(time.Microsecond),
-			float64(vmHWM())/(1<<20), peakGoroutines)
+			float64(memstat.PeakRSS())/(1<<20), peakGoroutines)
 		b.ReportMetric(q(0.5).Seconds(), "lag-p50-s")
 		b.ReportMetric(q(0.99).Seconds(), "lag-p99-s")
-		b.ReportMetric(float64(vmHWM())/(1<<20), "peak-RSS-MB")
+		b.ReportMetric(float64(memstat.PeakRSS())/(1<<20), "peak-RSS-MB")
 		b.ReportMetric(float64(peakGoroutines), "peak-goroutines")
 		mu.Unlock()
 	}

@@ -1,14 +1,12 @@
 package interop_test
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
+	"github.com/ingestd/ingestd/internal/memstat"
 )
 
 // bombs are the full-size documents of issue 31's hostile run against the
@@ -95,7 +93,7 @@ func BenchmarkArcGISBombs(b *testing.B) {
 				case c.want != "" && before != after:
 					b.Fatalf("a failed poll changed the stored features")
 				}
-				rss := float64(vmHWM()) / (1 << 20)
+				rss := float64(memstat.PeakRSS()) / (1 << 20)
 				b.ReportMetric(rss, "peak-RSS-MB")
 				if err != nil {
 					fmt.Printf("%s: peak RSS %.0f MB; %v\n", c.name, rss, err)
@@ -105,21 +103,4 @@ func BenchmarkArcGISBombs(b *testing.B) {
 			}
 		})
 	}
-}
-
-// vmHWM is the peak resident set size of this process, from /proc.
-func vmHWM() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
