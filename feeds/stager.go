@@ -8,23 +8,32 @@ import (
 
 	"github.com/twpayne/go-geom"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/source"
 )
 
 // Staging chunks. A page is read in chunks of at most chunkFeatures
 // features or chunkBytes bytes (as featureSize estimates them; a larger
-// feature is a chunk of its own), and at most chunksQueued chunks wait
-// between the reader and the COPY: with the chunk being read and the one
-// being COPYed, a page costs at most four chunks of memory plus its largest
-// feature, whatever its size. A poll of one unpaged response of 1M parcels
-// peaked at 902 MB RSS with the page held whole, 34 MB in chunks
-// (BenchmarkPollLayer with INGESTD_BENCH_PAGE_SIZE=0, see bench_test.go).
+// feature is a chunk of its own), and at most chunksQueued chunks, of at
+// most queuedBytes together, wait between the reader and the COPY or are
+// being COPYed: with the chunk being read, a page costs at most four chunks
+// of memory, and of chunks of large features (each over queuedBytes) two,
+// whatever their size. A poll of one unpaged response of 1M parcels peaked
+// at 902 MB RSS with the page held whole, 34 MB in chunks
+// (BenchmarkPollLayer with INGESTD_BENCH_PAGE_SIZE=0, see bench_test.go);
+// an ArcGIS answer of 30 features of 16 MB each (the feature_bytes
+// default) at 271 MB when only the chunks' count was bounded.
 const (
 	chunkFeatures = 1000
 	chunkBytes    = 2 << 20
 	chunksQueued  = 2
 )
+
+// queuedBytes bounds the chunks handed to the COPY and not yet done with,
+// for chunks of chunkBytes: a chunk weighs its size, at most all of it.
+func queuedBytes(chunkBytes int64) int64 { return (chunksQueued + 1) * chunkBytes }
 
 // pageStager stages a poll's pages one at a time and in order, so that the
 // staged pages always run from the first one without a gap (the checkpoint
@@ -72,11 +81,19 @@ type pageStager struct {
 
 // pageStaging is one page's StagePage, fed with chunks.
 type pageStaging struct {
-	page     int                    // the page's index
-	chunks   chan []feature.Feature // closed after the page's last chunk
-	abort    chan struct{}          // closed when the page's read failed
-	finished chan struct{}          // closed when StagePage returned, err set
+	page     int                 // the page's index
+	chunks   chan queuedChunk    // closed after the page's last chunk
+	abort    chan struct{}       // closed when the page's read failed
+	finished chan struct{}       // closed when StagePage returned, err set
+	ended    context.Context     // cancelled when StagePage returned
+	room     *semaphore.Weighted // the bytes of the chunks handed over and not yet COPYed
 	err      error
+}
+
+// queuedChunk is a chunk handed to the COPY, and the room it holds.
+type queuedChunk struct {
+	features []feature.Feature
+	weight   int64
 }
 
 func newPageStager(ctx context.Context, store Store, pollID int64, limits feature.Limits) *pageStager {
@@ -128,7 +145,7 @@ var errPageAbandoned = errors.New("feeds: the page's read failed before its end"
 func (s *pageStager) handle(ctx context.Context, page source.Page, features feature.FeatureReader) error {
 	r := &chunkSource{s: s, page: page, features: features}
 	r.body, _ = features.(bodyCounter)
-	chunk, end, err := r.read()
+	chunk, size, end, err := r.read()
 	if err != nil {
 		s.recycle(chunk)
 		return err
@@ -138,11 +155,25 @@ func (s *pageStager) handle(ctx context.Context, page source.Page, features feat
 		return err
 	}
 	st := s.start(page)
+	// Waiting for room ends with the attempt or with StagePage.
+	roomCtx, cancelRoom := context.WithCancel(ctx)
+	defer cancelRoom()
+	defer context.AfterFunc(st.ended, cancelRoom)()
 	for {
 		if len(chunk) > 0 {
-			select {
-			case st.chunks <- chunk:
-			case <-st.finished:
+			weight := min(size, queuedBytes(s.chunkBytes))
+			sent := false
+			if st.room.Acquire(roomCtx, weight) == nil {
+				select {
+				case st.chunks <- queuedChunk{chunk, weight}:
+					sent = true
+				case <-st.finished:
+				case <-ctx.Done():
+				}
+			}
+			switch {
+			case sent:
+			case isDone(st.finished):
 				// StagePage stopped reading: it failed (the poll is not
 				// running, the database went away).
 				s.recycle(chunk)
@@ -151,7 +182,7 @@ func (s *pageStager) handle(ctx context.Context, page source.Page, features feat
 					return err
 				}
 				return fmt.Errorf("feeds: staging page %d of poll %d ended before the page did", page.Index, s.pollID)
-			case <-ctx.Done():
+			default:
 				// The attempt ended while the COPY was not keeping up.
 				s.recycle(chunk)
 				close(st.abort)
@@ -167,7 +198,7 @@ func (s *pageStager) handle(ctx context.Context, page source.Page, features feat
 			s.bytes += r.bodyBytes()
 			return nil
 		}
-		if chunk, end, err = r.read(); err != nil {
+		if chunk, size, end, err = r.read(); err != nil {
 			s.recycle(chunk)
 			close(st.abort)
 			_ = s.wait() // errPageAbandoned, or an earlier failure of the page
@@ -178,14 +209,18 @@ func (s *pageStager) handle(ctx context.Context, page source.Page, features feat
 
 // start starts staging page from the chunks that handle sends.
 func (s *pageStager) start(page source.Page) *pageStaging {
+	ended, end := context.WithCancel(context.Background())
 	st := &pageStaging{
 		page:     page.Index,
-		chunks:   make(chan []feature.Feature, chunksQueued),
+		chunks:   make(chan queuedChunk, chunksQueued),
 		abort:    make(chan struct{}),
 		finished: make(chan struct{}),
+		ended:    ended,
+		room:     semaphore.NewWeighted(queuedBytes(s.chunkBytes)),
 	}
 	s.staging = st
 	go func() {
+		defer end() // after finished is closed: a wait for room that ends with it finds it so
 		defer close(st.finished)
 		// The poll's own recover cannot see this goroutine: a panic here
 		// fails the page, not the process.
@@ -194,7 +229,7 @@ func (s *pageStager) start(page source.Page) *pageStaging {
 				st.err = fmt.Errorf("feeds: staging page %d of poll %d panicked: %v", page.Index, s.pollID, p)
 			}
 		}()
-		reader := &chunkReader{ctx: s.ctx, chunks: st.chunks, abort: st.abort, recycle: s.recycle, link: page.Next}
+		reader := &chunkReader{ctx: s.ctx, chunks: st.chunks, abort: st.abort, room: st.room, recycle: s.recycle, link: page.Next}
 		_, st.err = s.store.StagePage(s.ctx, s.pollID, page.Index, reader)
 	}()
 	return st
@@ -251,37 +286,36 @@ type chunkSource struct {
 	n int64
 }
 
-// read returns the page's next chunk, and whether the page ended with it.
-// A FeatureReader's Geometry and Properties are fresh at each call, so a
-// shallow copy keeps a feature.
-func (r *chunkSource) read() (chunk []feature.Feature, end bool, err error) {
+// read returns the page's next chunk, its size (as featureSize estimates
+// it), and whether the page ended with it. A FeatureReader's Geometry and
+// Properties are fresh at each call, so a shallow copy keeps a feature.
+func (r *chunkSource) read() (chunk []feature.Feature, size int64, end bool, err error) {
 	s := r.s
 	select {
 	case chunk = <-s.pool:
 	default:
 		chunk = make([]feature.Feature, 0, s.chunkFeatures)
 	}
-	var size int64
 	for len(chunk) < s.chunkFeatures && size < s.chunkBytes {
 		f, err := r.features.Next()
 		if err == io.EOF {
-			return chunk, true, r.checkBytes()
+			return chunk, size, true, r.checkBytes()
 		}
 		if err != nil {
-			return chunk, false, err
+			return chunk, size, false, err
 		}
 		r.n++
 		if n := s.features + r.n; n > s.limits.PollFeatures {
-			return chunk, false, &feature.LimitError{Name: "poll_features", Max: s.limits.PollFeatures,
+			return chunk, size, false, &feature.LimitError{Name: "poll_features", Max: s.limits.PollFeatures,
 				Where: fmt.Sprintf("page %d (%s) brought the poll to %d features", r.page.Index, r.page.URL, n)}
 		}
 		if err := r.checkBytes(); err != nil {
-			return chunk, false, err
+			return chunk, size, false, err
 		}
 		chunk = append(chunk, *f)
 		size += featureSize(f)
 	}
-	return chunk, false, nil
+	return chunk, size, false, nil
 }
 
 // checkBytes fails when the poll's bodies so far exceed PollBytes.
@@ -334,10 +368,11 @@ func geometrySize(g geom.T) int64 {
 // time it has encoded them all.
 type chunkReader struct {
 	ctx     context.Context
-	chunks  <-chan []feature.Feature
+	chunks  <-chan queuedChunk
 	abort   <-chan struct{}
+	room    *semaphore.Weighted // released as each chunk is done with
 	recycle func([]feature.Feature)
-	cur     []feature.Feature
+	cur     queuedChunk
 	next    int
 	// link is the page's source.Page.Next (nil for kinds that page by
 	// offset): the store records it with the page, for a resume.
@@ -354,10 +389,11 @@ func (r *chunkReader) NextLink() (string, bool) {
 }
 
 func (r *chunkReader) Next() (*feature.Feature, error) {
-	for r.next == len(r.cur) {
-		if r.cur != nil {
-			r.recycle(r.cur)
-			r.cur = nil
+	for r.next == len(r.cur.features) {
+		if r.cur.features != nil {
+			r.recycle(r.cur.features)
+			r.room.Release(r.cur.weight)
+			r.cur = queuedChunk{}
 		}
 		select {
 		case c, ok := <-r.chunks:
@@ -372,5 +408,15 @@ func (r *chunkReader) Next() (*feature.Feature, error) {
 		}
 	}
 	r.next++
-	return &r.cur[r.next-1], nil
+	return &r.cur.features[r.next-1], nil
+}
+
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -295,18 +295,52 @@ func TestPageStagerStagesALargePageInChunks(t *testing.T) {
 	}
 }
 
+// TestPageStagerHoldsFewLargeFeatures: chunks are also bounded in bytes
+// while they wait for the COPY. Features each larger than all the room
+// (an ArcGIS answer of 16 MB features) are held one in the COPY and one
+// read, not four: the stager stops reading until the COPY moves.
+func TestPageStagerHoldsFewLargeFeatures(t *testing.T) {
+	store := &streamRecorder{hold: make(chan struct{})}
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 4096)
+	// Each feature is over queuedBytes (12 KiB here): a chunk of its own
+	// that takes all the room.
+	const limit = 2 // one in the stuck COPY, one read and waiting for room
+	page := &countedPage{prefix: "f", n: 6, props: 20000, at: limit, reached: make(chan struct{})}
+	handled := make(chan error, 1)
+	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
+
+	awaitHang(t, page.reached, "the stager to read two large features")
+	// Whatever the stager holds now it has read: a stager bounded only by
+	// the count of chunks reads two more right away, in the goroutine that
+	// reached the limit, long before this one releases the COPY.
+	page.past.Store(true)
+	close(store.hold)
+	if n := page.early.Load(); n != 0 {
+		t.Errorf("with the COPY stuck, the stager read %d large features past %d", n, limit)
+	}
+	if err := awaitHang(t, handled, "handle"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.finish(nil); err != nil {
+		t.Fatal(err)
+	}
+	if ids, end := store.page(0); end != io.EOF || strings.Join(ids, ",") != strings.Join(names("f", 6), ",") {
+		t.Errorf("staged %v ending with %v, want f0..f5 and io.EOF", ids, end)
+	}
+}
+
 // TestChunkBoundedByBytes: features larger than the chunk's byte bound make
 // shorter chunks; one larger than the bound is a chunk of its own.
 func TestChunkBoundedByBytes(t *testing.T) {
 	s := smallChunks(newPageStager(t.Context(), &streamRecorder{}, 1, feature.Limits{}), 100, 4096)
 	r := &chunkSource{s: s, features: &countedPage{prefix: "f", n: 10, props: 1000}}
-	chunk, end, err := r.read()
+	chunk, _, end, err := r.read()
 	if err != nil || end || len(chunk) != 4 {
 		t.Errorf("chunk of 1 KB features: %d features (end %v, err %v), want 4", len(chunk), end, err)
 	}
 	r = &chunkSource{s: s, features: &countedPage{prefix: "f", n: 3, props: 10000}}
 	for i := range 3 {
-		if chunk, _, err := r.read(); err != nil || len(chunk) != 1 {
+		if chunk, _, _, err := r.read(); err != nil || len(chunk) != 1 {
 			t.Errorf("chunk %d of 10 KB features: %d features (err %v), want 1", i, len(chunk), err)
 		}
 	}
