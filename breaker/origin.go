@@ -442,9 +442,21 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 	// bound runs instead), so a poll queued behind others does not time out
 	// before it has asked anything. A 429's pause above is the server's
 	// word, and counts.
-	endWait := pollbudget.Waiting(ctx)
-	defer endWait()
-	if o.limiter != nil {
+	// Only a real wait is bracketed: a slot free at once costs the poll's
+	// budget no bookkeeping, and its row no queue_wait.
+	var endWait func()
+	wait := func() {
+		if endWait == nil {
+			endWait = pollbudget.Waiting(ctx)
+		}
+	}
+	defer func() {
+		if endWait != nil {
+			endWait()
+		}
+	}()
+	if o.limiter != nil && !o.limiter.Allow() {
+		wait()
 		if err := o.limiter.Wait(ctx); err != nil {
 			if qe := pollbudget.QueueCause(ctx); qe != nil {
 				return nil, qe
@@ -459,16 +471,20 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 			return nil, err
 		}
 	}
-	if o.inflight != nil {
+	if o.inflight != nil && !o.inflight.TryAcquire(1) {
+		wait()
 		if err := o.inflight.Acquire(ctx, 1); err != nil {
 			return nil, queueErr(ctx, err)
 		}
 	}
-	if err := o.reg.sem.Acquire(ctx, 1); err != nil {
-		if o.inflight != nil {
-			o.inflight.Release(1)
+	if !o.reg.sem.TryAcquire(1) {
+		wait()
+		if err := o.reg.sem.Acquire(ctx, 1); err != nil {
+			if o.inflight != nil {
+				o.inflight.Release(1)
+			}
+			return nil, queueErr(ctx, err)
 		}
-		return nil, queueErr(ctx, err)
 	}
 	return func() {
 		o.reg.sem.Release(1)

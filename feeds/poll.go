@@ -291,11 +291,14 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 }
 
 // recordQueueWait records the time the poll waited in line for request
-// slots: on its row when it waited at all, and in the histogram always (a
+// slots: on its row when it waited a millisecond or more, and in the
+// histogram always (a
 // queue that is too long shows as the share of polls that waited).
 func (m *Manager) recordQueueWait(ctx context.Context, f *Feed, pollID int64, wait time.Duration, logger *slog.Logger) {
 	m.metrics.queueWait.Observe(wait.Seconds())
-	if wait <= 0 || pollID == 0 {
+	if wait < time.Millisecond || pollID == 0 {
+		// No write for a wait nobody would act on (a pool connection
+		// handed over after a few microseconds).
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -5,7 +5,7 @@
 
 -- +goose Up
 ALTER TABLE polls ADD COLUMN queue_wait interval;
-COMMENT ON COLUMN polls.queue_wait IS 'Time the poll waited in line for request slots (max_in_flight, the origin''s in-flight cap or rate limit), not counted against its timeout; bounded by queue_timeout. NULL: it never waited (or was recorded before ingestd reported it).';
+COMMENT ON COLUMN polls.queue_wait IS 'Time the poll waited in line for request slots (max_in_flight, the origin''s in-flight cap or rate limit), not counted against its timeout; bounded by queue_timeout. NULL: it waited less than a millisecond (or was recorded before ingestd reported it).';
 
 -- +goose Down
 ALTER TABLE polls DROP COLUMN queue_wait;
