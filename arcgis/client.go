@@ -247,7 +247,15 @@ type dump struct {
 //
 // A resumed fetch (firstPage > 0) starts again from the first page:
 // restaging a page replaces it, and the id list may have changed.
+//
+// Every error reads "arcgis: …", once (source.Named): the layers below
+// (httpcall, esrijson, the limits) name no kind.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
+	stats, err := c.fetch(ctx, layer, firstPage, handle)
+	return stats, source.Named("arcgis", err)
+}
+
+func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
 		return stats, fmt.Errorf("arcgis: %s: %w", redact.URL(layer.URL), err)

@@ -163,7 +163,7 @@ const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 // page is handed over.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats, err := c.fetch(ctx, layer, firstPage, handle)
-	return stats, named(err)
+	return stats, source.Named("ogcapi", err)
 }
 
 func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {

@@ -67,7 +67,7 @@ func (c *Client) getDoc(ctx context.Context, layer source.Layer, u *url.URL, doc
 	if req.BodyLimit <= 0 || req.BodyLimit > doc.bound {
 		req.BodyLimit = doc.bound
 	}
-	return named(c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	return source.Named("ogcapi", c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		br, _, err := a.OpenBody(doc.name)
 		if err != nil {
 			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))

@@ -3,7 +3,6 @@ package ogcapi
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Sentinel errors; the typed errors below wrap or accompany them.
@@ -106,36 +105,3 @@ func (e *TimeoutError) Error() string {
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Err }
-
-// named returns err with the words of the layers below this package (the
-// HTTP calls, body limits, the GeoJSON decoder: "wfs: GET …", "wfs: body
-// of page …", "wfs: limits.…", "wfs: geojson: …", written when WFS was the
-// only kind) saying "ogcapi" instead,
-// so that an OGC API feed's error does not name another protocol. The
-// chain is err's (errors.Is and errors.As see through it); an error
-// without such words is returned as it is.
-func named(err error) error {
-	if err == nil || !strings.Contains(err.Error(), "wfs: ") {
-		return err
-	}
-	return &renamedError{err: err}
-}
-
-type renamedError struct{ err error }
-
-// sharedWords are the prefixes of the shared layers' error texts.
-var sharedWords = strings.NewReplacer(
-	"wfs: GET ", "ogcapi: GET ",
-	"wfs: body of page ", "ogcapi: body of page ",
-	"wfs: limits.", "ogcapi: limits.",
-	"wfs: limit exceeded", "ogcapi: limit exceeded",
-	"wfs: attempt timed out", "ogcapi: attempt timed out",
-	"wfs: following a redirect", "ogcapi: following a redirect",
-	"wfs: geojson: ", "ogcapi: geojson: ",
-	"wfs: gzip: ", "ogcapi: gzip: ",
-	"crs: wfs: ", "crs: ",
-)
-
-func (e *renamedError) Error() string { return sharedWords.Replace(e.err.Error()) }
-
-func (e *renamedError) Unwrap() error { return e.err }
