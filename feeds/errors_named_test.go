@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/source"
@@ -20,8 +21,9 @@ import (
 // TestErrorsNameTheirKindOnce (issue 25): a poll error names the feed's
 // kind once, at its start, and no other kind: the shared layers (httpcall,
 // the decoders, the limits) name none. An ArcGIS 404, an OGC API page cut
-// short and a plain GeoJSON feed past its poll's deadline, each through the
-// registry of kinds as a poll fetches them.
+// short and a plain GeoJSON feed past its poll's deadline (and an ArcGIS
+// error object, one of the kind's own errors), each through the registry
+// of kinds as a poll fetches them.
 func TestErrorsNameTheirKindOnce(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
@@ -29,6 +31,9 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 	page := `{"type":"FeatureCollection","numberMatched":1,"features":[{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}}]}`
 	mux := http.NewServeMux()
 	mux.HandleFunc("/rest/services/parcels/FeatureServer/0", http.NotFound)
+	mux.HandleFunc("/rest/services/zoning/FeatureServer/0", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"error":{"code":400,"message":"Invalid or missing input parameters.","details":[]}}`)
+	})
 	mux.HandleFunc("/collections/parcels/items", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/geo+json")
 		io.WriteString(w, page[:90]) // cut inside the first feature
@@ -54,6 +59,10 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 		{"arcgis", source.Layer{Kind: KindArcGIS, URL: srv.URL + "/rest/services/parcels/FeatureServer/0"}, nil,
 			"GET " + srv.URL + "/rest/services/parcels/FeatureServer/0?f=json: HTTP 404 Not Found",
 			func(err error) bool { var se *httpcall.HTTPStatusError; return errors.As(err, &se) && se.Status == 404 }},
+		// The kind's own typed errors under its own wrapping: still once.
+		{"arcgis", source.Layer{Kind: KindArcGIS, URL: srv.URL + "/rest/services/zoning/FeatureServer/0"}, nil,
+			"server answered error 400: Invalid or missing input parameters.",
+			func(err error) bool { var se *arcgis.ServerError; return errors.As(err, &se) }},
 		{"ogcapi", source.Layer{Kind: KindOGCAPI, URL: srv.URL + "/collections/parcels", ItemsURL: srv.URL + "/collections/parcels/items", PageSize: 10}, nil,
 			"geojson: feature 0: unexpected EOF",
 			func(err error) bool {
