@@ -5,18 +5,24 @@ import (
 	"fmt"
 )
 
+// kind is the name every error of this package leaves it under, once
+// (source.Named, in Fetch, Prepare and Discover): neither the errors below
+// nor the layers under this package (httpcall, the GeoJSON decoder, the
+// limits) name it.
+const kind = "ogcapi"
+
 // Sentinel errors; the typed errors below wrap or accompany them.
 var (
 	// ErrInvalidLayer means a Layer cannot be turned into requests.
-	ErrInvalidLayer = errors.New("ogcapi: invalid layer")
+	ErrInvalidLayer = errors.New("invalid layer")
 	// ErrHTMLBody means the server answered with an HTML page where JSON
 	// was expected (a proxy's error page, or f=json not honoured).
-	ErrHTMLBody = errors.New("ogcapi: HTML page instead of JSON")
+	ErrHTMLBody = errors.New("HTML page instead of JSON")
 	// ErrEmptyBody means a successful status came with no body at all.
-	ErrEmptyBody = errors.New("ogcapi: empty response body")
+	ErrEmptyBody = errors.New("empty response body")
 	// ErrUnrecognizedBody means a successful status came with a body that
 	// is not JSON (a text or XML error page).
-	ErrUnrecognizedBody = errors.New("ogcapi: unrecognized response body")
+	ErrUnrecognizedBody = errors.New("unrecognized response body")
 )
 
 // ExceptionError is an OGC API exception document ({"code": …,
@@ -34,7 +40,7 @@ type ExceptionError struct {
 }
 
 func (e *ExceptionError) Error() string {
-	msg := fmt.Sprintf("ogcapi: GET %s: HTTP %d: exception document", e.URL, e.Status)
+	msg := fmt.Sprintf("GET %s: HTTP %d: exception document", e.URL, e.Status)
 	if e.Code != "" {
 		msg += " " + e.Code
 	}
@@ -57,7 +63,7 @@ type IncompleteError struct {
 }
 
 func (e *IncompleteError) Error() string {
-	msg := fmt.Sprintf("ogcapi: incomplete result from %s: %s", e.URL, e.Reason)
+	msg := fmt.Sprintf("incomplete result from %s: %s", e.URL, e.Reason)
 	if e.Expected >= 0 {
 		msg += fmt.Sprintf(" (numberMatched %d, got %d)", e.Expected, e.Got)
 	}
@@ -76,7 +82,7 @@ type PagingError struct {
 }
 
 func (e *PagingError) Error() string {
-	return fmt.Sprintf("ogcapi: paging failed at page %d (%s): %s", e.Page, e.URL, e.Reason)
+	return fmt.Sprintf("paging failed at page %d (%s): %s", e.Page, e.URL, e.Reason)
 }
 
 // CRSError means a response is not in the CRS the feed needs: its
@@ -90,7 +96,7 @@ type CRSError struct {
 }
 
 func (e *CRSError) Error() string {
-	return fmt.Sprintf("ogcapi: %s: CRS %s: %s", e.URL, e.Want, e.Reason)
+	return fmt.Sprintf("%s: CRS %s: %s", e.URL, e.Want, e.Reason)
 }
 
 // TimeoutError is a fetch whose deadline passed before the last page.
@@ -101,7 +107,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("ogcapi: poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
+	return fmt.Sprintf("poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Err }
