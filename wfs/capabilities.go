@@ -170,29 +170,36 @@ type xmlFeatType struct {
 
 // ParseCapabilities reads a WFS 1.1 or 2.0 GetCapabilities document (a 1.0
 // document yields its version and feature types only). An OGC exception
-// report is returned as *ExceptionReportError.
+// report is returned as *ExceptionReportError. Its errors read "wfs: …".
 func ParseCapabilities(r io.Reader) (*Capabilities, error) {
+	caps, err := parseCapabilities(r)
+	return caps, source.Named(KindWFS, err)
+}
+
+// parseCapabilities is ParseCapabilities with errors that name no kind,
+// for Client.Capabilities to wrap in its own "wfs: GetCapabilities …".
+func parseCapabilities(r io.Reader) (*Capabilities, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxCapabilitiesBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("wfs: reading capabilities: %w", err)
+		return nil, fmt.Errorf("reading capabilities: %w", err)
 	}
 	if len(data) > maxCapabilitiesBytes {
-		return nil, fmt.Errorf("wfs: capabilities: %w (limit %d bytes)", ErrResponseTooLarge, maxCapabilitiesBytes)
+		return nil, fmt.Errorf("capabilities: %w (limit %d bytes)", ErrResponseTooLarge, maxCapabilitiesBytes)
 	}
 	var doc xmlCapabilities
 	if err := xml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("wfs: capabilities: malformed XML: %w", err)
+		return nil, fmt.Errorf("capabilities: malformed XML: %w", err)
 	}
 	switch strings.ToLower(doc.XMLName.Local) {
 	case "wfs_capabilities":
 	case "exceptionreport", "serviceexceptionreport":
 		rep, err := parseExceptionReport(bytes.NewReader(data), http.StatusOK, "")
 		if err != nil {
-			return nil, fmt.Errorf("wfs: capabilities: %w", err)
+			return nil, fmt.Errorf("capabilities: %w", err)
 		}
 		return nil, rep
 	default:
-		return nil, fmt.Errorf("wfs: capabilities: root element %s is not WFS_Capabilities", doc.XMLName.Local)
+		return nil, fmt.Errorf("capabilities: root element %s is not WFS_Capabilities", doc.XMLName.Local)
 	}
 
 	c := &Capabilities{Version: strings.TrimSpace(doc.Version)}
@@ -548,7 +555,7 @@ func (c *Client) Capabilities(ctx context.Context, layer source.Layer) (*Capabil
 	var caps *Capabilities
 	err = c.getXML(ctx, layer, u, func(br *bufio.Reader) error {
 		var err error
-		caps, err = ParseCapabilities(br)
+		caps, err = parseCapabilities(br)
 		return err
 	})
 	if err != nil {
