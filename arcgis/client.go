@@ -247,14 +247,22 @@ type dump struct {
 //
 // A resumed fetch (firstPage > 0) starts again from the first page:
 // restaging a page replaces it, and the id list may have changed.
+//
+// Every error reads "arcgis: …", once (source.Named): this package's own
+// texts and the layers below (httpcall, esrijson, the limits) name no kind.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
+	stats, err := c.fetch(ctx, layer, firstPage, handle)
+	return stats, source.Named("arcgis", err)
+}
+
+func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return stats, fmt.Errorf("arcgis: %s: %w", redact.URL(layer.URL), err)
+		return stats, fmt.Errorf("%s: %w", redact.URL(layer.URL), err)
 	}
 	base, err := url.Parse(strings.TrimRight(layer.URL, "/"))
 	if err != nil {
-		return stats, fmt.Errorf("arcgis: bad layer url %s: %s", redact.URL(layer.URL), httpcall.RedactErr(err, layer.URL))
+		return stats, fmt.Errorf("bad layer url %s: %s", redact.URL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	query := *base
 	query.Path += "/query"
@@ -393,7 +401,7 @@ func (d *dump) checkSRID(ctx context.Context, srid int, where string) error {
 	}
 	known, err := d.layer.KnownSRID(ctx, srid)
 	if err != nil {
-		return fmt.Errorf("arcgis: %s: checking srid %d: %w", d.redacted, srid, err)
+		return fmt.Errorf("%s: checking srid %d: %w", d.redacted, srid, err)
 	}
 	if !known {
 		return &CRSError{URL: d.redacted, SRID: srid, Where: where}
@@ -483,7 +491,7 @@ func (d *dump) callJSON(ctx context.Context, doc document, u *url.URL, form url.
 		if le := d.limitError(doc, err); le != err {
 			return le
 		}
-		return fmt.Errorf("arcgis: %s of %s: %w", doc.name, d.redacted, err)
+		return fmt.Errorf("%s of %s: %w", doc.name, d.redacted, err)
 	}
 	return nil
 }
@@ -500,7 +508,7 @@ func (d *dump) probe(ctx context.Context, base *url.URL) error {
 		return err
 	}
 	if err := info.check(); err != nil {
-		return fmt.Errorf("arcgis: %s: %w", d.redacted, err)
+		return fmt.Errorf("%s: %w", d.redacted, err)
 	}
 	d.info = info
 	d.idField = d.layer.IDProperty
@@ -535,7 +543,7 @@ func (d *dump) count(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if res.Count == nil || *res.Count < 0 {
-		return 0, fmt.Errorf("arcgis: count of %s: the answer has no count", d.redacted)
+		return 0, fmt.Errorf("count of %s: the answer has no count", d.redacted)
 	}
 	if n := int64(*res.Count); n > d.limits.PollFeatures {
 		return 0, &feature.LimitError{Name: "poll_features", Max: d.limits.PollFeatures,

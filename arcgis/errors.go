@@ -7,19 +7,21 @@ import (
 	"github.com/ingestd/ingestd/esrijson"
 )
 
-// Sentinel errors, tested with errors.Is.
+// Sentinel errors, tested with errors.Is. Neither they nor the typed errors
+// below name the kind: Client.Fetch puts "arcgis: " before every error
+// once (source.Named).
 var (
 	// ErrHTMLBody is an HTML page (a proxy's, a login page) where JSON was
 	// expected.
-	ErrHTMLBody = errors.New("arcgis: HTML page instead of JSON")
+	ErrHTMLBody = errors.New("HTML page instead of JSON")
 	// ErrEmptyBody is a successful status with no body.
-	ErrEmptyBody = errors.New("arcgis: empty response body")
+	ErrEmptyBody = errors.New("empty response body")
 	// ErrUnrecognizedBody is a successful status with a body that is
 	// neither JSON nor HTML.
-	ErrUnrecognizedBody = errors.New("arcgis: unrecognized response body")
+	ErrUnrecognizedBody = errors.New("unrecognized response body")
 	// ErrNotALayer is a layer URL whose ?f=json is not a layer (a service,
 	// a folder) or a layer of a type ingestd cannot store.
-	ErrNotALayer = errors.New("arcgis: not a feature layer")
+	ErrNotALayer = errors.New("not a feature layer")
 )
 
 // ServerError is an ArcGIS error object ({"error":{"code":…}}) that a
@@ -39,7 +41,7 @@ type ServerError struct {
 }
 
 func (e *ServerError) Error() string {
-	msg := fmt.Sprintf("arcgis: %s (%s): server answered %s", e.Op, e.URL, e.ServerError.Error())
+	msg := fmt.Sprintf("%s (%s): server answered %s", e.Op, e.URL, e.ServerError.Error())
 	if e.Status != 200 {
 		msg += fmt.Sprintf(" with HTTP %d", e.Status)
 	}
@@ -69,7 +71,7 @@ type IncompleteError struct {
 }
 
 func (e *IncompleteError) Error() string {
-	return fmt.Sprintf("arcgis: %s: incomplete dump: %s; nothing applied, the next poll retries", e.URL, e.Reason)
+	return fmt.Sprintf("%s: incomplete dump: %s; nothing applied, the next poll retries", e.URL, e.Reason)
 }
 
 // BodyError is an answer whose body could not be read or trusted: cut
@@ -89,7 +91,7 @@ type BodyError struct {
 }
 
 func (e *BodyError) Error() string {
-	return fmt.Sprintf("arcgis: the answer to the %s (%s): %v", e.Op, e.URL, e.Err)
+	return fmt.Sprintf("the answer to the %s (%s): %v", e.Op, e.URL, e.Err)
 }
 
 func (e *BodyError) Unwrap() error { return e.Err }
@@ -114,7 +116,7 @@ type DocumentLimitError struct {
 }
 
 func (e *DocumentLimitError) Error() string {
-	return fmt.Sprintf("arcgis: %s: the %s answer is larger than %d bytes decompressed (%s); no ArcGIS server sends that: refused",
+	return fmt.Sprintf("%s: the %s answer is larger than %d bytes decompressed (%s); no ArcGIS server sends that: refused",
 		e.URL, e.Document, e.Max, e.Bound)
 }
 
@@ -133,6 +135,6 @@ type CRSError struct {
 }
 
 func (e *CRSError) Error() string {
-	return fmt.Sprintf("arcgis: %s: the %s names wkid %d, which PostGIS does not know (no srid %d in spatial_ref_sys), so its coordinates cannot be transformed to EPSG:4326; add the CRS to spatial_ref_sys, or ask the server for another spatial reference; nothing is applied",
+	return fmt.Sprintf("%s: the %s names wkid %d, which PostGIS does not know (no srid %d in spatial_ref_sys), so its coordinates cannot be transformed to EPSG:4326; add the CRS to spatial_ref_sys, or ask the server for another spatial reference; nothing is applied",
 		e.URL, e.Where, e.SRID, e.SRID)
 }

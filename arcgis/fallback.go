@@ -55,7 +55,7 @@ func (d *dump) withoutIDs(ctx context.Context, count int, handle source.PageFunc
 	return nil
 }
 
-var errNoStatistics = errors.New("arcgis: no statistics")
+var errNoStatistics = errors.New("no statistics")
 
 // maxExactOID is the largest object id a statistics answer (a JSON
 // number, read as a float64) gives exactly.
@@ -79,7 +79,7 @@ func (d *dump) oidRange(ctx context.Context) (lo, hi int64, empty bool, err erro
 		return 0, 0, false, err
 	}
 	if len(res.Features) != 1 {
-		return 0, 0, false, fmt.Errorf("arcgis: object id range of %s: %d statistics rows, want 1", d.redacted, len(res.Features))
+		return 0, 0, false, fmt.Errorf("object id range of %s: %d statistics rows, want 1", d.redacted, len(res.Features))
 	}
 	// Servers differ in the case of the names they give back.
 	var min, max *float64
@@ -96,11 +96,11 @@ func (d *dump) oidRange(ctx context.Context) (lo, hi int64, empty bool, err erro
 	}
 	for _, v := range []float64{*min, *max} {
 		if v != math.Trunc(v) || math.Abs(v) > maxExactOID {
-			return 0, 0, false, fmt.Errorf("arcgis: object id range of %s: %v is not an object id (an integer of at most 2^53)", d.redacted, v)
+			return 0, 0, false, fmt.Errorf("object id range of %s: %v is not an object id (an integer of at most 2^53)", d.redacted, v)
 		}
 	}
 	if *min > *max {
-		return 0, 0, false, fmt.Errorf("arcgis: object id range of %s: the smallest object id %v is above the largest %v", d.redacted, *min, *max)
+		return 0, 0, false, fmt.Errorf("object id range of %s: the smallest object id %v is above the largest %v", d.redacted, *min, *max)
 	}
 	return int64(*min), int64(*max), false, nil
 }

@@ -269,14 +269,15 @@ func TestDuplicateIDPropertyInOneBatch(t *testing.T) {
 }
 
 // A batch is named by its object ids, never "page 0", and its errors say
-// arcgis.
+// arcgis, once.
 func TestBatchErrorsNameTheBatch(t *testing.T) {
 	f := newFixture(t)
 	l := arcgistest.Squares(30)
 	l.Features[14].Geometry = map[string]any{"curveRings": []any{}}
 	f.srv.AddLayer("l", l)
 	_, _, err := f.fetch(t, source.Layer{PageSize: 10})
-	if err == nil || !strings.Contains(err.Error(), "arcgis: the answer to the batch of objectIds 11…20") || strings.Contains(err.Error(), "page 0") {
+	if err == nil || !strings.HasPrefix(err.Error(), "arcgis: ") || strings.Count(err.Error(), "arcgis: ") != 1 ||
+		!strings.Contains(err.Error(), "the answer to the batch of objectIds 11…20") || strings.Contains(err.Error(), "page 0") {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func (l *idList) slice(start, end int) []int64 {
 }
 
 // errTooManyIDs ends reading an id list at the first id past the count.
-var errTooManyIDs = errors.New("arcgis: more ids than the count")
+var errTooManyIDs = errors.New("more ids than the count")
 
 // idList fetches the object ids the where clause selects as they stream,
 // no more than count of them and no more bytes than the count allows (see
@@ -120,7 +120,7 @@ func (d *dump) idList(ctx context.Context, count int) (*idList, error) {
 		if le := d.limitError(doc, err); le != err {
 			return nil, le
 		}
-		return nil, fmt.Errorf("arcgis: %s of %s: %w", doc.name, d.redacted, err)
+		return nil, fmt.Errorf("%s of %s: %w", doc.name, d.redacted, err)
 	}
 	ids.sort()
 	for i := 1; i < ids.n; i++ {

@@ -22,7 +22,7 @@ import (
 
 // errAbandoned ends the requests of a page whose handler stopped reading
 // it (its staging failed, or a per-poll limit was reached).
-var errAbandoned = errors.New("arcgis: the page's handler stopped reading it")
+var errAbandoned = errors.New("the page's handler stopped reading it")
 
 // pageStream is the FeatureReader of one page. A goroutine of its own
 // makes the page's requests (several when a batch is halved or asked
@@ -55,7 +55,7 @@ func startPage(produce func(s *pageStream) error) *pageStream {
 		// reach this goroutine.
 		defer func() {
 			if p := recover(); p != nil {
-				s.err = fmt.Errorf("arcgis: panic while fetching a page (a bug in ingestd): %v", p)
+				s.err = fmt.Errorf("panic while fetching a page (a bug in ingestd): %v", p)
 			}
 		}()
 		s.err = produce(s)
@@ -128,7 +128,7 @@ func (d *dump) handPage(ctx context.Context, p source.Page, handle source.PageFu
 	case herr != nil:
 		return 0, 0, herr
 	case !s.eof:
-		return 0, 0, fmt.Errorf("arcgis: page %d (%s): the handler returned before the page's end", p.Index, p.URL)
+		return 0, 0, fmt.Errorf("page %d (%s): the handler returned before the page's end", p.Index, p.URL)
 	}
 	return s.n, s.bytes.Load(), nil
 }
@@ -272,7 +272,7 @@ func (d *dump) collectOne(ctx context.Context, ids []int64, p *pageState) error 
 			return err
 		}
 		if len(ids) == 1 {
-			return fmt.Errorf("arcgis: %s: object id %d cannot be fetched, even alone (the rest of its batch was): %w", d.redacted, ids[0], err)
+			return fmt.Errorf("%s: object id %d cannot be fetched, even alone (the rest of its batch was): %w", d.redacted, ids[0], err)
 		}
 		// What an answer cut short brought is handed over already.
 		rest := p.remaining(ids)
@@ -389,7 +389,7 @@ func (d *dump) features(ctx context.Context, op string, form url.Values, p *page
 		return breaker.Result{Outcome: breaker.Success}
 	})
 	if err != nil {
-		return ans, fmt.Errorf("arcgis: %s of %s: %w", op, d.redacted, err)
+		return ans, fmt.Errorf("%s of %s: %w", op, d.redacted, err)
 	}
 	return ans, nil
 }

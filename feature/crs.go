@@ -75,16 +75,11 @@ var latFirstGeographic = map[int]bool{
 //	urn:ogc:def:crs:OGC:1.3:CRS84, CRS84, …     4326, lon/lat
 //
 // Prefixes are matched case-insensitively; the code must be a positive integer.
-func ParseSRSName(name string) (CRS, error) {
-	c, err := ParseCRS(name)
-	if err != nil {
-		return CRS{}, fmt.Errorf("wfs: %w", err)
-	}
-	return c, nil
-}
+// The error names no owner ("unsupported srsName …"): the caller (a
+// decoder, a kind) wraps it in its own name.
+func ParseSRSName(name string) (CRS, error) { return ParseCRS(name) }
 
-// ParseCRS is ParseSRSName with errors that decoders wrap in their own,
-// which name the decoder and the feature.
+// ParseCRS is ParseSRSName, under the name the decoders call it by.
 func ParseCRS(name string) (CRS, error) {
 	n := strings.TrimSpace(name)
 	if n == "" {

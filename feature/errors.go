@@ -31,11 +31,11 @@ func (e *DecodeError) Error() string {
 	}
 	switch {
 	case e.Msg != "" && e.Err != nil:
-		return fmt.Sprintf("wfs: %s: %s: %s: %v", format, where, e.Msg, e.Err)
+		return fmt.Sprintf("%s: %s: %s: %v", format, where, e.Msg, e.Err)
 	case e.Err != nil:
-		return fmt.Sprintf("wfs: %s: %s: %v", format, where, e.Err)
+		return fmt.Sprintf("%s: %s: %v", format, where, e.Err)
 	}
-	return fmt.Sprintf("wfs: %s: %s: %s", format, where, e.Msg)
+	return fmt.Sprintf("%s: %s: %s", format, where, e.Msg)
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }

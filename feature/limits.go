@@ -86,7 +86,7 @@ func orDefault[T int | int64](v *T, def T) {
 }
 
 // ErrLimit is wrapped by every *LimitError.
-var ErrLimit = errors.New("wfs: limit exceeded")
+var ErrLimit = errors.New("limit exceeded")
 
 // LimitError reports that a response exceeded one of a feed's Limits. Name is
 // the configuration key (e.g. "feature_bytes"), so the message tells the
@@ -106,7 +106,7 @@ func (e *LimitError) Error() string {
 	case "body_bytes", "poll_bytes", "feature_bytes", "value_bytes", "id_bytes":
 		unit = " bytes"
 	}
-	msg := fmt.Sprintf("wfs: limits.%s exceeded (%d%s)", e.Name, e.Max, unit)
+	msg := fmt.Sprintf("limits.%s exceeded (%d%s)", e.Name, e.Max, unit)
 	if e.Where != "" {
 		msg += ": " + e.Where
 	}

@@ -261,7 +261,7 @@ func TestGeoJSONReaderErrors(t *testing.T) {
 	for _, tt := range tests {
 		_, err := readAll(t, NewReader(strings.NewReader(tt.doc)))
 		var de *feature.DecodeError
-		if !errors.As(err, &de) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "wfs: ") {
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "geojson: ") {
 			t.Errorf("%q: err = %v, want a DecodeError containing %q", tt.doc, err, tt.want)
 		}
 	}

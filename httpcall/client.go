@@ -291,7 +291,7 @@ func (c *Client) attempt(ctx context.Context, req *Request, u *url.URL, fn Attem
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}
 		if errors.Is(actx.Err(), context.DeadlineExceeded) {
-			return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("wfs: attempt timed out after %s: %w", timeout, err)}
+			return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("attempt timed out after %s: %w", timeout, err)}
 		}
 		return breaker.Result{Outcome: out, Err: err}
 	}
@@ -334,7 +334,7 @@ func (c *Client) get(ctx context.Context, r *Request, u *url.URL, redacted strin
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		return nil, &breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("wfs: GET %s: %s", redacted, RedactErr(err, u.String()))}
+		return nil, &breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("GET %s: %s", redacted, RedactErr(err, u.String()))}
 	}
 	req.Header.Set("Accept", r.Accept)
 	if r.Form != nil {

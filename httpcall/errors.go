@@ -17,7 +17,7 @@ type HTTPStatusError struct {
 }
 
 func (e *HTTPStatusError) Error() string {
-	msg := fmt.Sprintf("wfs: GET %s: HTTP %d %s", e.URL, e.Status, http.StatusText(e.Status))
+	msg := fmt.Sprintf("GET %s: HTTP %d %s", e.URL, e.Status, http.StatusText(e.Status))
 	if e.RetryAfter > 0 {
 		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
 	}
@@ -39,7 +39,7 @@ type BodyError struct {
 }
 
 func (e *BodyError) Error() string {
-	return fmt.Sprintf("wfs: body of page %d from %s: %v", e.Page, e.URL, e.Err)
+	return fmt.Sprintf("body of page %d from %s: %v", e.Page, e.URL, e.Err)
 }
 
 func (e *BodyError) Unwrap() error { return e.Err }
@@ -53,7 +53,7 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("wfs: GET %s: %v", e.URL, e.Err)
+	return fmt.Sprintf("GET %s: %v", e.URL, e.Err)
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
@@ -74,5 +74,5 @@ type RedirectError struct {
 }
 
 func (e *RedirectError) Error() string {
-	return fmt.Sprintf("wfs: GET %s: redirect to %s refused: %s", e.URL, e.Target, e.Reason)
+	return fmt.Sprintf("GET %s: redirect to %s refused: %s", e.URL, e.Target, e.Reason)
 }

@@ -39,7 +39,7 @@ type redirectState struct {
 
 // errFollow is the Err of an attempt that stopped at a cross-origin
 // redirect the request allows: call follows it with a fresh logical call.
-var errFollow = errors.New("wfs: following a redirect to another origin")
+var errFollow = errors.New("following a redirect to another origin")
 
 // checkRedirect is the CheckRedirect of the Client's http.Client. Within the
 // request's origin it follows, up to MaxRedirects. To another origin it

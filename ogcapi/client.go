@@ -163,7 +163,7 @@ const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 // page is handed over.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats, err := c.fetch(ctx, layer, firstPage, handle)
-	return stats, named(err)
+	return stats, source.Named(kind, err)
 }
 
 func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
@@ -308,13 +308,13 @@ func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted s
 	case errors.As(err, &ce):
 		return ce
 	case errors.As(err, &le):
-		return fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, le)
+		return fmt.Errorf("page %d (%s): %w", page, redacted, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 		return &TimeoutError{URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
-	return fmt.Errorf("ogcapi: page %d (%s): %w", page, redacted, err)
+	return fmt.Errorf("page %d (%s): %w", page, redacted, err)
 }
 
 // done checks the fetch once the last page (no next link) is in. Without
@@ -428,7 +428,7 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 	case err == nil:
 		return n, nil
 	case errors.As(err, &open), errors.As(err, &retry), errors.As(err, &throttled), errors.Is(err, breaker.ErrPastDeadline), ctx.Err() != nil:
-		return -1, fmt.Errorf("ogcapi: asking for the count (%s): %w", redact.URL(u.String()), err)
+		return -1, fmt.Errorf("asking for the count (%s): %w", redact.URL(u.String()), err)
 	}
 	c.logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
 	return -1, nil

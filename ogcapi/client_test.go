@@ -439,7 +439,8 @@ func TestRetriedPageIsNoDuplicate(t *testing.T) {
 
 // TestErrorsSayOGCAPI: the errors of the layers below (an HTTP status, a
 // body cut short, a body over the feed's limit) read "ogcapi:" in an OGC
-// API feed's error, never another protocol's name, and keep their types.
+// API feed's error, once, never another protocol's name, and keep their
+// types.
 func TestErrorsSayOGCAPI(t *testing.T) {
 	t.Parallel()
 	page := `{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{}}],"numberMatched":1}`
@@ -451,17 +452,18 @@ func TestErrorsSayOGCAPI(t *testing.T) {
 		want   string
 		as     any
 	}{
-		{"status", http.StatusInternalServerError, "oops", 0, "ogcapi: GET http://127.0.0.1:1/collections/c/items?f=json&limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
-		{"limit", http.StatusOK, page, 40, "ogcapi: limits.body_bytes exceeded (40 bytes)", new(*feature.LimitError)},
-		{"cut short", http.StatusOK, page[:60], 0, "ogcapi: body of page 0 from http://127.0.0.1:1/collections/c/items", new(*httpcall.BodyError)},
+		{"status", http.StatusInternalServerError, "oops", 0, "): GET http://127.0.0.1:1/collections/c/items?f=json&limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
+		{"limit", http.StatusOK, page, 40, "): limits.body_bytes exceeded (40 bytes)", new(*feature.LimitError)},
+		{"cut short", http.StatusOK, page[:60], 0, "): body of page 0 from http://127.0.0.1:1/collections/c/items", new(*httpcall.BodyError)},
 	} {
 		tr := bodyTransport{status: c.status, header: http.Header{"Content-Type": {"application/geo+json"}}, body: []byte(c.body)}
 		cl := ogcapi.NewClient(&http.Client{Transport: tr}, nil, nil)
 		layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items",
 			PageSize: 10, Limits: feature.Limits{BodyBytes: c.limit}}
 		_, err := cl.Fetch(t.Context(), layer, 0, (&collect{}).handle)
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "wfs") {
-			t.Errorf("%s: %v, want it to contain %q and no other protocol's name", c.name, err, c.want)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "wfs") ||
+			!strings.HasPrefix(err.Error(), "ogcapi: page 0 (") || strings.Count(err.Error(), "ogcapi") != 1 {
+			t.Errorf("%s: %v, want it to start with \"ogcapi: page 0 (\", name ogcapi once, contain %q and no other protocol's name", c.name, err, c.want)
 		}
 		if !errors.As(err, c.as) {
 			t.Errorf("%s: %T is not a %T", c.name, err, c.as)

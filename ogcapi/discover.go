@@ -134,6 +134,11 @@ func cloneURL(u *url.URL) *url.URL { c := *u; return &c }
 // *CRSError; a layer that is not OGC API (no collection document) fails
 // with the call's error.
 func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
+	layer, warnings, err := c.prepare(ctx, layer)
+	return layer, warnings, source.Named(kind, err)
+}
+
+func (c *Client) prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
 	d, warnings, ok := c.discovery.get(layer.URL, layer.Collection, c.now())
 	if !ok {
 		var err error
@@ -164,6 +169,11 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 
 // Discover reads what Prepare needs; see Prepare.
 func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, []string, error) {
+	d, warnings, err := c.discover(ctx, layer)
+	return d, warnings, source.Named(kind, err)
+}
+
+func (c *Client) discover(ctx context.Context, layer source.Layer) (Discovery, []string, error) {
 	var d Discovery
 	var warnings []string
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
@@ -179,7 +189,7 @@ func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, [
 		cd, err = readCollection(dec)
 		return err
 	}); err != nil {
-		return d, nil, fmt.Errorf("ogcapi: reading the collection document: %w", err)
+		return d, nil, fmt.Errorf("reading the collection document: %w", err)
 	}
 	d.CRSs, d.StorageCRS = cd.CRS, cd.StorageCRS
 	if cd.ItemType != "" && cd.ItemType != "feature" {
@@ -213,7 +223,7 @@ func (c *Client) Discover(ctx context.Context, layer source.Layer) (Discovery, [
 		})
 	}); err != nil {
 		if !feedsOwn(err) {
-			return d, warnings, fmt.Errorf("ogcapi: reading the conformance classes: %w", err)
+			return d, warnings, fmt.Errorf("reading the conformance classes: %w", err)
 		}
 		warnings = append(warnings, "no conformance document ("+err.Error()+"): assuming Part 1 Core only")
 	}

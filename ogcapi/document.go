@@ -56,7 +56,7 @@ type DocumentError struct {
 }
 
 func (e *DocumentError) Error() string {
-	return fmt.Sprintf("ogcapi: the %s at %s %s", e.Doc, e.URL, e.Reason)
+	return fmt.Sprintf("the %s at %s %s", e.Doc, e.URL, e.Reason)
 }
 
 // getDoc GETs u as one logical call and hands its JSON to read, as a token
@@ -67,7 +67,7 @@ func (c *Client) getDoc(ctx context.Context, layer source.Layer, u *url.URL, doc
 	if req.BodyLimit <= 0 || req.BodyLimit > doc.bound {
 		req.BodyLimit = doc.bound
 	}
-	return named(c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		br, _, err := a.OpenBody(doc.name)
 		if err != nil {
 			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
@@ -81,7 +81,7 @@ func (c *Client) getDoc(ctx context.Context, layer source.Layer, u *url.URL, doc
 			return c.docFailed(a, doc, req.BodyLimit, err)
 		}
 		return breaker.Result{Outcome: breaker.Success}
-	}))
+	})
 }
 
 // docFailed judges an error met while scanning a document: a bound of

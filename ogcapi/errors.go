@@ -3,21 +3,26 @@ package ogcapi
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
+
+// kind is the name every error of this package leaves it under, once
+// (source.Named, in Fetch, Prepare and Discover): neither the errors below
+// nor the layers under this package (httpcall, the GeoJSON decoder, the
+// limits) name it.
+const kind = "ogcapi"
 
 // Sentinel errors; the typed errors below wrap or accompany them.
 var (
 	// ErrInvalidLayer means a Layer cannot be turned into requests.
-	ErrInvalidLayer = errors.New("ogcapi: invalid layer")
+	ErrInvalidLayer = errors.New("invalid layer")
 	// ErrHTMLBody means the server answered with an HTML page where JSON
 	// was expected (a proxy's error page, or f=json not honoured).
-	ErrHTMLBody = errors.New("ogcapi: HTML page instead of JSON")
+	ErrHTMLBody = errors.New("HTML page instead of JSON")
 	// ErrEmptyBody means a successful status came with no body at all.
-	ErrEmptyBody = errors.New("ogcapi: empty response body")
+	ErrEmptyBody = errors.New("empty response body")
 	// ErrUnrecognizedBody means a successful status came with a body that
 	// is not JSON (a text or XML error page).
-	ErrUnrecognizedBody = errors.New("ogcapi: unrecognized response body")
+	ErrUnrecognizedBody = errors.New("unrecognized response body")
 )
 
 // ExceptionError is an OGC API exception document ({"code": …,
@@ -35,7 +40,7 @@ type ExceptionError struct {
 }
 
 func (e *ExceptionError) Error() string {
-	msg := fmt.Sprintf("ogcapi: GET %s: HTTP %d: exception document", e.URL, e.Status)
+	msg := fmt.Sprintf("GET %s: HTTP %d: exception document", e.URL, e.Status)
 	if e.Code != "" {
 		msg += " " + e.Code
 	}
@@ -58,7 +63,7 @@ type IncompleteError struct {
 }
 
 func (e *IncompleteError) Error() string {
-	msg := fmt.Sprintf("ogcapi: incomplete result from %s: %s", e.URL, e.Reason)
+	msg := fmt.Sprintf("incomplete result from %s: %s", e.URL, e.Reason)
 	if e.Expected >= 0 {
 		msg += fmt.Sprintf(" (numberMatched %d, got %d)", e.Expected, e.Got)
 	}
@@ -77,7 +82,7 @@ type PagingError struct {
 }
 
 func (e *PagingError) Error() string {
-	return fmt.Sprintf("ogcapi: paging failed at page %d (%s): %s", e.Page, e.URL, e.Reason)
+	return fmt.Sprintf("paging failed at page %d (%s): %s", e.Page, e.URL, e.Reason)
 }
 
 // CRSError means a response is not in the CRS the feed needs: its
@@ -91,7 +96,7 @@ type CRSError struct {
 }
 
 func (e *CRSError) Error() string {
-	return fmt.Sprintf("ogcapi: %s: CRS %s: %s", e.URL, e.Want, e.Reason)
+	return fmt.Sprintf("%s: CRS %s: %s", e.URL, e.Want, e.Reason)
 }
 
 // TimeoutError is a fetch whose deadline passed before the last page.
@@ -102,40 +107,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("ogcapi: poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
+	return fmt.Sprintf("poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Err }
-
-// named returns err with the words of the layers below this package (the
-// HTTP calls, body limits, the GeoJSON decoder: "wfs: GET …", "wfs: body
-// of page …", "wfs: limits.…", "wfs: geojson: …", written when WFS was the
-// only kind) saying "ogcapi" instead,
-// so that an OGC API feed's error does not name another protocol. The
-// chain is err's (errors.Is and errors.As see through it); an error
-// without such words is returned as it is.
-func named(err error) error {
-	if err == nil || !strings.Contains(err.Error(), "wfs: ") {
-		return err
-	}
-	return &renamedError{err: err}
-}
-
-type renamedError struct{ err error }
-
-// sharedWords are the prefixes of the shared layers' error texts.
-var sharedWords = strings.NewReplacer(
-	"wfs: GET ", "ogcapi: GET ",
-	"wfs: body of page ", "ogcapi: body of page ",
-	"wfs: limits.", "ogcapi: limits.",
-	"wfs: limit exceeded", "ogcapi: limit exceeded",
-	"wfs: attempt timed out", "ogcapi: attempt timed out",
-	"wfs: following a redirect", "ogcapi: following a redirect",
-	"wfs: geojson: ", "ogcapi: geojson: ",
-	"wfs: gzip: ", "ogcapi: gzip: ",
-	"crs: wfs: ", "crs: ",
-)
-
-func (e *renamedError) Error() string { return sharedWords.Replace(e.err.Error()) }
-
-func (e *renamedError) Unwrap() error { return e.err }

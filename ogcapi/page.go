@@ -125,7 +125,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	}
 	if f, err := pr.Next(); err != io.EOF {
 		if err == nil {
-			err = fmt.Errorf("ogcapi: page %d (%s): handler returned before reading feature %d (id %q)", p.Index, a.Redacted, pr.n-1, f.ID)
+			err = fmt.Errorf("page %d (%s): handler returned before reading feature %d (id %q)", p.Index, a.Redacted, pr.n-1, f.ID)
 			res.handlerErr = err
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}

@@ -227,7 +227,7 @@ func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Decl
 	}
 	var raw json.RawMessage
 	if err := c.getDoc(ctx, layer, withF(u), schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {
-		return nil, fmt.Errorf("ogcapi: reading the collection's schema (%s): %w", redact.URL(u.String()), err)
+		return nil, fmt.Errorf("reading the collection's schema (%s): %w", redact.URL(u.String()), err)
 	}
 	origin := layer.SchemaOrigin
 	if origin == "" {
@@ -235,7 +235,7 @@ func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Decl
 	}
 	d, err := FromJSONSchema(raw, origin)
 	if err != nil {
-		return nil, fmt.Errorf("ogcapi: %s: %w", redact.URL(u.String()), err)
+		return nil, fmt.Errorf("%s: %w", redact.URL(u.String()), err)
 	}
 	return d, nil
 }

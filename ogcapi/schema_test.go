@@ -181,7 +181,7 @@ func TestDeclaredFromTheCollection(t *testing.T) {
 	}
 	now = now.Add(2 * ogcapi.DefaultDiscoveryTTL)
 	stats, err := poll("q", true)
-	if err != nil || columnsOf(stats.Declared) != want || !strings.Contains(strings.Join(stats.Warnings, "\n"), "its last one is used: ogcapi: ") {
+	if err != nil || columnsOf(stats.Declared) != want || !strings.Contains(strings.Join(stats.Warnings, "\n"), "its last one is used: reading the collection's schema (") {
 		t.Errorf("broken past the TTL: %v, %q, warnings %q; want the last schema and a warning", err, columnsOf(stats.Declared), stats.Warnings)
 	}
 	// A client that never read one: a warning, types left to the values.

@@ -170,29 +170,36 @@ type xmlFeatType struct {
 
 // ParseCapabilities reads a WFS 1.1 or 2.0 GetCapabilities document (a 1.0
 // document yields its version and feature types only). An OGC exception
-// report is returned as *ExceptionReportError.
+// report is returned as *ExceptionReportError. Its errors read "wfs: …".
 func ParseCapabilities(r io.Reader) (*Capabilities, error) {
+	caps, err := parseCapabilities(r)
+	return caps, source.Named(KindWFS, err)
+}
+
+// parseCapabilities is ParseCapabilities with errors that name no kind,
+// for Client.Capabilities to wrap in its own "wfs: GetCapabilities …".
+func parseCapabilities(r io.Reader) (*Capabilities, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxCapabilitiesBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("wfs: reading capabilities: %w", err)
+		return nil, fmt.Errorf("reading capabilities: %w", err)
 	}
 	if len(data) > maxCapabilitiesBytes {
-		return nil, fmt.Errorf("wfs: capabilities: %w (limit %d bytes)", ErrResponseTooLarge, maxCapabilitiesBytes)
+		return nil, fmt.Errorf("capabilities: %w (limit %d bytes)", ErrResponseTooLarge, maxCapabilitiesBytes)
 	}
 	var doc xmlCapabilities
 	if err := xml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("wfs: capabilities: malformed XML: %w", err)
+		return nil, fmt.Errorf("capabilities: malformed XML: %w", err)
 	}
 	switch strings.ToLower(doc.XMLName.Local) {
 	case "wfs_capabilities":
 	case "exceptionreport", "serviceexceptionreport":
 		rep, err := parseExceptionReport(bytes.NewReader(data), http.StatusOK, "")
 		if err != nil {
-			return nil, fmt.Errorf("wfs: capabilities: %w", err)
+			return nil, fmt.Errorf("capabilities: %w", err)
 		}
 		return nil, rep
 	default:
-		return nil, fmt.Errorf("wfs: capabilities: root element %s is not WFS_Capabilities", doc.XMLName.Local)
+		return nil, fmt.Errorf("capabilities: root element %s is not WFS_Capabilities", doc.XMLName.Local)
 	}
 
 	c := &Capabilities{Version: strings.TrimSpace(doc.Version)}
@@ -366,7 +373,7 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 		for _, t := range caps.FeatureTypes[:min(len(caps.FeatureTypes), 10)] {
 			names = append(names, t.Name)
 		}
-		return layer, nil, fmt.Errorf("%w: feature type %q is not in the server's capabilities (it offers %s)",
+		return layer, nil, fmt.Errorf("wfs: %w: feature type %q is not in the server's capabilities (it offers %s)",
 			ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
 	}
 
@@ -471,7 +478,7 @@ func srsNameOf(raw string) string {
 func serviceURL(layer source.Layer, drop []string, ours [][2]string) (*url.URL, error) {
 	u, err := url.Parse(layer.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
+		return nil, fmt.Errorf("wfs: %w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	var parts []string
 	for seg := range strings.SplitSeq(u.RawQuery, "&") {
@@ -522,7 +529,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 		return nil, err
 	}
 	if layer.Kind != KindWFS {
-		return nil, fmt.Errorf("%w: resultType=hits needs a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: resultType=hits needs a WFS layer", ErrInvalidLayer)
 	}
 	v := versionOf(layer)
 	tn := "typeName"
@@ -539,7 +546,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 // CapabilitiesURL for the version asked for.
 func (c *Client) Capabilities(ctx context.Context, layer source.Layer) (*Capabilities, error) {
 	if layer.Kind != KindWFS {
-		return nil, fmt.Errorf("%w: capabilities need a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: capabilities need a WFS layer", ErrInvalidLayer)
 	}
 	u, err := CapabilitiesURL(layer)
 	if err != nil {
@@ -548,7 +555,7 @@ func (c *Client) Capabilities(ctx context.Context, layer source.Layer) (*Capabil
 	var caps *Capabilities
 	err = c.getXML(ctx, layer, u, func(br *bufio.Reader) error {
 		var err error
-		caps, err = ParseCapabilities(br)
+		caps, err = parseCapabilities(br)
 		return err
 	})
 	if err != nil {
@@ -579,7 +586,7 @@ func (c *Client) Hits(ctx context.Context, layer source.Layer) (int, error) {
 }
 
 // ErrNoHitCount means a resultType=hits answer held no usable count.
-var ErrNoHitCount = errors.New("wfs: no feature count in the hits response")
+var ErrNoHitCount = errors.New("no feature count in the hits response")
 
 // readHits reads the count from the root of a hits response: an XML
 // FeatureCollection (numberMatched, numberOfFeatures) or, from servers that
@@ -592,7 +599,7 @@ func readHits(br *bufio.Reader) (int, error) {
 			TotalFeatures json.RawMessage `json:"totalFeatures"`
 		}
 		if err := json.NewDecoder(io.LimitReader(br, maxExceptionBytes)).Decode(&doc); err != nil {
-			return 0, fmt.Errorf("wfs: hits: %w", err)
+			return 0, fmt.Errorf("hits: %w", err)
 		}
 		for _, raw := range []json.RawMessage{doc.NumberMatched, doc.TotalFeatures} {
 			if n, err := strconv.Atoi(strings.Trim(string(raw), `"`)); err == nil && n >= 0 {
@@ -605,7 +612,7 @@ func readHits(br *bufio.Reader) (int, error) {
 	for {
 		tok, err := d.RawToken()
 		if err != nil {
-			return 0, fmt.Errorf("wfs: hits: %w", err)
+			return 0, fmt.Errorf("hits: %w", err)
 		}
 		se, ok := tok.(xml.StartElement)
 		if !ok {

@@ -3,6 +3,7 @@ package wfs
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -313,11 +314,23 @@ func TestClientCapabilitiesErrors(t *testing.T) {
 		srv := serve(t, body(t, 200, "mapserver_service_exception_1_1.xml"))
 		_, err := newTestClient(t, 1).Capabilities(t.Context(), l(srv.URL))
 		var rep *ExceptionReportError
-		if !errors.As(err, &rep) || !strings.HasPrefix(err.Error(), "wfs: ") {
-			t.Errorf("err %v; want *ExceptionReportError", err)
+		if !errors.As(err, &rep) || !strings.HasPrefix(err.Error(), "wfs: GetCapabilities (") || strings.Count(err.Error(), "wfs: ") != 1 {
+			t.Errorf("err %v; want *ExceptionReportError, named wfs once", err)
 		}
 		if strings.Contains(err.Error(), testToken) {
 			t.Errorf("error leaks the token: %v", err)
+		}
+	})
+	t.Run("malformed document names wfs once", func(t *testing.T) {
+		t.Parallel()
+		srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/xml")
+			io.WriteString(w, `<wfs:WFS_Capabilities xmlns:wfs="http://www.opengis.net/wfs/2.0" version="2.0.0"><wfs:FeatureTypeList>`)
+		}))
+		_, err := newTestClient(t, 1).Capabilities(t.Context(), l(srv.URL))
+		if err == nil || !strings.HasPrefix(err.Error(), "wfs: GetCapabilities (") || strings.Count(err.Error(), "wfs: ") != 1 ||
+			!strings.Contains(err.Error(), "capabilities: malformed XML") {
+			t.Errorf("err %v; want one wfs: GetCapabilities error saying the XML is malformed", err)
 		}
 	})
 	t.Run("HTML error page is retried", func(t *testing.T) {

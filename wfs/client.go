@@ -179,18 +179,23 @@ type pageResult struct {
 // package. FetchStats covers the pages fetched before the error.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
+	// Every error of this package names the layer's kind once: "wfs: …",
+	// or "geojson: …" for a plain GeoJSON layer (the handler's own errors
+	// are its own).
+	kind := kindName(layer.Kind)
+	named := func(err error) error { return source.Named(kind, err) }
 	if err := Validate(layer); err != nil {
-		return stats, err
+		return stats, named(err)
 	}
 	if err := checkHeaders(layer); err != nil {
-		return stats, err
+		return stats, named(err)
 	}
 	if firstPage < 0 || (!paged(layer) && firstPage != 0) {
-		return stats, fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer))
+		return stats, named(fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer)))
 	}
 	declared, warning, err := c.declared(ctx, layer)
 	if err != nil {
-		return stats, err
+		return stats, named(err)
 	}
 	if warning != "" {
 		stats.Warnings = append(stats.Warnings, warning)
@@ -203,12 +208,12 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	ids := pageids.New(c.checkIDs)
 	for page := firstPage; ; page++ {
 		if page-firstPage >= c.maxPages {
-			return stats, fmt.Errorf("wfs: %s: stopped after %d pages (the page limit)", RedactURL(layer.URL), c.maxPages)
+			return stats, fmt.Errorf("%s: %s: stopped after %d pages (the page limit)", kind, RedactURL(layer.URL), c.maxPages)
 		}
 		startIndex := page * layer.PageSize
 		u, err := RequestURL(layer, startIndex)
 		if err != nil {
-			return stats, err
+			return stats, named(err)
 		}
 		origin := breaker.Origin(u)
 		p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
@@ -244,25 +249,26 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			var le *feature.LimitError
 			switch {
 			case errors.As(err, &ie):
+				ie.Kind = layer.Kind
 				return stats, ie
 			case errors.As(err, &le):
 				// The limit is the whole story; where the decoder was when
 				// the bytes ran out is noise.
-				return stats, fmt.Errorf("wfs: page %d (%s): %w", page, p.URL, le)
+				return stats, fmt.Errorf("%s: page %d (%s): %w", kind, page, p.URL, le)
 			case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 				// Whatever the last wait or read said (a rate limiter, a
 				// cancelled COPY), the cause is the caller's deadline.
-				return stats, &TimeoutError{URL: p.URL, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
+				return stats, &TimeoutError{URL: p.URL, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err, Kind: layer.Kind}
 			case res.handlerErr != nil && err == res.handlerErr:
 				return stats, err
 			}
-			return stats, fmt.Errorf("wfs: page %d (%s): %w", page, p.URL, err)
+			return stats, fmt.Errorf("%s: page %d (%s): %w", kind, page, p.URL, err)
 		}
 		stats.Pages++
 		stats.Features += res.features
 		stats.Bytes += res.bytes
 		incomplete := func(reason string) error {
-			return &IncompleteError{URL: p.URL, Expected: stats.NumberMatched, Got: startIndex + res.features, Reason: reason}
+			return &IncompleteError{URL: p.URL, Expected: stats.NumberMatched, Got: startIndex + res.features, Reason: reason, Kind: layer.Kind}
 		}
 		if res.numberMatched >= 0 {
 			if stats.NumberMatched >= 0 && res.numberMatched != stats.NumberMatched {
@@ -395,7 +401,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
 		if err == nil {
-			err = fmt.Errorf("wfs: page %d (%s): handler returned before reading feature %d (id %q)", p.Index, redacted, fr.n-1, f.ID)
+			err = fmt.Errorf("%s: page %d (%s): handler returned before reading feature %d (id %q)", kindName(layer.Kind), p.Index, redacted, fr.n-1, f.ID)
 			res.handlerErr = err
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}

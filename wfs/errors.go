@@ -7,36 +7,39 @@ import (
 )
 
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
-// below wrap them and add the (redacted) URL.
+// below wrap them and add the (redacted) URL. Their texts name no kind: the
+// errors that carry them out of this package do ("wfs: page 2 (…): …", or
+// "geojson: …" for a layer of kind geojson).
 var (
 	// ErrResponseTooLarge means a GetCapabilities document exceeded the fixed
 	// bound ParseCapabilities holds in memory. Bodies over a feed's
 	// limits.body_bytes are a *LimitError instead.
-	ErrResponseTooLarge = errors.New("wfs: response body too large")
+	ErrResponseTooLarge = errors.New("response body too large")
 	// ErrHTMLBody means the server answered with an HTML page (a proxy or
 	// servlet error page) where data was expected.
-	ErrHTMLBody = errors.New("wfs: HTML page instead of data")
+	ErrHTMLBody = errors.New("HTML page instead of data")
 	// ErrEmptyBody means a successful status came with no body at all, which
 	// is never a valid empty page (that is an empty FeatureCollection).
-	ErrEmptyBody = errors.New("wfs: empty response body")
+	ErrEmptyBody = errors.New("empty response body")
 	// ErrUnrecognizedBody means a successful status came with a body that is
 	// neither a JSON document, an OGC exception report, XML features nor
 	// HTML: a plain text error page, most likely, or a JSON value cut short.
 	// It is the origin's failure (a whole JSON document that is not a layer
 	// is a *DecodeError instead, the feed's).
-	ErrUnrecognizedBody = errors.New("wfs: unrecognized response body")
+	ErrUnrecognizedBody = errors.New("unrecognized response body")
 	// ErrStartIndexIgnored means a page beyond the first began with the same
 	// feature as the page before it: the server ignores startIndex, and paging
 	// would stage the same features again and again.
-	ErrStartIndexIgnored = errors.New("wfs: server ignores startIndex")
+	ErrStartIndexIgnored = errors.New("server ignores startIndex")
 	// ErrInvalidLayer means a Layer cannot be turned into a request.
-	ErrInvalidLayer = errors.New("wfs: invalid layer")
+	ErrInvalidLayer = errors.New("invalid layer")
 )
 
 // ExceptionReportError is an OGC exception report (ows:ExceptionReport of
 // WFS 1.1/2.0, or ServiceExceptionReport of WFS 1.0 and MapServer), whatever
 // the HTTP status it came with. Code, Locator and Text are those of the first
-// exception of the report.
+// exception of the report. Its text, like httpcall's, names no kind: the
+// error that carries it does.
 type ExceptionReportError struct {
 	Status  int
 	URL     string // redacted
@@ -50,7 +53,7 @@ type ExceptionReportError struct {
 
 func (e *ExceptionReportError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "wfs: GET %s: HTTP %d: OGC exception", e.URL, e.Status)
+	fmt.Fprintf(&b, "GET %s: HTTP %d: OGC exception", e.URL, e.Status)
 	if e.Code != "" {
 		b.WriteString(" " + e.Code)
 	}
@@ -80,10 +83,13 @@ type IncompleteError struct {
 	Got int
 	// Reason says what did not add up.
 	Reason string
+	// Kind is the layer's kind, which the text names: "wfs" (also when
+	// ""), or "geojson" for a plain GeoJSON layer.
+	Kind string
 }
 
 func (e *IncompleteError) Error() string {
-	msg := fmt.Sprintf("wfs: incomplete result from %s: %s", e.URL, e.Reason)
+	msg := fmt.Sprintf("%s: incomplete result from %s: %s", kindName(e.Kind), e.URL, e.Reason)
 	if e.Expected >= 0 {
 		msg += fmt.Sprintf(" (expected %d features, got %d)", e.Expected, e.Got)
 	}
@@ -102,10 +108,24 @@ type TimeoutError struct {
 	// fetch delivered before it.
 	Page, Pages, Features int
 	Err                   error
+	// Kind is the layer's kind, which the text names: "wfs" (also when
+	// ""), or "geojson" for a plain GeoJSON layer.
+	Kind string
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("wfs: poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
+	return fmt.Sprintf("%s: poll timeout after %d pages (%d features), at page %d (%s): %v", kindName(e.Kind), e.Pages, e.Features, e.Page, e.URL, e.Err)
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Err }
+
+// kindName is the name a layer of kind names its errors by: its kind, "wfs"
+// when unset. A plain GeoJSON layer is served by this package, but its
+// errors say "geojson:", so that an operator never reads another kind's
+// name in a geojson feed's error.
+func kindName(kind string) string {
+	if kind == KindGeoJSON {
+		return KindGeoJSON
+	}
+	return KindWFS
+}

@@ -35,8 +35,13 @@ func versionOf(l source.Layer) string {
 	return l.Version
 }
 
-// Validate reports why layer l cannot be requested, wrapping ErrInvalidLayer.
+// Validate reports why layer l cannot be requested, wrapping ErrInvalidLayer,
+// in the name of l's kind ("wfs: invalid layer: …", "geojson: …").
 func Validate(l source.Layer) error {
+	return source.Named(kindName(l.Kind), validate(l))
+}
+
+func validate(l source.Layer) error {
 	u, err := url.Parse(l.URL)
 	if err != nil {
 		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(l.URL), httpcall.RedactErr(err, l.URL))
@@ -78,6 +83,11 @@ func Validate(l source.Layer) error {
 // are kept in their order and spelling, except those that name a parameter we
 // set, compared case-insensitively as OGC KVP keys are: ours win.
 func RequestURL(layer source.Layer, startIndex int) (*url.URL, error) {
+	u, err := requestURL(layer, startIndex)
+	return u, source.Named(kindName(layer.Kind), err)
+}
+
+func requestURL(layer source.Layer, startIndex int) (*url.URL, error) {
 	if err := Validate(layer); err != nil {
 		return nil, err
 	}
