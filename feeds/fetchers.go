@@ -146,39 +146,6 @@ func (f *Fetchers) PageURL(layer source.Layer, page int) string {
 	return redact.URL(layer.URL)
 }
 
-// cursorResumer returns the fetcher of layer's kind if it pages by cursors.
-func (f *Fetchers) cursorResumer(layer source.Layer) (CursorResumer, bool) {
-	ft, err := f.fetcher(layer.Kind)
-	if err != nil {
-		return nil, false
-	}
-	cr, ok := ft.(CursorResumer)
-	return cr, ok && cr.ResumesAtCursor(layer)
-}
-
-// ResumesAtCursor reports whether layer's kind resumes at cursors
-// (CursorResumer); none does today.
-func (f *Fetchers) ResumesAtCursor(layer source.Layer) bool {
-	_, ok := f.cursorResumer(layer)
-	return ok
-}
-
-// ResumeAt hands layer and cursor to the fetcher of layer's kind; a kind
-// that pages by number gets layer back as it is.
-func (f *Fetchers) ResumeAt(layer source.Layer, cursor string) source.Layer {
-	if cr, ok := f.cursorResumer(layer); ok {
-		return cr.ResumeAt(layer, cursor)
-	}
-	return layer
-}
-
-// CursorExpired asks the fetcher of layer's kind whether err means its
-// cursor expired; false for a kind that pages by number.
-func (f *Fetchers) CursorExpired(layer source.Layer, err error) bool {
-	cr, ok := f.cursorResumer(layer)
-	return ok && cr.CursorExpired(layer, err)
-}
-
 // RestartReason asks the fetcher of layer's kind why a resumed poll of
 // layer must start over from the first page (Restarter); "" for a kind
 // that resumes.
@@ -194,10 +161,9 @@ func (f *Fetchers) RestartReason(layer source.Layer) string {
 // The contract's optional interfaces, held by the kinds that implement
 // them and by Fetchers (which answers for every kind).
 var (
-	_ PageURLer     = (*Fetchers)(nil)
-	_ PageURLer     = (*wfs.Client)(nil)
-	_ PageURLer     = (*ogcapi.Client)(nil)
-	_ CursorResumer = (*Fetchers)(nil)
-	_ Restarter     = (*Fetchers)(nil)
-	_ Restarter     = (*ogcapi.Client)(nil)
+	_ PageURLer = (*Fetchers)(nil)
+	_ PageURLer = (*wfs.Client)(nil)
+	_ PageURLer = (*ogcapi.Client)(nil)
+	_ Restarter = (*Fetchers)(nil)
+	_ Restarter = (*ogcapi.Client)(nil)
 )

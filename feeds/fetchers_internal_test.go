@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -37,8 +36,7 @@ func TestFetchersUnknownKind(t *testing.T) {
 // TestFetchersAnswerPerKind: Fetchers hands the contract's optional
 // interfaces to the fetcher of the layer's kind, and answers a kind that
 // lacks one with its default: the dead-letter URL of each kind's page
-// (credentials redacted), which kinds resume at a cursor (none), and which
-// start a resumed poll over (ogcapi).
+// (credentials redacted), and which start a resumed poll over (ogcapi).
 func TestFetchersAnswerPerKind(t *testing.T) {
 	t.Parallel()
 	f := NewFetchers(FetcherDeps{})
@@ -64,19 +62,9 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		if !strings.Contains(got, tc.url) || strings.Contains(got, secret) {
 			t.Errorf("%s page %d: PageURL %q; want it to contain %q and no credential", tc.layer.Kind, tc.page, got, tc.url)
 		}
-		if f.ResumesAtCursor(tc.layer) {
-			t.Errorf("%s: ResumesAtCursor", tc.layer.Kind)
-		}
 		if got := f.RestartReason(tc.layer); (got != "") != tc.restart {
 			t.Errorf("%s: RestartReason %q", tc.layer.Kind, got)
 		}
-		if resumed := f.ResumeAt(tc.layer, "http://127.0.0.1:1/next"); resumed.ResumeURL != "" {
-			t.Errorf("%s: ResumeAt set ResumeURL %q", tc.layer.Kind, resumed.ResumeURL)
-		}
-	}
-	gone := &httpcall.HTTPStatusError{Status: 410, URL: "http://127.0.0.1:1/collections/p/items"}
-	if f.CursorExpired(source.Layer{Kind: KindOGCAPI}, gone) || f.CursorExpired(source.Layer{Kind: KindWFS}, gone) {
-		t.Error("an expired cursor, for a kind that resumes at none")
 	}
 	if got := f.PageURL(source.Layer{Kind: "nosuchkind", URL: "http://u:" + secret + "@127.0.0.1:1/x"}, 1); strings.Contains(got, secret) || !strings.Contains(got, "/x") {
 		t.Errorf("unknown kind: PageURL %q", got)

@@ -32,7 +32,7 @@ const module = "github.com/ingestd/ingestd/"
 // TestOnlyTheRegistryNamesKinds holds feeds to the architecture rule: a kind
 // is one entry in fetchers.go plus its own package, and what it does
 // differently reaches a poll only through the Fetcher contract (PageURLer,
-// CursorResumer, FetchStats). Every other feeds file, poll.go first, must
+// Restarter, FetchStats). Every other feeds file, poll.go first, must
 // name no kind constant, compare with no kind's name and import no
 // protocol package.
 func TestOnlyTheRegistryNamesKinds(t *testing.T) {

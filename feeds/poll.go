@@ -74,34 +74,13 @@ type PageURLer interface {
 	PageURL(layer source.Layer, page int) string
 }
 
-// CursorResumer is implemented by a fetcher whose kind reaches its pages by
-// cursors the server hands out (recorded with each staged page through
-// source.Page.Next) rather than by their number, and can trust the pages
-// staged before a cursor to still be the server's layer (a cursor bound to
-// a snapshot). A poll of such a layer resumed at page n > 0 continues at
-// the cursor page n-1 recorded, and starts over from the first page when it
-// recorded none or the server refuses it. Without it, a resumed poll
-// fetches from page n. No kind implements it today: OGC API next links
-// prove nothing of the pages before them (Restarter).
-type CursorResumer interface {
-	// ResumesAtCursor reports whether a resumed poll of layer continues at
-	// a recorded cursor.
-	ResumesAtCursor(layer source.Layer) bool
-	// ResumeAt returns layer set to continue at cursor.
-	ResumeAt(layer source.Layer, cursor string) source.Layer
-	// CursorExpired reports whether err, returned by a Fetch resumed at a
-	// cursor before any page came in, says the cursor is no longer good:
-	// the poll then starts over from the first page.
-	CursorExpired(layer source.Layer, err error) bool
-}
-
 // Restarter is implemented by a fetcher whose kind cannot prove that the
 // pages a parked poll staged still belong to the server's current layer
 // (OGC API – Features: only reading them all again would, see
 // ogcapi.Client.RestartReason). A poll of such a layer resumed at page
-// n > 0 drops its staged pages and fetches from the first page, whatever
-// CursorResumer says: resuming would apply a snapshot the server never
-// had when the layer changed while the poll was parked.
+// n > 0 drops its staged pages and fetches from the first page: resuming
+// would apply a snapshot the server never had when the layer changed while
+// the poll was parked. Without it, a resumed poll fetches from page n.
 type Restarter interface {
 	// RestartReason says why a resumed poll of layer must start over, for
 	// the log; "" lets it resume.
@@ -308,12 +287,10 @@ func (m *Manager) recordQueueWait(ctx context.Context, f *Feed, pollID int64, wa
 	}
 }
 
-// fetch fetches layer from firstPage on into the poll's staging. A poll of
-// a kind that pages by cursors (CursorResumer) resumed at firstPage > 0
-// continues at the cursor its last staged page recorded, and starts over
-// from the first page when there is none or the server refuses it (an
-// expired cursor); it returns the layer as fetched and the page it started
-// at.
+// fetch fetches layer from firstPage on into the poll's staging. A poll
+// resumed at firstPage > 0 of a kind that cannot prove its staged pages
+// current (Restarter) starts over from the first page; fetch returns the
+// layer as fetched and the page it started at.
 func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
 	var stats source.FetchStats
 	if k, ok := m.store.(sridKnower); ok {
@@ -323,17 +300,12 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 	if err := stager.resumeAt(firstPage); err != nil {
 		return layer, firstPage, stats, err
 	}
-	layer, restart, err := m.resumeLink(ctx, pollID, firstPage, layer)
-	if err == nil && restart == "" {
+	restart := m.restartReason(firstPage, layer)
+	var err error
+	if restart == "" {
 		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
-		if cr, ok := m.cursorResumer(layer); ok && firstPage > 0 && stats.Pages == 0 && err != nil && cr.CursorExpired(layer, err) {
-			restart = fmt.Sprintf("the stored next link was refused (%v)", err)
-		}
-	}
-	if restart != "" {
-		// Resuming needs the server's own link, and the first page is the
-		// only other way in.
-		logger.Warn("restarting the resumed poll from the first page", "reason", restart, "checkpoint_page", firstPage)
+	} else {
+		logger.Info("restarting the resumed poll from the first page", "reason", restart, "checkpoint_page", firstPage)
 		_ = stager.finish(nil)
 		if err = m.restartStaging(ctx, pollID); err == nil {
 			firstPage = 0
@@ -351,50 +323,19 @@ type sridKnower interface {
 	KnownSRID(ctx context.Context, srid int) (bool, error)
 }
 
-// linkStore is implemented by a Store that records the next link of each
-// staged page (postgis.Store): kinds that page by links resume there.
-type linkStore interface {
-	NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error)
+// stagingRestarter is implemented by a Store that can drop what a resumed
+// poll staged (postgis.Store), for a fetch from the first page.
+type stagingRestarter interface {
 	RestartStaging(ctx context.Context, pollID int64) error
 }
 
-// cursorResumer returns the fetcher's CursorResumer when layer's kind
-// pages by cursors.
-func (m *Manager) cursorResumer(layer source.Layer) (CursorResumer, bool) {
-	cr, ok := m.fetcher.(CursorResumer)
-	if !ok || !cr.ResumesAtCursor(layer) {
-		return nil, false
-	}
-	return cr, true
-}
-
-// resumeLink sets layer to continue at the cursor (next link) page
-// firstPage-1 of a poll resumed at firstPage recorded, for a kind that
-// pages by cursors. restart says why the poll must start over from the
-// first page instead (a Restarter's reason, or no link recorded); it is ""
-// otherwise, and for the kinds that page by number.
-func (m *Manager) resumeLink(ctx context.Context, pollID int64, firstPage int, layer source.Layer) (source.Layer, string, error) {
+// restartReason says why a poll resumed at firstPage must start over from
+// the first page (its kind's Restarter), or "" when it continues.
+func (m *Manager) restartReason(firstPage int, layer source.Layer) string {
 	if r, ok := m.fetcher.(Restarter); ok && firstPage > 0 {
-		if reason := r.RestartReason(layer); reason != "" {
-			return layer, reason, nil
-		}
+		return r.RestartReason(layer)
 	}
-	cr, ok := m.cursorResumer(layer)
-	if firstPage == 0 || !ok {
-		return layer, "", nil
-	}
-	ls, ok := m.store.(linkStore)
-	if !ok {
-		return layer, "", fmt.Errorf("feeds: the store records no next links, so a poll of kind %s cannot resume at page %d", layer.Kind, firstPage)
-	}
-	link, ok, err := ls.NextLink(ctx, pollID, firstPage-1)
-	switch {
-	case err != nil:
-		return layer, "", err
-	case !ok || link == "":
-		return layer, fmt.Sprintf("page %d recorded no next link", firstPage-1), nil
-	}
-	return cr.ResumeAt(layer, link), "", nil
+	return ""
 }
 
 // completenessRecorder is implemented by a Store that records what a
@@ -421,11 +362,11 @@ func (m *Manager) recordCompleteness(ctx context.Context, pollID int64, stats so
 // restartStaging drops what a resumed poll staged, for a fetch from the
 // first page.
 func (m *Manager) restartStaging(ctx context.Context, pollID int64) error {
-	ls, ok := m.store.(linkStore)
+	sr, ok := m.store.(stagingRestarter)
 	if !ok {
 		return errors.New("feeds: the store cannot restart a poll's staging")
 	}
-	return ls.RestartStaging(ctx, pollID)
+	return sr.RestartStaging(ctx, pollID)
 }
 
 // beginPoll starts a fresh poll, or resumes the checkpoint of letter. It

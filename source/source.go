@@ -87,10 +87,6 @@ type Layer struct {
 	// ItemsURL is the collection's items link, set by Prepare from the
 	// collection document; Fetch starts there.
 	ItemsURL string
-	// ResumeURL is the cursor (Page.Next) of the last page a parked poll
-	// staged, for a kind that resumes at cursors: Fetch resumes there when
-	// firstPage > 0.
-	ResumeURL string
 	// LinksOnly accepts a collection whose server reports no numberMatched
 	// (on its pages, nor to resulttype=hits) as complete on its next links
 	// alone: the feed's `completeness: links_only`. Without it such a
@@ -134,15 +130,6 @@ type Page struct {
 	Index      int
 	URL        string // credentials redacted
 	StartIndex int
-
-	// Next, for a kind whose parked polls resume at a cursor the server
-	// handed out (feeds.CursorResumer), returns the page's cursor (its next
-	// link), "" on the last page, without the credentials of the feed's
-	// url. It is known only once the page's FeatureReader returned io.EOF.
-	// nil for the other kinds (every kind today: a parked OGC API poll
-	// starts over, see feeds.Restarter). A store records it with the page
-	// so that a parked poll resumes where it stopped.
-	Next func() string
 }
 
 // PageFunc consumes the features of one page while its body is open, for

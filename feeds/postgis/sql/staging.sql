@@ -21,15 +21,12 @@ SELECT count(*)::int FROM (SELECT DISTINCT feature_id COLLATE "C" FROM staged_fe
 	WHERE poll_id = $1 AND page = $2 AND feature_id <> '') d
 
 -- name: RecordStagedPage
--- $6 is the page's profile (schema.Profile: typed layers); $7 its next link (kind ogcapi).
-INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features, profile, next_link) VALUES ($1, $2, $3, $4, $5, $6, $7)
+-- $6 is the page's profile (schema.Profile: typed layers). next_link stays
+-- NULL: no kind resumes at a stored cursor now (a parked OGC API poll
+-- starts over); older rows keep theirs until their poll ends.
+INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features, profile) VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
-	invalid_features = excluded.invalid_features, profile = excluded.profile, next_link = excluded.next_link, staged_at = now()
-
--- name: StagedNextLink
--- The next link a staged page recorded (kind ogcapi): where a resumed poll
--- continues. No row, or NULL: none was recorded.
-SELECT next_link FROM staged_pages WHERE poll_id = $1 AND page = $2
+	invalid_features = excluded.invalid_features, profile = excluded.profile, next_link = NULL, staged_at = now()
 
 -- name: StagedFeatures
 SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1
