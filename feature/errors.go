@@ -2,13 +2,13 @@ package feature
 
 import "fmt"
 
-// DecodeError is a malformed GeoJSON or GML document. Index is the 0-based
-// index of the feature being read, or -1 when the fault is in the document
-// around the features.
+// DecodeError is a malformed GeoJSON, GML or Esri JSON document. Index is
+// the 0-based index of the feature being read, or -1 when the fault is in
+// the document around the features.
 type DecodeError struct {
-	// Format is "gml" for the GML decoder, "gzip" for a body gzipped more
-	// times over than the client decodes; "" means GeoJSON, the first
-	// decoder, whose callers never set it.
+	// Format is "gml" for the GML decoder, "esrijson" for the Esri JSON
+	// decoder, "gzip" for a body gzipped more times over than the client
+	// decodes; "" means GeoJSON, the first decoder, whose callers never set it.
 	Format string
 	// Line is the line of the input where a GML fault was noticed (0: unknown).
 	Line  int

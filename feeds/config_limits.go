@@ -22,7 +22,7 @@ const (
 	RedirectsFollow = "follow"
 )
 
-// limitsKeys are the keys of a `limits:` block, in the order the README lists them.
+// limitsKeys are the keys of a `limits:` block, in the order docs/configuration.md lists them.
 var limitsKeys = []string{"body_bytes", "poll_bytes", "poll_features", "feature_bytes", "value_bytes", "id_bytes", "properties"}
 
 // limits reads an optional `limits:` block of m. Each key it sets overrides

@@ -1,10 +1,14 @@
 // Package schema owns the typed model of a feed's attributes: the column
 // types ingestd maps values to, the profile of a snapshot's values from
 // which a schema is inferred (with the widening rules written down on
-// Infer), the mapping from a protocol's declared types (XSD for WFS), and
-// the drift between two schemas.
+// Infer), the Declared schema a kind reads from its server (FromXSD for a
+// WFS DescribeFeatureType; the arcgis and ogcapi packages map an ArcGIS
+// layer's fields and an OGC API JSON Schema themselves), the typing of a
+// text encoding's values by their declared type (Typer), the view's column
+// names, the Memo of each layer's last declared schema, and the drift
+// between two schemas.
 //
-// It imports no ingestd package: protocols fill a Declared, the store
+// It imports no ingestd package: kinds fill a Declared, the store
 // profiles what it stages and builds the Schema it keeps in SQL.
 package schema
 

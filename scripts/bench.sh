@@ -25,7 +25,7 @@
 #                             ArcGIS REST bombs (BenchmarkArcGISBombs) and OGC API document bombs
 #                             (TestDocumentBombsPeakRSS), each case in a process of its own.
 #   scripts/bench.sh arcgis   a 200,000-polygon ArcGIS REST layer (cmd/arcgisserver, the arcgistest
-#                             fixture: Koop takes 4 s a request at this size, see README) loaded by
+#                             fixture: Koop takes 4 s a request at this size, see docs/interop.md) loaded by
 #                             ingestd poll (id list, objectIds batches of maxRecordCount 2000) and by
 #                             GDAL's ogr2ogr (ESRIJSON, resultOffset paging ordered by OBJECTID) from
 #                             the same service into the same database: wall, CPU, peak RSS, rows and

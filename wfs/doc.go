@@ -1,6 +1,13 @@
-// Package wfs talks to the servers ingestd mirrors: it builds WFS GetFeature
-// and plain GeoJSON requests, pages through a layer, classifies every response
-// before trusting its body, and streams the features out of it.
+// Package wfs is the client of two feed kinds: wfs (a WFS 2.0 or 1.1
+// GetFeature layer) and the plain geojson kind (one GeoJSON document). It
+// builds their requests, pages through a layer, classifies every response
+// before trusting its body, and streams the features out of it. For wfs it
+// also reads GetCapabilities to settle a version, format or CRS left to
+// negotiation (Prepare, Negotiate) and DescribeFeatureType for the layer's
+// declared schema (Describe). A layer fetched in one request sends the
+// validators of the last applied snapshot back (conditional GET); a 304 is
+// a fetch that is not modified. The arcgis and ogcapi kinds are packages of
+// their own.
 //
 // Every page request is one logical call to the breaker of its origin
 // (breaker.Registry.Do), made through package httpcall, which holds what

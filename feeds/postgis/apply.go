@@ -143,7 +143,7 @@ type applyStep func(context.Context, *applyRun) error
 
 // applySnapshot diffs and applies (or holds) the run's snapshot in r.tx,
 // which holds the feed's lock and the poll's row. The steps are those of the
-// README's "What a poll does", step 4; each does nothing when an earlier
+// docs/polling.md ("What a poll does"), step 4; each does nothing when an earlier
 // one made it moot (an unchanged snapshot is not diffed, a bulk first load
 // is not loaded again).
 func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {

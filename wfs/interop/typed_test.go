@@ -25,7 +25,7 @@ import (
 
 // Typed layers against GDAL: ogrinfo reads a feed's typed view (PG:) and
 // the source layer, and must list the same fields with the same types,
-// modulo the widenings README's "Typed layers" documents (GDAL's Integer
+// modulo the widenings docs/querying.md's "Typed layers" documents (GDAL's Integer
 // is bigint, Integer64 to ogrinfo), the same geometry type and SRID; and
 // every feature's typed values must equal what ogr2ogr loads from the
 // same source.
