@@ -3,7 +3,8 @@ package esrijson
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
+
+	"github.com/ingestd/ingestd/internal/jsonscan"
 )
 
 // The reader's json.Decoder has validated every feature before these run,
@@ -13,13 +14,6 @@ import (
 // most of the decoder's time.
 
 var errScan = errors.New("malformed JSON")
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
 
 // stringEnd returns the index just past the string starting at b[i] == '"'.
 func stringEnd(b []byte, i int) (int, bool) {
@@ -80,11 +74,11 @@ func valueEnd(b []byte, i int) int {
 // eachMember calls fn with the raw key (quotes included) and raw value of
 // every member of the JSON object obj, in order.
 func eachMember(obj []byte, fn func(key, val []byte) error) error {
-	i := skipWS(obj, 0)
+	i := jsonscan.SkipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errScan
 	}
-	i = skipWS(obj, i+1)
+	i = jsonscan.SkipWS(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
 		return nil
 	}
@@ -97,11 +91,11 @@ func eachMember(obj []byte, fn func(key, val []byte) error) error {
 			return errScan
 		}
 		key := obj[i:kend]
-		i = skipWS(obj, kend)
+		i = jsonscan.SkipWS(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return errScan
 		}
-		i = skipWS(obj, i+1)
+		i = jsonscan.SkipWS(obj, i+1)
 		vend := valueEnd(obj, i)
 		if vend < 0 || vend == i {
 			return errScan
@@ -109,13 +103,13 @@ func eachMember(obj []byte, fn func(key, val []byte) error) error {
 		if err := fn(key, obj[i:vend]); err != nil {
 			return err
 		}
-		i = skipWS(obj, vend)
+		i = jsonscan.SkipWS(obj, vend)
 		if i >= len(obj) {
 			return errScan
 		}
 		switch obj[i] {
 		case ',':
-			i = skipWS(obj, i+1)
+			i = jsonscan.SkipWS(obj, i+1)
 		case '}':
 			return nil
 		default:
@@ -159,7 +153,7 @@ type numberParser struct {
 }
 
 func (p *numberParser) expect(c byte) bool {
-	p.i = skipWS(p.b, p.i)
+	p.i = jsonscan.SkipWS(p.b, p.i)
 	if p.i < len(p.b) && p.b[p.i] == c {
 		p.i++
 		return true
@@ -172,7 +166,7 @@ func (p *numberParser) list(elem func() bool) bool {
 	if !p.expect('[') {
 		return false
 	}
-	p.i = skipWS(p.b, p.i)
+	p.i = jsonscan.SkipWS(p.b, p.i)
 	if p.i < len(p.b) && p.b[p.i] == ']' {
 		p.i++
 		return true
@@ -181,7 +175,7 @@ func (p *numberParser) list(elem func() bool) bool {
 		if !elem() {
 			return false
 		}
-		p.i = skipWS(p.b, p.i)
+		p.i = jsonscan.SkipWS(p.b, p.i)
 		if p.i >= len(p.b) {
 			return false
 		}
@@ -197,26 +191,16 @@ func (p *numberParser) list(elem func() bool) bool {
 	}
 }
 
+// number reads one coordinate; a number beyond float64 sends the geometry
+// to the slow path, whose encoding/json refuses it with a precise message.
 func (p *numberParser) number() bool {
-	p.i = skipWS(p.b, p.i)
-	j := p.i
-	for j < len(p.b) {
-		c := p.b[j]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			j++
-			continue
-		}
-		break
-	}
-	if j == p.i {
-		return false
-	}
-	v, err := strconv.ParseFloat(string(p.b[p.i:j]), 64)
+	p.i = jsonscan.SkipWS(p.b, p.i)
+	v, end, err := jsonscan.Number(p.b, p.i)
 	if err != nil {
 		return false
 	}
 	p.flat = append(p.flat, v)
-	p.i = j
+	p.i = end
 	return true
 }
 
@@ -241,7 +225,7 @@ func (p *numberParser) positions() bool {
 // fastPositions parses a list of positions, nil when the slow path must.
 func fastPositions(raw []byte) [][]float64 {
 	p := numberParser{b: raw}
-	if !p.positions() || skipWS(raw, p.i) != len(raw) {
+	if !p.positions() || jsonscan.SkipWS(raw, p.i) != len(raw) {
 		return nil
 	}
 	return p.split(p.counts)
@@ -250,7 +234,7 @@ func fastPositions(raw []byte) [][]float64 {
 // fastParts parses a list of position lists, nil when the slow path must.
 func fastParts(raw []byte) [][][]float64 {
 	p := numberParser{b: raw}
-	if !p.list(p.positions) || skipWS(raw, p.i) != len(raw) {
+	if !p.list(p.positions) || jsonscan.SkipWS(raw, p.i) != len(raw) {
 		return nil
 	}
 	all := p.split(p.counts)

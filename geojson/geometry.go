@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/jsonscan"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/geojson"
 )
@@ -143,13 +144,13 @@ func decodeCollection(raw []byte, srid, nesting int) (geom.T, error) {
 	}
 	gc := geom.NewGeometryCollection()
 	if found && !isNull(members) {
-		i := skipWS(members, 0)
+		i := jsonscan.SkipWS(members, 0)
 		if i >= len(members) || members[i] != '[' {
 			return nil, fmt.Errorf(`GeometryCollection "geometries" is %s, not an array`, feature.Snippet(members))
 		}
 		i++
 		for n := 0; ; n++ {
-			i = skipWS(members, i)
+			i = jsonscan.SkipWS(members, i)
 			if i < len(members) && members[i] == ']' && n == 0 {
 				break
 			}
@@ -174,7 +175,7 @@ func decodeCollection(raw []byte, srid, nesting int) (geom.T, error) {
 			if err := gc.Push(g); err != nil {
 				return nil, err
 			}
-			i = skipWS(members, end)
+			i = jsonscan.SkipWS(members, end)
 			if i < len(members) && members[i] == ',' {
 				i++
 				continue
@@ -249,7 +250,7 @@ type coordParser struct {
 }
 
 func (p *coordParser) ws() {
-	p.i = skipWS(p.b, p.i)
+	p.i = jsonscan.SkipWS(p.b, p.i)
 }
 
 func (p *coordParser) expect(c byte) error {
@@ -355,18 +356,15 @@ func (p *coordParser) parse(depth int) error {
 	return nil
 }
 
-// number reads one coordinate of a Point.
+// number reads one coordinate of a Point. A number beyond float64 is kept
+// as ±Inf, as before.
 func (p *coordParser) number() error {
 	p.ws()
-	j := p.i
-	for j < len(p.b) && (p.b[j] == '-' || p.b[j] == '+' || p.b[j] == '.' || p.b[j] == 'e' || p.b[j] == 'E' || (p.b[j] >= '0' && p.b[j] <= '9')) {
-		j++
-	}
-	f, err := strconv.ParseFloat(string(p.b[p.i:j]), 64)
+	f, end, err := jsonscan.Number(p.b, p.i)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("bad coordinate %s", feature.Snippet(p.b[p.i:j]))
+		return fmt.Errorf("bad coordinate %s", feature.Snippet(p.b[p.i:end]))
 	}
-	p.i = j
+	p.i = end
 	p.flat = append(p.flat, f)
 	return nil
 }

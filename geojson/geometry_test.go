@@ -77,6 +77,12 @@ func compareWithGoGeom(t *testing.T, raw []byte) {
 		// different one is an error).
 		return
 	}
+	if gotErr != nil && wantErr == nil && strings.HasSuffix(gotErr.Error(), " dimensions") && maxStride(want) > 4 {
+		// Positions of 5 or more values: go-geom keeps them as a
+		// Layout(5+) that has no (E)WKB form for the store; refused on
+		// purpose.
+		return
+	}
 	if (gotErr != nil) != (wantErr != nil) {
 		t.Fatalf("%s: fast path err %v, go-geom err %v", raw, gotErr, wantErr)
 	}
@@ -90,6 +96,23 @@ func compareWithGoGeom(t *testing.T, raw []byte) {
 		return
 	}
 	sameGeometry(t, raw, got, want)
+}
+
+// maxStride is the largest stride of g or, for a collection, of any of
+// its members (0 for nil).
+func maxStride(g geom.T) int {
+	gc, ok := g.(*geom.GeometryCollection)
+	if !ok {
+		if g == nil {
+			return 0
+		}
+		return g.Stride()
+	}
+	n := 0
+	for _, m := range gc.Geoms() {
+		n = max(n, maxStride(m))
+	}
+	return n
 }
 
 // holdsNilMember reports whether go-geom's reading of a collection

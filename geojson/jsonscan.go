@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/jsonscan"
 )
 
 // The GeoJSON reader's hot path. encoding/json's Decoder scans every feature
@@ -70,13 +71,8 @@ func (s *jsonStream) fill(keep int) (int, bool) {
 // io.EOF at the end of the input.
 func (s *jsonStream) peek() (byte, error) {
 	for {
-		for s.pos < len(s.buf) {
-			switch c := s.buf[s.pos]; c {
-			case ' ', '\t', '\n', '\r':
-				s.pos++
-			default:
-				return c, nil
-			}
+		if s.pos = jsonscan.SkipWS(s.buf, s.pos); s.pos < len(s.buf) {
+			return s.buf[s.pos], nil
 		}
 		if _, ok := s.fill(s.pos); !ok {
 			return 0, s.endErr()
@@ -292,16 +288,7 @@ type jsonValidator struct {
 
 func (v *jsonValidator) fail(msg string) error { return &errSyntax{offset: v.i, msg: msg} }
 
-func (v *jsonValidator) space() {
-	for v.i < len(v.b) {
-		switch v.b[v.i] {
-		case ' ', '\t', '\n', '\r':
-			v.i++
-		default:
-			return
-		}
-	}
-}
+func (v *jsonValidator) space() { v.i = jsonscan.SkipWS(v.b, v.i) }
 
 func (v *jsonValidator) value(depth int) error {
 	if v.i >= len(v.b) {

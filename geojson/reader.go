@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/jsonscan"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/geojson"
 )
@@ -416,7 +417,7 @@ func (r *Reader) splitFeature(v []byte) error {
 	}
 	var props []byte
 	for i := 1; ; {
-		i = skipWS(v, i)
+		i = jsonscan.SkipWS(v, i)
 		switch v[i] {
 		case '}':
 			if props != nil {
@@ -439,7 +440,7 @@ func (r *Reader) splitFeature(v []byte) error {
 			}
 			key = []byte(k)
 		}
-		i = skipWS(v, skipWS(v, kend)+1) // past ':'
+		i = jsonscan.SkipWS(v, jsonscan.SkipWS(v, kend)+1) // past ':'
 		vend, err := scanValue(v, i)
 		if err != nil {
 			return err
@@ -610,7 +611,7 @@ func findMemberFold(obj []byte, name string) (value []byte, found bool, err erro
 }
 
 func scanMember(obj []byte, name string, fold bool) (value []byte, found bool, err error) {
-	i := skipWS(obj, 0)
+	i := jsonscan.SkipWS(obj, 0)
 	if i >= len(obj) || obj[i] == 'n' { // absent or null properties
 		return nil, false, nil
 	}
@@ -619,7 +620,7 @@ func scanMember(obj []byte, name string, fold bool) (value []byte, found bool, e
 	}
 	i++
 	for {
-		i = skipWS(obj, i)
+		i = jsonscan.SkipWS(obj, i)
 		if i >= len(obj) {
 			return nil, false, io.ErrUnexpectedEOF
 		}
@@ -638,11 +639,11 @@ func scanMember(obj []byte, name string, fold bool) (value []byte, found bool, e
 		if err != nil {
 			return nil, false, err
 		}
-		i = skipWS(obj, kend)
+		i = jsonscan.SkipWS(obj, kend)
 		if i >= len(obj) || obj[i] != ':' {
 			return nil, false, errors.New("missing ':' after key")
 		}
-		i = skipWS(obj, i+1)
+		i = jsonscan.SkipWS(obj, i+1)
 		vstart := i
 		vend, err := scanValue(obj, i)
 		if err != nil {
@@ -664,13 +665,6 @@ func scanMember(obj []byte, name string, fold bool) (value []byte, found bool, e
 			value, found = obj[vstart:vend], true
 		}
 	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // scanString returns the index just past the string starting at b[i] == '"'.
