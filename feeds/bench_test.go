@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/internal/memstat"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
@@ -45,7 +46,7 @@ func BenchmarkPollLayer(b *testing.B) {
 	url := os.Getenv("INGESTD_BENCH_URL")
 	if url == "" {
 		server := wfstest.New()
-		server.AddLayer("parcels", wfstest.Parcels{N: n})
+		server.AddLayer("parcels", layertest.Parcels{N: n})
 		ts := httptest.NewServer(server)
 		defer ts.Close()
 		url = ts.URL + "/wfs"

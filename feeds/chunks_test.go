@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -36,7 +37,7 @@ func TestUnpagedResponseStagedInChunksAppliesLikePages(t *testing.T) {
         sort_by: pin
 `))
 	const n = 3500 // the staging chunks are 1000 features
-	b.server.AddLayer("parcels", wfstest.Parcels{N: n})
+	b.server.AddLayer("parcels", layertest.Parcels{N: n})
 	whole, err := b.manager.Poll(b.ctx, "county/whole")
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestPageCutAfterChunksStagesNothing(t *testing.T) {
         page_size: 4000
         sort_by: pin
 `))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 9000})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 9000})
 	if _, err := b.manager.Poll(b.ctx, "county/clean"); err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +154,13 @@ func TestPollLimitsFailThePoll(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupDL(t, feeds.BuiltinDeadLetter(), withPolicy(fastPolicy()))
-			b.server.AddLayer("parcels", wfstest.Parcels{N: 45})
+			b.server.AddLayer("parcels", layertest.Parcels{N: 45})
 			if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 				t.Fatal(err)
 			}
 			before := b.featureDigest(t, "parcels")
 
-			b.server.AddLayer("parcels", wfstest.Parcels{N: 45, Version: 1})
+			b.server.AddLayer("parcels", layertest.Parcels{N: 45, Version: 1})
 			tc.set(&b.cfg.Jurisdictions[0].Feeds[0].Limits)
 			if err := b.manager.Update(b.ctx, b.cfg); err != nil {
 				t.Fatal(err)
@@ -198,7 +199,7 @@ func TestPollLimitsFailThePoll(t *testing.T) {
 func TestResumedPollCountsStagedFeaturesAgainstTheLimit(t *testing.T) {
 	t.Parallel()
 	b := setupDL(t, feeds.BuiltinDeadLetter())
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 45})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 45})
 	var tripped atomic.Bool
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Page == 1 && tripped.CompareAndSwap(false, true) {

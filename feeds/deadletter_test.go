@@ -11,6 +11,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -118,7 +119,7 @@ func (b *dlBundle) contentDigest(t *testing.T, feed string) string {
 func TestRefusalParksUntilTheBreakersRetryAfter(t *testing.T) {
 	t.Parallel()
 	b := setupDL(t, feeds.BuiltinDeadLetter())
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 45})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 45})
 	b.trip(t)
 	openUntil := b.originState(t).OpenUntil
 
@@ -196,7 +197,7 @@ func TestReplayResumesAtTheRefusedPage(t *testing.T) {
         page_size: 10
         sort_by: pin
 `))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 47})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 47})
 	if _, err := b.manager.Poll(b.ctx, "county/clean"); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestFailedAfterRetriesParksButOurErrorFails(t *testing.T) {
         url: %[1]s/wfs
         type_name: parcelz
 `))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 30})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 30})
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Layer == "parcels" && r.Page == 1 {
 			return &wfstest.Fault{Status: 503, Body: "busy"}
@@ -319,7 +320,7 @@ func TestFailedAfterRetriesParksButOurErrorFails(t *testing.T) {
 func TestStaleCheckpointRestartsFromTheFirstPage(t *testing.T) {
 	t.Parallel()
 	b := setupDL(t, feeds.BuiltinDeadLetter())
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 30})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 30})
 	var tripped atomic.Bool
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Page == 1 && tripped.CompareAndSwap(false, true) {
@@ -366,7 +367,7 @@ func TestScheduledTickSkipsParkedFeed(t *testing.T) {
         url: %[1]s/geojson/roads.geojson
         schedule: "@every 1h"
 `), withManagerOptions(feeds.WithMaxJitter(0), feeds.WithSignals(&sig)))
-	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
+	b.server.AddLayer("roads", layertest.Parcels{N: 3})
 	if _, err := b.queue.Park(b.ctx, deadletter.Parking{Jurisdiction: "county", Feed: "roads", URL: b.url,
 		Origin: b.origin, Reason: deadletter.ReasonCircuitOpen, RetryAfter: b.clock.Now().Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)

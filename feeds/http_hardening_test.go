@@ -9,6 +9,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -23,7 +24,7 @@ func TestHugeRetryAfterParksThePoll(t *testing.T) {
 	p := fastPolicy()
 	p.MaxRetryAfter = 10 * time.Minute
 	b := setupDL(t, feeds.BuiltinDeadLetter(), withPolicy(p), withFeeds(defaultFeeds+"        timeout: 2m\n"))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 25})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 25})
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Page == 1 {
 			return &wfstest.Fault{Status: 429, Body: "slow down", Header: map[string]string{"Retry-After": "999999999"}}
@@ -66,8 +67,8 @@ func TestBadContentFailsTheFeedNotTheOrigin(t *testing.T) {
         type_name: broken
         page_size: 10
 `))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 25})
-	b.server.AddLayer("broken", wfstest.Parcels{N: 25})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 25})
+	b.server.AddLayer("broken", layertest.Parcels{N: 25})
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Layer == "broken" {
 			return &wfstest.Fault{Status: 200, ContentType: "application/json", Body: `{"type":"FeatureCollection","features":{"a":1}}`}
@@ -118,7 +119,7 @@ func TestPollTimeoutSaysSo(t *testing.T) {
         timeout: 1s
         request_timeout: 1s
 `))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 500})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 500})
 	b.server.SetFault(func(wfstest.Request) *wfstest.Fault { return &wfstest.Fault{Delay: 300 * time.Millisecond} })
 	_, err := b.manager.Poll(b.ctx, "county/parcels")
 	if err == nil || !strings.Contains(err.Error(), "poll timeout after") || strings.Contains(err.Error(), "rate:") {

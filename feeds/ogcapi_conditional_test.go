@@ -6,8 +6,8 @@ import (
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // TestOGCAPIConditionalGET: an OGC API collection that fits one page and
@@ -61,7 +61,7 @@ func TestOGCAPIConditionalGET(t *testing.T) {
 
 	// 1. First poll: no validators to send; the ETag is kept with the
 	// applied snapshot.
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 80}, ETag: `"v1"`})
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 80}, ETag: `"v1"`})
 	res, err := poll("parcels")
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestOGCAPIConditionalGET(t *testing.T) {
 
 	// 3. The collection changes, with a new ETag: the old one is sent,
 	// the server answers 200, the poll applies and keeps the new ETag.
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 80, Version: 1}, ETag: `"v2"`})
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 80, Version: 1}, ETag: `"v2"`})
 	res, err = poll("parcels")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestOGCAPIConditionalGET(t *testing.T) {
 
 	// 4. A snapshot the guard holds (80 → 5 features): its ETag is not the
 	// feed's, and the poll after it sends no validators and fetches in full.
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 5}, ETag: `"v3"`})
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 5}, ETag: `"v3"`})
 	if _, err := poll("parcels"); err == nil || !strings.Contains(err.Error(), "held") {
 		t.Fatalf("fifth poll: %v; want it held", err)
 	}
@@ -134,7 +134,7 @@ func TestOGCAPIConditionalGET(t *testing.T) {
 	// 5. A collection of three pages, whose server sends an ETag with
 	// every page: no validators are kept, none are sent, every poll
 	// fetches every page.
-	server.Add("big", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250}, ETag: `"b1"`})
+	server.Add("big", ogcapitest.Collection{Layer: layertest.Parcels{N: 250}, ETag: `"b1"`})
 	for i := range 2 {
 		res, err := poll("big")
 		if err != nil {
@@ -156,8 +156,8 @@ func TestOGCAPIConditionalGET(t *testing.T) {
 func TestOGCAPIQueryablesTypeTheView(t *testing.T) {
 	t.Parallel()
 	b, server := setupOGCAPI(t, ogcapiFeeds)
-	fields := wfstest.Parcels{}.Fields()
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 150}, Queryables: ogcapitest.JSONSchema(fields, "geometry-polygon")})
+	fields := layertest.Parcels{}.Fields()
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 150}, Queryables: ogcapitest.JSONSchema(fields, "geometry-polygon")})
 	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestOGCAPIQueryablesTypeTheView(t *testing.T) {
 	if got := columns("parcels"); got != want {
 		t.Errorf("feed_columns with queryables:\n%s\nwant\n%s", got, want)
 	}
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 150}})
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 150}})
 	if _, err := b.manager.Poll(b.ctx, "county/landing"); err != nil {
 		t.Fatal(err)
 	}

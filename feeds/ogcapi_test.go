@@ -17,9 +17,9 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // setupOGCAPI is setup for ogcapi feeds: a fixture OGC API server, a fresh
@@ -97,7 +97,7 @@ const ogcapiFeeds = `
 func TestOGCAPIPollLoadsComplete(t *testing.T) {
 	t.Parallel()
 	b, server := setupOGCAPI(t, ogcapiFeeds)
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 1234}})
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 1234}})
 	for _, feed := range []string{"parcels", "landing"} {
 		res, err := b.manager.Poll(b.ctx, "county/"+feed)
 		if err != nil {
@@ -149,12 +149,12 @@ func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
 				t.Fatalf("no expectation for pitfall %s", pit)
 			}
 			b, server := setupOGCAPI(t, ogcapiFeeds)
-			server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 350}})
+			server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 350}})
 			if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 				t.Fatal(err)
 			}
 			before := b.featureDigest(t, "parcels")
-			server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 350, Version: 1}, Pitfall: pit})
+			server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 350, Version: 1}, Pitfall: pit})
 			res, err := b.manager.Poll(b.ctx, "county/parcels")
 			if msg == "" {
 				if err != nil || res.Features != 350 || res.Modified != 4 {
@@ -213,7 +213,7 @@ func TestOGCAPIResumeStartsOver(t *testing.T) {
         url: %[1]s/collections/parcels?apikey=s3cret
         page_size: 10
 `)
-			server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 47}})
+			server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 47}})
 			var tripped atomic.Bool
 			server.Hook = func(_ string, offset int) {
 				if offset == (k-1)*10 && tripped.CompareAndSwap(false, true) {
@@ -282,7 +282,7 @@ func TestOGCAPIPart2CRS(t *testing.T) {
         crs: http://www.opengis.net/def/crs/EPSG/0/3857
         page_size: 50
 `)
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 120}})
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 120}})
 	for _, feed := range []string{"crs84", "epsg4326", "epsg3857"} {
 		if _, err := b.manager.Poll(b.ctx, "county/"+feed); err != nil {
 			t.Fatal(err)
@@ -460,8 +460,8 @@ func TestOGCAPIUnprovenCollection(t *testing.T) {
         url: %[1]s/collections/counted
         page_size: 100
 `)
-	server.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250}, Pitfall: ogcapitest.NoNumberMatched})
-	server.Add("counted", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250}, Pitfall: ogcapitest.NoNumberMatched, Hits: true})
+	server.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 250}, Pitfall: ogcapitest.NoNumberMatched})
+	server.Add("counted", ogcapitest.Collection{Layer: layertest.Parcels{N: 250}, Pitfall: ogcapitest.NoNumberMatched, Hits: true})
 	_, err := b.manager.Poll(b.ctx, "county/strict")
 	if err == nil || !strings.Contains(err.Error(), "nothing proves the 250 features the whole collection; set completeness: links_only") {
 		t.Errorf("strict: %v", err)

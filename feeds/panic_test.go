@@ -8,9 +8,9 @@ import (
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // panickingFetcher is a real client whose page handler panics on page
@@ -39,12 +39,12 @@ func TestPanicFailsThePollNotTheProcess(t *testing.T) {
 	fetcher := &panickingFetcher{panicAt: -1}
 	b := setup(t, withFetcher(func(c *wfs.Client) feeds.Fetcher { fetcher.Client = c; return fetcher }))
 	server, m, pool, ctx := b.server, b.manager, b.pool, b.ctx
-	server.AddLayer("parcels", wfstest.Parcels{N: 25})
+	server.AddLayer("parcels", layertest.Parcels{N: 25})
 	if _, err := m.Poll(ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
 	}
 
-	server.AddLayer("parcels", wfstest.Parcels{N: 20})
+	server.AddLayer("parcels", layertest.Parcels{N: 20})
 	fetcher.panicAt = 1
 	_, err := m.Poll(ctx, "county/parcels")
 	var pe *feeds.PanicError

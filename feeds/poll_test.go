@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -20,7 +21,7 @@ import (
 func TestPollAppliesEveryPage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 45})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 45})
 
 	res, err := b.manager.Poll(b.ctx, "county/parcels")
 	if err != nil {
@@ -66,14 +67,14 @@ func TestPollAppliesEveryPage(t *testing.T) {
 func TestConnectionCutOnPage3KeepsPreviousFeatures(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 50})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 50})
 	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
 	}
 	before := b.featureDigest(t, "parcels")
 
 	// The next snapshot differs (feature 0 changes), and page 3 always dies.
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 50, Version: 1})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 50, Version: 1})
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Page == 2 {
 			return &wfstest.Fault{CutAfter: 700}
@@ -126,7 +127,7 @@ func TestConnectionCutOnPage3KeepsPreviousFeatures(t *testing.T) {
 func TestHTMLPageWithStatus200FailsThePoll(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 5})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 5})
 	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +147,12 @@ func TestHTMLPageWithStatus200FailsThePoll(t *testing.T) {
 func TestCancelledPollAppliesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 30})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 30})
 	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
 	}
 	before := b.featureDigest(t, "parcels")
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 30, Version: 2})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 30, Version: 2})
 
 	reached := make(chan struct{})
 	var once atomic.Bool
@@ -185,7 +186,7 @@ func TestCancelledPollAppliesNothing(t *testing.T) {
 func TestPollWhileRunningIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 5})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 5})
 	release := make(chan struct{})
 	reached := make(chan struct{}, 1)
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
@@ -242,8 +243,8 @@ func TestSchedulerCatchesUpThenPollsOncePerTick(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	b := setup(t, withFeeds(hourlyRoads), withClock(schedClock()),
 		withManagerOptions(feeds.WithMaxJitter(0), feeds.WithSignals(&sig), feeds.WithRegisterer(reg)))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 12})
-	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 12})
+	b.server.AddLayer("roads", layertest.Parcels{N: 3})
 	// parcels succeeded just now: not overdue. roads never did.
 	if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 		t.Fatal(err)
@@ -289,7 +290,7 @@ func TestTickWhilePollRunsIsSkipped(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	b := setup(t, withFeeds(hourlyRoads), withClock(schedClock()),
 		withManagerOptions(feeds.WithMaxJitter(0), feeds.WithCatchUp(false), feeds.WithSignals(&sig), feeds.WithRegisterer(reg)))
-	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
+	b.server.AddLayer("roads", layertest.Parcels{N: 3})
 	reached, release := make(chan struct{}, 1), make(chan struct{})
 	var hung atomic.Bool
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
@@ -341,7 +342,7 @@ func TestStopCancelsAScheduledPoll(t *testing.T) {
 	var sig feeds.Signals
 	b := setup(t, withFeeds(hourlyRoads), withClock(schedClock()),
 		withManagerOptions(feeds.WithMaxJitter(0), feeds.WithCatchUp(false), feeds.WithSignals(&sig)))
-	b.server.AddLayer("roads", wfstest.Parcels{N: 3})
+	b.server.AddLayer("roads", layertest.Parcels{N: 3})
 	reached := make(chan struct{}, 1)
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Layer == "roads" {
@@ -386,7 +387,7 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	t.Parallel()
 	var sigA, sigB feeds.Signals
 	b := setup(t, withManagerOptions(feeds.WithInstanceID("a:1"), feeds.WithSignals(&sigA)))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 25})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 25})
 	other := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("b:2"), feeds.WithSignals(&sigB))
 	t.Cleanup(other.Stop)
 
@@ -458,7 +459,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 func TestPollReadsTheInjectedClock(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withManagerOptions(feeds.WithClock(&steppingClock{at: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)})))
-	b.server.AddLayer("parcels", wfstest.Parcels{N: 12})
+	b.server.AddLayer("parcels", layertest.Parcels{N: 12})
 	res, err := b.manager.Poll(b.ctx, "county/parcels")
 	if err != nil {
 		t.Fatal(err)

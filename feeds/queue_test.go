@@ -15,6 +15,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -34,7 +35,7 @@ func TestQueuedPollsKeepTheirTimeout(t *testing.T) {
 		timeout   = 5 * time.Second // the feeds' timeout: < the line
 	)
 	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 5})
+	server.AddLayer("parcels", layertest.Parcels{N: 5})
 	// The first request is held until every poll has started, so that all
 	// six are in line behind it; each request then takes answerIn (the
 	// slow county this is about).
@@ -132,7 +133,7 @@ func TestQueuedPollsKeepTheirTimeout(t *testing.T) {
 // nothing for it.
 func TestQueueTimeoutIsNotTheServers(t *testing.T) {
 	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 5})
+	server.AddLayer("parcels", layertest.Parcels{N: 5})
 	release := make(chan struct{})
 	holding := make(chan struct{})
 	var once sync.Once

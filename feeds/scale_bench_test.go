@@ -21,6 +21,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/internal/memstat"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
@@ -148,7 +149,7 @@ func serveScaleOrigins(n string) {
 		os.Exit(2)
 	}
 	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 8})
+	server.AddLayer("parcels", layertest.Parcels{N: 8})
 	srv := &http.Server{Handler: server}
 	out := bufio.NewWriter(os.Stdout)
 	for range count {

@@ -16,10 +16,10 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/redact"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // keyedOGCAPI is an OGC API server that wants the feed's key once on every
@@ -78,7 +78,7 @@ func TestOGCAPIReplayWithAKeySpelledOtherwise(t *testing.T) {
 	t.Parallel()
 	const key = "k3y-of-the-feed-91"
 	api := ogcapitest.New()
-	api.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 25}})
+	api.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}})
 	server := &keyedOGCAPI{api: api, key: key}
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)

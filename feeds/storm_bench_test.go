@@ -15,6 +15,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -206,7 +207,7 @@ func newFlappingCounty(b *testing.B) *flappingCounty {
 	c := &flappingCounty{url: "http://" + ln.Addr().String()}
 	c.origin = c.url
 	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 50})
+	server.AddLayer("parcels", layertest.Parcels{N: 50})
 	srv := &http.Server{Handler: server}
 	var once sync.Once
 	server.SetFault(func(r wfstest.Request) *wfstest.Fault {
@@ -233,7 +234,7 @@ func newFlappingCounty(b *testing.B) *flappingCounty {
 
 func startHealthy(b *testing.B) string {
 	server := wfstest.New()
-	server.AddLayer("parcels", wfstest.Parcels{N: 50})
+	server.AddLayer("parcels", layertest.Parcels{N: 50})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -10,10 +10,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // maxBombRSS is the peak RSS (KB) a poll may reach on any document the
@@ -78,7 +78,7 @@ func TestDocumentBombsPeakRSS(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := ogcapitest.New()
-			s.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250},
+			s.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 250},
 				Schema: ogcapitest.JSONSchema(nil, "geometry-polygon")})
 			s.Bomb(c.path, c.head, c.unit, c.tail, c.size)
 			srv := httptest.NewServer(s)

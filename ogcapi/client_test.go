@@ -17,10 +17,10 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 	"github.com/twpayne/go-geom"
 )
 
@@ -66,7 +66,7 @@ func (c *collect) total() int {
 func fixture(t *testing.T, n int, pit ogcapitest.Pitfall) (*ogcapitest.Server, string) {
 	t.Helper()
 	s := ogcapitest.New()
-	s.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: n}, Pitfall: pit})
+	s.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: n}, Pitfall: pit})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return s, srv.URL
@@ -131,7 +131,7 @@ func TestFetchLegitimateOddities(t *testing.T) {
 		{pit: ogcapitest.NoNumberMatched, links: true, completeness: "links_only", warning: "completeness rests on its next links alone"},
 	} {
 		s := ogcapitest.New()
-		s.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 250}, Pitfall: c.pit, Hits: c.hits})
+		s.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 250}, Pitfall: c.pit, Hits: c.hits})
 		srv := httptest.NewServer(s)
 		t.Cleanup(srv.Close)
 		col, stats, warnings, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 30, LinksOnly: c.links})
@@ -184,7 +184,7 @@ func TestFetchPitfalls(t *testing.T) {
 			t.Parallel()
 			pit, hits := strings.CutPrefix(string(c.pit), "hits:")
 			s := ogcapitest.New()
-			s.Add("parcels", ogcapitest.Collection{Layer: wfstest.Parcels{N: 350}, Pitfall: ogcapitest.Pitfall(pit), Hits: hits})
+			s.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 350}, Pitfall: ogcapitest.Pitfall(pit), Hits: hits})
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
 			_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 100, LinksOnly: c.links})
@@ -268,7 +268,7 @@ func TestPrepareErrors(t *testing.T) {
 func TestValidatorsOnePage(t *testing.T) {
 	t.Parallel()
 	s := ogcapitest.New()
-	s.Add("small", ogcapitest.Collection{Layer: wfstest.Parcels{N: 5}, ETag: `"v1"`})
+	s.Add("small", ogcapitest.Collection{Layer: layertest.Parcels{N: 5}, ETag: `"v1"`})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	_, stats, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/small", PageSize: 10})

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 func columnsOf(d *schema.Declared) string {
@@ -105,7 +105,7 @@ func TestFromJSONSchema(t *testing.T) {
 // FuzzFromJSONSchema: no document makes the adapter panic, and what it
 // declares is always a valid column type.
 func FuzzFromJSONSchema(f *testing.F) {
-	f.Add([]byte(ogcapitest.JSONSchema(wfstest.Parcels{}.Fields(), "geometry-polygon")))
+	f.Add([]byte(ogcapitest.JSONSchema(layertest.Parcels{}.Fields(), "geometry-polygon")))
 	f.Add([]byte(`{"properties":{"a":{"type":["integer","null"]},"g":{"$ref":"https://geojson.org/schema/"}}}`))
 	f.Add([]byte(`{"type":"object","properties":{"x":{"type":"string","format":"date-time","x-ogc-role":"id"}}}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
@@ -128,14 +128,14 @@ func FuzzFromJSONSchema(f *testing.F) {
 // discovery TTL; a layer that does not ask for it sends no request.
 func TestDeclaredFromTheCollection(t *testing.T) {
 	t.Parallel()
-	fields := wfstest.Parcels{}.Fields()
+	fields := layertest.Parcels{}.Fields()
 	want := "pin text, owner text, site_address text, zoning text, land_use text, acres double precision, " +
 		"assessed_value bigint, year_built bigint, bedrooms bigint, exempt boolean, deed_date date, township text"
 	s := ogcapitest.New()
-	s.Add("q", ogcapitest.Collection{Layer: wfstest.Parcels{N: 20}, Queryables: ogcapitest.JSONSchema(fields, "geometry-polygon")})
-	s.Add("both", ogcapitest.Collection{Layer: wfstest.Parcels{N: 20}, Queryables: `{"properties":{"pin":{"type":"string"}}}`,
+	s.Add("q", ogcapitest.Collection{Layer: layertest.Parcels{N: 20}, Queryables: ogcapitest.JSONSchema(fields, "geometry-polygon")})
+	s.Add("both", ogcapitest.Collection{Layer: layertest.Parcels{N: 20}, Queryables: `{"properties":{"pin":{"type":"string"}}}`,
 		Schema: ogcapitest.JSONSchema(fields, "geometry-polygon")})
-	s.Add("none", ogcapitest.Collection{Layer: wfstest.Parcels{N: 20}})
+	s.Add("none", ogcapitest.Collection{Layer: layertest.Parcels{N: 20}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -175,7 +175,7 @@ func TestDeclaredFromTheCollection(t *testing.T) {
 
 	// The document breaks: within the TTL the cached schema stands; past
 	// it, a warning and the last schema read.
-	s.Add("q", ogcapitest.Collection{Layer: wfstest.Parcels{N: 20}, Queryables: `{"type":"object","properties":`})
+	s.Add("q", ogcapitest.Collection{Layer: layertest.Parcels{N: 20}, Queryables: `{"type":"object","properties":`})
 	if stats, err := poll("q", true); err != nil || columnsOf(stats.Declared) != want {
 		t.Errorf("cached: %v, %q", err, columnsOf(stats.Declared))
 	}

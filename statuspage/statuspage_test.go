@@ -16,6 +16,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, 4)) }
 // loadLayers serves layers from a fixture server and polls each once into
 // a fresh database through the real poller and store, as feeds
 // county/NAME; it returns the database.
-func loadLayers(tb testing.TB, layers map[string]wfstest.Layer, pageSize int) *pgxpool.Pool {
+func loadLayers(tb testing.TB, layers map[string]layertest.Layer, pageSize int) *pgxpool.Pool {
 	tb.Helper()
 	server := wfstest.New()
 	ts := httptest.NewServer(server)
@@ -64,7 +65,7 @@ func loadLayers(tb testing.TB, layers map[string]wfstest.Layer, pageSize int) *p
 // axis order).
 func TestThumbnail(t *testing.T) {
 	t.Parallel()
-	pool := loadLayers(t, map[string]wfstest.Layer{"parcels": wfstest.Parcels{N: 3000}, "addresses": wfstest.Points{N: 600}}, 1000)
+	pool := loadLayers(t, map[string]layertest.Layer{"parcels": layertest.Parcels{N: 3000}, "addresses": layertest.Points{N: 600}}, 1000)
 	ctx := t.Context()
 	h := New(pool, nil)
 	raleigh := BBox{-79, 35.5, -78.3, 35.8}
@@ -204,7 +205,7 @@ func TestLineChart(t *testing.T) {
 // by the real poller): the target is under 300 ms a page and a thumbnail
 // under 200 KB. It reports the thumbnail's bytes and the page's.
 func BenchmarkFeedPage250k(b *testing.B) {
-	pool := loadLayers(b, map[string]wfstest.Layer{"parcels": wfstest.Parcels{N: 250_000}}, 5000)
+	pool := loadLayers(b, map[string]layertest.Layer{"parcels": layertest.Parcels{N: 250_000}}, 5000)
 	h := New(pool, nil)
 	h.SetBounds(map[string]BBox{"county": {-79, 35.5, -78.3, 35.8}})
 	req := httptest.NewRequest("GET", FeedPath("county", "parcels"), nil)

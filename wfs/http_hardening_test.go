@@ -18,6 +18,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -55,7 +56,7 @@ func (h *headerLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	t.Parallel()
 	fx := wfstest.New()
-	fx.AddLayer("parcels", wfstest.Parcels{N: 25})
+	fx.AddLayer("parcels", layertest.Parcels{N: 25})
 	rec := &headerLog{next: fx}
 	srv := serve(t, rec)
 	var logs bytes.Buffer
@@ -125,7 +126,7 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 func TestBodyLimitPerFeed(t *testing.T) {
 	t.Parallel()
 	fx := wfstest.New()
-	fx.AddLayer("parcels", wfstest.Parcels{N: 40})
+	fx.AddLayer("parcels", layertest.Parcels{N: 40})
 	var n atomic.Int64
 	// Gzip every answer: the limit must count inflated bytes (the 40
 	// parcels are 35 KB, 2.7 KB gzipped: a limit of 4000 counted on the
@@ -213,8 +214,8 @@ func TestContentErrorsAreTheFeeds(t *testing.T) {
 			`<wfs:member><x:p gml:id="a"><x:geom><gml:Point srsName="EPSG:4326"><gml:pos>east north</gml:pos></gml:Point></x:geom></x:p></wfs:member></wfs:FeatureCollection>`,
 	}
 	fx := wfstest.New()
-	fx.AddLayer("good", wfstest.Parcels{N: 15})
-	fx.AddLayer("bad", wfstest.Parcels{N: 15})
+	fx.AddLayer("good", layertest.Parcels{N: 15})
+	fx.AddLayer("bad", layertest.Parcels{N: 15})
 	var current atomic.Value
 	fx.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Layer != "bad" {
@@ -395,7 +396,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 
 	// The same through the fixture server, as the hostile corpus serves it.
 	fx := wfstest.New()
-	parcels := wfstest.Parcels{N: 40}
+	parcels := layertest.Parcels{N: 40}
 	fx.AddLayer("parcels", parcels)
 	fx.SetFault(wfstest.UnstablePages("parcels", parcels))
 	fsrv := serve(t, fx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -32,7 +33,7 @@ type redirectFixture struct {
 func newRedirectFixture(t *testing.T) *redirectFixture {
 	t.Helper()
 	f := &redirectFixture{fx: wfstest.New()}
-	f.fx.AddLayer("parcels", wfstest.Parcels{N: 12})
+	f.fx.AddLayer("parcels", layertest.Parcels{N: 12})
 	f.awayHeader.Store("")
 	f.to.Store("")
 	away := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

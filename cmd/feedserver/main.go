@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -297,7 +298,7 @@ func flap(d time.Duration, logger *slog.Logger) wfstest.FaultFunc {
 }
 
 // parseGenerate reads NAME=N (parcels) or NAME=points:N.
-func parseGenerate(spec string) (string, wfstest.Generated, error) {
+func parseGenerate(spec string) (string, layertest.Generated, error) {
 	name, n, ok := strings.Cut(spec, "=")
 	kind, n, points := strings.Cut(n, ":")
 	if !points {
@@ -308,9 +309,9 @@ func parseGenerate(spec string) (string, wfstest.Generated, error) {
 		return "", nil, fmt.Errorf("%q: want NAME=N or NAME=points:N", spec)
 	}
 	if points {
-		return name, wfstest.Points{N: count}, nil
+		return name, layertest.Points{N: count}, nil
 	}
-	return name, wfstest.Parcels{N: count}, nil
+	return name, layertest.Parcels{N: count}, nil
 }
 
 // writeCopyRows writes a generated layer as COPY text to stdout.
@@ -322,7 +323,7 @@ func writeCopyRows(spec string) error {
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
 	buf := make([]byte, 0, 4096)
 	for i := range layer.Len() {
-		buf = wfstest.AppendCopyRow(buf[:0], layer, i)
+		buf = layertest.AppendCopyRow(buf[:0], layer, i)
 		if _, err := w.Write(buf); err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -64,7 +65,7 @@ func newClusterOrigin(t testing.TB, layers []string, features int) *clusterOrigi
 	t.Helper()
 	o := &clusterOrigin{srv: wfstest.New(), hung: make(chan struct{})}
 	for _, l := range layers {
-		o.srv.AddLayer(l, wfstest.Parcels{N: features})
+		o.srv.AddLayer(l, layertest.Parcels{N: features})
 	}
 	o.ts = httptest.NewServer(o) // 127.0.0.1:0: loopback only
 	t.Cleanup(o.ts.Close)

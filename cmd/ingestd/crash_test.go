@@ -20,6 +20,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -219,7 +220,7 @@ func testPostgresCrash(t *testing.T, bin string) {
 			t.Fatalf("first poll of c/%s: %s", l, out)
 		}
 	}
-	server.AddLayer("held", wfstest.Parcels{N: 3})
+	server.AddLayer("held", layertest.Parcels{N: 3})
 	if code, out := runBin(t, bin, "poll", "-config", cfgPath, "-database-url", pg.url, "c/held"); code == 0 || !strings.Contains(out, "held") {
 		t.Fatalf("poll of c/held shrunk to 3: exit %d, want it held:\n%s", code, out)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -134,7 +135,7 @@ func fixtureOrigin(t *testing.T, features int, layers ...string) (server *wfstes
 	t.Helper()
 	server = wfstest.New()
 	for _, l := range layers {
-		server.AddLayer(l, wfstest.Parcels{N: features})
+		server.AddLayer(l, layertest.Parcels{N: features})
 	}
 	ts = httptest.NewServer(server) // 127.0.0.1:0: loopback only
 	t.Cleanup(ts.Close)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
-	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // `ingestd poll` of kind ogcapi through the command's own wiring: a good
@@ -19,8 +19,8 @@ import (
 func TestPollOGCAPI(t *testing.T) {
 	t.Parallel()
 	api := ogcapitest.New()
-	api.Add("zoning", ogcapitest.Collection{Layer: wfstest.Parcels{N: 25}})
-	api.Add("broken", ogcapitest.Collection{Layer: wfstest.Parcels{N: 25}, Pitfall: ogcapitest.OffsetIgnored})
+	api.Add("zoning", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}})
+	api.Add("broken", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}, Pitfall: ogcapitest.OffsetIgnored})
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)
 	dbURL := pgtest.URL(t)

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -265,8 +266,8 @@ func assertOwnedBy(t *testing.T, dbURL, owner string, feedTables int) {
 func writeTownConfig(t *testing.T) string {
 	t.Helper()
 	wfs := wfstest.New()
-	wfs.AddLayer("zoning", wfstest.Parcels{N: 25})
-	wfs.AddLayer("parcels", wfstest.Parcels{N: 12})
+	wfs.AddLayer("zoning", layertest.Parcels{N: 25})
+	wfs.AddLayer("parcels", layertest.Parcels{N: 12})
 	ts := httptest.NewServer(wfs)
 	t.Cleanup(ts.Close)
 	cfg := filepath.Join(t.TempDir(), "j.yaml")

@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/wfs/wfstest"
+	"github.com/ingestd/ingestd/internal/layertest"
 )
 
 // parcelsWithValue is a layer of n parcels whose "value" is value(i).
-func parcelsWithValue(n int, value func(i int) any) wfstest.Features {
-	var fs wfstest.Features
+func parcelsWithValue(n int, value func(i int) any) layertest.Features {
+	var fs layertest.Features
 	for i := range n {
 		g := json.RawMessage(fmt.Sprintf(`{"type":"Point","coordinates":[-78.6%d,35.7]}`, i))
-		fs = append(fs, wfstest.MarshalFeature(fmt.Sprintf("p%d", i), g, map[string]any{"pin": fmt.Sprintf("%04d", i), "value": value(i)}))
+		fs = append(fs, layertest.MarshalFeature(fmt.Sprintf("p%d", i), g, map[string]any{"pin": fmt.Sprintf("%04d", i), "value": value(i)}))
 	}
 	return fs
 }

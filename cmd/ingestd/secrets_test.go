@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
@@ -160,8 +161,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// by one kind would refuse the next before it reached the server), and
 	// one that refuses connections.
 	fixture := wfstest.New()
-	fixture.AddLayer("parcels", wfstest.Parcels{N: 25})
-	fixture.AddLayer("shrinking", wfstest.Parcels{N: 20})
+	fixture.AddLayer("parcels", layertest.Parcels{N: 25})
+	fixture.AddLayer("shrinking", layertest.Parcels{N: 20})
 	newOrigin := func() (*secretOrigin, string) {
 		o := &secretOrigin{srv: fixture, headers: map[string]bool{}}
 		ts := httptest.NewServer(o) // loopback only
@@ -304,7 +305,7 @@ jurisdictions:
 		}
 	}
 	// The layer shrinks by 90%: the guard holds the snapshot.
-	fixture.AddLayer("shrinking", wfstest.Parcels{N: 2})
+	fixture.AddLayer("shrinking", layertest.Parcels{N: 2})
 	for _, key := range []string{"good/shrink", "good/missing", "good/echo", "bad/e500", "bad/e500b", "bad/html",
 		"bad/redirect", "bad/badlocation", "bad/refused"} {
 		if code, _ := cli("poll", key); code == 0 {
@@ -569,7 +570,7 @@ type echoServers struct {
 func newEchoServers(t *testing.T) *echoServers {
 	t.Helper()
 	api := ogcapitest.New()
-	api.Add("c", ogcapitest.Collection{Layer: wfstest.Parcels{N: 25}})
+	api.Add("c", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}})
 	e := &echoServers{hosts: map[string]string{}, echoed: map[string]*atomic.Int64{}}
 	for shape := range echoSecrets {
 		n := &atomic.Int64{}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -88,7 +89,7 @@ jurisdictions:
 	// The shrinking county now serves 5 of its 40 parcels: held. The
 	// flapping one answers an error page with a secret in it: its breaker
 	// opens and its poll is parked.
-	shrinkSrv.AddLayer("parcels", wfstest.Parcels{N: 5})
+	shrinkSrv.AddLayer("parcels", layertest.Parcels{N: 5})
 	flapSrv.SetFault(func(wfstest.Request) *wfstest.Fault {
 		return &wfstest.Fault{Status: 503, Body: "<html><body>down, see http://admin:hunter2@flap.example/x?token=SECRET-TOKEN-2</body></html>"}
 	})

@@ -2,7 +2,8 @@
 // landing page, conformance, an OpenAPI document declaring the maximum
 // limit, collections with CRS lists (Part 2: CRS84, EPSG:4326 latitude
 // first, EPSG:3857), and items paged by offset through next links. Layers
-// are wfstest layers (recorded FeatureCollections or generated parcels).
+// are internal/layertest layers (recorded FeatureCollections or generated
+// parcels).
 // Each collection may carry a Pitfall: the misbehaviour of real servers
 // that a client must refuse or survive (see the Pitfall constants).
 package ogcapitest
@@ -21,7 +22,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ingestd/ingestd/wfs/wfstest"
+	"github.com/ingestd/ingestd/internal/layertest"
 	gj "github.com/twpayne/go-geom/encoding/geojson"
 )
 
@@ -96,7 +97,7 @@ const (
 
 // Collection is one collection of the server.
 type Collection struct {
-	Layer   wfstest.Layer
+	Layer   layertest.Layer
 	Pitfall Pitfall
 	// ETag, when set, is sent with every items response.
 	ETag string
@@ -114,13 +115,13 @@ type Collection struct {
 // queryables or Part 5 schema document describes them: the geometry
 // first (geomFormat, e.g. "geometry-polygon"), then each field with the
 // JSON Schema type of its XSD type.
-func JSONSchema(fields []wfstest.Field, geomFormat string) string {
+func JSONSchema(fields []layertest.Field, geomFormat string) string {
 	var b strings.Builder
 	b.WriteString(`{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{`)
 	fmt.Fprintf(&b, `"geometry":{"x-ogc-role":"primary-geometry","format":%q}`, geomFormat)
 	for _, f := range fields {
-		t := map[wfstest.FieldType]string{wfstest.Integer: `"type":"integer"`, wfstest.Double: `"type":"number","format":"double"`,
-			wfstest.Boolean: `"type":"boolean"`, wfstest.Date: `"type":"string","format":"date"`}[f.Type]
+		t := map[layertest.FieldType]string{layertest.Integer: `"type":"integer"`, layertest.Double: `"type":"number","format":"double"`,
+			layertest.Boolean: `"type":"boolean"`, layertest.Date: `"type":"string","format":"date"`}[f.Type]
 		if t == "" {
 			t = `"type":"string"`
 		}
@@ -508,7 +509,7 @@ func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id str
 	_, _ = w.Write(buf)
 }
 
-// topLevelID is a wfstest feature's leading type and id members.
+// topLevelID is a layertest feature's leading type and id members.
 var topLevelID = regexp.MustCompile(`^\{"type":"Feature","id":"[^"]*",`)
 
 func appendLink(buf []byte, href, rel string) []byte {

@@ -5,7 +5,10 @@ import (
 	"html"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/ingestd/ingestd/internal/layertest"
 )
 
 // wantsGML reports whether a GetFeature outputFormat asks for GML. As on real
@@ -17,7 +20,7 @@ func wantsGML(outputFormat string) bool {
 
 // renderGML32Page renders the requested slice of a generated layer as a WFS 2.0
 // FeatureCollection in GML 3.2.
-func renderGML32Page(l Generated, req Request, crs84 bool) []byte {
+func renderGML32Page(l layertest.Generated, req Request, crs84 bool) []byte {
 	start := min(max(req.StartIndex, 0), l.Len())
 	end := l.Len()
 	if req.Count >= 0 {
@@ -28,12 +31,74 @@ func renderGML32Page(l Generated, req Request, crs84 bool) []byte {
 	buf = fmt.Appendf(buf, `<?xml version="1.0" encoding="UTF-8"?>
 <wfs:FeatureCollection xmlns:wfs="http://www.opengis.net/wfs/2.0" xmlns:gml="http://www.opengis.net/gml/3.2" xmlns:ingestd="http://ingestd.example/fixture" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" numberMatched="%d" numberReturned="%d" timeStamp="2026-01-01T00:00:00Z">`,
 		l.Len(), end-start)
-	var rec Record
+	var rec layertest.Record
 	for i := start; i < end; i++ {
 		l.Record(i, &rec)
 		buf = appendGML32Record(buf, req.Layer, fields, &rec, crs84)
 	}
 	return append(buf, "</wfs:FeatureCollection>\n"...)
+}
+
+// appendGML32Record renders rec as a GML 3.2 wfs:member, the way GeoServer
+// answers WFS 2.0: urn:ogc:def:crs:EPSG::4326, so latitude comes first (or
+// CRS84, longitude first).
+func appendGML32Record(buf []byte, typeName string, fields []layertest.Field, rec *layertest.Record, crs84 bool) []byte {
+	srs, appendPos := `srsName="urn:ogc:def:crs:EPSG::4326"`, appendLatLon
+	if crs84 {
+		srs, appendPos = `srsName="urn:ogc:def:crs:OGC:1.3:CRS84"`, appendLonLat
+	}
+	buf = append(buf, "<wfs:member><ingestd:"...)
+	buf = append(buf, typeName...)
+	buf = append(buf, ` gml:id="`...)
+	buf = append(buf, html.EscapeString(rec.ID)...)
+	buf = append(buf, `"><ingestd:geom>`...)
+	switch rec.Kind {
+	case "Point":
+		buf = append(buf, `<gml:Point `+srs+` srsDimension="2"><gml:pos>`...)
+		buf = appendPos(buf, rec.Coords)
+		buf = append(buf, `</gml:pos></gml:Point>`...)
+	default:
+		buf = append(buf, `<gml:Polygon `+srs+` srsDimension="2"><gml:exterior><gml:LinearRing><gml:posList>`...)
+		buf = appendPos(buf, rec.Coords)
+		buf = append(buf, `</gml:posList></gml:LinearRing></gml:exterior></gml:Polygon>`...)
+	}
+	buf = append(buf, `</ingestd:geom>`...)
+	for f, field := range fields {
+		buf = append(buf, "<ingestd:"...)
+		buf = append(buf, field.Name...)
+		buf = append(buf, '>')
+		buf = append(buf, html.EscapeString(rec.Values[f])...)
+		buf = append(buf, "</ingestd:"...)
+		buf = append(buf, field.Name...)
+		buf = append(buf, '>')
+	}
+	buf = append(buf, "</ingestd:"...)
+	buf = append(buf, typeName...)
+	return append(buf, "></wfs:member>"...)
+}
+
+func appendLonLat(buf []byte, coords []float64) []byte {
+	for k := 0; k+1 < len(coords); k += 2 {
+		if k > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = strconv.AppendFloat(buf, coords[k], 'f', -1, 64)
+		buf = append(buf, ' ')
+		buf = strconv.AppendFloat(buf, coords[k+1], 'f', -1, 64)
+	}
+	return buf
+}
+
+func appendLatLon(buf []byte, coords []float64) []byte {
+	for k := 0; k+1 < len(coords); k += 2 {
+		if k > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = strconv.AppendFloat(buf, coords[k+1], 'f', -1, 64)
+		buf = append(buf, ' ')
+		buf = strconv.AppendFloat(buf, coords[k], 'f', -1, 64)
+	}
+	return buf
 }
 
 func writeHits(w http.ResponseWriter, n int) {
@@ -96,12 +161,12 @@ func (s *Server) writeDescribeFeatureType(w http.ResponseWriter, typeNames strin
 `)
 	for _, name := range strings.Split(typeNames, ",") {
 		name = strings.TrimPrefix(strings.TrimSpace(name), "ingestd:")
-		gen, ok := s.layers[name].(Generated)
+		gen, ok := s.layers[name].(layertest.Generated)
 		if !ok {
 			continue
 		}
 		geomType := "gml:GeometryPropertyType"
-		var rec Record
+		var rec layertest.Record
 		if gen.Len() > 0 {
 			gen.Record(0, &rec)
 			geomType = "gml:" + rec.Kind + "PropertyType"

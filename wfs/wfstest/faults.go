@@ -3,6 +3,8 @@ package wfstest
 import (
 	"net/http"
 	"strings"
+
+	"github.com/ingestd/ingestd/internal/layertest"
 )
 
 // UnstablePages returns a FaultFunc that answers every GetFeature page of
@@ -11,7 +13,7 @@ import (
 // FeatureCollection without numberMatched: a server that pages in no stable
 // order and never sends a short page, so that paging never ends by itself.
 // Other layers are served normally.
-func UnstablePages(name string, l Layer) FaultFunc {
+func UnstablePages(name string, l layertest.Layer) FaultFunc {
 	return func(r Request) *Fault {
 		if r.Layer != name || r.Count <= 0 || l.Len() == 0 {
 			return nil

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ingestd/ingestd/internal/layertest"
 )
 
 // Kinds of hostile feed: how ingestd is configured to read the case.
@@ -286,7 +288,7 @@ func (h *Hostile) servePhase(w http.ResponseWriter, r *http.Request) {
 const GoodFeatures = 2
 
 // goodLayer is the layer of the good phase: two address points.
-var goodLayer = Points{N: GoodFeatures}
+var goodLayer = layertest.Points{N: GoodFeatures}
 
 // serveGood answers a request of kind with the good layer, paged as asked.
 func serveGood(w http.ResponseWriter, r *http.Request, kind string) {

@@ -6,28 +6,23 @@
 //
 // One Server is one origin. Tests usually start it with NewTestServer; the
 // feedserver command serves testdata/feeds over loopback ports for the demo.
+// The layers it serves (generated or loaded from GeoJSON) are
+// internal/layertest's, which no protocol owns.
 package wfstest
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// Layer is a feature type the server can serve. Features are rendered on demand,
-// so a generated layer of millions of features costs no memory.
-type Layer interface {
-	// Len is the number of features.
-	Len() int
-	// AppendFeature appends feature i (0 ≤ i < Len) as a GeoJSON Feature object.
-	AppendFeature(buf []byte, i int) []byte
-}
+	"github.com/ingestd/ingestd/internal/layertest"
+)
 
 // Request describes one request the server received, for fault injection and counting.
 type Request struct {
@@ -75,7 +70,7 @@ type Server struct {
 	CRS84 bool
 
 	mu     sync.RWMutex
-	layers map[string]Layer
+	layers map[string]layertest.Layer
 	fault  FaultFunc
 
 	seq      atomic.Int64
@@ -85,14 +80,33 @@ type Server struct {
 
 // New returns a server with no layers.
 func New() *Server {
-	return &Server{layers: map[string]Layer{}, counts: map[string]map[int]int{}}
+	return &Server{layers: map[string]layertest.Layer{}, counts: map[string]map[int]int{}}
 }
 
 // AddLayer serves l under name (a WFS type name, and /geojson/NAME.geojson).
-func (s *Server) AddLayer(name string, l Layer) {
+func (s *Server) AddLayer(name string, l layertest.Layer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.layers[name] = l
+}
+
+// LoadDir adds every NAME.geojson FeatureCollection in dir as layer NAME.
+func (s *Server) LoadDir(dir string) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.geojson"))
+	if err != nil {
+		return fmt.Errorf("wfstest: %w", err)
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("wfstest: no .geojson files in %s", dir)
+	}
+	for _, p := range paths {
+		l, err := layertest.LoadFeatureCollection(p)
+		if err != nil {
+			return err
+		}
+		s.AddLayer(strings.TrimSuffix(filepath.Base(p), ".geojson"), l)
+	}
+	return nil
 }
 
 // SetFault installs f for subsequent requests; nil restores normal service.
@@ -203,7 +217,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body []byte
-	gen, isGenerated := layer.(Generated)
+	gen, isGenerated := layer.(layertest.Generated)
 	if isGenerated && wantsGML(q["outputformat"]) {
 		body = renderGML32Page(gen, req, s.CRS84)
 		w.Header().Set("Content-Type", "application/gml+xml; version=3.2")
@@ -222,7 +236,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // renderPage renders the requested slice of layer as a FeatureCollection: WFS 2.0
 // style with numberMatched/numberReturned, GeoServer's WFS 1.1 style with
 // totalFeatures, or a bare collection for plain GeoJSON.
-func renderPage(l Layer, req Request, plain, v1 bool) []byte {
+func renderPage(l layertest.Layer, req Request, plain, v1 bool) []byte {
 	start, end := 0, l.Len()
 	if !plain {
 		start = min(max(req.StartIndex, 0), l.Len())
@@ -310,15 +324,4 @@ func atoiOr(s string, def int) int {
 		return def
 	}
 	return n
-}
-
-// MarshalFeature renders a GeoJSON feature with the given id, geometry (a
-// GeoJSON geometry object) and properties; a helper for hand-built layers.
-func MarshalFeature(id string, geometry json.RawMessage, props map[string]any) json.RawMessage {
-	p, err := json.Marshal(props)
-	if err != nil {
-		panic(err)
-	}
-	idj, _ := json.Marshal(id)
-	return json.RawMessage(`{"type":"Feature","id":` + string(idj) + `,"geometry":` + string(geometry) + `,"properties":` + string(p) + `}`)
 }

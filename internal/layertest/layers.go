@@ -1,11 +1,9 @@
-package wfstest
+package layertest
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 )
 
 // Features is a layer held in memory as rendered GeoJSON features.
@@ -21,36 +19,28 @@ func (f Features) AppendFeature(buf []byte, i int) []byte { return append(buf, f
 func LoadFeatureCollection(path string) (Features, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("wfstest: %w", err)
+		return nil, fmt.Errorf("layertest: %w", err)
 	}
 	var fc struct {
 		Type     string            `json:"type"`
 		Features []json.RawMessage `json:"features"`
 	}
 	if err := json.Unmarshal(data, &fc); err != nil {
-		return nil, fmt.Errorf("wfstest: %s: %w", path, err)
+		return nil, fmt.Errorf("layertest: %s: %w", path, err)
 	}
 	if fc.Type != "FeatureCollection" {
-		return nil, fmt.Errorf("wfstest: %s: not a FeatureCollection (type %q)", path, fc.Type)
+		return nil, fmt.Errorf("layertest: %s: not a FeatureCollection (type %q)", path, fc.Type)
 	}
 	return Features(fc.Features), nil
 }
 
-// LoadDir adds every NAME.geojson FeatureCollection in dir as layer NAME.
-func (s *Server) LoadDir(dir string) error {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.geojson"))
+// MarshalFeature renders a GeoJSON feature with the given id, geometry (a
+// GeoJSON geometry object) and properties; a helper for hand-built layers.
+func MarshalFeature(id string, geometry json.RawMessage, props map[string]any) json.RawMessage {
+	p, err := json.Marshal(props)
 	if err != nil {
-		return fmt.Errorf("wfstest: %w", err)
+		panic(err)
 	}
-	if len(paths) == 0 {
-		return fmt.Errorf("wfstest: no .geojson files in %s", dir)
-	}
-	for _, p := range paths {
-		l, err := LoadFeatureCollection(p)
-		if err != nil {
-			return err
-		}
-		s.AddLayer(strings.TrimSuffix(filepath.Base(p), ".geojson"), l)
-	}
-	return nil
+	idj, _ := json.Marshal(id)
+	return json.RawMessage(`{"type":"Feature","id":` + string(idj) + `,"geometry":` + string(geometry) + `,"properties":` + string(p) + `}`)
 }

@@ -1,4 +1,4 @@
-package wfstest
+package layertest
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"html"
 	"math"
 	"strconv"
 
@@ -91,68 +90,6 @@ func appendGeoJSONRecord(buf []byte, fields []Field, rec *Record) []byte {
 		}
 	}
 	return append(buf, "}}"...)
-}
-
-// appendGML32Record renders rec as a GML 3.2 wfs:member, the way GeoServer
-// answers WFS 2.0: urn:ogc:def:crs:EPSG::4326, so latitude comes first (or
-// CRS84, longitude first).
-func appendGML32Record(buf []byte, typeName string, fields []Field, rec *Record, crs84 bool) []byte {
-	srs, appendPos := `srsName="urn:ogc:def:crs:EPSG::4326"`, appendLatLon
-	if crs84 {
-		srs, appendPos = `srsName="urn:ogc:def:crs:OGC:1.3:CRS84"`, appendLonLat
-	}
-	buf = append(buf, "<wfs:member><ingestd:"...)
-	buf = append(buf, typeName...)
-	buf = append(buf, ` gml:id="`...)
-	buf = append(buf, html.EscapeString(rec.ID)...)
-	buf = append(buf, `"><ingestd:geom>`...)
-	switch rec.Kind {
-	case "Point":
-		buf = append(buf, `<gml:Point `+srs+` srsDimension="2"><gml:pos>`...)
-		buf = appendPos(buf, rec.Coords)
-		buf = append(buf, `</gml:pos></gml:Point>`...)
-	default:
-		buf = append(buf, `<gml:Polygon `+srs+` srsDimension="2"><gml:exterior><gml:LinearRing><gml:posList>`...)
-		buf = appendPos(buf, rec.Coords)
-		buf = append(buf, `</gml:posList></gml:LinearRing></gml:exterior></gml:Polygon>`...)
-	}
-	buf = append(buf, `</ingestd:geom>`...)
-	for f, field := range fields {
-		buf = append(buf, "<ingestd:"...)
-		buf = append(buf, field.Name...)
-		buf = append(buf, '>')
-		buf = append(buf, html.EscapeString(rec.Values[f])...)
-		buf = append(buf, "</ingestd:"...)
-		buf = append(buf, field.Name...)
-		buf = append(buf, '>')
-	}
-	buf = append(buf, "</ingestd:"...)
-	buf = append(buf, typeName...)
-	return append(buf, "></wfs:member>"...)
-}
-
-func appendLonLat(buf []byte, coords []float64) []byte {
-	for k := 0; k+1 < len(coords); k += 2 {
-		if k > 0 {
-			buf = append(buf, ' ')
-		}
-		buf = strconv.AppendFloat(buf, coords[k], 'f', -1, 64)
-		buf = append(buf, ' ')
-		buf = strconv.AppendFloat(buf, coords[k+1], 'f', -1, 64)
-	}
-	return buf
-}
-
-func appendLatLon(buf []byte, coords []float64) []byte {
-	for k := 0; k+1 < len(coords); k += 2 {
-		if k > 0 {
-			buf = append(buf, ' ')
-		}
-		buf = strconv.AppendFloat(buf, coords[k+1], 'f', -1, 64)
-		buf = append(buf, ' ')
-		buf = strconv.AppendFloat(buf, coords[k], 'f', -1, 64)
-	}
-	return buf
 }
 
 // Parcels is a generated layer of n parcel-like polygons (five-vertex rings on a
