@@ -213,19 +213,8 @@ func TestSlowReplayHoldsOnlyItsOrigin(t *testing.T) {
 		ids[p.Feed] = id
 	}
 
-	release := make(chan struct{})
-	began := map[string]chan struct{}{"slow": make(chan struct{}), "next": make(chan struct{}), "other": make(chan struct{})}
-	r := deadletter.NewReplayer(pool, func(ctx context.Context, l *deadletter.Letter) error {
-		close(began[l.Feed])
-		if l.Feed == "slow" {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	}, deadletter.WithInterval(20*time.Millisecond), deadletter.WithLogger(logger(t)))
+	began, release, replay := slowReplay("slow", "next", "other")
+	r := deadletter.NewReplayer(pool, replay, deadletter.WithInterval(20*time.Millisecond), deadletter.WithLogger(logger(t)))
 	if err := r.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -262,9 +251,27 @@ func TestEndedReplayClaimsItsOriginsNextAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	release := make(chan struct{})
-	began := map[string]chan struct{}{"slow": make(chan struct{}), "next": make(chan struct{})}
-	r := deadletter.NewReplayer(pool, func(ctx context.Context, l *deadletter.Letter) error {
+	began, release, replay := slowReplay("slow", "next")
+	r := deadletter.NewReplayer(pool, replay, deadletter.WithInterval(time.Hour), deadletter.WithLogger(logger(t)))
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	await(t, "the slow letter to start (the first tick)", began["slow"])
+	close(release)
+	await(t, "the next letter to start when the slow replay ended", began["next"])
+}
+
+// slowReplay is a replay func for letters of the feeds named: each closes
+// its feed's channel in began when its replay begins, and the replay of the
+// feed "slow" holds until release is closed (or its context ends).
+func slowReplay(feeds ...string) (began map[string]chan struct{}, release chan struct{}, replay func(context.Context, *deadletter.Letter) error) {
+	began = map[string]chan struct{}{}
+	for _, f := range feeds {
+		began[f] = make(chan struct{})
+	}
+	release = make(chan struct{})
+	replay = func(ctx context.Context, l *deadletter.Letter) error {
 		close(began[l.Feed])
 		if l.Feed == "slow" {
 			select {
@@ -274,12 +281,6 @@ func TestEndedReplayClaimsItsOriginsNextAtOnce(t *testing.T) {
 			}
 		}
 		return nil
-	}, deadletter.WithInterval(time.Hour), deadletter.WithLogger(logger(t)))
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
 	}
-	t.Cleanup(r.Stop)
-	await(t, "the slow letter to start (the first tick)", began["slow"])
-	close(release)
-	await(t, "the next letter to start when the slow replay ended", began["next"])
+	return began, release, replay
 }

@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ingestd/ingestd/migrations"
@@ -152,12 +154,7 @@ func TestStatusWithoutVersionTable(t *testing.T) {
 // its Down moves them back.
 func TestPartitioningKeepsRows(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	if err := migrations.DownTo(ctx, db, 10); err != nil {
-		t.Fatal(err)
-	}
+	_, db := poolAtVersion(t, 10)
 	if _, err := db.ExecContext(ctx, `
 		INSERT INTO features (jurisdiction, feed, feature_id, geom, properties, content_hash, first_seen_at, changed_at, poll_id)
 		SELECT j, f, 'id' || i, ST_SetSRID(ST_MakePoint(i, i), 4326), '{}', '\x00', now(), now(), 1
@@ -205,4 +202,17 @@ func TestPartitioningKeepsRows(t *testing.T) {
 	if n != 60 || kind != "r" {
 		t.Errorf("after Down: %d rows in a relation of kind %q, want 60 in a plain table", n, kind)
 	}
+}
+
+// poolAtVersion is a fresh database migrated down to version, as a pool and
+// as a database/sql handle for migrations (closed at the test's end).
+func poolAtVersion(t *testing.T, version int64) (*pgxpool.Pool, *sql.DB) {
+	t.Helper()
+	pool := pgtest.Pool(t)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { _ = db.Close() })
+	if err := migrations.DownTo(context.Background(), db, version); err != nil {
+		t.Fatal(err)
+	}
+	return pool, db
 }

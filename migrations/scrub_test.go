@@ -5,10 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/ingestd/ingestd/migrations"
-	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
 // Migration 19 scrubs the credentials that versions before issue 14 left in
@@ -16,12 +13,7 @@ import (
 // every query value, while the rest of each text stays readable.
 func TestScrubStoredSecrets(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	if err := migrations.DownTo(ctx, db, 16); err != nil {
-		t.Fatal(err)
-	}
+	pool, db := poolAtVersion(t, 16)
 	const u = "http://OLDTOKEN@127.0.0.1:8080/wfs?service=WFS&pw=OLDPW&k=OLDK"
 	const e = `wfs: GET "http://usr:OLDPASS@127.0.0.1:8080/wfs?ticket=OLDTICKET&hash=OLDHASH": connection refused`
 	for _, q := range []string{

@@ -5,10 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-
 	"github.com/ingestd/ingestd/migrations"
-	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
 // Migration 24 replaces, in the next links older versions stored, the
@@ -17,12 +14,7 @@ import (
 // leaves every other parameter, and other feeds' links, as they were.
 func TestScrubStoredNextLinks(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	if err := migrations.DownTo(ctx, db, 22); err != nil {
-		t.Fatal(err)
-	}
+	pool, db := poolAtVersion(t, 22)
 	for _, q := range []string{
 		`INSERT INTO feed_status (jurisdiction, feed, url) VALUES
 			('j', 'keyed', 'http://h.example/collections/c?apikey=REDACTED&f=json'),
