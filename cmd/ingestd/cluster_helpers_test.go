@@ -149,7 +149,7 @@ func (o *clusterOrigin) count() int {
 type instance struct {
 	name    string
 	config  string
-	metrics string // host:port of /metrics
+	metrics string // host:port of /metrics, once metricsAddr has read it
 	cmd     *exec.Cmd
 	out     *syncBuffer
 	exited  chan struct{}
@@ -161,8 +161,8 @@ type instance struct {
 // happened.
 func startInstance(t testing.TB, bin, name, config, dbURL string, extra ...string) *instance {
 	t.Helper()
-	in := &instance{name: name, config: config, metrics: freeLoopbackAddr(t), out: &syncBuffer{}, exited: make(chan struct{})}
-	in.cmd = exec.Command(bin, append([]string{"run", "-config", config, "-database-url", dbURL, "-metrics-addr", in.metrics}, extra...)...)
+	in := &instance{name: name, config: config, out: &syncBuffer{}, exited: make(chan struct{})}
+	in.cmd = exec.Command(bin, append([]string{"run", "-config", config, "-database-url", dbURL, "-metrics-addr", "127.0.0.1:0"}, extra...)...)
 	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
 	if err := in.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -218,7 +218,7 @@ func (in *instance) stop(t testing.TB, within time.Duration) time.Duration {
 func (in *instance) scrape(t testing.TB) string {
 	t.Helper()
 	c := &http.Client{Timeout: clusterCeiling} // a hang bound, not a speed
-	resp, err := c.Get("http://" + in.metrics + "/metrics")
+	resp, err := c.Get("http://" + in.metricsAddr(t) + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape %s: %v", in.name, err)
 	}
@@ -270,16 +270,38 @@ func metricSum(exposition, name string, want map[string]string) (float64, bool) 
 	return sum, found
 }
 
-// freeLoopbackAddr returns a loopback address nobody listens on, to hand to
-// -metrics-addr: with 127.0.0.1:0 the test could not know where to scrape.
-func freeLoopbackAddr(t testing.TB) string {
+// metricsAddr is where the instance serves /metrics: it listens on
+// 127.0.0.1:0 and logs the address the kernel gave it. (A port picked free
+// beforehand can be taken by any connection before the daemon binds it.)
+func (in *instance) metricsAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	if in.metrics == "" {
+		in.metrics = servingAddr(t, in.name, in.out)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	return in.metrics
+}
+
+// servingAddr waits for a daemon's "serving metrics" log line in out and
+// returns its address.
+func servingAddr(t testing.TB, name string, out *syncBuffer) string {
+	t.Helper()
+	var addr string
+	found := waitUntil(clusterCeiling, func() bool {
+		for line := range strings.Lines(out.String()) {
+			if !strings.Contains(line, `"msg":"serving metrics"`) {
+				continue
+			}
+			var rec struct{ Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Addr != "" {
+				addr = rec.Addr
+				return true
+			}
+		}
+		return false
+	})
+	if !found {
+		t.Fatalf("%s never logged its metrics address:\n%s", name, tail(out.String(), 30))
+	}
 	return addr
 }
 

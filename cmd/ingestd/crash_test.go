@@ -26,13 +26,12 @@ import (
 
 // Issue 14, findings 2 and 4: what a PostgreSQL crash and a kill -9 leave
 // behind. The crash is real (pg_ctl -m immediate) on a throwaway cluster
-// this test starts on its own port, never the shared one.
+// this test starts on its own Unix socket, never the shared one.
 
 // throwawayPG is a PostgreSQL cluster in a temporary directory, started with
 // synchronous_commit = on, that a test may crash.
 type throwawayPG struct {
 	pgBin, dir, data, sock, log string
-	port                        int
 	url                         string
 }
 
@@ -65,21 +64,21 @@ func startThrowawayPG(t *testing.T) *throwawayPG {
 		_ = p.pg("pg_ctl", "-D", p.data, "-m", "immediate", "-w", "stop").Run()
 		_ = os.RemoveAll(dir)
 	})
-	_, port, _ := strings.Cut(freeLoopbackAddr(t), ":")
-	p.port, _ = strconv.Atoi(port)
 	p.run(t, "/bin/mkdir", "-p", p.sock)
 	p.run(t, filepath.Join(p.pgBin, "initdb"), "-D", p.data, "-U", "postgres", "-E", "UTF8", "--locale=C.UTF-8",
 		"--auth-local=trust", "--auth-host=trust", "--no-sync")
+	// No TCP: a port picked free and then bound by postgres can be taken in
+	// between by any outgoing connection of the parallel tests (CI saw
+	// "could not start server"). The socket's directory is this cluster's own.
 	conf := fmt.Sprintf(`
-listen_addresses = '127.0.0.1'
-port = %d
+listen_addresses = ''
 unix_socket_directories = '%s'
 # The point of this cluster: commits are durable, so what a crash keeps
 # and loses is what production sees.
 synchronous_commit = on
 fsync = on
 max_connections = 60
-`, p.port, p.sock)
+`, p.sock)
 	f, err := os.OpenFile(filepath.Join(p.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +88,7 @@ max_connections = 60
 	}
 	_ = f.Close()
 	p.start(t)
-	admin := "postgres://postgres@127.0.0.1:" + port + "/postgres?sslmode=disable"
+	admin := "postgres://postgres@/postgres?host=" + p.sock + "&sslmode=disable"
 	conn, err := pgx.Connect(t.Context(), admin)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +97,7 @@ max_connections = 60
 		t.Fatal(err)
 	}
 	_ = conn.Close(t.Context())
-	p.url = "postgres://postgres@127.0.0.1:" + port + "/ingestd?sslmode=disable"
+	p.url = "postgres://postgres@/ingestd?host=" + p.sock + "&sslmode=disable"
 	return p
 }
 
@@ -122,7 +121,10 @@ func (p *throwawayPG) run(t *testing.T, name string, args ...string) {
 
 func (p *throwawayPG) start(t *testing.T) {
 	t.Helper()
-	p.run(t, "pg_ctl", "-D", p.data, "-l", p.log, "-w", "-t", "60", "start")
+	if out, err := p.pg("pg_ctl", "-D", p.data, "-l", p.log, "-w", "-t", "60", "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(p.log)
+		t.Fatalf("pg_ctl start: %v\n%s\npostgres log:\n%s", err, out, tail(string(log), 30))
+	}
 }
 
 // crash stops the cluster the way a crash does: every process killed

@@ -326,8 +326,7 @@ jurisdictions:
 	plantOldLeaks(ctx, t, pool, "a")
 
 	// The daemon, briefly: schedules, catch-up, the replayer, /metrics.
-	metricsAddr := freeLoopbackAddr(t)
-	daemon := exec.Command(bin, "run", "-metrics-addr", metricsAddr)
+	daemon := exec.Command(bin, "run", "-metrics-addr", "127.0.0.1:0")
 	daemon.Env = env
 	daemonOut := &syncBuffer{}
 	daemon.Stdout, daemon.Stderr = daemonOut, daemonOut
@@ -372,7 +371,7 @@ jurisdictions:
 	if !waitUntil(clusterCeiling, func() bool { return strings.Contains(daemonOut.String(), `"msg":"stored secrets scrubbed"`) }) {
 		t.Errorf("ingestd run did not scrub the stored secrets:\n%s", tail(daemonOut.String(), 30))
 	}
-	metrics := fetchText(t, "http://"+metricsAddr+"/metrics")
+	metrics := fetchText(t, "http://"+servingAddr(t, "daemon", daemonOut)+"/metrics")
 	_ = daemon.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:

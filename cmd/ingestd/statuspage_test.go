@@ -110,7 +110,7 @@ jurisdictions:
 		t.Fatalf("breaker open: exit %d\n%s", code, out)
 	}
 
-	base := "http://" + in.metrics
+	base := "http://" + in.metricsAddr(t)
 	// Feeds: every row of feed_freshness, in order, with its status,
 	// feature count, failures and (shortened, redacted) last error.
 	// The origins, dead letters and held snapshots are read with them: the
