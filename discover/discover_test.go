@@ -67,8 +67,8 @@ func arcgisDirectory(t *testing.T, manyLayers int) *httptest.Server {
 	layerDoc := func(name, geom string) map[string]any {
 		return map[string]any{"name": name, "type": "Feature Layer", "geometryType": geom, "objectIdField": "OBJECTID",
 			"maxRecordCount": 2000, "advancedQueryCapabilities": map[string]any{"supportsPagination": true, "supportsStatistics": true},
-			"extent":         map[string]any{"spatialReference": map[string]any{"wkid": 2264}},
-			"fields":         []map[string]any{{"name": "OBJECTID", "type": esrijson.FieldOID}, {"name": "NAME", "type": "esriFieldTypeString"}}}
+			"extent": map[string]any{"spatialReference": map[string]any{"wkid": 2264}},
+			"fields": []map[string]any{{"name": "OBJECTID", "type": esrijson.FieldOID}, {"name": "NAME", "type": "esriFieldTypeString"}}}
 	}
 	layerRE := regexp.MustCompile(`^/arcgis/rest/services/(.+)/(FeatureServer|MapServer)/(\d+)(/query)?$`)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
