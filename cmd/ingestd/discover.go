@@ -52,6 +52,11 @@ func cmdDiscover(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return usageError{"discover needs at least one URL"}
 	}
+	switch *kind {
+	case "", discover.KindWFS, discover.KindArcGIS, discover.KindOGCAPI:
+	default:
+		return usageError{"-kind: want wfs, arcgis or ogcapi, not " + *kind}
+	}
 	opts := discover.Options{Kind: *kind, Check: *check, Headers: headers, RequestTimeout: *timeout}
 	if *filter != "" {
 		re, err := regexp.Compile(*filter)
