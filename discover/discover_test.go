@@ -3,6 +3,7 @@ package discover_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -298,5 +299,35 @@ func TestOGCAPIOneCollectionAndFilter(t *testing.T) {
 	_, out, cfg = run(t, discover.Options{Filter: regexp.MustCompile(`^Layer z`)}, ts.URL+"/collections")
 	if got := feedsOf(cfg); len(got) != 1 || got["zoning"] == nil || got["zoning"].URL != ts.URL+"/collections/zoning" {
 		t.Errorf("feeds %v, want zoning:\n%s", got, out)
+	}
+}
+
+// A hostile catalog is refused by its bound, by name, not read whole: an
+// ArcGIS directory past the 16 MiB of a description, an OGC API
+// /collections gzip bomb past the 16 MiB of a collections document.
+func TestHostileCatalogs(t *testing.T) {
+	pad := strings.Repeat(" ", 17<<20)
+	arc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"folders":[],`+pad+`"services":[]}`)
+	}))
+	t.Cleanup(arc.Close)
+	_, err := discover.New(nil, nil, discover.Options{}).Discover(t.Context(), arc.URL+"/arcgis/rest/services")
+	if err == nil || !strings.Contains(err.Error(), "larger than 16777216 bytes") {
+		t.Errorf("a 17 MiB directory: %v, want its bound named", err)
+	}
+
+	api := ogcapitest.New()
+	api.Bomb("/collections", `{"collections":[`, `{"id":"x"},`, `{"id":"y"}]}`, 40<<20)
+	ts := httptest.NewServer(api)
+	t.Cleanup(ts.Close)
+	_, err = discover.New(nil, nil, discover.Options{}).Discover(t.Context(), ts.URL+"/collections")
+	if err == nil || !strings.Contains(err.Error(), "the collections document at") || !strings.Contains(err.Error(), "not a document an OGC API server sends") {
+		t.Errorf("a 40 MB collections bomb: %v, want the collections document refused by name", err)
+	}
+	api.Bomb("/collections", `{"collections":[{"id":"`, `x`, `"}]}`, 40<<20)
+	_, err = discover.New(nil, nil, discover.Options{}).Discover(t.Context(), ts.URL+"/collections")
+	if err == nil || !strings.Contains(err.Error(), "larger than 16 MiB decoded") {
+		t.Errorf("a 40 MB collection id: %v, want the collections document's 16 MiB bound named", err)
 	}
 }
