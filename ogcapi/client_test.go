@@ -166,7 +166,7 @@ func TestFetchPitfalls(t *testing.T) {
 		{ogcapitest.ZeroLimitSelf, false, "the next link of page 1 leads back to page 1 (a link loop)", new(*ogcapi.PagingError)},
 		{ogcapitest.ApproxNumberMatched, false, "page 3 has no next link, but numberMatched promised more: the server's count is approximate", incomplete},
 		{ogcapitest.WrongContentCRS, false, "CRS http://www.opengis.net/def/crs/OGC/1.3/CRS84: the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857", new(*ogcapi.CRSError)},
-		{ogcapitest.Exception200, false, "HTTP 200: exception document NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
+		{ogcapitest.Exception200, false, "HTTP 200: NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
 		{ogcapitest.OffsetIgnored, false, "page 1 repeats page 0: it starts with the same feature (id \"parcel.0\"); the server ignores the paging position of its next links (MapServer#6613)", new(*ogcapi.PagingError)},
 		{ogcapitest.Duplicates, false, `id "parcel.99" came on pages 0 and 1`, incomplete},
 		{ogcapitest.DuplicateInPage, false, `id "parcel.4" came twice in page 0: the server's features are not unique`, incomplete},
@@ -254,7 +254,7 @@ func TestPrepareErrors(t *testing.T) {
 	t.Parallel()
 	_, base := fixture(t, 5, ogcapitest.None)
 	_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/nope"})
-	if err == nil || !strings.Contains(err.Error(), "HTTP 404: exception document NotFound: no collection nope") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404: NotFound: no collection nope") {
 		t.Errorf("missing collection: %v", err)
 	}
 	_, _, _, err = fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/api"})
@@ -452,7 +452,7 @@ func TestErrorsSayOGCAPI(t *testing.T) {
 		want   string
 		as     any
 	}{
-		{"status", http.StatusInternalServerError, "oops", 0, "): GET http://127.0.0.1:1/collections/c/items?f=json&limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
+		{"status", http.StatusInternalServerError, "oops", 0, "): GET http://127.0.0.1:1/collections/c/items?limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
 		{"limit", http.StatusOK, page, 40, "): limits.body_bytes exceeded (40 bytes)", new(*feature.LimitError)},
 		{"cut short", http.StatusOK, page[:60], 0, "): body of page 0 from http://127.0.0.1:1/collections/c/items", new(*httpcall.BodyError)},
 	} {

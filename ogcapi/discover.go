@@ -341,7 +341,10 @@ func resolve(base *url.URL, href string) (string, error) {
 }
 
 // withF returns u with f=json unless u already has an f parameter: some
-// servers (MapServer) answer HTML to a browser-like request otherwise.
+// servers (MapServer) answer HTML to a browser-like request otherwise. It
+// is for the documents whose URL ingestd builds from the feed's url (the
+// landing page, conformance, the collection); a link the server gave
+// (items, schema, queryables, next) is followed as given.
 func withF(u *url.URL) *url.URL {
 	c := cloneURL(u)
 	q := c.Query()

@@ -23,18 +23,25 @@ import (
 // document for 40 collections is 0.5 MB; a GeoServer collection listing
 // every EPSG code in crs, 0.4 MB).
 type document struct {
-	name  string // as errors name it
-	bound int64
+	name   string // as errors name it
+	bound  int64
+	accept string // the Accept header, when not docAccept
 }
 
+// docAccept is the Accept header of the documents around the items.
+const docAccept = "application/json, application/vnd.oai.openapi+json;q=0.9, */*;q=0.1"
+
 var (
-	landingDoc     = document{"landing page", 1 << 20}
-	conformanceDoc = document{"conformance document", 1 << 20}
-	collectionDoc  = document{"collection document", 4 << 20}
-	collectionsDoc = document{"collections document", 16 << 20}
-	openAPIDoc     = document{"OpenAPI document", 16 << 20}
-	schemaDoc      = document{"schema document", 4 << 20}
-	hitsDoc        = document{"resulttype=hits answer", 1 << 20}
+	landingDoc     = document{name: "landing page", bound: 1 << 20}
+	conformanceDoc = document{name: "conformance document", bound: 1 << 20}
+	collectionDoc  = document{name: "collection document", bound: 4 << 20}
+	collectionsDoc = document{name: "collections document", bound: 16 << 20}
+	openAPIDoc     = document{name: "OpenAPI document", bound: 16 << 20}
+	// tipg serves its queryables only as application/schema+json (or
+	// HTML): f=json is a 422, and so is an Accept it does not list
+	// without */*.
+	schemaDoc = document{name: "schema document", bound: 4 << 20, accept: "application/schema+json, application/json;q=0.9, */*;q=0.1"}
+	hitsDoc   = document{name: "resulttype=hits answer", bound: 1 << 20}
 )
 
 // Bounds on what a document may make Prepare keep.
@@ -63,7 +70,11 @@ func (e *DocumentError) Error() string {
 // stream bounded by doc's bound (or the feed's body_bytes, when smaller).
 // read must consume one JSON value from dec.
 func (c *Client) getDoc(ctx context.Context, layer source.Layer, u *url.URL, doc document, read func(dec *json.Decoder) error) error {
-	req := request(layer, u, "application/json, application/vnd.oai.openapi+json;q=0.9, */*;q=0.1")
+	accept := doc.accept
+	if accept == "" {
+		accept = docAccept
+	}
+	req := request(layer, u, accept)
 	if req.BodyLimit <= 0 || req.BodyLimit > doc.bound {
 		req.BodyLimit = doc.bound
 	}
