@@ -83,8 +83,10 @@ type Discovery struct {
 	// CRSs is the collection's CRS list (Part 2), StorageCRS its storage CRS.
 	CRSs       []string
 	StorageCRS string
-	// MaxLimit is the largest limit the server declares (its OpenAPI
-	// document's limit parameter), 0 when it declares none.
+	// MaxLimit is the largest limit the server declares for the
+	// collection (its OpenAPI document's limit parameter of the
+	// collection's items path, else the server-wide one; see
+	// limitMaximum), 0 when it declares none.
 	MaxLimit int
 	// Schema is the collection's JSON Schema link (Part 5 schema, else
 	// Part 3 queryables), "" when it links none; SchemaOrigin names which.
@@ -152,6 +154,9 @@ func (c *Client) prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	layer.SchemaURL, layer.SchemaOrigin = d.Schema, d.SchemaOrigin
 	if d.MaxLimit > 0 && layer.PageSize > d.MaxLimit {
 		warnings = append(warnings, fmt.Sprintf("page_size %d is above the server's maximum limit %d: asking for %d", layer.PageSize, d.MaxLimit, d.MaxLimit))
+		layer.PageSize = d.MaxLimit
+	} else if d.MaxLimit > 0 && layer.PageSize <= 0 && d.MaxLimit < DefaultLimit {
+		// Asked for more, tipg answers 422 and pygeoapi pages short.
 		layer.PageSize = d.MaxLimit
 	}
 	if layer.CRS != "" && !isCRS84(layer.CRS) {
@@ -245,7 +250,7 @@ func (c *Client) discover(ctx context.Context, layer source.Layer) (Discovery, [
 			d.CRSs = append(slices.DeleteFunc(slices.Clone(d.CRSs), func(s string) bool { return s == "#/crs" }), all...)
 		}
 	}
-	max, w := c.maxLimit(ctx, layer, root)
+	max, w := c.maxLimit(ctx, layer, root, d.Items)
 	d.MaxLimit = max
 	if w != "" {
 		warnings = append(warnings, w)
@@ -261,9 +266,10 @@ func feedsOwn(err error) bool {
 	return (errors.As(err, &se) && se.Status >= 400 && se.Status < 500) || (errors.As(err, &ee) && !ee.ServerSide)
 }
 
-// maxLimit reads the maximum of the limit parameter from the OpenAPI
-// document the landing page links (rel service-desc), 0 when there is none.
-func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL) (int, string) {
+// maxLimit reads the maximum of the limit parameter of the collection
+// whose items link is items from the OpenAPI document the landing page
+// links (rel service-desc), 0 when there is none (see limitMaximum).
+func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL, items string) (int, string) {
 	var links []link
 	if err := c.getDoc(ctx, layer, withF(root), landingDoc, func(dec *json.Decoder) error {
 		return scanObject(dec, "the landing page", func(key string) (err error) {
@@ -295,12 +301,21 @@ func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL
 	}
 	max := 0
 	if err := c.getDoc(ctx, layer, pu, openAPIDoc, func(dec *json.Decoder) (err error) {
-		max, err = limitMaximum(dec)
+		max, err = limitMaximum(dec, itemsPath(items))
 		return err
 	}); err != nil {
 		return 0, "no OpenAPI document (" + err.Error() + "): the server's maximum limit is unknown"
 	}
 	return max, ""
+}
+
+// itemsPath is the path of the items link, "" when it does not parse.
+func itemsPath(items string) string {
+	u, err := url.Parse(items)
+	if err != nil {
+		return ""
+	}
+	return u.Path
 }
 
 // itemsLink picks the collection's items link, GeoJSON first.
