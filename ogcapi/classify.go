@@ -64,8 +64,8 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	case httpcall.KindJSON:
 		if s.Head[0] == '[' {
 			return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted,
-				Err: &feature.DecodeError{Index: -1, Msg: "the server answered a JSON array (Content-Type " +
-					feature.Snippet(resp.Header.Get("Content-Type")) + "), not an object: it may be ignoring the media type"}}}
+				Err: &feature.DecodeError{Index: -1, Msg: "the server answered a JSON array: it may be ignoring the media type (Content-Type " +
+					feature.Snippet(resp.Header.Get("Content-Type")) + "; no OGC API document is an array)"}}}
 		}
 		return nil
 	case httpcall.KindJSONValue:

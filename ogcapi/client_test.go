@@ -297,6 +297,17 @@ func TestExceptionRecognition(t *testing.T) {
 		`{"description":"<!-- Warning -->","extent":{},"id":"nc","links":[]}`: false,
 		`{"type":"FeatureCollection","features":[],"code":"x"}`:               false,
 		`{"description":"only a description"}`:                                false,
+		// pygeoapi's, with a type equal to the code.
+		`{"code":"NotFound","type":"NotFound","description":"Collection not found"}`: true,
+		// FastAPI's (tipg): a string, or a list of validation errors.
+		`{"detail":"Table/Function 'public.nope' not found."}`:                                               true,
+		`{"detail":[{"type":"literal_error","loc":["query","f"],"msg":"Input should be 'json' or 'html'"}]}`: true,
+		// RFC 7807.
+		`{"type":"about:blank","title":"Not Found","status":404,"detail":"no collection"}`: true,
+		// A FeatureCollection or a Feature that begins like one is none.
+		`{"type":"FeatureCollection","code":"x","numberMatched":0}`:   false,
+		`{"type":"Feature","code":"x","geometry":null}`:               false,
+		`{"$schema":"x","type":"object","title":"t","properties":{}}`: false,
 	} {
 		if got := ogcapi.IsException([]byte(doc)); got != want {
 			t.Errorf("%s: %v, want %v", doc, got, want)
