@@ -318,21 +318,23 @@ func itemsPath(items string) string {
 	return u.Path
 }
 
-// itemsLink picks the collection's items link, GeoJSON first.
+// itemsLink picks the collection's items link of a GeoJSON media type:
+// application/geo+json first, then application/json (or no type), whose
+// body the decoder then judges. A link of another type (HTML, JSON-LD,
+// CSV) is never taken: its body is not GeoJSON.
 func itemsLink(links []link) (string, bool) {
 	best, rank := "", 0
 	for _, l := range links {
 		if l.Rel != "items" || l.Href == "" {
 			continue
 		}
-		r := 1
-		switch t := strings.ToLower(l.Type); {
-		case strings.HasPrefix(t, "application/geo+json"):
-			r = 3
-		case t == "" || strings.HasPrefix(t, "application/json"):
+		r := 0
+		mt, _, _ := strings.Cut(strings.ToLower(l.Type), ";")
+		switch strings.TrimSpace(mt) {
+		case "application/geo+json": // not application/geo+json-seq
 			r = 2
-		case strings.Contains(t, "html"):
-			r = 0
+		case "", "application/json":
+			r = 1
 		}
 		if r > rank {
 			best, rank = l.Href, r
