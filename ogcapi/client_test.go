@@ -166,7 +166,7 @@ func TestFetchPitfalls(t *testing.T) {
 		{ogcapitest.ZeroLimitSelf, false, "the next link of page 1 leads back to page 1 (a link loop)", new(*ogcapi.PagingError)},
 		{ogcapitest.ApproxNumberMatched, false, "page 3 has no next link, but numberMatched promised more: the server's count is approximate", incomplete},
 		{ogcapitest.WrongContentCRS, false, "CRS http://www.opengis.net/def/crs/OGC/1.3/CRS84: the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857", new(*ogcapi.CRSError)},
-		{ogcapitest.Exception200, false, "HTTP 200: exception document NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
+		{ogcapitest.Exception200, false, "HTTP 200: NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
 		{ogcapitest.OffsetIgnored, false, "page 1 repeats page 0: it starts with the same feature (id \"parcel.0\"); the server ignores the paging position of its next links (MapServer#6613)", new(*ogcapi.PagingError)},
 		{ogcapitest.Duplicates, false, `id "parcel.99" came on pages 0 and 1`, incomplete},
 		{ogcapitest.DuplicateInPage, false, `id "parcel.4" came twice in page 0: the server's features are not unique`, incomplete},
@@ -254,7 +254,7 @@ func TestPrepareErrors(t *testing.T) {
 	t.Parallel()
 	_, base := fixture(t, 5, ogcapitest.None)
 	_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/nope"})
-	if err == nil || !strings.Contains(err.Error(), "HTTP 404: exception document NotFound: no collection nope") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404: NotFound: no collection nope") {
 		t.Errorf("missing collection: %v", err)
 	}
 	_, _, _, err = fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/api"})
@@ -297,6 +297,17 @@ func TestExceptionRecognition(t *testing.T) {
 		`{"description":"<!-- Warning -->","extent":{},"id":"nc","links":[]}`: false,
 		`{"type":"FeatureCollection","features":[],"code":"x"}`:               false,
 		`{"description":"only a description"}`:                                false,
+		// pygeoapi's, with a type equal to the code.
+		`{"code":"NotFound","type":"NotFound","description":"Collection not found"}`: true,
+		// FastAPI's (tipg): a string, or a list of validation errors.
+		`{"detail":"Table/Function 'public.nope' not found."}`:                                               true,
+		`{"detail":[{"type":"literal_error","loc":["query","f"],"msg":"Input should be 'json' or 'html'"}]}`: true,
+		// RFC 7807.
+		`{"type":"about:blank","title":"Not Found","status":404,"detail":"no collection"}`: true,
+		// A FeatureCollection or a Feature that begins like one is none.
+		`{"type":"FeatureCollection","code":"x","numberMatched":0}`:   false,
+		`{"type":"Feature","code":"x","geometry":null}`:               false,
+		`{"$schema":"x","type":"object","title":"t","properties":{}}`: false,
 	} {
 		if got := ogcapi.IsException([]byte(doc)); got != want {
 			t.Errorf("%s: %v, want %v", doc, got, want)
@@ -452,7 +463,7 @@ func TestErrorsSayOGCAPI(t *testing.T) {
 		want   string
 		as     any
 	}{
-		{"status", http.StatusInternalServerError, "oops", 0, "): GET http://127.0.0.1:1/collections/c/items?f=json&limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
+		{"status", http.StatusInternalServerError, "oops", 0, "): GET http://127.0.0.1:1/collections/c/items?limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
 		{"limit", http.StatusOK, page, 40, "): limits.body_bytes exceeded (40 bytes)", new(*feature.LimitError)},
 		{"cut short", http.StatusOK, page[:60], 0, "): body of page 0 from http://127.0.0.1:1/collections/c/items", new(*httpcall.BodyError)},
 	} {

@@ -219,14 +219,16 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 	return nil, fmt.Sprintf("the collection's schema could not be read; types are inferred from its values: %v", err), nil
 }
 
-// describe reads and maps the collection's schema document.
+// describe reads and maps the collection's schema document, from its link
+// exactly as the collection gave it (tipg answers its queryables with
+// f=json by a 422).
 func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Declared, error) {
 	u, err := url.Parse(layer.SchemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema link: %s", ErrInvalidLayer, redact.Text(err.Error()))
 	}
 	var raw json.RawMessage
-	if err := c.getDoc(ctx, layer, withF(u), schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {
+	if err := c.getDoc(ctx, layer, u, schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {
 		return nil, fmt.Errorf("reading the collection's schema (%s): %w", redact.URL(u.String()), err)
 	}
 	origin := layer.SchemaOrigin
