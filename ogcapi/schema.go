@@ -64,16 +64,19 @@ type propertySchema struct {
 // FromJSONSchema maps the JSON Schema of a collection's features (a Part 3
 // queryables or Part 5 schema document: an object schema whose
 // "properties" name each property) to a declared schema, in the document's
-// order. Types map as: integer → bigint; number → numeric (exact, as an
-// inferred mix of integers and decimals is), or double precision with
-// format double/float; boolean → boolean; string → text, date with format
-// date, timestamptz with format date-time; object and array → jsonb. A type
-// list with null ("type": ["integer", "null"]) is its other member. A
-// property with no type, several, or one not listed is left out: its type
-// is inferred from the values. The geometry (x-ogc-role primary-geometry,
-// a format geometry-…, or a $ref to a GeoJSON geometry schema) is no
-// column: it gives Declared.Geometry. The feature id (x-ogc-role id) is no
-// property either.
+// order. Types map as: integer → bigint; number → double precision (as GDAL
+// and the servers' own columns have it), numeric with format decimal;
+// boolean → boolean; string → text, date with format date, timestamptz with
+// format date-time; object and array → jsonb. A number or a string without
+// a format is Loose: values that all prove a narrower type (tipg declares
+// every integer a number and a date a string) take it (schema.Build). A
+// type list with null ("type": ["integer", "null"]) is its other member. A
+// property with no type, several, or one not listed keeps its place with
+// no type: its type is inferred from the values. The geometry (x-ogc-role
+// primary-geometry, a format geometry-…, or a $ref to a GeoJSON geometry
+// schema) is no column: it gives Declared.Geometry. The feature id
+// (x-ogc-role id, pygeoapi's fid) is Declared.ID, a column at its place
+// when the features carry it among their properties.
 func FromJSONSchema(data []byte, origin string) (*schema.Declared, error) {
 	var doc struct {
 		Type       string          `json:"type"`
@@ -114,12 +117,15 @@ func FromJSONSchema(data []byte, origin string) (*schema.Declared, error) {
 			}
 			continue
 		}
-		if p.Role == "id" {
-			continue
+		if p.Role == "id" && d.ID == "" {
+			d.ID = name
 		}
+		c := schema.Column{Name: name, Source: schema.FromDeclared}
 		if typ, ok := jsonSchemaType(p); ok {
-			d.Columns = append(d.Columns, schema.Column{Name: name, Type: typ, Source: schema.FromDeclared})
+			f := strings.ToLower(p.Format)
+			c.Type, c.Loose = typ, f == "" && (typ == schema.Double || typ == schema.Text)
 		}
+		d.Columns = append(d.Columns, c)
 	}
 	return d, nil
 }
@@ -170,10 +176,10 @@ func jsonSchemaType(p propertySchema) (schema.Type, bool) {
 	case "integer":
 		return schema.BigInt, true
 	case "number":
-		if f := strings.ToLower(p.Format); f == "double" || f == "float" {
-			return schema.Double, true
+		if strings.ToLower(p.Format) == "decimal" {
+			return schema.Numeric, true
 		}
-		return schema.Numeric, true
+		return schema.Double, true
 	case "boolean":
 		return schema.Boolean, true
 	case "string":
