@@ -1,4 +1,4 @@
-package wfstest
+package hostile
 
 import (
 	"fmt"
@@ -18,80 +18,80 @@ const (
 )
 
 // Sizes of the generated bodies, as a hostile server would send them. The
-// harness caps what is really generated with Hostile.MaxGenerated.
+// harness caps what is really generated with Server.MaxGenerated.
 const (
 	gib = int64(1) << 30
 	mib = int64(1) << 20
 )
 
-// HostileCases returns the hostile corpus: every class of issue 14's
+// Cases returns the hostile corpus: every class of issue 14's
 // findings (1, 3, 5, 6, 8) and the classes an earlier hostile run found
 // handled already, each as a case with its expected outcome. Static bodies
 // are files of testdata/hostile; large ones are generated.
-func HostileCases() []HostileCase {
-	var cs []HostileCase
-	add := func(c ...HostileCase) { cs = append(cs, c...) }
-	load := func(name, class, kind, fileName string, features int) HostileCase {
+func Cases() []Case {
+	var cs []Case
+	add := func(c ...Case) { cs = append(cs, c...) }
+	load := func(name, class, kind, fileName string, features int) Case {
 		ct := ctJSON
-		if kind == HostileGML {
+		if kind == GML {
 			ct = ctGML
 		}
-		return HostileCase{Name: name, Class: class, Kind: kind, Load: true, Features: features, Respond: file(ct, fileName)}
+		return Case{Name: name, Class: class, Kind: kind, Load: true, Features: features, Respond: file(ct, fileName)}
 	}
-	fail := func(name, class, kind string, r Responder, errs ...string) HostileCase {
-		return HostileCase{Name: name, Class: class, Kind: kind, Errors: errs, Respond: r}
+	fail := func(name, class, kind string, r Responder, errs ...string) Case {
+		return Case{Name: name, Class: class, Kind: kind, Errors: errs, Respond: r}
 	}
 
 	// Finding 1: GeometryCollections are stored (with members, empty,
 	// nested); a member PostGIS cannot hold counts the geometry invalid.
 	const gc = "geometry collection (finding 1)"
 	for _, n := range []string{"gc_members", "gc_empty", "gc_nested", "gc_single", "gc_only", "gc_multi"} {
-		add(load(n, gc, HostileGeoJSON, n+".geojson", 2))
+		add(load(n, gc, GeoJSON, n+".geojson", 2))
 	}
-	c := load("gc_broken_member", gc, HostileGeoJSON, "gc_broken_member.geojson", 2)
+	c := load("gc_broken_member", gc, GeoJSON, "gc_broken_member.geojson", 2)
 	c.InvalidGeometries = 1
 	add(c)
 	// A null member is not GeoJSON at all: like any malformed geometry, the
 	// document is the feed's content error (not the origin's), named.
-	add(fail("gc_member_null", gc, HostileGeoJSON, file(ctJSON, "gc_member_null.geojson"), "GeometryCollection member 0"))
-	add(load("gc_gml_multigeometry", gc, HostileGML, "gc_multigeometry.gml", 2))
+	add(fail("gc_member_null", gc, GeoJSON, file(ctJSON, "gc_member_null.geojson"), "GeometryCollection member 0"))
+	add(load("gc_gml_multigeometry", gc, GML, "gc_multigeometry.gml", 2))
 
 	// Finding 3: memory bombs. Each must end as the feed's error naming the
 	// limit, having held no more than the limit.
 	const bomb = "memory bomb (finding 3)"
 	fcOpen := `{"type":"FeatureCollection","features":[{"type":"Feature","id":"big","geometry":{"type":"Point","coordinates":[-78.9,35.6]},"properties":`
 	add(
-		fail("bomb_gzip_string", bomb, HostileGeoJSON, stream(ctJSON, true,
+		fail("bomb_gzip_string", bomb, GeoJSON, stream(ctJSON, true,
 			text(fcOpen+`{"big":"`), repeatBytes('a', 2*gib), text(`"}}]}`)), "limits.value_bytes"),
-		withLimits(fail("bomb_gzip_features", bomb, HostileGeoJSON, stream(ctJSON, true, points(20_000_000)), "limits.body_bytes"),
+		withLimits(fail("bomb_gzip_features", bomb, GeoJSON, stream(ctJSON, true, points(20_000_000)), "limits.body_bytes"),
 			"body_bytes", 16*mib),
-		withLimits(fail("bomb_gzip_gml", bomb, HostileGML, stream(ctGML, true,
+		withLimits(fail("bomb_gzip_gml", bomb, GML, stream(ctGML, true,
 			generator{head: gmlHead, n: 20_000_000, item: appendGMLPoint, tail: gmlTail}), "limits.body_bytes"),
 			"body_bytes", 16*mib),
-		withLimits(fail("bomb_endless_features", bomb, HostileGeoJSON, stream(ctJSON, false, points(-1)), "limits.poll_features"),
+		withLimits(fail("bomb_endless_features", bomb, GeoJSON, stream(ctJSON, false, points(-1)), "limits.poll_features"),
 			"poll_features", 20000),
 		// Pages of 1 MB for ever: only the poll's byte bound can stop it.
-		withTimeout(withPageSize(withLimits(fail("bomb_endless_bytes", bomb, HostileWFS, pagedFat(), "limits.poll_bytes"),
+		withTimeout(withPageSize(withLimits(fail("bomb_endless_bytes", bomb, WFS, pagedFat(), "limits.poll_bytes"),
 			"poll_bytes", 24*mib), 10), 20*time.Second),
-		withLimits(fail("bomb_endless_gml", bomb, HostileGML, stream(ctGML, false,
+		withLimits(fail("bomb_endless_gml", bomb, GML, stream(ctGML, false,
 			generator{head: gmlHead, n: -1, item: appendGMLPoint}), "limits.poll_features"),
 			"poll_features", 20000),
-		fail("bomb_string_200mb", bomb, HostileGeoJSON, stream(ctJSON, false,
+		fail("bomb_string_200mb", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"big":"`), repeatBytes('a', 200*mib), text(`"}}]}`)), "limits.value_bytes"),
-		fail("bomb_string_escapes", bomb, HostileGeoJSON, stream(ctJSON, false,
+		fail("bomb_string_escapes", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"big":"`), generator{n: 10 * mib, item: func(b []byte, _ int64) []byte { return append(b, `\u0041`...) }}, text(`"}}]}`)),
 			"limits.value_bytes"),
-		fail("bomb_number_20mb", bomb, HostileGeoJSON, stream(ctJSON, false,
+		fail("bomb_number_20mb", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"n":1`), repeatBytes('7', 20*mib), text(`}}]}`)), "limits.value_bytes"),
-		fail("bomb_key_20mb", bomb, HostileGeoJSON, stream(ctJSON, false,
+		fail("bomb_key_20mb", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"`), repeatBytes('k', 20*mib), text(`":1}}]}`)), "limits.value_bytes", "limits.feature_bytes"),
-		fail("bomb_many_properties", bomb, HostileGeoJSON, stream(ctJSON, false,
+		fail("bomb_many_properties", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{`), generator{sep: ",", n: 1_000_000, item: func(b []byte, i int64) []byte {
 				b = append(b, `"p`...)
 				b = strconv.AppendInt(b, i, 10)
 				return append(b, `":1`...)
 			}}, text(`}}]}`)), "limits.properties"),
-		fail("bomb_feature_bytes", bomb, HostileGeoJSON, stream(ctJSON, false,
+		fail("bomb_feature_bytes", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{`), generator{sep: ",", n: 500, item: func(b []byte, i int64) []byte {
 				b = append(b, `"p`...)
 				b = strconv.AppendInt(b, i, 10)
@@ -101,26 +101,26 @@ func HostileCases() []HostileCase {
 				}
 				return append(b, '"')
 			}}, text(`}}]}`)), "limits.feature_bytes"),
-		fail("bomb_coordinates", bomb, HostileGeoJSON, stream(ctJSON, false,
+		fail("bomb_coordinates", bomb, GeoJSON, stream(ctJSON, false,
 			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"line","properties":{},"geometry":{"type":"LineString","coordinates":[`),
 			generator{sep: ",", n: 10_000_000, item: func(b []byte, i int64) []byte {
 				return append(b, `[-78.912345678,35.612345678]`...)
 			}}, text(`]}}]}`)), "limits.feature_bytes"),
-		withLimits(fail("bomb_one_request_1m", bomb, HostileGeoJSON, stream(ctJSON, false, points(1_000_000)), "limits.poll_features"),
+		withLimits(fail("bomb_one_request_1m", bomb, GeoJSON, stream(ctJSON, false, points(1_000_000)), "limits.poll_features"),
 			"poll_features", 20000),
-		withTimeout(withPageSize(withLimits(fail("bomb_paged_forever", bomb, HostileWFS, paged(func(start, count int) (int, int, []int) {
+		withTimeout(withPageSize(withLimits(fail("bomb_paged_forever", bomb, WFS, paged(func(start, count int) (int, int, []int) {
 			return 100_000_000, count, seq(start, count)
 		}), "limits.poll_features"), "poll_features", 2000), 100), 10*time.Second),
-		fail("bomb_xml_attribute", bomb, HostileGML, stream(ctGML, false,
+		fail("bomb_xml_attribute", bomb, GML, stream(ctGML, false,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:name foo="`), repeatBytes('a', 100*mib), text(`">x</ingestd:name></ingestd:points></wfs:member>`+gmlTail)),
 			"limits.value_bytes"),
-		fail("bomb_xml_text", bomb, HostileGML, stream(ctGML, false,
+		fail("bomb_xml_text", bomb, GML, stream(ctGML, false,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:name>`), repeatBytes('a', 200*mib), text(`</ingestd:name></ingestd:points></wfs:member>`+gmlTail)),
 			"limits.value_bytes"),
-		fail("bomb_xml_gzip_text", bomb, HostileGML, stream(ctGML, true,
+		fail("bomb_xml_gzip_text", bomb, GML, stream(ctGML, true,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:name>`), repeatBytes('a', 2*gib), text(`</ingestd:name></ingestd:points></wfs:member>`+gmlTail)),
 			"limits.value_bytes"),
-		withLimits(fail("bomb_whitespace", bomb, HostileGeoJSON, stream(ctJSON, false,
+		withLimits(fail("bomb_whitespace", bomb, GeoJSON, stream(ctJSON, false,
 			text(`{"type":"FeatureCollection",`), repeatBytes(' ', 500*mib), text(`"features":[]}`)), "limits.body_bytes"),
 			"body_bytes", 16*mib),
 	)
@@ -129,7 +129,7 @@ func HostileCases() []HostileCase {
 	// the output.
 	const secret = "secret (finding 5)"
 	addSecret := func(name, query, userinfo, token string, r Responder, errs ...string) {
-		c := fail(name, secret, HostileGeoJSON, r, errs...)
+		c := fail(name, secret, GeoJSON, r, errs...)
 		c.Query, c.UserInfo, c.Secrets = query, userinfo, []string{token}
 		add(c)
 	}
@@ -147,27 +147,27 @@ func HostileCases() []HostileCase {
 	for _, n := range []string{"utf8_invalid_value", "utf8_invalid_key", "utf8_overlong", "utf8_truncated_seq",
 		"utf8_cesu_surrogate", "utf8_above_max", "nul_value", "nul_key", "nul_nested", "surrogate_high",
 		"surrogate_low", "surrogate_reversed", "surrogate_in_key", "nul_id", "utf8_invalid_id"} {
-		c := load(n, badFeature, HostileGeoJSON, n+".geojson", 2)
+		c := load(n, badFeature, GeoJSON, n+".geojson", 2)
 		c.Repaired = true
 		add(c)
 	}
 	add(
-		load("id_long", badFeature, HostileGeoJSON, "id_long.geojson", 1),
-		load("id_long_number", badFeature, HostileGeoJSON, "id_long_number.geojson", 1),
-		load("number_exponent_huge", badFeature, HostileGeoJSON, "number_exponent_huge.geojson", 1),
-		load("number_long_fraction", badFeature, HostileGeoJSON, "number_long_fraction.geojson", 1),
-		func() HostileCase {
-			c := load("xml_invalid_utf8", badFeature, HostileGML, "xml_invalid_utf8.gml", 1)
+		load("id_long", badFeature, GeoJSON, "id_long.geojson", 1),
+		load("id_long_number", badFeature, GeoJSON, "id_long_number.geojson", 1),
+		load("number_exponent_huge", badFeature, GeoJSON, "number_exponent_huge.geojson", 1),
+		load("number_long_fraction", badFeature, GeoJSON, "number_long_fraction.geojson", 1),
+		func() Case {
+			c := load("xml_invalid_utf8", badFeature, GML, "xml_invalid_utf8.gml", 1)
 			c.Repaired = true
 			return c
 		}(),
-		load("gml_id_long", badFeature, HostileGML, "gml_id_long.gml", 5),
-		HostileCase{Name: "id_1mb", Class: badFeature, Load: true, Features: 1, Respond: stream(ctJSON, false,
+		load("gml_id_long", badFeature, GML, "gml_id_long.gml", 5),
+		Case{Name: "id_1mb", Class: badFeature, Load: true, Features: 1, Respond: stream(ctJSON, false,
 			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"h.0","geometry":null,"properties":{}},{"type":"Feature","id":"`),
 			repeatBytes('i', mib), text(`","geometry":null,"properties":{}}]}`))},
-		fail("number_nan", badFeature, HostileGeoJSON, file(ctJSON, "number_nan.geojson"), "invalid JSON"),
-		fail("number_leading_zero", badFeature, HostileGeoJSON, file(ctJSON, "number_leading_zero.geojson"), "invalid JSON"),
-		fail("control_raw", badFeature, HostileGeoJSON, file(ctJSON, "control_raw.geojson"), "invalid character", "control character"),
+		fail("number_nan", badFeature, GeoJSON, file(ctJSON, "number_nan.geojson"), "invalid JSON"),
+		fail("number_leading_zero", badFeature, GeoJSON, file(ctJSON, "number_leading_zero.geojson"), "invalid JSON"),
+		fail("control_raw", badFeature, GeoJSON, file(ctJSON, "control_raw.geojson"), "invalid character", "control character"),
 	)
 
 	// Finding 8: redirects to other hosts are refused; 429 with an absurd
@@ -175,16 +175,16 @@ func HostileCases() []HostileCase {
 	// invalid; content errors stay the feed's (see OriginContent).
 	const redir = "redirect (finding 8)"
 	add(
-		fail("redirect_cross_origin", redir, HostileGeoJSON, redirect(302, "{peer}/data"), "redirect"),
-		fail("redirect_cross_origin_307", redir, HostileGeoJSON, redirect(307, "{peer}/data"), "redirect"),
-		fail("redirect_cross_origin_301", redir, HostileGeoJSON, redirect(301, "{peer}/data"), "redirect"),
-		fail("redirect_cross_origin_wfs", redir, HostileWFS, redirect(302, "{peer}/wfs"), "redirect"),
-		fail("redirect_scheme_relative", redir, HostileGeoJSON, redirectSchemeRelative(), "redirect"),
-		fail("redirect_file", redir, HostileGeoJSON, redirect(302, "file:///etc/passwd"), "redirect", `"file"`),
-		fail("redirect_gopher", redir, HostileGeoJSON, redirect(302, "gopher://127.0.0.1:1/x"), "redirect", `"gopher"`),
-		fail("redirect_loop", redir, HostileGeoJSON, redirect(302, "{self}/hostile/redirect_loop"), "redirect"),
-		fail("redirect_no_location", redir, HostileGeoJSON, reply(302, "text/plain", "moved"), "302"),
-		HostileCase{Name: "redirect_same_origin", Class: redir, Load: true, Features: 2, Respond: redirect(302, "{self}/data")},
+		fail("redirect_cross_origin", redir, GeoJSON, redirect(302, "{peer}/data"), "redirect"),
+		fail("redirect_cross_origin_307", redir, GeoJSON, redirect(307, "{peer}/data"), "redirect"),
+		fail("redirect_cross_origin_301", redir, GeoJSON, redirect(301, "{peer}/data"), "redirect"),
+		fail("redirect_cross_origin_wfs", redir, WFS, redirect(302, "{peer}/wfs"), "redirect"),
+		fail("redirect_scheme_relative", redir, GeoJSON, redirectSchemeRelative(), "redirect"),
+		fail("redirect_file", redir, GeoJSON, redirect(302, "file:///etc/passwd"), "redirect", `"file"`),
+		fail("redirect_gopher", redir, GeoJSON, redirect(302, "gopher://127.0.0.1:1/x"), "redirect", `"gopher"`),
+		fail("redirect_loop", redir, GeoJSON, redirect(302, "{self}/hostile/redirect_loop"), "redirect"),
+		fail("redirect_no_location", redir, GeoJSON, reply(302, "text/plain", "moved"), "302"),
+		Case{Name: "redirect_same_origin", Class: redir, Load: true, Features: 2, Respond: redirect(302, "{self}/data")},
 	)
 	const rate = "429 / Retry-After (finding 8)"
 	for _, ra := range []struct{ name, status, value string }{
@@ -197,18 +197,18 @@ func HostileCases() []HostileCase {
 		st, _ := strconv.Atoi(ra.status)
 		// Retries on, as by default: a retry that waited for the
 		// Retry-After would hold the poll for its whole timeout.
-		add(HostileCase{Name: ra.name, Class: rate, Origin: strings.ReplaceAll(strings.TrimPrefix(ra.name, "ratelimit_"), "_", ""),
+		add(Case{Name: ra.name, Class: rate, Origin: strings.ReplaceAll(strings.TrimPrefix(ra.name, "ratelimit_"), "_", ""),
 			Errors: []string{ra.status}, Within: 10 * time.Second, Timeout: 40 * time.Second,
 			Breaker: "{max_attempts: 3, backoff_base: 100ms, backoff_max: 1s}",
 			Respond: reply(st, "text/plain", "Too Many Requests", "Retry-After", ra.value)})
 	}
 	const coords = "coordinates out of range (finding 8)"
 	for _, n := range []string{"coords_lon_500", "coords_lat_100", "coords_polygon_out", "coords_huge", "coords_inf"} {
-		c := load(n, coords, HostileGeoJSON, n+".geojson", 2)
+		c := load(n, coords, GeoJSON, n+".geojson", 2)
 		c.InvalidGeometries = 1
 		add(c)
 	}
-	c = load("gml_coords_out", coords, HostileGML, "gml_coords_out.gml", 6)
+	c = load("gml_coords_out", coords, GML, "gml_coords_out.gml", 6)
 	c.InvalidGeometries = 1
 	add(c)
 
@@ -225,11 +225,11 @@ func HostileCases() []HostileCase {
 		{"feature_type_wrong", `want "Feature"`}, {"trailing_garbage", "data after the document"},
 		{"two_documents", "data after the document"}, {"duplicate_features_key", `second "features"`},
 	} {
-		c := fail("content_"+ce.name, content, HostileGeoJSON, file(ctJSON, ce.name+".geojson"), ce.err)
+		c := fail("content_"+ce.name, content, GeoJSON, file(ctJSON, ce.name+".geojson"), ce.err)
 		c.Origin, c.Breaker = OriginContent, contentBreaker
 		add(c)
 	}
-	c = load("content_healthy", content, HostileGeoJSON, "base.geojson", 10)
+	c = load("content_healthy", content, GeoJSON, "base.geojson", 10)
 	c.Origin, c.Breaker = OriginContent, contentBreaker
 	add(c)
 
@@ -239,13 +239,13 @@ func HostileCases() []HostileCase {
 		kind, file, ct, mode string
 		offsets              []int
 	}{
-		{HostileGeoJSON, "base.geojson", ctJSON, cutReset, []int{0, 1, 2, 10, 27, 40, 100, 300, 700, 1000, 1200, -3, -1}},
-		{HostileGeoJSON, "base.geojson", ctJSON, cutFIN, []int{50, 800, -1}},
-		{HostileGeoJSON, "base.geojson", ctJSON, cutChunked, []int{0, 30, 900, -2}},
-		{HostileGeoJSON, "base.geojson", ctJSON, cutClean, []int{1, 45, 600, -1}},
-		{HostileWFS, "base_wfs.json", ctJSON, cutReset, []int{60, -1}},
-		{HostileGML, "base.gml", ctGML, cutReset, []int{0, 20, 300, 900, -1}},
-		{HostileGML, "base.gml", ctGML, cutClean, []int{100, 700, -3}},
+		{GeoJSON, "base.geojson", ctJSON, cutReset, []int{0, 1, 2, 10, 27, 40, 100, 300, 700, 1000, 1200, -3, -1}},
+		{GeoJSON, "base.geojson", ctJSON, cutFIN, []int{50, 800, -1}},
+		{GeoJSON, "base.geojson", ctJSON, cutChunked, []int{0, 30, 900, -2}},
+		{GeoJSON, "base.geojson", ctJSON, cutClean, []int{1, 45, 600, -1}},
+		{WFS, "base_wfs.json", ctJSON, cutReset, []int{60, -1}},
+		{GML, "base.gml", ctGML, cutReset, []int{0, 20, 300, 900, -1}},
+		{GML, "base.gml", ctGML, cutClean, []int{100, 700, -3}},
 	} {
 		for _, off := range t.offsets {
 			name := fmt.Sprintf("trunc_%s_%s_%d", t.kind, t.mode, off)
@@ -259,18 +259,18 @@ func HostileCases() []HostileCase {
 
 	const xmlAttack = "XML entities / DTD / nesting"
 	for _, n := range []string{"billion_laughs", "xxe_file", "xml_undefined_entity"} {
-		add(fail(n, xmlAttack, HostileGML, file(ctGML, n+".gml"), "invalid character entity"))
+		add(fail(n, xmlAttack, GML, file(ctGML, n+".gml"), "invalid character entity"))
 	}
-	add(fail("xml_mismatched", xmlAttack, HostileGML, file(ctGML, "xml_mismatched.gml"), "closed by"))
+	add(fail("xml_mismatched", xmlAttack, GML, file(ctGML, "xml_mismatched.gml"), "closed by"))
 	// A DTD that is declared but not needed is ignored, never fetched: the
 	// layer loads.
-	add(load("xxe_dtd", xmlAttack, HostileGML, "xxe_dtd.gml", 5), load("xxe_parameter", xmlAttack, HostileGML, "xxe_parameter.gml", 5))
+	add(load("xxe_dtd", xmlAttack, GML, "xxe_dtd.gml", 5), load("xxe_parameter", xmlAttack, GML, "xxe_parameter.gml", 5))
 	add(
-		fail("xml_quadratic_blowup", xmlAttack, HostileGML, stream(ctGML, false,
+		fail("xml_quadratic_blowup", xmlAttack, GML, stream(ctGML, false,
 			text(`<?xml version="1.0"?>`+"\n"+`<!DOCTYPE q [<!ENTITY a "`), repeatBytes('a', 50<<10), text(`">]>`+"\n"+gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:n>`),
 			generator{n: 20000, item: func(b []byte, _ int64) []byte { return append(b, "&a;"...) }},
 			text(`</ingestd:n></ingestd:points></wfs:member>`+gmlTail)), "unrecognized response body", "entity", "DOCTYPE"),
-		fail("xml_deep_nesting", xmlAttack, HostileGML, stream(ctGML, false,
+		fail("xml_deep_nesting", xmlAttack, GML, stream(ctGML, false,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:n>`),
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, "<a>"...) }},
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, "</a>"...) }},
@@ -278,8 +278,8 @@ func HostileCases() []HostileCase {
 	)
 
 	const jsonDeep = "deep JSON nesting"
-	deep := func(name, head, open, close, tail string) HostileCase {
-		return fail(name, jsonDeep, HostileGeoJSON, stream(ctJSON, false, text(head),
+	deep := func(name, head, open, close, tail string) Case {
+		return fail(name, jsonDeep, GeoJSON, stream(ctJSON, false, text(head),
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, open...) }},
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, close...) }},
 			text(tail)), "nested")
@@ -288,7 +288,7 @@ func HostileCases() []HostileCase {
 		deep("json_deep_property", fcOpen+`{"deep":`, "[", "]", `}}]}`),
 		deep("json_deep_object", fcOpen+`{"deep":`, `{"a":`, "}", `}}]}`),
 		deep("json_deep_coordinates", `{"type":"FeatureCollection","features":[{"type":"Feature","id":"d","properties":{},"geometry":{"type":"Point","coordinates":`, "[", "]", `}}]}`),
-		func() HostileCase {
+		func() Case {
 			c := deep("json_deep_top", "", "[", "]", "")
 			c.Errors = append(c.Errors, "not a JSON object")
 			return c
@@ -296,8 +296,8 @@ func HostileCases() []HostileCase {
 	)
 
 	const slowClass = "slowloris / hanging"
-	slowCase := func(name string, r Responder) HostileCase {
-		c := fail(name, slowClass, HostileGeoJSON, r, "timed out", "deadline", "timeout")
+	slowCase := func(name string, r Responder) Case {
+		c := fail(name, slowClass, GeoJSON, r, "timed out", "deadline", "timeout")
 		c.RequestTimeout, c.Within = 2*time.Second, 15*time.Second
 		return c
 	}
@@ -310,86 +310,86 @@ func HostileCases() []HostileCase {
 
 	const conn = "connection faults / malformed HTTP"
 	add(
-		fail("reset_before_headers", conn, HostileGeoJSON, raw("", true), "connection reset"),
-		fail("close_before_headers", conn, HostileGeoJSON, raw("", false), "EOF"),
-		fail("reset_mid_headers", conn, HostileGeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Ty", true), "malformed", "connection reset"),
-		fail("garbage_status_line", conn, HostileGeoJSON, raw("HELLO THERE\r\n\r\n", false), "malformed"),
-		fail("http09_body", conn, HostileGeoJSON, raw(`{"type":"FeatureCollection","features":[]}`, false), "malformed"),
-		fail("bad_chunk_size", conn, HostileGeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", false), "chunk"),
-		fail("status_999", conn, HostileGeoJSON, raw("HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\n{}", false), "999"),
-		fail("continue_flood", conn, HostileGeoJSON, raw(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 20), false), "EOF", "1xx"),
-		fail("huge_header", conn, HostileGeoJSON, hugeHeader(12*int(mib)), "header"),
-		fail("content_length_lie_long", conn, HostileGeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"type\":\"FeatureCollection\",\"features\":[]}", false), "EOF"),
+		fail("reset_before_headers", conn, GeoJSON, raw("", true), "connection reset"),
+		fail("close_before_headers", conn, GeoJSON, raw("", false), "EOF"),
+		fail("reset_mid_headers", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Ty", true), "malformed", "connection reset"),
+		fail("garbage_status_line", conn, GeoJSON, raw("HELLO THERE\r\n\r\n", false), "malformed"),
+		fail("http09_body", conn, GeoJSON, raw(`{"type":"FeatureCollection","features":[]}`, false), "malformed"),
+		fail("bad_chunk_size", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", false), "chunk"),
+		fail("status_999", conn, GeoJSON, raw("HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\n{}", false), "999"),
+		fail("continue_flood", conn, GeoJSON, raw(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 20), false), "EOF", "1xx"),
+		fail("huge_header", conn, GeoJSON, hugeHeader(12*int(mib)), "header"),
+		fail("content_length_lie_long", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"type\":\"FeatureCollection\",\"features\":[]}", false), "EOF"),
 	)
 
 	const errPage = "error pages (HTML 200, OGC exceptions, 5xx)"
 	add(
-		fail("html_200", errPage, HostileGeoJSON, file(ctHTML, "html_200.html"), "HTML"),
-		fail("html_200_as_json", errPage, HostileGeoJSON, file(ctJSON, "html_200.html"), "HTML"),
-		fail("html_200_wfs", errPage, HostileWFS, file(ctHTML, "html_200.html"), "HTML"),
-		fail("ogc_exception_200", errPage, HostileWFS, file(ctXML, "ogc_exception.xml"), "NoApplicableCode"),
-		fail("ogc_exception_400", errPage, HostileWFS, fileStatus(400, ctXML, "ogc_exception.xml"), "NoApplicableCode"),
-		fail("ogc_exception_gml_200", errPage, HostileGML, file(ctGML, "ogc_exception.xml"), "NoApplicableCode"),
-		fail("ogc_exception_110_200", errPage, HostileWFS, file(ctXML, "ogc_exception_110.xml"), "InvalidParameterValue"),
-		fail("ogc_exception_json_200", errPage, HostileWFS, file(ctJSON, "ogc_exception_json.json"), "ExceptionReport"),
-		fail("arcgis_error_200", errPage, HostileGeoJSON, file(ctJSON, "arcgis_error_200.json"), "neither a FeatureCollection"),
-		fail("status_500_html", errPage, HostileGeoJSON, fileStatus(500, ctHTML, "html_500.html"), "500"),
-		fail("status_500_wfs", errPage, HostileWFS, fileStatus(500, ctHTML, "html_500.html"), "500"),
-		fail("status_502", errPage, HostileGeoJSON, reply(502, ctHTML, "<html><body>Bad Gateway</body></html>"), "502"),
-		fail("status_503", errPage, HostileGeoJSON, reply(503, "text/plain", "Service Unavailable"), "503"),
-		fail("status_504", errPage, HostileGeoJSON, reply(504, "text/plain", "Gateway Timeout"), "504"),
-		fail("status_404", errPage, HostileGeoJSON, reply(404, "text/plain", "Not Found"), "404"),
-		fail("status_401", errPage, HostileGeoJSON, reply(401, "text/plain", "Unauthorized", "WWW-Authenticate", `Basic realm="x"`), "401"),
-		fail("status_410", errPage, HostileGeoJSON, reply(410, "text/plain", "Gone"), "410"),
-		fail("status_204", errPage, HostileGeoJSON, reply(204, "", ""), "204", "empty"),
-		fail("empty_200", errPage, HostileGeoJSON, reply(200, ctJSON, ""), "empty"),
-		fail("whitespace_200", errPage, HostileGeoJSON, reply(200, ctJSON, " \n\t\n "), "empty"),
-		fail("empty_collection", errPage, HostileGeoJSON, file(ctJSON, "empty_collection.geojson"), "held"),
+		fail("html_200", errPage, GeoJSON, file(ctHTML, "html_200.html"), "HTML"),
+		fail("html_200_as_json", errPage, GeoJSON, file(ctJSON, "html_200.html"), "HTML"),
+		fail("html_200_wfs", errPage, WFS, file(ctHTML, "html_200.html"), "HTML"),
+		fail("ogc_exception_200", errPage, WFS, file(ctXML, "ogc_exception.xml"), "NoApplicableCode"),
+		fail("ogc_exception_400", errPage, WFS, fileStatus(400, ctXML, "ogc_exception.xml"), "NoApplicableCode"),
+		fail("ogc_exception_gml_200", errPage, GML, file(ctGML, "ogc_exception.xml"), "NoApplicableCode"),
+		fail("ogc_exception_110_200", errPage, WFS, file(ctXML, "ogc_exception_110.xml"), "InvalidParameterValue"),
+		fail("ogc_exception_json_200", errPage, WFS, file(ctJSON, "ogc_exception_json.json"), "ExceptionReport"),
+		fail("arcgis_error_200", errPage, GeoJSON, file(ctJSON, "arcgis_error_200.json"), "neither a FeatureCollection"),
+		fail("status_500_html", errPage, GeoJSON, fileStatus(500, ctHTML, "html_500.html"), "500"),
+		fail("status_500_wfs", errPage, WFS, fileStatus(500, ctHTML, "html_500.html"), "500"),
+		fail("status_502", errPage, GeoJSON, reply(502, ctHTML, "<html><body>Bad Gateway</body></html>"), "502"),
+		fail("status_503", errPage, GeoJSON, reply(503, "text/plain", "Service Unavailable"), "503"),
+		fail("status_504", errPage, GeoJSON, reply(504, "text/plain", "Gateway Timeout"), "504"),
+		fail("status_404", errPage, GeoJSON, reply(404, "text/plain", "Not Found"), "404"),
+		fail("status_401", errPage, GeoJSON, reply(401, "text/plain", "Unauthorized", "WWW-Authenticate", `Basic realm="x"`), "401"),
+		fail("status_410", errPage, GeoJSON, reply(410, "text/plain", "Gone"), "410"),
+		fail("status_204", errPage, GeoJSON, reply(204, "", ""), "204", "empty"),
+		fail("empty_200", errPage, GeoJSON, reply(200, ctJSON, ""), "empty"),
+		fail("whitespace_200", errPage, GeoJSON, reply(200, ctJSON, " \n\t\n "), "empty"),
+		fail("empty_collection", errPage, GeoJSON, file(ctJSON, "empty_collection.geojson"), "held"),
 	)
 
 	const gz = "gzip lies / broken gzip"
 	add(
-		HostileCase{Name: "gzip_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "gzip")},
-		HostileCase{Name: "gzip_lie_gml", Class: gz, Kind: HostileGML, Load: true, Features: 5, Respond: file(ctGML, "base.gml", "Content-Encoding", "gzip")},
-		HostileCase{Name: "gzip_lie_wfs", Class: gz, Kind: HostileWFS, Load: true, Features: 10, Respond: file(ctJSON, "base_wfs.json", "Content-Encoding", "gzip")},
-		HostileCase{Name: "gzip_double", Class: gz, Load: true, Features: 10, Respond: gzipped(ctJSON, "base.geojson", true)},
-		HostileCase{Name: "gzip_unannounced", Class: gz, Load: true, Features: 10, Respond: gzipUnannounced(ctJSON, "base.geojson")},
-		HostileCase{Name: "deflate_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "deflate")},
-		HostileCase{Name: "br_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "br")},
-		fail("gzip_corrupt", gz, HostileGeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
+		Case{Name: "gzip_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "gzip")},
+		Case{Name: "gzip_lie_gml", Class: gz, Kind: GML, Load: true, Features: 5, Respond: file(ctGML, "base.gml", "Content-Encoding", "gzip")},
+		Case{Name: "gzip_lie_wfs", Class: gz, Kind: WFS, Load: true, Features: 10, Respond: file(ctJSON, "base_wfs.json", "Content-Encoding", "gzip")},
+		Case{Name: "gzip_double", Class: gz, Load: true, Features: 10, Respond: gzipped(ctJSON, "base.geojson", true)},
+		Case{Name: "gzip_unannounced", Class: gz, Load: true, Features: 10, Respond: gzipUnannounced(ctJSON, "base.geojson")},
+		Case{Name: "deflate_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "deflate")},
+		Case{Name: "br_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "br")},
+		fail("gzip_corrupt", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
 			for i := 20; i < len(b)-20; i += 7 {
 				b[i] ^= 0x5a
 			}
 			return b
 		}), "gzip", "flate"),
-		fail("gzip_truncated", gz, HostileGeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte { return b[:len(b)*2/3] }), "EOF"),
-		fail("gzip_bad_crc", gz, HostileGeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
+		fail("gzip_truncated", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte { return b[:len(b)*2/3] }), "EOF"),
+		fail("gzip_bad_crc", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
 			b[len(b)-8] ^= 0xff
 			return b
 		}), "checksum"),
-		fail("gzip_trailing_garbage", gz, HostileGeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
+		fail("gzip_trailing_garbage", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
 			return append(b, "GARBAGE AFTER THE STREAM"...)
 		}), "gzip"),
 	)
 	const bom = "BOM / encodings"
 	add(
-		load("bom_utf8", bom, HostileGeoJSON, "bom_utf8.geojson", 3),
-		load("bom_utf8_gml", bom, HostileGML, "bom_utf8.gml", 5),
-		fail("bom_twice", bom, HostileGeoJSON, file(ctJSON, "bom_twice.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
-		fail("bom_utf16le", bom, HostileGeoJSON, file(ctJSON, "bom_utf16le.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
-		fail("utf16_no_bom", bom, HostileGeoJSON, file(ctJSON, "utf16_no_bom.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
+		load("bom_utf8", bom, GeoJSON, "bom_utf8.geojson", 3),
+		load("bom_utf8_gml", bom, GML, "bom_utf8.gml", 5),
+		fail("bom_twice", bom, GeoJSON, file(ctJSON, "bom_twice.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
+		fail("bom_utf16le", bom, GeoJSON, file(ctJSON, "bom_utf16le.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
+		fail("utf16_no_bom", bom, GeoJSON, file(ctJSON, "utf16_no_bom.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
 	)
 
 	const ctype = "Content-Type lies"
 	add(
-		HostileCase{Name: "json_as_text_plain", Class: ctype, Load: true, Features: 10, Respond: file("text/plain", "base.geojson")},
-		HostileCase{Name: "json_as_octet_stream", Class: ctype, Load: true, Features: 10, Respond: file("application/octet-stream", "base.geojson")},
-		HostileCase{Name: "gml_as_json", Class: ctype, Kind: HostileGML, Load: true, Features: 5, Respond: file(ctJSON, "base.gml")},
+		Case{Name: "json_as_text_plain", Class: ctype, Load: true, Features: 10, Respond: file("text/plain", "base.geojson")},
+		Case{Name: "json_as_octet_stream", Class: ctype, Load: true, Features: 10, Respond: file("application/octet-stream", "base.geojson")},
+		Case{Name: "gml_as_json", Class: ctype, Kind: GML, Load: true, Features: 5, Respond: file(ctJSON, "base.gml")},
 	)
 
 	const paging = "paging lies (numberMatched, unstable order)"
 	add(
-		withLimits(withPageSize(HostileCase{Name: "paging_unstable_no_matched", Class: paging, Kind: HostileWFS,
+		withLimits(withPageSize(Case{Name: "paging_unstable_no_matched", Class: paging, Kind: WFS,
 			Errors: []string{"limits.poll_features", "unstable"}, Timeout: 10 * time.Second, Within: 5 * time.Second,
 			Respond: paged(func(start, count int) (int, int, []int) {
 				ids := make([]int, count)
@@ -398,26 +398,26 @@ func HostileCases() []HostileCase {
 				}
 				return -1, -1, ids
 			})}, 10), "poll_features", 2000),
-		withPageSize(fail("paging_matched_lies_more", paging, HostileWFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(fail("paging_matched_lies_more", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 100, -1, seq(start, max(0, min(count, 5-start)))
 		}), "numberMatched"), 10),
-		withPageSize(fail("paging_matched_lies_less", paging, HostileWFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(fail("paging_matched_lies_less", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 3, -1, seq(start, count)
 		}), "numberMatched"), 10),
-		withPageSize(fail("paging_matched_changes", paging, HostileWFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(fail("paging_matched_changes", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 30 + start, -1, seq(start, count)
 		}), "numberMatched"), 10),
-		withPageSize(fail("paging_returned_lies", paging, HostileWFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(fail("paging_returned_lies", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 30, count - 3, seq(start, count)
 		}), "numberReturned"), 10),
-		withPageSize(fail("paging_ignores_startindex", paging, HostileWFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(fail("paging_ignores_startindex", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 30, -1, seq(0, count)
 		}), "startIndex"), 10),
-		withPageSize(HostileCase{Name: "paging_ignores_count", Class: paging, Kind: HostileWFS, Load: true, Features: 25,
+		withPageSize(Case{Name: "paging_ignores_count", Class: paging, Kind: WFS, Load: true, Features: 25,
 			Respond: paged(func(start, count int) (int, int, []int) { return 25, -1, seq(0, 25) })}, 10),
 		// Ids on two pages: the paging order is unstable, features may have
 		// been skipped; the snapshot is refused.
-		withPageSize(fail("paging_overlap_finite", paging, HostileWFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(fail("paging_overlap_finite", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			switch {
 			case start == 0:
 				return -1, -1, seq(0, count)
@@ -435,7 +435,7 @@ func HostileCases() []HostileCase {
 const contentBreaker = "{consecutive_failures: 1, failure_ratio: 0, max_attempts: 1}"
 
 // withLimits sets limits (key, value pairs) on c.
-func withLimits(c HostileCase, kv ...any) HostileCase {
+func withLimits(c Case, kv ...any) Case {
 	if c.Limits == nil {
 		c.Limits = map[string]int64{}
 	}
@@ -451,14 +451,14 @@ func withLimits(c HostileCase, kv ...any) HostileCase {
 }
 
 // withPageSize makes c a paged WFS layer of pages of n.
-func withPageSize(c HostileCase, n int) HostileCase {
+func withPageSize(c Case, n int) Case {
 	c.PageSize = n
 	return c
 }
 
 // withTimeout bounds c's poll to d, and its wall time to half of that: a
 // limit must stop the case long before the timeout does.
-func withTimeout(c HostileCase, d time.Duration) HostileCase {
+func withTimeout(c Case, d time.Duration) Case {
 	c.Timeout, c.Within = d, d/2
 	return c
 }
@@ -475,7 +475,7 @@ func seq(start, n int) []int {
 // pagedFat serves full pages of fatPoint features with a numberMatched of
 // a billion: 1 MB pages for ever.
 func pagedFat() Responder {
-	return func(w http.ResponseWriter, r *HostileRequest) {
+	return func(w http.ResponseWriter, r *Request) {
 		count := max(r.Count, 1)
 		w.Header().Set("Content-Type", ctJSON)
 		buf := []byte(`{"type":"FeatureCollection","numberMatched":1000000000,"numberReturned":` + strconv.Itoa(count) + `,"features":[`)
@@ -505,7 +505,7 @@ func fatPoint(buf []byte, i int64) []byte {
 // echoException is a GeoServer-style exception report that echoes the
 // request URL, query string (and its secrets) included.
 func echoException() Responder {
-	return func(w http.ResponseWriter, r *HostileRequest) {
+	return func(w http.ResponseWriter, r *Request) {
 		w.Header().Set("Content-Type", ctXML)
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
@@ -521,7 +521,7 @@ func htmlEscape(s string) string {
 // redirectSchemeRelative redirects to //peer-host:port/data, a
 // scheme-relative Location that names another origin.
 func redirectSchemeRelative() Responder {
-	return func(w http.ResponseWriter, r *HostileRequest) {
+	return func(w http.ResponseWriter, r *Request) {
 		w.Header().Set("Location", strings.TrimPrefix(r.PeerURL(), "http:")+"/data")
 		w.WriteHeader(http.StatusFound)
 	}
@@ -530,7 +530,7 @@ func redirectSchemeRelative() Responder {
 // gzipUnannounced answers a gzipped body without Content-Encoding, like a
 // .geojson.gz behind a plain URL.
 func gzipUnannounced(contentType, name string) Responder {
-	return func(w http.ResponseWriter, r *HostileRequest) {
+	return func(w http.ResponseWriter, r *Request) {
 		body := gzipBytes(r.File(name))
 		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -540,7 +540,7 @@ func gzipUnannounced(contentType, name string) Responder {
 
 // hugeHeader answers with one response header of n bytes.
 func hugeHeader(n int) Responder {
-	return func(w http.ResponseWriter, r *HostileRequest) {
+	return func(w http.ResponseWriter, r *Request) {
 		conn, bufrw, err := w.(http.Hijacker).Hijack()
 		if err != nil {
 			return

@@ -1,4 +1,4 @@
-package wfstest
+package hostile
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 )
 
-// TestHostileCorpusShape checks the corpus as data: at least 100 cases with
+// TestCorpusShape checks the corpus as data: at least 100 cases with
 // feed-safe names and an expectation each (a failing case names its cause), every static file of
 // testdata/hostile served by some case, generated bodies cut at
 // MaxGenerated, the good phase a valid two-feature layer, and the rendered
 // configuration accepted by ingestd's config loader.
-func TestHostileCorpusShape(t *testing.T) {
-	cases := HostileCases()
+func TestCorpusShape(t *testing.T) {
+	cases := Cases()
 	if len(cases) < 100 {
 		t.Fatalf("%d cases, want at least 100", len(cases))
 	}
@@ -38,7 +38,7 @@ func TestHostileCorpusShape(t *testing.T) {
 		}
 	}
 	const dir = "../../testdata/hostile"
-	h, err := NewHostile(dir, cases)
+	h, err := NewServer(dir, cases)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +84,10 @@ func TestHostileCorpusShape(t *testing.T) {
 	}
 
 	origins := map[string]string{}
-	for _, o := range HostileOrigins(cases) {
+	for _, o := range Origins(cases) {
 		origins[o] = ts.URL
 	}
-	yaml, err := HostileConfig(cases, HostileConfigOptions{Origins: origins})
+	yaml, err := Config(cases, ConfigOptions{Origins: origins})
 	if err != nil {
 		t.Fatal(err)
 	}
