@@ -24,74 +24,121 @@ const (
 	mib = int64(1) << 20
 )
 
-// Cases returns the hostile corpus: every class of issue 14's
-// findings (1, 3, 5, 6, 8) and the classes an earlier hostile run found
-// handled already, each as a case with its expected outcome. Static bodies
-// are files of testdata/hostile; large ones are generated.
+// Cases returns the hostile corpus: every class of issue 14's findings
+// (1, 3, 5, 6, 8), the classes an earlier hostile run found handled
+// already, and the ArcGIS REST and OGC API – Features lies, each as a case
+// with its expected outcome. Static bodies are files of testdata/hostile;
+// large ones are generated.
 func Cases() []Case {
 	var cs []Case
-	add := func(c ...Case) { cs = append(cs, c...) }
-	load := func(name, class, kind, fileName string, features int) Case {
-		ct := ctJSON
-		if kind == GML {
-			ct = ctGML
-		}
-		return Case{Name: name, Class: class, Kind: kind, Load: true, Features: features, Respond: file(ct, fileName)}
+	for _, group := range Groups {
+		cs = append(cs, group.Cases()...)
 	}
-	fail := func(name, class, kind string, r Responder, errs ...string) Case {
-		return Case{Name: name, Class: class, Kind: kind, Errors: errs, Respond: r}
-	}
+	return cs
+}
 
-	// Finding 1: GeometryCollections are stored (with members, empty,
-	// nested); a member PostGIS cannot hold counts the geometry invalid.
+// Group is one group of findings: its cases come from one function.
+type Group struct {
+	// Name says what the group's cases are about.
+	Name string
+	// Cases returns the group's cases.
+	Cases func() []Case
+}
+
+// Groups are the corpus's groups, in the order Cases lists them.
+var Groups = []Group{
+	{"finding 1: GeometryCollections", geometryCollections},
+	{"finding 3: memory bombs", jsonBombs},
+	{"finding 5: secrets", secrets},
+	{"finding 6: one bad feature", badFeatures},
+	{"finding 8: redirects", redirects},
+	{"finding 8: 429 and Retry-After", rateLimits},
+	{"finding 8: coordinates out of range", coordinates},
+	{"finding 8: content errors", contentErrors},
+	{"truncated answers", truncation},
+	{"XML entities, DTDs and nesting", xmlAttacks},
+	{"deep JSON nesting", jsonDeep},
+	{"slowloris and hanging servers", slowloris},
+	{"connection faults and malformed HTTP", connectionFaults},
+	{"error pages", errorPages},
+	{"gzip lies", gzipLies},
+	{"BOMs and encodings", boms},
+	{"Content-Type lies", contentTypes},
+	{"WFS paging lies", pagingLies},
+}
+
+// loadCase is a case whose static body loads features.
+func loadCase(name, class, kind, fileName string, features int) Case {
+	ct := ctJSON
+	if kind == GML {
+		ct = ctGML
+	}
+	return Case{Name: name, Class: class, Kind: kind, Load: true, Features: features, Respond: file(ct, fileName)}
+}
+
+// failCase is a case that must fail naming one of errs.
+func failCase(name, class, kind string, r Responder, errs ...string) Case {
+	return Case{Name: name, Class: class, Kind: kind, Errors: errs, Respond: r}
+}
+
+// fcOpen opens a FeatureCollection up to its first feature's properties.
+const fcOpen = `{"type":"FeatureCollection","features":[{"type":"Feature","id":"big","geometry":{"type":"Point","coordinates":[-78.9,35.6]},"properties":`
+
+// geometryCollections is finding 1: GeometryCollections are stored (with members, empty,
+// nested); a member PostGIS cannot hold counts the geometry invalid.
+func geometryCollections() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const gc = "geometry collection (finding 1)"
 	for _, n := range []string{"gc_members", "gc_empty", "gc_nested", "gc_single", "gc_only", "gc_multi"} {
-		add(load(n, gc, GeoJSON, n+".geojson", 2))
+		add(loadCase(n, gc, GeoJSON, n+".geojson", 2))
 	}
-	c := load("gc_broken_member", gc, GeoJSON, "gc_broken_member.geojson", 2)
+	c := loadCase("gc_broken_member", gc, GeoJSON, "gc_broken_member.geojson", 2)
 	c.InvalidGeometries = 1
 	add(c)
 	// A null member is not GeoJSON at all: like any malformed geometry, the
 	// document is the feed's content error (not the origin's), named.
-	add(fail("gc_member_null", gc, GeoJSON, file(ctJSON, "gc_member_null.geojson"), "GeometryCollection member 0"))
-	add(load("gc_gml_multigeometry", gc, GML, "gc_multigeometry.gml", 2))
+	add(failCase("gc_member_null", gc, GeoJSON, file(ctJSON, "gc_member_null.geojson"), "GeometryCollection member 0"))
+	add(loadCase("gc_gml_multigeometry", gc, GML, "gc_multigeometry.gml", 2))
+	return cs
+}
 
-	// Finding 3: memory bombs. Each must end as the feed's error naming the
-	// limit, having held no more than the limit.
+// jsonBombs is finding 3: memory bombs. Each must end as the feed's error naming the
+// limit, having held no more than the limit.
+func jsonBombs() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const bomb = "memory bomb (finding 3)"
-	fcOpen := `{"type":"FeatureCollection","features":[{"type":"Feature","id":"big","geometry":{"type":"Point","coordinates":[-78.9,35.6]},"properties":`
 	add(
-		fail("bomb_gzip_string", bomb, GeoJSON, stream(ctJSON, true,
+		failCase("bomb_gzip_string", bomb, GeoJSON, stream(ctJSON, true,
 			text(fcOpen+`{"big":"`), repeatBytes('a', 2*gib), text(`"}}]}`)), "limits.value_bytes"),
-		withLimits(fail("bomb_gzip_features", bomb, GeoJSON, stream(ctJSON, true, points(20_000_000)), "limits.body_bytes"),
+		withLimits(failCase("bomb_gzip_features", bomb, GeoJSON, stream(ctJSON, true, points(20_000_000)), "limits.body_bytes"),
 			"body_bytes", 16*mib),
-		withLimits(fail("bomb_gzip_gml", bomb, GML, stream(ctGML, true,
+		withLimits(failCase("bomb_gzip_gml", bomb, GML, stream(ctGML, true,
 			generator{head: gmlHead, n: 20_000_000, item: appendGMLPoint, tail: gmlTail}), "limits.body_bytes"),
 			"body_bytes", 16*mib),
-		withLimits(fail("bomb_endless_features", bomb, GeoJSON, stream(ctJSON, false, points(-1)), "limits.poll_features"),
+		withLimits(failCase("bomb_endless_features", bomb, GeoJSON, stream(ctJSON, false, points(-1)), "limits.poll_features"),
 			"poll_features", 20000),
 		// Pages of 1 MB for ever: only the poll's byte bound can stop it.
-		withTimeout(withPageSize(withLimits(fail("bomb_endless_bytes", bomb, WFS, pagedFat(), "limits.poll_bytes"),
+		withTimeout(withPageSize(withLimits(failCase("bomb_endless_bytes", bomb, WFS, pagedFat(), "limits.poll_bytes"),
 			"poll_bytes", 24*mib), 10), 20*time.Second),
-		withLimits(fail("bomb_endless_gml", bomb, GML, stream(ctGML, false,
+		withLimits(failCase("bomb_endless_gml", bomb, GML, stream(ctGML, false,
 			generator{head: gmlHead, n: -1, item: appendGMLPoint}), "limits.poll_features"),
 			"poll_features", 20000),
-		fail("bomb_string_200mb", bomb, GeoJSON, stream(ctJSON, false,
+		failCase("bomb_string_200mb", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"big":"`), repeatBytes('a', 200*mib), text(`"}}]}`)), "limits.value_bytes"),
-		fail("bomb_string_escapes", bomb, GeoJSON, stream(ctJSON, false,
+		failCase("bomb_string_escapes", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"big":"`), generator{n: 10 * mib, item: func(b []byte, _ int64) []byte { return append(b, `\u0041`...) }}, text(`"}}]}`)),
 			"limits.value_bytes"),
-		fail("bomb_number_20mb", bomb, GeoJSON, stream(ctJSON, false,
+		failCase("bomb_number_20mb", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"n":1`), repeatBytes('7', 20*mib), text(`}}]}`)), "limits.value_bytes"),
-		fail("bomb_key_20mb", bomb, GeoJSON, stream(ctJSON, false,
+		failCase("bomb_key_20mb", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{"`), repeatBytes('k', 20*mib), text(`":1}}]}`)), "limits.value_bytes", "limits.feature_bytes"),
-		fail("bomb_many_properties", bomb, GeoJSON, stream(ctJSON, false,
+		failCase("bomb_many_properties", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{`), generator{sep: ",", n: 1_000_000, item: func(b []byte, i int64) []byte {
 				b = append(b, `"p`...)
 				b = strconv.AppendInt(b, i, 10)
 				return append(b, `":1`...)
 			}}, text(`}}]}`)), "limits.properties"),
-		fail("bomb_feature_bytes", bomb, GeoJSON, stream(ctJSON, false,
+		failCase("bomb_feature_bytes", bomb, GeoJSON, stream(ctJSON, false,
 			text(fcOpen+`{`), generator{sep: ",", n: 500, item: func(b []byte, i int64) []byte {
 				b = append(b, `"p`...)
 				b = strconv.AppendInt(b, i, 10)
@@ -101,35 +148,39 @@ func Cases() []Case {
 				}
 				return append(b, '"')
 			}}, text(`}}]}`)), "limits.feature_bytes"),
-		fail("bomb_coordinates", bomb, GeoJSON, stream(ctJSON, false,
+		failCase("bomb_coordinates", bomb, GeoJSON, stream(ctJSON, false,
 			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"line","properties":{},"geometry":{"type":"LineString","coordinates":[`),
 			generator{sep: ",", n: 10_000_000, item: func(b []byte, i int64) []byte {
 				return append(b, `[-78.912345678,35.612345678]`...)
 			}}, text(`]}}]}`)), "limits.feature_bytes"),
-		withLimits(fail("bomb_one_request_1m", bomb, GeoJSON, stream(ctJSON, false, points(1_000_000)), "limits.poll_features"),
+		withLimits(failCase("bomb_one_request_1m", bomb, GeoJSON, stream(ctJSON, false, points(1_000_000)), "limits.poll_features"),
 			"poll_features", 20000),
-		withTimeout(withPageSize(withLimits(fail("bomb_paged_forever", bomb, WFS, paged(func(start, count int) (int, int, []int) {
+		withTimeout(withPageSize(withLimits(failCase("bomb_paged_forever", bomb, WFS, paged(func(start, count int) (int, int, []int) {
 			return 100_000_000, count, seq(start, count)
 		}), "limits.poll_features"), "poll_features", 2000), 100), 10*time.Second),
-		fail("bomb_xml_attribute", bomb, GML, stream(ctGML, false,
+		failCase("bomb_xml_attribute", bomb, GML, stream(ctGML, false,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:name foo="`), repeatBytes('a', 100*mib), text(`">x</ingestd:name></ingestd:points></wfs:member>`+gmlTail)),
 			"limits.value_bytes"),
-		fail("bomb_xml_text", bomb, GML, stream(ctGML, false,
+		failCase("bomb_xml_text", bomb, GML, stream(ctGML, false,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:name>`), repeatBytes('a', 200*mib), text(`</ingestd:name></ingestd:points></wfs:member>`+gmlTail)),
 			"limits.value_bytes"),
-		fail("bomb_xml_gzip_text", bomb, GML, stream(ctGML, true,
+		failCase("bomb_xml_gzip_text", bomb, GML, stream(ctGML, true,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:name>`), repeatBytes('a', 2*gib), text(`</ingestd:name></ingestd:points></wfs:member>`+gmlTail)),
 			"limits.value_bytes"),
-		withLimits(fail("bomb_whitespace", bomb, GeoJSON, stream(ctJSON, false,
+		withLimits(failCase("bomb_whitespace", bomb, GeoJSON, stream(ctJSON, false,
 			text(`{"type":"FeatureCollection",`), repeatBytes(' ', 500*mib), text(`"features":[]}`)), "limits.body_bytes"),
 			"body_bytes", 16*mib),
 	)
+	return cs
+}
 
-	// Finding 5: secrets in URLs and echoed in error bodies never reach
-	// the output.
+// secrets is finding 5: secrets in URLs and echoed in error bodies never reach
+// the output.
+func secrets() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const secret = "secret (finding 5)"
 	addSecret := func(name, query, userinfo, token string, r Responder, errs ...string) {
-		c := fail(name, secret, GeoJSON, r, errs...)
+		c := failCase(name, secret, GeoJSON, r, errs...)
 		c.Query, c.UserInfo, c.Secrets = query, userinfo, []string{token}
 		add(c)
 	}
@@ -140,52 +191,66 @@ func Cases() []Case {
 	}
 	addSecret("secret_echoed_exception", "token=Ech0edS3cret", "", "Ech0edS3cret", echoException(), "NoApplicableCode", "exception")
 	addSecret("secret_redirect_token", "", "", "R3dir3ctT0ken", redirect(302, "{peer}/data?token=R3dir3ctT0ken"), "redirect")
+	return cs
+}
 
-	// Finding 6: one bad feature is repaired (U+FFFD) or refused alone,
-	// never the whole layer.
+// badFeatures is finding 6: one bad feature is repaired (U+FFFD) or refused alone,
+// never the whole layer.
+func badFeatures() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const badFeature = "bad feature (finding 6)"
 	for _, n := range []string{"utf8_invalid_value", "utf8_invalid_key", "utf8_overlong", "utf8_truncated_seq",
 		"utf8_cesu_surrogate", "utf8_above_max", "nul_value", "nul_key", "nul_nested", "surrogate_high",
 		"surrogate_low", "surrogate_reversed", "surrogate_in_key", "nul_id", "utf8_invalid_id"} {
-		c := load(n, badFeature, GeoJSON, n+".geojson", 2)
+		c := loadCase(n, badFeature, GeoJSON, n+".geojson", 2)
 		c.Repaired = true
 		add(c)
 	}
 	add(
-		load("id_long", badFeature, GeoJSON, "id_long.geojson", 1),
-		load("id_long_number", badFeature, GeoJSON, "id_long_number.geojson", 1),
-		load("number_exponent_huge", badFeature, GeoJSON, "number_exponent_huge.geojson", 1),
-		load("number_long_fraction", badFeature, GeoJSON, "number_long_fraction.geojson", 1),
+		loadCase("id_long", badFeature, GeoJSON, "id_long.geojson", 1),
+		loadCase("id_long_number", badFeature, GeoJSON, "id_long_number.geojson", 1),
+		loadCase("number_exponent_huge", badFeature, GeoJSON, "number_exponent_huge.geojson", 1),
+		loadCase("number_long_fraction", badFeature, GeoJSON, "number_long_fraction.geojson", 1),
 		func() Case {
-			c := load("xml_invalid_utf8", badFeature, GML, "xml_invalid_utf8.gml", 1)
+			c := loadCase("xml_invalid_utf8", badFeature, GML, "xml_invalid_utf8.gml", 1)
 			c.Repaired = true
 			return c
 		}(),
-		load("gml_id_long", badFeature, GML, "gml_id_long.gml", 5),
+		loadCase("gml_id_long", badFeature, GML, "gml_id_long.gml", 5),
 		Case{Name: "id_1mb", Class: badFeature, Load: true, Features: 1, Respond: stream(ctJSON, false,
 			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"h.0","geometry":null,"properties":{}},{"type":"Feature","id":"`),
 			repeatBytes('i', mib), text(`","geometry":null,"properties":{}}]}`))},
-		fail("number_nan", badFeature, GeoJSON, file(ctJSON, "number_nan.geojson"), "invalid JSON"),
-		fail("number_leading_zero", badFeature, GeoJSON, file(ctJSON, "number_leading_zero.geojson"), "invalid JSON"),
-		fail("control_raw", badFeature, GeoJSON, file(ctJSON, "control_raw.geojson"), "invalid character", "control character"),
+		failCase("number_nan", badFeature, GeoJSON, file(ctJSON, "number_nan.geojson"), "invalid JSON"),
+		failCase("number_leading_zero", badFeature, GeoJSON, file(ctJSON, "number_leading_zero.geojson"), "invalid JSON"),
+		failCase("control_raw", badFeature, GeoJSON, file(ctJSON, "control_raw.geojson"), "invalid character", "control character"),
 	)
+	return cs
+}
 
-	// Finding 8: redirects to other hosts are refused; 429 with an absurd
-	// Retry-After parks at once; out-of-range coordinates are counted
-	// invalid; content errors stay the feed's (see OriginContent).
+// redirects is finding 8: redirects to other hosts are refused; 429 with an absurd
+// Retry-After parks at once; out-of-range coordinates are counted
+// invalid; content errors stay the feed's (see OriginContent).
+func redirects() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const redir = "redirect (finding 8)"
 	add(
-		fail("redirect_cross_origin", redir, GeoJSON, redirect(302, "{peer}/data"), "redirect"),
-		fail("redirect_cross_origin_307", redir, GeoJSON, redirect(307, "{peer}/data"), "redirect"),
-		fail("redirect_cross_origin_301", redir, GeoJSON, redirect(301, "{peer}/data"), "redirect"),
-		fail("redirect_cross_origin_wfs", redir, WFS, redirect(302, "{peer}/wfs"), "redirect"),
-		fail("redirect_scheme_relative", redir, GeoJSON, redirectSchemeRelative(), "redirect"),
-		fail("redirect_file", redir, GeoJSON, redirect(302, "file:///etc/passwd"), "redirect", `"file"`),
-		fail("redirect_gopher", redir, GeoJSON, redirect(302, "gopher://127.0.0.1:1/x"), "redirect", `"gopher"`),
-		fail("redirect_loop", redir, GeoJSON, redirect(302, "{self}/hostile/redirect_loop"), "redirect"),
-		fail("redirect_no_location", redir, GeoJSON, reply(302, "text/plain", "moved"), "302"),
+		failCase("redirect_cross_origin", redir, GeoJSON, redirect(302, "{peer}/data"), "redirect"),
+		failCase("redirect_cross_origin_307", redir, GeoJSON, redirect(307, "{peer}/data"), "redirect"),
+		failCase("redirect_cross_origin_301", redir, GeoJSON, redirect(301, "{peer}/data"), "redirect"),
+		failCase("redirect_cross_origin_wfs", redir, WFS, redirect(302, "{peer}/wfs"), "redirect"),
+		failCase("redirect_scheme_relative", redir, GeoJSON, redirectSchemeRelative(), "redirect"),
+		failCase("redirect_file", redir, GeoJSON, redirect(302, "file:///etc/passwd"), "redirect", `"file"`),
+		failCase("redirect_gopher", redir, GeoJSON, redirect(302, "gopher://127.0.0.1:1/x"), "redirect", `"gopher"`),
+		failCase("redirect_loop", redir, GeoJSON, redirect(302, "{self}/hostile/redirect_loop"), "redirect"),
+		failCase("redirect_no_location", redir, GeoJSON, reply(302, "text/plain", "moved"), "302"),
 		Case{Name: "redirect_same_origin", Class: redir, Load: true, Features: 2, Respond: redirect(302, "{self}/data")},
 	)
+	return cs
+}
+
+// rateLimits are the cases of finding 8: 429 and Retry-After.
+func rateLimits() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const rate = "429 / Retry-After (finding 8)"
 	for _, ra := range []struct{ name, status, value string }{
 		{"ratelimit_429_absurd", "429", "999999999"},
@@ -202,18 +267,28 @@ func Cases() []Case {
 			Breaker: "{max_attempts: 3, backoff_base: 100ms, backoff_max: 1s}",
 			Respond: reply(st, "text/plain", "Too Many Requests", "Retry-After", ra.value)})
 	}
+	return cs
+}
+
+// coordinates are the cases of finding 8: coordinates out of range.
+func coordinates() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const coords = "coordinates out of range (finding 8)"
 	for _, n := range []string{"coords_lon_500", "coords_lat_100", "coords_polygon_out", "coords_huge", "coords_inf"} {
-		c := load(n, coords, GeoJSON, n+".geojson", 2)
+		c := loadCase(n, coords, GeoJSON, n+".geojson", 2)
 		c.InvalidGeometries = 1
 		add(c)
 	}
-	c = load("gml_coords_out", coords, GML, "gml_coords_out.gml", 6)
+	c := loadCase("gml_coords_out", coords, GML, "gml_coords_out.gml", 6)
 	c.InvalidGeometries = 1
 	add(c)
+	return cs
+}
 
-	// Content errors, on an origin whose breaker trips on the first
-	// failure charged to it: the harness checks it stays closed.
+// contentErrors: content errors, on an origin whose breaker trips on the first
+// failure charged to it: the harness checks it stays closed.
+func contentErrors() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const content = "wrong types / content error (finding 8)"
 	for _, ce := range []struct{ name, err string }{
 		{"features_object", "not an array"}, {"features_string", "not an array"},
@@ -225,15 +300,19 @@ func Cases() []Case {
 		{"feature_type_wrong", `want "Feature"`}, {"trailing_garbage", "data after the document"},
 		{"two_documents", "data after the document"}, {"duplicate_features_key", `second "features"`},
 	} {
-		c := fail("content_"+ce.name, content, GeoJSON, file(ctJSON, ce.name+".geojson"), ce.err)
+		c := failCase("content_"+ce.name, content, GeoJSON, file(ctJSON, ce.name+".geojson"), ce.err)
 		c.Origin, c.Breaker = OriginContent, contentBreaker
 		add(c)
 	}
-	c = load("content_healthy", content, GeoJSON, "base.geojson", 10)
+	c := loadCase("content_healthy", content, GeoJSON, "base.geojson", 10)
 	c.Origin, c.Breaker = OriginContent, contentBreaker
 	add(c)
+	return cs
+}
 
-	// Handled already by the earlier run; kept so they stay handled.
+// truncation was handled already by the earlier run; kept so it stays handled.
+func truncation() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const trunc = "truncation"
 	for _, t := range []struct {
 		kind, file, ct, mode string
@@ -252,34 +331,44 @@ func Cases() []Case {
 			if off < 0 {
 				name = fmt.Sprintf("trunc_%s_%s_end%d", t.kind, t.mode, off)
 			}
-			add(fail(name, trunc, t.kind, truncated(t.ct, t.file, off, t.mode),
+			add(failCase(name, trunc, t.kind, truncated(t.ct, t.file, off, t.mode),
 				"unexpected EOF", "connection reset", "empty response body", "unrecognized response body", "XML syntax error"))
 		}
 	}
+	return cs
+}
 
+// xmlAttacks are the cases of XML entities, DTDs and nesting.
+func xmlAttacks() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const xmlAttack = "XML entities / DTD / nesting"
 	for _, n := range []string{"billion_laughs", "xxe_file", "xml_undefined_entity"} {
-		add(fail(n, xmlAttack, GML, file(ctGML, n+".gml"), "invalid character entity"))
+		add(failCase(n, xmlAttack, GML, file(ctGML, n+".gml"), "invalid character entity"))
 	}
-	add(fail("xml_mismatched", xmlAttack, GML, file(ctGML, "xml_mismatched.gml"), "closed by"))
+	add(failCase("xml_mismatched", xmlAttack, GML, file(ctGML, "xml_mismatched.gml"), "closed by"))
 	// A DTD that is declared but not needed is ignored, never fetched: the
 	// layer loads.
-	add(load("xxe_dtd", xmlAttack, GML, "xxe_dtd.gml", 5), load("xxe_parameter", xmlAttack, GML, "xxe_parameter.gml", 5))
+	add(loadCase("xxe_dtd", xmlAttack, GML, "xxe_dtd.gml", 5), loadCase("xxe_parameter", xmlAttack, GML, "xxe_parameter.gml", 5))
 	add(
-		fail("xml_quadratic_blowup", xmlAttack, GML, stream(ctGML, false,
+		failCase("xml_quadratic_blowup", xmlAttack, GML, stream(ctGML, false,
 			text(`<?xml version="1.0"?>`+"\n"+`<!DOCTYPE q [<!ENTITY a "`), repeatBytes('a', 50<<10), text(`">]>`+"\n"+gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:n>`),
 			generator{n: 20000, item: func(b []byte, _ int64) []byte { return append(b, "&a;"...) }},
 			text(`</ingestd:n></ingestd:points></wfs:member>`+gmlTail)), "unrecognized response body", "entity", "DOCTYPE"),
-		fail("xml_deep_nesting", xmlAttack, GML, stream(ctGML, false,
+		failCase("xml_deep_nesting", xmlAttack, GML, stream(ctGML, false,
 			text(gmlHead+`<wfs:member><ingestd:points gml:id="x"><ingestd:n>`),
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, "<a>"...) }},
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, "</a>"...) }},
 			text(`</ingestd:n></ingestd:points></wfs:member>`+gmlTail)), "nested"),
 	)
+	return cs
+}
 
+// jsonDeep are the cases of deep JSON nesting.
+func jsonDeep() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const jsonDeep = "deep JSON nesting"
 	deep := func(name, head, open, close, tail string) Case {
-		return fail(name, jsonDeep, GeoJSON, stream(ctJSON, false, text(head),
+		return failCase(name, jsonDeep, GeoJSON, stream(ctJSON, false, text(head),
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, open...) }},
 			generator{n: 1_000_000, item: func(b []byte, _ int64) []byte { return append(b, close...) }},
 			text(tail)), "nested")
@@ -294,10 +383,15 @@ func Cases() []Case {
 			return c
 		}(),
 	)
+	return cs
+}
 
+// slowloris are the cases of slowloris and hanging servers.
+func slowloris() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const slowClass = "slowloris / hanging"
 	slowCase := func(name string, r Responder) Case {
-		c := fail(name, slowClass, GeoJSON, r, "timed out", "deadline", "timeout")
+		c := failCase(name, slowClass, GeoJSON, r, "timed out", "deadline", "timeout")
 		c.RequestTimeout, c.Within = 2*time.Second, 15*time.Second
 		return c
 	}
@@ -307,46 +401,61 @@ func Cases() []Case {
 		slowCase("slow_endless_trickle", stream(ctJSON, false, generator{head: featureCollectionHead(-1), sep: ",", n: -1,
 			item: func(b []byte, i int64) []byte { time.Sleep(50 * time.Millisecond); return appendPoint(b, i) }})),
 	)
+	return cs
+}
 
+// connectionFaults are the cases of connection faults and malformed HTTP.
+func connectionFaults() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const conn = "connection faults / malformed HTTP"
 	add(
-		fail("reset_before_headers", conn, GeoJSON, raw("", true), "connection reset"),
-		fail("close_before_headers", conn, GeoJSON, raw("", false), "EOF"),
-		fail("reset_mid_headers", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Ty", true), "malformed", "connection reset"),
-		fail("garbage_status_line", conn, GeoJSON, raw("HELLO THERE\r\n\r\n", false), "malformed"),
-		fail("http09_body", conn, GeoJSON, raw(`{"type":"FeatureCollection","features":[]}`, false), "malformed"),
-		fail("bad_chunk_size", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", false), "chunk"),
-		fail("status_999", conn, GeoJSON, raw("HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\n{}", false), "999"),
-		fail("continue_flood", conn, GeoJSON, raw(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 20), false), "EOF", "1xx"),
-		fail("huge_header", conn, GeoJSON, hugeHeader(12*int(mib)), "header"),
-		fail("content_length_lie_long", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"type\":\"FeatureCollection\",\"features\":[]}", false), "EOF"),
+		failCase("reset_before_headers", conn, GeoJSON, raw("", true), "connection reset"),
+		failCase("close_before_headers", conn, GeoJSON, raw("", false), "EOF"),
+		failCase("reset_mid_headers", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Ty", true), "malformed", "connection reset"),
+		failCase("garbage_status_line", conn, GeoJSON, raw("HELLO THERE\r\n\r\n", false), "malformed"),
+		failCase("http09_body", conn, GeoJSON, raw(`{"type":"FeatureCollection","features":[]}`, false), "malformed"),
+		failCase("bad_chunk_size", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", false), "chunk"),
+		failCase("status_999", conn, GeoJSON, raw("HTTP/1.1 999 Weird\r\nContent-Length: 2\r\n\r\n{}", false), "999"),
+		failCase("continue_flood", conn, GeoJSON, raw(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 20), false), "EOF", "1xx"),
+		failCase("huge_header", conn, GeoJSON, hugeHeader(12*int(mib)), "header"),
+		failCase("content_length_lie_long", conn, GeoJSON, raw("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"type\":\"FeatureCollection\",\"features\":[]}", false), "EOF"),
 	)
+	return cs
+}
 
+// errorPages are the cases of error pages.
+func errorPages() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const errPage = "error pages (HTML 200, OGC exceptions, 5xx)"
 	add(
-		fail("html_200", errPage, GeoJSON, file(ctHTML, "html_200.html"), "HTML"),
-		fail("html_200_as_json", errPage, GeoJSON, file(ctJSON, "html_200.html"), "HTML"),
-		fail("html_200_wfs", errPage, WFS, file(ctHTML, "html_200.html"), "HTML"),
-		fail("ogc_exception_200", errPage, WFS, file(ctXML, "ogc_exception.xml"), "NoApplicableCode"),
-		fail("ogc_exception_400", errPage, WFS, fileStatus(400, ctXML, "ogc_exception.xml"), "NoApplicableCode"),
-		fail("ogc_exception_gml_200", errPage, GML, file(ctGML, "ogc_exception.xml"), "NoApplicableCode"),
-		fail("ogc_exception_110_200", errPage, WFS, file(ctXML, "ogc_exception_110.xml"), "InvalidParameterValue"),
-		fail("ogc_exception_json_200", errPage, WFS, file(ctJSON, "ogc_exception_json.json"), "ExceptionReport"),
-		fail("arcgis_error_200", errPage, GeoJSON, file(ctJSON, "arcgis_error_200.json"), "neither a FeatureCollection"),
-		fail("status_500_html", errPage, GeoJSON, fileStatus(500, ctHTML, "html_500.html"), "500"),
-		fail("status_500_wfs", errPage, WFS, fileStatus(500, ctHTML, "html_500.html"), "500"),
-		fail("status_502", errPage, GeoJSON, reply(502, ctHTML, "<html><body>Bad Gateway</body></html>"), "502"),
-		fail("status_503", errPage, GeoJSON, reply(503, "text/plain", "Service Unavailable"), "503"),
-		fail("status_504", errPage, GeoJSON, reply(504, "text/plain", "Gateway Timeout"), "504"),
-		fail("status_404", errPage, GeoJSON, reply(404, "text/plain", "Not Found"), "404"),
-		fail("status_401", errPage, GeoJSON, reply(401, "text/plain", "Unauthorized", "WWW-Authenticate", `Basic realm="x"`), "401"),
-		fail("status_410", errPage, GeoJSON, reply(410, "text/plain", "Gone"), "410"),
-		fail("status_204", errPage, GeoJSON, reply(204, "", ""), "204", "empty"),
-		fail("empty_200", errPage, GeoJSON, reply(200, ctJSON, ""), "empty"),
-		fail("whitespace_200", errPage, GeoJSON, reply(200, ctJSON, " \n\t\n "), "empty"),
-		fail("empty_collection", errPage, GeoJSON, file(ctJSON, "empty_collection.geojson"), "held"),
+		failCase("html_200", errPage, GeoJSON, file(ctHTML, "html_200.html"), "HTML"),
+		failCase("html_200_as_json", errPage, GeoJSON, file(ctJSON, "html_200.html"), "HTML"),
+		failCase("html_200_wfs", errPage, WFS, file(ctHTML, "html_200.html"), "HTML"),
+		failCase("ogc_exception_200", errPage, WFS, file(ctXML, "ogc_exception.xml"), "NoApplicableCode"),
+		failCase("ogc_exception_400", errPage, WFS, fileStatus(400, ctXML, "ogc_exception.xml"), "NoApplicableCode"),
+		failCase("ogc_exception_gml_200", errPage, GML, file(ctGML, "ogc_exception.xml"), "NoApplicableCode"),
+		failCase("ogc_exception_110_200", errPage, WFS, file(ctXML, "ogc_exception_110.xml"), "InvalidParameterValue"),
+		failCase("ogc_exception_json_200", errPage, WFS, file(ctJSON, "ogc_exception_json.json"), "ExceptionReport"),
+		failCase("arcgis_error_200", errPage, GeoJSON, file(ctJSON, "arcgis_error_200.json"), "neither a FeatureCollection"),
+		failCase("status_500_html", errPage, GeoJSON, fileStatus(500, ctHTML, "html_500.html"), "500"),
+		failCase("status_500_wfs", errPage, WFS, fileStatus(500, ctHTML, "html_500.html"), "500"),
+		failCase("status_502", errPage, GeoJSON, reply(502, ctHTML, "<html><body>Bad Gateway</body></html>"), "502"),
+		failCase("status_503", errPage, GeoJSON, reply(503, "text/plain", "Service Unavailable"), "503"),
+		failCase("status_504", errPage, GeoJSON, reply(504, "text/plain", "Gateway Timeout"), "504"),
+		failCase("status_404", errPage, GeoJSON, reply(404, "text/plain", "Not Found"), "404"),
+		failCase("status_401", errPage, GeoJSON, reply(401, "text/plain", "Unauthorized", "WWW-Authenticate", `Basic realm="x"`), "401"),
+		failCase("status_410", errPage, GeoJSON, reply(410, "text/plain", "Gone"), "410"),
+		failCase("status_204", errPage, GeoJSON, reply(204, "", ""), "204", "empty"),
+		failCase("empty_200", errPage, GeoJSON, reply(200, ctJSON, ""), "empty"),
+		failCase("whitespace_200", errPage, GeoJSON, reply(200, ctJSON, " \n\t\n "), "empty"),
+		failCase("empty_collection", errPage, GeoJSON, file(ctJSON, "empty_collection.geojson"), "held"),
 	)
+	return cs
+}
 
+// gzipLies are the cases of gzip lies.
+func gzipLies() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const gz = "gzip lies / broken gzip"
 	add(
 		Case{Name: "gzip_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "gzip")},
@@ -356,37 +465,53 @@ func Cases() []Case {
 		Case{Name: "gzip_unannounced", Class: gz, Load: true, Features: 10, Respond: gzipUnannounced(ctJSON, "base.geojson")},
 		Case{Name: "deflate_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "deflate")},
 		Case{Name: "br_lie", Class: gz, Load: true, Features: 10, Respond: file(ctJSON, "base.geojson", "Content-Encoding", "br")},
-		fail("gzip_corrupt", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
+		failCase("gzip_corrupt", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
 			for i := 20; i < len(b)-20; i += 7 {
 				b[i] ^= 0x5a
 			}
 			return b
 		}), "gzip", "flate"),
-		fail("gzip_truncated", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte { return b[:len(b)*2/3] }), "EOF"),
-		fail("gzip_bad_crc", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
+		failCase("gzip_truncated", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte { return b[:len(b)*2/3] }), "EOF"),
+		failCase("gzip_bad_crc", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
 			b[len(b)-8] ^= 0xff
 			return b
 		}), "checksum"),
-		fail("gzip_trailing_garbage", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
+		failCase("gzip_trailing_garbage", gz, GeoJSON, gzipMangled(ctJSON, "base.geojson", func(b []byte) []byte {
 			return append(b, "GARBAGE AFTER THE STREAM"...)
 		}), "gzip"),
 	)
+	return cs
+}
+
+// boms are the cases of BOMs and encodings.
+func boms() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const bom = "BOM / encodings"
 	add(
-		load("bom_utf8", bom, GeoJSON, "bom_utf8.geojson", 3),
-		load("bom_utf8_gml", bom, GML, "bom_utf8.gml", 5),
-		fail("bom_twice", bom, GeoJSON, file(ctJSON, "bom_twice.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
-		fail("bom_utf16le", bom, GeoJSON, file(ctJSON, "bom_utf16le.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
-		fail("utf16_no_bom", bom, GeoJSON, file(ctJSON, "utf16_no_bom.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
+		loadCase("bom_utf8", bom, GeoJSON, "bom_utf8.geojson", 3),
+		loadCase("bom_utf8_gml", bom, GML, "bom_utf8.gml", 5),
+		failCase("bom_twice", bom, GeoJSON, file(ctJSON, "bom_twice.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
+		failCase("bom_utf16le", bom, GeoJSON, file(ctJSON, "bom_utf16le.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
+		failCase("utf16_no_bom", bom, GeoJSON, file(ctJSON, "utf16_no_bom.geojson"), "unrecognized response body", "invalid JSON", "not a JSON object"),
 	)
+	return cs
+}
 
+// contentTypes are the cases of Content-Type lies.
+func contentTypes() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const ctype = "Content-Type lies"
 	add(
 		Case{Name: "json_as_text_plain", Class: ctype, Load: true, Features: 10, Respond: file("text/plain", "base.geojson")},
 		Case{Name: "json_as_octet_stream", Class: ctype, Load: true, Features: 10, Respond: file("application/octet-stream", "base.geojson")},
 		Case{Name: "gml_as_json", Class: ctype, Kind: GML, Load: true, Features: 5, Respond: file(ctJSON, "base.gml")},
 	)
+	return cs
+}
 
+// pagingLies are the cases of WFS paging lies.
+func pagingLies() (cs []Case) {
+	add := func(c ...Case) { cs = append(cs, c...) }
 	const paging = "paging lies (numberMatched, unstable order)"
 	add(
 		withLimits(withPageSize(Case{Name: "paging_unstable_no_matched", Class: paging, Kind: WFS,
@@ -398,26 +523,26 @@ func Cases() []Case {
 				}
 				return -1, -1, ids
 			})}, 10), "poll_features", 2000),
-		withPageSize(fail("paging_matched_lies_more", paging, WFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(failCase("paging_matched_lies_more", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 100, -1, seq(start, max(0, min(count, 5-start)))
 		}), "numberMatched"), 10),
-		withPageSize(fail("paging_matched_lies_less", paging, WFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(failCase("paging_matched_lies_less", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 3, -1, seq(start, count)
 		}), "numberMatched"), 10),
-		withPageSize(fail("paging_matched_changes", paging, WFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(failCase("paging_matched_changes", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 30 + start, -1, seq(start, count)
 		}), "numberMatched"), 10),
-		withPageSize(fail("paging_returned_lies", paging, WFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(failCase("paging_returned_lies", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 30, count - 3, seq(start, count)
 		}), "numberReturned"), 10),
-		withPageSize(fail("paging_ignores_startindex", paging, WFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(failCase("paging_ignores_startindex", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			return 30, -1, seq(0, count)
 		}), "startIndex"), 10),
 		withPageSize(Case{Name: "paging_ignores_count", Class: paging, Kind: WFS, Load: true, Features: 25,
 			Respond: paged(func(start, count int) (int, int, []int) { return 25, -1, seq(0, 25) })}, 10),
 		// Ids on two pages: the paging order is unstable, features may have
 		// been skipped; the snapshot is refused.
-		withPageSize(fail("paging_overlap_finite", paging, WFS, paged(func(start, count int) (int, int, []int) {
+		withPageSize(failCase("paging_overlap_finite", paging, WFS, paged(func(start, count int) (int, int, []int) {
 			switch {
 			case start == 0:
 				return -1, -1, seq(0, count)
