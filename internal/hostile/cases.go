@@ -39,7 +39,7 @@ func Cases() []Case {
 
 // Group is one group of findings: its cases come from one function.
 type Group struct {
-	// Name says what the group's cases are about.
+	// Name says what the group's cases are about: their Class.
 	Name string
 	// Cases returns the group's cases.
 	Cases func() []Case
@@ -47,24 +47,34 @@ type Group struct {
 
 // Groups are the corpus's groups, in the order Cases lists them.
 var Groups = []Group{
-	{"finding 1: GeometryCollections", geometryCollections},
-	{"finding 3: memory bombs", jsonBombs},
-	{"finding 5: secrets", secrets},
-	{"finding 6: one bad feature", badFeatures},
-	{"finding 8: redirects", redirects},
-	{"finding 8: 429 and Retry-After", rateLimits},
-	{"finding 8: coordinates out of range", coordinates},
-	{"finding 8: content errors", contentErrors},
-	{"truncated answers", truncation},
-	{"XML entities, DTDs and nesting", xmlAttacks},
+	{"geometry collection (finding 1)", geometryCollections},
+	{"memory bomb (finding 3)", jsonBombs},
+	{"secret (finding 5)", secrets},
+	{"bad feature (finding 6)", badFeatures},
+	{"redirect (finding 8)", redirects},
+	{"429 / Retry-After (finding 8)", rateLimits},
+	{"coordinates out of range (finding 8)", coordinates},
+	{"wrong types / content error (finding 8)", contentErrors},
+	{"truncation", truncation},
+	{"XML entities / DTD / nesting", xmlAttacks},
 	{"deep JSON nesting", jsonDeep},
-	{"slowloris and hanging servers", slowloris},
-	{"connection faults and malformed HTTP", connectionFaults},
-	{"error pages", errorPages},
-	{"gzip lies", gzipLies},
-	{"BOMs and encodings", boms},
+	{"slowloris / hanging", slowloris},
+	{"connection faults / malformed HTTP", connectionFaults},
+	{"error pages (HTML 200, OGC exceptions, 5xx)", errorPages},
+	{"gzip lies / broken gzip", gzipLies},
+	{"BOM / encodings", boms},
 	{"Content-Type lies", contentTypes},
-	{"WFS paging lies", pagingLies},
+	{"paging lies (numberMatched, unstable order)", pagingLies},
+	{"ArcGIS: lying id lists and counts", arcgisLies},
+	{"ArcGIS: exceededTransferLimit for ever", arcgisExceeded},
+	{"ArcGIS: error objects with status 200", arcgisErrors},
+	{"ArcGIS: truncated answers", arcgisTruncated},
+	{"ArcGIS: bombs", arcgisBombs},
+	{"OGC API: next links", ogcapiLinks},
+	{"OGC API: numberMatched lies", ogcapiCounts},
+	{"OGC API: error answers", ogcapiErrors},
+	{"OGC API: truncated pages", ogcapiTruncated},
+	{"OGC API: bombs", ogcapiBombs},
 }
 
 // loadCase is a case whose static body loads features.

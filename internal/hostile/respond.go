@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"time"
@@ -91,36 +92,50 @@ const (
 // truncated serves the first n bytes of a static body (n < 0: len+n), ending
 // the way mode says.
 func truncated(contentType, name string, n int, mode string) Responder {
+	return func(w http.ResponseWriter, r *Request) { writeCut(w, contentType, r.File(name), n, mode) }
+}
+
+// cutAnswer serves the first n bytes (n < 0: len+n) of what full answers,
+// ending the way mode says: a truncated page of a kind whose answers the
+// corpus generates.
+func cutAnswer(full Responder, n int, mode string) Responder {
 	return func(w http.ResponseWriter, r *Request) {
-		full := r.File(name)
-		if n < 0 {
-			n += len(full)
+		rec := httptest.NewRecorder()
+		full(rec, r)
+		writeCut(w, rec.Header().Get("Content-Type"), rec.Body.Bytes(), n, mode)
+	}
+}
+
+// writeCut writes the first n bytes of full (n < 0: len+n), ending the
+// way mode says.
+func writeCut(w http.ResponseWriter, contentType string, full []byte, n int, mode string) {
+	if n < 0 {
+		n += len(full)
+	}
+	part := full[:min(max(n, 0), len(full))]
+	if mode == cutClean {
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Content-Length", strconv.Itoa(len(part)))
+		_, _ = w.Write(part)
+		return
+	}
+	conn, bufrw, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if mode == cutChunked {
+		fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n", contentType)
+		if len(part) > 0 {
+			fmt.Fprintf(bufrw, "%x\r\n%s\r\n", len(part), part)
 		}
-		part := full[:min(max(n, 0), len(full))]
-		if mode == cutClean {
-			w.Header().Set("Content-Type", contentType)
-			w.Header().Set("Content-Length", strconv.Itoa(len(part)))
-			_, _ = w.Write(part)
-			return
-		}
-		conn, bufrw, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		if mode == cutChunked {
-			fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n", contentType)
-			if len(part) > 0 {
-				fmt.Fprintf(bufrw, "%x\r\n%s\r\n", len(part), part)
-			}
-		} else {
-			fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", contentType, len(full))
-			_, _ = bufrw.Write(part)
-		}
-		_ = bufrw.Flush()
-		if tc, ok := conn.(*net.TCPConn); ok && mode == cutReset {
-			_ = tc.SetLinger(0)
-		}
+	} else {
+		fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", contentType, len(full))
+		_, _ = bufrw.Write(part)
+	}
+	_ = bufrw.Flush()
+	if tc, ok := conn.(*net.TCPConn); ok && mode == cutReset {
+		_ = tc.SetLinger(0)
 	}
 }
 
