@@ -1,4 +1,4 @@
-package wfstest
+package hostile
 
 import (
 	"context"
@@ -15,15 +15,34 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 )
 
-// TestHostileCorpusShape checks the corpus as data: at least 100 cases with
-// feed-safe names and an expectation each (a failing case names its cause), every static file of
+// TestCorpusShape checks the corpus as data: at least 100 cases with
+// feed-safe names and an expectation each, each group's cases of its
+// class, at least ten cases of every kind (a failing case names its cause), every static file of
 // testdata/hostile served by some case, generated bodies cut at
 // MaxGenerated, the good phase a valid two-feature layer, and the rendered
 // configuration accepted by ingestd's config loader.
-func TestHostileCorpusShape(t *testing.T) {
-	cases := HostileCases()
+func TestCorpusShape(t *testing.T) {
+	cases := Cases()
 	if len(cases) < 100 {
 		t.Fatalf("%d cases, want at least 100", len(cases))
+	}
+	kinds := map[string]int{}
+	for _, g := range Groups {
+		for _, c := range g.Cases() {
+			kind := c.Kind
+			if kind == "" {
+				kind = GeoJSON
+			}
+			kinds[kind]++
+			if c.Class != g.Name {
+				t.Errorf("case %s of group %q has class %q", c.Name, g.Name, c.Class)
+			}
+		}
+	}
+	for _, k := range []string{GeoJSON, WFS, GML, ArcGIS, OGCAPI} {
+		if kinds[k] < 10 {
+			t.Errorf("%d cases of kind %q, want at least 10", kinds[k], k)
+		}
 	}
 	name := regexp.MustCompile(`^[a-z0-9_-]+$`)
 	for _, c := range cases {
@@ -38,7 +57,7 @@ func TestHostileCorpusShape(t *testing.T) {
 		}
 	}
 	const dir = "../../testdata/hostile"
-	h, err := NewHostile(dir, cases)
+	h, err := NewServer(dir, cases)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +80,10 @@ func TestHostileCorpusShape(t *testing.T) {
 	for _, c := range cases {
 		// A case may hang: 300ms ends it. A slow machine reads less in
 		// that time, which the size check below cannot mistake for more.
-		b := get(t, ts.URL+"/hostile/"+c.Name, 300*time.Millisecond)
-		if int64(len(b)) > h.MaxGenerated+64<<10 {
+		b := get(t, ts.URL+"/hostile/"+c.Name+casePaths[c.Kind]+featuresQuery[c.Kind], 300*time.Millisecond)
+		// arcgistest's bombs have their own sizes (at most 100 MiB),
+		// which MaxGenerated does not bound.
+		if int64(len(b)) > h.MaxGenerated+64<<10 && c.Kind != ArcGIS {
 			t.Errorf("case %s: %d bytes, over MaxGenerated", c.Name, len(b))
 		}
 	}
@@ -84,10 +105,10 @@ func TestHostileCorpusShape(t *testing.T) {
 	}
 
 	origins := map[string]string{}
-	for _, o := range HostileOrigins(cases) {
+	for _, o := range Origins(cases) {
 		origins[o] = ts.URL
 	}
-	yaml, err := HostileConfig(cases, HostileConfigOptions{Origins: origins})
+	yaml, err := Config(cases, ConfigOptions{Origins: origins})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,6 +123,13 @@ func TestHostileCorpusShape(t *testing.T) {
 	if n := len(cfg.Feeds()); n != len(cases) {
 		t.Errorf("config has %d feeds, want %d", n, len(cases))
 	}
+}
+
+// featuresQuery is the path and query, below a case's feed URL, of a
+// request for its features.
+var featuresQuery = map[string]string{
+	ArcGIS: "/query?f=json&objectIds=1,2,3,4,5&outFields=*",
+	OGCAPI: "/items?f=json&limit=2",
 }
 
 // get reads url's body until the server ends it or within passes; errors
