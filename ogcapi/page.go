@@ -236,6 +236,13 @@ func (r *pageReader) read() (*feature.Feature, error) {
 		r.err = &httpcall.BodyError{URL: r.url, Page: r.page, Err: err}
 		return nil, r.err
 	}
+	if r.dec.LoneFeature() {
+		// A Feature is not a page: it has no numberMatched or links of
+		// its own, so one would pass as the whole collection.
+		r.err = &httpcall.BodyError{URL: r.url, Page: r.page,
+			Err: errors.New("the items answer is a single Feature, not a FeatureCollection")}
+		return nil, r.err
+	}
 	r.n++
 	if r.swap && f.Geometry != nil {
 		eachFlat(f.Geometry, swapXY)
