@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/ingestd/ingestd/internal/yamlconf"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -27,14 +29,14 @@ var arcgisKeys = []string{"where", "out_fields", "token"}
 // "X-Esri-Authorization: Bearer …"), page_size (0: the layer's
 // maxRecordCount, and capped at it), id_property (default: the layer's
 // objectIdField). The WFS-only settings are ignored with a warning.
-func (p *parser) arcgisFeed(m *mapping, path string, f *Feed, wfsOnly map[string]*yaml.Node, pageSize int, psNode *yaml.Node) {
+func (p *parser) arcgisFeed(m *yamlconf.Mapping, path string, f *Feed, wfsOnly map[string]*yaml.Node, pageSize int, psNode *yaml.Node) {
 	for _, k := range []string{"type_name", "version", "output_format"} {
 		if n := wfsOnly[k]; n != nil {
-			p.warnf(n, path+"."+k, "ignored for an arcgis feed")
+			p.Warnf(n, path+"."+k, "ignored for an arcgis feed")
 		}
 	}
-	if n, ok := m.get("sort_by"); ok {
-		p.warnf(n, path+".sort_by", "ignored for an arcgis feed: the dump is ordered by object id")
+	if n, ok := m.Get("sort_by"); ok {
+		p.Warnf(n, path+".sort_by", "ignored for an arcgis feed: the dump is ordered by object id")
 		f.SortBy = ""
 	}
 	if psNode != nil {
@@ -42,58 +44,58 @@ func (p *parser) arcgisFeed(m *mapping, path string, f *Feed, wfsOnly map[string
 	}
 	if f.URL != "" {
 		u, err := url.Parse(f.URL)
-		at, _ := m.get("url")
+		at, _ := m.Get("url")
 		switch {
 		case err != nil:
 		case !arcgisLayerPath.MatchString(u.Path):
-			p.errorf(at, path+".url", "an arcgis url is one layer: it ends with /FeatureServer/N or /MapServer/N (the layer's number)")
+			p.Errorf(at, path+".url", "an arcgis url is one layer: it ends with /FeatureServer/N or /MapServer/N (the layer's number)")
 			f.URL = ""
 		case u.Query().Has("token") || u.Query().Has("TOKEN"):
-			p.errorf(at, path+".url", "the url has a token: put it in the feed's token: (sent in a header, never logged), not in the url")
+			p.Errorf(at, path+".url", "the url has a token: put it in the feed's token: (sent in a header, never logged), not in the url")
 			f.URL = ""
 		case u.RawQuery != "":
-			p.warnf(at, path+".url", "the url's query string is ignored except by the server's probe; use where: and out_fields:")
+			p.Warnf(at, path+".url", "the url's query string is ignored except by the server's probe; use where: and out_fields:")
 		}
 	}
-	if s, present := p.str(m, "where", path); present && s.ok {
-		if strings.TrimSpace(s.val) == "" {
-			p.errorf(s.node, path+".where", "empty: leave it out for every feature (1=1)")
+	if s, present := p.Str(m, "where", path); present && s.OK {
+		if strings.TrimSpace(s.Val) == "" {
+			p.Errorf(s.Node, path+".where", "empty: leave it out for every feature (1=1)")
 		} else {
-			f.Where = s.val
+			f.Where = s.Val
 		}
 	}
-	if s, present := p.str(m, "out_fields", path); present && s.ok {
-		fields := strings.Split(s.val, ",")
+	if s, present := p.Str(m, "out_fields", path); present && s.OK {
+		fields := strings.Split(s.Val, ",")
 		for _, fl := range fields {
 			if strings.TrimSpace(fl) == "" {
-				p.errorf(s.node, path+".out_fields", "a comma-separated list of field names, or *; %q has an empty name", s.raw)
+				p.Errorf(s.Node, path+".out_fields", "a comma-separated list of field names, or *; %q has an empty name", s.Raw)
 				return
 			}
 		}
-		f.OutFields = s.val
+		f.OutFields = s.Val
 	}
-	if s, present := p.str(m, "token", path); present && s.ok {
+	if s, present := p.Str(m, "token", path); present && s.OK {
 		switch {
-		case !s.expanded:
-			p.errorf(s.node, path+".token", "write the token as ${VARIABLE}: a token in the file ends up in backups and version control")
-		case strings.TrimSpace(s.val) == "" || strings.ContainsAny(s.val, "\r\n\x00 "):
-			p.errorf(s.node, path+".token", "the token (from the environment) is empty or holds white space")
+		case !s.Expanded:
+			p.Errorf(s.Node, path+".token", "write the token as ${VARIABLE}: a token in the file ends up in backups and version control")
+		case strings.TrimSpace(s.Val) == "" || strings.ContainsAny(s.Val, "\r\n\x00 "):
+			p.Errorf(s.Node, path+".token", "the token (from the environment) is empty or holds white space")
 		default:
 			h := make(map[string]string, len(f.Headers)+1)
 			for k, v := range f.Headers {
 				h[k] = v
 			}
-			h[ArcGISTokenHeader] = "Bearer " + s.val
+			h[ArcGISTokenHeader] = "Bearer " + s.Val
 			f.Headers = h
 		}
 	}
 }
 
 // arcgisOnly warns about arcgis settings on a feed of another kind.
-func (p *parser) arcgisOnly(m *mapping, path, kind string) {
+func (p *parser) arcgisOnly(m *yamlconf.Mapping, path, kind string) {
 	for _, k := range arcgisKeys {
-		if n, ok := m.get(k); ok {
-			p.errorf(n, path+"."+k, "only an arcgis feed has %s (this feed is %s)", k, kind)
+		if n, ok := m.Get(k); ok {
+			p.Errorf(n, path+"."+k, "only an arcgis feed has %s (this feed is %s)", k, kind)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/internal/yamlconf"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ingestd/ingestd/feature"
@@ -28,27 +30,27 @@ const (
 
 // ogcapi reads the settings of an ogcapi feed: collection (required
 // unless url is …/collections/{id}), crs, bbox and completeness.
-func (p *parser) ogcapi(m *mapping, path string, f *Feed) {
-	if s, present := p.str(m, "collection", path); present && s.ok {
-		f.Collection = s.val
+func (p *parser) ogcapi(m *yamlconf.Mapping, path string, f *Feed) {
+	if s, present := p.Str(m, "collection", path); present && s.OK {
+		f.Collection = s.Val
 	}
-	if f.URL != "" && f.Collection == "" && !strings.Contains(strings.TrimRight(f.URL, "/"), "/collections/") && !m.typos["collection"] {
-		p.errorf(m.node, path+".collection", "required for an ogcapi feed whose url is not a collection (…/collections/{collectionId})")
+	if f.URL != "" && f.Collection == "" && !strings.Contains(strings.TrimRight(f.URL, "/"), "/collections/") && !m.Typo("collection") {
+		p.Errorf(m.Node, path+".collection", "required for an ogcapi feed whose url is not a collection (…/collections/{collectionId})")
 	}
-	if s, present := p.str(m, "crs", path); present && s.ok {
-		if _, err := feature.ParseCRS(s.val); err != nil {
-			p.errorf(s.node, path+".crs", "%v: give the CRS URI the server lists, e.g. http://www.opengis.net/def/crs/EPSG/0/2264", err)
+	if s, present := p.Str(m, "crs", path); present && s.OK {
+		if _, err := feature.ParseCRS(s.Val); err != nil {
+			p.Errorf(s.Node, path+".crs", "%v: give the CRS URI the server lists, e.g. http://www.opengis.net/def/crs/EPSG/0/2264", err)
 		} else {
-			f.CRS = s.val
+			f.CRS = s.Val
 		}
 	}
-	if n, ok := m.get("bbox"); ok {
-		n = resolve(n)
+	if n, ok := m.Get("bbox"); ok {
+		n = yamlconf.Resolve(n)
 		field := path + ".bbox"
 		var vals []float64
 		if n.Kind == yaml.SequenceNode && len(n.Content) == 4 {
 			for _, c := range n.Content {
-				v, err := strconv.ParseFloat(strings.TrimSpace(resolve(c).Value), 64)
+				v, err := strconv.ParseFloat(strings.TrimSpace(yamlconf.Resolve(c).Value), 64)
 				if err != nil {
 					break
 				}
@@ -57,22 +59,22 @@ func (p *parser) ogcapi(m *mapping, path string, f *Feed) {
 		}
 		switch {
 		case len(vals) != 4:
-			p.errorf(n, field, "expected [minx, miny, maxx, maxy] (four numbers, CRS84)")
+			p.Errorf(n, field, "expected [minx, miny, maxx, maxy] (four numbers, CRS84)")
 		case vals[0] >= vals[2] || vals[1] >= vals[3]:
-			p.errorf(n, field, "min must be below max: got [%g, %g, %g, %g]", vals[0], vals[1], vals[2], vals[3])
+			p.Errorf(n, field, "min must be below max: got [%g, %g, %g, %g]", vals[0], vals[1], vals[2], vals[3])
 		case vals[0] < -180 || vals[2] > 180 || vals[1] < -90 || vals[3] > 90:
-			p.errorf(n, field, "outside longitude ±180, latitude ±90: the bbox is CRS84")
+			p.Errorf(n, field, "outside longitude ±180, latitude ±90: the bbox is CRS84")
 		default:
 			f.FilterBBox = vals
 		}
 	}
-	if s, present := p.str(m, "completeness", path); present && s.ok {
-		switch s.val {
+	if s, present := p.Str(m, "completeness", path); present && s.OK {
+		switch s.Val {
 		case CompletenessNumberMatched, CompletenessLinksOnly:
-			f.Completeness = s.val
+			f.Completeness = s.Val
 		default:
-			p.errorf(s.node, path+".completeness", "%q: must be %s (the default: applied only when the total equals the server's numberMatched) "+
-				"or %s (a server that reports no numberMatched is trusted on its next links alone)", s.raw, CompletenessNumberMatched, CompletenessLinksOnly)
+			p.Errorf(s.Node, path+".completeness", "%q: must be %s (the default: applied only when the total equals the server's numberMatched) "+
+				"or %s (a server that reports no numberMatched is trusted on its next links alone)", s.Raw, CompletenessNumberMatched, CompletenessLinksOnly)
 		}
 	}
 }

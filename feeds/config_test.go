@@ -2,13 +2,15 @@ package feeds
 
 import (
 	"errors"
-	"github.com/ingestd/ingestd/breaker"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/internal/yamlconf"
 
 	"go.yaml.in/yaml/v3"
 
@@ -577,31 +579,6 @@ jurisdictions:
 	}
 }
 
-func TestExpandEnv(t *testing.T) {
-	t.Parallel()
-	env := envOf(map[string]string{"A": "x", "EMPTY": ""})
-	for in, want := range map[string]string{
-		"plain":         "plain",
-		"${A}":          "x",
-		"a${A}b${A}c":   "axbxc",
-		"$${A}":         "${A}",
-		"$$${A}":        "$${A}", // "$" then the escape "$${"
-		"$A $ {A} $$":   "$A $ {A} $$",
-		"[${EMPTY}]":    "[]",
-		"${A}$${EMPTY}": "x${EMPTY}",
-	} {
-		got, err := expandEnv(in, env)
-		if err != nil || got != want {
-			t.Errorf("expandEnv(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"${NOPE}", "${A", "${}", "${A-B}"} {
-		if _, err := expandEnv(in, env); err == nil {
-			t.Errorf("expandEnv(%q): want an error", in)
-		}
-	}
-}
-
 func TestWarnings(t *testing.T) {
 	t.Parallel()
 	cfg := mustParse(t, `jurisdictions:
@@ -768,8 +745,8 @@ func TestClosest(t *testing.T) {
 		"colour":         "",
 		"x":              "",
 	} {
-		if got := closest(key, append(append([]string{}, feedKeys...), jurisdictionKeys...)); got != want {
-			t.Errorf("closest(%q) = %q, want %q", key, got, want)
+		if got := yamlconf.Closest(key, append(append([]string{}, feedKeys...), jurisdictionKeys...)); got != want {
+			t.Errorf("yamlconf.Closest(%q) = %q, want %q", key, got, want)
 		}
 	}
 }
