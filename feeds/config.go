@@ -7,10 +7,11 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/yamlconf"
 
 	// Embedded so that a jurisdiction's timezone validates (and schedules fire) the
@@ -23,7 +24,6 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // Config is a parsed and validated jurisdictions.yaml. Defaults have been merged
@@ -59,8 +59,9 @@ type Defaults struct {
 	// does not count.
 	QueueTimeout Duration `yaml:"queue_timeout"`
 	PageSize     int      `yaml:"page_size"`
-	Version      string   `yaml:"version"`
-	OutputFormat string   `yaml:"output_format"`
+	// Kinds holds each kind's own defaults (wfs: version, output_format),
+	// as its kindconf.Kind.ParseDefaults read them, by kind.
+	Kinds map[string]any `yaml:"-"`
 	// Breaker is the circuit breaker, retry and pacing policy of every origin
 	// whose jurisdiction does not override it.
 	Breaker breaker.Policy `yaml:"breaker"`
@@ -92,13 +93,11 @@ const DefaultMaxInFlight = 20
 //     servers nobody asked.
 //   - timeout 10m: the budget of a whole poll (all pages).
 //   - request_timeout 60s: the budget of one HTTP request (one page).
-//   - page_size 1000: features per WFS request; small enough for servers'
+//   - page_size 1000: features per request; small enough for servers'
 //     default maxFeatures caps, large enough to keep request counts low.
-//   - version "2.0.0", output_format "application/json". Either may be "auto":
-//     the poll then reads the server's GetCapabilities (cached for an hour) and
-//     picks the best version ingestd speaks, GeoJSON else GML 3.2 else GML 3.1.1,
-//     and turns paging off with a warning when the server cannot page
-//     (wfs.Negotiate has the rules).
+//
+// A kind's own defaults (wfs: version "2.0.0", output_format
+// "application/json") are its package's (see kindconf.Kind.ParseDefaults).
 func BuiltinDefaults() Defaults {
 	return Defaults{
 		Schedule:        "0 * * * *",
@@ -106,8 +105,7 @@ func BuiltinDefaults() Defaults {
 		RequestTimeout:  Duration(60 * time.Second),
 		QueueTimeout:    Duration(30 * time.Minute),
 		PageSize:        1000,
-		Version:         "2.0.0",
-		OutputFormat:    "application/json",
+		Kinds:           (&parser{Parser: &yamlconf.Parser{}}).kindDefaults(nil, "defaults"),
 		Breaker:         breaker.DefaultPolicy(),
 		InvalidGeometry: InvalidRepair,
 		InvalidFeature:  InvalidRepair,
@@ -145,22 +143,21 @@ type Jurisdiction struct {
 	SchemaChange string `yaml:"schema_change"`
 }
 
-// Feed is one layer to mirror.
+// Feed is one layer to mirror: the settings every kind shares, and the
+// kind's own in Settings (of the kind's type, parsed by its package).
 //
-// For a geojson feed the WFS-only settings (version, output_format, page_size) are
-// left empty rather than filled from defaults: the document is fetched in one
-// request as it is.
+// A kind may leave a common setting empty rather than filled from defaults:
+// a geojson feed's page_size and type_name (the document is fetched in one
+// request as it is), an arcgis feed's page_size unless set on the feed.
 type Feed struct {
-	ID           string `yaml:"id"`
-	Kind         string `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
-	URL          string `yaml:"url"`
-	TypeName     string `yaml:"type_name"`
-	Version      string `yaml:"version"`
-	OutputFormat string `yaml:"output_format"`
-	PageSize     int    `yaml:"page_size"`
-	IDProperty   string `yaml:"id_property"`
-	SortBy       string `yaml:"sort_by"`
-	Schedule     string `yaml:"schedule"`
+	ID         string `yaml:"id"`
+	Kind       string `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
+	URL        string `yaml:"url"`
+	TypeName   string `yaml:"type_name"`
+	PageSize   int    `yaml:"page_size"`
+	IDProperty string `yaml:"id_property"`
+	SortBy     string `yaml:"sort_by"`
+	Schedule   string `yaml:"schedule"`
 	// Timeout is the poll's budget of its own work: requests, reading,
 	// staging, applying. Time spent waiting in line for a request slot is
 	// not counted; QueueTimeout bounds it.
@@ -195,14 +192,6 @@ type Feed struct {
 	// BBox is the jurisdiction's extent.
 	BBox *BBox `yaml:"-"`
 
-	// ArcGIS REST (kind arcgis; see config_arcgis.go). Its token is in
-	// Headers (ArcGISTokenHeader).
-
-	// Where is the query's where clause ("": 1=1).
-	Where string `yaml:"where"`
-	// OutFields is the query's outFields ("": *).
-	OutFields string `yaml:"out_fields"`
-
 	// Jurisdiction is the ID of the jurisdiction the feed belongs to.
 	Jurisdiction string `yaml:"-"`
 	// Location is the jurisdiction's time zone, in which Schedule is read.
@@ -211,39 +200,21 @@ type Feed struct {
 	// cron.Cron.Schedule rather than re-parsing Schedule.
 	Cron cron.Schedule `yaml:"-"`
 
-	// OGC API – Features (kind ogcapi). PageSize is sent as limit.
-
-	// Collection is the collection id when URL is the landing page.
-	Collection string `yaml:"collection"`
-	// CRS is the Part 2 CRS to ask for ("" means CRS84).
-	CRS string `yaml:"crs"`
-	// FilterBBox is the feed's bbox filter (minx, miny, maxx, maxy in
-	// CRS84), sent as bbox=; not the jurisdiction's extent (BBox).
-	FilterBBox []float64 `yaml:"bbox"`
-	// Completeness is what proves the collection whole (config_ogcapi.go):
-	// "" or CompletenessNumberMatched, or CompletenessLinksOnly.
-	Completeness string `yaml:"completeness"`
+	// Settings are the kind's own settings (wfs.Settings,
+	// arcgis.Settings, ogcapi.Settings; nil for geojson).
+	Settings source.Settings `yaml:"-"`
 }
-
-// Feed kinds.
-const (
-	KindWFS     = "wfs"
-	KindGeoJSON = "geojson"
-	// KindOGCAPI is an OGC API – Features collection (package ogcapi).
-	KindOGCAPI = "ogcapi"
-)
 
 // Key returns "jurisdiction/feed", the feed's name in logs, SQL and the CLI.
 func (f *Feed) Key() string { return f.Jurisdiction + "/" + f.ID }
 
-// Layer returns what the wfs client needs to fetch the feed.
+// Layer returns what the fetcher of the feed's kind needs to fetch it.
 func (f *Feed) Layer() source.Layer {
 	return source.Layer{
 		Kind:           f.Kind,
 		URL:            f.URL,
 		TypeName:       f.TypeName,
-		Version:        f.Version,
-		OutputFormat:   f.OutputFormat,
+		Settings:       f.Settings,
 		PageSize:       f.PageSize,
 		IDProperty:     f.IDProperty,
 		SortBy:         f.SortBy,
@@ -253,15 +224,9 @@ func (f *Feed) Layer() source.Layer {
 
 		CrossOriginRedirects: f.Redirects == RedirectsFollow,
 
-		Where:      f.Where,
-		OutFields:  f.OutFields,
-		Collection: f.Collection,
-		CRS:        f.CRS,
-		BBox:       f.FilterBBox,
-		LinksOnly:  f.Completeness == CompletenessLinksOnly,
-		// Typed layers: a WFS layer's schema is its DescribeFeatureType;
-		// an OGC API collection's, its schema or queryables, when linked.
-		DescribeSchema: f.Kind == KindWFS || f.Kind == KindOGCAPI,
+		// Typed layers: a kind that declares its layers' schema (WFS
+		// DescribeFeatureType; OGC API schema or queryables) reads it.
+		DescribeSchema: describesSchema(f.Kind),
 	}
 }
 
@@ -366,23 +331,17 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 }
 
 // Keys accepted in each mapping, checked so that a typo ("typename") is an error
-// instead of a silently ignored setting.
+// instead of a silently ignored setting. A kind's own keys are its package's
+// (kindconf.Kind.Keys, DefaultKeys): see feedKeys and defaultsKeys.
 var (
-	topKeys      = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
-	defaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry",
+	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
+	commonDefaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "breaker", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "schema_change"}
 	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
 		"schema_change"}
-	feedKeys = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
+	commonFeedKeys = []string{"id", "kind", "url", "type_name", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits", "headers", "schema_change",
-		"where", "out_fields", "token", // arcgis only
-		"collection", "crs", "bbox", "completeness"} // ogcapi only (ogcapiKeys)
-	wfsVersions = []string{"2.0.0", "1.1.0"}
-	// Query parameters the wfs client writes itself; one pasted into url along
-	// with a whole GetFeature request would be sent twice or contradict the config.
-	wfsOwnParams = []string{"service", "request", "version", "typename", "typenames", "outputformat",
-		"count", "maxfeatures", "startindex", "sortby", "resulttype"}
+		"invalid_feature", "redirects", "limits", "headers", "schema_change"}
 )
 
 // idPattern keeps ids safe in SQL, logs, metric labels and `poll JURISDICTION/FEED`.
@@ -480,7 +439,7 @@ func (p *parser) defaults(top *yamlconf.Mapping, d *Defaults) *resolvedDefaults 
 	if !present {
 		return rd
 	}
-	m, ok := p.Mapping(n, "defaults", defaultsKeys)
+	m, ok := p.Mapping(n, "defaults", defaultsKeys())
 	if !ok {
 		return rd
 	}
@@ -498,6 +457,39 @@ func (p *parser) defaults(top *yamlconf.Mapping, d *Defaults) *resolvedDefaults 
 			rd.scheduleOK = false
 		}
 	}
+	p.defaultTimeouts(m, path, rd, d)
+	if v, n, ok := p.Integer(m, "page_size", path); ok {
+		rd.set["page_size"] = n
+		if v < 0 {
+			p.Errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
+		} else {
+			d.PageSize = v
+		}
+	}
+	d.Kinds = p.kindDefaults(m, path)
+	d.Breaker = p.breakerPolicy(m, path, d.Breaker)
+	if v, ok := p.maxShrink(m, path); ok {
+		d.MaxShrink = v
+	}
+	if v, ok := p.invalidGeometry(m, path); ok {
+		d.InvalidGeometry = v
+	}
+	if v, ok := p.invalidFeature(m, path); ok {
+		d.InvalidFeature = v
+	}
+	if v, ok := p.schemaChange(m, path); ok {
+		d.SchemaChange = v
+	}
+	if v, ok := p.redirects(m, path); ok {
+		d.Redirects = v
+	}
+	d.Limits = p.limits(m, path, d.Limits)
+	return rd
+}
+
+// defaultTimeouts reads the defaults' timeouts: each must be positive, and
+// a request may not outlast its poll.
+func (p *parser) defaultTimeouts(m *yamlconf.Mapping, path string, rd *resolvedDefaults, d *Defaults) {
 	timeoutOK, reqOK := true, true
 	if v, n, present, ok := p.duration(m, "timeout", path); present {
 		rd.set["timeout"] = n
@@ -527,42 +519,6 @@ func (p *parser) defaults(top *yamlconf.Mapping, d *Defaults) *resolvedDefaults 
 		p.Errorf(n, path+"."+field, "request_timeout %s exceeds timeout %s: one request cannot outlast the whole poll",
 			d.RequestTimeout, d.Timeout)
 	}
-	if v, n, ok := p.Integer(m, "page_size", path); ok {
-		rd.set["page_size"] = n
-		if v < 0 {
-			p.Errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
-		} else {
-			d.PageSize = v
-		}
-	}
-	if s, present := p.Str(m, "version", path); present && s.OK {
-		rd.set["version"] = s.Node
-		if v, ok := p.version(s, path+".version"); ok {
-			d.Version = v
-		}
-	}
-	if s, present := p.Str(m, "output_format", path); present && s.OK {
-		rd.set["output_format"] = s.Node
-		d.OutputFormat = s.Val
-	}
-	d.Breaker = p.breakerPolicy(m, path, d.Breaker)
-	if v, ok := p.maxShrink(m, path); ok {
-		d.MaxShrink = v
-	}
-	if v, ok := p.invalidGeometry(m, path); ok {
-		d.InvalidGeometry = v
-	}
-	if v, ok := p.invalidFeature(m, path); ok {
-		d.InvalidFeature = v
-	}
-	if v, ok := p.schemaChange(m, path); ok {
-		d.SchemaChange = v
-	}
-	if v, ok := p.redirects(m, path); ok {
-		d.Redirects = v
-	}
-	d.Limits = p.limits(m, path, d.Limits)
-	return rd
 }
 
 type parsedJurisdiction struct {
@@ -649,14 +605,32 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 	return j, true
 }
 
+// feed reads one feed: the common settings, then its kind's own through
+// the kind's package (kindSettings).
 func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDefaults) (Feed, *yaml.Node, bool) {
 	f := Feed{Jurisdiction: j.ID, Location: j.Location, MaxShrink: j.MaxShrink, BBox: j.BBox,
 		InvalidGeometry: d.InvalidGeometry, InvalidFeature: d.InvalidFeature, Redirects: d.Redirects,
 		SchemaChange: j.SchemaChange}
-	m, ok := p.Mapping(n, path, feedKeys)
+	m, ok := p.Mapping(n, path, feedKeys())
 	if !ok {
 		return f, nil, false
 	}
+	p.feedPolicies(m, path, &f, j)
+	var idNode *yaml.Node
+	f.ID, idNode = p.id(m, path, "feed")
+	k, kindOK := p.kind(m, path, &f)
+	psNode := p.feedSource(m, path, &f, d)
+	if kindOK {
+		p.kindSettings(m, path, &f, k, d, psNode)
+	}
+	p.feedSchedule(m, path, &f, j, d)
+	p.feedTimeouts(m, path, &f, d)
+	return f, idNode, true
+}
+
+// feedPolicies reads what a feed does with bad data and how far it trusts
+// its server: each over its jurisdiction's or the defaults'.
+func (p *parser) feedPolicies(m *yamlconf.Mapping, path string, f *Feed, j *Jurisdiction) {
 	if v, ok := p.maxShrink(m, path); ok {
 		f.MaxShrink = v
 	}
@@ -674,38 +648,52 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	}
 	f.Limits = p.limits(m, path, j.Limits)
 	f.Headers = p.headers(m, path, j.Headers)
-	var idNode *yaml.Node
-	f.ID, idNode = p.id(m, path, "feed")
+}
 
-	kindOK := false
-	if s, present := p.Str(m, "kind", path); !present {
+// kind reads the feed's kind, one of the registry's.
+func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindEntry, bool) {
+	known := kindNames()
+	s, present := p.Str(m, "kind", path)
+	if !present {
 		if !m.Typo("kind") {
-			p.Errorf(m.Node, path+".kind", "required: %q, %q, %q or %q", KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI)
+			p.Errorf(m.Node, path+".kind", "required: %s", orList(known))
 		}
-	} else if s.OK {
-		switch s.Val {
-		case KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI:
-			f.Kind, kindOK = s.Val, true
-		default:
-			p.Errorf(s.Node, path+".kind", "unknown kind %q: must be %q, %q, %q or %q", s.Raw, KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI)
-		}
+		return kindEntry{}, false
 	}
-	isWFS := f.Kind == KindWFS
+	if !s.OK {
+		return kindEntry{}, false
+	}
+	k, ok := kinds()[s.Val]
+	if !ok {
+		p.Errorf(s.Node, path+".kind", "unknown kind %q: must be %s", s.Raw, orList(known))
+		return kindEntry{}, false
+	}
+	f.Kind = s.Val
+	return k, true
+}
 
+// orList is "wfs", "geojson" or "arcgis".
+func orList(names []string) string {
+	q := yamlconf.QuoteAll(names)
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// feedSource reads what every kind's request is built from: url,
+// type_name, id_property, sort_by and page_size (over the defaults'). It
+// returns page_size's node when the feed sets a good one itself.
+func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolvedDefaults) *yaml.Node {
 	if s, present := p.Str(m, "url", path); !present {
 		if !m.Typo("url") {
 			p.Errorf(m.Node, path+".url", "required")
 		}
-	} else if s.OK && p.url(s, path+".url", isWFS) {
+	} else if s.OK && p.url(s, path+".url") {
 		f.URL = s.Val
 	}
-
-	tn, tnPresent := p.Str(m, "type_name", path)
-	if tnPresent && tn.OK {
-		f.TypeName = tn.Val
-	}
-	if isWFS && f.TypeName == "" && (!tnPresent || tn.OK) && !m.Typo("type_name") {
-		p.Errorf(m.Node, path+".type_name", "required for a wfs feed (the WFS typeName, e.g. \"topp:states\")")
+	if s, present := p.Str(m, "type_name", path); present && s.OK {
+		f.TypeName = s.Val
 	}
 	if s, present := p.Str(m, "id_property", path); present && s.OK {
 		f.IDProperty = s.Val
@@ -713,83 +701,63 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	if s, present := p.Str(m, "sort_by", path); present && s.OK {
 		f.SortBy = s.Val
 	}
-
-	// WFS-only settings: resolved from defaults for wfs, ignored (with a warning
-	// when set on the feed) for geojson.
-	wfsOnly := map[string]*yaml.Node{}
-	version, versionNode := d.Version, (*yaml.Node)(nil)
-	if s, present := p.Str(m, "version", path); present && s.OK {
-		versionNode = s.Node
-		if v, ok := p.version(s, path+".version"); ok {
-			version = v
-		}
-	}
-	outputFormat, ofNode := d.OutputFormat, (*yaml.Node)(nil)
-	if s, present := p.Str(m, "output_format", path); present && s.OK {
-		ofNode = s.Node
-		outputFormat = s.Val
-	}
-	pageSize, psNode := d.PageSize, (*yaml.Node)(nil)
-	if v, n, ok := p.Integer(m, "page_size", path); ok {
-		psNode = n
-		if v < 0 {
-			p.Errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
-		} else {
-			pageSize = v
-		}
-	}
-	wfsOnly["version"], wfsOnly["output_format"], wfsOnly["page_size"] = versionNode, ofNode, psNode
-	if tnPresent {
-		wfsOnly["type_name"] = tn.Node
-	}
+	f.PageSize = d.PageSize
+	v, n, ok := p.Integer(m, "page_size", path)
 	switch {
-	case isWFS:
-		f.Version, f.OutputFormat, f.PageSize = version, outputFormat, pageSize
-		if f.PageSize == 0 {
-			at := psNode
-			if at == nil {
-				at = m.Node
-			}
-			p.Warnf(at, path+".page_size", "0 fetches the whole layer in one request; servers cap responses (e.g. GeoServer's maxFeatures) and a capped layer looks complete")
-		} else if f.SortBy == "" {
-			p.Warnf(m.Node, path+".sort_by", "paging without sort_by: some servers return pages in no stable order, so features can be skipped or repeated")
-		}
-	case f.Kind == KindArcGIS:
-		p.arcgisFeed(m, path, &f, wfsOnly, pageSize, psNode)
-	case f.Kind == KindOGCAPI:
-		f.PageSize = pageSize
-		if f.PageSize == 0 {
-			at := psNode
-			if at == nil {
-				at = m.Node
-			}
-			p.Errorf(at, path+".page_size", "must be at least 1 for an ogcapi feed: it is the limit of each page, which the feed follows by its next links")
-		}
-		for _, k := range []string{"type_name", "version", "output_format"} {
-			if n := wfsOnly[k]; n != nil {
-				p.Warnf(n, path+"."+k, "ignored for an ogcapi feed")
-			}
-		}
-		p.ogcapi(m, path, &f)
-	case kindOK: // geojson
-		for _, k := range []string{"type_name", "version", "output_format", "page_size"} {
-			if n := wfsOnly[k]; n != nil {
-				p.Warnf(n, path+"."+k, "ignored for a geojson feed")
-			}
-		}
+	case !ok:
+		return nil
+	case v < 0:
+		p.Errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
+		return nil
 	}
-	if kindOK && f.Kind != KindArcGIS {
-		p.arcgisOnly(m, path, f.Kind)
-	}
-	if kindOK && f.Kind != KindOGCAPI {
-		for _, k := range ogcapiKeys {
-			if n, ok := m.Get(k); ok {
-				p.Warnf(n, path+"."+k, "ignored for a %s feed (an ogcapi setting)", f.Kind)
-			}
-		}
-	}
+	f.PageSize = v
+	return n
+}
 
-	// Schedule, evaluated in the jurisdiction's time zone.
+// kindSettings hands the feed to its kind's package, which reads its own
+// settings and may adjust the common ones (see kindconf.Feed); another
+// kind's settings on the feed are ignored with a warning, or refused.
+func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindEntry, d *resolvedDefaults, psNode *yaml.Node) {
+	for _, other := range kindNames() {
+		o := kinds()[other]
+		if other == f.Kind {
+			continue
+		}
+		for _, key := range o.config.Keys {
+			n, ok := m.Get(key)
+			switch {
+			case !ok || slices.Contains(k.config.Keys, key):
+			case o.config.Strict:
+				p.Errorf(n, path+"."+key, "only %s feed has %s (this feed is %s)", kindconf.Article(other), key, f.Kind)
+			default:
+				p.Warnf(n, path+"."+key, "ignored for %s feed (%s setting)", kindconf.Article(f.Kind), kindconf.Article(other))
+			}
+		}
+	}
+	kf := &kindconf.Feed{Parser: p.Parser, Map: m, Path: path, Kind: f.Kind, URL: f.URL, TypeName: f.TypeName,
+		PageSize: f.PageSize, PageSizeNode: psNode, SortBy: f.SortBy, Headers: f.Headers, Defaults: d.Kinds[f.Kind]}
+	f.Settings = k.config.Parse(kf)
+	f.URL, f.TypeName, f.PageSize, f.SortBy, f.Headers = kf.URL, kf.TypeName, kf.PageSize, kf.SortBy, kf.Headers
+}
+
+// kindDefaults reads each kind's own keys of the defaults block m (nil:
+// none, the kinds' built-in defaults).
+func (p *parser) kindDefaults(m *yamlconf.Mapping, path string) map[string]any {
+	if m == nil {
+		m, _ = p.Mapping(&yaml.Node{Kind: yaml.MappingNode}, path, nil)
+	}
+	out := map[string]any{}
+	for name, k := range kinds() {
+		if k.config.ParseDefaults != nil {
+			out[name] = k.config.ParseDefaults(p.Parser, m, path)
+		}
+	}
+	return out
+}
+
+// feedSchedule reads the feed's schedule, evaluated in its jurisdiction's
+// time zone, and warns about one that fires more than once a minute.
+func (p *parser) feedSchedule(m *yamlconf.Mapping, path string, f *Feed, j *Jurisdiction, d *resolvedDefaults) {
 	if s, present := p.Str(m, "schedule", path); present {
 		if s.OK {
 			if c, ok := p.schedule(s, path+".schedule", j.Location); ok {
@@ -811,8 +779,11 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 			p.Warnf(at, path+".schedule", "fires every %s: that is a lot of load on a public server", iv)
 		}
 	}
+}
 
-	// Timeouts: each must be positive, and a request may not outlast its poll.
+// feedTimeouts reads the feed's timeouts: each must be positive, and a
+// request may not outlast its poll.
+func (p *parser) feedTimeouts(m *yamlconf.Mapping, path string, f *Feed, d *resolvedDefaults) {
 	f.Timeout, f.RequestTimeout = d.Timeout, d.RequestTimeout
 	timeoutOK, reqOK := true, true
 	toN, toPresent := (*yaml.Node)(nil), false
@@ -841,7 +812,6 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 		p.Errorf(at, path+"."+field, "request_timeout %s%s exceeds timeout %s%s: one request cannot outlast the whole poll",
 			f.RequestTimeout, fromDefaults(!rtPresent), f.Timeout, fromDefaults(!toPresent))
 	}
-	return f, idNode, true
 }
 
 func fromDefaults(b bool) string {
@@ -875,7 +845,8 @@ func (p *parser) id(m *yamlconf.Mapping, path, what string) (string, *yaml.Node)
 	return s.Val, s.Node
 }
 
-func (p *parser) url(s yamlconf.Scalar, field string, isWFS bool) bool {
+// url checks that a feed's url is an absolute http(s) URL.
+func (p *parser) url(s yamlconf.Scalar, field string) bool {
 	u, err := url.Parse(s.Val)
 	if err != nil {
 		// url.Parse quotes the value; say what is wrong without echoing a URL that
@@ -902,38 +873,7 @@ func (p *parser) url(s yamlconf.Scalar, field string, isWFS bool) bool {
 		p.Errorf(s.Node, field, "bad url: no host")
 		return false
 	}
-	if isWFS {
-		var own []string
-		for k := range u.Query() {
-			for _, w := range wfsOwnParams {
-				if strings.EqualFold(k, w) {
-					own = append(own, k)
-				}
-			}
-		}
-		if len(own) > 0 {
-			sort.Strings(own)
-			p.Warnf(s.Node, field, "url already has %s; the wfs client builds the GetFeature request itself, so give the service endpoint only",
-				strings.Join(own, ", "))
-		}
-	}
 	return true
-}
-
-func (p *parser) version(s yamlconf.Scalar, field string) (string, bool) {
-	if s.Val == "" {
-		return BuiltinDefaults().Version, true
-	}
-	if s.Val == wfs.Auto {
-		return wfs.Auto, true
-	}
-	for _, v := range wfsVersions {
-		if s.Val == v {
-			return v, true
-		}
-	}
-	p.Errorf(s.Node, field, "unsupported WFS version %q: use %s or %q", s.Raw, strings.Join(yamlconf.QuoteAll(wfsVersions), ", "), wfs.Auto)
-	return "", false
 }
 
 func (p *parser) location(s yamlconf.Scalar, field string) (*time.Location, bool) {

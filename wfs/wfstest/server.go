@@ -218,7 +218,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var body []byte
 	gen, isGenerated := layer.(layertest.Generated)
-	if isGenerated && wantsGML(q["outputformat"]) {
+	// A plain document (/geojson/NAME.geojson) is GeoJSON, whatever it is asked.
+	if isGenerated && !plain && wantsGML(q["outputformat"]) {
 		body = renderGML32Page(gen, req, s.CRS84)
 		w.Header().Set("Content-Type", "application/gml+xml; version=3.2")
 	} else {
