@@ -60,7 +60,7 @@ func (d *Discoverer) ogcapiURL(ctx context.Context, raw string, res *Result) err
 // then a page of one feature (its numberMatched, geometry type and id).
 func (d *Discoverer) ogcapiLayer(ctx context.Context, l *Layer) {
 	layer := d.layer(KindOGCAPI, l.URL)
-	layer.Collection = l.Collection
+	layer.Settings = ogcapi.Settings{Collection: l.Collection}
 	prepared, warnings, err := d.ogc.Prepare(ctx, layer)
 	if err != nil {
 		l.Err = err

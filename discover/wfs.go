@@ -39,8 +39,8 @@ func (d *Discoverer) wfsURL(ctx context.Context, raw string, res *Result) error 
 	if err != nil {
 		return err
 	}
-	layer := d.layer(wfs.KindWFS, endpoint)
-	layer.Version = wfs.Auto
+	layer := d.layer(wfs.Kind, endpoint)
+	layer.Settings = wfs.Settings{Version: wfs.Auto}
 	caps, err := d.wfs.Capabilities(ctx, layer)
 	if err != nil {
 		return err
@@ -79,11 +79,12 @@ func localName(name string) string {
 // wfsLayer describes one feature type: its geometry type from
 // DescribeFeatureType and, with Check, its count from resultType=hits.
 func (d *Discoverer) wfsLayer(ctx context.Context, caps *wfs.Capabilities, l *Layer) {
-	layer := d.layer(wfs.KindWFS, l.URL)
-	layer.TypeName, layer.Version = l.TypeName, l.Version
-	if layer.Version == wfs.Auto {
-		layer.Version = caps.Version
+	layer := d.layer(wfs.Kind, l.URL)
+	version := l.Version
+	if version == wfs.Auto {
+		version = caps.Version
 	}
+	layer.TypeName, layer.Settings = l.TypeName, wfs.Settings{Version: version}
 	if decl, err := d.wfs.Describe(ctx, layer); err == nil {
 		l.Geometry = decl.Geometry
 		if l.Geometry == "" {
@@ -99,7 +100,7 @@ func (d *Discoverer) wfsLayer(ctx context.Context, caps *wfs.Capabilities, l *La
 	switch {
 	case l.PageSizeZero:
 		paging.Detail = "no paging declared (ImplementsResultPaging): one request per poll; a server capping its answers (maxFeatures) would look complete"
-	case layer.Version == "2.0.0":
+	case version == "2.0.0":
 		paging.Detail = "ImplementsResultPaging TRUE: pages by startIndex/count"
 	default:
 		paging.Detail = "WFS 1.1 of a server known to page (" + caps.Vendor + "): pages by startIndex/maxFeatures"

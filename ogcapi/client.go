@@ -101,10 +101,11 @@ func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog
 // link's type is the format; tipg answers f=json with an array of rows,
 // not GeoJSON). Every later page is a next link as the server gave it.
 func FirstURL(layer source.Layer) (*url.URL, error) {
-	if layer.ItemsURL == "" {
+	s := settingsOf(layer)
+	if s.ItemsURL == "" {
 		return nil, fmt.Errorf("%w: no items link (the layer was not prepared)", ErrInvalidLayer)
 	}
-	u, err := url.Parse(layer.ItemsURL)
+	u, err := url.Parse(s.ItemsURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: items link: %s", ErrInvalidLayer, redact.Text(err.Error()))
 	}
@@ -113,13 +114,13 @@ func FirstURL(layer source.Layer) (*url.URL, error) {
 		limit = DefaultLimit
 	}
 	set := [][2]string{{"limit", strconv.Itoa(limit)}}
-	if layer.CRS != "" && !isCRS84(layer.CRS) {
-		set = append(set, [2]string{"crs", layer.CRS})
+	if s.CRS != "" && !isCRS84(s.CRS) {
+		set = append(set, [2]string{"crs", s.CRS})
 	}
-	if len(layer.BBox) == 4 {
-		set = append(set, [2]string{"bbox", fmt.Sprintf("%s,%s,%s,%s", num(layer.BBox[0]), num(layer.BBox[1]), num(layer.BBox[2]), num(layer.BBox[3]))})
-	} else if len(layer.BBox) != 0 {
-		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", ErrInvalidLayer, len(layer.BBox))
+	if len(s.BBox) == 4 {
+		set = append(set, [2]string{"bbox", fmt.Sprintf("%s,%s,%s,%s", num(s.BBox[0]), num(s.BBox[1]), num(s.BBox[2]), num(s.BBox[3]))})
+	} else if len(s.BBox) != 0 {
+		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", ErrInvalidLayer, len(s.BBox))
 	}
 	u.RawQuery = setParams(u.RawQuery, set...)
 	return u, nil
@@ -221,7 +222,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		if err != nil {
 			if page == 0 && LinkExpired(err) {
 				// The items link of a cached discovery may be stale.
-				c.discovery.drop(layer.URL, layer.Collection)
+				c.discovery.drop(layer.URL, settingsOf(layer).Collection)
 			}
 			return stats, c.pageFailed(ctx, err, page, redacted, stats, &res)
 		}
@@ -398,7 +399,7 @@ func (c *Client) done(ctx context.Context, stats source.FetchStats, page int, re
 		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
 	}
 	switch {
-	case stats.NumberMatched < 0 && !layer.LinksOnly:
+	case stats.NumberMatched < 0 && !settingsOf(layer).LinksOnly:
 		return stats, incomplete(fmt.Sprintf("the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the %d features the whole collection; "+
 			"set completeness: links_only on the feed to accept its next links as the proof", total))
 	case stats.NumberMatched < 0 && full:

@@ -107,21 +107,22 @@ func collectionURLs(layer source.Layer) (root, coll *url.URL, err error) {
 	}
 	path := strings.TrimRight(u.Path, "/")
 	root, coll = cloneURL(u), cloneURL(u)
+	collection := settingsOf(layer).Collection
 	if i := strings.LastIndex(path, "/collections/"); i >= 0 && !strings.Contains(path[i+len("/collections/"):], "/") {
 		id, _ := url.PathUnescape(path[i+len("/collections/"):])
-		if layer.Collection != "" && layer.Collection != id {
-			return nil, nil, fmt.Errorf("%w: url names collection %q, collection: says %q", ErrInvalidLayer, id, layer.Collection)
+		if collection != "" && collection != id {
+			return nil, nil, fmt.Errorf("%w: url names collection %q, collection: says %q", ErrInvalidLayer, id, collection)
 		}
 		root.Path, root.RawPath = path[:i], ""
 		coll.Path, coll.RawPath = path, ""
 		return root, coll, nil
 	}
-	if layer.Collection == "" {
+	if collection == "" {
 		return nil, nil, fmt.Errorf("%w: url %s is not a collection (…/collections/{collectionId}); give the landing page and collection:", ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	root.Path, root.RawPath = path, ""
-	coll.Path = path + "/collections/" + layer.Collection
-	coll.RawPath = path + "/collections/" + url.PathEscape(layer.Collection)
+	coll.Path = path + "/collections/" + collection
+	coll.RawPath = path + "/collections/" + url.PathEscape(collection)
 	return root, coll, nil
 }
 
@@ -130,7 +131,7 @@ func cloneURL(u *url.URL) *url.URL { c := *u; return &c }
 // Prepare discovers the collection: it reads the collection document (its
 // items link, CRS list, storage CRS), the conformance classes and, when the
 // landing page links one, the OpenAPI document's maximum limit. It returns
-// the layer with ItemsURL set and PageSize capped at that maximum, and
+// the layer with its Settings.ItemsURL set and PageSize capped at that maximum, and
 // warnings for what it had to assume. A discovery is reused for
 // DefaultDiscoveryTTL (WithDiscoveryTTL). A CRS the server does not offer is a
 // *CRSError; a layer that is not OGC API (no collection document) fails
@@ -141,17 +142,19 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 }
 
 func (c *Client) prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
-	d, warnings, ok := c.discovery.get(layer.URL, layer.Collection, c.now())
+	s := settingsOf(layer)
+	d, warnings, ok := c.discovery.get(layer.URL, s.Collection, c.now())
 	if !ok {
 		var err error
 		d, warnings, err = c.Discover(ctx, layer)
 		if err != nil {
 			return layer, warnings, err
 		}
-		c.discovery.put(layer.URL, layer.Collection, d, warnings, c.now())
+		c.discovery.put(layer.URL, s.Collection, d, warnings, c.now())
 	}
-	layer.ItemsURL = d.Items
-	layer.SchemaURL, layer.SchemaOrigin = d.Schema, d.SchemaOrigin
+	s.ItemsURL = d.Items
+	s.SchemaURL, s.SchemaOrigin = d.Schema, d.SchemaOrigin
+	layer.Settings = s
 	if d.MaxLimit > 0 && layer.PageSize > d.MaxLimit {
 		warnings = append(warnings, fmt.Sprintf("page_size %d is above the server's maximum limit %d: asking for %d", layer.PageSize, d.MaxLimit, d.MaxLimit))
 		layer.PageSize = d.MaxLimit
@@ -159,13 +162,13 @@ func (c *Client) prepare(ctx context.Context, layer source.Layer) (source.Layer,
 		// Asked for more, tipg answers 422 and pygeoapi pages short.
 		layer.PageSize = d.MaxLimit
 	}
-	if layer.CRS != "" && !isCRS84(layer.CRS) {
+	if s.CRS != "" && !isCRS84(s.CRS) {
 		if !d.Part2() {
-			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: layer.CRS,
+			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: s.CRS,
 				Reason: "the server does not declare OGC API – Features Part 2 (conformance class " + confCRS + ")"}
 		}
-		if !slices.ContainsFunc(d.CRSs, func(s string) bool { return sameCRS(s, layer.CRS) }) {
-			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: layer.CRS,
+		if !slices.ContainsFunc(d.CRSs, func(c string) bool { return sameCRS(c, s.CRS) }) {
+			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: s.CRS,
 				Reason: fmt.Sprintf("not in the collection's crs list %v", d.CRSs)}
 		}
 	}

@@ -8,7 +8,7 @@ func IsException(p []byte) bool { return errorDocument(p, "application/json") }
 
 // CheckContentCRS runs checkContentCRS for crs ("" means CRS84).
 func CheckContentCRS(header, crs string) error {
-	w, err := layerCRS(source.Layer{CRS: crs})
+	w, err := layerCRS(source.Layer{Settings: Settings{CRS: crs}})
 	if err != nil {
 		return err
 	}

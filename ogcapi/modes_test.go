@@ -95,15 +95,15 @@ func TestTiPgServersWords(t *testing.T) {
 			"HTTP 422: query.f: Input should be 'json' or 'html'"},
 		{"no such table", source.Layer{URL: base + "/collections/public.nope"}, "HTTP 404: Table/Function 'public.nope' not found."},
 		{"not schema.table", source.Layer{URL: base + "/collections/nope"}, "HTTP 422: Invalid Collection format 'nope'."},
-		{"limit above the maximum", source.Layer{URL: base + "/collections/public.parcels", ItemsURL: items, PageSize: 5000},
+		{"limit above the maximum", source.Layer{URL: base + "/collections/public.parcels", PageSize: 5000, Settings: ogcapi.Settings{ItemsURL: items}},
 			"HTTP 422: query.limit: Input should be less than or equal to 1000"},
-		{"f=json on items", source.Layer{URL: base + "/collections/public.parcels", ItemsURL: items + "?f=json", PageSize: 10},
+		{"f=json on items", source.Layer{URL: base + "/collections/public.parcels", PageSize: 10, Settings: ogcapi.Settings{ItemsURL: items + "?f=json"}},
 			`the server answered a JSON array: it may be ignoring the media type (Content-Type "application/json"`},
 	} {
 		layer := c.layer
 		layer.Kind = "ogcapi"
 		var err error
-		if layer.ItemsURL == "" {
+		if s, _ := layer.Settings.(ogcapi.Settings); s.ItemsURL == "" {
 			_, _, _, err = fetch(t, layer)
 		} else {
 			_, err = ogcapi.NewClient(nil, nil, nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
@@ -117,8 +117,8 @@ func TestTiPgServersWords(t *testing.T) {
 		}
 	}
 	// Its queryables with f=json: the schema is not read, in its words.
-	layer := source.Layer{Kind: "ogcapi", URL: base + "/collections/public.parcels", ItemsURL: items, PageSize: 10,
-		DescribeSchema: true, SchemaURL: base + "/collections/public.parcels/queryables?f=json"}
+	layer := source.Layer{Kind: "ogcapi", URL: base + "/collections/public.parcels", PageSize: 10, DescribeSchema: true,
+		Settings: ogcapi.Settings{ItemsURL: items, SchemaURL: base + "/collections/public.parcels/queryables?f=json"}}
 	stats, err := ogcapi.NewClient(nil, nil, nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	if w := strings.Join(stats.Warnings, "\n"); err != nil || !strings.Contains(w, "HTTP 422: query.f: Input should be 'schemajson' or 'html'") {
 		t.Errorf("queryables?f=json: %v, warnings %q", err, w)
@@ -186,7 +186,7 @@ func TestFirstURLAsGiven(t *testing.T) {
 		"http://h/collections/c/items?f=json&lang=en":   "http://h/collections/c/items?f=json&lang=en&limit=50",
 		"http://h/collections/c/items?limit=10&z=a%2Cb": "http://h/collections/c/items?z=a%2Cb&limit=50",
 	} {
-		u, err := ogcapi.FirstURL(source.Layer{ItemsURL: link, PageSize: 50})
+		u, err := ogcapi.FirstURL(source.Layer{PageSize: 50, Settings: ogcapi.Settings{ItemsURL: link}})
 		if err != nil || u.String() != want {
 			t.Errorf("%s: %v %v, want %s", link, u, err, want)
 		}

@@ -27,7 +27,7 @@ type wantCRS struct {
 
 // layerCRS is the CRS the layer's items come in.
 func layerCRS(layer source.Layer) (wantCRS, error) {
-	name := layer.CRS
+	name := settingsOf(layer).CRS
 	if name == "" {
 		name = CRS84
 	}

@@ -204,14 +204,14 @@ func jsonSchemaType(p propertySchema) (schema.Type, bool) {
 // a page's would; any other failure is a warning, and the fetch goes on
 // with the last schema read from that link (schema.Memo), or none.
 func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Declared, string, error) {
-	if !layer.DescribeSchema || layer.SchemaURL == "" {
+	if !layer.DescribeSchema || settingsOf(layer).SchemaURL == "" {
 		return nil, "", nil
 	}
 	ttl := c.discovery.ttl
 	if ttl == 0 {
 		ttl = DefaultDiscoveryTTL
 	}
-	d, err := c.declaredMemo.Get(layer.SchemaURL, ttl, c.now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
+	d, err := c.declaredMemo.Get(settingsOf(layer).SchemaURL, ttl, c.now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
 	if err == nil {
 		return d, "", nil
 	}
@@ -229,7 +229,7 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 // exactly as the collection gave it (tipg answers its queryables with
 // f=json by a 422).
 func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Declared, error) {
-	u, err := url.Parse(layer.SchemaURL)
+	u, err := url.Parse(settingsOf(layer).SchemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema link: %s", ErrInvalidLayer, redact.Text(err.Error()))
 	}
@@ -237,7 +237,7 @@ func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Decl
 	if err := c.getDoc(ctx, layer, u, schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {
 		return nil, fmt.Errorf("reading the collection's schema (%s): %w", redact.URL(u.String()), err)
 	}
-	origin := layer.SchemaOrigin
+	origin := settingsOf(layer).SchemaOrigin
 	if origin == "" {
 		origin = "ogcapi schema"
 	}

@@ -242,7 +242,8 @@ func (s *Server) serveLayer(w http.ResponseWriter, layer layertest.Layer, req Re
 	}
 	var body []byte
 	gen, isGenerated := layer.(layertest.Generated)
-	if !plain && isGenerated && wantsGML(q["outputformat"]) {
+	// A plain document (/geojson/NAME.geojson) is GeoJSON, whatever it is asked.
+	if isGenerated && !plain && wantsGML(q["outputformat"]) {
 		body = renderGML32Page(gen, req, s.CRS84)
 		w.Header().Set("Content-Type", "application/gml+xml; version=3.2")
 	} else {
