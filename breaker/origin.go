@@ -101,9 +101,9 @@ type origin struct {
 	pending     []StateChange
 	delivering  bool
 
-	// With a SharedState (see shared_origin.go): the last cached row synced
+	// With a Shared (see shared_origin.go): the last cached row synced
 	// into this origin, the half-open probes this instance runs, the probe
-	// lease it holds, the writes to hand to the SharedState, and the error
+	// lease it holds, the writes to hand to the Shared, and the error
 	// of the last failed call for breaker_state.last_error.
 	seen       Verdict
 	seenGen    uint64
@@ -113,7 +113,7 @@ type origin struct {
 	leaseUntil time.Time
 	leasing    bool
 	leaseStop  context.CancelFunc
-	pubs       []write
+	pubs       []Publication
 	lastErr    string
 }
 
@@ -208,7 +208,7 @@ func (o *origin) onStateChange(gen uint64, from, to gobreaker.State) {
 		}
 		o.queue(now, StateOpen, c, d)
 		if o.reg.shared != nil {
-			o.pubs = append(o.pubs, write{kind: writeOpen, origin: o.name, open: d, opens: o.opens, lastErr: o.lastErr})
+			o.pubs = append(o.pubs, Publication{Kind: PublishOpen, Origin: o.name, Open: d, Opens: o.opens, LastError: o.lastErr})
 		}
 	case gobreaker.StateClosed:
 		o.closedAt = now
@@ -264,7 +264,7 @@ func (o *origin) flush() {
 		o.pubs = nil
 		o.mu.Unlock()
 		for _, w := range pubs {
-			o.reg.shared.enqueue(w)
+			o.reg.shared.Publish(w)
 		}
 		o.mu.Lock()
 	}
@@ -341,7 +341,7 @@ func (o *origin) admitLocal() (func(error), uint64, error) {
 	if now.Before(o.openUntil) || (o.reg.shared != nil && o.eff != StateClosed) {
 		// Another call tripped the breaker between the check above and Allow,
 		// and gobreaker's nanosecond cooldown let this call in as a probe:
-		// give the slot back without deciding anything. (With a SharedState
+		// give the slot back without deciding anything. (With a Shared
 		// gobreaker never probes: admitShared runs the half-open state.)
 		err := &OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)}
 		o.mu.Unlock()
@@ -363,9 +363,9 @@ func (o *origin) admitLocal() (func(error), uint64, error) {
 // stillAdmitted returns an *OpenError if the origin was declared open after
 // the call was admitted (by other calls) and has not closed since.
 func (o *origin) stillAdmitted(seq uint64) error {
-	var vw view
+	var vw SharedView
 	if o.reg.shared != nil {
-		vw = o.reg.shared.view(o.name)
+		vw = o.reg.shared.View(o.name)
 	}
 	now := o.reg.clock.Now()
 	o.mu.Lock()
@@ -373,7 +373,7 @@ func (o *origin) stillAdmitted(seq uint64) error {
 	defer o.mu.Unlock()
 	if o.reg.shared != nil {
 		o.syncLocked(vw, now)
-		switch vw.v.EffectiveOverride(vw.dbNow(now)) {
+		switch vw.Verdict.EffectiveOverride(vw.DBNow(now)) {
 		case OverrideOpen:
 			return o.overrideRefusal(vw, now)
 		case OverrideClosed:
@@ -508,9 +508,9 @@ func (o *origin) snapshot() OriginState {
 	cb := o.cb.Load()
 	cb.State() // rolls the window forward before the counts are read
 	c := cb.Counts()
-	var vw view
+	var vw SharedView
 	if o.reg.shared != nil {
-		vw = o.reg.shared.view(o.name)
+		vw = o.reg.shared.View(o.name)
 	}
 	now := o.reg.clock.Now()
 	o.mu.Lock()
@@ -533,13 +533,13 @@ func (o *origin) snapshot() OriginState {
 	if now.Before(o.pausedUntil) {
 		s.PausedUntil = o.pausedUntil
 	}
-	if ov := vw.v.EffectiveOverride(vw.dbNow(now)); ov != OverrideNone {
+	if ov := vw.Verdict.EffectiveOverride(vw.DBNow(now)); ov != OverrideNone {
 		s.Override = ov
-		s.OverrideUntil = vw.local(vw.v.OverrideUntil)
-		s.OverrideReason = vw.v.OverrideReason
+		s.OverrideUntil = vw.Local(vw.Verdict.OverrideUntil)
+		s.OverrideReason = vw.Verdict.OverrideReason
 	}
-	if vw.v.ProbeOwner != "" && vw.dbNow(now).Before(vw.v.ProbeUntil) {
-		s.ProbeOwner = vw.v.ProbeOwner
+	if vw.Verdict.ProbeOwner != "" && vw.DBNow(now).Before(vw.Verdict.ProbeUntil) {
+		s.ProbeOwner = vw.Verdict.ProbeOwner
 	}
 	return s
 }
