@@ -165,15 +165,21 @@ func (r *Registry) SetPolicy(origin string, p Policy) error {
 	}
 	o := newOrigin(r, origin, p)
 	old.mu.Lock()
-	if r.clock.Now().Before(old.openUntil) {
-		o.openUntil = old.openUntil
-		o.eff = StateOpen
-		o.openSeq = old.openSeq
-	}
+	openUntil, openSeq := old.openUntil, old.openSeq
 	o.opens = old.opens
 	o.closedAt = old.closedAt
 	o.pausedUntil, o.pauseSpan = old.pausedUntil, old.pauseSpan
 	old.mu.Unlock()
+	if r.clock.Now().Before(openUntil) {
+		// The new breaker starts open for the rest of the cooldown, as the
+		// old one was: no event, since callers see no change.
+		o.gate.Lock()
+		o.forceOpenGated(forcedOpen{until: openUntil, quiet: true})
+		o.gate.Unlock()
+		o.mu.Lock()
+		o.openSeq = openSeq
+		o.mu.Unlock()
+	}
 	r.origins[origin] = o
 	return nil
 }
@@ -269,9 +275,9 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 		return err
 	}
 	// Exactly one report per call. Anything but a decided Success or Failure,
-	// including a panic in fn, is reported as neither, which frees a
-	// half-open probe slot without deciding the probe.
-	c := &call{o: o, seq: seq, final: errNeither}
+	// including a panic in fn, is reported as Ignored (neither), which frees
+	// a half-open probe slot without deciding the probe.
+	c := &call{o: o, seq: seq, final: Ignored}
 	defer c.report(done)
 	return c.run(ctx, fn)
 }
@@ -280,23 +286,24 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 type call struct {
 	o   *origin
 	seq uint64 // the origin's trip sequence at admission
-	// final is what done reports: nil (success), errFailed or errNeither.
-	final error
+	// final is the outcome done reports: Success, Failure, or (anything
+	// else) Ignored.
+	final Outcome
 	last  Result
 }
 
 // report hands the call's final outcome to the breaker, once.
 func (c *call) report(done func(error)) {
-	if c.final == errFailed {
+	if c.final == Failure {
 		c.o.noteError(c.last.Err) // before done: a trip publishes it
 	}
-	done(c.final)
+	done(&callReport{outcome: c.final, err: c.last.Err})
 	c.o.flush()
 	result := CallNeither
 	switch c.final {
-	case nil:
+	case Success:
 		result = CallSuccess
-	case errFailed:
+	case Failure:
 		result = CallFailure
 	}
 	c.o.reg.observer.Call(c.o.name, result)
@@ -316,7 +323,7 @@ func (c *call) run(ctx context.Context, fn AttemptFunc) error {
 		c.last = o.attempt(ctx, attempt, fn)
 		switch c.last.Outcome {
 		case Success:
-			c.final = nil
+			c.final = Success
 			return c.last.Err
 		case Ignored:
 			return c.last.Err
@@ -334,7 +341,7 @@ func (c *call) run(ctx context.Context, fn AttemptFunc) error {
 	// A call that ran out of attempts on 429s is neither: the origin answered,
 	// it only asked us to slow down, and pacing must never trip the breaker.
 	if c.last.Outcome == Failure {
-		c.final = errFailed
+		c.final = Failure
 	}
 	return &RetryError{Origin: o.name, Attempts: attempt, Outcome: c.last.Outcome, Err: c.last.Err}
 }
@@ -352,7 +359,7 @@ func (c *call) beforeRetry(ctx context.Context, attempt int) error {
 	o.mu.Unlock()
 	if !ok {
 		if c.last.Outcome == Failure {
-			c.final = errFailed
+			c.final = Failure
 		}
 		return &RetryError{Origin: o.name, Attempts: attempt, Outcome: c.last.Outcome, BudgetExhausted: true, Err: c.last.Err}
 	}
