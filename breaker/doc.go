@@ -60,11 +60,13 @@
 // whose RetryAfter is the time until the next probe. The open duration is
 // OpenBase × the number of consecutive opens, capped by OpenMax, with ±20%
 // jitter; the count of consecutive opens halves for every OpenDecay the
-// origin then stays closed. gobreaker's own Timeout is fixed per breaker, so
-// it is set to a nanosecond and the package keeps the open deadline itself.
+// origin then stays closed. gobreaker's own Timeout is fixed per breaker and
+// reads the real clock, so it is set to a nanosecond and the package keeps
+// the open deadline itself, on Config.Clock (see state.go for what
+// gobreaker decides and what the package adds).
 //
-// Half-open: after the cooldown up to HalfOpenMaxCalls probes are admitted;
-// others are refused. HalfOpenMaxCalls consecutive successful probes close the
+// Half-open: after the cooldown up to HalfOpenMaxCalls probes are admitted
+// (gobreaker's MaxRequests); others are refused. HalfOpenMaxCalls consecutive successful probes close the
 // breaker with a fresh window; one failed probe re-opens it at once, for a
 // longer time. A probe whose outcome is neither (cancelled, throttled) gives
 // its slot back without deciding anything.
