@@ -128,11 +128,11 @@ bench_poll() {
 }
 
 bench_storm() {
-	go test -run '^$' -bench '^BenchmarkRetryStorm$' -benchtime 1x ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\|?\)'
+	go test -run '^$' -bench '^BenchmarkRetryStorm$' -benchtime 1x ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
 }
 
 bench_scale() {
-	go test -run '^$' -bench '^BenchmarkSchedulerScale$' -benchtime 1x -timeout 15m ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\|?\)'
+	go test -run '^$' -bench '^BenchmarkSchedulerScale$' -benchtime 1x -timeout 15m ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
 }
 
 # timed CMD...: runs CMD, appends "wall_seconds peak_rss_kb" to $timing.
