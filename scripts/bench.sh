@@ -678,8 +678,8 @@ bench_micro() {
 
 bench_breaker() {
 	echo "== breaker and dead-letter timings on this machine (figures, not pass/fail)"
-	go test -run '^$' -bench . -benchtime "${BENCH_BREAKER_ROUNDS:-5}x" ./breaker ./deadletter |
-		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+	go test -run '^$' -bench . -benchtime "${BENCH_BREAKER_ROUNDS:-5}x" ./breaker/... ./deadletter |
+		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\|?\)'
 }
 
 bench_statuspage() {

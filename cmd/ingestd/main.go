@@ -35,7 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/breaker/pgshare"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
@@ -138,7 +138,7 @@ type common struct {
 	heartbeat time.Duration
 	// shared are run's -breaker-* timings of the shared breaker state
 	// (none elsewhere: the defaults).
-	shared []breaker.SharedOption
+	shared []pgshare.Option
 	// secrets are the configuration's credentials, scrubbed by value from
 	// the log and from what the daemon's parts write (nil until open
 	// makes it).

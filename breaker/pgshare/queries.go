@@ -1,4 +1,4 @@
-package breaker
+package pgshare
 
 import (
 	"embed"
@@ -18,7 +18,7 @@ func loadStatements(file string) namedsql.Statements {
 	return namedsql.MustLoad(sqlFiles, "sql/"+file)
 }
 
-// verdictSQL are SharedState's statements (sql/verdicts.sql).
+// verdictSQL are Cluster's statements (sql/verdicts.sql).
 type verdictSQL struct {
 	selectAll, selectSorted, selectOrigin string
 	open, close, release, lease, renew    string
@@ -44,7 +44,7 @@ func loadOriginWatchSQL() originWatchSQL {
 	return originWatchSQL{recordState: s.Get("record_state"), recordStuck: s.Get("record_stuck")}
 }
 
-// loadScrubSQL is SharedState.ScrubSecrets's read and write (sql/scrub.sql).
+// loadScrubSQL is Cluster.ScrubSecrets's read and write (sql/scrub.sql).
 func loadScrubSQL() (read, write string) {
 	s := loadStatements("scrub.sql")
 	return s.Get("scrub_read"), s.Get("scrub_write")

@@ -1,12 +1,17 @@
-package breaker
+// Package pgshare shares the breaker's verdicts between ingestd instances
+// through PostgreSQL (the breaker_state table): open verdicts and their
+// open_until, the one half-open probe lease of the cluster, operator
+// overrides, the LISTEN/NOTIFY cache with its clock-skew estimate, the
+// asynchronous writer, and the OriginWatch that flags origins stuck open.
+// A Cluster implements breaker.Shared; the breaker core imports no database
+// client.
+package pgshare
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -14,110 +19,52 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/internal/scrubrows"
 	"github.com/ingestd/ingestd/redact"
 )
+
+var _ breaker.Shared = (*Cluster)(nil)
+
+// realClock is the default clock.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // notifyChannel is the channel breaker_state's trigger notifies, with the
 // origin as payload (migration 00006).
 const notifyChannel = "ingestd_breaker_state"
 
-// Override is an operator's manual verdict on an origin.
-type Override int
-
-const (
-	// OverrideNone lets the breaker decide.
-	OverrideNone Override = iota
-	// OverrideOpen refuses every call to the origin.
-	OverrideOpen
-	// OverrideClosed admits every call to the origin without consulting the
-	// breaker (pacing and in-flight caps still apply).
-	OverrideClosed
-)
-
-// String returns "none", "open" or "closed", as stored in breaker_state.override.
-func (o Override) String() string {
-	switch o {
-	case OverrideNone:
-		return "none"
-	case OverrideOpen:
-		return "open"
-	case OverrideClosed:
-		return "closed"
-	}
-	return fmt.Sprintf("override(%d)", int(o))
-}
-
-// ErrBadOverride is wrapped by errors about an override value or request.
-var ErrBadOverride = errors.New("breaker: bad override")
-
-// ParseOverride parses "none" (or "auto"), "open" or "closed".
-func ParseOverride(s string) (Override, error) {
-	switch s {
-	case "none", "auto", "":
-		return OverrideNone, nil
-	case "open":
-		return OverrideOpen, nil
-	case "closed":
-		return OverrideClosed, nil
-	}
-	return OverrideNone, fmt.Errorf("%w: %q (want none, open or closed)", ErrBadOverride, s)
-}
-
-func parseState(s string) State {
+func parseState(s string) breaker.State {
 	switch s {
 	case "open":
-		return StateOpen
+		return breaker.StateOpen
 	case "half-open":
-		return StateHalfOpen
+		return breaker.StateHalfOpen
 	}
-	return StateClosed
+	return breaker.StateClosed
 }
 
-// Verdict is one row of breaker_state: the cluster's verdict on an origin.
-// Times are the database's clock.
-type Verdict struct {
-	Origin           string
-	State            State
-	OpenedAt         time.Time
-	OpenUntil        time.Time
-	ConsecutiveOpens int
-	// ProbeOwner holds the probe lease until ProbeUntil.
-	ProbeOwner string
-	ProbeUntil time.Time
-	// Override as stored; see EffectiveOverride for whether it has lapsed.
-	Override       Override
-	OverrideUntil  time.Time
-	OverrideReason string
-	OverrideBy     string
-	OverrideAt     time.Time
-	UpdatedAt      time.Time
-	UpdatedBy      string
-	LastError      string
-	// Version grows with every write of the row.
-	Version int64
-}
+// Option configures a Cluster.
+type Option func(*options)
 
-// EffectiveOverride returns the override in force at now (database clock):
-// OverrideNone once OverrideUntil has passed.
-func (v Verdict) EffectiveOverride(now time.Time) Override {
-	if v.Override != OverrideNone && (v.OverrideUntil.IsZero() || now.Before(v.OverrideUntil)) {
-		return v.Override
-	}
-	return OverrideNone
-}
-
-// open reports whether the verdict holds the origin open or half-open.
-func (v Verdict) open() bool { return v.Origin != "" && v.State != StateClosed }
-
-// SharedOption configures a SharedState.
-type SharedOption func(*sharedOptions)
-
-type sharedOptions struct {
+type options struct {
 	refresh time.Duration
 	lease   time.Duration
 	timeout time.Duration
-	clock   Clock
+	clock   breaker.Clock
 	resume  ResumeFunc
 	secrets *redact.Secrets
 }
@@ -141,22 +88,22 @@ type ResumeFunc func(ctx context.Context, origin string, notBefore time.Time) (i
 // WithResume sets what SetOverride calls when an operator lifts an open
 // override (sets closed or none): polls the override refused were parked
 // until it would have ended, or OpenMax, which then holds nothing back.
-func WithResume(fn ResumeFunc) SharedOption {
-	return func(o *sharedOptions) { o.resume = fn }
+func WithResume(fn ResumeFunc) Option {
+	return func(o *options) { o.resume = fn }
 }
 
 // WithSecrets scrubs secrets (the configuration's credentials, a set the
 // caller keeps up to date) by value from the texts the shared state writes:
 // breaker_state.last_error and override_reason.
-func WithSecrets(secrets *redact.Secrets) SharedOption {
-	return func(o *sharedOptions) { o.secrets = secrets }
+func WithSecrets(secrets *redact.Secrets) Option {
+	return func(o *options) { o.secrets = secrets }
 }
 
 // WithClock sets the clock the shared state times its cache and its
 // database-clock estimate with (default: the real clock). A Registry built
-// on the SharedState without a Clock of its own uses this one.
-func WithClock(c Clock) SharedOption {
-	return func(o *sharedOptions) {
+// on the Cluster without a Clock of its own uses this one.
+func WithClock(c breaker.Clock) Option {
+	return func(o *options) {
 		if c != nil {
 			o.clock = c
 		}
@@ -165,8 +112,8 @@ func WithClock(c Clock) SharedOption {
 
 // WithRefreshInterval sets how often every row is re-read, the fallback for
 // notifications lost while the listening connection was down (default 5 s).
-func WithRefreshInterval(d time.Duration) SharedOption {
-	return func(o *sharedOptions) {
+func WithRefreshInterval(d time.Duration) Option {
+	return func(o *options) {
 		if d > 0 {
 			o.refresh = d
 		}
@@ -176,8 +123,8 @@ func WithRefreshInterval(d time.Duration) SharedOption {
 // WithProbeLease sets the probe lease (default 30 s). Its holder renews it
 // every third of it while the probe runs, so it bounds how long the death of
 // a prober stalls recovery, not how long a probe may take.
-func WithProbeLease(d time.Duration) SharedOption {
-	return func(o *sharedOptions) {
+func WithProbeLease(d time.Duration) Option {
+	return func(o *options) {
 		if d > 0 {
 			o.lease = d
 		}
@@ -186,18 +133,18 @@ func WithProbeLease(d time.Duration) SharedOption {
 
 // WithQueryTimeout bounds each database statement (default 1 s); taking the
 // probe lease is the only one that runs on a caller's path.
-func WithQueryTimeout(d time.Duration) SharedOption {
-	return func(o *sharedOptions) {
+func WithQueryTimeout(d time.Duration) Option {
+	return func(o *options) {
 		if d > 0 {
 			o.timeout = d
 		}
 	}
 }
 
-// SharedState shares breaker verdicts between ingestd instances through the
+// Cluster shares breaker verdicts between ingestd instances through the
 // breaker_state table: open verdicts with their open_until, the lease for the
 // one half-open probe of the cluster, and manual overrides. Build one with
-// NewSharedState, pass it in Config.Shared, Start it, and Stop it after the
+// New, pass it in Config.Shared, Start it, and Stop it after the
 // callers have stopped and before the pool closes.
 //
 // Do never queries the database: it reads a cache that a LISTEN connection
@@ -207,14 +154,14 @@ func WithQueryTimeout(d time.Duration) SharedOption {
 // cooldown per instance, bounded by the query timeout. While the database is
 // unreachable each instance's own breaker decides (cached verdicts still
 // refuse until their time).
-type SharedState struct {
+type Cluster struct {
 	pool   *pgxpool.Pool
 	id     string
 	logger *slog.Logger
-	opts   sharedOptions
+	opts   options
 	sql    verdictSQL
 
-	writes chan write
+	writes chan breaker.Publication
 
 	mu        sync.RWMutex
 	rows      map[string]cachedVerdict
@@ -223,9 +170,9 @@ type SharedState struct {
 	skewRTT   time.Duration // round trip of the sample skew came from
 	skewAt    time.Time     // when that sample was taken
 	reachable bool
-	known     bool             // reachability has been observed once
-	pending   map[string]write // writes that failed, retried on the next reload
-	ctx       context.Context  // lives from Start to Stop
+	known     bool                           // reachability has been observed once
+	pending   map[string]breaker.Publication // writes that failed, retried on the next reload
+	ctx       context.Context                // lives from Start to Stop
 	cancel    context.CancelFunc
 	closed    bool
 
@@ -233,42 +180,42 @@ type SharedState struct {
 }
 
 type cachedVerdict struct {
-	v   Verdict
+	v   breaker.Verdict
 	gen uint64
 	at  time.Time // local time the entry was stored
 }
 
-// NewSharedState returns a SharedState on pool for the instance id
+// New returns a Cluster on pool for the instance id
 // (host:pid); logger may be nil. It starts nothing: call Start for the
 // cache, or use it as is for SetOverride and Verdicts (the CLI).
-func NewSharedState(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, opts ...SharedOption) *SharedState {
+func New(pool *pgxpool.Pool, instanceID string, logger *slog.Logger, opts ...Option) *Cluster {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	o := sharedOptions{refresh: DefaultRefreshInterval, lease: DefaultProbeLease, timeout: DefaultQueryTimeout, clock: systemClock{}}
+	o := options{refresh: DefaultRefreshInterval, lease: DefaultProbeLease, timeout: DefaultQueryTimeout, clock: realClock{}}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &SharedState{
+	return &Cluster{
 		pool:    pool,
 		id:      instanceID,
 		logger:  logger.With("instance", instanceID),
 		opts:    o,
 		sql:     loadVerdictSQL(),
-		writes:  make(chan write, 1024),
+		writes:  make(chan breaker.Publication, 1024),
 		rows:    make(map[string]cachedVerdict),
-		pending: make(map[string]write),
+		pending: make(map[string]breaker.Publication),
 	}
 }
 
 // since is the time elapsed on the shared state's clock since t.
-func (s *SharedState) since(t time.Time) time.Duration { return s.opts.clock.Now().Sub(t) }
+func (s *Cluster) since(t time.Time) time.Duration { return s.opts.clock.Now().Sub(t) }
 
 // InstanceID returns the id this instance writes into probe_owner and updated_by.
-func (s *SharedState) InstanceID() string { return s.id }
+func (s *Cluster) InstanceID() string { return s.id }
 
-// ErrSharedStarted is returned by a second Start, or a Start after Stop.
-var ErrSharedStarted = errors.New("breaker: shared state already started or closed")
+// ErrStarted is returned by a second Start, or a Start after Stop.
+var ErrStarted = errors.New("breaker: shared state already started or closed")
 
 // Start loads every verdict, so that an origin left open by a previous run
 // stays open until its time without a request, then starts listening for
@@ -276,11 +223,11 @@ var ErrSharedStarted = errors.New("breaker: shared state already started or clos
 // Stop, whatever happens to ctx, which bounds only the initial load. A
 // failed load is returned, but the loops run regardless and keep retrying:
 // a caller may carry on with local breakers.
-func (s *SharedState) Start(ctx context.Context) error {
+func (s *Cluster) Start(ctx context.Context) error {
 	s.mu.Lock()
 	if s.cancel != nil || s.closed {
 		s.mu.Unlock()
-		return ErrSharedStarted
+		return ErrStarted
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	loops := s.ctx
@@ -308,7 +255,7 @@ func (s *SharedState) Start(ctx context.Context) error {
 // flight hold: those calls release them when they end, or the lease expires.
 // Stop it after everything that makes requests and before the pool closes;
 // it is safe to call on a state never started (the CLI's).
-func (s *SharedState) Stop() {
+func (s *Cluster) Stop() {
 	s.mu.Lock()
 	s.closed = true
 	cancel := s.cancel
@@ -319,18 +266,6 @@ func (s *SharedState) Stop() {
 	s.wg.Wait()
 }
 
-// view is what an origin needs from the cache for one decision.
-type view struct {
-	v         Verdict
-	ok        bool // a row exists (or existed: a deleted row reads as closed)
-	gen       uint64
-	skew      time.Duration
-	reachable bool
-}
-
-// dbNow is the database clock's now, estimated from the local clock.
-func (vw view) dbNow(local time.Time) time.Time { return local.Add(vw.skew) }
-
 // noteSkewLocked estimates the database clock's offset from a query's answer:
 // dbNow was read somewhere within the round trip, so the midpoint is off by up
 // to half of it. Like NTP, keep the sample with the shortest round trip — on
@@ -338,7 +273,7 @@ func (vw view) dbNow(local time.Time) time.Time { return local.Add(vw.skew) }
 // shift every open_until by as much. Samples age, in case either clock is
 // stepped: after a minute a comparable one (at most twice the best round trip,
 // or 50 ms) replaces the best, after ten minutes any does. Needs mu.
-func (s *SharedState) noteSkewLocked(dbNow, sent time.Time, rtt time.Duration) {
+func (s *Cluster) noteSkewLocked(dbNow, sent time.Time, rtt time.Duration) {
 	now := sent.Add(rtt)
 	age := now.Sub(s.skewAt)
 	if s.skewAt.IsZero() || rtt <= s.skewRTT ||
@@ -348,27 +283,24 @@ func (s *SharedState) noteSkewLocked(dbNow, sent time.Time, rtt time.Duration) {
 	}
 }
 
-// local converts a database timestamp to the local clock.
-func (vw view) local(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
-	}
-	return t.Add(-vw.skew)
-}
-
-func (s *SharedState) view(origin string) view {
+// View returns origin's cached verdict, with the clock skew and whether the
+// database was reachable at the last query.
+func (s *Cluster) View(origin string) breaker.SharedView {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	c, ok := s.rows[origin]
-	return view{v: c.v, ok: ok, gen: c.gen, skew: s.skew, reachable: s.reachable}
+	return breaker.SharedView{Verdict: c.v, Exists: ok, Gen: c.gen, Skew: s.skew, Reachable: s.reachable}
 }
 
-// leaseDuration is the probe lease the instance asks for.
-func (s *SharedState) leaseDuration() time.Duration { return s.opts.lease }
+// Clock returns the clock the cluster state times its cache with.
+func (s *Cluster) Clock() breaker.Clock { return s.opts.clock }
+
+// LeaseDuration is the probe lease the instance asks for.
+func (s *Cluster) LeaseDuration() time.Duration { return s.opts.lease }
 
 // loopContext returns the context of the running loops, or nil before Start
 // and after Stop.
-func (s *SharedState) loopContext() context.Context {
+func (s *Cluster) loopContext() context.Context {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed || s.ctx == nil {
@@ -377,7 +309,7 @@ func (s *SharedState) loopContext() context.Context {
 	return s.ctx
 }
 
-func (s *SharedState) setReachable(ok bool, err error) {
+func (s *Cluster) setReachable(ok bool, err error) {
 	s.mu.Lock()
 	changed := !s.known || s.reachable != ok
 	s.known, s.reachable = true, ok
@@ -396,7 +328,7 @@ func (s *SharedState) setReachable(ok bool, err error) {
 // store puts a row read by a query sent at local time sent and answered after
 // rtt (database time dbNow) into the cache unless the cache holds a newer
 // version, and logs override changes.
-func (s *SharedState) store(v Verdict, dbNow, sent time.Time, rtt time.Duration) {
+func (s *Cluster) store(v breaker.Verdict, dbNow, sent time.Time, rtt time.Duration) {
 	s.mu.Lock()
 	s.noteSkewLocked(dbNow, sent, rtt)
 	prev, had := s.rows[v.Origin]
@@ -408,7 +340,7 @@ func (s *SharedState) store(v Verdict, dbNow, sent time.Time, rtt time.Duration)
 	s.rows[v.Origin] = cachedVerdict{v: v, gen: s.gen, at: s.opts.clock.Now()}
 	s.mu.Unlock()
 	if prev.v.Override != v.Override || !prev.v.OverrideUntil.Equal(v.OverrideUntil) || prev.v.OverrideReason != v.OverrideReason {
-		if !had && v.Override == OverrideNone {
+		if !had && v.Override == breaker.OverrideNone {
 			return
 		}
 		s.logger.Warn("breaker override",
@@ -424,7 +356,7 @@ func (s *SharedState) store(v Verdict, dbNow, sent time.Time, rtt time.Duration)
 
 // forget marks a row that disappeared as closed, so that an origin held open
 // by it closes; a later row of the origin has a higher version.
-func (s *SharedState) forget(origin string, before time.Time) {
+func (s *Cluster) forget(origin string, before time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.rows[origin]
@@ -432,14 +364,14 @@ func (s *SharedState) forget(origin string, before time.Time) {
 		return
 	}
 	s.gen++
-	s.rows[origin] = cachedVerdict{v: Verdict{Version: c.v.Version}, gen: s.gen, at: s.opts.clock.Now()}
+	s.rows[origin] = cachedVerdict{v: breaker.Verdict{Version: c.v.Version}, gen: s.gen, at: s.opts.clock.Now()}
 }
 
 // scanVerdict reads a row in the column order of every statement in
 // sql/verdicts.sql, the database's clock_timestamp() last.
-func scanVerdict(row pgx.Row) (Verdict, time.Time, error) {
+func scanVerdict(row pgx.Row) (breaker.Verdict, time.Time, error) {
 	var (
-		v                                                Verdict
+		v                                                breaker.Verdict
 		state, override                                  string
 		openedAt, openUntil, probeUntil, ovUntil, ovAt   *time.Time
 		probeOwner, ovReason, ovBy, updatedBy, lastError *string
@@ -448,10 +380,10 @@ func scanVerdict(row pgx.Row) (Verdict, time.Time, error) {
 	err := row.Scan(&v.Origin, &state, &openedAt, &openUntil, &v.ConsecutiveOpens, &probeOwner, &probeUntil,
 		&override, &ovUntil, &ovReason, &ovBy, &ovAt, &v.UpdatedAt, &updatedBy, &lastError, &v.Version, &dbNow)
 	if err != nil {
-		return Verdict{}, time.Time{}, err
+		return breaker.Verdict{}, time.Time{}, err
 	}
 	v.State = parseState(state)
-	v.Override, _ = ParseOverride(override) // the CHECK constraint admits only known values
+	v.Override, _ = breaker.ParseOverride(override) // the CHECK constraint admits only known values
 	v.OpenedAt, v.OpenUntil, v.ProbeUntil = deref(openedAt), deref(openUntil), deref(probeUntil)
 	v.OverrideUntil, v.OverrideAt = deref(ovUntil), deref(ovAt)
 	v.ProbeOwner, v.OverrideReason, v.OverrideBy = deref(probeOwner), deref(ovReason), deref(ovBy)
@@ -469,20 +401,20 @@ func deref[T any](p *T) T {
 
 // queryRow runs a statement that returns at most one breaker_state row and
 // caches it. It returns ok=false when no row came back.
-func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Verdict, bool, error) {
+func (s *Cluster) queryRow(ctx context.Context, sql string, args ...any) (breaker.Verdict, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.timeout)
 	defer cancel()
 	readAt := s.opts.clock.Now()
 	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, sql, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		s.setReachable(true, nil)
-		return Verdict{}, false, nil
+		return breaker.Verdict{}, false, nil
 	}
 	if err != nil {
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			s.setReachable(false, err)
 		}
-		return Verdict{}, false, err
+		return breaker.Verdict{}, false, err
 	}
 	s.setReachable(true, nil)
 	s.store(v, dbNow, readAt, s.since(readAt))
@@ -490,7 +422,7 @@ func (s *SharedState) queryRow(ctx context.Context, sql string, args ...any) (Ve
 }
 
 // refreshOrigin re-reads one origin's row after a notification.
-func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
+func (s *Cluster) refreshOrigin(ctx context.Context, origin string) error {
 	started := s.opts.clock.Now()
 	_, ok, err := s.queryRow(ctx, s.sql.selectOrigin, origin)
 	if err == nil && !ok {
@@ -500,7 +432,7 @@ func (s *SharedState) refreshOrigin(ctx context.Context, origin string) error {
 }
 
 // reload re-reads every row.
-func (s *SharedState) reload(ctx context.Context) error {
+func (s *Cluster) reload(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*s.opts.timeout)
 	defer cancel()
 	started := s.opts.clock.Now()
@@ -542,7 +474,7 @@ func (s *SharedState) reload(ctx context.Context) error {
 // listen keeps a dedicated connection LISTENing and re-reads each notified
 // origin. After every reconnection it reloads everything, because
 // notifications sent while it was away are lost. conn may be nil.
-func (s *SharedState) listen(ctx context.Context, conn *pgx.Conn) {
+func (s *Cluster) listen(ctx context.Context, conn *pgx.Conn) {
 	defer s.wg.Done()
 	const firstBackoff = 200 * time.Millisecond
 	backoff := firstBackoff
@@ -576,7 +508,7 @@ func (s *SharedState) listen(ctx context.Context, conn *pgx.Conn) {
 
 // connectListener opens the dedicated connection (outside the pool, which
 // must not lose a connection for good) and LISTENs.
-func (s *SharedState) connectListener(ctx context.Context) (*pgx.Conn, error) {
+func (s *Cluster) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*s.opts.timeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, s.pool.Config().ConnConfig)
@@ -590,7 +522,7 @@ func (s *SharedState) connectListener(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-func (s *SharedState) waitNotifications(ctx context.Context, conn *pgx.Conn) error {
+func (s *Cluster) waitNotifications(ctx context.Context, conn *pgx.Conn) error {
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -603,7 +535,7 @@ func (s *SharedState) waitNotifications(ctx context.Context, conn *pgx.Conn) err
 }
 
 // refreshLoop reloads every row periodically and retries failed writes.
-func (s *SharedState) refreshLoop(ctx context.Context) {
+func (s *Cluster) refreshLoop(ctx context.Context) {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.refresh)
 	defer t.Stop()
@@ -615,7 +547,7 @@ func (s *SharedState) refreshLoop(ctx context.Context) {
 		}
 		s.mu.Lock()
 		retry := s.pending
-		s.pending = make(map[string]write)
+		s.pending = make(map[string]breaker.Publication)
 		s.mu.Unlock()
 		for _, w := range retry {
 			s.do(ctx, w)
@@ -624,31 +556,11 @@ func (s *SharedState) refreshLoop(ctx context.Context) {
 	}
 }
 
-// writeKind is what an instance tells the cluster about an origin.
-type writeKind int
-
-const (
-	// writeOpen: the origin tripped here, or its probe failed: open it for everyone.
-	writeOpen writeKind = iota
-	// writeClose: this instance's probe succeeded under its lease: close it for everyone.
-	writeClose
-	// writeRelease: this instance's probe decided nothing: give the lease back.
-	writeRelease
-)
-
-type write struct {
-	kind    writeKind
-	origin  string
-	open    time.Duration
-	opens   int
-	lastErr string
-}
-
-// enqueue hands a write to the writer without ever blocking the caller; a
+// Publish hands a write to the writer without ever blocking the caller; a
 // newer write of the same origin supersedes one that failed earlier.
-func (s *SharedState) enqueue(w write) {
+func (s *Cluster) Publish(w breaker.Publication) {
 	s.mu.Lock()
-	delete(s.pending, w.origin)
+	delete(s.pending, w.Origin)
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
@@ -658,18 +570,18 @@ func (s *SharedState) enqueue(w write) {
 	case s.writes <- w:
 	default:
 		s.logger.Error("breaker shared state: write queue full, verdict not shared",
-			"origin", w.origin, "kind", int(w.kind))
+			"origin", w.Origin, "kind", int(w.Kind))
 	}
 }
 
-// dropPending forgets a failed write of origin that a local decision made moot.
-func (s *SharedState) dropPending(origin string) {
+// DropPending forgets a failed write of origin that a local decision made moot.
+func (s *Cluster) DropPending(origin string) {
 	s.mu.Lock()
 	delete(s.pending, origin)
 	s.mu.Unlock()
 }
 
-func (s *SharedState) writer(ctx context.Context) {
+func (s *Cluster) writer(ctx context.Context) {
 	defer s.wg.Done()
 	for {
 		select {
@@ -696,24 +608,24 @@ func (s *SharedState) writer(ctx context.Context) {
 	}
 }
 
-func (s *SharedState) do(ctx context.Context, w write) {
+func (s *Cluster) do(ctx context.Context, w breaker.Publication) {
 	var err error
 	var ok bool
-	switch w.kind {
-	case writeOpen:
-		_, _, err = s.queryRow(ctx, s.sql.open, w.origin, w.open.Seconds(), w.opens, s.id, nullIfEmpty(w.lastErr))
+	switch w.Kind {
+	case breaker.PublishOpen:
+		_, _, err = s.queryRow(ctx, s.sql.open, w.Origin, w.Open.Seconds(), w.Opens, s.id, nullIfEmpty(w.LastError))
 		ok = true
-	case writeClose:
-		_, ok, err = s.queryRow(ctx, s.sql.close, w.origin, s.id)
-	case writeRelease:
-		_, ok, err = s.queryRow(ctx, s.sql.release, w.origin, s.id)
+	case breaker.PublishClose:
+		_, ok, err = s.queryRow(ctx, s.sql.close, w.Origin, s.id)
+	case breaker.PublishRelease:
+		_, ok, err = s.queryRow(ctx, s.sql.release, w.Origin, s.id)
 	}
 	if err != nil {
 		s.logger.Warn("breaker shared state: write failed, retrying on the next reload",
-			"origin", w.origin, "kind", int(w.kind), "error", err)
+			"origin", w.Origin, "kind", int(w.Kind), "error", err)
 		s.mu.Lock()
-		if _, newer := s.pending[w.origin]; !newer {
-			s.pending[w.origin] = w
+		if _, newer := s.pending[w.Origin]; !newer {
+			s.pending[w.Origin] = w
 		}
 		s.mu.Unlock()
 		return
@@ -721,7 +633,7 @@ func (s *SharedState) do(ctx context.Context, w write) {
 	if !ok {
 		// The lease was no longer ours (it expired and another instance took
 		// it): that instance decides. Read what it holds.
-		_ = s.refreshOrigin(ctx, w.origin)
+		_ = s.refreshOrigin(ctx, w.Origin)
 	}
 }
 
@@ -732,9 +644,10 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
-// acquireLease tries to take the probe lease of origin. It returns whether it
-// won; either way the cache holds the row as it now stands.
-func (s *SharedState) acquireLease(ctx context.Context, origin string, opens int) (bool, error) {
+// AcquireLease tries to take the probe lease of origin. It returns whether it
+// won; either way the cache holds the row as it now stands. Each statement
+// is bounded by the query timeout.
+func (s *Cluster) AcquireLease(ctx context.Context, origin string, opens int) (bool, error) {
 	_, won, err := s.queryRow(ctx, s.sql.lease, origin, s.id, s.opts.lease.Seconds(), opens)
 	if err != nil || won {
 		return won, err
@@ -744,7 +657,7 @@ func (s *SharedState) acquireLease(ctx context.Context, origin string, opens int
 
 // renewLease extends the lease every third of its length until ctx ends or
 // the lease is no longer ours.
-func (s *SharedState) renewLease(ctx context.Context, origin string) {
+func (s *Cluster) renewLease(ctx context.Context, origin string) {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.lease / 3)
 	defer t.Stop()
@@ -760,9 +673,9 @@ func (s *SharedState) renewLease(ctx context.Context, origin string) {
 	}
 }
 
-// startRenewal starts renewing origin's lease; the returned func stops it.
+// RenewLease starts renewing origin's lease; the returned func stops it.
 // It returns a no-op when the loops are not running.
-func (s *SharedState) startRenewal(origin string) context.CancelFunc {
+func (s *Cluster) RenewLease(origin string) (stop func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ctx == nil {
@@ -776,21 +689,21 @@ func (s *SharedState) startRenewal(origin string) context.CancelFunc {
 
 // OverrideRequest is a manual override of one origin's breaker.
 type OverrideRequest struct {
-	// Origin is scheme://host:port (see ParseOrigin).
+	// Origin is scheme://host:port (see breaker.ParseOrigin).
 	Origin   string
-	Override Override
-	// For bounds the override (0: until changed). Ignored for OverrideNone.
+	Override breaker.Override
+	// For bounds the override (0: until changed). Ignored for breaker.OverrideNone.
 	For time.Duration
 	// Reason says why, for the log and for `ingestd breaker list`.
 	Reason string
-	// By says who; empty means the SharedState's instance id.
+	// By says who; empty means the Cluster's instance id.
 	By string
 }
 
 // OverrideResult is what SetOverride did.
 type OverrideResult struct {
 	// Verdict is the origin's row as the override left it.
-	Verdict
+	breaker.Verdict
 	// Resumed counts the parked items that WithResume's func brought
 	// forward, due at ResumeAt (zero: now).
 	Resumed  int64
@@ -798,7 +711,7 @@ type OverrideResult struct {
 }
 
 // SetOverride persists an override; every running instance honours it within
-// a second (NOTIFY) or at worst one refresh interval. OverrideClosed also
+// a second (NOTIFY) or at worst one refresh interval. breaker.OverrideClosed also
 // clears the automatic verdict: an operator who vouches for an origin means
 // it to be closed when the override lapses, not to resume an old open.
 //
@@ -807,13 +720,13 @@ type OverrideResult struct {
 // the breaker's own cooldown when none hands the origin back to an open
 // breaker (a replay refused again would only spend an attempt). An error of
 // that func is returned with the result of the override, which stands.
-func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (OverrideResult, error) {
+func (s *Cluster) SetOverride(ctx context.Context, req OverrideRequest) (OverrideResult, error) {
 	v, err := s.setOverride(ctx, req)
-	if err != nil || req.Override == OverrideOpen || s.opts.resume == nil {
+	if err != nil || req.Override == breaker.OverrideOpen || s.opts.resume == nil {
 		return OverrideResult{Verdict: v}, err
 	}
 	res := OverrideResult{Verdict: v}
-	if req.Override == OverrideNone && v.State != StateClosed {
+	if req.Override == breaker.OverrideNone && v.State != breaker.StateClosed {
 		res.ResumeAt = v.OpenUntil
 	}
 	res.Resumed, err = s.opts.resume(ctx, v.Origin, res.ResumeAt)
@@ -823,18 +736,18 @@ func (s *SharedState) SetOverride(ctx context.Context, req OverrideRequest) (Ove
 	return res, nil
 }
 
-func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Verdict, error) {
-	origin, err := ParseOrigin(req.Origin)
+func (s *Cluster) setOverride(ctx context.Context, req OverrideRequest) (breaker.Verdict, error) {
+	origin, err := breaker.ParseOrigin(req.Origin)
 	if err != nil {
-		return Verdict{}, err
+		return breaker.Verdict{}, err
 	}
-	if req.Override < OverrideNone || req.Override > OverrideClosed {
-		return Verdict{}, fmt.Errorf("%w: %d", ErrBadOverride, int(req.Override))
+	if req.Override < breaker.OverrideNone || req.Override > breaker.OverrideClosed {
+		return breaker.Verdict{}, fmt.Errorf("%w: %d", breaker.ErrBadOverride, int(req.Override))
 	}
 	if req.For < 0 {
-		return Verdict{}, fmt.Errorf("%w: negative duration %s", ErrBadOverride, req.For)
+		return breaker.Verdict{}, fmt.Errorf("%w: negative duration %s", breaker.ErrBadOverride, req.For)
 	}
-	if req.Override == OverrideNone {
+	if req.Override == breaker.OverrideNone {
 		req.For = 0
 	}
 	by := req.By
@@ -847,7 +760,7 @@ func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Ver
 	v, dbNow, err := scanVerdict(s.pool.QueryRow(ctx, s.sql.override,
 		origin, req.Override.String(), req.For.Seconds(), nullIfEmpty(s.opts.secrets.Text(req.Reason)), by))
 	if err != nil {
-		return Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
+		return breaker.Verdict{}, fmt.Errorf("breaker: override %s: %w", origin, err)
 	}
 	s.store(v, dbNow, readAt, s.since(readAt))
 	s.logger.Warn("breaker override set",
@@ -862,13 +775,13 @@ func (s *SharedState) setOverride(ctx context.Context, req OverrideRequest) (Ver
 
 // Verdicts reads every row of breaker_state from the database (not the
 // cache), sorted by origin, with the database's current time.
-func (s *SharedState) Verdicts(ctx context.Context) ([]Verdict, time.Time, error) {
+func (s *Cluster) Verdicts(ctx context.Context) ([]breaker.Verdict, time.Time, error) {
 	rows, err := s.pool.Query(ctx, s.sql.selectSorted)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("breaker: read verdicts: %w", err)
 	}
 	defer rows.Close()
-	var out []Verdict
+	var out []breaker.Verdict
 	now := s.opts.clock.Now()
 	for rows.Next() {
 		v, dbNow, err := scanVerdict(rows)
@@ -884,27 +797,11 @@ func (s *SharedState) Verdicts(ctx context.Context) ([]Verdict, time.Time, error
 	return out, now, nil
 }
 
-// ErrBadOrigin is wrapped by ParseOrigin's errors.
-var ErrBadOrigin = errors.New("breaker: not an origin")
-
-// ParseOrigin accepts a URL (or an origin) and returns its breaker key,
-// scheme://host:port, as Origin does.
-func ParseOrigin(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return "", fmt.Errorf("%w: %q: %w", ErrBadOrigin, raw, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return "", fmt.Errorf("%w: %q (want a URL such as https://host[:port]/...)", ErrBadOrigin, raw)
-	}
-	return Origin(u), nil
-}
-
-// redactError is err's text for breaker_state.last_error, which anyone with
+// RedactError is err's text for breaker_state.last_error, which anyone with
 // SQL access reads: every URL in it redacted and every secret scrubbed by
 // value (redact.Secrets.Error), cut to 1000 bytes on a rune boundary so
 // that the column stays UTF-8.
-func (s *SharedState) redactError(err error) string {
+func (s *Cluster) RedactError(err error) string {
 	if err == nil {
 		return ""
 	}
@@ -923,7 +820,7 @@ func (s *SharedState) redactError(err error) string {
 // by REDACTED in the texts breaker_state holds (last_error,
 // override_reason), and returns how many rows it changed: what versions
 // that did not scrub by value stored.
-func (s *SharedState) ScrubSecrets(ctx context.Context, secrets *redact.Secrets) (int64, error) {
+func (s *Cluster) ScrubSecrets(ctx context.Context, secrets *redact.Secrets) (int64, error) {
 	read, write := loadScrubSQL()
 	n, err := scrubrows.Scrub(ctx, s.pool, secrets, read, write)
 	if err != nil {

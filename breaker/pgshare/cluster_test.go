@@ -1,8 +1,12 @@
-package breaker
+package pgshare
 
 import (
+	. "github.com/ingestd/ingestd/breaker"
+	. "github.com/ingestd/ingestd/breaker/internal/breakertest"
+
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -18,16 +22,17 @@ import (
 )
 
 // node is one ingestd instance as far as the breaker goes: its own pool on
-// the shared database, its SharedState and its Registry.
+// the shared database, its Cluster and its Registry.
 type node struct {
 	id     string
 	pool   *pgxpool.Pool
-	shared *SharedState
-	*fixture
+	shared *Cluster
+	jitter atomic.Pointer[float64]
+	*Fixture
 }
 
 // newNode starts an instance on the database at dbURL, on a fake clock of
-// its own (n.clock) that the tests never move: the node then reckons the
+// its own (n.Clock) that the tests never move: the node then reckons the
 // database's time as of its last query, so a verdict it reads lasts exactly
 // what is left of it in the database, whatever the machine's speed. Probe
 // leases last an hour and the tests' cooldowns as long, so that nothing
@@ -35,23 +40,34 @@ type node struct {
 // re-read always follows the write it announces; the periodic reload is an
 // hour away because a reload that began a hair before a write committed
 // could read the row with a database time just before the write's.
-func newNode(t testing.TB, dbURL, id string, p Policy, opts ...SharedOption) *node {
+func newNode(t testing.TB, dbURL, id string, p Policy, opts ...Option) *node {
 	t.Helper()
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := testLogger(t).With("node", id)
-	opts = append([]SharedOption{WithRefreshInterval(time.Hour), WithProbeLease(time.Hour), WithClock(newFakeClock())}, opts...)
-	shared := NewSharedState(pool, id, logger, opts...)
+	logger := Logger(t).With("node", id)
+	opts = append([]Option{WithRefreshInterval(time.Hour), WithProbeLease(time.Hour), WithClock(NewFakeClock())}, opts...)
+	shared := New(pool, id, logger, opts...)
 	if err := shared.Start(t.Context()); err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
 	n := &node{id: id, pool: pool, shared: shared}
-	n.fixture = setup(t, p, func(c *Config) { c.Shared = shared })
+	n.Fixture = Setup(t, p, func(c *Config) { c.Shared, c.Jitter = shared, n.rand })
 	t.Cleanup(n.kill)
 	return n
 }
+
+// rand is the node's jitter source: random unless pinJitter pinned it.
+func (n *node) rand() float64 {
+	if j := n.jitter.Load(); j != nil {
+		return *j
+	}
+	return rand.Float64()
+}
+
+// pinJitter makes every jitter of the node's registry j.
+func (n *node) pinJitter(j float64) { n.jitter.Store(&j) }
 
 // testPool opens a pool on a fresh migrated database; it closes when t ends.
 func testPool(t testing.TB) *pgxpool.Pool {
@@ -82,8 +98,8 @@ func (n *node) kill() {
 // breaker admitted it, and the refusal if not.
 func (n *node) admitted(t testing.TB, origin string) (bool, *OpenError) {
 	t.Helper()
-	err := n.reg.Do(t.Context(), origin, func(context.Context, int) Result { return Result{Outcome: Ignored} })
-	if oe, ok := asOpen(err); ok {
+	err := n.Reg.Do(t.Context(), origin, func(context.Context, int) Result { return Result{Outcome: Ignored} })
+	if oe, ok := AsOpen(err); ok {
 		return false, oe
 	}
 	return true, nil
@@ -94,7 +110,7 @@ func (n *node) admitted(t testing.TB, origin string) (bool, *OpenError) {
 func (n *node) waitRefused(t testing.TB, origin string) *OpenError {
 	t.Helper()
 	var oe *OpenError
-	eventually(t, n.id+" refuses "+origin, func() bool {
+	Eventually(t, n.id+" refuses "+origin, func() bool {
 		var ok bool
 		ok, oe = n.admitted(t, origin)
 		return !ok
@@ -105,7 +121,7 @@ func (n *node) waitRefused(t testing.TB, origin string) *OpenError {
 // waitAdmitted waits until n admits a call to origin.
 func (n *node) waitAdmitted(t testing.TB, origin string) {
 	t.Helper()
-	eventually(t, n.id+" admits "+origin, func() bool {
+	Eventually(t, n.id+" admits "+origin, func() bool {
 		ok, _ := n.admitted(t, origin)
 		return ok
 	})
@@ -114,8 +130,8 @@ func (n *node) waitAdmitted(t testing.TB, origin string) {
 // waitVersion waits until n's cache holds origin's row at version v or later.
 func (n *node) waitVersion(t testing.TB, origin string, v int64) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%s reads version %d of %s", n.id, v, origin), func() bool {
-		return n.shared.view(origin).v.Version >= v
+	Eventually(t, fmt.Sprintf("%s reads version %d of %s", n.id, v, origin), func() bool {
+		return n.shared.View(origin).Verdict.Version >= v
 	})
 }
 
@@ -154,7 +170,7 @@ func row(t testing.TB, pool *pgxpool.Pool, origin string) Verdict {
 
 func findRow(t testing.TB, pool *pgxpool.Pool, origin string) (Verdict, bool) {
 	t.Helper()
-	vs, _, err := NewSharedState(pool, "test:0", nil).Verdicts(t.Context())
+	vs, _, err := New(pool, "test:0", nil).Verdicts(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +187,7 @@ func findRow(t testing.TB, pool *pgxpool.Pool, origin string) (Verdict, bool) {
 func waitRow(t testing.TB, pool *pgxpool.Pool, origin string, ok func(Verdict) bool) Verdict {
 	t.Helper()
 	var last Verdict
-	eventually(t, "the row of "+origin+" as expected", func() bool {
+	Eventually(t, "the row of "+origin+" as expected", func() bool {
 		v, found := findRow(t, pool, origin)
 		last = v
 		return found && ok(v)
@@ -183,7 +199,7 @@ func waitRow(t testing.TB, pool *pgxpool.Pool, origin string, ok func(Verdict) b
 // open for open (hours in these tests: a cooldown ends when the test expires
 // it).
 func sharedPolicy(open time.Duration) Policy {
-	p := fastPolicy()
+	p := FastPolicy()
 	p.OpenBase, p.OpenMax = open, 4*open
 	return p
 }
@@ -195,13 +211,13 @@ func TestSharedTripRefusedEverywhere(t *testing.T) {
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
 	b := newNode(t, db, "b:2", p)
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	origin := up.origin(t)
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
 
-	a.tripOpen(t, up.url())
-	hits := up.hits.Load()
+	a.TripOpen(t, up.URL())
+	hits := up.Hits.Load()
 	oe := b.waitRefused(t, origin) // b never tripped: only a's verdict can refuse
-	if up.hits.Load() != hits {
+	if up.Hits.Load() != hits {
 		t.Errorf("requests reached the server after the trip")
 	}
 	v := row(t, ctl, origin)
@@ -212,21 +228,19 @@ func TestSharedTripRefusedEverywhere(t *testing.T) {
 	// refusal is what is left of the row's span as of b's last read of the
 	// database (b's clock stands still), never more.
 	span := v.OpenUntil.Sub(v.OpenedAt)
-	if bv := b.shared.view(origin).v; bv.Version != v.Version || !bv.OpenUntil.Equal(v.OpenUntil) {
+	if bv := b.shared.View(origin).Verdict; bv.Version != v.Version || !bv.OpenUntil.Equal(v.OpenUntil) {
 		t.Errorf("b caches %+v, want the row %+v", bv, v)
 	}
 	if oe.RetryAfter <= 0 || oe.RetryAfter > span {
 		t.Errorf("b refuses for %s, want at most what is left of the row's %s", oe.RetryAfter, span)
 	}
-	if bs := b.state(t, origin); bs.State != StateOpen || !bs.OpenUntil.Equal(b.clock.Now().Add(oe.RetryAfter)) {
+	if bs := b.State(t, origin); bs.State != StateOpen || !bs.OpenUntil.Equal(b.Clock.Now().Add(oe.RetryAfter)) {
 		t.Errorf("b snapshot %+v, refusing for %s", bs, oe.RetryAfter)
 	}
-	if as := a.state(t, origin); as.State != StateOpen || as.OpenUntil.Sub(a.clock.Now()) <= 0 || as.OpenUntil.Sub(a.clock.Now()) > span {
+	if as := a.State(t, origin); as.State != StateOpen || as.OpenUntil.Sub(a.Clock.Now()) <= 0 || as.OpenUntil.Sub(a.Clock.Now()) > span {
 		t.Errorf("a snapshot %+v, want open for at most the row's %s", as, span)
 	}
-	b.mu.Lock()
-	ev := b.events[0]
-	b.mu.Unlock()
+	ev := b.Events()[0]
 	if ev.From != StateClosed || ev.To != StateOpen || ev.DecidedBy != "a:1" {
 		t.Errorf("b's first event %+v, want closed>open decided by a:1", ev)
 	}
@@ -248,8 +262,8 @@ func hammer(t testing.TB, target string, nodes ...*node) *load {
 		for range 3 {
 			l.wg.Go(func() {
 				for ctx.Err() == nil {
-					err := n.reg.Do(ctx, originOfURL(t, target), get(n.client, target))
-					switch _, refused := asOpen(err); {
+					err := n.Reg.Do(ctx, OriginOf(t, target), Get(n.Client, target))
+					switch _, refused := AsOpen(err); {
 					case refused:
 						l.refused[i].Add(1)
 					case ctx.Err() == nil:
@@ -273,7 +287,7 @@ func (l *load) more(t testing.TB, what string, c []atomic.Int64, n int64) {
 	for i := range c {
 		from[i] = c[i].Load()
 	}
-	eventually(t, fmt.Sprintf("%d more calls %s on every node", n, what), func() bool {
+	Eventually(t, fmt.Sprintf("%d more calls %s on every node", n, what), func() bool {
 		for i := range c {
 			if c[i].Load() < from[i]+n {
 				return false
@@ -291,12 +305,12 @@ func (l *load) halt() {
 // holdFirst makes up hold its first request from now on until release is
 // called (or the request is cancelled), closing held when it arrives, and
 // answer every request with status. The test's end releases it too.
-func holdFirst(t testing.TB, up *upstream, status int) (held <-chan struct{}, release func()) {
+func holdFirst(t testing.TB, up *Upstream, status int) (held <-chan struct{}, release func()) {
 	arrived, gate := make(chan struct{}), make(chan struct{})
 	release = sync.OnceFunc(func() { close(gate) })
 	t.Cleanup(release)
 	var n atomic.Int64
-	up.set(func(_ int64, w http.ResponseWriter, r *http.Request) {
+	up.Set(func(_ int64, w http.ResponseWriter, r *http.Request) {
 		if n.Add(1) == 1 {
 			close(arrived)
 			select {
@@ -319,35 +333,35 @@ func TestSharedOneProbeAcrossInstances(t *testing.T) {
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
 	b := newNode(t, db, "b:2", p)
-	a.reg.rand = func() float64 { return 0.5 } // no jitter: open durations are exact
-	b.reg.rand = a.reg.rand
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	origin := up.origin(t)
+	a.pinJitter(0.5) // no jitter: open durations are exact
+	b.pinJitter(0.5)
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
 
-	a.tripOpen(t, up.url())
+	a.TripOpen(t, up.URL())
 	b.waitRefused(t, origin)
 	first := row(t, ctl, origin)
 
 	// The origin still fails. The probe hangs until both instances have
 	// been refused many times beside it, and then fails.
 	held, release := holdFirst(t, up, http.StatusServiceUnavailable)
-	before := up.hits.Load()
+	before := up.Hits.Load()
 	expire(t, ctl, "open_until", origin, a, b)
-	l := hammer(t, up.url(), a, b)
-	await(t, "the probe after the cooldown", held)
+	l := hammer(t, up.URL(), a, b)
+	Await(t, "the probe after the cooldown", held)
 	l.more(t, "refused while the probe runs", l.refused, 20)
 	release()
 	// The failed probe re-opens the origin for both, for twice OpenBase.
 	second := waitRow(t, ctl, origin, func(v Verdict) bool { return v.State == StateOpen && v.ConsecutiveOpens == 2 })
 	for _, n := range []*node{a, b} {
 		n.waitVersion(t, origin, second.Version)
-		if s := n.state(t, origin); s.State != StateOpen || s.OpenUntil.Sub(n.clock.Now()) > 2*p.OpenBase {
+		if s := n.State(t, origin); s.State != StateOpen || s.OpenUntil.Sub(n.Clock.Now()) > 2*p.OpenBase {
 			t.Errorf("%s after the failed probe: %+v, want open for at most %s", n.id, s, 2*p.OpenBase)
 		}
 	}
 	l.more(t, "refused under the new verdict", l.refused, 20)
 	l.halt()
-	if got := up.hits.Load() - before; got != 1 {
+	if got := up.Hits.Load() - before; got != 1 {
 		t.Fatalf("%d requests after the cooldown, want exactly one probe", got)
 	}
 	if !second.OpenedAt.After(first.OpenedAt) || second.ProbeOwner != "" {
@@ -360,12 +374,12 @@ func TestSharedOneProbeAcrossInstances(t *testing.T) {
 	// Now it recovers. Again one probe, held until both instances have been
 	// refused beside it; its success closes the origin for both.
 	held, release = holdFirst(t, up, http.StatusOK)
-	before = up.hits.Load()
+	before = up.Hits.Load()
 	expire(t, ctl, "open_until", origin, a, b)
-	l = hammer(t, up.url(), a, b)
-	await(t, "the probe after the second cooldown", held)
+	l = hammer(t, up.URL(), a, b)
+	Await(t, "the probe after the second cooldown", held)
 	l.more(t, "refused while the probe runs", l.refused, 20)
-	if got := up.hits.Load() - before; got != 1 {
+	if got := up.Hits.Load() - before; got != 1 {
 		t.Errorf("%d requests while the probe ran, want 1", got)
 	}
 	release()
@@ -384,17 +398,17 @@ func TestSharedLeaseOfDeadProberExpires(t *testing.T) {
 	p := sharedPolicy(3 * time.Hour) // unlike the lease, so that a refusal tells which held it
 	a := newNode(t, db, "a:1", p, WithProbeLease(lease))
 	b := newNode(t, db, "b:2", p, WithProbeLease(lease))
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	origin := up.origin(t)
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
 
-	a.tripOpen(t, up.url())
+	a.TripOpen(t, up.URL())
 	b.waitRefused(t, origin)
 	// a's probe hangs; the server answers every later request at once.
 	held, release := holdFirst(t, up, http.StatusOK)
 	expire(t, ctl, "open_until", origin, a, b)
 	aDone := make(chan error, 1)
-	go func() { aDone <- a.do(context.Background(), t, up.url()) }()
-	await(t, "a's probe", held)
+	go func() { aDone <- a.Do(context.Background(), t, up.URL()) }()
+	Await(t, "a's probe", held)
 	if v := row(t, ctl, origin); v.ProbeOwner != "a:1" {
 		t.Fatalf("a probes without the lease: %+v", v)
 	}
@@ -407,15 +421,15 @@ func TestSharedLeaseOfDeadProberExpires(t *testing.T) {
 	}
 	// The lease lapses: b probes once, and closes the origin for everyone.
 	expire(t, ctl, "probe_until", origin, b)
-	if err := b.do(t.Context(), t, up.url()); err != nil {
+	if err := b.Do(t.Context(), t, up.URL()); err != nil {
 		t.Fatalf("b's probe after a's lease lapsed: %v", err)
 	}
-	if up.hits.Load() != int64(p.ConsecutiveFailures)+2 {
-		t.Errorf("server saw %d requests, want the trip, a's probe and b's probe", up.hits.Load())
+	if up.Hits.Load() != int64(p.ConsecutiveFailures)+2 {
+		t.Errorf("server saw %d requests, want the trip, a's probe and b's probe", up.Hits.Load())
 	}
 	waitRow(t, ctl, origin, func(v Verdict) bool { return v.State == StateClosed && v.UpdatedBy == "b:2" })
 	release()
-	await(t, "a's probe to end", aDone)
+	Await(t, "a's probe to end", aDone)
 }
 
 // The holder of the probe lease renews it while its probe runs, so that a
@@ -428,15 +442,15 @@ func TestSharedProberRenewsItsLease(t *testing.T) {
 	// if a renewal came late, so the machine's speed cannot matter.
 	const lease = 300 * time.Millisecond
 	a := newNode(t, db, "a:1", sharedPolicy(time.Hour), WithProbeLease(lease))
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	origin := up.origin(t)
-	a.tripOpen(t, up.url())
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
+	a.TripOpen(t, up.URL())
 	waitRow(t, ctl, origin, func(v Verdict) bool { return v.State == StateOpen })
 	held, release := holdFirst(t, up, http.StatusOK)
 	expire(t, ctl, "open_until", origin, a)
 	aDone := make(chan error, 1)
-	go func() { aDone <- a.do(context.Background(), t, up.url()) }()
-	await(t, "a's probe", held)
+	go func() { aDone <- a.Do(context.Background(), t, up.URL()) }()
+	Await(t, "a's probe", held)
 	v := row(t, ctl, origin)
 	if v.ProbeOwner != "a:1" {
 		t.Fatalf("a probes without the lease: %+v", v)
@@ -449,7 +463,7 @@ func TestSharedProberRenewsItsLease(t *testing.T) {
 		}
 	}
 	release()
-	if err := await(t, "a's probe to end", aDone); err != nil {
+	if err := Await(t, "a's probe to end", aDone); err != nil {
 		t.Fatal(err)
 	}
 	waitRow(t, ctl, origin, func(v Verdict) bool { return v.State == StateClosed && v.ProbeOwner == "" })
@@ -461,22 +475,22 @@ func TestSharedRestartKeepsOriginOpen(t *testing.T) {
 	ctl := poolOn(t, db)
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	origin := up.origin(t)
-	a.tripOpen(t, up.url())
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
+	a.TripOpen(t, up.URL())
 	v := waitRow(t, ctl, origin, func(v Verdict) bool { return v.State == StateOpen })
 	span := v.OpenUntil.Sub(v.OpenedAt)
 	a.shared.Stop()
 	a.pool.Close()
 
-	hits := up.hits.Load()
+	hits := up.Hits.Load()
 	c := newNode(t, db, "a:3", p) // the same host, restarted
-	if cv := c.shared.view(origin).v; cv.Version != v.Version {
+	if cv := c.shared.View(origin).Verdict; cv.Version != v.Version {
 		t.Errorf("the restarted instance loaded %+v, want the row %+v", cv, v)
 	}
 	for range 20 {
-		err := c.do(t.Context(), t, up.url())
-		oe, ok := asOpen(err)
+		err := c.Do(t.Context(), t, up.URL())
+		oe, ok := AsOpen(err)
 		if !ok {
 			t.Fatalf("restarted instance admitted a call to an open origin: %v", err)
 		}
@@ -484,8 +498,8 @@ func TestSharedRestartKeepsOriginOpen(t *testing.T) {
 			t.Fatalf("refused for %s, want what is left of the row's %s", oe.RetryAfter, span)
 		}
 	}
-	if up.hits.Load() != hits {
-		t.Errorf("the restarted instance sent %d requests", up.hits.Load()-hits)
+	if up.Hits.Load() != hits {
+		t.Errorf("the restarted instance sent %d requests", up.Hits.Load()-hits)
 	}
 }
 
@@ -496,20 +510,20 @@ func TestSharedOverride(t *testing.T) {
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
 	b := newNode(t, db, "b:2", p)
-	up := newUpstream(t, http.StatusOK)
-	origin := up.origin(t)
-	if err := b.do(t.Context(), t, up.url()); err != nil {
+	up := NewUpstream(t, http.StatusOK)
+	origin := up.Origin(t)
+	if err := b.Do(t.Context(), t, up.URL()); err != nil {
 		t.Fatal(err)
 	}
 
-	if _, err := a.shared.SetOverride(t.Context(), OverrideRequest{Origin: up.url(), Override: OverrideOpen, Reason: "county maintenance", By: "alice@ops:9"}); err != nil {
+	if _, err := a.shared.SetOverride(t.Context(), OverrideRequest{Origin: up.URL(), Override: OverrideOpen, Reason: "county maintenance", By: "alice@ops:9"}); err != nil {
 		t.Fatal(err)
 	}
 	oe := b.waitRefused(t, origin)
 	if !oe.Override || oe.Reason != "county maintenance" || oe.RetryAfter != p.OpenMax {
 		t.Errorf("refusal %+v", oe)
 	}
-	if s := b.state(t, origin); s.Override != OverrideOpen || s.OverrideReason != "county maintenance" {
+	if s := b.State(t, origin); s.Override != OverrideOpen || s.OverrideReason != "county maintenance" {
 		t.Errorf("b snapshot %+v", s)
 	}
 	if v := row(t, ctl, origin); v.OverrideBy != "alice@ops:9" || v.Override != OverrideOpen {
@@ -521,9 +535,9 @@ func TestSharedOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitAdmitted(t, origin)
-	up.setStatus(http.StatusServiceUnavailable)
+	up.SetStatus(http.StatusServiceUnavailable)
 	for range 3 * p.ConsecutiveFailures {
-		if _, refused := asOpen(b.do(t.Context(), t, up.url())); refused {
+		if _, refused := AsOpen(b.Do(t.Context(), t, up.URL())); refused {
 			t.Fatal("refused under a closed override")
 		}
 	}
@@ -534,22 +548,22 @@ func TestSharedOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitVersion(t, origin, res.Version)
-	b.tripOpen(t, up.url())
+	b.TripOpen(t, up.URL())
 	a.waitRefused(t, origin)
 
 	// An override with an end lapses by itself: refused for the rest of
 	// it, admitted once its end has passed.
-	up.setStatus(http.StatusOK)
-	other := newUpstream(t, http.StatusOK)
-	if _, err := a.shared.SetOverride(t.Context(), OverrideRequest{Origin: other.url(), Override: OverrideOpen, For: time.Hour}); err != nil {
+	up.SetStatus(http.StatusOK)
+	other := NewUpstream(t, http.StatusOK)
+	if _, err := a.shared.SetOverride(t.Context(), OverrideRequest{Origin: other.URL(), Override: OverrideOpen, For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	oe = b.waitRefused(t, other.origin(t))
+	oe = b.waitRefused(t, other.Origin(t))
 	if !oe.Override || oe.RetryAfter <= 0 || oe.RetryAfter > time.Hour {
 		t.Errorf("refusal %+v under a one-hour override, want the rest of it", oe)
 	}
-	expire(t, ctl, "override_until", other.origin(t), b)
-	if ok, oe := b.admitted(t, other.origin(t)); !ok {
+	expire(t, ctl, "override_until", other.Origin(t), b)
+	if ok, oe := b.admitted(t, other.Origin(t)); !ok {
 		t.Errorf("refused after the override's end: %+v", oe)
 	}
 }
@@ -579,40 +593,40 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 	}
 	defer pool.Close()
 	// No database, so nothing but this process's clock times the cooldown:
-	// a fake one passes it at once (the Registry uses the SharedState's).
-	clock := newFakeClock()
-	shared := NewSharedState(pool, "lonely:1", nil, WithClock(clock), WithRefreshInterval(time.Hour))
+	// a fake one passes it at once (the Registry uses the Cluster's).
+	clock := NewFakeClock()
+	shared := New(pool, "lonely:1", nil, WithClock(clock), WithRefreshInterval(time.Hour))
 	if err := shared.Start(t.Context()); err == nil {
 		t.Fatal("Start reported no error without a database")
 	}
 	defer shared.Stop()
-	f := setup(t, fastPolicy(), func(c *Config) { c.Shared = shared })
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	origin := up.origin(t)
+	f := Setup(t, FastPolicy(), func(c *Config) { c.Shared = shared })
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
 
-	oe := f.tripOpen(t, up.url())
+	oe := f.TripOpen(t, up.URL())
 	// The trip's write fails and waits for the next reload (an hour away):
 	// from then on only a probe lease would try the database.
-	eventually(t, "the trip's write failed", func() bool {
+	Eventually(t, "the trip's write failed", func() bool {
 		shared.mu.Lock()
 		defer shared.mu.Unlock()
 		_, ok := shared.pending[origin]
 		return ok
 	})
-	if shared.view(origin).reachable {
+	if shared.View(origin).Reachable {
 		t.Fatal("the shared state thinks the database reachable")
 	}
 	before := connects.Load()
-	up.setStatus(http.StatusOK)
+	up.SetStatus(http.StatusOK)
 	clock.Advance(oe.RetryAfter)
-	if err := f.do(t.Context(), t, up.url()); err != nil {
+	if err := f.Do(t.Context(), t, up.URL()); err != nil {
 		t.Fatalf("local probe: %v", err)
 	}
 	if n := connects.Load() - before; n != 0 {
 		t.Errorf("the probe tried the missing database %d times: it waited for a lease it could not get", n)
 	}
 	want := []string{"closed>open", "open>half-open", "half-open>closed"}
-	if got := f.transitions(); !slices.Equal(got, want) {
+	if got := f.Transitions(); !slices.Equal(got, want) {
 		t.Errorf("transitions %v, want %v", got, want)
 	}
 }
@@ -620,14 +634,14 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 func TestSharedNoQueryPerCall(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
-	a := newNode(t, db, "a:1", fastPolicy(), WithRefreshInterval(time.Minute))
-	up := newUpstream(t, http.StatusOK)
-	if err := a.do(t.Context(), t, up.url()); err != nil {
+	a := newNode(t, db, "a:1", FastPolicy(), WithRefreshInterval(time.Minute))
+	up := NewUpstream(t, http.StatusOK)
+	if err := a.Do(t.Context(), t, up.URL()); err != nil {
 		t.Fatal(err)
 	}
 	before := a.pool.Stat().AcquireCount()
 	for range 200 {
-		if err := a.do(t.Context(), t, up.url()); err != nil {
+		if err := a.Do(t.Context(), t, up.URL()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -641,8 +655,8 @@ func TestSharedNoQueryPerCall(t *testing.T) {
 // clock, so every instance refuses until the same moment.
 func TestSharedCacheDecides(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	shared := NewSharedState(nil, "me:1", nil, WithClock(clock))
+	clock := NewFakeClock()
+	shared := New(nil, "me:1", nil, WithClock(clock))
 	const skew = 3 * time.Second // the database's clock runs 3 s ahead
 	shared.skew, shared.reachable, shared.known = skew, true, true
 	put := func(v Verdict) {
@@ -652,15 +666,15 @@ func TestSharedCacheDecides(t *testing.T) {
 		v.Version = int64(shared.gen)
 		shared.rows[v.Origin] = cachedVerdict{v: v, gen: shared.gen, at: clock.Now()}
 	}
-	f := setup(t, fastPolicy(), func(c *Config) { c.Shared = shared })
+	f := Setup(t, FastPolicy(), func(c *Config) { c.Shared = shared })
 	const origin = "http://gis.example.org:80"
 	refused := func(what string) *OpenError {
 		t.Helper()
-		err := f.reg.Do(t.Context(), origin, func(context.Context, int) Result {
+		err := f.Reg.Do(t.Context(), origin, func(context.Context, int) Result {
 			t.Errorf("%s: the call went out", what)
 			return Result{Outcome: Ignored}
 		})
-		oe, ok := asOpen(err)
+		oe, ok := AsOpen(err)
 		if !ok {
 			t.Fatalf("%s: %v, want a refusal", what, err)
 		}
@@ -674,7 +688,7 @@ func TestSharedCacheDecides(t *testing.T) {
 	if oe := refused("open"); oe.RetryAfter != 10*time.Minute || oe.Override {
 		t.Errorf("open row: %+v, want refused for 10m", oe)
 	}
-	if s := f.state(t, origin); s.State != StateOpen || !s.OpenUntil.Equal(clock.Now().Add(10*time.Minute)) || s.ConsecutiveOpens != 2 {
+	if s := f.State(t, origin); s.State != StateOpen || !s.OpenUntil.Equal(clock.Now().Add(10*time.Minute)) || s.ConsecutiveOpens != 2 {
 		t.Errorf("snapshot %+v, want open 10m from now", s)
 	}
 	clock.Advance(time.Minute)
@@ -695,10 +709,9 @@ func TestSharedCacheDecides(t *testing.T) {
 	if oe := refused("override"); !oe.Override || oe.RetryAfter != 5*time.Minute || oe.Reason != "maintenance" {
 		t.Errorf("override: %+v, want refused by the override for 5m", oe)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.events) == 0 || f.events[0].To != StateOpen || f.events[0].DecidedBy != "other:2" || f.events[0].RetryAfter != 10*time.Minute {
-		t.Errorf("events %+v, want closed>open for 10m decided by other:2 first", f.events)
+	evs := f.Events()
+	if len(evs) == 0 || evs[0].To != StateOpen || evs[0].DecidedBy != "other:2" || evs[0].RetryAfter != 10*time.Minute {
+		t.Errorf("events %+v, want closed>open for 10m decided by other:2 first", evs)
 	}
 }
 
@@ -707,7 +720,7 @@ func TestSharedCacheDecides(t *testing.T) {
 // round trip is kept.
 func TestSkewKeepsTheShortestRoundTrip(t *testing.T) {
 	t.Parallel()
-	s := NewSharedState(nil, "me:1", nil)
+	s := New(nil, "me:1", nil)
 	sent := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	// The database read its clock (10 s ahead) 20 ms into a 100 ms round
 	// trip: the estimate is off by 30 ms, under half the round trip.
@@ -749,7 +762,7 @@ func TestSharedOverrideLiftedResumesParked(t *testing.T) {
 		calls = append(calls, call{origin, notBefore})
 		return 3, nil
 	}
-	shared := NewSharedState(pool, "ops:1", nil, WithResume(resume))
+	shared := New(pool, "ops:1", nil, WithResume(resume))
 	const origin = "http://gis.example.org:80"
 	set := func(ov Override) OverrideResult {
 		t.Helper()

@@ -1,4 +1,4 @@
-package breaker
+package pgshare
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/breaker"
 )
 
 // OriginWatch follows the breakers' state changes: it reports an origin that
 // stays open across stuckAfter consecutive cooldowns (error event
 // origin_stuck_open, once per episode) and records it in breaker_state's
 // stuck column, which feed_freshness shows next to the origin's feeds.
-// Without a SharedState it also records each origin's latest state there,
+// Without a Cluster it also records each origin's latest state there,
 // since nothing else would.
 //
 // Hand OnStateChange to Config.OnStateChange. The hook only records the
@@ -26,7 +28,7 @@ type OriginWatch struct {
 	sql        originWatchSQL
 	stuckAfter int
 	logger     *slog.Logger
-	// shared: SharedState owns the verdict columns of breaker_state, and
+	// shared: Cluster owns the verdict columns of breaker_state, and
 	// this watch writes only the stuck flag.
 	shared bool
 
@@ -42,7 +44,7 @@ type OriginWatch struct {
 // records it.
 type originState struct {
 	origin           string
-	state            State
+	state            breaker.State
 	at               time.Time
 	openUntil        time.Time // zero unless open
 	consecutiveOpens int
@@ -64,7 +66,7 @@ func NewOriginWatch(pool *pgxpool.Pool, stuckAfter int, logger *slog.Logger) *Or
 		stuck: map[string]bool{}, pending: map[string]originState{}, wake: make(chan struct{}, 1)}
 }
 
-// SharedVerdicts tells the watch that a SharedState writes the verdict
+// SharedVerdicts tells the watch that a Cluster writes the verdict
 // columns of breaker_state (call it before Start when the registry has one).
 // The watch then writes only the stuck flag: its own copy of the verdict,
 // written after the fact from one instance's events, could overwrite a newer
@@ -73,18 +75,18 @@ func NewOriginWatch(pool *pgxpool.Pool, stuckAfter int, logger *slog.Logger) *Or
 func (w *OriginWatch) SharedVerdicts() { w.shared = true }
 
 // OnStateChange records ev; it never blocks on I/O.
-func (w *OriginWatch) OnStateChange(ev StateChange) {
+func (w *OriginWatch) OnStateChange(ev breaker.StateChange) {
 	s := originState{origin: ev.Origin, state: ev.To, at: ev.At, consecutiveOpens: ev.ConsecutiveOpens}
 	w.mu.Lock()
 	switch ev.To {
-	case StateOpen:
+	case breaker.StateOpen:
 		s.openUntil = ev.At.Add(ev.RetryAfter)
 		if ev.ConsecutiveOpens >= w.stuckAfter && !w.stuck[ev.Origin] {
 			w.stuck[ev.Origin] = true
 			w.logger.Error("origin_stuck_open", "origin", ev.Origin, "consecutive_opens", ev.ConsecutiveOpens,
 				"stuck_open_after", w.stuckAfter, "retry_after", ev.RetryAfter)
 		}
-	case StateClosed:
+	case breaker.StateClosed:
 		if w.stuck[ev.Origin] {
 			delete(w.stuck, ev.Origin)
 			w.logger.Info("origin_stuck_open cleared: origin closed", "origin", ev.Origin)
@@ -158,10 +160,10 @@ func (w *OriginWatch) flush() {
 
 // recordState writes the whole state of s.origin. The last write wins: the
 // watch writes one origin's changes in order from one goroutine, and without
-// a SharedState each instance describes its own breaker anyway.
+// a Cluster each instance describes its own breaker anyway.
 func (w *OriginWatch) recordState(ctx context.Context, s originState) error {
 	var openedAt, openUntil *time.Time
-	if s.state == StateOpen {
+	if s.state == breaker.StateOpen {
 		openedAt = &s.at
 		openUntil = &s.openUntil
 	}
@@ -174,7 +176,7 @@ func (w *OriginWatch) recordState(ctx context.Context, s originState) error {
 }
 
 // recordStuck writes only the stuck flag, leaving the verdict columns to
-// the SharedState. An UPDATE only: a row is the shared verdict's to create,
+// the Cluster. An UPDATE only: a row is the shared verdict's to create,
 // and every change of stuck follows a transition that the verdict wrote
 // first.
 func (w *OriginWatch) recordStuck(ctx context.Context, s originState) error {

@@ -1,6 +1,8 @@
-package breaker
+package pgshare
 
 import (
+	. "github.com/ingestd/ingestd/breaker"
+
 	"testing"
 	"time"
 )
