@@ -43,7 +43,7 @@ defaults:
   timeout: %s
   request_timeout: %s
   page_size: %d
-  breaker: {consecutive_failures: 1000000, failure_ratio: 0, max_attempts: 1, target_concurrency: 0, rate_limit: 0, max_in_flight_per_origin: 0}
+  breaker: {consecutive_failures: 1000000, failure_ratio: 0, max_attempts: 1, rate_limit: 0, max_in_flight_per_origin: 0}
 # Parked polls come back within seconds under ingestd run: the replays are
 # part of what the process must survive (and of its peak RSS).
 dead_letter: {interval: 1s, failed_backoff: 2s}
