@@ -8,7 +8,9 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -144,4 +146,75 @@ func TestRateLimitCapsAdaptivePacing(t *testing.T) {
 	if n := up.Hits.Load(); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
+}
+
+// TestDefaultPacing is the default decided in issue 30, in a synctest
+// bubble whose clock moves only when every goroutine waits: a sequential
+// poll of 50 pages from a server taking 50 ms a page sends each page the
+// moment the previous one is answered (the old default, 5/s with a burst
+// of 10, held every page after the 13th: ten tokens plus three refilled in
+// 0.6 s), and eight polls at once have exactly two
+// requests in flight until the last ones.
+func TestDefaultPacing(t *testing.T) {
+	t.Parallel()
+	old := DefaultPolicy()
+	old.RateLimit, old.Burst, old.MaxInFlightPerOrigin = 5, 10, 4
+	for _, tc := range []struct {
+		name   string
+		p      Policy
+		onTime int // pages sent the moment the previous one was answered
+	}{{"default", DefaultPolicy(), 50}, {"old default", old, 13}} {
+		t.Run(tc.name+": a sequential poll", func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				reg := NewRegistry(Config{Policy: tc.p}, nil)
+				start := time.Now()
+				var held []int
+				for i := range 50 {
+					err := reg.Do(t.Context(), "http://county.example:80", func(context.Context, int) Result {
+						if at := time.Since(start); at != time.Duration(i)*50*time.Millisecond {
+							held = append(held, i)
+							start = time.Now().Add(-time.Duration(i) * 50 * time.Millisecond)
+						}
+						time.Sleep(50 * time.Millisecond) // the server's time to answer
+						return Result{Outcome: Success}
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				// Page 0 is on time by definition; a held page resets the
+				// schedule, so each held page counts once.
+				if got := 50 - len(held); got != tc.onTime {
+					t.Errorf("%d pages on time, want %d; held: %v", got, tc.onTime, held)
+				}
+			})
+		})
+	}
+	t.Run("default: eight polls at once", func(t *testing.T) {
+		t.Parallel()
+		synctest.Test(t, func(t *testing.T) {
+			reg := NewRegistry(Config{Policy: DefaultPolicy()}, nil)
+			h := newHeldCalls()
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					if err := reg.Do(t.Context(), "http://county.example:80", h.attempt); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			for left := 8; left > 0; left-- {
+				synctest.Wait()
+				if cur, _, _ := h.inFlight(); cur != min(2, left) {
+					t.Fatalf("%d requests in flight with %d polls left, want %d", cur, left, min(2, left))
+				}
+				h.release <- struct{}{}
+			}
+			wg.Wait()
+			if _, peak, started := h.inFlight(); peak != 2 || started != 8 {
+				t.Errorf("peak %d in flight of %d requests, want 2 of 8", peak, started)
+			}
+		})
+	})
 }
