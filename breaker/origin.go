@@ -202,8 +202,8 @@ func (o *origin) waitPause(ctx context.Context) error {
 	}
 }
 
-// acquire waits for the origin's pause, its adaptive pacing, its rate
-// limiter and an in-flight slot (the origin's first, then the global one, so
+// acquire waits for the origin's pause, its spacing by response times
+// (TargetConcurrency), its rate limiter and an in-flight slot (the origin's first, then the global one, so
 // that callers queued on a busy origin hold no global slot). The returned
 // func releases the slots and the pacing's count of the attempt.
 func (o *origin) acquire(ctx context.Context) (release func(), err error) {

@@ -88,7 +88,8 @@ type Policy struct {
 // trip after 5 consecutive failures or ≥50% failures over 60 s with ≥10 calls;
 // open 30 s, growing to 30 min, decaying every 10 min of health; 1 probe;
 // 3 attempts with 500 ms..10 s backoff; at most 2 requests in flight, no
-// fixed rate (a burst of 10 once one is set), no TargetConcurrency; Retry-After capped at 10 min; retries ≤20% of calls (≥3 per window).
+// fixed rate (a burst of 10 once one is set), no TargetConcurrency;
+// Retry-After capped at 10 min; retries ≤20% of calls (≥3 per window).
 func DefaultPolicy() Policy {
 	return Policy{
 		ConsecutiveFailures:  5,
