@@ -88,10 +88,23 @@ func DecodeGeometry(b []byte) (geom.T, Blob, error) {
 	if err != nil {
 		return nil, h, fmt.Errorf("geometry blob's WKB: %w", err)
 	}
+	if p, ok := g.(*geom.Point); ok && allNaN(p.FlatCoords()) {
+		// WKB has no empty point; GeoPackage writes one as NaN coordinates.
+		g = geom.NewPointEmpty(p.Layout())
+	}
 	if h.Empty && !g.Empty() {
 		return nil, h, fmt.Errorf("geometry blob header flags an empty geometry but its WKB %s has %d coordinates", wkbName(g), len(g.FlatCoords())/g.Stride())
 	}
 	return g, h, nil
+}
+
+func allNaN(c []float64) bool {
+	for _, v := range c {
+		if !math.IsNaN(v) {
+			return false
+		}
+	}
+	return len(c) > 0
 }
 
 // wkbName names g's type for an error.

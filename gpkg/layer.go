@@ -173,8 +173,9 @@ func (r *Reader) readColumns(db *sql.DB, geomCol, idProperty string) (pk string,
 }
 
 // query selects the fid, then the geometry and each column, each guarded:
-// its length comes first, and a value longer than its bound is not loaded
-// (SQLite's octet_length reads a blob's or text's size from the record).
+// the length of a text or blob comes first, and one longer than its bound
+// is not loaded (SQLite's octet_length reads its size from the record).
+// Numbers count 0: they are a few bytes each, bounded by Properties.
 func (r *Reader) query(pk, geomCol string) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -185,7 +186,8 @@ func (r *Reader) query(pk, geomCol string) string {
 	}
 	guarded := func(name string, max int64) {
 		q := quote(name)
-		fmt.Fprintf(&b, ", octet_length(%s), CASE WHEN octet_length(%s) > %d THEN NULL ELSE %s END", q, q, max, q)
+		size := fmt.Sprintf("iif(typeof(%s) IN ('text', 'blob'), octet_length(%s), 0)", q, q)
+		fmt.Fprintf(&b, ", %s, CASE WHEN %s > %d THEN NULL ELSE %s END", size, size, max, q)
 	}
 	guarded(geomCol, r.limits.FeatureBytes)
 	for _, c := range r.cols {
