@@ -39,7 +39,8 @@ func (r *Reader) decode(index int) (f *feature.Feature, err error) {
 	f = &r.f
 	*f = feature.Feature{}
 	if g, ok := t.child(fGeometry); ok {
-		d := geomDecoder{hasZ: r.h.hasZ, hasM: r.h.hasM, srid: r.srid}
+		budget := len(r.buf)
+		d := geomDecoder{hasZ: r.h.hasZ, hasM: r.h.hasM, srid: r.srid, budget: &budget}
 		if f.Geometry, err = d.decode(g, r.h.geometryType, 0); err != nil {
 			return nil, fmt.Errorf("geometry: %w", err)
 		}
@@ -61,8 +62,9 @@ var scalarBytes = map[byte]int{
 
 // properties reads the properties buffer (a run of column index, value
 // pairs; strings, JSON, date-times and binaries length-prefixed) and
-// writes the object in the header's column order, a column the feature
-// does not carry as null.
+// writes the object in the header's column order. A column the feature
+// does not carry is left out, as GDAL reads it (unset, not null); the
+// typed view reads both as NULL.
 func (r *Reader) properties(index int, b []byte, f *feature.Feature) error {
 	for i := range r.values {
 		r.values[i] = value{}
@@ -99,12 +101,11 @@ func (r *Reader) properties(index int, b []byte, f *feature.Feature) error {
 	o := &r.obj
 	o.Reset()
 	for i, c := range r.h.columns {
-		o.Key(r.keys, i)
 		v := r.values[i]
 		if !v.set {
-			o.Null()
 			continue
 		}
+		o.Key(r.keys, i)
 		writeValue(o, c.typ, b[v.start:v.end])
 		if i == r.idCol {
 			f.ID = idString(c.typ, b[v.start:v.end])

@@ -30,6 +30,19 @@ const maxDepth = 32
 type geomDecoder struct {
 	hasZ, hasM bool
 	srid       int
+	// budget is the bytes of the feature the geometry may still read: a
+	// sound feature refers to each of its vectors once, but a hostile one
+	// may point many parts at the same table or vector, which would make
+	// its decoding exponential in time and memory.
+	budget *int
+}
+
+// spend takes n bytes from the budget.
+func (d geomDecoder) spend(n int) error {
+	if *d.budget -= n; *d.budget < 0 {
+		return errors.New("geometry refers to more data than the feature holds (parts shared or nested in a loop)")
+	}
+	return nil
 }
 
 func (d geomDecoder) layout() geom.Layout {
@@ -49,6 +62,9 @@ func (d geomDecoder) layout() geom.Layout {
 func (d geomDecoder) decode(t table, typ byte, depth int) (geom.T, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("geometry collections nested deeper than %d", maxDepth)
+	}
+	if err := d.spend(4); err != nil {
+		return nil, err
 	}
 	if typ == geomUnknown {
 		typ = t.uint8(gType, 0)
@@ -147,6 +163,10 @@ func (d geomDecoder) flat(t table) ([]float64, []int, error) {
 	if d.hasZ && nz != points || d.hasM && nm != points {
 		return nil, nil, fmt.Errorf("%d points with %d z and %d m values", points, nz, nm)
 	}
+	_, ne := t.vector(gEnds, 4)
+	if err := d.spend(8*(nxy+nz+nm) + 4*ne); err != nil {
+		return nil, nil, err
+	}
 	stride := d.layout().Stride()
 	flat := make([]float64, 0, points*stride)
 	b := t.Bytes
@@ -160,7 +180,7 @@ func (d geomDecoder) flat(t table) ([]float64, []int, error) {
 			flat = append(flat, f64(ms+8*i))
 		}
 	}
-	es, ne := t.vector(gEnds, 4)
+	es, _ := t.vector(gEnds, 4)
 	if ne == 0 {
 		if points == 0 {
 			return flat, nil, nil

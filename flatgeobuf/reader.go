@@ -46,6 +46,7 @@ type Reader struct {
 
 	buf    []byte
 	values []value
+	offset int64 // of the next feature in the file
 	index  int
 	obj    propjson.Object
 	f      feature.Feature
@@ -152,6 +153,7 @@ func (r *Reader) skipIndex(offset int64) error {
 	if offset+n > fi.Size() {
 		return fmt.Errorf("flatgeobuf: the file is cut short in its spatial index: %d bytes, the index ends at byte %d", fi.Size(), offset+n)
 	}
+	r.offset = offset + n
 	if n == 0 {
 		return nil
 	}
@@ -210,6 +212,7 @@ func (r *Reader) next() (*feature.Feature, error) {
 	if _, err := io.ReadFull(r.in, r.buf); err != nil {
 		return nil, r.fail(index, fmt.Sprintf("the file is cut short in the feature's %d bytes", size), nil)
 	}
+	r.offset += 4 + size
 	return r.decode(index)
 }
 

@@ -93,7 +93,7 @@ func DecodeGeometry(b []byte) (geom.T, Blob, error) {
 		g = geom.NewPointEmpty(p.Layout())
 	}
 	if h.Empty && !g.Empty() {
-		return nil, h, fmt.Errorf("geometry blob header flags an empty geometry but its WKB %s has %d coordinates", wkbName(g), len(g.FlatCoords())/g.Stride())
+		return nil, h, fmt.Errorf("geometry blob header flags an empty geometry but its WKB %s has %d coordinates", wkbName(g), Coordinates(g))
 	}
 	return g, h, nil
 }
@@ -105,6 +105,19 @@ func allNaN(c []float64) bool {
 		}
 	}
 	return len(c) > 0
+}
+
+// Coordinates counts g's positions, those of a collection's members
+// included.
+func Coordinates(g geom.T) int {
+	if gc, ok := g.(*geom.GeometryCollection); ok {
+		n := 0
+		for _, m := range gc.Geoms() {
+			n += Coordinates(m)
+		}
+		return n
+	}
+	return len(g.FlatCoords()) / max(g.Stride(), 1)
 }
 
 // wkbName names g's type for an error.
