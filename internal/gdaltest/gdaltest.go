@@ -269,3 +269,23 @@ const mixed = `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"n":7,"big":7,"x":7,"s":"7","b":true,"d":"2000-01-05","dt":"2000-01-05T00:00:00Z"},"geometry":null}
 ]}
 `
+
+// BenchParcels is the feature count of the readers' benchmarks: a
+// county's parcels.
+const BenchParcels = 250000
+
+// Drain reads r to its end and returns the features read.
+func Drain(b testing.TB, r feature.FeatureReader) int {
+	b.Helper()
+	n := 0
+	for {
+		_, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return n
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+}
