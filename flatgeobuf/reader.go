@@ -223,3 +223,6 @@ func (r *Reader) fail(index int, msg string, err error) error {
 	}
 	return &feature.DecodeError{Format: "flatgeobuf", Index: index, Msg: feature.BoundMessage(msg), Err: feature.Bound(err)}
 }
+
+// Compile-time check.
+var _ feature.FeatureReader = (*Reader)(nil)

@@ -103,6 +103,9 @@ func prepare(db *sql.DB, opts Options) (*Reader, error) {
 	var geomCol, geomType string
 	err = db.QueryRow(`SELECT column_name, geometry_type_name, srs_id FROM gpkg_geometry_columns WHERE table_name = ?`, layer).
 		Scan(&geomCol, &geomType, &r.srsID)
+	if err == sql.ErrNoRows {
+		return nil, fmt.Errorf("gpkg: layer %s has no row in gpkg_geometry_columns", feature.Snippet(layer))
+	}
 	if err != nil {
 		return nil, fail("reading gpkg_geometry_columns", err)
 	}

@@ -220,3 +220,6 @@ func setSRID(g geom.T, srid int) (geom.T, error) {
 	}
 	return geom.SetSRID(g, srid)
 }
+
+// Compile-time check.
+var _ feature.FeatureReader = (*Reader)(nil)
