@@ -157,18 +157,22 @@ func FuzzReader(f *testing.F) {
 // FlatGeobuf (a layer of mixed geometry types: each feature's own type)
 // reads as GDAL reads it.
 func TestMixedMatchesGDAL(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mixed.fgb")
-	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", path, gdaltest.Mixed(t, dir), "-nln", "mixed")
-	r, err := flatgeobuf.Open(path, flatgeobuf.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	gdaltest.CheckDeclared(t, r.Declared(), path, "mixed")
-	// GDAL's writer leaves out the feature without a geometry when it
-	// builds the spatial index (its default).
-	if n := gdaltest.Compare(t, r, path, "mixed", 4326); n != 7 {
-		t.Errorf("%d features, want 7", n)
+	for _, dim := range []string{"XY", "XYZ"} {
+		t.Run(dim, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "mixed.fgb")
+			gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", path, gdaltest.Mixed(t, dir), "-nln", "mixed", "-dim", dim)
+			r, err := flatgeobuf.Open(path, flatgeobuf.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			gdaltest.CheckDeclared(t, r.Declared(), path, "mixed")
+			// GDAL's writer leaves out the feature without a geometry when it
+			// builds the spatial index (its default).
+			if n := gdaltest.Compare(t, r, path, "mixed", 4326); n != 7 {
+				t.Errorf("%d features, want 7", n)
+			}
+		})
 	}
 }

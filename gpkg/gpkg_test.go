@@ -201,16 +201,20 @@ func blob(flags byte, env []float64, wkb []byte) []byte {
 // TestMixedMatchesGDAL: every geometry and property type GDAL writes to a
 // GeoPackage reads as GDAL reads it.
 func TestMixedMatchesGDAL(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "mixed.gpkg")
-	gdaltest.OGR2OGR(t, "-f", "GPKG", path, gdaltest.Mixed(t, dir), "-nln", "mixed")
-	r, err := gpkg.Open(path, gpkg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	gdaltest.CheckDeclared(t, r.Declared(), path, "mixed")
-	if n := gdaltest.Compare(t, r, path, "mixed", 4326); n != 8 {
-		t.Errorf("%d features, want 8", n)
+	for _, dim := range []string{"XY", "XYZ"} {
+		t.Run(dim, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "mixed.gpkg")
+			gdaltest.OGR2OGR(t, "-f", "GPKG", path, gdaltest.Mixed(t, dir), "-nln", "mixed", "-dim", dim)
+			r, err := gpkg.Open(path, gpkg.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			gdaltest.CheckDeclared(t, r.Declared(), path, "mixed")
+			if n := gdaltest.Compare(t, r, path, "mixed", 4326); n != 8 {
+				t.Errorf("%d features, want 8", n)
+			}
+		})
 	}
 }
