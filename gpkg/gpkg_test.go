@@ -81,6 +81,14 @@ func TestIDs(t *testing.T) {
 	if f, err := r.Next(); err != nil || len(f.ID) != 5 || !strings.HasPrefix(f.ID, "37") {
 		t.Fatalf("id by FIPS: %q, %v", f.ID, err)
 	}
+	fid, err := gpkg.Open(path, gpkg.Options{Layer: "counties", IDProperty: "fid"})
+	if err != nil {
+		t.Fatalf("the fid named as the id column: %v", err)
+	}
+	if f, err := fid.Next(); err != nil || f.ID != "1" {
+		t.Errorf("id by fid: %q, %v", f.ID, err)
+	}
+	fid.Close()
 	if _, err := gpkg.Open(path, gpkg.Options{Layer: "counties", IDProperty: "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("id column missing: %v", err)
 	}

@@ -154,7 +154,8 @@ func (r *Reader) readColumns(db *sql.DB, geomCol, idProperty string) (pk string,
 			return "", err
 		}
 		if isPK == 1 && pk == "" && strings.EqualFold(c.declType, "INTEGER") {
-			pk = c.name
+			// The fid is the id already; naming it changes nothing.
+			pk, found = c.name, found || c.name == idProperty
 			continue
 		}
 		if strings.EqualFold(c.name, geomCol) {
