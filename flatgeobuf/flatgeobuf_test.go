@@ -81,11 +81,21 @@ func TestHostile(t *testing.T) {
 	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", slim, good, "-select", "NAME", "-segmentize", "0.002")
 	slimBytes, _ := os.ReadFile(slim)
 	header := int64(binary.LittleEndian.Uint32(slimBytes[8:]))
+	// A CRS GDAL knows no EPSG code for: the header has its WKT, code 0.
+	noEPSG := filepath.Join(dir, "noepsg.fgb")
+	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", noEPSG, gdaltest.Mixed(t, dir), "-nln", "mixed",
+		"-a_srs", "+proj=tmerc +lat_0=33.1 +lon_0=-79.1 +k=0.9991 +x_0=60 +y_0=0 +ellps=GRS80 +units=m +no_defs")
+	if r, err := flatgeobuf.Open(noEPSG, flatgeobuf.Options{SRID: 2264}); err != nil || r.SRID() != 2264 {
+		t.Errorf("crs override: %v", err)
+	} else {
+		r.Close()
+	}
 	for _, c := range []struct {
 		name, path string
 		opts       flatgeobuf.Options
 		want       string
 	}{
+		{"no EPSG code", noEPSG, flatgeobuf.Options{}, "flatgeobuf: its header names no EPSG CRS (crs code 0; the feed's crs: can name one)"},
 		{"text file", write("a.fgb", []byte("not a flatgeobuf at all")), flatgeobuf.Options{}, "not a FlatGeobuf file"},
 		{"version 2", write("v2.fgb", append([]byte("fgb\x02fgb\x00"), whole[8:]...)), flatgeobuf.Options{}, "major version 2 is not supported"},
 		{"cut in the header", write("h.fgb", whole[:40]), flatgeobuf.Options{}, "cut short in its"},

@@ -136,9 +136,9 @@ func parseHeader(buf []byte) (h header, err error) {
 func (h *header) srid() (int, error) {
 	switch {
 	case h.crsOrg != "" && !strings.EqualFold(h.crsOrg, "EPSG"):
-		return 0, fmt.Errorf("its CRS is %s:%d, not an EPSG code (only EPSG CRSs are read)", h.crsOrg, h.crsCode)
+		return 0, fmt.Errorf("its CRS is %s:%d, not an EPSG code (only EPSG CRSs are read; the feed's crs: can name one)", h.crsOrg, h.crsCode)
 	case h.crsCode <= 0:
-		return 0, fmt.Errorf("its header names no CRS code (crs code %d)", h.crsCode)
+		return 0, fmt.Errorf("its header names no EPSG CRS (crs code %d; the feed's crs: can name one)", h.crsCode)
 	}
 	return int(h.crsCode), nil
 }

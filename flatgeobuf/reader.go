@@ -24,6 +24,10 @@ type Options struct {
 	// IDProperty names the column whose value is the feature id; ""
 	// means none (FlatGeobuf features carry no id).
 	IDProperty string
+	// SRID, when positive, is the SRID of the geometries whatever the
+	// file declares (the feed's crs:, for a file whose CRS is missing or
+	// not an EPSG code); 0 reads the file's own and fails without one.
+	SRID int
 	// Limits bound the header and each feature (FeatureBytes, ValueBytes,
 	// Properties, IDBytes); zero fields are the defaults.
 	Limits feature.Limits
@@ -107,7 +111,10 @@ func (r *Reader) start(path string, opts Options) error {
 	if opts.Layer != "" && opts.Layer != r.h.name {
 		return fmt.Errorf("flatgeobuf: no layer %s in the file; its one layer is %s", feature.Snippet(opts.Layer), strconv.Quote(r.h.name))
 	}
-	if r.srid, err = r.h.srid(); err != nil {
+	if r.srid = opts.SRID; r.srid <= 0 {
+		r.srid, err = r.h.srid()
+	}
+	if err != nil {
 		return fmt.Errorf("flatgeobuf: %w", err)
 	}
 	if len(h.columns) > r.limits.Properties {

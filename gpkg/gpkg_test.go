@@ -168,6 +168,15 @@ func TestHostile(t *testing.T) {
 	lying := exec(t, good, `UPDATE counties SET geom = X'47500009E6100000000000000000F03F' WHERE fid = 3`)
 	esri := exec(t, good, `UPDATE gpkg_spatial_ref_sys SET organization = 'ESRI', organization_coordsys_id = 102719 WHERE srs_id = 4267`)
 	otherSRS := exec(t, good, `UPDATE counties SET geom = CAST(substr(geom, 1, 4) || X'E8030000' || substr(geom, 9) AS BLOB) WHERE fid = 2`)
+	// The feed's crs: reads a file whose CRS is not an EPSG code.
+	if r, err := gpkg.Open(esri, gpkg.Options{Layer: "counties", SRID: 2264}); err != nil || r.SRID() != 2264 {
+		t.Errorf("crs override: %v", err)
+	} else {
+		if f, err := r.Next(); err != nil || f.Geometry.SRID() != 2264 {
+			t.Errorf("crs override: first feature %v", err)
+		}
+		r.Close()
+	}
 	for _, c := range []struct {
 		name, path string
 		opts       gpkg.Options

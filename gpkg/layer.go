@@ -109,7 +109,10 @@ func prepare(db *sql.DB, opts Options) (*Reader, error) {
 	if err != nil {
 		return nil, fail("reading gpkg_geometry_columns", err)
 	}
-	if r.srid, err = epsg(db, r.srsID); err != nil {
+	if r.srid = opts.SRID; r.srid <= 0 {
+		r.srid, err = epsg(db, r.srsID)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("gpkg: layer %s: %w", feature.Snippet(layer), err)
 	}
 	pk, err := r.readColumns(db, geomCol, opts.IDProperty)
@@ -216,7 +219,7 @@ func epsg(db *sql.DB, srsID int32) (int, error) {
 		return 0, fmt.Errorf("reading gpkg_spatial_ref_sys: %w", feature.Bound(err))
 	}
 	if !strings.EqualFold(org, "EPSG") || code <= 0 {
-		return 0, fmt.Errorf("srs_id %d is %s:%d in gpkg_spatial_ref_sys, not an EPSG code (only EPSG CRSs are read)",
+		return 0, fmt.Errorf("srs_id %d is %s:%d in gpkg_spatial_ref_sys, not an EPSG code (only EPSG CRSs are read; the feed's crs: can name one)",
 			srsID, feature.Snippet(org), code)
 	}
 	return int(code), nil

@@ -25,6 +25,10 @@ type Options struct {
 	// IDProperty names the column whose value is the feature id; "" means
 	// the table's primary key (the fid).
 	IDProperty string
+	// SRID, when positive, is the SRID of the geometries whatever the
+	// file declares (the feed's crs:, for a file whose CRS is missing or
+	// not an EPSG code); 0 reads the file's own and fails without one.
+	SRID int
 	// Limits bound each feature (FeatureBytes, ValueBytes, Properties,
 	// IDBytes); zero fields are the defaults.
 	Limits feature.Limits
