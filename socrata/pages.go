@@ -62,7 +62,7 @@ func (r *read) remember(index int, ids []string) error {
 			if int(prev) == index {
 				where = fmt.Sprintf("twice on page %d", index)
 			}
-			return &IncompleteError{URL: r.ds.redacted, Reason: fmt.Sprintf(":id %q came %s: rows moved under $offset paging, or the portal's ids are not unique",
+			return &IncompleteError{URL: r.ds.redacted, Reason: fmt.Sprintf(":id %s came %s: rows moved under $offset paging, or the portal's ids are not unique",
 				feature.Snippet(id), where)}
 		}
 		r.seen[h] = int32(index)
@@ -175,7 +175,7 @@ func (r *read) missing(ctx context.Context) (named []string, more int, err error
 				continue
 			}
 			if len(named) < namedIDs {
-				named = append(named, strconv.Quote(feature.Snippet(id)))
+				named = append(named, feature.Snippet(id))
 			} else {
 				more++
 			}
