@@ -114,6 +114,9 @@ func fetch(t *testing.T, l source.Layer, reg *breaker.Registry) (*collected, sou
 	return c, stats, err
 }
 
+// newClient is a client through an unpacing registry.
+func newClient(h *http.Client) *socrata.Client { return socrata.NewClient(h, registry(), nil) }
+
 // wantProperties is what the properties of row r must be: every value but
 // :id and the geometry column, with the two timestamps.
 func wantProperties(t *testing.T, r socratatest.Row, geomCol string) map[string]any {
