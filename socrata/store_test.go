@@ -17,7 +17,9 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/redact"
+	"github.com/ingestd/ingestd/socrata"
 	"github.com/ingestd/ingestd/socrata/socratatest"
+	"github.com/ingestd/ingestd/source"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, 4)) }
@@ -156,5 +158,28 @@ func checkNoToken(ctx context.Context, t *testing.T, pool *pgxpool.Pool, log str
 	}
 	if !scrubbed {
 		t.Error("no table holds the failed poll's error with the echoed token redacted: the check proves nothing")
+	}
+}
+
+// The fetcher contract's optional interfaces: a parked poll's dead letter
+// names its page's request, and a resumed poll starts over.
+var (
+	_ feeds.PageURLer = (*socrata.Client)(nil)
+	_ feeds.Restarter = (*socrata.Client)(nil)
+)
+
+// Through the registry, a socrata page's URL is its $limit/$offset
+// request with the credentials redacted, and a resumed poll restarts.
+func TestPageURLAndRestart(t *testing.T) {
+	t.Parallel()
+	f := feeds.NewFetchers(feeds.FetcherDeps{})
+	l := source.Layer{Kind: socrata.Kind, URL: "https://u:zqpw@data.city.gov/resource/abcd-1234.json", PageSize: 500,
+		Settings: socrata.Settings{Dataset: "abcd-1234"}}
+	u := f.PageURL(l, 3)
+	if !strings.Contains(u, "%24offset=1500") || !strings.Contains(u, "%24limit=500") || strings.Contains(u, "zqpw") {
+		t.Errorf("page URL %s; want $offset=1500, $limit=500 and no password", u)
+	}
+	if f.RestartReason(l) == "" {
+		t.Error("a resumed socrata poll must start over")
 	}
 }
