@@ -187,3 +187,31 @@ func TestErrorBodies(t *testing.T) {
 func selects(prefix string) func(r *http.Request) bool {
 	return func(r *http.Request) bool { return strings.HasPrefix(r.URL.Query().Get("$select"), prefix) }
 }
+
+// A 5xx with an error body is the portal's failure: retried by the
+// breaker (the read completes when the portal recovers), and when it
+// persists the poll's error keeps the portal's words.
+func TestServerErrorRetried(t *testing.T) {
+	t.Parallel()
+	s, ts := portal(t, 10)
+	body := `{"code":"internal.error","error":true,"message":"Backend unavailable"}`
+	s.AddFault(&socratatest.Fault{Match: selects("count(*)"), Times: 1, Status: 500, Body: body})
+	if _, _, err := fetch(t, layer(ts, 1000), nil); err != nil {
+		t.Fatalf("a 500 then a count: %v; want the retry to succeed", err)
+	}
+	var counts int
+	for _, r := range s.Requests() {
+		if strings.HasPrefix(r.Select, "count(*)") {
+			counts++
+		}
+	}
+	if counts != 2 {
+		t.Errorf("%d count requests, want 2 (the 500 and its retry)", counts)
+	}
+	s.AddFault(&socratatest.Fault{Match: selects("count(*)"), Status: 500, Body: body})
+	_, _, err := fetch(t, layer(ts, 1000), nil)
+	var se *socrata.ServerError
+	if !errors.As(err, &se) || se.Status != 500 || !strings.Contains(err.Error(), "attempts exhausted") || !strings.Contains(err.Error(), "(internal.error): Backend unavailable") {
+		t.Errorf("a persistent 500: %v; want the portal's words after the retries", err)
+	}
+}
