@@ -30,7 +30,7 @@ import (
 // 4326) and forced to 2D.
 func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (feeds.ApplyResult, error) {
 	var r *applyRun
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inApplyTx(ctx, func(tx pgx.Tx) error {
 		if err := lockFeed(ctx, tx, feed.Jurisdiction, feed.Feed); err != nil {
 			return err
 		}
@@ -117,6 +117,10 @@ type applyRun struct {
 	typedText  bool
 	schemaHold bool
 	sch        schemaState
+
+	// keepHistory: the feed keeps the versions a snapshot supersedes
+	// (history.go).
+	keepHistory bool
 }
 
 // newApplyRun returns the run of an apply of poll pollID of the feed in tx.
@@ -151,6 +155,7 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		planForBulk,          // hash joins, no JIT
 		countInvalidFeatures, // polls.invalid_features, whatever the snapshot's fate
 		findTable,            // the feed's table, the poll's size, the last apply
+		readHistory,          // keep superseded versions? a time after the last change
 		s.readSchema,         // the snapshot's schema and its drift (schema_change: hold)
 		retypeStored,         // stored text values typed as the decoder types them
 		s.firstLoadInBulk,    // a large first load: CREATE TABLE … AS, in parallel
@@ -159,6 +164,7 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		diffAndWrite,         // one statement: diff, guards, writes, change log
 		tally,                // duplicates and invalid features
 		supersedeHeld,        // an older held snapshot is moot now
+		markHistoryGap,       // history: off and something changed
 		finishLoadTable,      // a first load: its indexes, or no table if held
 		s.recordSchema,       // columns, schema_changes, the typed view
 	} {
@@ -252,7 +258,8 @@ func diffAndWrite(ctx context.Context, r *applyRun) error {
 	}
 	res := &r.out.res
 	err := runApply(ctx, r.tx, r.table.sql(name),
-		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature},
+		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
+			r.keepHistory},
 		&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
 		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split)
 	if err != nil || r.checked {
@@ -329,6 +336,9 @@ func recordApplied(ctx context.Context, r *applyRun) error {
 		return err
 	}
 	if err := deleteStaging(ctx, r.tx, r.pollID); err != nil {
+		return err
+	}
+	if err := notifyChanges(ctx, r); err != nil {
 		return err
 	}
 	if !r.firstLoad {

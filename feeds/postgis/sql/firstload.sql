@@ -10,9 +10,10 @@
 	SELECT CASE WHEN NOT $4 AND $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
 		(SELECT {{ExtentReason}} FROM extent e)
 	END AS reason,
-	-- max_shrink cannot hold a first load; typed here so that the
-	-- statement takes ApplyDiff's parameters.
-	$5::float8 AS max_shrink
+	-- max_shrink cannot hold a first load, and it supersedes no version
+	-- (history, $9); typed here so that the statement takes ApplyDiff's
+	-- parameters.
+	$5::float8 AS max_shrink, $9::boolean AS keep_history
 ), towrite AS MATERIALIZED (
 	SELECT w.*, {{SkippedRow}} AS skipped FROM (
 	SELECT d.feature_id, d.geom_hash, d.props_hash, sha256(d.geom_hash || d.props_hash) AS content_hash,
