@@ -23,7 +23,9 @@ import (
 // tuples, no WAL, no index churn for the common case of a layer that barely
 // changes); features.last_seen_at is therefore not stored per row but is the
 // feed's last_success_at (view features_seen). Every added, modified and
-// removed feature gets a feature_changes row in the same transaction. When
+// removed feature gets a feature_changes row in the same transaction (a
+// first load one 'loaded' row: feature_changes_expanded lists them), and a
+// modified or removed one's old version goes to feature_history. When
 // the snapshot holds a feature id more than once, the last one in page and
 // ordinal order wins and the others are counted in polls.duplicate_ids.
 // Geometries in another CRS are transformed to EPSG:4326 (SRID 0 is taken as

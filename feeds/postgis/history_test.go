@@ -180,7 +180,7 @@ func TestLayerAsOf(t *testing.T) {
 	}
 	// Every superseded version is one a later poll modified or removed.
 	hist := b.count(t, `SELECT count(*) FROM feature_history WHERE jurisdiction = $1 AND feed = $2`, feed.Jurisdiction, feed.Feed)
-	ended := b.count(t, `SELECT count(*) FROM feature_changes WHERE jurisdiction = $1 AND feed = $2 AND change <> 'added'`,
+	ended := b.count(t, `SELECT count(*) FROM feature_changes WHERE jurisdiction = $1 AND feed = $2 AND change IN ('modified', 'removed')`,
 		feed.Jurisdiction, feed.Feed)
 	if hist != ended {
 		t.Fatalf("feature_history holds %d versions, the polls modified or removed %d", hist, ended)
