@@ -252,7 +252,7 @@ type dump struct {
 // texts and the layers below (httpcall, esrijson, the limits) name no kind.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats, err := c.fetch(ctx, layer, firstPage, handle)
-	return stats, source.Named("arcgis", err)
+	return stats, source.Named(Kind, err)
 }
 
 func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
@@ -281,7 +281,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	// "unchanged" keeps the stored schema, so the fields are part of the
 	// version, for a server whose lastEditDate does not move on a schema
 	// change.
-	stats.Declared = d.info.Declared(layer.OutFields, d.idField)
+	stats.Declared = d.info.Declared(settingsOf(layer).OutFields, d.idField)
 	version := ""
 	if led := d.info.LastEditDate(); led > 0 {
 		version = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
@@ -412,7 +412,7 @@ func (d *dump) checkSRID(ctx context.Context, srid int, where string) error {
 
 // form is the query form every request of the dump starts from.
 func (d *dump) form() url.Values {
-	where := d.layer.Where
+	where := settingsOf(d.layer).Where
 	if where == "" {
 		where = "1=1"
 	}
@@ -555,7 +555,7 @@ func (d *dump) count(ctx context.Context) (int, error) {
 // outFields is the query's outFields: the feed's, with the object id and
 // the id property added when it lists fields.
 func (d *dump) outFields() string {
-	of := d.layer.OutFields
+	of := settingsOf(d.layer).OutFields
 	if of == "" || of == "*" {
 		return "*"
 	}

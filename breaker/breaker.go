@@ -188,3 +188,19 @@ func Origin(u *url.URL) string {
 	}
 	return scheme + "://" + net.JoinHostPort(host, port)
 }
+
+// ErrBadOrigin is wrapped by ParseOrigin's errors.
+var ErrBadOrigin = errors.New("breaker: not an origin")
+
+// ParseOrigin accepts a URL (or an origin) and returns its breaker key,
+// scheme://host:port, as Origin does.
+func ParseOrigin(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %w", ErrBadOrigin, raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return "", fmt.Errorf("%w: %q (want a URL such as https://host[:port]/...)", ErrBadOrigin, raw)
+	}
+	return Origin(u), nil
+}

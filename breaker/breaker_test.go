@@ -1,6 +1,9 @@
-package breaker
+package breaker_test
 
 import (
+	. "github.com/ingestd/ingestd/breaker"
+	. "github.com/ingestd/ingestd/breaker/internal/breakertest"
+
 	"context"
 	"errors"
 	"fmt"
@@ -15,12 +18,12 @@ import (
 
 func TestOpensOnSustainedFlap(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.ConsecutiveFailures = 0 // the ratio alone must catch a flap
-	f := setup(t, p)
-	up := newUpstream(t, 0)
+	f := Setup(t, p)
+	up := NewUpstream(t, 0)
 	// Two of every three requests fail: never many in a row, but a sustained 67%.
-	up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+	up.Set(func(n int64, w http.ResponseWriter, _ *http.Request) {
 		if n%3 == 1 {
 			w.WriteHeader(http.StatusOK)
 			return
@@ -28,19 +31,17 @@ func TestOpensOnSustainedFlap(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
 	for i := range p.MinCalls {
-		if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+		if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); ok {
 			t.Fatalf("refused at call %d, before MinCalls", i+1)
 		}
 	}
-	if _, ok := asOpen(f.do(t.Context(), t, up.url())); !ok {
-		t.Fatalf("not open after %d calls at 67%% failures; transitions %v", p.MinCalls, f.transitions())
+	if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); !ok {
+		t.Fatalf("not open after %d calls at 67%% failures; transitions %v", p.MinCalls, f.Transitions())
 	}
-	if got := up.hits.Load(); got != int64(p.MinCalls) {
+	if got := up.Hits.Load(); got != int64(p.MinCalls) {
 		t.Errorf("server saw %d requests, want %d", got, p.MinCalls)
 	}
-	f.mu.Lock()
-	ev := f.events[0]
-	f.mu.Unlock()
+	ev := f.Events()[0]
 	if ev.From != StateClosed || ev.To != StateOpen || ev.Counts.Failures != 4 || ev.Counts.Successes != 2 || ev.RetryAfter <= 0 {
 		t.Errorf("trip event = %+v", ev)
 	}
@@ -50,10 +51,10 @@ func TestStaysClosedBelowThresholds(t *testing.T) {
 	t.Parallel()
 	t.Run("below failure ratio", func(t *testing.T) {
 		t.Parallel()
-		f := setup(t, fastPolicy())
-		up := newUpstream(t, 0)
+		f := Setup(t, FastPolicy())
+		up := NewUpstream(t, 0)
 		// One in three fails: 33% < 50%, and never three in a row.
-		up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+		up.Set(func(n int64, w http.ResponseWriter, _ *http.Request) {
 			if n%3 == 0 {
 				w.WriteHeader(http.StatusBadGateway)
 				return
@@ -61,36 +62,36 @@ func TestStaysClosedBelowThresholds(t *testing.T) {
 			w.WriteHeader(http.StatusOK)
 		})
 		for range 30 {
-			if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+			if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); ok {
 				t.Fatal("refused below the failure ratio")
 			}
 		}
-		if tr := f.transitions(); len(tr) != 0 {
+		if tr := f.Transitions(); len(tr) != 0 {
 			t.Errorf("transitions %v, want none", tr)
 		}
 	})
 	t.Run("below min calls", func(t *testing.T) {
 		t.Parallel()
-		p := fastPolicy()
+		p := FastPolicy()
 		p.ConsecutiveFailures = 0
-		f := setup(t, p)
-		up := newUpstream(t, http.StatusServiceUnavailable)
+		f := Setup(t, p)
+		up := NewUpstream(t, http.StatusServiceUnavailable)
 		for range p.MinCalls - 1 {
-			if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+			if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); ok {
 				t.Fatal("refused with fewer than MinCalls calls")
 			}
 		}
-		if s := f.state(t, up.origin(t)); s.State != StateClosed || s.Counts.Failures != uint32(p.MinCalls-1) {
+		if s := f.State(t, up.Origin(t)); s.State != StateClosed || s.Counts.Failures != uint32(p.MinCalls-1) {
 			t.Errorf("state %+v, want closed with %d failures", s, p.MinCalls-1)
 		}
 	})
 	t.Run("below consecutive failures", func(t *testing.T) {
 		t.Parallel()
-		p := fastPolicy()
+		p := FastPolicy()
 		p.FailureRatio = 0
-		f := setup(t, p)
-		up := newUpstream(t, 0)
-		up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+		f := Setup(t, p)
+		up := NewUpstream(t, 0)
+		up.Set(func(n int64, w http.ResponseWriter, _ *http.Request) {
 			if n%3 == 0 { // two failures, then a success resets the run
 				w.WriteHeader(http.StatusOK)
 				return
@@ -98,7 +99,7 @@ func TestStaysClosedBelowThresholds(t *testing.T) {
 			w.WriteHeader(http.StatusInternalServerError)
 		})
 		for range 30 {
-			if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+			if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); ok {
 				t.Fatal("refused below ConsecutiveFailures")
 			}
 		}
@@ -109,35 +110,35 @@ func TestOpenMakesNoNetworkCalls(t *testing.T) {
 	t.Parallel()
 	// The fixture's clock stands still: the cooldown lasts however long the
 	// machine takes, and every refusal names the whole of it.
-	f := setup(t, fastPolicy())
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	oe := f.tripOpen(t, up.url())
-	before := up.hits.Load()
+	f := Setup(t, FastPolicy())
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	oe := f.TripOpen(t, up.URL())
+	before := up.Hits.Load()
 	for range 50 {
-		oe2, ok := asOpen(f.do(t.Context(), t, up.url()))
+		oe2, ok := AsOpen(f.Do(t.Context(), t, up.URL()))
 		if !ok {
 			t.Fatal("open breaker admitted a call")
 		}
 		if oe2.RetryAfter <= 0 || oe2.RetryAfter != oe.RetryAfter {
 			t.Fatalf("RetryAfter %s, want the whole cooldown %s", oe2.RetryAfter, oe.RetryAfter)
 		}
-		if oe2.Origin != up.origin(t) {
+		if oe2.Origin != up.Origin(t) {
 			t.Fatalf("OpenError.Origin = %q", oe2.Origin)
 		}
 	}
-	if after := up.hits.Load(); after != before {
+	if after := up.Hits.Load(); after != before {
 		t.Errorf("server saw %d requests while open", after-before)
 	}
-	s := f.state(t, up.origin(t))
-	if s.State != StateOpen || !s.OpenUntil.Equal(f.clock.Now().Add(oe.RetryAfter)) || s.ConsecutiveOpens != 1 {
+	s := f.State(t, up.Origin(t))
+	if s.State != StateOpen || !s.OpenUntil.Equal(f.Clock.Now().Add(oe.RetryAfter)) || s.ConsecutiveOpens != 1 {
 		t.Errorf("snapshot %+v", s)
 	}
 	// One nanosecond before the end of the cooldown it still refuses.
-	f.clock.Advance(oe.RetryAfter - time.Nanosecond)
-	if oe2, ok := asOpen(f.do(t.Context(), t, up.url())); !ok || oe2.RetryAfter != time.Nanosecond {
+	f.Clock.Advance(oe.RetryAfter - time.Nanosecond)
+	if oe2, ok := AsOpen(f.Do(t.Context(), t, up.URL())); !ok || oe2.RetryAfter != time.Nanosecond {
 		t.Errorf("a nanosecond before the cooldown ends: %v, want refused for 1ns", oe2)
 	}
-	if after := up.hits.Load(); after != before {
+	if after := up.Hits.Load(); after != before {
 		t.Errorf("server saw %d requests while open", after-before)
 	}
 }
@@ -146,112 +147,112 @@ func TestHalfOpen(t *testing.T) {
 	t.Parallel()
 	t.Run("clean probe closes with a cleared window", func(t *testing.T) {
 		t.Parallel()
-		clock := newFakeClock()
-		f := setup(t, fastPolicy(), withClock(clock))
-		up := newUpstream(t, http.StatusServiceUnavailable)
-		oe := f.tripOpen(t, up.url())
-		up.setStatus(http.StatusOK)
+		clock := NewFakeClock()
+		f := Setup(t, FastPolicy(), RegistryClock(clock))
+		up := NewUpstream(t, http.StatusServiceUnavailable)
+		oe := f.TripOpen(t, up.URL())
+		up.SetStatus(http.StatusOK)
 		clock.Advance(oe.RetryAfter)
-		before := up.hits.Load()
-		if err := f.do(t.Context(), t, up.url()); err != nil {
+		before := up.Hits.Load()
+		if err := f.Do(t.Context(), t, up.URL()); err != nil {
 			t.Fatalf("probe: %v", err)
 		}
-		if up.hits.Load() != before+1 {
+		if up.Hits.Load() != before+1 {
 			t.Fatal("the probe did not reach the server")
 		}
-		s := f.state(t, up.origin(t))
+		s := f.State(t, up.Origin(t))
 		if s.State != StateClosed || s.Counts != (Counts{}) {
 			t.Errorf("after a clean probe: %+v, want closed with zero counts", s)
 		}
 		want := []string{"closed>open", "open>half-open", "half-open>closed"}
-		if got := f.transitions(); !slices.Equal(got, want) {
+		if got := f.Transitions(); !slices.Equal(got, want) {
 			t.Errorf("transitions %v, want %v", got, want)
 		}
 	})
 	t.Run("failed probe re-opens at once", func(t *testing.T) {
 		t.Parallel()
-		clock := newFakeClock()
-		f := setup(t, fastPolicy(), withClock(clock))
-		up := newUpstream(t, http.StatusServiceUnavailable)
-		oe := f.tripOpen(t, up.url())
+		clock := NewFakeClock()
+		f := Setup(t, FastPolicy(), RegistryClock(clock))
+		up := NewUpstream(t, http.StatusServiceUnavailable)
+		oe := f.TripOpen(t, up.URL())
 		clock.Advance(oe.RetryAfter)
-		before := up.hits.Load()
-		err := f.do(t.Context(), t, up.url())
-		if _, ok := asOpen(err); ok {
+		before := up.Hits.Load()
+		err := f.Do(t.Context(), t, up.URL())
+		if _, ok := AsOpen(err); ok {
 			t.Fatal("the probe was refused")
 		}
-		if _, ok := asOpen(f.do(t.Context(), t, up.url())); !ok {
+		if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); !ok {
 			t.Fatal("the call after a failed probe was admitted")
 		}
-		if up.hits.Load() != before+1 {
-			t.Errorf("server saw %d requests, want only the probe", up.hits.Load()-before)
+		if up.Hits.Load() != before+1 {
+			t.Errorf("server saw %d requests, want only the probe", up.Hits.Load()-before)
 		}
 		want := []string{"closed>open", "open>half-open", "half-open>open"}
-		if got := f.transitions(); !slices.Equal(got, want) {
+		if got := f.Transitions(); !slices.Equal(got, want) {
 			t.Errorf("transitions %v, want %v", got, want)
 		}
 	})
 	t.Run("admits only the cap", func(t *testing.T) {
 		t.Parallel()
-		p := fastPolicy()
+		p := FastPolicy()
 		p.HalfOpenMaxCalls = 2
-		clock := newFakeClock()
-		f := setup(t, p, withClock(clock))
-		up := newUpstream(t, http.StatusServiceUnavailable)
-		oe := f.tripOpen(t, up.url())
+		clock := NewFakeClock()
+		f := Setup(t, p, RegistryClock(clock))
+		up := NewUpstream(t, http.StatusServiceUnavailable)
+		oe := f.TripOpen(t, up.URL())
 		release := make(chan struct{})
-		up.set(func(_ int64, w http.ResponseWriter, _ *http.Request) {
+		up.Set(func(_ int64, w http.ResponseWriter, _ *http.Request) {
 			<-release
 			w.WriteHeader(http.StatusOK)
 		})
 		clock.Advance(oe.RetryAfter)
-		before := up.hits.Load()
+		before := up.Hits.Load()
 		const callers = 8
 		var refused atomic.Int64
 		refusals := make(chan struct{}, callers)
 		var wg sync.WaitGroup
 		for range callers {
 			wg.Go(func() {
-				if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok {
+				if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); ok {
 					refused.Add(1)
 					refusals <- struct{}{}
 				}
 			})
 		}
-		// The two probes hang at the server until every other caller has
+		// The two probes Hang at the server until every other caller has
 		// been refused: no probe ends early enough to let one more in.
 		for range callers - 2 {
-			await(t, "a refusal beside the probes", refusals)
+			Await(t, "a refusal beside the probes", refusals)
 		}
 		close(release)
 		wg.Wait()
-		if got := up.hits.Load() - before; got != 2 {
+		if got := up.Hits.Load() - before; got != 2 {
 			t.Errorf("%d probes reached the server, want 2", got)
 		}
 		if refused.Load() != callers-2 {
 			t.Errorf("%d callers refused, want %d", refused.Load(), callers-2)
 		}
-		if s := f.state(t, up.origin(t)); s.State != StateClosed {
+		if s := f.State(t, up.Origin(t)); s.State != StateClosed {
 			t.Errorf("state %s after two clean probes, want closed", s.State)
 		}
 	})
 	t.Run("cancelled probe frees its slot", func(t *testing.T) {
 		t.Parallel()
-		clock := newFakeClock()
-		f := setup(t, fastPolicy(), withClock(clock))
-		up := newUpstream(t, http.StatusServiceUnavailable)
-		oe := f.tripOpen(t, up.url())
+		clock := NewFakeClock()
+		f := Setup(t, FastPolicy(), RegistryClock(clock))
+		up := NewUpstream(t, http.StatusServiceUnavailable)
+		oe := f.TripOpen(t, up.URL())
 		started := make(chan struct{})
-		up.set(func(_ int64, _ http.ResponseWriter, r *http.Request) {
+		up.Set(func(_ int64, _ http.ResponseWriter, r *http.Request) {
 			close(started)
-			<-r.Context().Done() // hang until the caller gives up
+			<-r.Context().Done() // Hang until the caller gives up
 		})
 		clock.Advance(oe.RetryAfter)
 		ctx, cancel := context.WithCancel(t.Context())
 		probe := make(chan error, 1)
-		go func() { probe <- f.do(ctx, t, up.url()) }()
+		go func() { probe <- f.Do(ctx, t, up.URL()) }()
 		<-started
-		if _, ok := asOpen(f.do(t.Context(), t, up.url())); !ok {
+		if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); !ok {
 			t.Fatal("a second call was admitted beside the probe")
 		}
 		cancel()
@@ -259,15 +260,15 @@ func TestHalfOpen(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled probe returned %v", err)
 		}
-		if s := f.state(t, up.origin(t)); s.State != StateHalfOpen {
+		if s := f.State(t, up.Origin(t)); s.State != StateHalfOpen {
 			t.Fatalf("after a cancelled probe the state is %s, want half-open", s.State)
 		}
-		up.setStatus(http.StatusOK)
-		if err := f.do(t.Context(), t, up.url()); err != nil {
+		up.SetStatus(http.StatusOK)
+		if err := f.Do(t.Context(), t, up.URL()); err != nil {
 			t.Fatalf("next probe: %v", err)
 		}
 		want := []string{"closed>open", "open>half-open", "half-open>closed"}
-		if got := f.transitions(); !slices.Equal(got, want) {
+		if got := f.Transitions(); !slices.Equal(got, want) {
 			t.Errorf("transitions %v, want %v", got, want)
 		}
 	})
@@ -281,16 +282,16 @@ func TestNeverTrips(t *testing.T) {
 	}{{"404", http.StatusNotFound}, {"429", http.StatusTooManyRequests}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := fastPolicy()
+			p := FastPolicy()
 			p.ConsecutiveFailures, p.MinCalls, p.MaxAttempts = 1, 1, 2
-			f := setup(t, p)
-			up := newUpstream(t, tc.status)
+			f := Setup(t, p)
+			up := NewUpstream(t, tc.status)
 			for range 20 {
-				err := f.do(t.Context(), t, up.url())
-				if _, ok := asOpen(err); ok {
+				err := f.Do(t.Context(), t, up.URL())
+				if _, ok := AsOpen(err); ok {
 					t.Fatal("refused")
 				}
-				var se errHTTPStatus
+				var se ErrHTTPStatus
 				if !errors.As(err, &se) || int(se) != tc.status {
 					t.Fatalf("error %v, want the status %d", err, tc.status)
 				}
@@ -299,10 +300,10 @@ func TestNeverTrips(t *testing.T) {
 			if tc.status == http.StatusTooManyRequests {
 				want = 40 // a 429 is retried
 			}
-			if got := up.hits.Load(); got != want {
+			if got := up.Hits.Load(); got != want {
 				t.Errorf("server saw %d requests, want %d", got, want)
 			}
-			if tr := f.transitions(); len(tr) != 0 {
+			if tr := f.Transitions(); len(tr) != 0 {
 				t.Errorf("transitions %v, want none", tr)
 			}
 		})
@@ -312,37 +313,37 @@ func TestNeverTrips(t *testing.T) {
 func TestTrips(t *testing.T) {
 	t.Parallel()
 	slow := func(t *testing.T) string {
-		up := newUpstream(t, 0)
+		up := NewUpstream(t, 0)
 		stop := make(chan struct{})
 		t.Cleanup(func() { close(stop) }) // before the server closes
-		up.set(func(_ int64, w http.ResponseWriter, r *http.Request) {
+		up.Set(func(_ int64, w http.ResponseWriter, r *http.Request) {
 			// Never answers: only AttemptTimeout can end the attempt.
 			select {
 			case <-r.Context().Done():
 			case <-stop:
 			}
 		})
-		return up.url()
+		return up.URL()
 	}
 	for _, tc := range []struct {
 		name   string
 		target func(t *testing.T) string
 	}{
-		{"503", func(t *testing.T) string { return newUpstream(t, http.StatusServiceUnavailable).url() }},
-		{"connection refused", func(t *testing.T) string { return closedAddr(t) }},
+		{"503", func(t *testing.T) string { return NewUpstream(t, http.StatusServiceUnavailable).URL() }},
+		{"connection refused", func(t *testing.T) string { return ClosedAddr(t) }},
 		{"attempt timeout", slow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := fastPolicy()
+			p := FastPolicy()
 			// The slow server never answers, so only this ends its attempts;
 			// a 503 or a refusal that a loaded machine delays past it is a
 			// Failure all the same.
 			p.AttemptTimeout = 30 * time.Millisecond
-			f := setup(t, p)
+			f := Setup(t, p)
 			target := tc.target(t)
 			for i := range p.ConsecutiveFailures {
-				err := f.do(t.Context(), t, target)
+				err := f.Do(t.Context(), t, target)
 				var re *RetryError
 				if !errors.As(err, &re) || re.Outcome != Failure {
 					t.Fatalf("call %d: %v, want a *RetryError after a failure", i+1, err)
@@ -351,7 +352,7 @@ func TestTrips(t *testing.T) {
 					t.Fatalf("call %d: %v, want ErrAttemptTimeout", i+1, err)
 				}
 			}
-			if _, ok := asOpen(f.do(t.Context(), t, target)); !ok {
+			if _, ok := AsOpen(f.Do(t.Context(), t, target)); !ok {
 				t.Fatalf("not open after %d failures", p.ConsecutiveFailures)
 			}
 		})
@@ -360,37 +361,37 @@ func TestTrips(t *testing.T) {
 
 func TestCallerCancellationNeverTrips(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.ConsecutiveFailures, p.MinCalls = 1, 1
-	f := setup(t, p)
-	up := newUpstream(t, 0)
-	up.set(func(_ int64, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	f := Setup(t, p)
+	up := NewUpstream(t, 0)
+	up.Set(func(_ int64, _ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	for range 5 {
 		// The server never answers: the caller's deadline ends every call,
 		// however long the machine takes to get there.
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
-		err := f.do(ctx, t, up.url())
+		err := f.Do(ctx, t, up.URL())
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("got %v, want the caller's deadline", err)
 		}
 	}
-	if tr := f.transitions(); len(tr) != 0 {
+	if tr := f.Transitions(); len(tr) != 0 {
 		t.Errorf("transitions %v, want none", tr)
 	}
 }
 
 func TestRetriesAreOneLogicalCall(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.MaxAttempts = 3
 	p.ConsecutiveFailures, p.MinCalls = 2, 2 // counting attempts would trip at once
-	f := setup(t, p)
-	up := newUpstream(t, 0)
+	f := Setup(t, p)
+	up := NewUpstream(t, 0)
 	// Every request fails twice, then answers.
 	var mu sync.Mutex
 	seen := map[string]int{}
-	up.set(func(_ int64, w http.ResponseWriter, r *http.Request) {
+	up.Set(func(_ int64, w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen[r.URL.Path]++
 		n := seen[r.URL.Path]
@@ -403,8 +404,8 @@ func TestRetriesAreOneLogicalCall(t *testing.T) {
 	})
 	var ok, refused int
 	for i := range 10 {
-		target := up.srv.URL + "/page/" + string(rune('a'+i))
-		switch err := f.do(t.Context(), t, target); {
+		target := up.Srv.URL + "/page/" + string(rune('a'+i))
+		switch err := f.Do(t.Context(), t, target); {
 		case err == nil:
 			ok++
 		case errors.As(err, new(*OpenError)):
@@ -416,27 +417,27 @@ func TestRetriesAreOneLogicalCall(t *testing.T) {
 	if ok != 10 || refused != 0 {
 		t.Errorf("%d successes, %d refusals; want 10, 0", ok, refused)
 	}
-	if tr := f.transitions(); len(tr) != 0 {
+	if tr := f.Transitions(); len(tr) != 0 {
 		t.Errorf("transitions %v, want none", tr)
 	}
-	if got := up.hits.Load(); got != 30 {
+	if got := up.Hits.Load(); got != 30 {
 		t.Errorf("server saw %d attempts, want 30", got)
 	}
 }
 
 func TestIsolation(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.MaxAttempts = 2
-	f := setup(t, p)
-	bad := newUpstream(t, http.StatusServiceUnavailable)
-	good := []*upstream{newUpstream(t, http.StatusOK), newUpstream(t, http.StatusOK)}
+	f := Setup(t, p)
+	bad := NewUpstream(t, http.StatusServiceUnavailable)
+	good := []*Upstream{NewUpstream(t, http.StatusOK), NewUpstream(t, http.StatusOK)}
 	var wg sync.WaitGroup
 	var goodRefused, goodFailed, badRefused atomic.Int64
 	for range 4 {
 		wg.Go(func() {
 			for range 25 {
-				if _, ok := asOpen(f.do(t.Context(), t, bad.url())); ok {
+				if _, ok := AsOpen(f.Do(t.Context(), t, bad.URL())); ok {
 					badRefused.Add(1)
 				}
 			}
@@ -444,8 +445,8 @@ func TestIsolation(t *testing.T) {
 		for _, g := range good {
 			wg.Go(func() {
 				for range 25 {
-					err := f.do(t.Context(), t, g.url())
-					if _, ok := asOpen(err); ok {
+					err := f.Do(t.Context(), t, g.URL())
+					if _, ok := AsOpen(err); ok {
 						goodRefused.Add(1)
 					} else if err != nil {
 						goodFailed.Add(1)
@@ -462,7 +463,7 @@ func TestIsolation(t *testing.T) {
 		t.Error("the failing origin was never refused")
 	}
 	for _, g := range good {
-		if s := f.state(t, g.origin(t)); s.State != StateClosed || s.Counts.Successes != 100 {
+		if s := f.State(t, g.Origin(t)); s.State != StateClosed || s.Counts.Successes != 100 {
 			t.Errorf("healthy origin %+v", s)
 		}
 	}
@@ -470,16 +471,16 @@ func TestIsolation(t *testing.T) {
 
 func TestRetryBudget(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.MaxAttempts = 5
 	p.ConsecutiveFailures, p.FailureRatio = 1000, 0 // keep it closed: budget only
 	p.RetryBudgetRatio, p.RetryBudgetMin = 0.2, 3
-	f := setup(t, p)
-	up := newUpstream(t, http.StatusServiceUnavailable)
+	f := Setup(t, p)
+	up := NewUpstream(t, http.StatusServiceUnavailable)
 	budgetStops := 0
 	for range 20 {
 		var re *RetryError
-		if err := f.do(t.Context(), t, up.url()); !errors.As(err, &re) {
+		if err := f.Do(t.Context(), t, up.URL()); !errors.As(err, &re) {
 			t.Fatalf("got %v, want a *RetryError", err)
 		} else if re.BudgetExhausted {
 			budgetStops++
@@ -487,7 +488,7 @@ func TestRetryBudget(t *testing.T) {
 	}
 	// Without a budget: 20 × 5 = 100 attempts. With it: 20 calls plus at
 	// most max(3, 0.2 × 20) = 4 retries.
-	if got := up.hits.Load(); got != 24 {
+	if got := up.Hits.Load(); got != 24 {
 		t.Errorf("server saw %d attempts, want 24", got)
 	}
 	if budgetStops == 0 {
@@ -502,19 +503,19 @@ func TestRetryBudget(t *testing.T) {
 func TestRetryAfterPausesTheOrigin(t *testing.T) {
 	t.Parallel()
 	const pause = 300 * time.Millisecond
-	p := fastPolicy()
+	p := FastPolicy()
 	p.MaxAttempts = 2
 	p.MaxRetryAfter = time.Second
-	f := setup(t, p)
-	f.reg.sleep = f.clock.Sleep
-	f.reg.rand = func() float64 { return 0.5 } // each waiter's jitter: a tenth of the pause
-	start := f.clock.Now()
-	up := newUpstream(t, 0)
+	f := Setup(t, p)
+	SetSleep(f.Reg, f.Clock.Sleep)
+	SetJitter(f.Reg, func() float64 { return 0.5 }) // each waiter's jitter: a tenth of the pause
+	start := f.Clock.Now()
+	up := NewUpstream(t, 0)
 	var mu sync.Mutex
 	var at []time.Duration // the fixture's clock at each request, from the 429 on
-	up.set(func(n int64, w http.ResponseWriter, _ *http.Request) {
+	up.Set(func(n int64, w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
-		at = append(at, f.clock.Now().Sub(start))
+		at = append(at, f.Clock.Now().Sub(start))
 		mu.Unlock()
 		if n == 1 {
 			w.Header().Set("Retry-After", "0.3")
@@ -523,46 +524,46 @@ func TestRetryAfterPausesTheOrigin(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	other := newUpstream(t, http.StatusOK)
+	other := NewUpstream(t, http.StatusOK)
 
 	first := make(chan error, 1)
-	go func() { first <- f.do(t.Context(), t, up.url()) }()
-	f.clock.waitSleeping(t, 1, first) // the 429 landed and its caller waits out the pause
-	if s := f.state(t, up.origin(t)); !s.PausedUntil.Equal(start.Add(pause)) {
+	go func() { first <- f.Do(t.Context(), t, up.URL()) }()
+	f.Clock.WaitSleeping(t, 1, first) // the 429 landed and its caller waits out the pause
+	if s := f.State(t, up.Origin(t)); !s.PausedUntil.Equal(start.Add(pause)) {
 		t.Errorf("paused until %s after the start, want %s", s.PausedUntil.Sub(start), pause)
 	}
 	// Another origin is not paused: its call returns while the paused
 	// caller still sleeps, without a wait of its own.
 	otherDone := make(chan error, 1)
-	go func() { otherDone <- f.do(t.Context(), t, other.url()) }()
-	if err := await(t, "the call to another origin", otherDone); err != nil {
+	go func() { otherDone <- f.Do(t.Context(), t, other.URL()) }()
+	if err := Await(t, "the call to another origin", otherDone); err != nil {
 		t.Fatal(err)
 	}
-	if w := f.clock.waits(); len(w) != 1 {
+	if w := f.Clock.Waits(); len(w) != 1 {
 		t.Errorf("waits %v: the call to another origin waited", w)
 	}
 	// A second caller of the paused origin waits too.
 	second := make(chan error, 1)
-	go func() { second <- f.do(t.Context(), t, up.url()) }()
-	f.clock.waitSleeping(t, 2, second)
-	if n := up.hits.Load(); n != 1 {
+	go func() { second <- f.Do(t.Context(), t, up.URL()) }()
+	f.Clock.WaitSleeping(t, 2, second)
+	if n := up.Hits.Load(); n != 1 {
 		t.Fatalf("%d requests during the pause, want only the 429", n)
 	}
 	want := pause + pause/10
-	if w := f.clock.waits(); len(w) != 2 || w[0] != want || w[1] != want {
+	if w := f.Clock.Waits(); len(w) != 2 || w[0] != want || w[1] != want {
 		t.Errorf("waits %v, want two of the pause plus jitter, %s", w, want)
 	}
 
 	// A nanosecond short of the longest wait nobody wakes; past it both go.
-	f.clock.Advance(want - time.Nanosecond)
-	if n := f.clock.sleeping(); n != 2 {
+	f.Clock.Advance(want - time.Nanosecond)
+	if n := f.Clock.Sleeping(); n != 2 {
 		t.Fatalf("%d callers still waiting a nanosecond before the pause and its jitter end, want 2", n)
 	}
-	f.clock.Advance(time.Nanosecond)
-	if err := await(t, "the first caller", first); err != nil {
+	f.Clock.Advance(time.Nanosecond)
+	if err := Await(t, "the first caller", first); err != nil {
 		t.Fatal(err)
 	}
-	if err := await(t, "the second caller", second); err != nil {
+	if err := Await(t, "the second caller", second); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -575,60 +576,60 @@ func TestRetryAfterPausesTheOrigin(t *testing.T) {
 			t.Errorf("a request went out %s after the 429, inside its %s pause", d, pause)
 		}
 	}
-	if tr := f.transitions(); len(tr) != 0 {
+	if tr := f.Transitions(); len(tr) != 0 {
 		t.Errorf("transitions %v, want none", tr)
 	}
 }
 
 func TestOpenDurationGrowsAndDecays(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.ConsecutiveFailures = 1
 	p.OpenBase, p.OpenMax, p.OpenDecay = 120*time.Millisecond, 300*time.Millisecond, 250*time.Millisecond
-	clock := newFakeClock()
-	f := setup(t, p, withClock(clock))
-	f.reg.rand = func() float64 { return 0.5 } // no jitter: factor 1.0
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	oe := f.tripOpen(t, up.url())
+	clock := NewFakeClock()
+	f := Setup(t, p, RegistryClock(clock))
+	SetJitter(f.Reg, func() float64 { return 0.5 }) // no jitter: factor 1.0
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	oe := f.TripOpen(t, up.URL())
 	for range 3 {
 		clock.Advance(oe.RetryAfter)
-		if _, ok := asOpen(f.do(t.Context(), t, up.url())); ok { // the failing probe
+		if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); ok { // the failing probe
 			t.Fatal("probe refused")
 		}
 		var ok bool
-		if oe, ok = asOpen(f.do(t.Context(), t, up.url())); !ok {
+		if oe, ok = AsOpen(f.Do(t.Context(), t, up.URL())); !ok {
 			t.Fatal("not re-opened after a failed probe")
 		}
 	}
 	// The events carry the open durations exactly (jitter is pinned); a
 	// refusal's RetryAfter is what is left of them.
 	want := []time.Duration{120, 240, 300, 300} // OpenBase × opens, capped by OpenMax
-	for i, d := range f.openDurations() {
+	for i, d := range f.OpenDurations() {
 		if i >= len(want) || d != want[i]*time.Millisecond {
-			t.Errorf("open durations %v, want %v ms", f.openDurations(), want)
+			t.Errorf("open durations %v, want %v ms", f.OpenDurations(), want)
 			break
 		}
 	}
 	if oe.RetryAfter <= 0 || oe.RetryAfter > 300*time.Millisecond {
 		t.Errorf("RetryAfter %s, want in (0, 300ms]", oe.RetryAfter)
 	}
-	if s := f.state(t, up.origin(t)); s.ConsecutiveOpens != 4 {
+	if s := f.State(t, up.Origin(t)); s.ConsecutiveOpens != 4 {
 		t.Errorf("ConsecutiveOpens %d, want 4", s.ConsecutiveOpens)
 	}
 	// Recover, stay healthy for two OpenDecay periods: 4 halves twice to 1,
 	// so the next trip is the second consecutive open.
 	clock.Advance(oe.RetryAfter)
-	up.setStatus(http.StatusOK)
-	if err := f.do(t.Context(), t, up.url()); err != nil {
+	up.SetStatus(http.StatusOK)
+	if err := f.Do(t.Context(), t, up.URL()); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2*p.OpenDecay + 10*time.Millisecond)
-	up.setStatus(http.StatusServiceUnavailable)
-	f.tripOpen(t, up.url())
-	if ds := f.openDurations(); ds[len(ds)-1] != 240*time.Millisecond {
+	up.SetStatus(http.StatusServiceUnavailable)
+	f.TripOpen(t, up.URL())
+	if ds := f.OpenDurations(); ds[len(ds)-1] != 240*time.Millisecond {
 		t.Errorf("after a healthy spell the open duration is %s, want 240ms", ds[len(ds)-1])
 	}
-	if s := f.state(t, up.origin(t)); s.ConsecutiveOpens != 2 {
+	if s := f.State(t, up.Origin(t)); s.ConsecutiveOpens != 2 {
 		t.Errorf("ConsecutiveOpens %d after decay, want 2", s.ConsecutiveOpens)
 	}
 }
@@ -638,38 +639,38 @@ func TestOpenDurationGrowsAndDecays(t *testing.T) {
 // other calls opened the origin meanwhile: one wait, no further attempt.
 func TestOpenedMeanwhileStopsRetries(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.ConsecutiveFailures = 1
 	p.MaxAttempts = 5
 	p.BackoffBase, p.BackoffMax = 400*time.Millisecond, 400*time.Millisecond
 	p.OpenBase, p.OpenMax = time.Second, time.Second
 	p.RetryBudgetRatio, p.RetryBudgetMin = 0, 1 // A takes the only retry
-	f := setup(t, p)
-	f.reg.sleep = f.clock.Sleep
-	f.reg.rand = func() float64 { return 0.99 }
-	up := newUpstream(t, http.StatusServiceUnavailable)
+	f := Setup(t, p)
+	SetSleep(f.Reg, f.Clock.Sleep)
+	SetJitter(f.Reg, func() float64 { return 0.99 })
+	up := NewUpstream(t, http.StatusServiceUnavailable)
 	a := make(chan error, 1)
-	go func() { a <- f.do(t.Context(), t, up.url()) }()
-	f.clock.waitSleeping(t, 1, a) // A failed once and is backing off now
+	go func() { a <- f.Do(t.Context(), t, up.URL()) }()
+	f.Clock.WaitSleeping(t, 1, a) // A failed once and is backing off now
 	// B fails without a retry (the budget is spent) and trips the breaker.
 	var re *RetryError
-	if err := f.do(t.Context(), t, up.url()); !errors.As(err, &re) || !re.BudgetExhausted {
+	if err := f.Do(t.Context(), t, up.URL()); !errors.As(err, &re) || !re.BudgetExhausted {
 		t.Fatalf("B: %v, want a budget-exhausted *RetryError", err)
 	}
 	backoff := time.Duration(0.99 * float64(p.BackoffMax))
-	f.clock.Advance(backoff)
-	err := await(t, "A", a)
-	oe, ok := asOpen(err)
+	f.Clock.Advance(backoff)
+	err := Await(t, "A", a)
+	oe, ok := AsOpen(err)
 	if !ok {
 		t.Fatalf("A: %v, want an *OpenError", err)
 	}
 	if want := p.OpenMax - backoff; oe.RetryAfter != want {
 		t.Errorf("A refused with retry after %s, want the rest of the cooldown, %s", oe.RetryAfter, want)
 	}
-	if w := f.clock.waits(); len(w) != 1 || w[0] != backoff {
+	if w := f.Clock.Waits(); len(w) != 1 || w[0] != backoff {
 		t.Errorf("waits %v, want A's one backoff of %s", w, backoff)
 	}
-	if got := up.hits.Load(); got != 2 {
+	if got := up.Hits.Load(); got != 2 {
 		t.Errorf("server saw %d requests, want 2 (A's first attempt and B)", got)
 	}
 }
@@ -742,7 +743,7 @@ func TestPacing(t *testing.T) {
 	t.Run("in-flight cap per origin", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			p := fastPolicy()
+			p := FastPolicy()
 			p.MaxInFlightPerOrigin = 2
 			reg := NewRegistry(Config{Policy: p}, nil)
 			h := newHeldCalls()
@@ -761,7 +762,7 @@ func TestPacing(t *testing.T) {
 	t.Run("global in-flight bound", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			reg := NewRegistry(Config{MaxInFlight: 3, Policy: fastPolicy()}, nil)
+			reg := NewRegistry(Config{MaxInFlight: 3, Policy: FastPolicy()}, nil)
 			h := newHeldCalls()
 			ctx, cancel := context.WithCancel(t.Context())
 			var wg sync.WaitGroup
@@ -780,7 +781,7 @@ func TestPacing(t *testing.T) {
 	t.Run("rate limit", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			p := fastPolicy()
+			p := FastPolicy()
 			p.RateLimit, p.Burst = 50, 1
 			reg := NewRegistry(Config{Policy: p}, nil)
 			start := time.Now()
@@ -806,7 +807,7 @@ func TestPacing(t *testing.T) {
 	t.Run("a wait for a token ends with ctx", func(t *testing.T) {
 		t.Parallel()
 		synctest.Test(t, func(t *testing.T) {
-			p := fastPolicy()
+			p := FastPolicy()
 			p.RateLimit, p.Burst = 1.0/3600, 1 // the second token comes in an hour
 			var transitions atomic.Int64
 			reg := NewRegistry(Config{Policy: p, OnStateChange: func(StateChange) { transitions.Add(1) }}, nil)

@@ -60,11 +60,13 @@
 // whose RetryAfter is the time until the next probe. The open duration is
 // OpenBase × the number of consecutive opens, capped by OpenMax, with ±20%
 // jitter; the count of consecutive opens halves for every OpenDecay the
-// origin then stays closed. gobreaker's own Timeout is fixed per breaker, so
-// it is set to a nanosecond and the package keeps the open deadline itself.
+// origin then stays closed. gobreaker's own Timeout is fixed per breaker and
+// reads the real clock, so it is set to a nanosecond and the package keeps
+// the open deadline itself, on Config.Clock (see state.go for what
+// gobreaker decides and what the package adds).
 //
-// Half-open: after the cooldown up to HalfOpenMaxCalls probes are admitted;
-// others are refused. HalfOpenMaxCalls consecutive successful probes close the
+// Half-open: after the cooldown up to HalfOpenMaxCalls probes are admitted
+// (gobreaker's MaxRequests); others are refused. HalfOpenMaxCalls consecutive successful probes close the
 // breaker with a fresh window; one failed probe re-opens it at once, for a
 // longer time. A probe whose outcome is neither (cancelled, throttled) gives
 // its slot back without deciding anything.
@@ -78,8 +80,8 @@
 // lock, so the package only records them there and delivers them after the
 // gobreaker call has returned. Registry.Snapshot reports this process's view
 // of every origin it used; `ingestd status` and `ingestd breaker list` read
-// the cluster's verdicts from breaker_state instead (SharedState.Verdicts),
-// since the process asking is not the one polling. An OriginWatch on
+// the cluster's verdicts from breaker_state instead (pgshare.Cluster.Verdicts),
+// since the process asking is not the one polling. A pgshare.OriginWatch on
 // Config.OnStateChange reports an origin stuck open across several
 // cooldowns and marks it in breaker_state for feed_freshness.
 //
@@ -90,36 +92,42 @@
 // that tests move a fake clock instead of sleeping. Context deadlines are
 // compared with the real clock they were set on.
 //
+// # Packages
+//
+// This package is the in-process core: policy, origin state, registry,
+// retries, pacing and in-flight slots. It imports no database client and no
+// metrics client, so that httpcall and the protocol packages above it do
+// not either. Two seams carry the rest, both wired in main:
+//
+//   - Config.Observer is told every attempt, call result and state change;
+//     breaker/breakermetrics implements it with the Prometheus series
+//     (ingestd_breaker_requests_total, _calls_total, _state, _transitions_total).
+//   - Config.Shared (the Shared interface) shares verdicts with the other
+//     instances; breaker/pgshare implements it on PostgreSQL's breaker_state
+//     table (NOTIFY cache, async writer, probe leases, operator overrides,
+//     clock-skew estimate) and holds the OriginWatch.
+//
 // # Shared verdicts
 //
-// With Config.Shared (a SharedState on the breaker_state table), several
-// instances and restarts agree. gobreaker stays the local detector of trips;
-// what follows a trip is the cluster's:
+// With Config.Shared, several instances and restarts agree. gobreaker stays
+// the local detector of trips; what follows a trip is the cluster's:
 //
-//   - A trip is written (asynchronously) as open until open_until; a trigger
-//     NOTIFYs the origin, and every instance re-reads the row into its cache
-//     and refuses with the same RetryAfter, within milliseconds. A reload
-//     every few seconds covers lost notifications. Do reads only the cache.
-//   - After open_until an instance must win the probe lease (an UPDATE that
-//     succeeds only when no live lease exists) before its probe goes out;
-//     the others refuse for the rest of the lease. The holder renews the
-//     lease while probing; if it dies the lease lapses and another instance
-//     probes. A successful probe closes the row for everyone (and gives
-//     every instance a fresh gobreaker); a failed one re-opens it, longer.
-//   - Start loads every row, so a restarted instance keeps an open origin
-//     open until its time without sending a request.
-//   - Manual overrides (SetOverride, `ingestd breaker open|close|auto`):
-//     open refuses every call (OpenError.Override), closed admits every call
-//     without the breaker, none lets the breaker decide; all are logged.
-//     Lifting an open override resumes the work it parked (WithResume):
-//     now, or when none hands the origin back to an open breaker, at the
-//     end of that breaker's cooldown.
-//   - breaker_state has one writer, this package: SharedState writes the
-//     verdicts and overrides, OriginWatch only the stuck flag. The probe
-//     lease, the refresh interval and the query timeout are SharedOptions
-//     (`ingestd run -breaker-probe-lease, -breaker-refresh,
-//     -breaker-query-timeout`).
-//   - While the database is unreachable, cached verdicts still refuse until
+//   - A trip is published (asynchronously) as open until open_until, and
+//     every instance refuses with the same RetryAfter as soon as its cache
+//     holds the row. Do reads only the cache (Shared.View).
+//   - After open_until an instance must win the probe lease
+//     (Shared.AcquireLease) before its probe goes out; the others refuse for
+//     the rest of the lease. The holder renews the lease while probing; if
+//     it dies the lease lapses and another instance probes. A successful
+//     probe closes the verdict for everyone (and gives every instance a
+//     fresh gobreaker); a failed one re-opens it, longer.
+//   - Manual overrides (Override, `ingestd breaker open|close|auto`): open
+//     refuses every call (OpenError.Override), closed admits every call
+//     without the breaker, none lets the breaker decide.
+//   - While the store is unreachable, cached verdicts still refuse until
 //     their time and each instance's own breaker decides the rest; taking
-//     the lease is the only query on a caller's path, bounded by a timeout.
+//     the lease is the only query on a caller's path, bounded by its
+//     implementation's timeout.
+//
+// See breaker/pgshare for how the verdicts are stored, shared and resumed.
 package breaker

@@ -1,6 +1,9 @@
-package breaker
+package breaker_test
 
 import (
+	. "github.com/ingestd/ingestd/breaker"
+	. "github.com/ingestd/ingestd/breaker/internal/breakertest"
+
 	"errors"
 	"net/http"
 	"net/url"
@@ -13,7 +16,7 @@ func TestDefaultPolicyIsValid(t *testing.T) {
 	if err := DefaultPolicy().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := fastPolicy().Validate(); err != nil {
+	if err := FastPolicy().Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -89,65 +92,65 @@ func TestOrigin(t *testing.T) {
 
 func TestSetPolicy(t *testing.T) {
 	t.Parallel()
-	f := setup(t, fastPolicy())
-	up := newUpstream(t, http.StatusServiceUnavailable)
-	origin := up.origin(t)
-	bad := fastPolicy()
+	f := Setup(t, FastPolicy())
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
+	bad := FastPolicy()
 	bad.MaxAttempts = 0
-	if err := f.reg.SetPolicy(origin, bad); !errors.Is(err, ErrInvalidPolicy) {
+	if err := f.Reg.SetPolicy(origin, bad); !errors.Is(err, ErrInvalidPolicy) {
 		t.Fatalf("SetPolicy(invalid) = %v", err)
 	}
-	p := fastPolicy()
+	p := FastPolicy()
 	p.ConsecutiveFailures = 2
 	p.OpenBase = 300 * time.Millisecond
-	if err := f.reg.SetPolicy(origin, p); err != nil {
+	if err := f.Reg.SetPolicy(origin, p); err != nil {
 		t.Fatal(err)
 	}
-	if f.reg.Policy(origin) != p {
+	if f.Reg.Policy(origin) != p {
 		t.Fatal("Policy does not return the policy set")
 	}
-	f.tripOpen(t, up.url())
-	if got := up.hits.Load(); got != 2 {
+	f.TripOpen(t, up.URL())
+	if got := up.Hits.Load(); got != 2 {
 		t.Fatalf("tripped after %d calls, want 2 (the origin's own policy)", got)
 	}
 	// Replacing the policy of an open origin keeps it open.
 	p.ConsecutiveFailures = 4
-	if err := f.reg.SetPolicy(origin, p); err != nil {
+	if err := f.Reg.SetPolicy(origin, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := asOpen(f.do(t.Context(), t, up.url())); !ok {
+	if _, ok := AsOpen(f.Do(t.Context(), t, up.URL())); !ok {
 		t.Fatal("a new policy reopened the origin to traffic")
 	}
-	if s := f.state(t, origin); s.State != StateOpen || s.ConsecutiveOpens != 1 {
+	if s := f.State(t, origin); s.State != StateOpen || s.ConsecutiveOpens != 1 {
 		t.Errorf("after SetPolicy: %+v", s)
 	}
 	// Another origin keeps the registry's default.
-	if f.reg.Policy("http://elsewhere:80") != fastPolicy() {
+	if f.Reg.Policy("http://elsewhere:80") != FastPolicy() {
 		t.Error("another origin lost the default policy")
 	}
 }
 
 func TestStateChangeHookMayCallBack(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.ConsecutiveFailures = 1
-	up := newUpstream(t, http.StatusServiceUnavailable)
+	up := NewUpstream(t, http.StatusServiceUnavailable)
 	var reg *Registry
 	var seen []OriginState
 	// The clock stands still, so the hook's call meets the open breaker
 	// however long the machine takes.
-	reg = NewRegistry(Config{Policy: p, Clock: newFakeClock(), OnStateChange: func(ev StateChange) {
+	reg = NewRegistry(Config{Policy: p, Clock: NewFakeClock(), OnStateChange: func(ev StateChange) {
 		// A hook that reads the registry, or even calls the same origin,
 		// must not deadlock: events are delivered outside gobreaker's lock.
 		seen = append(seen, reg.Snapshot()...)
-		_ = reg.Do(t.Context(), ev.Origin, get(http.DefaultClient, up.url()))
+		_ = reg.Do(t.Context(), ev.Origin, Get(http.DefaultClient, up.URL()))
 	}}, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = reg.Do(t.Context(), up.origin(t), get(http.DefaultClient, up.url()))
+		_ = reg.Do(t.Context(), up.Origin(t), Get(http.DefaultClient, up.URL()))
 	}()
-	await(t, "deadlock: Do did not return", done)
+	Await(t, "deadlock: Do did not return", done)
 	if len(seen) != 1 || seen[0].State != StateOpen {
 		t.Errorf("the hook saw %+v, want one open origin", seen)
 	}
@@ -163,7 +166,7 @@ func TestErrorMessages(t *testing.T) {
 	if got, want := oe.Error(), "breaker: https://a:443 is open, retry after 42ms"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
-	inner := errHTTPStatus(503)
+	inner := ErrHTTPStatus(503)
 	re := &RetryError{Origin: "https://a:443", Attempts: 3, Outcome: Failure, Err: inner}
 	if !errors.Is(re, inner) {
 		t.Error("RetryError does not unwrap to the last error")

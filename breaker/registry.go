@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -28,19 +27,22 @@ type Config struct {
 	// order per origin; it should return quickly (hand slow work such as a
 	// database write to its own goroutine).
 	OnStateChange func(StateChange)
-	// Shared, if set, shares verdicts with the other instances through
-	// Postgres (see SharedState); nil keeps every verdict in this process.
-	// The registry only reads and writes through it: the caller starts and
-	// closes it.
-	Shared *SharedState
-	// Registerer, if set, gets the package's metrics: attempts and logical
-	// calls by origin and outcome, breaker state and transitions by origin.
-	Registerer prometheus.Registerer
+	// Shared, if set, shares verdicts with the other instances (see Shared;
+	// breaker/pgshare keeps them in PostgreSQL); nil keeps every verdict in
+	// this process. The registry only reads and writes through it: the
+	// caller starts and closes it.
+	Shared Shared
+	// Observer, if set, is told every attempt, call result and state change
+	// (breaker/breakermetrics turns them into Prometheus series).
+	Observer Observer
 	// Clock, if set, tells the time (see Clock). Nil means Shared's clock
-	// with a SharedState, the real clock otherwise: the registry and its
-	// SharedState must share one, because the cached verdicts' times are
-	// converted between the database's clock and this one.
+	// with a Shared, the real clock otherwise: the registry and its Shared
+	// must share one, because the cached verdicts' times are converted
+	// between the store's clock and this one.
 	Clock Clock
+	// Jitter, if set, is the source of jitter in [0, 1) (cooldowns,
+	// backoffs, 429 resumes); nil means math/rand. Tests pin it.
+	Jitter func() float64
 }
 
 // StateChange is one transition of an origin's breaker.
@@ -74,7 +76,7 @@ type OriginState struct {
 	ConsecutiveOpens int
 	// PausedUntil is set while a 429's Retry-After holds the origin back.
 	PausedUntil time.Time
-	// Override is the manual override in force (with a SharedState), until
+	// Override is the manual override in force (with a Shared), until
 	// OverrideUntil (zero: until changed), and why.
 	Override       Override
 	OverrideUntil  time.Time
@@ -90,11 +92,11 @@ type Registry struct {
 	logger        *slog.Logger
 	defaultPolicy Policy
 	onStateChange func(StateChange)
-	shared        *SharedState
+	shared        Shared
 	rand          func() float64                             // jitter source in [0, 1); tests may pin it
 	sleep         func(context.Context, time.Duration) error // backoffs and 429 pauses (see Clock); tests may replace it
 	clock         Clock
-	metrics       *metrics
+	observer      Observer
 
 	mu       sync.Mutex
 	policies map[string]Policy
@@ -120,7 +122,15 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 	}
 	clock := cfg.Clock
 	if clock == nil && cfg.Shared != nil {
-		clock = cfg.Shared.opts.clock
+		clock = cfg.Shared.Clock()
+	}
+	var observer Observer = nopObserver{}
+	if cfg.Observer != nil {
+		observer = cfg.Observer
+	}
+	jitter := cfg.Jitter
+	if jitter == nil {
+		jitter = rand.Float64
 	}
 	return &Registry{
 		clock:         orSystem(clock),
@@ -129,9 +139,9 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 		defaultPolicy: p,
 		onStateChange: cfg.OnStateChange,
 		shared:        cfg.Shared,
-		rand:          rand.Float64,
+		rand:          jitter,
 		sleep:         sleep,
-		metrics:       newMetrics(cfg.Registerer),
+		observer:      observer,
 		policies:      make(map[string]Policy),
 		origins:       make(map[string]*origin),
 	}
@@ -155,15 +165,21 @@ func (r *Registry) SetPolicy(origin string, p Policy) error {
 	}
 	o := newOrigin(r, origin, p)
 	old.mu.Lock()
-	if r.clock.Now().Before(old.openUntil) {
-		o.openUntil = old.openUntil
-		o.eff = StateOpen
-		o.openSeq = old.openSeq
-	}
+	openUntil, openSeq := old.openUntil, old.openSeq
 	o.opens = old.opens
 	o.closedAt = old.closedAt
 	o.pausedUntil, o.pauseSpan = old.pausedUntil, old.pauseSpan
 	old.mu.Unlock()
+	if r.clock.Now().Before(openUntil) {
+		// The new breaker starts open for the rest of the cooldown, as the
+		// old one was: no event, since callers see no change.
+		o.gate.Lock()
+		o.forceOpenGated(forcedOpen{until: openUntil, quiet: true})
+		o.gate.Unlock()
+		o.mu.Lock()
+		o.openSeq = openSeq
+		o.mu.Unlock()
+	}
 	r.origins[origin] = o
 	return nil
 }
@@ -230,8 +246,7 @@ func (r *Registry) emit(ev StateChange) {
 		attrs = append(attrs, slog.String("decided_by", ev.DecidedBy))
 	}
 	r.logger.LogAttrs(context.Background(), level, "breaker state change", attrs...)
-	r.metrics.transitions.WithLabelValues(ev.Origin, ev.From.String(), ev.To.String()).Inc()
-	r.metrics.state.WithLabelValues(ev.Origin).Set(stateValue(ev.To))
+	r.observer.StateChange(ev)
 	if r.onStateChange != nil {
 		r.onStateChange(ev)
 	}
@@ -255,84 +270,108 @@ func (r *Registry) Do(ctx context.Context, origin string, fn AttemptFunc) error 
 	if err != nil {
 		var open *OpenError
 		if errors.As(err, &open) {
-			r.metrics.calls.WithLabelValues(origin, resultRefused).Inc()
+			r.observer.Call(origin, CallRefused)
 		}
 		return err
 	}
 	// Exactly one report per call. Anything but a decided Success or Failure,
-	// including a panic in fn, is reported as neither, which frees a
-	// half-open probe slot without deciding the probe.
-	var final error = errNeither
-	var last Result
-	defer func() {
-		if final == errFailed {
-			o.noteError(last.Err) // before done: a trip publishes it
-		}
-		done(final)
-		o.flush()
-		result := resultNeither
-		switch final {
-		case nil:
-			result = resultSuccess
-		case errFailed:
-			result = resultFailure
-		}
-		r.metrics.calls.WithLabelValues(origin, result).Inc()
-	}()
+	// including a panic in fn, is reported as Ignored (neither), which frees
+	// a half-open probe slot without deciding the probe.
+	c := &call{o: o, seq: seq, final: Ignored}
+	defer c.report(done)
+	return c.run(ctx, fn)
+}
 
-	p := o.policy
+// call is one logical call admitted by its origin's breaker.
+type call struct {
+	o   *origin
+	seq uint64 // the origin's trip sequence at admission
+	// final is the outcome done reports: Success, Failure, or (anything
+	// else) Ignored.
+	final Outcome
+	last  Result
+}
+
+// report hands the call's final outcome to the breaker, once.
+func (c *call) report(done func(error)) {
+	if c.final == Failure {
+		c.o.noteError(c.last.Err) // before done: a trip publishes it
+	}
+	done(&callReport{outcome: c.final, err: c.last.Err})
+	c.o.flush()
+	result := CallNeither
+	switch c.final {
+	case Success:
+		result = CallSuccess
+	case Failure:
+		result = CallFailure
+	}
+	c.o.reg.observer.Call(c.o.name, result)
+}
+
+// run runs the attempts of the call and returns its error (see Do).
+func (c *call) run(ctx context.Context, fn AttemptFunc) error {
+	o, p := c.o, c.o.policy
 	attempt := 0
 	for attempt < p.MaxAttempts {
 		if attempt > 0 {
-			if err := o.stillAdmitted(seq); err != nil {
-				return err
-			}
-			o.mu.Lock()
-			ok := o.budget.tryRetry(r.clock.Now(), p.RetryBudgetRatio, p.RetryBudgetMin)
-			o.mu.Unlock()
-			if !ok {
-				if last.Outcome == Failure {
-					final = errFailed
-				}
-				return &RetryError{Origin: origin, Attempts: attempt, Outcome: last.Outcome, BudgetExhausted: true, Err: last.Err}
-			}
-			// A 429 with Retry-After has paused the origin; that pause is
-			// this retry's wait, so it gets no backoff on top.
-			if last.Outcome == Failure || last.RetryAfter <= 0 {
-				if err := r.sleep(ctx, r.backoff(p, attempt)); err != nil {
-					return fmt.Errorf("breaker: %s: waiting to retry: %w", origin, err)
-				}
-			}
-			// The backoff may have been long: look again.
-			if err := o.stillAdmitted(seq); err != nil {
+			if err := c.beforeRetry(ctx, attempt); err != nil {
 				return err
 			}
 		}
 		attempt++
-		last = o.attempt(ctx, attempt, fn)
-		switch last.Outcome {
+		c.last = o.attempt(ctx, attempt, fn)
+		switch c.last.Outcome {
 		case Success:
-			final = nil
-			return last.Err
+			c.final = Success
+			return c.last.Err
 		case Ignored:
-			return last.Err
+			return c.last.Err
 		case Throttled:
-			o.pause(last.RetryAfter)
-			if te := o.throttledTooLong(ctx, last); te != nil {
+			o.pause(c.last.RetryAfter)
+			if te := o.throttledTooLong(ctx, c.last); te != nil {
 				return te
 			}
 		case Failure:
-			if last.Err == nil {
-				last.Err = errUnspecifiedFailure
+			if c.last.Err == nil {
+				c.last.Err = errUnspecifiedFailure
 			}
 		}
 	}
 	// A call that ran out of attempts on 429s is neither: the origin answered,
 	// it only asked us to slow down, and pacing must never trip the breaker.
-	if last.Outcome == Failure {
-		final = errFailed
+	if c.last.Outcome == Failure {
+		c.final = Failure
 	}
-	return &RetryError{Origin: origin, Attempts: attempt, Outcome: last.Outcome, Err: last.Err}
+	return &RetryError{Origin: o.name, Attempts: attempt, Outcome: c.last.Outcome, Err: c.last.Err}
+}
+
+// beforeRetry decides whether retry number attempt may go out: the origin
+// must still admit the call, its retry budget must allow one more, and the
+// backoff must pass.
+func (c *call) beforeRetry(ctx context.Context, attempt int) error {
+	o, p, r := c.o, c.o.policy, c.o.reg
+	if err := o.stillAdmitted(c.seq); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	ok := o.budget.tryRetry(r.clock.Now(), p.RetryBudgetRatio, p.RetryBudgetMin)
+	o.mu.Unlock()
+	if !ok {
+		if c.last.Outcome == Failure {
+			c.final = Failure
+		}
+		return &RetryError{Origin: o.name, Attempts: attempt, Outcome: c.last.Outcome, BudgetExhausted: true, Err: c.last.Err}
+	}
+	// A 429 with Retry-After has paused the origin; that pause is this
+	// retry's wait, so it gets no backoff on top.
+	if c.last.Outcome == Failure || c.last.RetryAfter <= 0 {
+		if err := r.sleep(ctx, r.backoff(p, attempt)); err != nil {
+			return fmt.Errorf("breaker: %s: waiting to retry: %w", o.name, err)
+		}
+	}
+	// The backoff may have been long: look again.
+	return o.stillAdmitted(c.seq)
 }
 
 // throttledTooLong returns a *ThrottledError when the Retry-After of a 429
@@ -383,7 +422,7 @@ func (o *origin) attempt(ctx context.Context, n int, fn AttemptFunc) Result {
 			res.Err = fmt.Errorf("%w after %s: %w", ErrAttemptTimeout, o.policy.AttemptTimeout, res.Err)
 		}
 	}
-	o.reg.metrics.attempts.WithLabelValues(o.name, res.Outcome.String()).Inc()
+	o.reg.observer.Attempt(o.name, res.Outcome)
 	return res
 }
 

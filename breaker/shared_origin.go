@@ -5,213 +5,222 @@ import (
 	"time"
 )
 
-// With a SharedState, an origin's gobreaker only detects trips from the
-// closed state. Everything after a trip (the cooldown, the one probe, the
-// re-open or the close) follows breaker_state: the cooldown ends at the
-// cluster's open_until, the probe needs the cluster's lease, and a close
-// decided by another instance replaces the gobreaker with a fresh one. While
-// the database is unreachable the same half-open logic runs without the
-// lease, so each instance's breaker decides alone.
+// With a Shared, an origin's gobreaker still decides what it decides alone
+// (trips, probes, closes); the cluster adds three things. A verdict read
+// from the cache forces the local breaker (another instance's open opens
+// it until the cluster's open_until, its close closes it). A half-open
+// probe needs the cluster's lease, so that one instance probes for all.
+// And every open or close decided here is published. While the store is
+// unreachable the probes go out without the lease, so each instance's
+// breaker decides alone.
 
-// admitShared is admit with a SharedState.
+// admitShared is admit with a Shared.
 func (o *origin) admitShared(ctx context.Context) (func(error), uint64, error) {
 	sh := o.reg.shared
 	for range 2 { // once more after losing the lease race, with the winner's row
-		vw := sh.view(o.name)
+		vw := sh.View(o.name)
 		now := o.reg.clock.Now()
-		o.mu.Lock()
-		o.syncLocked(vw, now)
-		switch vw.v.EffectiveOverride(vw.dbNow(now)) {
-		case OverrideOpen:
-			err := o.overrideRefusal(vw, now)
-			o.mu.Unlock()
-			o.flush()
-			return nil, 0, err
-		case OverrideClosed:
-			// The operator vouches for the origin: no breaker at all, so the
-			// call reports nothing (pacing still applies in attempt).
-			seq := o.openSeq
-			o.budget.addCall(now)
-			o.mu.Unlock()
-			o.flush()
-			return func(error) {}, seq, nil
-		}
-		if now.Before(o.openUntil) {
-			err := &OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)}
-			o.mu.Unlock()
-			o.flush()
-			return nil, 0, err
-		}
-		if o.eff == StateClosed {
-			o.mu.Unlock()
-			o.flush()
-			return o.admitLocal()
-		}
-
-		// Half-open: the cooldown is over.
-		if o.probing >= o.policy.HalfOpenMaxCalls || o.leasing {
-			err := &OpenError{Origin: o.name, RetryAfter: o.probeRefusalRetryAfter(now)}
-			o.mu.Unlock()
-			o.flush()
-			return nil, 0, err
-		}
-		if vw.reachable && !(o.leaseHeld && now.Before(o.leaseUntil)) {
-			dbNow := vw.dbNow(now)
-			if vw.v.open() && vw.v.ProbeOwner != "" && vw.v.ProbeOwner != sh.id && dbNow.Before(vw.v.ProbeUntil) {
-				err := &OpenError{Origin: o.name, RetryAfter: vw.v.ProbeUntil.Sub(dbNow)}
-				o.mu.Unlock()
+		o.gate.Lock()
+		o.syncGated(vw, now)
+		a, needLease := o.admitSharedGated(vw, now)
+		if needLease {
+			if lost := o.takeLeaseGated(ctx); lost {
+				o.gate.Unlock()
 				o.flush()
-				return nil, 0, err
-			}
-			o.leasing = true
-			opens := o.opens
-			o.mu.Unlock()
-			o.flush()
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sh.opts.timeout)
-			won, err := sh.acquireLease(lctx, o.name, opens)
-			cancel()
-			now = o.reg.clock.Now()
-			o.mu.Lock()
-			o.leasing = false
-			if err == nil && !won {
-				o.mu.Unlock()
 				continue // the cache now holds the winner's row
 			}
-			if won {
-				o.leaseHeld, o.leaseUntil = true, now.Add(sh.leaseDuration())
-				if o.leaseStop != nil {
-					o.leaseStop()
-				}
-				o.leaseStop = sh.startRenewal(o.name)
-				// Our own lease row is in the cache: sync it, so that an
-				// origin closed meanwhile is open again here too.
-				o.syncLocked(sh.view(o.name), now)
-			}
-			// err != nil: the database is away; probe on this instance's
-			// own judgement, as a breaker without a SharedState would.
+			a = o.allowGated()
 		}
-		if o.eff == StateOpen {
-			o.queue(now, StateHalfOpen, Counts{}, 0)
-		}
-		o.probing++
-		seq := o.openSeq
-		o.budget.addCall(now)
-		o.mu.Unlock()
+		o.gate.Unlock()
 		o.flush()
-		return func(final error) { o.probeDone(seq, final) }, seq, nil
+		return a.done, a.seq, a.err
 	}
-	vw := sh.view(o.name)
-	now := o.reg.clock.Now()
-	retry := o.policy.OpenBase
-	if dbNow := vw.dbNow(now); vw.v.open() {
-		if dbNow.Before(vw.v.ProbeUntil) {
-			retry = vw.v.ProbeUntil.Sub(dbNow)
-		} else if dbNow.Before(vw.v.OpenUntil) {
-			retry = vw.v.OpenUntil.Sub(dbNow)
-		}
-	}
-	return nil, 0, &OpenError{Origin: o.name, RetryAfter: retry}
+	return nil, 0, o.lostLeaseRefusal()
 }
 
-// probeDone reports the outcome of a half-open probe admitted under seq.
-func (o *origin) probeDone(seq uint64, final error) {
+// admission is admit's answer.
+type admission struct {
+	done func(error)
+	seq  uint64
+	err  error
+}
+
+// refused is the admission of a call refused with err.
+func refused(err error) *admission { return &admission{err: err} }
+
+// admitSharedGated decides a call from the cached verdict, or reports that
+// the probe lease must be taken first. Needs gate.
+func (o *origin) admitSharedGated(vw SharedView, now time.Time) (a admission, needLease bool) {
+	o.mu.Lock()
+	decided := o.admitOverrideLocked(vw, now)
+	if decided == nil {
+		decided = o.admitCooldownLocked(vw, now)
+	}
+	needLease = decided == nil && o.state != StateClosed && vw.Reachable && !(o.leaseHeld && now.Before(o.leaseUntil))
+	o.mu.Unlock()
+	switch {
+	case decided != nil:
+		return *decided, false
+	case needLease:
+		return admission{}, true
+	}
+	return o.allowGated(), false
+}
+
+// admitOverrideLocked decides a call under an operator's override; nil
+// when none is in force. Needs mu.
+func (o *origin) admitOverrideLocked(vw SharedView, now time.Time) *admission {
+	switch vw.Verdict.EffectiveOverride(vw.DBNow(now)) {
+	case OverrideOpen:
+		return refused(o.overrideRefusal(vw, now))
+	case OverrideClosed:
+		// The operator vouches for the origin: no breaker at all, so the
+		// call reports nothing (pacing still applies in attempt).
+		o.budget.addCall(now)
+		return &admission{done: func(error) {}, seq: o.openSeq}
+	}
+	return nil
+}
+
+// admitCooldownLocked refuses a call while the origin cools down, while
+// this instance asks for the lease, or while another instance holds the
+// cluster's probe lease; nil otherwise. Needs mu.
+func (o *origin) admitCooldownLocked(vw SharedView, now time.Time) *admission {
+	if now.Before(o.openUntil) {
+		return refused(&OpenError{Origin: o.name, RetryAfter: o.openUntil.Sub(now)})
+	}
+	if o.state == StateClosed {
+		return nil
+	}
+	if o.leasing {
+		return refused(&OpenError{Origin: o.name, RetryAfter: o.probeRefusalRetryAfter(now)})
+	}
+	if vw.Reachable && !(o.leaseHeld && now.Before(o.leaseUntil)) {
+		v, dbNow := vw.Verdict, vw.DBNow(now)
+		if v.open() && v.ProbeOwner != "" && v.ProbeOwner != o.reg.shared.InstanceID() && dbNow.Before(v.ProbeUntil) {
+			return refused(&OpenError{Origin: o.name, RetryAfter: v.ProbeUntil.Sub(dbNow)})
+		}
+	}
+	return nil
+}
+
+// takeLeaseGated asks the cluster for the probe lease, releasing gate during
+// the query, and reports whether another instance won it. A store that
+// cannot be reached lets this instance probe on its own judgement, as a
+// breaker without a Shared would. Needs gate; holds it again on return.
+func (o *origin) takeLeaseGated(ctx context.Context) (lost bool) {
+	sh := o.reg.shared
+	o.mu.Lock()
+	o.leasing = true
+	opens := o.opens
+	o.mu.Unlock()
+	o.gate.Unlock()
+	o.flush()
+	won, err := sh.AcquireLease(context.WithoutCancel(ctx), o.name, opens)
+	o.gate.Lock()
 	now := o.reg.clock.Now()
 	o.mu.Lock()
-	o.probing--
-	if seq != o.openSeq || o.eff != StateHalfOpen {
-		// The verdict changed while the probe ran (another instance closed
-		// or re-opened the origin, or an operator did): it no longer decides.
+	o.leasing = false
+	if err == nil && !won {
 		o.mu.Unlock()
-		o.flush()
-		return
+		return true
 	}
-	held := o.leaseHeld && now.Before(o.leaseUntil)
-	switch final {
-	case nil:
-		o.probeOK++
-		if o.probeOK < o.policy.HalfOpenMaxCalls {
-			break
+	if won {
+		o.leaseHeld, o.leaseUntil = true, now.Add(sh.LeaseDuration())
+		if o.leaseStop != nil {
+			o.leaseStop()
 		}
-		o.resetClosedLocked(now, "")
-		if held {
-			o.pubs = append(o.pubs, write{kind: writeClose, origin: o.name})
-		} else {
-			// Decided without the lease (the database was away): the
-			// cluster's row, if any, is settled by a probe under the lease.
-			o.reg.shared.dropPending(o.name)
-		}
-	case errFailed:
-		o.stopLeaseLocked()
-		o.opens++
-		d := o.openDuration()
-		o.openUntil = now.Add(d)
-		o.openSeq++
-		o.probeOK = 0
-		o.queue(now, StateOpen, Counts{Requests: 1, Failures: 1, ConsecutiveFailures: 1}, d)
-		o.pubs = append(o.pubs, write{kind: writeOpen, origin: o.name, open: d, opens: o.opens, lastErr: o.lastErr})
-	default: // neither: the probe decided nothing, so its slot and lease go back
-		if o.probing == 0 && o.probeOK == 0 && o.leaseHeld {
-			o.stopLeaseLocked()
-			if held {
-				o.pubs = append(o.pubs, write{kind: writeRelease, origin: o.name})
-			}
-		}
+		o.leaseStop = sh.RenewLease(o.name)
 	}
 	o.mu.Unlock()
-	o.flush()
+	if won {
+		// Our own lease row is in the cache: sync it, so that an origin
+		// closed meanwhile is open again here too.
+		o.syncGated(sh.View(o.name), now)
+	}
+	return false
 }
 
-// syncLocked brings the origin in line with the cached row when the row
+// releaseIdleLeaseGated gives the lease back when a probe decided nothing
+// and no other probe of this instance is in flight or has succeeded: the
+// lease must not hold the cluster back for a probe that never came. Needs
+// gate.
+func (o *origin) releaseIdleLeaseGated() {
+	o.mu.Lock()
+	halfOpen := o.state == StateHalfOpen
+	o.mu.Unlock()
+	if !halfOpen {
+		return
+	}
+	if c := o.cb.Counts(); c.Requests > c.TotalExclusions {
+		return // a probe is in flight, or has succeeded
+	}
+	now := o.reg.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.leaseHeld {
+		return
+	}
+	held := now.Before(o.leaseUntil)
+	o.stopLeaseLocked()
+	if held {
+		o.pubs = append(o.pubs, Publication{Kind: PublishRelease, Origin: o.name})
+	}
+}
+
+// lostLeaseRefusal is the refusal of a call that lost the lease race twice:
+// the winner's probe decides within its lease.
+func (o *origin) lostLeaseRefusal() error {
+	vw := o.reg.shared.View(o.name)
+	now := o.reg.clock.Now()
+	retry := o.policy.OpenBase
+	if dbNow := vw.DBNow(now); vw.Verdict.open() {
+		if dbNow.Before(vw.Verdict.ProbeUntil) {
+			retry = vw.Verdict.ProbeUntil.Sub(dbNow)
+		} else if dbNow.Before(vw.Verdict.OpenUntil) {
+			retry = vw.Verdict.OpenUntil.Sub(dbNow)
+		}
+	}
+	return &OpenError{Origin: o.name, RetryAfter: retry}
+}
+
+// syncGated brings the origin in line with the cached row when the row
 // changed since the last sync. It acts on changes only: a row that turned
 // open (or was re-opened) opens the origin until its open_until; a row that
 // turned closed closes it. Comparing with the last row seen, not the local
 // state, keeps a trip of this instance that the table has not recorded yet
-// from being undone by a stale read. Needs mu.
-func (o *origin) syncLocked(vw view, now time.Time) {
-	if vw.gen == o.seenGen {
+// from being undone by a stale read. Needs gate, not mu.
+func (o *origin) syncGated(vw SharedView, now time.Time) {
+	o.mu.Lock()
+	if vw.Gen == o.seenGen {
+		o.mu.Unlock()
 		return
 	}
 	prev := o.seen
-	o.seen, o.seenGen = vw.v, vw.gen
-	v := vw.v
+	o.seen, o.seenGen = vw.Verdict, vw.Gen
+	v := vw.Verdict
+	var force *forcedOpen
 	switch {
 	case v.open():
 		o.opens = max(o.opens, v.ConsecutiveOpens)
-		until := vw.local(v.OpenUntil)
+		until := vw.Local(v.OpenUntil)
 		switch {
-		case o.eff == StateClosed:
-			o.openSeq++
-			o.probeOK = 0
-			o.openUntil = until
-			o.queueBy(now, StateOpen, Counts{}, max(until.Sub(now), 0), v.UpdatedBy)
+		case o.state == StateClosed:
+			force = &forcedOpen{until: until, by: v.UpdatedBy}
 		case !prev.open() || !v.OpenUntil.Equal(prev.OpenUntil):
-			if o.eff == StateHalfOpen && now.Before(until) {
+			if o.state == StateHalfOpen && now.Before(until) {
 				// Re-opened elsewhere while this instance was half-open.
-				o.stopLeaseLocked()
-				o.openSeq++
-				o.probeOK = 0
-				o.queueBy(now, StateOpen, Counts{}, until.Sub(now), v.UpdatedBy)
+				force = &forcedOpen{until: until, by: v.UpdatedBy}
+			} else {
+				o.openUntil = until
 			}
-			o.openUntil = until
 		}
-	case prev.open() && o.eff != StateClosed:
+	case prev.open() && o.state != StateClosed:
 		o.resetClosedLocked(now, v.UpdatedBy)
 	}
-}
-
-// resetClosedLocked closes the origin with a fresh gobreaker (and so a fresh
-// window): gobreaker has no reset, and its open or half-open state must not
-// outlive the verdict. Needs mu.
-func (o *origin) resetClosedLocked(now time.Time, by string) {
-	o.stopLeaseLocked()
-	o.cbGen++
-	o.cb.Store(o.newBreaker(o.cbGen))
-	o.openUntil = time.Time{}
-	o.closedAt = now
-	o.openSeq++
-	o.probeOK = 0
-	if o.eff != StateClosed {
-		o.queueBy(now, StateClosed, Counts{}, 0, by)
+	o.mu.Unlock()
+	if force != nil {
+		o.forceOpenGated(*force)
 	}
 }
 
@@ -227,12 +236,12 @@ func (o *origin) stopLeaseLocked() {
 // overrideRefusal is the refusal under an open override: until it lapses,
 // or, for an override without end, OpenMax, so that parked work comes back
 // at the pace of the longest open rather than never. Needs mu.
-func (o *origin) overrideRefusal(vw view, now time.Time) *OpenError {
+func (o *origin) overrideRefusal(vw SharedView, now time.Time) *OpenError {
 	retry := o.policy.OpenMax
-	if until := vw.local(vw.v.OverrideUntil); !until.IsZero() {
+	if until := vw.Local(vw.Verdict.OverrideUntil); !until.IsZero() {
 		retry = until.Sub(now)
 	}
-	return &OpenError{Origin: o.name, RetryAfter: retry, Override: true, Reason: vw.v.OverrideReason}
+	return &OpenError{Origin: o.name, RetryAfter: retry, Override: true, Reason: vw.Verdict.OverrideReason}
 }
 
 // probeRefusalRetryAfter is the RetryAfter of a call refused while this
@@ -249,7 +258,7 @@ func (o *origin) noteError(err error) {
 	if o.reg.shared == nil || err == nil {
 		return
 	}
-	msg := o.reg.shared.redactError(err)
+	msg := o.reg.shared.RedactError(err)
 	o.mu.Lock()
 	o.lastErr = msg
 	o.mu.Unlock()

@@ -1,6 +1,9 @@
-package breaker
+package breaker_test
 
 import (
+	. "github.com/ingestd/ingestd/breaker"
+	. "github.com/ingestd/ingestd/breaker/internal/breakertest"
+
 	"context"
 	"errors"
 	"net/http"
@@ -32,13 +35,13 @@ func TestLongRetryAfterEndsTheCall(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := fastPolicy()
+			p := FastPolicy()
 			p.MaxAttempts = 3
 			p.MaxRetryAfter = tc.maxRetryAfter
-			f := setup(t, p)
-			f.reg.sleep = forbidSleep(t)
-			up := newUpstream(t, 0)
-			up.set(func(_ int64, w http.ResponseWriter, _ *http.Request) {
+			f := Setup(t, p)
+			SetSleep(f.Reg, ForbidSleep(t))
+			up := NewUpstream(t, 0)
+			up.Set(func(_ int64, w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Retry-After", tc.header)
 				w.WriteHeader(http.StatusTooManyRequests)
 			})
@@ -48,18 +51,18 @@ func TestLongRetryAfterEndsTheCall(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
 				defer cancel()
 			}
-			err := f.do(ctx, t, up.url())
+			err := f.Do(ctx, t, up.URL())
 			var te *ThrottledError
-			if !errors.As(err, &te) || te.RetryAfter != tc.wantRetry || te.Requested != tc.wantRequested || te.Origin != up.origin(t) {
+			if !errors.As(err, &te) || te.RetryAfter != tc.wantRetry || te.Requested != tc.wantRequested || te.Origin != up.Origin(t) {
 				t.Fatalf("err %v (%T); want *ThrottledError retry after %s", err, err, tc.wantRetry)
 			}
-			if n := up.hits.Load(); n != 1 {
+			if n := up.Hits.Load(); n != 1 {
 				t.Errorf("%d requests, want 1 (no retry into a pause)", n)
 			}
-			if !strings.Contains(err.Error(), "asked to retry after") || !strings.Contains(err.Error(), up.origin(t)) {
+			if !strings.Contains(err.Error(), "asked to retry after") || !strings.Contains(err.Error(), up.Origin(t)) {
 				t.Errorf("message %q", err)
 			}
-			if s := f.state(t, up.origin(t)); !s.PausedUntil.Equal(f.clock.Now().Add(tc.wantRetry)) {
+			if s := f.State(t, up.Origin(t)); !s.PausedUntil.Equal(f.Clock.Now().Add(tc.wantRetry)) {
 				t.Errorf("paused until %s, want %s from now", s.PausedUntil, tc.wantRetry)
 			}
 			// The origin is paused: another call whose deadline falls inside
@@ -67,14 +70,14 @@ func TestLongRetryAfterEndsTheCall(t *testing.T) {
 			// left of the pause (all of it: the clock has not moved).
 			ctx2, cancel2 := context.WithTimeout(t.Context(), time.Hour)
 			defer cancel2()
-			err = f.do(ctx2, t, up.url())
+			err = f.Do(ctx2, t, up.URL())
 			if !errors.As(err, &te) || te.RetryAfter != tc.wantRetry || te.Requested != 0 {
 				t.Errorf("call into the pause: %v (%T), want *ThrottledError retry after %s", err, err, tc.wantRetry)
 			}
-			if n := up.hits.Load(); n != 1 {
+			if n := up.Hits.Load(); n != 1 {
 				t.Errorf("the call into the pause sent %d requests", n-1)
 			}
-			if tr := f.transitions(); len(tr) != 0 {
+			if tr := f.Transitions(); len(tr) != 0 {
 				t.Errorf("transitions %v: pacing must never trip the breaker", tr)
 			}
 		})
@@ -87,21 +90,21 @@ func TestLongRetryAfterEndsTheCall(t *testing.T) {
 // the caller's context is still live, so the call did not wait for it.
 func TestRateLimitPastDeadline(t *testing.T) {
 	t.Parallel()
-	p := fastPolicy()
+	p := FastPolicy()
 	p.RateLimit = 1.0 / 3600 // one token an hour
 	p.Burst = 1
-	f := setup(t, p)
-	up := newUpstream(t, http.StatusOK)
-	if err := f.do(t.Context(), t, up.url()); err != nil {
+	f := Setup(t, p)
+	up := NewUpstream(t, http.StatusOK)
+	if err := f.Do(t.Context(), t, up.URL()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	err := f.do(ctx, t, up.url())
+	err := f.Do(ctx, t, up.URL())
 	if !errors.Is(err, ErrPastDeadline) || !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "rate: Wait") {
 		t.Fatalf("err %v, want ErrPastDeadline", err)
 	}
-	if up.hits.Load() != 1 {
-		t.Errorf("%d requests, want 1", up.hits.Load())
+	if up.Hits.Load() != 1 {
+		t.Errorf("%d requests, want 1", up.Hits.Load())
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/internal/memstat"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -70,7 +69,7 @@ jurisdictions:
 	p := breaker.DefaultPolicy()
 	p.RateLimit = 0 // measure ingestd, not the politeness towards a county
 	breakers := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	manager := feeds.NewManager(postgis.New(pool), wfs.NewClient(&http.Client{}, breakers, nil))
+	manager := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: breakers}))
 	if err := manager.Update(b.Context(), cfg); err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // lighttpd is a real static file server (Debian lighttpd, which
@@ -248,7 +247,7 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	w := &wire{}
-	mgr := feeds.NewManager(store, wfs.NewClient(w.client(), nil, logger), feeds.WithLogger(logger), feeds.WithRegisterer(reg))
+	mgr := feeds.NewManager(store, feeds.NewFetchers(feeds.FetcherDeps{HTTP: w.client(), Logger: logger}), feeds.WithLogger(logger), feeds.WithRegisterer(reg))
 	t.Cleanup(mgr.Stop)
 	if err := mgr.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

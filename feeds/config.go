@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/ingestd/ingestd/internal/kindconf"
+	"github.com/ingestd/ingestd/internal/yamlconf"
 
 	// Embedded so that a jurisdiction's timezone validates (and schedules fire) the
 	// same on a slim container without /usr/share/zoneinfo as on the operator's laptop.
@@ -22,7 +24,6 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // Config is a parsed and validated jurisdictions.yaml. Defaults have been merged
@@ -58,8 +59,9 @@ type Defaults struct {
 	// does not count.
 	QueueTimeout Duration `yaml:"queue_timeout"`
 	PageSize     int      `yaml:"page_size"`
-	Version      string   `yaml:"version"`
-	OutputFormat string   `yaml:"output_format"`
+	// Kinds holds each kind's own defaults (wfs: version, output_format),
+	// as its kindconf.Kind.ParseDefaults read them, by kind.
+	Kinds map[string]any `yaml:"-"`
 	// Breaker is the circuit breaker, retry and pacing policy of every origin
 	// whose jurisdiction does not override it.
 	Breaker breaker.Policy `yaml:"breaker"`
@@ -91,13 +93,11 @@ const DefaultMaxInFlight = 20
 //     servers nobody asked.
 //   - timeout 10m: the budget of a whole poll (all pages).
 //   - request_timeout 60s: the budget of one HTTP request (one page).
-//   - page_size 1000: features per WFS request; small enough for servers'
+//   - page_size 1000: features per request; small enough for servers'
 //     default maxFeatures caps, large enough to keep request counts low.
-//   - version "2.0.0", output_format "application/json". Either may be "auto":
-//     the poll then reads the server's GetCapabilities (cached for an hour) and
-//     picks the best version ingestd speaks, GeoJSON else GML 3.2 else GML 3.1.1,
-//     and turns paging off with a warning when the server cannot page
-//     (wfs.Negotiate has the rules).
+//
+// A kind's own defaults (wfs: version "2.0.0", output_format
+// "application/json") are its package's (see kindconf.Kind.ParseDefaults).
 func BuiltinDefaults() Defaults {
 	return Defaults{
 		Schedule:        "0 * * * *",
@@ -105,8 +105,7 @@ func BuiltinDefaults() Defaults {
 		RequestTimeout:  Duration(60 * time.Second),
 		QueueTimeout:    Duration(30 * time.Minute),
 		PageSize:        1000,
-		Version:         "2.0.0",
-		OutputFormat:    "application/json",
+		Kinds:           (&parser{Parser: &yamlconf.Parser{}}).kindDefaults(nil, "defaults"),
 		Breaker:         breaker.DefaultPolicy(),
 		InvalidGeometry: InvalidRepair,
 		InvalidFeature:  InvalidRepair,
@@ -144,22 +143,21 @@ type Jurisdiction struct {
 	SchemaChange string `yaml:"schema_change"`
 }
 
-// Feed is one layer to mirror.
+// Feed is one layer to mirror: the settings every kind shares, and the
+// kind's own in Settings (of the kind's type, parsed by its package).
 //
-// For a geojson feed the WFS-only settings (version, output_format, page_size) are
-// left empty rather than filled from defaults: the document is fetched in one
-// request as it is.
+// A kind may leave a common setting empty rather than filled from defaults:
+// a geojson feed's page_size and type_name (the document is fetched in one
+// request as it is), an arcgis feed's page_size unless set on the feed.
 type Feed struct {
-	ID           string `yaml:"id"`
-	Kind         string `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
-	URL          string `yaml:"url"`
-	TypeName     string `yaml:"type_name"`
-	Version      string `yaml:"version"`
-	OutputFormat string `yaml:"output_format"`
-	PageSize     int    `yaml:"page_size"`
-	IDProperty   string `yaml:"id_property"`
-	SortBy       string `yaml:"sort_by"`
-	Schedule     string `yaml:"schedule"`
+	ID         string `yaml:"id"`
+	Kind       string `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
+	URL        string `yaml:"url"`
+	TypeName   string `yaml:"type_name"`
+	PageSize   int    `yaml:"page_size"`
+	IDProperty string `yaml:"id_property"`
+	SortBy     string `yaml:"sort_by"`
+	Schedule   string `yaml:"schedule"`
 	// Timeout is the poll's budget of its own work: requests, reading,
 	// staging, applying. Time spent waiting in line for a request slot is
 	// not counted; QueueTimeout bounds it.
@@ -196,14 +194,6 @@ type Feed struct {
 	// BBox is the jurisdiction's extent.
 	BBox *BBox `yaml:"-"`
 
-	// ArcGIS REST (kind arcgis; see config_arcgis.go). Its token is in
-	// Headers (ArcGISTokenHeader).
-
-	// Where is the query's where clause ("": 1=1).
-	Where string `yaml:"where"`
-	// OutFields is the query's outFields ("": *).
-	OutFields string `yaml:"out_fields"`
-
 	// Jurisdiction is the ID of the jurisdiction the feed belongs to.
 	Jurisdiction string `yaml:"-"`
 	// Location is the jurisdiction's time zone, in which Schedule is read.
@@ -212,39 +202,21 @@ type Feed struct {
 	// cron.Cron.Schedule rather than re-parsing Schedule.
 	Cron cron.Schedule `yaml:"-"`
 
-	// OGC API – Features (kind ogcapi). PageSize is sent as limit.
-
-	// Collection is the collection id when URL is the landing page.
-	Collection string `yaml:"collection"`
-	// CRS is the Part 2 CRS to ask for ("" means CRS84).
-	CRS string `yaml:"crs"`
-	// FilterBBox is the feed's bbox filter (minx, miny, maxx, maxy in
-	// CRS84), sent as bbox=; not the jurisdiction's extent (BBox).
-	FilterBBox []float64 `yaml:"bbox"`
-	// Completeness is what proves the collection whole (config_ogcapi.go):
-	// "" or CompletenessNumberMatched, or CompletenessLinksOnly.
-	Completeness string `yaml:"completeness"`
+	// Settings are the kind's own settings (wfs.Settings,
+	// arcgis.Settings, ogcapi.Settings; nil for geojson).
+	Settings source.Settings `yaml:"-"`
 }
-
-// Feed kinds.
-const (
-	KindWFS     = "wfs"
-	KindGeoJSON = "geojson"
-	// KindOGCAPI is an OGC API – Features collection (package ogcapi).
-	KindOGCAPI = "ogcapi"
-)
 
 // Key returns "jurisdiction/feed", the feed's name in logs, SQL and the CLI.
 func (f *Feed) Key() string { return f.Jurisdiction + "/" + f.ID }
 
-// Layer returns what the wfs client needs to fetch the feed.
+// Layer returns what the fetcher of the feed's kind needs to fetch it.
 func (f *Feed) Layer() source.Layer {
 	return source.Layer{
 		Kind:           f.Kind,
 		URL:            f.URL,
 		TypeName:       f.TypeName,
-		Version:        f.Version,
-		OutputFormat:   f.OutputFormat,
+		Settings:       f.Settings,
 		PageSize:       f.PageSize,
 		IDProperty:     f.IDProperty,
 		SortBy:         f.SortBy,
@@ -254,15 +226,9 @@ func (f *Feed) Layer() source.Layer {
 
 		CrossOriginRedirects: f.Redirects == RedirectsFollow,
 
-		Where:      f.Where,
-		OutFields:  f.OutFields,
-		Collection: f.Collection,
-		CRS:        f.CRS,
-		BBox:       f.FilterBBox,
-		LinksOnly:  f.Completeness == CompletenessLinksOnly,
-		// Typed layers: a WFS layer's schema is its DescribeFeatureType;
-		// an OGC API collection's, its schema or queryables, when linked.
-		DescribeSchema: f.Kind == KindWFS || f.Kind == KindOGCAPI,
+		// Typed layers: a kind that declares its layers' schema (WFS
+		// DescribeFeatureType; OGC API schema or queryables) reads it.
+		DescribeSchema: describesSchema(f.Kind),
 	}
 }
 
@@ -320,56 +286,14 @@ func (c *Config) Feed(key string) (*Feed, bool) {
 	return nil, false
 }
 
-// ConfigError is one problem in a config file, positioned so an editor can jump to
-// it. Field is the path of the offending value, e.g. "jurisdictions[1].feeds[0].url".
-type ConfigError struct {
-	File   string
-	Line   int // 1-based; 0 when the problem concerns the whole file
-	Column int // 1-based; 0 when unknown
-	Field  string
-	Msg    string
-}
+// ConfigError is one problem in a config file, positioned so an editor can
+// jump to it (see yamlconf.Error).
+type ConfigError = yamlconf.Error
 
-// Error formats e as "file:line:column: field: message".
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-		if e.Column > 0 {
-			fmt.Fprintf(&b, ":%d", e.Column)
-		}
-	}
-	b.WriteString(": ")
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
-
-// ConfigErrors is every problem found in a config file, in file order. Loading
-// reports them all at once so that an operator fixes a file in one round.
-type ConfigErrors []*ConfigError
-
-// Error lists the problems one per line.
-func (es ConfigErrors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap lets errors.As find the individual *ConfigError values.
-func (es ConfigErrors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-	return out
-}
+// ConfigErrors is every problem found in a config file, in file order.
+// Loading reports them all at once so that an operator fixes a file in one
+// round.
+type ConfigErrors = yamlconf.Errors
 
 // LoadConfig reads, parses and validates the config file at path, expanding ${VAR}
 // from the process environment. See ParseConfig.
@@ -399,33 +323,27 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	p := &parser{file: path, env: env, now: time.Now()}
+	p := &parser{Parser: &yamlconf.Parser{File: path, Env: env}, now: time.Now()}
 	cfg := p.parse(data)
-	if errs := sortErrors(p.errs); len(errs) > 0 {
+	if errs := p.Errors(); len(errs) > 0 {
 		return nil, errs
 	}
-	cfg.Warnings = sortErrors(p.warns)
+	cfg.Warnings = p.Warnings()
 	return cfg, nil
 }
 
 // Keys accepted in each mapping, checked so that a typo ("typename") is an error
-// instead of a silently ignored setting.
+// instead of a silently ignored setting. A kind's own keys are its package's
+// (kindconf.Kind.Keys, DefaultKeys): see feedKeys and defaultsKeys.
 var (
-	topKeys      = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
-	defaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "version", "output_format", "breaker", "max_shrink", "invalid_geometry",
+	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
+	commonDefaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "breaker", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "schema_change", "history"}
 	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
 		"schema_change", "history"}
-	feedKeys = []string{"id", "kind", "url", "type_name", "version", "output_format", "page_size",
+	commonFeedKeys = []string{"id", "kind", "url", "type_name", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits", "headers", "schema_change", "history",
-		"where", "out_fields", "token", // arcgis only
-		"collection", "crs", "bbox", "completeness"} // ogcapi only (ogcapiKeys)
-	wfsVersions = []string{"2.0.0", "1.1.0"}
-	// Query parameters the wfs client writes itself; one pasted into url along
-	// with a whole GetFeature request would be sent twice or contradict the config.
-	wfsOwnParams = []string{"service", "request", "version", "typename", "typenames", "outputformat",
-		"count", "maxfeatures", "startindex", "sortby", "resulttype"}
+		"invalid_feature", "redirects", "limits", "headers", "schema_change", "history"}
 )
 
 // idPattern keeps ids safe in SQL, logs, metric labels and `poll JURISDICTION/FEED`.
@@ -440,77 +358,30 @@ const maxIDLen = 63
 // (page_size: 0 means "no paging", not "inherit"), and ${VAR} is expanded after
 // parsing without shifting positions.
 type parser struct {
-	file  string
-	env   func(string) (string, bool)
-	now   time.Time
-	errs  ConfigErrors
-	warns ConfigErrors
+	*yamlconf.Parser
+	now time.Time
 }
 
-func (p *parser) at(n *yaml.Node, field, format string, args ...any) *ConfigError {
-	e := &ConfigError{File: p.file, Field: field, Msg: fmt.Sprintf(format, args...)}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	return e
+// duration reads key as a positive Duration (yamlconf.Parser.Duration).
+func (p *parser) duration(m *yamlconf.Mapping, key, path string) (Duration, *yaml.Node, bool, bool) {
+	v, n, present, ok := p.Duration(m, key, path)
+	return Duration(v), n, present, ok
 }
-
-func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) {
-	p.errs = append(p.errs, p.at(n, field, format, args...))
-}
-
-func (p *parser) warnf(n *yaml.Node, field, format string, args ...any) {
-	p.warns = append(p.warns, p.at(n, field, format, args...))
-}
-
-// sortErrors puts es in file order and drops repeats: a mapping pulled in twice
-// through a merge key (<<: *anchor) would otherwise report its problems twice.
-func sortErrors(es ConfigErrors) ConfigErrors {
-	sort.SliceStable(es, func(i, j int) bool {
-		if es[i].Line != es[j].Line {
-			return es[i].Line < es[j].Line
-		}
-		return es[i].Column < es[j].Column
-	})
-	out := es[:0]
-	for _, e := range es {
-		// Same place, same problem: the field paths differ only by which mapping
-		// merged it in; the first (the anchor's own) is kept.
-		if n := len(out); n > 0 && e.Line == out[n-1].Line && e.Column == out[n-1].Column && e.Msg == out[n-1].Msg {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// yamlLineRE pulls the line out of go-yaml's syntax errors ("yaml: line 7: ...").
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func (p *parser) parse(data []byte) *Config {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		e := &ConfigError{File: p.file, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			e.Line, _ = strconv.Atoi(m[1])
-			e.Msg = m[2]
-		}
-		p.errs = append(p.errs, e)
-		return nil
-	}
-	if len(doc.Content) == 0 {
-		p.errorf(nil, "", "empty config: expected a mapping with a jurisdictions list")
+	root := p.Document(data, "a mapping with a jurisdictions list")
+	if root == nil {
 		return nil
 	}
 
-	cfg := &Config{Path: p.file, MaxInFlight: DefaultMaxInFlight, Defaults: BuiltinDefaults(), DeadLetter: BuiltinDeadLetter()}
-	top, ok := p.mapping(doc.Content[0], "", topKeys)
+	cfg := &Config{Path: p.File, MaxInFlight: DefaultMaxInFlight, Defaults: BuiltinDefaults(), DeadLetter: BuiltinDeadLetter()}
+	top, ok := p.Mapping(root, "", topKeys)
 	if !ok {
 		return nil
 	}
-	if v, n, ok := p.integer(top, "max_in_flight", ""); ok {
+	if v, n, ok := p.Integer(top, "max_in_flight", ""); ok {
 		if v < 1 {
-			p.errorf(n, "max_in_flight", "must be at least 1, got %d", v)
+			p.Errorf(n, "max_in_flight", "must be at least 1, got %d", v)
 		} else {
 			cfg.MaxInFlight = v
 		}
@@ -519,19 +390,19 @@ func (p *parser) parse(data []byte) *Config {
 	d := p.defaults(top, &cfg.Defaults)
 	p.deadLetter(top, &cfg.DeadLetter)
 
-	if top.missing("jurisdictions") {
-		p.errorf(top.node, "jurisdictions", "required: list at least one jurisdiction")
+	if top.Missing("jurisdictions") {
+		p.Errorf(top.Node, "jurisdictions", "required: list at least one jurisdiction")
 	}
-	jn, present := top.get("jurisdictions")
+	jn, present := top.Get("jurisdictions")
 	if !present {
 		return cfg
 	}
-	items, ok := p.sequence(jn, "jurisdictions")
+	items, ok := p.Sequence(jn, "jurisdictions")
 	if !ok {
 		return cfg
 	}
 	if len(items) == 0 {
-		p.errorf(jn, "jurisdictions", "must list at least one jurisdiction")
+		p.Errorf(jn, "jurisdictions", "must list at least one jurisdiction")
 	}
 	seen := map[string]*yaml.Node{}
 	sources := map[string]sourceRef{} // url+type_name → first feed using it
@@ -543,7 +414,7 @@ func (p *parser) parse(data []byte) *Config {
 		}
 		if j.ID != "" {
 			if first, dup := seen[j.ID]; dup {
-				p.errorf(j.idNode, path+".id", "duplicate jurisdiction id %q (first at line %d)", j.ID, first.Line)
+				p.Errorf(j.idNode, path+".id", "duplicate jurisdiction id %q (first at line %d)", j.ID, first.Line)
 			} else {
 				seen[j.ID] = j.idNode
 			}
@@ -551,7 +422,7 @@ func (p *parser) parse(data []byte) *Config {
 		cfg.Jurisdictions = append(cfg.Jurisdictions, j.Jurisdiction)
 	}
 	cfg.originPolicies = p.originPolicies(cfg, seen)
-	p.history(doc.Content[0], cfg) // config_history.go
+	p.history(root, cfg) // config_history.go
 	return cfg
 }
 
@@ -564,24 +435,24 @@ type resolvedDefaults struct {
 	scheduleOK bool
 }
 
-func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
+func (p *parser) defaults(top *yamlconf.Mapping, d *Defaults) *resolvedDefaults {
 	rd := &resolvedDefaults{set: map[string]*yaml.Node{}, scheduleOK: true}
 	defer func() { rd.Defaults = *d }()
-	n, present := top.get("defaults")
+	n, present := top.Get("defaults")
 	if !present {
 		return rd
 	}
-	m, ok := p.mapping(n, "defaults", defaultsKeys)
+	m, ok := p.Mapping(n, "defaults", defaultsKeys())
 	if !ok {
 		return rd
 	}
 	const path = "defaults"
-	if s, present := p.str(m, "schedule", path); present {
-		rd.set["schedule"] = s.node
-		if s.ok {
+	if s, present := p.Str(m, "schedule", path); present {
+		rd.set["schedule"] = s.Node
+		if s.OK {
 			// Syntax only: each feed re-parses it in its jurisdiction's time zone.
 			if _, ok := p.schedule(s, path+".schedule", time.UTC); ok {
-				d.Schedule = s.val
+				d.Schedule = s.Val
 			} else {
 				rd.scheduleOK = false
 			}
@@ -589,6 +460,39 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 			rd.scheduleOK = false
 		}
 	}
+	p.defaultTimeouts(m, path, rd, d)
+	if v, n, ok := p.Integer(m, "page_size", path); ok {
+		rd.set["page_size"] = n
+		if v < 0 {
+			p.Errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
+		} else {
+			d.PageSize = v
+		}
+	}
+	d.Kinds = p.kindDefaults(m, path)
+	d.Breaker = p.breakerPolicy(m, path, d.Breaker)
+	if v, ok := p.maxShrink(m, path); ok {
+		d.MaxShrink = v
+	}
+	if v, ok := p.invalidGeometry(m, path); ok {
+		d.InvalidGeometry = v
+	}
+	if v, ok := p.invalidFeature(m, path); ok {
+		d.InvalidFeature = v
+	}
+	if v, ok := p.schemaChange(m, path); ok {
+		d.SchemaChange = v
+	}
+	if v, ok := p.redirects(m, path); ok {
+		d.Redirects = v
+	}
+	d.Limits = p.limits(m, path, d.Limits)
+	return rd
+}
+
+// defaultTimeouts reads the defaults' timeouts: each must be positive, and
+// a request may not outlast its poll.
+func (p *parser) defaultTimeouts(m *yamlconf.Mapping, path string, rd *resolvedDefaults, d *Defaults) {
 	timeoutOK, reqOK := true, true
 	if v, n, present, ok := p.duration(m, "timeout", path); present {
 		rd.set["timeout"] = n
@@ -615,45 +519,9 @@ func (p *parser) defaults(top *mapping, d *Defaults) *resolvedDefaults {
 		if n == nil {
 			n, field = rd.set["timeout"], "timeout"
 		}
-		p.errorf(n, path+"."+field, "request_timeout %s exceeds timeout %s: one request cannot outlast the whole poll",
+		p.Errorf(n, path+"."+field, "request_timeout %s exceeds timeout %s: one request cannot outlast the whole poll",
 			d.RequestTimeout, d.Timeout)
 	}
-	if v, n, ok := p.integer(m, "page_size", path); ok {
-		rd.set["page_size"] = n
-		if v < 0 {
-			p.errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
-		} else {
-			d.PageSize = v
-		}
-	}
-	if s, present := p.str(m, "version", path); present && s.ok {
-		rd.set["version"] = s.node
-		if v, ok := p.version(s, path+".version"); ok {
-			d.Version = v
-		}
-	}
-	if s, present := p.str(m, "output_format", path); present && s.ok {
-		rd.set["output_format"] = s.node
-		d.OutputFormat = s.val
-	}
-	d.Breaker = p.breakerPolicy(m, path, d.Breaker)
-	if v, ok := p.maxShrink(m, path); ok {
-		d.MaxShrink = v
-	}
-	if v, ok := p.invalidGeometry(m, path); ok {
-		d.InvalidGeometry = v
-	}
-	if v, ok := p.invalidFeature(m, path); ok {
-		d.InvalidFeature = v
-	}
-	if v, ok := p.schemaChange(m, path); ok {
-		d.SchemaChange = v
-	}
-	if v, ok := p.redirects(m, path); ok {
-		d.Redirects = v
-	}
-	d.Limits = p.limits(m, path, d.Limits)
-	return rd
 }
 
 type parsedJurisdiction struct {
@@ -669,17 +537,17 @@ type sourceRef struct {
 
 func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, sources map[string]sourceRef) (parsedJurisdiction, bool) {
 	var j parsedJurisdiction
-	m, ok := p.mapping(n, path, jurisdictionKeys)
+	m, ok := p.Mapping(n, path, jurisdictionKeys)
 	if !ok {
 		return j, false
 	}
 	j.ID, j.idNode = p.id(m, path, "jurisdiction")
-	if s, present := p.str(m, "name", path); present && s.ok {
-		j.Name = s.val
+	if s, present := p.Str(m, "name", path); present && s.OK {
+		j.Name = s.Val
 	}
 	j.Location = time.UTC
-	if s, present := p.str(m, "timezone", path); present && s.ok {
-		j.Timezone = s.val
+	if s, present := p.Str(m, "timezone", path); present && s.OK {
+		j.Timezone = s.Val
 		if loc, ok := p.location(s, path+".timezone"); ok {
 			j.Location = loc
 		}
@@ -697,19 +565,19 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 	j.Limits = p.limits(m, path, d.Limits)
 	j.Headers = p.headers(m, path, nil)
 
-	if m.missing("feeds") {
-		p.errorf(m.node, path+".feeds", "required: list at least one feed")
+	if m.Missing("feeds") {
+		p.Errorf(m.Node, path+".feeds", "required: list at least one feed")
 	}
-	fn, present := m.get("feeds")
+	fn, present := m.Get("feeds")
 	if !present {
 		return j, true
 	}
-	items, ok := p.sequence(fn, path+".feeds")
+	items, ok := p.Sequence(fn, path+".feeds")
 	if !ok {
 		return j, true
 	}
 	if len(items) == 0 {
-		p.errorf(fn, path+".feeds", "must list at least one feed")
+		p.Errorf(fn, path+".feeds", "must list at least one feed")
 	}
 	seen := map[string]*yaml.Node{}
 	for i, item := range items {
@@ -720,7 +588,7 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 		}
 		if f.ID != "" {
 			if first, dup := seen[f.ID]; dup {
-				p.errorf(idNode, fpath+".id", "duplicate feed id %q in jurisdiction %q (first at line %d)", f.ID, j.ID, first.Line)
+				p.Errorf(idNode, fpath+".id", "duplicate feed id %q in jurisdiction %q (first at line %d)", f.ID, j.ID, first.Line)
 			} else {
 				seen[f.ID] = idNode
 			}
@@ -730,7 +598,7 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 			if first, dup := sources[src]; dup {
 				// Not fatal (two views of one layer can be deliberate), but it
 				// doubles the load on the server and usually means a copy-paste.
-				p.warnf(item, fpath, "same url and type_name as feed %s (line %d): the layer is fetched twice", first.key, first.line)
+				p.Warnf(item, fpath, "same url and type_name as feed %s (line %d): the layer is fetched twice", first.key, first.line)
 			} else {
 				sources[src] = sourceRef{key: f.Key(), line: item.Line}
 			}
@@ -740,14 +608,32 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 	return j, true
 }
 
+// feed reads one feed: the common settings, then its kind's own through
+// the kind's package (kindSettings).
 func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDefaults) (Feed, *yaml.Node, bool) {
 	f := Feed{Jurisdiction: j.ID, Location: j.Location, MaxShrink: j.MaxShrink, BBox: j.BBox,
 		InvalidGeometry: d.InvalidGeometry, InvalidFeature: d.InvalidFeature, Redirects: d.Redirects,
 		SchemaChange: j.SchemaChange}
-	m, ok := p.mapping(n, path, feedKeys)
+	m, ok := p.Mapping(n, path, feedKeys())
 	if !ok {
 		return f, nil, false
 	}
+	p.feedPolicies(m, path, &f, j)
+	var idNode *yaml.Node
+	f.ID, idNode = p.id(m, path, "feed")
+	k, kindOK := p.kind(m, path, &f)
+	psNode := p.feedSource(m, path, &f, d)
+	if kindOK {
+		p.kindSettings(m, path, &f, k, d, psNode)
+	}
+	p.feedSchedule(m, path, &f, j, d)
+	p.feedTimeouts(m, path, &f, d)
+	return f, idNode, true
+}
+
+// feedPolicies reads what a feed does with bad data and how far it trusts
+// its server: each over its jurisdiction's or the defaults'.
+func (p *parser) feedPolicies(m *yamlconf.Mapping, path string, f *Feed, j *Jurisdiction) {
 	if v, ok := p.maxShrink(m, path); ok {
 		f.MaxShrink = v
 	}
@@ -765,126 +651,120 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	}
 	f.Limits = p.limits(m, path, j.Limits)
 	f.Headers = p.headers(m, path, j.Headers)
-	var idNode *yaml.Node
-	f.ID, idNode = p.id(m, path, "feed")
+}
 
-	kindOK := false
-	if s, present := p.str(m, "kind", path); !present {
-		if !m.typos["kind"] {
-			p.errorf(m.node, path+".kind", "required: %q, %q, %q or %q", KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI)
+// kind reads the feed's kind, one of the registry's.
+func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindEntry, bool) {
+	known := kindNames()
+	s, present := p.Str(m, "kind", path)
+	if !present {
+		if !m.Typo("kind") {
+			p.Errorf(m.Node, path+".kind", "required: %s", orList(known))
 		}
-	} else if s.ok {
-		switch s.val {
-		case KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI:
-			f.Kind, kindOK = s.val, true
-		default:
-			p.errorf(s.node, path+".kind", "unknown kind %q: must be %q, %q, %q or %q", s.raw, KindWFS, KindGeoJSON, KindArcGIS, KindOGCAPI)
-		}
+		return kindEntry{}, false
 	}
-	isWFS := f.Kind == KindWFS
+	if !s.OK {
+		return kindEntry{}, false
+	}
+	k, ok := kinds()[s.Val]
+	if !ok {
+		p.Errorf(s.Node, path+".kind", "unknown kind %q: must be %s", s.Raw, orList(known))
+		return kindEntry{}, false
+	}
+	f.Kind = s.Val
+	return k, true
+}
 
-	if s, present := p.str(m, "url", path); !present {
-		if !m.typos["url"] {
-			p.errorf(m.node, path+".url", "required")
-		}
-	} else if s.ok && p.url(s, path+".url", isWFS) {
-		f.URL = s.val
+// orList is "wfs", "geojson" or "arcgis".
+func orList(names []string) string {
+	q := yamlconf.QuoteAll(names)
+	if len(q) < 2 {
+		return strings.Join(q, "")
 	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
 
-	tn, tnPresent := p.str(m, "type_name", path)
-	if tnPresent && tn.ok {
-		f.TypeName = tn.val
-	}
-	if isWFS && f.TypeName == "" && (!tnPresent || tn.ok) && !m.typos["type_name"] {
-		p.errorf(m.node, path+".type_name", "required for a wfs feed (the WFS typeName, e.g. \"topp:states\")")
-	}
-	if s, present := p.str(m, "id_property", path); present && s.ok {
-		f.IDProperty = s.val
-	}
-	if s, present := p.str(m, "sort_by", path); present && s.ok {
-		f.SortBy = s.val
-	}
-
-	// WFS-only settings: resolved from defaults for wfs, ignored (with a warning
-	// when set on the feed) for geojson.
-	wfsOnly := map[string]*yaml.Node{}
-	version, versionNode := d.Version, (*yaml.Node)(nil)
-	if s, present := p.str(m, "version", path); present && s.ok {
-		versionNode = s.node
-		if v, ok := p.version(s, path+".version"); ok {
-			version = v
+// feedSource reads what every kind's request is built from: url,
+// type_name, id_property, sort_by and page_size (over the defaults'). It
+// returns page_size's node when the feed sets a good one itself.
+func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolvedDefaults) *yaml.Node {
+	if s, present := p.Str(m, "url", path); !present {
+		if !m.Typo("url") {
+			p.Errorf(m.Node, path+".url", "required")
 		}
+	} else if s.OK && p.url(s, path+".url") {
+		f.URL = s.Val
 	}
-	outputFormat, ofNode := d.OutputFormat, (*yaml.Node)(nil)
-	if s, present := p.str(m, "output_format", path); present && s.ok {
-		ofNode = s.node
-		outputFormat = s.val
+	if s, present := p.Str(m, "type_name", path); present && s.OK {
+		f.TypeName = s.Val
 	}
-	pageSize, psNode := d.PageSize, (*yaml.Node)(nil)
-	if v, n, ok := p.integer(m, "page_size", path); ok {
-		psNode = n
-		if v < 0 {
-			p.errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
-		} else {
-			pageSize = v
-		}
+	if s, present := p.Str(m, "id_property", path); present && s.OK {
+		f.IDProperty = s.Val
 	}
-	wfsOnly["version"], wfsOnly["output_format"], wfsOnly["page_size"] = versionNode, ofNode, psNode
-	if tnPresent {
-		wfsOnly["type_name"] = tn.node
+	if s, present := p.Str(m, "sort_by", path); present && s.OK {
+		f.SortBy = s.Val
 	}
+	f.PageSize = d.PageSize
+	v, n, ok := p.Integer(m, "page_size", path)
 	switch {
-	case isWFS:
-		f.Version, f.OutputFormat, f.PageSize = version, outputFormat, pageSize
-		if f.PageSize == 0 {
-			at := psNode
-			if at == nil {
-				at = m.node
-			}
-			p.warnf(at, path+".page_size", "0 fetches the whole layer in one request; servers cap responses (e.g. GeoServer's maxFeatures) and a capped layer looks complete")
-		} else if f.SortBy == "" {
-			p.warnf(m.node, path+".sort_by", "paging without sort_by: some servers return pages in no stable order, so features can be skipped or repeated")
-		}
-	case f.Kind == KindArcGIS:
-		p.arcgisFeed(m, path, &f, wfsOnly, pageSize, psNode)
-	case f.Kind == KindOGCAPI:
-		f.PageSize = pageSize
-		if f.PageSize == 0 {
-			at := psNode
-			if at == nil {
-				at = m.node
-			}
-			p.errorf(at, path+".page_size", "must be at least 1 for an ogcapi feed: it is the limit of each page, which the feed follows by its next links")
-		}
-		for _, k := range []string{"type_name", "version", "output_format"} {
-			if n := wfsOnly[k]; n != nil {
-				p.warnf(n, path+"."+k, "ignored for an ogcapi feed")
-			}
-		}
-		p.ogcapi(m, path, &f)
-	case kindOK: // geojson
-		for _, k := range []string{"type_name", "version", "output_format", "page_size"} {
-			if n := wfsOnly[k]; n != nil {
-				p.warnf(n, path+"."+k, "ignored for a geojson feed")
-			}
-		}
+	case !ok:
+		return nil
+	case v < 0:
+		p.Errorf(n, path+".page_size", "must be 0 (no paging) or more, got %d", v)
+		return nil
 	}
-	if kindOK && f.Kind != KindArcGIS {
-		p.arcgisOnly(m, path, f.Kind)
-	}
-	if kindOK && f.Kind != KindOGCAPI {
-		for _, k := range ogcapiKeys {
-			if n, ok := m.get(k); ok {
-				p.warnf(n, path+"."+k, "ignored for a %s feed (an ogcapi setting)", f.Kind)
-			}
-		}
-	}
+	f.PageSize = v
+	return n
+}
 
-	// Schedule, evaluated in the jurisdiction's time zone.
-	if s, present := p.str(m, "schedule", path); present {
-		if s.ok {
+// kindSettings hands the feed to its kind's package, which reads its own
+// settings and may adjust the common ones (see kindconf.Feed); another
+// kind's settings on the feed are ignored with a warning, or refused.
+func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindEntry, d *resolvedDefaults, psNode *yaml.Node) {
+	for _, other := range kindNames() {
+		o := kinds()[other]
+		if other == f.Kind {
+			continue
+		}
+		for _, key := range o.config.Keys {
+			n, ok := m.Get(key)
+			switch {
+			case !ok || slices.Contains(k.config.Keys, key):
+			case o.config.Strict:
+				p.Errorf(n, path+"."+key, "only %s feed has %s (this feed is %s)", kindconf.Article(other), key, f.Kind)
+			default:
+				p.Warnf(n, path+"."+key, "ignored for %s feed (%s setting)", kindconf.Article(f.Kind), kindconf.Article(other))
+			}
+		}
+	}
+	kf := &kindconf.Feed{Parser: p.Parser, Map: m, Path: path, Kind: f.Kind, URL: f.URL, TypeName: f.TypeName,
+		PageSize: f.PageSize, PageSizeNode: psNode, SortBy: f.SortBy, Headers: f.Headers, Defaults: d.Kinds[f.Kind]}
+	f.Settings = k.config.Parse(kf)
+	f.URL, f.TypeName, f.PageSize, f.SortBy, f.Headers = kf.URL, kf.TypeName, kf.PageSize, kf.SortBy, kf.Headers
+}
+
+// kindDefaults reads each kind's own keys of the defaults block m (nil:
+// none, the kinds' built-in defaults).
+func (p *parser) kindDefaults(m *yamlconf.Mapping, path string) map[string]any {
+	if m == nil {
+		m, _ = p.Mapping(&yaml.Node{Kind: yaml.MappingNode}, path, nil)
+	}
+	out := map[string]any{}
+	for name, k := range kinds() {
+		if k.config.ParseDefaults != nil {
+			out[name] = k.config.ParseDefaults(p.Parser, m, path)
+		}
+	}
+	return out
+}
+
+// feedSchedule reads the feed's schedule, evaluated in its jurisdiction's
+// time zone, and warns about one that fires more than once a minute.
+func (p *parser) feedSchedule(m *yamlconf.Mapping, path string, f *Feed, j *Jurisdiction, d *resolvedDefaults) {
+	if s, present := p.Str(m, "schedule", path); present {
+		if s.OK {
 			if c, ok := p.schedule(s, path+".schedule", j.Location); ok {
-				f.Schedule, f.Cron = s.val, c
+				f.Schedule, f.Cron = s.Val, c
 			}
 		}
 	} else if d.scheduleOK {
@@ -895,15 +775,18 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	}
 	if f.Cron != nil {
 		if iv := f.ExpectedInterval(p.now); iv > 0 && iv < time.Minute {
-			at := m.node
-			if n, ok := m.get("schedule"); ok {
+			at := m.Node
+			if n, ok := m.Get("schedule"); ok {
 				at = n
 			}
-			p.warnf(at, path+".schedule", "fires every %s: that is a lot of load on a public server", iv)
+			p.Warnf(at, path+".schedule", "fires every %s: that is a lot of load on a public server", iv)
 		}
 	}
+}
 
-	// Timeouts: each must be positive, and a request may not outlast its poll.
+// feedTimeouts reads the feed's timeouts: each must be positive, and a
+// request may not outlast its poll.
+func (p *parser) feedTimeouts(m *yamlconf.Mapping, path string, f *Feed, d *resolvedDefaults) {
 	f.Timeout, f.RequestTimeout = d.Timeout, d.RequestTimeout
 	timeoutOK, reqOK := true, true
 	toN, toPresent := (*yaml.Node)(nil), false
@@ -929,10 +812,9 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 		if !rtPresent {
 			at, field = toN, "timeout"
 		}
-		p.errorf(at, path+"."+field, "request_timeout %s%s exceeds timeout %s%s: one request cannot outlast the whole poll",
+		p.Errorf(at, path+"."+field, "request_timeout %s%s exceeds timeout %s%s: one request cannot outlast the whole poll",
 			f.RequestTimeout, fromDefaults(!rtPresent), f.Timeout, fromDefaults(!toPresent))
 	}
-	return f, idNode, true
 }
 
 func fromDefaults(b bool) string {
@@ -943,117 +825,87 @@ func fromDefaults(b bool) string {
 }
 
 // id reads and checks the required id of a jurisdiction or feed.
-func (p *parser) id(m *mapping, path, what string) (string, *yaml.Node) {
-	s, present := p.str(m, "id", path)
+func (p *parser) id(m *yamlconf.Mapping, path, what string) (string, *yaml.Node) {
+	s, present := p.Str(m, "id", path)
 	if !present {
-		if m.typos["id"] {
-			return "", m.node
+		if m.Typo("id") {
+			return "", m.Node
 		}
-		p.errorf(m.node, path+".id", "required: every %s needs an id", what)
-		return "", m.node
+		p.Errorf(m.Node, path+".id", "required: every %s needs an id", what)
+		return "", m.Node
 	}
-	if !s.ok {
-		return "", s.node
+	if !s.OK {
+		return "", s.Node
 	}
 	switch {
-	case !idPattern.MatchString(s.val):
-		p.errorf(s.node, path+".id", "bad %s id %q: use lowercase letters, digits, '_' and '-', starting with a letter or digit (ids appear in SQL, metrics and `ingestd poll JURISDICTION/FEED`)", what, s.raw)
-		return "", s.node
-	case len(s.val) > maxIDLen:
-		p.errorf(s.node, path+".id", "%s id is %d bytes long; the limit is %d", what, len(s.val), maxIDLen)
-		return "", s.node
+	case !idPattern.MatchString(s.Val):
+		p.Errorf(s.Node, path+".id", "bad %s id %q: use lowercase letters, digits, '_' and '-', starting with a letter or digit (ids appear in SQL, metrics and `ingestd poll JURISDICTION/FEED`)", what, s.Raw)
+		return "", s.Node
+	case len(s.Val) > maxIDLen:
+		p.Errorf(s.Node, path+".id", "%s id is %d bytes long; the limit is %d", what, len(s.Val), maxIDLen)
+		return "", s.Node
 	}
-	return s.val, s.node
+	return s.Val, s.Node
 }
 
-func (p *parser) url(s scalar, field string, isWFS bool) bool {
-	u, err := url.Parse(s.val)
+// url checks that a feed's url is an absolute http(s) URL.
+func (p *parser) url(s yamlconf.Scalar, field string) bool {
+	u, err := url.Parse(s.Val)
 	if err != nil {
 		// url.Parse quotes the value; say what is wrong without echoing a URL that
 		// may hold an expanded secret.
 		detail := ""
 		var ue *url.Error
-		if errors.As(err, &ue) && !s.expanded {
+		if errors.As(err, &ue) && !s.Expanded {
 			detail = ": " + ue.Err.Error()
 		}
-		p.errorf(s.node, field, "bad url%s", detail)
+		p.Errorf(s.Node, field, "bad url%s", detail)
 		return false
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
 		if u.Scheme == "" {
-			p.errorf(s.node, field, "bad url: no scheme; write an absolute http:// or https:// URL")
-		} else if s.expanded {
-			p.errorf(s.node, field, "bad url: scheme not supported after expanding environment variables; use http or https")
+			p.Errorf(s.Node, field, "bad url: no scheme; write an absolute http:// or https:// URL")
+		} else if s.Expanded {
+			p.Errorf(s.Node, field, "bad url: scheme not supported after expanding environment variables; use http or https")
 		} else {
-			p.errorf(s.node, field, "bad url: scheme %q not supported; use http or https", u.Scheme)
+			p.Errorf(s.Node, field, "bad url: scheme %q not supported; use http or https", u.Scheme)
 		}
 		return false
 	case u.Host == "":
-		p.errorf(s.node, field, "bad url: no host")
+		p.Errorf(s.Node, field, "bad url: no host")
 		return false
-	}
-	if isWFS {
-		var own []string
-		for k := range u.Query() {
-			for _, w := range wfsOwnParams {
-				if strings.EqualFold(k, w) {
-					own = append(own, k)
-				}
-			}
-		}
-		if len(own) > 0 {
-			sort.Strings(own)
-			p.warnf(s.node, field, "url already has %s; the wfs client builds the GetFeature request itself, so give the service endpoint only",
-				strings.Join(own, ", "))
-		}
 	}
 	return true
 }
 
-func (p *parser) version(s scalar, field string) (string, bool) {
-	if s.val == "" {
-		return BuiltinDefaults().Version, true
-	}
-	if s.val == wfs.Auto {
-		return wfs.Auto, true
-	}
-	for _, v := range wfsVersions {
-		if s.val == v {
-			return v, true
-		}
-	}
-	p.errorf(s.node, field, "unsupported WFS version %q: use %s or %q", s.raw, strings.Join(quoteAll(wfsVersions), ", "), wfs.Auto)
-	return "", false
-}
-
-func (p *parser) location(s scalar, field string) (*time.Location, bool) {
-	if s.val == "Local" {
+func (p *parser) location(s yamlconf.Scalar, field string) (*time.Location, bool) {
+	if s.Val == "Local" {
 		// "Local" would make schedules depend on the host the daemon runs on.
-		p.errorf(s.node, field, "\"Local\" depends on the host; name the zone, e.g. \"America/Chicago\"")
+		p.Errorf(s.Node, field, "\"Local\" depends on the host; name the zone, e.g. \"America/Chicago\"")
 		return nil, false
 	}
-	loc, err := time.LoadLocation(s.val)
+	loc, err := time.LoadLocation(s.Val)
 	if err != nil {
-		p.errorf(s.node, field, "unknown time zone %q: use an IANA name such as \"America/Chicago\"", s.raw)
+		p.Errorf(s.Node, field, "unknown time zone %q: use an IANA name such as \"America/Chicago\"", s.Raw)
 		return nil, false
 	}
 	return loc, true
 }
 
 // schedule parses a cron spec and reports why it is bad.
-func (p *parser) schedule(s scalar, field string, loc *time.Location) (cron.Schedule, bool) {
-	c, problem := parseCron(s.val, loc)
+func (p *parser) schedule(s yamlconf.Scalar, field string, loc *time.Location) (cron.Schedule, bool) {
+	c, problem := parseCron(s.Val, loc)
 	if problem != "" {
-		if s.expanded {
+		if s.Expanded {
 			// cron's own messages quote pieces of the spec, which came from the environment.
 			problem = "invalid after expanding environment variables"
 		}
-		p.errorf(s.node, field, "bad cron spec %q: %s", s.raw, problem)
+		p.Errorf(s.Node, field, "bad cron spec %q: %s", s.Raw, problem)
 		return nil, false
 	}
 	if c.Next(p.now).IsZero() {
-		p.errorf(s.node, field, "bad cron spec %q: never fires (no matching date within five years)", s.raw)
+		p.Errorf(s.Node, field, "bad cron spec %q: never fires (no matching date within five years)", s.Raw)
 		return nil, false
 	}
 	return c, true
@@ -1091,290 +943,4 @@ func parseCron(spec string, loc *time.Location) (cron.Schedule, string) {
 		return everySchedule{every: cd.Delay}, ""
 	}
 	return c, ""
-}
-
-// mapping is a YAML mapping with its keys checked and merge keys applied.
-type mapping struct {
-	node *yaml.Node
-	vals map[string]*yaml.Node
-	// typos holds the known keys suggested for unknown ones, so that a misspelt
-	// required key is reported once (as the typo) rather than also as missing.
-	typos map[string]bool
-}
-
-// missing reports whether a required key is absent and not already explained by a typo.
-func (m *mapping) missing(key string) bool {
-	_, ok := m.vals[key]
-	return !ok && !m.typos[key]
-}
-
-func (m *mapping) get(key string) (*yaml.Node, bool) {
-	n, ok := m.vals[key]
-	return n, ok
-}
-
-// mapping checks that n is a mapping with known keys, each at most once, and
-// reports unknown keys with the closest known one.
-func (p *parser) mapping(n *yaml.Node, path string, known []string) (*mapping, bool) {
-	n = resolve(n)
-	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "expected a mapping of %s, found %s", strings.Join(known, ", "), describe(n))
-		return nil, false
-	}
-	m := &mapping{node: n, vals: map[string]*yaml.Node{}, typos: map[string]bool{}}
-	keys := map[string]*yaml.Node{}
-	var merges []*yaml.Node
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-			merges = append(merges, v)
-			continue
-		}
-		if k.Kind != yaml.ScalarNode {
-			p.errorf(k, path, "expected a key, found %s", describe(k))
-			continue
-		}
-		field := join(path, k.Value)
-		if first, dup := keys[k.Value]; dup {
-			p.errorf(k, field, "duplicate key %q (first at line %d)", k.Value, first.Line)
-			continue
-		}
-		keys[k.Value] = k
-		if !contains(known, k.Value) {
-			msg := fmt.Sprintf("unknown key %q", k.Value)
-			if s := closest(k.Value, known); s != "" {
-				msg += fmt.Sprintf(" (did you mean %s?)", s)
-				m.typos[s] = true
-			}
-			p.errorf(k, field, "%s", msg)
-			continue
-		}
-		m.vals[k.Value] = v
-	}
-	// Merge keys (<<: *anchor) fill in what the mapping does not set itself.
-	for _, mv := range merges {
-		mv = resolve(mv)
-		srcs := []*yaml.Node{mv}
-		if mv.Kind == yaml.SequenceNode {
-			srcs = mv.Content
-		}
-		for _, src := range srcs {
-			sub, ok := p.mapping(src, path, known)
-			if !ok {
-				continue
-			}
-			for k, v := range sub.vals {
-				if _, set := m.vals[k]; !set {
-					m.vals[k] = v
-				}
-			}
-		}
-	}
-	return m, true
-}
-
-func (p *parser) sequence(n *yaml.Node, path string) ([]*yaml.Node, bool) {
-	n = resolve(n)
-	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, path, "expected a list, found %s", describe(n))
-		return nil, false
-	}
-	return n.Content, true
-}
-
-// scalar is a string value after ${VAR} expansion. raw is the text in the file:
-// messages quote raw, never val, so an expanded secret cannot leak into logs.
-type scalar struct {
-	node     *yaml.Node
-	raw, val string
-	expanded bool
-	ok       bool // false when the value was bad (and reported)
-}
-
-// str reads key as a string. present is false when the key is absent or null
-// (so "timeout:" with no value inherits, like leaving the key out).
-func (p *parser) str(m *mapping, key, path string) (s scalar, present bool) {
-	n, ok := m.get(key)
-	if !ok {
-		return s, false
-	}
-	n = resolve(n)
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return s, false
-	}
-	field := join(path, key)
-	s.node = n
-	if n.Kind != yaml.ScalarNode {
-		p.errorf(n, field, "expected a value, found %s", describe(n))
-		return s, true
-	}
-	s.raw = n.Value
-	val, err := expandEnv(n.Value, p.env)
-	if err != nil {
-		p.errorf(n, field, "%v", err)
-		return s, true
-	}
-	s.val, s.expanded, s.ok = val, val != n.Value, true
-	return s, true
-}
-
-func (p *parser) integer(m *mapping, key, path string) (int, *yaml.Node, bool) {
-	s, present := p.str(m, key, path)
-	if !present || !s.ok {
-		return 0, s.node, false
-	}
-	v, err := strconv.Atoi(strings.TrimSpace(s.val))
-	if err != nil {
-		p.errorf(s.node, join(path, key), "expected a whole number, found %q", s.raw)
-		return 0, s.node, false
-	}
-	return v, s.node, true
-}
-
-// duration reads key as a positive Duration; present reports whether the key was
-// set, ok whether its value was good.
-func (p *parser) duration(m *mapping, key, path string) (v Duration, n *yaml.Node, present, ok bool) {
-	s, present := p.str(m, key, path)
-	if !present || !s.ok {
-		return 0, s.node, present, false
-	}
-	field := join(path, key)
-	v, err := parseDuration(s.val)
-	if err != nil {
-		if s.expanded {
-			p.errorf(s.node, field, "bad duration %q (after expanding environment variables): write e.g. \"90s\" or \"5m\"", s.raw)
-		} else {
-			p.errorf(s.node, field, "%v", err)
-		}
-		return 0, s.node, true, false
-	}
-	if v <= 0 {
-		p.errorf(s.node, field, "must be more than 0, got %q", s.raw)
-		return 0, s.node, true, false
-	}
-	return v, s.node, true, true
-}
-
-// expandEnv replaces ${NAME} with the value of NAME and "$${" with a literal "${".
-// A lone "$" is left alone: URLs and filters may contain it. Errors name the
-// variable, never a value.
-func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
-	if !strings.Contains(s, "${") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		switch {
-		case strings.HasPrefix(s[i:], "$${"):
-			b.WriteString("${")
-			i += 3
-		case strings.HasPrefix(s[i:], "${"):
-			end := strings.IndexByte(s[i+2:], '}')
-			if end < 0 {
-				return "", fmt.Errorf("unterminated \"${\" (write \"$${\" for a literal \"${\")")
-			}
-			name := s[i+2 : i+2+end]
-			if !envNamePattern.MatchString(name) {
-				return "", fmt.Errorf("bad environment variable name %q in \"${...}\"", name)
-			}
-			v, ok := lookup(name)
-			if !ok {
-				return "", fmt.Errorf("environment variable %s is not set", name)
-			}
-			b.WriteString(v)
-			i += 2 + end + 1
-		default:
-			b.WriteByte(s[i])
-			i++
-		}
-	}
-	return b.String(), nil
-}
-
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// resolve follows an alias (*anchor) to the node it names.
-func resolve(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "nothing"
-		}
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "something else"
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func quoteAll(list []string) []string {
-	out := make([]string, len(list))
-	for i, s := range list {
-		out[i] = strconv.Quote(s)
-	}
-	return out
-}
-
-// closest returns the known key nearest to key when it is near enough to be a
-// typo (case and '_'/'-' differences count little), or "".
-func closest(key string, known []string) string {
-	norm := func(s string) string {
-		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
-	}
-	best, bestDist := "", -1
-	for _, k := range known {
-		d := levenshtein(norm(key), norm(k))
-		if bestDist < 0 || d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	if limit := max(1, len(key)/3); bestDist >= 0 && bestDist <= limit {
-		return best
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

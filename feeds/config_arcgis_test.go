@@ -3,6 +3,8 @@ package feeds
 import (
 	"strings"
 	"testing"
+
+	"github.com/ingestd/ingestd/arcgis"
 )
 
 func TestArcGISFeedConfig(t *testing.T) {
@@ -24,17 +26,17 @@ jurisdictions:
 	cfg := mustParse(t, y, map[string]string{"WAKE_TOKEN": "tok-secret"})
 	f := cfg.Feeds()[0]
 	l := f.Layer()
-	if l.Kind != KindArcGIS || l.Where != "STATUS = 'ACTIVE'" || l.OutFields != "PIN,OWNER" || l.PageSize != 500 || l.IDProperty != "PIN" {
+	if s, _ := l.Settings.(arcgis.Settings); l.Kind != KindArcGIS || s.Where != "STATUS = 'ACTIVE'" || s.OutFields != "PIN,OWNER" || l.PageSize != 500 || l.IDProperty != "PIN" {
 		t.Errorf("layer %+v", l)
 	}
-	if l.Headers[ArcGISTokenHeader] != "Bearer tok-secret" {
-		t.Errorf("token header %q", l.Headers[ArcGISTokenHeader])
+	if l.Headers[arcgis.TokenHeader] != "Bearer tok-secret" {
+		t.Errorf("token header %q", l.Headers[arcgis.TokenHeader])
 	}
 	if strings.Contains(l.LogValue().String(), "tok-secret") {
 		t.Error("the token is in the layer's log value")
 	}
 	roads := cfg.Feeds()[1].Layer()
-	if roads.PageSize != 0 || roads.Where != "" || len(roads.Headers) != 0 {
+	if roads.PageSize != 0 || roads.Settings.(arcgis.Settings).Where != "" || len(roads.Headers) != 0 {
 		t.Errorf("defaults: %+v (page size 0 means the layer's maxRecordCount)", roads)
 	}
 }

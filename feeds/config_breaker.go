@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ingestd/ingestd/internal/yamlconf"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -26,18 +28,18 @@ var breakerKeys = []string{
 // breakerPolicy reads the `breaker:` block of m (if any) over base. An invalid
 // result is reported at the block and base is returned, so one bad setting
 // yields one error instead of a cascade.
-func (p *parser) breakerPolicy(m *mapping, path string, base breaker.Policy) breaker.Policy {
-	n, present := m.get("breaker")
-	if !present || resolve(n).Tag == "!!null" {
+func (p *parser) breakerPolicy(m *yamlconf.Mapping, path string, base breaker.Policy) breaker.Policy {
+	n, present := m.Get("breaker")
+	if !present || yamlconf.Resolve(n).Tag == "!!null" {
 		return base
 	}
-	path = join(path, "breaker")
-	bm, ok := p.mapping(n, path, breakerKeys)
+	path = yamlconf.Join(path, "breaker")
+	bm, ok := p.Mapping(n, path, breakerKeys)
 	if !ok {
 		return base
 	}
 	pol := base
-	errsBefore := len(p.errs)
+	errsBefore := p.ErrorCount()
 	ints := map[string]*int{
 		"consecutive_failures": &pol.ConsecutiveFailures, "min_calls": &pol.MinCalls,
 		"half_open_max_calls": &pol.HalfOpenMaxCalls, "max_attempts": &pol.MaxAttempts,
@@ -45,9 +47,9 @@ func (p *parser) breakerPolicy(m *mapping, path string, base breaker.Policy) bre
 		"retry_budget_min": &pol.RetryBudgetMin,
 	}
 	for key, dst := range ints {
-		if v, n, ok := p.integer(bm, key, path); ok {
+		if v, n, ok := p.Integer(bm, key, path); ok {
 			if v < 0 {
-				p.errorf(n, join(path, key), "must be 0 or more, got %d", v)
+				p.Errorf(n, yamlconf.Join(path, key), "must be 0 or more, got %d", v)
 				continue
 			}
 			*dst = v
@@ -73,34 +75,34 @@ func (p *parser) breakerPolicy(m *mapping, path string, base breaker.Policy) bre
 		}
 	}
 	// attempt_timeout may be "0s": no per-attempt bound beyond request_timeout.
-	if s, present := p.str(bm, "attempt_timeout", path); present && s.ok {
-		if v, err := parseDuration(s.val); err != nil {
-			p.errorf(s.node, join(path, "attempt_timeout"), "%v", err)
+	if s, present := p.Str(bm, "attempt_timeout", path); present && s.OK {
+		if v, err := parseDuration(s.Val); err != nil {
+			p.Errorf(s.Node, yamlconf.Join(path, "attempt_timeout"), "%v", err)
 		} else if v < 0 {
-			p.errorf(s.node, join(path, "attempt_timeout"), "must be 0s or more, got %q", s.raw)
+			p.Errorf(s.Node, yamlconf.Join(path, "attempt_timeout"), "must be 0s or more, got %q", s.Raw)
 		} else {
 			pol.AttemptTimeout = v.Std()
 		}
 	}
-	if len(p.errs) > errsBefore {
+	if p.ErrorCount() > errsBefore {
 		return base
 	}
 	if err := pol.Validate(); err != nil {
-		p.errorf(bm.node, path, "%s", strings.TrimPrefix(err.Error(), breaker.ErrInvalidPolicy.Error()+": "))
+		p.Errorf(bm.Node, path, "%s", strings.TrimPrefix(err.Error(), breaker.ErrInvalidPolicy.Error()+": "))
 		return base
 	}
 	return pol
 }
 
 // number reads key as a number ≥ 0.
-func (p *parser) number(m *mapping, key, path string) (float64, bool) {
-	s, present := p.str(m, key, path)
-	if !present || !s.ok {
+func (p *parser) number(m *yamlconf.Mapping, key, path string) (float64, bool) {
+	s, present := p.Str(m, key, path)
+	if !present || !s.OK {
 		return 0, false
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(s.val), 64)
+	v, err := strconv.ParseFloat(strings.TrimSpace(s.Val), 64)
 	if err != nil || v < 0 {
-		p.errorf(s.node, join(path, key), "expected a number of 0 or more, found %q", s.raw)
+		p.Errorf(s.Node, yamlconf.Join(path, key), "expected a number of 0 or more, found %q", s.Raw)
 		return 0, false
 	}
 	return v, true
@@ -132,7 +134,7 @@ func (p *parser) originPolicies(cfg *Config, idNodes map[string]*yaml.Node) map[
 				continue
 			}
 			if prev != j.Breaker {
-				p.warnf(idNodes[j.ID], "jurisdictions."+j.ID+".breaker",
+				p.Warnf(idNodes[j.ID], "jurisdictions."+j.ID+".breaker",
 					"origin %s is shared with jurisdiction %q, whose breaker settings differ: the more protective setting of each field applies to both",
 					origin, owner[origin])
 				out[origin] = breaker.MoreProtective(prev, j.Breaker)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ingestd/ingestd/internal/yamlconf"
 )
 
 // History is how long a feed keeps the versions of its features that a
@@ -86,20 +88,20 @@ func (p *parser) historyBlock(n *yaml.Node, path string, from History) History {
 	if h == nil || (h.Kind == yaml.ScalarNode && h.Tag == "!!null") {
 		return from
 	}
-	field := join(path, "history")
+	field := yamlconf.Join(path, "history")
 	if h.Kind != yaml.MappingNode || len(h.Content) != 2 || h.Content[0].Value != "keep" {
-		p.errorf(h, field, "expected {keep: 90d}, {keep: forever} or {keep: off}, found %s", describe(h))
+		p.Errorf(h, field, "expected {keep: 90d}, {keep: forever} or {keep: off}, found %s", yamlconf.Describe(h))
 		return from
 	}
-	v := resolve(h.Content[1])
-	s, err := expandEnv(v.Value, p.env)
+	v := yamlconf.Resolve(h.Content[1])
+	s, err := yamlconf.ExpandEnv(v.Value, p.Env)
 	if v.Kind != yaml.ScalarNode || err != nil {
-		p.errorf(v, field+".keep", "expected a duration such as 90d or 2160h, forever or off, found %s", describe(v))
+		p.Errorf(v, field+".keep", "expected a duration such as 90d or 2160h, forever or off, found %s", yamlconf.Describe(v))
 		return from
 	}
 	out, err := parseHistoryKeep(s)
 	if err != nil {
-		p.errorf(v, field+".keep", "%v", err)
+		p.Errorf(v, field+".keep", "%v", err)
 		return from
 	}
 	return out
@@ -162,7 +164,7 @@ func rawGet(n *yaml.Node, key string) *yaml.Node {
 	if n == nil {
 		return nil
 	}
-	n = resolve(n)
+	n = yamlconf.Resolve(n)
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -175,7 +177,7 @@ func rawGet(n *yaml.Node, key string) *yaml.Node {
 				merged = rawGet(v, key)
 			}
 		case k.Value == key:
-			return resolve(v)
+			return yamlconf.Resolve(v)
 		}
 	}
 	return merged

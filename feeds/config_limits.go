@@ -5,6 +5,8 @@ import (
 	"net/textproto"
 	"strings"
 
+	"github.com/ingestd/ingestd/internal/yamlconf"
+
 	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
 
@@ -28,13 +30,13 @@ var limitsKeys = []string{"body_bytes", "poll_bytes", "poll_features", "feature_
 // limits reads an optional `limits:` block of m. Each key it sets overrides
 // base; keys it leaves out keep base's value (so a feed inherits field by
 // field from its jurisdiction, the defaults and feature.DefaultLimits).
-func (p *parser) limits(m *mapping, path string, base feature.Limits) feature.Limits {
-	n, present := m.get("limits")
+func (p *parser) limits(m *yamlconf.Mapping, path string, base feature.Limits) feature.Limits {
+	n, present := m.Get("limits")
 	if !present {
 		return base
 	}
-	path = join(path, "limits")
-	lm, ok := p.mapping(n, path, limitsKeys)
+	path = yamlconf.Join(path, "limits")
+	lm, ok := p.Mapping(n, path, limitsKeys)
 	if !ok {
 		return base
 	}
@@ -45,12 +47,12 @@ func (p *parser) limits(m *mapping, path string, base feature.Limits) feature.Li
 		}
 	}
 	count := func(key string, dst *int64) {
-		v, n, ok := p.integer(lm, key, path)
+		v, n, ok := p.Integer(lm, key, path)
 		if !ok {
 			return
 		}
 		if v <= 0 {
-			p.errorf(n, join(path, key), "must be 1 or more, got %d", v)
+			p.Errorf(n, yamlconf.Join(path, key), "must be 1 or more, got %d", v)
 			return
 		}
 		*dst = int64(v)
@@ -63,8 +65,8 @@ func (p *parser) limits(m *mapping, path string, base feature.Limits) feature.Li
 	var idBytes, props int64
 	size("id_bytes", &idBytes)
 	if idBytes > feature.MaxIDBytes {
-		n, _ := lm.get("id_bytes")
-		p.errorf(n, join(path, "id_bytes"), "at most %d: PostgreSQL cannot index a longer id", feature.MaxIDBytes)
+		n, _ := lm.Get("id_bytes")
+		p.Errorf(n, yamlconf.Join(path, "id_bytes"), "at most %d: PostgreSQL cannot index a longer id", feature.MaxIDBytes)
 		idBytes = 0
 	}
 	count("properties", &props)
@@ -85,14 +87,14 @@ func (p *parser) limits(m *mapping, path string, base feature.Limits) feature.Li
 
 // size reads a byte size: a whole number of bytes, or a number with a unit
 // ("64MiB", "1 GB", "512kB"; IEC units are powers of 1024, SI units of 1000).
-func (p *parser) size(m *mapping, key, path string) (int64, bool) {
-	s, present := p.str(m, key, path)
-	if !present || !s.ok {
+func (p *parser) size(m *yamlconf.Mapping, key, path string) (int64, bool) {
+	s, present := p.Str(m, key, path)
+	if !present || !s.OK {
 		return 0, false
 	}
-	v, err := humanize.ParseBytes(strings.TrimSpace(s.val))
+	v, err := humanize.ParseBytes(strings.TrimSpace(s.Val))
 	if err != nil || v == 0 || v > math.MaxInt64 {
-		p.errorf(s.node, join(path, key), `expected a size above 0, like 1048576, "64MiB" or "1GB", found %q`, s.raw)
+		p.Errorf(s.Node, yamlconf.Join(path, key), `expected a size above 0, like 1048576, "64MiB" or "1GB", found %q`, s.Raw)
 		return 0, false
 	}
 	return int64(v), true
@@ -103,18 +105,18 @@ func (p *parser) size(m *mapping, key, path string) (int64, bool) {
 // the same name. Values are expanded like any other (${VAR}), which is how a
 // token should get there; a literal value that looks like a credential is
 // warned about.
-func (p *parser) headers(m *mapping, path string, base map[string]string) map[string]string {
-	n, present := m.get("headers")
+func (p *parser) headers(m *yamlconf.Mapping, path string, base map[string]string) map[string]string {
+	n, present := m.Get("headers")
 	if !present {
 		return base
 	}
-	path = join(path, "headers")
-	n = resolve(n)
+	path = yamlconf.Join(path, "headers")
+	n = yamlconf.Resolve(n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return base
 	}
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, path, "expected a mapping of header names to values, found %s", describe(n))
+		p.Errorf(n, path, "expected a mapping of header names to values, found %s", yamlconf.Describe(n))
 		return base
 	}
 	out := make(map[string]string, len(base)+len(n.Content)/2)
@@ -122,35 +124,35 @@ func (p *parser) headers(m *mapping, path string, base map[string]string) map[st
 		out[k] = v
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		kn, vn := resolve(n.Content[i]), resolve(n.Content[i+1])
+		kn, vn := yamlconf.Resolve(n.Content[i]), yamlconf.Resolve(n.Content[i+1])
 		name := kn.Value
-		field := join(path, name)
+		field := yamlconf.Join(path, name)
 		if kn.Kind != yaml.ScalarNode || !validHeaderName(name) {
-			p.errorf(kn, path, "%q is not a valid HTTP header name", name)
+			p.Errorf(kn, path, "%q is not a valid HTTP header name", name)
 			continue
 		}
 		if vn.Kind != yaml.ScalarNode {
-			p.errorf(vn, field, "expected a value, found %s", describe(vn))
+			p.Errorf(vn, field, "expected a value, found %s", yamlconf.Describe(vn))
 			continue
 		}
-		val, err := expandEnv(vn.Value, p.env)
+		val, err := yamlconf.ExpandEnv(vn.Value, p.Env)
 		if err != nil {
-			p.errorf(vn, field, "%v", err)
+			p.Errorf(vn, field, "%v", err)
 			continue
 		}
 		// Messages quote the file's text, never the expanded value.
 		if strings.ContainsAny(val, "\r\n\x00") {
-			p.errorf(vn, field, "a header value may not contain a line break or NUL")
+			p.Errorf(vn, field, "a header value may not contain a line break or NUL")
 			continue
 		}
 		canon := textproto.CanonicalMIMEHeaderKey(name)
 		switch strings.ToLower(canon) {
 		case "host", "content-length", "transfer-encoding", "connection", "accept-encoding", "if-none-match", "if-modified-since":
-			p.errorf(kn, field, "%s is set by ingestd itself", canon)
+			p.Errorf(kn, field, "%s is set by ingestd itself", canon)
 			continue
 		}
 		if val == vn.Value && looksSecret(canon) && val != "" {
-			p.warnf(vn, field, "a literal credential in the file: put it in the environment and write ${VAR}")
+			p.Warnf(vn, field, "a literal credential in the file: put it in the environment and write ${VAR}")
 		}
 		out[canon] = val
 	}
@@ -182,27 +184,27 @@ func validHeaderName(name string) bool {
 }
 
 // redirects reads redirects: same_origin or follow.
-func (p *parser) redirects(m *mapping, path string) (string, bool) {
+func (p *parser) redirects(m *yamlconf.Mapping, path string) (string, bool) {
 	return p.choice(m, "redirects", path, RedirectsSameOrigin, RedirectsFollow)
 }
 
 // invalidFeature reads invalid_feature: repair or skip.
-func (p *parser) invalidFeature(m *mapping, path string) (string, bool) {
+func (p *parser) invalidFeature(m *yamlconf.Mapping, path string) (string, bool) {
 	return p.choice(m, "invalid_feature", path, InvalidRepair, InvalidSkip)
 }
 
 // choice reads key as one of the given words.
-func (p *parser) choice(m *mapping, key, path string, words ...string) (string, bool) {
-	s, present := p.str(m, key, path)
-	if !present || !s.ok {
+func (p *parser) choice(m *yamlconf.Mapping, key, path string, words ...string) (string, bool) {
+	s, present := p.Str(m, key, path)
+	if !present || !s.OK {
 		return "", false
 	}
-	v := strings.TrimSpace(s.val)
+	v := strings.TrimSpace(s.Val)
 	for _, w := range words {
 		if v == w {
 			return v, true
 		}
 	}
-	p.errorf(s.node, join(path, key), "expected %s, found %q", strings.Join(words, " or "), s.raw)
+	p.Errorf(s.Node, yamlconf.Join(path, key), "expected %s, found %q", strings.Join(words, " or "), s.Raw)
 	return "", false
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ingestd/ingestd/ogcapi"
 )
 
 const ogcapiBase = `
@@ -33,15 +35,16 @@ func TestOGCAPIConfig(t *testing.T) {
 	}
 	f, _ := cfg.Feed("county/parcels")
 	l := f.Layer()
-	if l.Kind != KindOGCAPI || l.Collection != "parcels" || l.CRS != "http://www.opengis.net/def/crs/EPSG/0/2264" ||
-		!slices.Equal(l.BBox, []float64{-79, 35.5, -78.5, 36}) || l.PageSize != 500 || !l.LinksOnly {
+	s, _ := l.Settings.(ogcapi.Settings)
+	if l.Kind != KindOGCAPI || s.Collection != "parcels" || s.CRS != "http://www.opengis.net/def/crs/EPSG/0/2264" ||
+		!slices.Equal(s.BBox, []float64{-79, 35.5, -78.5, 36}) || l.PageSize != 500 || !s.LinksOnly {
 		t.Errorf("layer %+v", l)
 	}
 	d, _ := cfg.Feed("county/direct")
 	if d.PageSize != BuiltinDefaults().PageSize {
 		t.Errorf("direct: page size %d, want the default", d.PageSize)
 	}
-	if d.Layer().LinksOnly {
+	if d.Layer().Settings.(ogcapi.Settings).LinksOnly {
 		t.Error("direct: a feed without completeness: accepts the links alone")
 	}
 }

@@ -2,13 +2,15 @@ package feeds
 
 import (
 	"errors"
-	"github.com/ingestd/ingestd/breaker"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/internal/yamlconf"
 
 	"go.yaml.in/yaml/v3"
 
@@ -67,8 +69,7 @@ func TestLoadConfigValid(t *testing.T) {
 		RequestTimeout:  Duration(60 * time.Second),
 		QueueTimeout:    Duration(30 * time.Minute),
 		PageSize:        500,
-		Version:         "2.0.0",
-		OutputFormat:    "application/json",
+		Kinds:           map[string]any{"wfs": wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}},
 		Breaker:         breaker.DefaultPolicy(),
 		InvalidGeometry: InvalidRepair,
 		InvalidFeature:  InvalidRepair,
@@ -76,7 +77,7 @@ func TestLoadConfigValid(t *testing.T) {
 		Redirects:       RedirectsSameOrigin,
 		Limits:          feature.DefaultLimits(),
 	}
-	if cfg.Defaults != wantDefaults {
+	if !reflect.DeepEqual(cfg.Defaults, wantDefaults) {
 		t.Errorf("Defaults = %+v, want %+v", cfg.Defaults, wantDefaults)
 	}
 
@@ -88,7 +89,7 @@ func TestLoadConfigValid(t *testing.T) {
 	want := []Feed{
 		{
 			ID: "parcels", Kind: "wfs", URL: "https://gis.travis.example.gov/geoserver/wfs",
-			TypeName: "tcad:parcels", Version: "2.0.0", OutputFormat: "application/json",
+			TypeName: "tcad:parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"},
 			PageSize: 500, IDProperty: "prop_id", SortBy: "prop_id", Schedule: "0 */6 * * *",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute), QueueTimeout: Duration(30 * time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
@@ -96,7 +97,7 @@ func TestLoadConfigValid(t *testing.T) {
 		},
 		{
 			ID: "roads", Kind: "wfs", URL: "https://gis.travis.example.gov/geoserver/wfs",
-			TypeName: "tc:roads", Version: "1.1.0", OutputFormat: "application/json",
+			TypeName: "tc:roads", Settings: wfs.Settings{Version: "1.1.0", OutputFormat: "application/json"},
 			PageSize: 2000, SortBy: "objectid", Schedule: "@daily",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(2 * time.Minute), QueueTimeout: Duration(30 * time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
@@ -111,7 +112,7 @@ func TestLoadConfigValid(t *testing.T) {
 		},
 		{
 			ID: "hydrants", Kind: "wfs", URL: "http://wfs.example.org:8080/ows",
-			TypeName: "ex:hydrants", Version: "2.0.0", OutputFormat: "text/xml; subtype=gml/3.2",
+			TypeName: "ex:hydrants", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "text/xml; subtype=gml/3.2"},
 			PageSize: 500, SortBy: "id", Schedule: "@every 15m",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute), QueueTimeout: Duration(30 * time.Minute),
 			Jurisdiction: "example_utc", InvalidGeometry: InvalidRepair,
@@ -174,12 +175,12 @@ jurisdictions:
 		t.Errorf("MaxInFlight = %d, want %d", cfg.MaxInFlight, DefaultMaxInFlight)
 	}
 	d := BuiltinDefaults()
-	if cfg.Defaults != d {
+	if !reflect.DeepEqual(cfg.Defaults, d) {
 		t.Errorf("Defaults = %+v, want built-in %+v", cfg.Defaults, d)
 	}
 	f := cfg.Feeds()[0]
 	if f.Schedule != d.Schedule || f.Timeout != d.Timeout || f.RequestTimeout != d.RequestTimeout ||
-		f.PageSize != d.PageSize || f.Version != d.Version || f.OutputFormat != d.OutputFormat {
+		f.PageSize != d.PageSize || f.Settings != d.Kinds["wfs"] {
 		t.Errorf("feed did not inherit built-in defaults: %+v", *f)
 	}
 	if f.Location != time.UTC {
@@ -212,8 +213,8 @@ jurisdictions:
         timeout:
 `, nil)
 	f := cfg.Feeds()[0]
-	if f.PageSize != 0 || f.OutputFormat != "" || f.Version != "2.0.0" {
-		t.Errorf("PageSize=%d OutputFormat=%q Version=%q, want 0, \"\", \"2.0.0\"", f.PageSize, f.OutputFormat, f.Version)
+	if s := f.Settings.(wfs.Settings); f.PageSize != 0 || s.OutputFormat != "" || s.Version != "2.0.0" {
+		t.Errorf("PageSize=%d OutputFormat=%q Version=%q, want 0, \"\", \"2.0.0\"", f.PageSize, s.OutputFormat, s.Version)
 	}
 	// A key with no value inherits, like an absent key.
 	if f.Timeout != BuiltinDefaults().Timeout {
@@ -577,31 +578,6 @@ jurisdictions:
 	}
 }
 
-func TestExpandEnv(t *testing.T) {
-	t.Parallel()
-	env := envOf(map[string]string{"A": "x", "EMPTY": ""})
-	for in, want := range map[string]string{
-		"plain":         "plain",
-		"${A}":          "x",
-		"a${A}b${A}c":   "axbxc",
-		"$${A}":         "${A}",
-		"$$${A}":        "$${A}", // "$" then the escape "$${"
-		"$A $ {A} $$":   "$A $ {A} $$",
-		"[${EMPTY}]":    "[]",
-		"${A}$${EMPTY}": "x${EMPTY}",
-	} {
-		got, err := expandEnv(in, env)
-		if err != nil || got != want {
-			t.Errorf("expandEnv(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"${NOPE}", "${A", "${}", "${A-B}"} {
-		if _, err := expandEnv(in, env); err == nil {
-			t.Errorf("expandEnv(%q): want an error", in)
-		}
-	}
-}
-
 func TestWarnings(t *testing.T) {
 	t.Parallel()
 	cfg := mustParse(t, `jurisdictions:
@@ -768,8 +744,8 @@ func TestClosest(t *testing.T) {
 		"colour":         "",
 		"x":              "",
 	} {
-		if got := closest(key, append(append([]string{}, feedKeys...), jurisdictionKeys...)); got != want {
-			t.Errorf("closest(%q) = %q, want %q", key, got, want)
+		if got := yamlconf.Closest(key, append(feedKeys(), jurisdictionKeys...)); got != want {
+			t.Errorf("yamlconf.Closest(%q) = %q, want %q", key, got, want)
 		}
 	}
 }
@@ -797,8 +773,9 @@ jurisdictions:
         sort_by: id
         version: 1.1.0
 `, nil)
-	f, g := cfg.Feeds()[0].Layer(), cfg.Feeds()[1].Layer()
-	if f.Version != wfs.Auto || f.OutputFormat != wfs.Auto || !wfs.NeedsNegotiation(f) {
+	fl, gl := cfg.Feeds()[0].Layer(), cfg.Feeds()[1].Layer()
+	f, g := fl.Settings.(wfs.Settings), gl.Settings.(wfs.Settings)
+	if f.Version != wfs.Auto || f.OutputFormat != wfs.Auto || !wfs.NeedsNegotiation(fl) {
 		t.Errorf("feed f: version %q, output format %q; want both %q", f.Version, f.OutputFormat, wfs.Auto)
 	}
 	if g.Version != "1.1.0" || g.OutputFormat != wfs.Auto {

@@ -1,6 +1,10 @@
 package feeds
 
-import "time"
+import (
+	"time"
+
+	"github.com/ingestd/ingestd/internal/yamlconf"
+)
 
 // DeadLetterConfig is the dead_letter block of jurisdictions.yaml: how
 // parked polls are replayed.
@@ -43,20 +47,20 @@ func BuiltinDeadLetter() DeadLetterConfig {
 var deadLetterKeys = []string{"max_attempts", "max_checkpoint_age", "lease", "interval", "failed_backoff", "stuck_open_after"}
 
 // deadLetter reads the top-level dead_letter block into d.
-func (p *parser) deadLetter(top *mapping, d *DeadLetterConfig) {
-	n, present := top.get("dead_letter")
+func (p *parser) deadLetter(top *yamlconf.Mapping, d *DeadLetterConfig) {
+	n, present := top.Get("dead_letter")
 	if !present {
 		return
 	}
 	const path = "dead_letter"
-	m, ok := p.mapping(n, path, deadLetterKeys)
+	m, ok := p.Mapping(n, path, deadLetterKeys)
 	if !ok {
 		return
 	}
 	for key, dst := range map[string]*int{"max_attempts": &d.MaxAttempts, "stuck_open_after": &d.StuckOpenAfter} {
-		if v, n, ok := p.integer(m, key, path); ok {
+		if v, n, ok := p.Integer(m, key, path); ok {
 			if v < 1 {
-				p.errorf(n, path+"."+key, "must be at least 1, got %d", v)
+				p.Errorf(n, path+"."+key, "must be at least 1, got %d", v)
 			} else {
 				*dst = v
 			}

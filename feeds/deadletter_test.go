@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/breaker/pgshare"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/layertest"
@@ -397,7 +398,7 @@ func TestScheduledTickSkipsParkedFeed(t *testing.T) {
 func TestStuckOpenOriginParksItsFeeds(t *testing.T) {
 	t.Parallel()
 	b := setupDL(t, feeds.BuiltinDeadLetter())
-	w := breaker.NewOriginWatch(b.pool, 2, nil)
+	w := pgshare.NewOriginWatch(b.pool, 2, nil)
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,11 @@
 // It owns:
 //
 //   - the configuration model and its validation (config*.go): jurisdictions,
-//     feeds, schedules, guards, breaker policies and dead-letter settings, all
-//     checked when the file is loaded, so that a daemon never starts, or
-//     reloads into, a configuration it cannot run;
+//     feeds' common settings, schedules, guards, breaker policies and
+//     dead-letter settings, all checked when the file is loaded, so that a
+//     daemon never starts, or reloads into, a configuration it cannot run; a
+//     kind's own settings are parsed by its package, through the registry of
+//     kinds (kinds.go);
 //   - the scheduler (Manager): one cron entry per feed, shifted by a
 //     deterministic per-feed offset so that many feeds on one schedule do not
 //     hit one origin at the same second, with claims that keep several
@@ -25,7 +27,7 @@
 //
 // It does not own storage: Store and Recovery are interfaces, and
 // feeds/postgis implements them with every statement in its sql/*.sql files.
-// Fetching is the protocol packages' (wfs and its kin), breaking the
+// Fetching is the kinds' packages' (wfs, geojsonurl, arcgis, ogcapi), breaking the
 // breaker's, and parking deadletter's; cmd/ingestd wires them together.
 //
 // Every timestamp a poll records or compares comes from the manager's Clock

@@ -2,10 +2,9 @@ package feeds
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/ingestd/ingestd/internal/yamlconf"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -39,19 +38,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // printed back (e.g. by `ingestd validate`) and read again.
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
-// parseDuration is shared by UnmarshalYAML and the config loader, which reads
-// durations itself so that it can expand ${ENV} and report positions.
+// parseDuration is UnmarshalYAML's reading, the config loader's
+// (yamlconf.ParseDuration).
 func parseDuration(s string) (Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, fmt.Errorf("empty duration: write e.g. \"90s\", \"5m\" or \"1h30m\"")
-	}
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		return 0, fmt.Errorf("duration %q has no unit: add one, e.g. \"%ss\" or \"%sm\"", s, s, s)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("bad duration %q: write e.g. \"90s\", \"5m\" or \"1h30m\"", s)
-	}
-	return Duration(v), nil
+	v, err := yamlconf.ParseDuration(s)
+	return Duration(v), err
 }

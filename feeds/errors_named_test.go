@@ -13,9 +13,10 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/geojsonurl"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // TestErrorsNameTheirKindOnce (issue 25): a poll error names the feed's
@@ -63,7 +64,7 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 		{"arcgis", source.Layer{Kind: KindArcGIS, URL: srv.URL + "/rest/services/zoning/FeatureServer/0"}, nil,
 			"server answered error 400: Invalid or missing input parameters.",
 			func(err error) bool { var se *arcgis.ServerError; return errors.As(err, &se) }},
-		{"ogcapi", source.Layer{Kind: KindOGCAPI, URL: srv.URL + "/collections/parcels", ItemsURL: srv.URL + "/collections/parcels/items", PageSize: 10}, nil,
+		{"ogcapi", source.Layer{Kind: KindOGCAPI, URL: srv.URL + "/collections/parcels", Settings: ogcapi.Settings{ItemsURL: srv.URL + "/collections/parcels/items"}, PageSize: 10}, nil,
 			"geojson: feature 0: unexpected EOF",
 			func(err error) bool {
 				var be *httpcall.BodyError
@@ -74,7 +75,7 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 				return context.WithTimeout(t.Context(), 100*time.Millisecond)
 			},
 			"poll timeout after 0 pages (0 features), at page 0 (" + srv.URL + "/parcels.json)",
-			func(err error) bool { var te *wfs.TimeoutError; return errors.As(err, &te) }},
+			func(err error) bool { var te *geojsonurl.TimeoutError; return errors.As(err, &te) }},
 	} {
 		ctx, cancel := t.Context(), context.CancelFunc(func() {})
 		if c.ctx != nil {

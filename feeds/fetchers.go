@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/geojsonurl"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"
@@ -37,24 +38,6 @@ type FetcherDeps struct {
 // NewFetcherFunc builds the fetcher of one feed kind.
 type NewFetcherFunc func(FetcherDeps) Fetcher
 
-// fetcherKinds is the registry of feed kinds: adding a kind touches its
-// parsing in config.go, one entry here and its own package, which
-// implements Fetcher over package source's types and calls its servers
-// through package httpcall. It is a
-// function, not a package variable, so that nothing can change it at run
-// time.
-func fetcherKinds() map[string]NewFetcherFunc {
-	return map[string]NewFetcherFunc{
-		KindWFS: newWFSFetcher,
-		// A plain GeoJSON URL is one unpaged request of the same client:
-		// wfs.Client builds no WFS parameters for a layer of kind geojson.
-		KindGeoJSON: newWFSFetcher,
-		KindArcGIS:  newArcGISFetcher,
-		// OGC API – Features: pages by next links (package ogcapi).
-		KindOGCAPI: newOGCAPIFetcher,
-	}
-}
-
 // newArcGISFetcher is the fetcher of kind arcgis.
 func newArcGISFetcher(d FetcherDeps) Fetcher {
 	var opts []arcgis.Option
@@ -73,7 +56,16 @@ func newOGCAPIFetcher(d FetcherDeps) Fetcher {
 	return ogcapi.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
 }
 
-// newWFSFetcher is the fetcher of kinds wfs and geojson.
+// newGeoJSONFetcher is the fetcher of kind geojson.
+func newGeoJSONFetcher(d FetcherDeps) Fetcher {
+	var opts []geojsonurl.Option
+	if d.UserAgent != "" {
+		opts = append(opts, geojsonurl.WithUserAgent(d.UserAgent))
+	}
+	return geojsonurl.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
+}
+
+// newWFSFetcher is the fetcher of kind wfs.
 func newWFSFetcher(d FetcherDeps) Fetcher {
 	var opts []wfs.Option
 	if d.UserAgent != "" {
@@ -91,10 +83,10 @@ type Fetchers struct {
 
 // NewFetchers builds the fetcher of every registered kind from d.
 func NewFetchers(d FetcherDeps) *Fetchers {
-	kinds := fetcherKinds()
-	f := &Fetchers{byKind: make(map[string]Fetcher, len(kinds))}
-	for kind, build := range kinds {
-		f.byKind[kind] = build(d)
+	reg := kinds()
+	f := &Fetchers{byKind: make(map[string]Fetcher, len(reg))}
+	for kind, k := range reg {
+		f.byKind[kind] = k.fetcher(d)
 	}
 	return f
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
+	"github.com/ingestd/ingestd/wfs"
 )
 
 // TestFetcherKindsMatchConfig: every kind the configuration accepts has a
@@ -47,16 +49,15 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		url     string // what PageURL must contain
 		restart bool
 	}{
-		{source.Layer{Kind: KindWFS, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Version: "2.0.0",
-			OutputFormat: "application/json", PageSize: 100}, 3, "startIndex=300", false},
+		{source.Layer{Kind: KindWFS, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", false},
 		{source.Layer{Kind: KindGeoJSON, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
 		{source.Layer{Kind: KindArcGIS, URL: "http://127.0.0.1:1/arcgis/rest/services/P/FeatureServer/0?token=" + secret, PageSize: 100},
 			4, "/FeatureServer/0", false},
 		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
-			ItemsURL: "http://127.0.0.1:1/collections/p/items?key=" + secret, PageSize: 50}, 0, "/collections/p/items?", true},
+			Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/p/items?key=" + secret}, PageSize: 50}, 0, "/collections/p/items?", true},
 		// A parked poll of page 2 starts over: its letter names the first page.
 		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
-			ItemsURL: "http://127.0.0.1:1/collections/p/items", PageSize: 50}, 2, "/collections/p/items?f=json&limit=50", true},
+			Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/p/items"}, PageSize: 50}, 2, "/collections/p/items?limit=50", true},
 	} {
 		got := f.PageURL(tc.layer, tc.page)
 		if !strings.Contains(got, tc.url) || strings.Contains(got, secret) {

@@ -16,7 +16,6 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/testwait"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -40,7 +39,7 @@ type setupOptions struct {
 	feedsYAML   string // the feeds: list of jurisdiction "county"; %s is the server URL
 	policy      breaker.Policy
 	managerOpts []feeds.Option
-	fetcher     func(*wfs.Client) feeds.Fetcher // nil: the client itself
+	fetcher     func(feeds.Fetcher) feeds.Fetcher // nil: the registry's fetchers themselves
 	// wrapStore, when set, wraps the store the manager uses (setupOGCAPI).
 	wrapStore func(*postgis.Store) feeds.Store
 	clock     *feeds.FakeClock
@@ -79,7 +78,7 @@ func withManagerOptions(opts ...feeds.Option) setupOption {
 
 // withFetcher makes the manager fetch through wrap(client) instead of the
 // client, for a test that must make a fetch misbehave where no server can.
-func withFetcher(wrap func(*wfs.Client) feeds.Fetcher) setupOption {
+func withFetcher(wrap func(feeds.Fetcher) feeds.Fetcher) setupOption {
 	return func(o *setupOptions) { o.fetcher = wrap }
 }
 
@@ -134,10 +133,9 @@ jurisdictions:
 	pool := pgtest.Pool(t)
 	store := postgis.New(pool)
 	breakers := breaker.NewRegistry(o.breakerConfig(), logger)
-	client := wfs.NewClient(ts.Client(), breakers, logger)
-	var fetcher feeds.Fetcher = client
+	var fetcher feeds.Fetcher = feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
 	if o.fetcher != nil {
-		fetcher = o.fetcher(client)
+		fetcher = o.fetcher(fetcher)
 	}
 	manager := feeds.NewManager(store, fetcher, append([]feeds.Option{feeds.WithLogger(logger)}, o.managerOpts...)...)
 	t.Cleanup(manager.Stop)

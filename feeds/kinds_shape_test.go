@@ -10,45 +10,59 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/gosource"
 )
 
-// kindFiles are the feeds files that may name a kind or import its package:
-// the registry and the config parsing (see fetcherKinds).
+// kindFile reports whether a feeds file may name a kind or import its
+// package: the registry (kinds.go) and the fetchers' constructors
+// (fetchers.go). The config parsing hands each kind its own settings
+// through the registry, so config*.go may not.
 func kindFile(name string) bool {
-	return name == "fetchers.go" || strings.HasPrefix(name, "config")
+	return name == "kinds.go" || name == "fetchers.go"
 }
 
 // protocolPackages are the packages that speak one kind's protocol or
 // format. Whatever else fetchers.go imports from this module, bar the
 // packages every kind shares, counts too, so that a new kind's package is
 // covered without editing this list.
-var protocolPackages = []string{"wfs", "arcgis", "ogcapi", "geojson", "gml", "esrijson"}
+var protocolPackages = []string{"wfs", "arcgis", "ogcapi", "geojsonurl", "geojson", "gml", "esrijson"}
 
-var sharedPackages = map[string]bool{"source": true, "breaker": true, "httpcall": true, "redact": true, "feature": true, "schema": true}
+var sharedPackages = map[string]bool{"source": true, "breaker": true, "httpcall": true, "redact": true, "feature": true, "schema": true,
+	"kindconf": true, "yamlconf": true}
 
 const module = "github.com/ingestd/ingestd/"
 
 // TestOnlyTheRegistryNamesKinds holds feeds to the architecture rule: a kind
-// is one entry in fetchers.go plus its own package, and what it does
-// differently reaches a poll only through the Fetcher contract (PageURLer,
-// Restarter, FetchStats). Every other feeds file, poll.go first, must
-// name no kind constant, compare with no kind's name and import no
-// protocol package.
+// is one entry in kinds.go plus its own package (its settings, parsed by
+// it, its fetcher), and what it does differently reaches a poll only
+// through the Fetcher contract (PageURLer, Restarter, FetchStats) and the
+// config only through kindconf.Kind. Every other feeds file, poll.go and
+// config.go first, must name no kind constant, compare with no kind's name
+// and import no protocol package.
 func TestOnlyTheRegistryNamesKinds(t *testing.T) {
 	_, files := gosource.Parse(t, false)
-	kinds := kindConstants(files)
-	if kinds["KindOGCAPI"] != "ogcapi" || kinds["KindWFS"] != "wfs" || kinds["KindArcGIS"] != "arcgis" {
-		t.Fatalf("kind constants found in config*.go: %v; the test reads the wrong files", kinds)
+	names := kindConstants(files)
+	values := make(map[string]bool)
+	for _, k := range feeds.KindNames() {
+		values[k] = true
 	}
-	protocols := protocolSet(files["fetchers.go"])
-	if !protocols[module+"ogcapi"] || !protocols[module+"arcgis"] {
-		t.Fatalf("protocol packages: %v; fetchers.go should import every kind's package", protocols)
+	if !names["KindOGCAPI"] || !names["KindWFS"] || !names["KindArcGIS"] || !names["KindGeoJSON"] ||
+		!values["ogcapi"] || !values["wfs"] || !values["arcgis"] || !values["geojson"] {
+		t.Fatalf("kind constants found in kinds.go: %v, kinds registered: %v; the test reads the wrong files", names, values)
 	}
-	if _, ok := files["poll.go"]; !ok {
-		t.Fatal("poll.go not parsed")
+	protocols := protocolSet(files["kinds.go"], files["fetchers.go"])
+	for _, p := range []string{"ogcapi", "arcgis", "wfs", "geojsonurl"} {
+		if !protocols[module+p] {
+			t.Fatalf("protocol packages: %v; kinds.go should import every kind's package", protocols)
+		}
 	}
-	for _, problem := range kindMentions(files, kinds, protocols) {
+	for _, f := range []string{"poll.go", "config.go"} {
+		if _, ok := files[f]; !ok {
+			t.Fatal(f + " not parsed")
+		}
+	}
+	for _, problem := range kindMentions(files, names, values, protocols) {
 		t.Error(problem)
 	}
 }
@@ -71,8 +85,9 @@ func pageURL(kind string, err error) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[string]string{"KindOGCAPI": "ogcapi", "KindArcGIS": "arcgis"}
-	got := kindMentions(map[string]*ast.File{"poll.go": f, "fetchers.go": f}, kinds, map[string]bool{module + "ogcapi": true})
+	names := map[string]bool{"KindOGCAPI": true, "KindArcGIS": true}
+	values := map[string]bool{"ogcapi": true, "arcgis": true}
+	got := kindMentions(map[string]*ast.File{"poll.go": f, "kinds.go": f}, names, values, map[string]bool{module + "ogcapi": true})
 	want := []string{
 		`poll.go imports the protocol package github.com/ingestd/ingestd/ogcapi`,
 		`poll.go names the kind constant KindOGCAPI`,
@@ -83,27 +98,23 @@ func pageURL(kind string, err error) bool {
 	}
 }
 
-// kindConstants returns the Kind* string constants config*.go declares.
-func kindConstants(files map[string]*ast.File) map[string]string {
-	kinds := make(map[string]string)
-	for name, f := range files {
-		if !strings.HasPrefix(name, "config") {
+// kindConstants returns the names of the Kind* constants kinds.go
+// declares.
+func kindConstants(files map[string]*ast.File) map[string]bool {
+	kinds := make(map[string]bool)
+	f := files["kinds.go"]
+	if f == nil {
+		return kinds
+	}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
 			continue
 		}
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, id := range vs.Names {
-					if !strings.HasPrefix(id.Name, "Kind") || i >= len(vs.Values) {
-						continue
-					}
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						kinds[id.Name], _ = strconv.Unquote(lit.Value)
-					}
+		for _, spec := range gd.Specs {
+			for _, id := range spec.(*ast.ValueSpec).Names {
+				if strings.HasPrefix(id.Name, "Kind") {
+					kinds[id.Name] = true
 				}
 			}
 		}
@@ -111,20 +122,22 @@ func kindConstants(files map[string]*ast.File) map[string]string {
 	return kinds
 }
 
-// protocolSet is protocolPackages plus this module's packages fetchers.go
-// imports that not every kind shares.
-func protocolSet(fetchers *ast.File) map[string]bool {
+// protocolSet is protocolPackages plus this module's packages the registry
+// files import that not every kind shares.
+func protocolSet(registry ...*ast.File) map[string]bool {
 	set := make(map[string]bool)
 	for _, p := range protocolPackages {
 		set[module+p] = true
 	}
-	if fetchers == nil {
-		return set
-	}
-	for _, imp := range fetchers.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		if strings.HasPrefix(p, module) && !sharedPackages[path.Base(p)] {
-			set[p] = true
+	for _, f := range registry {
+		if f == nil {
+			continue
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(p, module) && !sharedPackages[path.Base(p)] {
+				set[p] = true
+			}
 		}
 	}
 	return set
@@ -133,11 +146,7 @@ func protocolSet(fetchers *ast.File) map[string]bool {
 // kindMentions lists, file by file, the imports of protocol packages, the
 // uses of kind constants and the string literals equal to a kind's name
 // outside the files allowed them.
-func kindMentions(files map[string]*ast.File, kinds map[string]string, protocols map[string]bool) []string {
-	values := make(map[string]bool)
-	for _, v := range kinds {
-		values[v] = true
-	}
+func kindMentions(files map[string]*ast.File, kinds, values map[string]bool, protocols map[string]bool) []string {
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
@@ -159,7 +168,7 @@ func kindMentions(files map[string]*ast.File, kinds map[string]string, protocols
 			case *ast.ImportSpec:
 				return false
 			case *ast.Ident:
-				if _, ok := kinds[n.Name]; ok {
+				if kinds[n.Name] {
 					problems = append(problems, name+" names the kind constant "+n.Name)
 				}
 			case *ast.BasicLit:

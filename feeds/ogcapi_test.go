@@ -128,7 +128,7 @@ func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
 		ogcapitest.ZeroLimitSelf:        "leads back to page 1 (a link loop)",
 		ogcapitest.ApproxNumberMatched:  "numberMatched promised more: the server's count is approximate",
 		ogcapitest.WrongContentCRS:      "the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857",
-		ogcapitest.Exception200:         "HTTP 200: exception document NoApplicableCode: database connection lost",
+		ogcapitest.Exception200:         "HTTP 200: NoApplicableCode: database connection lost",
 		ogcapitest.OffsetIgnored:        "page 1 repeats page 0",
 		ogcapitest.Duplicates:           `id "parcel.99" came on pages 0 and 1`,
 		ogcapitest.DuplicateInPage:      `id "parcel.4" came twice in page 0`,

@@ -10,19 +10,18 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // panickingFetcher is a real client whose page handler panics on page
 // panicAt: a stand-in for any bug that input may trigger while a page is
 // read, decoded or staged.
 type panickingFetcher struct {
-	*wfs.Client
+	feeds.Fetcher
 	panicAt int
 }
 
 func (p panickingFetcher) Fetch(ctx context.Context, layer source.Layer, first int, handle source.PageFunc) (source.FetchStats, error) {
-	return p.Client.Fetch(ctx, layer, first, func(ctx context.Context, page source.Page, fr feature.FeatureReader) error {
+	return p.Fetcher.Fetch(ctx, layer, first, func(ctx context.Context, page source.Page, fr feature.FeatureReader) error {
 		if page.Index == p.panicAt {
 			var g interface{ FlatCoords() []float64 }
 			_ = g.FlatCoords() // a nil interface: the class of bug of issue 14's GeometryCollection
@@ -37,7 +36,7 @@ func (p panickingFetcher) Fetch(ctx context.Context, layer source.Layer, first i
 func TestPanicFailsThePollNotTheProcess(t *testing.T) {
 	t.Parallel()
 	fetcher := &panickingFetcher{panicAt: -1}
-	b := setup(t, withFetcher(func(c *wfs.Client) feeds.Fetcher { fetcher.Client = c; return fetcher }))
+	b := setup(t, withFetcher(func(f feeds.Fetcher) feeds.Fetcher { fetcher.Fetcher = f; return fetcher }))
 	server, m, pool, ctx := b.server, b.manager, b.pool, b.ctx
 	server.AddLayer("parcels", layertest.Parcels{N: 25})
 	if _, err := m.Poll(ctx, "county/parcels"); err != nil {

@@ -565,15 +565,18 @@ func recoverPanic(logger *slog.Logger, fn func() error) (err error) {
 }
 
 // requestKey identifies what a layer's validators answer for: the request
-// as prepared (URL, type name, version, format, paging, CRS, id property),
+// as prepared (URL, type name, paging, CRS, id property, and the kind's
+// own settings' Identity),
 // hashed so that a token in the URL is not stored. Validators are sent back
 // only for the same key: after the feed's URL changed, another document's
 // Last-Modified could make the server answer 304 to a request it never saw.
 func requestKey(l source.Layer) string {
 	h := sha256.New()
-	for _, part := range []string{l.Kind, l.URL, l.TypeName, l.Version, l.OutputFormat,
-		strconv.Itoa(l.PageSize), strconv.Itoa(l.SRID), l.IDProperty, l.SortBy,
-		l.Where, l.OutFields, l.Collection, l.CRS, fmt.Sprint(l.BBox)} {
+	parts := []string{l.Kind, l.URL, l.TypeName, strconv.Itoa(l.PageSize), strconv.Itoa(l.SRID), l.IDProperty, l.SortBy}
+	if l.Settings != nil {
+		parts = append(parts, l.Settings.Identity()...)
+	}
+	for _, part := range parts {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

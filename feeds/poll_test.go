@@ -14,7 +14,6 @@ import (
 
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/layertest"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -388,7 +387,7 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	var sigA, sigB feeds.Signals
 	b := setup(t, withManagerOptions(feeds.WithInstanceID("a:1"), feeds.WithSignals(&sigA)))
 	b.server.AddLayer("parcels", layertest.Parcels{N: 25})
-	other := feeds.NewManager(b.store, wfs.NewClient(nil, b.breakers, nil), feeds.WithInstanceID("b:2"), feeds.WithSignals(&sigB))
+	other := feeds.NewManager(b.store, feeds.NewFetchers(feeds.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("b:2"), feeds.WithSignals(&sigB))
 	t.Cleanup(other.Stop)
 
 	errs := make(chan error, 2)

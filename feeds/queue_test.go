@@ -17,7 +17,6 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -61,7 +60,7 @@ func TestQueuedPollsKeepTheirTimeout(t *testing.T) {
 	pool := pgtest.Pool(t)
 	reg := prometheus.NewRegistry()
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: fastPolicy()}, logger)
-	mgr := feeds.NewManager(postgis.New(pool), wfs.NewClient(ts.Client(), breakers, logger),
+	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}),
 		feeds.WithLogger(logger), feeds.WithRegisterer(reg))
 	t.Cleanup(mgr.Stop)
 	ctx := t.Context()
@@ -163,7 +162,7 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pool := pgtest.Pool(t)
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: fastPolicy()}, logger)
-	mgr := feeds.NewManager(postgis.New(pool), wfs.NewClient(ts.Client(), breakers, logger), feeds.WithLogger(logger))
+	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}), feeds.WithLogger(logger))
 	t.Cleanup(mgr.Stop)
 	ctx := t.Context()
 	if err := mgr.Update(ctx, cfg); err != nil {

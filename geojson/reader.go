@@ -104,6 +104,11 @@ func (r *Reader) NumberMatchedText() string { return r.matchedText }
 // NumberReturned is the document's numberReturned, -1 while unknown.
 func (r *Reader) NumberReturned() int { return r.numberReturned }
 
+// LoneFeature reports whether the document was a single Feature rather
+// than a FeatureCollection (known once Next has returned it). A paged
+// protocol refuses such a page: it carries no count and no links.
+func (r *Reader) LoneFeature() bool { return r.topType == "Feature" && !r.sawFeatures }
+
 // Links is the raw JSON value of the document's top-level "links" member
 // (OGC API – Features pages carry their "next" link there), nil when none
 // was seen. Like NumberMatched, a member after the features is known only

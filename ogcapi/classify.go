@@ -22,36 +22,38 @@ var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecogni
 const maxExceptionBytes = 1 << 20
 
 // classify decides, before the body is trusted, what a response means to
-// the origin's breaker. nil means the body is a JSON object or array to be
-// decoded. The rule, in order:
+// the origin's breaker. nil means the body is a JSON object to be decoded.
+// The rule, in order:
 //
 //	status  body                                         outcome    error
 //	429     any                                          Throttled  *HTTPStatusError (Retry-After)
-//	any     exception document, status ≥ 500 or a code   Failure    *ExceptionError
+//	any     error document, status ≥ 500 or a code       Failure    *ExceptionError
 //	        that is not client-side (see clientSideCode)
-//	any     exception document, client-side code, or     Success    *ExceptionError
+//	any     error document, client-side code, or         Success    *ExceptionError
 //	        status 4xx
 //	5xx     anything else                                Failure    *HTTPStatusError
 //	other   anything else (4xx, unfollowed 3xx)          Success    *HTTPStatusError
 //	2xx     read error before the first bytes            Failure    *BodyError
 //	2xx     HTML page, empty body, text or XML           Failure    *BodyError (ErrHTMLBody, ErrEmptyBody, ErrUnrecognizedBody)
 //	2xx     a whole JSON scalar (null, 1, "x")           Success    *BodyError wrapping *DecodeError
-//	2xx     JSON object or array                         (decode)   nil
+//	2xx     a JSON array                                 Success    *BodyError wrapping *DecodeError
+//	2xx     JSON object                                  (decode)   nil
 //
-// An exception document is an object whose first members are "code" or
-// "description" (with no "type", "features" or "links" before them),
-// recognised within the sniffed bytes. With status 200 it is still an
-// exception: a server that answers 200 to a failed query must not make its
-// error look like an empty page. Like WFS's OGC exception reports, it is
-// the origin's failure unless its code (or a 4xx status) says our request
-// is wrong.
+// An error document is one of the shapes the common servers send (see
+// errorDocument), recognised within the sniffed bytes. With status 200 it
+// is still an error: a server that answers 200 to a failed query must not
+// make its error look like an empty page. Like WFS's OGC exception
+// reports, it is the origin's failure unless its code (or a 4xx status)
+// says our request is wrong. No document of OGC API – Features is a JSON
+// array: a server that sends one answered another format than the one the
+// link promised (tipg's f=json is an array of flat rows).
 func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.Time) *breaker.Result {
 	status := resp.StatusCode
 	if r := httpcall.Throttled(resp, redacted, now); r != nil {
 		return r
 	}
 	s, rerr := httpcall.Sniff(br)
-	if s.Kind == httpcall.KindJSON && s.Head[0] == '{' && isException(s.Head) {
+	if s.Kind == httpcall.KindJSON && s.Head[0] == '{' && errorDocument(s.Head, resp.Header.Get("Content-Type")) {
 		e := parseException(br, status, redacted)
 		return httpcall.Judged(e, e.ServerSide)
 	}
@@ -60,6 +62,11 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	}
 	switch s.Kind {
 	case httpcall.KindJSON:
+		if s.Head[0] == '[' {
+			return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted,
+				Err: &feature.DecodeError{Index: -1, Msg: "the server answered a JSON array: it may be ignoring the media type (Content-Type " +
+					feature.Snippet(resp.Header.Get("Content-Type")) + "; no OGC API document is an array)"}}}
+		}
 		return nil
 	case httpcall.KindJSONValue:
 		doc := bytes.TrimSpace(s.Head)
@@ -71,21 +78,69 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	return notData.Verdict(resp, br, s.Kind, rerr, redacted)
 }
 
-// isException reports whether the JSON object at the start of p is an
-// exception document: it has a member "code" and none of the members a
-// landing page, a collection or a FeatureCollection has. "description"
-// alone decides nothing: MapServer's collection documents begin with it.
-func isException(p []byte) bool {
-	code := false
-	for _, k := range httpcall.LeadingKeys(p, 16) {
+// errorDocument reports whether the JSON object at the start of p (a body
+// of Content-Type contentType) is an error document of one of the shapes
+// the common servers send:
+//
+//   - OGC API's exception, {"code", "description"}: MapServer, ldproxy, and
+//     pygeoapi, which adds a "type" member equal to the code;
+//   - FastAPI's {"detail": "…"} or {"detail": [{"loc", "msg"}…]} (tipg);
+//   - RFC 7807 problem details, {"type", "title", "status", "detail"}, or
+//     any object of Content-Type application/problem+json.
+//
+// An object with a member a landing page, a collection or a
+// FeatureCollection has is none ("description" or "title" alone decides
+// nothing: MapServer's collection documents begin with "description"), nor
+// is one whose "type" is Feature or FeatureCollection.
+func errorDocument(p []byte, contentType string) bool {
+	keys, typ := leadingMembers(p, 16)
+	has := map[string]bool{}
+	for _, k := range keys {
 		switch k {
-		case "code":
-			code = true
-		case "type", "features", "links", "id", "collections", "conformsTo":
+		case "features", "links", "id", "collections", "conformsTo", "properties", "geometry":
 			return false
 		}
+		has[k] = true
 	}
-	return code
+	if typ == "Feature" || typ == "FeatureCollection" {
+		return false
+	}
+	mt, _, _ := strings.Cut(strings.ToLower(contentType), ";")
+	return has["code"] || has["detail"] || (has["title"] && has["status"]) ||
+		(strings.TrimSpace(mt) == "application/problem+json" && len(keys) > 0)
+}
+
+// leadingMembers returns the names of the first members (at most max) of
+// the JSON object at the start of p, as far as p holds them whole, and the
+// value of its "type" member when that is a string among them.
+func leadingMembers(p []byte, max int) (keys []string, typ string) {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, ""
+	}
+	for len(keys) < max {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			break
+		}
+		keys = append(keys, key)
+		v, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch v := v.(type) {
+		case string:
+			if key == "type" {
+				typ = v
+			}
+		case json.Delim:
+			if skipRest(dec, 1) != nil {
+				return keys, typ
+			}
+		}
+	}
+	return keys, typ
 }
 
 // clientSideCode reports whether an exception code says that our request
@@ -100,16 +155,29 @@ func clientSideCode(code string) bool {
 	return false
 }
 
-// parseException reads an exception document, bounded.
+// errorDoc is the members of the error documents errorDocument knows.
+type errorDoc struct {
+	Code        json.RawMessage `json:"code"`
+	Description string          `json:"description"`
+	Title       string          `json:"title"`
+	Detail      json.RawMessage `json:"detail"`
+}
+
+// fastAPIDetail is one item of FastAPI's validation error list.
+type fastAPIDetail struct {
+	Loc []any  `json:"loc"`
+	Msg string `json:"msg"`
+}
+
+// parseException reads an error document, bounded, into the server's
+// words: OGC's code and description, RFC 7807's title and detail, or
+// FastAPI's detail (each item of a list as "query.limit: msg").
 func parseException(r io.Reader, status int, redacted string) *ExceptionError {
 	data, _ := io.ReadAll(io.LimitReader(r, maxExceptionBytes))
-	var doc struct {
-		Code        json.RawMessage `json:"code"`
-		Description string          `json:"description"`
-	}
+	var doc errorDoc
 	e := &ExceptionError{Status: status, URL: redacted}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		e.Description = "malformed exception document: " + err.Error()
+		e.Description = "malformed error document: " + err.Error()
 		e.ServerSide = true
 		return e
 	}
@@ -117,8 +185,15 @@ func parseException(r io.Reader, status int, redacted string) *ExceptionError {
 	if json.Unmarshal(doc.Code, &code) != nil {
 		code = string(doc.Code) // some servers send a number
 	}
+	if code == "" {
+		code = doc.Title
+	}
+	desc := doc.Description
+	if desc == "" {
+		desc = detailText(doc.Detail)
+	}
 	e.Code = truncate(strings.TrimSpace(code), 200)
-	e.Description = truncate(strings.Join(strings.Fields(doc.Description), " "), 2000)
+	e.Description = truncate(strings.Join(strings.Fields(desc), " "), 2000)
 	switch {
 	case status >= 500:
 		e.ServerSide = true
@@ -128,6 +203,32 @@ func parseException(r io.Reader, status int, redacted string) *ExceptionError {
 		e.ServerSide = !clientSideCode(e.Code)
 	}
 	return e
+}
+
+// detailText is the text of a "detail" member: a string (RFC 7807,
+// FastAPI's HTTPException) or FastAPI's list of validation errors.
+func detailText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var list []fastAPIDetail
+	if json.Unmarshal(raw, &list) != nil {
+		return strings.TrimSpace(string(raw))
+	}
+	parts := make([]string, 0, len(list))
+	for _, d := range list {
+		loc := make([]string, 0, len(d.Loc))
+		for _, l := range d.Loc {
+			loc = append(loc, fmt.Sprint(l))
+		}
+		if len(loc) > 0 {
+			parts = append(parts, strings.Join(loc, ".")+": "+d.Msg)
+		} else {
+			parts = append(parts, d.Msg)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func truncate(s string, n int) string {

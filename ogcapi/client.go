@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -94,35 +96,55 @@ func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog
 }
 
 // FirstURL is the request of layer's first page: its items link (set by
-// Prepare) with limit, crs and bbox. Every later page is a next link as
-// the server gave it.
+// Prepare) exactly as the server wrote it, with limit, and crs and bbox
+// when the layer has them. Nothing else is added: no format parameter (the
+// link's type is the format; tipg answers f=json with an array of rows,
+// not GeoJSON). Every later page is a next link as the server gave it.
 func FirstURL(layer source.Layer) (*url.URL, error) {
-	if layer.ItemsURL == "" {
+	s := settingsOf(layer)
+	if s.ItemsURL == "" {
 		return nil, fmt.Errorf("%w: no items link (the layer was not prepared)", ErrInvalidLayer)
 	}
-	u, err := url.Parse(layer.ItemsURL)
+	u, err := url.Parse(s.ItemsURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: items link: %s", ErrInvalidLayer, redact.Text(err.Error()))
 	}
-	q := u.Query()
 	limit := layer.PageSize
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	q.Set("limit", strconv.Itoa(limit))
-	if layer.CRS != "" && !isCRS84(layer.CRS) {
-		q.Set("crs", layer.CRS)
+	set := [][2]string{{"limit", strconv.Itoa(limit)}}
+	if s.CRS != "" && !isCRS84(s.CRS) {
+		set = append(set, [2]string{"crs", s.CRS})
 	}
-	if len(layer.BBox) == 4 {
-		q.Set("bbox", fmt.Sprintf("%s,%s,%s,%s", num(layer.BBox[0]), num(layer.BBox[1]), num(layer.BBox[2]), num(layer.BBox[3])))
-	} else if len(layer.BBox) != 0 {
-		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", ErrInvalidLayer, len(layer.BBox))
+	if len(s.BBox) == 4 {
+		set = append(set, [2]string{"bbox", fmt.Sprintf("%s,%s,%s,%s", num(s.BBox[0]), num(s.BBox[1]), num(s.BBox[2]), num(s.BBox[3]))})
+	} else if len(s.BBox) != 0 {
+		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", ErrInvalidLayer, len(s.BBox))
 	}
-	if !q.Has("f") {
-		q.Set("f", "json")
-	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = setParams(u.RawQuery, set...)
 	return u, nil
+}
+
+// setParams returns the query rawQuery with each name set to its value:
+// the link's other parameters stay as the server wrote them, in its order,
+// and a parameter of that name it had is replaced.
+func setParams(rawQuery string, set ...[2]string) string {
+	var out []string
+	for _, part := range strings.Split(rawQuery, "&") {
+		if part == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil && slices.ContainsFunc(set, func(kv [2]string) bool { return kv[0] == n }) {
+			continue
+		}
+		out = append(out, part)
+	}
+	for _, kv := range set {
+		out = append(out, url.QueryEscape(kv[0])+"="+url.QueryEscape(kv[1]))
+	}
+	return strings.Join(out, "&")
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
@@ -168,51 +190,17 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 
 func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
-	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return stats, fmt.Errorf("%w: %w", ErrInvalidLayer, err)
-	}
-	want, err := layerCRS(layer)
+	next, want, err := c.begin(ctx, layer, firstPage, &stats)
 	if err != nil {
 		return stats, err
-	}
-	if firstPage != 0 {
-		return stats, fmt.Errorf("%w: a fetch starts at the first page, not page %d: a parked poll starts over (see RestartReason)", ErrInvalidLayer, firstPage)
-	}
-	first, err := FirstURL(layer)
-	if err != nil {
-		return stats, err
-	}
-	next := first.String()
-	declared, warning, err := c.declared(ctx, layer)
-	if err != nil {
-		return stats, err
-	}
-	stats.Declared = declared
-	if warning != "" {
-		stats.Warnings = append(stats.Warnings, warning)
-		c.logger.Warn(warning, "url", redact.URL(layer.URL))
 	}
 	st := newFetchState(want)
-	home := httpcall.OriginOf(layer.URL)
 	empty := 0
 	for page := 0; ; page++ {
-		if page >= c.maxPages {
-			return stats, &PagingError{URL: redact.URL(next), Page: page, Reason: fmt.Sprintf("stopped after %d pages (the page limit)", c.maxPages)}
-		}
-		u, err := url.Parse(next)
+		u, redacted, err := c.nextPage(layer, st, page, next)
 		if err != nil {
-			return stats, &PagingError{URL: redact.URL(next), Page: page, Reason: "the next link does not parse: " + redact.Text(err.Error())}
+			return stats, err
 		}
-		redacted := redact.URL(next)
-		if o := breaker.Origin(u); o != home && !layer.CrossOriginRedirects {
-			// Like a redirect: another origin gets neither this feed's
-			// trust nor its breaker, unless the feed says redirects: follow.
-			return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("the link leads to another origin (%s) than the feed's (%s); set redirects: follow to allow it", o, home)}
-		}
-		if prev, ok := st.urls[next]; ok {
-			return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("the next link of page %d leads back to page %d (a link loop)", page-1, prev)}
-		}
-		st.urls[next] = page
 		var res pageResult
 		p := source.Page{Index: page, URL: redacted, StartIndex: stats.Features}
 		log := c.logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
@@ -234,38 +222,14 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		if err != nil {
 			if page == 0 && LinkExpired(err) {
 				// The items link of a cached discovery may be stale.
-				c.discovery.drop(layer.URL, layer.Collection)
+				c.discovery.drop(layer.URL, settingsOf(layer).Collection)
 			}
 			return stats, c.pageFailed(ctx, err, page, redacted, stats, &res)
 		}
-		stats.Pages++
-		stats.Features += res.features
-		stats.Bytes += res.bytes
 		log.Debug("page fetched", "features", res.features, "bytes", res.bytes, "number_matched", res.numberMatched,
 			"next", res.next != "", "duration_ms", time.Since(began).Milliseconds())
-		if res.warning != "" {
-			stats.Warnings = append(stats.Warnings, fmt.Sprintf("page %d: %s", page, res.warning))
-			log.Warn(res.warning)
-		}
-		total := stats.Features
-		incomplete := func(reason string) error {
-			return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
-		}
-		if res.matchedText != "" {
-			// Taken for an absent count, it would let the links alone
-			// call the collection whole.
-			return stats, incomplete(fmt.Sprintf("page %d: numberMatched is the string %s, not a count", page, res.matchedText))
-		}
-		if res.numberMatched >= 0 {
-			if stats.NumberMatched >= 0 && res.numberMatched != stats.NumberMatched {
-				prev := stats.NumberMatched
-				stats.NumberMatched = res.numberMatched
-				return stats, incomplete(fmt.Sprintf("numberMatched changed from %d to %d between pages: the collection changed while it was paged, or the server's count is approximate", prev, res.numberMatched))
-			}
-			stats.NumberMatched = res.numberMatched
-		}
-		if res.numberReturned >= 0 && res.numberReturned != res.features {
-			return stats, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the page held %d", page, res.numberReturned, res.features))
+		if err := c.count(&stats, &res, page, redacted, log); err != nil {
+			return stats, err
 		}
 		if res.next == "" {
 			n := len(stats.Warnings)
@@ -275,16 +239,16 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			}
 			return stats, err
 		}
-		if res.features == 0 {
-			empty++
-			if empty >= c.maxEmpty {
-				return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("%d empty pages in a row, each with a next link", empty)}
-			}
-		} else {
+		empty++
+		if res.features > 0 {
 			empty = 0
 		}
-		if stats.NumberMatched >= 0 && total > stats.NumberMatched {
-			return stats, incomplete(fmt.Sprintf("page %d brings the total past numberMatched and still has a next link", page))
+		if empty >= c.maxEmpty {
+			return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("%d empty pages in a row, each with a next link", empty)}
+		}
+		if stats.NumberMatched >= 0 && stats.Features > stats.NumberMatched {
+			return stats, &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features,
+				Reason: fmt.Sprintf("page %d brings the total past numberMatched and still has a next link", page)}
 		}
 		n, err := resolve(u, res.next)
 		if err != nil {
@@ -292,6 +256,91 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		next = Restore(n, layer.URL) // the feed's API key, if the server left it out
 	}
+}
+
+// begin checks layer and returns the first page's URL and the CRS its
+// items come in; it reads the collection's declared schema into stats.
+func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, stats *source.FetchStats) (string, wantCRS, error) {
+	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
+		return "", wantCRS{}, fmt.Errorf("%w: %w", ErrInvalidLayer, err)
+	}
+	want, err := layerCRS(layer)
+	if err != nil {
+		return "", want, err
+	}
+	if firstPage != 0 {
+		return "", want, fmt.Errorf("%w: a fetch starts at the first page, not page %d: a parked poll starts over (see RestartReason)", ErrInvalidLayer, firstPage)
+	}
+	first, err := FirstURL(layer)
+	if err != nil {
+		return "", want, err
+	}
+	declared, warning, err := c.declared(ctx, layer)
+	if err != nil {
+		return "", want, err
+	}
+	stats.Declared = declared
+	if warning != "" {
+		stats.Warnings = append(stats.Warnings, warning)
+		c.logger.Warn(warning, "url", redact.URL(layer.URL))
+	}
+	return first.String(), want, nil
+}
+
+// nextPage checks the link of page before it is fetched: within the page
+// limit, parsable, on the feed's origin (unless the feed follows
+// redirects elsewhere), and not fetched before in this fetch.
+func (c *Client) nextPage(layer source.Layer, st *fetchState, page int, next string) (*url.URL, string, error) {
+	redacted := redact.URL(next)
+	if page >= c.maxPages {
+		return nil, redacted, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("stopped after %d pages (the page limit)", c.maxPages)}
+	}
+	u, err := url.Parse(next)
+	if err != nil {
+		return nil, redacted, &PagingError{URL: redacted, Page: page, Reason: "the next link does not parse: " + redact.Text(err.Error())}
+	}
+	if o, home := breaker.Origin(u), httpcall.OriginOf(layer.URL); o != home && !layer.CrossOriginRedirects {
+		// Like a redirect: another origin gets neither this feed's
+		// trust nor its breaker, unless the feed says redirects: follow.
+		return nil, redacted, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("the link leads to another origin (%s) than the feed's (%s); set redirects: follow to allow it", o, home)}
+	}
+	if prev, ok := st.urls[next]; ok {
+		return nil, redacted, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("the next link of page %d leads back to page %d (a link loop)", page-1, prev)}
+	}
+	st.urls[next] = page
+	return u, redacted, nil
+}
+
+// count adds a fetched page to stats and checks its counts: numberMatched
+// a count, the same on every page, numberReturned what the page held.
+func (c *Client) count(stats *source.FetchStats, res *pageResult, page int, redacted string, log *slog.Logger) error {
+	stats.Pages++
+	stats.Features += res.features
+	stats.Bytes += res.bytes
+	if res.warning != "" {
+		stats.Warnings = append(stats.Warnings, fmt.Sprintf("page %d: %s", page, res.warning))
+		log.Warn(res.warning)
+	}
+	incomplete := func(reason string) error {
+		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features, Reason: reason}
+	}
+	if res.matchedText != "" {
+		// Taken for an absent count, it would let the links alone
+		// call the collection whole.
+		return incomplete(fmt.Sprintf("page %d: numberMatched is the string %s, not a count", page, res.matchedText))
+	}
+	if res.numberMatched >= 0 {
+		if stats.NumberMatched >= 0 && res.numberMatched != stats.NumberMatched {
+			prev := stats.NumberMatched
+			stats.NumberMatched = res.numberMatched
+			return incomplete(fmt.Sprintf("numberMatched changed from %d to %d between pages: the collection changed while it was paged, or the server's count is approximate", prev, res.numberMatched))
+		}
+		stats.NumberMatched = res.numberMatched
+	}
+	if res.numberReturned >= 0 && res.numberReturned != res.features {
+		return incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the page held %d", page, res.numberReturned, res.features))
+	}
+	return nil
 }
 
 // pageFailed is the error of a fetch whose page failed with err.
@@ -350,7 +399,7 @@ func (c *Client) done(ctx context.Context, stats source.FetchStats, page int, re
 		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
 	}
 	switch {
-	case stats.NumberMatched < 0 && !layer.LinksOnly:
+	case stats.NumberMatched < 0 && !settingsOf(layer).LinksOnly:
 		return stats, incomplete(fmt.Sprintf("the server reports no numberMatched, on its pages nor to resulttype=hits: nothing proves the %d features the whole collection; "+
 			"set completeness: links_only on the feed to accept its next links as the proof", total))
 	case stats.NumberMatched < 0 && full:

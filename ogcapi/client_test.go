@@ -93,7 +93,7 @@ func TestFetchComplete(t *testing.T) {
 	s.MaxLimit = 500
 	for _, layer := range []source.Layer{
 		{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 100},
-		{Kind: "ogcapi", URL: base, Collection: "parcels", PageSize: 1000},
+		{Kind: "ogcapi", URL: base, Settings: ogcapi.Settings{Collection: "parcels"}, PageSize: 1000},
 	} {
 		col, stats, warnings, err := fetch(t, layer)
 		if err != nil {
@@ -134,7 +134,7 @@ func TestFetchLegitimateOddities(t *testing.T) {
 		s.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 250}, Pitfall: c.pit, Hits: c.hits})
 		srv := httptest.NewServer(s)
 		t.Cleanup(srv.Close)
-		col, stats, warnings, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 30, LinksOnly: c.links})
+		col, stats, warnings, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 30, Settings: ogcapi.Settings{LinksOnly: c.links}})
 		if err != nil {
 			t.Fatalf("%s: %v", c.pit, err)
 		}
@@ -166,7 +166,7 @@ func TestFetchPitfalls(t *testing.T) {
 		{ogcapitest.ZeroLimitSelf, false, "the next link of page 1 leads back to page 1 (a link loop)", new(*ogcapi.PagingError)},
 		{ogcapitest.ApproxNumberMatched, false, "page 3 has no next link, but numberMatched promised more: the server's count is approximate", incomplete},
 		{ogcapitest.WrongContentCRS, false, "CRS http://www.opengis.net/def/crs/OGC/1.3/CRS84: the response's Content-Crs is http://www.opengis.net/def/crs/EPSG/0/3857", new(*ogcapi.CRSError)},
-		{ogcapitest.Exception200, false, "HTTP 200: exception document NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
+		{ogcapitest.Exception200, false, "HTTP 200: NoApplicableCode: database connection lost", new(*ogcapi.ExceptionError)},
 		{ogcapitest.OffsetIgnored, false, "page 1 repeats page 0: it starts with the same feature (id \"parcel.0\"); the server ignores the paging position of its next links (MapServer#6613)", new(*ogcapi.PagingError)},
 		{ogcapitest.Duplicates, false, `id "parcel.99" came on pages 0 and 1`, incomplete},
 		{ogcapitest.DuplicateInPage, false, `id "parcel.4" came twice in page 0: the server's features are not unique`, incomplete},
@@ -187,7 +187,7 @@ func TestFetchPitfalls(t *testing.T) {
 			s.Add("parcels", ogcapitest.Collection{Layer: layertest.Parcels{N: 350}, Pitfall: ogcapitest.Pitfall(pit), Hits: hits})
 			srv := httptest.NewServer(s)
 			t.Cleanup(srv.Close)
-			_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 100, LinksOnly: c.links})
+			_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/parcels", PageSize: 100, Settings: ogcapi.Settings{LinksOnly: c.links}})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
 			}
@@ -208,7 +208,7 @@ func TestFetchCRS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, crs := range []string{ogcapitest.EPSG4326, ogcapitest.EPSG3857} {
-		col, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 7, CRS: crs})
+		col, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 7, Settings: ogcapi.Settings{CRS: crs}})
 		if err != nil {
 			t.Fatalf("%s: %v", crs, err)
 		}
@@ -237,12 +237,12 @@ func TestFetchCRS(t *testing.T) {
 func TestPrepareCRSRefused(t *testing.T) {
 	t.Parallel()
 	s, base := fixture(t, 5, ogcapitest.None)
-	_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 7, CRS: "http://www.opengis.net/def/crs/EPSG/0/2264"})
+	_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 7, Settings: ogcapi.Settings{CRS: "http://www.opengis.net/def/crs/EPSG/0/2264"}})
 	if err == nil || !strings.Contains(err.Error(), "not in the collection's crs list") {
 		t.Errorf("unlisted CRS: %v", err)
 	}
 	s.NoPart2 = true
-	_, _, _, err = fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 7, CRS: ogcapitest.EPSG3857})
+	_, _, _, err = fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/parcels", PageSize: 7, Settings: ogcapi.Settings{CRS: ogcapitest.EPSG3857}})
 	if err == nil || !strings.Contains(err.Error(), "does not declare OGC API – Features Part 2") {
 		t.Errorf("no Part 2: %v", err)
 	}
@@ -254,7 +254,7 @@ func TestPrepareErrors(t *testing.T) {
 	t.Parallel()
 	_, base := fixture(t, 5, ogcapitest.None)
 	_, _, _, err := fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/collections/nope"})
-	if err == nil || !strings.Contains(err.Error(), "HTTP 404: exception document NotFound: no collection nope") {
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404: NotFound: no collection nope") {
 		t.Errorf("missing collection: %v", err)
 	}
 	_, _, _, err = fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/api"})
@@ -297,6 +297,17 @@ func TestExceptionRecognition(t *testing.T) {
 		`{"description":"<!-- Warning -->","extent":{},"id":"nc","links":[]}`: false,
 		`{"type":"FeatureCollection","features":[],"code":"x"}`:               false,
 		`{"description":"only a description"}`:                                false,
+		// pygeoapi's, with a type equal to the code.
+		`{"code":"NotFound","type":"NotFound","description":"Collection not found"}`: true,
+		// FastAPI's (tipg): a string, or a list of validation errors.
+		`{"detail":"Table/Function 'public.nope' not found."}`:                                               true,
+		`{"detail":[{"type":"literal_error","loc":["query","f"],"msg":"Input should be 'json' or 'html'"}]}`: true,
+		// RFC 7807.
+		`{"type":"about:blank","title":"Not Found","status":404,"detail":"no collection"}`: true,
+		// A FeatureCollection or a Feature that begins like one is none.
+		`{"type":"FeatureCollection","code":"x","numberMatched":0}`:   false,
+		`{"type":"Feature","code":"x","geometry":null}`:               false,
+		`{"$schema":"x","type":"object","title":"t","properties":{}}`: false,
 	} {
 		if got := ogcapi.IsException([]byte(doc)); got != want {
 			t.Errorf("%s: %v, want %v", doc, got, want)
@@ -340,7 +351,7 @@ func TestDiscoveryCached(t *testing.T) {
 		t.Errorf("collection document requested %d times, want 1", n)
 	}
 	l, _, _ := c.Prepare(t.Context(), layer)
-	l.ItemsURL = base + "/collections/gone/items"
+	l.Settings = ogcapi.Settings{ItemsURL: base + "/collections/gone/items"}
 	if _, err := c.Fetch(t.Context(), l, 0, (&collect{}).handle); err == nil {
 		t.Fatal("fetch of a missing items link: no error")
 	}
@@ -376,7 +387,7 @@ func TestContentCRSMissing(t *testing.T) {
 func TestNotModified(t *testing.T) {
 	t.Parallel()
 	c := ogcapi.NewClient(&http.Client{Transport: bodyTransport{status: http.StatusNotModified, header: http.Header{}}}, nil, nil)
-	layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items",
+	layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/c/items"},
 		PageSize: 10, Validators: source.Validators{ETag: `"v1"`}}
 	col := &collect{}
 	stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
@@ -397,7 +408,7 @@ func TestNextLinkToAnotherOrigin(t *testing.T) {
 	defer other.Close()
 	body := `{"type":"FeatureCollection","features":[{"type":"Feature","id":"a","geometry":null,"properties":{}}],"links":[{"rel":"next","href":"` + other.URL + `/items?offset=1"}]}`
 	c := ogcapi.NewClient(&http.Client{Transport: bodyTransport{status: 200, header: http.Header{}, body: []byte(body)}}, nil, nil)
-	layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items", PageSize: 10}
+	layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/c/items"}, PageSize: 10}
 	_, err := c.Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	if err == nil || !strings.Contains(err.Error(), "the link leads to another origin") {
 		t.Errorf("next link to another origin: %v", err)
@@ -429,7 +440,7 @@ func TestRetriedPageIsNoDuplicate(t *testing.T) {
 	p := breaker.DefaultPolicy()
 	p.BackoffBase, p.BackoffMax, p.RateLimit = time.Millisecond, time.Millisecond, 0
 	c := ogcapi.NewClient(srv.Client(), breaker.NewRegistry(breaker.Config{Policy: p}, nil), nil)
-	layer := source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/c", ItemsURL: srv.URL + "/collections/c/items", PageSize: 10}
+	layer := source.Layer{Kind: "ogcapi", URL: srv.URL + "/collections/c", Settings: ogcapi.Settings{ItemsURL: srv.URL + "/collections/c/items"}, PageSize: 10}
 	col := &collect{}
 	stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
 	if err != nil || col.total() != 3 || stats.NumberMatched != 3 || calls.Load() != 2 {
@@ -452,13 +463,13 @@ func TestErrorsSayOGCAPI(t *testing.T) {
 		want   string
 		as     any
 	}{
-		{"status", http.StatusInternalServerError, "oops", 0, "): GET http://127.0.0.1:1/collections/c/items?f=json&limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
+		{"status", http.StatusInternalServerError, "oops", 0, "): GET http://127.0.0.1:1/collections/c/items?limit=10: HTTP 500 Internal Server Error", new(*httpcall.HTTPStatusError)},
 		{"limit", http.StatusOK, page, 40, "): limits.body_bytes exceeded (40 bytes)", new(*feature.LimitError)},
 		{"cut short", http.StatusOK, page[:60], 0, "): body of page 0 from http://127.0.0.1:1/collections/c/items", new(*httpcall.BodyError)},
 	} {
 		tr := bodyTransport{status: c.status, header: http.Header{"Content-Type": {"application/geo+json"}}, body: []byte(c.body)}
 		cl := ogcapi.NewClient(&http.Client{Transport: tr}, nil, nil)
-		layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items",
+		layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/c/items"},
 			PageSize: 10, Limits: feature.Limits{BodyBytes: c.limit}}
 		_, err := cl.Fetch(t.Context(), layer, 0, (&collect{}).handle)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "wfs") ||

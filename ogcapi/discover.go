@@ -83,8 +83,10 @@ type Discovery struct {
 	// CRSs is the collection's CRS list (Part 2), StorageCRS its storage CRS.
 	CRSs       []string
 	StorageCRS string
-	// MaxLimit is the largest limit the server declares (its OpenAPI
-	// document's limit parameter), 0 when it declares none.
+	// MaxLimit is the largest limit the server declares for the
+	// collection (its OpenAPI document's limit parameter of the
+	// collection's items path, else the server-wide one; see
+	// limitMaximum), 0 when it declares none.
 	MaxLimit int
 	// Schema is the collection's JSON Schema link (Part 5 schema, else
 	// Part 3 queryables), "" when it links none; SchemaOrigin names which.
@@ -105,21 +107,22 @@ func collectionURLs(layer source.Layer) (root, coll *url.URL, err error) {
 	}
 	path := strings.TrimRight(u.Path, "/")
 	root, coll = cloneURL(u), cloneURL(u)
+	collection := settingsOf(layer).Collection
 	if i := strings.LastIndex(path, "/collections/"); i >= 0 && !strings.Contains(path[i+len("/collections/"):], "/") {
 		id, _ := url.PathUnescape(path[i+len("/collections/"):])
-		if layer.Collection != "" && layer.Collection != id {
-			return nil, nil, fmt.Errorf("%w: url names collection %q, collection: says %q", ErrInvalidLayer, id, layer.Collection)
+		if collection != "" && collection != id {
+			return nil, nil, fmt.Errorf("%w: url names collection %q, collection: says %q", ErrInvalidLayer, id, collection)
 		}
 		root.Path, root.RawPath = path[:i], ""
 		coll.Path, coll.RawPath = path, ""
 		return root, coll, nil
 	}
-	if layer.Collection == "" {
+	if collection == "" {
 		return nil, nil, fmt.Errorf("%w: url %s is not a collection (…/collections/{collectionId}); give the landing page and collection:", ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	root.Path, root.RawPath = path, ""
-	coll.Path = path + "/collections/" + layer.Collection
-	coll.RawPath = path + "/collections/" + url.PathEscape(layer.Collection)
+	coll.Path = path + "/collections/" + collection
+	coll.RawPath = path + "/collections/" + url.PathEscape(collection)
 	return root, coll, nil
 }
 
@@ -128,7 +131,7 @@ func cloneURL(u *url.URL) *url.URL { c := *u; return &c }
 // Prepare discovers the collection: it reads the collection document (its
 // items link, CRS list, storage CRS), the conformance classes and, when the
 // landing page links one, the OpenAPI document's maximum limit. It returns
-// the layer with ItemsURL set and PageSize capped at that maximum, and
+// the layer with its Settings.ItemsURL set and PageSize capped at that maximum, and
 // warnings for what it had to assume. A discovery is reused for
 // DefaultDiscoveryTTL (WithDiscoveryTTL). A CRS the server does not offer is a
 // *CRSError; a layer that is not OGC API (no collection document) fails
@@ -139,28 +142,33 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 }
 
 func (c *Client) prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
-	d, warnings, ok := c.discovery.get(layer.URL, layer.Collection, c.now())
+	s := settingsOf(layer)
+	d, warnings, ok := c.discovery.get(layer.URL, s.Collection, c.now())
 	if !ok {
 		var err error
 		d, warnings, err = c.Discover(ctx, layer)
 		if err != nil {
 			return layer, warnings, err
 		}
-		c.discovery.put(layer.URL, layer.Collection, d, warnings, c.now())
+		c.discovery.put(layer.URL, s.Collection, d, warnings, c.now())
 	}
-	layer.ItemsURL = d.Items
-	layer.SchemaURL, layer.SchemaOrigin = d.Schema, d.SchemaOrigin
+	s.ItemsURL = d.Items
+	s.SchemaURL, s.SchemaOrigin = d.Schema, d.SchemaOrigin
+	layer.Settings = s
 	if d.MaxLimit > 0 && layer.PageSize > d.MaxLimit {
 		warnings = append(warnings, fmt.Sprintf("page_size %d is above the server's maximum limit %d: asking for %d", layer.PageSize, d.MaxLimit, d.MaxLimit))
 		layer.PageSize = d.MaxLimit
+	} else if d.MaxLimit > 0 && layer.PageSize <= 0 && d.MaxLimit < DefaultLimit {
+		// Asked for more, tipg answers 422 and pygeoapi pages short.
+		layer.PageSize = d.MaxLimit
 	}
-	if layer.CRS != "" && !isCRS84(layer.CRS) {
+	if s.CRS != "" && !isCRS84(s.CRS) {
 		if !d.Part2() {
-			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: layer.CRS,
+			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: s.CRS,
 				Reason: "the server does not declare OGC API – Features Part 2 (conformance class " + confCRS + ")"}
 		}
-		if !slices.ContainsFunc(d.CRSs, func(s string) bool { return sameCRS(s, layer.CRS) }) {
-			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: layer.CRS,
+		if !slices.ContainsFunc(d.CRSs, func(c string) bool { return sameCRS(c, s.CRS) }) {
+			return layer, warnings, &CRSError{URL: redact.URL(d.Collection), Want: s.CRS,
 				Reason: fmt.Sprintf("not in the collection's crs list %v", d.CRSs)}
 		}
 	}
@@ -245,7 +253,7 @@ func (c *Client) discover(ctx context.Context, layer source.Layer) (Discovery, [
 			d.CRSs = append(slices.DeleteFunc(slices.Clone(d.CRSs), func(s string) bool { return s == "#/crs" }), all...)
 		}
 	}
-	max, w := c.maxLimit(ctx, layer, root)
+	max, w := c.maxLimit(ctx, layer, root, d.Items)
 	d.MaxLimit = max
 	if w != "" {
 		warnings = append(warnings, w)
@@ -261,9 +269,10 @@ func feedsOwn(err error) bool {
 	return (errors.As(err, &se) && se.Status >= 400 && se.Status < 500) || (errors.As(err, &ee) && !ee.ServerSide)
 }
 
-// maxLimit reads the maximum of the limit parameter from the OpenAPI
-// document the landing page links (rel service-desc), 0 when there is none.
-func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL) (int, string) {
+// maxLimit reads the maximum of the limit parameter of the collection
+// whose items link is items from the OpenAPI document the landing page
+// links (rel service-desc), 0 when there is none (see limitMaximum).
+func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL, items string) (int, string) {
 	var links []link
 	if err := c.getDoc(ctx, layer, withF(root), landingDoc, func(dec *json.Decoder) error {
 		return scanObject(dec, "the landing page", func(key string) (err error) {
@@ -295,7 +304,7 @@ func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL
 	}
 	max := 0
 	if err := c.getDoc(ctx, layer, pu, openAPIDoc, func(dec *json.Decoder) (err error) {
-		max, err = limitMaximum(dec)
+		max, err = limitMaximum(dec, itemsPath(items))
 		return err
 	}); err != nil {
 		return 0, "no OpenAPI document (" + err.Error() + "): the server's maximum limit is unknown"
@@ -303,21 +312,32 @@ func (c *Client) maxLimit(ctx context.Context, layer source.Layer, root *url.URL
 	return max, ""
 }
 
-// itemsLink picks the collection's items link, GeoJSON first.
+// itemsPath is the path of the items link, "" when it does not parse.
+func itemsPath(items string) string {
+	u, err := url.Parse(items)
+	if err != nil {
+		return ""
+	}
+	return u.Path
+}
+
+// itemsLink picks the collection's items link of a GeoJSON media type:
+// application/geo+json first, then application/json (or no type), whose
+// body the decoder then judges. A link of another type (HTML, JSON-LD,
+// CSV) is never taken: its body is not GeoJSON.
 func itemsLink(links []link) (string, bool) {
 	best, rank := "", 0
 	for _, l := range links {
 		if l.Rel != "items" || l.Href == "" {
 			continue
 		}
-		r := 1
-		switch t := strings.ToLower(l.Type); {
-		case strings.HasPrefix(t, "application/geo+json"):
-			r = 3
-		case t == "" || strings.HasPrefix(t, "application/json"):
+		r := 0
+		mt, _, _ := strings.Cut(strings.ToLower(l.Type), ";")
+		switch strings.TrimSpace(mt) {
+		case "application/geo+json": // not application/geo+json-seq
 			r = 2
-		case strings.Contains(t, "html"):
-			r = 0
+		case "", "application/json":
+			r = 1
 		}
 		if r > rank {
 			best, rank = l.Href, r
@@ -341,7 +361,10 @@ func resolve(base *url.URL, href string) (string, error) {
 }
 
 // withF returns u with f=json unless u already has an f parameter: some
-// servers (MapServer) answer HTML to a browser-like request otherwise.
+// servers (MapServer) answer HTML to a browser-like request otherwise. It
+// is for the documents whose URL ingestd builds from the feed's url (the
+// landing page, conformance, the collection); a link the server gave
+// (items, schema, queryables, next) is followed as given.
 func withF(u *url.URL) *url.URL {
 	c := cloneURL(u)
 	q := c.Query()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
@@ -23,18 +24,25 @@ import (
 // document for 40 collections is 0.5 MB; a GeoServer collection listing
 // every EPSG code in crs, 0.4 MB).
 type document struct {
-	name  string // as errors name it
-	bound int64
+	name   string // as errors name it
+	bound  int64
+	accept string // the Accept header, when not docAccept
 }
 
+// docAccept is the Accept header of the documents around the items.
+const docAccept = "application/json, application/vnd.oai.openapi+json;q=0.9, */*;q=0.1"
+
 var (
-	landingDoc     = document{"landing page", 1 << 20}
-	conformanceDoc = document{"conformance document", 1 << 20}
-	collectionDoc  = document{"collection document", 4 << 20}
-	collectionsDoc = document{"collections document", 16 << 20}
-	openAPIDoc     = document{"OpenAPI document", 16 << 20}
-	schemaDoc      = document{"schema document", 4 << 20}
-	hitsDoc        = document{"resulttype=hits answer", 1 << 20}
+	landingDoc     = document{name: "landing page", bound: 1 << 20}
+	conformanceDoc = document{name: "conformance document", bound: 1 << 20}
+	collectionDoc  = document{name: "collection document", bound: 4 << 20}
+	collectionsDoc = document{name: "collections document", bound: 16 << 20}
+	openAPIDoc     = document{name: "OpenAPI document", bound: 16 << 20}
+	// tipg serves its queryables only as application/schema+json (or
+	// HTML): f=json is a 422, and so is an Accept it does not list
+	// without */*.
+	schemaDoc = document{name: "schema document", bound: 4 << 20, accept: "application/schema+json, application/json;q=0.9, */*;q=0.1"}
+	hitsDoc   = document{name: "resulttype=hits answer", bound: 1 << 20}
 )
 
 // Bounds on what a document may make Prepare keep.
@@ -63,7 +71,11 @@ func (e *DocumentError) Error() string {
 // stream bounded by doc's bound (or the feed's body_bytes, when smaller).
 // read must consume one JSON value from dec.
 func (c *Client) getDoc(ctx context.Context, layer source.Layer, u *url.URL, doc document, read func(dec *json.Decoder) error) error {
-	req := request(layer, u, "application/json, application/vnd.oai.openapi+json;q=0.9, */*;q=0.1")
+	accept := doc.accept
+	if accept == "" {
+		accept = docAccept
+	}
+	req := request(layer, u, accept)
 	if req.BodyLimit <= 0 || req.BodyLimit > doc.bound {
 		req.BodyLimit = doc.bound
 	}
@@ -290,100 +302,179 @@ func tokenKind(t json.Token) string {
 // limitMaximum scans an OpenAPI document for the query parameter "limit"
 // (an object with "name": "limit", "in": "query" or no "in", wherever it
 // is: components/parameters, or inline in a path's parameters) and returns
-// the smallest "maximum" its "schema" declares, 0 when none does. It keeps
-// one small frame per open level and nothing else of the document.
-func limitMaximum(dec *json.Decoder) (int, error) {
-	type frame struct {
-		object    bool
-		expectKey bool   // an object awaiting its next key
-		key       string // an object's current key
-		parentKey string // the key this value is under in its parent
-		name, in  string
-		hasIn     bool
-		max       float64 // this object's own "maximum"
-		schemaMax float64 // the "maximum" of its "schema" member
-	}
-	var stack []frame
-	best := 0
-	// closed ends the value at the top of the stack's parent: an object
-	// then awaits its next key.
-	closed := func() {
-		if n := len(stack); n > 0 && stack[n-1].object {
-			stack[n-1].expectKey = true
-		}
-	}
+// the "maximum" its "schema" declares for the collection whose items are
+// at itemsPath (the items link's path): the one of the path that is that
+// collection's items (pygeoapi and MapServer declare one per collection),
+// else of a templated path matching it (/collections/{collectionId}/items:
+// tipg), else the smallest declared outside paths (components: the
+// server-wide one), else the smallest anywhere; 0 when none is declared.
+// It keeps one small frame per open level and four numbers, nothing else
+// of the document.
+func limitMaximum(dec *json.Decoder, itemsPath string) (int, error) {
+	sc := &limitScan{itemsPath: segments(itemsPath)}
 	for {
 		t, err := dec.Token()
-		if err == io.EOF && len(stack) == 0 {
-			return best, nil
+		if err == io.EOF && len(sc.stack) == 0 {
+			return sc.result(), nil
 		}
 		if err != nil {
 			return 0, err
 		}
-		var top *frame
-		if n := len(stack); n > 0 {
-			top = &stack[n-1]
+		done, err := sc.token(t)
+		if err != nil || done {
+			return sc.result(), err
 		}
-		if top != nil && top.object && top.expectKey {
-			if t == json.Delim('}') {
-				f := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if f.name == "limit" && (!f.hasIn || f.in == "query") && f.schemaMax >= 1 && f.schemaMax < 1e9 {
-					if m := int(f.schemaMax); best == 0 || m < best {
-						best = m
-					}
-				}
-				if n := len(stack); n > 0 && stack[n-1].object && f.parentKey == "schema" {
-					stack[n-1].schemaMax = f.max
-				}
-				closed()
-				if len(stack) == 0 {
-					return best, nil
-				}
-				continue
-			}
-			top.key, _ = t.(string)
-			top.expectKey = false
-			continue
-		}
-		parentKey := ""
-		if top != nil && top.object {
-			parentKey = top.key
-		}
-		switch v := t.(type) {
-		case json.Delim:
-			switch v {
-			case '{', '[':
-				if len(stack) == maxDepth {
-					return 0, tooDeep()
-				}
-				stack = append(stack, frame{object: v == '{', expectKey: v == '{', parentKey: parentKey})
-				continue
-			case ']':
-				stack = stack[:len(stack)-1]
-				closed()
-				if len(stack) == 0 {
-					return best, nil
-				}
-				continue
-			}
-		case string:
-			if top != nil && top.object {
-				switch top.key {
-				case "name":
-					top.name = v
-				case "in":
-					top.in, top.hasIn = v, true
-				}
-			}
-		case json.Number:
-			if top != nil && top.object && top.key == "maximum" {
-				top.max, _ = v.Float64()
-			}
-		}
-		if top == nil {
-			return best, nil // a scalar document
-		}
-		closed()
 	}
+}
+
+// limitFrame is one open object or array of limitMaximum's scan.
+type limitFrame struct {
+	object    bool
+	expectKey bool   // an object awaiting its next key
+	key       string // an object's current key
+	parentKey string // the key this value is under in its parent
+	name, in  string
+	hasIn     bool
+	max       float64 // this object's own "maximum"
+	schemaMax float64 // the "maximum" of its "schema" member
+}
+
+// limitScan is the state of limitMaximum: the open levels and the
+// smallest maximum found of each kind of place.
+type limitScan struct {
+	itemsPath                            []string
+	stack                                []limitFrame
+	own, templated, serverWide, anywhere int
+}
+
+func (sc *limitScan) result() int {
+	for _, m := range []int{sc.own, sc.templated, sc.serverWide} {
+		if m > 0 {
+			return m
+		}
+	}
+	return sc.anywhere
+}
+
+// token takes the next token; true when the document has ended.
+func (sc *limitScan) token(t json.Token) (bool, error) {
+	var top *limitFrame
+	if n := len(sc.stack); n > 0 {
+		top = &sc.stack[n-1]
+	}
+	if top != nil && top.object && top.expectKey {
+		if t == json.Delim('}') {
+			sc.closeObject()
+			return len(sc.stack) == 0, nil
+		}
+		top.key, _ = t.(string)
+		top.expectKey = false
+		return false, nil
+	}
+	parentKey := ""
+	if top != nil && top.object {
+		parentKey = top.key
+	}
+	switch v := t.(type) {
+	case json.Delim:
+		switch v {
+		case '{', '[':
+			if len(sc.stack) == maxDepth {
+				return false, tooDeep()
+			}
+			sc.stack = append(sc.stack, limitFrame{object: v == '{', expectKey: v == '{', parentKey: parentKey})
+			return false, nil
+		case ']':
+			sc.stack = sc.stack[:len(sc.stack)-1]
+			sc.closed()
+			return len(sc.stack) == 0, nil
+		}
+	case string:
+		if top != nil && top.object && top.key == "name" {
+			top.name = v
+		} else if top != nil && top.object && top.key == "in" {
+			top.in, top.hasIn = v, true
+		}
+	case json.Number:
+		if top != nil && top.object && top.key == "maximum" {
+			top.max, _ = v.Float64()
+		}
+	}
+	if top == nil {
+		return true, nil // a scalar document
+	}
+	sc.closed()
+	return false, nil
+}
+
+// closed ends the value at the top of the stack's parent: an object then
+// awaits its next key.
+func (sc *limitScan) closed() {
+	if n := len(sc.stack); n > 0 && sc.stack[n-1].object {
+		sc.stack[n-1].expectKey = true
+	}
+}
+
+// closeObject ends the object at the top of the stack, keeping its
+// maximum when it is the limit parameter, by the place it was declared:
+// under paths/{path}, the path is the stack's third level.
+func (sc *limitScan) closeObject() {
+	f := sc.stack[len(sc.stack)-1]
+	sc.stack = sc.stack[:len(sc.stack)-1]
+	if f.name == "limit" && (!f.hasIn || f.in == "query") && f.schemaMax >= 1 && f.schemaMax < 1e9 {
+		m := int(f.schemaMax)
+		smallest := func(p *int) {
+			if *p == 0 || m < *p {
+				*p = m
+			}
+		}
+		smallest(&sc.anywhere)
+		if len(sc.stack) >= 3 && sc.stack[1].parentKey == "paths" {
+			switch exact, ok := matchPath(sc.itemsPath, segments(sc.stack[2].parentKey)); {
+			case ok && exact:
+				smallest(&sc.own)
+			case ok:
+				smallest(&sc.templated)
+			}
+		} else {
+			smallest(&sc.serverWide)
+		}
+	}
+	if n := len(sc.stack); n > 0 && sc.stack[n-1].object && f.parentKey == "schema" {
+		sc.stack[n-1].schemaMax = f.max
+	}
+	sc.closed()
+}
+
+// segments splits a URL path into its unescaped segments.
+func segments(path string) []string {
+	var out []string
+	for _, s := range strings.Split(strings.Trim(path, "/"), "/") {
+		if u, err := url.PathUnescape(s); err == nil {
+			s = u
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// matchPath reports whether the OpenAPI path key (relative to the API's
+// root, which the items link's path ends with) is the items path: ok when
+// it matches the end of items, exact when no template segment ({…}) was
+// needed.
+func matchPath(items, key []string) (exact, ok bool) {
+	if len(key) == 0 || len(key) > len(items) {
+		return false, false
+	}
+	exact = true
+	tail := items[len(items)-len(key):]
+	for i, k := range key {
+		switch {
+		case strings.HasPrefix(k, "{") && strings.HasSuffix(k, "}"):
+			exact = false
+		case k != tail[i]:
+			return false, false
+		}
+	}
+	return exact, true
 }

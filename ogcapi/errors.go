@@ -25,14 +25,17 @@ var (
 	ErrUnrecognizedBody = errors.New("unrecognized response body")
 )
 
-// ExceptionError is an OGC API exception document ({"code": …,
-// "description": …}, the spec's exception schema), whatever the HTTP status
-// it came with: some servers answer 200 with one.
+// ExceptionError is an error document of the server: an OGC API exception
+// ({"code": …, "description": …}, the spec's exception schema; pygeoapi
+// adds "type"), FastAPI's {"detail": …} (tipg) or RFC 7807 problem details
+// ({"title": …, "detail": …, "status": …}), whatever the HTTP status it
+// came with: some servers answer 200 with one. Code and Description are
+// the server's words.
 type ExceptionError struct {
 	Status      int
 	URL         string // redacted
-	Code        string
-	Description string
+	Code        string // OGC's code, RFC 7807's title; "" for FastAPI's detail
+	Description string // OGC's description, the detail
 	// ServerSide is the verdict of the classification rule: the server
 	// failed (5xx, or a code that is not a known client-side one), rather
 	// than our request being wrong.
@@ -40,12 +43,15 @@ type ExceptionError struct {
 }
 
 func (e *ExceptionError) Error() string {
-	msg := fmt.Sprintf("GET %s: HTTP %d: exception document", e.URL, e.Status)
+	msg := fmt.Sprintf("GET %s: HTTP %d", e.URL, e.Status)
 	if e.Code != "" {
-		msg += " " + e.Code
+		msg += ": " + e.Code
 	}
 	if e.Description != "" {
 		msg += ": " + e.Description
+	}
+	if e.Code == "" && e.Description == "" {
+		msg += ": an error document with neither code nor description"
 	}
 	return msg
 }

@@ -51,7 +51,7 @@ func FuzzFetchPage(f *testing.F) {
 		}
 		c := ogcapi.NewClient(&http.Client{Transport: bodyTransport{status: status, header: h, body: []byte(body)}}, nil, nil,
 			ogcapi.WithMaxPages(20))
-		layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", ItemsURL: "http://127.0.0.1:1/collections/c/items", PageSize: 10}
+		layer := source.Layer{Kind: "ogcapi", URL: "http://127.0.0.1:1/collections/c", Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/c/items"}, PageSize: 10}
 		col := &collect{}
 		stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
 		if err == nil && stats.Features != col.total() {

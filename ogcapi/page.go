@@ -27,7 +27,7 @@ type wantCRS struct {
 
 // layerCRS is the CRS the layer's items come in.
 func layerCRS(layer source.Layer) (wantCRS, error) {
-	name := layer.CRS
+	name := settingsOf(layer).CRS
 	if name == "" {
 		name = CRS84
 	}
@@ -234,6 +234,13 @@ func (r *pageReader) read() (*feature.Feature, error) {
 	}
 	if err != nil {
 		r.err = &httpcall.BodyError{URL: r.url, Page: r.page, Err: err}
+		return nil, r.err
+	}
+	if r.dec.LoneFeature() {
+		// A Feature is not a page: it has no numberMatched or links of
+		// its own, so one would pass as the whole collection.
+		r.err = &httpcall.BodyError{URL: r.url, Page: r.page,
+			Err: errors.New("the items answer is a single Feature, not a FeatureCollection")}
 		return nil, r.err
 	}
 	r.n++

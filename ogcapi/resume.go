@@ -2,6 +2,7 @@ package ogcapi
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,7 +20,10 @@ import (
 // (items, schema, next) carries the feed's API key this way when the server
 // left it out. A value a scrub replaced by redact.Marker is dropped, and
 // home's put back where home has the parameter. A link to another origin is
-// returned as it is: home's credentials are not for it.
+// returned as it is: home's credentials are not for it. The link's own
+// parameters stay as the server wrote them, and home's format parameter
+// (f) is never added: the link's type is its format (tipg answers f=json
+// on items with an array of rows, not GeoJSON).
 func Restore(link, home string) string {
 	u, err := url.Parse(link)
 	h, herr := url.Parse(home)
@@ -29,19 +33,28 @@ func Restore(link, home string) string {
 	if u.User == nil || strings.Contains(u.User.String(), redact.Marker) {
 		u.User = h.User
 	}
+	var parts []string
+	have := url.Values{}
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		name, err1 := url.QueryUnescape(k)
+		value, err2 := url.QueryUnescape(v)
+		if part == "" || (err1 == nil && err2 == nil && value == redact.Marker) {
+			continue
+		}
+		have.Add(name, value)
+		parts = append(parts, part)
+	}
 	hq := h.Query()
-	q := u.Query()
-	for k, vs := range q {
-		if slices.Contains(vs, redact.Marker) {
-			delete(q, k)
+	for _, k := range slices.Sorted(maps.Keys(hq)) {
+		if _, ok := lookupFold(have, k); ok || strings.EqualFold(k, "f") {
+			continue
+		}
+		for _, v := range hq[k] {
+			parts = append(parts, url.QueryEscape(k)+"="+url.QueryEscape(v))
 		}
 	}
-	for k, hv := range hq {
-		if _, ok := lookupFold(q, k); !ok {
-			q[k] = hv
-		}
-	}
-	u.RawQuery = q.Encode()
+	u.RawQuery = strings.Join(parts, "&")
 	return u.String()
 }
 

@@ -64,16 +64,19 @@ type propertySchema struct {
 // FromJSONSchema maps the JSON Schema of a collection's features (a Part 3
 // queryables or Part 5 schema document: an object schema whose
 // "properties" name each property) to a declared schema, in the document's
-// order. Types map as: integer → bigint; number → numeric (exact, as an
-// inferred mix of integers and decimals is), or double precision with
-// format double/float; boolean → boolean; string → text, date with format
-// date, timestamptz with format date-time; object and array → jsonb. A type
-// list with null ("type": ["integer", "null"]) is its other member. A
-// property with no type, several, or one not listed is left out: its type
-// is inferred from the values. The geometry (x-ogc-role primary-geometry,
-// a format geometry-…, or a $ref to a GeoJSON geometry schema) is no
-// column: it gives Declared.Geometry. The feature id (x-ogc-role id) is no
-// property either.
+// order. Types map as: integer → bigint; number → double precision (as GDAL
+// and the servers' own columns have it), numeric with format decimal;
+// boolean → boolean; string → text, date with format date, timestamptz with
+// format date-time; object and array → jsonb. A number or a string without
+// a format is Loose: values that all prove a narrower type (tipg declares
+// every integer a number and a date a string) take it (schema.Build). A
+// type list with null ("type": ["integer", "null"]) is its other member. A
+// property with no type, several, or one not listed keeps its place with
+// no type: its type is inferred from the values. The geometry (x-ogc-role
+// primary-geometry, a format geometry-…, or a $ref to a GeoJSON geometry
+// schema) is no column: it gives Declared.Geometry. The feature id
+// (x-ogc-role id, pygeoapi's fid) is Declared.ID, a column at its place
+// when the features carry it among their properties.
 func FromJSONSchema(data []byte, origin string) (*schema.Declared, error) {
 	var doc struct {
 		Type       string          `json:"type"`
@@ -114,12 +117,15 @@ func FromJSONSchema(data []byte, origin string) (*schema.Declared, error) {
 			}
 			continue
 		}
-		if p.Role == "id" {
-			continue
+		if p.Role == "id" && d.ID == "" {
+			d.ID = name
 		}
+		c := schema.Column{Name: name, Source: schema.FromDeclared}
 		if typ, ok := jsonSchemaType(p); ok {
-			d.Columns = append(d.Columns, schema.Column{Name: name, Type: typ, Source: schema.FromDeclared})
+			f := strings.ToLower(p.Format)
+			c.Type, c.Loose = typ, f == "" && (typ == schema.Double || typ == schema.Text)
 		}
+		d.Columns = append(d.Columns, c)
 	}
 	return d, nil
 }
@@ -170,10 +176,10 @@ func jsonSchemaType(p propertySchema) (schema.Type, bool) {
 	case "integer":
 		return schema.BigInt, true
 	case "number":
-		if f := strings.ToLower(p.Format); f == "double" || f == "float" {
-			return schema.Double, true
+		if strings.ToLower(p.Format) == "decimal" {
+			return schema.Numeric, true
 		}
-		return schema.Numeric, true
+		return schema.Double, true
 	case "boolean":
 		return schema.Boolean, true
 	case "string":
@@ -198,14 +204,14 @@ func jsonSchemaType(p propertySchema) (schema.Type, bool) {
 // a page's would; any other failure is a warning, and the fetch goes on
 // with the last schema read from that link (schema.Memo), or none.
 func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Declared, string, error) {
-	if !layer.DescribeSchema || layer.SchemaURL == "" {
+	if !layer.DescribeSchema || settingsOf(layer).SchemaURL == "" {
 		return nil, "", nil
 	}
 	ttl := c.discovery.ttl
 	if ttl == 0 {
 		ttl = DefaultDiscoveryTTL
 	}
-	d, err := c.declaredMemo.Get(layer.SchemaURL, ttl, c.now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
+	d, err := c.declaredMemo.Get(settingsOf(layer).SchemaURL, ttl, c.now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
 	if err == nil {
 		return d, "", nil
 	}
@@ -219,17 +225,19 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 	return nil, fmt.Sprintf("the collection's schema could not be read; types are inferred from its values: %v", err), nil
 }
 
-// describe reads and maps the collection's schema document.
+// describe reads and maps the collection's schema document, from its link
+// exactly as the collection gave it (tipg answers its queryables with
+// f=json by a 422).
 func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Declared, error) {
-	u, err := url.Parse(layer.SchemaURL)
+	u, err := url.Parse(settingsOf(layer).SchemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schema link: %s", ErrInvalidLayer, redact.Text(err.Error()))
 	}
 	var raw json.RawMessage
-	if err := c.getDoc(ctx, layer, withF(u), schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {
+	if err := c.getDoc(ctx, layer, u, schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {
 		return nil, fmt.Errorf("reading the collection's schema (%s): %w", redact.URL(u.String()), err)
 	}
-	origin := layer.SchemaOrigin
+	origin := settingsOf(layer).SchemaOrigin
 	if origin == "" {
 		origin = "ogcapi schema"
 	}

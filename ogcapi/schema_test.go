@@ -13,6 +13,17 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
+// looseOf lists d's loose columns.
+func looseOf(d *schema.Declared) string {
+	var out []string
+	for _, c := range d.Columns {
+		if c.Loose {
+			out = append(out, c.Name)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 func columnsOf(d *schema.Declared) string {
 	if d == nil {
 		return "<nil>"
@@ -22,7 +33,11 @@ func columnsOf(d *schema.Declared) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(c.Name + " " + string(c.Type))
+		t := string(c.Type)
+		if t == "" {
+			t = "(values)"
+		}
+		b.WriteString(c.Name + " " + t)
 		if c.Source != schema.FromDeclared {
 			b.WriteString(" (" + string(c.Source) + ")")
 		}
@@ -33,11 +48,12 @@ func columnsOf(d *schema.Declared) string {
 // TestFromJSONSchema maps the queryables and schema documents servers
 // write: pygeoapi's ($ref to a GeoJSON schema), ldproxy's (x-ogc-role,
 // format geometry-…), type lists with null, and the properties left to
-// inference; the document's order is kept.
+// inference; the document's order is kept, the id (x-ogc-role) in it;
+// number and string without a format are loose.
 func TestFromJSONSchema(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, doc, columns, geometry string
+		name, doc, columns, geometry, id, loose string
 	}{
 		{
 			name: "pygeoapi queryables",
@@ -47,8 +63,9 @@ func TestFromJSONSchema(t *testing.T) {
 				"acres":{"title":"acres","type":"number"},
 				"units":{"title":"units","type":"integer"}},
 				"$schema":"http://json-schema.org/draft/2019-09/schema"}`,
-			columns:  "pin text, acres numeric, units bigint",
+			columns:  "pin text, acres double precision, units bigint",
 			geometry: "Polygon",
+			loose:    "pin,acres",
 		},
 		{
 			name: "ldproxy schema",
@@ -59,11 +76,15 @@ func TestFromJSONSchema(t *testing.T) {
 				"deed_date":{"type":"string","format":"date"},
 				"updated":{"type":"string","format":"date-time"},
 				"value":{"type":"number","format":"double"},
+				"price":{"type":"number","format":"decimal"},
 				"owners":{"type":"array","items":{"type":"string"}},
 				"extra":{"type":"object"},
 				"geom":{"x-ogc-role":"primary-geometry","format":"geometry-multipolygon"}}}`,
-			columns:  "zoning text, exempt boolean, deed_date date, updated timestamptz, value double precision, owners jsonb, extra jsonb",
+			columns: "fid bigint, zoning text, exempt boolean, deed_date date, updated timestamptz, value double precision, " +
+				"price numeric, owners jsonb, extra jsonb",
 			geometry: "MultiPolygon",
+			id:       "fid",
+			loose:    "zoning",
 		},
 		{
 			name: "type lists and unknowns",
@@ -74,7 +95,7 @@ func TestFromJSONSchema(t *testing.T) {
 				"d":{"type":"null"},
 				"e":{"type":["null","string"],"format":"date"},
 				"g":{"$ref":"https://geojson.org/schema/Geometry.json"}}}`,
-			columns:  "a bigint, e date",
+			columns:  "a bigint, b (values), c (values), d (values), e date",
 			geometry: "",
 		},
 	} {
@@ -83,8 +104,10 @@ func TestFromJSONSchema(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
-		if got := columnsOf(d); got != tc.columns || d.Geometry != tc.geometry || d.Origin != "ogcapi queryables" {
-			t.Errorf("%s: columns %q geometry %q origin %q; want %q and %q", tc.name, got, d.Geometry, d.Origin, tc.columns, tc.geometry)
+		if got := columnsOf(d); got != tc.columns || d.Geometry != tc.geometry || d.Origin != "ogcapi queryables" || d.ID != tc.id ||
+			looseOf(d) != tc.loose {
+			t.Errorf("%s: columns %q geometry %q id %q loose %q origin %q; want %q, %q, %q and %q", tc.name, got, d.Geometry, d.ID,
+				looseOf(d), d.Origin, tc.columns, tc.geometry, tc.id, tc.loose)
 		}
 	}
 	for doc, want := range map[string]string{

@@ -66,6 +66,14 @@ type Column struct {
 	// Unconverted those whose value does not convert to Type (NULL in the
 	// typed view).
 	NonNull, Unconverted int64
+	// Loose marks a declared column whose declaration admits a narrower
+	// type the values may prove (JSON Schema "number" or "string" without
+	// a format, which tipg gives every integer and date): see Build.
+	Loose bool
+	// DeclaredType is the type the protocol declared when every value
+	// proved a narrower one, which Type then is (Source FromInferred):
+	// feed_columns.declared_type records the disagreement. "" otherwise.
+	DeclaredType Type
 }
 
 // Declared is a layer's schema as its protocol declares it: the columns
@@ -77,7 +85,15 @@ type Column struct {
 // esriFieldType* → Type), OGC API – Features' collection schema or
 // queryables through ogcapi.FromJSONSchema.
 type Declared struct {
+	// Columns in the source's order. A column with no Type keeps its
+	// place, its type inferred from the values (a property the description
+	// names without a usable type).
 	Columns []Column
+	// ID names the property the description declares as the feature id
+	// (an OGC API schema's x-ogc-role id), listed in Columns at its place:
+	// a column when the features carry it among their properties, none
+	// when the server keeps it out of them.
+	ID string
 	// Geometry is the declared geometry type (GeometryName's spelling,
 	// e.g. "MultiPolygon"), "" when the protocol leaves it open.
 	Geometry string
@@ -128,8 +144,13 @@ func (s *Schema) NonNullShare(c Column) float64 {
 
 // Build returns the schema of a snapshot: the declared columns first, in
 // their declared order with their declared types (a declared column the
-// snapshot never carries stays, all null), then the columns only the
-// values show, in the order they first appear, with inferred types.
+// snapshot never carries stays, all null; but the id and a column declared
+// without a type are columns only when the values carry them), then the
+// columns only the values show, in the order they first appear, with
+// inferred types. A Loose declared type that every non-null value
+// contradicts gives way to the narrower type the values prove (integers
+// declared number: bigint; ISO dates declared string: date or
+// timestamptz), the declared type kept in DeclaredType.
 // keep are the stored columns: one whose type a previous poll took from a
 // declaration keeps it when this poll has none (the description could not
 // be read), and one that holds only nulls now keeps its type, instead of
@@ -140,38 +161,76 @@ func Build(p *Profile, d *Declared, keep []Column) Schema {
 		s.Geometry = d.Geometry
 	}
 	seen := make(map[string]bool)
-	add := func(name string, t Type, src Source) {
-		c := Column{Name: name, Type: t, Source: src}
-		if cp := p.column(name); cp != nil {
+	add := func(c Column) {
+		if cp := p.column(c.Name); cp != nil {
 			c.NonNull = cp.nonNull()
-			c.Unconverted = cp.unconverted(t)
+			c.Unconverted = cp.unconverted(c.Type)
 		}
 		s.Columns = append(s.Columns, c)
-		seen[name] = true
+		seen[c.Name] = true
 	}
 	if d != nil {
 		for _, c := range d.Columns {
-			if !seen[c.Name] {
-				add(c.Name, c.Type, FromDeclared)
+			cp := p.column(c.Name)
+			switch {
+			case seen[c.Name]:
+			case cp == nil && (c.Type == "" || c.Name == d.ID):
+				// The id kept out of the properties; a type left to
+				// values that never came.
+			case c.Type == "":
+				add(inferred(cp, d, keep))
+			default:
+				add(declaredColumn(c, cp))
 			}
 		}
 	}
-	for _, cp := range p.Columns {
-		if seen[cp.Name] {
-			continue
+	for i := range p.Columns {
+		if !seen[p.Columns[i].Name] {
+			add(inferred(&p.Columns[i], d, keep))
 		}
-		t, src := Infer(cp.Kinds), FromInferred
-		for _, k := range keep {
-			// A declared type outlives a poll that could not read the
-			// declaration; any type outlives a poll where the column
-			// holds only nulls (nothing to infer from).
-			if k.Name == cp.Name && ((d == nil && k.Source == FromDeclared) || cp.nonNull() == 0) {
-				t, src = k.Type, k.Source
-			}
-		}
-		add(cp.Name, t, src)
 	}
 	return s
+}
+
+// inferred is the column of the values cp: their inferred type, or the
+// stored one (keep) where it outlives this poll.
+func inferred(cp *ColumnProfile, d *Declared, keep []Column) Column {
+	c := Column{Name: cp.Name, Type: Infer(cp.Kinds), Source: FromInferred}
+	for _, k := range keep {
+		// A declared type outlives a poll that could not read the
+		// declaration; any type outlives a poll where the column holds
+		// only nulls (nothing to infer from).
+		if k.Name == cp.Name && ((d == nil && k.Source == FromDeclared) || cp.nonNull() == 0) {
+			c.Type, c.Source, c.DeclaredType = k.Type, k.Source, k.DeclaredType
+		}
+	}
+	return c
+}
+
+// declaredColumn is the declared column c with the values cp (nil: none):
+// its declared type, or a Loose one's narrower type the values prove.
+func declaredColumn(c Column, cp *ColumnProfile) Column {
+	out := Column{Name: c.Name, Type: c.Type, Source: FromDeclared}
+	if !c.Loose || cp == nil || cp.nonNull() == 0 {
+		return out
+	}
+	if v := Infer(cp.Kinds); narrows(c.Type, v) {
+		out.Type, out.Source, out.DeclaredType = v, FromInferred, c.Type
+	}
+	return out
+}
+
+// narrows reports whether v is a narrower type than the loosely declared
+// t that holds every value t would: a whole number for a number, a date
+// or a timestamp for a string.
+func narrows(t, v Type) bool {
+	switch t {
+	case Numeric, Double:
+		return v == BigInt
+	case Text:
+		return v == Date || v == Timestamp
+	}
+	return false
 }
 
 // Change is one difference between a feed's stored schema and a snapshot's.

@@ -85,7 +85,8 @@ func TestProfileMergeAndNulls(t *testing.T) {
 	if s.Features != 3 || len(s.Columns) != 3 {
 		t.Fatalf("schema %+v", s)
 	}
-	want := []Column{{"a", BigInt, FromInferred, 2, 0}, {"b", Text, FromInferred, 1, 0}, {"c", Boolean, FromInferred, 1, 0}}
+	want := []Column{{Name: "a", Type: BigInt, Source: FromInferred, NonNull: 2}, {Name: "b", Type: Text, Source: FromInferred, NonNull: 1},
+		{Name: "c", Type: Boolean, Source: FromInferred, NonNull: 1}}
 	for i, c := range s.Columns {
 		if c != want[i] {
 			t.Errorf("column %d = %+v, want %+v", i, c, want[i])
@@ -117,6 +118,40 @@ func TestBuildDeclaredAndUnconverted(t *testing.T) {
 	s = Build(p, nil, []Column{{Name: "n", Type: BigInt, Source: FromDeclared}})
 	if n, _ := s.Column("n"); n.Type != BigInt || n.Source != FromDeclared {
 		t.Errorf("kept column %+v", n)
+	}
+}
+
+// TestBuildIDAndLooseTypes: the id the description declares takes its
+// place among the columns when the features carry it (pygeoapi's fid),
+// none when they do not; a loose declared type every value contradicts
+// gives way to the narrower type they prove, the declared one recorded;
+// one value that the narrower type would not hold keeps the declared type.
+func TestBuildIDAndLooseTypes(t *testing.T) {
+	columns := func(s Schema) string {
+		var out []string
+		for _, c := range s.Columns {
+			out = append(out, c.Name+":"+string(c.Type)+":"+string(c.Source)+":"+string(c.DeclaredType))
+		}
+		return strings.Join(out, ",")
+	}
+	d := &Declared{ID: "fid", Columns: []Column{
+		{Name: "fid", Type: BigInt}, {Name: "pop", Type: Numeric, Loose: true}, {Name: "area", Type: Double, Loose: true},
+		{Name: "opened", Type: Text, Loose: true}, {Name: "stamp", Type: Text, Loose: true}, {Name: "code", Type: Text, Loose: true},
+		{Name: "rate", Type: Numeric}, {Name: "untyped"}, {Name: "absent"},
+	}}
+	p := profileOf(t,
+		`{"pop":12,"area":1.5,"opened":"2020-01-02","stamp":"2020-01-02T10:00:00Z","code":"02134","rate":3,"untyped":true,"fid":1,"extra":"x"}`,
+		`{"pop":null,"area":2,"opened":"2021-03-04","stamp":"2021-03-04","code":"x","rate":4,"untyped":false,"fid":2,"extra":"y"}`)
+	want := "fid:bigint:declared:,pop:bigint:inferred:numeric,area:double precision:declared:," +
+		"opened:date:inferred:text,stamp:timestamptz:inferred:text,code:text:declared:,rate:numeric:declared:," +
+		"untyped:boolean:inferred:,extra:text:inferred:"
+	if got := columns(Build(p, d, nil)); got != want {
+		t.Errorf("columns\n got %s\nwant %s", got, want)
+	}
+	// A server that keeps the id out of the properties: no column.
+	p = profileOf(t, `{"pop":1}`)
+	if got := columns(Build(p, d, nil)); !strings.HasPrefix(got, "pop:bigint:inferred:numeric,area:double precision:declared:,") {
+		t.Errorf("without fid in the properties: %s", got)
 	}
 }
 

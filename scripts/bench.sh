@@ -16,7 +16,8 @@
 #                             same rows prepared in advance into a bare table, then its primary
 #                             key and GiST built (the floor): median wall time, features/s,
 #                             peak RSS, and the ratios.
-#   scripts/bench.sh hostile  the hostile corpus (wfstest.HostileCases, full-size bombs) served by
+#   scripts/bench.sh hostile  the hostile corpus (internal/hostile.Cases: every kind, ArcGIS REST and
+#                             OGC API included; full-size bombs) served by
 #                             feedserver -hostile in its own process, polled by ONE `ingestd run`
 #                             (every feed caught up at once, max_in_flight 20, then 30 s of replays of
 #                             the parked polls) in a database of its own: that process's peak RSS
@@ -677,8 +678,8 @@ bench_micro() {
 
 bench_breaker() {
 	echo "== breaker and dead-letter timings on this machine (figures, not pass/fail)"
-	go test -run '^$' -bench . -benchtime "${BENCH_BREAKER_ROUNDS:-5}x" ./breaker ./deadletter |
-		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+	go test -run '^$' -bench . -benchtime "${BENCH_BREAKER_ROUNDS:-5}x" ./breaker/... ./deadletter |
+		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\|?\)'
 }
 
 bench_statuspage() {

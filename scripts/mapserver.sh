@@ -33,6 +33,12 @@
 # (MapServer#7177, fixed in 8.6): Beaufort, Carteret, Craven, Currituck,
 # Dare and Hyde. No Part 2 (crs) in 8.0; limit at most 1000 (oga_max_limit).
 #
+# The US Census counties at 1:10 m (npm us-atlas 3.0.1, converted by GDAL:
+# testdata/uscounties, 3,231 counties of which 22 are invalid polygons and
+# one has no geometry) are served twice: the GeoJSON file as it is, by
+# lighttpd from its document root (/us-counties-10m.geojson), and as WFS
+# layer us_counties (a GeoPackage copy; gml_featureid is the FIPS code id).
+#
 # Environment: INGESTD_MAPSERVER_PORT (default 18180).
 set -euo pipefail
 
@@ -90,6 +96,21 @@ fetch_data() {
 	# labelled CRS84. GDAL's transform is PROJ's EPSG pipeline, as PostGIS's.
 	if [[ ! -f $DATA/nc_wgs84.gpkg ]]; then
 		ogr2ogr -f GPKG -t_srs EPSG:4326 -nln nc "$DATA/nc_wgs84.gpkg" "$DATA/nc.gpkg" nc.gpkg >&2
+	fi
+	fetch_counties
+}
+
+# fetch_counties puts the US counties where lighttpd serves them (its
+# document root) and a GeoPackage copy for MapServer in .mapserver/data.
+fetch_counties() {
+	local src=$ROOT/testdata/uscounties/us-counties-10m.geojson
+	mkdir -p "$RUN"
+	if [[ ! -f $RUN/us-counties-10m.geojson || $src -nt $RUN/us-counties-10m.geojson ]]; then
+		cp "$src" "$RUN/us-counties-10m.geojson"
+	fi
+	if [[ ! -f $DATA/us_counties.gpkg || $src -nt $DATA/us_counties.gpkg ]]; then
+		rm -f "$DATA/us_counties.gpkg"
+		ogr2ogr -f GPKG -nln us_counties "$DATA/us_counties.gpkg" "$src" >&2
 	fi
 }
 
@@ -243,6 +264,32 @@ write_config() {
 		      "gml_types" "auto"
 		      "gml_featureid" "FIPS"
 		      "oga_featureid" "FIPS"
+		    END
+		  END
+
+		  # The US Census counties at 1:10 m (issue 30): real invalid
+		  # polygons, served as they are.
+		  LAYER
+		    NAME "us_counties"
+		    TYPE POLYGON
+		    STATUS ON
+		    CONNECTIONTYPE OGR
+		    CONNECTION "$DATA/us_counties.gpkg"
+		    DATA "us_counties"
+		    TEMPLATE "none"
+		    PROJECTION
+		      "init=epsg:4326"
+		    END
+		    METADATA
+		      "ows_title" "US counties at 1:10 m (npm us-atlas, converted by GDAL)"
+		      "ows_srs" "EPSG:4326"
+		      "gml_include_items" "all"
+		      "gml_types" "auto"
+		      "gml_featureid" "id"
+		      "wfs_featureid" "id"
+		      "oga_featureid" "id"
+		      "wfs_geometry_precision" "10"
+		      "wfs_getfeature_formatlist" "geojson"
 		    END
 		  END
 		END

@@ -12,20 +12,20 @@ import (
 	"github.com/ingestd/ingestd/schema"
 )
 
-// Layer describes what to fetch: a WFS feature type, a plain GeoJSON URL or
-// an OGC API – Features collection.
+// Layer describes what to fetch: a WFS feature type, an ArcGIS REST layer,
+// an OGC API – Features collection or a plain GeoJSON URL. Its fields are
+// the ones every kind (or the poll, or the store) reads; a kind's own
+// settings are in Settings, of that kind's type.
 type Layer struct {
 	// Kind is "wfs", "geojson", "arcgis" or "ogcapi".
 	Kind string
-	// URL is the service endpoint (WFS) or the document (GeoJSON).
+	// URL is the service endpoint (WFS), the layer (ArcGIS), the landing
+	// page or collection (OGC API) or the document (GeoJSON).
 	URL string
 	// TypeName is the WFS feature type, e.g. "topp:states".
 	TypeName string
-	// Version is the WFS version: "2.0.0" (default) or "1.1.0".
-	Version string
-	// OutputFormat is the WFS outputFormat parameter, e.g. "application/json".
-	OutputFormat string
-	// PageSize is the number of features per WFS request; 0 means one request.
+	// PageSize is the number of features per request; 0 means one request
+	// (ArcGIS: the layer's maxRecordCount).
 	PageSize int
 	// IDProperty names the property that identifies a feature, if any.
 	IDProperty string
@@ -66,37 +66,9 @@ type Layer struct {
 	// The poll sets it from its store.
 	KnownSRID func(ctx context.Context, srid int) (bool, error)
 
-	// ArcGIS REST (kind arcgis, package arcgis). The token is not here:
-	// the config turns it into a header (Headers), which is never logged.
-
-	// Where is the query's where clause; "" means 1=1.
-	Where string
-	// OutFields is the query's outFields; "" means *.
-	OutFields string
-
-	// OGC API – Features (kind "ogcapi"; package ogcapi).
-
-	// Collection is the collection id when URL is the landing page; "" when
-	// URL is the collection itself (…/collections/{collectionId}).
-	Collection string
-	// CRS is the Part 2 CRS to ask for (a URI such as
-	// http://www.opengis.net/def/crs/EPSG/0/2264); "" means CRS84.
-	CRS string
-	// BBox, when set, filters the items: minx, miny, maxx, maxy in CRS84.
-	BBox []float64
-	// ItemsURL is the collection's items link, set by Prepare from the
-	// collection document; Fetch starts there.
-	ItemsURL string
-	// LinksOnly accepts a collection whose server reports no numberMatched
-	// (on its pages, nor to resulttype=hits) as complete on its next links
-	// alone: the feed's `completeness: links_only`. Without it such a
-	// collection is refused, since nothing proves it whole.
-	LinksOnly bool
-	// SchemaURL is the collection's JSON Schema of its features (Part 5
-	// schema, else Part 3 queryables), set by Prepare when the collection
-	// links one; SchemaOrigin names which ("ogcapi schema", "ogcapi
-	// queryables"). Fetch reads it when DescribeSchema is set.
-	SchemaURL, SchemaOrigin string
+	// Settings are the kind's own settings (wfs.Settings, …); nil for a
+	// kind that has none, or to take the kind's defaults.
+	Settings Settings
 
 	// Typed layers (issue 19).
 
@@ -204,4 +176,15 @@ func headerNames(h map[string]string) string {
 	}
 	slices.Sort(names)
 	return strings.Join(names, ",")
+}
+
+// Settings are a kind's own settings of a layer (wfs.Settings,
+// arcgis.Settings, ogcapi.Settings), which only that kind's package reads;
+// the common ones are Layer's fields. A value, so that copying a Layer
+// copies them.
+type Settings interface {
+	// Identity lists, in a fixed order, the settings that change what the
+	// server sends for the layer: its validators answer only for the same
+	// identity (see Layer.Validators).
+	Identity() []string
 }

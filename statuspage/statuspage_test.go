@@ -18,7 +18,6 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -45,7 +44,7 @@ func loadLayers(tb testing.TB, layers map[string]layertest.Layer, pageSize int) 
 	pool := pgtest.Pool(tb)
 	p := breaker.DefaultPolicy()
 	p.RateLimit = 0
-	m := feeds.NewManager(postgis.New(pool), wfs.NewClient(ts.Client(), breaker.NewRegistry(breaker.Config{MaxInFlight: 4, Policy: p}, nil), nil))
+	m := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breaker.NewRegistry(breaker.Config{MaxInFlight: 4, Policy: p}, nil)}))
 	defer m.Stop()
 	ctx := context.Background()
 	if err := m.Update(ctx, cfg); err != nil {

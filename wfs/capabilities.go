@@ -173,7 +173,7 @@ type xmlFeatType struct {
 // report is returned as *ExceptionReportError. Its errors read "wfs: …".
 func ParseCapabilities(r io.Reader) (*Capabilities, error) {
 	caps, err := parseCapabilities(r)
-	return caps, source.Named(KindWFS, err)
+	return caps, source.Named(Kind, err)
 }
 
 // parseCapabilities is ParseCapabilities with errors that name no kind,
@@ -297,11 +297,6 @@ func firstNonEmpty(ss ...string) string {
 	return ""
 }
 
-// negotiableVersions are the versions Negotiate may pick, best first. 1.0.0
-// is left out: it has no paging and its GML 2 carries less than GeoJSON or
-// GML 3 from the same server.
-var negotiableVersions = []string{"2.0.0", "1.1.0"}
-
 // Output format preferences, best first, compared after normalising case and
 // spaces. GeoJSON first (the fastest decoder, and RFC 7946 axis order); then
 // GML 3.2; then GML 3.1.1.
@@ -337,6 +332,32 @@ func IsGeoJSONFormat(f string) bool {
 	return pickFormat([]string{f}, geoJSONFormats) != ""
 }
 
+// negotiateVersion settles s.Version (Auto: the best of Versions the
+// server speaks) and warns when the capabilities came in another version.
+func negotiateVersion(caps *Capabilities, s *Settings, warn func(string, ...any)) error {
+	if s.Version == Auto {
+		switch {
+		case slices.Contains(Versions, caps.Version):
+			s.Version = caps.Version
+		default:
+			for _, v := range Versions {
+				if slices.Contains(caps.Versions, v) {
+					s.Version = v
+					warn("server answered capabilities in version %q; using %s, which it also lists", caps.Version, v)
+					break
+				}
+			}
+		}
+		if s.Version == Auto {
+			return fmt.Errorf("wfs: negotiate: server speaks WFS %s; ingestd needs %s",
+				strings.Join(caps.Versions, ", "), strings.Join(Versions, " or "))
+		}
+	} else if caps.Version != "" && caps.Version != s.version() {
+		warn("capabilities came in version %s, not the configured %s; formats and paging are read from them", caps.Version, s.version())
+	}
+	return nil
+}
+
 // Negotiate fills what layer leaves to the server (Version or OutputFormat
 // set to Auto) from caps, and adapts the rest to what the server can do:
 //
@@ -364,64 +385,48 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 	if caps == nil {
 		return layer, nil, errors.New("wfs: negotiate: no capabilities")
 	}
-	if layer.Kind != KindWFS {
+	if layer.Kind != Kind {
 		return layer, nil, nil
 	}
+	s := settingsOf(layer)
 	ft, ok := caps.FeatureType(layer.TypeName)
 	if !ok {
 		names := make([]string, 0, min(len(caps.FeatureTypes), 10))
 		for _, t := range caps.FeatureTypes[:min(len(caps.FeatureTypes), 10)] {
 			names = append(names, t.Name)
 		}
-		return layer, nil, fmt.Errorf("wfs: %w: feature type %q is not in the server's capabilities (it offers %s)",
+		return withSettings(layer, s), nil, fmt.Errorf("wfs: %w: feature type %q is not in the server's capabilities (it offers %s)",
 			ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
 	}
 
-	if layer.Version == Auto {
-		switch {
-		case slices.Contains(negotiableVersions, caps.Version):
-			layer.Version = caps.Version
-		default:
-			for _, v := range negotiableVersions {
-				if slices.Contains(caps.Versions, v) {
-					layer.Version = v
-					warn("server answered capabilities in version %q; using %s, which it also lists", caps.Version, v)
-					break
-				}
-			}
-		}
-		if layer.Version == Auto {
-			return layer, warnings, fmt.Errorf("wfs: negotiate: server speaks WFS %s; ingestd needs %s",
-				strings.Join(caps.Versions, ", "), strings.Join(negotiableVersions, " or "))
-		}
-	} else if caps.Version != "" && caps.Version != versionOf(layer) {
-		warn("capabilities came in version %s, not the configured %s; formats and paging are read from them", caps.Version, versionOf(layer))
+	if err := negotiateVersion(caps, &s, warn); err != nil {
+		return withSettings(layer, s), warnings, err
 	}
 
 	offered := ft.OutputFormats
 	if len(offered) == 0 {
 		offered = caps.OutputFormats
 	}
-	if layer.OutputFormat == Auto {
-		layer.OutputFormat = pickFormat(offered, geoJSONFormats, gml32Formats, gml311Formats)
-		if layer.OutputFormat == "" {
-			return layer, warnings, fmt.Errorf("wfs: negotiate: feature type %s offers none of GeoJSON, GML 3.2 or GML 3.1.1 (it offers %s)",
+	if s.OutputFormat == Auto {
+		s.OutputFormat = pickFormat(offered, geoJSONFormats, gml32Formats, gml311Formats)
+		if s.OutputFormat == "" {
+			return withSettings(layer, s), warnings, fmt.Errorf("wfs: negotiate: feature type %s offers none of GeoJSON, GML 3.2 or GML 3.1.1 (it offers %s)",
 				ft.Name, strings.Join(offered, ", "))
 		}
-	} else if len(offered) > 0 && layer.OutputFormat != "" && pickFormat(offered, []string{layer.OutputFormat}) == "" {
-		warn("server does not list outputFormat %q for %s", layer.OutputFormat, ft.Name)
+	} else if len(offered) > 0 && s.OutputFormat != "" && pickFormat(offered, []string{s.OutputFormat}) == "" {
+		warn("server does not list outputFormat %q for %s", s.OutputFormat, ft.Name)
 	}
 
-	if layer.PageSize > 0 && !caps.PagingSupported(versionOf(layer)) {
+	if layer.PageSize > 0 && !caps.PagingSupported(s.version()) {
 		why := "does not declare ImplementsResultPaging"
-		if versionOf(layer) != "2.0.0" {
-			why = "is not known to page in WFS " + versionOf(layer)
+		if s.version() != "2.0.0" {
+			why = "is not known to page in WFS " + s.version()
 		}
 		warn("server %s: fetching %s in one request instead of pages of %d", why, ft.Name, layer.PageSize)
 		layer.PageSize = 0
 	}
 
-	if layer.SRID == 0 && IsGeoJSONFormat(firstNonEmpty(layer.OutputFormat, DefaultOutputFormat)) {
+	if layer.SRID == 0 && IsGeoJSONFormat(firstNonEmpty(s.OutputFormat, DefaultOutputFormat)) {
 		srs := srsNameOf(layer.URL)
 		if srs == "" && !servesWGS84(ft) {
 			// The request cannot ask for EPSG:4326 (GeoJSONSRSName): the
@@ -438,7 +443,7 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 			}
 		}
 	}
-	return layer, warnings, nil
+	return withSettings(layer, s), warnings, nil
 }
 
 // servesWGS84 reports whether the feature type can be served in EPSG:4326
@@ -512,8 +517,8 @@ var kvpParams = []string{"service", "version", "request", "acceptversions", "typ
 // answers in the best one both sides know.
 func CapabilitiesURL(layer source.Layer) (*url.URL, error) {
 	ours := [][2]string{{"service", "WFS"}, {"request", "GetCapabilities"}}
-	if layer.Version == Auto {
-		ours = append(ours, [2]string{"acceptVersions", strings.Join(negotiableVersions, ",")})
+	if settingsOf(layer).Version == Auto {
+		ours = append(ours, [2]string{"acceptVersions", strings.Join(Versions, ",")})
 	} else {
 		// VERSION for 1.x servers, AcceptVersions for 2.0 ones.
 		ours = append(ours, [2]string{"version", versionOf(layer)}, [2]string{"acceptVersions", versionOf(layer)})
@@ -528,7 +533,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 	if err := Validate(layer); err != nil {
 		return nil, err
 	}
-	if layer.Kind != KindWFS {
+	if layer.Kind != Kind {
 		return nil, fmt.Errorf("wfs: %w: resultType=hits needs a WFS layer", ErrInvalidLayer)
 	}
 	v := versionOf(layer)
@@ -545,7 +550,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 // logical call through the breaker of the layer's origin, like a page. See
 // CapabilitiesURL for the version asked for.
 func (c *Client) Capabilities(ctx context.Context, layer source.Layer) (*Capabilities, error) {
-	if layer.Kind != KindWFS {
+	if layer.Kind != Kind {
 		return nil, fmt.Errorf("wfs: %w: capabilities need a WFS layer", ErrInvalidLayer)
 	}
 	u, err := CapabilitiesURL(layer)
@@ -719,8 +724,9 @@ type negotiationKey struct {
 }
 
 func keyOf(l source.Layer) negotiationKey {
-	return negotiationKey{kind: l.Kind, url: l.URL, typeName: l.TypeName, version: l.Version,
-		outputFormat: l.OutputFormat, idProperty: l.IDProperty, sortBy: l.SortBy, pageSize: l.PageSize, srid: l.SRID}
+	s := settingsOf(l)
+	return negotiationKey{kind: l.Kind, url: l.URL, typeName: l.TypeName, version: s.Version,
+		outputFormat: s.OutputFormat, idProperty: l.IDProperty, sortBy: l.SortBy, pageSize: l.PageSize, srid: l.SRID}
 }
 
 type negotiated struct {
@@ -742,7 +748,8 @@ func WithNegotiationTTL(d time.Duration) Option {
 // NeedsNegotiation reports whether layer leaves its version or output format
 // to the server (Auto).
 func NeedsNegotiation(l source.Layer) bool {
-	return l.Kind == KindWFS && (l.Version == Auto || l.OutputFormat == Auto)
+	s := settingsOf(l)
+	return l.Kind == Kind && (s.Version == Auto || s.OutputFormat == Auto)
 }
 
 // Prepare returns layer ready for Fetch. A layer that needs no negotiation
@@ -777,7 +784,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 		return layer, warnings, err
 	}
 	c.logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
-		"version", out.Version, "output_format", out.OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
+		"version", settingsOf(out).Version, "output_format", settingsOf(out).OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()
 	if nc.entries == nil {

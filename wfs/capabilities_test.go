@@ -145,8 +145,8 @@ func TestNegotiate(t *testing.T) {
 		FeatureTypes:  []FeatureType{{Name: "x:roads", DefaultCRS: "EPSG:2264"}}}
 
 	layer := func(typeName, version, format string, pageSize int) source.Layer {
-		return source.Layer{Kind: KindWFS, URL: "https://gis.example/wfs?token=s3cret", TypeName: typeName,
-			Version: version, OutputFormat: format, PageSize: pageSize}
+		return source.Layer{Kind: Kind, URL: "https://gis.example/wfs?token=s3cret", TypeName: typeName,
+			Settings: Settings{Version: version, OutputFormat: format}, PageSize: pageSize}
 	}
 	tests := []struct {
 		name     string
@@ -159,28 +159,28 @@ func TestNegotiate(t *testing.T) {
 		// The NAD27 layer lists 4326 in OtherCRS: SRID 0, and the request
 		// asks for GeoJSONSRSName (TestNegotiatedRequestAsksWGS84).
 		{"mapserver 2.0: GeoJSON asked in WGS 84", ms20, layer("nc", Auto, Auto, 17),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 0}, 0, ""},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson"}, PageSize: 17, SRID: 0}, 0, ""},
 		{"mapserver 1.1 pages by vendor knowledge", ms11, layer("nc", "1.1.0", Auto, 17),
-			source.Layer{Version: "1.1.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 0}, 0, ""},
+			source.Layer{Settings: Settings{Version: "1.1.0", OutputFormat: "application/json; subtype=geojson"}, PageSize: 17, SRID: 0}, 0, ""},
 		{"a layer that cannot be served in 4326: GeoJSON in its DefaultCRS", nad27Only, layer("nc", Auto, Auto, 17),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4267}, 0, ""},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson"}, PageSize: 17, SRID: 4267}, 0, ""},
 		{"srsName in the URL wins over the default CRS", ms20,
-			source.Layer{Kind: KindWFS, URL: "http://h/wfs?SRSNAME=EPSG:4326", TypeName: "nc", Version: Auto, OutputFormat: Auto, PageSize: 17},
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson", PageSize: 17, SRID: 4326}, 0, ""},
+			source.Layer{Kind: Kind, URL: "http://h/wfs?SRSNAME=EPSG:4326", TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 17},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson"}, PageSize: 17, SRID: 4326}, 0, ""},
 		{"geoserver prefers plain application/json", gs20, layer("topp:states", Auto, Auto, 1000),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 0}, 0, ""},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 1000, SRID: 0}, 0, ""},
 		{"projected default CRS", gs20, layer("nc:parcels", Auto, Auto, 1000),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 2264}, 0, ""},
-		{"a configured SRID is kept", gs20, source.Layer{Kind: KindWFS, URL: "http://h/wfs", TypeName: "nc:parcels", Version: Auto, OutputFormat: Auto, SRID: 32119},
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json", SRID: 32119}, 0, ""},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 1000, SRID: 2264}, 0, ""},
+		{"a configured SRID is kept", gs20, source.Layer{Kind: Kind, URL: "http://h/wfs", TypeName: "nc:parcels", Settings: Settings{Version: Auto, OutputFormat: Auto}, SRID: 32119},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, SRID: 32119}, 0, ""},
 		{"a fixed format is kept", gs20, layer("topp:states", Auto, "application/json", 1000),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/json", PageSize: 1000, SRID: 0}, 0, ""},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 1000, SRID: 0}, 0, ""},
 		{"GML 3.2 before 3.1.1; no paging declared", gmlOnly, layer("roads", Auto, Auto, 500),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/gml+xml; version=3.2", PageSize: 0}, 1, ""},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/gml+xml; version=3.2"}, PageSize: 0}, 1, ""},
 		{"GML 3.1.1 on an unknown 1.1 server: one request", old, layer("x:roads", Auto, Auto, 500),
-			source.Layer{Version: "1.1.0", OutputFormat: "text/xml; subtype=gml/3.1.1", PageSize: 0}, 1, ""},
+			source.Layer{Settings: Settings{Version: "1.1.0", OutputFormat: "text/xml; subtype=gml/3.1.1"}, PageSize: 0}, 1, ""},
 		{"a format the server does not list is a warning", gs20, layer("topp:states", "2.0.0", "application/x-parquet", 10),
-			source.Layer{Version: "2.0.0", OutputFormat: "application/x-parquet", PageSize: 10}, 1, ""},
+			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/x-parquet"}, PageSize: 10}, 1, ""},
 		{"unknown type", gs20, layer("topp:counties", Auto, Auto, 10), source.Layer{}, 0, `feature type "topp:counties" is not in the server's capabilities`},
 		{"no usable format", &Capabilities{Version: "2.0.0", OutputFormats: []string{"SHAPE-ZIP", "KML"},
 			FeatureTypes: []FeatureType{{Name: "a"}}}, layer("a", Auto, Auto, 10), source.Layer{}, 0, "offers none of GeoJSON"},
@@ -200,11 +200,11 @@ func TestNegotiate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Version != tt.want.Version || got.OutputFormat != tt.want.OutputFormat ||
+			if settingsOf(got).Version != settingsOf(tt.want).Version || settingsOf(got).OutputFormat != settingsOf(tt.want).OutputFormat ||
 				got.PageSize != tt.want.PageSize || got.SRID != tt.want.SRID {
 				t.Errorf("got version %q format %q page size %d srid %d; want %q %q %d %d",
-					got.Version, got.OutputFormat, got.PageSize, got.SRID,
-					tt.want.Version, tt.want.OutputFormat, tt.want.PageSize, tt.want.SRID)
+					settingsOf(got).Version, settingsOf(got).OutputFormat, got.PageSize, got.SRID,
+					settingsOf(tt.want).Version, settingsOf(tt.want).OutputFormat, tt.want.PageSize, tt.want.SRID)
 			}
 			if len(warnings) != tt.warnings {
 				t.Errorf("warnings %q; want %d", warnings, tt.warnings)
@@ -221,8 +221,8 @@ func TestNegotiate(t *testing.T) {
 
 func TestCapabilitiesAndHitsURLs(t *testing.T) {
 	t.Parallel()
-	l := source.Layer{Kind: KindWFS, URL: "https://gis.example/wfs?token=abc&CQL_FILTER=x%3D1&outputFormat=json&VERSION=1.0.0",
-		TypeName: "ms:nc", Version: Auto, OutputFormat: Auto, PageSize: 17, SortBy: "FIPS"}
+	l := source.Layer{Kind: Kind, URL: "https://gis.example/wfs?token=abc&CQL_FILTER=x%3D1&outputFormat=json&VERSION=1.0.0",
+		TypeName: "ms:nc", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 17, SortBy: "FIPS"}
 	u, err := CapabilitiesURL(l)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestCapabilitiesAndHitsURLs(t *testing.T) {
 	if want := "token=abc&CQL_FILTER=x%3D1&service=WFS&request=GetCapabilities&acceptVersions=2.0.0%2C1.1.0"; u.RawQuery != want {
 		t.Errorf("capabilities query %s; want %s", u.RawQuery, want)
 	}
-	l.Version, l.OutputFormat = "1.1.0", "application/json"
+	setSettings(&l, func(s *Settings) { s.Version, s.OutputFormat = "1.1.0", "application/json" })
 	if u, _ = CapabilitiesURL(l); !strings.HasSuffix(u.RawQuery, "version=1.1.0&acceptVersions=1.1.0") {
 		t.Errorf("capabilities query %s; want the configured version", u.RawQuery)
 	}
@@ -241,7 +241,7 @@ func TestCapabilitiesAndHitsURLs(t *testing.T) {
 	if want := "token=abc&CQL_FILTER=x%3D1&service=WFS&version=1.1.0&request=GetFeature&typeName=ms%3Anc&resultType=hits"; u.RawQuery != want {
 		t.Errorf("hits query %s; want %s", u.RawQuery, want)
 	}
-	l.Version = Auto
+	setSettings(&l, func(s *Settings) { s.Version = Auto })
 	if _, err := HitsURL(l); !errors.Is(err, ErrInvalidLayer) {
 		t.Errorf("hits of an unnegotiated layer: err %v; want ErrInvalidLayer", err)
 	}
@@ -282,7 +282,7 @@ func TestClientPrepareCaches(t *testing.T) {
 	srv := serve(t, cs)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := newTestClient(t, 2, WithNegotiationTTL(time.Hour), WithClock(func() time.Time { return now }))
-	l := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "nc", Version: Auto, OutputFormat: Auto, PageSize: 17}
+	l := source.Layer{Kind: Kind, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 17}
 
 	for i, step := range []time.Duration{0, 30 * time.Minute, 31 * time.Minute} {
 		now = now.Add(step)
@@ -290,7 +290,7 @@ func TestClientPrepareCaches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Version != "2.0.0" || got.OutputFormat != "application/json; subtype=geojson" || got.SRID != 0 {
+		if settingsOf(got).Version != "2.0.0" || settingsOf(got).OutputFormat != "application/json; subtype=geojson" || got.SRID != 0 {
 			t.Errorf("prepare %d: %+v", i, got)
 		}
 	}
@@ -298,7 +298,7 @@ func TestClientPrepareCaches(t *testing.T) {
 		t.Errorf("%d capabilities requests; want 2 (the second prepare is cached, the third is past the TTL)", n)
 	}
 	fixed := l
-	fixed.Version, fixed.OutputFormat = "2.0.0", "application/json"
+	setSettings(&fixed, func(s *Settings) { s.Version, s.OutputFormat = "2.0.0", "application/json" })
 	if got, w, err := c.Prepare(t.Context(), fixed); err != nil || !reflect.DeepEqual(got, fixed) || w != nil || cs.capsRequests.Load() != 2 {
 		t.Errorf("a fully configured layer must pass through without a request: %+v %v %v", got, w, err)
 	}
@@ -307,7 +307,7 @@ func TestClientPrepareCaches(t *testing.T) {
 func TestClientCapabilitiesErrors(t *testing.T) {
 	t.Parallel()
 	l := func(url string) source.Layer {
-		return source.Layer{Kind: KindWFS, URL: url + "/wfs?token=" + testToken, TypeName: "nc", Version: Auto, OutputFormat: Auto}
+		return source.Layer{Kind: Kind, URL: url + "/wfs?token=" + testToken, TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: Auto}}
 	}
 	t.Run("exception report is the server's verdict", func(t *testing.T) {
 		t.Parallel()
@@ -366,7 +366,7 @@ func TestClientHits(t *testing.T) {
 			t.Parallel()
 			cs := &capsServer{hits: tt.body}
 			srv := serve(t, cs)
-			n, err := newTestClient(t, 1).Hits(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL, TypeName: "nc", Version: "2.0.0"})
+			n, err := newTestClient(t, 1).Hits(t.Context(), source.Layer{Kind: Kind, URL: srv.URL, TypeName: "nc", Settings: Settings{Version: "2.0.0"}})
 			if n != tt.want || !errors.Is(err, tt.err) {
 				t.Errorf("hits %d, err %v; want %d, %v", n, err, tt.want, tt.err)
 			}
@@ -399,7 +399,7 @@ func TestNegotiatedRequestAsksWGS84(t *testing.T) {
 		{"GML says its own CRS", ms20, "http://h/wfs", "application/gml+xml; version=3.2", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := Negotiate(tt.caps, source.Layer{Kind: KindWFS, URL: tt.url, TypeName: "nc", Version: Auto, OutputFormat: tt.format})
+			got, _, err := Negotiate(tt.caps, source.Layer{Kind: Kind, URL: tt.url, TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: tt.format}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -414,7 +414,7 @@ func TestNegotiatedRequestAsksWGS84(t *testing.T) {
 	}
 	// Without negotiation (a fixed version and format), a GeoJSON request
 	// asks for WGS 84 too.
-	u, err := RequestURL(source.Layer{Kind: KindWFS, URL: "http://h/wfs", TypeName: "nc", Version: "1.1.0", OutputFormat: "geojson"}, 0)
+	u, err := RequestURL(source.Layer{Kind: Kind, URL: "http://h/wfs", TypeName: "nc", Settings: Settings{Version: "1.1.0", OutputFormat: "geojson"}}, 0)
 	if err != nil || u.Query().Get("srsName") != GeoJSONSRSName {
 		t.Errorf("fixed format: %v, %v; want srsName %s", u, err, GeoJSONSRSName)
 	}

@@ -179,10 +179,9 @@ type pageResult struct {
 // package. FetchStats covers the pages fetched before the error.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
-	// Every error of this package names the layer's kind once: "wfs: …",
-	// or "geojson: …" for a plain GeoJSON layer (the handler's own errors
-	// are its own).
-	kind := kindName(layer.Kind)
+	// Every error of this package names the kind once: "wfs: …" (the
+	// handler's own errors are its own).
+	kind := Kind
 	named := func(err error) error { return source.Named(kind, err) }
 	if err := Validate(layer); err != nil {
 		return stats, named(err)
@@ -203,7 +202,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	typer := schema.Typer(declared)
 	stats.Declared = declared
-	stats.TypedText = typer != nil && !IsGeoJSONFormat(layer.OutputFormat)
+	stats.TypedText = typer != nil && !IsGeoJSONFormat(settingsOf(layer).OutputFormat)
 	var prevKey string
 	ids := pageids.New(c.checkIDs)
 	for page := firstPage; ; page++ {
@@ -249,7 +248,6 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			var le *feature.LimitError
 			switch {
 			case errors.As(err, &ie):
-				ie.Kind = layer.Kind
 				return stats, ie
 			case errors.As(err, &le):
 				// The limit is the whole story; where the decoder was when
@@ -258,7 +256,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 				// Whatever the last wait or read said (a rate limiter, a
 				// cancelled COPY), the cause is the caller's deadline.
-				return stats, &TimeoutError{URL: p.URL, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err, Kind: layer.Kind}
+				return stats, &TimeoutError{URL: p.URL, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
 			case res.handlerErr != nil && err == res.handlerErr:
 				return stats, err
 			}
@@ -268,7 +266,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		stats.Features += res.features
 		stats.Bytes += res.bytes
 		incomplete := func(reason string) error {
-			return &IncompleteError{URL: p.URL, Expected: stats.NumberMatched, Got: startIndex + res.features, Reason: reason, Kind: layer.Kind}
+			return &IncompleteError{URL: p.URL, Expected: stats.NumberMatched, Got: startIndex + res.features, Reason: reason}
 		}
 		if res.numberMatched >= 0 {
 			if stats.NumberMatched >= 0 && res.numberMatched != stats.NumberMatched {
@@ -401,7 +399,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
 		if err == nil {
-			err = fmt.Errorf("%s: page %d (%s): handler returned before reading feature %d (id %q)", kindName(layer.Kind), p.Index, redacted, fr.n-1, f.ID)
+			err = fmt.Errorf("%s: page %d (%s): handler returned before reading feature %d (id %q)", Kind, p.Index, redacted, fr.n-1, f.ID)
 			res.handlerErr = err
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}
@@ -424,8 +422,8 @@ type featureDecoder interface {
 }
 
 func acceptHeader(l source.Layer) string {
-	if l.Kind == KindWFS && l.OutputFormat != "" && l.OutputFormat != "json" && l.OutputFormat != DefaultOutputFormat {
-		return l.OutputFormat + ", */*;q=0.1"
+	if f := settingsOf(l).OutputFormat; f != "" && f != "json" && f != DefaultOutputFormat {
+		return f + ", */*;q=0.1"
 	}
 	return "application/geo+json, application/json;q=0.9, */*;q=0.1"
 }

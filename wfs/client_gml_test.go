@@ -195,7 +195,7 @@ func (g *gmlWFS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func gmlLayer(url string, pageSize int) source.Layer {
 	l := wfsLayer(url, pageSize)
-	l.OutputFormat = "application/gml+xml; version=3.2"
+	setSettings(&l, func(s *Settings) { s.OutputFormat = "application/gml+xml; version=3.2" })
 	return l
 }
 

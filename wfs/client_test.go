@@ -1,7 +1,6 @@
 package wfs
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +20,7 @@ import (
 const testToken = "tok-8c1f3e"
 
 func wfsLayer(url string, pageSize int) source.Layer {
-	return source.Layer{Kind: KindWFS, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
+	return source.Layer{Kind: Kind, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
 }
 
 func TestFetchPaging(t *testing.T) {
@@ -48,7 +47,7 @@ func TestFetchPaging(t *testing.T) {
 			t.Parallel()
 			srv := serve(t, tt.fx)
 			layer := wfsLayer(srv.URL, 10)
-			layer.Version = tt.version
+			setSettings(&layer, func(s *Settings) { s.Version = tt.version })
 			var c collect
 			var urls []string
 			handle := func(ctx context.Context, p source.Page, fr feature.FeatureReader) error {
@@ -156,44 +155,6 @@ func TestFetchHandlerError(t *testing.T) {
 	}
 	if len(fx.queries) != 1 {
 		t.Errorf("%d requests, want 1 (an Ignored attempt is not retried)", len(fx.queries))
-	}
-}
-
-func TestFetchGeoJSONLayerGzip(t *testing.T) {
-	t.Parallel()
-	body := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
-	var sawGzip bool
-	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery != "apikey="+testToken {
-			t.Errorf("query %q: a GeoJSON URL must go out as is", r.URL.RawQuery)
-		}
-		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
-			io.Copy(w, strings.NewReader(string(body)))
-			return
-		}
-		sawGzip = true
-		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		zw.Write(body)
-		zw.Close()
-	}))
-	layer := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
-	var c collect
-	// The recorded page promises numberMatched 12 and holds 3: one request
-	// that the server capped is an incomplete snapshot, not a layer of 3.
-	stats, err := newTestClient(t, 1).Fetch(t.Context(), layer, 0, c.handle)
-	var ie *IncompleteError
-	if !errors.As(err, &ie) || ie.Expected != 12 || ie.Got != 3 || !strings.Contains(err.Error(), "apikey=REDACTED") {
-		t.Fatalf("err = %v, want *IncompleteError 3 of 12 naming the redacted URL", err)
-	}
-	if !sawGzip {
-		t.Error("the client did not ask for gzip")
-	}
-	if stats.Pages != 1 || stats.Features != 3 || stats.NumberMatched != 12 || stats.Bytes != int64(len(body)) {
-		t.Errorf("stats %+v; want 1 page, 3 features, numberMatched 12, %d decompressed bytes", stats, len(body))
-	}
-	if _, err := newTestClient(t, 1).Fetch(t.Context(), layer, 1, c.handle); !errors.Is(err, ErrInvalidLayer) {
-		t.Errorf("resume a GeoJSON layer at page 1: %v, want ErrInvalidLayer", err)
 	}
 }
 
@@ -443,7 +404,7 @@ func TestUserAgent(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"type":"FeatureCollection","features":[]}`))
 	}))
-	layer := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/x.geojson"}
+	layer := source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/x.geojson"}
 	if _, err := newTestClient(t, 1, WithUserAgent("ingestd/test")).Fetch(t.Context(), layer, 0, (&collect{}).handle); err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +424,7 @@ func TestDuplicateIDInOneResponse(t *testing.T) {
 		`{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":3}}]}`
 	srv := serve(t, text(http.StatusOK, doc))
 	var c collect
-	_, err := newTestClient(t, 1).Fetch(t.Context(), source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/p.geojson"}, 0, c.handle)
+	_, err := newTestClient(t, 1).Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/p.geojson"}, 0, c.handle)
 	var ie *IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `id "a" comes twice in page 0: the ids are not unique`) {
 		t.Fatalf("err = %v, want *IncompleteError naming the id twice in page 0", err)

@@ -17,7 +17,7 @@ func DescribeURL(layer source.Layer) (*url.URL, error) {
 	if err := Validate(layer); err != nil {
 		return nil, err
 	}
-	if layer.Kind != KindWFS {
+	if layer.Kind != Kind {
 		return nil, fmt.Errorf("wfs: %w: DescribeFeatureType needs a WFS layer", ErrInvalidLayer)
 	}
 	v := versionOf(layer)
@@ -67,7 +67,7 @@ func (c *Client) Describe(ctx context.Context, layer source.Layer) (*schema.Decl
 // the type) is a warning, and the fetch goes on with the layer's last
 // declared schema (schema.Memo), or none.
 func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Declared, string, error) {
-	if !layer.DescribeSchema || layer.Kind != KindWFS {
+	if !layer.DescribeSchema || layer.Kind != Kind {
 		return nil, "", nil
 	}
 	ttl := c.negotiation.ttl

@@ -1,13 +1,14 @@
-// Package wfs is the client of two feed kinds: wfs (a WFS 2.0 or 1.1
-// GetFeature layer) and the plain geojson kind (one GeoJSON document). It
-// builds their requests, pages through a layer, classifies every response
-// before trusting its body, and streams the features out of it. For wfs it
-// also reads GetCapabilities to settle a version, format or CRS left to
-// negotiation (Prepare, Negotiate) and DescribeFeatureType for the layer's
-// declared schema (Describe). A layer fetched in one request sends the
-// validators of the last applied snapshot back (conditional GET); a 304 is
-// a fetch that is not modified. The arcgis and ogcapi kinds are packages of
-// their own.
+// Package wfs is the feed kind wfs: a WFS 2.0 or 1.1 GetFeature layer. It
+// owns the kind's settings (Settings: version and output format, parsed
+// from the config by Config), builds its requests, pages through a layer,
+// classifies every response before trusting its body, and streams the
+// features out of it. It also reads GetCapabilities to settle a version,
+// format or CRS left to negotiation (Prepare, Negotiate) and
+// DescribeFeatureType for the layer's declared schema (Describe). A layer
+// fetched in one request sends the validators of the last applied snapshot
+// back (conditional GET); a 304 is a fetch that is not modified. The
+// geojson, arcgis and ogcapi kinds are packages of their own (geojsonurl,
+// arcgis, ogcapi).
 //
 // Every page request is one logical call to the breaker of its origin
 // (breaker.Registry.Do), made through package httpcall, which holds what

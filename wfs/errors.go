@@ -8,8 +8,7 @@ import (
 
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
 // below wrap them and add the (redacted) URL. Their texts name no kind: the
-// errors that carry them out of this package do ("wfs: page 2 (…): …", or
-// "geojson: …" for a layer of kind geojson).
+// errors that carry them out of this package do ("wfs: page 2 (…): …").
 var (
 	// ErrResponseTooLarge means a GetCapabilities document exceeded the fixed
 	// bound ParseCapabilities holds in memory. Bodies over a feed's
@@ -83,13 +82,10 @@ type IncompleteError struct {
 	Got int
 	// Reason says what did not add up.
 	Reason string
-	// Kind is the layer's kind, which the text names: "wfs" (also when
-	// ""), or "geojson" for a plain GeoJSON layer.
-	Kind string
 }
 
 func (e *IncompleteError) Error() string {
-	msg := fmt.Sprintf("%s: incomplete result from %s: %s", kindName(e.Kind), e.URL, e.Reason)
+	msg := fmt.Sprintf("%s: incomplete result from %s: %s", Kind, e.URL, e.Reason)
 	if e.Expected >= 0 {
 		msg += fmt.Sprintf(" (expected %d features, got %d)", e.Expected, e.Got)
 	}
@@ -108,24 +104,10 @@ type TimeoutError struct {
 	// fetch delivered before it.
 	Page, Pages, Features int
 	Err                   error
-	// Kind is the layer's kind, which the text names: "wfs" (also when
-	// ""), or "geojson" for a plain GeoJSON layer.
-	Kind string
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("%s: poll timeout after %d pages (%d features), at page %d (%s): %v", kindName(e.Kind), e.Pages, e.Features, e.Page, e.URL, e.Err)
+	return fmt.Sprintf("%s: poll timeout after %d pages (%d features), at page %d (%s): %v", Kind, e.Pages, e.Features, e.Page, e.URL, e.Err)
 }
 
 func (e *TimeoutError) Unwrap() error { return e.Err }
-
-// kindName is the name a layer of kind names its errors by: its kind, "wfs"
-// when unset. A plain GeoJSON layer is served by this package, but its
-// errors say "geojson:", so that an operator never reads another kind's
-// name in a geojson feed's error.
-func kindName(kind string) string {
-	if kind == KindGeoJSON {
-		return KindGeoJSON
-	}
-	return KindWFS
-}

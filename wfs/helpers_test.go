@@ -155,3 +155,10 @@ func serve(t testing.TB, h http.Handler) *httptest.Server {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// setSettings changes l's wfs settings by fn.
+func setSettings(l *source.Layer, fn func(*Settings)) {
+	s := settingsOf(*l)
+	fn(&s)
+	l.Settings = s
+}

@@ -51,8 +51,8 @@ func (h *headerLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestFeedHeadersOnEveryRequest: a feed's headers go with every request of
-// the feed (GetCapabilities, hits, every GetFeature page, a GeoJSON
-// document), and never into a log line or an error.
+// the feed (GetCapabilities, hits, every GetFeature page, a failing one),
+// and never into a log line or an error.
 func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	t.Parallel()
 	fx := wfstest.New()
@@ -64,7 +64,7 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	c := NewClient(nil, testRegistry(t, 1), logger)
 	headers := map[string]string{"X-Api-Key": headerSecret}
 
-	auto := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Version: Auto, OutputFormat: Auto, PageSize: 10, Headers: headers}
+	auto := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "parcels", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 10, Headers: headers}
 	layer, _, err := c.Prepare(t.Context(), auto)
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +76,8 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	if _, err := c.Fetch(t.Context(), layer, 0, col.handle); err != nil || col.total() != 25 {
 		t.Fatalf("fetch: %v, %d features", err, col.total())
 	}
-	plain := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Headers: headers}
-	if _, err := c.Fetch(t.Context(), plain, 0, (&collect{}).handle); err != nil {
-		t.Fatal(err)
-	}
 	// A failing request must not leak the header either.
-	missing := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/nope.geojson", Headers: headers}
+	missing := source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/geojson/nope.geojson", Headers: headers}
 	_, ferr := c.Fetch(t.Context(), missing, 0, (&collect{}).handle)
 	if ferr == nil || strings.Contains(ferr.Error(), headerSecret) {
 		t.Errorf("missing document: %v", ferr)
@@ -89,7 +85,7 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	want := map[string]int{"GetCapabilities": 1, "hits": 1, "GetFeature": 3, "plain": 2}
+	want := map[string]int{"GetCapabilities": 1, "hits": 1, "GetFeature": 4}
 	for kind, n := range want {
 		got := rec.seen[kind]
 		if len(got) != n {
@@ -107,14 +103,14 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 
 	// A header net/http would refuse is the feed's error, before any
 	// request, and the message names the header, not its value.
-	bad := plain
+	bad := missing
 	bad.Headers = map[string]string{"X-Api-Key": headerSecret + "\r\nX-Evil: 1"}
-	before := len(rec.seen["plain"])
+	before := len(rec.seen["GetFeature"])
 	_, err = c.Fetch(t.Context(), bad, 0, (&collect{}).handle)
 	if !errors.Is(err, ErrInvalidLayer) || strings.Contains(err.Error(), headerSecret) || !strings.Contains(err.Error(), "X-Api-Key") {
 		t.Errorf("bad header value: %v", err)
 	}
-	if len(rec.seen["plain"]) != before {
+	if len(rec.seen["GetFeature"]) != before {
 		t.Error("a request went out with a bad header")
 	}
 }
@@ -149,7 +145,7 @@ func TestBodyLimitPerFeed(t *testing.T) {
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	c := NewClient(nil, reg, nil)
 
-	small := source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/geojson/parcels.geojson", Limits: feature.Limits{BodyBytes: 4000}}
+	small := source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/geojson/parcels.geojson", Limits: feature.Limits{BodyBytes: 4000}}
 	_, err := c.Fetch(t.Context(), small, 0, (&collect{}).handle)
 	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "body_bytes" || le.Max != 4000 || !strings.Contains(err.Error(), "limits.body_bytes") {
@@ -167,12 +163,12 @@ func TestBodyLimitPerFeed(t *testing.T) {
 		t.Fatalf("default limit: %v, %d features", err, col.total())
 	}
 	// GetCapabilities is bounded by the same limit.
-	caps := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels", Limits: feature.Limits{BodyBytes: 500}}
+	caps := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "parcels", Limits: feature.Limits{BodyBytes: 500}}
 	_, err = c.Capabilities(t.Context(), caps)
 	if !errors.As(err, &le) || le.Max != 500 {
 		t.Errorf("capabilities over the limit: %v, want *LimitError", err)
 	}
-	if _, err := c.Capabilities(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "parcels"}); err != nil {
+	if _, err := c.Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "parcels"}); err != nil {
 		t.Errorf("capabilities under the default limit: %v", err)
 	}
 	for _, s := range reg.Snapshot() {
@@ -230,7 +226,7 @@ func TestContentErrorsAreTheFeeds(t *testing.T) {
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	c := NewClient(nil, reg, nil)
 	layer := func(name string) source.Layer {
-		return source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: name, PageSize: 10}
+		return source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: name, PageSize: 10}
 	}
 	state := func() breaker.OriginState {
 		for _, s := range reg.Snapshot() {
@@ -303,7 +299,7 @@ func TestByteOrderMark(t *testing.T) {
 			w.Write([]byte("\xef\xbb\xbf"))
 			fx.ServeHTTP(w, r)
 		}))
-		if _, err := NewClient(nil, nil, nil).Capabilities(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
+		if _, err := NewClient(nil, nil, nil).Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
 			t.Errorf("capabilities after a BOM: %v", err)
 		}
 	})
@@ -328,7 +324,7 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 				w.Write(data)
 			}))
 			var col collect
-			stats, err := NewClient(&http.Client{}, nil, nil).Fetch(t.Context(), source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/p.json"}, 0, col.handle)
+			stats, err := NewClient(&http.Client{}, nil, nil).Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/p.json"}, 0, col.handle)
 			var ie *IncompleteError // the recorded page promises 12 of which it holds 3
 			if !errors.As(err, &ie) || col.total() != 3 || stats.Bytes != int64(len(data)) {
 				t.Fatalf("err %v, %d features, %d bytes; want the 3 features read", err, col.total(), stats.Bytes)
@@ -346,7 +342,7 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 			w.Header().Set("Content-Encoding", "gzip")
 			fx.ServeHTTP(w, r)
 		}))
-		if _, err := NewClient(&http.Client{}, nil, nil).Capabilities(t.Context(), source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
+		if _, err := NewClient(&http.Client{}, nil, nil).Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
 			t.Errorf("plain capabilities labelled gzip: %v", err)
 		}
 	})
@@ -384,7 +380,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	t.Parallel()
 	s := &shuffledWFS{n: 50}
 	srv := serve(t, s)
-	layer := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs", TypeName: "x", PageSize: 10}
+	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "x", PageSize: 10}
 	_, err := NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	var ie *IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") || !strings.Contains(err.Error(), "sort_by") {
@@ -400,7 +396,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	fx.AddLayer("parcels", parcels)
 	fx.SetFault(wfstest.UnstablePages("parcels", parcels))
 	fsrv := serve(t, fx)
-	layer = source.Layer{Kind: KindWFS, URL: fsrv.URL + "/wfs", TypeName: "parcels", PageSize: 10}
+	layer = source.Layer{Kind: Kind, URL: fsrv.URL + "/wfs", TypeName: "parcels", PageSize: 10}
 	_, err = NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") {
 		t.Fatalf("fixture: err %v, want *IncompleteError for unstable paging", err)
@@ -431,7 +427,7 @@ func TestPollTimeoutNamesThePages(t *testing.T) {
 		}
 		return err
 	}
-	layer := source.Layer{Kind: KindWFS, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "x", PageSize: 5}
+	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "x", PageSize: 5}
 	stats, err := NewClient(nil, reg, nil).Fetch(ctx, layer, 0, handle)
 	var te *TimeoutError
 	if !errors.As(err, &te) || te.Pages != stats.Pages || stats.Pages != 2 {

@@ -3,18 +3,13 @@ package wfs
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"
-)
-
-// Layer kinds.
-const (
-	KindWFS     = "wfs"
-	KindGeoJSON = "geojson"
 )
 
 // Defaults applied when a Layer leaves a field empty.
@@ -25,20 +20,15 @@ const (
 
 // paged reports whether the layer is fetched in several requests.
 func paged(l source.Layer) bool {
-	return l.Kind == KindWFS && l.PageSize > 0
+	return l.PageSize > 0
 }
 
-func versionOf(l source.Layer) string {
-	if l.Version == "" {
-		return DefaultVersion
-	}
-	return l.Version
-}
+func versionOf(l source.Layer) string { return settingsOf(l).version() }
 
-// Validate reports why layer l cannot be requested, wrapping ErrInvalidLayer,
-// in the name of l's kind ("wfs: invalid layer: …", "geojson: …").
+// Validate reports why layer l cannot be requested, wrapping ErrInvalidLayer
+// ("wfs: invalid layer: …").
 func Validate(l source.Layer) error {
-	return source.Named(kindName(l.Kind), validate(l))
+	return source.Named(Kind, validate(l))
 }
 
 func validate(l source.Layer) error {
@@ -49,23 +39,17 @@ func validate(l source.Layer) error {
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
 		return fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, RedactURL(l.URL))
 	}
-	switch l.Kind {
-	case KindGeoJSON:
-		return nil
-	case KindWFS:
-	default:
-		return fmt.Errorf("%w: kind %q: want %q or %q", ErrInvalidLayer, l.Kind, KindWFS, KindGeoJSON)
+	if l.Kind != Kind {
+		return fmt.Errorf("%w: kind %q: want %q", ErrInvalidLayer, l.Kind, Kind)
 	}
 	if l.TypeName == "" {
 		return fmt.Errorf("%w: WFS layer without a type name", ErrInvalidLayer)
 	}
-	if l.Version == Auto || l.OutputFormat == Auto {
+	if s := settingsOf(l); s.Version == Auto || s.OutputFormat == Auto {
 		return fmt.Errorf("%w: version or output format %q must be negotiated first (Client.Prepare)", ErrInvalidLayer, Auto)
 	}
-	switch versionOf(l) {
-	case "2.0.0", "1.1.0", "1.0.0":
-	default:
-		return fmt.Errorf("%w: WFS version %q: want 2.0.0, 1.1.0 or 1.0.0", ErrInvalidLayer, l.Version)
+	if v := versionOf(l); !slices.Contains(Versions, v) {
+		return fmt.Errorf("%w: WFS version %q: want %s", ErrInvalidLayer, v, strings.Join(Versions, " or "))
 	}
 	if l.PageSize < 0 {
 		return fmt.Errorf("%w: negative page size %d", ErrInvalidLayer, l.PageSize)
@@ -76,33 +60,26 @@ func validate(l source.Layer) error {
 // RequestURL returns the URL of the request for the page of layer that starts
 // at feature startIndex (0-based).
 //
-// A GeoJSON layer is its URL as is (startIndex must be 0). A WFS layer gets a
-// GetFeature request: 2.0.0 sends typeNames/count, 1.1.0 and 1.0.0 send
+// A layer gets a GetFeature request: 2.0.0 sends typeNames/count, 1.1.0 and 1.0.0 send
 // typeName/maxFeatures; startIndex and the page size only when PageSize > 0.
 // Query parameters already in Layer.URL (an API token, a CQL filter, srsName)
 // are kept in their order and spelling, except those that name a parameter we
 // set, compared case-insensitively as OGC KVP keys are: ours win.
 func RequestURL(layer source.Layer, startIndex int) (*url.URL, error) {
 	u, err := requestURL(layer, startIndex)
-	return u, source.Named(kindName(layer.Kind), err)
+	return u, source.Named(Kind, err)
 }
 
 func requestURL(layer source.Layer, startIndex int) (*url.URL, error) {
 	if err := Validate(layer); err != nil {
 		return nil, err
 	}
-	if layer.Kind == KindGeoJSON {
-		if startIndex != 0 {
-			return nil, fmt.Errorf("%w: a GeoJSON layer has one page, asked for start index %d", ErrInvalidLayer, startIndex)
-		}
-		return url.Parse(layer.URL) // Validate parsed it
-	}
 	if startIndex < 0 {
 		return nil, fmt.Errorf("%w: negative start index %d", ErrInvalidLayer, startIndex)
 	}
 
 	version := versionOf(layer)
-	format := layer.OutputFormat
+	format := settingsOf(layer).OutputFormat
 	if format == "" {
 		format = DefaultOutputFormat
 	}

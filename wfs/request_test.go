@@ -24,19 +24,14 @@ func TestRequestURL(t *testing.T) {
 		},
 		{
 			name:  "2.0.0 unpaged, explicit json format",
-			layer: source.Layer{Kind: "wfs", URL: "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map", TypeName: "zoning", OutputFormat: "json", Version: "2.0.0"},
+			layer: source.Layer{Kind: "wfs", URL: "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map", TypeName: "zoning", Settings: Settings{Version: "2.0.0", OutputFormat: "json"}},
 			want:  "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map&service=WFS&version=2.0.0&request=GetFeature&typeNames=zoning&outputFormat=json&srsName=EPSG%3A4326",
 		},
 		{
 			name:       "1.1.0 uses typeName and maxFeatures, drops a stray typeNames",
-			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/wfs?typeNames=old&MaxFeatures=1", TypeName: "roads", Version: "1.1.0", PageSize: 500},
+			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/wfs?typeNames=old&MaxFeatures=1", TypeName: "roads", Settings: Settings{Version: "1.1.0"}, PageSize: 500},
 			startIndex: 500,
 			want:       "https://gis.example.gov/wfs?service=WFS&version=1.1.0&request=GetFeature&typeName=roads&outputFormat=application%2Fjson&srsName=EPSG%3A4326&startIndex=500&maxFeatures=500",
-		},
-		{
-			name:  "geojson is the URL as is",
-			layer: source.Layer{Kind: "geojson", URL: "https://data.example.gov/parks.geojson?apikey=abc&count=5"},
-			want:  "https://data.example.gov/parks.geojson?apikey=abc&count=5",
 		},
 	}
 	for _, tt := range tests {
@@ -55,18 +50,19 @@ func TestRequestURL(t *testing.T) {
 func TestRequestURLInvalid(t *testing.T) {
 	t.Parallel()
 	for _, l := range []source.Layer{
-		{Kind: "wfs", URL: "https://x.example/wfs"},                              // no type name
-		{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", Version: "3"}, // unknown version
+		{Kind: "wfs", URL: "https://x.example/wfs"},                                                  // no type name
+		{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", Settings: Settings{Version: "3"}}, // unknown version
 		{Kind: "wms", URL: "https://x.example/wms", TypeName: "a"},
-		{Kind: "geojson", URL: "ftp://x.example/a.json"},
-		{Kind: "geojson", URL: "/relative.json"},
+		{Kind: "geojson", URL: "https://x.example/a.json", TypeName: "a"}, // another kind's layer
+		{Kind: "wfs", URL: "ftp://x.example/wfs", TypeName: "a"},
+		{Kind: "wfs", URL: "/relative/wfs", TypeName: "a"},
 	} {
 		if _, err := RequestURL(l, 0); !errors.Is(err, ErrInvalidLayer) {
 			t.Errorf("RequestURL(%+v) = %v, want ErrInvalidLayer", l, err)
 		}
 	}
-	if _, err := RequestURL(source.Layer{Kind: "geojson", URL: "https://x.example/a.json"}, 10); !errors.Is(err, ErrInvalidLayer) {
-		t.Errorf("geojson start index 10: %v, want ErrInvalidLayer", err)
+	if _, err := RequestURL(source.Layer{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", PageSize: 10}, -10); !errors.Is(err, ErrInvalidLayer) {
+		t.Errorf("start index -10: %v, want ErrInvalidLayer", err)
 	}
 }
 
@@ -93,7 +89,7 @@ func TestRedactURL(t *testing.T) {
 
 func TestValidateDoesNotLeak(t *testing.T) {
 	t.Parallel()
-	err := Validate(source.Layer{Kind: "geojson", URL: "http://usertok@x.example:bad/a.json?pw=topsecret"})
+	err := Validate(source.Layer{Kind: "wfs", TypeName: "a", URL: "http://usertok@x.example:bad/wfs?pw=topsecret"})
 	if err == nil || strings.Contains(err.Error(), "topsecret") || strings.Contains(err.Error(), "usertok") {
 		t.Fatalf("Validate = %v; want an error without the token", err)
 	}

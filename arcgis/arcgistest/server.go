@@ -2,7 +2,8 @@
 // answering f=json) with the misbehaviours real servers show in the field
 // and Koop does not produce: error objects with status 200, 498/499 token
 // errors, no pagination, a cap below the advertised maxRecordCount,
-// exceededTransferLimit lies, an id list that fails, a lastEditDate that
+// exceededTransferLimit lies (or true for ever), an id list that fails,
+// repeats an id or lists ids no feature has, a lastEditDate that
 // moves during a dump, curves, rings in both orientations, multipatch; and
 // the hostile ones of issue 31: gzip bombs in every document (served as
 // they stream, so a 470 MB answer costs the server a feature at a time),
@@ -104,6 +105,14 @@ type Faults struct {
 	// Hold, when set, holds every objectIds answer after its first
 	// feature until it is closed.
 	Hold chan struct{}
+
+	// IDsDuplicate, when set, is an object id the id list holds twice.
+	IDsDuplicate int64
+	// IDsExtra adds this many ids to the id list that no feature has.
+	IDsExtra int
+	// ExceededAlways says exceededTransferLimit true in every answer for
+	// features, whatever it holds.
+	ExceededAlways bool
 }
 
 // PadValueBytes is the most bytes one padding attribute holds.
@@ -294,170 +303,121 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 	switch {
 	case f.Get("returnCountOnly") == "true":
 		s.note(name, "count")
-		doc := map[string]any{"count": int64(len(feats))}
-		if n := l.Faults.Count; n > 0 {
-			doc["count"] = n
-		}
-		if n := l.Faults.CountBomb; n > 0 {
-			s.unlocked(func() { writeBomb(w, doc, "padding", n) })
-			return
-		}
-		writeDoc(w, l.Faults, doc)
-		return
+		s.count(w, l, feats)
 	case f.Get("returnIdsOnly") == "true":
 		s.note(name, "ids")
-		if d := l.Faults.IDsDelay; d > 0 {
-			s.mu.Unlock()
+		s.ids(w, r, l, feats)
+	case f.Get("outStatistics") != "":
+		s.note(name, "stats")
+		s.statistics(w, l, feats)
+	default:
+		s.features(w, r, name, l, feats)
+	}
+}
+
+// count answers returnCountOnly.
+func (s *Server) count(w http.ResponseWriter, l *Layer, feats []Feature) {
+	doc := map[string]any{"count": int64(len(feats))}
+	if n := l.Faults.Count; n > 0 {
+		doc["count"] = n
+	}
+	if n := l.Faults.CountBomb; n > 0 {
+		s.unlocked(func() { writeBomb(w, doc, "padding", n) })
+		return
+	}
+	writeDoc(w, l.Faults, doc)
+}
+
+// ids answers returnIdsOnly, in no promised order, as real servers do.
+func (s *Server) ids(w http.ResponseWriter, r *http.Request, l *Layer, feats []Feature) {
+	if d := l.Faults.IDsDelay; d > 0 {
+		s.unlocked(func() {
 			select {
 			case <-time.After(d):
 			case <-r.Context().Done():
 			}
-			s.mu.Lock()
-		}
-		if l.Faults.IDsFail {
-			writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation", "details": []string{"The operation timed out"}}})
-			return
-		}
-		if l.Faults.IDsErrorSecond {
-			writeRaw(w, l.Faults, `{"objectIdFieldName":"OBJECTID","error":{"code":500,"message":"Error performing query operation","details":["The operation timed out"]}}`)
-			return
-		}
-		if n := l.Faults.IDListBomb; n > 0 {
-			s.unlocked(func() { writeIDListBomb(w, n) })
-			return
-		}
-		ids := make([]int64, len(feats))
-		for i, ft := range feats {
-			ids[i] = ft.OID
-		}
-		// Real servers do not promise an order.
-		rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
-		doc, _ := json.Marshal(map[string]any{"objectIdFieldName": "OBJECTID", "objectIds": ids})
-		if n := l.Faults.IDListPadding; n > 0 {
-			s.unlocked(func() { writeSpaced(w, ids, n) })
-			return
-		}
-		writeRaw(w, l.Faults, string(doc))
+		})
+	}
+	switch {
+	case l.Faults.IDsFail:
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation", "details": []string{"The operation timed out"}}})
 		return
-	case f.Get("outStatistics") != "":
-		s.note(name, "stats")
-		if l.NoStatistics {
-			writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Statistics not supported"}})
-			return
-		}
-		attrs := map[string]any{"oid_min": nil, "oid_max": nil}
-		if len(feats) > 0 {
-			lo, hi := feats[0].OID, feats[0].OID
-			for _, ft := range feats {
-				lo, hi = min(lo, ft.OID), max(hi, ft.OID)
-			}
-			attrs = map[string]any{"OID_MIN": lo, "OID_MAX": hi}
-		}
-		doc := map[string]any{"features": []any{map[string]any{"attributes": attrs}}}
-		if n := l.Faults.StatisticsBomb; n > 0 {
-			s.unlocked(func() { writeBomb(w, doc, "padding", n) })
-			return
-		}
-		writeDoc(w, l.Faults, doc)
+	case l.Faults.IDsErrorSecond:
+		writeRaw(w, l.Faults, `{"objectIdFieldName":"OBJECTID","error":{"code":500,"message":"Error performing query operation","details":["The operation timed out"]}}`)
+		return
+	case l.Faults.IDListBomb > 0:
+		s.unlocked(func() { writeIDListBomb(w, l.Faults.IDListBomb) })
 		return
 	}
-	s.queries[name]++
-	n := s.queries[name]
-	if e := l.Faults.EditAfter; e > 0 && n == e+1 {
-		l.LastEditDate += 1000
-		l.Features = l.Features[:len(l.Features)-1]
+	ids := make([]int64, len(feats))
+	for i, ft := range feats {
+		ids[i] = ft.OID
 	}
-	if e := l.Faults.ErrorEvery; e > 0 && n%e == 0 {
-		s.note(name, "error")
-		writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation"}})
+	if id := l.Faults.IDsDuplicate; id != 0 {
+		ids = append(ids, id)
+	}
+	for i := range l.Faults.IDsExtra {
+		ids = append(ids, int64(2_000_000+i))
+	}
+	rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	if n := l.Faults.IDListPadding; n > 0 {
+		s.unlocked(func() { writeSpaced(w, ids, n) })
 		return
 	}
-	if e := l.Faults.ErrorSecondEvery; e > 0 && n%e == 0 {
-		s.note(name, "error")
-		writeRaw(w, l.Faults, `{"objectIdFieldName":"OBJECTID","error":{"code":500,"message":"Error performing query operation"}}`)
+	doc, _ := json.Marshal(map[string]any{"objectIdFieldName": "OBJECTID", "objectIds": ids})
+	writeRaw(w, l.Faults, string(doc))
+}
+
+// statistics answers outStatistics: the least and greatest object id.
+func (s *Server) statistics(w http.ResponseWriter, l *Layer, feats []Feature) {
+	if l.NoStatistics {
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Statistics not supported"}})
 		return
 	}
-	errorAfter := false
-	if e := l.Faults.ErrorAfterFeaturesEvery; e > 0 && n%e == 0 {
-		s.note(name, "error")
-		errorAfter = true
+	attrs := map[string]any{"oid_min": nil, "oid_max": nil}
+	if len(feats) > 0 {
+		lo, hi := feats[0].OID, feats[0].OID
+		for _, ft := range feats {
+			lo, hi = min(lo, ft.OID), max(hi, ft.OID)
+		}
+		attrs = map[string]any{"OID_MIN": lo, "OID_MAX": hi}
 	}
-	if e := l.Faults.HTMLEvery; e > 0 && n%e == 0 {
-		s.note(name, "html")
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, "<html><head><title>502 Bad Gateway</title></head><body>bad gateway</body></html>")
+	doc := map[string]any{"features": []any{map[string]any{"attributes": attrs}}}
+	if n := l.Faults.StatisticsBomb; n > 0 {
+		s.unlocked(func() { writeBomb(w, doc, "padding", n) })
 		return
 	}
+	writeDoc(w, l.Faults, doc)
+}
+
+// features answers a query for features: by objectIds, by resultOffset,
+// or a window of object ids (feats, already), after the faults that
+// replace or spoil the answer.
+func (s *Server) features(w http.ResponseWriter, r *http.Request, name string, l *Layer, feats []Feature) {
+	errorAfter, answered := s.featureFaults(w, name, l)
+	if answered {
+		return
+	}
+	f := r.Form
 	capN := l.MaxRecordCount
 	if l.Faults.Cap > 0 {
 		capN = l.Faults.Cap
 	}
 	switch {
 	case f.Get("objectIds") != "":
-		want := map[int64]bool{}
-		for _, p := range strings.Split(f.Get("objectIds"), ",") {
-			id, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
-			if err != nil {
-				writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid objectIds"}})
-				return
-			}
-			want[id] = true
-		}
-		s.note(name, "objectIds:"+strconv.Itoa(len(want)))
-		if want[l.Faults.BrokenOID] && l.Faults.BrokenOID != 0 {
-			writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation"}})
+		var ok bool
+		if feats, ok = s.byObjectIDs(w, f.Get("objectIds"), name, l, feats); !ok {
 			return
 		}
-		// By the index, in the layer's order: a benchmark measures the
-		// client, not a scan of the layer per request.
-		idx := l.index()
-		var pos []int
-		for id := range want {
-			if i, ok := idx[id]; ok && i < len(feats) && id != l.Faults.DropOID {
-				pos = append(pos, i)
-			}
-		}
-		slices.Sort(pos)
-		sel := make([]Feature, len(pos))
-		for k, i := range pos {
-			sel[k] = feats[i]
-		}
-		feats = sel
 	case f.Get("resultOffset") != "":
-		if l.NoPagination {
-			s.note(name, "offset refused")
-			writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Pagination is not supported."}})
+		var done bool
+		if feats, capN, done = s.byOffset(w, r, name, l, feats, capN); done {
 			return
-		}
-		off, _ := strconv.Atoi(f.Get("resultOffset"))
-		cnt, _ := strconv.Atoi(f.Get("resultRecordCount"))
-		s.note(name, "offset:"+strconv.Itoa(off))
-		if l.Faults.EndlessOffsets {
-			// A full page of features no one has seen, and more to come.
-			page := make([]Feature, min(cnt, capN))
-			for i := range page {
-				page[i] = Feature{OID: int64(1_000_000 + off + i)}
-				if len(l.Features) > 0 {
-					page[i].Geometry = l.Features[0].Geometry
-				}
-			}
-			a := answerOf(l, page, true, false)
-			s.unlocked(func() { a.write(w, r) })
-			return
-		}
-		byOID := func(a, b Feature) int { return int(a.OID - b.OID) }
-		if !slices.IsSortedFunc(feats, byOID) {
-			feats = slices.Clone(feats)
-			slices.SortFunc(feats, byOID)
-		}
-		feats = feats[min(off, len(feats)):]
-		if cnt > 0 && cnt < capN {
-			capN = cnt
 		}
 	default:
 		s.note(name, "window")
 	}
-	exceeded := false
+	exceeded := l.Faults.ExceededAlways
 	if len(feats) > capN {
 		feats = feats[:capN]
 		exceeded = !l.Faults.LieExceeded
@@ -466,6 +426,112 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 	// parallel, as a real server's are.
 	a := answerOf(l, feats, exceeded, errorAfter)
 	s.unlocked(func() { a.write(w, r) })
+}
+
+// featureFaults counts a feature query and answers it when a fault
+// replaces the answer (answered); errorAfter says an error object is to
+// follow the features.
+func (s *Server) featureFaults(w http.ResponseWriter, name string, l *Layer) (errorAfter, answered bool) {
+	s.queries[name]++
+	n := s.queries[name]
+	every := func(e int) bool { return e > 0 && n%e == 0 }
+	if e := l.Faults.EditAfter; e > 0 && n == e+1 {
+		l.LastEditDate += 1000
+		l.Features = l.Features[:len(l.Features)-1]
+	}
+	switch {
+	case every(l.Faults.ErrorEvery):
+		s.note(name, "error")
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation"}})
+		return false, true
+	case every(l.Faults.ErrorSecondEvery):
+		s.note(name, "error")
+		writeRaw(w, l.Faults, `{"objectIdFieldName":"OBJECTID","error":{"code":500,"message":"Error performing query operation"}}`)
+		return false, true
+	case every(l.Faults.ErrorAfterFeaturesEvery):
+		s.note(name, "error")
+		errorAfter = true
+	}
+	if every(l.Faults.HTMLEvery) {
+		s.note(name, "html")
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><head><title>502 Bad Gateway</title></head><body>bad gateway</body></html>")
+		return false, true
+	}
+	return errorAfter, false
+}
+
+// byObjectIDs selects the features of the objectIds list, in the layer's
+// order, or answers the request itself (an invalid list, a broken
+// feature) and reports false.
+func (s *Server) byObjectIDs(w http.ResponseWriter, list, name string, l *Layer, feats []Feature) ([]Feature, bool) {
+	want := map[int64]bool{}
+	for _, p := range strings.Split(list, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil {
+			writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid objectIds"}})
+			return nil, false
+		}
+		want[id] = true
+	}
+	s.note(name, "objectIds:"+strconv.Itoa(len(want)))
+	if want[l.Faults.BrokenOID] && l.Faults.BrokenOID != 0 {
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 500, "message": "Error performing query operation"}})
+		return nil, false
+	}
+	// By the index, in the layer's order: a benchmark measures the
+	// client, not a scan of the layer per request.
+	idx := l.index()
+	var pos []int
+	for id := range want {
+		if i, ok := idx[id]; ok && i < len(feats) && id != l.Faults.DropOID {
+			pos = append(pos, i)
+		}
+	}
+	slices.Sort(pos)
+	sel := make([]Feature, len(pos))
+	for k, i := range pos {
+		sel[k] = feats[i]
+	}
+	return sel, true
+}
+
+// byOffset selects a resultOffset page ordered by object id, capped at
+// resultRecordCount; done says the request is answered already (paging
+// refused, or the endless pages of EndlessOffsets).
+func (s *Server) byOffset(w http.ResponseWriter, r *http.Request, name string, l *Layer, feats []Feature, capN int) ([]Feature, int, bool) {
+	f := r.Form
+	if l.NoPagination {
+		s.note(name, "offset refused")
+		writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Pagination is not supported."}})
+		return nil, 0, true
+	}
+	off, _ := strconv.Atoi(f.Get("resultOffset"))
+	cnt, _ := strconv.Atoi(f.Get("resultRecordCount"))
+	s.note(name, "offset:"+strconv.Itoa(off))
+	if l.Faults.EndlessOffsets {
+		// A full page of features no one has seen, and more to come.
+		page := make([]Feature, min(cnt, capN))
+		for i := range page {
+			page[i] = Feature{OID: int64(1_000_000 + off + i)}
+			if len(l.Features) > 0 {
+				page[i].Geometry = l.Features[0].Geometry
+			}
+		}
+		a := answerOf(l, page, true, false)
+		s.unlocked(func() { a.write(w, r) })
+		return nil, 0, true
+	}
+	byOID := func(a, b Feature) int { return int(a.OID - b.OID) }
+	if !slices.IsSortedFunc(feats, byOID) {
+		feats = slices.Clone(feats)
+		slices.SortFunc(feats, byOID)
+	}
+	feats = feats[min(off, len(feats)):]
+	if cnt > 0 && cnt < capN {
+		capN = cnt
+	}
+	return feats, capN, false
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -16,8 +16,8 @@
 // next links) on ADDR.
 //
 // -hostile 127.0.0.1:18300=testdata/hostile serves the hostile corpus
-// (wfstest.HostileCases) instead: one origin per port from 18300 up, in
-// wfstest.HostileOrigins order, full-size bodies (gigabyte bombs are
+// (internal/hostile.Cases) instead: one origin per port from 18300 up, in
+// hostile.Origins order, full-size bodies (gigabyte bombs are
 // generated as they are sent). -hostile-config FILE writes the ingestd
 // configuration that polls every case; -hostile-phase good serves the good
 // layer first (POST "hostile" to /hostile/_phase switches).
@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ingestd/ingestd/internal/hostile"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -228,15 +229,15 @@ func runHostile(spec, configPath, phase, skip string, maxGenerated int64, logger
 	if phase != "good" && phase != "hostile" {
 		return fmt.Errorf("-hostile-phase %q: want good or hostile", phase)
 	}
-	cases := wfstest.HostileCases()
+	cases := hostile.Cases()
 	if skip != "" {
 		re, err := regexp.Compile(skip)
 		if err != nil {
 			return fmt.Errorf("-hostile-skip: %w", err)
 		}
-		cases = slices.DeleteFunc(cases, func(c wfstest.HostileCase) bool { return re.MatchString(c.Name) })
+		cases = slices.DeleteFunc(cases, func(c hostile.Case) bool { return re.MatchString(c.Name) })
 	}
-	h, err := wfstest.NewHostile(dir, cases)
+	h, err := hostile.NewServer(dir, cases)
 	if err != nil {
 		return err
 	}
@@ -247,7 +248,7 @@ func runHostile(spec, configPath, phase, skip string, maxGenerated int64, logger
 
 	origins := map[string]string{}
 	var servers fixtureServers
-	for i, o := range wfstest.HostileOrigins(cases) {
+	for i, o := range hostile.Origins(cases) {
 		a := net.JoinHostPort(host, strconv.Itoa(port+i))
 		ln, err := net.Listen("tcp", a)
 		if err != nil {
@@ -256,9 +257,9 @@ func runHostile(spec, configPath, phase, skip string, maxGenerated int64, logger
 		origins[o] = "http://" + ln.Addr().String()
 		servers.serve(ln, h)
 	}
-	h.SetPeer(origins[wfstest.OriginPeer])
+	h.SetPeer(origins[hostile.OriginPeer])
 	if configPath != "" {
-		yaml, err := wfstest.HostileConfig(cases, wfstest.HostileConfigOptions{Origins: origins})
+		yaml, err := hostile.Config(cases, hostile.ConfigOptions{Origins: origins})
 		if err != nil {
 			return err
 		}

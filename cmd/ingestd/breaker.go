@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/breaker/pgshare"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -89,7 +90,7 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 		return breakerList(ctx, d, stdout)
 	}
 	who := operator(d.id)
-	res, err := d.shared.SetOverride(ctx, breaker.OverrideRequest{
+	res, err := d.shared.SetOverride(ctx, pgshare.OverrideRequest{
 		// Stored and shown to everyone: a feed URL pasted into the reason
 		// keeps its host and path, not its token.
 		Origin: origin, Override: override, For: forDur, Reason: redact.Text(reason), By: who,

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/breaker/breakermetrics"
+	"github.com/ingestd/ingestd/breaker/pgshare"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
@@ -39,12 +41,12 @@ type daemon struct {
 	// shared is the breaker verdicts every instance shares. A polling
 	// daemon starts it (verdicts loaded before the first request); the
 	// other commands only read and override through it.
-	shared *breaker.SharedState
+	shared *pgshare.Cluster
 
 	// What polls need; nil unless opened with poll.
 	cfg      *feeds.Config
 	breakers *breaker.Registry
-	watch    *breaker.OriginWatch
+	watch    *pgshare.OriginWatch
 	manager  *feeds.Manager
 	replayer *deadletter.Replayer
 	// pruner deletes feature_history past each feed's retention.
@@ -122,8 +124,8 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 	if !o.poll {
 		// Lifting an override brings back the polls it parked (breaker
 		// decides when; the dead-letter queue moves them).
-		d.shared = breaker.NewSharedState(pool, d.id, d.logger, breaker.WithResume(d.queue.Expedite),
-			breaker.WithSecrets(d.secrets))
+		d.shared = pgshare.New(pool, d.id, d.logger, pgshare.WithResume(d.queue.Expedite),
+			pgshare.WithSecrets(d.secrets))
 		return d, nil
 	}
 	if err := d.openPolling(ctx, c, o); err != nil {
@@ -136,16 +138,16 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 // openPolling builds what polls need (see openOptions.poll).
 func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) error {
 	cfg := d.cfg
-	d.watch = breaker.NewOriginWatch(d.pool, cfg.DeadLetter.StuckOpenAfter, d.logger)
+	d.watch = pgshare.NewOriginWatch(d.pool, cfg.DeadLetter.StuckOpenAfter, d.logger)
 	d.watch.SharedVerdicts()
 	// Loaded before the first request: an origin another instance (or this
 	// one before a restart) opened stays open until its time.
-	d.shared = breaker.NewSharedState(d.pool, d.id, d.logger, append(c.shared, breaker.WithSecrets(d.secrets))...)
+	d.shared = pgshare.New(d.pool, d.id, d.logger, append(c.shared, pgshare.WithSecrets(d.secrets))...)
 	if err := d.shared.Start(ctx); err != nil {
 		return err
 	}
 	d.breakers = breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: cfg.Defaults.Breaker,
-		OnStateChange: d.watch.OnStateChange, Shared: d.shared, Registerer: o.reg}, d.logger)
+		OnStateChange: d.watch.OnStateChange, Shared: d.shared, Observer: breakermetrics.New(o.reg)}, d.logger)
 	for origin, p := range cfg.OriginPolicies() {
 		if err := d.breakers.SetPolicy(origin, p); err != nil {
 			return fmt.Errorf("breaker policy of %s: %w", origin, err)

@@ -22,7 +22,6 @@ import (
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -36,7 +35,7 @@ func parkAtPage(t *testing.T, pool *pgxpool.Pool, server *wfstest.Server, ts *ht
 	p.ConsecutiveFailures, p.MaxAttempts, p.RateLimit = 1, 1, 0
 	breakers := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	q := deadletter.NewQueue(pool)
-	m := feeds.NewManager(postgis.New(pool), wfs.NewClient(ts.Client(), breakers, nil), feeds.WithDeadLetters(q, cfg.DeadLetter))
+	m := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers}), feeds.WithDeadLetters(q, cfg.DeadLetter))
 	defer m.Stop()
 	if err := m.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,8 @@
 //	ingestd run      [-config FILE] [-database-url URL] [-migrate=true] [-catch-up=true] [-heartbeat 15s]
 //	                 [-breaker-probe-lease 30s] [-breaker-refresh 5s] [-breaker-query-timeout 1s]
 //	ingestd poll     [-config FILE] [-database-url URL] JURISDICTION/FEED
-//	ingestd validate [FILE]
+//	ingestd validate [-config FILE | FILE]
+//	ingestd discover [-jurisdiction ID] [-schedule CRON] [-filter REGEX] [-check] URL...
 //	ingestd status   [-database-url URL]
 //	ingestd migrate  [-database-url URL]
 //	ingestd deadletter list|replay|purge [flags]
@@ -35,7 +36,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/breaker/pgshare"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
@@ -50,7 +51,8 @@ const usage = `ingestd keeps a PostGIS mirror of municipal GIS layers fresh.
 Usage:
   ingestd run      [flags]                      schedule and poll every feed until SIGTERM
   ingestd poll     [flags] JURISDICTION/FEED    poll one feed now; exit 1 if it fails
-  ingestd validate [FILE]                       check a config file; exit 1 on any error
+  ingestd validate [-config FILE | FILE]        check a config file; exit 1 on any error
+  ingestd discover [flags] URL...               list a server's layers and write feeds for them
   ingestd status   [flags]                      feeds that are not fresh and why, every origin's breaker
   ingestd migrate  [flags]                      apply pending schema migrations
   ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
@@ -83,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdPoll(args, stdout, stderr)
 	case "validate":
 		err = cmdValidate(args, stdout, stderr)
+	case "discover":
+		err = cmdDiscover(args, stdout, stderr)
 	case "status":
 		err = cmdStatus(args, stdout, stderr)
 	case "migrate":
@@ -138,7 +142,7 @@ type common struct {
 	heartbeat time.Duration
 	// shared are run's -breaker-* timings of the shared breaker state
 	// (none elsewhere: the defaults).
-	shared []breaker.SharedOption
+	shared []pgshare.Option
 	// secrets are the configuration's credentials, scrubbed by value from
 	// the log and from what the daemon's parts write (nil until open
 	// makes it).
@@ -195,18 +199,22 @@ func (c *common) poolFor(ctx context.Context, maxInFlight int) (*pgxpool.Pool, e
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	path := fs.String("config", envOr("INGESTD_CONFIG", "jurisdictions.yaml"), "jurisdictions file ($INGESTD_CONFIG)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
-	path := envOr("INGESTD_CONFIG", "jurisdictions.yaml")
-	switch fs.NArg() {
-	case 0:
-	case 1:
-		path = fs.Arg(0)
+	configSet := false
+	fs.Visit(func(f *flag.Flag) { configSet = configSet || f.Name == "config" })
+	switch {
+	case fs.NArg() == 0:
+	case fs.NArg() == 1 && !configSet:
+		*path = fs.Arg(0)
+	case fs.NArg() == 1:
+		return usageError{"validate takes -config FILE or FILE, not both"}
 	default:
 		return usageError{"validate takes at most one file"}
 	}
-	cfg, err := feeds.LoadConfig(path)
+	cfg, err := feeds.LoadConfig(*path)
 	if err != nil {
 		fmt.Fprintln(stderr, redact.Error(err))
 		return errReported
@@ -215,7 +223,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "warning:", redact.Error(w))
 	}
 	n := len(cfg.Feeds())
-	fmt.Fprintf(stdout, "%s: ok, %d jurisdictions, %d feeds\n", path, len(cfg.Jurisdictions), n)
+	fmt.Fprintf(stdout, "%s: ok, %d jurisdictions, %d feeds\n", *path, len(cfg.Jurisdictions), n)
 	return nil
 }
 

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/breaker/pgshare"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/statuspage"
 )
@@ -23,11 +23,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	catchUp := fs.Bool("catch-up", true, "on start, poll feeds whose last success is older than their interval")
 	fs.DurationVar(&c.heartbeat, "heartbeat", feeds.DefaultHeartbeat,
 		"how often this instance renews its liveness row and ends what dead instances left (their TTL is four of these)")
-	probeLease := fs.Duration("breaker-probe-lease", breaker.DefaultProbeLease,
+	probeLease := fs.Duration("breaker-probe-lease", pgshare.DefaultProbeLease,
 		"how long a probe lease outlives an instance that died while probing (renewed every third of it while the probe runs)")
-	refresh := fs.Duration("breaker-refresh", breaker.DefaultRefreshInterval,
+	refresh := fs.Duration("breaker-refresh", pgshare.DefaultRefreshInterval,
 		"how often every breaker verdict is re-read, in case a notification was lost")
-	queryTimeout := fs.Duration("breaker-query-timeout", breaker.DefaultQueryTimeout,
+	queryTimeout := fs.Duration("breaker-query-timeout", pgshare.DefaultQueryTimeout,
 		"bound on each statement of the shared breaker state; taking a probe lease is the only one on a request's path")
 	metricsAddr := fs.String("metrics-addr", envOr("INGESTD_METRICS_ADDR", defaultMetricsAddr),
 		`address of /metrics, /healthz, /readyz and the status page /status/ ($INGESTD_METRICS_ADDR; "off" disables)`)
@@ -43,8 +43,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *probeLease <= 0 || *refresh <= 0 || *queryTimeout <= 0 {
 		return usageError{"-breaker-probe-lease, -breaker-refresh and -breaker-query-timeout must be positive"}
 	}
-	c.shared = []breaker.SharedOption{breaker.WithProbeLease(*probeLease),
-		breaker.WithRefreshInterval(*refresh), breaker.WithQueryTimeout(*queryTimeout)}
+	c.shared = []pgshare.Option{pgshare.WithProbeLease(*probeLease),
+		pgshare.WithRefreshInterval(*refresh), pgshare.WithQueryTimeout(*queryTimeout)}
 	ctx, stop := signalContext()
 	defer stop()
 

@@ -98,7 +98,7 @@ func (s *Store) readSchema(ctx context.Context, r *applyRun) error {
 		var err error
 		st.stored.Columns, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (schema.Column, error) {
 			var c schema.Column
-			err := row.Scan(&c.Name, &c.Type, &c.Source, &c.NonNull, &c.Unconverted)
+			err := row.Scan(&c.Name, &c.Type, &c.Source, &c.NonNull, &c.Unconverted, &c.DeclaredType)
 			return c, err
 		})
 		return err
@@ -275,10 +275,10 @@ type viewColumn struct {
 func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 	st := &r.sch
 	n := len(st.snap.Columns)
-	names, types, sources := make([]string, n), make([]string, n), make([]string, n)
+	names, types, sources, declared := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	nonNull, unconverted := make([]int64, n), make([]int64, n)
 	for i, c := range st.snap.Columns {
-		names[i], types[i], sources[i] = c.Name, string(c.Type), string(c.Source)
+		names[i], types[i], sources[i], declared[i] = c.Name, string(c.Type), string(c.Source), string(c.DeclaredType)
 		nonNull[i], unconverted[i] = c.NonNull, c.Unconverted
 	}
 	viewCols := schema.ViewColumns(names)
@@ -287,7 +287,7 @@ func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 		view = append(view, viewColumn{Name: c.Name, Column: viewCols[i], Type: c.Type})
 	}
 	b.Queue(sqlQuery("UpsertColumns"), r.jurisdiction, r.feed, r.pollID,
-		names, viewCols, types, sources, nonNull, unconverted)
+		names, viewCols, types, sources, nonNull, unconverted, declared)
 	b.Queue(sqlQuery("RemoveColumns"), r.jurisdiction, r.feed, names)
 	cols, err := json.Marshal(view)
 	if err != nil {

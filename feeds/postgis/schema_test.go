@@ -401,3 +401,40 @@ func TestTypedViewOfAWideLayer(t *testing.T) {
 		t.Errorf("view: %d columns, want 1,594 attributes and 6 of its own", n)
 	}
 }
+
+// TestTypedViewSourceOrderAndLooseTypes: a layer declared as pygeoapi and
+// tipg declare theirs: the id (fid) first, where the source has it, not
+// last; a number without a format is double precision; integers declared
+// number and ISO dates declared string take the type their values prove,
+// and feed_columns records what was declared.
+func TestTypedViewSourceOrderAndLooseTypes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("tipg")
+	feed.Declared = &schema.Declared{Origin: "ogcapi queryables", ID: "fid", Columns: []schema.Column{
+		{Name: "fid", Type: schema.BigInt}, {Name: "name", Type: schema.Text, Loose: true},
+		{Name: "pop", Type: schema.Double, Loose: true}, {Name: "area", Type: schema.Double, Loose: true},
+		{Name: "opened", Type: schema.Text, Loose: true}}}
+	b.poll(t, feed, []ft.Feature{
+		feature("1", point(1, 1, 4326), json.RawMessage(`{"name":"A","pop":1200,"area":1.5,"opened":"2020-01-02","fid":1}`)),
+		feature("2", point(2, 2, 4326), json.RawMessage(`{"name":"B","pop":7,"area":2,"opened":"2021-03-04","fid":2}`)),
+	})
+	want := "feature_id:text,fid:bigint,name:text,pop:bigint,area:double precision,opened:date,geom:geometry(Point,4326)"
+	if got := b.viewColumns(t, b.viewName(t, feed)); !strings.HasPrefix(got, want) {
+		t.Errorf("view columns\n got %s\nwant %s…", got, want)
+	}
+	var cols string
+	b.scalar(t, &cols, `SELECT string_agg(name || ':' || type || ':' || type_source || ':' || coalesce(declared_type, '-'), ',' ORDER BY ordinal)
+		FROM feed_columns_seen WHERE feed = 'tipg'`)
+	if want := "fid:bigint:declared:-,name:text:declared:-,pop:bigint:inferred:double precision,area:double precision:declared:-," +
+		"opened:date:inferred:text"; cols != want {
+		t.Errorf("feed_columns\n got %s\nwant %s", cols, want)
+	}
+	var pop int64
+	var opened string
+	b.scalar(t, &pop, fmt.Sprintf(`SELECT pop FROM %s WHERE feature_id = '1'`, b.viewName(t, feed)))
+	b.scalar(t, &opened, fmt.Sprintf(`SELECT opened::text FROM %s WHERE feature_id = '2'`, b.viewName(t, feed)))
+	if pop != 1200 || opened != "2021-03-04" {
+		t.Errorf("typed values pop %d opened %s", pop, opened)
+	}
+}

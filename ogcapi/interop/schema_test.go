@@ -26,8 +26,8 @@ func TestMapServerDeclaresNoSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if layer.SchemaURL != "" {
-		t.Errorf("MapServer links a schema now (%s: %s): test the adapter against it", layer.SchemaOrigin, layer.SchemaURL)
+	if s := layer.Settings.(ogcapi.Settings); s.SchemaURL != "" {
+		t.Errorf("MapServer links a schema now (%s: %s): test the adapter against it", s.SchemaOrigin, s.SchemaURL)
 	}
 	for _, doc := range []string{"queryables", "schema"} {
 		resp, err := http.Get(base + "/collections/nc_sql/" + doc + "?f=json")

@@ -5,7 +5,10 @@
 // are internal/layertest layers (recorded FeatureCollections or generated
 // parcels).
 // Each collection may carry a Pitfall: the misbehaviour of real servers
-// that a client must refuse or survive (see the Pitfall constants).
+// that a client must refuse or survive (see the Pitfall constants). The
+// server as a whole may behave as a named server (Server.Mode): tipg,
+// pygeoapi, or one answering RFC 7807 problem details (see the Mode
+// constants).
 package ogcapitest
 
 import (
@@ -16,8 +19,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +110,11 @@ type Collection struct {
 	// (numberMatched, no features), as pygeoapi does, whatever its
 	// Pitfall; without it the parameter is ignored, as most servers do.
 	Hits bool
+	// MaxLimit, when set, is the collection's own maximum limit (served
+	// and, in PyGeoAPI mode, declared in the OpenAPI document on the
+	// collection's items path, as pygeoapi's per-collection limits are);
+	// Server.MaxLimit otherwise.
+	MaxLimit int
 }
 
 // JSONSchema is a JSON Schema of features with fields, as a Part 3
@@ -141,6 +147,8 @@ type Server struct {
 	// Hook, when set, is called with every items request before it is
 	// answered (a test trips a breaker there).
 	Hook func(collection string, offset int)
+	// Mode is the server this one behaves as (Plain by default).
+	Mode Mode
 
 	mu          sync.Mutex
 	bombs       map[string][]byte // path → gzip body (see Bomb)
@@ -254,70 +262,77 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case r.URL.Path == "/" || r.URL.Path == "":
-		writeJSON(w, map[string]any{"title": "ogcapitest", "links": []map[string]string{
-			{"href": base + "/?f=json", "rel": "self", "type": "application/json"},
-			{"href": base + "/conformance?f=json", "rel": "conformance", "type": "application/json"},
-			{"href": base + "/collections?f=json", "rel": "data", "type": "application/json"},
-			{"href": base + "/openapi?f=json", "rel": "service-desc", "type": "application/vnd.oai.openapi+json;version=3.0"},
-		}})
+		if !s.badFormat(w, r, "json", "html") {
+			writeJSON(w, map[string]any{"title": "ogcapitest", "links": s.landingLinks(base)})
+		}
 	case r.URL.Path == "/conformance":
 		conf := []string{"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core",
 			"http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/geojson"}
 		if !s.NoPart2 {
 			conf = append(conf, "http://www.opengis.net/spec/ogcapi-features-2/1.0/conf/crs")
 		}
-		writeJSON(w, map[string]any{"conformsTo": conf})
-	case r.URL.Path == "/openapi":
-		writeJSON(w, map[string]any{"openapi": "3.0.2", "components": map[string]any{"parameters": map[string]any{
-			"limit": map[string]any{"name": "limit", "in": "query", "schema": map[string]any{
-				"type": "integer", "minimum": 1, "maximum": s.MaxLimit, "default": s.DefaultLimit}}}}})
+		if !s.badFormat(w, r, "json", "html") {
+			writeJSON(w, map[string]any{"conformsTo": conf})
+		}
+	case r.URL.Path == s.openAPIPath():
+		writeJSON(w, s.openAPI())
 	case r.URL.Path == "/collections":
-		writeJSON(w, map[string]any{"collections": []any{}, "crs": []string{CRS84, EPSG4326, EPSG3857}})
+		if !s.badFormat(w, r, "json", "html") {
+			writeJSON(w, map[string]any{"collections": []any{}, "crs": []string{CRS84, EPSG4326, EPSG3857}})
+		}
 	case len(parts) == 2 && parts[0] == "collections":
-		if s.collection(parts[1]) == nil {
-			writeException(w, http.StatusNotFound, "NotFound", "no collection "+parts[1])
-			return
+		if c := s.find(w, parts[1]); c != nil && !s.badFormat(w, r, "json", "html") {
+			writeJSON(w, map[string]any{"id": parts[1], "itemType": "feature",
+				"crs": []string{"#/crs"}, "storageCrs": CRS84, "links": s.collectionLinks(base+"/collections/"+parts[1], c)})
 		}
-		c := s.collection(parts[1])
-		coll := base + "/collections/" + parts[1]
-		links := []map[string]string{
-			{"href": coll + "/items?f=html", "rel": "items", "type": "text/html"},
-			{"href": coll + "/items?f=json", "rel": "items", "type": "application/geo+json"},
-		}
-		if c.Queryables != "" {
-			links = append(links, map[string]string{"href": coll + "/queryables?f=json",
-				"rel": "http://www.opengis.net/def/rel/ogc/1.0/queryables", "type": "application/schema+json"})
-		}
-		if c.Schema != "" {
-			links = append(links, map[string]string{"href": coll + "/schema?f=json",
-				"rel": "http://www.opengis.net/def/rel/ogc/1.0/schema", "type": "application/schema+json"})
-		}
-		writeJSON(w, map[string]any{"id": parts[1], "itemType": "feature",
-			"crs": []string{"#/crs"}, "storageCrs": CRS84, "links": links})
 	case len(parts) == 3 && parts[0] == "collections" && (parts[2] == "queryables" || parts[2] == "schema"):
-		c := s.collection(parts[1])
-		doc := ""
-		if c != nil && parts[2] == "queryables" {
-			doc = c.Queryables
-		} else if c != nil {
-			doc = c.Schema
-		}
-		if doc == "" {
-			writeException(w, http.StatusNotFound, "NotFound", "no "+parts[2]+" for "+parts[1])
-			return
-		}
-		w.Header().Set("Content-Type", "application/schema+json")
-		_, _ = io.WriteString(w, doc)
+		s.serveSchema(w, r, parts[1], parts[2])
 	case len(parts) == 3 && parts[0] == "collections" && parts[2] == "items":
-		c := s.collection(parts[1])
-		if c == nil {
-			writeException(w, http.StatusNotFound, "NotFound", "no collection "+parts[1])
-			return
+		if c := s.find(w, parts[1]); c != nil && !s.badFormat(w, r, "geojson", "html", "json", "csv", "geojsonseq", "ndjson") {
+			s.serveItems(w, r, base, parts[1], c)
 		}
-		s.serveItems(w, r, base, parts[1], c)
 	default:
-		writeException(w, http.StatusNotFound, "NotFound", "no such resource")
+		s.fail(w, http.StatusNotFound, "NotFound", "no such resource")
 	}
+}
+
+// find returns collection id, or answers that it does not exist, as the
+// server of the mode words it.
+func (s *Server) find(w http.ResponseWriter, id string) *Collection {
+	if s.Mode == TiPg && !strings.Contains(id, ".") {
+		writeDetail(w, http.StatusUnprocessableEntity, "Invalid Collection format '"+id+"'.")
+		return nil
+	}
+	if c := s.collection(id); c != nil {
+		return c
+	}
+	switch s.Mode {
+	case TiPg:
+		writeDetail(w, http.StatusNotFound, "Table/Function '"+id+"' not found.")
+	case PyGeoAPI:
+		s.fail(w, http.StatusNotFound, "NotFound", "Collection not found")
+	default:
+		s.fail(w, http.StatusNotFound, "NotFound", "no collection "+id)
+	}
+	return nil
+}
+
+// serveSchema serves a collection's queryables or schema document.
+func (s *Server) serveSchema(w http.ResponseWriter, r *http.Request, id, which string) {
+	c := s.find(w, id)
+	if c == nil || s.badFormat(w, r, "schemajson", "html") {
+		return
+	}
+	doc := c.Schema
+	if which == "queryables" {
+		doc = c.Queryables
+	}
+	if doc == "" {
+		s.fail(w, http.StatusNotFound, "NotFound", "no "+which+" for "+id)
+		return
+	}
+	w.Header().Set("Content-Type", "application/schema+json")
+	_, _ = io.WriteString(w, doc)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -330,187 +345,6 @@ func writeException(w http.ResponseWriter, status int, code, desc string) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "description": desc})
 }
-
-// serveItems serves one page of collection id.
-func (s *Server) serveItems(w http.ResponseWriter, r *http.Request, base, id string, c *Collection) {
-	q := r.URL.Query()
-	offset, _ := strconv.Atoi(q.Get("offset"))
-	s.mu.Lock()
-	s.items[id+"?"+strconv.Itoa(offset)]++
-	if r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != "" {
-		s.conditional[id]++
-	}
-	gen := s.generation
-	hook := s.Hook
-	s.mu.Unlock()
-	if hook != nil {
-		hook(id, offset)
-	}
-	if v := q.Get("cursor"); v != "" && v != strconv.Itoa(gen) {
-		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "cursor "+v+" expired")
-		return
-	}
-	limit := s.DefaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeException(w, http.StatusBadRequest, "InvalidParameterValue", "bad limit")
-			return
-		}
-		limit = n
-	}
-	limit = min(limit, s.MaxLimit)
-	crs := q.Get("crs")
-	switch crs {
-	case "", CRS84, EPSG4326, EPSG3857:
-	default:
-		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "unsupported crs "+crs)
-		return
-	}
-	n := c.Layer.Len()
-	if c.Hits && strings.EqualFold(q.Get("resulttype"), "hits") {
-		w.Header().Set("Content-Type", "application/geo+json")
-		fmt.Fprintf(w, `{"type":"FeatureCollection","features":[],"numberMatched":%d,"numberReturned":0}`, n)
-		return
-	}
-	serve := limit // how many this page holds
-	start := offset
-	switch c.Pitfall {
-	case ZeroLimitSelf:
-		serve = 0
-	case OffsetIgnored:
-		start = 0
-	case ShortPages:
-		serve = max(1, limit/3)
-	case Exception200:
-		if offset > 0 {
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(map[string]string{"code": "NoApplicableCode", "description": "database connection lost"})
-			return
-		}
-	case Duplicates:
-		if start > 0 {
-			start--
-		}
-	case OverlapNoIDs:
-		if start > 0 {
-			start -= limit / 2
-		}
-	}
-	end := min(n, start+serve)
-	if start > n {
-		start = n
-	}
-	page := func(o int) string {
-		v := url.Values{}
-		for k, vs := range q {
-			v[k] = vs
-		}
-		v.Set("offset", strconv.Itoa(o))
-		v.Set("limit", strconv.Itoa(limit))
-		v.Set("cursor", strconv.Itoa(gen))
-		v.Set("f", "json")
-		return base + r.URL.Path + "?" + v.Encode()
-	}
-	self := page(offset)
-	var next string
-	switch {
-	case c.Pitfall == ZeroLimitSelf:
-		next = self
-	case c.Pitfall == NextLoop && offset == 2*limit:
-		next = page(limit)
-	case c.Pitfall == OffsetIgnored:
-		if offset+limit < n {
-			next = page(offset + limit)
-		}
-	case (c.Pitfall == NoNextOnFullPage || c.Pitfall == NoNextNoNumberMatched) && offset == limit && end < n:
-		next = ""
-	case offset+serve < n:
-		next = page(offset + serve)
-	}
-	if c.Pitfall == Duplicates && offset+serve < n {
-		next = page(offset + serve)
-	}
-
-	label := crs
-	if label == "" {
-		label = CRS84
-	}
-	if c.Pitfall == WrongContentCRS {
-		if crs == "" || crs == CRS84 {
-			label = EPSG3857
-		}
-		crs = "" // the coordinates stay CRS84
-	}
-	if c.ETag != "" {
-		if r.Header.Get("If-None-Match") == c.ETag {
-			// As a static host or a caching proxy answers the validator.
-			w.Header().Set("ETag", c.ETag)
-			s.mu.Lock()
-			s.notModified[id]++
-			s.mu.Unlock()
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		w.Header().Set("ETag", c.ETag)
-	}
-	w.Header().Set("Content-Type", "application/geo+json")
-	w.Header().Set("Content-Crs", "<"+label+">")
-	buf := make([]byte, 0, 64<<10)
-	buf = append(buf, `{"type":"FeatureCollection","features":[`...)
-	var tmp []byte
-	for i := start; i < end; i++ {
-		if i > start {
-			buf = append(buf, ',')
-		}
-		switch {
-		case c.Pitfall == DuplicateInPage && i == 5:
-			tmp = c.Layer.AppendFeature(tmp[:0], 4)
-		case c.Pitfall == OverlapNoIDs:
-			tmp = topLevelID.ReplaceAll(c.Layer.AppendFeature(tmp[:0], i), []byte(`{"type":"Feature",`))
-		default:
-			tmp = c.Layer.AppendFeature(tmp[:0], i)
-		}
-		if crs != "" && crs != CRS84 {
-			tmp = reproject(tmp, crs)
-		}
-		buf = append(buf, tmp...)
-		if len(buf) > 256<<10 {
-			_, _ = w.Write(buf)
-			buf = buf[:0]
-		}
-	}
-	buf = append(buf, `],"links":[`...)
-	buf = appendLink(buf, self, "self")
-	if next != "" {
-		buf = append(buf, ',')
-		buf = appendLink(buf, next, "next")
-	}
-	buf = append(buf, ']')
-	switch c.Pitfall {
-	case NoNumberMatched, OverlapNoIDs, NoNextNoNumberMatched:
-	case NumberMatchedString:
-		buf = append(buf, `,"numberMatched":"`...)
-		buf = strconv.AppendInt(buf, int64(n), 10)
-		buf = append(buf, '"')
-	case NumberMatchedUnknown:
-		buf = append(buf, `,"numberMatched":"unknown"`...)
-	default:
-		matched := n
-		if c.Pitfall == ApproxNumberMatched {
-			matched = (n + 99) / 100 * 100
-		}
-		buf = append(buf, `,"numberMatched":`...)
-		buf = strconv.AppendInt(buf, int64(matched), 10)
-	}
-	buf = append(buf, `,"numberReturned":`...)
-	buf = strconv.AppendInt(buf, int64(max(0, end-start)), 10)
-	buf = append(buf, "}\n"...)
-	_, _ = w.Write(buf)
-}
-
-// topLevelID is a layertest feature's leading type and id members.
-var topLevelID = regexp.MustCompile(`^\{"type":"Feature","id":"[^"]*",`)
 
 func appendLink(buf []byte, href, rel string) []byte {
 	b, _ := json.Marshal(map[string]string{"href": href, "rel": rel, "type": "application/geo+json"})

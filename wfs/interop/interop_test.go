@@ -227,7 +227,7 @@ func TestMapServer(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 				defer cancel()
 
-				layer := source.Layer{Kind: wfs.KindWFS, URL: c.url(f.base), TypeName: "nc", Version: c.version}
+				layer := source.Layer{Kind: wfs.Kind, URL: c.url(f.base), TypeName: "nc", Settings: wfs.Settings{Version: c.version}}
 				hits, err := f.client.Hits(ctx, layer)
 				if err != nil || hits != wantCounties {
 					t.Fatalf("resultType=hits: %d, %v; want %d", hits, err, wantCounties)
@@ -341,7 +341,7 @@ func TestMapServerNegotiation(t *testing.T) {
 	client := wfs.NewClient(&http.Client{}, nil, nil)
 	for _, version := range []string{wfs.Auto, "1.1.0", "2.0.0"} {
 		t.Run(version, func(t *testing.T) {
-			layer := source.Layer{Kind: wfs.KindWFS, URL: base, TypeName: "nc", Version: version, OutputFormat: wfs.Auto, PageSize: pageSize}
+			layer := source.Layer{Kind: wfs.Kind, URL: base, TypeName: "nc", Settings: wfs.Settings{Version: version, OutputFormat: wfs.Auto}, PageSize: pageSize}
 			caps, err := client.Capabilities(t.Context(), layer)
 			if err != nil {
 				t.Fatal(err)
@@ -359,7 +359,7 @@ func TestMapServerNegotiation(t *testing.T) {
 			}
 			// The layer lists EPSG:4326 among its CRSs: the request asks for
 			// it, and the GeoJSON is read as such (SRID 0).
-			if got.Version != wantVersion || !wfs.IsGeoJSONFormat(got.OutputFormat) || got.PageSize != pageSize || got.SRID != 0 || len(warnings) != 0 {
+			if s := got.Settings.(wfs.Settings); s.Version != wantVersion || !wfs.IsGeoJSONFormat(s.OutputFormat) || got.PageSize != pageSize || got.SRID != 0 || len(warnings) != 0 {
 				t.Errorf("negotiated %+v, warnings %q; want version %s, GeoJSON, pages of %d, SRID 0", got, warnings, wantVersion, pageSize)
 			}
 			u, err := wfs.RequestURL(got, 0)

@@ -19,7 +19,6 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -276,7 +275,7 @@ jurisdictions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := feeds.NewManager(postgis.New(pool), wfs.NewClient(nil, nil, nil))
+	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{}))
 	t.Cleanup(mgr.Stop)
 	if err := mgr.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

@@ -129,18 +129,58 @@ func (s *Server) PageRequests(layer string, page int) int {
 // ServeHTTP answers GetFeature at any path with a "request" parameter, and plain
 // GeoJSON at /geojson/NAME.geojson.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req := Request{Seq: s.seq.Add(1), Count: -1, HTTP: r}
 	q := lowerKeys(r.URL.Query())
+	req, ok := s.parseRequest(w, r, q)
+	if !ok {
+		return
+	}
+	s.countsMu.Lock()
+	if s.counts[req.Layer] == nil {
+		s.counts[req.Layer] = map[int]int{}
+	}
+	s.counts[req.Layer][req.Page]++
+	s.countsMu.Unlock()
+
+	s.mu.RLock()
+	layer, found := s.layers[req.Layer]
+	fault := s.fault
+	s.mu.RUnlock()
+	f := &Fault{}
+	if fault != nil {
+		if ff := fault(req); ff != nil {
+			f = ff
+		}
+	}
+	if f.serve(w, r) {
+		return
+	}
 	plain := strings.HasPrefix(r.URL.Path, "/geojson/")
+	if !found {
+		if plain {
+			http.NotFound(w, r)
+			return
+		}
+		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "typeNames",
+			fmt.Sprintf("Feature type %q unknown", req.Layer))
+		return
+	}
+	s.serveLayer(w, layer, req, q, plain, f.CutAfter)
+}
+
+// parseRequest reads the request's kind and paging; it answers the
+// requests that are not for features (capabilities, DescribeFeatureType,
+// unknown ones) itself and then reports false.
+func (s *Server) parseRequest(w http.ResponseWriter, r *http.Request, q map[string]string) (Request, bool) {
+	req := Request{Seq: s.seq.Add(1), Count: -1, HTTP: r}
 	switch {
-	case plain:
+	case strings.HasPrefix(r.URL.Path, "/geojson/"):
 		req.Layer = strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/geojson/"), ".geojson")
 	case strings.EqualFold(q["request"], "GetCapabilities"):
 		s.writeCapabilities(w, r)
-		return
+		return req, false
 	case strings.EqualFold(q["request"], "DescribeFeatureType"):
 		s.writeDescribeFeatureType(w, firstNonEmpty(q["typenames"], q["typename"]))
-		return
+		return req, false
 	case strings.EqualFold(q["request"], "GetFeature"):
 		// The capabilities name layers "ingestd:NAME"; accept both spellings.
 		req.Layer = strings.TrimPrefix(firstNonEmpty(q["typenames"], q["typename"]), "ingestd:")
@@ -152,81 +192,66 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeException(w, http.StatusBadRequest, "OperationNotSupported", "request",
 			"the fixture server answers GetCapabilities, DescribeFeatureType and GetFeature")
-		return
+		return req, false
 	}
-	s.countsMu.Lock()
-	if s.counts[req.Layer] == nil {
-		s.counts[req.Layer] = map[int]int{}
-	}
-	s.counts[req.Layer][req.Page]++
-	s.countsMu.Unlock()
+	return req, true
+}
 
-	s.mu.RLock()
-	layer, ok := s.layers[req.Layer]
-	fault := s.fault
-	s.mu.RUnlock()
-
-	var f *Fault
-	if fault != nil {
-		f = fault(req)
-	}
-	if f == nil {
-		f = &Fault{}
-	}
+// serve carries out the fault's delay, hang, headers and status; it
+// reports whether the request is answered (the data is not to be served).
+func (f *Fault) serve(w http.ResponseWriter, r *http.Request) bool {
 	if f.Delay > 0 {
 		select {
 		case <-time.After(f.Delay):
 		case <-r.Context().Done():
-			return
+			return true
 		}
 	}
 	if f.Hang {
 		<-r.Context().Done()
-		return
+		return true
 	}
 	for k, v := range f.Header {
 		w.Header().Set(k, v)
 	}
-	if f.Status != 0 {
-		ct := f.ContentType
-		if ct == "" {
-			ct = "text/plain; charset=utf-8"
-			if strings.Contains(strings.ToLower(f.Body), "<html") {
-				ct = "text/html; charset=utf-8"
-			} else if strings.HasPrefix(strings.TrimSpace(f.Body), "<") {
-				ct = "application/xml"
-			}
-		}
-		w.Header().Set("Content-Type", ct)
-		w.WriteHeader(f.Status)
-		_, _ = w.Write([]byte(f.Body))
-		return
+	if f.Status == 0 {
+		return false
 	}
-	if !ok {
-		if plain {
-			http.NotFound(w, r)
-			return
+	ct := f.ContentType
+	if ct == "" {
+		ct = "text/plain; charset=utf-8"
+		if strings.Contains(strings.ToLower(f.Body), "<html") {
+			ct = "text/html; charset=utf-8"
+		} else if strings.HasPrefix(strings.TrimSpace(f.Body), "<") {
+			ct = "application/xml"
 		}
-		writeException(w, http.StatusBadRequest, "InvalidParameterValue", "typeNames",
-			fmt.Sprintf("Feature type %q unknown", req.Layer))
-		return
 	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(f.Status)
+	_, _ = w.Write([]byte(f.Body))
+	return true
+}
 
+// serveLayer answers a request for layer's features: hits, a GML 3.2 page
+// (a generated layer, when the output format asks for it), else GeoJSON;
+// cut after cutAfter bytes when that is set.
+func (s *Server) serveLayer(w http.ResponseWriter, layer layertest.Layer, req Request, q map[string]string, plain bool, cutAfter int) {
 	if strings.EqualFold(q["resulttype"], "hits") {
 		writeHits(w, layer.Len())
 		return
 	}
 	var body []byte
 	gen, isGenerated := layer.(layertest.Generated)
-	if isGenerated && wantsGML(q["outputformat"]) {
+	// A plain document (/geojson/NAME.geojson) is GeoJSON, whatever it is asked.
+	if isGenerated && !plain && wantsGML(q["outputformat"]) {
 		body = renderGML32Page(gen, req, s.CRS84)
 		w.Header().Set("Content-Type", "application/gml+xml; version=3.2")
 	} else {
 		body = renderPage(layer, req, plain, strings.HasPrefix(q["version"], "1."))
 		w.Header().Set("Content-Type", "application/json")
 	}
-	if f.CutAfter > 0 && f.CutAfter < len(body) {
-		cut(w, w.Header().Get("Content-Type"), body[:f.CutAfter], len(body))
+	if cutAfter > 0 && cutAfter < len(body) {
+		cut(w, w.Header().Get("Content-Type"), body[:cutAfter], len(body))
 		return
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))

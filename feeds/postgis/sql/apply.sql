@@ -136,13 +136,20 @@ extent AS (
 format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
 	e.outside, e.located, array_to_string($6::float8[], ', '))
 
+-- name: RepairedGeometry
+-- The geometry stored for the row t (towrite, or BulkCreate's s): an
+-- invalid one repaired by ingestd_repair_geometry (migration 25), which
+-- keeps its family (the polygonal part of a polygon…) and answers NULL
+-- when nothing of it is left.
+CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ingestd_repair_geometry(t.geom) ELSE t.geom END
+
 -- name: InsertWritten
 -- Writes towrite's rows into the feed's table: invalid geometries
--- repaired, the rows SkippedRow skips left out.
+-- repaired (RepairedGeometry), the rows SkippedRow skips left out.
 INSERT INTO {{table}} AS f (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash,
 		content_hash, first_seen_at, changed_at, poll_id)
 	SELECT $2, $3, t.feature_id,
-		CASE WHEN t.invalid AND t.geom IS NOT NULL THEN ST_MakeValid(t.geom) ELSE t.geom END,
+		{{RepairedGeometry}},
 		t.properties::jsonb, t.geom_hash, t.props_hash, t.content_hash, now(), now(), $1
 	FROM towrite t
 	WHERE NOT t.skipped

@@ -60,17 +60,17 @@ SET LOCAL maintenance_work_mem = '256MB'
 -- name: BulkCreate
 -- Creates the feed's table {{table}} from poll $1's staged rows ($2, $3:
 -- jurisdiction and feed), with features' columns and four more:
--- load_invalid (the geometry was invalid: repaired here with ST_MakeValid),
+-- load_invalid (the geometry was invalid: repaired here, RepairedGeometry),
 -- load_out_of_range (it lay outside ±180°/±90°: stored without it),
 -- load_skip (the row's update is skipped: SkippedRow's feature part, $4
 -- being invalid_feature: skip) and load_named (the row has a source id).
 -- Properties of a skipped row are not parsed: they may be NULL.
 CREATE TABLE {{table}} AS
-SELECT $2::text AS jurisdiction, $3::text AS feed, s.feature_id,
-	(CASE WHEN s.invalid AND s.geom IS NOT NULL THEN ST_MakeValid(s.geom) ELSE s.geom END)::geometry(Geometry, 4326) AS geom,
-	(CASE WHEN NOT s.skip THEN s.properties END)::jsonb AS properties, sha256(s.geom_hash || s.props_hash) AS content_hash,
-	now() AS first_seen_at, now() AS changed_at, $1::bigint AS poll_id, s.geom_hash, s.props_hash,
-	s.invalid AS load_invalid, s.out_of_range AS load_out_of_range, s.skip AS load_skip, s.named AS load_named
+SELECT $2::text AS jurisdiction, $3::text AS feed, t.feature_id,
+	({{RepairedGeometry}})::geometry(Geometry, 4326) AS geom,
+	(CASE WHEN NOT t.skip THEN t.properties END)::jsonb AS properties, sha256(t.geom_hash || t.props_hash) AS content_hash,
+	now() AS first_seen_at, now() AS changed_at, $1::bigint AS poll_id, t.geom_hash, t.props_hash,
+	t.invalid AS load_invalid, t.out_of_range AS load_out_of_range, t.skip AS load_skip, t.named AS load_named
 FROM (
 	-- StagedID's unqualified columns are p's (g has only geom).
 	SELECT {{StagedID}} AS feature_id, p.feature_id <> '' AS named,
@@ -81,7 +81,7 @@ FROM (
 	FROM staged_features p
 	{{StagedGeometry}}
 	WHERE p.poll_id = $1
-) s
+) t
 
 -- name: BulkCounts
 -- Counts {{table}}'s rows, invalid geometries, rows skipped and rows with a

@@ -8,7 +8,7 @@ SELECT profile FROM staged_pages WHERE poll_id = $1 ORDER BY page
 
 -- name: StoredColumns
 -- The feed's current columns in their order.
-SELECT name, type, type_source, non_null, unconverted FROM feed_columns
+SELECT name, type, type_source, non_null, unconverted, coalesce(declared_type, '') FROM feed_columns
 WHERE jurisdiction = $1 AND feed = $2 AND removed_at IS NULL
 ORDER BY ordinal
 
@@ -57,22 +57,23 @@ UPDATE schema_changes SET action = 'rejected' WHERE poll_id = $1 AND action = 'h
 
 -- name: UpsertColumns
 -- The snapshot's columns ($4 names, in order) of feed ($1, $2), seen by
--- poll $3.
+-- poll $3; $10 the declared types the values contradicted ('' for none).
 INSERT INTO feed_columns AS fc (jurisdiction, feed, name, ordinal, view_column, type, type_source,
-		non_null, unconverted, first_seen_at, last_seen_at, first_poll_id, last_poll_id)
-SELECT $1, $2, c.name, c.ord::int, c.view_column, c.type, c.source, c.non_null, c.unconverted, now(), now(), $3, $3
-FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[]) WITH ORDINALITY
-	AS c(name, view_column, type, source, non_null, unconverted, ord)
+		non_null, unconverted, declared_type, first_seen_at, last_seen_at, first_poll_id, last_poll_id)
+SELECT $1, $2, c.name, c.ord::int, c.view_column, c.type, c.source, c.non_null, c.unconverted, nullif(c.declared, ''),
+	now(), now(), $3, $3
+FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::text[]) WITH ORDINALITY
+	AS c(name, view_column, type, source, non_null, unconverted, declared, ord)
 ON CONFLICT (jurisdiction, feed, name) DO UPDATE SET ordinal = excluded.ordinal, view_column = excluded.view_column,
 	type = excluded.type, type_source = excluded.type_source, non_null = excluded.non_null,
-	unconverted = excluded.unconverted, last_seen_at = excluded.last_seen_at, last_poll_id = excluded.last_poll_id,
-	removed_at = NULL
+	unconverted = excluded.unconverted, declared_type = excluded.declared_type,
+	last_seen_at = excluded.last_seen_at, last_poll_id = excluded.last_poll_id, removed_at = NULL
 -- A column the poll did not change is not written (no dead tuple per
 -- column per poll): its last_seen_at is then the feed's last success
 -- (view feed_columns_seen).
-WHERE (fc.ordinal, fc.view_column, fc.type, fc.type_source, fc.non_null, fc.unconverted, fc.removed_at)
+WHERE (fc.ordinal, fc.view_column, fc.type, fc.type_source, fc.non_null, fc.unconverted, fc.declared_type, fc.removed_at)
 	IS DISTINCT FROM (excluded.ordinal, excluded.view_column, excluded.type, excluded.type_source,
-		excluded.non_null, excluded.unconverted, NULL::timestamptz)
+		excluded.non_null, excluded.unconverted, excluded.declared_type, NULL::timestamptz)
 
 -- name: RemoveColumns
 -- The feed's columns the snapshot ($3) no longer has.

@@ -1,0 +1,125 @@
+package arcgis
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/ingestd/ingestd/internal/kindconf"
+	"github.com/ingestd/ingestd/source"
+)
+
+// Kind is the feed kind this package fetches: an ArcGIS REST layer
+// (…/FeatureServer/N or …/MapServer/N).
+const Kind = "arcgis"
+
+// TokenHeader carries an arcgis feed's token: in a header, never in a
+// URL, so that it is not in the server's logs, ours, or any table.
+const TokenHeader = "X-Esri-Authorization"
+
+// Settings are an arcgis layer's own settings (source.Layer.Settings). The
+// token is not here: the config turns it into a header (TokenHeader),
+// which is never logged.
+type Settings struct {
+	// Where is the query's where clause; "" means 1=1.
+	Where string
+	// OutFields is the query's outFields; "" means *.
+	OutFields string
+}
+
+// Identity lists the where clause and the out fields.
+func (s Settings) Identity() []string { return []string{s.Where, s.OutFields} }
+
+// settingsOf returns l's arcgis settings (zero when it has none).
+func settingsOf(l source.Layer) Settings {
+	s, _ := l.Settings.(Settings)
+	return s
+}
+
+// layerPath is the path of an ArcGIS REST layer.
+var layerPath = regexp.MustCompile(`/(FeatureServer|MapServer)/\d+/?$`)
+
+// Config is what the config loader needs of the arcgis kind: where,
+// out_fields and token, refused on a feed of another kind (a token must not
+// be silently dropped).
+func Config() kindconf.Kind {
+	return kindconf.Kind{Keys: []string{"where", "out_fields", "token"}, Strict: true, Parse: parseFeed}
+}
+
+// parseFeed reads an arcgis feed's settings: where (default 1=1),
+// out_fields (default *), token (sent as "X-Esri-Authorization: Bearer …"),
+// page_size (0: the layer's maxRecordCount, and capped at it; the
+// defaults' page_size does not apply), id_property (default: the layer's
+// objectIdField). The url is one layer.
+func parseFeed(f *kindconf.Feed) source.Settings {
+	var s Settings
+	f.Ignore("type_name")
+	if n, ok := f.Map.Get("sort_by"); ok {
+		f.Warnf(n, f.Field("sort_by"), "ignored for an arcgis feed: the dump is ordered by object id")
+		f.SortBy = ""
+	}
+	if f.PageSizeNode == nil {
+		f.PageSize = 0
+	}
+	checkURL(f)
+	if v, present := f.Str(f.Map, "where", f.Path); present && v.OK {
+		if strings.TrimSpace(v.Val) == "" {
+			f.Errorf(v.Node, f.Field("where"), "empty: leave it out for every feature (1=1)")
+		} else {
+			s.Where = v.Val
+		}
+	}
+	if v, present := f.Str(f.Map, "out_fields", f.Path); present && v.OK {
+		s.OutFields = v.Val
+		for _, fl := range strings.Split(v.Val, ",") {
+			if strings.TrimSpace(fl) == "" {
+				f.Errorf(v.Node, f.Field("out_fields"), "a comma-separated list of field names, or *; %q has an empty name", v.Raw)
+				s.OutFields = ""
+				break
+			}
+		}
+	}
+	readToken(f)
+	return s
+}
+
+// checkURL refuses a url that is not one layer or that holds a token.
+func checkURL(f *kindconf.Feed) {
+	if f.URL == "" {
+		return
+	}
+	u, err := url.Parse(f.URL)
+	at := f.At("url")
+	switch {
+	case err != nil:
+	case !layerPath.MatchString(u.Path):
+		f.Errorf(at, f.Field("url"), "an arcgis url is one layer: it ends with /FeatureServer/N or /MapServer/N (the layer's number)")
+		f.URL = ""
+	case u.Query().Has("token") || u.Query().Has("TOKEN"):
+		f.Errorf(at, f.Field("url"), "the url has a token: put it in the feed's token: (sent in a header, never logged), not in the url")
+		f.URL = ""
+	case u.RawQuery != "":
+		f.Warnf(at, f.Field("url"), "the url's query string is ignored except by the server's probe; use where: and out_fields:")
+	}
+}
+
+// readToken turns the feed's token into its TokenHeader.
+func readToken(f *kindconf.Feed) {
+	v, present := f.Str(f.Map, "token", f.Path)
+	if !present || !v.OK {
+		return
+	}
+	switch {
+	case !v.Expanded:
+		f.Errorf(v.Node, f.Field("token"), "write the token as ${VARIABLE}: a token in the file ends up in backups and version control")
+	case strings.TrimSpace(v.Val) == "" || strings.ContainsAny(v.Val, "\r\n\x00 "):
+		f.Errorf(v.Node, f.Field("token"), "the token (from the environment) is empty or holds white space")
+	default:
+		h := make(map[string]string, len(f.Headers)+1)
+		for k, val := range f.Headers {
+			h[k] = val
+		}
+		h[TokenHeader] = "Bearer " + v.Val
+		f.Headers = h
+	}
+}

@@ -1,0 +1,130 @@
+package geojsonurl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/geojson"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/pageids"
+	"github.com/ingestd/ingestd/source"
+)
+
+// notData is what a 2xx body that is not a JSON document is.
+var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+
+// result is what one successful attempt learned about the document.
+type result struct {
+	features, numberMatched int
+	bytes                   int64
+	etag, lastModified      string
+	handlerErr              error
+}
+
+// attempt is one attempt at the document: GET, classify, stream into
+// handle. A retry starts over, and so does handle (see source.PageFunc).
+func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page, handle source.PageFunc, res *result) breaker.Result {
+	br, _, err := a.OpenBody("response body")
+	if err != nil {
+		return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
+	}
+	if r := httpcall.Throttled(a.Resp, a.Redacted, c.now()); r != nil {
+		return a.Verdict(r)
+	}
+	s, rerr := httpcall.Sniff(br)
+	if r := httpcall.StatusVerdict(a.Resp.StatusCode, a.Redacted); r != nil {
+		return a.Verdict(r)
+	}
+	if s.Kind != httpcall.KindJSON {
+		return a.Verdict(notData.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
+	}
+	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
+	fr := &docReader{dec: dec, url: a.Redacted, ids: pageids.New(false), idProperty: layer.IDProperty, body: a}
+	if herr := handle(a.CallCtx, p, fr); herr != nil {
+		var ie *IncompleteError
+		switch {
+		case errors.As(herr, &ie):
+			return breaker.Result{Outcome: breaker.Success, Err: ie}
+		case httpcall.IsBodyError(herr):
+			return a.StreamFailed(herr)
+		}
+		res.handlerErr = herr
+		return breaker.Result{Outcome: breaker.Ignored, Err: herr}
+	}
+	// The handler may have stopped early or swallowed an error; the
+	// document counts only if the body really ended where it does.
+	if f, err := fr.Next(); err != io.EOF {
+		var ie *IncompleteError
+		switch {
+		case errors.As(err, &ie):
+			return breaker.Result{Outcome: breaker.Success, Err: ie}
+		case err == nil:
+			res.handlerErr = fmt.Errorf("%s: page 0 (%s): handler returned before reading feature %d (id %q)", Kind, a.Redacted, fr.n-1, f.ID)
+			return breaker.Result{Outcome: breaker.Ignored, Err: res.handlerErr}
+		}
+		return a.StreamFailed(err)
+	}
+	if n := dec.NumberReturned(); n >= 0 && n != fr.n {
+		return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{URL: a.Redacted, Expected: -1, Got: fr.n,
+			Reason: fmt.Sprintf("numberReturned says %d features, the body held %d", n, fr.n)}}
+	}
+	res.features, res.bytes, res.numberMatched = fr.n, a.BodyBytes(), dec.NumberMatched()
+	res.etag, res.lastModified = httpcall.ResponseValidators(a.Resp)
+	return breaker.Result{Outcome: breaker.Success}
+}
+
+// docReader is the FeatureReader handed to the PageFunc: it counts
+// features, refuses an id that comes twice, and wraps every decoder error
+// in *httpcall.BodyError so that Fetch recognises it through the
+// handler's wrapping.
+type docReader struct {
+	dec        *geojson.Reader
+	url        string
+	n          int
+	err        error
+	ids        *pageids.Set
+	idProperty string
+	body       *httpcall.Attempt
+}
+
+// BodyBytes returns the body bytes (decompressed) read so far, so that a
+// PageFunc can bound a poll's bytes as they arrive.
+func (r *docReader) BodyBytes() int64 { return r.body.BodyBytes() }
+
+// Next returns the document's next feature.
+func (r *docReader) Next() (*feature.Feature, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	f, err := r.dec.Next()
+	if err == io.EOF {
+		return nil, io.EOF
+	}
+	if err != nil {
+		r.err = &httpcall.BodyError{URL: r.url, Err: err}
+		return nil, r.err
+	}
+	r.n++
+	if f.ID != "" {
+		if _, dup := r.ids.Add(f.ID); dup {
+			// Kept once, the layer would look whole with a feature missing.
+			reason := fmt.Sprintf("id %q comes twice in the document: the ids are not unique", truncate(f.ID, 200))
+			if r.idProperty != "" {
+				reason += " (id_property " + r.idProperty + " does not identify features)"
+			}
+			r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
+			return nil, r.err
+		}
+	}
+	return f, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

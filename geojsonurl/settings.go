@@ -1,0 +1,22 @@
+package geojsonurl
+
+import (
+	"github.com/ingestd/ingestd/internal/kindconf"
+	"github.com/ingestd/ingestd/source"
+)
+
+// Kind is the feed kind this package fetches: a plain GeoJSON document.
+const Kind = "geojson"
+
+// Config is what the config loader needs of the geojson kind: it has no
+// settings of its own, and it reads the document as it is, so the paging
+// and type settings are ignored with a warning.
+func Config() kindconf.Kind {
+	return kindconf.Kind{Parse: parseFeed}
+}
+
+func parseFeed(f *kindconf.Feed) source.Settings {
+	f.Ignore("type_name", "page_size")
+	f.TypeName, f.PageSize = "", 0
+	return nil
+}

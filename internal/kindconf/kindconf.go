@@ -1,0 +1,96 @@
+// Package kindconf is the seam between the config loader (package feeds)
+// and the feed kinds (wfs, arcgis, ogcapi, geojsonurl): what a kind tells
+// the loader about its settings, and what the loader hands a kind's parser.
+// It lets each kind's package own its settings (parse, defaults,
+// validation, errors naming the field) without importing feeds, which
+// imports the kinds; Prometheus' discovery packages, each owning its config
+// type, are the model.
+package kindconf
+
+import (
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ingestd/ingestd/internal/yamlconf"
+	"github.com/ingestd/ingestd/source"
+)
+
+// Kind is what a kind's package tells the config loader about its settings.
+type Kind struct {
+	// Keys are the feed keys only this kind reads. On a feed of another
+	// kind one is ignored with a warning, or refused when Strict.
+	Keys []string
+	// Strict refuses Keys on a feed of another kind, rather than ignoring
+	// them: arcgis, whose token must not be silently dropped.
+	Strict bool
+	// DefaultKeys are the keys of the defaults block the kind reads
+	// (wfs: version, output_format); ParseDefaults reads them.
+	DefaultKeys []string
+	// ParseDefaults reads DefaultKeys from the defaults block m (at path)
+	// and returns what Parse finds in Feed.Defaults; nil when the kind has
+	// no defaults.
+	ParseDefaults func(p *yamlconf.Parser, m *yamlconf.Mapping, path string) any
+	// Parse reads, checks and defaults the kind's settings of one feed.
+	Parse func(f *Feed) source.Settings
+	// DescribeSchema: the kind reads its layers' declared schema (WFS
+	// DescribeFeatureType, OGC API schema or queryables) for typed layers.
+	DescribeSchema bool
+}
+
+// Feed is one feed as a kind's parser sees it: the walker positioned on
+// the feed's mapping, and the common settings the loader resolved (from
+// the feed, its jurisdiction and the defaults), which the parser may
+// adjust. A bad common value was reported already and is left empty here.
+type Feed struct {
+	*yamlconf.Parser
+	// Map is the feed's mapping and Path its field path
+	// ("jurisdictions[0].feeds[1]").
+	Map  *yamlconf.Mapping
+	Path string
+	// Kind is the feed's kind, for messages.
+	Kind string
+	// URL is the feed's url; the parser clears it when it refuses it.
+	URL string
+	// TypeName is the feed's type_name ("" when none).
+	TypeName string
+	// PageSize is the resolved page size; PageSizeNode is its node when
+	// the feed sets page_size itself (nil when inherited).
+	PageSize     int
+	PageSizeNode *yaml.Node
+	// SortBy is the feed's sort_by.
+	SortBy string
+	// Headers are the feed's headers (jurisdiction's included); a kind
+	// that sends a secret in a header (arcgis' token) replaces the map.
+	Headers map[string]string
+	// Defaults is what the kind's ParseDefaults returned (nil: none).
+	Defaults any
+}
+
+// Field is the path of the feed's key.
+func (f *Feed) Field(key string) string { return f.Path + "." + key }
+
+// At returns the node of key when the feed sets it, else the feed's
+// mapping: where a message about key points.
+func (f *Feed) At(key string) *yaml.Node {
+	if n, ok := f.Map.Get(key); ok {
+		return n
+	}
+	return f.Map.Node
+}
+
+// Ignore warns about each of keys that the feed sets: a common setting this
+// kind does not read ("type_name: ignored for a geojson feed").
+func (f *Feed) Ignore(keys ...string) {
+	for _, k := range keys {
+		if n, ok := f.Map.Get(k); ok {
+			f.Warnf(n, f.Field(k), "ignored for %s feed", Article(f.Kind))
+		}
+	}
+}
+
+// Article is name with its indefinite article: "a wfs", "an arcgis".
+func Article(name string) string {
+	if name != "" && (name[0] == 'a' || name[0] == 'e' || name[0] == 'i' || name[0] == 'o' || name[0] == 'u') {
+		return "an " + name
+	}
+	return "a " + name
+}
