@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/testwait"
 )
 
 // layerSim is a layer that changes at random between polls: features
@@ -284,5 +287,54 @@ func TestLayerAsOfTyped(t *testing.T) {
 		feed.Jurisdiction, feed.Feed, polls[3].at)
 	if kind != "bigint" {
 		t.Fatalf("value is %s as of poll 3, want the typed view's bigint", kind)
+	}
+}
+
+// TestHistoryPrunerPrunes: the daemon's pruner prunes at once when it
+// starts, by each feed's retention.
+func TestHistoryPrunerPrunes(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("short")
+	feed.History = feeds.History{Keep: time.Microsecond}
+	historyRun(t, b, feed, 13)
+	if n := b.count(t, `SELECT count(*) FROM feature_history`); n == 0 {
+		t.Fatal("no versions to prune: the run tests little")
+	}
+	p := postgis.NewHistoryPruner(b.store, time.Hour)
+	if err := p.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	// Observable state, polled: the ceiling only bounds a hang.
+	for deadline := time.Now().Add(testwait.Hang); b.count(t, `SELECT count(*) FROM feature_history`) != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the pruner never pruned the versions older than keep")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestApplyTooEarlyStartsOver: an apply whose transaction's time is not
+// after the feed's last change (it began before that change committed)
+// is run again, and fails rather than date its versions before that
+// change; nothing of it is written.
+func TestApplyTooEarlyStartsOver(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("early")
+	sim := newLayerSim(17, 10)
+	b.poll(t, feed, sim.snapshot())
+	// A change dated an hour ahead stands for one that committed after
+	// this apply's transaction began, however often it starts over.
+	if _, err := b.pool.Exec(b.ctx, `INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change, changed_at)
+		VALUES (0, $1, $2, 'x', 'removed', now() + interval '1 hour')`, feed.Jurisdiction, feed.Feed); err != nil {
+		t.Fatal(err)
+	}
+	sim.add()
+	id := b.stage(t, feed, sim.snapshot())
+	if _, err := b.store.Apply(b.ctx, id, feed); err == nil || !strings.Contains(err.Error(), "began before the feed's last change") {
+		t.Fatalf("apply: %v, want it refused as beginning too early", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = $1`, feed.Feed); n != 10 {
+		t.Fatalf("%d features after the refused apply, want the previous 10", n)
 	}
 }
