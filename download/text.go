@@ -212,7 +212,10 @@ func (c *csvFile) next() (*feature.Feature, error) {
 	if c.feat.Geometry, err = c.geometry(rec); err != nil {
 		return nil, fmt.Errorf("line %d: %w", c.line+1, err)
 	}
-	p := append(c.prop[:0], '{')
+	// A fresh buffer per feature: the poll's stager keeps features of a
+	// batch past the next call.
+	p := make([]byte, 0, cap(c.prop))
+	p = append(p, '{')
 	first := true
 	for i, v := range rec {
 		if i == c.x || i == c.y || i == c.w {

@@ -196,7 +196,10 @@ func (r *Reader) feature() (*feature.Feature, error) {
 		return nil, fmt.Errorf(".shp: record %d: %w", r.n, err)
 	}
 	r.f = feature.Feature{Geometry: g}
-	p := append(r.prop[:0], '{')
+	// A fresh buffer per feature: the poll's stager keeps features of a
+	// batch past the next call.
+	p := make([]byte, 0, cap(r.prop))
+	p = append(p, '{')
 	for i := range r.db.fields {
 		f := &r.db.fields[i]
 		v := r.db.value(f)
