@@ -183,8 +183,8 @@ func TestSRIDFromPRJ(t *testing.T) {
 		`GEOGCS["GCS_North_American_1927",DATUM["D_North_American_1927",SPHEROID["Clarke_1866",6378206.4,294.978698213898]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`: 4267,
 		wgs84: 4326,
 		`PROJCS["NAD_1983_StatePlane_North_Carolina_FIPS_3200_Feet",GEOGCS["GCS_North_American_1983",DATUM["D_North_American_1983",SPHEROID["GRS_1980",6378137.0,298.257222101]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Lambert_Conformal_Conic"],UNIT["Foot_US",0.3048006096012192]]`: 2264,
-		`PROJCS["WGS_1984_UTM_Zone_17N",GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]]],PROJECTION["Transverse_Mercator"]]`: 32617,
-		`PROJCS["NAD83 / UTM zone 18N",GEOGCS["NAD83",AUTHORITY["EPSG","4269"]],AUTHORITY["EPSG","26918"]]`: 26918,
+		`PROJCS["WGS_1984_UTM_Zone_17N",GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]]],PROJECTION["Transverse_Mercator"]]`:                                                                                                                                                    32617,
+		`PROJCS["NAD83 / UTM zone 18N",GEOGCS["NAD83",AUTHORITY["EPSG","4269"]],AUTHORITY["EPSG","26918"]]`:                                                                                                                                                                                                            26918,
 	} {
 		if got, err := shapefile.SRIDFromPRJ(prj); err != nil || got != want {
 			t.Errorf("%.40s…: %d, %v; want %d", prj, got, err, want)
