@@ -179,3 +179,29 @@ func readHead(p string) ([]byte, error) {
 	}
 	return head[:n], nil
 }
+
+// OneLayerReader is a reader of one layer as packages gpkg and flatgeobuf
+// write them: its features, declared schema, SRID, the layer's name, Close.
+type OneLayerReader interface {
+	feature.FeatureReader
+	Declared() *schema.Declared
+	SRID() int
+	Layer() string
+	Close() error
+}
+
+// FromOneLayer adapts such a reader, as its Open returns it, to a
+// FileReader, so that wiring a format is one Open in Formats:
+//
+//	Open: func(p string, o OpenOptions) (FileReader, error) {
+//		r, err := gpkg.Open(p, gpkg.Options{Layer: o.Layer, IDProperty: o.IDProperty, Limits: o.Limits})
+//		if err != nil {
+//			return nil, err
+//		}
+//		return FromOneLayer(r), nil
+//	}
+func FromOneLayer(r OneLayerReader) FileReader { return oneLayer{r} }
+
+type oneLayer struct{ OneLayerReader }
+
+func (o oneLayer) Layers() []string { return []string{o.Layer()} }

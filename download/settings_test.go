@@ -58,3 +58,17 @@ jurisdictions:
 		}
 	}
 }
+
+// oneLayerFake is a reader of one layer, as gpkg's and flatgeobuf's are.
+type oneLayerFake struct{ download.FileReader }
+
+func (oneLayerFake) Layer() string { return "parcels" }
+
+// TestFromOneLayer: a one-layer reader's name is its FileReader's only
+// layer.
+func TestFromOneLayer(t *testing.T) {
+	t.Parallel()
+	if got := download.FromOneLayer(oneLayerFake{}).Layers(); len(got) != 1 || got[0] != "parcels" {
+		t.Errorf("Layers() = %v", got)
+	}
+}
