@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/ingestd/ingestd/arcgis"
+	"github.com/ingestd/ingestd/download"
 	"github.com/ingestd/ingestd/geojsonurl"
 	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
@@ -45,6 +46,7 @@ func kinds() map[string]kindEntry {
 		socrata.Kind: {socrata.Config(), func(d FetcherDeps) Fetcher {
 			return socrata.NewClient(d.HTTP, d.Breakers, d.Logger, socrata.WithUserAgent(d.UserAgent))
 		}},
+		download.Kind: {download.Config(), func(d FetcherDeps) Fetcher { return download.NewFetcher(d.HTTP, d.Breakers, d.Logger, d.UserAgent) }},
 	}
 }
 
