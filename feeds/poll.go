@@ -532,6 +532,7 @@ func feedInfo(f *Feed, now time.Time) FeedInfo {
 		URL:              redact.URL(f.URL),
 		ExpectedInterval: f.ExpectedInterval(now),
 		Guard:            f.Guard(),
+		History:          f.History,
 	}
 	if u, err := url.Parse(f.URL); err == nil {
 		info.Origin = breaker.Origin(u)
