@@ -116,7 +116,7 @@ func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 		s.maxBuf = maxLen + 64<<10 // the value, and a read's worth beyond it
 	}
 	sc := valueScan{maxLen: maxLen, start: s.pos, i: s.pos, scalarStart: -1}
-	if err := s.scanValue(&sc); err != nil {
+	if err := s.findValueEnd(&sc); err != nil {
 		return nil, err
 	}
 	if err := s.checkBounds(&sc); err != nil {
@@ -143,11 +143,11 @@ type valueScan struct {
 	scalarStart int   // the first byte of the scalar being scanned; -1: none
 }
 
-// scanValue moves sc.i just past the value that starts at sc.start: past
+// findValueEnd moves sc.i just past the value that starts at sc.start: past
 // the closing byte of a string or container, or up to the delimiter that
 // ends a scalar. It only finds where the value ends; validJSON checks its
 // grammar.
-func (s *jsonStream) scanValue(sc *valueScan) error {
+func (s *jsonStream) findValueEnd(sc *valueScan) error {
 	for {
 		if sc.i == len(s.buf) {
 			ok, err := s.refillValue(sc)
@@ -186,7 +186,7 @@ func (s *jsonStream) scanValue(sc *valueScan) error {
 		}
 		switch c {
 		case '"':
-			if err := s.scanString(sc); err != nil {
+			if err := s.findStringEnd(sc); err != nil {
 				return err
 			}
 			if sc.depth == 0 {
@@ -208,10 +208,10 @@ func (s *jsonStream) scanValue(sc *valueScan) error {
 	}
 }
 
-// scanString moves sc.i just past the string whose opening quote is at
+// findStringEnd moves sc.i just past the string whose opening quote is at
 // sc.i. An escape and the byte after it are read together (a refill keeps
 // them together too), so an escaped quote never ends the string.
-func (s *jsonStream) scanString(sc *valueScan) error {
+func (s *jsonStream) findStringEnd(sc *valueScan) error {
 	sc.inString, sc.strStart = true, sc.i
 	buf, i := s.buf, sc.i+1
 	for {
