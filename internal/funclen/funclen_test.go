@@ -11,14 +11,13 @@ import (
 // moduleRule is issue 25's rule for ingestd's production functions: none
 // over 100 lines, at most 5 over 80.
 //
-// MaxOverHard and MaxOverSoft are set to what holds on branch e25-funclen,
-// where functions that other branches of issue 25 shorten are still long
-// (feeds' parser, the fetchers, the breaker, the fixture servers). The lead
-// sets them to 0 and 5 once those branches are merged; from then on they
-// only go down.
+// MaxOverHard is set to what holds on branch e25-funclen, where one function
+// another branch of issue 25 shortens is still over 100 lines (wfs's
+// Client.Fetch); the lead sets it to 0 once that branch is merged. From then
+// on the counts only go down.
 var moduleRule = Rule{
-	Hard: 100, MaxOverHard: 7,
-	Soft: 80, MaxOverSoft: 14,
+	Hard: 100, MaxOverHard: 1,
+	Soft: 80, MaxOverSoft: 5,
 }
 
 // TestModuleFunctionLengths holds the module's non-test Go files to
