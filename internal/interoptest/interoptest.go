@@ -79,12 +79,30 @@ func NCGpkg(t testing.TB) string {
 	t.Helper()
 	p := os.Getenv("INGESTD_NC_GPKG")
 	if p == "" {
-		p = filepath.Join("..", "..", ".mapserver", "data", "nc.gpkg")
+		p = filepath.Join(moduleRoot(), ".mapserver", "data", "nc.gpkg")
 	}
 	if _, err := os.Stat(p); err != nil {
 		Unavailable(t, fmt.Sprintf("nc.gpkg: %v (scripts/mapserver.sh start extracts it)", err))
 	}
 	return p
+}
+
+// moduleRoot is the directory of the go.mod above the test's package
+// (where scripts/mapserver.sh keeps .mapserver), whatever the package's
+// depth; "." when there is none.
+func moduleRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return "."
+		}
+	}
 }
 
 // PGDataset is GDAL's PG: dataset for the database pool connects to (GDAL
