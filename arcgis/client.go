@@ -128,6 +128,12 @@ type LayerInfo struct {
 	EditingInfo            *struct {
 		LastEditDate int64 `json:"lastEditDate"`
 	} `json:"editingInfo"`
+	// EditFieldsInfo names the layer's edit tracking fields; its
+	// editDateField (epoch milliseconds, UTC) is what an incremental
+	// refresh asks by (incremental.go).
+	EditFieldsInfo *struct {
+		EditDateField string `json:"editDateField"`
+	} `json:"editFieldsInfo"`
 	// Layers is set when the URL is a service, not a layer.
 	Layers []json.RawMessage `json:"layers"`
 }
@@ -213,6 +219,11 @@ type dump struct {
 	seen    map[int64]struct{}
 	readMax int
 	read    int
+	// Incremental refresh: the layer's edit date field ("" when it has
+	// none an incremental refresh can use) and the greatest edit date seen
+	// in the features handed over (Unix ms).
+	editField string
+	maxEdit   int64
 }
 
 // Fetch dumps the layer completely or not at all:
@@ -282,22 +293,29 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	// version, for a server whose lastEditDate does not move on a schema
 	// change.
 	stats.Declared = d.info.Declared(settingsOf(layer).OutFields, d.idField)
-	version := ""
+	cheap := ""
 	if led := d.info.LastEditDate(); led > 0 {
-		version = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
+		cheap = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
 	}
-	if version != "" && layer.Validators.Version == version {
+	prev := parseLayerVersion(layer.Validators.Version)
+	if cheap != "" && prev.base == cheap {
 		stats.NotModified = true
-		stats.Validators.Version = version
-		d.log.Debug("layer unchanged", "version", version)
+		stats.Mode = source.ModeNotModified
+		stats.Validators.Version = layer.Validators.Version
+		d.log.Debug("layer unchanged", "version", cheap)
 		return stats, nil
 	}
 	if err := d.checkSRID(ctx, d.info.SRID(), "layer's spatial reference"); err != nil {
 		return stats, err
 	}
+	d.editField = d.editDateField()
+	incremental, reconcile := d.plan(prev)
+	stats.Mode, stats.Reconcile = source.ModeFull, reconcile
 
 	ids, err := d.idList(ctx, count)
 	switch {
+	case err == nil && incremental:
+		err = d.changes(ctx, ids, prev, handle)
 	case err == nil:
 		err = d.byIDs(ctx, ids, handle)
 	case fallback(err):
@@ -333,7 +351,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s)", millis(before), millis(after))}
 		}
 	}
-	stats.Validators.Version = version
+	stats.Validators.Version = d.nextVersion(cheap, prev, stats.Delta != nil).String()
 	return stats, nil
 }
 

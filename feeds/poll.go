@@ -166,6 +166,11 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 			fetched = true
 		}
 		if err == nil {
+			// A delta composed into a whole snapshot, or fetched in full
+			// (delta.go); the fetch's mode recorded.
+			layer, stats, err = m.completeFetch(ctx, layer, info, pollID, stats, logger)
+		}
+		if err == nil {
 			err = m.store.RecordFetch(ctx, pollID, stats.Bytes, stats.Validators, requestKey(layer))
 			fetched = false // recorded
 		}

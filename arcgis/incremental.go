@@ -1,0 +1,232 @@
+package arcgis
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
+)
+
+// Incremental refresh by edit date (issue 27). A layer whose description
+// names an editDateField (editFieldsInfo) is read whole once; its
+// validators then carry a watermark, the greatest edit date seen in the
+// data of the applied snapshot (the server's time, never the poller's).
+// The next poll of a changed layer reads the id list as always (the proof
+// of completeness), then the ids of the features edited or added after the
+// watermark less edit_skew (one more returnIdsOnly, with the edit date in
+// the where clause), and fetches only those by objectIds, checked against
+// the ids asked as in a full dump. FetchStats.Delta hands the store the
+// whole id list: it composes the snapshot (the previous one's other
+// features, less the ids no longer listed) and proves it has exactly the
+// listed ids before it applies it; a mismatch makes the poll dump the
+// layer whole (feeds). A full dump runs at least every full_every, and
+// counts what the incremental path had missed (FetchStats.Reconcile).
+
+// layerVersion is an arcgis layer's Validators.Version:
+//
+//	lastEditDate=<ms>;count=<n>;fields=<digest>[;edit=<field>@<ms>;full=<ms>]
+//
+// base (up to the fields' digest) proves the layer unchanged when equal;
+// edit names the edit date field and the watermark (the greatest edit
+// date, Unix milliseconds, in the applied snapshot's data); full is when
+// the last full dump was read (the poller's clock: it only schedules the
+// next one). A version stored before incremental refresh has no edit part.
+type layerVersion struct {
+	base      string
+	editField string
+	watermark int64
+	fullAt    int64
+}
+
+func (v layerVersion) String() string {
+	if v.editField == "" || v.watermark <= 0 {
+		return v.base
+	}
+	return v.base + ";edit=" + v.editField + "@" + strconv.FormatInt(v.watermark, 10) + ";full=" + strconv.FormatInt(v.fullAt, 10)
+}
+
+// parseLayerVersion reads a stored version; what it cannot read is left
+// zero (a full dump follows).
+func parseLayerVersion(s string) layerVersion {
+	base, rest, _ := strings.Cut(s, ";edit=")
+	v := layerVersion{base: base}
+	edit, full, ok := strings.Cut(rest, ";full=")
+	if !ok {
+		return v
+	}
+	at := strings.LastIndexByte(edit, '@')
+	if at <= 0 {
+		return v
+	}
+	wm, err1 := strconv.ParseInt(edit[at+1:], 10, 64)
+	fa, err2 := strconv.ParseInt(full, 10, 64)
+	if err1 != nil || err2 != nil {
+		return v
+	}
+	v.editField, v.watermark, v.fullAt = edit[:at], wm, fa
+	return v
+}
+
+// fieldsPart is the fields' digest of a version's base.
+func fieldsPart(base string) string {
+	_, f, _ := strings.Cut(base, ";fields=")
+	return f
+}
+
+// editDateField is the layer's edit date field as its fields spell it,
+// when an incremental refresh can ask by it: the description names it, it
+// is a date field, it is in the query's out fields (the watermark is read
+// from the data), and the feature id is the object id (the id list's ids
+// name the snapshot's features). "" otherwise.
+func (d *dump) editDateField() string {
+	if d.info.EditFieldsInfo == nil || d.info.EditFieldsInfo.EditDateField == "" || !strings.EqualFold(d.idField, d.info.ObjectIDField) {
+		return ""
+	}
+	want := d.info.EditFieldsInfo.EditDateField
+	for _, f := range d.info.Fields {
+		if strings.EqualFold(f.Name, want) && f.Type == "esriFieldTypeDate" {
+			if of := d.outFields(); of != "*" && !containsFold(strings.Split(of, ","), f.Name) {
+				return ""
+			}
+			return f.Name
+		}
+	}
+	return ""
+}
+
+func containsFold(list []string, s string) bool {
+	for _, e := range list {
+		if strings.EqualFold(strings.TrimSpace(e), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// plan decides whether this fetch reads only the edits since prev's
+// watermark (incremental), and, for a full dump that reconciles an
+// incremental state, what the store counts as drift.
+func (d *dump) plan(prev layerVersion) (incremental bool, reconcile *source.Reconcile) {
+	s := settingsOf(d.layer)
+	if prev.editField != "" && d.editField == "" {
+		d.log.Info("the layer no longer offers an edit date field (editFieldsInfo) the query returns: dumping it whole", "was", prev.editField)
+	}
+	if s.Incremental == IncrementalOff || d.editField == "" || prev.watermark <= 0 ||
+		!strings.EqualFold(prev.editField, d.editField) || fieldsPart(prev.base) != d.info.fieldsDigest() {
+		return false, nil
+	}
+	cutoff := prev.watermark - s.editSkew().Milliseconds()
+	if age := d.c.now().UnixMilli() - prev.fullAt; age < 0 || age >= s.fullEvery().Milliseconds() {
+		d.log.Info("full dump to reconcile the incremental state", "full_every", s.fullEvery().String(), "last_full", millis(prev.fullAt))
+		return false, &source.Reconcile{Field: d.editField, Cutoff: cutoff}
+	}
+	return true, nil
+}
+
+// editWhere is the where clause of the features edited or added after
+// cutoff (Unix ms): the feed's where, and the edit date after cutoff
+// rounded down to the second (a standardized query's TIMESTAMP literal
+// has no milliseconds; rounding down asks a little more, never less).
+func (d *dump) editWhere(cutoff int64) string {
+	where := settingsOf(d.layer).Where
+	if where == "" {
+		where = "1=1"
+	}
+	ts := time.UnixMilli(cutoff).UTC().Truncate(time.Second).Format("2006-01-02 15:04:05")
+	return "(" + where + ") AND " + d.editField + " > TIMESTAMP '" + ts + "'"
+}
+
+// changes fetches the features edited or added after prev's watermark
+// less the skew, of those in ids, and hands the store the whole id list
+// (FetchStats.Delta).
+func (d *dump) changes(ctx context.Context, ids *idList, prev layerVersion, handle source.PageFunc) error {
+	cutoff := prev.watermark - settingsOf(d.layer).editSkew().Milliseconds()
+	form := d.form()
+	form.Set("where", d.editWhere(cutoff))
+	changed, err := d.readIDs(ctx, form, "id list of the edits", ids.n)
+	if err != nil {
+		return err
+	}
+	// An id not in the id list was added after it was read: the layer
+	// changed during the poll, which its lastEditDate check names.
+	sel := &idList{}
+	for i := range changed.n {
+		if id := changed.at(i); ids.contains(id) {
+			sel.add(id)
+		}
+	}
+	d.log.Debug("incremental refresh", "since", millis(cutoff), "changed", sel.n, "ids", ids.n)
+	if err := d.byIDs(ctx, sel, handle); err != nil {
+		return err
+	}
+	d.stats.Mode = source.ModeEditDate
+	d.stats.Delta = &source.Delta{IDs: ids.slice(0, ids.n), Since: d.editField + " > " + millis(cutoff)}
+	return nil
+}
+
+// seeEdit raises the watermark to f's edit date. The decoder renders a
+// date as an ISO-8601 UTC string of whole milliseconds, which reads back
+// exact; a feature without one (null) leaves it.
+func (d *dump) seeEdit(f *feature.Feature) {
+	if d.editField == "" || len(f.Properties) == 0 {
+		return
+	}
+	if ms, ok := editDate(f.Properties, d.editField); ok && ms > d.maxEdit {
+		d.maxEdit = ms
+	}
+}
+
+// editDate finds the top-level member field of the JSON object props as
+// an ISO-8601 timestamp. A quoted key followed by a colon is a member's
+// name wherever it sits after '{' or ','; the same text inside a string
+// value would have its quotes escaped.
+func editDate(props []byte, field string) (int64, bool) {
+	key := []byte(`"` + field + `":`)
+	for from := 0; ; {
+		i := bytes.Index(props[from:], key)
+		if i < 0 {
+			return 0, false
+		}
+		i += from
+		from = i + len(key)
+		j := i - 1
+		for j >= 0 && (props[j] == ' ' || props[j] == '\n' || props[j] == '\t' || props[j] == '\r') {
+			j--
+		}
+		if j < 0 || (props[j] != '{' && props[j] != ',') {
+			continue
+		}
+		rest := bytes.TrimLeft(props[from:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != '"' {
+			return 0, false
+		}
+		end := bytes.IndexByte(rest[1:], '"')
+		if end < 0 {
+			return 0, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, string(rest[1:1+end]))
+		if err != nil {
+			return 0, false
+		}
+		return t.UnixMilli(), true
+	}
+}
+
+// nextVersion is the version this fetch stores: base, and the watermark
+// when the layer has an edit date field (the greatest edit date seen, and
+// never below the previous one after an incremental read).
+func (d *dump) nextVersion(base string, prev layerVersion, incremental bool) layerVersion {
+	v := layerVersion{base: base}
+	if d.editField == "" {
+		return v
+	}
+	v.editField, v.watermark, v.fullAt = d.editField, d.maxEdit, d.c.now().UnixMilli()
+	if incremental {
+		v.watermark, v.fullAt = max(d.maxEdit, prev.watermark), prev.fullAt
+	}
+	return v
+}
