@@ -298,7 +298,12 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		cheap = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
 	}
 	prev := parseLayerVersion(layer.Validators.Version)
-	if cheap != "" && prev.base == cheap {
+	d.editField = d.editDateField()
+	incremental, reconcile := d.plan(prev)
+	// A reconciliation is due even for a layer whose version says it is
+	// unchanged: an edit that moved no edit date may not have moved
+	// lastEditDate either.
+	if cheap != "" && prev.base == cheap && reconcile == nil {
 		stats.NotModified = true
 		stats.Mode = source.ModeNotModified
 		stats.Validators.Version = layer.Validators.Version
@@ -308,29 +313,9 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	if err := d.checkSRID(ctx, d.info.SRID(), "layer's spatial reference"); err != nil {
 		return stats, err
 	}
-	d.editField = d.editDateField()
-	incremental, reconcile := d.plan(prev)
 	stats.Mode, stats.Reconcile = source.ModeFull, reconcile
 
-	ids, err := d.idList(ctx, count)
-	switch {
-	case err == nil && incremental:
-		err = d.changes(ctx, ids, prev, handle)
-	case err == nil:
-		err = d.byIDs(ctx, ids, handle)
-	case fallback(err):
-		d.warn(fmt.Sprintf("the id list failed (%v); reading the layer without it", err))
-		err = d.withoutIDs(ctx, count, handle)
-	}
-	var ie *IncompleteError
-	if errors.As(err, &ie) && d.info.LastEditDate() > 0 {
-		// An id that went missing is most often an edit: say so if it was.
-		before := d.info.LastEditDate()
-		if perr := d.probe(ctx, base); perr == nil && d.info.LastEditDate() != before {
-			ie.Reason = fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s): %s", millis(before), millis(d.info.LastEditDate()), ie.Reason)
-		}
-	}
-	if err != nil {
+	if err := d.readFeatures(ctx, base, count, prev, incremental, handle); err != nil {
 		return stats, err
 	}
 	if firstPage > 0 {
@@ -353,6 +338,31 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	stats.Validators.Version = d.nextVersion(cheap, prev, stats.Delta != nil).String()
 	return stats, nil
+}
+
+// readFeatures reads the layer's features: by the id list, only the edits since
+// prev's watermark (incremental) or all of them, or without the id list
+// when it failed on the server's side.
+func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev layerVersion, incremental bool, handle source.PageFunc) error {
+	ids, err := d.idList(ctx, count)
+	switch {
+	case err == nil && incremental:
+		err = d.changes(ctx, ids, prev, handle)
+	case err == nil:
+		err = d.byIDs(ctx, ids, handle)
+	case fallback(err):
+		d.warn(fmt.Sprintf("the id list failed (%v); reading the layer without it", err))
+		err = d.withoutIDs(ctx, count, handle)
+	}
+	var ie *IncompleteError
+	if errors.As(err, &ie) && d.info.LastEditDate() > 0 {
+		// An id that went missing is most often an edit: say so if it was.
+		before := d.info.LastEditDate()
+		if perr := d.probe(ctx, base); perr == nil && d.info.LastEditDate() != before {
+			ie.Reason = fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s): %s", millis(before), millis(d.info.LastEditDate()), ie.Reason)
+		}
+	}
+	return err
 }
 
 func millis(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }

@@ -83,10 +83,14 @@ func settingsOf(l source.Layer) Settings {
 // incrementalKeys are the settings a feed or the defaults block may set.
 var incrementalKeys = []string{"incremental", "full_every", "edit_skew"}
 
-// parseDefaults reads the defaults block's incremental settings.
+// parseDefaults reads the defaults block's incremental settings; nil when
+// it sets none.
 func parseDefaults(p *yamlconf.Parser, m *yamlconf.Mapping, path string) any {
 	var s Settings
 	readIncremental(p, m, path, &s)
+	if s == (Settings{}) {
+		return nil
+	}
 	return s
 }
 

@@ -1,7 +1,9 @@
 package interop_test
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -191,4 +193,173 @@ func TestIncrementalMatchesFullDump(t *testing.T) {
 		n, rounds, incBytes/int64(rounds), fullBytes/int64(rounds), 100*float64(incBytes)/float64(fullBytes),
 		(incWall / time.Duration(rounds)).Round(time.Millisecond), (fullWall / time.Duration(rounds)).Round(time.Millisecond),
 		100*float64(incWall)/float64(fullWall))
+}
+
+// incRig is a rig with the feeds inc and full on a tracked layer of n
+// parcels, both loaded by a first full dump.
+func incRig(t *testing.T, n int) (*countingServer, *rig, string) {
+	t.Helper()
+	c, base := countingFixture(t)
+	c.srv.AddLayer("parcels", arcgistest.Parcels(n))
+	url := arcgistest.URL(base, "parcels")
+	r := newRig(t, twoFeeds(url, ""), nil)
+	if inc, _ := r.sameAsFull(t, c, "first poll"); inc.mode != "full" {
+		t.Fatalf("first poll fetched %q; want full", inc.mode)
+	}
+	return c, r, url
+}
+
+// watermark is the edit part of a poll's stored version ("" when none).
+func (r *rig) watermark(t *testing.T, id int64) string {
+	_, edit, _ := strings.Cut(r.pollRow(t, id).version, ";edit=")
+	edit, _, _ = strings.Cut(edit, ";")
+	return edit
+}
+
+// TestIncrementalFallbacks: each way the edit-date path can be wrong is
+// caught (by the proof in the same poll, or by the reconciliation), the
+// watermark is the server's time, and a layer without edit fields or a
+// snapshot not applied makes the next poll a full dump.
+func TestIncrementalFallbacks(t *testing.T) {
+	const n = 500
+	at := int64(1764600000000)
+	t.Run("deleted ids", func(t *testing.T) {
+		c, r, _ := incRig(t, n)
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			arcgistest.Churn{Deletes: 5, At: at}.Apply(l, rand.New(rand.NewPCG(1, 2)))
+		})
+		inc, _ := r.sameAsFull(t, c, "after deletes")
+		// Fetched: only the features stamped within edit_skew (5m) of the
+		// watermark, a minute apart: at most 6.
+		fetched := slices.ContainsFunc(inc.requests, func(s string) bool {
+			k, ok := strings.CutPrefix(s, "objectIds:")
+			m, _ := strconv.Atoi(k)
+			return ok && m > 6
+		})
+		if inc.mode != "edit_date" || inc.res.Removed != 5 || inc.res.Features != n-5 || inc.res.Modified != 0 || fetched {
+			t.Fatalf("after deletes: %q %+v, requests %v; want edit_date, 5 removed, only the skew's features fetched", inc.mode, inc.res.ApplyResult, inc.requests)
+		}
+	})
+	t.Run("edit without edit date change caught by the reconciliation", func(t *testing.T) {
+		c, r, url := incRig(t, n)
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			for _, i := range []int{10, 20, 30, 40} {
+				l.Features[i].Attributes = maps.Clone(l.Features[i].Attributes)
+				l.Features[i].Attributes["NAME"] = "renamed without a new edit date"
+			}
+			l.LastEditDate = at
+		})
+		inc := r.pollCounted(t, c, "parcels", "inc")
+		r.pollCounted(t, c, "parcels", "full")
+		di, _ := r.contentDigest(t, "inc")
+		df, _ := r.contentDigest(t, "full")
+		if inc.mode != "edit_date" || inc.res.Modified != 0 || di == df {
+			t.Fatalf("silent edits: %q %+v; want an edit_date poll that misses them (the reconciliation's case)", inc.mode, inc.res.ApplyResult)
+		}
+		r.update(t, twoFeeds(url, ", full_every: 1ms"))
+		inc, _ = r.sameAsFull(t, c, "reconciliation")
+		if inc.mode != "full" || inc.drift != 4 || inc.res.Modified != 4 {
+			t.Fatalf("reconciliation: %q drift %d %+v; want a full dump with drift 4, 4 modified", inc.mode, inc.drift, inc.res.ApplyResult)
+		}
+		if got := r.counter(t, "ingestd_feeds_incremental_drift_total", "cause", "reconciliation"); got != 4 {
+			t.Errorf("ingestd_feeds_incremental_drift_total{cause=reconciliation} = %v; want 4", got)
+		}
+	})
+	t.Run("add the edit date does not show falls back to a full dump", func(t *testing.T) {
+		c, r, _ := incRig(t, n)
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			f := l.Features[0]
+			attrs := maps.Clone(f.Attributes)
+			attrs[arcgistest.EditDateField] = int64(1600000000000) // older than the watermark
+			l.Features = append(l.Features, arcgistest.Feature{OID: 9999, Attributes: attrs, Geometry: f.Geometry})
+			l.LastEditDate = at
+		})
+		inc, _ := r.sameAsFull(t, c, "an add without a new edit date")
+		if inc.mode != "full" || inc.drift != 1 || inc.res.Added != 1 || inc.res.Features != n+1 {
+			t.Fatalf("unseen add: %q drift %d %+v; want a full dump in the same poll, drift 1, 1 added", inc.mode, inc.drift, inc.res.ApplyResult)
+		}
+		// The full dump's watermark lets the next poll read by edit date.
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			arcgistest.Churn{Edits: 3, At: at + 3600_000}.Apply(l, rand.New(rand.NewPCG(3, 4)))
+		})
+		if inc, _ := r.sameAsFull(t, c, "after the fallback"); inc.mode != "edit_date" {
+			t.Fatalf("after the fallback: %q; want edit_date", inc.mode)
+		}
+	})
+	t.Run("server clock behind the poller's", func(t *testing.T) {
+		c, r, _ := incRig(t, n)
+		// The server stamps edits three hours behind the poller's clock:
+		// a watermark from the poller's clock would skip them.
+		behind := time.Now().Add(-3 * time.Hour).UnixMilli()
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			arcgistest.Churn{Edits: 5, At: behind}.Apply(l, rand.New(rand.NewPCG(5, 6)))
+		})
+		inc, _ := r.sameAsFull(t, c, "edits stamped behind")
+		if inc.mode != "edit_date" || inc.res.Modified == 0 {
+			t.Fatalf("edits stamped behind: %q %+v; want edit_date with the edits", inc.mode, inc.res.ApplyResult)
+		}
+		if wm := r.watermark(t, inc.res.PollID); wm != arcgistest.EditDateField+"@"+strconv.FormatInt(behind, 10) {
+			t.Fatalf("stored watermark %q; want the server's greatest edit date %d", wm, behind)
+		}
+	})
+	t.Run("layer loses editFieldsInfo", func(t *testing.T) {
+		c, r, _ := incRig(t, n)
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			arcgistest.Churn{Edits: 3, At: at}.Apply(l, rand.New(rand.NewPCG(7, 8)))
+			l.EditDateField = ""
+		})
+		inc, _ := r.sameAsFull(t, c, "without editFieldsInfo")
+		if inc.mode != "full" || inc.res.Modified == 0 || r.watermark(t, inc.res.PollID) != "" {
+			t.Fatalf("without editFieldsInfo: %q %+v, watermark %q; want a full dump storing no watermark", inc.mode, inc.res.ApplyResult, r.watermark(t, inc.res.PollID))
+		}
+	})
+	t.Run("held snapshot stores no watermark", func(t *testing.T) {
+		c, r, _ := incRig(t, n)
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			arcgistest.Churn{Deletes: n * 6 / 10, At: at}.Apply(l, rand.New(rand.NewPCG(9, 10)))
+		})
+		res, err := r.manager.Poll(r.ctx, "county/inc")
+		var held *feeds.HeldError
+		if !errors.As(err, &held) {
+			t.Fatalf("a delta deleting 60%% of the layer: %+v, %v; want it held by the shrink guard", res, err)
+		}
+		if mode, _ := r.fetchMode(t, r.lastPoll(t, "inc")); mode != "edit_date" {
+			t.Fatalf("the held poll fetched %q; want edit_date", mode)
+		}
+		// Held: the feed's validators are cleared, so the next poll
+		// dumps the layer whole (and is held again: it shrinks as much).
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) { l.LastEditDate++ })
+		c.srv.ResetRequests("parcels")
+		if _, err := r.manager.Poll(r.ctx, "county/inc"); !errors.As(err, &held) {
+			t.Fatalf("the poll after a held one: %v; want held again", err)
+		}
+		reqs := c.srv.Requests("parcels")
+		if mode, _ := r.fetchMode(t, r.lastPoll(t, "inc")); mode != "full" || !slices.Contains(reqs, "objectIds:"+strconv.Itoa(n-n*6/10)) {
+			t.Fatalf("after a held delta: %q, requests %v; want a full dump", mode, reqs)
+		}
+	})
+}
+
+// counter is the value of the counter name with label = value (and any
+// other labels), summed.
+func (r *rig) counter(t *testing.T, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,13 +43,9 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 				return err
 			}
 		}
-		var distinct, extra int
-		if err := tx.QueryRow(ctx, sqlQuery("DeltaProof"), pollID, d.IDs).Scan(&distinct, &extra); err != nil {
-			return err
-		}
-		res.Fetched, res.Extra = distinct-res.Kept, extra
-		res.Missing = len(d.IDs) - (distinct - extra)
-		return nil
+		res.Fetched, res.Extra, err = proveFetched(ctx, tx, pollID, page, d.IDs)
+		res.Missing = len(d.IDs) - res.Kept - (res.Fetched - res.Extra)
+		return err
 	})
 	if err != nil {
 		return res, fmt.Errorf("postgis: composing the snapshot of poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
@@ -64,13 +62,9 @@ func composeKept(ctx context.Context, tx pgx.Tx, t feedTable, pollID int64, page
 		return 0, err
 	}
 	var props []byte
-	var geomType *string
+	var geomType int32
 	_, err = pgx.ForEachRow(rows, []any{&props, &geomType}, func() error {
-		name := ""
-		if geomType != nil {
-			name = geometryTypeNames[*geomType]
-		}
-		return profile.AddFeature(props, name)
+		return profile.AddFeature(props, wkbTypeNames[geomType])
 	})
 	if err != nil {
 		return 0, err
@@ -87,12 +81,29 @@ func composeKept(ctx context.Context, tx pgx.Tx, t feedTable, pollID int64, page
 	return n, err
 }
 
-// geometryTypeNames are PostGIS's GeometryType names of stored (2D)
-// geometries as a staged page's profile names them (geometryName).
-var geometryTypeNames = map[string]string{
-	"POINT": "Point", "LINESTRING": "LineString", "POLYGON": "Polygon",
-	"MULTIPOINT": "MultiPoint", "MULTILINESTRING": "MultiLineString", "MULTIPOLYGON": "MultiPolygon",
-	"GEOMETRYCOLLECTION": "GeometryCollection",
+// wkbTypeNames name the WKB geometry types (an EWKB's type byte) as a
+// staged page's profile does (geometryName); 0 is no geometry.
+var wkbTypeNames = map[int32]string{
+	1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint", 5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection",
+}
+
+// proveFetched counts the distinct ids the poll fetched (its pages before
+// page) and those of them not in the sorted id list ids.
+func proveFetched(ctx context.Context, tx pgx.Tx, pollID int64, page int, ids []int64) (fetched, extra int, err error) {
+	rows, err := tx.Query(ctx, sqlQuery("FetchedIDs"), pollID, page)
+	if err != nil {
+		return 0, 0, err
+	}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		fetched++
+		n, perr := strconv.ParseInt(id, 10, 64)
+		if _, ok := slices.BinarySearch(ids, n); perr != nil || !ok || strconv.FormatInt(n, 10) != id {
+			extra++
+		}
+		return nil
+	})
+	return fetched, extra, err
 }
 
 // ReconcileDrift implements feeds' incremental store: the features of

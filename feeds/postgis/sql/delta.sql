@@ -4,8 +4,9 @@
 -- for a full one. {{table}} is the feed's table.
 
 -- name: DeltaPlanner
--- Both sides of the composition are bulk (see ApplyPlanner).
-SET LOCAL enable_nestloop = off; SET LOCAL jit = off
+-- Both sides of the composition are bulk (see ApplyPlanner); a merge join
+-- would sort the ids as text in the database's collation.
+SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off
 
 -- name: ComposedPage
 -- The page the composed rows of poll $1 go to: after its fetched pages.
@@ -17,42 +18,33 @@ SELECT coalesce(max(page) + 1, 0) FROM staged_pages WHERE poll_id = $1
 -- text) and that the poll did not fetch: the previous snapshot's unchanged
 -- features; a feature not listed was deleted and is left out. A row keeps
 -- its stored hashes (those of the source's encoding), so the apply finds
--- it unchanged and never writes it; its geometry is the stored one (EPSG:4326),
--- read only by the extent guard. A row stored before change detection
--- (no geom_hash) is left out, and the proof then falls back to a full
--- dump. Returns each copied row's properties and geometry type, for the
--- page's profile (typed layers).
+-- it unchanged and never writes it; its geometry is the stored one
+-- (EPSG:4326), read only by the extent guard. A row stored before change
+-- detection (no geom_hash) is left out, and the proof then falls back to
+-- a full dump. Returns each copied row's properties and the type of its
+-- geometry (the EWKB's type byte: ST_AsEWKB writes little-endian), for
+-- the page's profile (typed layers).
 WITH listed AS (
 	SELECT id::text AS feature_id FROM unnest($2::bigint[]) AS id
 ), fetched AS (
 	SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
-), kept AS MATERIALIZED (
-	SELECT f.feature_id, f.geom, f.properties::text AS properties, f.geom_hash, f.props_hash
-	FROM {{table}} f JOIN listed l ON l.feature_id = f.feature_id
-	WHERE f.geom_hash IS NOT NULL
-		AND NOT EXISTS (SELECT 1 FROM fetched c WHERE c.feature_id = f.feature_id)
-), copied AS (
-	INSERT INTO staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, properties, geom_hash, props_hash)
-	SELECT $1, $3, (row_number() OVER ())::int - 1, k.feature_id, 4326, ST_AsEWKB(k.geom), k.properties, k.geom_hash, k.props_hash
-	FROM kept k
 )
-SELECT properties, GeometryType(geom) FROM kept
+INSERT INTO staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, properties, geom_hash, props_hash)
+SELECT $1, $3, (row_number() OVER ())::int - 1, f.feature_id, 4326, ST_AsEWKB(f.geom), f.properties::text, f.geom_hash, f.props_hash
+FROM {{table}} f JOIN listed l ON l.feature_id = f.feature_id
+WHERE f.geom_hash IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM fetched c WHERE c.feature_id = f.feature_id)
+RETURNING properties, coalesce(get_byte(geom_ewkb, 1), 0)
 
 -- name: RecordComposedPage
 -- Records page $2 of poll $1: the $3 rows ComposeDelta copied, each with
 -- its own id, and their profile $4.
 INSERT INTO staged_pages (poll_id, page, features, named_ids, profile) VALUES ($1, $2, $3, $3, $4)
 
--- name: DeltaProof
--- Poll $1's composed snapshot against the server's id list $2: its
--- distinct ids, and those of them not listed.
-WITH listed AS (
-	SELECT id::text AS feature_id FROM unnest($2::bigint[]) AS id
-), staged AS (
-	SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
-)
-SELECT (SELECT count(*) FROM staged),
-	(SELECT count(*) FROM staged s WHERE NOT EXISTS (SELECT 1 FROM listed l WHERE l.feature_id = s.feature_id))
+-- name: FetchedIDs
+-- The distinct ids poll $1 fetched (its pages before $2): what the proof
+-- checks against the server's id list.
+SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1 AND page < $2
 
 -- name: ReconcileDrift
 -- A full dump (poll $1) that reconciles an incremental state: its
