@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -78,6 +79,9 @@ type Client struct {
 	callOpts []httpcall.Option
 	logger   *slog.Logger
 	now      func() time.Time
+	// noted holds the layers' change-tracking warnings already said
+	// (noteOnce).
+	noted sync.Map
 }
 
 // NewClient returns a Client calling servers through httpcall.New(
@@ -134,6 +138,8 @@ type LayerInfo struct {
 	EditFieldsInfo *struct {
 		EditDateField string `json:"editDateField"`
 	} `json:"editFieldsInfo"`
+	// Capabilities lists the layer's operations ("Query,ChangeTracking").
+	Capabilities string `json:"capabilities"`
 	// Layers is set when the URL is a service, not a layer.
 	Layers []json.RawMessage `json:"layers"`
 }
@@ -224,6 +230,9 @@ type dump struct {
 	// in the features handed over (Unix ms).
 	editField string
 	maxEdit   int64
+	// tracking is the layer's server generations (change tracking), nil
+	// when its service does not track changes.
+	tracking *trackingInfo
 }
 
 // Fetch dumps the layer completely or not at all:
@@ -299,11 +308,11 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	prev := parseLayerVersion(layer.Validators.Version)
 	d.editField = d.editDateField()
-	incremental, reconcile := d.plan(prev)
+	due, reconcile := d.due(prev)
 	// A reconciliation is due even for a layer whose version says it is
 	// unchanged: an edit that moved no edit date may not have moved
 	// lastEditDate either.
-	if cheap != "" && prev.base == cheap && reconcile == nil {
+	if cheap != "" && prev.base == cheap && !due {
 		stats.NotModified = true
 		stats.Mode = source.ModeNotModified
 		stats.Validators.Version = layer.Validators.Version
@@ -313,9 +322,11 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	if err := d.checkSRID(ctx, d.info.SRID(), "layer's spatial reference"); err != nil {
 		return stats, err
 	}
+	if err := d.readTracking(ctx, base); err != nil {
+		return stats, err
+	}
 	stats.Mode, stats.Reconcile = source.ModeFull, reconcile
-
-	if err := d.readFeatures(ctx, base, count, prev, incremental, handle); err != nil {
+	if err := d.readFeatures(ctx, base, count, prev, d.plan(ctx, prev, due), handle); err != nil {
 		return stats, err
 	}
 	if firstPage > 0 {
@@ -343,10 +354,18 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 // readFeatures reads the layer's features: by the id list, only the edits since
 // prev's watermark (incremental) or all of them, or without the id list
 // when it failed on the server's side.
-func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev layerVersion, incremental bool, handle source.PageFunc) error {
+func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev layerVersion, mode readMode, handle source.PageFunc) error {
 	ids, err := d.idList(ctx, count)
+	if err == nil && mode == readChanges {
+		var used bool
+		if used, err = d.fromLog(ctx, base, ids, prev, handle); err == nil && !used {
+			mode = d.plan(ctx, layerVersion{base: prev.base, editField: prev.editField, watermark: prev.watermark}, false)
+		} else {
+			return d.annotate(ctx, base, err)
+		}
+	}
 	switch {
-	case err == nil && incremental:
+	case err == nil && mode == readEdits:
 		err = d.changes(ctx, ids, prev, handle)
 	case err == nil:
 		err = d.byIDs(ctx, ids, handle)
@@ -354,6 +373,12 @@ func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev 
 		d.warn(fmt.Sprintf("the id list failed (%v); reading the layer without it", err))
 		err = d.withoutIDs(ctx, count, handle)
 	}
+	return d.annotate(ctx, base, err)
+}
+
+// annotate names an edit during the dump as the likely cause of an
+// incomplete one.
+func (d *dump) annotate(ctx context.Context, base *url.URL, err error) error {
 	var ie *IncompleteError
 	if errors.As(err, &ie) && d.info.LastEditDate() > 0 {
 		// An id that went missing is most often an edit: say so if it was.

@@ -3,6 +3,7 @@ package arcgis
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -28,46 +29,59 @@ import (
 
 // layerVersion is an arcgis layer's Validators.Version:
 //
-//	lastEditDate=<ms>;count=<n>;fields=<digest>[;edit=<field>@<ms>;full=<ms>]
+//	lastEditDate=<ms>;count=<n>;fields=<digest>[;edit=<field>@<ms>][;gen=<n>][;full=<ms>]
 //
 // base (up to the fields' digest) proves the layer unchanged when equal;
 // edit names the edit date field and the watermark (the greatest edit
-// date, Unix milliseconds, in the applied snapshot's data); full is when
-// the last full dump was read (the poller's clock: it only schedules the
-// next one). A version stored before incremental refresh has no edit part.
+// date, Unix milliseconds, in the applied snapshot's data); gen is the
+// layer's server generation when the applied snapshot was read (change
+// tracking); full is when the last full dump was read (the poller's
+// clock: it only schedules the next one). A version stored before
+// incremental refresh has only its base.
 type layerVersion struct {
 	base      string
 	editField string
 	watermark int64
+	serverGen int64
 	fullAt    int64
 }
 
 func (v layerVersion) String() string {
-	if v.editField == "" || v.watermark <= 0 {
-		return v.base
+	s := v.base
+	if v.editField != "" && v.watermark > 0 {
+		s += ";edit=" + v.editField + "@" + strconv.FormatInt(v.watermark, 10)
 	}
-	return v.base + ";edit=" + v.editField + "@" + strconv.FormatInt(v.watermark, 10) + ";full=" + strconv.FormatInt(v.fullAt, 10)
+	if v.serverGen > 0 {
+		s += ";gen=" + strconv.FormatInt(v.serverGen, 10)
+	}
+	if s != v.base {
+		s += ";full=" + strconv.FormatInt(v.fullAt, 10)
+	}
+	return s
 }
 
 // parseLayerVersion reads a stored version; what it cannot read is left
 // zero (a full dump follows).
 func parseLayerVersion(s string) layerVersion {
-	base, rest, _ := strings.Cut(s, ";edit=")
-	v := layerVersion{base: base}
-	edit, full, ok := strings.Cut(rest, ";full=")
-	if !ok {
-		return v
+	var v layerVersion
+	var base []string
+	for _, part := range strings.Split(s, ";") {
+		key, val, _ := strings.Cut(part, "=")
+		switch key {
+		case "edit":
+			at := strings.LastIndexByte(val, '@')
+			if wm, err := strconv.ParseInt(val[at+1:], 10, 64); at > 0 && err == nil {
+				v.editField, v.watermark = val[:at], wm
+			}
+		case "gen":
+			v.serverGen, _ = strconv.ParseInt(val, 10, 64)
+		case "full":
+			v.fullAt, _ = strconv.ParseInt(val, 10, 64)
+		default:
+			base = append(base, part)
+		}
 	}
-	at := strings.LastIndexByte(edit, '@')
-	if at <= 0 {
-		return v
-	}
-	wm, err1 := strconv.ParseInt(edit[at+1:], 10, 64)
-	fa, err2 := strconv.ParseInt(full, 10, 64)
-	if err1 != nil || err2 != nil {
-		return v
-	}
-	v.editField, v.watermark, v.fullAt = edit[:at], wm, fa
+	v.base = strings.Join(base, ";")
 	return v
 }
 
@@ -107,24 +121,59 @@ func containsFold(list []string, s string) bool {
 	return false
 }
 
-// plan decides whether this fetch reads only the edits since prev's
-// watermark (incremental), and, for a full dump that reconciles an
-// incremental state, what the store counts as drift.
-func (d *dump) plan(prev layerVersion) (incremental bool, reconcile *source.Reconcile) {
+// How a fetch reads a changed layer.
+type readMode int
+
+const (
+	readAll     readMode = iota // the whole layer
+	readEdits                   // the features edited after the watermark
+	readChanges                 // the change log since the server generation
+)
+
+// due says whether the full dump that reconciles an incremental state is
+// due (full_every since the last one), and what its drift is counted
+// against; a layer read whole last time (no watermark, no generation)
+// owes none.
+func (d *dump) due(prev layerVersion) (bool, *source.Reconcile) {
+	if prev.watermark <= 0 && prev.serverGen <= 0 {
+		return false, nil
+	}
+	s := settingsOf(d.layer)
+	if age := d.c.now().UnixMilli() - prev.fullAt; age >= 0 && age < s.fullEvery().Milliseconds() {
+		return false, nil
+	}
+	d.log.Info("full dump to reconcile the incremental state", "full_every", s.fullEvery().String(), "last_full", millis(prev.fullAt))
+	if d.editField == "" || !strings.EqualFold(prev.editField, d.editField) || prev.watermark <= 0 {
+		return true, nil
+	}
+	return true, &source.Reconcile{Field: d.editField, Cutoff: prev.watermark - s.editSkew().Milliseconds()}
+}
+
+// plan decides how this fetch reads the changed layer: by the change log
+// when the service tracks changes and the log still holds the stored
+// generation, else by edit date when the layer has an edit date field
+// and a watermark, else whole. A reconciliation (due) or a change of the
+// fields reads it whole.
+func (d *dump) plan(ctx context.Context, prev layerVersion, due bool) readMode {
 	s := settingsOf(d.layer)
 	if prev.editField != "" && d.editField == "" {
 		d.log.Info("the layer no longer offers an edit date field (editFieldsInfo) the query returns: dumping it whole", "was", prev.editField)
 	}
-	if s.Incremental == IncrementalOff || d.editField == "" || prev.watermark <= 0 ||
-		!strings.EqualFold(prev.editField, d.editField) || fieldsPart(prev.base) != d.info.fieldsDigest() {
-		return false, nil
+	if s.Incremental == IncrementalOff || due || fieldsPart(prev.base) != d.info.fieldsDigest() || !strings.EqualFold(d.idField, d.info.ObjectIDField) {
+		return readAll
 	}
-	cutoff := prev.watermark - s.editSkew().Milliseconds()
-	if age := d.c.now().UnixMilli() - prev.fullAt; age < 0 || age >= s.fullEvery().Milliseconds() {
-		d.log.Info("full dump to reconcile the incremental state", "full_every", s.fullEvery().String(), "last_full", millis(prev.fullAt))
-		return false, &source.Reconcile{Field: d.editField, Cutoff: cutoff}
+	if d.tracking != nil && prev.serverGen > 0 {
+		if prev.serverGen >= d.tracking.MinServerGen {
+			return readChanges
+		}
+		d.c.noteOnce(d.layer.URL, "pruned", func() {
+			d.warn(fmt.Sprintf("the change log was pruned past the stored server generation %d (minServerGen %d): reading the layer another way", prev.serverGen, d.tracking.MinServerGen))
+		})
 	}
-	return true, nil
+	if d.editField != "" && prev.watermark > 0 && strings.EqualFold(prev.editField, d.editField) {
+		return readEdits
+	}
+	return readAll
 }
 
 // editWhere is the where clause of the features edited or added after
@@ -216,17 +265,23 @@ func editDate(props []byte, field string) (int64, bool) {
 	}
 }
 
-// nextVersion is the version this fetch stores: base, and the watermark
+// nextVersion is the version this fetch stores: base, the watermark
 // when the layer has an edit date field (the greatest edit date seen, and
-// never below the previous one after an incremental read).
+// never below the previous one after an incremental read), and the server
+// generation read before the features when the service tracks changes.
 func (d *dump) nextVersion(base string, prev layerVersion, incremental bool) layerVersion {
-	v := layerVersion{base: base}
-	if d.editField == "" {
-		return v
-	}
-	v.editField, v.watermark, v.fullAt = d.editField, d.maxEdit, d.c.now().UnixMilli()
+	v := layerVersion{base: base, fullAt: d.c.now().UnixMilli()}
 	if incremental {
-		v.watermark, v.fullAt = max(d.maxEdit, prev.watermark), prev.fullAt
+		v.fullAt = prev.fullAt
+	}
+	if d.editField != "" {
+		v.editField, v.watermark = d.editField, d.maxEdit
+		if incremental && strings.EqualFold(prev.editField, d.editField) {
+			v.watermark = max(d.maxEdit, prev.watermark)
+		}
+	}
+	if d.tracking != nil {
+		v.serverGen = d.tracking.ServerGen
 	}
 	return v
 }

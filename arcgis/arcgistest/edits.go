@@ -59,8 +59,8 @@ func (l *Layer) editedAfter(where string) (int64, bool) {
 type Churn struct {
 	Edits, Deletes, Adds int
 	At                   int64
-	// Silent leaves the edits' EditDate as it was (an edit the edit date
-	// does not show: a trigger that failed, a bulk load).
+	// Silent leaves the edits' EditDate as it was, and out of the change
+	// log (an edit neither shows: a trigger that failed, a bulk load).
 	Silent bool
 }
 
@@ -75,11 +75,13 @@ func (c Churn) Apply(l *Layer, rng *rand.Rand) {
 		attrs["NAME"] = "edited " + strconv.FormatInt(c.At, 10) + " " + strconv.Itoa(rng.IntN(1_000_000))
 		if !c.Silent {
 			attrs[l.EditDateField] = c.At
+			l.record(f.OID, "updates")
 		}
 		f.Attributes = attrs
 	}
 	for range min(c.Deletes, len(l.Features)-1) {
 		i := rng.IntN(len(l.Features))
+		l.record(l.Features[i].OID, "deletes")
 		l.Features = append(l.Features[:i], l.Features[i+1:]...)
 	}
 	var next int64
@@ -93,6 +95,10 @@ func (c Churn) Apply(l *Layer, rng *rand.Rand) {
 			attrs["UPDATED"] = u
 		}
 		l.Features = append(l.Features, Feature{OID: next + int64(k) + 1, Attributes: attrs, Geometry: src.Geometry})
+		l.record(next+int64(k)+1, "adds")
+	}
+	if l.ChangeTracking {
+		l.Tracking.ServerGen++
 	}
 	l.LastEditDate = c.At
 	l.idx = nil

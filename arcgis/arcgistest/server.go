@@ -140,6 +140,11 @@ type Layer struct {
 	// (a date field of Fields every feature carries, see Tracked), and a
 	// where clause "<field> > TIMESTAMP 'YYYY-MM-DD HH:MM:SS'" selects by it.
 	EditDateField string
+	// ChangeTracking makes the layer's capabilities name ChangeTracking
+	// and its service answer changeTrackingInfo and extractChanges from
+	// the layer's change log (changes.go).
+	ChangeTracking bool
+	Tracking       Tracking
 
 	idx map[int64]int
 }
@@ -217,6 +222,9 @@ var pathRE = regexp.MustCompile(`^/arcgis/rest/services/([^/]+)/(?:FeatureServer
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := pathRE.FindStringSubmatch(r.URL.Path)
+	if m == nil && s.service(w, r) {
+		return
+	}
 	if m == nil {
 		writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid URL", "details": []string{"Invalid URL"}}})
 		return
@@ -276,6 +284,9 @@ func (s *Server) probe(w http.ResponseWriter, r *http.Request, l *Layer) {
 	}
 	if l.EditDateField != "" {
 		doc["editFieldsInfo"] = map[string]any{"editDateField": l.EditDateField}
+	}
+	if l.ChangeTracking {
+		doc["capabilities"] = "Query,ChangeTracking"
 	}
 	if n := l.Faults.DescriptionBomb; n > 0 {
 		delete(doc, "name")

@@ -363,3 +363,57 @@ func (r *rig) counter(t *testing.T, name, label, value string) float64 {
 	}
 	return sum
 }
+
+// TestChangeTracking: a layer whose service tracks changes is read by its
+// change log (extractChanges since the stored serverGen, returnIdsOnly,
+// then objectIds), its snapshot identical to a full dump's; a pruned log,
+// a job instead of an answer, or an error make the poll read by edit date
+// instead, in the same poll.
+func TestChangeTracking(t *testing.T) {
+	const n = 2000
+	at := int64(1764600000000)
+	setup := func(t *testing.T) (*countingServer, *rig) {
+		c, base := countingFixture(t)
+		c.srv.AddLayer("parcels", arcgistest.WithChangeTracking(arcgistest.Parcels(n)))
+		r := newRig(t, twoFeeds(arcgistest.URL(base, "parcels"), ""), nil)
+		if inc, _ := r.sameAsFull(t, c, "first poll"); inc.mode != "full" {
+			t.Fatalf("first poll fetched %q; want full", inc.mode)
+		}
+		return c, r
+	}
+	churn := func(c *countingServer, round int) {
+		c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+			arcgistest.Churn{Edits: n / 200, Deletes: n / 1000, Adds: 3, At: at + int64(round)*3600_000}.Apply(l, rand.New(rand.NewPCG(uint64(round), 27)))
+		})
+	}
+	t.Run("by the change log", func(t *testing.T) {
+		c, r := setup(t)
+		for round := 1; round <= 3; round++ {
+			churn(c, round)
+			inc, full := r.sameAsFull(t, c, fmt.Sprintf("round %d", round))
+			reqs := inc.requests
+			if inc.mode != "change_tracking" || len(reqs) != 7 || !slices.Equal(reqs[:5], []string{"probe", "count", "service", "ids", "extractChanges"}) ||
+				!strings.HasPrefix(reqs[5], "objectIds:") || inc.bytes*50 > full.bytes {
+				t.Fatalf("round %d: %q, requests %v, %d bytes of a full dump's %d; want change_tracking: probe, count, service, ids, extractChanges, objectIds, probe", round, inc.mode, reqs, inc.bytes, full.bytes)
+			}
+		}
+	})
+	for _, c := range []struct {
+		name   string
+		breakIt func(*arcgistest.Tracking)
+	}{
+		{"pruned log", func(tr *arcgistest.Tracking) { tr.MinServerGen = tr.ServerGen + 1 }},
+		{"job instead of an answer", func(tr *arcgistest.Tracking) { tr.Async = true }},
+		{"error", func(tr *arcgistest.Tracking) { tr.Error = true }},
+	} {
+		t.Run(c.name+" falls back to the edit date", func(t *testing.T) {
+			srv, r := setup(t)
+			churn(srv, 1)
+			srv.srv.Edit("parcels", func(l *arcgistest.Layer) { c.breakIt(&l.Tracking) })
+			inc, _ := r.sameAsFull(t, srv, "broken change log")
+			if inc.mode != "edit_date" || inc.drift != -1 {
+				t.Fatalf("%s: %q drift %d, requests %v; want edit_date without drift", c.name, inc.mode, inc.drift, inc.requests)
+			}
+		})
+	}
+}
