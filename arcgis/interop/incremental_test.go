@@ -399,7 +399,7 @@ func TestChangeTracking(t *testing.T) {
 		}
 	})
 	for _, c := range []struct {
-		name   string
+		name    string
 		breakIt func(*arcgistest.Tracking)
 	}{
 		{"pruned log", func(tr *arcgistest.Tracking) { tr.MinServerGen = tr.ServerGen + 1 }},
