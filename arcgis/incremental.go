@@ -95,9 +95,10 @@ func fieldsPart(base string) string {
 // when an incremental refresh can ask by it: the description names it, it
 // is a date field, it is in the query's out fields (the watermark is read
 // from the data), and the feature id is the object id (the id list's ids
-// name the snapshot's features). "" otherwise.
+// name the snapshot's features), and the feed does not say incremental:
+// off. "" otherwise.
 func (d *dump) editDateField() string {
-	if d.info.EditFieldsInfo == nil || d.info.EditFieldsInfo.EditDateField == "" || !strings.EqualFold(d.idField, d.info.ObjectIDField) {
+	if settingsOf(d.layer).Incremental == IncrementalOff || d.info.EditFieldsInfo == nil || d.info.EditFieldsInfo.EditDateField == "" || !strings.EqualFold(d.idField, d.info.ObjectIDField) {
 		return ""
 	}
 	want := d.info.EditFieldsInfo.EditDateField
