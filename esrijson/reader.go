@@ -196,102 +196,113 @@ func (r *Reader) next() (*feature.Feature, error) {
 // member reads one top-level member, or the end of the document.
 func (r *Reader) member() error {
 	if !r.dec.More() {
-		if _, err := r.dec.Token(); err != nil { // '}'
-			return r.fail(-1, "", err)
-		}
-		if tok, err := r.dec.Token(); err != io.EOF {
-			if err != nil {
-				return r.fail(-1, "after the document", err)
-			}
-			return r.fail(-1, fmt.Sprintf("data after the document (%v)", tok), nil)
-		}
-		if !r.sawFeats {
-			return r.fail(-1, "no \"features\" member: not a query response", nil)
-		}
-		r.state = stateDone
-		return nil
+		return r.endDocument()
 	}
 	tok, err := r.dec.Token()
 	if err != nil {
 		return r.fail(-1, "", err)
 	}
 	key, _ := tok.(string)
-	var target any
 	switch key {
 	case "features":
-		tok, err := r.dec.Token()
-		if err != nil {
-			return r.fail(-1, "features", err)
-		}
-		if tok != json.Delim('[') {
-			return r.fail(-1, fmt.Sprintf("features is not an array (%v)", tok), nil)
-		}
-		if r.sawFeats {
-			return r.fail(-1, "two \"features\" members", nil)
-		}
-		r.sawFeats = true
-		r.state = stateFeatures
-		return nil
+		return r.openFeatures()
 	case "error":
 		var e ServerError
 		if err := r.dec.Decode(&e); err != nil {
 			return r.fail(-1, "error member", err)
 		}
 		return r.fail(-1, "the response is an error object", &e)
-	case "geometryType":
-		target = &r.meta.GeometryType
-	case "hasZ":
-		target = &r.meta.HasZ
-	case "hasM":
-		target = &r.meta.HasM
-	case "exceededTransferLimit":
-		target = &r.exceeded
-	case "objectIdFieldName":
-		var name string
-		if err := r.dec.Decode(&name); err != nil {
-			return r.fail(-1, key, err)
-		}
-		if r.meta.ObjectIDField == "" {
-			r.meta.ObjectIDField = name
-		}
-		return nil
-	case "spatialReference":
-		if r.sawFeats {
-			// Too late for the features; skip it.
-			break
-		}
-		var sr SpatialReference
-		if err := r.dec.Decode(&sr); err != nil {
-			return r.fail(-1, key, err)
-		}
-		if s := sr.SRID(); s > 0 {
-			r.srid = s
-		}
-		return nil
-	case "fields":
-		if r.sawFeats {
-			break
-		}
-		var fields []Field
-		if err := r.dec.Decode(&fields); err != nil {
-			return r.fail(-1, key, err)
-		}
-		// The response's own fields win, but a field it does not list keeps
-		// the layer's type.
-		r.setFields(append(append([]Field(nil), r.meta.Fields...), fields...))
-		return nil
 	}
-	if target != nil && (!r.sawFeats || key == "exceededTransferLimit") {
-		if err := r.dec.Decode(target); err != nil {
-			return r.fail(-1, key, err)
-		}
-		return nil
+	if read, err := r.metaMember(key); read || err != nil {
+		return err
 	}
 	var skip json.RawMessage
 	if err := r.dec.Decode(&skip); err != nil {
 		return r.fail(-1, key, err)
 	}
 	return nil
+}
+
+// endDocument reads the document's closing brace and checks that nothing
+// follows it and that it was a query response.
+func (r *Reader) endDocument() error {
+	if _, err := r.dec.Token(); err != nil { // '}'
+		return r.fail(-1, "", err)
+	}
+	if tok, err := r.dec.Token(); err != io.EOF {
+		if err != nil {
+			return r.fail(-1, "after the document", err)
+		}
+		return r.fail(-1, fmt.Sprintf("data after the document (%v)", tok), nil)
+	}
+	if !r.sawFeats {
+		return r.fail(-1, "no \"features\" member: not a query response", nil)
+	}
+	r.state = stateDone
+	return nil
+}
+
+// openFeatures enters the "features" array, whose features Next then
+// reads one at a time.
+func (r *Reader) openFeatures() error {
+	tok, err := r.dec.Token()
+	if err != nil {
+		return r.fail(-1, "features", err)
+	}
+	if tok != json.Delim('[') {
+		return r.fail(-1, fmt.Sprintf("features is not an array (%v)", tok), nil)
+	}
+	if r.sawFeats {
+		return r.fail(-1, "two \"features\" members", nil)
+	}
+	r.sawFeats = true
+	r.state = stateFeatures
+	return nil
+}
+
+// metaMember reads the member key when it describes the layer (geometry
+// type, dimensions, object id field, spatial reference, fields) or says
+// whether the server held features back; false for a member the reader
+// does not use. After the features, a description comes too late for them
+// and is not read, except the object id field, which ObjectID still needs.
+func (r *Reader) metaMember(key string) (bool, error) {
+	if r.sawFeats && key != "exceededTransferLimit" && key != "objectIdFieldName" {
+		return false, nil
+	}
+	var err error
+	switch key {
+	case "geometryType":
+		err = r.dec.Decode(&r.meta.GeometryType)
+	case "hasZ":
+		err = r.dec.Decode(&r.meta.HasZ)
+	case "hasM":
+		err = r.dec.Decode(&r.meta.HasM)
+	case "exceededTransferLimit":
+		err = r.dec.Decode(&r.exceeded)
+	case "objectIdFieldName":
+		var name string
+		if err = r.dec.Decode(&name); err == nil && r.meta.ObjectIDField == "" {
+			r.meta.ObjectIDField = name
+		}
+	case "spatialReference":
+		var sr SpatialReference
+		if err = r.dec.Decode(&sr); err == nil && sr.SRID() > 0 {
+			r.srid = sr.SRID()
+		}
+	case "fields":
+		var fields []Field
+		if err = r.dec.Decode(&fields); err == nil {
+			// The response's own fields win, but a field it does not list
+			// keeps the layer's type.
+			r.setFields(append(append([]Field(nil), r.meta.Fields...), fields...))
+		}
+	default:
+		return false, nil
+	}
+	if err != nil {
+		return true, r.fail(-1, key, err)
+	}
+	return true, nil
 }
 
 // ServerError is an ArcGIS error object ({"error":{"code":…,"message":…,

@@ -186,6 +186,8 @@ type Feed struct {
 	// SchemaHold (held until `ingestd held accept|reject`). Resolved: the
 	// feed's, else its jurisdiction's, else the defaults'.
 	SchemaChange string `yaml:"schema_change"`
+	// History is the feed's history retention (config_history.go).
+	History History `yaml:"-"`
 	// Redirects is RedirectsSameOrigin (default: a redirect to another
 	// origin fails the request) or RedirectsFollow.
 	Redirects string `yaml:"redirects"`
@@ -336,12 +338,12 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 var (
 	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
 	commonDefaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "breaker", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits", "schema_change"}
+		"invalid_feature", "redirects", "limits", "schema_change", "history"}
 	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
-		"schema_change"}
+		"schema_change", "history"}
 	commonFeedKeys = []string{"id", "kind", "url", "type_name", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits", "headers", "schema_change"}
+		"invalid_feature", "redirects", "limits", "headers", "schema_change", "history"}
 )
 
 // idPattern keeps ids safe in SQL, logs, metric labels and `poll JURISDICTION/FEED`.
@@ -420,6 +422,7 @@ func (p *parser) parse(data []byte) *Config {
 		cfg.Jurisdictions = append(cfg.Jurisdictions, j.Jurisdiction)
 	}
 	cfg.originPolicies = p.originPolicies(cfg, seen)
+	p.history(root, cfg) // config_history.go
 	return cfg
 }
 

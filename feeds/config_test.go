@@ -494,7 +494,7 @@ func TestBrokenFile(t *testing.T) {
 		`broken.yaml:26:19: jurisdictions[1].feeds[0].schedule: bad cron spec "CRON_TZ=America/Chicago 0 * * * *": time zone prefix not allowed here; set the jurisdiction's timezone instead`,
 		`broken.yaml:27:26: jurisdictions[1].feeds[0].request_timeout: duration "90" has no unit: add one, e.g. "90s" or "90m"`,
 		`broken.yaml:28:9: jurisdictions[2].id: duplicate jurisdiction id "harris-county" (first at line 9)`,
-		`broken.yaml:31:15: jurisdictions[2].feeds[0].kind: unknown kind "wms": must be "wfs", "geojson", "arcgis" or "ogcapi"`,
+		`broken.yaml:31:15: jurisdictions[2].feeds[0].kind: unknown kind "wms": must be "wfs", "geojson", "arcgis", "ogcapi", "file" or "socrata"`,
 	}
 	got := strings.Split(errs.Error(), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -742,7 +742,7 @@ func TestClosest(t *testing.T) {
 		"time_zone":      "timezone",
 		"pagesize":       "page_size",
 		"colour":         "",
-		"x":              "",
+		"colr_scheme":    "",
 	} {
 		if got := yamlconf.Closest(key, append(feedKeys(), jurisdictionKeys...)); got != want {
 			t.Errorf("yamlconf.Closest(%q) = %q, want %q", key, got, want)

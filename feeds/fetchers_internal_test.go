@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/download"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
@@ -15,7 +16,7 @@ import (
 // fetcher, and the registry has no kind the configuration refuses.
 func TestFetcherKindsMatchConfig(t *testing.T) {
 	t.Parallel()
-	configKinds := []string{KindArcGIS, KindGeoJSON, KindOGCAPI, KindWFS} // config.go's parseFeed accepts these
+	configKinds := []string{KindArcGIS, download.Kind, KindGeoJSON, KindOGCAPI, "socrata", KindWFS} // config.go's parseFeed accepts these
 	if got := NewFetchers(FetcherDeps{}).Kinds(); !slices.Equal(got, configKinds) {
 		t.Errorf("registry kinds %v, config kinds %v", got, configKinds)
 	}
@@ -27,7 +28,7 @@ func TestFetchersUnknownKind(t *testing.T) {
 	t.Parallel()
 	f := NewFetchers(FetcherDeps{})
 	_, err := f.Fetch(context.Background(), source.Layer{Kind: "nosuchkind", URL: "http://127.0.0.1:1/x"}, 0, nil)
-	if err == nil || !strings.Contains(err.Error(), `no fetcher for kind "nosuchkind" (kinds: arcgis, geojson, ogcapi, wfs)`) {
+	if err == nil || !strings.Contains(err.Error(), `no fetcher for kind "nosuchkind" (kinds: arcgis, file, geojson, ogcapi, socrata, wfs)`) {
 		t.Errorf("Fetch: %v", err)
 	}
 	if _, _, err := f.Prepare(context.Background(), source.Layer{Kind: "nosuchkind"}); err == nil {

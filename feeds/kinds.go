@@ -5,9 +5,11 @@ import (
 	"slices"
 
 	"github.com/ingestd/ingestd/arcgis"
+	"github.com/ingestd/ingestd/download"
 	"github.com/ingestd/ingestd/geojsonurl"
 	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
+	"github.com/ingestd/ingestd/socrata"
 	"github.com/ingestd/ingestd/wfs"
 )
 
@@ -41,6 +43,10 @@ func kinds() map[string]kindEntry {
 		KindGeoJSON: {geojsonurl.Config(), newGeoJSONFetcher},
 		KindArcGIS:  {arcgis.Config(), newArcGISFetcher},
 		KindOGCAPI:  {ogcapi.Config(), newOGCAPIFetcher},
+		socrata.Kind: {socrata.Config(), func(d FetcherDeps) Fetcher {
+			return socrata.NewClient(d.HTTP, d.Breakers, d.Logger, socrata.WithUserAgent(d.UserAgent))
+		}},
+		download.Kind: {download.Config(), func(d FetcherDeps) Fetcher { return download.NewFetcher(d.HTTP, d.Breakers, d.Logger, d.UserAgent) }},
 	}
 }
 

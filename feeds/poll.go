@@ -122,10 +122,13 @@ func pollOutcome(res PollResult, err error) string {
 	return outcomeFailed
 }
 
+// pollOnce is poll without its metrics: it begins (or resumes) the poll's
+// row, fetches and applies under the poll's budget, and ends the row as
+// succeeded, held, parked, suspended or failed.
 func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Letter) (PollResult, error) {
-	start := m.now()
-	info := feedInfo(f, start)
-	logger := m.logger.With("jurisdiction", f.Jurisdiction, "feed", f.ID)
+	p := &pollRun{f: f, letter: letter, start: m.now()}
+	p.info = feedInfo(f, p.start)
+	p.logger = m.logger.With("jurisdiction", f.Jurisdiction, "feed", f.ID)
 
 	parent := ctx
 	// The poll's timeout is its own work: time spent waiting in line for a
@@ -134,85 +137,29 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 	// it asked anything.
 	ctx, budget, cancel := pollbudget.New(ctx, f.Timeout.Std(), f.QueueTimeout.Std())
 	defer cancel()
+	p.budget = budget
 
-	pollID, firstPage, begun, err := m.beginPoll(ctx, info, letter, start, logger)
+	var err error
+	p.pollID, p.firstPage, p.begun, err = m.beginPoll(ctx, p.info, letter, p.start, p.logger)
 	if err != nil {
-		return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+		return PollResult{}, p.failed(err)
 	}
-	defer func() { m.recordQueueWait(ctx, f, pollID, budget.Waited(), logger) }()
-	logger = logger.With("poll_id", pollID)
+	defer func() { m.recordQueueWait(ctx, f, p.pollID, budget.Waited(), p.logger) }()
+	p.logger = p.logger.With("poll_id", p.pollID)
 	if letter != nil {
-		logger = logger.With("dead_letter_id", letter.ID)
+		p.logger = p.logger.With("dead_letter_id", letter.ID)
 	}
 
-	layer := f.Layer()
-	var stats source.FetchStats
-	var res ApplyResult
-	applied, fetched := false, false
-	err = recoverPanic(logger, func() error {
-		var warnings []string
-		var err error
-		layer, warnings, err = m.fetcher.Prepare(ctx, layer)
-		for _, w := range warnings {
-			logger.Warn("negotiation", "warning", w)
-		}
-		if err == nil && firstPage == 0 {
-			// Only a fetch from the first page may be answered "unchanged":
-			// a resumed poll has pages of a new version staged already.
-			layer.Validators, err = m.store.AppliedValidators(ctx, info, requestKey(layer))
-		}
-		if err == nil {
-			layer, firstPage, stats, err = m.fetch(ctx, layer, pollID, firstPage, logger)
-			fetched = true
-		}
-		if err == nil {
-			// A delta composed into a whole snapshot, or fetched in full
-			// (delta.go); the fetch's mode recorded.
-			layer, stats, err = m.completeFetch(ctx, layer, info, pollID, stats, logger)
-		}
-		if err == nil {
-			err = m.store.RecordFetch(ctx, pollID, stats.Bytes, stats.Validators, requestKey(layer))
-			fetched = false // recorded
-		}
-		switch {
-		case err == nil && stats.NotModified:
-			if stats.Pages > 0 || layer.Validators.IsZero() {
-				// A fetcher's bug: "unchanged" is only ever an answer to
-				// validators, and hands no page over.
-				return fmt.Errorf("feeds: the %s fetcher answered not modified after %d pages, to validators %+v", layer.Kind, stats.Pages, layer.Validators)
-			}
-			applied = true
-			res, err = m.store.RecordNotModified(ctx, pollID, info)
-		case err == nil:
-			applied = true
-			info.Declared, info.TypedText = stats.Declared, stats.TypedText
-			res, err = m.store.Apply(ctx, pollID, info)
-			if err == nil {
-				m.recordCompleteness(ctx, pollID, stats, logger)
-			}
-		}
-		return err
-	})
+	p.layer = f.Layer()
+	err = recoverPanic(p.logger, func() error { return m.fetchAndApply(ctx, p) })
 	if qe := pollbudget.QueueCause(ctx); qe != nil && err != nil {
 		// Whatever the kind made of its context ending (a "poll timeout"),
 		// the cause is the line, not the server.
-		err = fmt.Errorf("%w; nothing applied, %d pages staged", qe, firstPage+stats.Pages)
+		err = fmt.Errorf("%w; nothing applied, %d pages staged", qe, p.nextPage())
 	}
-	if applied {
+	if p.applied {
 		if err == nil {
-			r := PollResult{PollID: pollID, Pages: firstPage + stats.Pages, Bytes: stats.Bytes, Duration: m.now().Sub(start),
-				NotModified: stats.NotModified, ApplyResult: res}
-			if r.NotModified {
-				logger.Info("poll succeeded: not modified", "features", res.Features, "bytes", r.Bytes,
-					"duration_ms", r.Duration.Milliseconds(), "queue_wait_ms", budget.Waited().Milliseconds())
-				return r, nil
-			}
-			m.metrics.invalidFeaturesSeen(f, res.InvalidFeatures)
-			logger.Info("poll succeeded", "pages", r.Pages, "first_page", firstPage, "features", res.Features, "added", res.Added,
-				"modified", res.Modified, "removed", res.Removed, "invalid_geometries", res.InvalidGeometries,
-				"invalid_features", res.InvalidFeatures.Reasons(),
-				"bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds(), "queue_wait_ms", budget.Waited().Milliseconds())
-			return r, nil
+			return m.pollSucceeded(p), nil
 		}
 		if !errors.As(err, new(*PanicError)) {
 			err = fmt.Errorf("applying snapshot: %w", err)
@@ -221,57 +168,166 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 		if errors.As(err, &held) {
 			// The store finished the poll as held and keeps its staging for
 			// `ingestd held accept`: failing or parking it would discard it.
-			logger.Error("snapshot held", "reason", held.Reason, "previous_features", held.Previous,
-				"snapshot_features", held.Snapshot, "pages", firstPage+stats.Pages)
-			return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+			p.logger.Error("snapshot held", "reason", held.Reason, "previous_features", held.Previous,
+				"snapshot_features", held.Snapshot, "pages", p.nextPage())
+			return PollResult{}, p.failed(err)
 		}
 	}
+	return m.pollNotApplied(ctx, parent, p, err)
+}
 
+// pollRun is one poll as pollOnce's steps see it: its feed and row, the
+// layer as prepared, and what the fetch and the apply returned.
+type pollRun struct {
+	f      *Feed
+	letter *deadletter.Letter // the dead letter the poll resumes; nil for a fresh poll
+	info   FeedInfo
+	logger *slog.Logger
+	start  time.Time
+	budget *pollbudget.Budget
+
+	pollID    int64
+	firstPage int       // the page the fetch started at
+	begun     time.Time // when the poll's staged pages began
+	layer     source.Layer
+	stats     source.FetchStats
+	res       ApplyResult
+	applied   bool // the store was asked to apply the snapshot (or to record it unchanged)
+	fetched   bool // pages arrived whose bytes are not recorded yet
+}
+
+// nextPage is the page after the last one the poll staged.
+func (p *pollRun) nextPage() int { return p.firstPage + p.stats.Pages }
+
+// failed is the poll's error for cause.
+func (p *pollRun) failed(cause error) error {
+	return &PollError{Feed: p.f.Key(), PollID: p.pollID, Err: cause}
+}
+
+// fetchAndApply prepares the poll's layer, fetches it into the poll's
+// staging and applies the snapshot, or records that the server proved the
+// layer unchanged.
+func (m *Manager) fetchAndApply(ctx context.Context, p *pollRun) error {
+	var warnings []string
+	var err error
+	p.layer, warnings, err = m.fetcher.Prepare(ctx, p.layer)
+	for _, w := range warnings {
+		p.logger.Warn("negotiation", "warning", w)
+	}
+	if err == nil && p.firstPage == 0 {
+		// Only a fetch from the first page may be answered "unchanged":
+		// a resumed poll has pages of a new version staged already.
+		p.layer.Validators, err = m.store.AppliedValidators(ctx, p.info, requestKey(p.layer))
+	}
+	if err == nil {
+		p.layer, p.firstPage, p.stats, err = m.fetch(ctx, p.layer, p.pollID, p.firstPage, p.logger)
+		p.fetched = true
+	}
+	if err == nil {
+		// A delta composed into a whole snapshot, or fetched in full
+		// (delta.go); the fetch's mode recorded.
+		p.layer, p.stats, err = m.completeFetch(ctx, p.layer, p.info, p.pollID, p.stats, p.logger)
+	}
+	if err == nil {
+		err = m.store.RecordFetch(ctx, p.pollID, p.stats.Bytes, p.stats.Validators, requestKey(p.layer))
+		p.fetched = false // recorded
+	}
+	switch {
+	case err == nil && p.stats.NotModified:
+		if p.stats.Pages > 0 || p.layer.Validators.IsZero() {
+			// A fetcher's bug: "unchanged" is only ever an answer to
+			// validators, and hands no page over.
+			return fmt.Errorf("feeds: the %s fetcher answered not modified after %d pages, to validators %+v", p.layer.Kind, p.stats.Pages, p.layer.Validators)
+		}
+		p.applied = true
+		p.res, err = m.store.RecordNotModified(ctx, p.pollID, p.info)
+	case err == nil:
+		p.applied = true
+		p.info.Declared, p.info.TypedText = p.stats.Declared, p.stats.TypedText
+		p.res, err = m.store.Apply(ctx, p.pollID, p.info)
+		if err == nil {
+			m.recordCompleteness(ctx, p.pollID, p.stats, p.logger)
+		}
+	}
+	return err
+}
+
+// pollSucceeded logs a poll whose snapshot was applied (or proved
+// unchanged) and returns its result.
+func (m *Manager) pollSucceeded(p *pollRun) PollResult {
+	res := p.res
+	r := PollResult{PollID: p.pollID, Pages: p.nextPage(), Bytes: p.stats.Bytes, Duration: m.now().Sub(p.start),
+		NotModified: p.stats.NotModified, ApplyResult: res}
+	if r.NotModified {
+		p.logger.Info("poll succeeded: not modified", "features", res.Features, "bytes", r.Bytes,
+			"duration_ms", r.Duration.Milliseconds(), "queue_wait_ms", p.budget.Waited().Milliseconds())
+		return r
+	}
+	m.metrics.invalidFeaturesSeen(p.f, res.InvalidFeatures)
+	p.logger.Info("poll succeeded", "pages", r.Pages, "first_page", p.firstPage, "features", res.Features, "added", res.Added,
+		"modified", res.Modified, "removed", res.Removed, "invalid_geometries", res.InvalidGeometries,
+		"invalid_features", res.InvalidFeatures.Reasons(),
+		"bytes", r.Bytes, "duration_ms", r.Duration.Milliseconds(), "queue_wait_ms", p.budget.Waited().Milliseconds())
+	return r
+}
+
+// pollNotApplied ends a poll that changed no feature, for err: it parks
+// the poll when the origin is to blame (deferral), suspends an interrupted
+// replay with its pages staged, and fails it otherwise. ctx is the poll's,
+// parent the caller's.
+func (m *Manager) pollNotApplied(ctx, parent context.Context, p *pollRun, err error) (PollResult, error) {
 	// Record the outcome even when the poll was cancelled (shutdown, deadline):
 	// the operator must see that this attempt did not land.
 	recordCtx, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancelRecord()
-	next := firstPage + stats.Pages
+	next := p.nextPage()
 	attempts := 0
-	if letter != nil {
-		attempts = letter.Attempts
+	if p.letter != nil {
+		attempts = p.letter.Attempts
 	}
 
-	if fetched && stats.Bytes > 0 {
+	if p.fetched && p.stats.Bytes > 0 {
 		// The bytes of the pages that arrived, for the failed or parked
 		// poll's row; its validators are never used.
-		if rerr := m.store.RecordFetch(recordCtx, pollID, stats.Bytes, source.Validators{}, ""); rerr != nil {
-			logger.Error("recording the poll's bytes", "error", rerr)
+		if rerr := m.store.RecordFetch(recordCtx, p.pollID, p.stats.Bytes, source.Validators{}, ""); rerr != nil {
+			p.logger.Error("recording the poll's bytes", "error", rerr)
 		}
 	}
-	if de := m.deferral(f, layer, info, pollID, next, begun, attempts, err); de != nil && m.letters != nil {
-		return m.park(recordCtx, info, letter, de, logger)
+	if de := m.deferral(p.f, p.layer, p.info, p.pollID, next, p.begun, attempts, err); de != nil && m.letters != nil {
+		return m.park(recordCtx, p.info, p.letter, de, p.logger)
 	}
-	if letter != nil && parent.Err() != nil {
+	if p.letter != nil && parent.Err() != nil {
 		// The replayer or the manager is stopping: keep the pages staged so
 		// far, and let the row go back to pending.
-		if serr := m.store.SuspendPoll(recordCtx, info, pollID, time.Time{}, err); serr != nil {
-			logger.Error("recording interrupted replay", "error", serr)
+		if serr := m.store.SuspendPoll(recordCtx, p.info, p.pollID, time.Time{}, err); serr != nil {
+			p.logger.Error("recording interrupted replay", "error", serr)
 		}
-		logger.Info("replay interrupted", "error", err, "pages_staged", next)
-		return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: fmt.Errorf("%w: %w", deadletter.ErrNotNow, err)}
+		p.logger.Info("replay interrupted", "error", err, "pages_staged", next)
+		return PollResult{}, p.failed(fmt.Errorf("%w: %w", deadletter.ErrNotNow, err))
 	}
 
-	if ferr := m.store.FailPoll(recordCtx, pollID, info, err); ferr != nil {
-		logger.Error("recording failed poll", "error", ferr)
+	if ferr := m.store.FailPoll(recordCtx, p.pollID, p.info, err); ferr != nil {
+		p.logger.Error("recording failed poll", "error", ferr)
 	}
-	level := slog.LevelWarn
+	m.logPollFailed(ctx, p, err)
+	return PollResult{}, p.failed(err)
+}
+
+// logPollFailed logs a failed poll: a refusal by an open breaker as a
+// warning, any other failure as an error unless the poll's own context
+// ended it (shutdown, timeout).
+func (m *Manager) logPollFailed(ctx context.Context, p *pollRun, err error) {
 	var open *breaker.OpenError
 	if errors.As(err, &open) {
-		logger.Warn("poll refused: origin is open", "origin", open.Origin, "retry_after", open.RetryAfter)
-	} else {
-		if ctx.Err() == nil {
-			level = slog.LevelError
-		}
-		logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", next, "duration_ms", m.now().Sub(start).Milliseconds(),
-			"queue_wait_ms", budget.Waited().Milliseconds())
+		p.logger.Warn("poll refused: origin is open", "origin", open.Origin, "retry_after", open.RetryAfter)
+		return
 	}
-	return PollResult{}, &PollError{Feed: f.Key(), PollID: pollID, Err: err}
+	level := slog.LevelWarn
+	if ctx.Err() == nil {
+		level = slog.LevelError
+	}
+	p.logger.Log(ctx, level, "poll failed", "error", err, "pages_staged", p.nextPage(), "duration_ms", m.now().Sub(p.start).Milliseconds(),
+		"queue_wait_ms", p.budget.Waited().Milliseconds())
 }
 
 // recordQueueWait records the time the poll waited in line for request
@@ -537,6 +593,7 @@ func feedInfo(f *Feed, now time.Time) FeedInfo {
 		URL:              redact.URL(f.URL),
 		ExpectedInterval: f.ExpectedInterval(now),
 		Guard:            f.Guard(),
+		History:          f.History,
 	}
 	if u, err := url.Parse(f.URL); err == nil {
 		info.Origin = breaker.Origin(u)

@@ -146,6 +146,9 @@ type FeedInfo struct {
 	// store retypes stored values the same way before diffing.
 	Declared  *schema.Declared
 	TypedText bool
+	// History is the feed's history retention, recorded by RegisterFeeds
+	// and BeginPoll (feed_status.history_keep) and obeyed by Apply.
+	History History
 }
 
 // ApplyResult counts what applying a snapshot changed.

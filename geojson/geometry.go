@@ -46,31 +46,14 @@ func decodeGeometryAt(raw []byte, srid, nesting int) (geom.T, error) {
 	if !ok {
 		return nil, errors.New(`geometry without "type"`)
 	}
-	if crs, found, err := findMemberFold(raw, "crs"); err != nil {
+	if srid, err = geometrySRID(raw, srid); err != nil {
 		return nil, err
-	} else if found && !isNull(crs) {
-		var c geojson.CRS
-		if err := json.Unmarshal(crs, &c); err != nil {
-			return nil, fmt.Errorf("crs: %w", err)
-		}
-		if srid, err = sridOfCRS(&c); err != nil {
-			return nil, fmt.Errorf("crs: %w", err)
-		}
 	}
-
-	depth := 0
-	switch typ {
-	case "Point":
-		depth = 1
-	case "LineString", "MultiPoint":
-		depth = 2
-	case "Polygon", "MultiLineString":
-		depth = 3
-	case "MultiPolygon":
-		depth = 4
-	case "GeometryCollection":
+	depth := coordinatesDepth(typ)
+	switch {
+	case typ == "GeometryCollection":
 		return decodeCollection(raw, srid, nesting)
-	default:
+	case depth == 0:
 		return slowGeometry(raw, srid)
 	}
 	coords, found, err := findMemberFold(raw, "coordinates")
@@ -89,41 +72,84 @@ func decodeGeometryAt(raw []byte, srid, nesting int) (geom.T, error) {
 	if err := p.parse(depth); err != nil {
 		return nil, fmt.Errorf("%s coordinates: %w", typ, err)
 	}
-	layout := geom.XY
-	if p.stride > 0 {
-		switch p.stride {
-		case 1:
-			return nil, geojson.ErrDimensionalityTooLow(1)
-		case 2:
-			layout = geom.XY
-		case 3:
-			layout = geom.XYZ
-		case 4:
-			layout = geom.XYZM
-		default:
-			return nil, fmt.Errorf("%s coordinates: %d dimensions", typ, p.stride)
-		}
+	layout, err := strideLayout(typ, p.stride)
+	if err != nil {
+		return nil, err
 	}
-	var g geom.T
+	return geom.SetSRID(p.geometry(typ, layout), srid)
+}
+
+// geometrySRID is the SRID of the geometry raw: that of its own legacy "crs"
+// member when it has one, else srid.
+func geometrySRID(raw []byte, srid int) (int, error) {
+	crs, found, err := findMemberFold(raw, "crs")
+	if err != nil || !found || isNull(crs) {
+		return srid, err
+	}
+	var c geojson.CRS
+	if err := json.Unmarshal(crs, &c); err != nil {
+		return srid, fmt.Errorf("crs: %w", err)
+	}
+	if srid, err = sridOfCRS(&c); err != nil {
+		return srid, fmt.Errorf("crs: %w", err)
+	}
+	return srid, nil
+}
+
+// coordinatesDepth is how deep the arrays of the "coordinates" of a
+// geometry of type typ nest (a Point's are one array), or 0 for a type the
+// fast path does not parse.
+func coordinatesDepth(typ string) int {
+	switch typ {
+	case "Point":
+		return 1
+	case "LineString", "MultiPoint":
+		return 2
+	case "Polygon", "MultiLineString":
+		return 3
+	case "MultiPolygon":
+		return 4
+	}
+	return 0
+}
+
+// strideLayout is the layout of positions of stride numbers (0: no
+// position, an empty geometry, XY), with go-geom's error for one number.
+func strideLayout(typ string, stride int) (geom.Layout, error) {
+	switch stride {
+	case 0, 2:
+		return geom.XY, nil
+	case 1:
+		return geom.NoLayout, geojson.ErrDimensionalityTooLow(1)
+	case 3:
+		return geom.XYZ, nil
+	case 4:
+		return geom.XYZM, nil
+	}
+	return geom.NoLayout, fmt.Errorf("%s coordinates: %d dimensions", typ, stride)
+}
+
+// geometry is the geometry of type typ (one coordinatesDepth knows) over
+// the coordinates p parsed.
+func (p *coordParser) geometry(typ string, layout geom.Layout) geom.T {
 	switch typ {
 	case "Point":
 		if p.stride == 0 {
-			g = geom.NewPointEmpty(layout)
-		} else {
-			g = geom.NewPointFlat(layout, p.flat)
+			return geom.NewPointEmpty(layout)
 		}
+		return geom.NewPointFlat(layout, p.flat)
 	case "LineString":
-		g = geom.NewLineStringFlat(layout, p.flat)
+		return geom.NewLineStringFlat(layout, p.flat)
 	case "MultiPoint":
-		g = geom.NewMultiPointFlat(layout, p.flat)
+		return geom.NewMultiPointFlat(layout, p.flat)
 	case "Polygon":
-		g = geom.NewPolygonFlat(layout, p.flat, p.ends)
+		return geom.NewPolygonFlat(layout, p.flat, p.ends)
 	case "MultiLineString":
-		g = geom.NewMultiLineStringFlat(layout, p.flat, p.ends)
+		return geom.NewMultiLineStringFlat(layout, p.flat, p.ends)
 	case "MultiPolygon":
-		g = geom.NewMultiPolygonFlat(layout, p.flat, p.endss)
+		return geom.NewMultiPolygonFlat(layout, p.flat, p.endss)
 	}
-	return geom.SetSRID(g, srid)
+	return nil
 }
 
 // decodeCollection decodes a GeometryCollection: its members in order, each

@@ -111,139 +111,180 @@ func (s *jsonStream) value(maxLen int64) ([]byte, error) {
 	if _, err := s.peek(); err != nil {
 		return nil, unexpectedEnd(err)
 	}
-	start := s.pos
-	i, depth, inString := s.pos, 0, false
-	strStart, scalarStart := 0, -1 // of the string or scalar being scanned
 	s.maxBuf = 0
 	if maxLen > 0 {
 		s.maxBuf = maxLen + 64<<10 // the value, and a read's worth beyond it
 	}
-	refill := func() (bool, error) {
-		if maxLen > 0 && int64(i-start) > maxLen {
-			return false, &feature.LimitError{Name: "feature_bytes", Max: maxLen}
-		}
-		if err := s.checkToken(inString, strStart, scalarStart, i); err != nil {
-			return false, err
-		}
-		moved, ok := s.fill(start)
-		i -= moved
-		strStart -= moved
-		if scalarStart >= 0 {
-			scalarStart -= moved
-		}
-		start = 0
-		return ok, nil
-	}
-	for {
-		if i == len(s.buf) {
-			ok, err := refill()
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				if depth == 0 && !inString && i > start {
-					break // a number or literal that ends the input
-				}
-				return nil, unexpectedEnd(s.endErr())
-			}
-			continue
-		}
-		c := s.buf[i]
-		if inString {
-			switch c {
-			case '\\':
-				if i+1 == len(s.buf) {
-					// Keep the escape and its next byte together.
-					ok, err := refill()
-					if err != nil {
-						return nil, err
-					}
-					if !ok {
-						return nil, unexpectedEnd(s.endErr())
-					}
-					continue
-				}
-				i += 2
-				continue
-			case '"':
-				inString = false
-				if s.maxToken > 0 && int64(i-strStart-1) > s.maxToken {
-					return nil, &feature.LimitError{Name: "value_bytes", Max: s.maxToken}
-				}
-			}
-			i++
-			if !inString && depth == 0 {
-				break
-			}
-			continue
-		}
-		if depth == 0 && i > start {
-			// A scalar ends at a delimiter.
-			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				break
-			}
-			i++
-			continue
-		}
-		switch c {
-		case '"', '{', '[', '}', ']', ',', ':', ' ', '\t', '\n', '\r':
-			if scalarStart >= 0 {
-				if s.maxToken > 0 && int64(i-scalarStart) > s.maxToken {
-					return nil, &feature.LimitError{Name: "value_bytes", Max: s.maxToken}
-				}
-				scalarStart = -1
-			}
-		default:
-			if scalarStart < 0 {
-				scalarStart = i
-			}
-		}
-		switch c {
-		case '"':
-			inString, strStart = true, i
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth < 0 {
-				return nil, fmt.Errorf("unexpected %q", c)
-			}
-		}
-		i++
-		if depth == 0 && !inString && (c == '}' || c == ']') {
-			break
-		}
-	}
-	if maxLen > 0 && int64(i-start) > maxLen {
-		return nil, &feature.LimitError{Name: "feature_bytes", Max: maxLen}
-	}
-	if err := s.checkToken(false, 0, scalarStart, i); err != nil {
+	sc := valueScan{maxLen: maxLen, start: s.pos, i: s.pos, scalarStart: -1}
+	if err := s.findValueEnd(&sc); err != nil {
 		return nil, err
 	}
-	v := s.buf[start:i]
-	s.pos = i
+	if err := s.checkBounds(&sc); err != nil {
+		return nil, err
+	}
+	v := s.buf[sc.start:sc.i]
+	s.pos = sc.i
 	if err := validJSON(v); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// checkToken fails when the string (from strStart, its quote) or the scalar
-// (from scalarStart, -1 when none) being scanned at i exceeds s.maxToken.
-func (s *jsonStream) checkToken(inString bool, strStart, scalarStart, i int) error {
+// valueScan is value's place in s.buf while it looks for the end of one
+// value. A refill moves the bytes kept to the front, and every offset here
+// with them.
+type valueScan struct {
+	maxLen      int64 // bound on the value's length; 0: none
+	start       int   // the value's first byte
+	i           int   // the next byte to scan
+	depth       int   // objects and arrays open
+	inString    bool  // i is inside the string opened at strStart
+	strStart    int   // the opening quote of the last string
+	scalarStart int   // the first byte of the scalar being scanned; -1: none
+}
+
+// findValueEnd moves sc.i just past the value that starts at sc.start: past
+// the closing byte of a string or container, or up to the delimiter that
+// ends a scalar. It only finds where the value ends; validJSON checks its
+// grammar.
+func (s *jsonStream) findValueEnd(sc *valueScan) error {
+	for {
+		if sc.i == len(s.buf) {
+			ok, err := s.refillValue(sc)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				if sc.depth == 0 && sc.i > sc.start {
+					return nil // a number or literal that ends the input
+				}
+				return unexpectedEnd(s.endErr())
+			}
+			continue
+		}
+		c := s.buf[sc.i]
+		if sc.depth == 0 && sc.i > sc.start {
+			// A scalar ends at a delimiter.
+			if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				return nil
+			}
+			sc.i++
+			continue
+		}
+		switch c {
+		case '"', '{', '[', '}', ']', ',', ':', ' ', '\t', '\n', '\r':
+			if sc.scalarStart >= 0 {
+				if s.maxToken > 0 && int64(sc.i-sc.scalarStart) > s.maxToken {
+					return s.tokenTooLong()
+				}
+				sc.scalarStart = -1
+			}
+		default:
+			if sc.scalarStart < 0 {
+				sc.scalarStart = sc.i
+			}
+		}
+		switch c {
+		case '"':
+			if err := s.findStringEnd(sc); err != nil {
+				return err
+			}
+			if sc.depth == 0 {
+				return nil
+			}
+			continue
+		case '{', '[':
+			sc.depth++
+		case '}', ']':
+			sc.depth--
+			if sc.depth < 0 {
+				return fmt.Errorf("unexpected %q", c)
+			}
+		}
+		sc.i++
+		if sc.depth == 0 && (c == '}' || c == ']') {
+			return nil
+		}
+	}
+}
+
+// findStringEnd moves sc.i just past the string whose opening quote is at
+// sc.i. An escape and the byte after it are read together (a refill keeps
+// them together too), so an escaped quote never ends the string.
+func (s *jsonStream) findStringEnd(sc *valueScan) error {
+	sc.inString, sc.strStart = true, sc.i
+	buf, i := s.buf, sc.i+1
+	for {
+		for i < len(buf) && buf[i] != '"' && buf[i] != '\\' {
+			i++
+		}
+		switch {
+		case i < len(buf) && buf[i] == '"':
+			sc.i, sc.inString = i+1, false
+			if s.maxToken > 0 && int64(i-sc.strStart-1) > s.maxToken {
+				return s.tokenTooLong()
+			}
+			return nil
+		case i+1 < len(buf): // an escape, and the byte it escapes
+			i += 2
+			continue
+		}
+		// The buffer ends inside the string, or between an escape and its byte.
+		sc.i = i
+		ok, err := s.refillValue(sc)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return unexpectedEnd(s.endErr())
+		}
+		buf, i = s.buf, sc.i
+	}
+}
+
+// refillValue reads more input, keeping the value from sc.start (moved to
+// the front, sc's offsets with it); false once the input ended. It first
+// checks the bounds, so that a value or token past its bound is refused
+// before the buffer grows for more of it.
+func (s *jsonStream) refillValue(sc *valueScan) (bool, error) {
+	if err := s.checkBounds(sc); err != nil {
+		return false, err
+	}
+	moved, ok := s.fill(sc.start)
+	sc.i -= moved
+	sc.strStart -= moved
+	if sc.scalarStart >= 0 {
+		sc.scalarStart -= moved
+	}
+	sc.start = 0
+	return ok, nil
+}
+
+// checkBounds fails when the value scanned so far exceeds sc.maxLen, or the
+// string (from sc.strStart, its quote) or the scalar (from sc.scalarStart)
+// being scanned at sc.i exceeds s.maxToken.
+func (s *jsonStream) checkBounds(sc *valueScan) error {
+	if sc.maxLen > 0 && int64(sc.i-sc.start) > sc.maxLen {
+		return &feature.LimitError{Name: "feature_bytes", Max: sc.maxLen}
+	}
 	if s.maxToken <= 0 {
 		return nil
 	}
 	n := 0
-	if inString {
-		n = i - strStart - 1
-	} else if scalarStart >= 0 {
-		n = i - scalarStart
+	if sc.inString {
+		n = sc.i - sc.strStart - 1
+	} else if sc.scalarStart >= 0 {
+		n = sc.i - sc.scalarStart
 	}
 	if int64(n) > s.maxToken {
-		return &feature.LimitError{Name: "value_bytes", Max: s.maxToken}
+		return s.tokenTooLong()
 	}
 	return nil
+}
+
+// tokenTooLong is the error for a string or scalar longer than s.maxToken.
+func (s *jsonStream) tokenTooLong() error {
+	return &feature.LimitError{Name: "value_bytes", Max: s.maxToken}
 }
 
 func unexpectedEnd(err error) error {

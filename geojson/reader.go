@@ -201,15 +201,7 @@ func (r *Reader) member() error {
 	}
 	if c == '}' {
 		r.in.pos++
-		// Only whitespace may follow: a second document would be a server
-		// concatenating responses, not something to half-read.
-		if c, err := r.in.peek(); err != io.EOF {
-			if err != nil {
-				return r.fail(-1, "after the document", err)
-			}
-			return r.fail(-1, fmt.Sprintf("data after the document (%q)", c), nil)
-		}
-		return r.finish()
+		return r.endDocument()
 	}
 	if !r.first {
 		if err := r.in.expect(','); err != nil {
@@ -217,36 +209,12 @@ func (r *Reader) member() error {
 		}
 	}
 	r.first = false
-	rawKey, err := r.in.value(r.cfg.Limits.FeatureBytes)
+	key, err := r.memberName()
 	if err != nil {
-		return r.fail(-1, "", err)
-	}
-	if rawKey[0] != '"' {
-		return r.fail(-1, fmt.Sprintf("unexpected %s, want a member name", feature.Snippet(rawKey)), nil)
-	}
-	key, err := unquote(rawKey)
-	if err != nil {
-		return r.fail(-1, "", err)
-	}
-	if err := r.in.expect(':'); err != nil {
-		return r.fail(-1, "member "+feature.Snippet(key), err)
+		return err
 	}
 	if key == "features" {
-		if r.sawFeatures {
-			return r.fail(-1, `second "features" member`, nil)
-		}
-		r.sawFeatures = true
-		c, err := r.in.peek()
-		if err != nil {
-			return r.fail(-1, `member "features"`, unexpectedEnd(err))
-		}
-		if c != '[' {
-			v, _ := r.in.value(r.cfg.Limits.FeatureBytes)
-			return r.fail(-1, fmt.Sprintf(`member "features" is %s, not an array`, feature.Snippet(v)), nil)
-		}
-		r.in.pos++
-		r.state, r.first = stateFeatures, true
-		return nil
+		return r.openFeatures()
 	}
 	// bbox, timeStamp, links, name… are read whole and dropped: they are
 	// small in every WFS response, and the response size is capped anyway.
@@ -254,6 +222,66 @@ func (r *Reader) member() error {
 	if err != nil {
 		return r.fail(-1, "member "+feature.Snippet(key), err)
 	}
+	return r.keepMember(key, v)
+}
+
+// endDocument checks what follows the document's closing brace, and the
+// document as a whole.
+func (r *Reader) endDocument() error {
+	// Only whitespace may follow: a second document would be a server
+	// concatenating responses, not something to half-read.
+	if c, err := r.in.peek(); err != io.EOF {
+		if err != nil {
+			return r.fail(-1, "after the document", err)
+		}
+		return r.fail(-1, fmt.Sprintf("data after the document (%q)", c), nil)
+	}
+	return r.finish()
+}
+
+// memberName reads a top-level member's name and the colon after it.
+func (r *Reader) memberName() (string, error) {
+	rawKey, err := r.in.value(r.cfg.Limits.FeatureBytes)
+	if err != nil {
+		return "", r.fail(-1, "", err)
+	}
+	if rawKey[0] != '"' {
+		return "", r.fail(-1, fmt.Sprintf("unexpected %s, want a member name", feature.Snippet(rawKey)), nil)
+	}
+	key, err := unquote(rawKey)
+	if err != nil {
+		return "", r.fail(-1, "", err)
+	}
+	if err := r.in.expect(':'); err != nil {
+		return "", r.fail(-1, "member "+feature.Snippet(key), err)
+	}
+	return key, nil
+}
+
+// openFeatures enters the "features" array, whose features Next then
+// reads one at a time.
+func (r *Reader) openFeatures() error {
+	if r.sawFeatures {
+		return r.fail(-1, `second "features" member`, nil)
+	}
+	r.sawFeatures = true
+	c, err := r.in.peek()
+	if err != nil {
+		return r.fail(-1, `member "features"`, unexpectedEnd(err))
+	}
+	if c != '[' {
+		v, _ := r.in.value(r.cfg.Limits.FeatureBytes)
+		return r.fail(-1, fmt.Sprintf(`member "features" is %s, not an array`, feature.Snippet(v)), nil)
+	}
+	r.in.pos++
+	r.state, r.first = stateFeatures, true
+	return nil
+}
+
+// keepMember keeps what the reader needs of the top-level member key whose
+// value is v: the document's type, counts, CRS and links, and the members
+// of a lone Feature. Other members are dropped.
+func (r *Reader) keepMember(key string, v []byte) error {
 	switch key {
 	case "type":
 		if err := json.Unmarshal(v, &r.topType); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/source"
+	"github.com/ingestd/ingestd/wfs"
 )
 
 // notData is what a 2xx body that is not a JSON document is.
@@ -35,11 +36,27 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.Verdict(r)
 	}
 	s, rerr := httpcall.Sniff(br)
-	if r := httpcall.StatusVerdict(a.Resp.StatusCode, a.Redacted); r != nil {
-		return a.Verdict(r)
-	}
-	if s.Kind != httpcall.KindJSON {
+	switch s.Kind {
+	case httpcall.KindJSON, httpcall.KindJSONValue, httpcall.KindXML:
+		// A plain GeoJSON URL is often a WFS GetFeature request pasted
+		// whole (outputFormat=application/json): its errors are OGC
+		// exception reports, judged by WFS's rules (a server-side code
+		// counts against the origin, a client-side one is the feed's),
+		// and a whole JSON document that is a scalar (null, a number) is
+		// the feed's content.
+		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.now()); r != nil {
+			return a.Verdict(r)
+		}
+	default:
+		if r := httpcall.StatusVerdict(a.Resp.StatusCode, a.Redacted); r != nil {
+			return a.Verdict(r)
+		}
 		return a.Verdict(notData.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
+	}
+	if s.Kind == httpcall.KindXML {
+		// A GML FeatureCollection: the server answered, not in GeoJSON.
+		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
+			Err: fmt.Errorf("%w: the document is XML <%s>, not GeoJSON (a WFS? use kind wfs, or ask for outputFormat=application/json)", ErrUnrecognizedBody, s.Root.Local)}}
 	}
 	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	fr := &docReader{dec: dec, url: a.Redacted, ids: pageids.New(false), idProperty: layer.IDProperty, body: a}

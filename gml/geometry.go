@@ -769,25 +769,11 @@ func scanFloat(b []byte, i int) (float64, int, bool) {
 		return 0, start, false
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(b) && (b[i] == '-' || b[i] == '+') {
-			eneg = b[i] == '-'
-			i++
-		}
-		if i >= len(b) || !isDigit(b[i]) {
+		e, j, ok := scanExponent(b, i+1)
+		if !ok {
 			return 0, start, false
 		}
-		e := 0
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if e < 100000 {
-				e = e*10 + int(b[i]-'0')
-			}
-		}
-		if eneg {
-			e = -e
-		}
-		exp += e
+		exp, i = exp+e, j
 	}
 	if !trunc && mant < 1<<53 && exp >= -22 && exp <= 22 {
 		f := float64(mant)
@@ -801,11 +787,42 @@ func scanFloat(b []byte, i int) (float64, int, bool) {
 		}
 		return f, i, true
 	}
-	f, err := strconv.ParseFloat(string(b[start:i]), 64)
+	return parseFloatSlow(b, start, i)
+}
+
+// scanExponent parses the exponent of a number (its sign and digits) at
+// b[i], past the 'e', and returns it with the index just past it. Its
+// digits stop counting once it passes 100000: the number is then 0 or Inf
+// anyway.
+func scanExponent(b []byte, i int) (int, int, bool) {
+	neg := false
+	if i < len(b) && (b[i] == '-' || b[i] == '+') {
+		neg = b[i] == '-'
+		i++
+	}
+	if i >= len(b) || !isDigit(b[i]) {
+		return 0, i, false
+	}
+	e := 0
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		if e < 100000 {
+			e = e*10 + int(b[i]-'0')
+		}
+	}
+	if neg {
+		e = -e
+	}
+	return e, i, true
+}
+
+// parseFloatSlow parses b[start:end], a number scanFloat read but cannot
+// round exactly, with strconv.ParseFloat. A number beyond float64's range
+// is ±Inf (or ±0), kept for the store to count as an invalid geometry
+// rather than failing the page.
+func parseFloatSlow(b []byte, start, end int) (float64, int, bool) {
+	f, err := strconv.ParseFloat(string(b[start:end]), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return 0, start, false
 	}
-	// Beyond float64's range: ±Inf (or ±0), kept for the store to count
-	// as an invalid geometry rather than failing the page.
-	return f, i, true
+	return f, end, true
 }

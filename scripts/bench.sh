@@ -54,6 +54,11 @@
 #                             Targets: peak RSS <= 64 MB at every size, first load <= 1/1.5 of
 #                             ogr2ogr's wall at 250k. BENCH_BASE=<commit> also times that commit's
 #                             ingestd (first load, refresh) in a database of its own.
+#   scripts/bench.sh shpzip   a zipped Shapefile of 250,000 parcels (BENCH_SHPZIP_FEATURES; generated
+#                             once: the feed server's parcels, through ogr2ogr to a Shapefile in NC
+#                             State Plane, zipped) served by lighttpd: ingestd poll (kind file) first
+#                             load vs ogr2ogr from the same zip (/vsizip/) into the same database, in
+#                             one sitting: wall, CPU, peak RSS (target <= 64 MB for ingestd).
 #   scripts/bench.sh breaker  the breaker's and the dead-letter replayer's timings on the real clock
 #                             (the tests assert only order and counts): how soon a trip or an
 #                             override reaches another instance, probes per cooldown across two
@@ -85,7 +90,9 @@
 # bench.sh bigdoc: BENCH_BIGDOC_PORT (first of its three ports, default 18205),
 # BENCH_BIGDOC_SIZES (default "250000 1000000"), BENCH_BIGDOC_SRID (the documents' CRS,
 # default 2264, NC State Plane; delete bench-out/bigdoc to regenerate), BENCH_BASE (a commit
-# to compare with).
+# to compare with);
+# bench.sh shpzip: BENCH_SHPZIP_PORT (first of its two ports, default 18215),
+# BENCH_SHPZIP_FEATURES (default 250000; delete bench-out/shpzip to regenerate).
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -673,6 +680,90 @@ bench_bigdoc() {
 	fi
 }
 
+# bench_shpzip: kind file on a zipped Shapefile vs ogr2ogr reading the same
+# zip. Each run of either starts from an empty table (ingestd: the feed's
+# partition dropped and its validators cleared, so the zip is downloaded).
+shpzip_pids=
+bench_shpzip() {
+	command -v ogr2ogr >/dev/null || { echo "bench.sh: shpzip needs ogr2ogr (gdal-bin; scripts/mapserver.sh installs it)" >&2; return 1; }
+	local lighttpd=/usr/sbin/lighttpd
+	[[ -x $lighttpd ]] || { echo "bench.sh: shpzip needs lighttpd (scripts/mapserver.sh installs it)" >&2; return 1; }
+	out=$ROOT/bench-out
+	local dir=$out/shpzip p0=${BENCH_SHPZIP_PORT:-18215} n=${BENCH_SHPZIP_FEATURES:-250000}
+	mkdir -p bin "$dir"
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./cmd/feedserver
+	trap 'kill $shpzip_pids 2>/dev/null || true' RETURN EXIT
+	local zip=$dir/parcels_$n.zip
+	if [[ ! -s $zip ]]; then
+		bin/feedserver -serve "127.0.0.1:${p0}=" -generate "parcels=$n" >/dev/null 2>&1 &
+		local fs=$!
+		sleep 1
+		curl -sf -o "$dir/parcels_$n.json" \
+			"http://127.0.0.1:${p0}/wfs?service=WFS&version=2.0.0&request=GetFeature&typeNames=parcels&outputFormat=application/json"
+		kill "$fs" 2>/dev/null || true
+		wait "$fs" 2>/dev/null || true
+		rm -rf "$dir/shp" && mkdir -p "$dir/shp"
+		ogr2ogr -f "ESRI Shapefile" -t_srs EPSG:2264 -nln parcels "$dir/shp/parcels.shp" "$dir/parcels_$n.json"
+		python3 -c 'import sys, zipfile, os
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    for f in sorted(os.listdir(sys.argv[2])):
+        z.write(os.path.join(sys.argv[2], f), "parcels/" + f)' "$zip" "$dir/shp"
+		rm -rf "$dir/shp" "$dir/parcels_$n.json"
+	fi
+	local conf=$dir/lighttpd.conf
+	{
+		echo "server.document-root = \"$dir\""
+		echo 'server.bind = "127.0.0.1"'
+		echo "server.port = $((p0 + 1))"
+		echo "server.errorlog = \"$dir/lighttpd-error.log\""
+		if ((EUID == 0)); then
+			echo 'server.username = "nobody"'
+			echo 'server.groupname = "nogroup"'
+		fi
+	} >"$conf"
+	chmod -R a+rX "$dir"
+	chmod a+w "$dir" # lighttpd's error log, as the user it drops to
+	"$lighttpd" -D -f "$conf" &
+	shpzip_pids="$shpzip_pids $!"
+	sleep 1
+	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
+	{
+		echo "defaults: {timeout: 1h, breaker: {rate_limit: 0}, limits: {body_bytes: 4GiB, poll_bytes: 4GiB, poll_features: 10000000}}"
+		echo "jurisdictions:"
+		echo "  - id: bench"
+		echo "    feeds:"
+		echo "      - {id: shpzip_$n, kind: file, url: \"http://127.0.0.1:$((p0 + 1))/parcels_$n.zip\"}"
+	} >"$out/shpzip.yaml"
+	bin/ingestd migrate >/dev/null
+	printf '\n== shpzip: a zipped Shapefile of %s parcels (%s MB zipped); medians of %s runs; the machine is shared, so wall times are noisy\n' \
+		"$n" "$(($(stat -c %s "$zip") / 1048576))" "$count"
+	printf '%-16s %-28s %8s %8s %8s\n' layer run wall_s cpu_s rss_MB
+	local run
+	for run in "ingestd load (kind file)" "ogr2ogr /vsizip/"; do
+		: >"$out/shpzip.runs"
+		for _ in $(seq 1 "$count"); do
+			case $run in
+			ingestd*)
+				"${psql[@]}" -c "SET client_min_messages = warning" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', 'shpzip_$n')); END \$\$" \
+					-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = 'shpzip_$n'" \
+					-c "DELETE FROM dead_letter WHERE jurisdiction = 'bench' AND feed = 'shpzip_$n'" \
+					-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
+				bigdoc_time bin/ingestd poll -config "$out/shpzip.yaml" -log-level warn "bench/shpzip_$n" >>"$out/shpzip.runs" ;;
+			ogr2ogr*)
+				"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_shpzip" -c "CHECKPOINT"
+				# In EPSG:4326, as ingestd stores it.
+				bigdoc_time ogr2ogr -f PostgreSQL "$pg" "/vsizip/$zip/parcels/parcels.shp" -nln ogr_shpzip -overwrite -t_srs EPSG:4326 \
+					-nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom --config PG_USE_COPY YES >>"$out/shpzip.runs" ;;
+			esac
+		done
+		sort -g "$out/shpzip.runs" | sed -n "$(((count + 1) / 2))p" | awk -v l="shpzip_$n" -v r="$run" '{ printf "%-16s %-28s %8.2f %8.2f %8d\n", l, r, $1, $2, $3 }' | tee -a "$out/shpzip.table"
+	done
+	"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_shpzip"
+}
+
 bench_cluster() {
 	echo "== cluster: TestCluster's scenario, $count run(s); figures per run (ms unless named)"
 	go test -run '^$' -bench '^BenchmarkCluster$' -benchtime 1x -count "$count" ./cmd/ingestd/
@@ -709,6 +800,7 @@ scale) bench_scale ;;
 gdal) bench_gdal ;;
 hostile) bench_hostile ;;
 bigdoc) bench_bigdoc ;;
+shpzip) bench_shpzip ;;
 micro) bench_micro ;;
 cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;
@@ -725,13 +817,14 @@ all)
 	bench_incremental
 	bench_ogcapi
 	bench_bigdoc
+	bench_shpzip
 	bench_micro
 	bench_statuspage
 	bench_breaker
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, micro, statuspage, breaker, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, cluster or all)" >&2
 	exit 2
 	;;
 esac

@@ -66,16 +66,9 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 	if forDur < 0 {
 		return usageError{"--for must not be negative"}
 	}
-	var origin string
-	switch {
-	case sub == "list" && len(operands) != 0:
-		return usageError{"breaker list takes no arguments"}
-	case sub != "list" && len(operands) != 1:
-		return usageError{fmt.Sprintf("breaker %s takes one ORIGIN\n\n%s", sub, breakerUsage)}
-	case sub != "list":
-		if origin, err = breaker.ParseOrigin(operands[0]); err != nil {
-			return usageError{err.Error()}
-		}
+	origin, err := breakerOrigin(sub, operands)
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signalContext()
@@ -89,12 +82,36 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 	if sub == "list" {
 		return breakerList(ctx, d, stdout)
 	}
-	who := operator(d.id)
-	res, err := d.shared.SetOverride(ctx, pgshare.OverrideRequest{
+	return setOverride(ctx, d, stdout, pgshare.OverrideRequest{
 		// Stored and shown to everyone: a feed URL pasted into the reason
 		// keeps its host and path, not its token.
-		Origin: origin, Override: override, For: forDur, Reason: redact.Text(reason), By: who,
+		Origin: origin, Override: override, For: forDur, Reason: redact.Text(reason), By: operator(d.id),
 	})
+}
+
+// breakerOrigin checks the operands of breaker sub: none for list, one
+// ORIGIN otherwise, returned reduced to scheme://host:port.
+func breakerOrigin(sub string, operands []string) (string, error) {
+	switch {
+	case sub == "list" && len(operands) != 0:
+		return "", usageError{"breaker list takes no arguments"}
+	case sub != "list" && len(operands) != 1:
+		return "", usageError{fmt.Sprintf("breaker %s takes one ORIGIN\n\n%s", sub, breakerUsage)}
+	case sub != "list":
+		origin, err := breaker.ParseOrigin(operands[0])
+		if err != nil {
+			return "", usageError{err.Error()}
+		}
+		return origin, nil
+	}
+	return "", nil
+}
+
+// setOverride stores req and says what it set and how many parked polls
+// it made due.
+func setOverride(ctx context.Context, d *daemon, stdout io.Writer, req pgshare.OverrideRequest) error {
+	origin := req.Origin
+	res, err := d.shared.SetOverride(ctx, req)
 	if res.Origin != "" {
 		fmt.Fprintf(stdout, "%s: override %s\n", origin, describeOverride(res.Verdict, res.UpdatedAt))
 	}

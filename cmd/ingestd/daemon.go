@@ -49,6 +49,8 @@ type daemon struct {
 	watch    *pgshare.OriginWatch
 	manager  *feeds.Manager
 	replayer *deadletter.Replayer
+	// pruner deletes feature_history past each feed's retention.
+	pruner *postgis.HistoryPruner
 
 	// stopScrub cancels the start's scrub of stored secrets and waits for
 	// it (nil: none runs).
@@ -169,6 +171,7 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 		deadletter.WithLease(cfg.DeadLetter.Lease.Std()),
 		deadletter.WithMaxAttempts(cfg.DeadLetter.MaxAttempts),
 		deadletter.WithSecrets(d.secrets))
+	d.pruner = postgis.NewHistoryPruner(d.store, postgis.DefaultHistoryPruneInterval)
 	return nil
 }
 
@@ -183,6 +186,9 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 	if err := d.manager.Start(ctx); err != nil {
+		return err
+	}
+	if err := d.pruner.Start(ctx); err != nil {
 		return err
 	}
 	return d.replayer.Start(ctx)
@@ -207,6 +213,9 @@ func (d *daemon) Close() {
 	}
 	if d.replayer != nil {
 		d.replayer.Stop()
+	}
+	if d.pruner != nil {
+		d.pruner.Stop()
 	}
 	if d.watch != nil {
 		d.watch.Stop()

@@ -11,6 +11,7 @@
 //	ingestd held list|accept|reject [JURISDICTION/FEED] [flags]
 //	ingestd breaker list|open|close|auto [ORIGIN] [flags]
 //	ingestd feeds prune [-dry-run] [flags]
+//	ingestd changes -since POLL [flags] JURISDICTION/FEED
 //	ingestd scrub-secrets [-config FILE] [-database-url URL]
 //
 // main only parses flags, wires the parts together (the daemon value,
@@ -58,6 +59,7 @@ Usage:
   ingestd held list|accept|reject               snapshots a guard held instead of applying
   ingestd breaker list|open|close|auto          shared breaker verdicts and manual overrides
   ingestd feeds prune [-dry-run]                mark feeds absent from the config removed, abandon their dead letters
+  ingestd changes -since POLL JURISDICTION/FEED a feed's changes after a poll, as GeoJSON lines
   ingestd scrub-secrets [flags]                 replace the config's secrets by REDACTED in every stored text
   ingestd version
 
@@ -99,6 +101,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdFeeds(args, stdout, stderr)
 	case "scrub-secrets":
 		err = cmdScrubSecrets(args, stdout, stderr)
+	case "changes":
+		err = cmdChanges(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "ingestd", version)
 	case "-h", "-help", "--help", "help":

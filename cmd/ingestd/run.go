@@ -12,6 +12,7 @@ import (
 	"github.com/ingestd/ingestd/breaker/pgshare"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/statuspage"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -57,16 +58,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	defer d.Close() // on every path: the shutdown order is Close's
 	sd := systemdNotifier{logger: d.logger}
 
-	var status *statuspage.Handler
-	if *metricsAddr != "off" && *metricsAddr != "" {
-		status = statuspage.New(d.pool, d.logger, statuspage.WithSecrets(d.secrets))
-		status.SetBounds(jurisdictionBounds(d.cfg))
-		ops, err := startOpsServer(*metricsAddr, reg, d.pool, status, d.logger)
-		if err != nil {
-			return err
-		}
-		defer ops.Close()
+	status, closeOps, err := startStatus(d, *metricsAddr, reg)
+	if err != nil {
+		return err
 	}
+	defer closeOps()
 
 	if err := d.start(ctx); err != nil {
 		return err
@@ -76,7 +72,33 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		"jurisdictions", len(d.cfg.Jurisdictions), "feeds", len(d.cfg.Feeds()))
 	sd.Ready()
 	go sd.Watchdog(ctx, d.manager.Healthy)
+	d.serveUntilStopped(ctx, c.config, status, sd)
+	sd.Stopping()
+	d.logger.Info("shutting down: stopping the scheduler and cancelling polls in flight")
+	d.Close()
+	d.logger.Info("stopped")
+	return nil
+}
 
+// startStatus serves /metrics, the probes and the status page on addr,
+// unless addr is "off" or empty; the returned func closes the server. The
+// status page is nil when there is none.
+func startStatus(d *daemon, addr string, reg *prometheus.Registry) (*statuspage.Handler, func(), error) {
+	if addr == "off" || addr == "" {
+		return nil, func() {}, nil
+	}
+	status := statuspage.New(d.pool, d.logger, statuspage.WithSecrets(d.secrets))
+	status.SetBounds(jurisdictionBounds(d.cfg))
+	ops, err := startOpsServer(addr, reg, d.pool, status, d.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return status, func() { ops.Close() }, nil
+}
+
+// serveUntilStopped reloads the config file at path on every SIGHUP until
+// ctx ends (SIGINT, SIGTERM).
+func (d *daemon) serveUntilStopped(ctx context.Context, path string, status *statuspage.Handler, sd systemdNotifier) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -84,21 +106,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		select {
 		case <-hup:
 			sd.Reloading()
-			d.reload(ctx, c.config)
+			d.reload(ctx, path)
 			if status != nil {
 				status.SetBounds(jurisdictionBounds(d.cfg))
 			}
 			sd.Ready()
-			continue
 		case <-ctx.Done():
+			return
 		}
-		break
 	}
-	sd.Stopping()
-	d.logger.Info("shutting down: stopping the scheduler and cancelling polls in flight")
-	d.Close()
-	d.logger.Info("stopped")
-	return nil
 }
 
 // reload re-reads the config file on SIGHUP. An invalid file changes nothing:

@@ -549,6 +549,7 @@ const (
 	echoOGC403     = "ogc403"     // a 403 exception document: api key <key> may not read …
 	echoOGCQuota   = "ogcquota"   // an HTML page: Quota exceeded for key <KEY>
 	echoOGCNext    = "ogcnext"    // next links with APIKEY=<key>&session=<key>.1; page 2 fails
+	echoSocrata403 = "socrata403" // a SODA 403 error body: Invalid app_token specified: <token>
 )
 
 // echoSecrets are the credential of each shape's feed: arcgis tokens from
@@ -556,6 +557,7 @@ const (
 var echoSecrets = map[string]string{
 	echoArcGIS498: "zqsecarctok498", echoArcGISHTML: "zqsecarctokhtml", echoArcGIS500: "zqsecarctok500",
 	echoOGC403: "zqsecogckey403", echoOGCQuota: "zqsecogckeyquota", echoOGCNext: "zqsecogckeynext",
+	echoSocrata403: "zqsecsocratatok403",
 }
 
 // echoServers are the hostile origins, by shape.
@@ -586,6 +588,9 @@ func newEchoServers(t *testing.T) *echoServers {
 // credential.
 func echoAnswer(w http.ResponseWriter, r *http.Request, shape string, api *ogcapitest.Server, n *atomic.Int64) {
 	tok := strings.TrimPrefix(r.Header.Get("X-Esri-Authorization"), "Bearer ")
+	if app := r.Header.Get("X-App-Token"); app != "" {
+		tok = app
+	}
 	var key string
 	for k, vs := range r.URL.Query() {
 		if strings.EqualFold(k, "apikey") && len(vs) > 0 {
@@ -612,6 +617,8 @@ func echoAnswer(w http.ResponseWriter, r *http.Request, shape string, api *ogcap
 	case echoArcGIS500:
 		writeJSON(http.StatusOK, map[string]any{"error": map[string]any{"code": 500, "message": "Unable to complete operation.",
 			"details": []string{"X-Esri-Authorization: " + r.Header.Get("X-Esri-Authorization")}}})
+	case echoSocrata403:
+		writeJSON(http.StatusForbidden, map[string]any{"error": true, "message": "Invalid app_token specified: " + tok})
 	case echoOGC403:
 		writeJSON(http.StatusForbidden, map[string]string{"code": "Forbidden", "description": "api key " + key + " may not read collection c"})
 	case echoOGCQuota:
@@ -651,6 +658,17 @@ func (e *echoServers) yaml() (yaml string, env []string) {
     feeds:`
 	for _, shape := range slices.Sorted(maps.Keys(echoSecrets)) {
 		secret, host := echoSecrets[shape], e.hosts[shape]
+		if shape == echoSocrata403 {
+			v := "INGESTD_TEST_TOKEN_" + strings.ToUpper(shape)
+			env = append(env, v+"="+secret)
+			yaml += fmt.Sprintf(`
+      - id: %s
+        kind: socrata
+        url: "http://%s/resource/abcd-1234.json"
+        app_token: "${%s}"
+        schedule: "@every 2s"`, shape, host, v)
+			continue
+		}
 		if strings.HasPrefix(shape, "arcgis") {
 			v := "INGESTD_TEST_TOKEN_" + strings.ToUpper(shape)
 			env = append(env, v+"="+secret)
@@ -733,6 +751,7 @@ func checkEchoesScrubbed(ctx context.Context, t *testing.T, pool *pgxpool.Pool, 
 		echoArcGIS500:  "X-Esri-Authorization: REDACTED", // "Bearer …" is the header's value, one secret
 		echoOGC403:     "api key REDACTED may not read collection c",
 		echoOGCQuota:   "Quota exceeded for key REDACTED",
+		echoSocrata403: "Invalid app_token specified: REDACTED",
 	}
 	for shape, w := range want {
 		var last string

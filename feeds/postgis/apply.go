@@ -23,14 +23,16 @@ import (
 // tuples, no WAL, no index churn for the common case of a layer that barely
 // changes); features.last_seen_at is therefore not stored per row but is the
 // feed's last_success_at (view features_seen). Every added, modified and
-// removed feature gets a feature_changes row in the same transaction. When
+// removed feature gets a feature_changes row in the same transaction (a
+// first load one 'loaded' row: feature_changes_expanded lists them), and a
+// modified or removed one's old version goes to feature_history. When
 // the snapshot holds a feature id more than once, the last one in page and
 // ordinal order wins and the others are counted in polls.duplicate_ids.
 // Geometries in another CRS are transformed to EPSG:4326 (SRID 0 is taken as
 // 4326) and forced to 2D.
 func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (feeds.ApplyResult, error) {
 	var r *applyRun
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inApplyTx(ctx, func(tx pgx.Tx) error {
 		if err := lockFeed(ctx, tx, feed.Jurisdiction, feed.Feed); err != nil {
 			return err
 		}
@@ -117,6 +119,10 @@ type applyRun struct {
 	typedText  bool
 	schemaHold bool
 	sch        schemaState
+
+	// keepHistory: the feed keeps the versions a snapshot supersedes
+	// (history.go).
+	keepHistory bool
 }
 
 // newApplyRun returns the run of an apply of poll pollID of the feed in tx.
@@ -151,6 +157,7 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		planForBulk,          // hash joins, no JIT
 		countInvalidFeatures, // polls.invalid_features, whatever the snapshot's fate
 		findTable,            // the feed's table, the poll's size, the last apply
+		readHistory,          // keep superseded versions? a time after the last change
 		s.readSchema,         // the snapshot's schema and its drift (schema_change: hold)
 		retypeStored,         // stored text values typed as the decoder types them
 		s.firstLoadInBulk,    // a large first load: CREATE TABLE … AS, in parallel
@@ -159,6 +166,7 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		diffAndWrite,         // one statement: diff, guards, writes, change log
 		tally,                // duplicates and invalid features
 		supersedeHeld,        // an older held snapshot is moot now
+		markHistoryGap,       // history: off and something changed
 		finishLoadTable,      // a first load: its indexes, or no table if held
 		s.recordSchema,       // columns, schema_changes, the typed view
 	} {
@@ -252,7 +260,8 @@ func diffAndWrite(ctx context.Context, r *applyRun) error {
 	}
 	res := &r.out.res
 	err := runApply(ctx, r.tx, r.table.sql(name),
-		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature},
+		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
+			r.keepHistory},
 		&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
 		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split)
 	if err != nil || r.checked {
@@ -329,6 +338,9 @@ func recordApplied(ctx context.Context, r *applyRun) error {
 		return err
 	}
 	if err := deleteStaging(ctx, r.tx, r.pollID); err != nil {
+		return err
+	}
+	if err := notifyChanges(ctx, r); err != nil {
 		return err
 	}
 	if !r.firstLoad {

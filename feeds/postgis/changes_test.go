@@ -15,7 +15,8 @@ import (
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
-// change is one feature_changes row, as the tests compare them.
+// change is one feature_changes_expanded row (a first load's 'loaded' row
+// listed as a row per feature added), as the tests compare them.
 type change struct {
 	Poll     int64
 	ID       string
@@ -29,7 +30,7 @@ func (b *bundle) changes(t *testing.T, feed string) []change {
 	t.Helper()
 	rows, err := b.pool.Query(b.ctx, `
 		SELECT poll_id, feature_id, change, geometry_changed, properties_changed, old_hash IS NOT NULL, new_hash IS NOT NULL
-		FROM feature_changes WHERE feed = $1 ORDER BY poll_id, feature_id`, feed)
+		FROM feature_changes_expanded WHERE feed = $1 ORDER BY poll_id, feature_id`, feed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +93,14 @@ func TestFeatureChangesAcrossPolls(t *testing.T) {
 	}
 	// The modification's hashes chain: old_hash is what the feature had.
 	if n := b.count(t, `
-		SELECT count(*) FROM feature_changes m JOIN feature_changes a USING (feature_id)
+		SELECT count(*) FROM feature_changes m JOIN feature_changes_expanded a USING (feature_id)
 		WHERE m.poll_id = $1 AND a.poll_id = $2 AND m.old_hash = a.new_hash`, p2, p1); n != 2 {
 		t.Errorf("%d modifications chain to the added hash, want 2", n)
+	}
+	// The first load itself logged one row.
+	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE poll_id = $1 AND change = 'loaded' AND feature_id = ''`, p1); n != 1 ||
+		b.count(t, `SELECT count(*) FROM feature_changes WHERE poll_id = $1`, p1) != 1 {
+		t.Errorf("the first load logged %d loaded rows and others besides, want exactly one", n)
 	}
 }
 

@@ -57,7 +57,7 @@ func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feed
 	var r *applyRun
 	var pollID int64
 	var lost *feeds.StagingLostError
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inApplyTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
 			return err

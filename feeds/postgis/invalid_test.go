@@ -72,7 +72,7 @@ func TestInvalidGeometriesSkipped(t *testing.T) {
 		if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'lots'`); n != 1 {
 			t.Errorf("%d features stored, want only the valid one", n)
 		}
-		if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE feed = 'lots'`); n != 1 {
+		if n := b.count(t, `SELECT count(*) FROM feature_changes_expanded WHERE feed = 'lots'`); n != 1 {
 			t.Errorf("%d changes logged, want 1 (skipped features are not added)", n)
 		}
 	})

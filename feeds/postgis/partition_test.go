@@ -86,8 +86,11 @@ func testFirstLoad(t *testing.T, b *bundle) {
 	if n := b.count(t, `SELECT count(*) FROM features WHERE jurisdiction = $1 AND feed = $2`, feed.Jurisdiction, feed.Feed); n != 300 {
 		t.Errorf("features through the parent: %d, want 300", n)
 	}
-	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE feed = $1 AND change = 'added'`, feed.Feed); n != 300 {
+	if n := b.count(t, `SELECT count(*) FROM feature_changes_expanded WHERE feed = $1 AND change = 'added'`, feed.Feed); n != 300 {
 		t.Errorf("change log of the first load: %d added rows, want 300", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM feature_changes WHERE feed = $1`, feed.Feed); n != 1 {
+		t.Errorf("change log of the first load: %d rows stored, want one (loaded)", n)
 	}
 	// The GiST index serves the parent's spatial queries.
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = $1

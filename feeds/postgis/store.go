@@ -149,13 +149,13 @@ func (s *Store) RegisterFeeds(ctx context.Context, infos []feeds.FeedInfo) error
 	n := len(infos)
 	jur, feed := make([]string, n), make([]string, n)
 	kind, url, origin := make([]string, n), make([]string, n), make([]string, n)
-	interval := make([]int64, n)
+	interval, keep := make([]int64, n), make([]int64, n)
 	for i, f := range infos {
 		jur[i], feed[i], kind[i], url[i], origin[i] = f.Jurisdiction, f.Feed, f.Kind, s.secrets.URL(f.URL), f.Origin
-		interval[i] = f.ExpectedInterval.Microseconds()
+		interval[i], keep[i] = f.ExpectedInterval.Microseconds(), f.History.KeepMicros()
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, sqlQuery("RegisterFeeds"), jur, feed, kind, url, origin, interval)
+		_, err := tx.Exec(ctx, sqlQuery("RegisterFeeds"), jur, feed, kind, url, origin, interval, keep)
 		return err
 	})
 	if err != nil {
@@ -186,6 +186,7 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 	var id int64
 	err := s.pool.QueryRow(ctx, sqlQuery("BeginPoll"),
 		feed.Jurisdiction, feed.Feed, feed.Kind, s.secrets.URL(feed.URL), feed.Origin, feed.ExpectedInterval.Microseconds(), s.owner,
+		feed.History.KeepMicros(),
 	).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("postgis: begin poll of %s/%s: %w", feed.Jurisdiction, feed.Feed, err)

@@ -17,7 +17,6 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // The US Census counties at 1:10 m (testdata/uscounties: npm us-atlas
@@ -82,7 +81,7 @@ jurisdictions:
 	p := breaker.DefaultPolicy()
 	p.RateLimit = 0
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	mgr := feeds.NewManager(postgis.New(pool), wfs.NewClient(&http.Client{}, reg, nil, wfs.WithRequestTimeout(time.Minute)))
+	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: reg}))
 	t.Cleanup(mgr.Stop)
 	if err := mgr.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

@@ -163,10 +163,32 @@ ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
 		changed_at = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.changed_at ELSE excluded.changed_at END,
 		poll_id = CASE WHEN f.geom_hash IS NULL AND f.props_hash = excluded.props_hash THEN f.poll_id ELSE excluded.poll_id END
 
+-- name: SupersededCTE
+-- Keeps the versions ApplyDiff's snapshot supersedes in feature_history,
+-- unless the feed keeps none ($9 false): a modified feature's old row as
+-- the statement's snapshot still shows it (the upsert's change is not
+-- visible to its sibling CTEs), read by primary key for the rows written
+-- only; a removed one as the DELETE returned it. A legacy row adopting its
+-- hashes is no modification, and a skipped row keeps its version.
+superseded AS (
+	INSERT INTO feature_history (jurisdiction, feed, feature_id, geom, properties, content_hash,
+		valid_from, valid_to, from_poll, to_poll, ended_by)
+	SELECT $2, $3, o.feature_id, o.geom, o.properties, o.content_hash, o.changed_at, now(), o.poll_id, $1, 'modified'
+	FROM towrite t
+	CROSS JOIN LATERAL (SELECT f.feature_id, f.geom, f.properties, f.content_hash, f.changed_at, f.poll_id
+		FROM {{table}} f WHERE f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = t.feature_id) o
+	WHERE $9 AND t.existed AND NOT t.skipped AND (t.geom_changed OR t.props_changed)
+	  AND NOT (t.legacy AND NOT t.props_changed)
+	UNION ALL
+	SELECT $2, $3, r.feature_id, r.geom, r.properties, r.content_hash, r.changed_at, now(), r.poll_id, $1, 'removed'
+	FROM removed r WHERE $9
+)
+
 -- name: ApplyDiff
 -- Diffs the poll's staged snapshot ($1) against the feed's features ($2,
--- $3), asks the guards, and — unless they hold it — writes the difference
--- and the change log, all in one statement and one pass over the staging.
+-- $3), asks the guards, and — unless they hold it — writes the difference,
+-- the superseded versions (SupersededCTE, $9 keeps them) and the change
+-- log, all in one statement and one pass over the staging.
 -- $4 true bypasses the guards (accept); $5 is max_shrink; $6 the
 -- jurisdiction's bbox (float8[4], EPSG:4326) or NULL; $7 skips features
 -- with an invalid geometry, $8 those whose id or properties were repaired
@@ -265,8 +287,8 @@ ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
 	USING (SELECT old_id FROM diff WHERE NOT present) r
 	WHERE f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = r.old_id
 	  AND (SELECT reason FROM verdict) IS NULL
-	RETURNING f.feature_id, f.content_hash
-), logged AS (
+	RETURNING f.feature_id, f.content_hash, f.geom, f.properties, f.changed_at, f.poll_id
+), {{SupersededCTE}}, logged AS (
 	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
 		geometry_changed, properties_changed, old_hash, new_hash, changed_at)
 	SELECT $1, $2, $3, d.feature_id, CASE WHEN d.existed THEN 'modified' ELSE 'added' END,

@@ -4,15 +4,16 @@
 -- ApplyDiff for a feed's first load, into the new table {{table}}: every
 -- feature is added, so there is nothing to diff and of the guards only the
 -- extent can hold the snapshot. One pass from the snapshot to the table;
--- the change log is written from what the INSERT returns. Same parameters
+-- the change log is one row for the load (FirstLoadLogged). Same parameters
 -- and row as ApplyDiff.
 {{SnapshotCTEs}}, {{ExtentCTE}}, verdict AS MATERIALIZED (
 	SELECT CASE WHEN NOT $4 AND $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
 		(SELECT {{ExtentReason}} FROM extent e)
 	END AS reason,
-	-- max_shrink cannot hold a first load; typed here so that the
-	-- statement takes ApplyDiff's parameters.
-	$5::float8 AS max_shrink
+	-- max_shrink cannot hold a first load, and it supersedes no version
+	-- (history, $9); typed here so that the statement takes ApplyDiff's
+	-- parameters.
+	$5::float8 AS max_shrink, $9::boolean AS keep_history
 ), towrite AS MATERIALIZED (
 	SELECT w.*, {{SkippedRow}} AS skipped FROM (
 	SELECT d.feature_id, d.geom_hash, d.props_hash, sha256(d.geom_hash || d.props_hash) AS content_hash,
@@ -26,10 +27,9 @@
 	{{InsertWritten}}
 	RETURNING feature_id, content_hash
 ), logged AS (
-	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
-		geometry_changed, properties_changed, old_hash, new_hash, changed_at)
-	SELECT $1, $2, $3, w.feature_id, 'added', true, true, NULL, w.content_hash, now()
-	FROM written w
+	-- One row for the load (FirstLoadLogged), if it wrote any feature.
+	{{FirstLoadLogged}}
+	SELECT $1, $2, $3, '', 'loaded', now() WHERE EXISTS (SELECT FROM written)
 )
 SELECT
 	c.features,
@@ -126,8 +126,12 @@ DELETE FROM {{table}} WHERE load_skip OR (load_invalid AND $1)
 ALTER TABLE {{table}} DROP COLUMN load_invalid, DROP COLUMN load_out_of_range, DROP COLUMN load_skip
 
 -- name: BulkChangeLog
--- Every loaded feature is added.
-INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
-	geometry_changed, properties_changed, old_hash, new_hash, changed_at)
-SELECT poll_id, jurisdiction, feed, feature_id, 'added', true, true, NULL, content_hash, changed_at
-FROM {{table}}
+-- The change log of poll $1's bulk first load of feed ($2, $3): one row
+-- (FirstLoadLogged) if it loaded any feature.
+{{FirstLoadLogged}}
+SELECT $1, $2, $3, '', 'loaded', now() WHERE EXISTS (SELECT FROM {{table}})
+
+-- name: FirstLoadLogged
+-- The change log of a first load: one row, change 'loaded' (migration 28:
+-- feature_changes_expanded lists the features it added).
+INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change, changed_at)

@@ -1,26 +1,34 @@
 -- Feeds and their polls: feed_status and polls rows (store.go, status.go).
 
 -- name: RegisterFeeds
-INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, configured)
-SELECT j, f, k, u, o, CASE WHEN us > 0 THEN us * interval '1 microsecond' END, true
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) AS t(j, f, k, u, o, us)
+-- $7: each feed's history retention in microseconds (HistoryKeep).
+INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, configured, history_keep)
+SELECT j, f, k, u, o, CASE WHEN us > 0 THEN us * interval '1 microsecond' END, true, {{HistoryKeep}}
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[]) AS t(j, f, k, u, o, us, hk)
 ON CONFLICT (jurisdiction, feed) DO UPDATE SET
 	kind = excluded.kind, url = excluded.url, origin = excluded.origin,
-	expected_interval = excluded.expected_interval, configured = true
+	expected_interval = excluded.expected_interval, configured = true, history_keep = excluded.history_keep
+
+-- name: HistoryKeep
+-- feeds.History.KeepMicros hk as feed_status.history_keep: -1 forever
+-- (NULL), 0 off.
+CASE WHEN hk < 0 THEN NULL ELSE hk * interval '1 microsecond' END
 
 -- name: RemoveFeeds
 UPDATE feed_status SET configured = false
 WHERE configured AND (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 
 -- name: BeginPoll
+-- $8: the feed's history retention (HistoryKeep), which its apply obeys.
 WITH p AS (
 	INSERT INTO polls (jurisdiction, feed, url, owner) VALUES ($1, $2, $4, nullif($7, ''))
 	RETURNING id, started_at
 ), fs AS (
-	INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, last_attempt_at, last_poll_id)
-	SELECT $1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN $6 * interval '1 microsecond' END, p.started_at, p.id FROM p
+	INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, last_attempt_at, last_poll_id, history_keep)
+	SELECT $1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN $6 * interval '1 microsecond' END, p.started_at, p.id,
+		(SELECT {{HistoryKeep}} FROM (SELECT $8::bigint AS hk) h) FROM p
 	ON CONFLICT (jurisdiction, feed) DO UPDATE SET
-		last_attempt_at = excluded.last_attempt_at,
+		last_attempt_at = excluded.last_attempt_at, history_keep = excluded.history_keep,
 		last_poll_id = GREATEST(s.last_poll_id, excluded.last_poll_id)
 )
 SELECT id FROM p

@@ -1,0 +1,193 @@
+package download
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/redact"
+	"github.com/ingestd/ingestd/source"
+)
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithUserAgent sets the User-Agent header of every request.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithUserAgent(ua)) }
+}
+
+// WithTempDir sets where downloads are written ("": os.TempDir()).
+func WithTempDir(dir string) Option {
+	return func(c *Client) { c.tempDir = dir }
+}
+
+// Client fetches files, each download one logical call through the
+// breaker of its origin. It is safe for concurrent use.
+type Client struct {
+	calls    *httpcall.Client
+	callOpts []httpcall.Option
+	logger   *slog.Logger
+	tempDir  string
+}
+
+// NewClient returns a Client that downloads through httpcall.New(
+// httpClient, breakers, logger): nil httpClient means http.DefaultClient,
+// nil breakers a single attempt with no breaker, nil logger discards.
+func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{logger: logger}
+	for _, o := range opts {
+		o(c)
+	}
+	c.calls = httpcall.New(httpClient, breakers, logger, c.callOpts...)
+	c.callOpts = nil
+	return c
+}
+
+// NewFetcher is NewClient for the registry of kinds: userAgent "" keeps
+// httpcall's default.
+func NewFetcher(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, userAgent string) *Client {
+	var opts []Option
+	if userAgent != "" {
+		opts = append(opts, WithUserAgent(userAgent))
+	}
+	return NewClient(httpClient, breakers, logger, opts...)
+}
+
+// Prepare returns layer as it is: a file needs no discovery.
+func (c *Client) Prepare(_ context.Context, layer source.Layer) (source.Layer, []string, error) {
+	return layer, nil, nil
+}
+
+// Validate reports why layer cannot be requested, wrapping ErrInvalidLayer.
+func Validate(l source.Layer) error {
+	if l.Kind != Kind {
+		return source.Named(Kind, fmt.Errorf("%w: kind %q: want %q", ErrInvalidLayer, l.Kind, Kind))
+	}
+	u, err := url.Parse(l.URL)
+	if err != nil {
+		return source.Named(Kind, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL)))
+	}
+	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
+		return source.Named(Kind, fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, redact.URL(l.URL)))
+	}
+	if err := httpcall.CheckHeaders(l.Headers); err != nil {
+		return source.Named(Kind, fmt.Errorf("%w: %v", ErrInvalidLayer, err))
+	}
+	return nil
+}
+
+// download is what the attempt that succeeded learned.
+type download struct {
+	bytes              int64
+	etag, lastModified string
+}
+
+// Fetch downloads layer's file into a temporary file (removed before it
+// returns, whatever happens), then hands its features to handle as page 0.
+// When layer.Validators hold the file's last ETag or Last-Modified they
+// are sent back, and a 304 ends the fetch with FetchStats.NotModified.
+// Every error but the handler's own starts "file: ".
+func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
+	stats := source.FetchStats{NumberMatched: -1}
+	if err := Validate(layer); err != nil {
+		return stats, err
+	}
+	if firstPage != 0 {
+		return stats, source.Named(Kind, fmt.Errorf("%w: first page %d of a file, which is one page", ErrInvalidLayer, firstPage))
+	}
+	tmp, err := os.CreateTemp(c.tempDir, "ingestd-file-*")
+	if err != nil {
+		return stats, source.Named(Kind, fmt.Errorf("a temporary file for the download: %w", err))
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	u, _ := url.Parse(layer.URL) // Validate parsed it
+	p := source.Page{URL: redact.URL(layer.URL)}
+	req := httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: "*/*",
+		Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
+	req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
+	began := time.Now()
+	var dl download
+	err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		dl = download{}
+		return c.attempt(a, tmp, &dl)
+	})
+	switch {
+	case errors.Is(err, httpcall.ErrNotModified):
+		stats.NotModified, stats.Validators = true, layer.Validators
+		return stats, nil
+	case err != nil:
+		return stats, source.Named(Kind, fmt.Errorf("page 0 (%s): %w", p.URL, err))
+	}
+	c.logger.Debug("file downloaded", "url", p.URL, "bytes", dl.bytes, "duration_ms", time.Since(began).Milliseconds())
+	stats.Bytes = dl.bytes
+	stats.Validators = source.Validators{ETag: dl.etag, LastModified: dl.lastModified}
+	n, declared, err := c.read(ctx, layer, tmp.Name(), fileName(u), p, handle)
+	if err != nil {
+		return stats, err
+	}
+	stats.Pages, stats.Features, stats.Declared = 1, n, declared
+	return stats, nil
+}
+
+// fileName is the file's name as the URL gives it (its last segment).
+func fileName(u *url.URL) string {
+	if b := path.Base(u.Path); b != "/" && b != "." {
+		return b
+	}
+	return ""
+}
+
+// attempt is one attempt at the download: GET, classify, copy the body
+// into tmp (truncated first: a retry starts over).
+func (c *Client) attempt(a *httpcall.Attempt, tmp *os.File, dl *download) breaker.Result {
+	br, _, err := a.OpenBody("file")
+	if err != nil {
+		return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
+	}
+	if r := httpcall.Throttled(a.Resp, a.Redacted, time.Now()); r != nil {
+		return a.Verdict(r)
+	}
+	s, rerr := httpcall.Sniff(br)
+	if r := httpcall.StatusVerdict(a.Resp.StatusCode, a.Redacted); r != nil {
+		return a.Verdict(r)
+	}
+	if s.Kind == httpcall.KindHTML || s.Kind == httpcall.KindEmpty || (s.Kind == httpcall.KindUnknown && rerr != nil) {
+		nd := httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+		return a.Verdict(nd.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
+	}
+	if err := tmp.Truncate(0); err != nil {
+		return breaker.Result{Outcome: breaker.Ignored, Err: fmt.Errorf("the temporary file: %w", err)}
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return breaker.Result{Outcome: breaker.Ignored, Err: fmt.Errorf("the temporary file: %w", err)}
+	}
+	n, err := io.Copy(tmp, br)
+	if err != nil {
+		if a.BodyErr() == nil && !errors.Is(err, io.ErrUnexpectedEOF) && a.Ctx.Err() == nil && !isLimit(err) {
+			// The disk, not the origin.
+			return breaker.Result{Outcome: breaker.Ignored, Err: fmt.Errorf("writing the download to %s: %w", tmp.Name(), err)}
+		}
+		return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
+	}
+	if cl := a.Resp.ContentLength; cl >= 0 && a.Resp.Header.Get("Content-Encoding") == "" && n < cl {
+		return a.IgnoredOr(breaker.Failure, &httpcall.BodyError{URL: a.Redacted, Err: fmt.Errorf("%w: %d of %d bytes", ErrShortBody, n, cl)})
+	}
+	dl.bytes = n
+	dl.etag, dl.lastModified = httpcall.ResponseValidators(a.Resp)
+	return breaker.Result{Outcome: breaker.Success}
+}

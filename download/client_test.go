@@ -1,0 +1,200 @@
+package download_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twpayne/go-geom"
+
+	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/source"
+)
+
+// collect keeps the features' geometries and properties.
+type collect struct {
+	geoms []geom.T
+	props []string
+}
+
+func (c *collect) handle(_ context.Context, _ source.Page, r feature.FeatureReader) error {
+	for {
+		f, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("handler: %w", err)
+		}
+		c.geoms = append(c.geoms, f.Geometry)
+		c.props = append(c.props, string(f.Properties))
+	}
+}
+
+// serveFiles serves name → body with net/http's ServeContent (which sends
+// Last-Modified and answers If-Modified-Since with a 304).
+func serveFiles(t *testing.T, files map[string]string) *httptest.Server {
+	modTime := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := files[strings.TrimPrefix(r.URL.Path, "/")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeContent(w, r, r.URL.Path, modTime, strings.NewReader(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func layer(url string, s download.Settings) source.Layer {
+	return source.Layer{Kind: download.Kind, URL: url, Settings: s}
+}
+
+// noDownloadsLeft fails t when dir holds a download.
+func noDownloadsLeft(t *testing.T, dir string) {
+	t.Helper()
+	left, _ := os.ReadDir(dir)
+	if len(left) > 0 {
+		t.Errorf("%d files left in the temporary folder: %v", len(left), left)
+	}
+}
+
+// TestConditional: the file's Last-Modified goes back with the next
+// fetch, whose 304 hands nothing over.
+func TestConditional(t *testing.T) {
+	t.Parallel()
+	doc := `{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1}}]}`
+	srv := serveFiles(t, map[string]string{"x.geojson": doc})
+	dir := t.TempDir()
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	var col collect
+	l := layer(srv.URL+"/x.geojson", download.Settings{})
+	stats, err := c.Fetch(t.Context(), l, 0, col.handle)
+	if err != nil || stats.Features != 1 || stats.Validators.LastModified == "" {
+		t.Fatalf("first fetch: %+v, %v", stats, err)
+	}
+	l.Validators = stats.Validators
+	stats, err = c.Fetch(t.Context(), l, 0, col.handle)
+	if err != nil || !stats.NotModified || len(col.props) != 1 {
+		t.Errorf("second fetch: %+v, %v, %d features; want not modified", stats, err, len(col.props))
+	}
+	noDownloadsLeft(t, dir)
+}
+
+// TestCSV: points from x:/y: in the feed's crs:, typed cells (a number
+// JSON would write, else a string; empty is null), and a WKT column found
+// by its name.
+func TestCSV(t *testing.T) {
+	t.Parallel()
+	srv := serveFiles(t, map[string]string{
+		"pts.csv": "id,east,north,zip,n,note\n1,1000.5,2000,02134,7,\"a, b\"\n2,1001,2001,,-1.5e3,\n",
+		"wkt.csv": "WKT,name\n\"POINT (1 2)\",x\n,y\n",
+	})
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	var col collect
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/pts.csv", download.Settings{X: "east", Y: "north", SRID: 2264}), 0, col.handle); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"id":1,"zip":"02134","n":7,"note":"a, b"}`, `{"id":2,"zip":null,"n":-1.5e3,"note":null}`}
+	if strings.Join(col.props, "\n") != strings.Join(want, "\n") {
+		t.Errorf("properties\n%s\nwant\n%s", strings.Join(col.props, "\n"), strings.Join(want, "\n"))
+	}
+	if p, ok := col.geoms[0].(*geom.Point); !ok || p.X() != 1000.5 || p.SRID() != 2264 {
+		t.Errorf("geometry %#v", col.geoms[0])
+	}
+	col = collect{}
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/wkt.csv", download.Settings{}), 0, col.handle); err != nil {
+		t.Fatal(err)
+	}
+	if len(col.geoms) != 2 || col.geoms[1] != nil || col.geoms[0].(*geom.Point).SRID() != 4326 {
+		t.Errorf("geometries %v", col.geoms)
+	}
+}
+
+// TestRefused: a body that is no file, a body shorter than its
+// Content-Length, a format not built yet, a file whose format cannot be
+// told and a CSV without a geometry column each fail naming the kind and
+// the cause, and leave no download behind.
+func TestRefused(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/html", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<!DOCTYPE html><html><head><title>Portal maintenance</title></head></html>")
+	})
+	mux.HandleFunc("/short.zip", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, "PK\x03\x04 and then nothing")
+	})
+	mux.HandleFunc("/x.gpkg", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "SQLite format 3\x00"+strings.Repeat("\x00", 100))
+	})
+	mux.HandleFunc("/x.bin", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "\x01\x02\x03 binary") })
+	mux.HandleFunc("/nogeom.csv", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "a,b\n1,2\n") })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	for path, want := range map[string]string{
+		"/html":       "HTML page instead of a file",
+		"/short.zip":  "unexpected EOF",
+		"/x.gpkg":     "gpkg: format gpkg: reader not built yet",
+		"/x.bin":      "cannot tell the format",
+		"/nogeom.csv": "no geometry column",
+	} {
+		_, err := c.Fetch(t.Context(), layer(srv.URL+path, download.Settings{}), 0, (&collect{}).handle)
+		if err == nil || !strings.HasPrefix(err.Error(), "file: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want %q", path, err, want)
+		}
+		if path == "/x.gpkg" && !errors.Is(err, download.ErrNotBuilt) {
+			t.Errorf("%s: %v, want ErrNotBuilt", path, err)
+		}
+	}
+	noDownloadsLeft(t, dir)
+}
+
+// TestRemovedOnPanic: a handler that panics still leaves no download.
+func TestRemovedOnPanic(t *testing.T) {
+	t.Parallel()
+	srv := serveFiles(t, map[string]string{"x.csv": "x,y\n1,2\n"})
+	dir := t.TempDir()
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the handler's panic did not come through")
+			}
+		}()
+		c.Fetch(t.Context(), layer(srv.URL+"/x.csv", download.Settings{}), 0, func(context.Context, source.Page, feature.FeatureReader) error {
+			panic("handler")
+		})
+	}()
+	noDownloadsLeft(t, dir)
+}
+
+// TestZipOfOneFile: a zip holding one CSV (no Shapefile) is that CSV.
+func TestZipOfOneFile(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	writeZip(t, &buf, "data/points.csv", "lon,lat,name\n1,2,a\n3,4,b\n")
+	srv := serveFiles(t, map[string]string{"p.zip": buf.String()})
+	dir := t.TempDir()
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	var col collect
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/p.zip", download.Settings{}), 0, col.handle); err != nil {
+		t.Fatal(err)
+	}
+	if len(col.props) != 2 || col.props[1] != `{"name":"b"}` {
+		t.Errorf("features %v", col.props)
+	}
+	noDownloadsLeft(t, dir)
+}

@@ -1,0 +1,84 @@
+package download
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/schema"
+	"github.com/ingestd/ingestd/source"
+)
+
+func isLimit(err error) bool {
+	var le *feature.LimitError
+	return errors.As(err, &le)
+}
+
+// read opens the downloaded file at p and hands its features to handle as
+// page 0. The file's reader is closed before read returns; a panic in the
+// reader or the handler goes up after it (the poll recovers it), and the
+// deferred removal in Fetch still runs.
+func (c *Client) read(ctx context.Context, layer source.Layer, p, name string, page source.Page, handle source.PageFunc) (int, *schema.Declared, error) {
+	s := settingsOf(layer)
+	o := OpenOptions{Name: name, Layer: s.Layer, Encoding: s.Encoding, X: s.X, Y: s.Y, WKT: s.WKT, SRID: s.SRID,
+		IDProperty: layer.IDProperty, Limits: layer.Limits, TempDir: c.tempDir}
+	if o.SRID == 0 {
+		o.SRID = layer.SRID
+	}
+	fr, err := openLocal(p, s.Format, o)
+	if err != nil {
+		return 0, nil, source.Named(Kind, fmt.Errorf("%s: %w", page.URL, err))
+	}
+	defer fr.Close()
+	if srid := fr.SRID(); srid != 4326 && layer.KnownSRID != nil {
+		known, err := layer.KnownSRID(ctx, srid)
+		if err != nil {
+			return 0, nil, err
+		}
+		if !known {
+			return 0, nil, source.Named(Kind, fmt.Errorf("%s: EPSG:%d is not in the store's spatial_ref_sys: set crs: to a CRS it knows", page.URL, srid))
+		}
+	}
+	r := &countReader{r: fr}
+	herr := handle(ctx, page, r)
+	if herr == nil {
+		// The handler may have stopped early: the layer counts only if
+		// the file really ended there.
+		if _, err := r.Next(); err != io.EOF {
+			if err == nil {
+				return r.n, nil, fmt.Errorf("%s: page 0 (%s): handler returned before the end of the file", Kind, page.URL)
+			}
+			herr = err
+		}
+	}
+	if herr != nil {
+		if r.err != nil && errors.Is(herr, r.err) {
+			// The file's content: name the kind and the file once.
+			return r.n, nil, source.Named(Kind, fmt.Errorf("%s: after %d features: %w", page.URL, r.n, r.err))
+		}
+		return r.n, nil, herr
+	}
+	return r.n, fr.Declared(), nil
+}
+
+// countReader counts the features read and keeps the reader's error, to
+// tell it from the handler's own.
+type countReader struct {
+	r   feature.FeatureReader
+	n   int
+	err error
+}
+
+func (c *countReader) Next() (*feature.Feature, error) {
+	f, err := c.r.Next()
+	if err != nil {
+		if err != io.EOF {
+			c.err = err
+		}
+		return nil, err
+	}
+	c.n++
+	return f, nil
+}

@@ -1,0 +1,127 @@
+package download
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/kindconf"
+	"github.com/ingestd/ingestd/shapefile"
+	"github.com/ingestd/ingestd/source"
+)
+
+// Kind is the feed kind this package fetches: a downloadable file.
+const Kind = "file"
+
+// Settings are a file layer's own settings (source.Layer.Settings).
+type Settings struct {
+	// Format is one of FormatNames but "auto"; "" sniffs the file.
+	Format string
+	// Layer chooses among a file's layers (a zip of several Shapefiles, a
+	// GeoPackage's tables).
+	Layer string
+	// X and Y, or WKT, name a CSV's geometry columns ("" finds them).
+	X, Y, WKT string
+	// CRS is the crs: setting as written; SRID its EPSG code (0: the
+	// file's own CRS, 4326 where the format has none).
+	CRS  string
+	SRID int
+	// Encoding overrides the file's text encoding (a Shapefile's .cpg or
+	// language driver; a CSV's UTF-8).
+	Encoding string
+}
+
+// Identity lists every setting: they change what is read from the same
+// file, so a 304 for the file must not stand for a layer read otherwise.
+func (s Settings) Identity() []string {
+	return []string{s.Format, s.Layer, s.X, s.Y, s.WKT, strconv.Itoa(s.SRID), s.Encoding}
+}
+
+// settingsOf returns l's file settings (zero when it has none).
+func settingsOf(l source.Layer) Settings {
+	s, _ := l.Settings.(Settings)
+	return s
+}
+
+// Config is what the config loader needs of the file kind: format, layer,
+// x, y, wkt, crs and encoding.
+func Config() kindconf.Kind {
+	return kindconf.Kind{Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed}
+}
+
+// parseFeed reads a file feed's settings. The file is read whole, so
+// type_name, page_size and sort_by are ignored with a warning.
+func parseFeed(f *kindconf.Feed) source.Settings {
+	var s Settings
+	f.Ignore("type_name", "page_size", "sort_by")
+	f.TypeName, f.PageSize, f.SortBy = "", 0, ""
+	if f.URL != "" {
+		if u, err := url.Parse(f.URL); err == nil && u.Scheme != "http" && u.Scheme != "https" {
+			f.Errorf(f.At("url"), f.Field("url"), "a file feed's url is an http or https URL")
+			f.URL = ""
+		}
+	}
+	str := func(key string) (string, bool) {
+		v, present := f.Str(f.Map, key, f.Path)
+		if !present || !v.OK {
+			return "", false
+		}
+		if strings.TrimSpace(v.Val) == "" {
+			f.Errorf(v.Node, f.Field(key), "empty: leave it out")
+			return "", false
+		}
+		return strings.TrimSpace(v.Val), true
+	}
+	if v, ok := str("format"); ok {
+		switch {
+		case v == "auto":
+		case !slices.Contains(FormatNames(), v):
+			f.Errorf(f.At("format"), f.Field("format"), "unknown format %q: one of %s", v, strings.Join(FormatNames(), ", "))
+		default:
+			s.Format = v
+		}
+	}
+	s.Layer, _ = str("layer")
+	s.X, _ = str("x")
+	s.Y, _ = str("y")
+	s.WKT, _ = str("wkt")
+	checkColumns(f, &s)
+	if v, ok := str("crs"); ok {
+		if crs, err := feature.ParseCRS(v); err != nil {
+			f.Errorf(f.At("crs"), f.Field("crs"), "%v: give an EPSG code, e.g. EPSG:2264", err)
+		} else {
+			s.CRS, s.SRID = v, crs.SRID
+		}
+	}
+	if v, ok := str("encoding"); ok {
+		if _, err := shapefile.LookupEncoding(v); err != nil {
+			f.Errorf(f.At("encoding"), f.Field("encoding"), "%v", err)
+		} else {
+			s.Encoding = v
+		}
+	}
+	return s
+}
+
+// checkColumns: x and y go together, and not with wkt; all are a CSV's.
+func checkColumns(f *kindconf.Feed, s *Settings) {
+	switch {
+	case (s.X == "") != (s.Y == ""):
+		key := "y"
+		if s.X == "" {
+			key = "x"
+		}
+		f.Errorf(f.Map.Node, f.Field(key), "required with %s: a CSV's points need both columns", map[string]string{"x": "y", "y": "x"}[key])
+	case s.X != "" && s.WKT != "":
+		f.Errorf(f.At("wkt"), f.Field("wkt"), "either x: and y: or wkt:, not both")
+	}
+	if (s.X != "" || s.WKT != "") && s.Format != "" && s.Format != FormatCSV {
+		key := "x"
+		if s.WKT != "" {
+			key = "wkt"
+		}
+		f.Errorf(f.At(key), f.Field(key), "only a CSV has geometry columns (format is %s)", s.Format)
+	}
+}

@@ -1,0 +1,188 @@
+package flatgeobuf_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/flatgeobuf"
+	"github.com/ingestd/ingestd/internal/gdaltest"
+	"github.com/ingestd/ingestd/internal/interoptest"
+)
+
+// ncFGB writes nc.gpkg's counties as FlatGeobuf (GDAL's -f FlatGeobuf,
+// with its spatial index, so features come in Hilbert order).
+func ncFGB(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nc.fgb")
+	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", path, interoptest.NCGpkg(t), "-nln", "counties")
+	return path
+}
+
+func TestMatchesGDAL(t *testing.T) {
+	path := ncFGB(t)
+	layers, err := flatgeobuf.Layers(path)
+	if err != nil || !slices.Equal(layers, []string{"counties"}) {
+		t.Fatalf("Layers: %v, %v", layers, err)
+	}
+	r, err := flatgeobuf.Open(path, flatgeobuf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.SRID() != 4267 {
+		t.Errorf("SRID %d, want 4267", r.SRID())
+	}
+	gdaltest.CheckDeclared(t, r.Declared(), path, "counties")
+	if n := gdaltest.Compare(t, r, path, "counties", 4267); n != 100 {
+		t.Errorf("%d features, want 100", n)
+	}
+	if _, err := flatgeobuf.Open(path, flatgeobuf.Options{Layer: "parcels"}); err == nil || !strings.Contains(err.Error(), `its one layer is "counties"`) {
+		t.Errorf("another layer: %v", err)
+	}
+}
+
+func readAll(path string, opts flatgeobuf.Options) error {
+	r, err := flatgeobuf.Open(path, opts)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		if _, err := r.Next(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func TestHostile(t *testing.T) {
+	good := ncFGB(t)
+	whole, _ := os.ReadFile(good)
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Counties of many more vertices than their header has bytes (the CRS
+	// WKT is most of it).
+	slim := filepath.Join(dir, "slim.fgb")
+	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", slim, good, "-select", "NAME", "-segmentize", "0.002")
+	slimBytes, _ := os.ReadFile(slim)
+	header := int64(binary.LittleEndian.Uint32(slimBytes[8:]))
+	// A CRS GDAL knows no EPSG code for: the header has its WKT, code 0.
+	noEPSG := filepath.Join(dir, "noepsg.fgb")
+	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", noEPSG, gdaltest.Mixed(t, dir), "-nln", "mixed",
+		"-a_srs", "+proj=tmerc +lat_0=33.1 +lon_0=-79.1 +k=0.9991 +x_0=60 +y_0=0 +ellps=GRS80 +units=m +no_defs")
+	if r, err := flatgeobuf.Open(noEPSG, flatgeobuf.Options{SRID: 2264}); err != nil || r.SRID() != 2264 {
+		t.Errorf("crs override: %v", err)
+	} else {
+		r.Close()
+	}
+	for _, c := range []struct {
+		name, path string
+		opts       flatgeobuf.Options
+		want       string
+	}{
+		{"no EPSG code", noEPSG, flatgeobuf.Options{}, "flatgeobuf: its header names no EPSG CRS (crs code 0; the feed's crs: can name one)"},
+		{"text file", write("a.fgb", []byte("not a flatgeobuf at all")), flatgeobuf.Options{}, "not a FlatGeobuf file"},
+		{"version 2", write("v2.fgb", append([]byte("fgb\x02fgb\x00"), whole[8:]...)), flatgeobuf.Options{}, "major version 2 is not supported"},
+		{"cut in the header", write("h.fgb", whole[:40]), flatgeobuf.Options{}, "cut short in its"},
+		{"cut in the features", write("f.fgb", whole[:len(whole)-1000]), flatgeobuf.Options{}, "the file is cut short"},
+		{"cut at a feature's end", write("e.fgb", cutAtFeature(t, whole)), flatgeobuf.Options{}, "its header counts 100 features, it holds 99"},
+		{"feature_bytes", slim, flatgeobuf.Options{Limits: feature.Limits{FeatureBytes: header}}, "flatgeobuf feature "},
+		{"feature_bytes of the header", good, flatgeobuf.Options{Limits: feature.Limits{FeatureBytes: 2000}}, "limits.feature_bytes exceeded (2000 bytes): flatgeobuf header of 2340 bytes"},
+		{"value_bytes", good, flatgeobuf.Options{Limits: feature.Limits{ValueBytes: 4}}, "limits.value_bytes exceeded (4 bytes): flatgeobuf feature 0, column \"NAME\""},
+		{"properties", good, flatgeobuf.Options{Limits: feature.Limits{Properties: 3}}, "limits.properties exceeded (3)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := readAll(c.path, c.opts)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v\nwant an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// cutAtFeature returns the file without its last feature: a file that
+// ends on a feature's boundary, which only the header's count shows.
+func cutAtFeature(t *testing.T, whole []byte) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.fgb")
+	os.WriteFile(path, whole, 0o600)
+	r, err := flatgeobuf.Open(path, flatgeobuf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ends := []int64{}
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+		ends = append(ends, r.Offset())
+	}
+	return whole[:ends[len(ends)-2]]
+}
+
+// FuzzReader: no file makes the reader panic or hang; each ends in io.EOF
+// or an error.
+func FuzzReader(f *testing.F) {
+	whole, err := os.ReadFile(filepath.Join("testdata", "seed.fgb"))
+	if err == nil {
+		f.Add(whole)
+	}
+	f.Add([]byte("fgb\x03fgb\x00\x04\x00\x00\x00\x00\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "f.fgb")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := flatgeobuf.Open(path, flatgeobuf.Options{Limits: feature.Limits{FeatureBytes: 1 << 20}})
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		for range len(b) + 1 {
+			if _, err := r.Next(); err != nil {
+				return
+			}
+		}
+		t.Fatal("more features than bytes")
+	})
+}
+
+// TestMixedMatchesGDAL: every geometry and property type GDAL writes to
+// FlatGeobuf (a layer of mixed geometry types: each feature's own type)
+// reads as GDAL reads it.
+func TestMixedMatchesGDAL(t *testing.T) {
+	for _, dim := range []string{"XY", "XYZ"} {
+		t.Run(dim, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "mixed.fgb")
+			gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", path, gdaltest.Mixed(t, dir), "-nln", "mixed", "-dim", dim)
+			r, err := flatgeobuf.Open(path, flatgeobuf.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			gdaltest.CheckDeclared(t, r.Declared(), path, "mixed")
+			// GDAL's writer leaves out the feature without a geometry when it
+			// builds the spatial index (its default).
+			if n := gdaltest.Compare(t, r, path, "mixed", 4326); n != 7 {
+				t.Errorf("%d features, want 7", n)
+			}
+		})
+	}
+}

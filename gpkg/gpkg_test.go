@@ -1,0 +1,237 @@
+package gpkg_test
+
+import (
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/gpkg"
+	"github.com/ingestd/ingestd/internal/gdaltest"
+	"github.com/ingestd/ingestd/internal/interoptest"
+)
+
+// twoLayers writes nc.gpkg's counties into a GeoPackage of two layers:
+// all of them, and those west of -80° (ogr2ogr -update -nln).
+func twoLayers(t *testing.T) string {
+	t.Helper()
+	nc := interoptest.NCGpkg(t)
+	path := filepath.Join(t.TempDir(), "two.gpkg")
+	gdaltest.OGR2OGR(t, "-f", "GPKG", path, nc, "-nln", "counties")
+	gdaltest.OGR2OGR(t, "-update", path, nc, "-nln", "west", "-spat", "-85", "33", "-80", "37")
+	return path
+}
+
+func TestMatchesGDAL(t *testing.T) {
+	path := twoLayers(t)
+	layers, err := gpkg.Layers(path)
+	if err != nil || !slices.Equal(layers, []string{"counties", "west"}) {
+		t.Fatalf("Layers: %v, %v; want [counties west]", layers, err)
+	}
+	if _, err := gpkg.Open(path, gpkg.Options{}); err == nil || !strings.Contains(err.Error(), `"counties", "west"`) {
+		t.Errorf("Open without a layer: %v; want an error listing both", err)
+	}
+	if _, err := gpkg.Open(path, gpkg.Options{Layer: "east"}); err == nil || !strings.Contains(err.Error(), `no layer "east"`) {
+		t.Errorf("Open of a missing layer: %v", err)
+	}
+	counts := map[string]int{}
+	for _, layer := range layers {
+		r, err := gpkg.Open(path, gpkg.Options{Layer: layer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.SRID() != 4267 {
+			t.Errorf("%s: SRID %d, want 4267 (NAD27)", layer, r.SRID())
+		}
+		gdaltest.CheckDeclared(t, r.Declared(), path, layer)
+		if r.Declared().Geometry != "MultiPolygon" {
+			t.Errorf("%s: declared geometry %q", layer, r.Declared().Geometry)
+		}
+		counts[layer] = gdaltest.Compare(t, r, path, layer, 4267)
+		r.Close()
+	}
+	if counts["counties"] != 100 || counts["west"] == 0 || counts["west"] >= 100 {
+		t.Errorf("features per layer %v; want 100 counties and fewer west", counts)
+	}
+}
+
+// TestIDs: the fid is the id unless a column is named for it.
+func TestIDs(t *testing.T) {
+	path := twoLayers(t)
+	r, err := gpkg.Open(path, gpkg.Options{Layer: "counties"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.Next()
+	if err != nil || f.ID != "1" {
+		t.Fatalf("first feature's id %q, %v; want the fid 1", f.ID, err)
+	}
+	r.Close()
+	r, err = gpkg.Open(path, gpkg.Options{Layer: "counties", IDProperty: "FIPS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if f, err := r.Next(); err != nil || len(f.ID) != 5 || !strings.HasPrefix(f.ID, "37") {
+		t.Fatalf("id by FIPS: %q, %v", f.ID, err)
+	}
+	fid, err := gpkg.Open(path, gpkg.Options{Layer: "counties", IDProperty: "fid"})
+	if err != nil {
+		t.Fatalf("the fid named as the id column: %v", err)
+	}
+	if f, err := fid.Next(); err != nil || f.ID != "1" {
+		t.Errorf("id by fid: %q, %v", f.ID, err)
+	}
+	fid.Close()
+	if _, err := gpkg.Open(path, gpkg.Options{Layer: "counties", IDProperty: "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("id column missing: %v", err)
+	}
+}
+
+// exec runs statements on a copy of the GeoPackage (written as a plain
+// SQLite database) and returns the copy's path.
+func exec(t *testing.T, src string, stmts ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "edited.gpkg")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// GDAL's R-tree triggers call SpatiaLite's functions, which this
+	// SQLite lacks; the edits need no index.
+	var triggers []string
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'trigger'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		rows.Scan(&name)
+		triggers = append(triggers, `DROP TRIGGER "`+name+`"`)
+	}
+	rows.Close()
+	for _, s := range append(triggers, stmts...) {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	return path
+}
+
+// readAll reads every feature and returns the first error.
+func readAll(path string, opts gpkg.Options) error {
+	r, err := gpkg.Open(path, opts)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		if _, err := r.Next(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// TestHostile: each bad file fails, naming what is wrong.
+func TestHostile(t *testing.T) {
+	good := twoLayers(t)
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.gpkg")
+	os.WriteFile(text, []byte("county parcels, see the attached zip\n"), 0o600)
+	whole, _ := os.ReadFile(good)
+	truncated := filepath.Join(dir, "cut.gpkg")
+	os.WriteFile(truncated, whole[:len(whole)/2], 0o600)
+	plain := filepath.Join(dir, "plain.sqlite")
+	db, _ := sql.Open("sqlite", plain)
+	if _, err := db.Exec(`CREATE TABLE parcels (id INTEGER PRIMARY KEY, geom BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	// A blob whose header announces a 64-byte envelope it does not hold.
+	lying := exec(t, good, `UPDATE counties SET geom = X'47500009E6100000000000000000F03F' WHERE fid = 3`)
+	esri := exec(t, good, `UPDATE gpkg_spatial_ref_sys SET organization = 'ESRI', organization_coordsys_id = 102719 WHERE srs_id = 4267`)
+	otherSRS := exec(t, good, `UPDATE counties SET geom = CAST(substr(geom, 1, 4) || X'E8030000' || substr(geom, 9) AS BLOB) WHERE fid = 2`)
+	// The feed's crs: reads a file whose CRS is not an EPSG code.
+	if r, err := gpkg.Open(esri, gpkg.Options{Layer: "counties", SRID: 2264}); err != nil || r.SRID() != 2264 {
+		t.Errorf("crs override: %v", err)
+	} else {
+		if f, err := r.Next(); err != nil || f.Geometry.SRID() != 2264 {
+			t.Errorf("crs override: first feature %v", err)
+		}
+		r.Close()
+	}
+	for _, c := range []struct {
+		name, path string
+		opts       gpkg.Options
+		want       string
+	}{
+		{"text file", text, gpkg.Options{}, "not a GeoPackage: the file does not start with an SQLite header"},
+		{"SQLite without gpkg tables", plain, gpkg.Options{}, "an SQLite database but not a GeoPackage"},
+		{"truncated", truncated, gpkg.Options{Layer: "counties"}, "the file is cut short"},
+		{"lying blob header", lying, gpkg.Options{Layer: "counties"}, "gpkg: feature 2: fid 3: geometry blob header declares a 64-byte envelope but 8 bytes follow it"},
+		{"blob srs_id", otherSRS, gpkg.Options{Layer: "counties"}, "geometry blob header says srs_id 1000, the layer's is 4267"},
+		{"not EPSG", esri, gpkg.Options{Layer: "counties"}, "srs_id 4267 is \"ESRI\":102719 in gpkg_spatial_ref_sys, not an EPSG code"},
+		{"value_bytes", good, gpkg.Options{Layer: "counties", Limits: feature.Limits{ValueBytes: 4}}, "limits.value_bytes exceeded (4 bytes): gpkg feature 0 (fid 1), column \"FIPS\""},
+		{"feature_bytes", good, gpkg.Options{Layer: "counties", Limits: feature.Limits{FeatureBytes: 500}}, "limits.feature_bytes exceeded (500 bytes): gpkg feature 0 (fid 1)"},
+		{"properties", good, gpkg.Options{Layer: "counties", Limits: feature.Limits{Properties: 3}}, "limits.properties exceeded (3)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := readAll(c.path, c.opts)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v\nwant an error containing %q", err, c.want)
+			}
+			var le *feature.LimitError
+			if strings.HasPrefix(c.want, "limits.") != errors.As(err, &le) {
+				t.Errorf("%T: a limit must be a *feature.LimitError, nothing else", err)
+			}
+		})
+	}
+}
+
+// blob builds a GeoPackage blob: flags, srs_id 4326, envelope, WKB.
+func blob(flags byte, env []float64, wkb []byte) []byte {
+	b := []byte{'G', 'P', 0, flags | 1}
+	b = binary.LittleEndian.AppendUint32(b, 4326)
+	for _, v := range env {
+		b = binary.LittleEndian.AppendUint64(b, uint64FromFloat(v))
+	}
+	return append(b, wkb...)
+}
+
+// TestMixedMatchesGDAL: every geometry and property type GDAL writes to a
+// GeoPackage reads as GDAL reads it.
+func TestMixedMatchesGDAL(t *testing.T) {
+	for _, dim := range []string{"XY", "XYZ"} {
+		t.Run(dim, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "mixed.gpkg")
+			gdaltest.OGR2OGR(t, "-f", "GPKG", path, gdaltest.Mixed(t, dir), "-nln", "mixed", "-dim", dim)
+			r, err := gpkg.Open(path, gpkg.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			gdaltest.CheckDeclared(t, r.Declared(), path, "mixed")
+			if n := gdaltest.Compare(t, r, path, "mixed", 4326); n != 8 {
+				t.Errorf("%d features, want 8", n)
+			}
+		})
+	}
+}
