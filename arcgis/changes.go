@@ -84,6 +84,10 @@ func (d *dump) readTracking(ctx context.Context, base *url.URL) error {
 	return nil
 }
 
+// errLogUnusable is an extractChanges answer ingestd cannot use: the poll
+// reads the layer another way.
+var errLogUnusable = errors.New("the change log cannot be used")
+
 // changeLog is what extractChanges answered with returnIdsOnly.
 type changeLog struct {
 	StatusURL       string         `json:"statusUrl"`
@@ -119,7 +123,7 @@ func (d *dump) extractChanges(ctx context.Context, base *url.URL, gen int64) (ch
 		return nil, 0, err
 	}
 	if log.StatusURL != "" {
-		return nil, 0, fmt.Errorf("extractChanges answered with a job (%s), which ingestd does not wait for", "statusUrl")
+		return nil, 0, fmt.Errorf("%w: extractChanges answered with a job (statusUrl), which ingestd does not wait for", errLogUnusable)
 	}
 	for _, g := range log.LayerServerGens {
 		if g.ID == id {
@@ -127,14 +131,14 @@ func (d *dump) extractChanges(ctx context.Context, base *url.URL, gen int64) (ch
 		}
 	}
 	if next <= 0 {
-		return nil, 0, fmt.Errorf("extractChanges answered no serverGen for layer %d", id)
+		return nil, 0, fmt.Errorf("%w: extractChanges answered no serverGen for layer %d", errLogUnusable, id)
 	}
 	for _, e := range log.Edits {
 		if e.ID != id {
 			continue
 		}
 		if e.ObjectIDs == nil {
-			return nil, 0, fmt.Errorf("extractChanges answered edits without objectIds for layer %d", id)
+			return nil, 0, fmt.Errorf("%w: extractChanges answered edits without objectIds for layer %d", errLogUnusable, id)
 		}
 		changed = append(append(changed, e.ObjectIDs.Adds...), e.ObjectIDs.Updates...)
 	}
@@ -149,7 +153,7 @@ func (d *dump) fromLog(ctx context.Context, base *url.URL, ids *idList, prev lay
 	changed, next, err := d.extractChanges(ctx, base, prev.serverGen)
 	if err != nil {
 		var be *BodyError
-		if !fallback(err) && !errors.As(err, &be) && !strings.HasPrefix(err.Error(), "extractChanges") {
+		if !fallback(err) && !errors.As(err, &be) && !errors.Is(err, errLogUnusable) {
 			return false, err
 		}
 		d.c.noteOnce(d.layer.URL, "extract", func() {

@@ -326,7 +326,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, err
 	}
 	stats.Mode, stats.Reconcile = source.ModeFull, reconcile
-	if err := d.readFeatures(ctx, base, count, prev, d.plan(ctx, prev, due), handle); err != nil {
+	if err := d.readFeatures(ctx, base, count, prev, d.plan(prev, due), handle); err != nil {
 		return stats, err
 	}
 	if firstPage > 0 {
@@ -359,7 +359,7 @@ func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev 
 	if err == nil && mode == readChanges {
 		var used bool
 		if used, err = d.fromLog(ctx, base, ids, prev, handle); err == nil && !used {
-			mode = d.plan(ctx, layerVersion{base: prev.base, editField: prev.editField, watermark: prev.watermark}, false)
+			mode = d.plan(layerVersion{base: prev.base, editField: prev.editField, watermark: prev.watermark}, false)
 		} else {
 			return d.annotate(ctx, base, err)
 		}

@@ -155,7 +155,7 @@ func (d *dump) due(prev layerVersion) (bool, *source.Reconcile) {
 // generation, else by edit date when the layer has an edit date field
 // and a watermark, else whole. A reconciliation (due) or a change of the
 // fields reads it whole.
-func (d *dump) plan(ctx context.Context, prev layerVersion, due bool) readMode {
+func (d *dump) plan(prev layerVersion, due bool) readMode {
 	s := settingsOf(d.layer)
 	if prev.editField != "" && d.editField == "" {
 		d.log.Info("the layer no longer offers an edit date field (editFieldsInfo) the query returns: dumping it whole", "was", prev.editField)

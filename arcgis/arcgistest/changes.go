@@ -22,7 +22,7 @@ type Tracking struct {
 	// Log holds the changes, in order.
 	Log []Change
 	// Async answers extractChanges with a job's statusUrl; Error with an
-	// error object; Untracked leaves an edit out of the log (Churn).
+	// error object. (Churn's Silent edits are left out of the log.)
 	Async, Error bool
 }
 
