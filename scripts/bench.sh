@@ -80,6 +80,7 @@
 # BENCH_GDAL_PORT (first of the two ports bench.sh gdal serves on, default 18201),
 # BENCH_ARCGIS_PORT (bench.sh arcgis's server, default 18312), BENCH_ARCGIS_FEATURES (200000),
 # BENCH_INCREMENTAL_FEATURES (bench.sh incremental, default 100000), BENCH_INCREMENTAL_ROUNDS (20),
+# BENCH_INCREMENTAL_SPREAD_MS (a round's edits stamped over this many ms before it; 1: one instant),
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3);
 # bench.sh ogcapi: BENCH_OGCAPI_PORT (default 18211), BENCH_OGCAPI_FEATURES (default 250000),
 # BENCH_OGCAPI_PAGE_SIZE (limit of both tools, default 1000);
@@ -783,6 +784,7 @@ bench_breaker() {
 bench_incremental() {
 	echo "== incremental: edit-date refresh against full dumps of the same layer (figures; the test asserts identity and bytes)"
 	INGESTD_INCREMENTAL_FEATURES=${BENCH_INCREMENTAL_FEATURES:-100000} INGESTD_INCREMENTAL_ROUNDS=${BENCH_INCREMENTAL_ROUNDS:-20} \
+		INGESTD_INCREMENTAL_SPREAD_MS=${BENCH_INCREMENTAL_SPREAD_MS:-3600000} \
 		go test -count=1 -timeout 60m -run '^TestIncrementalMatchesFullDump$' -v ./arcgis/interop/ |
 		grep -E '^(    incremental_test.go:[0-9]+: incremental:|--- |ok|FAIL)' | sed 's/^ *incremental_test.go:[0-9]*: //'
 }

@@ -62,6 +62,18 @@ type Churn struct {
 	// Silent leaves the edits' EditDate as it was, and out of the change
 	// log (an edit neither shows: a trigger that failed, a bulk load).
 	Silent bool
+	// Spread stamps each edit and add at a time drawn from (At-Spread, At]
+	// (ms), as editors spread over the time between two polls; 0 stamps
+	// them all at At.
+	Spread int64
+}
+
+// stamp is an edit's time.
+func (c Churn) stamp(rng *rand.Rand) int64 {
+	if c.Spread <= 0 {
+		return c.At
+	}
+	return c.At - rng.Int64N(c.Spread)
 }
 
 // Apply makes the round's changes to l (under Server.Edit).
@@ -74,7 +86,7 @@ func (c Churn) Apply(l *Layer, rng *rand.Rand) {
 		}
 		attrs["NAME"] = "edited " + strconv.FormatInt(c.At, 10) + " " + strconv.Itoa(rng.IntN(1_000_000))
 		if !c.Silent {
-			attrs[l.EditDateField] = c.At
+			attrs[l.EditDateField] = c.stamp(rng)
 			l.record(f.OID, "updates")
 		}
 		f.Attributes = attrs
@@ -90,7 +102,7 @@ func (c Churn) Apply(l *Layer, rng *rand.Rand) {
 	}
 	for k := range c.Adds {
 		src := l.Features[rng.IntN(len(l.Features))]
-		attrs := map[string]any{"NAME": "added " + strconv.Itoa(k), l.EditDateField: c.At}
+		attrs := map[string]any{"NAME": "added " + strconv.Itoa(k), l.EditDateField: c.stamp(rng)}
 		if u, ok := src.Attributes["UPDATED"]; ok {
 			attrs["UPDATED"] = u
 		}
