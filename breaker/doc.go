@@ -42,10 +42,12 @@
 // the origin's calls (never fewer than RetryBudgetMin), so that a fixed retry
 // count cannot multiply the load on a failing host.
 //
-// Pacing is per attempt: wait out the origin's pause, take a token from its
-// rate limiter, then a slot of its in-flight cap, then a global slot. Slots
-// are released after each attempt, never held across a backoff, and every
-// wait ends with the caller's context.
+// Pacing is per attempt: wait out the origin's pause, its start as spaced by
+// its response times (TargetConcurrency, off by default), a token from its
+// rate limiter (none by default), then a slot of its in-flight cap (2 by
+// default: the default pacing, which never holds a sequential poll), then a
+// global slot. Slots are released after each attempt, never held across a
+// backoff, and every wait ends with the caller's context.
 //
 // # Trip, open and half-open
 //

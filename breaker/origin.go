@@ -123,6 +123,7 @@ type origin struct {
 	forced      *forcedOpen // the verdict the next trip of cb stands for (see forceOpenGated)
 	pausedUntil time.Time   // origin paused by a 429 until then
 	pauseSpan   time.Duration
+	pacer       pacer
 	budget      budget
 	pending     []StateChange
 	delivering  bool
@@ -142,7 +143,7 @@ type origin struct {
 }
 
 func newOrigin(r *Registry, name string, p Policy) *origin {
-	o := &origin{name: name, policy: p, reg: r}
+	o := &origin{name: name, policy: p, reg: r, pacer: pacer{target: p.TargetConcurrency}}
 	// Ten buckets make the window roll in tenths rather than reset at once.
 	bucket := max(p.Window/10, time.Millisecond)
 	o.budget = newBudget(bucket, 10)
@@ -201,10 +202,11 @@ func (o *origin) waitPause(ctx context.Context) error {
 	}
 }
 
-// acquire waits for the origin's pause, its rate limiter and an in-flight
-// slot (the origin's first, then the global one, so that callers queued on a
-// busy origin hold no global slot). The returned func releases the slots.
-func (o *origin) acquire(ctx context.Context) (func(), error) {
+// acquire waits for the origin's pause, its spacing by response times
+// (TargetConcurrency), its rate limiter and an in-flight slot (the origin's first, then the global one, so
+// that callers queued on a busy origin hold no global slot). The returned
+// func releases the slots and the pacing's count of the attempt.
+func (o *origin) acquire(ctx context.Context) (release func(), err error) {
 	if err := o.waitPause(ctx); err != nil {
 		return nil, err
 	}
@@ -224,6 +226,14 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 	defer func() {
 		if endWait != nil {
 			endWait()
+		}
+	}()
+	if err := o.pace(ctx, wait); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			o.unpace()
 		}
 	}()
 	if o.limiter != nil && !o.limiter.Allow() {
@@ -262,7 +272,50 @@ func (o *origin) acquire(ctx context.Context) (func(), error) {
 		if o.inflight != nil {
 			o.inflight.Release(1)
 		}
+		o.unpace()
 	}, nil
+}
+
+// pace takes the attempt's start from the origin's pacer and sleeps until
+// it, calling waiting first if it has to. A start past ctx's deadline is
+// given back at once with ErrPastDeadline, as the rate limiter does.
+func (o *origin) pace(ctx context.Context, waiting func()) error {
+	now := o.reg.clock.Now()
+	o.mu.Lock()
+	d, prev := o.pacer.reserve(now)
+	o.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); pastDeadline(dl, ok, d) {
+		o.mu.Lock()
+		o.pacer.unreserve(now.Add(d), prev)
+		o.mu.Unlock()
+		return ErrPastDeadline
+	}
+	waiting()
+	if err := o.reg.sleep(ctx, d); err != nil {
+		o.mu.Lock()
+		o.pacer.unreserve(now.Add(d), prev)
+		o.mu.Unlock()
+		return queueErr(ctx, err)
+	}
+	return nil
+}
+
+// unpace ends the attempt's count in the pacer.
+func (o *origin) unpace() {
+	o.mu.Lock()
+	o.pacer.active--
+	o.mu.Unlock()
+}
+
+// observeLatency gives the pacer the duration of an attempt that reached
+// the origin and was answered (ok) or failed.
+func (o *origin) observeLatency(d time.Duration, ok bool) {
+	o.mu.Lock()
+	o.pacer.observe(d, ok)
+	o.mu.Unlock()
 }
 
 // queueErr is err, or the *pollbudget.QueueError that ended ctx while it

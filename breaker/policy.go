@@ -49,12 +49,26 @@ type Policy struct {
 	// arrives after its call's start has left the window.
 	AttemptTimeout time.Duration
 
-	// RateLimit is the steady request rate towards the origin, in requests per
-	// second (0: unlimited); Burst is the bucket size.
+	// TargetConcurrency, when set, also spaces the origin's attempts by its
+	// response times, as Scrapy's AutoThrottle does (0: off, the default):
+	// while other attempts to it are waiting or in flight, an attempt starts
+	// no sooner than the origin's recent attempt duration divided by
+	// TargetConcurrency after the previous start (see pacer). A lone
+	// sequential poll is never held. It is not the default because it
+	// follows the origin only once it has timed it, and its mean mixes
+	// small requests with pages: eight polls starting on a cold 5 s server
+	// still had four pages in flight (scripts/bench.sh pacing), where
+	// MaxInFlightPerOrigin holds any server, from the first request.
+	TargetConcurrency float64
+	// RateLimit is a fixed cap on the request rate towards the origin, in
+	// requests per second (0: none, the default); Burst is the bucket size.
 	RateLimit float64
 	Burst     int
 	// MaxInFlightPerOrigin caps the attempts in flight towards the origin
-	// (0: only the registry-wide MaxInFlight applies).
+	// (0: only the registry-wide MaxInFlight applies). It is the default
+	// pacing: a closed window, so the origin's request rate follows its
+	// response time (at most MaxInFlightPerOrigin / response time) and a
+	// sequential poll, one request at a time, is never held.
 	MaxInFlightPerOrigin int
 	// MaxRetryAfter caps how long one 429's Retry-After may pause the origin, so
 	// a hostile or buggy header cannot park an origin for a day. A call whose
@@ -73,8 +87,9 @@ type Policy struct {
 // DefaultPolicy returns the policy used for origins without one of their own:
 // trip after 5 consecutive failures or ≥50% failures over 60 s with ≥10 calls;
 // open 30 s, growing to 30 min, decaying every 10 min of health; 1 probe;
-// 3 attempts with 500 ms..10 s backoff; 5 requests/s with a burst of 10,
-// 4 in flight; Retry-After capped at 10 min; retries ≤20% of calls (≥3 per window).
+// 3 attempts with 500 ms..10 s backoff; at most 2 requests in flight, no
+// fixed rate (a burst of 10 once one is set), no TargetConcurrency;
+// Retry-After capped at 10 min; retries ≤20% of calls (≥3 per window).
 func DefaultPolicy() Policy {
 	return Policy{
 		ConsecutiveFailures:  5,
@@ -88,9 +103,8 @@ func DefaultPolicy() Policy {
 		MaxAttempts:          3,
 		BackoffBase:          500 * time.Millisecond,
 		BackoffMax:           10 * time.Second,
-		RateLimit:            5,
 		Burst:                10,
-		MaxInFlightPerOrigin: 4,
+		MaxInFlightPerOrigin: 2,
 		MaxRetryAfter:        10 * time.Minute,
 		RetryBudgetRatio:     0.2,
 		RetryBudgetMin:       3,
@@ -137,6 +151,8 @@ func (p Policy) Validate() error {
 		// gobreaker drops an outcome whose call began before the window, so a
 		// host that hangs every attempt would never trip the breaker.
 		return bad("a call may last %s (attempts × AttemptTimeout + backoffs), not less than Window %s", p.longestCall(), p.Window)
+	case p.TargetConcurrency < 0:
+		return bad("TargetConcurrency %g is negative", p.TargetConcurrency)
 	case p.RateLimit < 0:
 		return bad("RateLimit %g is negative", p.RateLimit)
 	case p.RateLimit > 0 && p.Burst < 1:
@@ -175,6 +191,7 @@ func MoreProtective(a, b Policy) Policy {
 		BackoffBase:          max(a.BackoffBase, b.BackoffBase),
 		BackoffMax:           max(a.BackoffMax, b.BackoffMax),
 		AttemptTimeout:       minSet(a.AttemptTimeout, b.AttemptTimeout),
+		TargetConcurrency:    minSet(a.TargetConcurrency, b.TargetConcurrency),
 		RateLimit:            minSet(a.RateLimit, b.RateLimit),
 		Burst:                minSet(a.Burst, b.Burst),
 		MaxInFlightPerOrigin: minSet(a.MaxInFlightPerOrigin, b.MaxInFlightPerOrigin),

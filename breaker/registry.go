@@ -410,7 +410,9 @@ func (o *origin) attempt(ctx context.Context, n int, fn AttemptFunc) Result {
 		actx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
 	}
+	started := o.reg.clock.Now()
 	res := fn(actx, n)
+	took := o.reg.clock.Now().Sub(started)
 	switch {
 	case ctx.Err() != nil && res.Outcome != Success:
 		res.Outcome = Ignored
@@ -421,6 +423,9 @@ func (o *origin) attempt(ctx context.Context, n int, fn AttemptFunc) Result {
 		} else {
 			res.Err = fmt.Errorf("%w after %s: %w", ErrAttemptTimeout, o.policy.AttemptTimeout, res.Err)
 		}
+	}
+	if res.Outcome == Success || res.Outcome == Failure {
+		o.observeLatency(took, res.Outcome == Success)
 	}
 	o.reg.observer.Attempt(o.name, res.Outcome)
 	return res

@@ -2,7 +2,6 @@ package download
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/flatgeobuf"
+	"github.com/ingestd/ingestd/gpkg"
 	"github.com/ingestd/ingestd/schema"
 )
 
@@ -41,6 +42,10 @@ type OpenOptions struct {
 	X, Y, WKT string
 	// SRID is the feed's crs: (0: the file's own; 4326 where it has none).
 	SRID int
+	// CRS is the feed's crs: alone (0 when the feed sets none): a
+	// GeoPackage or FlatGeobuf declares its own CRS, which only an
+	// explicit setting overrides.
+	CRS int
 	// IDProperty names the property that identifies a feature.
 	IDProperty string
 	// Limits bound the features and, for a zip, its uncompressed size
@@ -71,17 +76,22 @@ const (
 	FormatCSV        = "csv"
 )
 
-// ErrNotBuilt is a format whose reader is not wired into this build yet.
-var ErrNotBuilt = errors.New("reader not built yet")
-
-// notBuilt is the Open of a format whose reader lives in another package
-// not yet wired here: GeoPackage (package gpkg) and FlatGeobuf (package
-// flatgeobuf) plug in with an adapter of their Open(path, opts) to this
-// signature.
-func notBuilt(name string) func(string, OpenOptions) (FileReader, error) {
-	return func(string, OpenOptions) (FileReader, error) {
-		return nil, fmt.Errorf("format %s: %w", name, ErrNotBuilt)
+// openGPKG reads a GeoPackage layer (package gpkg).
+func openGPKG(p string, o OpenOptions) (FileReader, error) {
+	r, err := gpkg.Open(p, gpkg.Options{Layer: o.Layer, IDProperty: o.IDProperty, SRID: o.CRS, Limits: o.Limits})
+	if err != nil {
+		return nil, err
 	}
+	return FromOneLayer(r), nil
+}
+
+// openFlatGeobuf reads a FlatGeobuf file (package flatgeobuf).
+func openFlatGeobuf(p string, o OpenOptions) (FileReader, error) {
+	r, err := flatgeobuf.Open(p, flatgeobuf.Options{Layer: o.Layer, IDProperty: o.IDProperty, SRID: o.CRS, Limits: o.Limits})
+	if err != nil {
+		return nil, err
+	}
+	return FromOneLayer(r), nil
 }
 
 // Formats is the table of formats in the order they are sniffed: binary
@@ -89,8 +99,8 @@ func notBuilt(name string) func(string, OpenOptions) (FileReader, error) {
 func Formats() []Format {
 	return []Format{
 		{Name: FormatShapefile, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("PK\x03\x04")) }, Open: openZip},
-		{Name: FormatGPKG, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("SQLite format 3\x00")) }, Open: notBuilt(FormatGPKG)},
-		{Name: FormatFlatGeobuf, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("fgb\x03")) }, Open: notBuilt(FormatFlatGeobuf)},
+		{Name: FormatGPKG, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("SQLite format 3\x00")) }, Open: openGPKG},
+		{Name: FormatFlatGeobuf, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("fgb\x03")) }, Open: openFlatGeobuf},
 		{Name: FormatGeoJSON, Sniff: sniffGeoJSON, Open: openGeoJSON},
 		{Name: FormatCSV, Sniff: func(_ []byte, name string) bool { return hasExt(name, ".csv", ".txt") }, Open: openCSV},
 	}
@@ -160,6 +170,9 @@ func openLocal(p, format string, o OpenOptions) (FileReader, error) {
 	}
 	fr, err := f.Open(p, o)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), f.Name+": ") {
+			return nil, err // the format's own package named itself
+		}
 		return nil, fmt.Errorf("%s: %w", f.Name, err)
 	}
 	return fr, nil

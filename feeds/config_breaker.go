@@ -21,7 +21,7 @@ var breakerKeys = []string{
 	"consecutive_failures", "failure_ratio", "min_calls", "window",
 	"open_base", "open_max", "open_decay", "half_open_max_calls",
 	"max_attempts", "backoff_base", "backoff_max", "attempt_timeout",
-	"rate_limit", "burst", "max_in_flight_per_origin", "max_retry_after",
+	"target_concurrency", "rate_limit", "burst", "max_in_flight_per_origin", "max_retry_after",
 	"retry_budget_ratio", "retry_budget_min",
 }
 
@@ -57,6 +57,7 @@ func (p *parser) breakerPolicy(m *yamlconf.Mapping, path string, base breaker.Po
 	}
 	floats := map[string]*float64{
 		"failure_ratio": &pol.FailureRatio, "rate_limit": &pol.RateLimit,
+		"target_concurrency": &pol.TargetConcurrency,
 		"retry_budget_ratio": &pol.RetryBudgetRatio,
 	}
 	for key, dst := range floats {

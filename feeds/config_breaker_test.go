@@ -19,6 +19,7 @@ jurisdictions:
       open_base: 5m
       open_max: 2h
       rate_limit: 0.5
+      target_concurrency: 1
       max_attempts: 2
     feeds:
       - {id: parcels, kind: wfs, url: "http://portal.example.gov/wfs", type_name: p, sort_by: id}
@@ -43,6 +44,7 @@ func TestBreakerPolicyPerJurisdiction(t *testing.T) {
 	}
 	fragile := def
 	fragile.OpenBase, fragile.OpenMax, fragile.RateLimit, fragile.MaxAttempts = 5*time.Minute, 2*time.Hour, 0.5, 2
+	fragile.TargetConcurrency = 1
 	if cfg.Jurisdictions[0].Breaker != fragile {
 		t.Errorf("fragile policy = %+v, want %+v", cfg.Jurisdictions[0].Breaker, fragile)
 	}
@@ -53,7 +55,7 @@ func TestBreakerPolicyPerJurisdiction(t *testing.T) {
 	// fragile and city share an origin: the more protective settings win, with a warning.
 	pols := cfg.OriginPolicies()
 	shared := pols["http://portal.example.gov:80"]
-	if shared != breaker.MoreProtective(fragile, def) || shared.OpenBase != 5*time.Minute || shared.RateLimit != 0.5 {
+	if shared != breaker.MoreProtective(fragile, def) || shared.OpenBase != 5*time.Minute || shared.RateLimit != 0.5 || shared.TargetConcurrency != 1 {
 		t.Errorf("shared origin policy = %+v, want the more protective of both", shared)
 	}
 	if pols["https://data.example.org:443"] != def {

@@ -73,6 +73,13 @@
 #                             takeover after the dead lease expired, the time to stop traffic after
 #                             `breaker open` and resume it after `close`, SIGHUP and SIGTERM handling;
 #                             BENCH_COUNT runs. A slow machine gives slow figures, not a red build.
+#   scripts/bench.sh pacing   the origin's pacing (issue 30, BenchmarkPacingPolicies in ./breaker): an OGC
+#                             API collection in pygeoapi's mode (pages of 1000) with a per-page server delay
+#                             of 50 ms, 500 ms and 5 s, read under the old fixed 5/s, unpaced and the
+#                             adaptive targets 1 and 2: one poll's wall (50,000 parcels at 50 ms) and what
+#                             pacing added; 8 polls of one origin at once: pages/s, mean and peak requests
+#                             in flight. GDAL's ogr2ogr (OAPIF) on the same server when installed.
+#                             BENCH_PACING_FEATURES (50000), BENCH_PACING_SLOW=0 leaves out the 5 s server.
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
@@ -789,6 +796,13 @@ bench_incremental() {
 		grep -E '^(    incremental_test.go:[0-9]+: incremental:|--- |ok|FAIL)' | sed 's/^ *incremental_test.go:[0-9]*: //'
 }
 
+bench_pacing() {
+	local gdal=0
+	command -v ogr2ogr >/dev/null && gdal=1
+	BENCH_PACING=1 BENCH_PACING_GDAL=$gdal go test -run '^$' -bench '^BenchmarkPacingPolicies$' -benchtime 1x -timeout 30m ./breaker |
+		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+}
+
 bench_statuspage() {
 	echo "== status page of a 250,000-feature feed"
 	go test -run '^$' -bench FeedPage250k -benchtime 20x ./statuspage
@@ -809,6 +823,7 @@ arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
 breaker) bench_breaker ;;
 incremental) bench_incremental ;;
+pacing) bench_pacing ;;
 all)
 	bench_poll
 	bench_storm
@@ -823,10 +838,11 @@ all)
 	bench_micro
 	bench_statuspage
 	bench_breaker
+	bench_pacing
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, pacing, cluster or all)" >&2
 	exit 2
 	;;
 esac

@@ -178,143 +178,179 @@ type pageResult struct {
 // *LimitError), *RedirectError, *TransportError or a sentinel of this
 // package. FetchStats covers the pages fetched before the error.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
-	stats := source.FetchStats{NumberMatched: -1}
+	r := &fetchRun{c: c, ctx: ctx, layer: layer, firstPage: firstPage, handle: handle,
+		stats: source.FetchStats{NumberMatched: -1}, ids: pageids.New(c.checkIDs)}
 	// Every error of this package names the kind once: "wfs: …" (the
 	// handler's own errors are its own).
-	kind := Kind
-	named := func(err error) error { return source.Named(kind, err) }
-	if err := Validate(layer); err != nil {
-		return stats, named(err)
+	if err := r.prepare(); err != nil {
+		return r.stats, source.Named(Kind, err)
 	}
-	if err := checkHeaders(layer); err != nil {
-		return stats, named(err)
-	}
-	if firstPage < 0 || (!paged(layer) && firstPage != 0) {
-		return stats, named(fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, firstPage, pagingDesc(layer)))
-	}
-	declared, warning, err := c.declared(ctx, layer)
-	if err != nil {
-		return stats, named(err)
-	}
-	if warning != "" {
-		stats.Warnings = append(stats.Warnings, warning)
-		c.logger.Warn(warning, "url", RedactURL(layer.URL), "type_name", layer.TypeName)
-	}
-	typer := schema.Typer(declared)
-	stats.Declared = declared
-	stats.TypedText = typer != nil && !IsGeoJSONFormat(settingsOf(layer).OutputFormat)
-	var prevKey string
-	ids := pageids.New(c.checkIDs)
 	for page := firstPage; ; page++ {
 		if page-firstPage >= c.maxPages {
-			return stats, fmt.Errorf("%s: %s: stopped after %d pages (the page limit)", kind, RedactURL(layer.URL), c.maxPages)
+			return r.stats, fmt.Errorf("%s: %s: stopped after %d pages (the page limit)", Kind, RedactURL(layer.URL), c.maxPages)
 		}
-		startIndex := page * layer.PageSize
-		u, err := RequestURL(layer, startIndex)
-		if err != nil {
-			return stats, named(err)
+		if done, err := r.page(page); done || err != nil {
+			return r.stats, err
 		}
-		origin := breaker.Origin(u)
-		p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
-		log := c.logger.With("origin", origin, "page", page, "url", p.URL)
-		check := func(key string) error {
-			if page > firstPage && key != "" && key == prevKey {
-				return ErrStartIndexIgnored
-			}
-			return nil
-		}
-
-		var res pageResult
-		began := time.Now()
-		req := request(layer, u, acceptHeader(layer))
-		if !paged(layer) {
-			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
-		}
-		err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
-			ids.Begin(page) // a retry re-reads its page's ids
-			res = pageResult{ids: ids, fetched: stats.Features, typer: typer}
-			return c.attempt(a, layer, p, check, handle, &res)
-		})
-		if errors.Is(err, httpcall.ErrNotModified) {
-			// The server has the document of the last applied snapshot:
-			// nothing to fetch, nothing handed to handle.
-			log.Debug("not modified", "duration_ms", time.Since(began).Milliseconds())
-			stats.NotModified = true
-			stats.Validators = layer.Validators
-			return stats, nil
-		}
-		if err != nil {
-			var ie *IncompleteError
-			var le *feature.LimitError
-			switch {
-			case errors.As(err, &ie):
-				return stats, ie
-			case errors.As(err, &le):
-				// The limit is the whole story; where the decoder was when
-				// the bytes ran out is noise.
-				return stats, fmt.Errorf("%s: page %d (%s): %w", kind, page, p.URL, le)
-			case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-				// Whatever the last wait or read said (a rate limiter, a
-				// cancelled COPY), the cause is the caller's deadline.
-				return stats, &TimeoutError{URL: p.URL, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
-			case res.handlerErr != nil && err == res.handlerErr:
-				return stats, err
-			}
-			return stats, fmt.Errorf("%s: page %d (%s): %w", kind, page, p.URL, err)
-		}
-		stats.Pages++
-		stats.Features += res.features
-		stats.Bytes += res.bytes
-		incomplete := func(reason string) error {
-			return &IncompleteError{URL: p.URL, Expected: stats.NumberMatched, Got: startIndex + res.features, Reason: reason}
-		}
-		if res.numberMatched >= 0 {
-			if stats.NumberMatched >= 0 && res.numberMatched != stats.NumberMatched {
-				prev := stats.NumberMatched
-				stats.NumberMatched = res.numberMatched
-				return stats, incomplete(fmt.Sprintf("numberMatched changed from %d to %d between pages: the layer changed while it was paged", prev, res.numberMatched))
-			}
-			stats.NumberMatched = res.numberMatched
-		}
-		log.Debug("page fetched", "features", res.features, "bytes", res.bytes,
-			"number_matched", res.numberMatched, "duration_ms", time.Since(began).Milliseconds())
-		warn := func(msg string) {
-			stats.Warnings = append(stats.Warnings, fmt.Sprintf("page %d: %s", page, msg))
-			log.Warn(msg)
-		}
-		if res.warning != "" {
-			warn(res.warning)
-		}
-		if res.numberReturned >= 0 && res.numberReturned != res.features {
-			return stats, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the body held %d", page, res.numberReturned, res.features))
-		}
-		// done checks the total once the last page is in.
-		done := func() (source.FetchStats, error) {
-			if total := startIndex + res.features; stats.NumberMatched >= 0 && total != stats.NumberMatched {
-				if !paged(layer) {
-					return stats, incomplete(fmt.Sprintf("one request returned %d of the %d features numberMatched promised: the server caps its responses (GeoServer maxFeatures, MapServer wfs_maxfeatures); set a page size", total, stats.NumberMatched))
-				}
-				return stats, incomplete(fmt.Sprintf("page %d ends the result at %d features, numberMatched promised %d", page, total, stats.NumberMatched))
-			}
-			return stats, nil
-		}
-		if !paged(layer) {
-			// A layer of one request is one document, whose validators
-			// the next poll may send back (a paged layer's are per page).
-			stats.Validators = source.Validators{ETag: res.etag, LastModified: res.lastModified}
-			return done()
-		}
-		switch {
-		case res.features > layer.PageSize:
-			warn(fmt.Sprintf("server ignored the page size: asked for %d features, got %d; not paging further", layer.PageSize, res.features))
-			return done()
-		case res.features < layer.PageSize:
-			return done()
-		case stats.NumberMatched >= 0 && startIndex+res.features >= stats.NumberMatched:
-			return done()
-		}
-		prevKey = res.firstKey
 	}
+}
+
+// fetchRun is one Fetch: the layer, the pages' running totals and the
+// checks that span pages (ids, a server ignoring startIndex).
+type fetchRun struct {
+	c         *Client
+	ctx       context.Context
+	layer     source.Layer
+	firstPage int
+	handle    source.PageFunc
+	stats     source.FetchStats
+	typer     func(dst []byte, name string, text []byte) ([]byte, bool)
+	ids       *pageids.Set
+	prevKey   string // the first feature's key of the page before
+}
+
+// prepare checks the layer and reads its declared schema.
+func (r *fetchRun) prepare() error {
+	if err := Validate(r.layer); err != nil {
+		return err
+	}
+	if err := checkHeaders(r.layer); err != nil {
+		return err
+	}
+	if r.firstPage < 0 || (!paged(r.layer) && r.firstPage != 0) {
+		return fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, r.firstPage, pagingDesc(r.layer))
+	}
+	declared, warning, err := r.c.declared(r.ctx, r.layer)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		r.stats.Warnings = append(r.stats.Warnings, warning)
+		r.c.logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
+	}
+	r.typer = schema.Typer(declared)
+	r.stats.Declared = declared
+	r.stats.TypedText = r.typer != nil && !IsGeoJSONFormat(settingsOf(r.layer).OutputFormat)
+	return nil
+}
+
+// page fetches page and judges it; done says it was the last one (or the
+// document was not modified).
+func (r *fetchRun) page(page int) (done bool, err error) {
+	startIndex := page * r.layer.PageSize
+	u, err := RequestURL(r.layer, startIndex)
+	if err != nil {
+		return true, source.Named(Kind, err)
+	}
+	p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
+	log := r.c.logger.With("origin", breaker.Origin(u), "page", page, "url", p.URL)
+	check := func(key string) error {
+		if page > r.firstPage && key != "" && key == r.prevKey {
+			return ErrStartIndexIgnored
+		}
+		return nil
+	}
+	var res pageResult
+	began := time.Now()
+	req := request(r.layer, u, acceptHeader(r.layer))
+	if !paged(r.layer) {
+		req.Conditional(r.layer.Validators.ETag, r.layer.Validators.LastModified)
+	}
+	err = r.c.calls.Call(r.ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		r.ids.Begin(page) // a retry re-reads its page's ids
+		res = pageResult{ids: r.ids, fetched: r.stats.Features, typer: r.typer}
+		return r.c.attempt(a, r.layer, p, check, r.handle, &res)
+	})
+	if errors.Is(err, httpcall.ErrNotModified) {
+		// The server has the document of the last applied snapshot:
+		// nothing to fetch, nothing handed to handle.
+		log.Debug("not modified", "duration_ms", time.Since(began).Milliseconds())
+		r.stats.NotModified = true
+		r.stats.Validators = r.layer.Validators
+		return true, nil
+	}
+	if err != nil {
+		return true, r.callError(err, p, &res)
+	}
+	log.Debug("page fetched", "features", res.features, "bytes", res.bytes,
+		"number_matched", res.numberMatched, "duration_ms", time.Since(began).Milliseconds())
+	return r.judge(p, &res, log)
+}
+
+// callError is the error of a page's failed call, as Fetch returns it.
+func (r *fetchRun) callError(err error, p source.Page, res *pageResult) error {
+	var ie *IncompleteError
+	var le *feature.LimitError
+	switch {
+	case errors.As(err, &ie):
+		return ie
+	case errors.As(err, &le):
+		// The limit is the whole story; where the decoder was when the
+		// bytes ran out is noise.
+		return fmt.Errorf("%s: page %d (%s): %w", Kind, p.Index, p.URL, le)
+	case errors.Is(r.ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
+		// Whatever the last wait or read said (a rate limiter, a
+		// cancelled COPY), the cause is the caller's deadline.
+		return &TimeoutError{URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
+	case res.handlerErr != nil && err == res.handlerErr:
+		return err
+	}
+	return fmt.Errorf("%s: page %d (%s): %w", Kind, p.Index, p.URL, err)
+}
+
+// judge adds a fetched page to the totals, checks its counts and decides
+// whether it was the last.
+func (r *fetchRun) judge(p source.Page, res *pageResult, log *slog.Logger) (done bool, err error) {
+	st, page := &r.stats, p.Index
+	st.Pages++
+	st.Features += res.features
+	st.Bytes += res.bytes
+	incomplete := func(reason string) error {
+		return &IncompleteError{URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
+	}
+	if res.numberMatched >= 0 {
+		if st.NumberMatched >= 0 && res.numberMatched != st.NumberMatched {
+			prev := st.NumberMatched
+			st.NumberMatched = res.numberMatched
+			return true, incomplete(fmt.Sprintf("numberMatched changed from %d to %d between pages: the layer changed while it was paged", prev, res.numberMatched))
+		}
+		st.NumberMatched = res.numberMatched
+	}
+	warn := func(msg string) {
+		st.Warnings = append(st.Warnings, fmt.Sprintf("page %d: %s", page, msg))
+		log.Warn(msg)
+	}
+	if res.warning != "" {
+		warn(res.warning)
+	}
+	if res.numberReturned >= 0 && res.numberReturned != res.features {
+		return true, incomplete(fmt.Sprintf("page %d: numberReturned says %d features, the body held %d", page, res.numberReturned, res.features))
+	}
+	total := p.StartIndex + res.features
+	var last bool
+	switch {
+	case !paged(r.layer):
+		// A layer of one request is one document, whose validators the
+		// next poll may send back (a paged layer's are per page).
+		st.Validators = source.Validators{ETag: res.etag, LastModified: res.lastModified}
+		if st.NumberMatched >= 0 && total != st.NumberMatched {
+			return true, incomplete(fmt.Sprintf("one request returned %d of the %d features numberMatched promised: the server caps its responses (GeoServer maxFeatures, MapServer wfs_maxfeatures); set a page size", total, st.NumberMatched))
+		}
+		return true, nil
+	case res.features > r.layer.PageSize:
+		warn(fmt.Sprintf("server ignored the page size: asked for %d features, got %d; not paging further", r.layer.PageSize, res.features))
+		last = true
+	case res.features < r.layer.PageSize, st.NumberMatched >= 0 && total >= st.NumberMatched:
+		last = true
+	}
+	if !last {
+		r.prevKey = res.firstKey
+		return false, nil
+	}
+	if st.NumberMatched >= 0 && total != st.NumberMatched {
+		return true, incomplete(fmt.Sprintf("page %d ends the result at %d features, numberMatched promised %d", page, total, st.NumberMatched))
+	}
+	return true, nil
 }
 
 func pagingDesc(l source.Layer) string {
@@ -361,23 +397,8 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy,
 		idProperty: layer.IDProperty, body: a}
 
-	// Read the first feature before the handler sees anything, so that a
-	// server ignoring startIndex is caught before its page is staged again
-	// (and before its first id counts as a duplicate).
-	first, err := fr.read()
-	switch {
-	case err == io.EOF:
-	case err != nil:
-		return a.StreamFailed(err)
-	default:
-		res.firstKey = featureKey(first)
-		if err := check(res.firstKey); err != nil {
-			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("%w: page %d (%s) starts with the same feature as the page before", err, p.Index, redacted)}
-		}
-		if err := fr.checkID(first); err != nil {
-			return breaker.Result{Outcome: breaker.Success, Err: err}
-		}
-		fr.pending = first
+	if r, failed := fr.readFirst(a, check, res); failed {
+		return r
 	}
 
 	if herr := handle(ctx, p, fr); herr != nil {
@@ -411,6 +432,29 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	res.numberMatched = dec.NumberMatched()
 	res.numberReturned = dec.NumberReturned()
 	return breaker.Result{Outcome: breaker.Success}
+}
+
+// readFirst reads the page's first feature before the handler sees
+// anything, so that a server ignoring startIndex is caught before its page
+// is staged again (and before its first id counts as a duplicate); failed
+// says the attempt ends with r.
+func (fr *pageReader) readFirst(a *httpcall.Attempt, check func(string) error, res *pageResult) (r breaker.Result, failed bool) {
+	first, err := fr.read()
+	switch {
+	case err == io.EOF:
+	case err != nil:
+		return a.StreamFailed(err), true
+	default:
+		res.firstKey = featureKey(first)
+		if err := check(res.firstKey); err != nil {
+			return breaker.Result{Outcome: breaker.Success, Err: fmt.Errorf("%w: page %d (%s) starts with the same feature as the page before", err, fr.page, fr.url)}, true
+		}
+		if err := fr.checkID(first); err != nil {
+			return breaker.Result{Outcome: breaker.Success, Err: err}, true
+		}
+		fr.pending = first
+	}
+	return breaker.Result{}, false
 }
 
 // featureDecoder is what a body decoder offers the client: geojson.Reader

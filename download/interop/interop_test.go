@@ -136,6 +136,12 @@ func generate(t *testing.T, gpkg string) string {
 	env := os.Environ()
 	interoptest.GDAL(t, env, "ogr2ogr", "-f", "ESRI Shapefile", "-t_srs", "EPSG:4267", filepath.Join(gen, "nc.shp"), gpkg, "nc.gpkg")
 	interoptest.GDAL(t, env, "ogr2ogr", "-f", "CSV", "-lco", "GEOMETRY=AS_WKT", filepath.Join(gen, "nc.csv"), gpkg, "nc.gpkg")
+	// A GeoPackage of two layers (the counties in NAD27 and in WGS 84),
+	// and a FlatGeobuf.
+	two := filepath.Join(gen, "two.gpkg")
+	interoptest.GDAL(t, env, "ogr2ogr", "-f", "GPKG", "-t_srs", "EPSG:4267", "-nln", "counties_nad27", two, gpkg, "nc.gpkg")
+	interoptest.GDAL(t, env, "ogr2ogr", "-f", "GPKG", "-update", "-t_srs", "EPSG:4326", "-nln", "counties", two, gpkg, "nc.gpkg")
+	interoptest.GDAL(t, env, "ogr2ogr", "-f", "FlatGeobuf", filepath.Join(gen, "nc.fgb"), gpkg, "nc.gpkg")
 	places := `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"NAME":"Peñasco","NOTE":"Zoë Müller"},"geometry":{"type":"Point","coordinates":[-105.7,36.2]}},
 {"type":"Feature","properties":{"NAME":"Cañon","NOTE":"façade"},"geometry":{"type":"Point","coordinates":[-105.1,36.1]}}]}`
@@ -169,6 +175,7 @@ func setup(t *testing.T) *fixture {
 	base := served(t, gpkg, map[string][]byte{
 		"nc.zip": ncZip, "nc.csv": part("nc", ".csv"), "two.zip": two, "truncated.zip": ncZip[:len(ncZip)*2/3],
 		"noshx.zip": noSHX, "nodbf.zip": noDBF, "bomb.zip": bomb, "latin1.zip": latin1,
+		"two.gpkg": part("two", ".gpkg"), "nc.fgb": part("nc", ".fgb"), "notgpkg.gpkg": []byte("SQLite format 3\x00 but no database"),
 	})
 	yaml := fmt.Sprintf(`
 jurisdictions:
@@ -183,6 +190,10 @@ jurisdictions:
       - {id: nodbf, kind: file, url: %[1]s/nodbf.zip}
       - {id: bomb, kind: file, url: %[1]s/bomb.zip, limits: {body_bytes: 16000000}}
       - {id: latin1, kind: file, url: %[1]s/latin1.zip}
+      - {id: gpkg, kind: file, url: %[1]s/two.gpkg, layer: counties_nad27, id_property: FIPS}
+      - {id: gpkg_two, kind: file, url: %[1]s/two.gpkg}
+      - {id: notgpkg, kind: file, url: %[1]s/notgpkg.gpkg}
+      - {id: fgb, kind: file, url: %[1]s/nc.fgb, id_property: FIPS}
 `, base)
 	cfg, err := feeds.ParseConfig("interop.yaml", []byte(yaml), nil)
 	if err != nil {
@@ -230,6 +241,18 @@ func TestFileKindAgainstGDAL(t *testing.T) {
 		f.typesLikeOGRInfo(t, "csv", map[string]string{"Integer": "bigint", "Integer64": "bigint", "Real": "numeric", "String": "text"},
 			"-oo", "AUTODETECT_TYPE=YES", filepath.Join(f.gen, "nc.csv"))
 	})
+	interoptest.OGR2OGR(t, f.pool, filepath.Join(f.gen, "two.gpkg"), "counties_nad27", "-nln", "gdal_gpkg", "-lco", "GEOMETRY_NAME=geom", "-nlt", "GEOMETRY")
+	interoptest.OGR2OGR(t, f.pool, filepath.Join(f.gen, "nc.fgb"), "-nln", "gdal_fgb", "-lco", "GEOMETRY_NAME=geom", "-nlt", "GEOMETRY")
+	t.Run("GeoPackage layer in NAD27", func(t *testing.T) {
+		f.loadsLikeGDAL(t, "gpkg", "gdal_gpkg")
+		f.typesLikeOGRInfo(t, "gpkg", map[string]string{"Integer": "bigint", "Integer64": "bigint", "Real": "double precision", "String": "text", "Date": "date"},
+			filepath.Join(f.gen, "two.gpkg"), "counties_nad27")
+	})
+	t.Run("FlatGeobuf", func(t *testing.T) {
+		f.loadsLikeGDAL(t, "fgb", "gdal_fgb")
+		f.typesLikeOGRInfo(t, "fgb", map[string]string{"Integer": "bigint", "Integer64": "bigint", "Real": "double precision", "String": "text", "Date": "date"},
+			filepath.Join(f.gen, "nc.fgb"))
+	})
 	t.Run("layer: chooses among two", func(t *testing.T) {
 		if _, err := f.mgr.Poll(t.Context(), "nc/two_layer"); err != nil {
 			t.Fatal(err)
@@ -244,6 +267,8 @@ func TestFileKindAgainstGDAL(t *testing.T) {
 		{"noshx", "has no .shx beside it"},
 		{"nodbf", "has no .dbf beside it"},
 		{"bomb", "zip bomb"},
+		{"gpkg_two", "counties"},
+		{"notgpkg", "gpkg: "},
 	} {
 		t.Run("refused: "+tc.feed, func(t *testing.T) {
 			_, err := f.mgr.Poll(t.Context(), "nc/"+tc.feed)
