@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
@@ -78,6 +79,9 @@ type Client struct {
 	callOpts []httpcall.Option
 	logger   *slog.Logger
 	now      func() time.Time
+	// noted holds the layers' change-tracking warnings already said
+	// (noteOnce).
+	noted sync.Map
 }
 
 // NewClient returns a Client calling servers through httpcall.New(
@@ -128,6 +132,14 @@ type LayerInfo struct {
 	EditingInfo            *struct {
 		LastEditDate int64 `json:"lastEditDate"`
 	} `json:"editingInfo"`
+	// EditFieldsInfo names the layer's edit tracking fields; its
+	// editDateField (epoch milliseconds, UTC) is what an incremental
+	// refresh asks by (incremental.go).
+	EditFieldsInfo *struct {
+		EditDateField string `json:"editDateField"`
+	} `json:"editFieldsInfo"`
+	// Capabilities lists the layer's operations ("Query,ChangeTracking").
+	Capabilities string `json:"capabilities"`
 	// Layers is set when the URL is a service, not a layer.
 	Layers []json.RawMessage `json:"layers"`
 }
@@ -213,6 +225,14 @@ type dump struct {
 	seen    map[int64]struct{}
 	readMax int
 	read    int
+	// Incremental refresh: the layer's edit date field ("" when it has
+	// none an incremental refresh can use) and the greatest edit date seen
+	// in the features handed over (Unix ms).
+	editField string
+	maxEdit   int64
+	// tracking is the layer's server generations (change tracking), nil
+	// when its service does not track changes.
+	tracking *trackingInfo
 }
 
 // Fetch dumps the layer completely or not at all:
@@ -282,37 +302,31 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	// version, for a server whose lastEditDate does not move on a schema
 	// change.
 	stats.Declared = d.info.Declared(settingsOf(layer).OutFields, d.idField)
-	version := ""
+	cheap := ""
 	if led := d.info.LastEditDate(); led > 0 {
-		version = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
+		cheap = "lastEditDate=" + strconv.FormatInt(led, 10) + ";count=" + strconv.Itoa(count) + ";fields=" + d.info.fieldsDigest()
 	}
-	if version != "" && layer.Validators.Version == version {
+	prev := parseLayerVersion(layer.Validators.Version)
+	d.editField = d.editDateField()
+	due, reconcile := d.due(prev)
+	// A reconciliation is due even for a layer whose version says it is
+	// unchanged: an edit that moved no edit date may not have moved
+	// lastEditDate either.
+	if cheap != "" && prev.base == cheap && !due {
 		stats.NotModified = true
-		stats.Validators.Version = version
-		d.log.Debug("layer unchanged", "version", version)
+		stats.Mode = source.ModeNotModified
+		stats.Validators.Version = layer.Validators.Version
+		d.log.Debug("layer unchanged", "version", cheap)
 		return stats, nil
 	}
 	if err := d.checkSRID(ctx, d.info.SRID(), "layer's spatial reference"); err != nil {
 		return stats, err
 	}
-
-	ids, err := d.idList(ctx, count)
-	switch {
-	case err == nil:
-		err = d.byIDs(ctx, ids, handle)
-	case fallback(err):
-		d.warn(fmt.Sprintf("the id list failed (%v); reading the layer without it", err))
-		err = d.withoutIDs(ctx, count, handle)
+	if err := d.readTracking(ctx, base); err != nil {
+		return stats, err
 	}
-	var ie *IncompleteError
-	if errors.As(err, &ie) && d.info.LastEditDate() > 0 {
-		// An id that went missing is most often an edit: say so if it was.
-		before := d.info.LastEditDate()
-		if perr := d.probe(ctx, base); perr == nil && d.info.LastEditDate() != before {
-			ie.Reason = fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s): %s", millis(before), millis(d.info.LastEditDate()), ie.Reason)
-		}
-	}
-	if err != nil {
+	stats.Mode, stats.Reconcile = source.ModeFull, reconcile
+	if err := d.readFeatures(ctx, base, count, prev, d.plan(prev, due), handle); err != nil {
 		return stats, err
 	}
 	if firstPage > 0 {
@@ -333,8 +347,47 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s)", millis(before), millis(after))}
 		}
 	}
-	stats.Validators.Version = version
+	stats.Validators.Version = d.nextVersion(cheap, prev, stats.Delta != nil).String()
 	return stats, nil
+}
+
+// readFeatures reads the layer's features: by the id list, only the edits since
+// prev's watermark (incremental) or all of them, or without the id list
+// when it failed on the server's side.
+func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev layerVersion, mode readMode, handle source.PageFunc) error {
+	ids, err := d.idList(ctx, count)
+	if err == nil && mode == readChanges {
+		var used bool
+		if used, err = d.fromLog(ctx, base, ids, prev, handle); err == nil && !used {
+			mode = d.plan(layerVersion{base: prev.base, editField: prev.editField, watermark: prev.watermark}, false)
+		} else {
+			return d.annotate(ctx, base, err)
+		}
+	}
+	switch {
+	case err == nil && mode == readEdits:
+		err = d.changes(ctx, ids, prev, handle)
+	case err == nil:
+		err = d.byIDs(ctx, ids, handle)
+	case fallback(err):
+		d.warn(fmt.Sprintf("the id list failed (%v); reading the layer without it", err))
+		err = d.withoutIDs(ctx, count, handle)
+	}
+	return d.annotate(ctx, base, err)
+}
+
+// annotate names an edit during the dump as the likely cause of an
+// incomplete one.
+func (d *dump) annotate(ctx context.Context, base *url.URL, err error) error {
+	var ie *IncompleteError
+	if errors.As(err, &ie) && d.info.LastEditDate() > 0 {
+		// An id that went missing is most often an edit: say so if it was.
+		before := d.info.LastEditDate()
+		if perr := d.probe(ctx, base); perr == nil && d.info.LastEditDate() != before {
+			ie.Reason = fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s): %s", millis(before), millis(d.info.LastEditDate()), ie.Reason)
+		}
+	}
+	return err
 }
 
 func millis(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }

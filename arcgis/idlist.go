@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 
@@ -77,9 +78,22 @@ var errTooManyIDs = errors.New("more ids than the count")
 // object in the list, wherever it sits, is the server's error, judged by
 // its code: a failure on the server's side leads Fetch to its fallback.
 func (d *dump) idList(ctx context.Context, count int) (*idList, error) {
-	form := d.form()
+	ids, err := d.readIDs(ctx, d.form(), "id list", count)
+	if err != nil {
+		return nil, err
+	}
+	if ids.n != count {
+		return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the count is %d but the id list holds %d ids (the layer changed between them, or the server caps the id list)", count, ids.n)}
+	}
+	return ids, nil
+}
+
+// readIDs reads the object ids form selects (returnIdsOnly) as they
+// stream, at most count of them within the bound count sets, sorted and
+// checked for repeats; name names the document.
+func (d *dump) readIDs(ctx context.Context, form url.Values, name string, count int) (*idList, error) {
 	form.Set("returnIdsOnly", "true")
-	doc := document{name: "id list", max: IDListBaseBytes + IDListBytesPerID*int64(count),
+	doc := document{name: name, max: IDListBaseBytes + IDListBytesPerID*int64(count),
 		bound: fmt.Sprintf("%d bytes and %d for each of the %d features counted", IDListBaseBytes, IDListBytesPerID, count)}
 	req := d.request(d.query, form)
 	req.BodyLimit, _ = d.bodyLimit(doc)
@@ -125,11 +139,14 @@ func (d *dump) idList(ctx context.Context, count int) (*idList, error) {
 	ids.sort()
 	for i := 1; i < ids.n; i++ {
 		if ids.at(i) == ids.at(i-1) {
-			return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the id list holds object id %d twice", ids.at(i))}
+			return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the %s holds object id %d twice", name, ids.at(i))}
 		}
 	}
-	if ids.n != count {
-		return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the count is %d but the id list holds %d ids (the layer changed between them, or the server caps the id list)", count, ids.n)}
-	}
 	return ids, nil
+}
+
+// contains reports whether the sorted list holds id.
+func (l *idList) contains(id int64) bool {
+	i := sort.Search(l.n, func(i int) bool { return l.at(i) >= id })
+	return i < l.n && l.at(i) == id
 }

@@ -4,8 +4,10 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/ingestd/ingestd/internal/kindconf"
+	"github.com/ingestd/ingestd/internal/yamlconf"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -25,15 +27,89 @@ type Settings struct {
 	Where string
 	// OutFields is the query's outFields; "" means *.
 	OutFields string
+
+	// Incremental refresh (issue 27); not part of Identity: they change
+	// how the layer is read, not what a complete snapshot of it holds.
+
+	// Incremental is the feed's incremental setting: IncrementalAuto
+	// (""), edit tracking when the layer offers it, or IncrementalOff,
+	// every changed layer dumped whole.
+	Incremental string
+	// FullEvery bounds the time between two full dumps of a layer read
+	// incrementally (the reconciliation); 0 means DefaultFullEvery.
+	FullEvery time.Duration
+	// EditSkew is the margin taken below the watermark for edits
+	// committed out of order (an edit stamped before the last one seen but
+	// committed after it); 0 means DefaultEditSkew.
+	EditSkew time.Duration
 }
+
+// Incremental settings.
+const (
+	IncrementalAuto = "auto"
+	IncrementalOff  = "off"
+	// DefaultFullEvery is full_every's default: a full dump a day.
+	DefaultFullEvery = 24 * time.Hour
+	// DefaultEditSkew is edit_skew's default: an edit's transaction that
+	// commits up to five minutes after the time it was stamped with is
+	// still fetched.
+	DefaultEditSkew = 5 * time.Minute
+)
 
 // Identity lists the where clause and the out fields.
 func (s Settings) Identity() []string { return []string{s.Where, s.OutFields} }
+
+// fullEvery and editSkew are the settings with their defaults.
+func (s Settings) fullEvery() time.Duration {
+	if s.FullEvery > 0 {
+		return s.FullEvery
+	}
+	return DefaultFullEvery
+}
+
+func (s Settings) editSkew() time.Duration {
+	if s.EditSkew > 0 {
+		return s.EditSkew
+	}
+	return DefaultEditSkew
+}
 
 // settingsOf returns l's arcgis settings (zero when it has none).
 func settingsOf(l source.Layer) Settings {
 	s, _ := l.Settings.(Settings)
 	return s
+}
+
+// incrementalKeys are the settings a feed or the defaults block may set.
+var incrementalKeys = []string{"incremental", "full_every", "edit_skew"}
+
+// parseDefaults reads the defaults block's incremental settings; nil when
+// it sets none.
+func parseDefaults(p *yamlconf.Parser, m *yamlconf.Mapping, path string) any {
+	var s Settings
+	readIncremental(p, m, path, &s)
+	if s == (Settings{}) {
+		return nil
+	}
+	return s
+}
+
+// readIncremental reads incremental, full_every and edit_skew from m over s.
+func readIncremental(p *yamlconf.Parser, m *yamlconf.Mapping, path string, s *Settings) {
+	if v, present := p.Str(m, "incremental", path); present && v.OK {
+		switch v.Val {
+		case IncrementalAuto, IncrementalOff:
+			s.Incremental = v.Val
+		default:
+			p.Errorf(v.Node, yamlconf.Join(path, "incremental"), "%q: write %q (edit tracking when the layer offers it) or %q (full dumps only)", v.Raw, IncrementalAuto, IncrementalOff)
+		}
+	}
+	if d, _, present, ok := p.Duration(m, "full_every", path); present && ok {
+		s.FullEvery = d
+	}
+	if d, _, present, ok := p.Duration(m, "edit_skew", path); present && ok {
+		s.EditSkew = d
+	}
 }
 
 // layerPath is the path of an ArcGIS REST layer.
@@ -43,16 +119,19 @@ var layerPath = regexp.MustCompile(`/(FeatureServer|MapServer)/\d+/?$`)
 // out_fields and token, refused on a feed of another kind (a token must not
 // be silently dropped).
 func Config() kindconf.Kind {
-	return kindconf.Kind{Keys: []string{"where", "out_fields", "token"}, Strict: true, Parse: parseFeed}
+	keys := append([]string{"where", "out_fields", "token"}, incrementalKeys...)
+	return kindconf.Kind{Keys: keys, Strict: true, DefaultKeys: incrementalKeys, ParseDefaults: parseDefaults, Parse: parseFeed}
 }
 
 // parseFeed reads an arcgis feed's settings: where (default 1=1),
 // out_fields (default *), token (sent as "X-Esri-Authorization: Bearer …"),
 // page_size (0: the layer's maxRecordCount, and capped at it; the
 // defaults' page_size does not apply), id_property (default: the layer's
-// objectIdField). The url is one layer.
+// objectIdField), incremental (auto or off), full_every (24h) and edit_skew
+// (5m), over the defaults block's. The url is one layer.
 func parseFeed(f *kindconf.Feed) source.Settings {
-	var s Settings
+	s, _ := f.Defaults.(Settings)
+	readIncremental(f.Parser, f.Map, f.Path, &s)
 	f.Ignore("type_name")
 	if n, ok := f.Map.Get("sort_by"); ok {
 		f.Warnf(n, f.Field("sort_by"), "ignored for an arcgis feed: the dump is ordered by object id")

@@ -192,6 +192,7 @@ func (p *pageState) take(ctx context.Context, oid int64, f *feature.Feature, att
 		p.ids[h] = oid
 	}
 	p.got[oid] = attempt
+	d.seeEdit(f)
 	return p.s.emit(ctx, f)
 }
 

@@ -751,8 +751,11 @@ func (p *parser) kindDefaults(m *yamlconf.Mapping, path string) map[string]any {
 	}
 	out := map[string]any{}
 	for name, k := range kinds() {
-		if k.config.ParseDefaults != nil {
-			out[name] = k.config.ParseDefaults(p.Parser, m, path)
+		if k.config.ParseDefaults == nil {
+			continue
+		}
+		if v := k.config.ParseDefaults(p.Parser, m, path); v != nil {
+			out[name] = v
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package feeds
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ingestd/ingestd/arcgis"
 )
@@ -68,5 +69,42 @@ func TestArcGISFeedConfigErrors(t *testing.T) {
 	}
 	if got := strings.Join(warns, "\n"); !strings.Contains(got, "type_name: ignored for an arcgis feed") || !strings.Contains(got, "sort_by: ignored") {
 		t.Errorf("warnings:\n%s", got)
+	}
+}
+
+// TestArcGISIncrementalConfig: incremental, full_every and edit_skew are
+// read from the defaults block and each arcgis feed, the feed's winning;
+// unset, they take the kind's defaults.
+func TestArcGISIncrementalConfig(t *testing.T) {
+	t.Parallel()
+	const y = `
+defaults:
+  full_every: 12h
+  edit_skew: 90s
+jurisdictions:
+  - id: wake
+    feeds:
+      - {id: a, kind: arcgis, url: "https://h/s/FeatureServer/0"}
+      - {id: b, kind: arcgis, url: "https://h/s/FeatureServer/1", incremental: "off", full_every: 1h}
+`
+	cfg := mustParse(t, y, nil)
+	a := cfg.Feeds()[0].Layer().Settings.(arcgis.Settings)
+	b := cfg.Feeds()[1].Layer().Settings.(arcgis.Settings)
+	if a.Incremental != "" || a.FullEvery != 12*time.Hour || a.EditSkew != 90*time.Second {
+		t.Errorf("feed a: %+v; want the defaults block's", a)
+	}
+	if b.Incremental != arcgis.IncrementalOff || b.FullEvery != time.Hour || b.EditSkew != 90*time.Second {
+		t.Errorf("feed b: %+v; want its own incremental and full_every", b)
+	}
+	for _, bad := range []struct{ feed, want string }{
+		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", incremental: sometimes}`, `write "auto"`},
+		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", full_every: 0s}`, "must be more than 0"},
+		{`{id: a, kind: wfs, url: "https://h/wfs", type_name: x, full_every: 1h}`, "full_every"},
+	} {
+		y := "jurisdictions:\n  - id: j\n    feeds:\n      - " + bad.feed + "\n"
+		_, err := ParseConfig("t.yaml", []byte(y), func(string) (string, bool) { return "", false })
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: error %v, want %q", bad.feed, err, bad.want)
+		}
 	}
 }

@@ -25,6 +25,8 @@ type metrics struct {
 	ticksSkipped *prometheus.CounterVec // reason
 	// invalidFeatures: jurisdiction, feed, reason (InvalidFeatures.Reasons).
 	invalidFeatures *prometheus.CounterVec
+	// fetches and drift: incremental refresh (delta.go).
+	fetches, drift *prometheus.CounterVec
 }
 
 // Poll outcomes, the values of the outcome label: the poll's status where
@@ -85,9 +87,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Features of applied snapshots that were repaired, skipped or refused, by feed and reason (invalid_utf8, nul, lone_surrogate, invalid_json, number_out_of_range, id_too_long).",
 		}, []string{"jurisdiction", "feed", "reason"}),
 	}
+	m.fetches, m.drift = newDeltaMetrics()
 	if reg != nil {
 		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.expectedInterval, m.running, m.schedulerLag, m.ticksSkipped,
-			m.invalidFeatures, m.queueWait)
+			m.invalidFeatures, m.queueWait, m.fetches, m.drift)
 	}
 	return m
 }
@@ -121,4 +124,6 @@ func (m *metrics) forget(jurisdiction, feed string) {
 	m.lastSuccess.DeleteLabelValues(jurisdiction, feed)
 	m.expectedInterval.DeleteLabelValues(jurisdiction, feed)
 	m.invalidFeatures.DeletePartialMatch(prometheus.Labels{"jurisdiction": jurisdiction, "feed": feed})
+	m.fetches.DeletePartialMatch(prometheus.Labels{"jurisdiction": jurisdiction, "feed": feed})
+	m.drift.DeletePartialMatch(prometheus.Labels{"jurisdiction": jurisdiction, "feed": feed})
 }

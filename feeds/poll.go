@@ -224,6 +224,11 @@ func (m *Manager) fetchAndApply(ctx context.Context, p *pollRun) error {
 		p.fetched = true
 	}
 	if err == nil {
+		// A delta composed into a whole snapshot, or fetched in full
+		// (delta.go); the fetch's mode recorded.
+		p.layer, p.stats, err = m.completeFetch(ctx, p.layer, p.info, p.pollID, p.stats, p.logger)
+	}
+	if err == nil {
 		err = m.store.RecordFetch(ctx, p.pollID, p.stats.Bytes, p.stats.Validators, requestKey(p.layer))
 		p.fetched = false // recorded
 	}

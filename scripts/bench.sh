@@ -36,6 +36,12 @@
 #                             ingestd poll (kind ogcapi) and by GDAL's ogr2ogr (OAPIF driver,
 #                             -oo PAGE_SIZE): wall, CPU (user+sys), peak RSS, rows and
 #                             distinct ids, per run and the medians.
+#   scripts/bench.sh incremental  issue 27: a tracked 100,000-parcel ArcGIS layer (arcgistest.Parcels,
+#                             editFieldsInfo), BENCH_INCREMENTAL_ROUNDS (default 20) rounds of 0.5 %
+#                             edits, 0.1 % deletes and 3 adds, polled after each by a feed read by edit
+#                             date and by one dumped whole (incremental: off): every incremental snapshot
+#                             identical to the full dump's (TestIncrementalMatchesFullDump asserts it and
+#                             the bytes, <= 2 %), and the mean bytes and wall per refresh of each.
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
 #   scripts/bench.sh statuspage  the status page of a 250,000-parcel feed (loaded by the real
 #                             poller): ns per page (target < 300 ms) and the thumbnail's bytes
@@ -80,6 +86,8 @@
 # started on demand),
 # BENCH_GDAL_PORT (first of the two ports bench.sh gdal serves on, default 18201),
 # BENCH_ARCGIS_PORT (bench.sh arcgis's server, default 18312), BENCH_ARCGIS_FEATURES (200000),
+# BENCH_INCREMENTAL_FEATURES (bench.sh incremental, default 100000), BENCH_INCREMENTAL_ROUNDS (20),
+# BENCH_INCREMENTAL_SPREAD_MS (a round's edits stamped over this many ms before it; 1: one instant),
 # BENCH_SIZES (default "200000 400000"), BENCH_COUNT runs per size (default 3);
 # bench.sh ogcapi: BENCH_OGCAPI_PORT (default 18211), BENCH_OGCAPI_FEATURES (default 250000),
 # BENCH_OGCAPI_PAGE_SIZE (limit of both tools, default 1000);
@@ -780,6 +788,14 @@ bench_breaker() {
 		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\|?\)'
 }
 
+bench_incremental() {
+	echo "== incremental: edit-date refresh against full dumps of the same layer (figures; the test asserts identity and bytes)"
+	INGESTD_INCREMENTAL_FEATURES=${BENCH_INCREMENTAL_FEATURES:-100000} INGESTD_INCREMENTAL_ROUNDS=${BENCH_INCREMENTAL_ROUNDS:-20} \
+		INGESTD_INCREMENTAL_SPREAD_MS=${BENCH_INCREMENTAL_SPREAD_MS:-3600000} \
+		go test -count=1 -timeout 60m -run '^TestIncrementalMatchesFullDump$' -v ./arcgis/interop/ |
+		grep -E '^(    incremental_test.go:[0-9]+: incremental:|--- |ok|FAIL)' | sed 's/^ *incremental_test.go:[0-9]*: //'
+}
+
 bench_pacing() {
 	local gdal=0
 	command -v ogr2ogr >/dev/null && gdal=1
@@ -806,6 +822,7 @@ cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
 breaker) bench_breaker ;;
+incremental) bench_incremental ;;
 pacing) bench_pacing ;;
 all)
 	bench_poll
@@ -814,6 +831,7 @@ all)
 	bench_gdal
 	bench_hostile
 	bench_arcgis
+	bench_incremental
 	bench_ogcapi
 	bench_bigdoc
 	bench_shpzip
@@ -824,7 +842,7 @@ all)
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, pacing, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, pacing, cluster or all)" >&2
 	exit 2
 	;;
 esac

@@ -152,6 +152,57 @@ type FetchStats struct {
 	// absence of a next link ended it). "" for kinds that page otherwise.
 	// A store records it with the applied snapshot (polls.completeness).
 	Completeness string
+
+	// Incremental refresh (issue 27).
+
+	// Mode says how the fetch read the layer (polls.fetch_mode): ModeFull,
+	// ModeEditDate, ModeChangeTracking or ModeNotModified; "" is ModeFull
+	// (or ModeNotModified with NotModified).
+	Mode string
+	// Delta, when set, says the pages handed over hold only the features
+	// added or changed since the snapshot Layer.Validators came from: the
+	// store composes the whole snapshot from them, the previous snapshot's
+	// other features and Delta.IDs, before it applies it (see Delta).
+	Delta *Delta
+	// Reconcile, when set on a full fetch, asks the store to count the
+	// features of the snapshot that differ from the stored ones although
+	// the incremental path would not have fetched them: its drift.
+	Reconcile *Reconcile
+}
+
+// Fetch modes, the values of FetchStats.Mode.
+const (
+	ModeFull           = "full"
+	ModeEditDate       = "edit_date"
+	ModeChangeTracking = "change_tracking"
+	ModeNotModified    = "not_modified"
+)
+
+// Delta is the rest of a fetch that handed over only what changed. The
+// snapshot it stands for is the pages handed over, plus the previous
+// applied snapshot's features whose ids are in IDs and not on those
+// pages; a feature of the previous snapshot whose id is not in IDs was
+// deleted. The store proves it whole: every id of IDs must be in it.
+type Delta struct {
+	// IDs is the server's whole id list, sorted; a feature's id is the
+	// decimal text of its id (the object id, for ArcGIS).
+	IDs []int64
+	// Since says what the pages are the changes since, for the log
+	// ("EditDate > 2026-12-01T18:00:00Z").
+	Since string
+}
+
+// Reconcile is how a store counts the drift of an incremental path that a
+// full fetch replaces: the snapshot's features that differ from the stored
+// ones (added or changed) while their edit date is at most Cutoff, which
+// the incremental path would therefore have missed.
+type Reconcile struct {
+	// Field is the property that holds a feature's edit date (an ISO-8601
+	// timestamp, as the kind's decoder renders dates).
+	Field string
+	// Cutoff is the edit date, in Unix milliseconds, after which the
+	// incremental path would have fetched a feature.
+	Cutoff int64
 }
 
 // LogValue is how a Layer appears in a log: its identity with the URL

@@ -93,6 +93,11 @@ type Poll struct {
 	Modified        *int64    `db:"modified"`
 	Removed         *int64    `db:"removed"`
 	Error           string    `db:"error"` // redacted
+	// FetchMode is how the poll read its layer (full, edit_date, …; ""
+	// before it finished a fetch); Drift what an incremental refresh had
+	// got wrong, when a full dump compared it.
+	FetchMode string `db:"fetch_mode"`
+	Drift     *int64 `db:"drift"`
 }
 
 // Overview is what the overview page shows.

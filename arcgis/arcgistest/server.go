@@ -136,6 +136,15 @@ type Layer struct {
 	Fields         []esrijson.Field
 	Features       []Feature
 	Faults         Faults
+	// EditDateField, when set, is the layer's editFieldsInfo.editDateField
+	// (a date field of Fields every feature carries, see Tracked), and a
+	// where clause "<field> > TIMESTAMP 'YYYY-MM-DD HH:MM:SS'" selects by it.
+	EditDateField string
+	// ChangeTracking makes the layer's capabilities name ChangeTracking
+	// and its service answer changeTrackingInfo and extractChanges from
+	// the layer's change log (changes.go).
+	ChangeTracking bool
+	Tracking       Tracking
 
 	idx map[int64]int
 }
@@ -213,6 +222,9 @@ var pathRE = regexp.MustCompile(`^/arcgis/rest/services/([^/]+)/(?:FeatureServer
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := pathRE.FindStringSubmatch(r.URL.Path)
+	if m == nil && s.service(w, r) {
+		return
+	}
 	if m == nil {
 		writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": "Invalid URL", "details": []string{"Invalid URL"}}})
 		return
@@ -270,6 +282,12 @@ func (s *Server) probe(w http.ResponseWriter, r *http.Request, l *Layer) {
 		"fields":      l.Fields,
 		"editingInfo": map[string]any{"lastEditDate": l.LastEditDate},
 	}
+	if l.EditDateField != "" {
+		doc["editFieldsInfo"] = map[string]any{"editDateField": l.EditDateField}
+	}
+	if l.ChangeTracking {
+		doc["capabilities"] = "Query,ChangeTracking"
+	}
 	if n := l.Faults.DescriptionBomb; n > 0 {
 		delete(doc, "name")
 		s.unlocked(func() { writeBomb(w, doc, "name", n) })
@@ -299,6 +317,12 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 		a, _ := strconv.ParseInt(mm[1], 10, 64)
 		b, _ := strconv.ParseInt(mm[2], 10, 64)
 		feats = slices.DeleteFunc(slices.Clone(feats), func(ft Feature) bool { return ft.OID <= a || ft.OID > b })
+	}
+	if after, ok := l.editedAfter(f.Get("where")); ok {
+		feats = slices.DeleteFunc(slices.Clone(feats), func(ft Feature) bool {
+			ms, _ := ft.Attributes[l.EditDateField].(int64)
+			return ms <= after
+		})
 	}
 	switch {
 	case f.Get("returnCountOnly") == "true":

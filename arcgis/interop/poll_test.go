@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
 	"github.com/ingestd/ingestd/breaker"
@@ -33,6 +34,7 @@ type rig struct {
 	breakers *breaker.Registry
 	store    *stageCounter
 	env      map[string]string
+	reg      *prometheus.Registry
 }
 
 // stageCounter is the PostGIS store, counting the pages staged.
@@ -60,9 +62,10 @@ func newRig(t testing.TB, feedsYAML string, env map[string]string) *rig {
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: fastPolicy()}, logger)
 	fetchers := feeds.NewFetchers(feeds.FetcherDeps{Breakers: breakers, Logger: logger})
 	store := &stageCounter{Store: postgis.New(pool)}
-	m := feeds.NewManager(store, fetchers, feeds.WithLogger(logger))
+	reg := prometheus.NewRegistry()
+	m := feeds.NewManager(store, fetchers, feeds.WithLogger(logger), feeds.WithRegisterer(reg))
 	t.Cleanup(m.Stop)
-	r := &rig{ctx: t.Context(), pool: pool, manager: m, breakers: breakers, store: store, env: env}
+	r := &rig{ctx: t.Context(), pool: pool, manager: m, breakers: breakers, store: store, env: env, reg: reg}
 	r.update(t, feedsYAML)
 	return r
 }

@@ -65,7 +65,8 @@ WHERE jurisdiction = $1 AND feed = $2;
 -- The feed's last polls, newest first (polls_feed_started_idx).
 SELECT id, status, started_at,
        extract(epoch FROM (finished_at - started_at))::float8 AS duration_seconds,
-       pages, features, added, modified, removed, coalesce(error, '') AS error
+       pages, features, added, modified, removed, coalesce(error, '') AS error,
+       coalesce(fetch_mode, '') AS fetch_mode, drift
 FROM polls
 WHERE jurisdiction = $1 AND feed = $2
 ORDER BY started_at DESC
