@@ -23,6 +23,9 @@ END
 $$;
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"owner";
+-- CREATE: a schema per jurisdiction for its typed layers (raleigh.zoning),
+-- made by the apply of its first feed; owning schemas is all it allows.
+GRANT CREATE ON DATABASE :"db" TO :"owner";
 
 \connect :"db"
 
@@ -59,6 +62,17 @@ BEGIN
                           AND d.objid = p.oid AND d.deptype = 'e')
     LOOP
         EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.fn, new_owner);
+    END LOOP;
+    -- The jurisdictions' schemas of typed layers (version 33), and the
+    -- layers in them: the owner rebuilds them at each schema change.
+    FOR r IN
+        SELECT c.oid::regclass AS rel, c.relkind, c.relnamespace::regnamespace AS nsp FROM feed_schemas s
+        JOIN pg_class c ON c.oid = to_regclass(s.view_name)
+        WHERE c.relnamespace <> 'public'::regnamespace AND to_regproc('ingestd_feed_layer') IS NOT NULL
+    LOOP
+        EXECUTE format('ALTER SCHEMA %s OWNER TO %I', r.nsp, new_owner);
+        EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END,
+            r.rel, new_owner);
     END LOOP;
 END
 $$;

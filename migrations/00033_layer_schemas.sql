@@ -102,6 +102,10 @@ BEGIN
         -- Created by the concurrent apply of another of the jurisdiction's
         -- feeds, which committed while this one waited: it exists now.
         NULL;
+    WHEN insufficient_privilege THEN
+        RAISE EXCEPTION 'ingestd: role % may not create schema % for the layer of %/%', current_user, l[1], j, f
+            USING HINT = format('an administrator must run GRANT CREATE ON DATABASE %I TO %I once (deploy/roles.sql)',
+                current_database(), current_user);
     END;
     sel := format('SELECT f.feature_id%s%s, f.jurisdiction, f.feed, f.first_seen_at, f.changed_at FROM %I f',
         sel, geom, ingestd_feed_partition(j, f));
