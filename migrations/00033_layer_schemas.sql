@@ -23,6 +23,15 @@ ALTER TABLE feed_status ADD COLUMN layer_schema text, ADD COLUMN layer_name text
 COMMENT ON COLUMN feed_status.layer_schema IS 'Schema of the feed''s typed layer: the jurisdiction''s schema: setting, by default its id with ''-'' made ''_'' (NULL: not registered since version 33, the default).';
 COMMENT ON COLUMN feed_status.layer_name IS 'Name of the feed''s typed layer in layer_schema: the feed''s name: setting, by default its id with ''-'' made ''_''.';
 
+-- ingestd_as_date and ingestd_as_timestamptz catch a bad date in an
+-- EXCEPTION block, a subtransaction, which a parallel plan refuses
+-- ("cannot start subtransactions during a parallel operation"): building
+-- or refreshing the layer of a large feed with a date column, or reading
+-- its view, failed whenever the planner chose parallel workers. They are
+-- parallel unsafe, as they always were.
+ALTER FUNCTION ingestd_as_date(jsonb) PARALLEL UNSAFE;
+ALTER FUNCTION ingestd_as_timestamptz(jsonb) PARALLEL UNSAFE;
+
 -- +goose StatementBegin
 CREATE FUNCTION ingestd_feed_layer(j text, f text) RETURNS text[]
 LANGUAGE sql STABLE STRICT PARALLEL SAFE AS $$
@@ -263,4 +272,6 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
 $$;
 -- +goose StatementEnd
 DROP FUNCTION ingestd_feed_layer(text, text);
+ALTER FUNCTION ingestd_as_date(jsonb) PARALLEL SAFE;
+ALTER FUNCTION ingestd_as_timestamptz(jsonb) PARALLEL SAFE;
 ALTER TABLE feed_status DROP COLUMN layer_schema, DROP COLUMN layer_name;
