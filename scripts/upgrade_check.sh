@@ -80,9 +80,13 @@ for f in "${feeds[@]}"; do
 	echo "layer nc.$f: $n rows"
 	[[ $n == 100 ]] || fail=1
 done
-old_views=$(psql "$db" -X -tAc "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relname LIKE 'layer\_%'")
-echo "layer_… views left in public: $old_views"
-[[ $old_views == 0 ]] || fail=1
+# Version 34: nothing of ingestd's left in public but goose's version
+# table (the old layer_… views included).
+in_public=$(psql "$db" -X -tAc "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+	AND c.relkind IN ('r', 'p', 'v', 'm', 'S') AND c.relname NOT LIKE 'goose\_db\_version%'
+	AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')")
+echo "relations of ingestd left in public: $in_public"
+[[ $in_public == 0 ]] || fail=1
 after=$(psql "$db" -X -tAc "$kept_sql")
 echo "before the upgrade: $before; after it and one more poll each: $after"
 [[ ${before%%,*} == "${after%%,*}" ]] || fail=1
