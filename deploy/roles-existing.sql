@@ -23,6 +23,12 @@ END
 $$;
 REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"db" TO :"owner";
+-- CREATE: a schema per jurisdiction for its typed layers (raleigh.zoning),
+-- made by the apply of its first feed; owning schemas is all it allows.
+GRANT CREATE ON DATABASE :"db" TO :"owner";
+-- ingestd's tables are in schema ingestd (migration 34), PostGIS's in
+-- public: every role connecting finds feed_freshness, polls… unqualified.
+ALTER DATABASE :"db" SET search_path = ingestd, public;
 
 \connect :"db"
 
@@ -33,12 +39,16 @@ DECLARE
     new_owner text := current_setting('ingestd.owner');
     r record;
 BEGIN
+    -- Schema ingestd (version 34) and, below, what it holds.
+    IF to_regnamespace('ingestd') IS NOT NULL THEN
+        EXECUTE format('ALTER SCHEMA ingestd OWNER TO %I', new_owner);
+    END IF;
     -- Relations of schema public that PostGIS did not create. Indexes follow
     -- their tables; a serial's sequence follows its table (and refuses a
     -- change of its own).
     FOR r IN
         SELECT c.oid::regclass AS rel, c.relkind FROM pg_class c
-        WHERE c.relnamespace = 'public'::regnamespace
+        WHERE c.relnamespace IN ('public'::regnamespace, to_regnamespace('ingestd'))
           AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
           AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
                           AND d.objid = c.oid AND d.deptype = 'e')
@@ -54,11 +64,22 @@ BEGIN
     -- names, the breaker-state triggers).
     FOR r IN
         SELECT p.oid::regprocedure AS fn FROM pg_proc p
-        WHERE p.pronamespace = 'public'::regnamespace
+        WHERE p.pronamespace IN ('public'::regnamespace, to_regnamespace('ingestd'))
           AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
                           AND d.objid = p.oid AND d.deptype = 'e')
     LOOP
         EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.fn, new_owner);
+    END LOOP;
+    -- The jurisdictions' schemas of typed layers (version 33), and the
+    -- layers in them: the owner rebuilds them at each schema change.
+    FOR r IN
+        SELECT c.oid::regclass AS rel, c.relkind, c.relnamespace::regnamespace AS nsp FROM feed_schemas s
+        JOIN pg_class c ON c.oid = to_regclass(s.view_name)
+        WHERE c.relnamespace <> 'public'::regnamespace AND to_regproc('ingestd_feed_layer') IS NOT NULL
+    LOOP
+        EXECUTE format('ALTER SCHEMA %s OWNER TO %I', r.nsp, new_owner);
+        EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END,
+            r.rel, new_owner);
     END LOOP;
 END
 $$;

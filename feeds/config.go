@@ -121,6 +121,8 @@ type Jurisdiction struct {
 	Name     string `yaml:"name"`
 	Timezone string `yaml:"timezone"`
 	Feeds    []Feed `yaml:"feeds"`
+	// Schema is the PostGIS schema of its feeds' layers (config_names.go).
+	Schema string `yaml:"schema"`
 	// Breaker is the policy of this jurisdiction's origins: the defaults'
 	// breaker block overridden field by field by the jurisdiction's own.
 	Breaker breaker.Policy `yaml:"breaker"`
@@ -158,6 +160,10 @@ type Feed struct {
 	IDProperty string `yaml:"id_property"`
 	SortBy     string `yaml:"sort_by"`
 	Schedule   string `yaml:"schedule"`
+	// LayerName is the feed's layer in its jurisdiction's schema, and
+	// LayerSchema that schema (config_names.go).
+	LayerName   string `yaml:"name"`
+	LayerSchema string `yaml:"-"`
 	// Timeout is the poll's budget of its own work: requests, reading,
 	// staging, applying. Time spent waiting in line for a request slot is
 	// not counted; QueueTimeout bounds it.
@@ -339,9 +345,9 @@ var (
 	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
 	commonDefaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "breaker", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "schema_change", "history"}
-	jurisdictionKeys = []string{"id", "name", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
+	jurisdictionKeys = []string{"id", "name", "schema", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
 		"schema_change", "history"}
-	commonFeedKeys = []string{"id", "kind", "url", "type_name", "page_size",
+	commonFeedKeys = []string{"id", "name", "kind", "url", "type_name", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "headers", "schema_change", "history"}
 )
@@ -421,6 +427,7 @@ func (p *parser) parse(data []byte) *Config {
 		}
 		cfg.Jurisdictions = append(cfg.Jurisdictions, j.Jurisdiction)
 	}
+	p.layerNamesUnique(cfg, seen) // config_names.go
 	cfg.originPolicies = p.originPolicies(cfg, seen)
 	p.history(root, cfg) // config_history.go
 	return cfg
@@ -542,6 +549,7 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 		return j, false
 	}
 	j.ID, j.idNode = p.id(m, path, "jurisdiction")
+	j.Schema = p.layerIdent(m, "schema", path, j.ID, true)
 	if s, present := p.Str(m, "name", path); present && s.OK {
 		j.Name = s.Val
 	}
@@ -621,6 +629,7 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	p.feedPolicies(m, path, &f, j)
 	var idNode *yaml.Node
 	f.ID, idNode = p.id(m, path, "feed")
+	f.LayerName, f.LayerSchema = p.layerIdent(m, "name", path, f.ID, false), j.Schema
 	k, kindOK := p.kind(m, path, &f)
 	psNode := p.feedSource(m, path, &f, d)
 	if kindOK {

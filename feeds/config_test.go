@@ -134,8 +134,11 @@ func TestLoadConfigValid(t *testing.T) {
 		if f.Location.String() != wantLoc.String() {
 			t.Errorf("%s: Location = %v, want %v", f.Key(), f.Location, wantLoc)
 		}
+		if f.LayerSchema != DefaultLayerIdent(f.Jurisdiction) || f.LayerName != DefaultLayerIdent(f.ID) {
+			t.Errorf("%s: layer %s.%s, want the ids' defaults", f.Key(), f.LayerSchema, f.LayerName)
+		}
 		g := *f
-		g.Cron, g.Location = nil, nil
+		g.Cron, g.Location, g.LayerSchema, g.LayerName = nil, nil, "", ""
 		if !reflect.DeepEqual(g, want[i]) {
 			t.Errorf("feed %d:\n got %+v\nwant %+v", i, g, want[i])
 		}

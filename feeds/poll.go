@@ -594,6 +594,8 @@ func feedInfo(f *Feed, now time.Time) FeedInfo {
 		ExpectedInterval: f.ExpectedInterval(now),
 		Guard:            f.Guard(),
 		History:          f.History,
+		LayerSchema:      f.LayerSchema,
+		LayerName:        f.LayerName,
 	}
 	if u, err := url.Parse(f.URL); err == nil {
 		info.Origin = breaker.Origin(u)

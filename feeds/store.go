@@ -149,6 +149,9 @@ type FeedInfo struct {
 	// History is the feed's history retention, recorded by RegisterFeeds
 	// and BeginPoll (feed_status.history_keep) and obeyed by Apply.
 	History History
+	// LayerSchema and LayerName name the feed's typed layer in PostGIS
+	// (config_names.go); "" leaves the store's default.
+	LayerSchema, LayerName string
 }
 
 // ApplyResult counts what applying a snapshot changed.

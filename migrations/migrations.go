@@ -33,7 +33,9 @@ import (
 var FS embed.FS
 
 // VersionTable is the table in which goose records the applied versions.
-const VersionTable = "goose_db_version"
+// Qualified: ingestd's search_path starts with schema ingestd (migration
+// 34), and goose looks an unqualified name up in current_schema() only.
+const VersionTable = "public.goose_db_version"
 
 // State tells where a database stands against the embedded migrations.
 type State struct {

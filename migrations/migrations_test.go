@@ -108,7 +108,7 @@ func TestUpDownUp(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm') AND c.relname <> $1
 		AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')`,
-		migrations.VersionTable).Scan(&tables); err != nil {
+		strings.TrimPrefix(migrations.VersionTable, "public.")).Scan(&tables); err != nil {
 		t.Fatal(err)
 	}
 	if tables != 0 {

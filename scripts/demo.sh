@@ -89,7 +89,7 @@ done
 	WHERE c.removed_at IS NULL GROUP BY 1, 2, 3 ORDER BY 1"
 zoning_view=$("${PSQL[@]}" -tAc "SELECT ingestd_feed_view('raleigh', 'zoning')")
 "${PSQL[@]}" -c "SELECT feature_id, zone_code, height_stories, adopted, GeometryType(geom) AS geom
-	FROM \"$zoning_view\" ORDER BY feature_id LIMIT 3" 2>/dev/null || true
+	FROM $zoning_view ORDER BY feature_id LIMIT 3" 2>/dev/null || true
 if [[ $pending != 0 ]]; then
 	log "not every feed is fresh after 120 s; see .demo/ingestd.log"
 	exit 1

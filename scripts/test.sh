@@ -42,6 +42,19 @@ fi
 # TestStatusPageDemo (cmd/ingestd) renders the status page in headless
 # Chromium through scripts/screenshot.sh: install it first, not mid-test.
 scripts/screenshot.sh --install
+# TestQGISOpensEveryLayer (cmd/ingestd) opens every layer with QGIS's own
+# PostgreSQL provider: PyQGIS from Debian (python3-qgis, for the system
+# Python), installed as scripts/mapserver.sh installs lighttpd and gdal-bin.
+if ! /usr/bin/python3 -c 'import qgis.core' 2>/dev/null; then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "test.sh: python3-qgis is missing and we are not root: apt-get install python3-qgis" >&2
+	else
+		echo "test.sh: installing python3-qgis (PyQGIS)" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq >&2
+		apt-get install -y -qq --no-install-recommends python3-qgis >&2
+	fi
+fi
 echo "test.sh: promtool check/test of the alert rules (deploy/prometheus)" >&2
 scripts/promtool.sh
 echo "test.sh: go test ./... against $DATABASE_URL" >&2

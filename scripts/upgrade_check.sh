@@ -55,6 +55,11 @@ for f in "${feeds[@]}"; do
 done
 log "loaded by $rev: $(psql "$db" -X -tAc "SELECT string_agg(feed || ' ' || count, ', ') FROM (SELECT feed, count(*) FROM features GROUP BY 1 ORDER BY 1) c")"
 
+# Rows and history before the upgrade, compared after it.
+kept_sql="SELECT (SELECT count(*) FROM features) || ' features, ' || (SELECT count(*) FROM feature_changes) || ' changes, '
+	|| (SELECT count(*) FROM polls) || ' polls'"
+before=$(psql "$db" -X -tAc "$kept_sql")
+
 fail=0
 for f in "${feeds[@]}"; do
 	"$work/ingestd-new" poll -config "$work/up.yaml" -database-url "$db" "nc/$f" >"$work/new-$f.log" 2>&1 ||
@@ -67,9 +72,28 @@ done
 typed=$(psql "$db" -X -tAc "SELECT count(*) FROM features WHERE feed LIKE 'gml%' AND jsonb_typeof(properties->'AREA') = 'number'")
 echo "GML features whose AREA is now a JSON number: $typed of 200"
 [[ $typed == 200 ]] || fail=1
+# Version 33: every feed's layer is nc.<feed>, with all its rows; nothing
+# of the layers is left in public; the rows and history of before are
+# kept (the new polls changed nothing, and log one poll each).
+for f in "${feeds[@]}"; do
+	n=$(psql "$db" -X -tAc "SELECT count(*) FROM nc.$f" 2>&1 || true)
+	echo "layer nc.$f: $n rows"
+	[[ $n == 100 ]] || fail=1
+done
+# Version 34: nothing of ingestd's left in public but goose's version
+# table (the old layer_… views included).
+in_public=$(psql "$db" -X -tAc "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+	AND c.relkind IN ('r', 'p', 'v', 'm', 'S') AND c.relname NOT LIKE 'goose\_db\_version%'
+	AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')")
+echo "relations of ingestd left in public: $in_public"
+[[ $in_public == 0 ]] || fail=1
+after=$(psql "$db" -X -tAc "$kept_sql")
+echo "before the upgrade: $before; after it and one more poll each: $after"
+[[ ${before%%,*} == "${after%%,*}" ]] || fail=1
+[[ $(cut -d, -f2 <<<"$before") == $(cut -d, -f2 <<<"$after") ]] || fail=1
 psql "$base" -X -q -c "DROP DATABASE ingestd_upgrade_check"
 if ((fail)); then
-	log "FAILED: the first poll after the upgrade changed features"
+	log "FAILED: the first poll after the upgrade changed features, lost rows, or a layer is not under its new name"
 	exit 1
 fi
 log "ok: 0 features modified by the upgrade"

@@ -109,7 +109,7 @@ func TestKoopTypedViewMatchesGDAL(t *testing.T) {
 				t.Errorf("columns %s", pgTypes)
 			}
 			var srid int
-			if err := r.pool.QueryRow(r.ctx, `SELECT srid FROM geometry_columns WHERE f_table_name = $1`, view).Scan(&srid); err != nil || srid != 4326 {
+			if err := r.pool.QueryRow(r.ctx, `SELECT srid FROM geometry_columns WHERE f_table_schema || '.' || f_table_name = $1`, view).Scan(&srid); err != nil || srid != 4326 {
 				t.Errorf("view SRID %d (%v), want 4326", srid, err)
 			}
 
@@ -125,7 +125,7 @@ func TestKoopTypedViewMatchesGDAL(t *testing.T) {
 				}
 				var compared, differ int
 				q := fmt.Sprintf(`SELECT count(*), count(*) FILTER (WHERE v.%q IS DISTINCT FROM %s)
-					FROM %q v FULL JOIN %q g ON v.feature_id = g."OBJECTID"::text`, n, g, view, table)
+					FROM %s v FULL JOIN %q g ON v.feature_id = g."OBJECTID"::text`, n, g, view, table)
 				if err := r.pool.QueryRow(r.ctx, q, nil...).Scan(&compared, &differ); err != nil {
 					t.Fatalf("%s: %v", n, err)
 				}
@@ -135,7 +135,7 @@ func TestKoopTypedViewMatchesGDAL(t *testing.T) {
 			}
 			var geomOff int
 			if err := r.pool.QueryRow(r.ctx, fmt.Sprintf(`SELECT count(*) FILTER (WHERE NOT ST_Equals(v.geom, g.geom) OR v.geom IS NULL OR g.geom IS NULL)
-				FROM %q v FULL JOIN %q g ON v.feature_id = g."OBJECTID"::text`, view, table)).Scan(&geomOff); err != nil {
+				FROM %s v FULL JOIN %q g ON v.feature_id = g."OBJECTID"::text`, view, table)).Scan(&geomOff); err != nil {
 				t.Fatal(err)
 			}
 			if geomOff != 0 {

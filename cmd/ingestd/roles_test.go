@@ -219,7 +219,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	}
 }
 
-// assertOwnedBy checks that every relation and function of schema public
+// assertOwnedBy checks that every relation and function of schemas public and ingestd
 // that PostGIS did not create belongs to owner, and that at least
 // feedTables partitions exist.
 func assertOwnedBy(t *testing.T, dbURL, owner string, feedTables int) {
@@ -232,13 +232,13 @@ func assertOwnedBy(t *testing.T, dbURL, owner string, feedTables int) {
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `
 		SELECT c.relname || ' (' || pg_get_userbyid(c.relowner) || ')' FROM pg_class c
-		WHERE c.relnamespace = 'public'::regnamespace AND pg_get_userbyid(c.relowner) <> $1
+		WHERE c.relnamespace IN ('public'::regnamespace, 'ingestd'::regnamespace) AND pg_get_userbyid(c.relowner) <> $1
 		  AND c.relkind IN ('r', 'p', 'S', 'v', 'm', 'f') -- indexes follow their tables
 		  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
 		                  AND d.objid = c.oid AND d.deptype = 'e')
 		UNION ALL
 		SELECT p.oid::regprocedure::text || ' (' || pg_get_userbyid(p.proowner) || ')' FROM pg_proc p
-		WHERE p.pronamespace = 'public'::regnamespace AND pg_get_userbyid(p.proowner) <> $1
+		WHERE p.pronamespace IN ('public'::regnamespace, 'ingestd'::regnamespace) AND pg_get_userbyid(p.proowner) <> $1
 		  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass
 		                  AND d.objid = p.oid AND d.deptype = 'e')`, owner)
 	if err != nil {

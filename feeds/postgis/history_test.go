@@ -277,13 +277,13 @@ func TestLayerAsOfTyped(t *testing.T) {
 	for _, i := range []int{3, 17, 29} {
 		p := polls[i]
 		typed := fmt.Sprintf(`SELECT feature_id, jsonb_build_object('owner', owner, 'value', value) AS properties, geom
-			FROM ingestd_layer_as_of_typed($1, $2, $3, NULL::%q)`, view)
+			FROM ingestd_layer_as_of_typed($1, $2, $3, NULL::%s)`, view)
 		if n, d := b.digest(t, typed, feed.Jurisdiction, feed.Feed, p.at); n != p.count || d != p.digest {
 			t.Fatalf("typed as of poll %d: %d features %s, want %d %s", i, n, d, p.count, p.digest)
 		}
 	}
 	var kind string
-	b.scalar(t, &kind, fmt.Sprintf(`SELECT pg_typeof(value)::text FROM ingestd_layer_as_of_typed($1, $2, $3, NULL::%q) LIMIT 1`, view),
+	b.scalar(t, &kind, fmt.Sprintf(`SELECT pg_typeof(value)::text FROM ingestd_layer_as_of_typed($1, $2, $3, NULL::%s) LIMIT 1`, view),
 		feed.Jurisdiction, feed.Feed, polls[3].at)
 	if kind != "bigint" {
 		t.Fatalf("value is %s as of poll 3, want the typed view's bigint", kind)

@@ -226,14 +226,26 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 	if err := r.tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	if built != nil && *built == nil {
+	switch {
+	case built != nil && *built == nil:
 		// Another view depends on it: the old view stays, and the next
 		// poll tries again (the old signature is put back).
 		s.logger.WarnContext(ctx, "typed view not rebuilt: other objects depend on it", "poll_id", r.pollID,
 			"jurisdiction", r.jurisdiction, "feed", r.feed)
 		_, err = r.tx.Exec(ctx, sqlQuery("RestoreViewSignature"), r.jurisdiction, r.feed, st.signature)
+	case built == nil && changedFeatures(r):
+		// The layer is a materialized view (QGIS finds its key): a
+		// rebuilt one is current, another is refreshed.
+		_, err = r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed)
 	}
 	return err
+}
+
+// changedFeatures reports whether the run's apply added, modified or
+// removed a feature.
+func changedFeatures(r *applyRun) bool {
+	res := &r.out.res
+	return res.Added+res.Modified+res.Removed > 0
 }
 
 // queueSchemaChanges queues the run's changes for schema_changes.

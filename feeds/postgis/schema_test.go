@@ -42,7 +42,7 @@ func TestTypedViewInferred(t *testing.T) {
 		feature("b", square(2, 0, 1), json.RawMessage(`{"year_built":null,"value":3,"name":"B","last_sale":"2021-02-03","vacant":true,"tags":{"y":1},"feed":"own","zip":"27601"}`)),
 	})
 	view := b.viewName(t, feed)
-	if !strings.HasPrefix(view, "layer_wake_typed_") {
+	if view != "wake.typed" {
 		t.Errorf("view %q", view)
 	}
 	want := "feature_id:text,year_built:bigint,value:numeric,name:text,last_sale:date,vacant:boolean,tags:jsonb," +
@@ -53,8 +53,8 @@ func TestTypedViewInferred(t *testing.T) {
 	}
 	var gtype string
 	var srid int
-	b.scalar(t, &gtype, `SELECT type FROM geometry_columns WHERE f_table_name = $1`, view)
-	b.scalar(t, &srid, `SELECT srid FROM geometry_columns WHERE f_table_name = $1`, view)
+	b.scalar(t, &gtype, `SELECT type FROM geometry_columns WHERE f_table_schema || '.' || f_table_name = $1`, view)
+	b.scalar(t, &srid, `SELECT srid FROM geometry_columns WHERE f_table_schema || '.' || f_table_name = $1`, view)
 	if gtype != "MULTIPOLYGON" || srid != 4326 {
 		t.Errorf("geometry_columns: %s %d", gtype, srid)
 	}
@@ -273,7 +273,7 @@ func TestTypedGMLUpgradeKeepsHashes(t *testing.T) {
 	}
 	b.poll(t, feed, old)
 	// What version 19 left: no schema, no view.
-	for _, q := range []string{`DELETE FROM feed_columns`, `DELETE FROM feed_schemas`, `DROP VIEW ` + b.viewName(t, feed)} {
+	for _, q := range []string{`DELETE FROM feed_columns`, `DELETE FROM feed_schemas`, `DROP MATERIALIZED VIEW ` + b.viewName(t, feed)} {
 		if _, err := b.pool.Exec(b.ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -150,12 +150,14 @@ func (s *Store) RegisterFeeds(ctx context.Context, infos []feeds.FeedInfo) error
 	jur, feed := make([]string, n), make([]string, n)
 	kind, url, origin := make([]string, n), make([]string, n), make([]string, n)
 	interval, keep := make([]int64, n), make([]int64, n)
+	schemas, names := make([]string, n), make([]string, n)
 	for i, f := range infos {
 		jur[i], feed[i], kind[i], url[i], origin[i] = f.Jurisdiction, f.Feed, f.Kind, s.secrets.URL(f.URL), f.Origin
+		schemas[i], names[i] = f.LayerSchema, f.LayerName
 		interval[i], keep[i] = f.ExpectedInterval.Microseconds(), f.History.KeepMicros()
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, sqlQuery("RegisterFeeds"), jur, feed, kind, url, origin, interval, keep)
+		_, err := tx.Exec(ctx, sqlQuery("RegisterFeeds"), jur, feed, kind, url, origin, interval, keep, schemas, names)
 		return err
 	})
 	if err != nil {

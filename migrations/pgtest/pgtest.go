@@ -88,6 +88,11 @@ func URL(t testing.TB) string {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	t.Cleanup(func() { dropDatabase(t, server, name) })
+	// A copy does not inherit its template's settings: ingestd's tables
+	// are found through search_path (migration 34).
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET search_path = ingestd, public"); err != nil {
+		t.Fatalf("pgtest: search_path of %s: %v", name, err)
+	}
 	return withDatabase(server, name)
 }
 

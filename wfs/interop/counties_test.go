@@ -137,7 +137,7 @@ func checkCounties(t *testing.T, pool *pgxpool.Pool, feed string, features int, 
 		count(*) FILTER (WHERE ST_IsValid(g.geom) AND abs(ST_Area(v.geom) - ST_Area(g.geom)) > $2 * ST_Area(g.geom))::int,
 		count(*) FILTER (WHERE NOT ST_IsValid(g.geom) AND abs(ST_Area(v.geom) - ST_Area(g.geom)) > 1e-3 * ST_Area(g.geom))::int,
 		coalesce(max(abs(ST_Area(v.geom) - ST_Area(g.geom)) / nullif(ST_Area(g.geom), 0)) FILTER (WHERE NOT ST_IsValid(g.geom)), 0)
-		FROM %[1]s v JOIN %[2]s g ON g.id = v.feature_id`, pgx.Identifier{view}.Sanitize(), "gdal_file")
+		FROM %[1]s v JOIN %[2]s g ON g.id = v.feature_id`, pgx.Identifier(strings.Split(view, ".")).Sanitize(), "gdal_file")
 	if err := pool.QueryRow(ctx, q, feed, validAreaDiff).Scan(&n.gdal, &n.located, &n.joined, &n.invalid, &n.repaired, &n.recorded,
 		&n.nullHere, &n.notMulti, &n.notValid, &n.areaOff, &n.wrong, &n.worst); err != nil {
 		t.Fatalf("%s: %v", q, err)

@@ -153,7 +153,7 @@ func compareValues(t *testing.T, pool *pgxpool.Pool, view, gdal, key, jurisdicti
 	for _, c := range cols {
 		id := pgx.Identifier{c}.Sanitize()
 		q := fmt.Sprintf(`SELECT count(*), min(v.%[2]s::text) FROM %[1]s v JOIN %[3]s g ON g.%[4]s::text = v.%[4]s::text
-			WHERE v.%[2]s IS DISTINCT FROM g.%[2]s`, pgx.Identifier{view}.Sanitize(), id, pgx.Identifier{gdal}.Sanitize(),
+			WHERE v.%[2]s IS DISTINCT FROM g.%[2]s`, pgx.Identifier(strings.Split(view, ".")).Sanitize(), id, pgx.Identifier{gdal}.Sanitize(),
 			pgx.Identifier{key}.Sanitize())
 		var n int
 		var example *string
@@ -168,7 +168,7 @@ func compareValues(t *testing.T, pool *pgxpool.Pool, view, gdal, key, jurisdicti
 		t.Errorf("typed view %s differs from GDAL's load: %s", view, strings.Join(diffs, "; "))
 	}
 	var matched int
-	q := fmt.Sprintf(`SELECT count(*) FROM %s v JOIN %s g ON g.%s::text = v.%s::text`, pgx.Identifier{view}.Sanitize(),
+	q := fmt.Sprintf(`SELECT count(*) FROM %s v JOIN %s g ON g.%s::text = v.%s::text`, pgx.Identifier(strings.Split(view, ".")).Sanitize(),
 		pgx.Identifier{gdal}.Sanitize(), pgx.Identifier{key}.Sanitize(), pgx.Identifier{key}.Sanitize())
 	if err := pool.QueryRow(ctx, q).Scan(&matched); err != nil {
 		t.Fatal(err)

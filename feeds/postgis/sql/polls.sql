@@ -1,13 +1,18 @@
 -- Feeds and their polls: feed_status and polls rows (store.go, status.go).
 
 -- name: RegisterFeeds
--- $7: each feed's history retention in microseconds (HistoryKeep).
-INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, configured, history_keep)
-SELECT j, f, k, u, o, CASE WHEN us > 0 THEN us * interval '1 microsecond' END, true, {{HistoryKeep}}
-FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[]) AS t(j, f, k, u, o, us, hk)
+-- $7: each feed's history retention in microseconds (HistoryKeep); $8,
+-- $9: its layer's schema and name ('': the default, ingestd_feed_layer).
+INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, configured, history_keep,
+	layer_schema, layer_name)
+SELECT j, f, k, u, o, CASE WHEN us > 0 THEN us * interval '1 microsecond' END, true, {{HistoryKeep}},
+	nullif(ls, ''), nullif(ln, '')
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[])
+	AS t(j, f, k, u, o, us, hk, ls, ln)
 ON CONFLICT (jurisdiction, feed) DO UPDATE SET
 	kind = excluded.kind, url = excluded.url, origin = excluded.origin,
-	expected_interval = excluded.expected_interval, configured = true, history_keep = excluded.history_keep
+	expected_interval = excluded.expected_interval, configured = true, history_keep = excluded.history_keep,
+	layer_schema = excluded.layer_schema, layer_name = excluded.layer_name
 
 -- name: HistoryKeep
 -- feeds.History.KeepMicros hk as feed_status.history_keep: -1 forever

@@ -15,7 +15,7 @@ ORDER BY ordinal
 -- name: StoredSchema
 -- The feed's schema row: its features, the types its stored text values
 -- were typed by, the view's signature, and whether the view exists.
-SELECT s.features, s.typed_values, s.signature, to_regclass(quote_ident(ingestd_feed_view($1, $2))) IS NOT NULL
+SELECT s.features, s.typed_values, s.signature, to_regclass(ingestd_feed_view($1, $2)) IS NOT NULL
 FROM feed_schemas s WHERE s.jurisdiction = $1 AND s.feed = $2
 
 -- name: HeldDeclared
@@ -81,18 +81,24 @@ UPDATE feed_columns SET removed_at = now()
 WHERE jurisdiction = $1 AND feed = $2 AND removed_at IS NULL AND name <> ALL($3::text[])
 
 -- name: BuildFeedView
--- (Re)builds the feed's typed view; ingestd_build_feed_view quotes every
--- name it is given.
+-- (Re)builds the feed's typed layer (<schema>.<name>, a materialized view
+-- with a unique key QGIS finds); ingestd_build_feed_view quotes every name
+-- it is given.
 SELECT ingestd_build_feed_view($1, $2, $3::jsonb, $4)
+
+-- name: RefreshFeedLayer
+-- The feed's layer (a materialized view) after the apply changed its
+-- features: REFRESH … CONCURRENTLY, so readers are not blocked.
+SELECT ingestd_refresh_feed_layer($1, $2)
 
 -- name: UpsertFeedSchema
 INSERT INTO feed_schemas (jurisdiction, feed, view_name, geometry_type, features, declared_by, typed_values, signature, poll_id)
 VALUES ($1, $2, ingestd_feed_view($1, $2), nullif($3, ''), $4, nullif($5, ''), $6, $7, $8)
-ON CONFLICT (jurisdiction, feed) DO UPDATE SET geometry_type = excluded.geometry_type, features = excluded.features,
-	declared_by = excluded.declared_by, typed_values = excluded.typed_values, signature = excluded.signature,
-	poll_id = excluded.poll_id, updated_at = now()
-WHERE (feed_schemas.geometry_type, feed_schemas.features, feed_schemas.declared_by, feed_schemas.typed_values, feed_schemas.signature)
-	IS DISTINCT FROM (excluded.geometry_type, excluded.features, excluded.declared_by, excluded.typed_values, excluded.signature)
+ON CONFLICT (jurisdiction, feed) DO UPDATE SET view_name = excluded.view_name, geometry_type = excluded.geometry_type,
+	features = excluded.features, declared_by = excluded.declared_by, typed_values = excluded.typed_values,
+	signature = excluded.signature, poll_id = excluded.poll_id, updated_at = now()
+WHERE (feed_schemas.view_name, feed_schemas.geometry_type, feed_schemas.features, feed_schemas.declared_by, feed_schemas.typed_values, feed_schemas.signature)
+	IS DISTINCT FROM (excluded.view_name, excluded.geometry_type, excluded.features, excluded.declared_by, excluded.typed_values, excluded.signature)
 
 -- name: RestoreViewSignature
 -- The view could not be rebuilt (another object depends on it): the
