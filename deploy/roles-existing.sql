@@ -26,7 +26,7 @@ GRANT CONNECT ON DATABASE :"db" TO :"owner";
 -- CREATE: a schema per jurisdiction for its typed layers (raleigh.zoning),
 -- made by the apply of its first feed; owning schemas is all it allows.
 GRANT CREATE ON DATABASE :"db" TO :"owner";
--- ingestd's tables are in schema ingestd (migration 34), PostGIS's in
+-- ingestd's tables are in schema ingestd (migration 31), PostGIS's in
 -- public: every role connecting finds feed_freshness, polls… unqualified.
 ALTER DATABASE :"db" SET search_path = ingestd, public;
 
@@ -39,7 +39,7 @@ DECLARE
     new_owner text := current_setting('ingestd.owner');
     r record;
 BEGIN
-    -- Schema ingestd (version 34) and, below, what it holds.
+    -- Schema ingestd (version 31) and, below, what it holds.
     IF to_regnamespace('ingestd') IS NOT NULL THEN
         EXECUTE format('ALTER SCHEMA ingestd OWNER TO %I', new_owner);
     END IF;
@@ -70,7 +70,7 @@ BEGIN
     LOOP
         EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.fn, new_owner);
     END LOOP;
-    -- The jurisdictions' schemas of typed layers (version 33), and the
+    -- The jurisdictions' schemas of typed layers (version 30), and the
     -- layers in them: the owner rebuilds them at each schema change.
     FOR r IN
         SELECT c.oid::regclass AS rel, c.relkind, c.relnamespace::regnamespace AS nsp FROM feed_schemas s

@@ -25,7 +25,7 @@ GRANT CONNECT ON DATABASE :"db" TO :"owner";
 -- CREATE: a schema per jurisdiction for its typed layers (raleigh.zoning),
 -- made by the apply of its first feed; owning schemas is all it allows.
 GRANT CREATE ON DATABASE :"db" TO :"owner";
--- ingestd's tables are in schema ingestd (migration 34), PostGIS's in
+-- ingestd's tables are in schema ingestd (migration 31), PostGIS's in
 -- public: every role connecting finds feed_freshness, polls… unqualified.
 ALTER DATABASE :"db" SET search_path = ingestd, public;
 

@@ -72,7 +72,7 @@ done
 typed=$(psql "$db" -X -tAc "SELECT count(*) FROM features WHERE feed LIKE 'gml%' AND jsonb_typeof(properties->'AREA') = 'number'")
 echo "GML features whose AREA is now a JSON number: $typed of 200"
 [[ $typed == 200 ]] || fail=1
-# Version 33: every feed's layer is nc.<feed>, with all its rows; nothing
+# Version 30: every feed's layer is nc.<feed>, with all its rows; nothing
 # of the layers is left in public; the rows and history of before are
 # kept (the new polls changed nothing, and log one poll each).
 for f in "${feeds[@]}"; do
@@ -80,7 +80,7 @@ for f in "${feeds[@]}"; do
 	echo "layer nc.$f: $n rows"
 	[[ $n == 100 ]] || fail=1
 done
-# Version 34: nothing of ingestd's left in public but goose's version
+# Version 31: nothing of ingestd's left in public but goose's version
 # table (the old layer_… views included).
 in_public=$(psql "$db" -X -tAc "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
 	AND c.relkind IN ('r', 'p', 'v', 'm', 'S') AND c.relname NOT LIKE 'goose\_db\_version%'

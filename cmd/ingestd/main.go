@@ -184,7 +184,7 @@ func (c *common) poolFor(ctx context.Context, maxInFlight int) (*pgxpool.Pool, e
 	// A poll waiting for a connection waits in line: not its timeout's work.
 	cfg.ConnConfig.Tracer = postgis.AcquireWaits{}
 	// ingestd's tables are in schema ingestd, PostGIS's in public
-	// (migration 34); a URL's own options=-c search_path=… wins.
+	// (migration 31); a URL's own options=-c search_path=… wins.
 	if _, ok := cfg.ConnConfig.RuntimeParams["search_path"]; !ok && !strings.Contains(c.databaseURL, "search_path") {
 		cfg.ConnConfig.RuntimeParams["search_path"] = "ingestd, public"
 	}

@@ -145,7 +145,7 @@ jurisdictions:
 	}
 	// The browser's listing: each layer in its schema, none in public.
 	// public holds PostGIS's relations and goose's version table only
-	// (ingestd's are in schema ingestd, migration 34).
+	// (ingestd's are in schema ingestd, migration 31).
 	listed, public := map[string]bool{}, []string{}
 	for _, tb := range rep.Tables {
 		listed[tb.Schema+"."+tb.Name] = true

@@ -89,7 +89,7 @@ func URL(t testing.TB) string {
 	}
 	t.Cleanup(func() { dropDatabase(t, server, name) })
 	// A copy does not inherit its template's settings: ingestd's tables
-	// are found through search_path (migration 34).
+	// are found through search_path (migration 31).
 	if _, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET search_path = ingestd, public"); err != nil {
 		t.Fatalf("pgtest: search_path of %s: %v", name, err)
 	}

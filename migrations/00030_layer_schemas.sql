@@ -20,7 +20,7 @@
 
 -- +goose Up
 ALTER TABLE feed_status ADD COLUMN layer_schema text, ADD COLUMN layer_name text;
-COMMENT ON COLUMN feed_status.layer_schema IS 'Schema of the feed''s typed layer: the jurisdiction''s schema: setting, by default its id with ''-'' made ''_'' (NULL: not registered since version 33, the default).';
+COMMENT ON COLUMN feed_status.layer_schema IS 'Schema of the feed''s typed layer: the jurisdiction''s schema: setting, by default its id with ''-'' made ''_'' (NULL: not registered since version 30, the default).';
 COMMENT ON COLUMN feed_status.layer_name IS 'Name of the feed''s typed layer in layer_schema: the feed''s name: setting, by default its id with ''-'' made ''_''.';
 
 -- ingestd_as_date and ingestd_as_timestamptz catch a bad date in an
@@ -100,7 +100,7 @@ BEGIN
         RETURN NULL;
     END IF;
     -- The layer the feed had under another name (a renamed feed, or
-    -- public.layer_… before version 33): dropped, unless something of
+    -- public.layer_… before version 30): dropped, unless something of
     -- the user's depends on it.
     IF old IS NOT NULL AND to_regclass(old) IS DISTINCT FROM to_regclass(v) AND NOT ingestd_drop_layer(to_regclass(old)) THEN
         RAISE NOTICE 'ingestd: % stays: other objects depend on it', old;
