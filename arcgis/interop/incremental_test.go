@@ -112,7 +112,7 @@ func (r *rig) pollCounted(t testing.TB, c *countingServer, layer, feed string) p
 
 // twoFeeds is the county's feeds list: inc and full on the same layer.
 func twoFeeds(url, incExtra string) string {
-	return fmt.Sprintf("      - {id: inc, kind: arcgis, url: %q%s}\n      - {id: full, kind: arcgis, url: %q, incremental: \"off\"}\n", url, incExtra, url)
+	return fmt.Sprintf("      - {id: inc, kind: arcgis, url: %q%s}\n      - {id: full, name: full_dump, kind: arcgis, url: %q, incremental: \"off\"}\n", url, incExtra, url)
 }
 
 // sameAsFull polls both feeds and fails unless they store the same
