@@ -19,9 +19,17 @@
 	SELECT d.feature_id, d.geom_hash, d.props_hash, sha256(d.geom_hash || d.props_hash) AS content_hash,
 		p.properties, p.invalid_feature, {{StoredGeometry}} AS geom, {{InvalidGeometry}} AS invalid
 	FROM snapshot d
-	JOIN staged_features p ON p.poll_id = $1 AND p.page = d.page AND p.ordinal = d.ordinal
-	{{StagedGeometry}}
+	-- Each geometry parsed and transformed once: OFFSET 0 keeps the
+	-- subqueries from being pulled up (BulkCreate says why).
+	JOIN (
+		SELECT p.*, g.geom AS geom_4326 FROM staged_features p
+		{{StagedGeometry}}
+		WHERE p.poll_id = $1
+		OFFSET 0
+	) p ON p.page = d.page AND p.ordinal = d.ordinal
+	CROSS JOIN LATERAL (SELECT p.geom_4326 AS geom) g
 	WHERE (SELECT reason FROM verdict) IS NULL
+	OFFSET 0
 	) w
 ), written AS (
 	{{InsertWritten}}
