@@ -72,24 +72,30 @@ SET LOCAL maintenance_work_mem = '256MB'
 -- load_out_of_range (it lay outside ±180°/±90°: stored without it),
 -- load_skip (the row's update is skipped: SkippedRow's feature part, $4
 -- being invalid_feature: skip) and load_named (the row has a source id).
--- Properties of a skipped row are not parsed: they may be NULL.
+-- Properties of a skipped row are not parsed: they may be NULL (NULL
+-- too in properties).
 CREATE TABLE {{table}} AS
 SELECT $2::text AS jurisdiction, $3::text AS feed, t.feature_id,
 	({{RepairedGeometry}})::geometry(Geometry, 4326) AS geom,
-	(CASE WHEN NOT t.skip THEN t.properties END)::jsonb AS properties, sha256(t.geom_hash || t.props_hash) AS content_hash,
+	t.properties, t.content_hash,
 	now() AS first_seen_at, now() AS changed_at, $1::bigint AS poll_id, t.geom_hash, t.props_hash,
 	t.invalid AS load_invalid, t.out_of_range AS load_out_of_range, t.skip AS load_skip, t.named AS load_named
 FROM (
 	-- StagedID's unqualified columns are p's (g has only geom).
 	SELECT {{StagedID}} AS feature_id, p.feature_id <> '' AS named,
-		p.geom_hash, p.props_hash, p.properties, {{StoredGeometry}} AS geom,
+		p.geom_hash, p.props_hash, p.properties_jsonb AS properties, p.content_hash, {{StoredGeometry}} AS geom,
 		{{InvalidGeometry}} AS invalid,
 		g.geom IS NOT NULL AND NOT {{InRange}} AS out_of_range,
 		p.invalid_feature = 2 OR (p.invalid_feature = 1 AND $4::boolean) AS skip
 	FROM (
-		-- Each geometry parsed and transformed once, by the parallel
-		-- workers that scan staging (see OFFSET 0 below).
-		SELECT p.*, g.geom AS geom_4326 FROM staged_features p
+		-- Each geometry parsed and transformed once, and the properties
+		-- parsed, by the parallel workers that scan staging (see OFFSET 0
+		-- below); the levels above run in the leader.
+		SELECT p.*, g.geom AS geom_4326,
+			(CASE WHEN NOT (p.invalid_feature = 2 OR (p.invalid_feature = 1 AND $4::boolean))
+				THEN p.properties END)::jsonb AS properties_jsonb,
+			sha256(p.geom_hash || p.props_hash) AS content_hash
+		FROM staged_features p
 		{{StagedGeometry}}
 		WHERE p.poll_id = $1
 		OFFSET 0
