@@ -676,7 +676,8 @@ bench_bigdoc() {
 		: >"$out/bigdoc.load" && : >"$out/bigdoc.refresh"
 		for _ in $(seq 1 "$count"); do
 			psql "$url" -X -q -c "SET client_min_messages = warning" \
-				-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', 'doc_$n')); END \$\$" -c "CHECKPOINT"
+				-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', 'doc_$n')); END \$\$" \
+				-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = 'doc_$n'" -c "CHECKPOINT"
 			bigdoc_time bin/ingestd-base poll -config "$out/bigdoc.yaml" -database-url "$url" -log-level warn "bench/doc_$n" >>"$out/bigdoc.load"
 			psql "$url" -X -q -c "CHECKPOINT"
 			bigdoc_time bin/ingestd-base poll -config "$out/bigdoc.yaml" -database-url "$url" -log-level warn "bench/doc_$n" >>"$out/bigdoc.refresh"

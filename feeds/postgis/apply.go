@@ -177,6 +177,11 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 	if r.held != nil {
 		return recordHeld(ctx, r)
 	}
+	if r.firstLoad {
+		if err := s.atLoadStep(ctx, r.tx, "loaded"); err != nil {
+			return err
+		}
+	}
 	return recordApplied(ctx, r)
 }
 

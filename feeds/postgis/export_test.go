@@ -1,5 +1,11 @@
 package postgis
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // SetSmallSnapshot sets the size up to which applies take the small
 // snapshot paths; tests of the large paths set 0.
 func SetSmallSnapshot(s *Store, features int64) { s.smallSnapshot = features }
@@ -24,5 +30,13 @@ func BulkFirstLoads(s *Store) (ran, fellBack int64) {
 }
 
 // SetPageIDs sets how many distinct ids per page StagePage counts in
-// memory before it leaves the count to PostgreSQL.
+// memory before it leaves their count unknown (NULL).
 func SetPageIDs(s *Store, n int) { s.pageIDs = n }
+
+// SetLoadHook sets the hook a first load calls in the middle of its
+// transaction (atLoadStep): "bulk keyed" (bulkFirstLoad: the table filled
+// and keyed, not yet indexed) and "loaded" (every path: the table built,
+// not yet attached nor the poll recorded).
+func SetLoadHook(s *Store, hook func(ctx context.Context, tx pgx.Tx, step string) error) {
+	s.loadHook = hook
+}

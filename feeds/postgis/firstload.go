@@ -84,6 +84,9 @@ func (s *Store) bulkFirstLoad(ctx context.Context, r *applyRun) (loaded bool, er
 	if r.held != nil {
 		return true, nil
 	}
+	if err := s.atLoadStep(ctx, r.tx, "bulk keyed"); err != nil {
+		return false, err
+	}
 	if err := bulkFinish(ctx, b); err != nil {
 		return false, err
 	}
@@ -158,4 +161,15 @@ func bulkFinish(ctx context.Context, b *bulkLoad) error {
 	}
 	_, err := b.sp.Exec(ctx, b.table.sql("BulkChangeLog"), b.pollID, b.jurisdiction, b.feed)
 	return err
+}
+
+// atLoadStep calls the test hook, if any, at a step of a first load: the
+// feed's table is filled but the transaction that makes it the feed's has
+// not committed, so nothing of it may be visible, and a crash there must
+// leave the feed as it was (TestFirstLoadCrashLeavesNothing).
+func (s *Store) atLoadStep(ctx context.Context, tx pgx.Tx, step string) error {
+	if s.loadHook == nil {
+		return nil
+	}
+	return s.loadHook(ctx, tx, step)
 }

@@ -82,6 +82,9 @@ type Store struct {
 	// (tests).
 	useBulkFirstLoad         bool
 	bulkLoads, bulkFallbacks atomic.Int64
+	// loadHook, unless nil (tests), is called in the middle of a first
+	// load's transaction (atLoadStep), where a crash must leave nothing.
+	loadHook func(ctx context.Context, tx pgx.Tx, step string) error
 	// pageIDs: up to this many distinct ids per page, StagePage counts
 	// them in memory (defaultPageIDs).
 	pageIDs int

@@ -58,9 +58,15 @@ WITH staged AS (
 -- The sum of the distinct source ids each page of poll $1 counted while
 -- staging; less the snapshot's distinct source ids, it counts the ids
 -- staged on more than one page. NULL (unknown) when a page was staged
--- before version 14.
+-- before version 14, or was too large to count in memory (StagePage);
+-- callers ask OnePage first.
 (SELECT CASE WHEN bool_or(named_ids IS NULL) THEN NULL ELSE sum(named_ids) END
 	FROM staged_pages WHERE poll_id = $1)::int
+
+-- name: OnePage
+-- Tells whether poll $1 staged a single page: no id is then on two pages,
+-- whatever SplitIDs knows (a whole document is one page).
+(SELECT count(*) = 1 FROM staged_pages WHERE poll_id = $1)
 
 -- name: StagedPayload
 -- Reads back the geometry and properties of the snapshot row d (page,
@@ -313,7 +319,7 @@ SELECT
 	c.previous,
 	(SELECT reason FROM verdict),
 	(SELECT count(*) FROM towrite WHERE invalid)::int,
-	{{SplitIDs}} - c.named
+	CASE WHEN {{OnePage}} THEN 0 ELSE {{SplitIDs}} - c.named END
 FROM counts c
 
 -- name: Unchanged
@@ -328,7 +334,7 @@ SELECT
 	count(*) FILTER (WHERE f.feature_id IS NULL OR f.geom_hash IS DISTINCT FROM s.geom_hash
 		OR f.props_hash IS DISTINCT FROM s.props_hash)::int,
 	(SELECT count(*) FROM {{table}} WHERE jurisdiction = $2 AND feed = $3)::int,
-	{{SplitIDs}} - count(*) FILTER (WHERE s.named)
+	CASE WHEN {{OnePage}} THEN 0 ELSE {{SplitIDs}} - count(*) FILTER (WHERE s.named) END
 FROM snapshot s
 LEFT JOIN {{table}} f ON f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = s.feature_id
 

@@ -14,12 +14,6 @@ DELETE FROM staged_features WHERE poll_id = $1 AND page = $2
 COPY staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, properties,
 	geom_hash, props_hash, geom_broken, invalid_feature) FROM STDIN (FORMAT binary)
 
--- name: CountPageIDs
--- A page with too many ids to count in memory: PostgreSQL counts the
--- page's own rows (about a second per million; COLLATE "C" compares bytes).
-SELECT count(*)::int FROM (SELECT DISTINCT feature_id COLLATE "C" FROM staged_features
-	WHERE poll_id = $1 AND page = $2 AND feature_id <> '') d
-
 -- name: RecordStagedPage
 -- $6 is the page's profile (schema.Profile: typed layers). next_link stays
 -- NULL: no kind resumes at a stored cursor now (a parked OGC API poll
