@@ -32,7 +32,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	if err != nil {
 		return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 	}
-	if r := httpcall.Throttled(a.Resp, a.Redacted, c.now()); r != nil {
+	if r := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); r != nil {
 		return a.Verdict(r)
 	}
 	s, rerr := httpcall.Sniff(br)
@@ -44,7 +44,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		// counts against the origin, a client-side one is the feed's),
 		// and a whole JSON document that is a scalar (null, a number) is
 		// the feed's content.
-		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.now()); r != nil {
+		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
 			return a.Verdict(r)
 		}
 	default:

@@ -121,13 +121,13 @@ func (c *Client) Page(ctx context.Context, layer source.Layer, u string) (ItemsP
 	}
 	req := request(layer, pu, accept)
 	var p ItemsPage
-	err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		p = ItemsPage{NumberMatched: -1}
 		br, _, err := a.OpenBody("items page")
 		if err != nil {
 			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 		}
-		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
+		if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
 			return a.Verdict(r)
 		}
 		dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))
