@@ -85,7 +85,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.StreamFailed(err)
 	}
 	if n := dec.NumberReturned(); n >= 0 && n != fr.n {
-		return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{URL: a.Redacted, Expected: -1, Got: fr.n,
+		return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{Kind: Kind, URL: a.Redacted, Expected: -1, Got: fr.n,
 			Reason: fmt.Sprintf("numberReturned says %d features, the body held %d", n, fr.n)}}
 	}
 	res.features, res.bytes, res.numberMatched = fr.n, a.BodyBytes(), dec.NumberMatched()
@@ -132,7 +132,7 @@ func (r *docReader) Next() (*feature.Feature, error) {
 			if r.idProperty != "" {
 				reason += " (id_property " + r.idProperty + " does not identify features)"
 			}
-			r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
+			r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
 			return nil, r.err
 		}
 	}

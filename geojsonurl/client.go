@@ -114,7 +114,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	c.kit.Logger.Debug("document fetched", "url", p.URL, "features", res.features, "bytes", res.bytes,
 		"duration_ms", time.Since(began).Milliseconds())
 	if res.numberMatched >= 0 && res.numberMatched != res.features {
-		return stats, &IncompleteError{URL: p.URL, Expected: res.numberMatched, Got: res.features,
+		return stats, &IncompleteError{Kind: Kind, URL: p.URL, Expected: res.numberMatched, Got: res.features,
 			Reason: fmt.Sprintf("the document holds %d of the %d features its numberMatched promised: the server caps its responses", res.features, res.numberMatched)}
 	}
 	return stats, nil
@@ -131,7 +131,7 @@ func (c *Client) failed(ctx context.Context, err error, p source.Page, res *resu
 		// The limit is the whole story; where the decoder was is noise.
 		return fmt.Errorf("%s: page 0 (%s): %w", Kind, p.URL, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-		return &TimeoutError{URL: p.URL, Features: res.features, Err: err}
+		return &TimeoutError{Kind: Kind, URL: p.URL, Features: res.features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}

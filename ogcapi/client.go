@@ -341,7 +341,7 @@ func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted s
 	case errors.As(err, &le):
 		return fmt.Errorf("page %d (%s): %w", page, redacted, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-		return &TimeoutError{URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
+		return &TimeoutError{Kind: kind, URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}

@@ -269,7 +269,7 @@ func (r *fetchRun) callError(err error, p source.Page, res *pageResult) error {
 	case errors.Is(r.ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 		// Whatever the last wait or read said (a rate limiter, a
 		// cancelled COPY), the cause is the caller's deadline.
-		return &TimeoutError{URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
+		return &TimeoutError{Kind: Kind, URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
@@ -284,7 +284,7 @@ func (r *fetchRun) judge(p source.Page, res *pageResult, log *slog.Logger) (done
 	st.Features += res.features
 	st.Bytes += res.bytes
 	incomplete := func(reason string) error {
-		return &IncompleteError{URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
+		return &IncompleteError{Kind: Kind, URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
 	}
 	if res.numberMatched >= 0 {
 		if st.NumberMatched >= 0 && res.numberMatched != st.NumberMatched {
@@ -525,7 +525,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 		} else {
 			reason += " (or the id is not unique)"
 		}
-		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
+		r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
 		return r.err
 	}
 	return nil
