@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/schema"
@@ -430,22 +428,9 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 	n := -1
 	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		n = -1
-		br, _, err := a.OpenBody(hitsDoc.name)
-		if err != nil {
-			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
-		}
-		if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
-			return a.Verdict(r)
-		}
-		dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))
-		for {
-			_, err := dec.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
-			}
+		dec, done := c.scanItems(a, layer, hitsDoc.name, func(*feature.Feature) {})
+		if done != nil {
+			return *done
 		}
 		if dec.NumberMatchedText() == "" {
 			n = dec.NumberMatched()
