@@ -46,9 +46,8 @@ type Client struct {
 	kit httpcall.Kit
 }
 
-// NewClient returns a Client that calls portals through httpcall.New(
-// httpClient, breakers, logger): nil httpClient means http.DefaultClient,
-// nil breakers a single attempt with no breaker, nil logger discards.
+// NewClient returns a Client that calls portals through httpcall.Assemble,
+// which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{}
 	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
