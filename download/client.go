@@ -22,10 +22,9 @@ import (
 // Option configures a Client.
 type Option func(*Client)
 
-// WithUserAgent sets the User-Agent header of every request.
-func WithUserAgent(ua string) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithUserAgent(ua)) }
-}
+// WithUserAgent sets the User-Agent header of every request; "" keeps
+// the default.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
 
 // WithTempDir sets where downloads are written ("": os.TempDir()).
 func WithTempDir(dir string) Option {
@@ -35,36 +34,21 @@ func WithTempDir(dir string) Option {
 // Client fetches files, each download one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	calls    *httpcall.Client
-	callOpts []httpcall.Option
-	logger   *slog.Logger
-	tempDir  string
+	kit     httpcall.Kit
+	tempDir string
 }
 
-// NewClient returns a Client that downloads through httpcall.New(
-// httpClient, breakers, logger): nil httpClient means http.DefaultClient,
-// nil breakers a single attempt with no breaker, nil logger discards.
+// NewClient returns a Client that downloads through httpcall.Assemble,
+// which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c := &Client{logger: logger}
-	for _, o := range opts {
-		o(c)
-	}
-	c.calls = httpcall.New(httpClient, breakers, logger, c.callOpts...)
-	c.callOpts = nil
-	return c
+	c := &Client{}
+	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
 }
 
 // NewFetcher is NewClient for the registry of kinds: userAgent "" keeps
 // httpcall's default.
 func NewFetcher(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, userAgent string) *Client {
-	var opts []Option
-	if userAgent != "" {
-		opts = append(opts, WithUserAgent(userAgent))
-	}
-	return NewClient(httpClient, breakers, logger, opts...)
+	return NewClient(httpClient, breakers, logger, WithUserAgent(userAgent))
 }
 
 // Prepare returns layer as it is: a file needs no discovery.
@@ -122,7 +106,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 	began := time.Now()
 	var dl download
-	err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		dl = download{}
 		return c.attempt(a, tmp, &dl)
 	})
@@ -133,7 +117,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	case err != nil:
 		return stats, source.Named(Kind, fmt.Errorf("page 0 (%s): %w", p.URL, err))
 	}
-	c.logger.Debug("file downloaded", "url", p.URL, "bytes", dl.bytes, "duration_ms", time.Since(began).Milliseconds())
+	c.kit.Logger.Debug("file downloaded", "url", p.URL, "bytes", dl.bytes, "duration_ms", time.Since(began).Milliseconds())
 	stats.Bytes = dl.bytes
 	stats.Validators = source.Validators{ETag: dl.etag, LastModified: dl.lastModified}
 	n, declared, err := c.read(ctx, layer, tmp.Name(), fileName(u), p, handle)

@@ -32,7 +32,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	if err != nil {
 		return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 	}
-	if r := httpcall.Throttled(a.Resp, a.Redacted, c.now()); r != nil {
+	if r := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); r != nil {
 		return a.Verdict(r)
 	}
 	s, rerr := httpcall.Sniff(br)
@@ -44,7 +44,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		// counts against the origin, a client-side one is the feed's),
 		// and a whole JSON document that is a scalar (null, a number) is
 		// the feed's content.
-		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.now()); r != nil {
+		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
 			return a.Verdict(r)
 		}
 	default:
@@ -85,7 +85,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.StreamFailed(err)
 	}
 	if n := dec.NumberReturned(); n >= 0 && n != fr.n {
-		return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{URL: a.Redacted, Expected: -1, Got: fr.n,
+		return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{Kind: Kind, URL: a.Redacted, Expected: -1, Got: fr.n,
 			Reason: fmt.Sprintf("numberReturned says %d features, the body held %d", n, fr.n)}}
 	}
 	res.features, res.bytes, res.numberMatched = fr.n, a.BodyBytes(), dec.NumberMatched()
@@ -132,7 +132,7 @@ func (r *docReader) Next() (*feature.Feature, error) {
 			if r.idProperty != "" {
 				reason += " (id_property " + r.idProperty + " does not identify features)"
 			}
-			r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
+			r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
 			return nil, r.err
 		}
 	}

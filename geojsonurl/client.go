@@ -20,49 +20,30 @@ import (
 // Option configures a Client.
 type Option func(*Client)
 
-// WithUserAgent sets the User-Agent header of every request.
-func WithUserAgent(ua string) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithUserAgent(ua)) }
-}
+// WithUserAgent sets the User-Agent header of every request; "" keeps
+// the default.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
 
 // WithMaxBodyBytes bounds each body (decompressed) of layers whose
 // Limits.BodyBytes is 0.
 func WithMaxBodyBytes(n int64) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithMaxBodyBytes(n)) }
+	return func(c *Client) { c.kit.Use(httpcall.WithMaxBodyBytes(n)) }
 }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option {
-	return func(c *Client) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
 
 // Client fetches GeoJSON documents, each one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	calls    *httpcall.Client
-	callOpts []httpcall.Option // gathered by the Options, for NewClient only
-	logger   *slog.Logger
-	now      func() time.Time
+	kit httpcall.Kit
 }
 
-// NewClient returns a Client that calls servers through httpcall.New(
-// httpClient, breakers, logger): nil httpClient means http.DefaultClient,
-// nil breakers a single attempt with no breaker, nil logger discards.
+// NewClient returns a Client that calls servers through httpcall.Assemble,
+// which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c := &Client{logger: logger, now: time.Now}
-	for _, o := range opts {
-		o(c)
-	}
-	c.calls = httpcall.New(httpClient, breakers, logger, c.callOpts...)
-	c.callOpts = nil
-	return c
+	c := &Client{}
+	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
 }
 
 // Prepare returns layer as it is: a document needs no discovery.
@@ -116,7 +97,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 	began := time.Now()
 	var res result
-	err := c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err := c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		res = result{}
 		return c.attempt(a, layer, p, handle, &res)
 	})
@@ -129,10 +110,10 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	stats.Pages, stats.Features, stats.Bytes, stats.NumberMatched = 1, res.features, res.bytes, res.numberMatched
 	stats.Validators = source.Validators{ETag: res.etag, LastModified: res.lastModified}
-	c.logger.Debug("document fetched", "url", p.URL, "features", res.features, "bytes", res.bytes,
+	c.kit.Logger.Debug("document fetched", "url", p.URL, "features", res.features, "bytes", res.bytes,
 		"duration_ms", time.Since(began).Milliseconds())
 	if res.numberMatched >= 0 && res.numberMatched != res.features {
-		return stats, &IncompleteError{URL: p.URL, Expected: res.numberMatched, Got: res.features,
+		return stats, &IncompleteError{Kind: Kind, URL: p.URL, Expected: res.numberMatched, Got: res.features,
 			Reason: fmt.Sprintf("the document holds %d of the %d features its numberMatched promised: the server caps its responses", res.features, res.numberMatched)}
 	}
 	return stats, nil
@@ -149,7 +130,7 @@ func (c *Client) failed(ctx context.Context, err error, p source.Page, res *resu
 		// The limit is the whole story; where the decoder was is noise.
 		return fmt.Errorf("%s: page 0 (%s): %w", Kind, p.URL, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-		return &TimeoutError{URL: p.URL, Features: res.features, Err: err}
+		return &TimeoutError{Kind: Kind, URL: p.URL, Features: res.features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/propjson"
 	"github.com/twpayne/go-geom"
 )
 
@@ -713,7 +714,7 @@ func (r *Reader) appendProps(b []byte) []byte {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendJSONString(b, p.name)
+		b = propjson.AppendString(b, p.name)
 		b = append(b, ':')
 		if next[i] < 0 {
 			b = r.appendValue(b, p)
@@ -740,51 +741,10 @@ func (r *Reader) appendValue(b []byte, p gmlProp) []byte {
 			return out
 		}
 	}
-	return appendJSONString(b, r.pbuf[p.start:p.end])
-}
-
-// appendJSONString appends s as a JSON string. The XML decoder has checked
-// that s is valid UTF-8; a stray invalid byte would still become U+FFFD
-// rather than make the object invalid.
-func appendJSONString[T string | []byte](b []byte, s T) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		var rn rune
-		var size int
-		switch v := any(s).(type) {
-		case string:
-			rn, size = utf8.DecodeRuneInString(v[i:])
-		case []byte:
-			rn, size = utf8.DecodeRune(v[i:])
-		}
-		if rn == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
+	// The XML decoder has checked that the text is valid UTF-8; a stray
+	// invalid byte would still become U+FFFD rather than make the object
+	// invalid.
+	return propjson.AppendString(b, r.pbuf[p.start:p.end])
 }
 
 // charsetReader lets the XML decoder read the single-byte encodings that

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -134,20 +133,11 @@ func exec(t *testing.T, src string, stmts ...string) string {
 
 // readAll reads every feature and returns the first error.
 func readAll(path string, opts gpkg.Options) error {
-	r, err := gpkg.Open(path, opts)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	for {
-		if _, err := r.Next(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	return gdaltest.ReadAll(gpkg.Open(path, opts))
 }
+
+// open opens path with the default options (its one layer).
+func open(path string) (gdaltest.Reader, error) { return gpkg.Open(path, gpkg.Options{}) }
 
 // TestHostile: each bad file fails, naming what is wrong.
 func TestHostile(t *testing.T) {
@@ -218,20 +208,5 @@ func blob(flags byte, env []float64, wkb []byte) []byte {
 // TestMixedMatchesGDAL: every geometry and property type GDAL writes to a
 // GeoPackage reads as GDAL reads it.
 func TestMixedMatchesGDAL(t *testing.T) {
-	for _, dim := range []string{"XY", "XYZ"} {
-		t.Run(dim, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "mixed.gpkg")
-			gdaltest.OGR2OGR(t, "-f", "GPKG", path, gdaltest.Mixed(t, dir), "-nln", "mixed", "-dim", dim)
-			r, err := gpkg.Open(path, gpkg.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			gdaltest.CheckDeclared(t, r.Declared(), path, "mixed")
-			if n := gdaltest.Compare(t, r, path, "mixed", 4326); n != 8 {
-				t.Errorf("%d features, want 8", n)
-			}
-		})
-	}
+	gdaltest.MixedMatchesGDAL(t, "GPKG", "mixed.gpkg", open, 8)
 }

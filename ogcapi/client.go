@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/schema"
@@ -38,14 +36,13 @@ const (
 // Option configures a Client.
 type Option func(*Client)
 
-// WithUserAgent sets the User-Agent header of every request.
-func WithUserAgent(ua string) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithUserAgent(ua)) }
-}
+// WithUserAgent sets the User-Agent header of every request; "" keeps
+// the default.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
 
 // WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithRequestTimeout(d)) }
+	return func(c *Client) { c.kit.Use(httpcall.WithRequestTimeout(d)) }
 }
 
 // WithMaxPages bounds the pages of one Fetch.
@@ -58,22 +55,13 @@ func WithMaxPages(n int) Option {
 }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option {
-	return func(c *Client) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
 
 // Client fetches OGC API – Features collections. It is safe for concurrent use.
 type Client struct {
-	calls    *httpcall.Client
-	callOpts []httpcall.Option
-	logger   *slog.Logger
+	kit      httpcall.Kit
 	maxPages int
 	maxEmpty int
-	now      func() time.Time
 	// discovery caches Prepare's discoveries (see WithDiscoveryTTL).
 	discovery discoveryCache
 	// declaredMemo keeps the collections' declared schemas (see declared).
@@ -83,16 +71,8 @@ type Client struct {
 // NewClient returns a Client calling servers through httpcall.New(
 // httpClient, breakers, logger); see wfs.NewClient for what nil means.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c := &Client{logger: logger, maxPages: DefaultMaxPages, maxEmpty: DefaultMaxEmptyPages, now: time.Now}
-	for _, o := range opts {
-		o(c)
-	}
-	c.calls = httpcall.New(httpClient, breakers, logger, c.callOpts...)
-	c.callOpts = nil
-	return c
+	c := &Client{maxPages: DefaultMaxPages, maxEmpty: DefaultMaxEmptyPages}
+	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
 }
 
 // FirstURL is the request of layer's first page: its items link (set by
@@ -203,7 +183,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		var res pageResult
 		p := source.Page{Index: page, URL: redacted, StartIndex: stats.Features}
-		log := c.logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
+		log := c.kit.Logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
 		began := time.Now()
 		req := request(layer, u, accept)
 		if page == 0 {
@@ -211,7 +191,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			// done): a 304 to its first page proves it whole.
 			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 		}
-		err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 			res = pageResult{}
 			return c.attempt(a, layer, p, st, handle, &res)
 		})
@@ -282,7 +262,7 @@ func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, s
 	stats.Declared = declared
 	if warning != "" {
 		stats.Warnings = append(stats.Warnings, warning)
-		c.logger.Warn(warning, "url", redact.URL(layer.URL))
+		c.kit.Logger.Warn(warning, "url", redact.URL(layer.URL))
 	}
 	return first.String(), want, nil
 }
@@ -359,7 +339,7 @@ func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted s
 	case errors.As(err, &le):
 		return fmt.Errorf("page %d (%s): %w", page, redacted, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-		return &TimeoutError{URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
+		return &TimeoutError{Kind: kind, URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
@@ -446,24 +426,11 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 		req.BodyLimit = hitsDoc.bound
 	}
 	n := -1
-	err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		n = -1
-		br, _, err := a.OpenBody(hitsDoc.name)
-		if err != nil {
-			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
-		}
-		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
-			return a.Verdict(r)
-		}
-		dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))
-		for {
-			_, err := dec.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
-			}
+		dec, done := c.scanItems(a, layer, hitsDoc.name, func(*feature.Feature) {})
+		if done != nil {
+			return *done
 		}
 		if dec.NumberMatchedText() == "" {
 			n = dec.NumberMatched()
@@ -479,6 +446,6 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 	case errors.As(err, &open), errors.As(err, &retry), errors.As(err, &throttled), errors.Is(err, breaker.ErrPastDeadline), ctx.Err() != nil:
 		return -1, fmt.Errorf("asking for the count (%s): %w", redact.URL(u.String()), err)
 	}
-	c.logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
+	c.kit.Logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
 	return -1, nil
 }

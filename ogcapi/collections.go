@@ -121,30 +121,18 @@ func (c *Client) Page(ctx context.Context, layer source.Layer, u string) (ItemsP
 	}
 	req := request(layer, pu, accept)
 	var p ItemsPage
-	err = c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		p = ItemsPage{NumberMatched: -1}
-		br, _, err := a.OpenBody("items page")
-		if err != nil {
-			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
-		}
-		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
-			return a.Verdict(r)
-		}
-		dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))
-		for {
-			f, err := dec.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
-			}
+		dec, done := c.scanItems(a, layer, "items page", func(f *feature.Feature) {
 			if p.Features++; p.Features == 1 {
 				p.FirstID = f.ID
 				if f.Geometry != nil {
 					p.FirstGeometry = geometryName(f.Geometry)
 				}
 			}
+		})
+		if done != nil {
+			return *done
 		}
 		if p.NumberMatchedText = dec.NumberMatchedText(); p.NumberMatchedText == "" {
 			p.NumberMatched = dec.NumberMatched()
@@ -161,6 +149,32 @@ func (c *Client) Page(ctx context.Context, layer source.Layer, u string) (ItemsP
 		return breaker.Result{Outcome: breaker.Success}
 	})
 	return p, source.Named(kind, err)
+}
+
+// scanItems reads a's body as an items document (name names it in
+// errors) within layer's limits, judged as a Fetch's page, handing each
+// feature to each. It returns the decoder, past the features, for what
+// the document says after them, or the verdict that ends the attempt.
+func (c *Client) scanItems(a *httpcall.Attempt, layer source.Layer, name string, each func(*feature.Feature)) (*geojson.Reader, *breaker.Result) {
+	verdict := func(r breaker.Result) (*geojson.Reader, *breaker.Result) { return nil, &r }
+	br, _, err := a.OpenBody(name)
+	if err != nil {
+		return verdict(a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted)))
+	}
+	if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+		return verdict(a.Verdict(r))
+	}
+	dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))
+	for {
+		f, err := dec.Next()
+		if err == io.EOF {
+			return dec, nil
+		}
+		if err != nil {
+			return verdict(a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err}))
+		}
+		each(f)
+	}
 }
 
 // geometryName is g's GeoJSON type.

@@ -79,12 +79,12 @@ func (c *Client) getDoc(ctx context.Context, layer source.Layer, u *url.URL, doc
 	if req.BodyLimit <= 0 || req.BodyLimit > doc.bound {
 		req.BodyLimit = doc.bound
 	}
-	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	return c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		br, _, err := a.OpenBody(doc.name)
 		if err != nil {
 			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 		}
-		if r := classify(a.Resp, br, a.Redacted, c.now()); r != nil {
+		if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
 			return a.Verdict(r)
 		}
 		dec := json.NewDecoder(br)

@@ -3,12 +3,14 @@ package ogcapi
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ingestd/ingestd/source"
 )
 
 // kind is the name every error of this package leaves it under, once
 // (source.Named, in Fetch, Prepare and Discover): neither the errors below
-// nor the layers under this package (httpcall, the GeoJSON decoder, the
-// limits) name it.
+// (but the shared *TimeoutError, which leads with it itself) nor the layers
+// under this package (httpcall, the GeoJSON decoder, the limits) name it.
 const kind = "ogcapi"
 
 // Sentinel errors; the typed errors below wrap or accompany them.
@@ -106,14 +108,4 @@ func (e *CRSError) Error() string {
 }
 
 // TimeoutError is a fetch whose deadline passed before the last page.
-type TimeoutError struct {
-	URL                   string // redacted
-	Page, Pages, Features int
-	Err                   error
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("poll timeout after %d pages (%d features), at page %d (%s): %v", e.Pages, e.Features, e.Page, e.URL, e.Err)
-}
-
-func (e *TimeoutError) Unwrap() error { return e.Err }
+type TimeoutError = source.TimeoutError

@@ -34,47 +34,23 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option {
-	return func(c *Client) {
-		if ua != "" {
-			c.callOpts = append(c.callOpts, httpcall.WithUserAgent(ua))
-		}
-	}
-}
+func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option {
-	return func(c *Client) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
 
 // Client reads Socrata datasets, every request one logical call through
 // the breaker of its portal (package httpcall), which paces it and waits
 // out a 429's Retry-After. It is safe for concurrent use.
 type Client struct {
-	calls    *httpcall.Client
-	callOpts []httpcall.Option // gathered by the Options, for NewClient only
-	logger   *slog.Logger
-	now      func() time.Time
+	kit httpcall.Kit
 }
 
-// NewClient returns a Client that calls portals through httpcall.New(
-// httpClient, breakers, logger): nil httpClient means http.DefaultClient,
-// nil breakers a single attempt with no breaker, nil logger discards.
+// NewClient returns a Client that calls portals through httpcall.Assemble,
+// which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c := &Client{logger: logger, now: time.Now}
-	for _, o := range opts {
-		o(c)
-	}
-	c.calls = httpcall.New(httpClient, breakers, logger, c.callOpts...)
-	c.callOpts = nil
-	return c
+	c := &Client{}
+	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
 }
 
 // Prepare returns layer as it is: the metadata is read at every Fetch,
@@ -178,6 +154,6 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, source.Named(Kind, err)
 	}
 	r := &read{c: c, layer: layer, ds: ds, limits: layer.Limits.WithDefaults(), stats: &stats, pageSize: pageSize(layer),
-		log: c.logger.With("url", ds.redacted), seen: make(map[uint64]int32), seed: maphash.MakeSeed()}
+		log: c.kit.Logger.With("url", ds.redacted), seen: make(map[uint64]int32), seed: maphash.MakeSeed()}
 	return stats, source.Named(Kind, r.run(ctx, handle))
 }

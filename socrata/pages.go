@@ -76,7 +76,7 @@ func (r *read) page(ctx context.Context, index, offset int, handle source.PageFu
 	u.RawQuery = pageQuery(r.pageSize, offset).Encode()
 	p := source.Page{Index: index, URL: redact.URL(u.String()), StartIndex: offset}
 	var res pageResult
-	err := r.c.calls.Call(ctx, r.request(&u), func(a *httpcall.Attempt) breaker.Result {
+	err := r.c.kit.Calls.Call(ctx, r.request(&u), func(a *httpcall.Attempt) breaker.Result {
 		res = pageResult{}
 		return r.attempt(a, p, handle, &res)
 	})

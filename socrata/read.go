@@ -200,7 +200,7 @@ func countOf(raw json.RawMessage) (int, error) {
 func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64, out any) error {
 	req := r.request(u)
 	req.BodyLimit = min(max, r.limits.BodyBytes)
-	err := r.c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err := r.c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		br, ok, v := r.c.open(a, what)
 		if !ok {
 			return v
@@ -231,7 +231,7 @@ func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64,
 func (c *Client) open(a *httpcall.Attempt, what string) (br *bufio.Reader, ok bool, v breaker.Result) {
 	br, _, err := a.OpenBody(what)
 	if err != nil {
-		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.now()); thr != nil {
+		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); thr != nil {
 			return nil, false, a.Verdict(thr)
 		}
 		return nil, false, a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
@@ -239,7 +239,7 @@ func (c *Client) open(a *httpcall.Attempt, what string) (br *bufio.Reader, ok bo
 	if status := a.Resp.StatusCode; status < 200 || status > 299 {
 		body, _ := io.ReadAll(io.LimitReader(br, maxErrorBodyBytes))
 		code, msg, isErr := parseServerError(body)
-		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.now()); thr != nil {
+		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); thr != nil {
 			if isErr {
 				thr.Err = &ServerError{Status: status, Code: code, Message: msg, RetryAfter: thr.RetryAfter}
 			}

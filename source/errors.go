@@ -1,6 +1,9 @@
 package source
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Named returns err with its text led by kind's name ("arcgis: GET …"),
 // unless it already is: the layers below a kind (httpcall's "GET <url>:
@@ -23,3 +26,52 @@ type namedError struct {
 func (e *namedError) Error() string { return e.kind + ": " + e.err.Error() }
 
 func (e *namedError) Unwrap() error { return e.err }
+
+// IncompleteError is a fetch whose pages do not add up to one complete,
+// consistent snapshot of the layer: fewer (or more) features than the
+// server promised, a page cut short, a count the body does not hold, a
+// feature id delivered twice. Nothing fetched may be applied. The server
+// answered, so the breaker counts the call as a success: retrying would
+// not change the verdict. Kinds whose words are these (wfs, geojson)
+// name it by an alias.
+type IncompleteError struct {
+	// Kind leads the text ("wfs: incomplete result from …").
+	Kind string
+	// URL is the (redacted) URL of the page where the fetch noticed.
+	URL string
+	// Expected is the number of features promised, -1 if unknown; Got the
+	// number delivered up to the verdict.
+	Expected, Got int
+	// Reason says what did not add up.
+	Reason string
+}
+
+func (e *IncompleteError) Error() string {
+	msg := fmt.Sprintf("%s: incomplete result from %s: %s", e.Kind, e.URL, e.Reason)
+	if e.Expected >= 0 {
+		msg += fmt.Sprintf(" (expected %d features, got %d)", e.Expected, e.Got)
+	}
+	return msg
+}
+
+// TimeoutError is a fetch whose context's deadline (the poll's timeout)
+// passed before the last page was in, or that the origin's pacing would
+// have carried past it. It names how far the fetch got, so that an
+// operator can tell a layer that outgrew its timeout from a server that
+// pages forever. A kind of one document reports page 0 of 0 pages.
+type TimeoutError struct {
+	// Kind leads the text ("wfs: poll timeout …").
+	Kind string
+	// URL is the (redacted) request of the page the fetch was at.
+	URL string
+	// Page is the page the fetch was at; Pages and Features count what
+	// the fetch delivered before it.
+	Page, Pages, Features int
+	Err                   error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s: poll timeout after %d pages (%d features), at page %d (%s): %v", e.Kind, e.Pages, e.Features, e.Page, e.URL, e.Err)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }

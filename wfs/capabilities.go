@@ -646,9 +646,9 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		return err
 	}
 	req := request(layer, u, "application/xml, text/xml;q=0.9, */*;q=0.1")
-	return c.calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	return c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		actx, resp, redacted, ignoredOr := a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
-		if r := httpcall.Throttled(resp, redacted, c.now()); r != nil {
+		if r := httpcall.Throttled(resp, redacted, c.kit.Now()); r != nil {
 			return *r
 		}
 		br, note, err := a.OpenBody("response body")
@@ -656,7 +656,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 			return a.Verdict(httpcall.ReadFailure(resp, err, redacted))
 		}
 		if note != "" {
-			c.logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
+			c.kit.Logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
 		}
 
 		kind, _, rerr := sniff(br)
@@ -767,7 +767,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	if ttl <= 0 {
 		ttl = DefaultNegotiationTTL
 	}
-	now := c.now()
+	now := c.kit.Now()
 	nc.mu.Lock()
 	if e, ok := nc.entries[keyOf(layer)]; ok && now.Sub(e.at) < ttl {
 		nc.mu.Unlock()
@@ -783,7 +783,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	if err != nil {
 		return layer, warnings, err
 	}
-	c.logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
+	c.kit.Logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
 		"version", settingsOf(out).Version, "output_format", settingsOf(out).OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()

@@ -41,12 +41,12 @@ type Option func(*Client)
 // Limits.BodyBytes is 0; a larger body fails the call with a *LimitError
 // (body_bytes), the feed's error.
 func WithMaxBodyBytes(n int64) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithMaxBodyBytes(n)) }
+	return func(c *Client) { c.kit.Use(httpcall.WithMaxBodyBytes(n)) }
 }
 
 // WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithRequestTimeout(d)) }
+	return func(c *Client) { c.kit.Use(httpcall.WithRequestTimeout(d)) }
 }
 
 // WithDuplicateIDCheck makes Fetch remember every feature id of a fetch, so
@@ -66,29 +66,19 @@ func WithMaxPages(n int) Option {
 	}
 }
 
-// WithUserAgent sets the User-Agent header of every request.
-func WithUserAgent(ua string) Option {
-	return func(c *Client) { c.callOpts = append(c.callOpts, httpcall.WithUserAgent(ua)) }
-}
+// WithUserAgent sets the User-Agent header of every request; "" keeps
+// the default.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option {
-	return func(c *Client) {
-		if now != nil {
-			c.now = now
-		}
-	}
-}
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
 
 // Client fetches layers page by page, each page one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	calls       *httpcall.Client
-	callOpts    []httpcall.Option // gathered by the Options, for NewClient only
-	logger      *slog.Logger
+	kit         httpcall.Kit
 	maxPages    int
 	checkIDs    bool
-	now         func() time.Time
 	negotiation negotiationCache // Prepare's results, per layer
 	// declaredMemo: each layer's last DescribeFeatureType (typed layers).
 	declaredMemo schema.Memo[negotiationKey]
@@ -101,20 +91,8 @@ type Client struct {
 // every page a single attempt with no breaker (for one-off fetches; the
 // daemon always passes its registry); logger nil discards.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	c := &Client{
-		logger:   logger,
-		maxPages: DefaultMaxPages,
-		now:      time.Now,
-	}
-	for _, o := range opts {
-		o(c)
-	}
-	c.calls = httpcall.New(httpClient, breakers, logger, c.callOpts...)
-	c.callOpts = nil
-	return c
+	c := &Client{maxPages: DefaultMaxPages}
+	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
 }
 
 // pageResult is what one successful attempt learned about its page.
@@ -226,7 +204,7 @@ func (r *fetchRun) prepare() error {
 	}
 	if warning != "" {
 		r.stats.Warnings = append(r.stats.Warnings, warning)
-		r.c.logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
+		r.c.kit.Logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
 	}
 	r.typer = schema.Typer(declared)
 	r.stats.Declared = declared
@@ -243,7 +221,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 		return true, source.Named(Kind, err)
 	}
 	p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
-	log := r.c.logger.With("origin", breaker.Origin(u), "page", page, "url", p.URL)
+	log := r.c.kit.Logger.With("origin", breaker.Origin(u), "page", page, "url", p.URL)
 	check := func(key string) error {
 		if page > r.firstPage && key != "" && key == r.prevKey {
 			return ErrStartIndexIgnored
@@ -256,7 +234,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 	if !paged(r.layer) {
 		req.Conditional(r.layer.Validators.ETag, r.layer.Validators.LastModified)
 	}
-	err = r.c.calls.Call(r.ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = r.c.kit.Calls.Call(r.ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		r.ids.Begin(page) // a retry re-reads its page's ids
 		res = pageResult{ids: r.ids, fetched: r.stats.Features, typer: r.typer}
 		return r.c.attempt(a, r.layer, p, check, r.handle, &res)
@@ -291,7 +269,7 @@ func (r *fetchRun) callError(err error, p source.Page, res *pageResult) error {
 	case errors.Is(r.ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 		// Whatever the last wait or read said (a rate limiter, a
 		// cancelled COPY), the cause is the caller's deadline.
-		return &TimeoutError{URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
+		return &TimeoutError{Kind: Kind, URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
@@ -306,7 +284,7 @@ func (r *fetchRun) judge(p source.Page, res *pageResult, log *slog.Logger) (done
 	st.Features += res.features
 	st.Bytes += res.bytes
 	incomplete := func(reason string) error {
-		return &IncompleteError{URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
+		return &IncompleteError{Kind: Kind, URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
 	}
 	if res.numberMatched >= 0 {
 		if st.NumberMatched >= 0 && res.numberMatched != st.NumberMatched {
@@ -374,7 +352,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.Verdict(r)
 	}
 	res.warning = note
-	kind, cls := classify(resp, br, redacted, c.now())
+	kind, cls := classify(resp, br, redacted, c.kit.Now())
 	if cls != nil {
 		var be *httpcall.BodyError
 		if errors.As(cls.Err, &be) {
@@ -547,7 +525,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 		} else {
 			reason += " (or the id is not unique)"
 		}
-		r.err = &IncompleteError{URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
+		r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
 		return r.err
 	}
 	return nil

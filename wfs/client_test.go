@@ -171,7 +171,7 @@ func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) sour
 	p := source.Page{Index: 0, URL: RedactURL(u.String())}
 	var col collect
 	var res pageResult
-	r := c.calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+	r := c.kit.Calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
 		return c.attempt(a, l, p, func(string) error { return nil }, col.handle, &res)
 	})
 	return r, &col
@@ -312,7 +312,7 @@ func TestClassificationTransport(t *testing.T) {
 	l := wfsLayer(srv.URL, 10)
 	u, _ := RequestURL(l, 0)
 	var res pageResult
-	r := c.calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+	r := c.kit.Calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
 		return c.attempt(a, l, source.Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
 	})
 	var te *httpcall.TransportError

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ingestd/ingestd/source"
 )
 
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
@@ -71,43 +73,10 @@ func (e *ExceptionReportError) Error() string {
 // more remain, a numberReturned the body does not hold, numberMatched
 // changing between pages, or a feature id delivered on two pages (the
 // server's order is not stable, so others were skipped). The caller must not
-// apply what was staged. The server answered, so the breaker counts the call
-// as a success: retrying the same page would not change the verdict.
-type IncompleteError struct {
-	// URL is the (redacted) URL of the page where the fetch noticed.
-	URL string
-	// Expected is the number of features the server promised, -1 if unknown.
-	Expected int
-	// Got is the number of features delivered up to the point of the verdict.
-	Got int
-	// Reason says what did not add up.
-	Reason string
-}
-
-func (e *IncompleteError) Error() string {
-	msg := fmt.Sprintf("%s: incomplete result from %s: %s", Kind, e.URL, e.Reason)
-	if e.Expected >= 0 {
-		msg += fmt.Sprintf(" (expected %d features, got %d)", e.Expected, e.Got)
-	}
-	return msg
-}
+// apply what was staged.
+type IncompleteError = source.IncompleteError
 
 // TimeoutError is a fetch whose context's deadline (the poll's timeout)
 // passed before the last page was in, or that the origin's pacing would
-// have carried past it. It names how far the fetch got, so that an operator
-// can tell a layer that outgrew its timeout from a server that pages
-// forever.
-type TimeoutError struct {
-	// URL is the (redacted) request of the page the fetch was at.
-	URL string
-	// Page is the page the fetch was at; Pages and Features count what this
-	// fetch delivered before it.
-	Page, Pages, Features int
-	Err                   error
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("%s: poll timeout after %d pages (%d features), at page %d (%s): %v", Kind, e.Pages, e.Features, e.Page, e.URL, e.Err)
-}
-
-func (e *TimeoutError) Unwrap() error { return e.Err }
+// have carried past it; it names how far the fetch got.
+type TimeoutError = source.TimeoutError

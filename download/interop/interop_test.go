@@ -32,10 +32,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/interoptest"
+	"github.com/ingestd/ingestd/internal/interoptest/polltest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -195,21 +194,10 @@ jurisdictions:
       - {id: notgpkg, kind: file, url: %[1]s/notgpkg.gpkg}
       - {id: fgb, kind: file, url: %[1]s/nc.fgb, id_property: FIPS}
 `, base)
-	cfg, err := feeds.ParseConfig("interop.yaml", []byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp) // where the downloads go (os.TempDir)
 	pool := pgtest.Pool(t)
-	p := breaker.DefaultPolicy()
-	p.RateLimit = 0
-	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: reg}))
-	t.Cleanup(mgr.Stop)
-	if err := mgr.Update(t.Context(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	mgr, _ := polltest.Manager(t, pool, "interop.yaml", yaml, nil)
 	return &fixture{gen: gen, pool: pool, mgr: mgr, tmp: tmp}
 }
 

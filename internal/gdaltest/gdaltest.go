@@ -1,8 +1,9 @@
 // Package gdaltest holds what the file readers' tests (gpkg, flatgeobuf)
 // share: files written by GDAL at test time, a reader's features compared
 // with GDAL's own reading of the same file (its GeoJSON export, read by
-// package geojson), the declared types compared with `ogrinfo -so`, and
-// the 250,000-parcel file of the benchmarks.
+// package geojson), the declared types compared with `ogrinfo -so`, a
+// reader read to its end, the mixed-types test and the 250,000-parcel
+// benchmark that both formats run.
 package gdaltest
 
 import (
@@ -269,23 +270,3 @@ const mixed = `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"n":7,"big":7,"x":7,"s":"7","b":true,"d":"2000-01-05","dt":"2000-01-05T00:00:00Z"},"geometry":null}
 ]}
 `
-
-// BenchParcels is the feature count of the readers' benchmarks: a
-// county's parcels.
-const BenchParcels = 250000
-
-// Drain reads r to its end and returns the features read.
-func Drain(b testing.TB, r feature.FeatureReader) int {
-	b.Helper()
-	n := 0
-	for {
-		_, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return n
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
-}

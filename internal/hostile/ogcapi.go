@@ -113,7 +113,11 @@ func ogcOn(path string, r, items Responder) Responder {
 // has no page parameter; pageURL links the others).
 func ogcPaged(page func(r *Request, n int) ogcPage) Responder {
 	return ogcItems(func(w http.ResponseWriter, r *Request) {
-		writeOGCPage(w, page(r, atoiOr(r.URL.Query().Get("page"), 0)))
+		n, err := strconv.Atoi(r.URL.Query().Get("page"))
+		if err != nil {
+			n = 0 // the first page has no page parameter
+		}
+		writeOGCPage(w, page(r, n))
 	})
 }
 

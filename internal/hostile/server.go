@@ -13,10 +13,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // Responder writes the hostile response of a case.
@@ -152,9 +153,8 @@ func (h *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.good.serve(w, r, c.Kind, sub)
 		return
 	}
-	q := lowerKeys(r.URL.Query())
-	req := &Request{Request: r, Case: c, Path: sub, h: h,
-		StartIndex: atoiOr(q["startindex"], 0), Count: atoiOr(firstNonEmpty(q["count"], q["maxfeatures"]), -1)}
+	req := &Request{Request: r, Case: c, Path: sub, h: h}
+	req.StartIndex, req.Count = wfstest.Paging(r)
 	c.Respond(w, req)
 }
 
@@ -176,29 +176,4 @@ func (h *Server) servePhase(w http.ResponseWriter, r *http.Request) {
 		phase = "hostile"
 	}
 	fmt.Fprintln(w, phase)
-}
-
-func lowerKeys(v map[string][]string) map[string]string {
-	out := make(map[string]string, len(v))
-	for k, vs := range v {
-		if len(vs) > 0 {
-			out[strings.ToLower(k)] = vs[0]
-		}
-	}
-	return out
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-func atoiOr(s string, def int) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return def
-	}
-	return n
 }

@@ -56,19 +56,28 @@ func (s Server) URL(t testing.TB) string {
 		}
 		u = "http://127.0.0.1:" + port + s.Path
 	}
+	if err := Answers(t, http.MethodGet, u+s.Probe); err != nil {
+		Unavailable(t, fmt.Sprintf("no %s at %s: %v; %s", s.What, u, err, s.Start))
+		return ""
+	}
+	return u
+}
+
+// Answers reports why a request of method at u, given 10 s, did not
+// answer 200 (nil when it did).
+func Answers(t testing.TB, method, u string) error {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+s.Probe, nil)
+	req, _ := http.NewRequestWithContext(ctx, method, u, nil)
 	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return u
-		}
-		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	if err != nil {
+		return err
 	}
-	Unavailable(t, fmt.Sprintf("no %s at %s: %v; %s", s.What, u, err, s.Start))
-	return ""
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
 }
 
 // NCGpkg is the file MapServer serves, the North Carolina counties of

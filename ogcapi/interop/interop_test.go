@@ -22,17 +22,15 @@ package interop_test
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/interoptest"
+	"github.com/ingestd/ingestd/internal/interoptest/polltest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -77,7 +75,6 @@ func setup(t *testing.T) *fixture {
 	base := mapServer.URL(t)
 	gpkg := interoptest.NCGpkg(t)
 	pool := pgtest.Pool(t)
-	ctx := t.Context()
 	// The references: the source as it is (NAD27), and GDAL's OAPIF driver
 	// reading both collections from the same server, in pages of 17 (its
 	// default is 10).
@@ -99,19 +96,7 @@ jurisdictions:
         collection: nc
         page_size: %[2]d
 `, base, pageSize)
-	cfg, err := feeds.ParseConfig("interop.yaml", []byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
-	p := breaker.DefaultPolicy()
-	p.RateLimit = 0
-	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: reg})
-	mgr := feeds.NewManager(postgis.New(pool), fetchers)
-	t.Cleanup(mgr.Stop)
-	if err := mgr.Update(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	mgr, _ := polltest.Manager(t, pool, "interop.yaml", yaml, nil)
 	return &fixture{base: base, pool: pool, mgr: mgr}
 }
 

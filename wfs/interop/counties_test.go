@@ -12,10 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/interoptest"
+	"github.com/ingestd/ingestd/internal/interoptest/polltest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -33,19 +31,11 @@ const countiesFile = "us-counties-10m.geojson"
 func countiesURL(t *testing.T, base string) string {
 	t.Helper()
 	u := strings.TrimSuffix(base, "/wfs") + "/" + countiesFile
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return u
-		}
-		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	if err := interoptest.Answers(t, http.MethodHead, u); err != nil {
+		interoptest.Unavailable(t, fmt.Sprintf("no %s at %s: %v; scripts/mapserver.sh start serves it", countiesFile, u, err))
+		return ""
 	}
-	interoptest.Unavailable(t, fmt.Sprintf("no %s at %s: %v; scripts/mapserver.sh start serves it", countiesFile, u, err))
-	return ""
+	return u
 }
 
 // TestUSCountiesKeepTheirPolygons polls the counties as a GeoJSON file
@@ -74,18 +64,7 @@ jurisdictions:
       - {id: wfs_geojson, kind: wfs, url: "%s?srsName=EPSG:4326", type_name: us_counties, version: "2.0.0", output_format: auto, page_size: 1000, id_property: id, sort_by: id}
       - {id: wfs_gml, kind: wfs, url: "%s?srsName=EPSG:4326", type_name: us_counties, version: "2.0.0", output_format: "application/gml+xml; version=3.2", page_size: 1000, id_property: id, sort_by: id}
 `, file, base, base)
-	cfg, err := feeds.ParseConfig("counties.yaml", []byte(doc), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := breaker.DefaultPolicy()
-	p.RateLimit = 0
-	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: reg}))
-	t.Cleanup(mgr.Stop)
-	if err := mgr.Update(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	mgr, _ := polltest.Manager(t, pool, "counties.yaml", doc, nil)
 	for _, c := range []struct {
 		feed          string
 		viaMapServer  bool

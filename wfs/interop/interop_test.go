@@ -35,8 +35,8 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/interoptest"
+	"github.com/ingestd/ingestd/internal/interoptest/polltest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
@@ -192,20 +192,12 @@ func setup(t *testing.T) *fixture {
 	for _, c := range combos() {
 		doc.WriteString(c.feedYAML(base))
 	}
-	cfg, err := feeds.ParseConfig("interop.yaml", []byte(doc.String()), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, doc.String())
-	}
-
-	p := breaker.DefaultPolicy()
-	p.RateLimit = 0 // one loopback origin takes every combo's pages
-	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	client := wfs.NewClient(&http.Client{}, reg, nil, wfs.WithRequestTimeout(30*time.Second))
-	mgr := feeds.NewManager(postgis.New(pool), client) // the poll negotiates (Prepare), then fetches
-	t.Cleanup(mgr.Stop)
-	if err := mgr.Update(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	var client *wfs.Client
+	// The poll negotiates (Prepare), then fetches.
+	mgr, cfg := polltest.Manager(t, pool, "interop.yaml", doc.String(), func(reg *breaker.Registry) feeds.Fetcher {
+		client = wfs.NewClient(&http.Client{}, reg, nil, wfs.WithRequestTimeout(30*time.Second))
+		return client
+	})
 	return &fixture{base: base, pool: pool, client: client, mgr: mgr, cfg: cfg}
 }
 

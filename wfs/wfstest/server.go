@@ -184,8 +184,7 @@ func (s *Server) parseRequest(w http.ResponseWriter, r *http.Request, q map[stri
 	case strings.EqualFold(q["request"], "GetFeature"):
 		// The capabilities name layers "ingestd:NAME"; accept both spellings.
 		req.Layer = strings.TrimPrefix(firstNonEmpty(q["typenames"], q["typename"]), "ingestd:")
-		req.StartIndex = atoiOr(q["startindex"], 0)
-		req.Count = atoiOr(firstNonEmpty(q["count"], q["maxfeatures"]), -1)
+		req.StartIndex, req.Count = paging(q)
 		if req.Count > 0 {
 			req.Page = req.StartIndex / req.Count
 		}
@@ -324,6 +323,17 @@ func writeException(w http.ResponseWriter, status int, code, locator, text strin
   </ows:Exception>
 </ows:ExceptionReport>
 `, code, locator, text)
+}
+
+// Paging reads a GetFeature request's startIndex and count (maxFeatures
+// in WFS 1.0), whatever the case of their names: 0 and -1 when absent.
+func Paging(r *http.Request) (startIndex, count int) {
+	return paging(lowerKeys(r.URL.Query()))
+}
+
+// paging is Paging of a query whose keys lowerKeys lowered.
+func paging(q map[string]string) (startIndex, count int) {
+	return atoiOr(q["startindex"], 0), atoiOr(firstNonEmpty(q["count"], q["maxfeatures"]), -1)
 }
 
 func lowerKeys(v map[string][]string) map[string]string {
