@@ -78,7 +78,7 @@ BEGIN
         WHERE c.relnamespace <> 'public'::regnamespace AND to_regproc('ingestd_feed_layer') IS NOT NULL
     LOOP
         EXECUTE format('ALTER SCHEMA %s OWNER TO %I', r.nsp, new_owner);
-        EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' ELSE 'VIEW' END,
+        EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'r' THEN 'TABLE' ELSE 'VIEW' END,
             r.rel, new_owner);
     END LOOP;
 END

@@ -216,3 +216,58 @@ func poolAtVersion(t *testing.T, version int64) (*pgxpool.Pool, *sql.DB) {
 	}
 	return pool, db
 }
+
+// TestLayerTablesKeepRows: version 32 turns each materialized layer into a
+// table keyed on feature_id with the same rows, and its Down turns it back.
+func TestLayerTablesKeepRows(t *testing.T) {
+	ctx := context.Background()
+	_, db := poolAtVersion(t, 31)
+	// A feed's table as the apply leaves it (the columns the layer reads)
+	// and its layer as version 30 built it: a materialized view.
+	var part string
+	if err := db.QueryRowContext(ctx, `SELECT ingestd.ingestd_feed_partition('wake', 'zoning')`).Scan(&part); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS ingestd.%q (feature_id text, jurisdiction text, feed text,
+			properties jsonb, geom geometry, first_seen_at timestamptz, changed_at timestamptz)`, part),
+		fmt.Sprintf(`INSERT INTO ingestd.%q SELECT 'id' || i, 'wake', 'zoning', jsonb_build_object('n', i),
+			ST_SetSRID(ST_MakePoint(i, i), 4326), now(), now() FROM generate_series(1, 25) i`, part),
+		`SELECT set_config('search_path', 'ingestd, public', false)`, // for the functions' bodies
+		`SELECT ingestd_build_feed_view('wake', 'zoning', '[{"name": "n", "column": "n", "type": "bigint"}]', 'Point')`,
+		`INSERT INTO feed_schemas (jurisdiction, feed, view_name, features, signature, poll_id)
+			VALUES ('wake', 'zoning', 'wake.zoning', 25, 'x', 1)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	layer := func() (kind string, rows, sum int) {
+		t.Helper()
+		if err := db.QueryRowContext(ctx, `SELECT (SELECT relkind::text FROM pg_class WHERE oid = 'wake.zoning'::regclass),
+			count(*), coalesce(sum(n), 0) FROM wake.zoning`).Scan(&kind, &rows, &sum); err != nil {
+			t.Fatal(err)
+		}
+		return kind, rows, sum
+	}
+	if kind, n, sum := layer(); kind != "m" || n != 25 || sum != 325 {
+		t.Fatalf("before: layer of kind %q with %d rows (sum %d), want a materialized view of 25 (325)", kind, n, sum)
+	}
+	if _, err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if kind, n, sum := layer(); kind != "r" || n != 25 || sum != 325 {
+		t.Errorf("after Up: layer of kind %q with %d rows (sum %d), want a table of 25 (325)", kind, n, sum)
+	}
+	var key string
+	if err := db.QueryRowContext(ctx, `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid
+		AND a.attnum = ANY(i.indkey) WHERE i.indrelid = 'wake.zoning'::regclass AND i.indisprimary`).Scan(&key); err != nil || key != "feature_id" {
+		t.Errorf("after Up: primary key %q (%v), want feature_id", key, err)
+	}
+	if err := migrations.DownTo(ctx, db, 31); err != nil {
+		t.Fatal(err)
+	}
+	if kind, n, sum := layer(); kind != "m" || n != 25 || sum != 325 {
+		t.Errorf("after Down: layer of kind %q with %d rows (sum %d), want a materialized view of 25 (325)", kind, n, sum)
+	}
+}

@@ -119,6 +119,8 @@ type applyRun struct {
 	typedText  bool
 	schemaHold bool
 	sch        schemaState
+	// retyped: retypeStored rewrote stored values (no change logged).
+	retyped bool
 
 	// keepHistory: the feed keeps the versions a snapshot supersedes
 	// (history.go).

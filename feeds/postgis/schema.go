@@ -181,6 +181,7 @@ func retypeStored(ctx context.Context, r *applyRun) error {
 		return err
 	}
 	_, err = r.tx.Exec(ctx, r.table.sql("RetypeStored"), b)
+	r.retyped = err == nil
 	return err
 }
 
@@ -233,10 +234,15 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 		s.logger.WarnContext(ctx, "typed view not rebuilt: other objects depend on it", "poll_id", r.pollID,
 			"jurisdiction", r.jurisdiction, "feed", r.feed)
 		_, err = r.tx.Exec(ctx, sqlQuery("RestoreViewSignature"), r.jurisdiction, r.feed, st.signature)
+	case built == nil && r.retyped:
+		// Stored values were retyped without a change logged: the layer
+		// is rebuilt from them whole.
+		_, err = r.tx.Exec(ctx, sqlQuery("RebuildFeedLayer"), r.jurisdiction, r.feed)
 	case built == nil && changedFeatures(r):
-		// The layer is a materialized view (QGIS finds its key): a
-		// rebuilt one is current, another is refreshed.
-		_, err = r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed)
+		// The layer is a table keyed on feature_id (QGIS finds its key):
+		// a rebuilt one is current, another gets the rows of the
+		// features this poll changed (feature_changes).
+		_, err = r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed, r.pollID)
 	}
 	return err
 }

@@ -81,14 +81,18 @@ UPDATE feed_columns SET removed_at = now()
 WHERE jurisdiction = $1 AND feed = $2 AND removed_at IS NULL AND name <> ALL($3::text[])
 
 -- name: BuildFeedView
--- (Re)builds the feed's typed layer (<schema>.<name>, a materialized view
--- with a unique key QGIS finds); ingestd_build_feed_view quotes every name
+-- (Re)builds the feed's typed layer (<schema>.<name>, a table keyed on
+-- feature_id, the key QGIS finds); ingestd_build_feed_view quotes every name
 -- it is given.
 SELECT ingestd_build_feed_view($1, $2, $3::jsonb, $4)
 
 -- name: RefreshFeedLayer
--- The feed's layer (a materialized view) after the apply changed its
--- features: REFRESH … CONCURRENTLY, so readers are not blocked.
+-- The feed's layer (a table) after poll $3's apply changed its features:
+-- only the rows of the features it changed are rewritten.
+SELECT ingestd_refresh_feed_layer($1, $2, $3)
+
+-- name: RebuildFeedLayer
+-- The feed's layer rebuilt whole (the apply retyped stored values).
 SELECT ingestd_refresh_feed_layer($1, $2)
 
 -- name: UpsertFeedSchema

@@ -1,0 +1,142 @@
+package postgis_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	ft "github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feeds"
+)
+
+// layerRows maps each of the layer's feature ids to its row's xmin (the
+// transaction that wrote it).
+func (b *bundle) layerRows(t *testing.T, layer string) map[string]string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, fmt.Sprintf(`SELECT feature_id, xmin::text FROM %s`, layer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	m := make(map[string]string)
+	for rows.Next() {
+		var id, xmin string
+		if err := rows.Scan(&id, &xmin); err != nil {
+			t.Fatal(err)
+		}
+		m[id] = xmin
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// layerDiff counts the rows the layer and its typed select do not share
+// (both ways, duplicates counted).
+func (b *bundle) layerDiff(t *testing.T, feed feeds.FeedInfo) int {
+	t.Helper()
+	var sel string
+	b.scalar(t, &sel, `SELECT ingestd_layer_select($1, $2)`, feed.Jurisdiction, feed.Feed)
+	layer := b.viewName(t, feed)
+	return b.count(t, fmt.Sprintf(`SELECT (SELECT count(*) FROM (TABLE %[1]s EXCEPT ALL SELECT * FROM (%[2]s) s) a)
+		+ (SELECT count(*) FROM (SELECT * FROM (%[2]s) s EXCEPT ALL TABLE %[1]s) b)`, layer, sel))
+}
+
+// An apply that changes one feature rewrites that feature's row of the
+// layer only: the layer stays the same table (not rebuilt) and every other
+// row keeps the transaction that wrote it.
+func TestLayerApplyWritesChangedRowsOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("one-change")
+	snap := func(changed int) []ft.Feature {
+		var fs []ft.Feature
+		for i := range 40 {
+			n := i
+			if i == changed {
+				n = 1000
+			}
+			fs = append(fs, feature(fmt.Sprintf("f%02d", i), point(float64(i), 1, 4326),
+				json.RawMessage(fmt.Sprintf(`{"n":%d,"s":"x%d"}`, n, i))))
+		}
+		return fs
+	}
+	b.poll(t, feed, snap(-1))
+	b.poll(t, feed, snap(-1)) // the layer as the apply that follows a first load leaves it
+	layer := b.viewName(t, feed)
+	var oid, oidAfter uint32
+	b.scalar(t, &oid, `SELECT $1::regclass::oid`, layer)
+	before := b.layerRows(t, layer)
+
+	if _, res := b.poll(t, feed, snap(7)); res.Modified != 1 {
+		t.Fatalf("apply modified %d features, want 1", res.Modified)
+	}
+	b.scalar(t, &oidAfter, `SELECT $1::regclass::oid`, layer)
+	if oidAfter != oid {
+		t.Errorf("layer %s was rebuilt (oid %d → %d), want its changed row rewritten in place", layer, oid, oidAfter)
+	}
+	after := b.layerRows(t, layer)
+	if len(after) != len(before) {
+		t.Fatalf("layer has %d rows after the apply, %d before", len(after), len(before))
+	}
+	for id, xmin := range after {
+		if rewritten := xmin != before[id]; rewritten != (id == "f07") {
+			t.Errorf("row %s rewritten: %v (xmin %s → %s), want only f07's", id, rewritten, before[id], xmin)
+		}
+	}
+	var n int
+	b.scalar(t, &n, fmt.Sprintf(`SELECT n FROM %s WHERE feature_id = 'f07'`, layer))
+	if n != 1000 {
+		t.Errorf("f07's n in the layer: %d, want 1000", n)
+	}
+	if d := b.layerDiff(t, feed); d != 0 {
+		t.Errorf("layer and its typed select differ by %d rows", d)
+	}
+}
+
+// After a random sequence of polls adding, modifying and removing
+// features, the layer holds exactly what its typed select reads.
+func TestLayerFollowsRandomPolls(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("random-polls")
+	rng := rand.New(rand.NewPCG(28, 32))
+	// id → n; every feature has the same properties, so the schema (and
+	// the layer's columns) stays the same and each apply is incremental.
+	cur := make(map[int]int)
+	next := 0
+	for range 60 {
+		cur[next] = rng.IntN(100)
+		next++
+	}
+	for poll := range 12 {
+		if poll > 0 {
+			for id := range cur {
+				switch r := rng.IntN(20); {
+				case r == 0 && len(cur) > 50:
+					delete(cur, id)
+				case r < 3:
+					cur[id] = rng.IntN(100)
+				}
+			}
+			for range rng.IntN(4) {
+				cur[next] = rng.IntN(100)
+				next++
+			}
+		}
+		var fs []ft.Feature
+		for id, n := range cur {
+			fs = append(fs, feature(fmt.Sprintf("r%03d", id), point(float64(id%50), float64(n%40), 4326),
+				json.RawMessage(fmt.Sprintf(`{"n":%d,"s":"v%d"}`, n, n))))
+		}
+		b.poll(t, feed, fs)
+		if got := b.count(t, `SELECT count(*) FROM `+b.viewName(t, feed)); got != len(cur) {
+			t.Fatalf("poll %d: layer has %d rows, want %d", poll, got, len(cur))
+		}
+		if d := b.layerDiff(t, feed); d != 0 {
+			t.Fatalf("poll %d: layer and its typed select differ by %d rows", poll, d)
+		}
+	}
+}
