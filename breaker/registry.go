@@ -43,6 +43,11 @@ type Config struct {
 	// Jitter, if set, is the source of jitter in [0, 1) (cooldowns,
 	// backoffs, 429 resumes); nil means math/rand. Tests pin it.
 	Jitter func() float64
+	// Sleep, if set, is every wait of the registry (backoffs, 429 pauses,
+	// pacing): it returns after d, or ctx's error. Nil means a real timer.
+	// Tests of the packages above record the waits asked for instead of
+	// spending them.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // StateChange is one transition of an origin's breaker.
@@ -132,6 +137,10 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 	if jitter == nil {
 		jitter = rand.Float64
 	}
+	wait := cfg.Sleep
+	if wait == nil {
+		wait = sleep
+	}
 	return &Registry{
 		clock:         orSystem(clock),
 		sem:           semaphore.NewWeighted(int64(cfg.MaxInFlight)),
@@ -140,7 +149,7 @@ func NewRegistry(cfg Config, logger *slog.Logger) *Registry {
 		onStateChange: cfg.OnStateChange,
 		shared:        cfg.Shared,
 		rand:          jitter,
-		sleep:         sleep,
+		sleep:         wait,
 		observer:      observer,
 		policies:      make(map[string]Policy),
 		origins:       make(map[string]*origin),
