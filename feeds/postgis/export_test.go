@@ -40,3 +40,6 @@ func SetPageIDs(s *Store, n int) { s.pageIDs = n }
 func SetLoadHook(s *Store, hook func(ctx context.Context, tx pgx.Tx, step string) error) {
 	s.loadHook = hook
 }
+
+// SetAfterPrune makes p tell fn the outcome of each prune.
+func SetAfterPrune(p *HistoryPruner, fn func(n int64, err error)) { p.afterPrune = fn }

@@ -130,6 +130,9 @@ type HistoryPruner struct {
 	interval time.Duration
 	cancel   context.CancelFunc
 	done     sync.WaitGroup
+	// afterPrune, when set (tests), is told each prune's outcome: the event
+	// a test waits for instead of polling the table.
+	afterPrune func(n int64, err error)
 }
 
 // DefaultHistoryPruneInterval is how often the daemon prunes history: the
@@ -152,6 +155,9 @@ func (p *HistoryPruner) Start(ctx context.Context) error {
 		defer t.Stop()
 		for {
 			n, err := p.store.PruneHistory(ctx, time.Now())
+			if p.afterPrune != nil {
+				p.afterPrune(int64(n), err)
+			}
 			switch {
 			case ctx.Err() != nil:
 				return

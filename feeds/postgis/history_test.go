@@ -301,16 +301,27 @@ func TestHistoryPrunerPrunes(t *testing.T) {
 		t.Fatal("no versions to prune: the run tests little")
 	}
 	p := postgis.NewHistoryPruner(b.store, time.Hour)
+	type outcome struct {
+		n   int64
+		err error
+	}
+	pruned := make(chan outcome, 1)
+	postgis.SetAfterPrune(p, func(n int64, err error) {
+		select {
+		case pruned <- outcome{n, err}:
+		default:
+		}
+	})
 	if err := p.Start(b.ctx); err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop()
-	// Observable state, polled: the ceiling only bounds a hang.
-	for deadline := time.Now().Add(testwait.Hang); b.count(t, `SELECT count(*) FROM feature_history`) != 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the pruner never pruned the versions older than keep")
-		}
-		time.Sleep(10 * time.Millisecond)
+	// The prune at start, not the hourly one: its outcome is the event.
+	if o := testwait.Await(t, "the pruner's first prune", pruned); o.err != nil || o.n == 0 {
+		t.Fatalf("first prune: %d versions, %v; want the versions older than keep", o.n, o.err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM feature_history`); n != 0 {
+		t.Errorf("%d versions left after the prune at start, want 0 (keep 1µs)", n)
 	}
 }
 
