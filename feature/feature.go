@@ -54,3 +54,25 @@ const (
 type FeatureReader interface {
 	Next() (*Feature, error)
 }
+
+// GeometryName is the GeoJSON (and OGC simple features) name of g's type,
+// "" for nil or a type go-geom has that GeoJSON does not name.
+func GeometryName(g geom.T) string {
+	switch g.(type) {
+	case *geom.Point:
+		return "Point"
+	case *geom.LineString:
+		return "LineString"
+	case *geom.Polygon:
+		return "Polygon"
+	case *geom.MultiPoint:
+		return "MultiPoint"
+	case *geom.MultiLineString:
+		return "MultiLineString"
+	case *geom.MultiPolygon:
+		return "MultiPolygon"
+	case *geom.GeometryCollection:
+		return "GeometryCollection"
+	}
+	return ""
+}

@@ -127,7 +127,7 @@ func (c *Client) Page(ctx context.Context, layer source.Layer, u string) (ItemsP
 			if p.Features++; p.Features == 1 {
 				p.FirstID = f.ID
 				if f.Geometry != nil {
-					p.FirstGeometry = geometryName(f.Geometry)
+					p.FirstGeometry = geometryNameOf(f.Geometry)
 				}
 			}
 		})
@@ -177,23 +177,11 @@ func (c *Client) scanItems(a *httpcall.Attempt, layer source.Layer, name string,
 	}
 }
 
-// geometryName is g's GeoJSON type.
-func geometryName(g geom.T) string {
-	switch g.(type) {
-	case *geom.Point:
-		return "Point"
-	case *geom.LineString:
-		return "LineString"
-	case *geom.Polygon:
-		return "Polygon"
-	case *geom.MultiPoint:
-		return "MultiPoint"
-	case *geom.MultiLineString:
-		return "MultiLineString"
-	case *geom.MultiPolygon:
-		return "MultiPolygon"
-	case *geom.GeometryCollection:
-		return "GeometryCollection"
+// geometryNameOf is g's GeoJSON type, or its Go type where GeoJSON names
+// none (for the listing, never empty).
+func geometryNameOf(g geom.T) string {
+	if n := feature.GeometryName(g); n != "" {
+		return n
 	}
 	return fmt.Sprintf("%T", g)
 }

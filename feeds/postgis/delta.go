@@ -82,7 +82,7 @@ func composeKept(ctx context.Context, tx pgx.Tx, t feedTable, pollID int64, page
 }
 
 // wkbTypeNames name the WKB geometry types (an EWKB's type byte) as a
-// staged page's profile does (geometryName); 0 is no geometry.
+// staged page's profile does (feature.GeometryName); 0 is no geometry.
 var wkbTypeNames = map[int32]string{
 	1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint", 5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection",
 }

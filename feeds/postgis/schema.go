@@ -6,7 +6,6 @@ import (
 	"maps"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twpayne/go-geom"
 
 	"github.com/ingestd/ingestd/schema"
 )
@@ -32,27 +31,6 @@ type schemaState struct {
 	changes      []schema.Change
 	// heldHere: the schema steps held the snapshot.
 	heldHere bool
-}
-
-// geometryName is the GeometryName spelling of g's type, "" for none.
-func geometryName(g geom.T) string {
-	switch g.(type) {
-	case *geom.Point:
-		return "Point"
-	case *geom.LineString:
-		return "LineString"
-	case *geom.Polygon:
-		return "Polygon"
-	case *geom.MultiPoint:
-		return "MultiPoint"
-	case *geom.MultiLineString:
-		return "MultiLineString"
-	case *geom.MultiPolygon:
-		return "MultiPolygon"
-	case *geom.GeometryCollection:
-		return "GeometryCollection"
-	}
-	return ""
 }
 
 // readSchema builds the snapshot's schema from the pages' profiles and the

@@ -422,7 +422,7 @@ func (c *copySource) encode(f *feature.Feature) stagedRow {
 	}
 	// Properties the decoder vouched for scan; an error only leaves this
 	// feature's values out of the profile.
-	_ = c.profile.AddFeature(props, geometryName(f.Geometry))
+	_ = c.profile.AddFeature(props, feature.GeometryName(f.Geometry))
 	// The decoders repair what they can before the store sees it; their
 	// repairs count, and are skipped under invalid_feature: skip, as ours.
 	if f.Repairs&feature.RepairedUTF8 != 0 {
