@@ -494,10 +494,13 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	host, _ := os.Hostname()
 	pollOwner := fmt.Sprintf("%s:%d", host, poll.Process.Pid)
 	killed = waitStaged("ingestd poll", pollOut.String)
-	_ = poll.Process.Kill()
-	_ = poll.Wait()
+	// Page 1 stops hanging and the clock starts before the kill: b's sweep
+	// can end the dead poll and poll again within milliseconds of it, and
+	// that poll must neither hang nor count as started before the kill.
 	hang(false)
 	killedAt := time.Now()
+	_ = poll.Process.Kill()
+	_ = poll.Wait()
 	again = checkInterrupted(killed, pollOwner, killedAt, b.out.String)
 	t.Logf("kill -9 of a one-off poll: ended and polled again by the sweep %s later", again.Sub(killedAt).Round(time.Millisecond)) // a figure
 	if n := features(); n != 30 {
