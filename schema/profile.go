@@ -279,6 +279,35 @@ func (p *Profile) Merge(q *Profile) {
 	}
 }
 
+// Subtract takes q's counts out of p, where q profiles features that p
+// counted (the versions a delta replaces or removes): what is left
+// profiles the others. A column keeps its place when no value of it is
+// left (its values are then all null, as a feature that carries the key
+// with null would count); a geometry type none is left of goes.
+func (p *Profile) Subtract(q *Profile) {
+	for _, qc := range q.Columns {
+		c := p.column(qc.Name)
+		if c == nil {
+			continue // q counted a column p never saw: nothing to take
+		}
+		for k := range qc.Kinds {
+			c.Kinds[k] = max(c.Kinds[k]-qc.Kinds[k], 0)
+		}
+		c.outOfDouble = max(c.outOfDouble-qc.outOfDouble, 0)
+	}
+	// Columns q never saw were null in q's features.
+	for i := range p.Columns {
+		if q.column(p.Columns[i].Name) == nil {
+			p.Columns[i].Kinds[KNull] = max(p.Columns[i].Kinds[KNull]-q.Features, 0)
+		}
+	}
+	p.Features = max(p.Features-q.Features, 0)
+	for _, g := range q.geoms {
+		p.addGeometry(g.name, -g.n)
+	}
+	p.geoms = slices.DeleteFunc(p.geoms, func(g geomCount) bool { return g.n <= 0 })
+}
+
 // multi maps a single geometry type to its multi-part one.
 var multi = map[string]string{"Point": "MultiPoint", "LineString": "MultiLineString", "Polygon": "MultiPolygon"}
 

@@ -338,3 +338,44 @@ func FuzzFromXSD(f *testing.F) {
 		}
 	})
 }
+
+// TestProfileSubtract: a snapshot's profile less the versions a delta
+// replaces, plus the new ones, is the profile of the snapshot the delta
+// makes, as far as Build tells; counts never go below zero.
+func TestProfileSubtract(t *testing.T) {
+	kept := []string{`{"a":1,"b":"x","d":"2026-01-02"}`, `{"a":2,"b":null,"d":"2026-01-03"}`}
+	old := []string{`{"a":"n/a","b":"y","d":"2026-01-04"}`}
+	repl := []string{`{"a":3,"b":"z","d":"2026-01-05"}`}
+	whole := profileOf(t, append(append([]string{}, kept...), old...)...)
+	// Through JSON, as feed_schemas.profile holds it.
+	raw, err := json.Marshal(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored Profile
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Subtract(profileOf(t, old...))
+	stored.Merge(profileOf(t, repl...))
+	got := Build(&stored, nil, nil)
+	want := Build(profileOf(t, append(append([]string{}, kept...), repl...)...), nil, nil)
+	if got.Features != want.Features || got.Geometry != want.Geometry || len(got.Columns) != len(want.Columns) {
+		t.Fatalf("derived schema %+v, want %+v", got, want)
+	}
+	for i := range want.Columns {
+		if got.Columns[i] != want.Columns[i] {
+			t.Errorf("column %d = %+v, want %+v", i, got.Columns[i], want.Columns[i])
+		}
+	}
+	// Before the subtraction "a" held text ("n/a"): the derived type is
+	// the narrower one, which a profile that only grows could not give.
+	if got.Columns[0].Type != BigInt {
+		t.Errorf("a is %s after its only text value was replaced, want bigint", got.Columns[0].Type)
+	}
+	var none Profile
+	none.Subtract(profileOf(t, old...))
+	if none.Features != 0 || len(none.geoms) != 0 {
+		t.Errorf("subtracting from an empty profile: %d features, geometries %v", none.Features, none.geoms)
+	}
+}

@@ -72,6 +72,25 @@ func (r *rig) contentDigest(t testing.TB, feed string) (string, int) {
 	return d, n
 }
 
+// typedDigest digests what an analyst sees of a feed: its typed layer's
+// rows (without the columns that name the feed or date its rows) and
+// its columns as feed_columns records them (type, non-null count), so
+// that a delta's derived schema is checked against a full dump's.
+func (r *rig) typedDigest(t testing.TB, feed, layer string) string {
+	t.Helper()
+	var rows, cols string
+	err := r.pool.QueryRow(r.ctx, fmt.Sprintf(`SELECT coalesce(md5(string_agg((to_jsonb(l) - 'jurisdiction' - 'feed' - 'first_seen_at' - 'changed_at')::text, '|' ORDER BY feature_id)), '') FROM %s l`, layer)).Scan(&rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.pool.QueryRow(r.ctx, `SELECT coalesce(string_agg(name || ' ' || type || ' ' || non_null || ' ' || unconverted, ', ' ORDER BY ordinal), '')
+		FROM feed_columns WHERE jurisdiction = 'county' AND feed = $1 AND removed_at IS NULL`, feed).Scan(&cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows + " " + cols
+}
+
 // fetchMode is how poll id fetched (polls.fetch_mode) and its drift (-1:
 // NULL).
 func (r *rig) fetchMode(t testing.TB, id int64) (string, int) {
@@ -125,6 +144,9 @@ func (r *rig) sameAsFull(t testing.TB, c *countingServer, step string) (inc, ful
 	df, nf := r.contentDigest(t, "full")
 	if di != df || ni != nf {
 		t.Fatalf("%s: the incremental feed holds %d features (%s), the full dump %d (%s)", step, ni, di, nf, df)
+	}
+	if ti, tf := r.typedDigest(t, "inc", "county.inc"), r.typedDigest(t, "full", "county.full_dump"); ti != tf {
+		t.Fatalf("%s: the typed layers differ:\nincremental %s\nfull dump   %s", step, ti, tf)
 	}
 	return inc, full
 }

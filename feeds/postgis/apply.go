@@ -98,6 +98,11 @@ type applyRun struct {
 	// table is the feed's table; firstLoad: it does not exist yet.
 	table     feedTable
 	firstLoad bool
+	// delta: the poll fetched what changed since the feed's last apply
+	// and ComposeDelta proved it (staged_deltas): ApplyDelta applies it.
+	// fetched is the distinct features it staged.
+	delta   bool
+	fetched int
 	// bulk: a large first load done (or held) by bulkFirstLoad, with its
 	// table, indexes and change log.
 	bulk bool
@@ -211,11 +216,20 @@ func countInvalidFeatures(ctx context.Context, r *applyRun) error {
 	return err
 }
 
-// findTable looks up the feed's table (lookupFeedTable).
+// findTable looks up the feed's table (lookupFeedTable), and whether the
+// poll is a delta of it.
 func findTable(ctx context.Context, r *applyRun) error {
 	var err error
 	r.table, err = lookupFeedTable(ctx, r.tx, r.pollID, r.jurisdiction, r.feed)
 	r.firstLoad = !r.table.exists
+	if err != nil || r.firstLoad {
+		return err
+	}
+	if err := r.tx.QueryRow(ctx, sqlQuery("IsDelta"), r.pollID).Scan(&r.delta); err != nil || !r.delta {
+		return err
+	}
+	// Every statement of a delta's apply joins a few ids with the table.
+	_, err = r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner"))
 	return err
 }
 
@@ -245,7 +259,7 @@ func (s *Store) createLoadTable(ctx context.Context, r *applyRun) error {
 // features. Ids on two pages fail the poll before anything is written, when
 // its statement already counted them.
 func (s *Store) checkUnchanged(ctx context.Context, r *applyRun) error {
-	if r.firstLoad {
+	if r.firstLoad || r.delta {
 		return nil
 	}
 	if err := s.unchangedSnapshot(ctx, r); err != nil || !r.checked {
@@ -254,23 +268,30 @@ func (s *Store) checkUnchanged(ctx context.Context, r *applyRun) error {
 	return checkSplit(ctx, r)
 }
 
-// diffAndWrite runs the apply statement — ApplyDiff, or FirstLoad into a
-// new table — which diffs, asks the guards and writes, unless the snapshot
-// is known unchanged or was loaded in bulk.
+// diffAndWrite runs the apply statement — ApplyDiff, ApplyDelta for a
+// delta, or FirstLoad into a new table — which diffs, asks the guards and
+// writes, unless the snapshot is known unchanged or was loaded in bulk.
 func diffAndWrite(ctx context.Context, r *applyRun) error {
 	if r.unchanged || r.bulk || r.held != nil {
 		return nil
 	}
 	name := "ApplyDiff"
-	if r.firstLoad {
+	switch {
+	case r.firstLoad:
 		name = "FirstLoad"
+	case r.delta:
+		name = "ApplyDelta"
 	}
 	res := &r.out.res
+	dest := []any{&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
+		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split}
+	if !r.firstLoad {
+		dest = append(dest, &r.fetched)
+	}
 	err := runApply(ctx, r.tx, r.table.sql(name),
 		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
 			r.keepHistory},
-		&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
-		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split)
+		dest...)
 	if err != nil || r.checked {
 		return err
 	}
@@ -280,7 +301,16 @@ func diffAndWrite(ctx context.Context, r *applyRun) error {
 
 // tally counts the ids the snapshot repeats, and its invalid features.
 func tally(_ context.Context, r *applyRun) error {
-	r.out.duplicates = int(r.table.staged) - r.out.res.Features
+	staged := r.out.res.Features
+	if r.delta {
+		// ApplyDelta counted them; a snapshot the schema held was not
+		// diffed, and its repeats are not known.
+		staged = r.fetched
+		if r.sch.heldHere {
+			staged = int(r.table.staged)
+		}
+	}
+	r.out.duplicates = int(r.table.staged) - staged
 	r.out.res.InvalidFeatures = r.invalidFeatures
 	return nil
 }

@@ -74,6 +74,11 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedPagesFrom"), pollID, next); err != nil {
 			return err
 		}
+		// A delta is proved again once the resumed fetch ends (it may
+		// end as a full one).
+		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedDelta"), pollID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, sqlQuery("ResumePoll"), pollID, s.owner); err != nil {
 			return err
 		}

@@ -15,17 +15,22 @@ import (
 )
 
 // Incremental refresh (issue 27; sql/delta.sql). A delta poll's staging
-// holds only the features the server changed; ComposeDelta adds the
-// previous snapshot's other listed features as one more page, before the
-// apply, which then sees a whole snapshot: the copied rows keep their
-// stored hashes, so it finds them unchanged and writes only what changed.
+// holds only the features the server changed. ComposeDelta proves them,
+// with the feed's applied features, against the server's id list and
+// records the list (staged_deltas): the poll's snapshot is then the
+// fetched features, the listed ones it did not fetch as they are stored,
+// and nothing else. The apply (ApplyDelta) diffs only the fetched rows and
+// removes the unlisted ones, so its cost follows the change, not the
+// layer.
 
-// ComposeDelta implements feeds' incremental store: in one transaction, it
-// copies the feed's features listed in d.IDs and not fetched into poll
-// pollID's staging as a page after its last (with its profile, for the
-// typed view), and proves the composed snapshot against d.IDs.
+// ComposeDelta implements feeds' incremental store: in one transaction,
+// it proves poll pollID's fetched features and the feed's applied ones
+// against d.IDs and, when they make exactly the listed snapshot, records
+// the poll as a delta of d.IDs with the ids it removes. Nothing is
+// copied: the proof is one hash join of the list with the table's ids.
 func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedInfo, d source.Delta) (feeds.DeltaResult, error) {
 	var res feeds.DeltaResult
+	ids := slices.Compact(slices.Clone(d.IDs))
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 		if err != nil {
@@ -34,17 +39,24 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 		if _, err := tx.Exec(ctx, sqlQuery("DeltaPlanner")); err != nil {
 			return err
 		}
-		var page int
-		if err := tx.QueryRow(ctx, sqlQuery("ComposedPage"), pollID).Scan(&page); err != nil {
+		if !t.exists {
+			// No applied snapshot to build on: every listed id is missing.
+			res.Missing = len(ids)
+			return nil
+		}
+		if res.Fetched, res.Extra, err = proveFetched(ctx, tx, pollID, ids); err != nil {
 			return err
 		}
-		if t.exists {
-			if res.Kept, err = composeKept(ctx, tx, t, pollID, page, d.IDs); err != nil {
-				return err
-			}
+		var removed []string
+		if err := tx.QueryRow(ctx, t.sql("ProveDelta"), pgx.QueryExecModeDescribeExec, pollID, ids).
+			Scan(&res.Kept, &removed); err != nil {
+			return err
 		}
-		res.Fetched, res.Extra, err = proveFetched(ctx, tx, pollID, page, d.IDs)
-		res.Missing = len(d.IDs) - res.Kept - (res.Fetched - res.Extra)
+		res.Missing = len(ids) - res.Kept - (res.Fetched - res.Extra)
+		if res.Drift() != 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, sqlQuery("StageDelta"), pollID, len(ids), removed, d.Since)
 		return err
 	})
 	if err != nil {
@@ -53,44 +65,11 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 	return res, nil
 }
 
-// composeKept copies the kept features into page of the poll's staging
-// and records the page with their profile; it returns how many it copied.
-func composeKept(ctx context.Context, tx pgx.Tx, t feedTable, pollID int64, page int, ids []int64) (int, error) {
-	var profile schema.Profile
-	rows, err := tx.Query(ctx, t.sql("ComposeDelta"), pgx.QueryExecModeDescribeExec, pollID, ids, page)
-	if err != nil {
-		return 0, err
-	}
-	var props []byte
-	var geomType int32
-	_, err = pgx.ForEachRow(rows, []any{&props, &geomType}, func() error {
-		return profile.AddFeature(props, wkbTypeNames[geomType])
-	})
-	if err != nil {
-		return 0, err
-	}
-	n := int(profile.Features)
-	if n == 0 {
-		return 0, nil
-	}
-	raw, err := json.Marshal(&profile)
-	if err != nil {
-		return 0, err
-	}
-	_, err = tx.Exec(ctx, sqlQuery("RecordComposedPage"), pollID, page, n, raw)
-	return n, err
-}
-
-// wkbTypeNames name the WKB geometry types (an EWKB's type byte) as a
-// staged page's profile does (feature.GeometryName); 0 is no geometry.
-var wkbTypeNames = map[int32]string{
-	1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint", 5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection",
-}
-
-// proveFetched counts the distinct ids the poll fetched (its pages before
-// page) and those of them not in the sorted id list ids.
-func proveFetched(ctx context.Context, tx pgx.Tx, pollID int64, page int, ids []int64) (fetched, extra int, err error) {
-	rows, err := tx.Query(ctx, sqlQuery("FetchedIDs"), pollID, page)
+// proveFetched counts the distinct ids the poll fetched and those of
+// them not in the sorted id list ids (a few hundred rows: a binary search
+// each, rather than hashing the list in the database once more).
+func proveFetched(ctx context.Context, tx pgx.Tx, pollID int64, ids []int64) (fetched, extra int, err error) {
+	rows, err := tx.Query(ctx, sqlQuery("FetchedIDs"), pollID)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -104,6 +83,51 @@ func proveFetched(ctx context.Context, tx pgx.Tx, pollID int64, page int, ids []
 		return nil
 	})
 	return fetched, extra, err
+}
+
+// wkbTypeNames name the WKB geometry types (an EWKB's type byte) as a
+// staged page's profile does (feature.GeometryName); 0 is no geometry.
+var wkbTypeNames = map[int32]string{
+	1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint", 5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection",
+}
+
+// profileRows profiles the rows of query sql (properties as text, the
+// EWKB type byte of the geometry) into p.
+func profileRows(ctx context.Context, tx pgx.Tx, p *schema.Profile, sql string, args ...any) error {
+	rows, err := tx.Query(ctx, sql, append([]any{pgx.QueryExecModeDescribeExec}, args...)...)
+	if err != nil {
+		return err
+	}
+	var props []byte
+	var geomType int32
+	_, err = pgx.ForEachRow(rows, []any{&props, &geomType}, func() error {
+		// A stored row's properties are jsonb: they always scan.
+		_ = p.AddFeature(props, wkbTypeNames[geomType])
+		return nil
+	})
+	return err
+}
+
+// deltaProfile is the profile of a delta's snapshot: the applied
+// snapshot's (feed_schemas.profile; the stored features profiled once
+// when it has none), less the stored versions the delta replaces or
+// removes, plus the fetched pages' (fetched, merged by the caller).
+func deltaProfile(ctx context.Context, r *applyRun, stored []byte, fetched *schema.Profile) (schema.Profile, error) {
+	var p schema.Profile
+	if stored != nil {
+		if err := json.Unmarshal(stored, &p); err != nil {
+			return p, err
+		}
+	} else if err := profileRows(ctx, r.tx, &p, r.table.sql("TableProfile")); err != nil {
+		return p, err
+	}
+	var gone schema.Profile
+	if err := profileRows(ctx, r.tx, &gone, r.table.sql("DeltaSuperseded"), r.pollID); err != nil {
+		return p, err
+	}
+	p.Subtract(&gone)
+	p.Merge(fetched)
+	return p, nil
 }
 
 // ReconcileDrift implements feeds' incremental store: the features of

@@ -31,6 +31,10 @@ type schemaState struct {
 	changes      []schema.Change
 	// heldHere: the schema steps held the snapshot.
 	heldHere bool
+	// profile is the snapshot's value profile (feed_schemas.profile once
+	// applied), storedProfile the applied snapshot's (nil: none kept).
+	profile       schema.Profile
+	storedProfile []byte
 }
 
 // readSchema builds the snapshot's schema from the pages' profiles and the
@@ -66,7 +70,7 @@ func (s *Store) readSchema(ctx context.Context, r *applyRun) error {
 	b.Queue(sqlQuery("StoredSchema"), r.jurisdiction, r.feed).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			st.storedExists = true
-			if err := rows.Scan(&st.stored.Features, &typed, &st.signature, &st.viewExists); err != nil {
+			if err := rows.Scan(&st.stored.Features, &typed, &st.signature, &st.viewExists, &st.storedProfile); err != nil {
 				return err
 			}
 		}
@@ -92,6 +96,16 @@ func (s *Store) readSchema(ctx context.Context, r *applyRun) error {
 			return err
 		}
 	}
+	if r.delta {
+		// The pages hold only what changed: the rest of the snapshot's
+		// profile is the applied one's.
+		p, err := deltaProfile(ctx, r, st.storedProfile, &profile)
+		if err != nil {
+			return err
+		}
+		profile = p
+	}
+	st.profile = profile
 	st.snap = schema.Build(&profile, r.declared, st.stored.Columns)
 	if !st.storedExists {
 		return nil
@@ -220,9 +234,29 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 		// The layer is a table keyed on feature_id (QGIS finds its key):
 		// a rebuilt one is current, another gets the rows of the
 		// features this poll changed (feature_changes).
-		_, err = r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed, r.pollID)
+		err = refreshLayer(ctx, r)
 	}
 	return err
+}
+
+// refreshLayer gives the feed's layer table the rows of the features the
+// run's apply changed, joined by index when they are few (a tenth of the
+// layer at most; a delta's apply joins by index throughout): a few
+// hundred changed parcels must not hash the whole layer, while a large
+// change is faster hashed.
+func refreshLayer(ctx context.Context, r *applyRun) error {
+	res := &r.out.res
+	if r.delta || 10*(res.Added+res.Modified+res.Removed) > res.Features+res.Removed {
+		_, err := r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed, r.pollID)
+		return err
+	}
+	if _, err := r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner")); err != nil {
+		return err
+	}
+	if _, err := r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed, r.pollID); err != nil {
+		return err
+	}
+	return planForBulk(ctx, r)
 }
 
 // changedFeatures reports whether the run's apply added, modified or
@@ -310,7 +344,11 @@ func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 	if r.declared != nil {
 		declaredBy = r.declared.Origin
 	}
+	profile, err := json.Marshal(&st.profile)
+	if err != nil {
+		return nil, err
+	}
 	b.Queue(sqlQuery("UpsertFeedSchema"), r.jurisdiction, r.feed, st.snap.Geometry,
-		st.snap.Features, declaredBy, typedJSON, sig, r.pollID)
+		st.snap.Features, declaredBy, typedJSON, sig, r.pollID, profile)
 	return built, nil
 }

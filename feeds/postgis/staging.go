@@ -100,7 +100,10 @@ func (s *Store) RestartStaging(ctx context.Context, pollID int64) error {
 		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedFeaturesFrom"), pollID, 0); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, sqlQuery("DeleteStagedPagesFrom"), pollID, 0)
+		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedPagesFrom"), pollID, 0); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, sqlQuery("DeleteStagedDelta"), pollID)
 		return err
 	})
 	if err != nil {

@@ -279,11 +279,12 @@ func lockRunningPoll(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds.Fe
 
 // deleteStaging deletes what poll pollID staged.
 func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
-	if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedFeatures"), pollID); err != nil {
-		return err
+	for _, q := range []string{"DeleteStagedFeatures", "DeleteStagedPages", "DeleteStagedDelta"} {
+		if _, err := tx.Exec(ctx, sqlQuery(q), pollID); err != nil {
+			return err
+		}
 	}
-	_, err := tx.Exec(ctx, sqlQuery("DeleteStagedPages"), pollID)
-	return err
+	return nil
 }
 
 // errorText is err's message as stored: redacted (every URL, and every

@@ -13,6 +13,13 @@
 -- then runs in milliseconds. JIT never pays off here.
 SET LOCAL enable_nestloop = off; SET LOCAL jit = off
 
+-- name: IndexJoinsPlanner
+-- For the statements of an apply that join a few ids with the feed's
+-- table or layer (a delta's apply, the layer's refresh): by index, in
+-- nested loops, not by hashing the whole table. ApplyPlanner is put back
+-- after them.
+SET LOCAL enable_nestloop = on
+
 -- name: AdvisoryXactLock
 -- The two-int advisory lock of class $1 (ApplyLockClass,
 -- partitionLockClass) on the name $2, held until the transaction ends.
@@ -174,7 +181,8 @@ ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET
 -- unless the feed keeps none ($9 false): a modified feature's old row as
 -- the statement's snapshot still shows it (the upsert's change is not
 -- visible to its sibling CTEs), read by primary key for the rows written
--- only; a removed one as the DELETE returned it. A legacy row adopting its
+-- only (LIMIT 1: a probe per row, never a join over the table); a removed
+-- one as the DELETE returned it. A legacy row adopting its
 -- hashes is no modification, and a skipped row keeps its version.
 superseded AS (
 	INSERT INTO feature_history (jurisdiction, feed, feature_id, geom, properties, content_hash,
@@ -182,7 +190,7 @@ superseded AS (
 	SELECT $2, $3, o.feature_id, o.geom, o.properties, o.content_hash, o.changed_at, now(), o.poll_id, $1, 'modified'
 	FROM towrite t
 	CROSS JOIN LATERAL (SELECT f.feature_id, f.geom, f.properties, f.content_hash, f.changed_at, f.poll_id
-		FROM {{table}} f WHERE f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = t.feature_id) o
+		FROM {{table}} f WHERE f.feature_id = t.feature_id LIMIT 1) o
 	WHERE $9 AND t.existed AND NOT t.skipped AND (t.geom_changed OR t.props_changed)
 	  AND NOT (t.legacy AND NOT t.props_changed)
 	UNION ALL
@@ -221,9 +229,7 @@ superseded AS (
 --
 -- A written row that exists is updated (ApplyUpsert).
 --
--- Its row: distinct features, added, modified, unchanged, removed, pages,
--- previous features, the guards' verdict, invalid geometries, and ids
--- staged on more than one page (SplitIDs).
+-- Its row is ApplyWrites'.
 {{SnapshotCTEs}}, diff AS MATERIALIZED (
 	-- One pass over both sides: present rows are the snapshot's, rows
 	-- only in the feed's table (NOT present) are the removed ones.
@@ -244,9 +250,21 @@ superseded AS (
 			AND NOT (legacy AND NOT props_changed))::int AS modified,
 		count(*) FILTER (WHERE present AND existed)::int AS kept,
 		count(*) FILTER (WHERE existed)::int AS previous,
-		count(*) FILTER (WHERE present AND named)::int AS named
+		count(*) FILTER (WHERE present AND named)::int AS named,
+		count(*) FILTER (WHERE present)::int AS fetched
 	FROM diff
-), {{ExtentCTE}}, verdict AS MATERIALIZED (
+), {{ApplyWrites}}
+
+-- name: ApplyWrites
+-- The rest of ApplyDiff and ApplyDelta, after their diff (one row per
+-- snapshot feature to judge: present, and per removed one: NOT present)
+-- and counts (features, added, modified, kept, previous, named, fetched):
+-- the guards' verdict, the writes, the superseded versions and the change
+-- log, and the statement's row: distinct features, added, modified,
+-- unchanged, removed, pages, previous features, the guards' verdict,
+-- invalid geometries, ids staged on more than one page (SplitIDs), and
+-- the distinct features the poll staged.
+{{ExtentCTE}}, verdict AS MATERIALIZED (
 	SELECT CASE
 		WHEN $4 THEN NULL
 		WHEN c.previous > 0 AND c.features = 0 THEN
@@ -287,11 +305,11 @@ superseded AS (
 	{{InsertWritten}}
 	{{ApplyUpsert}}
 ), removed AS (
-	-- The ids come from diff. Usually there are none: a hash join whose
-	-- hashed side is empty does not scan the table at all.
+	-- The ids come from diff; usually there are none or few. An array
+	-- the key is probed with, not a join whose plan depends on the
+	-- estimates of a table that may never have been analysed.
 	DELETE FROM {{table}} f
-	USING (SELECT old_id FROM diff WHERE NOT present) r
-	WHERE f.jurisdiction = $2 AND f.feed = $3 AND f.feature_id = r.old_id
+	WHERE f.feature_id = ANY (ARRAY(SELECT old_id FROM diff WHERE NOT present))
 	  AND (SELECT reason FROM verdict) IS NULL
 	RETURNING f.feature_id, f.content_hash, f.geom, f.properties, f.changed_at, f.poll_id
 ), {{SupersededCTE}}, logged AS (
@@ -319,7 +337,8 @@ SELECT
 	c.previous,
 	(SELECT reason FROM verdict),
 	(SELECT count(*) FROM towrite WHERE invalid)::int,
-	CASE WHEN {{OnePage}} THEN 0 ELSE {{SplitIDs}} - c.named END
+	CASE WHEN {{OnePage}} THEN 0 ELSE {{SplitIDs}} - c.named END,
+	c.fetched
 FROM counts c
 
 -- name: Unchanged

@@ -1,50 +1,118 @@
 -- Incremental refresh (issue 27, delta.go): a poll that fetched only the
--- features changed since the feed's last applied snapshot has its whole
--- snapshot composed in its staging before the apply, which then runs as
--- for a full one. {{table}} is the feed's table.
+-- features changed since the feed's last applied snapshot is proved
+-- against the server's id list and recorded as a delta (staged_deltas);
+-- its apply (ApplyDelta) diffs only what it fetched and removes what the
+-- list lacks. {{table}} is the feed's table.
 
 -- name: DeltaPlanner
--- Both sides of the composition are bulk (see ApplyPlanner); a merge join
+-- Both sides of the proof are bulk (see ApplyPlanner); a merge join
 -- would sort the ids as text in the database's collation.
 SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off
 
--- name: ComposedPage
--- The page the composed rows of poll $1 go to: after its fetched pages.
-SELECT coalesce(max(page) + 1, 0) FROM staged_pages WHERE poll_id = $1
-
--- name: ComposeDelta
--- Copies into poll $1's staging, as page $3, the feed's features whose ids
--- are in the server's id list $2 (object ids, as the feature ids' decimal
--- text) and that the poll did not fetch: the previous snapshot's unchanged
--- features; a feature not listed was deleted and is left out. A row keeps
--- its stored hashes (those of the source's encoding), so the apply finds
--- it unchanged and never writes it; its geometry is the stored one
--- (EPSG:4326), read only by the extent guard. A row stored before change
--- detection (no geom_hash) is left out, and the proof then falls back to
--- a full dump. Returns each copied row's properties and the type of its
--- geometry (the EWKB's type byte: ST_AsEWKB writes little-endian), for
--- the page's profile (typed layers).
+-- name: ProveDelta
+-- Proves the feed's applied features against the server's sorted,
+-- distinct id list $2 (object ids) for poll $1, in one hash join of the
+-- list with the table's ids: the listed ids the feed holds
+-- that the poll did not fetch (kept), and the feed's ids the list lacks
+-- (removed: the ids the delta removes). Ids only (the primary key's
+-- column), so that PostgreSQL may read them from the index.
 WITH listed AS (
 	SELECT id::text AS feature_id FROM unnest($2::bigint[]) AS id
-), fetched AS (
+), fetched AS MATERIALIZED (
 	SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
+), j AS (
+	SELECT l.feature_id AS listed_id, f.feature_id AS stored_id
+	FROM listed l
+	FULL JOIN (SELECT feature_id FROM {{table}}) f ON f.feature_id = l.feature_id
 )
-INSERT INTO staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, properties, geom_hash, props_hash)
-SELECT $1, $3, (row_number() OVER ())::int - 1, f.feature_id, 4326, ST_AsEWKB(f.geom), f.properties::text, f.geom_hash, f.props_hash
-FROM {{table}} f JOIN listed l ON l.feature_id = f.feature_id
-WHERE f.geom_hash IS NOT NULL
-	AND NOT EXISTS (SELECT 1 FROM fetched c WHERE c.feature_id = f.feature_id)
-RETURNING properties, coalesce(get_byte(geom_ewkb, 1), 0)
-
--- name: RecordComposedPage
--- Records page $2 of poll $1: the $3 rows ComposeDelta copied, each with
--- its own id, and their profile $4.
-INSERT INTO staged_pages (poll_id, page, features, named_ids, profile) VALUES ($1, $2, $3, $3, $4)
+SELECT
+	count(*) FILTER (WHERE j.listed_id IS NOT NULL AND j.stored_id IS NOT NULL AND c.feature_id IS NULL)::int,
+	coalesce(array_agg(j.stored_id) FILTER (WHERE j.listed_id IS NULL AND c.feature_id IS NULL), '{}')
+FROM j LEFT JOIN fetched c ON c.feature_id = coalesce(j.listed_id, j.stored_id)
 
 -- name: FetchedIDs
--- The distinct ids poll $1 fetched (its pages before $2): what the proof
--- checks against the server's id list.
-SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1 AND page < $2
+-- The distinct ids poll $1 fetched: what the proof checks against the
+-- server's id list.
+SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
+
+-- name: StageDelta
+-- Records poll $1 as a delta of $2 listed ids that removes the feed's
+-- features $3 (ProveDelta proved them), since $4 (for the log).
+INSERT INTO staged_deltas (poll_id, features, removed, since) VALUES ($1, $2, $3, $4)
+ON CONFLICT (poll_id) DO UPDATE SET features = excluded.features, removed = excluded.removed, since = excluded.since, staged_at = now()
+
+-- name: DeleteStagedDelta
+DELETE FROM staged_deltas WHERE poll_id = $1
+
+-- name: IsDelta
+-- Whether poll $1 is a delta (staged_deltas).
+SELECT EXISTS (SELECT FROM staged_deltas WHERE poll_id = $1)
+
+-- name: DeltaSuperseded
+-- The feed's features poll $1's delta replaces (the ids it fetched) or
+-- removes, each as its properties and the type of its geometry (the
+-- EWKB's type byte: ST_AsEWKB writes little-endian; 0: none): what the
+-- apply takes out of the stored profile, each read by key (see ApplyDelta).
+SELECT f.properties::text, coalesce(get_byte(ST_AsEWKB(f.geom), 1), 0)
+FROM (SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
+	UNION SELECT unnest(removed) FROM staged_deltas WHERE poll_id = $1) d
+CROSS JOIN LATERAL (SELECT t.properties, t.geom FROM {{table}} t WHERE t.feature_id = d.feature_id LIMIT 1) f
+
+-- name: TableProfile
+-- Every stored feature's properties and geometry type: the profile of a
+-- feed applied before version 33, read once by its first delta.
+SELECT f.properties::text, coalesce(get_byte(ST_AsEWKB(f.geom), 1), 0) FROM {{table}} f
+
+-- name: ApplyDelta
+-- ApplyDiff for a delta (staged_deltas): the snapshot is the staged
+-- (fetched) features, the feed's features the server still lists and the
+-- poll did not fetch (kept as they are, never read), less the removed
+-- ones the proof found. Only the fetched and removed rows are read, by
+-- index: a refresh that changed 0.5 % of a layer costs about 0.5 % of
+-- ApplyDiff. Arguments, the guards, the writes and the row are
+-- ApplyDiff's (ApplyWrites); the extent guard sees the fetched features
+-- only (the kept ones passed it when they were applied). The counts
+-- follow from the proof (ComposeDelta): every listed id is fetched or
+-- kept, so the snapshot has as many features as the list has ids, and
+-- the table held the kept, the fetched it had, and the removed.
+--
+-- The stored rows are read by key, in LATERAL subqueries with LIMIT 1
+-- (feature_id is the key of {{table}}, which holds the feed's rows
+-- only): PostgreSQL never turns those into joins, so it probes the key
+-- once per id whatever its estimates, which for a table loaded in the
+-- last apply are those of a table never analysed (a join that hashes or
+-- sorts the whole layer).
+{{SnapshotCTEs}}, diff AS MATERIALIZED (
+	SELECT s.*, f.feature_id AS old_id, true AS present,
+		f.feature_id IS NOT NULL AS existed, f.content_hash AS old_hash,
+		f.geom_hash IS DISTINCT FROM s.geom_hash AS geom_changed,
+		f.props_hash IS DISTINCT FROM s.props_hash AS props_changed,
+		f.feature_id IS NOT NULL AND f.geom_hash IS NULL AS legacy
+	FROM snapshot s
+	LEFT JOIN LATERAL (SELECT t.feature_id, t.content_hash, t.geom_hash, t.props_hash
+		FROM {{table}} t WHERE t.feature_id = s.feature_id LIMIT 1) f ON true
+	UNION ALL
+	SELECT NULL::text, NULL::boolean, NULL::integer, NULL::integer, NULL::bytea, NULL::bytea,
+		f.feature_id, false, true, f.content_hash, true, true, false
+	FROM staged_deltas sd
+	CROSS JOIN LATERAL unnest(sd.removed) AS r(feature_id)
+	CROSS JOIN LATERAL (SELECT t.feature_id, t.content_hash FROM {{table}} t WHERE t.feature_id = r.feature_id LIMIT 1) f
+	WHERE sd.poll_id = $1
+), counts AS MATERIALIZED (
+	SELECT x.*, x.features - x.fetched + x.fetched_existing + x.gone AS previous,
+		x.features - x.fetched + x.fetched_existing AS kept
+	FROM (
+		SELECT
+			(SELECT features FROM staged_deltas WHERE poll_id = $1) AS features,
+			count(*) FILTER (WHERE present AND NOT existed)::int AS added,
+			count(*) FILTER (WHERE present AND existed AND (geom_changed OR props_changed)
+				AND NOT (legacy AND NOT props_changed))::int AS modified,
+			count(*) FILTER (WHERE present AND existed)::int AS fetched_existing,
+			count(*) FILTER (WHERE NOT present)::int AS gone,
+			count(*) FILTER (WHERE present AND named)::int AS named,
+			count(*) FILTER (WHERE present)::int AS fetched
+		FROM diff) x
+), {{ApplyWrites}}
 
 -- name: ReconcileDrift
 -- A full dump (poll $1) that reconciles an incremental state: its

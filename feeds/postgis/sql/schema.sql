@@ -14,8 +14,9 @@ ORDER BY ordinal
 
 -- name: StoredSchema
 -- The feed's schema row: its features, the types its stored text values
--- were typed by, the view's signature, and whether the view exists.
-SELECT s.features, s.typed_values, s.signature, to_regclass(ingestd_feed_view($1, $2)) IS NOT NULL
+-- were typed by, the view's signature, whether the view exists, and the
+-- applied snapshot's profile (a delta's schema starts from it).
+SELECT s.features, s.typed_values, s.signature, to_regclass(ingestd_feed_view($1, $2)) IS NOT NULL, s.profile
 FROM feed_schemas s WHERE s.jurisdiction = $1 AND s.feed = $2
 
 -- name: HeldDeclared
@@ -96,13 +97,13 @@ SELECT ingestd_refresh_feed_layer($1, $2, $3)
 SELECT ingestd_refresh_feed_layer($1, $2)
 
 -- name: UpsertFeedSchema
-INSERT INTO feed_schemas (jurisdiction, feed, view_name, geometry_type, features, declared_by, typed_values, signature, poll_id)
-VALUES ($1, $2, ingestd_feed_view($1, $2), nullif($3, ''), $4, nullif($5, ''), $6, $7, $8)
+INSERT INTO feed_schemas (jurisdiction, feed, view_name, geometry_type, features, declared_by, typed_values, signature, poll_id, profile)
+VALUES ($1, $2, ingestd_feed_view($1, $2), nullif($3, ''), $4, nullif($5, ''), $6, $7, $8, $9)
 ON CONFLICT (jurisdiction, feed) DO UPDATE SET view_name = excluded.view_name, geometry_type = excluded.geometry_type,
 	features = excluded.features, declared_by = excluded.declared_by, typed_values = excluded.typed_values,
-	signature = excluded.signature, poll_id = excluded.poll_id, updated_at = now()
-WHERE (feed_schemas.view_name, feed_schemas.geometry_type, feed_schemas.features, feed_schemas.declared_by, feed_schemas.typed_values, feed_schemas.signature)
-	IS DISTINCT FROM (excluded.view_name, excluded.geometry_type, excluded.features, excluded.declared_by, excluded.typed_values, excluded.signature)
+	signature = excluded.signature, poll_id = excluded.poll_id, profile = excluded.profile, updated_at = now()
+WHERE (feed_schemas.view_name, feed_schemas.geometry_type, feed_schemas.features, feed_schemas.declared_by, feed_schemas.typed_values, feed_schemas.signature, feed_schemas.profile)
+	IS DISTINCT FROM (excluded.view_name, excluded.geometry_type, excluded.features, excluded.declared_by, excluded.typed_values, excluded.signature, excluded.profile)
 
 -- name: RestoreViewSignature
 -- The view could not be rebuilt (another object depends on it): the

@@ -43,10 +43,12 @@ SET LOCAL enable_seqscan TO DEFAULT
 
 -- name: EmptiedPages
 -- Counts poll $1's pages (below $2; -1: all) that recorded features when
--- they were staged but have no staged row left.
+-- they were staged but have no staged row left. A scalar subquery, not
+-- NOT EXISTS: the planner cannot turn it into an anti-join over all of
+-- staging, so each page costs one probe of the primary key.
 SELECT count(*)::int FROM staged_pages p
 WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2) AND p.features > 0
-  AND NOT EXISTS (SELECT FROM staged_features f WHERE f.poll_id = p.poll_id AND f.page = p.page)
+  AND (SELECT 1 FROM staged_features f WHERE f.poll_id = p.poll_id AND f.page = p.page LIMIT 1) IS NULL
 
 -- name: StagingLoss
 -- Poll $1's pages (below $2; -1: all), the features they recorded, and the
