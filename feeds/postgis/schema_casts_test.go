@@ -17,6 +17,8 @@ var castValues = []string{
 	`"2021-02-03"`, `"2021-02-30"`, `"0000-01-01"`, `"2020-02-29"`, `"2021-02-29"`,
 	`"2021-02-03T04:05:06Z"`, `"2021-02-03 04:05"`, `"2021-02-03T04:05:06.123456+02:00"`, `"2021-02-03T24:00:00Z"`,
 	`"2021-02-03T04:05:06+0530"`, `"2021-02-03T04:05:06-07"`, `"2021-13-03T04:05:06Z"`, `"2021-02-03T04:60:00Z"`,
+	`"2021-02-03T04:05:60Z"`, `"2021-02-03T24:00:00.000Z"`, `"2021-02-03T24:00:00.5Z"`, `"1900-02-29"`, `"2000-02-29T01:02"`,
+	`"2021-04-31"`, `"2021-02-03T04:05:06+15:59"`, `"é"`, `"a\"b"`, `[]`, `{}`,
 }
 
 var castFuncs = map[schema.Type]string{
@@ -70,6 +72,36 @@ func TestTypedValueMatchesSQL(t *testing.T) {
 			if !same {
 				t.Errorf("%q as %s: the decoder writes %s, the retype %s", text, typ, out, sqlValue)
 			}
+		}
+	}
+}
+
+// TestSafeCastsValues: the safe casts' values, where they convert, are the
+// plain cast of the value's text (ingestd_layer_fill relies on it), and
+// ingestd_as_text and ingestd_as_jsonb give what they gave before they
+// were inlined (migration 34).
+func TestSafeCastsValues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	plain := map[string]string{
+		"ingestd_as_bigint": "bigint", "ingestd_as_numeric": "numeric", "ingestd_as_double": "numeric::double precision",
+		"ingestd_as_boolean": "boolean", "ingestd_as_date": "date",
+	}
+	for _, v := range castValues {
+		for fn, typ := range plain {
+			var same bool
+			b.scalar(t, &same, fmt.Sprintf(`SELECT %s($1::jsonb) IS NULL OR %[1]s($1::jsonb) = ($1::jsonb #>> '{}')::%s`, fn, typ), v)
+			if !same {
+				t.Errorf("%s: %s differs from the plain cast to %s", v, fn, typ)
+			}
+		}
+		var same bool
+		b.scalar(t, &same, `SELECT ingestd_as_text($1::jsonb) IS NOT DISTINCT FROM
+				CASE jsonb_typeof($1::jsonb) WHEN 'null' THEN NULL WHEN 'string' THEN $1::jsonb #>> '{}' ELSE $1::jsonb::text END
+			AND ingestd_as_text($1::jsonb) IS NOT DISTINCT FROM ('{"x":' || $1::jsonb::text || '}')::jsonb ->> 'x'
+			AND ingestd_as_jsonb($1::jsonb) IS NOT DISTINCT FROM CASE WHEN jsonb_typeof($1::jsonb) = 'null' THEN NULL ELSE $1::jsonb END`, v)
+		if !same {
+			t.Errorf("%s: ingestd_as_text or ingestd_as_jsonb changed", v)
 		}
 	}
 }

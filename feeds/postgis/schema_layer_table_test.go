@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	ft "github.com/ingestd/ingestd/feature"
@@ -138,5 +139,80 @@ func TestLayerFollowsRandomPolls(t *testing.T) {
 		if d := b.layerDiff(t, feed); d != 0 {
 			t.Fatalf("poll %d: layer and its typed select differ by %d rows", poll, d)
 		}
+	}
+}
+
+// A first load fills its layer with plain casts for the columns whose
+// values all convert (ingestd_layer_fill, migration 34): the rows are the
+// typed select's all the same, and a value a plain cast refuses makes the
+// fill fall back to the typed select.
+func TestLayerFirstFill(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("first-fill")
+	var fs []ft.Feature
+	for i := range 30 {
+		fs = append(fs, feature(fmt.Sprintf("f%02d", i), point(float64(i), 1, 4326), json.RawMessage(fmt.Sprintf(
+			`{"n":%d,"x":%d.5,"s":"s%d","b":%v,"d":"2021-02-%02d","t":"2021-02-03T04:05:%02dZ","j":{"k":%[1]d},"o":%[7]s}`,
+			i, i, i, i%2 == 0, 1+i%28, i, map[bool]string{true: "null", false: `"x"`}[i%3 == 0]))))
+	}
+	b.poll(t, feed, fs)
+	if d := b.layerDiff(t, feed); d != 0 {
+		t.Fatalf("first load: layer and its typed select differ by %d rows", d)
+	}
+
+	// In a transaction that loaded the feed (its 'loaded' row at now()),
+	// the fill reads n, x, b and d with plain casts and s with ->>; t and
+	// j keep their safe casts. Elsewhere it is the typed select.
+	tx, err := b.pool.Begin(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(b.ctx) }()
+	var sel, fill, outside string
+	if err := tx.QueryRow(b.ctx, `SELECT ingestd_layer_select($1, $2), ingestd_layer_fill($1, $2, ingestd_layer_select($1, $2))`,
+		feed.Jurisdiction, feed.Feed).Scan(&sel, &outside); err != nil {
+		t.Fatal(err)
+	}
+	if outside != sel {
+		t.Errorf("fill outside a first load's transaction:\n%s\nwant the typed select\n%s", outside, sel)
+	}
+	if _, err := tx.Exec(b.ctx, `INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change, changed_at)
+		SELECT max(poll_id), $1, $2, '', 'loaded', now() FROM feature_changes WHERE jurisdiction = $1 AND feed = $2`,
+		feed.Jurisdiction, feed.Feed); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(b.ctx, `SELECT ingestd_layer_fill($1, $2, $3)`, feed.Jurisdiction, feed.Feed, sel).Scan(&fill); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`(f.properties ->> 'n')::bigint AS n`, `(f.properties ->> 'x')::numeric AS x`,
+		`(f.properties ->> 'b')::boolean AS b`, `(f.properties ->> 'd')::date AS d`, `f.properties ->> 's' AS s`,
+		`f.properties ->> 'o' AS o`, `ingestd_as_timestamptz(f.properties -> 't') AS t`, `ingestd_as_jsonb(f.properties -> 'j') AS j`} {
+		if !strings.Contains(fill, want) {
+			t.Errorf("fill lacks %q:\n%s", want, fill)
+		}
+	}
+
+	// A value the profile did not see (f07's n made a string): the plain
+	// cast fails, and the layer is filled from the typed select.
+	var table string
+	if err := tx.QueryRow(b.ctx, `SELECT ingestd_feed_partition($1, $2)`, feed.Jurisdiction, feed.Feed).Scan(&table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(b.ctx, fmt.Sprintf(`UPDATE %q SET properties = jsonb_set(properties, '{n}', '"seven"') WHERE feature_id = 'f07'`, table)); err != nil {
+		t.Fatal(err)
+	}
+	var rebuilt bool
+	if err := tx.QueryRow(b.ctx, `SELECT ingestd_refresh_feed_layer($1, $2)`, feed.Jurisdiction, feed.Feed).Scan(&rebuilt); err != nil || !rebuilt {
+		t.Fatalf("rebuild: %v, %v", rebuilt, err)
+	}
+	var n *int64
+	var rows int
+	layer := b.viewName(t, feed)
+	if err := tx.QueryRow(b.ctx, fmt.Sprintf(`SELECT (SELECT n FROM %s WHERE feature_id = 'f07'), (SELECT count(*) FROM %[1]s)`, layer)).Scan(&n, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if n != nil || rows != len(fs) {
+		t.Errorf("after the fallback: f07's n %v, %d rows; want NULL, %d rows", n, rows, len(fs))
 	}
 }
