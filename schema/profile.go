@@ -164,6 +164,11 @@ type Profile struct {
 	// share their keys' order, which spares a map lookup per value).
 	seen []bool
 	last []int
+	// kind[i], ood[i]: what the current feature's value of column i was
+	// counted as, so that a repeated key counts its last value (jsonb
+	// keeps the last).
+	kind []Kind
+	ood  []bool
 }
 
 type geomCount struct {
@@ -200,6 +205,8 @@ func (p *Profile) columnAdd(name string) int {
 		// Earlier features did not carry it: null for them.
 		p.Columns[i].Kinds[KNull] = p.Features
 		p.seen = append(p.seen, false)
+		p.kind = append(p.kind, KNull)
+		p.ood = append(p.ood, false)
 	}
 	return i
 }
@@ -237,13 +244,19 @@ func (p *Profile) AddFeature(props []byte, geometry string) error {
 				}
 			}
 			pos++
+			c := &p.Columns[i]
 			if p.seen[i] {
-				return // a repeated key: jsonb keeps one
+				// A repeated key: jsonb keeps the last value, so that
+				// is the one counted.
+				c.Kinds[p.kind[i]]--
+				if p.ood[i] {
+					c.outOfDouble--
+				}
 			}
-			p.seen[i] = true
-			p.Columns[i].Kinds[k]++
+			p.seen[i], p.kind[i], p.ood[i] = true, k, outOfDouble
+			c.Kinds[k]++
 			if outOfDouble {
-				p.Columns[i].outOfDouble++
+				c.outOfDouble++
 			}
 		})
 	}

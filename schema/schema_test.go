@@ -379,3 +379,17 @@ func TestProfileSubtract(t *testing.T) {
 		t.Errorf("subtracting from an empty profile: %d features, geometries %v", none.Features, none.geoms)
 	}
 }
+
+// TestProfileRepeatedKeyCountsLast: jsonb keeps a repeated key's last
+// value, so the profile counts that one (a layer fill that trusts the
+// profile casts what jsonb holds).
+func TestProfileRepeatedKeyCountsLast(t *testing.T) {
+	p := profileOf(t, `{"a":1,"a":"+5"}`, `{"a":2}`)
+	c := p.column("a")
+	if c == nil || c.Kinds[KNum]+c.Kinds[KInt] != 1 || c.nonNull() != 2 {
+		t.Fatalf("a: kinds %v; want the first feature's last value (a string) and the second's integer", c.Kinds)
+	}
+	if s := Build(p, nil, nil); s.Columns[0].Type == BigInt {
+		t.Errorf("a typed %s although jsonb holds \"+5\" for the first feature", s.Columns[0].Type)
+	}
+}
