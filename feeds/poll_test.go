@@ -390,6 +390,13 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	other := feeds.NewManager(b.store, feeds.NewFetchers(feeds.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("b:2"), feeds.WithSignals(&sigB))
 	t.Cleanup(other.Stop)
 
+	// No page is served until both have started: a catch-up that applied
+	// before the other instance looked would leave it nothing overdue.
+	gate := make(chan struct{})
+	var open sync.Once
+	opened := func() { open.Do(func() { close(gate) }) }
+	t.Cleanup(opened)
+	b.server.SetFault(func(wfstest.Request) *wfstest.Fault { <-gate; return nil })
 	errs := make(chan error, 2)
 	for _, m := range []*feeds.Manager{b.manager, other} {
 		go func() {
@@ -405,6 +412,7 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	opened()
 	// Each instance's catch-up ends, one way or the other: what proves that
 	// the loser did not poll is its own outcome, not a pause.
 	outcomes := []string{awaitRun(t, &sigA).Outcome, awaitRun(t, &sigB).Outcome}

@@ -180,8 +180,8 @@ func runCluster(tb testing.TB) *clusterFigures {
 	t0 := time.Now()
 
 	// The flapping origin goes down; two failed calls in a row trip it.
+	tDown := time.Now() // before: an instance may trip at once
 	flap.mode.Store(serveDown)
-	tDown := time.Now()
 	var trip verdict
 	if !waitUntil(clusterCeiling, func() bool {
 		for _, v := range breakerHistory(tb, pool, flap.origin) {

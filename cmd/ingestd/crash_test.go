@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/layertest"
+	"github.com/ingestd/ingestd/internal/testwait"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -391,17 +393,24 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	features := func() int {
 		return queryInt(t, pool, `SELECT count(*)::int FROM features WHERE feed = 'parcels'`)
 	}
-	hang := func(on bool) {
+	// hang(true) makes page 1 hang until the client gives up, and returns
+	// a channel closed once a request for it hangs; hang(false) serves
+	// page 1 again (a request already hanging keeps hanging).
+	hang := func(on bool) <-chan struct{} {
 		if !on {
 			server.SetFault(nil)
-			return
+			return nil
 		}
+		hung := make(chan struct{})
+		var once sync.Once
 		server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 			if r.Page == 1 {
+				once.Do(func() { close(hung) })
 				return &wfstest.Fault{Hang: true}
 			}
 			return nil
 		})
+		return hung
 	}
 	// waitStaged waits for a running poll with page 0 staged and returns it.
 	waitStaged := func(who string, out func() string) int64 {
@@ -417,16 +426,19 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	}
 	// checkInterrupted waits until poll id ended failed with the message
 	// naming owner, its staging gone, and a later poll of the feed
-	// succeeded; it returns when that poll started.
+	// succeeded and released its claim (a one-off poll started while the
+	// claim is held would be refused); it returns when that poll started.
 	checkInterrupted := func(id int64, owner string, since time.Time, out func() string) time.Time {
 		t.Helper()
 		var status, msg string
 		var again time.Time
+		var released bool
 		if !waitUntil(clusterCeiling, func() bool {
 			err := pool.QueryRow(ctx, `SELECT p.status, coalesce(p.error, ''),
-				coalesce((SELECT max(started_at) FROM polls WHERE feed = 'parcels' AND id > p.id AND status = 'succeeded'), 'epoch')
-				FROM polls p WHERE p.id = $1`, id).Scan(&status, &msg, &again)
-			return err == nil && status != "running" && again.After(since)
+				coalesce((SELECT max(started_at) FROM polls WHERE feed = 'parcels' AND id > p.id AND status = 'succeeded'), 'epoch'),
+				coalesce((SELECT poll_owner IS NULL FROM feed_status WHERE feed = 'parcels'), false)
+				FROM polls p WHERE p.id = $1`, id).Scan(&status, &msg, &again, &released)
+			return err == nil && status != "running" && again.After(since) && released
 		}) {
 			t.Fatalf("poll %d is %s (%q), no later success; output:\n%s", id, status, msg, tail(out(), 30))
 		}
@@ -484,7 +496,7 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	}
 
 	// 2. kill -9 of a one-off poll while b runs: b's periodic sweep.
-	hang(true)
+	hung := hang(true)
 	poll := exec.Command(bin, "poll", "-config", cfgPath, "-database-url", dbURL, "c/parcels")
 	pollOut := &syncBuffer{}
 	poll.Stdout, poll.Stderr = pollOut, pollOut
@@ -494,9 +506,11 @@ func testKilledInstanceIsRecovered(t *testing.T, bin string) {
 	host, _ := os.Hostname()
 	pollOwner := fmt.Sprintf("%s:%d", host, poll.Process.Pid)
 	killed = waitStaged("ingestd poll", pollOut.String)
-	// Page 1 stops hanging and the clock starts before the kill: b's sweep
-	// can end the dead poll and poll again within milliseconds of it, and
-	// that poll must neither hang nor count as started before the kill.
+	// Once its page 1 hangs, page 1 stops hanging and the clock starts
+	// before the kill: b's sweep can end the dead poll and poll again
+	// within milliseconds of it, and that poll must neither hang nor count
+	// as started before the kill.
+	testwait.Await(t, "the one-off poll's page 1 hanging", hung)
 	hang(false)
 	killedAt := time.Now()
 	_ = poll.Process.Kill()

@@ -129,7 +129,8 @@ func testConfigLackingFeeds(t *testing.T, bin string) {
 	// poll of c/y (it never succeeded) is over: both would claim it.
 	if !waitUntil(clusterCeiling, func() bool {
 		_, ok := in.firstLog(time.Time{}, "poll succeeded", map[string]string{"jurisdiction": "c", "feed": "y"})
-		return ok
+		// The success is logged before the claim is released.
+		return ok && queryInt(t, pool, `SELECT count(*)::int FROM feed_status WHERE jurisdiction = 'c' AND feed = 'y' AND poll_owner IS NULL`) == 1
 	}) {
 		t.Fatalf("the y-only daemon did not poll c/y:\n%s", tail(in.out.String(), 20))
 	}
