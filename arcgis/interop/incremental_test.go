@@ -367,6 +367,43 @@ func TestIncrementalFallbacks(t *testing.T) {
 	})
 }
 
+// TestAcceptedHeldDelta: a delta the shrink guard held is applied as a
+// delta when the operator accepts it (its record is part of the poll's
+// staging), and then equals a full dump of the same layer, accepted too.
+func TestAcceptedHeldDelta(t *testing.T) {
+	n := 1000
+	c, r, _ := incRig(t, n)
+	c.srv.Edit("parcels", func(l *arcgistest.Layer) {
+		arcgistest.Churn{Edits: 20, Deletes: n * 6 / 10, Adds: 2, At: 1764600000000 + 3600_000, Spread: 3600_000}.Apply(l, rand.New(rand.NewPCG(11, 12)))
+	})
+	var held *feeds.HeldError
+	var accepted []feeds.ApplyResult
+	for _, feed := range []string{"inc", "full"} {
+		if _, err := r.manager.Poll(r.ctx, "county/"+feed); !errors.As(err, &held) {
+			t.Fatalf("%s: a snapshot deleting 60%% of the layer: %v; want it held by the shrink guard", feed, err)
+		}
+		res, err := r.store.AcceptHeld(r.ctx, "county", feed)
+		if err != nil {
+			t.Fatalf("accepting %s's held snapshot: %v", feed, err)
+		}
+		accepted = append(accepted, res)
+	}
+	if inc, full := accepted[0], accepted[1]; inc != full || inc.Removed < n/2 {
+		t.Fatalf("accepted: incremental %+v, full dump %+v; want the same counts, more than %d removed", inc, full, n/2)
+	}
+	if mode, _ := r.fetchMode(t, r.lastPoll(t, "inc")); mode != "edit_date" {
+		t.Fatalf("the held incremental poll fetched %q; want edit_date", mode)
+	}
+	di, ni := r.contentDigest(t, "inc")
+	df, nf := r.contentDigest(t, "full")
+	if di != df || ni != nf {
+		t.Fatalf("after accepting: the incremental feed holds %d features (%s), the full dump %d (%s)", ni, di, nf, df)
+	}
+	if ti, tf := r.typedDigest(t, "inc", "county.inc"), r.typedDigest(t, "full", "county.full_dump"); ti != tf {
+		t.Fatalf("after accepting: the typed layers differ:\nincremental %s\nfull dump   %s", ti, tf)
+	}
+}
+
 // counter is the value of the counter name with label = value (and any
 // other labels), summed.
 func (r *rig) counter(t *testing.T, name, label, value string) float64 {

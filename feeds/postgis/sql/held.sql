@@ -26,7 +26,12 @@ WHERE jurisdiction = $1 AND feed = $2
 
 -- name: HeldRecorded
 -- What was recorded of poll $1 when it was held, and what is staged now.
-SELECT p.pages, coalesce(p.features, 0) + coalesce(p.duplicate_ids, 0),
+-- A delta's (staged_deltas) snapshot is mostly stored features: its
+-- staging holds what its pages recorded.
+SELECT p.pages,
+	CASE WHEN EXISTS (SELECT FROM staged_deltas d WHERE d.poll_id = p.id)
+		THEN (SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = p.id)
+		ELSE coalesce(p.features, 0) + coalesce(p.duplicate_ids, 0) END,
 	(SELECT count(*) FROM staged_pages WHERE poll_id = p.id)::int,
 	(SELECT count(*) FROM staged_features WHERE poll_id = p.id)
 FROM polls p WHERE p.id = $1
