@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -27,7 +28,9 @@ import (
 // it proves poll pollID's fetched features and the feed's applied ones
 // against d.IDs and, when they make exactly the listed snapshot, records
 // the poll as a delta of d.IDs with the ids it removes. Nothing is
-// copied: the proof is one hash join of the list with the table's ids.
+// copied: the proof reads the table's ids (from its key) and merges them
+// with the sorted list in Go, which costs a fifth of hashing both in
+// PostgreSQL (40 ms against 120–220 ms at 100,000 features).
 func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedInfo, d source.Delta) (feeds.DeltaResult, error) {
 	var res feeds.DeltaResult
 	ids := slices.Compact(slices.Clone(d.IDs))
@@ -44,17 +47,21 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 			res.Missing = len(ids)
 			return nil
 		}
-		if res.Fetched, res.Extra, err = proveFetched(ctx, tx, pollID, ids); err != nil {
+		fetched, err := fetchedIDs(ctx, tx, pollID)
+		if err != nil {
 			return err
 		}
+		res.Fetched, res.Extra = fetched.count(ids)
 		var removed []string
-		if err := tx.QueryRow(ctx, t.sql("ProveDelta"), pgx.QueryExecModeDescribeExec, pollID, ids).
-			Scan(&res.Kept, &removed); err != nil {
+		if res.Kept, removed, err = proveStored(ctx, tx, t, ids, fetched); err != nil {
 			return err
 		}
 		res.Missing = len(ids) - res.Kept - (res.Fetched - res.Extra)
 		if res.Drift() != 0 {
 			return nil
+		}
+		if removed == nil {
+			removed = []string{} // an empty array, not NULL
 		}
 		_, err = tx.Exec(ctx, sqlQuery("StageDelta"), pollID, len(ids), removed, d.Since)
 		return err
@@ -65,24 +72,117 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 	return res, nil
 }
 
-// proveFetched counts the distinct ids the poll fetched and those of
-// them not in the sorted id list ids (a few hundred rows: a binary search
-// each, rather than hashing the list in the database once more).
-func proveFetched(ctx context.Context, tx pgx.Tx, pollID int64, ids []int64) (fetched, extra int, err error) {
+// fetchedSet is the distinct ids a delta poll fetched: object ids in
+// canonical decimal (num), any other text (other; no listed id names it).
+type fetchedSet struct {
+	num   map[int64]bool
+	other map[string]bool
+}
+
+// fetchedIDs reads the distinct ids poll pollID staged (a few hundred).
+func fetchedIDs(ctx context.Context, tx pgx.Tx, pollID int64) (fetchedSet, error) {
+	f := fetchedSet{num: map[int64]bool{}, other: map[string]bool{}}
 	rows, err := tx.Query(ctx, sqlQuery("FetchedIDs"), pollID)
 	if err != nil {
-		return 0, 0, err
+		return f, err
 	}
 	var id string
 	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
-		fetched++
-		n, perr := strconv.ParseInt(id, 10, 64)
-		if _, ok := slices.BinarySearch(ids, n); perr != nil || !ok || strconv.FormatInt(n, 10) != id {
-			extra++
+		if n, ok := canonicalInt([]byte(id)); ok {
+			f.num[n] = true
+		} else {
+			f.other[id] = true
 		}
 		return nil
 	})
-	return fetched, extra, err
+	return f, err
+}
+
+// count is how many ids were fetched, and how many of them the sorted
+// list ids lacks.
+func (f fetchedSet) count(ids []int64) (fetched, extra int) {
+	extra = len(f.other)
+	for n := range f.num {
+		if _, ok := slices.BinarySearch(ids, n); !ok {
+			extra++
+		}
+	}
+	return len(f.num) + len(f.other), extra
+}
+
+// proveStored reads the feed's stored ids and merges them with the sorted,
+// distinct list ids: kept counts the listed ids stored and not fetched,
+// removed names the stored ids neither listed nor fetched.
+func proveStored(ctx context.Context, tx pgx.Tx, t feedTable, ids []int64, fetched fetchedSet) (kept int, removed []string, err error) {
+	rows, err := tx.Query(ctx, t.sql("StoredIDs"))
+	if err != nil {
+		return 0, nil, err
+	}
+	var stored []int64
+	for rows.Next() {
+		b := rows.RawValues()[0]
+		if n, ok := canonicalInt(b); ok {
+			stored = append(stored, n)
+		} else if !fetched.other[string(b)] {
+			// Not an object id: the list cannot name it.
+			removed = append(removed, string(b))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, err
+	}
+	kept, more := mergeStored(ids, stored, fetched.num)
+	return kept, append(removed, more...), nil
+}
+
+// mergeStored merges the stored object ids (unsorted, distinct: the
+// table's key) with the sorted, distinct list ids: kept counts those
+// listed and not fetched, removed those neither listed nor fetched.
+func mergeStored(ids, stored []int64, fetched map[int64]bool) (kept int, removed []string) {
+	slices.Sort(stored)
+	i := 0
+	for _, n := range stored {
+		for i < len(ids) && ids[i] < n {
+			i++
+		}
+		switch listed := i < len(ids) && ids[i] == n; {
+		case fetched[n]:
+		case listed:
+			kept++
+		default:
+			removed = append(removed, strconv.FormatInt(n, 10))
+		}
+	}
+	return kept, removed
+}
+
+// canonicalInt parses b as an int64 in canonical decimal (what
+// strconv.FormatInt writes: no sign but a minus, no leading zero), the
+// spelling of an object id as a feature id; ok is false for anything
+// else.
+func canonicalInt(b []byte) (n int64, ok bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	digits := b
+	if neg {
+		digits = b[1:]
+	}
+	if len(digits) == 0 || len(digits) > 19 || (digits[0] == '0' && (len(digits) > 1 || neg)) {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	case neg && u <= 1<<63:
+		return int64(-u), true // -(1<<63) wraps to itself: MinInt64
+	}
+	return 0, false
 }
 
 // wkbTypeNames name the WKB geometry types (an EWKB's type byte) as a

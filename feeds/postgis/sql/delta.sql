@@ -1,34 +1,20 @@
 -- Incremental refresh (issue 27, delta.go): a poll that fetched only the
 -- features changed since the feed's last applied snapshot is proved
--- against the server's id list and recorded as a delta (staged_deltas);
+-- against the server's id list (in Go, from StoredIDs and FetchedIDs)
+-- and recorded as a delta (staged_deltas);
 -- its apply (ApplyDelta) diffs only what it fetched and removes what the
 -- list lacks. {{table}} is the feed's table.
 
 -- name: DeltaPlanner
--- Both sides of the proof are bulk (see ApplyPlanner); a merge join
--- would sort the ids as text in the database's collation.
+-- Both sides of a reconciliation are bulk (see ApplyPlanner); a merge
+-- join would sort the ids as text in the database's collation.
 SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit = off
 
--- name: ProveDelta
--- Proves the feed's applied features against the server's sorted,
--- distinct id list $2 (object ids) for poll $1, in one hash join of the
--- list with the table's ids: the listed ids the feed holds
--- that the poll did not fetch (kept), and the feed's ids the list lacks
--- (removed: the ids the delta removes). Ids only (the primary key's
--- column), so that PostgreSQL may read them from the index.
-WITH listed AS (
-	SELECT id::text AS feature_id FROM unnest($2::bigint[]) AS id
-), fetched AS MATERIALIZED (
-	SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
-), j AS (
-	SELECT l.feature_id AS listed_id, f.feature_id AS stored_id
-	FROM listed l
-	FULL JOIN (SELECT feature_id FROM {{table}}) f ON f.feature_id = l.feature_id
-)
-SELECT
-	count(*) FILTER (WHERE j.listed_id IS NOT NULL AND j.stored_id IS NOT NULL AND c.feature_id IS NULL)::int,
-	coalesce(array_agg(j.stored_id) FILTER (WHERE j.listed_id IS NULL AND c.feature_id IS NULL), '{}')
-FROM j LEFT JOIN fetched c ON c.feature_id = coalesce(j.listed_id, j.stored_id)
+-- name: StoredIDs
+-- The feed's stored ids, which a delta's proof merges with the server's
+-- list (delta.go). Its key's column only, so PostgreSQL may read it from
+-- the index.
+SELECT feature_id FROM {{table}}
 
 -- name: FetchedIDs
 -- The distinct ids poll $1 fetched: what the proof checks against the
