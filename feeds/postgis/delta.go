@@ -39,9 +39,6 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, sqlQuery("DeltaPlanner")); err != nil {
-			return err
-		}
 		if !t.exists {
 			// No applied snapshot to build on: every listed id is missing.
 			res.Missing = len(ids)

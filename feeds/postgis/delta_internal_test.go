@@ -27,7 +27,7 @@ func TestCanonicalInt(t *testing.T) {
 // not fetch are kept, those it lacks and the poll did not fetch removed;
 // the fetched ones are neither, listed or not.
 func TestMergeStored(t *testing.T) {
-	ids := []int64{-3, 1, 2, 5, 8, 13}     // the server's list, sorted
+	ids := []int64{-3, 1, 2, 5, 8, 13}    // the server's list, sorted
 	stored := []int64{13, 4, 1, -3, 2, 9} // the table's key: any order
 	fetched := map[int64]bool{2: true, 9: true, 5: true}
 	kept, removed := mergeStored(ids, slices.Clone(stored), fetched)
