@@ -2,6 +2,8 @@ package pageids
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -109,5 +111,51 @@ func TestExact(t *testing.T) {
 	}
 	if s.Len() != n {
 		t.Errorf("exact set holds %d of %d ids", s.Len(), n)
+	}
+}
+
+// TestHashSet: hashSet is an exact set (every hash added once is found,
+// none other) whose slices hold little more room than its hashes (issue
+// 26: a page's unsampled ids are most of a large unpaged document's heap),
+// and reset empties it.
+func TestHashSet(t *testing.T) {
+	t.Parallel()
+	var s hashSet
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 300_000
+	hashes := make([]uint64, n)
+	for i := range hashes {
+		hashes[i] = rng.Uint64()
+		if !s.add(hashes[i]) {
+			t.Fatalf("hash %d of %d (%#x) taken for a repeat", i, n, hashes[i])
+		}
+	}
+	for i, h := range hashes {
+		if s.add(h) {
+			t.Fatalf("hash %d (%#x) added twice", i, h)
+		}
+	}
+	if s.add(0) != true || s.add(^uint64(0)) != true || s.add(0) || s.add(^uint64(0)) {
+		t.Error("the extreme hashes 0 and 2^64-1 are not kept exactly")
+	}
+	held, room := 0, 0
+	for _, b := range s.buckets {
+		if !slices.IsSorted(b) {
+			t.Fatal("a bucket is not sorted")
+		}
+		held += len(b)
+		room += cap(b)
+	}
+	if held != n+2 {
+		t.Errorf("%d hashes held, want %d", held, n+2)
+	}
+	// A map takes 12 to 20 bytes a hash; append's doubling would leave a
+	// third of the room empty on average.
+	if max := held + held/5 + 8*len(s.buckets); room > max {
+		t.Errorf("room for %d hashes to hold %d, want at most %d (a fifth more)", room, held, max)
+	}
+	s.reset()
+	if !s.add(hashes[0]) {
+		t.Error("after reset, a hash of before is still held")
 	}
 }
