@@ -239,11 +239,25 @@ jurisdictions:
 		t.Errorf("an unknown feed: %v %v", resp, err)
 	}
 
-	// The collector's figures are the view's.
-	metrics := in.scrape(t)
-	for status, want := range map[string]float64{"fresh": 1, "held": 1, "parked": 1, "stale": 0} {
-		if n, ok := metricSum(metrics, "ingestd_status_feeds", map[string]string{"status": status}); !ok || n != want {
-			t.Errorf("ingestd_status_feeds{status=%q} = %v (%v), want %v", status, n, ok, want)
+	// The collector's figures are the view's, read on both sides of a
+	// scrape until the view held still across it (on a slow machine good
+	// may go stale, or a slow request park it, between two reads).
+	var metrics string
+	var view map[string]float64
+	if !waitUntil(clusterCeiling, func() bool {
+		before := freshnessCounts(t, ctx, pool)
+		metrics = in.scrape(t)
+		view = freshnessCounts(t, ctx, pool)
+		return reflect.DeepEqual(before, view)
+	}) {
+		t.Fatal("feed_freshness never held still across a scrape")
+	}
+	if view["held"] != 1 {
+		t.Errorf("feed_freshness has %v held feeds, want shrink's 1", view["held"])
+	}
+	for _, status := range []string{"removed", "held", "parked", "failing", "never", "stale", "fresh"} {
+		if n, ok := metricSum(metrics, "ingestd_status_feeds", map[string]string{"status": status}); !ok || n != view[status] {
+			t.Errorf("ingestd_status_feeds{status=%q} = %v (%v), want feed_freshness's %v", status, n, ok, view[status])
 		}
 	}
 	if !regexp.MustCompile(`(?m)^ingestd_ready 1$`).MatchString(metrics) {
@@ -386,4 +400,23 @@ func tableRows(t *testing.T, page, id string) [][]string {
 		}
 	}
 	return out
+}
+
+// freshnessCounts counts the feeds of feed_freshness by status.
+func freshnessCounts(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[string]float64 {
+	t.Helper()
+	rows, err := pool.Query(ctx, `SELECT status, count(*)::float8 FROM feed_freshness GROUP BY status`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	var status string
+	var n float64
+	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		counts[status] = n
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return counts
 }
