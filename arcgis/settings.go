@@ -80,13 +80,14 @@ func settingsOf(l source.Layer) Settings {
 	return s
 }
 
-// incrementalKeys are the settings a feed or the defaults block may set.
+// incrementalKeys are the settings a feed, a jurisdiction or the defaults
+// block may set.
 var incrementalKeys = []string{"incremental", "full_every", "edit_skew"}
 
-// parseDefaults reads the defaults block's incremental settings; nil when
-// it sets none.
-func parseDefaults(p *yamlconf.Parser, m *yamlconf.Mapping, path string) any {
-	var s Settings
+// parseDefaults reads the incremental settings of the defaults block or a
+// jurisdiction over base; nil when neither sets any.
+func parseDefaults(p *yamlconf.Parser, m *yamlconf.Mapping, path string, base any) any {
+	s, _ := base.(Settings)
 	readIncremental(p, m, path, &s)
 	if s == (Settings{}) {
 		return nil

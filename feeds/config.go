@@ -105,7 +105,7 @@ func BuiltinDefaults() Defaults {
 		RequestTimeout:  Duration(60 * time.Second),
 		QueueTimeout:    Duration(30 * time.Minute),
 		PageSize:        1000,
-		Kinds:           (&parser{Parser: &yamlconf.Parser{}}).kindDefaults(nil, "defaults"),
+		Kinds:           (&parser{Parser: &yamlconf.Parser{}}).kindDefaults(nil, "defaults", nil),
 		Breaker:         breaker.DefaultPolicy(),
 		InvalidGeometry: InvalidRepair,
 		InvalidFeature:  InvalidRepair,
@@ -476,7 +476,7 @@ func (p *parser) defaults(top *yamlconf.Mapping, d *Defaults) *resolvedDefaults 
 			d.PageSize = v
 		}
 	}
-	d.Kinds = p.kindDefaults(m, path)
+	d.Kinds = p.kindDefaults(m, path, nil)
 	d.Breaker = p.breakerPolicy(m, path, d.Breaker)
 	if v, ok := p.maxShrink(m, path); ok {
 		d.MaxShrink = v
@@ -544,7 +544,7 @@ type sourceRef struct {
 
 func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, sources map[string]sourceRef) (parsedJurisdiction, bool) {
 	var j parsedJurisdiction
-	m, ok := p.Mapping(n, path, jurisdictionKeys)
+	m, ok := p.Mapping(n, path, jurisdictionAllKeys())
 	if !ok {
 		return j, false
 	}
@@ -572,6 +572,11 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 	}
 	j.Limits = p.limits(m, path, d.Limits)
 	j.Headers = p.headers(m, path, nil)
+	// The kinds' own defaults (wfs version, arcgis full_every…) may be set
+	// per jurisdiction too, over the defaults block's.
+	jd := *d
+	jd.Kinds = p.kindDefaults(m, path, d.Kinds)
+	d = &jd
 
 	if m.Missing("feeds") {
 		p.Errorf(m.Node, path+".feeds", "required: list at least one feed")
@@ -752,9 +757,10 @@ func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindE
 	f.URL, f.TypeName, f.PageSize, f.SortBy, f.Headers = kf.URL, kf.TypeName, kf.PageSize, kf.SortBy, kf.Headers
 }
 
-// kindDefaults reads each kind's own keys of the defaults block m (nil:
-// none, the kinds' built-in defaults).
-func (p *parser) kindDefaults(m *yamlconf.Mapping, path string) map[string]any {
+// kindDefaults reads each kind's own keys of m — the defaults block (nil:
+// none, the kinds' built-in defaults), or a jurisdiction — over base (the
+// level above's, by kind; nil for the defaults block).
+func (p *parser) kindDefaults(m *yamlconf.Mapping, path string, base map[string]any) map[string]any {
 	if m == nil {
 		m, _ = p.Mapping(&yaml.Node{Kind: yaml.MappingNode}, path, nil)
 	}
@@ -763,7 +769,7 @@ func (p *parser) kindDefaults(m *yamlconf.Mapping, path string) map[string]any {
 		if k.config.ParseDefaults == nil {
 			continue
 		}
-		if v := k.config.ParseDefaults(p.Parser, m, path); v != nil {
+		if v := k.config.ParseDefaults(p.Parser, m, path, base[name]); v != nil {
 			out[name] = v
 		}
 	}

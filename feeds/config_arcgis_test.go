@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/arcgis"
+	"github.com/ingestd/ingestd/wfs"
 )
 
 func TestArcGISFeedConfig(t *testing.T) {
@@ -73,28 +74,53 @@ func TestArcGISFeedConfigErrors(t *testing.T) {
 }
 
 // TestArcGISIncrementalConfig: incremental, full_every and edit_skew are
-// read from the defaults block and each arcgis feed, the feed's winning;
-// unset, they take the kind's defaults.
+// read from the defaults block, each jurisdiction and each arcgis feed,
+// the nearest winning; unset, they take the kind's defaults. A kind's
+// default keys work per jurisdiction for every kind (wfs's version too).
 func TestArcGISIncrementalConfig(t *testing.T) {
 	t.Parallel()
 	const y = `
 defaults:
   full_every: 12h
   edit_skew: 90s
+  version: 1.1.0
 jurisdictions:
   - id: wake
     feeds:
       - {id: a, kind: arcgis, url: "https://h/s/FeatureServer/0"}
       - {id: b, kind: arcgis, url: "https://h/s/FeatureServer/1", incremental: "off", full_every: 1h}
+  - id: durham
+    full_every: 6h
+    incremental: "off"
+    version: 2.0.0
+    feeds:
+      - {id: c, kind: arcgis, url: "https://h/s/FeatureServer/2"}
+      - {id: d, kind: arcgis, url: "https://h/s/FeatureServer/3", incremental: auto, full_every: 2h}
+      - {id: e, kind: wfs, url: "https://h/wfs", type_name: x}
+  - id: orange
+    feeds:
+      - {id: f, kind: wfs, url: "https://h/wfs", type_name: x}
 `
 	cfg := mustParse(t, y, nil)
-	a := cfg.Feeds()[0].Layer().Settings.(arcgis.Settings)
-	b := cfg.Feeds()[1].Layer().Settings.(arcgis.Settings)
+	feeds := cfg.Feeds()
+	a := feeds[0].Layer().Settings.(arcgis.Settings)
+	b := feeds[1].Layer().Settings.(arcgis.Settings)
 	if a.Incremental != "" || a.FullEvery != 12*time.Hour || a.EditSkew != 90*time.Second {
 		t.Errorf("feed a: %+v; want the defaults block's", a)
 	}
 	if b.Incremental != arcgis.IncrementalOff || b.FullEvery != time.Hour || b.EditSkew != 90*time.Second {
 		t.Errorf("feed b: %+v; want its own incremental and full_every", b)
+	}
+	c := feeds[2].Layer().Settings.(arcgis.Settings)
+	d := feeds[3].Layer().Settings.(arcgis.Settings)
+	if c.Incremental != arcgis.IncrementalOff || c.FullEvery != 6*time.Hour || c.EditSkew != 90*time.Second {
+		t.Errorf("feed c: %+v; want durham's incremental and full_every, the defaults' edit_skew", c)
+	}
+	if d.Incremental != arcgis.IncrementalAuto || d.FullEvery != 2*time.Hour {
+		t.Errorf("feed d: %+v; want its own over durham's", d)
+	}
+	if e, f := feeds[4].Layer().Settings.(wfs.Settings), feeds[5].Layer().Settings.(wfs.Settings); e.Version != "2.0.0" || f.Version != "1.1.0" {
+		t.Errorf("wfs versions: durham's feed %q, orange's %q; want durham's 2.0.0 and the defaults' 1.1.0", e.Version, f.Version)
 	}
 	for _, bad := range []struct{ feed, want string }{
 		{`{id: a, kind: arcgis, url: "https://h/s/FeatureServer/0", incremental: sometimes}`, `write "auto"`},

@@ -78,10 +78,17 @@ func feedKeys() []string {
 	return keys
 }
 
+// jurisdictionAllKeys are the keys of a jurisdiction: the common ones and
+// every kind's DefaultKeys.
+func jurisdictionAllKeys() []string { return withKindDefaultKeys(jurisdictionKeys) }
+
 // defaultsKeys are the keys of the defaults block: the common ones and
 // every kind's DefaultKeys.
-func defaultsKeys() []string {
-	keys := slices.Clone(commonDefaultsKeys)
+func defaultsKeys() []string { return withKindDefaultKeys(commonDefaultsKeys) }
+
+// withKindDefaultKeys is common and every kind's DefaultKeys.
+func withKindDefaultKeys(common []string) []string {
+	keys := slices.Clone(common)
 	for _, name := range kindNames() {
 		for _, k := range kinds()[name].config.DefaultKeys {
 			if !slices.Contains(keys, k) {

@@ -66,10 +66,14 @@ func Config() kindconf.Kind {
 	return kindconf.Kind{Keys: keys, DefaultKeys: keys, ParseDefaults: parseDefaults, Parse: parseFeed, DescribeSchema: true}
 }
 
-// parseDefaults reads the defaults block's version and output_format over
-// DefaultVersion and DefaultOutputFormat.
-func parseDefaults(p *yamlconf.Parser, m *yamlconf.Mapping, path string) any {
-	s := Settings{Version: DefaultVersion, OutputFormat: DefaultOutputFormat}
+// parseDefaults reads version and output_format of the defaults block or
+// a jurisdiction over base (DefaultVersion and DefaultOutputFormat when
+// nil).
+func parseDefaults(p *yamlconf.Parser, m *yamlconf.Mapping, path string, base any) any {
+	s, ok := base.(Settings)
+	if !ok {
+		s = Settings{Version: DefaultVersion, OutputFormat: DefaultOutputFormat}
+	}
 	readSettings(p, m, path, &s)
 	return s
 }

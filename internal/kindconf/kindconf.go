@@ -22,13 +22,15 @@ type Kind struct {
 	// Strict refuses Keys on a feed of another kind, rather than ignoring
 	// them: arcgis, whose token must not be silently dropped.
 	Strict bool
-	// DefaultKeys are the keys of the defaults block the kind reads
-	// (wfs: version, output_format); ParseDefaults reads them.
+	// DefaultKeys are the keys the kind reads in the defaults block and
+	// in a jurisdiction (wfs: version, output_format); ParseDefaults reads
+	// them.
 	DefaultKeys []string
-	// ParseDefaults reads DefaultKeys from the defaults block m (at path)
-	// and returns what Parse finds in Feed.Defaults; nil when the kind has
-	// no defaults.
-	ParseDefaults func(p *yamlconf.Parser, m *yamlconf.Mapping, path string) any
+	// ParseDefaults reads DefaultKeys from m (at path: the defaults block,
+	// or a jurisdiction) over base (what the level above gave: nil for the
+	// defaults block) and returns what Parse finds in Feed.Defaults; nil
+	// when neither sets anything.
+	ParseDefaults func(p *yamlconf.Parser, m *yamlconf.Mapping, path string, base any) any
 	// Parse reads, checks and defaults the kind's settings of one feed.
 	Parse func(f *Feed) source.Settings
 	// DescribeSchema: the kind reads its layers' declared schema (WFS
