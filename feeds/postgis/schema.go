@@ -246,17 +246,20 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 // change is faster hashed.
 func refreshLayer(ctx context.Context, r *applyRun) error {
 	res := &r.out.res
-	if r.delta || 10*(res.Added+res.Modified+res.Removed) > res.Features+res.Removed {
-		_, err := r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed, r.pollID)
-		return err
-	}
-	if _, err := r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner")); err != nil {
-		return err
+	// A delta's apply joins by index already (findTable).
+	byIndex := !r.delta && 10*(res.Added+res.Modified+res.Removed) <= res.Features+res.Removed
+	if byIndex {
+		if _, err := r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner")); err != nil {
+			return err
+		}
 	}
 	if _, err := r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed, r.pollID); err != nil {
 		return err
 	}
-	return planForBulk(ctx, r)
+	if byIndex {
+		return planForBulk(ctx, r)
+	}
+	return nil
 }
 
 // changedFeatures reports whether the run's apply added, modified or
