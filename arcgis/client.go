@@ -355,6 +355,9 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 // prev's watermark (incremental) or all of them, or without the id list
 // when it failed on the server's side.
 func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev layerVersion, mode readMode, handle source.PageFunc) error {
+	if mode != readAll && d.layer.DeltaPlanned != nil {
+		d.layer.DeltaPlanned()
+	}
 	ids, err := d.idList(ctx, count)
 	if err == nil && mode == readChanges {
 		var used bool

@@ -28,11 +28,22 @@ func TestIncrementalFetchModes(t *testing.T) {
 	edit := func(at int64) {
 		f.srv.Edit("l", func(l *arcgistest.Layer) { arcgistest.Churn{Edits: 4, Deletes: 2, Adds: 1, At: at}.Apply(l, rng) })
 	}
+	planned := 0
+	layer.DeltaPlanned = func() { planned++ }
 	step := func(name, wantMode string, wantDelta bool) source.FetchStats {
 		t.Helper()
+		planned = 0
 		g, stats, err := f.fetch(t, layer)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		// The poll reads the stored ids ahead when told a delta comes.
+		wantPlanned := 0
+		if wantDelta {
+			wantPlanned = 1
+		}
+		if planned != wantPlanned {
+			t.Fatalf("%s: DeltaPlanned called %d times; want %d", name, planned, wantPlanned)
 		}
 		if stats.Mode != wantMode || (stats.Delta != nil) != wantDelta {
 			t.Fatalf("%s: mode %q, delta %v; want %q, delta %v", name, stats.Mode, stats.Delta != nil, wantMode, wantDelta)

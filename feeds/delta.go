@@ -35,13 +35,28 @@ type DeltaResult struct {
 // Drift is the ids the composed snapshot got wrong.
 func (r DeltaResult) Drift() int { return r.Missing + r.Extra }
 
+// DeltaBase is what a store read ahead, while a delta was fetched, of the
+// applied snapshot the delta builds on (ReadDeltaBase): opaque outside
+// that store; nil when nothing was read ahead.
+type DeltaBase any
+
 // incrementalStore is implemented by a Store that composes delta
 // snapshots and records how each poll fetched (postgis.Store).
 type incrementalStore interface {
+	// ReadDeltaBase starts reading, in the background, what composing
+	// poll pollID's delta needs of the feed's applied snapshot, for
+	// ComposeDelta: the poll calls it when the kind plans a delta
+	// (source.Layer.DeltaPlanned), so that the read overlaps the fetch of
+	// the changes. The poll's claim on the feed keeps the snapshot as it
+	// was read until the apply: no other poll applies to the feed, and a
+	// feed with a held snapshot (which an operator may accept at any
+	// time) has no validators, so its polls never read a delta.
+	ReadDeltaBase(ctx context.Context, pollID int64, feed FeedInfo) DeltaBase
 	// ComposeDelta composes poll pollID's whole snapshot in its staging
-	// from the pages it fetched and the feed's applied features, as d
-	// says, and proves it against d.IDs.
-	ComposeDelta(ctx context.Context, pollID int64, feed FeedInfo, d source.Delta) (DeltaResult, error)
+	// from the pages it fetched and the feed's applied features (those
+	// base read ahead, or read now when base is nil), as d says, and
+	// proves it against d.IDs.
+	ComposeDelta(ctx context.Context, pollID int64, feed FeedInfo, d source.Delta, base DeltaBase) (DeltaResult, error)
 	// ReconcileDrift counts the staged features of a full dump that
 	// differ from the feed's stored ones while their edit date is at most
 	// r.Cutoff.
@@ -55,7 +70,7 @@ type incrementalStore interface {
 // into a whole snapshot, or the layer fetched in full when the composition
 // does not prove whole; a reconciling full dump counts its drift; the
 // fetch's mode is recorded. A store that cannot compose gets a full fetch.
-func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info FeedInfo, pollID int64, stats source.FetchStats, logger *slog.Logger) (source.Layer, source.FetchStats, error) {
+func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info FeedInfo, pollID int64, stats source.FetchStats, base DeltaBase, logger *slog.Logger) (source.Layer, source.FetchStats, error) {
 	st, ok := m.store.(incrementalStore)
 	drift := -1
 	var err error
@@ -65,7 +80,7 @@ func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info Fe
 		layer, stats, err = m.fetchFull(ctx, layer, pollID, stats, logger, "the store cannot compose a delta")
 	case stats.Delta != nil:
 		var res DeltaResult
-		res, err = st.ComposeDelta(ctx, pollID, info, *stats.Delta)
+		res, err = st.ComposeDelta(ctx, pollID, info, *stats.Delta, base)
 		if err != nil {
 			return layer, stats, err
 		}
@@ -100,6 +115,20 @@ func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info Fe
 	}
 	m.metrics.fetched(info, mode)
 	return layer, stats, st.RecordFetchMode(ctx, pollID, mode, drift)
+}
+
+// planDeltas has the poll read the applied snapshot's ids ahead, into
+// p.deltaBase, when its kind plans a delta (ReadDeltaBase).
+func (m *Manager) planDeltas(ctx context.Context, p *pollRun) {
+	st, ok := m.store.(incrementalStore)
+	if !ok {
+		return
+	}
+	p.layer.DeltaPlanned = func() {
+		if p.deltaBase == nil {
+			p.deltaBase = st.ReadDeltaBase(ctx, p.pollID, p.info)
+		}
+	}
 }
 
 // fetchFull drops what the poll staged and fetches the layer in full

@@ -194,6 +194,9 @@ type pollRun struct {
 	res       ApplyResult
 	applied   bool // the store was asked to apply the snapshot (or to record it unchanged)
 	fetched   bool // pages arrived whose bytes are not recorded yet
+	// deltaBase is the applied snapshot's ids, read ahead while a delta
+	// was fetched (planDeltas).
+	deltaBase DeltaBase
 }
 
 // nextPage is the page after the last one the poll staged.
@@ -220,13 +223,14 @@ func (m *Manager) fetchAndApply(ctx context.Context, p *pollRun) error {
 		p.layer.Validators, err = m.store.AppliedValidators(ctx, p.info, requestKey(p.layer))
 	}
 	if err == nil {
+		m.planDeltas(ctx, p)
 		p.layer, p.firstPage, p.stats, err = m.fetch(ctx, p.layer, p.pollID, p.firstPage, p.logger)
 		p.fetched = true
 	}
 	if err == nil {
 		// A delta composed into a whole snapshot, or fetched in full
 		// (delta.go); the fetch's mode recorded.
-		p.layer, p.stats, err = m.completeFetch(ctx, p.layer, p.info, p.pollID, p.stats, p.logger)
+		p.layer, p.stats, err = m.completeFetch(ctx, p.layer, p.info, p.pollID, p.stats, p.deltaBase, p.logger)
 	}
 	if err == nil {
 		err = m.store.RecordFetch(ctx, p.pollID, p.stats.Bytes, p.stats.Validators, requestKey(p.layer))

@@ -76,6 +76,17 @@ type Layer struct {
 	// fetching it (WFS: DescribeFeatureType), reported in
 	// FetchStats.Declared and used to type text values (GML).
 	DescribeSchema bool
+
+	// Incremental refresh (issue 27).
+
+	// DeltaPlanned, when set, is called by a kind that plans to hand over
+	// only what changed (FetchStats.Delta), once it has decided so and
+	// before it reads the server's id list and the changes, from Fetch's
+	// goroutine: the poll starts reading what composing the delta needs
+	// of the applied snapshot (its ids) while the changes are fetched. A
+	// plan the kind then drops (a change log it cannot use) wastes that
+	// read, nothing else. The poll sets it from its store.
+	DeltaPlanned func()
 }
 
 // Validators identify the version of a layer that a server sent. They are
