@@ -189,7 +189,7 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 			return err
 		}
 	}
-	return recordApplied(ctx, r)
+	return s.recordApplied(ctx, r)
 }
 
 // planForBulk sets the planner for the apply's bulk statements (sql/apply.sql,
@@ -363,9 +363,10 @@ func recordHeld(ctx context.Context, r *applyRun) error {
 }
 
 // recordApplied ends the poll as succeeded with its counts, records the
-// feed's success, deletes the poll's staging and, for a first load,
-// attaches the feed's table.
-func recordApplied(ctx context.Context, r *applyRun) error {
+// feed's success, deletes the poll's staging (truncating it when the poll
+// is large and alone: truncateStaging) and, for a first load, attaches the
+// feed's table.
+func (s *Store) recordApplied(ctx context.Context, r *applyRun) error {
 	res := r.out.res
 	if _, err := r.tx.Exec(ctx, sqlQuery("RecordAppliedPoll"), r.pollID, r.pages, res.Features, res.Added,
 		res.Modified, res.Removed, res.Unchanged, r.out.duplicates, res.InvalidGeometries); err != nil {
@@ -374,7 +375,11 @@ func recordApplied(ctx context.Context, r *applyRun) error {
 	if _, err := r.tx.Exec(ctx, sqlQuery("RecordAppliedFeed"), r.jurisdiction, r.feed, res.Features, r.pollID); err != nil {
 		return err
 	}
-	if err := deleteStaging(ctx, r.tx, r.pollID); err != nil {
+	if r.table.staged < s.bulkIndexMin {
+		if err := deleteStaging(ctx, r.tx, r.pollID); err != nil {
+			return err
+		}
+	} else if err := truncateStaging(ctx, r.tx, r.pollID); err != nil {
 		return err
 	}
 	if err := notifyChanges(ctx, r); err != nil {

@@ -34,6 +34,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/feeds"
@@ -286,6 +287,55 @@ func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
 	}
 	return nil
 }
+
+// truncateStaging deletes a large poll's staging as deleteStaging does,
+// but when no other poll has features staged it truncates staged_features
+// instead: deleting 250,000 rows cost 0.15–0.2 s of a first load or of a
+// refresh that fetched the whole layer, and left as many dead rows for
+// vacuum. TRUNCATE needs the table to itself until the apply commits, so
+// it is taken only if no session uses staging now (LOCK … NOWAIT; any
+// other poll staging or applying holds a lock on it) and, under that
+// lock, no other poll's rows are left; otherwise the lock is given back
+// with its savepoint and the rows are deleted.
+func truncateStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
+	alone := false
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		if _, err := sp.Exec(ctx, sqlQuery("LockStagingAlone")); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available
+				return errStagingShared
+			}
+			return err
+		}
+		var others bool
+		if err := sp.QueryRow(ctx, sqlQuery("OthersStaged"), pollID).Scan(&others); err != nil {
+			return err
+		}
+		if others {
+			return errStagingShared
+		}
+		alone = true
+		_, err := sp.Exec(ctx, sqlQuery("TruncateStagedFeatures"))
+		return err
+	})
+	if err != nil && !errors.Is(err, errStagingShared) {
+		return err
+	}
+	if alone {
+		// The pages and the delta record: a few rows.
+		for _, q := range []string{"DeleteStagedPages", "DeleteStagedDelta"} {
+			if _, err := tx.Exec(ctx, sqlQuery(q), pollID); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return deleteStaging(ctx, tx, pollID)
+}
+
+// errStagingShared rolls truncateStaging's savepoint back (and with it its
+// lock): another poll uses staging.
+var errStagingShared = errors.New("postgis: staging is shared")
 
 // errorText is err's message as stored: redacted (every URL, and every
 // secret by value), at most maxErrorLen bytes (and an ellipsis), and text

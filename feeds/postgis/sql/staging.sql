@@ -28,6 +28,19 @@ SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1
 -- name: DeleteStagedFeatures
 DELETE FROM staged_features WHERE poll_id = $1
 
+-- name: LockStagingAlone
+-- truncateStaging's lock: staging to this transaction alone, or at once an
+-- error (55P03) when any other session uses it.
+LOCK TABLE staged_features IN ACCESS EXCLUSIVE MODE NOWAIT
+
+-- name: OthersStaged
+-- Whether a poll other than $1 has features staged: two probes of the key.
+SELECT EXISTS (SELECT FROM staged_features WHERE poll_id < $1)
+	OR EXISTS (SELECT FROM staged_features WHERE poll_id > $1)
+
+-- name: TruncateStagedFeatures
+TRUNCATE staged_features
+
 -- name: DeleteStagedPages
 DELETE FROM staged_pages WHERE poll_id = $1
 
