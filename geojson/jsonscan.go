@@ -162,6 +162,12 @@ func (s *jsonStream) findValueEnd(sc *valueScan) error {
 			}
 			continue
 		}
+		if sc.depth > 0 {
+			if done, err := s.scanContainer(sc); done || err != nil {
+				return err
+			}
+			continue
+		}
 		c := s.buf[sc.i]
 		if sc.depth == 0 && sc.i > sc.start {
 			// A scalar ends at a delimiter.
@@ -206,6 +212,56 @@ func (s *jsonStream) findValueEnd(sc *valueScan) error {
 			return nil
 		}
 	}
+}
+
+// delimiter marks the bytes that end a scalar token inside a value
+// (findValueEnd's delimiters); every other byte outside a string is part
+// of one.
+var delimiter = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true, ',': true, ':': true, ' ': true, '\t': true, '\n': true, '\r': true}
+
+// scanContainer is findValueEnd inside an open container (sc.depth > 0),
+// its hot loop: the place kept in locals, a scalar's bytes skipped by a
+// table lookup each. It returns at the end of the buffer (done false: the
+// caller refills) or when the outermost container closes (done true).
+func (s *jsonStream) scanContainer(sc *valueScan) (done bool, err error) {
+	buf, i, depth, scalarStart := s.buf, sc.i, sc.depth, sc.scalarStart
+	for i < len(buf) {
+		c := buf[i]
+		if !delimiter[c] {
+			if scalarStart < 0 {
+				scalarStart = i
+			}
+			i++
+			continue
+		}
+		if scalarStart >= 0 {
+			if s.maxToken > 0 && int64(i-scalarStart) > s.maxToken {
+				sc.i = i
+				return false, s.tokenTooLong()
+			}
+			scalarStart = -1
+		}
+		switch c {
+		case '"':
+			sc.i, sc.depth, sc.scalarStart = i, depth, -1
+			if err := s.findStringEnd(sc); err != nil {
+				return false, err
+			}
+			buf, i = s.buf, sc.i
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				sc.i, sc.depth, sc.scalarStart = i+1, 0, -1
+				return true, nil
+			}
+		}
+		i++
+	}
+	sc.i, sc.depth, sc.scalarStart = i, depth, scalarStart
+	return false, nil
 }
 
 // findStringEnd moves sc.i just past the string whose opening quote is at

@@ -703,16 +703,27 @@ func scanMember(obj []byte, name string, fold bool) (value []byte, found bool, e
 // scanString returns the index just past the string starting at b[i] == '"'.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
+		for j < len(b) && b[j] != '"' && b[j] != '\\' {
 			j++
-		case '"':
+		}
+		if j == len(b) {
+			break
+		}
+		if b[j] == '"' {
 			return j + 1, escaped, nil
 		}
+		escaped = true
+		j++ // the escaped byte; the loop steps past it
 	}
 	return 0, false, io.ErrUnexpectedEOF
 }
+
+// structural marks the bytes scanValue stops at inside a container;
+// scalarEnd those that end a scalar.
+var (
+	structural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true}
+	scalarEnd  = [256]bool{',': true, '}': true, ']': true, ' ': true, '\t': true, '\r': true, '\n': true}
+)
 
 // scanValue returns the index just past the value starting at b[i].
 func scanValue(b []byte, i int) (int, error) {
@@ -726,6 +737,9 @@ func scanValue(b []byte, i int) (int, error) {
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
+			if !structural[b[j]] {
+				continue // most bytes: one lookup, not a switch
+			}
 			switch b[j] {
 			case '"':
 				end, _, err := scanString(b, j)
@@ -745,7 +759,7 @@ func scanValue(b []byte, i int) (int, error) {
 		return 0, io.ErrUnexpectedEOF
 	}
 	j := i
-	for j < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[j])) {
+	for j < len(b) && !scalarEnd[b[j]] {
 		j++
 	}
 	if j == i {
