@@ -3,6 +3,7 @@ package arcgis
 import (
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 )
 
@@ -30,6 +31,16 @@ func TestIDListSort(t *testing.T) {
 		l.sort()
 		if got := l.slice(0, l.n); !slices.Equal(got, inOrder) {
 			t.Errorf("%s: sorted to %d ids, first %v; want the %d ids in order", name, len(got), got[:5], n)
+		}
+		// A list longer than flatSortMax is sorted in place, through
+		// sort.Interface.
+		l = &idList{}
+		for _, id := range in {
+			l.add(id)
+		}
+		sort.Sort(l)
+		if got := l.slice(0, l.n); !slices.Equal(got, inOrder) {
+			t.Errorf("%s, in place: sorted to %d ids, first %v; want the %d ids in order", name, len(got), got[:5], n)
 		}
 	}
 }
