@@ -61,9 +61,9 @@ func (l *idList) sort() {
 		return
 	}
 	if l.n <= flatSortMax {
-		// A copy sorted as one slice, and copied back: a third of
-		// sort.Sort's time through the interface (100,000 ids: 4 ms
-		// against 12), for a copy of at most 32 MiB held meanwhile.
+		// A copy sorted as one slice, and copied back: half of
+		// sort.Sort's time through the interface (100,000 ids: 7.5 ms
+		// against 14), for a copy of at most 32 MiB held meanwhile.
 		flat := l.slice(0, l.n)
 		slices.Sort(flat)
 		for i, c := range l.chunks {
