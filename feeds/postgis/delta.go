@@ -142,20 +142,31 @@ func (s *Store) ReadDeltaBase(ctx context.Context, pollID int64, feed feeds.Feed
 	ahead := &storedIDs{done: make(chan struct{})}
 	go func() {
 		defer close(ahead.done)
+		defer func() {
+			// The poll's recover cannot reach this goroutine: a panic
+			// here would end the process. ComposeDelta reads again.
+			if r := recover(); r != nil {
+				ahead.err = fmt.Errorf("postgis: reading the stored ids ahead: %v", r)
+			}
+		}()
 		ahead.err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 			if err != nil || !t.exists {
 				return err
 			}
 			read, err := readStoredIDs(ctx, tx, t)
+			if err != nil {
+				return err
+			}
 			ahead.table, ahead.num, ahead.other = read.table, read.num, read.other
-			return err
+			return nil
 		})
 	}()
 	return ahead
 }
 
-// readStoredIDs reads the feed's stored ids (its table's key).
+// readStoredIDs reads the feed's stored ids (its table's key); nil with
+// an error.
 func readStoredIDs(ctx context.Context, tx pgx.Tx, t feedTable) (*storedIDs, error) {
 	rows, err := tx.Query(ctx, t.sql("StoredIDs"))
 	if err != nil {
