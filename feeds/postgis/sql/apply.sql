@@ -78,14 +78,16 @@ WITH staged AS (
 -- name: StagedPayload
 -- Reads back the geometry and properties of the snapshot row d (page,
 -- ordinal) from staging: one primary-key lookup, done only for rows that
--- need them. LIMIT 1 (the key makes it one row anyway) keeps PostgreSQL
--- from turning the lookup into a join: with the staging's estimates (a
--- table COPYed into since it was analysed: one row) it hashed every
--- staged row of the poll, payload and all, to write 500 of 100,000
--- (100 ms, spilling to disk), or looped over the fetched rows once per
--- staged row (a delta's 550: 276,000 comparisons, 43 ms).
+-- need them. The writes (ApplyWrites' towrite) add LIMIT 1 (the key makes
+-- it one row anyway), which keeps PostgreSQL from turning the lookup into
+-- a join: with the staging's estimates (a table COPYed into since it was
+-- analysed: one row) it hashed every staged row of the poll, payload and
+-- all, to write 500 of 100,000 (100 ms, spilling to disk), or looped over
+-- the fetched rows once per staged row (a delta's 550: 276,000
+-- comparisons, 43 ms). The extent guard reads every row, so a join is
+-- right there.
 SELECT sf.srid, sf.geom_ewkb, sf.geom_broken, sf.properties, sf.invalid_feature FROM staged_features sf
-		WHERE sf.poll_id = $1 AND sf.page = d.page AND sf.ordinal = d.ordinal LIMIT 1
+		WHERE sf.poll_id = $1 AND sf.page = d.page AND sf.ordinal = d.ordinal
 
 -- name: StagedGeometry
 -- g.geom: the staged payload p's geometry as stored, in EPSG:4326 (SRID 0
@@ -301,7 +303,7 @@ superseded AS (
 	SELECT d.*, sha256(d.geom_hash || d.props_hash) AS content_hash, p.properties, p.invalid_feature,
 		{{StoredGeometry}} AS geom, {{InvalidGeometry}} AS invalid
 	FROM diff d
-	CROSS JOIN LATERAL ({{StagedPayload}}) p
+	CROSS JOIN LATERAL ({{StagedPayload}} LIMIT 1) p
 	{{StagedGeometry}}
 	WHERE d.present AND (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
