@@ -203,14 +203,11 @@ func (st *storedIDs) prove(ids []int64, fetched fetchedSet) (kept int, removed [
 	return kept, append(removed, more...)
 }
 
-// mergeStored merges the stored object ids (distinct: the table's key;
-// sorted here unless they are already) with the sorted, distinct list
-// ids: kept counts those listed and not fetched, removed those neither
-// listed nor fetched.
+// mergeStored merges the sorted stored object ids (distinct: the table's
+// key; readStoredIDs sorts them) with the sorted, distinct list ids: kept
+// counts those listed and not fetched, removed those neither listed nor
+// fetched.
 func mergeStored(ids, stored []int64, fetched map[int64]bool) (kept int, removed []string) {
-	if !slices.IsSorted(stored) {
-		slices.Sort(stored)
-	}
 	i := 0
 	for _, n := range stored {
 		for i < len(ids) && ids[i] < n {

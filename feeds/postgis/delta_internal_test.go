@@ -28,7 +28,7 @@ func TestCanonicalInt(t *testing.T) {
 // the fetched ones are neither, listed or not.
 func TestMergeStored(t *testing.T) {
 	ids := []int64{-3, 1, 2, 5, 8, 13}    // the server's list, sorted
-	stored := []int64{13, 4, 1, -3, 2, 9} // the table's key: any order
+	stored := []int64{-3, 1, 2, 4, 9, 13} // the table's key, sorted (readStoredIDs)
 	fetched := map[int64]bool{2: true, 9: true, 5: true}
 	kept, removed := mergeStored(ids, slices.Clone(stored), fetched)
 	// Kept: -3, 1, 13. Removed: 4. Fetched: 2 (stored), 9 (stored, not
