@@ -44,3 +44,29 @@ func TestIDListSort(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIDListSort sorts a shuffled list of 100,000 ids (the fixture
+// shuffles its id lists) as idList.sort does, and through sort.Interface
+// in place, as it does for lists over flatSortMax:
+//
+//	go test -run '^$' -bench IDListSort ./arcgis
+func BenchmarkIDListSort(b *testing.B) {
+	perm := rand.New(rand.NewPCG(1, 2)).Perm(100_000)
+	list := func() *idList {
+		l := &idList{}
+		for _, v := range perm {
+			l.add(int64(v))
+		}
+		return l
+	}
+	for name, sortList := range map[string]func(*idList){"flat": (*idList).sort, "interface": func(l *idList) { sort.Sort(l) }} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				l := list()
+				b.StartTimer()
+				sortList(l)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package geojson
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -456,6 +457,38 @@ func BenchmarkGeoJSONReader(b *testing.B) {
 			b.ReportMetric(float64(features)/time.Since(start).Seconds(), "features/s")
 		})
 	}
+}
+
+// BenchmarkGeoJSONDocument decodes the GeoJSON file BENCH_GEOJSON_FILE
+// (skipped without one) as a poll does, one core: scripts/bench.sh bigdoc
+// runs it on its 250,000-parcel document, whose decoding bounds a first
+// load's fetch.
+func BenchmarkGeoJSONDocument(b *testing.B) {
+	path := os.Getenv("BENCH_GEOJSON_FILE")
+	if path == "" {
+		b.Skip("BENCH_GEOJSON_FILE names no document")
+	}
+	features := 0
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := NewReader(bufio.NewReaderSize(f, 1<<16), feature.WithLimits(feature.Limits{}))
+		features = 0
+		for {
+			_, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			features++
+		}
+		f.Close()
+	}
+	b.ReportMetric(float64(features), "features")
 }
 
 // TestGeoJSONReaderLinksAfterEmptyFeatures: an empty features array may be

@@ -626,6 +626,9 @@ bench_bigdoc() {
 			-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$1'" \
 			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
 	}
+	# The decoder alone on the first document (one core): it bounds the fetch.
+	BENCH_GEOJSON_FILE=$docs/parcels_${sizes%% *}.geojson go test -run '^$' -bench '^BenchmarkGeoJSONDocument$' -benchtime 3x ./geojson |
+		grep '^Benchmark' | sed 's/^/decode only: /'
 	printf '\n== bigdoc: one document / one unpaged response; medians of %s runs; the machine is shared with other work, so wall times are noisy\n' "$count"
 	printf '%-12s %-30s %8s %8s %8s\n' layer run wall_s cpu_s rss_MB
 	local f kind file run runs i
