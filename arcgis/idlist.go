@@ -12,6 +12,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/esrijson"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/idsort"
 )
 
 // idChunk is how many ids one chunk of an id list holds (512 KiB).
@@ -57,15 +58,16 @@ func (l *idList) sort() {
 		return
 	}
 	if len(l.chunks) == 1 {
-		slices.Sort(l.chunks[0])
+		idsort.Int64s(l.chunks[0])
 		return
 	}
 	if l.n <= flatSortMax {
-		// A copy sorted as one slice, and copied back: half of
-		// sort.Sort's time through the interface (100,000 ids: 7.5 ms
-		// against 14), for a copy of at most 32 MiB held meanwhile.
+		// A copy sorted as one slice, and copied back: a radix sort up
+		// to idsort.RadixMax ids (100,000 shuffled ids: 1 ms against
+		// sort.Sort's 15 through the interface), slices.Sort above it,
+		// for a copy of at most 32 MiB held meanwhile.
 		flat := l.slice(0, l.n)
-		slices.Sort(flat)
+		idsort.Int64s(flat)
 		for i, c := range l.chunks {
 			copy(c, flat[i*idChunk:])
 		}

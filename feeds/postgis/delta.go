@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/idsort"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
 )
@@ -185,7 +186,7 @@ func readStoredIDs(ctx context.Context, tx pgx.Tx, t feedTable) (*storedIDs, err
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.Sort(ids.num)
+	idsort.Int64s(ids.num)
 	return ids, nil
 }
 
