@@ -1,9 +1,11 @@
 package esrijson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -120,7 +122,7 @@ func TestReadObjectIDsStreams(t *testing.T) {
 }
 
 // FuzzReadObjectIDs: no input panics the id list's scanner, and what it
-// accepts is JSON.
+// accepts is JSON whose objectIds encoding/json reads as the same ids.
 func FuzzReadObjectIDs(f *testing.F) {
 	for _, seed := range []string{
 		`{"objectIdFieldName":"OBJECTID","objectIds":[3,1,2]}`,
@@ -128,13 +130,55 @@ func FuzzReadObjectIDs(f *testing.F) {
 		`{"objectIdFieldName":"OBJECTID","error":{"code":500,"message":"x","details":["a\"b"]}}`,
 		`{"extra":{"a":[1,{"b":"]}"}]},"objectIds":[ 1 , 2 ]}`,
 		`{}`,
+		`{"objectIds":[-9223372036854775808,9223372036854775807,-0,0]}`,
+		`{"objectIds":[9223372036854775808]}`,
+		"{\"objectIds\":[\n1,\t2\r\n,3 ]}",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
-		_, err := ReadObjectIDs(strings.NewReader(doc), func(int64) error { return nil })
-		if err == nil && !json.Valid([]byte(doc)) {
+		var got []int64
+		_, err := ReadObjectIDs(strings.NewReader(doc), func(id int64) error { got = append(got, id); return nil })
+		if err != nil {
+			return
+		}
+		if !json.Valid([]byte(doc)) {
 			t.Fatalf("accepted %q, which is not JSON", doc)
 		}
+		// What it accepts, encoding/json reads as the same ids.
+		var members map[string]json.RawMessage
+		var want []int64
+		if err := json.Unmarshal([]byte(doc), &members); err != nil {
+			t.Fatalf("accepted %q, which is not an object: %v", doc, err)
+		}
+		if raw, ok := members["objectIds"]; ok {
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatalf("accepted %q, whose objectIds encoding/json refuses: %v", doc, err)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q: read %v, encoding/json reads %v", doc, got, want)
+		}
 	})
+}
+
+// BenchmarkReadObjectIDs reads an id list of 100,000 shuffled object ids,
+// as a county parcel layer's returnIdsOnly answer arrives on every poll.
+func BenchmarkReadObjectIDs(b *testing.B) {
+	ids := make([]int64, 100_000)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	doc, err := json.Marshal(map[string]any{"objectIdFieldName": "OBJECTID", "objectIds": ids})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		n := 0
+		if _, err := ReadObjectIDs(bytes.NewReader(doc), func(int64) error { n++; return nil }); err != nil || n != len(ids) {
+			b.Fatalf("%d ids, %v", n, err)
+		}
+	}
 }
