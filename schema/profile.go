@@ -148,6 +148,14 @@ func (c *ColumnProfile) unconverted(t Type) int64 {
 	return n
 }
 
+// AllConvert reports whether every value p counted for the property name
+// converts to t (Converts, and a double within range): so for a property
+// p never saw.
+func (p *Profile) AllConvert(name string, t Type) bool {
+	c := p.column(name)
+	return c == nil || c.unconverted(t) == 0
+}
+
 // Profile counts the kinds of a snapshot's property values and its
 // geometry types, feature by feature. The store keeps one per staged
 // page (so a resumed poll loses nothing) and merges them at apply.

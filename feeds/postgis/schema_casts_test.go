@@ -2,9 +2,13 @@ package postgis_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ingestd/ingestd/schema"
 )
@@ -121,5 +125,72 @@ func TestSafeCastsValues(t *testing.T) {
 		if !same {
 			t.Errorf("%s: ingestd_as_text or ingestd_as_jsonb changed", v)
 		}
+	}
+}
+
+// plainCasts are the casts a layer refresh reads a property with when the
+// poll's values all convert (ingestd_plain_select, migration 36), from the
+// property's text (->>).
+var plainCasts = map[schema.Type]string{
+	schema.BigInt: "::bigint", schema.Numeric: "::numeric", schema.Double: "::numeric::double precision",
+	schema.Boolean: "::boolean", schema.Date: "::date", schema.Timestamp: "::timestamptz", schema.Text: "",
+}
+
+// TestPlainCastsWhereConverts: for every value schema.Converts takes as
+// converting to a type, the plain cast of its text, in UTC as the refresh
+// reads it, gives the safe cast's value or fails (and the refresh then
+// reads the typed select): it never gives a value the safe cast does not.
+// The session's own zone is far from UTC, so a refresh that did not set
+// UTC would read a timestamp without a zone differently.
+func TestPlainCastsWhereConverts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	conn, err := b.pool.Acquire(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(b.ctx, `SET TimeZone = 'Pacific/Chatham'`); err != nil {
+		t.Fatal(err)
+	}
+	// Beyond castValues: zones schema.Converts takes and PostgreSQL does
+	// not, and timestamps without a zone.
+	values := append(slices.Clone(castValues), `"2021-02-03T04:05:06+16:00"`, `"2021-02-03T04:05:06+05:75"`,
+		`"2021-02-03T04:05:06-1560"`, `"2021-02-03T04:05:06"`, `"2021-02-03 23:59:59.999999999"`, `"2021-02-03T24:00"`)
+	checked := 0
+	for _, v := range values {
+		p := &schema.Profile{}
+		if err := p.AddFeature([]byte(`{"x":`+v+`}`), ""); err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		for typ, plain := range plainCasts {
+			if !p.AllConvert("x", typ) {
+				continue
+			}
+			checked++
+			q := fmt.Sprintf(`SELECT (('{"x":' || $1 || '}')::jsonb ->> 'x')%s IS NOT DISTINCT FROM %s($1::jsonb)`, plain, castFuncs[typ])
+			tx, err := conn.Begin(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var same bool
+			if _, err := tx.Exec(b.ctx, `SET LOCAL TimeZone = 'UTC'`); err != nil {
+				t.Fatal(err)
+			}
+			err = tx.QueryRow(b.ctx, q, v).Scan(&same)
+			_ = tx.Rollback(b.ctx)
+			var pgErr *pgconn.PgError
+			switch {
+			case errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
+				// The plain cast refuses it: the refresh reads the typed select.
+			case err != nil:
+				t.Fatalf("%s as %s: %v", v, typ, err)
+			case !same:
+				t.Errorf("%s as %s: schema.Converts takes it, and its plain cast differs from %s", v, typ, castFuncs[typ])
+			}
+		}
+	}
+	if checked < len(values) {
+		t.Fatalf("only %d value and type pairs convert: the check is empty", checked)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/schema"
 )
 
 // layerRows maps each of the layer's feature ids to its row's xmin (the
@@ -214,5 +215,79 @@ func TestLayerFirstFill(t *testing.T) {
 	}
 	if n != nil || rows != len(fs) {
 		t.Errorf("after the fallback: f07's n %v, %d rows; want NULL, %d rows", n, rows, len(fs))
+	}
+}
+
+// A layer refresh reads the rows a poll wrote with plain casts where the
+// poll's values all convert (migration 36). The layer holds what its typed
+// select reads when they do, when the profile takes a value as converting
+// that the plain cast refuses (a zone beyond ±15:59: the refresh falls
+// back to the typed select), and when a declared column gets a value that
+// does not convert. The database's sessions run in a zone far from UTC: a
+// timestamp without a zone is UTC all the same.
+func TestLayerRefreshPlainCasts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var db string
+	b.scalar(t, &db, `SELECT current_database()`)
+	if _, err := b.pool.Exec(b.ctx, fmt.Sprintf(`ALTER DATABASE %q SET TimeZone = 'Pacific/Chatham'`, db)); err != nil {
+		t.Fatal(err)
+	}
+	b.pool.Reset()
+	feed := feedInfo("plain-refresh")
+	feed.Declared = &schema.Declared{Origin: "test", Columns: []schema.Column{{Name: "n", Type: schema.BigInt}, {Name: "x", Type: schema.Double}}}
+	// edits maps a feature to its t and n (JSON) in place of the first
+	// snapshot's.
+	snap := func(edits map[int][2]string) []ft.Feature {
+		var fs []ft.Feature
+		for i := range 40 {
+			tv, n := fmt.Sprintf(`"2021-02-03T04:05:%02d"`, i), fmt.Sprint(i)
+			if e, ok := edits[i]; ok {
+				tv, n = e[0], e[1]
+			}
+			fs = append(fs, feature(fmt.Sprintf("f%02d", i), point(float64(i), 1, 4326), json.RawMessage(fmt.Sprintf(
+				`{"n":%s,"x":%d.25,"b":%v,"d":"2021-02-%02d","t":%s,"s":"s%d","j":{"k":%[2]d}}`, n, i, i%2 == 0, 1+i%28, tv, i))))
+		}
+		return fs
+	}
+	edits := map[int][2]string{}
+	b.poll(t, feed, snap(edits))
+	b.poll(t, feed, snap(edits)) // the layer as the apply that follows a first load leaves it
+	layer := b.viewName(t, feed)
+	for _, step := range []struct {
+		name    string
+		feature int
+		t, n    string
+		want    string // the feature's t and n in the layer
+	}{
+		{"values that convert", 3, `"2022-06-07T08:09:10"`, `33`, "2022-06-07 08:09:10+00|33"},
+		{"a zone the plain cast refuses", 5, `"2022-06-07T08:09:10+16:00"`, `5`, "-|5"},
+		{"a declared bigint that is not one", 6, `"2022-06-07T08:09:10Z"`, `"seven"`, "2022-06-07 08:09:10+00|-"},
+	} {
+		edits[step.feature] = [2]string{step.t, step.n}
+		if _, res := b.poll(t, feed, snap(edits)); res.Modified != 1 {
+			t.Fatalf("%s: the apply modified %d features, want 1", step.name, res.Modified)
+		}
+		if d := b.layerDiff(t, feed); d != 0 {
+			t.Fatalf("%s: the layer and its typed select differ by %d rows", step.name, d)
+		}
+		var got string
+		b.scalar(t, &got, fmt.Sprintf(`SELECT coalesce(to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || '+00', '-') || '|' || coalesce(n::text, '-')
+			FROM %s WHERE feature_id = $1`, layer), fmt.Sprintf("f%02d", step.feature))
+		if got != step.want {
+			t.Errorf("%s: f%02d's t|n in the layer is %s, want %s", step.name, step.feature, got, step.want)
+		}
+	}
+
+	// The select the refresh reads with: plain casts for what it names.
+	var sel, plain string
+	b.scalar(t, &sel, `SELECT ingestd_layer_select($1, $2)`, feed.Jurisdiction, feed.Feed)
+	b.scalar(t, &plain, `SELECT ingestd_plain_select($1, $2, $3, '{n,x,b,d,t,s,j}')`, feed.Jurisdiction, feed.Feed, sel)
+	for _, want := range []string{`(f.properties ->> 'n')::bigint AS n`, `(f.properties ->> 'x')::numeric::double precision AS x`,
+		`(f.properties ->> 'b')::boolean AS b`, `(f.properties ->> 'd')::date AS d`, `(f.properties ->> 't')::timestamptz AS t`,
+		`f.properties ->> 's' AS s`, `ingestd_as_jsonb(f.properties -> 'j') AS j`} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("the plain select lacks %q:\n%s", want, plain)
+		}
 	}
 }

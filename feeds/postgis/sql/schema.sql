@@ -89,8 +89,9 @@ SELECT ingestd_build_feed_view($1, $2, $3::jsonb, $4)
 
 -- name: RefreshFeedLayer
 -- The feed's layer (a table) after poll $3's apply changed its features:
--- only the rows of the features it changed are rewritten.
-SELECT ingestd_refresh_feed_layer($1, $2, $3)
+-- only the rows of the features it changed are rewritten, read with plain
+-- casts for the properties $4 names (their staged values all convert).
+SELECT ingestd_refresh_feed_layer($1, $2, $3, $4::text[])
 
 -- name: RebuildFeedLayer
 -- The feed's layer rebuilt whole (the apply retyped stored values).
