@@ -1,6 +1,7 @@
 package postgis_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -231,4 +232,39 @@ func TestSplitPagesOfAnUnchangedSnapshot(t *testing.T) {
 	layer := generatePolygons(5)
 	b.poll(t, feed, layer)
 	b.applyIncomplete(t, b.stage(t, feed, layer[:3], layer[2:]), feed, "1 feature ids appear on more than one page")
+}
+
+// TestFeedTablesLeaveRoom: whichever way its first load built it, a feed's
+// table leaves a tenth of each page free (fillfactor 90, migration 37), so
+// that an apply rewrites an edited feature on its own page: one whose
+// geometry did not change then needs no new index entries (a HOT update).
+func TestFeedTablesLeaveRoom(t *testing.T) {
+	t.Parallel()
+	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
+		feed := feedInfo("room")
+		layer := generatePolygons(300)
+		b.poll(t, feed, layer)
+		var table, options string
+		b.scalar(t, &table, `SELECT quote_ident(ingestd_feed_partition($1, $2))`, feed.Jurisdiction, feed.Feed)
+		b.scalar(t, &options, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = $1::regclass`, table)
+		if options != "fillfactor=90" {
+			t.Errorf("the feed's table has options %q, want fillfactor=90", options)
+		}
+		// A feature of the first page, edited: its new version stays there.
+		var id string
+		b.scalar(t, &id, fmt.Sprintf(`SELECT feature_id FROM %s WHERE (ctid::text::point)[0] = 0 ORDER BY ctid LIMIT 1`, table))
+		for i := range layer {
+			if layer[i].ID == id {
+				layer[i].Properties = json.RawMessage(`{"edited":true}`)
+			}
+		}
+		if _, res := b.poll(t, feed, layer); res.Modified != 1 {
+			t.Fatalf("the edit modified %d features, want 1", res.Modified)
+		}
+		var page int
+		b.scalar(t, &page, fmt.Sprintf(`SELECT (ctid::text::point)[0]::int FROM %s WHERE feature_id = $1`, table), id)
+		if page != 0 {
+			t.Errorf("%s's new version is on page %d, want its own page 0", id, page)
+		}
+	})
 }

@@ -73,8 +73,8 @@ SET LOCAL maintenance_work_mem = '256MB'
 -- load_skip (the row's update is skipped: SkippedRow's feature part, $4
 -- being invalid_feature: skip) and load_named (the row has a source id).
 -- Properties of a skipped row are not parsed: they may be NULL (NULL
--- too in properties).
-CREATE TABLE {{table}} AS
+-- too in properties). Pages filled as CreateLoadTable's.
+CREATE TABLE {{table}} WITH ({{FeedTableFillFactor}}) AS
 SELECT $2::text AS jurisdiction, $3::text AS feed, t.feature_id,
 	({{RepairedGeometry}})::geometry(Geometry, 4326) AS geom,
 	t.properties, t.content_hash,

@@ -15,14 +15,25 @@ SELECT ingestd_feed_partition($2, $3), ingestd_jurisdiction_partition($2),
 
 -- name: CreateLoadTable
 -- The feed's table for a large first load: indexes are built after it is
--- filled (BuildLoadKey, BuildLoadGeomIndex).
+-- filled (BuildLoadKey, BuildLoadGeomIndex). Its pages are filled to 90 %
+-- (FeedTableFillFactor), as every feed table's are: the room left lets an
+-- apply rewrite a feature whose geometry did not change on its own page,
+-- without new entries in the key and the GiST index (a HOT update). An
+-- attribute edit is the common one; 500 such upserts take 8.5–9.7 ms
+-- against 17 ms on full pages.
 CREATE TABLE {{table}} (LIKE features INCLUDING DEFAULTS,
 	CONSTRAINT {{table_bound}} CHECK (jurisdiction = {{jurisdiction}} AND feed = {{feed}}))
+	WITH ({{FeedTableFillFactor}})
 
 -- name: CreateIndexedLoadTable
 -- The feed's table for a small first load, with its indexes.
 CREATE TABLE {{table}} (LIKE features INCLUDING DEFAULTS INCLUDING INDEXES,
 	CONSTRAINT {{table_bound}} CHECK (jurisdiction = {{jurisdiction}} AND feed = {{feed}}))
+	WITH ({{FeedTableFillFactor}})
+
+-- name: FeedTableFillFactor
+-- The storage parameter of every feed's table (see CreateLoadTable).
+fillfactor = 90
 
 -- name: DropLoadTable
 -- A held first load leaves no table.
