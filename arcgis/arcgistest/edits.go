@@ -52,6 +52,38 @@ func (l *Layer) editedAfter(where string) (int64, bool) {
 	return t.UnixMilli(), true
 }
 
+// editDateColumn is the edit dates of Features, in their order, built
+// again when the layer changed (Edit builds it after each edit).
+func (l *Layer) editDateColumn() []int64 {
+	if l.editDates == nil || len(l.editDates) != len(l.Features) {
+		l.editDates = make([]int64, len(l.Features))
+		for i, ft := range l.Features {
+			l.editDates[i], _ = ft.Attributes[l.EditDateField].(int64)
+		}
+	}
+	return l.editDates
+}
+
+// editedSince selects the features of feats edited after (Unix ms). On the
+// whole layer it reads the edit date column, as a database reads a column:
+// a map lookup per feature, in 100,000 maps across the heap, cost 22 ms of
+// CPU per query, most of the fixture's answer to an incremental poll.
+func (l *Layer) editedSince(feats []Feature, after int64) []Feature {
+	if len(feats) != len(l.Features) || len(feats) == 0 || &feats[0] != &l.Features[0] {
+		return selected(feats, func(ft Feature) bool {
+			ms, _ := ft.Attributes[l.EditDateField].(int64)
+			return ms > after
+		})
+	}
+	var sel []Feature
+	for i, ms := range l.editDateColumn() {
+		if ms > after {
+			sel = append(sel, feats[i])
+		}
+	}
+	return sel
+}
+
 // Churn is one round of a tracked layer's edits, stamped at (Unix ms, the
 // server's clock): edits features renamed, deletes removed, adds new ones
 // (copies of a feature's geometry with new object ids). It moves the
@@ -113,7 +145,7 @@ func (c Churn) Apply(l *Layer, rng *rand.Rand) {
 		l.Tracking.ServerGen++
 	}
 	l.LastEditDate = c.At
-	l.idx = nil
+	l.idx, l.editDates = nil, nil
 }
 
 // Parcels is a tracked polygon layer of n parcel-like features in Web

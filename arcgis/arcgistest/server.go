@@ -147,6 +147,9 @@ type Layer struct {
 	Tracking       Tracking
 
 	idx map[int64]int
+	// editDates is the edit date field's column, Features' order (see
+	// editedSince).
+	editDates []int64
 }
 
 // index maps object ids to positions in Features. Edit builds it again
@@ -201,8 +204,9 @@ func (s *Server) Edit(name string, fn func(*Layer)) {
 	defer s.mu.Unlock()
 	l := s.layers[name]
 	fn(l)
-	l.idx = nil
+	l.idx, l.editDates = nil, nil
 	l.index()
+	l.editDateColumn()
 }
 
 // Requests lists the requests a layer got: "probe", "count", "ids",
@@ -321,10 +325,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, name string, l *L
 		feats = selected(feats, func(ft Feature) bool { return ft.OID > a && ft.OID <= b })
 	}
 	if after, ok := l.editedAfter(f.Get("where")); ok {
-		feats = selected(feats, func(ft Feature) bool {
-			ms, _ := ft.Attributes[l.EditDateField].(int64)
-			return ms > after
-		})
+		feats = l.editedSince(feats, after)
 	}
 	switch {
 	case f.Get("returnCountOnly") == "true":
