@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math"
+	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
@@ -537,6 +539,41 @@ func fitsInt64(s string) bool {
 	return err == nil
 }
 
+// The bounds ingestd_as_double holds a number within (by its exact
+// value), and how close to one a double must be for the exact check.
+var (
+	doubleMax, doubleMin = mustRat("1e308"), mustRat("1e-307")
+)
+
+const doubleBoundSlack = 1e-12
+
+func mustRat(s string) *big.Rat {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		panic("schema: bad constant " + s)
+	}
+	return r
+}
+
+// nearDoubleBound reports whether f lies so close to ±1e308 or ±1e-307
+// that its rounding may have crossed the bound.
+func nearDoubleBound(f float64) bool {
+	a := math.Abs(f)
+	return (a >= 1e308*(1-doubleBoundSlack) && a <= 1e308*(1+doubleBoundSlack)) ||
+		(a >= 1e-307*(1-doubleBoundSlack) && a <= 1e-307*(1+doubleBoundSlack))
+}
+
+// withinDoubleBounds reports whether the number literal s, exactly, is 0
+// or of a magnitude within [1e-307, 1e308], as ingestd_as_double asks.
+func withinDoubleBounds(s string) bool {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return false
+	}
+	r.Abs(r)
+	return r.Sign() == 0 || (r.Cmp(doubleMin) >= 0 && r.Cmp(doubleMax) <= 0)
+}
+
 // NumberKind classifies the JSON number literal s as PostgreSQL's numeric
 // will hold it: KInt when no fraction is left once the exponent is applied
 // (its display scale is 0) and the value is within int64, else KNum; and
@@ -548,6 +585,11 @@ func NumberKind(s string) (k Kind, outOfDouble bool) {
 	if indexAny(s, "eE") >= 0 || len(s) > 300 {
 		f, err := strconv.ParseFloat(s, 64)
 		outOfDouble = err != nil || (f != 0 && (f > 1e308 || f < -1e308 || (f < 1e-307 && f > -1e-307)))
+		if err == nil && nearDoubleBound(f) {
+			// Rounded to a double, 1.00000000000000000001e308 is 1e308:
+			// the safe cast compares the exact numeric with the bounds.
+			outOfDouble = !withinDoubleBounds(s)
+		}
 		// A non-zero number that underflows to 0 (1e-400) is out too.
 		mant, _, _ := strings.Cut(strings.ToLower(s), "e")
 		outOfDouble = outOfDouble || (f == 0 && strings.Trim(mant, "-+0.") != "")

@@ -67,6 +67,15 @@ func TestNumberKind(t *testing.T) {
 	if _, ood := NumberKind("1e400"); !ood {
 		t.Error("1e400 fits double precision?")
 	}
+	// The bounds are the exact numbers, not the doubles they round to.
+	for s, want := range map[string]bool{
+		"1e308": false, "1.00000000000000000001e308": true, "-1.00000000000000000001e308": true,
+		"0.99999999999999999999e308": false, "1e-307": false, "9.99999999999999999999e-308": true, "-1e-307": false,
+	} {
+		if _, ood := NumberKind(s); ood != want {
+			t.Errorf("NumberKind(%s): out of double %v, want %v", s, ood, want)
+		}
+	}
 }
 
 func TestProfileMergeAndNulls(t *testing.T) {
