@@ -64,8 +64,9 @@ func (l *idList) sort() {
 	if l.n <= flatSortMax {
 		// A copy sorted as one slice, and copied back: a radix sort up
 		// to idsort.RadixMax ids (100,000 shuffled ids: 1 ms against
-		// sort.Sort's 15 through the interface), slices.Sort above it,
-		// for a copy of at most 32 MiB held meanwhile.
+		// sort.Sort's 15 through the interface; it holds a scratch
+		// copy too, at most 8 MiB), slices.Sort above it, for a copy of
+		// at most 32 MiB held meanwhile.
 		flat := l.slice(0, l.n)
 		idsort.Int64s(flat)
 		for i, c := range l.chunks {

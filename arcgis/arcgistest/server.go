@@ -193,12 +193,15 @@ func (s *Server) AddLayer(name string, l *Layer) {
 	if l.LastEditDate == 0 {
 		l.LastEditDate = 1700000000000
 	}
+	l.idx, l.editDates = nil, nil
 	s.layers[name] = l
 	s.queries[name] = 0
 	s.requests[name] = nil
 }
 
-// Edit changes a layer under the lock (a test's edit between polls).
+// Edit changes a layer under the lock (a test's edit between polls). A
+// layer served is changed through Edit only: it keeps the object-id index
+// and the edit date column in step.
 func (s *Server) Edit(name string, fn func(*Layer)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -251,11 +251,14 @@ func TestFeedTablesLeaveRoom(t *testing.T) {
 			t.Errorf("the feed's table has options %q, want fillfactor=90", options)
 		}
 		// A feature of the first page, edited: its new version stays there.
+		// It is longer than the old (by 300 bytes, more than a full page's
+		// leftover, less than the tenth kept free), so only the room kept
+		// holds it.
 		var id string
 		b.scalar(t, &id, fmt.Sprintf(`SELECT feature_id FROM %s WHERE (ctid::text::point)[0] = 0 ORDER BY ctid LIMIT 1`, table))
 		for i := range layer {
 			if layer[i].ID == id {
-				layer[i].Properties = json.RawMessage(`{"edited":true}`)
+				layer[i].Properties = json.RawMessage(`{"edited":"` + strings.Repeat("x", 300) + `"}`)
 			}
 		}
 		if _, res := b.poll(t, feed, layer); res.Modified != 1 {
