@@ -39,6 +39,23 @@ func setup(t *testing.T) *bundle {
 	return &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool)}
 }
 
+// session is a connection of b's pool with the statements set run on it
+// (SET …), held until the test ends.
+func (b *bundle) session(t *testing.T, set ...string) *pgxpool.Conn {
+	t.Helper()
+	conn, err := b.pool.Acquire(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	for _, stmt := range set {
+		if _, err := conn.Exec(b.ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	return conn
+}
+
 func feedInfo(name string) feeds.FeedInfo {
 	return feeds.FeedInfo{
 		Jurisdiction:     "wake",

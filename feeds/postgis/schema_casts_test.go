@@ -149,14 +149,7 @@ var plainCasts = map[schema.Type]string{
 func TestPlainCastsWhereConverts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	conn, err := b.pool.Acquire(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(b.ctx, `SET TimeZone = 'Pacific/Chatham'`); err != nil {
-		t.Fatal(err)
-	}
+	conn := b.session(t, `SET TimeZone = 'Pacific/Chatham'`)
 	// Beyond castValues: zones schema.Converts takes and PostgreSQL does
 	// not, and timestamps without a zone.
 	values := append(slices.Clone(castValues), `"2021-02-03T04:05:06+16:00"`, `"2021-02-03T04:05:06+05:75"`,

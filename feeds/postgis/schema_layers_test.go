@@ -71,19 +71,11 @@ func TestLayerInItsSchema(t *testing.T) {
 func TestDateCastsUnderParallelPlans(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	conn, err := b.pool.Acquire(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
 	// force_parallel_mode (PostgreSQL 15's name) runs every query that may
 	// go parallel in a worker.
-	if _, err := conn.Exec(b.ctx, `SET force_parallel_mode = on`); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(b.ctx, `RESET force_parallel_mode`) //nolint:errcheck
+	conn := b.session(t, `SET force_parallel_mode = on`)
 	var dates, stamps int
-	err = conn.QueryRow(b.ctx, `SELECT count(ingestd_as_date(to_jsonb(d))), count(ingestd_as_timestamptz(to_jsonb(d)))
+	err := conn.QueryRow(b.ctx, `SELECT count(ingestd_as_date(to_jsonb(d))), count(ingestd_as_timestamptz(to_jsonb(d)))
 		FROM (SELECT CASE WHEN g % 2 = 0 THEN '2020-02-30' ELSE '2020-02-03' END AS d FROM generate_series(1, 1000) g) s`).Scan(&dates, &stamps)
 	if err != nil || dates != 500 || stamps != 500 {
 		t.Fatalf("date casts under a parallel plan: %d dates, %d timestamps, %v; want 500 of each", dates, stamps, err)
