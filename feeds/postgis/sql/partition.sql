@@ -19,8 +19,8 @@ SELECT ingestd_feed_partition($2, $3), ingestd_jurisdiction_partition($2),
 -- (FeedTableFillFactor), as every feed table's are: the room left lets an
 -- apply rewrite a feature whose geometry did not change on its own page,
 -- without new entries in the key and the GiST index (a HOT update). An
--- attribute edit is the common one; 500 such upserts take 8.5–9.7 ms
--- against 17 ms on full pages.
+-- attribute edit is the common one; 500 such upserts take 5.5–7.1 ms
+-- against 9.1–11.8 ms on full pages (BenchmarkAttributeEdits).
 CREATE TABLE {{table}} (LIKE features INCLUDING DEFAULTS,
 	CONSTRAINT {{table_bound}} CHECK (jurisdiction = {{jurisdiction}} AND feed = {{feed}}))
 	WITH ({{FeedTableFillFactor}})
