@@ -75,6 +75,14 @@ var Groups = []Group{
 	{"OGC API: error answers", ogcapiErrors},
 	{"OGC API: truncated pages", ogcapiTruncated},
 	{"OGC API: bombs", ogcapiBombs},
+	{sodaCounts, socrataCounts},
+	{sodaSchema, socrataColumns},
+	{sodaBodies, socrataBodies},
+	{sodaTrunc, socrataTruncated},
+	{sodaBombs, socrataBombs},
+	{sodaTokens, socrataTokens},
+	{sodaHTTP, socrataHTTP},
+	{sodaGeometry, socrataGeometry},
 }
 
 // loadCase is a case whose static body loads features.

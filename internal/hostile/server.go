@@ -130,6 +130,9 @@ func (h *Server) Requests(name string) int {
 func (h *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/hostile/")
 	if !ok {
+		rest, ok = h.socrataPath(r.URL.Path)
+	}
+	if !ok {
 		h.good.serve(w, r, GeoJSON, r.URL.Path)
 		return
 	}
