@@ -26,17 +26,10 @@ const (
 	sodaGeometry = "Socrata: geometry column"
 )
 
-// socrataDefects are the defects of the socrata kind the corpus found,
-// by case, until they are fixed.
-var socrataDefects = map[string]string{
-	"socrata_token_in_value": "secrets not scrubbed from feature data",
-	"socrata_token_in_id":    "secrets not scrubbed from feature data",
-}
-
 // sodaCase is a socrata case of class that must fail naming one of errs.
 func sodaCase(name, class string, r Responder, errs ...string) Case {
 	return Case{Name: name, Class: class, Kind: Socrata, Errors: errs, Respond: r, PageSize: sodaPageSize,
-		Secrets: []string{AppToken}, KnownDefect: socrataDefects[name]}
+		Secrets: []string{AppToken}}
 }
 
 // sodaLoad is a socrata case of class that must load features.
