@@ -26,7 +26,7 @@ const (
 
 // Cases returns the hostile corpus: every class of issue 14's findings
 // (1, 3, 5, 6, 8), the classes an earlier hostile run found handled
-// already, and the ArcGIS REST and OGC API – Features lies, each as a case
+// already, and the ArcGIS REST, OGC API – Features and Socrata lies, each as a case
 // with its expected outcome. Static bodies are files of testdata/hostile;
 // large ones are generated.
 func Cases() []Case {
