@@ -71,6 +71,10 @@ func TestContentErrorsInIngestdWords(t *testing.T) {
 		}}, []string{"socrata: metadata of ", "rowsUpdatedAt is a string, want a number"}},
 		{"metadata that is an array", socratatest.Fault{Match: isViews, Status: 200, Body: `[{}]`},
 			[]string{"socrata: metadata of ", "the metadata is an array, want an object"}},
+		{"metadata that is 42", socratatest.Fault{Match: isViews, Status: 200, Body: `42`},
+			[]string{"socrata: metadata of ", "the answer is the JSON value 42, not an object"}},
+		{"a count that is a string", socratatest.Fault{Match: selects("count(*)"), Status: 200, Body: `"many"`},
+			[]string{"socrata: count of ", `the answer is the JSON value "many", not an array of rows`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -117,8 +117,8 @@ func (r *read) attempt(a *httpcall.Attempt, p source.Page, ref pageRef, handle s
 		if code, msg, ok := parseServerError(body); ok {
 			return a.Verdict(httpcall.Judged(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
 		}
-		return a.Verdict(httpcall.Judged(newContentError(ref.String(), -1, "", "a page is an array of rows; the portal sent an object "+
-			feature.Snippet(body)), false))
+		return a.Verdict(httpcall.Judged(newContentError(ref.String(), -1, "", "a page is an array of rows; the portal sent an object, "+
+			jsonText(body)), false))
 	}
 	rr := newRowReader(br, a, r.limits, r.geomCol, ref, r.cols)
 	if herr := handle(a.CallCtx, p, rr); herr != nil {

@@ -273,8 +273,8 @@ func (c *Client) open(a *httpcall.Attempt, what, name, want string) (br *bufio.R
 	}
 	s, rerr := httpcall.Sniff(br)
 	if s.Kind == httpcall.KindJSONValue {
-		return nil, false, breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
-			Err: newContentError(name, -1, "", "the answer is the JSON value "+jsonText(s.Head)+", not "+want)}}
+		return nil, false, breaker.Result{Outcome: breaker.Success,
+			Err: newContentError(name, -1, "", "the answer is the JSON value "+jsonText(s.Head)+", not "+want)}
 	}
 	if s.Kind != httpcall.KindJSON {
 		return nil, false, a.Verdict(notData.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
