@@ -167,10 +167,11 @@ func describeJSON(v []byte) string {
 }
 
 // jsonText is the JSON value v as a message shows it: as written when
-// short (valid JSON holds no control character), else a quoted snippet.
+// short and valid (valid JSON holds no control character), else a quoted
+// snippet.
 func jsonText(v []byte) string {
 	v = []byte(strings.TrimSpace(string(v)))
-	if len(v) <= 64 {
+	if len(v) <= 64 && json.Valid(v) {
 		return string(v)
 	}
 	return feature.Snippet(v)
