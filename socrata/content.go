@@ -226,9 +226,13 @@ func (c *columnSet) see(page int, key string) string {
 	if !c.listed[key] {
 		if page > 0 {
 			listed, before := c.list(c.listed), c.list(c.seenSet())
-			where := fmt.Sprintf("the metadata nor pages 0 to %d have it (their columns: %s)", page-1, listed)
+			pages := "page 0"
+			if page > 1 {
+				pages = fmt.Sprintf("pages 0 to %d", page-1)
+			}
+			where := fmt.Sprintf("the metadata nor %s have it (their columns: %s)", pages, listed)
 			if listed != before {
-				where = fmt.Sprintf("the metadata (%s) nor pages 0 to %d (%s) have it", listed, page-1, before)
+				where = fmt.Sprintf("the metadata (%s) nor %s (%s) have it", listed, pages, before)
 			}
 			return fmt.Sprintf("the column comes first on page %d: neither %s", page, where)
 		}

@@ -267,7 +267,8 @@ func socrataTokens() (cs []Case) {
 
 // socrataHTTP: redirects to the peer origin (refused; followed under
 // redirects: follow, without the app token, which is for the feed's own
-// origin), a page that trickles, a 429 whose Retry-After is absurd.
+// origin), a page that trickles, a 429 whose Retry-After is honoured and
+// one whose Retry-After is absurd (parked at once).
 func socrataHTTP() (cs []Case) {
 	add := func(c ...Case) { cs = append(cs, c...) }
 	follow := sodaLoad("socrata_redirect_follow", sodaHTTP, sodaRows, soda(sodaRows,
@@ -304,6 +305,17 @@ func socrataHTTP() (cs []Case) {
 		})), "redirect"),
 		follow,
 		slowPage,
+		// A 429 whose Retry-After is a second: the page is asked again
+		// after it, and the dataset loads.
+		func() Case {
+			var once atomic.Bool
+			c := sodaLoad("socrata_429_retry_after", sodaHTTP, sodaRows, soda(sodaRows, on(func(r *Request) bool {
+				return pageAt(10)(r) && once.CompareAndSwap(false, true)
+			}, reply(429, ctJSON, sodaError("", "Too many requests"), "Retry-After", "1"))))
+			c.Origin, c.Timeout = "socrata429ok", 40*time.Second
+			c.Breaker = "{max_attempts: 3, backoff_base: 100ms, backoff_max: 1s}"
+			return c
+		}(),
 		func() Case {
 			c := sodaCase("socrata_429_absurd", sodaHTTP, soda(sodaRows, on(pageAt(10),
 				reply(429, ctJSON, sodaError("", "Too many requests"), "Retry-After", "999999999"))), "429")
