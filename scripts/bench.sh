@@ -313,6 +313,9 @@ bench_hostile() {
 	go build -o bin/feedserver ./cmd/feedserver
 	local out=$ROOT/bench-out port=${BENCH_HOSTILE_PORT:-18300}
 	local cfg=$out/hostile.yaml db=ingestd_hostile_bench
+	# The socrata feeds' app_token, for every ingestd the corpus config is
+	# given to (internal/hostile.AppTokenVar and AppToken).
+	local -x INGESTD_HOSTILE_APP_TOKEN=hstAppT0ken7q2zW
 	local url=${DATABASE_URL%%\?*}
 	url="${url%/*}/$db"
 	[[ $DATABASE_URL == *\?* ]] && url="$url?${DATABASE_URL#*\?}"
@@ -342,9 +345,7 @@ bench_hostile() {
 	local feeds
 	feeds=$(grep -c '^      - id:' "$cfg")
 	echo "== hostile: $feeds cases, full size (gzip bombs of 2 GiB, endless streams, 200 MB strings), one ingestd run"
-	# The socrata cases' app_token (internal/hostile.AppTokenVar and AppToken).
-	INGESTD_HOSTILE_APP_TOKEN=hstAppT0ken7q2zW \
-		bin/ingestd run -config "$cfg" -database-url "$url" -metrics-addr off -log-level warn >"$out/hostile-run.log" 2>&1 &
+	bin/ingestd run -config "$cfg" -database-url "$url" -metrics-addr off -log-level warn >"$out/hostile-run.log" 2>&1 &
 	local in=$!
 	hostile_pids="$hostile_pids $in"
 	local start=$SECONDS done=0 running=1 hwm=0 rss killed=
