@@ -361,7 +361,8 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 	if k, ok := m.store.(sridKnower); ok {
 		layer.KnownSRID = k.KnownSRID
 	}
-	stager := newPageStager(ctx, m.store, pollID, layer.Limits)
+	secrets := layerSecrets(layer)
+	stager := newPageStager(ctx, m.store, pollID, layer.Limits, secrets)
 	if err := stager.resumeAt(firstPage); err != nil {
 		return layer, firstPage, stats, err
 	}
@@ -374,7 +375,7 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 		_ = stager.finish(nil)
 		if err = m.restartStaging(ctx, pollID); err == nil {
 			firstPage = 0
-			stager = newPageStager(ctx, m.store, pollID, layer.Limits)
+			stager = newPageStager(ctx, m.store, pollID, layer.Limits, secrets)
 			stats, err = m.fetcher.Fetch(ctx, layer, 0, stager.handle)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -77,6 +78,9 @@ type pageStager struct {
 	// waiting signals the page whose staging the stager starts waiting
 	// for (a test signal: nothing in production).
 	waiting testSignal[int]
+	// secrets are the feed's own credentials (nil: it has none), scrubbed
+	// from every feature's id and properties before it is staged.
+	secrets *redact.Secrets
 }
 
 // pageStaging is one page's StagePage, fed with chunks.
@@ -96,8 +100,8 @@ type queuedChunk struct {
 	weight   int64
 }
 
-func newPageStager(ctx context.Context, store Store, pollID int64, limits feature.Limits) *pageStager {
-	return &pageStager{ctx: ctx, store: store, pollID: pollID, limits: limits.WithDefaults(),
+func newPageStager(ctx context.Context, store Store, pollID int64, limits feature.Limits, secrets *redact.Secrets) *pageStager {
+	return &pageStager{ctx: ctx, store: store, pollID: pollID, limits: limits.WithDefaults(), secrets: secrets,
 		chunkFeatures: chunkFeatures, chunkBytes: chunkBytes,
 		pool: make(chan []feature.Feature, chunksQueued+2)}
 }
@@ -312,6 +316,9 @@ func (r *chunkSource) read() (chunk []feature.Feature, size int64, end bool, err
 		if err := r.checkBytes(); err != nil {
 			return chunk, size, false, err
 		}
+		if s.secrets != nil {
+			scrubFeature(s.secrets, f)
+		}
 		chunk = append(chunk, *f)
 		size += featureSize(f)
 	}
@@ -407,4 +414,36 @@ func isDone(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// scrubFeature replaces the feed's secrets in f's id and properties by
+// redact.Marker: a server that echoes the credential a request carried
+// into its data (a token in a row's value, an API key in an id) must not
+// have it stored, as in any other text ingestd writes. A feature without
+// one costs a lower-cased copy and a search per distinct prefix of the
+// secrets' spellings (redact.BenchmarkData: 0.8 us for 500 bytes of
+// properties, no allocation), only for a feed that has secrets.
+func scrubFeature(secrets *redact.Secrets, f *feature.Feature) {
+	if id, changed := secrets.Data([]byte(f.ID), false); changed {
+		f.ID = string(id)
+	}
+	if props, changed := secrets.Data(f.Properties, true); changed {
+		f.Properties = props
+	}
+}
+
+// layerSecrets are the credentials a layer's requests carry (its headers'
+// and its url's, as feeds.Config.Secrets finds them for the whole
+// configuration), for scrubFeature; nil when there are none.
+func layerSecrets(l source.Layer) *redact.Secrets {
+	var values []string
+	for name, v := range l.Headers {
+		values = append(values, redact.HeaderSecrets(name, v)...)
+	}
+	values = append(values, redact.URLSecrets(l.URL)...)
+	s := redact.NewSecrets(values...)
+	if s.Len() == 0 {
+		return nil
+	}
+	return s
 }

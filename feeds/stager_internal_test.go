@@ -95,7 +95,7 @@ func (p *pageOf) Next() (*feature.Feature, error) {
 // stager waits for it), and the next one starts only after it returned.
 func TestPageStagerStagesInOrder(t *testing.T) {
 	store := &stagingRecorder{overlapped: make(chan struct{})}
-	s := newPageStager(t.Context(), store, 1, feature.Limits{})
+	s := newPageStager(t.Context(), store, 1, feature.Limits{}, nil)
 	s.waiting.init()
 	store.waiting = s.waiting.ch
 	for i := range 5 {
@@ -119,7 +119,7 @@ func TestPageStagerStagesInOrder(t *testing.T) {
 func TestPageStagerErrors(t *testing.T) {
 	cut := errors.New("connection reset")
 	store := &stagingRecorder{fail: map[int]error{1: errors.New("disk full")}}
-	s := newPageStager(t.Context(), store, 1, feature.Limits{})
+	s := newPageStager(t.Context(), store, 1, feature.Limits{}, nil)
 	p0 := pageOf{"a"}
 	if err := s.handle(t.Context(), source.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestPageStagerErrors(t *testing.T) {
 	}
 
 	store = &stagingRecorder{fail: map[int]error{0: errors.New("disk full")}}
-	s = newPageStager(t.Context(), store, 1, feature.Limits{})
+	s = newPageStager(t.Context(), store, 1, feature.Limits{}, nil)
 	p0 = pageOf{"a"}
 	if err := s.handle(t.Context(), source.Page{Index: 0}, &p0); err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func smallChunks(s *pageStager, features int, bytes int64) *pageStager {
 // not the page).
 func TestPageStagerStagesALargePageInChunks(t *testing.T) {
 	store := &streamRecorder{hold: make(chan struct{})}
-	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}, nil), 10, 1<<20)
 	// One chunk in the COPY, chunksQueued waiting, one being filled.
 	limit := int64((chunksQueued + 2) * 10)
 	page := &countedPage{prefix: "f", n: 95, at: limit, reached: make(chan struct{})}
@@ -301,7 +301,7 @@ func TestPageStagerStagesALargePageInChunks(t *testing.T) {
 // read, not four: the stager stops reading until the COPY moves.
 func TestPageStagerHoldsFewLargeFeatures(t *testing.T) {
 	store := &streamRecorder{hold: make(chan struct{})}
-	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 4096)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}, nil), 10, 4096)
 	// Each feature is over queuedBytes (12 KiB here): a chunk of its own
 	// that takes all the room.
 	const limit = 2 // one in the stuck COPY, one read and waiting for room
@@ -332,7 +332,7 @@ func TestPageStagerHoldsFewLargeFeatures(t *testing.T) {
 // TestChunkBoundedByBytes: features larger than the chunk's byte bound make
 // shorter chunks; one larger than the bound is a chunk of its own.
 func TestChunkBoundedByBytes(t *testing.T) {
-	s := smallChunks(newPageStager(t.Context(), &streamRecorder{}, 1, feature.Limits{}), 100, 4096)
+	s := smallChunks(newPageStager(t.Context(), &streamRecorder{}, 1, feature.Limits{}, nil), 100, 4096)
 	r := &chunkSource{s: s, features: &countedPage{prefix: "f", n: 10, props: 1000}}
 	chunk, _, end, err := r.read()
 	if err != nil || end || len(chunk) != 4 {
@@ -351,7 +351,7 @@ func TestChunkBoundedByBytes(t *testing.T) {
 // rolls back; the fetch gets the reader's own error.
 func TestPageStagerCutPageAbortsItsStaging(t *testing.T) {
 	store := &streamRecorder{}
-	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}, nil), 10, 1<<20)
 	if err := s.handle(t.Context(), source.Page{Index: 0}, &countedPage{prefix: "a", n: 15}); err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestPageStagerCutPageAbortsItsStaging(t *testing.T) {
 // full channel).
 func TestPageStagerStagingFailsMidPage(t *testing.T) {
 	store := &streamRecorder{failAt: 15}
-	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}, nil), 10, 1<<20)
 	page := &countedPage{prefix: "a", n: 100000}
 	handled := make(chan error, 1)
 	go func() { handled <- s.handle(t.Context(), source.Page{Index: 0}, page) }()
@@ -406,7 +406,7 @@ func TestPageStagerPollLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &streamRecorder{}
-			s := smallChunks(newPageStager(t.Context(), store, 1, tc.limits), 4, 1<<20)
+			s := smallChunks(newPageStager(t.Context(), store, 1, tc.limits, nil), 4, 1<<20)
 			for i := range 2 {
 				if err := s.handle(t.Context(), source.Page{Index: i}, &countedPage{prefix: "p", n: 10}); err != nil {
 					t.Fatal(err)
@@ -442,7 +442,7 @@ func (panickingStore) StagePage(context.Context, int64, int, feature.FeatureRead
 // which the poll's own recover cannot see, fails the page, not the process;
 // and sizing a GeometryCollection (whose FlatCoords panics) does not panic.
 func TestPageStagerRecoversStagingPanics(t *testing.T) {
-	s := newPageStager(t.Context(), panickingStore{}, 1, feature.Limits{})
+	s := newPageStager(t.Context(), panickingStore{}, 1, feature.Limits{}, nil)
 	p := pageOf{"a"}
 	if err := s.handle(t.Context(), source.Page{Index: 0}, &p); err != nil {
 		t.Fatal(err)
@@ -464,7 +464,7 @@ func TestPageStagerRecoversStagingPanics(t *testing.T) {
 // attempt's error instead of blocking on the full channel.
 func TestPageStagerAttemptEndsWhileCopyIsStuck(t *testing.T) {
 	store := &streamRecorder{hold: make(chan struct{})}
-	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}), 10, 1<<20)
+	s := smallChunks(newPageStager(t.Context(), store, 1, feature.Limits{}, nil), 10, 1<<20)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	// The attempt ends once the stager holds all the chunks it may (one

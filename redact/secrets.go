@@ -56,6 +56,8 @@ type secretSet struct {
 	// least MinSecretLen long), so that a text is scanned once, with one
 	// map lookup per byte, however many secrets there are.
 	byPrefix map[uint64][]string
+	// needles are those distinct prefixes, for mayHold (data.go).
+	needles [][]byte
 }
 
 // NewSecrets returns a set holding values (see Add).
@@ -224,6 +226,9 @@ func newSecretSet(values []string) *secretSet {
 	slices.SortStableFunc(set.forms, func(a, b string) int { return len(b) - len(a) })
 	for _, f := range set.forms {
 		k := prefixKey([]byte(f))
+		if _, ok := set.byPrefix[k]; !ok {
+			set.needles = append(set.needles, []byte(f[:8]))
+		}
 		set.byPrefix[k] = append(set.byPrefix[k], f)
 	}
 	return set

@@ -313,6 +313,9 @@ bench_hostile() {
 	go build -o bin/feedserver ./cmd/feedserver
 	local out=$ROOT/bench-out port=${BENCH_HOSTILE_PORT:-18300}
 	local cfg=$out/hostile.yaml db=ingestd_hostile_bench
+	# The socrata feeds' app_token, for every ingestd the corpus config is
+	# given to (internal/hostile.AppTokenVar and AppToken).
+	local -x INGESTD_HOSTILE_APP_TOKEN=hstAppT0ken7q2zW
 	local url=${DATABASE_URL%%\?*}
 	url="${url%/*}/$db"
 	[[ $DATABASE_URL == *\?* ]] && url="$url?${DATABASE_URL#*\?}"

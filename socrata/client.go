@@ -139,11 +139,14 @@ func datasetOf(layer source.Layer) (*dataset, error) {
 //  3. its rows in pages of page_size ($limit, $offset, $order=:id), each
 //     streamed to handle, until a short page;
 //  4. the proof: every :id once, as many as the count (the ids missing
-//     are asked for and named), and the update time unchanged at the end.
+//     are asked for and named), and the update time and the columns
+//     unchanged at the end; one schema throughout (a column the metadata
+//     does not list may not first come on a later page).
 //
 // A 429 (and its Retry-After) is paced by the portal's breaker; a SODA
-// error body is a *ServerError with the portal's words. Every error reads
-// "socrata: …", once.
+// error body is a *ServerError with the portal's words; an answer that is
+// not what SODA sends is a *ContentError (the feed's). Every error reads
+// "socrata: …", once, and numbers pages from 0.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
 	if firstPage != 0 {

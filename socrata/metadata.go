@@ -133,6 +133,15 @@ func (v *View) Declared(geomColumn string) *schema.Declared {
 	return d
 }
 
+// columnNames lists the columns' field names in the metadata's order.
+func (v *View) columnNames() string {
+	names := make([]string, len(v.Columns))
+	for i, c := range v.Columns {
+		names[i] = c.FieldName
+	}
+	return strings.Join(names, ", ")
+}
+
 // columnsDigest fingerprints the columns (names and types, in order) for
 // the cheap refresh's version: a retyped column must not be answered
 // "unchanged", since the types are the stored schema's.

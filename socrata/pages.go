@@ -75,10 +75,11 @@ func (r *read) page(ctx context.Context, index, offset int, handle source.PageFu
 	u := *r.ds.resource
 	u.RawQuery = pageQuery(r.pageSize, offset).Encode()
 	p := source.Page{Index: index, URL: redact.URL(u.String()), StartIndex: offset}
+	ref := pageRef{index: index, offset: offset, url: p.URL}
 	var res pageResult
 	err := r.c.kit.Calls.Call(ctx, r.request(&u), func(a *httpcall.Attempt) breaker.Result {
 		res = pageResult{}
-		return r.attempt(a, p, handle, &res)
+		return r.attempt(a, p, ref, handle, &res)
 	})
 	switch {
 	case err == nil:
@@ -87,17 +88,26 @@ func (r *read) page(ctx context.Context, index, offset int, handle source.PageFu
 		return res, err
 	}
 	var le *feature.LimitError
-	if errors.As(err, &le) {
+	var ce *ContentError
+	switch {
+	case errors.As(err, &ce) && ce.What == ref.String():
+		// It names the page, the row and the column already.
+		return res, ce
+	case errors.As(err, &le):
 		// The limit is the whole story; where the decoder was is noise.
 		err = le
 	}
-	return res, fmt.Errorf("page %d (%s): %w", index, p.URL, err)
+	var be *httpcall.BodyError
+	if errors.As(err, &be) {
+		be.Page = index // one numbering in every message of the read
+	}
+	return res, fmt.Errorf("%s: %w", ref, err)
 }
 
 // attempt is one attempt at a page: GET, classify, stream into handle. A
 // retry starts over, and so does handle (see source.PageFunc).
-func (r *read) attempt(a *httpcall.Attempt, p source.Page, handle source.PageFunc, res *pageResult) breaker.Result {
-	br, ok, v := r.c.open(a, "page "+strconv.Itoa(p.Index))
+func (r *read) attempt(a *httpcall.Attempt, p source.Page, ref pageRef, handle source.PageFunc, res *pageResult) breaker.Result {
+	br, ok, v := r.c.open(a, "page "+strconv.Itoa(p.Index), ref.String(), "an array of rows")
 	if !ok {
 		return v
 	}
@@ -107,10 +117,10 @@ func (r *read) attempt(a *httpcall.Attempt, p source.Page, handle source.PageFun
 		if code, msg, ok := parseServerError(body); ok {
 			return a.Verdict(httpcall.Judged(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
 		}
-		return a.Verdict(httpcall.Judged(&httpcall.BodyError{URL: a.Redacted, Page: p.Index,
-			Err: &feature.DecodeError{Format: "socrata", Index: -1, Msg: "a page is an array of rows; the portal sent an object"}}, false))
+		return a.Verdict(httpcall.Judged(newContentError(ref.String(), -1, "", "a page is an array of rows; the portal sent an object, "+
+			jsonText(body)), false))
 	}
-	rr := newRowReader(br, a, r.limits, r.geomCol)
+	rr := newRowReader(br, a, r.limits, r.geomCol, ref, r.cols)
 	if herr := handle(a.CallCtx, p, rr); herr != nil {
 		if httpcall.IsBodyError(herr) {
 			return a.StreamFailed(herr)
@@ -122,7 +132,7 @@ func (r *read) attempt(a *httpcall.Attempt, p source.Page, handle source.PageFun
 	// counts only if the body really ended where it does.
 	if f, err := rr.Next(); err != io.EOF {
 		if err == nil {
-			res.handlerErr = fmt.Errorf("page %d (%s): handler returned before reading row %d (id %q)", p.Index, a.Redacted, rr.n-1, f.ID)
+			res.handlerErr = fmt.Errorf("%s: handler returned before reading row %d (id %q)", ref, rr.n-1, f.ID)
 			return breaker.Result{Outcome: breaker.Ignored, Err: res.handlerErr}
 		}
 		return a.StreamFailed(err)

@@ -43,6 +43,7 @@ type read struct {
 
 	view       View
 	geomCol    string
+	cols       *columnSet // the columns of the rows read so far
 	count      int
 	maxUpdated string // max(:updated_at), asked when the metadata has no rowsUpdatedAt
 
@@ -68,7 +69,11 @@ func (r *read) run(ctx context.Context, handle source.PageFunc) error {
 		return nil
 	}
 	before := r.stamp()
+	r.cols = newColumnSet(&r.view)
 	total, err := r.pages(ctx, handle)
+	if len(r.cols.extra) > 0 {
+		r.log.Warn("the rows have columns the dataset's metadata does not list: they are typed from their values", "columns", r.cols.extra)
+	}
 	if err == nil {
 		err = r.prove(ctx, total)
 	}
@@ -115,10 +120,9 @@ func (r *read) stamp() string {
 // moved asks for the update time again and says how it moved since
 // before ("" when it did not).
 func (r *read) moved(ctx context.Context, before string) (string, error) {
-	var err error
-	if r.view.RowsUpdatedAt > 0 {
-		err = r.metadata(ctx)
-	} else {
+	cols, digest := r.view.columnNames(), r.view.columnsDigest()
+	err := r.metadata(ctx)
+	if err == nil && r.view.RowsUpdatedAt == 0 {
 		err = r.countRows(ctx)
 	}
 	if err != nil {
@@ -126,6 +130,10 @@ func (r *read) moved(ctx context.Context, before string) (string, error) {
 	}
 	if after := r.stamp(); after != before {
 		return fmt.Sprintf("the dataset was updated during the read (%s, then %s)", before, after), nil
+	}
+	if r.view.columnsDigest() != digest {
+		return fmt.Sprintf("the dataset's columns changed during the read (%s, then %s): a read that mixes two schemas is not applied",
+			cols, r.view.columnNames()), nil
 	}
 	return "", nil
 }
@@ -190,7 +198,11 @@ func countOf(raw json.RawMessage) (int, error) {
 	s := strings.Trim(string(raw), `"`)
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("the answer has no count (n: %s)", feature.Snippet(string(raw)))
+		what := "missing"
+		if raw != nil {
+			what = describeJSON(raw)
+		}
+		return 0, fmt.Errorf("the answer has no count: n is %s, want a whole number", what)
 	}
 	return n, nil
 }
@@ -201,7 +213,11 @@ func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64,
 	req := r.request(u)
 	req.BodyLimit = min(max, r.limits.BodyBytes)
 	err := r.c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
-		br, ok, v := r.c.open(a, what)
+		want := "an object"
+		if what != "metadata" {
+			want = "an array of rows"
+		}
+		br, ok, v := r.c.open(a, what, "", want)
 		if !ok {
 			return v
 		}
@@ -213,8 +229,7 @@ func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64,
 			return a.Verdict(httpcall.Judged(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
 		}
 		if err := json.Unmarshal(data, out); err != nil {
-			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
-				Err: &feature.DecodeError{Format: "socrata", Index: -1, Msg: "the " + what + " does not decode", Err: feature.Bound(err)}}}
+			return breaker.Result{Outcome: breaker.Success, Err: newContentError("", -1, "", jsonReason(err, "the "+what))}
 		}
 		return breaker.Result{Outcome: breaker.Success}
 	})
@@ -228,7 +243,12 @@ func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64,
 // status that is not 2xx (a SODA error body as a *ServerError with the
 // portal's words; a 429 Throttled with its Retry-After), an HTML page, an
 // empty body. ok is false when v is the attempt's verdict.
-func (c *Client) open(a *httpcall.Attempt, what string) (br *bufio.Reader, ok bool, v breaker.Result) {
+//
+// A whole JSON document that is a scalar (42, null, "text") is the feed's
+// content error (a *ContentError naming the answer as name does, and what
+// it should be, want), as for every kind: the portal answered, and would
+// answer a retry the same.
+func (c *Client) open(a *httpcall.Attempt, what, name, want string) (br *bufio.Reader, ok bool, v breaker.Result) {
 	br, _, err := a.OpenBody(what)
 	if err != nil {
 		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); thr != nil {
@@ -252,6 +272,10 @@ func (c *Client) open(a *httpcall.Attempt, what string) (br *bufio.Reader, ok bo
 		return nil, false, a.Verdict(httpcall.StatusVerdict(status, a.Redacted))
 	}
 	s, rerr := httpcall.Sniff(br)
+	if s.Kind == httpcall.KindJSONValue {
+		return nil, false, breaker.Result{Outcome: breaker.Success,
+			Err: newContentError(name, -1, "", "the answer is the JSON value "+jsonText(s.Head)+", not "+want)}
+	}
 	if s.Kind != httpcall.KindJSON {
 		return nil, false, a.Verdict(notData.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
 	}

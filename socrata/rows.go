@@ -37,7 +37,7 @@ type window struct {
 
 func (w *window) Read(p []byte) (int, error) {
 	if w.read-w.mark > w.max {
-		return 0, &feature.LimitError{Name: "feature_bytes", Max: w.max - rowSlack, Where: feature.Where(w.row)}
+		return 0, &feature.LimitError{Name: "feature_bytes", Max: w.max - rowSlack, Where: "row " + strconv.Itoa(w.row)}
 	}
 	n, err := w.r.Read(p)
 	w.read += int64(n)
@@ -56,6 +56,9 @@ type rowReader struct {
 	geomCol string
 	url     string
 	attempt *httpcall.Attempt
+	// page is the page read, and cols the read's columns so far.
+	page pageRef
+	cols *columnSet
 
 	started bool
 	done    bool // the array and the body ended
@@ -66,10 +69,21 @@ type rowReader struct {
 	ids []string
 }
 
-func newRowReader(br *bufio.Reader, a *httpcall.Attempt, limits feature.Limits, geomCol string) *rowReader {
+// pageRef names a page in errors: its index (from 0, as every message of
+// a read counts them), its $offset and its request (redacted).
+type pageRef struct {
+	index, offset int
+	url           string
+}
+
+func (p pageRef) String() string {
+	return fmt.Sprintf("page %d (offset %d, %s)", p.index, p.offset, p.url)
+}
+
+func newRowReader(br *bufio.Reader, a *httpcall.Attempt, limits feature.Limits, geomCol string, page pageRef, cols *columnSet) *rowReader {
 	w := &window{r: br, max: limits.FeatureBytes + rowSlack}
 	dec := json.NewDecoder(w)
-	return &rowReader{dec: dec, win: w, limits: limits, geomCol: geomCol, url: a.Redacted, attempt: a}
+	return &rowReader{dec: dec, win: w, limits: limits, geomCol: geomCol, url: a.Redacted, attempt: a, page: page, cols: cols}
 }
 
 // BodyBytes returns the body bytes (decompressed) read so far, so that a
@@ -82,7 +96,7 @@ func (r *rowReader) Next() (*feature.Feature, error) {
 	if err != nil && err != io.EOF {
 		var be *httpcall.BodyError
 		if !errors.As(err, &be) {
-			err = &httpcall.BodyError{URL: r.url, Err: err}
+			err = &httpcall.BodyError{URL: r.url, Page: r.page.index, Err: err}
 			r.err = err
 		}
 	}
@@ -104,7 +118,7 @@ func (r *rowReader) next() (*feature.Feature, error) {
 			return nil, err
 		}
 		if _, err := r.dec.Token(); err != io.EOF {
-			return nil, r.malformed(-1, "data after the array of rows", err)
+			return nil, r.malformed(-1, "", "data after the array of rows")
 		}
 		r.done = true
 		return nil, io.EOF
@@ -128,34 +142,45 @@ func (r *rowReader) delim(want json.Delim) error {
 		return r.decodeErr(-1, err)
 	}
 	if d, ok := tok.(json.Delim); !ok || d != want {
-		return r.malformed(-1, fmt.Sprintf("want %q, found %v: a page is an array of rows", want, tok), nil)
+		found := fmt.Sprint(tok)
+		if _, isStr := tok.(string); isStr {
+			found = feature.Snippet(found)
+		}
+		return r.malformed(-1, "", fmt.Sprintf("a page is an array of rows; found %s where %q should be", found, want))
 	}
 	return nil
 }
 
 // decodeErr is err from the decoder: a body cut short or a read error as
-// is (the origin's), a limit as is, a syntax error as the feed's
-// *feature.DecodeError.
+// is (the origin's; a cut inside a row says which), a limit as is, a
+// syntax error as the feed's *ContentError, in ingestd's words.
 func (r *rowReader) decodeErr(index int, err error) error {
 	var le *feature.LimitError
 	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
+	cut := errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF
 	switch {
-	case errors.As(err, &le), err == io.ErrUnexpectedEOF, r.attempt.BodyErr() != nil:
+	case errors.As(err, &le):
 		return err
-	case err == io.EOF:
-		return io.ErrUnexpectedEOF
-	case errors.As(err, &se), errors.As(err, &te):
-		return r.malformed(index, "", err)
+	case r.attempt.BodyErr() != nil && !cut:
+		return err
+	case cut && index < 0:
+		return fmt.Errorf("the body was cut short before its array of rows ended: %w", io.ErrUnexpectedEOF)
+	case cut:
+		return fmt.Errorf("the body was cut short inside row %d: %w", index, io.ErrUnexpectedEOF)
+	case errors.As(err, &se):
+		subject := "the row"
+		if index < 0 {
+			subject = "the page"
+		}
+		return r.malformed(index, "", syntaxReason(se, subject))
 	}
 	return err
 }
 
-func (r *rowReader) malformed(index int, msg string, err error) error {
-	if err != nil {
-		err = feature.Bound(err)
-	}
-	return &feature.DecodeError{Format: "socrata", Index: index, Msg: feature.BoundMessage(msg), Err: err}
+// malformed is the feed's error about row index (-1: the page) and its
+// column ("" none).
+func (r *rowReader) malformed(index int, column, reason string) error {
+	return newContentError(r.page.String(), index, column, reason)
 }
 
 // row splits one row object into r.f.
@@ -166,20 +191,26 @@ func (r *rowReader) row(raw []byte) error {
 	members, id := 0, ""
 	err := eachMember(raw, func(key string, v []byte) error {
 		if int64(len(v)) > r.limits.ValueBytes {
-			return &feature.LimitError{Name: "value_bytes", Max: r.limits.ValueBytes, Where: fmt.Sprintf("%s, column %s", feature.Where(r.n), feature.Snippet(key))}
+			return &feature.LimitError{Name: "value_bytes", Max: r.limits.ValueBytes, Where: fmt.Sprintf("row %d, column %s", r.n, feature.Snippet(key))}
+		}
+		if r.cols != nil {
+			if reason := r.cols.see(r.page.index, key); reason != "" {
+				return r.malformed(r.n, key, reason+"; this row has "+strings.Join(memberKeys(raw), ", ")+
+					": it was renamed or added during the read, which mixes two schemas and is not applied")
+			}
 		}
 		switch key {
 		case idField:
 			var err error
 			if id, err = rowID(v); err != nil {
-				return r.malformed(r.n, err.Error(), nil)
+				return r.malformed(r.n, key, err.Error())
 			}
 			return nil
 		case r.geomCol:
 			return r.geometry(key, v)
 		}
 		if members++; members > r.limits.Properties {
-			return &feature.LimitError{Name: "properties", Max: int64(r.limits.Properties), Where: feature.Where(r.n)}
+			return &feature.LimitError{Name: "properties", Max: int64(r.limits.Properties), Where: "row " + strconv.Itoa(r.n)}
 		}
 		if len(props) > 1 {
 			props = append(props, ',')
@@ -190,16 +221,19 @@ func (r *rowReader) row(raw []byte) error {
 		return nil
 	})
 	if err != nil {
-		var de *feature.DecodeError
+		var ce *ContentError
 		var le *feature.LimitError
-		if errors.As(err, &de) || errors.As(err, &le) {
+		switch {
+		case errors.As(err, &ce) || errors.As(err, &le):
 			return err
+		case err == errNotObject:
+			return r.malformed(r.n, "", "the row is "+describeJSON(raw)+", not an object of columns")
 		}
-		return r.malformed(r.n, "", err)
+		return r.malformed(r.n, "", jsonReason(err, "the row"))
 	}
 	props = append(props, '}')
 	if id == "" {
-		return r.malformed(r.n, "the row has no :id (the portal ignored $select=:id,*): its rows cannot be proven read once", nil)
+		return r.malformed(r.n, "", "the row has no :id (the portal ignored $select=:id,*): its rows cannot be proven read once")
 	}
 	r.ids = append(r.ids, id)
 	if reason := feature.RefuseID(id, r.limits.IDBytes); reason != "" {
@@ -319,11 +353,11 @@ func (r *rowReader) geometry(col string, v json.RawMessage) error {
 	}
 	var g geom.T
 	if err := geojson.Unmarshal(v, &g); err != nil {
-		return r.malformed(r.n, "geometry column "+feature.Snippet(col), err)
+		return r.malformed(r.n, col, "the geometry column's value is not a GeoJSON geometry: "+jsonReason(err, "the value"))
 	}
 	g, err := geom.SetSRID(g, 4326)
 	if err != nil {
-		return r.malformed(r.n, "geometry column "+feature.Snippet(col), err)
+		return r.malformed(r.n, col, "the geometry column's value is not a GeoJSON geometry: "+jsonReason(err, "the value"))
 	}
 	r.f.Geometry = g
 	return nil

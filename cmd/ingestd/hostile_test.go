@@ -248,7 +248,7 @@ func loadGoodLayers(t *testing.T, bin, cfg, dbURL string, pool *pgxpool.Pool, fe
 	ctx := t.Context()
 	out := &syncBuffer{}
 	cmd := exec.CommandContext(ctx, bin, "run", "-config", cfg, "-database-url", dbURL, "-migrate=false", "-metrics-addr", "off")
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr, cmd.Env = out, out, append(os.Environ(), hostile.Env()...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -325,12 +325,14 @@ func checkCase(t *testing.T, pool *pgxpool.Pool, c *hostile.Case, o hostileOutco
 		var n int
 		err := pool.QueryRow(context.Background(), `
 			SELECT (SELECT count(*) FROM polls WHERE strpos(coalesce(error, '') || coalesce(url, ''), $1) > 0)
-			     + (SELECT count(*) FROM feed_status WHERE strpos(coalesce(last_error, '') || coalesce(url, ''), $1) > 0)`, s).Scan(&n)
+			     + (SELECT count(*) FROM feed_status WHERE strpos(coalesce(last_error, '') || coalesce(url, ''), $1) > 0)
+			     + (SELECT count(*) FROM features WHERE jurisdiction = $2 AND feed = $3
+			          AND strpos(lower(feature_id || coalesce(properties::text, '')), lower($1)) > 0)`, s, c.Jurisdiction(), c.Name).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
-			bad("secret %q in polls or feed_status", s)
+			bad("secret %q in polls, feed_status or the feed's features", s)
 		}
 	}
 	var status string
@@ -434,7 +436,7 @@ func pollOnce(ctx context.Context, bin, cfg, dbURL, key string, timeout time.Dur
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "poll", "-config", cfg, "-database-url", dbURL, "-migrate=false", key)
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr, cmd.Env = &out, &out, append(os.Environ(), hostile.Env()...)
 	start := time.Now()
 	err := cmd.Run()
 	o := hostileOutcome{output: out.String(), duration: time.Since(start)}

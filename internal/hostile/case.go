@@ -19,6 +19,9 @@ const (
 	// OGCAPI is an OGC API – Features collection (kind: ogcapi), its URL
 	// …/hostile/NAME/collections/points.
 	OGCAPI = "ogcapi"
+	// Socrata is a dataset of a Socrata portal (kind: socrata, with an app
+	// token), its URL …/resource/ID.json, ID the case's DatasetID.
+	Socrata = "socrata"
 )
 
 // Origins of the hostile corpus. Each is its own listener (its own breaker in
@@ -61,7 +64,7 @@ type Case struct {
 	Name string
 	// Class is the class of input the case belongs to, for reports.
 	Class string
-	// Kind is GeoJSON (the default), WFS, GML, ArcGIS or OGCAPI.
+	// Kind is GeoJSON (the default), WFS, GML, ArcGIS, OGCAPI or Socrata.
 	Kind string
 	// Origin is the origin that serves the case (OriginMain when empty).
 	Origin string
@@ -99,6 +102,8 @@ type Case struct {
 	Query string
 	// UserInfo is put in the feed URL (a planted token).
 	UserInfo string
+	// Redirects is the feed's redirects setting ("": the default).
+	Redirects string
 	// Secrets must appear nowhere in ingestd's output for the case.
 	Secrets []string
 

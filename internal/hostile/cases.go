@@ -26,7 +26,7 @@ const (
 
 // Cases returns the hostile corpus: every class of issue 14's findings
 // (1, 3, 5, 6, 8), the classes an earlier hostile run found handled
-// already, and the ArcGIS REST and OGC API – Features lies, each as a case
+// already, and the ArcGIS REST, OGC API – Features and Socrata lies, each as a case
 // with its expected outcome. Static bodies are files of testdata/hostile;
 // large ones are generated.
 func Cases() []Case {
@@ -75,6 +75,14 @@ var Groups = []Group{
 	{"OGC API: error answers", ogcapiErrors},
 	{"OGC API: truncated pages", ogcapiTruncated},
 	{"OGC API: bombs", ogcapiBombs},
+	{sodaCounts, socrataCounts},
+	{sodaSchema, socrataColumns},
+	{sodaBodies, socrataBodies},
+	{sodaTrunc, socrataTruncated},
+	{sodaBombs, socrataBombs},
+	{sodaTokens, socrataTokens},
+	{sodaHTTP, socrataHTTP},
+	{sodaGeometry, socrataGeometry},
 }
 
 // loadCase is a case whose static body loads features.

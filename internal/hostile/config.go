@@ -93,7 +93,11 @@ func writeFeed(b *strings.Builder, c *Case, origins map[string]string) error {
 	if !ok {
 		return fmt.Errorf("hostile: no URL for origin %q of case %s", c.OriginName(), c.Name)
 	}
-	u, err := url.Parse(base + "/hostile/" + c.Name + casePaths[c.Kind])
+	path := casePaths[c.Kind]
+	if c.Kind == Socrata {
+		path = "/resource/" + DatasetID(c.Name) + ".json"
+	}
+	u, err := url.Parse(base + "/hostile/" + c.Name + path)
 	if err != nil {
 		return fmt.Errorf("hostile: case %s: %w", c.Name, err)
 	}
@@ -111,6 +115,8 @@ func writeFeed(b *strings.Builder, c *Case, origins map[string]string) error {
 		fmt.Fprintf(b, "        kind: wfs\n        type_name: points\n        version: \"2.0.0\"\n        output_format: %q\n        sort_by: n\n", format)
 	case ArcGIS, OGCAPI:
 		fmt.Fprintf(b, "        kind: %s\n", c.Kind)
+	case Socrata:
+		fmt.Fprintf(b, "        kind: socrata\n        app_token: ${%s}\n", AppTokenVar)
 	default:
 		b.WriteString("        kind: geojson\n")
 	}
@@ -122,6 +128,9 @@ func writeFeed(b *strings.Builder, c *Case, origins map[string]string) error {
 	}
 	if c.RequestTimeout > 0 {
 		fmt.Fprintf(b, "        request_timeout: %s\n", c.RequestTimeout)
+	}
+	if c.Redirects != "" {
+		fmt.Fprintf(b, "        redirects: %s\n", c.Redirects)
 	}
 	writeLimits(b, c.Limits)
 	return nil

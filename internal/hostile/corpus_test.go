@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func TestCorpusShape(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{GeoJSON, WFS, GML, ArcGIS, OGCAPI} {
+	for _, k := range []string{GeoJSON, WFS, GML, ArcGIS, OGCAPI, Socrata} {
 		if kinds[k] < 10 {
 			t.Errorf("%d cases of kind %q, want at least 10", kinds[k], k)
 		}
@@ -80,7 +81,11 @@ func TestCorpusShape(t *testing.T) {
 	for _, c := range cases {
 		// A case may hang: 300ms ends it. A slow machine reads less in
 		// that time, which the size check below cannot mistake for more.
-		b := get(t, ts.URL+"/hostile/"+c.Name+casePaths[c.Kind]+featuresQuery[c.Kind], 300*time.Millisecond)
+		path := casePaths[c.Kind] + featuresQuery[c.Kind]
+		if c.Kind == Socrata {
+			path = "/resource/" + DatasetID(c.Name) + ".json" + featuresQuery[Socrata]
+		}
+		b := get(t, ts.URL+"/hostile/"+c.Name+path, 300*time.Millisecond)
 		// arcgistest's bombs have their own sizes (at most 100 MiB),
 		// which MaxGenerated does not bound.
 		if int64(len(b)) > h.MaxGenerated+64<<10 && c.Kind != ArcGIS {
@@ -112,6 +117,10 @@ func TestCorpusShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, kv := range Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	path := filepath.Join(t.TempDir(), "hostile.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
@@ -130,6 +139,8 @@ func TestCorpusShape(t *testing.T) {
 var featuresQuery = map[string]string{
 	ArcGIS: "/query?f=json&objectIds=1,2,3,4,5&outFields=*",
 	OGCAPI: "/items?f=json&limit=2",
+	// The first page, as socrata.Client asks for it.
+	Socrata: "?%24select=%3Aid%2C+%3Acreated_at%2C+%3Aupdated_at%2C+%2A&%24order=%3Aid&%24limit=10&%24offset=0",
 }
 
 // get reads url's body until the server ends it or within passes; errors

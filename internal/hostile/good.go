@@ -7,6 +7,7 @@ import (
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
 	"github.com/ingestd/ingestd/esrijson"
 	"github.com/ingestd/ingestd/internal/layertest"
+	"github.com/ingestd/ingestd/socrata/socratatest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
@@ -19,14 +20,16 @@ var goodLayer = layertest.Points{N: GoodFeatures}
 
 // goodServer answers the good phase of every kind with goodLayer: WFS and
 // plain GeoJSON by wfstest, ArcGIS REST by arcgistest, OGC API by the
-// corpus's own documents (ogcapi.go), each under the case's URL.
+// corpus's own documents (ogcapi.go), each under the case's URL, and
+// Socrata by socratatest at the case's dataset (socrata.go).
 type goodServer struct {
-	wfs    *wfstest.Server
-	arcgis *arcgistest.Server
+	wfs     *wfstest.Server
+	arcgis  *arcgistest.Server
+	socrata *socratatest.Server
 }
 
 func newGoodServer() *goodServer {
-	g := &goodServer{wfs: wfstest.New(), arcgis: arcgistest.New()}
+	g := &goodServer{wfs: wfstest.New(), arcgis: arcgistest.New(), socrata: goodPortal()}
 	g.wfs.AddLayer("points", goodLayer)
 	g.arcgis.AddLayer("points", arcgisPoints(GoodFeatures, 0))
 	return g
@@ -37,6 +40,8 @@ func (g *goodServer) serve(w http.ResponseWriter, r *http.Request, kind, sub str
 	switch kind {
 	case ArcGIS:
 		g.arcgis.ServeHTTP(w, below(r, sub))
+	case Socrata:
+		g.socrata.ServeHTTP(w, below(r, goodSocrataPath(sub)))
 	case OGCAPI:
 		serveOGCAPI(w, r, sub, func(w http.ResponseWriter) {
 			writeOGCPage(w, ogcPage{matched: GoodFeatures, returned: GoodFeatures, ids: []int{0, 1}})

@@ -1,6 +1,6 @@
 // Package hostile is the hostile corpus: lying and malformed answers of
 // every feed kind (GeoJSON, WFS with GeoJSON or GML output, ArcGIS REST,
-// OGC API – Features), each with what ingestd must make of it; the server
+// OGC API – Features, Socrata), each with what ingestd must make of it; the server
 // that serves them (a good layer first, then the hostile answer at the same
 // URL); and the ingestd configuration that polls them. No protocol owns it:
 // it exercises them all, and cmd/ingestd's TestHostileCorpus runs the real
@@ -129,6 +129,9 @@ func (h *Server) Requests(name string) int {
 // redirect to the peer origin lands on data.
 func (h *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/hostile/")
+	if !ok {
+		rest, ok = h.socrataPath(r.URL.Path)
+	}
 	if !ok {
 		h.good.serve(w, r, GeoJSON, r.URL.Path)
 		return

@@ -8,7 +8,7 @@
 // a number of them), SODA's error bodies, and edits that move
 // rowsUpdatedAt and :updated_at. Faults make it misbehave as portals do: a
 // page that drops a row, an offset past the end answered with rows, a
-// request answered with an error body.
+// request answered with an error body, an answer edited.
 package socratatest
 
 import (
@@ -81,6 +81,10 @@ type Fault struct {
 	// Before runs before a matching request is answered (an edit made
 	// while a client reads the dataset).
 	Before func(s *Server)
+	// Edit changes the body of a matching answer: a row that is not an
+	// object, a column renamed on one page, a metadata field of the wrong
+	// type.
+	Edit func(body []byte) []byte
 }
 
 // Server is a Socrata portal. Its zero value is not usable: call New.
@@ -203,6 +207,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Query = dec
 	}
 	status, body, header := s.answer(r, token, fault)
+	if fault != nil && fault.Edit != nil {
+		body = fault.Edit(body)
+	}
 	rec.Status = status
 	s.log = append(s.log, rec)
 	for k, v := range header {
