@@ -354,8 +354,10 @@ func (m *Manager) recordQueueWait(ctx context.Context, f *Feed, pollID int64, wa
 
 // fetch fetches layer from firstPage on into the poll's staging. A poll
 // resumed at firstPage > 0 of a kind that cannot prove its staged pages
-// current (Restarter) starts over from the first page; fetch returns the
-// layer as fetched and the page it started at.
+// current (Restarter) starts over from the first page; one of a kind that
+// can read a page again (PageRereader) reads the page before firstPage and
+// starts over when it is not what was staged (fetchResumed). fetch returns
+// the layer as fetched and the page it started at.
 func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
 	var stats source.FetchStats
 	if k, ok := m.store.(sridKnower); ok {
@@ -367,6 +369,14 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 	}
 	restart := m.restartReason(firstPage, layer)
 	var err error
+	if restart == "" && firstPage > 0 && m.rereads(layer) {
+		stats, err = m.fetchResumed(ctx, layer, pollID, firstPage, stager, logger)
+		var disproved *ResumeDisprovedError
+		if !errors.As(err, &disproved) {
+			return layer, firstPage - 1, stats, stager.finish(err)
+		}
+		restart = disproved.Error()
+	}
 	if restart == "" {
 		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
 	} else {

@@ -112,6 +112,17 @@ func (s *Store) RestartStaging(ctx context.Context, pollID int64) error {
 	return nil
 }
 
+// StagedPageDigest implements the digest a resumed poll compares the page
+// before its checkpoint by (feeds.PageDigest): the page's features, and a
+// digest of their ids and content hashes in the order staged.
+func (s *Store) StagedPageDigest(ctx context.Context, pollID int64, page int) (feeds.PageDigest, error) {
+	var d feeds.PageDigest
+	if err := s.pool.QueryRow(ctx, sqlQuery("StagedPageDigest"), pollID, page).Scan(&d.Features, &d.Sum); err != nil {
+		return d, fmt.Errorf("postgis: digest of page %d of poll %d: %w", page, pollID, err)
+	}
+	return d, nil
+}
+
 // StagedFeatures returns how many features the poll's staged pages hold:
 // a resumed poll counts them against its limits.poll_features.
 func (s *Store) StagedFeatures(ctx context.Context, pollID int64) (int64, error) {

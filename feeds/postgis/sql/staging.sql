@@ -22,6 +22,14 @@ INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features, 
 ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
 	invalid_features = excluded.invalid_features, profile = excluded.profile, next_link = NULL, staged_at = now()
 
+-- name: StagedPageDigest
+-- Page $2 of poll $1 as a resume compares it (feeds.PageDigest): its
+-- features, and SHA-256 over each one's id and content hashes in the
+-- order staged.
+SELECT count(*)::int, sha256(convert_to(coalesce(string_agg(feature_id || E'\t' || coalesce(encode(geom_hash, 'hex'), '')
+	|| E'\t' || coalesce(encode(props_hash, 'hex'), ''), E'\n' ORDER BY ordinal), ''), 'UTF8'))
+FROM staged_features WHERE poll_id = $1 AND page = $2
+
 -- name: StagedFeatures
 SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1
 
