@@ -169,7 +169,7 @@ var (
 	_ PageURLer    = (*wfs.Client)(nil)
 	_ PageURLer    = (*ogcapi.Client)(nil)
 	_ Restarter    = (*Fetchers)(nil)
-	_ Restarter    = (*ogcapi.Client)(nil)
 	_ PageRereader = (*Fetchers)(nil)
 	_ PageRereader = (*wfs.Client)(nil)
+	_ PageRereader = (*ogcapi.Client)(nil)
 )

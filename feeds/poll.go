@@ -372,10 +372,14 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 	if restart == "" && firstPage > 0 && m.rereads(layer) {
 		stats, err = m.fetchResumed(ctx, layer, pollID, firstPage, stager, logger)
 		var disproved *ResumeDisprovedError
-		if !errors.As(err, &disproved) {
+		switch {
+		case errors.As(err, &disproved):
+			restart = disproved.Error()
+		case errors.Is(err, source.ErrCannotResume):
+			restart = redact.Text(err.Error())
+		default:
 			return layer, firstPage - 1, stats, stager.finish(err)
 		}
-		restart = disproved.Error()
 	}
 	if restart == "" {
 		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)

@@ -39,9 +39,11 @@ func (d PageDigest) Equal(o PageDigest) bool {
 }
 
 // pageDigester is implemented by a Store that can digest a staged page
-// (postgis.Store: the page's ids and content hashes, in the order staged).
+// (postgis.Store: the page's ids and content hashes, in the order staged)
+// and return the next link a page recorded (source.Page.Next).
 type pageDigester interface {
 	StagedPageDigest(ctx context.Context, pollID int64, page int) (PageDigest, error)
+	NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error)
 }
 
 // ResumeDisprovedError ends a resumed fetch whose page before the
@@ -71,7 +73,10 @@ func (m *Manager) rereads(layer source.Layer) bool {
 // page before it, proof = firstPage-1, the last page the poll staged: that
 // page is staged again and its digest compared with the one staged before
 // the poll parked. Equal, the fetch goes on from firstPage, at the cost of
-// one request; different, it ends with a *ResumeDisprovedError.
+// one request; different, it ends with a *ResumeDisprovedError. A kind
+// that pages by links reads the proof page at the next link the page
+// before it recorded (layer.Resume); one that cannot read it again says so
+// with source.ErrCannotResume.
 //
 // The page before the checkpoint rather than the first page: a feature
 // inserted or removed anywhere before the checkpoint moves every page after
@@ -90,6 +95,13 @@ func (m *Manager) fetchResumed(ctx context.Context, layer source.Layer, pollID i
 	}
 	// The page is counted again as it is staged again.
 	stager.features -= int64(staged.Features)
+	layer.Resume = source.Resume{Features: int(stager.features)}
+	if proof > 0 {
+		// Where a kind that pages by links reads the proof page again.
+		if layer.Resume.Link, _, err = pd.NextLink(ctx, pollID, proof-1); err != nil {
+			return source.FetchStats{NumberMatched: -1}, err
+		}
+	}
 	handle := func(ctx context.Context, page source.Page, features feature.FeatureReader) error {
 		if err := stager.handle(ctx, page, features); err != nil || page.Index != proof {
 			return err

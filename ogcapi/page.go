@@ -93,6 +93,17 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		feature.WithLimits(layer.Limits.WithDefaults()))
 	pr := &pageReader{dec: dec, st: st, page: p.Index, url: a.Redacted, swap: st.want.crs.LatFirst, body: a,
 		h: newPageHash(st.seed)}
+	base := a.Resp.Request.URL
+	p.Next = func() string {
+		if pr.next == "" {
+			return ""
+		}
+		n, err := resolve(base, pr.next)
+		if err != nil {
+			return "" // the fetch fails on it (PagingError)
+		}
+		return Storable(n, layer.URL)
+	}
 
 	first, err := pr.read()
 	var lone *PagingError
