@@ -22,7 +22,8 @@ type PageRereader interface {
 }
 
 // PageDigest is what a poll staged for one page, as a resume compares it:
-// its features and a digest of their ids and content hashes in order.
+// its features and a digest of their ids and content hashes (in any
+// order: the same features in another order are the same page).
 type PageDigest struct {
 	Features int
 	Sum      []byte
@@ -39,7 +40,7 @@ func (d PageDigest) Equal(o PageDigest) bool {
 }
 
 // pageDigester is implemented by a Store that can digest a staged page
-// (postgis.Store: the page's ids and content hashes, in the order staged)
+// (postgis.Store: the page's ids and content hashes)
 // and return the next link a page recorded (source.Page.Next).
 type pageDigester interface {
 	StagedPageDigest(ctx context.Context, pollID int64, page int) (PageDigest, error)

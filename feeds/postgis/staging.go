@@ -147,7 +147,7 @@ func (s *Store) RestartStaging(ctx context.Context, pollID int64) error {
 
 // StagedPageDigest implements the digest a resumed poll compares the page
 // before its checkpoint by (feeds.PageDigest): the page's features, and a
-// digest of their ids and content hashes in the order staged.
+// digest of their ids and content hashes, in any order.
 func (s *Store) StagedPageDigest(ctx context.Context, pollID int64, page int) (feeds.PageDigest, error) {
 	var d feeds.PageDigest
 	if err := s.pool.QueryRow(ctx, sqlQuery("StagedPageDigest"), pollID, page).Scan(&d.Features, &d.Sum); err != nil {

@@ -28,10 +28,10 @@ SELECT next_link FROM staged_pages WHERE poll_id = $1 AND page = $2
 
 -- name: StagedPageDigest
 -- Page $2 of poll $1 as a resume compares it (feeds.PageDigest): its
--- features, and SHA-256 over each one's id and content hashes in the
--- order staged.
+-- features, and SHA-256 over each one's id and content hashes, sorted: the
+-- same features in another order are the same page.
 SELECT count(*)::int, sha256(convert_to(coalesce(string_agg(feature_id || E'\t' || coalesce(encode(geom_hash, 'hex'), '')
-	|| E'\t' || coalesce(encode(props_hash, 'hex'), ''), E'\n' ORDER BY ordinal), ''), 'UTF8'))
+	|| E'\t' || coalesce(encode(props_hash, 'hex'), ''), E'\n' ORDER BY feature_id COLLATE "C", geom_hash, props_hash), ''), 'UTF8'))
 FROM staged_features WHERE poll_id = $1 AND page = $2
 
 -- name: StagedFeatures
