@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"sync/atomic"
@@ -351,6 +352,50 @@ func TestResumeProvesStagedPages(t *testing.T) {
 				t.Errorf("the resumed poll recorded %d pages (%v), want 5", pages, err)
 			}
 		})
+	}
+}
+
+// TestResumeProofRefusedKeepsCheckpoint: a replay whose read of the page
+// before its checkpoint fails (the origin still answering 503) is parked
+// again at the same page, every staged page kept: the proof page is never
+// given up for one the replay did not read.
+func TestResumeProofRefusedKeepsCheckpoint(t *testing.T) {
+	t.Parallel()
+	const k = 3
+	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+      - id: parcels
+        kind: wfs
+        url: %[1]s/wfs
+        type_name: parcels
+        page_size: 10
+`))
+	b.server.AddLayer("parcels", namedLayer{prefix: "f", n: 47})
+	var tripped atomic.Bool
+	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+		if r.Page == k-1 && tripped.CompareAndSwap(false, true) {
+			b.trip(t)
+		}
+		return nil
+	})
+	if _, err := b.manager.Poll(b.ctx, "county/parcels"); !errors.As(err, new(*deadletter.DeferError)) {
+		t.Fatalf("poll error = %v, want parked", err)
+	}
+	l := b.letter(t, "parcels")
+	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+		return &wfstest.Fault{Status: http.StatusServiceUnavailable, Body: "down"}
+	})
+	b.advanceTo(t, l.RetryAfter)
+	if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
+		t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
+	}
+	again := b.letter(t, "parcels")
+	var staged int
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM staged_pages WHERE poll_id = $1`, again.Checkpoint.PollID).Scan(&staged); err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != deadletter.StatusPending || again.Checkpoint.PollID != l.Checkpoint.PollID || again.Checkpoint.Page != k || staged != k {
+		t.Errorf("after a failed replay: letter %s at %+v with %d pages staged, want pending at page %d of poll %d with %d staged",
+			again.Status, again.Checkpoint, staged, k, l.Checkpoint.PollID, k)
 	}
 }
 

@@ -377,6 +377,10 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 			restart = disproved.Error()
 		case errors.Is(err, source.ErrCannotResume):
 			restart = redact.Text(err.Error())
+		case stats.Pages == 0:
+			// The page before firstPage was not read again (the origin
+			// failed first): what is staged still ends at firstPage.
+			return layer, firstPage, stats, stager.finish(err)
 		default:
 			return layer, firstPage - 1, stats, stager.finish(err)
 		}
