@@ -76,11 +76,12 @@ type PageURLer interface {
 
 // Restarter is implemented by a fetcher whose kind cannot prove that the
 // pages a parked poll staged still belong to the server's current layer
-// (OGC API – Features: only reading them all again would, see
-// ogcapi.Client.RestartReason). A poll of such a layer resumed at page
-// n > 0 drops its staged pages and fetches from the first page: resuming
-// would apply a snapshot the server never had when the layer changed while
-// the poll was parked. Without it, a resumed poll fetches from page n.
+// (Socrata: see socrata.Client.RestartReason). A poll of such a layer
+// resumed at page n > 0 drops its staged pages and fetches from the first
+// page: resuming would apply a snapshot the server never had when the
+// layer changed while the poll was parked. Without it, a resumed poll
+// proves its pages by reading page n-1 again (PageRereader), or fetches
+// from page n.
 type Restarter interface {
 	// RestartReason says why a resumed poll of layer must start over, for
 	// the log; "" lets it resume.
