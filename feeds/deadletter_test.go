@@ -3,7 +3,10 @@ package feeds_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/url"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,10 +245,16 @@ func TestReplayResumesAtTheRefusedPage(t *testing.T) {
 	}
 	for p := range 5 {
 		got := b.server.PageRequests("parcels", p) - before[p]
-		// Pages before k: fetched once by the first poll, never by the
-		// replay; k and later: once, by the replay (a refusal sends nothing).
-		if got != 1 {
-			t.Errorf("page %d requested %d times by the parked poll and its replay, want 1", p, got)
+		// Pages before k: fetched once by the first poll, and page k-1
+		// once more by the replay, its proof that the staged pages are
+		// still the layer's (TestResumeProvesStagedPages); k and later:
+		// once, by the replay (a refusal sends nothing).
+		want := 1
+		if p == k-1 {
+			want = 2
+		}
+		if got != want {
+			t.Errorf("page %d requested %d times by the parked poll and its replay, want %d", p, got, want)
 		}
 	}
 	if got := b.contentDigest(t, "parcels"); got != clean {
@@ -257,6 +266,136 @@ func TestReplayResumesAtTheRefusedPage(t *testing.T) {
 	}
 	if polls != 1 || pages != 5 {
 		t.Errorf("%d succeeded polls with %d pages, want the one resumed poll with all 5", polls, pages)
+	}
+}
+
+// TestResumeProvesStagedPages: a WFS poll parked at page 3 (the origin
+// opened while page 2 was served) resumes by reading page 2 again and
+// comparing it with what it staged. Unchanged, the replay goes on from
+// page 3: the pages before 2 are not asked again, and the snapshot is
+// a clean poll's. Changed while the poll was parked — every feature
+// replaced with the count kept, one feature of page 2 replaced, or one
+// removed from page 0 (which moves every page after it) — the replay
+// drops what was staged and starts over, and what is stored is the layer
+// as it is now, no feature of before beside one of after.
+func TestResumeProvesStagedPages(t *testing.T) {
+	t.Parallel()
+	const k = 3
+	before := namedLayer{prefix: "f", n: 47}
+	shift := namedLayer{prefix: "f", n: 46, other: map[int]string{}}
+	for i := range 46 {
+		shift.other[i] = fmt.Sprintf("f.%d", i+1) // f.0 removed
+	}
+	for name, tc := range map[string]struct {
+		after   namedLayer
+		restart bool
+	}{
+		"unchanged":                  {before, false},
+		"every feature replaced":     {namedLayer{prefix: "g", n: 47}, true},
+		"one feature of page 2 gone": {namedLayer{prefix: "f", n: 47, other: map[int]string{25: "h.25"}}, true},
+		"one feature of page 0 gone": {shift, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+      - id: parcels
+        kind: wfs
+        url: %[1]s/wfs
+        type_name: parcels
+        page_size: 10
+`))
+			b.server.AddLayer("parcels", before)
+			var tripped atomic.Bool
+			b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+				if r.Page == k-1 && tripped.CompareAndSwap(false, true) {
+					b.trip(t)
+				}
+				return nil
+			})
+			_, err := b.manager.Poll(b.ctx, "county/parcels")
+			var de *deadletter.DeferError
+			if !errors.As(err, &de) {
+				t.Fatalf("poll error = %v, want parked", err)
+			}
+			l := b.letter(t, "parcels")
+			if l.Checkpoint.Page != k {
+				t.Fatalf("checkpoint %+v, want page %d", l.Checkpoint, k)
+			}
+			b.server.AddLayer("parcels", tc.after)
+			asked := make([]int, 5)
+			for p := range asked {
+				asked[p] = b.server.PageRequests("parcels", p)
+			}
+			b.advanceTo(t, l.RetryAfter)
+			if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
+				t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
+			}
+			if l := b.letter(t, "parcels"); l.Status != deadletter.StatusDone {
+				t.Fatalf("dead letter %s after the replay, want done (last error %q)", l.Status, l.LastError)
+			}
+			got := b.featureIDs(t, "parcels")
+			slices.Sort(got)
+			if want := tc.after.ids(); !slices.Equal(got, want) {
+				t.Errorf("stored ids %v,\nwant the layer as it is now %v", got, want)
+			}
+			// The replay's requests of page 0 and of page k-1: the proof
+			// reads k-1 once; a restart reads every page from 0.
+			first, proof := b.server.PageRequests("parcels", 0)-asked[0], b.server.PageRequests("parcels", k-1)-asked[k-1]
+			if tc.restart && (first != 1 || proof != 2) {
+				t.Errorf("replay asked page 0 %d times and page %d %d times, want 1 and 2: proof, then a start over", first, k-1, proof)
+			}
+			if !tc.restart && (first != 0 || proof != 1) {
+				t.Errorf("replay asked page 0 %d times and page %d %d times, want 0 and 1: the proof alone", first, k-1, proof)
+			}
+			var pages int
+			if err := b.pool.QueryRow(b.ctx, `SELECT pages FROM polls WHERE feed = 'parcels' AND status = 'succeeded'`).Scan(&pages); err != nil || pages != 5 {
+				t.Errorf("the resumed poll recorded %d pages (%v), want 5", pages, err)
+			}
+		})
+	}
+}
+
+// TestResumeProofRefusedKeepsCheckpoint: a replay whose read of the page
+// before its checkpoint fails (the origin still answering 503) is parked
+// again at the same page, every staged page kept: the proof page is never
+// given up for one the replay did not read.
+func TestResumeProofRefusedKeepsCheckpoint(t *testing.T) {
+	t.Parallel()
+	const k = 3
+	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+      - id: parcels
+        kind: wfs
+        url: %[1]s/wfs
+        type_name: parcels
+        page_size: 10
+`))
+	b.server.AddLayer("parcels", namedLayer{prefix: "f", n: 47})
+	var tripped atomic.Bool
+	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+		if r.Page == k-1 && tripped.CompareAndSwap(false, true) {
+			b.trip(t)
+		}
+		return nil
+	})
+	if _, err := b.manager.Poll(b.ctx, "county/parcels"); !errors.As(err, new(*deadletter.DeferError)) {
+		t.Fatalf("poll error = %v, want parked", err)
+	}
+	l := b.letter(t, "parcels")
+	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
+		return &wfstest.Fault{Status: http.StatusServiceUnavailable, Body: "down"}
+	})
+	b.advanceTo(t, l.RetryAfter)
+	if claimed, err := b.replayer.RunOnce(b.ctx); err != nil || len(claimed) != 1 {
+		t.Fatalf("replay claimed %d rows (err %v), want 1", len(claimed), err)
+	}
+	again := b.letter(t, "parcels")
+	var staged int
+	if err := b.pool.QueryRow(b.ctx, `SELECT count(*) FROM staged_pages WHERE poll_id = $1`, again.Checkpoint.PollID).Scan(&staged); err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != deadletter.StatusPending || again.Checkpoint.PollID != l.Checkpoint.PollID || again.Checkpoint.Page != k || staged != k {
+		t.Errorf("after a failed replay: letter %s at %+v with %d pages staged, want pending at page %d of poll %d with %d staged",
+			again.Status, again.Checkpoint, staged, k, l.Checkpoint.PollID, k)
 	}
 }
 

@@ -150,12 +150,26 @@ func (f *Fetchers) RestartReason(layer source.Layer) string {
 	return ""
 }
 
+// RereadsPages asks the fetcher of layer's kind whether it reads a page
+// again as it read it first (PageRereader); false for a kind that does not
+// say.
+func (f *Fetchers) RereadsPages(layer source.Layer) bool {
+	if ft, err := f.fetcher(layer.Kind); err == nil {
+		if r, ok := ft.(PageRereader); ok {
+			return r.RereadsPages(layer)
+		}
+	}
+	return false
+}
+
 // The contract's optional interfaces, held by the kinds that implement
 // them and by Fetchers (which answers for every kind).
 var (
-	_ PageURLer = (*Fetchers)(nil)
-	_ PageURLer = (*wfs.Client)(nil)
-	_ PageURLer = (*ogcapi.Client)(nil)
-	_ Restarter = (*Fetchers)(nil)
-	_ Restarter = (*ogcapi.Client)(nil)
+	_ PageURLer    = (*Fetchers)(nil)
+	_ PageURLer    = (*wfs.Client)(nil)
+	_ PageURLer    = (*ogcapi.Client)(nil)
+	_ Restarter    = (*Fetchers)(nil)
+	_ PageRereader = (*Fetchers)(nil)
+	_ PageRereader = (*wfs.Client)(nil)
+	_ PageRereader = (*ogcapi.Client)(nil)
 )

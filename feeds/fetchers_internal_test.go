@@ -39,7 +39,8 @@ func TestFetchersUnknownKind(t *testing.T) {
 // TestFetchersAnswerPerKind: Fetchers hands the contract's optional
 // interfaces to the fetcher of the layer's kind, and answers a kind that
 // lacks one with its default: the dead-letter URL of each kind's page
-// (credentials redacted), and which start a resumed poll over (ogcapi).
+// (credentials redacted), and which read a page again to prove a resumed
+// poll's staged pages (wfs when paged, ogcapi) rather than start it over.
 func TestFetchersAnswerPerKind(t *testing.T) {
 	t.Parallel()
 	f := NewFetchers(FetcherDeps{})
@@ -48,15 +49,16 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		layer   source.Layer
 		page    int
 		url     string // what PageURL must contain
-		restart bool
+		rereads bool
 	}{
-		{source.Layer{Kind: KindWFS, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", false},
+		{source.Layer{Kind: KindWFS, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", true},
 		{source.Layer{Kind: KindGeoJSON, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
 		{source.Layer{Kind: KindArcGIS, URL: "http://127.0.0.1:1/arcgis/rest/services/P/FeatureServer/0?token=" + secret, PageSize: 100},
 			4, "/FeatureServer/0", false},
 		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
 			Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/p/items?key=" + secret}, PageSize: 50}, 0, "/collections/p/items?", true},
-		// A parked poll of page 2 starts over: its letter names the first page.
+		// A parked poll of page 2 resumes at a link only its pages know:
+		// its letter names the first page.
 		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
 			Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/p/items"}, PageSize: 50}, 2, "/collections/p/items?limit=50", true},
 	} {
@@ -64,8 +66,11 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		if !strings.Contains(got, tc.url) || strings.Contains(got, secret) {
 			t.Errorf("%s page %d: PageURL %q; want it to contain %q and no credential", tc.layer.Kind, tc.page, got, tc.url)
 		}
-		if got := f.RestartReason(tc.layer); (got != "") != tc.restart {
-			t.Errorf("%s: RestartReason %q", tc.layer.Kind, got)
+		if got := f.RereadsPages(tc.layer); got != tc.rereads {
+			t.Errorf("%s: RereadsPages %v", tc.layer.Kind, got)
+		}
+		if got := f.RestartReason(tc.layer); got != "" {
+			t.Errorf("%s: RestartReason %q, want none (socrata's alone)", tc.layer.Kind, got)
 		}
 	}
 	if got := f.PageURL(source.Layer{Kind: "nosuchkind", URL: "http://u:" + secret + "@127.0.0.1:1/x"}, 1); strings.Contains(got, secret) || !strings.Contains(got, "/x") {

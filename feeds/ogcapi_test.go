@@ -195,12 +195,13 @@ func setupOGCAPIDL(t *testing.T, feedsYAML string) (*dlBundle, *ogcapitest.Serve
 		replayer: deadletter.NewReplayer(b.pool, b.manager.Replay, deadletter.WithMaxAttempts(cfg.MaxAttempts))}, server
 }
 
-// TestOGCAPIResumeStartsOver: a poll refused on page 2 is parked; its
-// replay drops the pages it staged and starts over from the first page
-// (nothing proves them still the server's collection: see
-// TestOGCAPIResumeAfterTheLayerChanged), whether or not the server has
-// expired its cursors meanwhile, and lands the whole collection. No next
-// link is stored.
+// TestOGCAPIResumeStartsOver: a poll refused on page 2 is parked, each
+// staged page with its next link (without the feed's key); its replay
+// reads page 1 again at page 0's next link, finds it as staged and goes on
+// at page 1's (TestOGCAPIResumeAfterTheLayerChanged: when it is not, the
+// poll starts over). When the server has expired its cursors meanwhile,
+// page 1's link is refused (400): the replay drops the staged pages and
+// starts over from the first page. Either way the whole collection lands.
 func TestOGCAPIResumeStartsOver(t *testing.T) {
 	t.Parallel()
 	for _, expire := range []bool{false, true} {
@@ -230,11 +231,13 @@ func TestOGCAPIResumeStartsOver(t *testing.T) {
 				t.Fatalf("checkpoint %+v, want page %d", l.Checkpoint, k)
 			}
 			var links int
-			if err := b.pool.QueryRow(b.ctx, `SELECT count(next_link) FROM staged_pages WHERE poll_id = $1`, l.Checkpoint.PollID).Scan(&links); err != nil {
+			var stored string
+			if err := b.pool.QueryRow(b.ctx, `SELECT count(next_link), coalesce(string_agg(next_link, ' '), '') FROM staged_pages WHERE poll_id = $1`,
+				l.Checkpoint.PollID).Scan(&links, &stored); err != nil {
 				t.Fatal(err)
 			}
-			if links != 0 {
-				t.Errorf("%d staged pages recorded a next link, want none", links)
+			if links != k || strings.Contains(stored, "s3cret") {
+				t.Errorf("%d staged pages recorded a next link (%s), want %d, without the feed's key", links, stored, k)
 			}
 			if expire {
 				server.ExpireCursors()
@@ -249,9 +252,13 @@ func TestOGCAPIResumeStartsOver(t *testing.T) {
 			if ids := b.featureIDs(t, "parcels"); len(ids) != 47 {
 				t.Errorf("stored %d features, want 47", len(ids))
 			}
-			// Pages 0 and 1 again; page 2 was refused by the open breaker,
-			// never sent.
-			want := map[int]int{0: 2, 10: 2, 20: 1, 30: 1, 40: 1}
+			// Page 1 again, the proof; page 2 was refused by the open
+			// breaker, never sent. With the cursors expired, page 1's
+			// link is refused and every page read again.
+			want := map[int]int{0: 1, 10: 2, 20: 1, 30: 1, 40: 1}
+			if expire {
+				want[0], want[10] = 2, 3
+			}
 			for offset, n := range want {
 				if got := server.ItemRequests("parcels", offset); got != n {
 					t.Errorf("offset %d requested %d times, want %d", offset, got, n)
@@ -353,22 +360,29 @@ func (f *failingItems) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestOGCAPIResumeAfterTheLayerChanged: a poll parked at page 2 (its page
-// failing on the server's side), the server then changing its collection,
-// and the replay: what is applied is the server's collection as it is now,
-// never the pages staged before it changed beside the pages after. Both
-// the replacement of every feature (as a hostile run did: the replay
-// resumed at offset 20 and applied f.0–f.19 with g.20–g.29) and the
-// replacement of one feature of page 1, which leaves the first page as it
-// was (a resume proven by re-reading the first page would apply the old
-// feature), are caught. While the poll is parked the stored snapshot stays
-// byte-identical.
+// answering 503 after page 1 was staged), the server then changing its
+// collection, and the replay: what is applied is the server's collection
+// as it is now, never the pages staged before it changed beside the pages
+// after. Both the replacement of every feature with numberMatched still 30
+// (as a hostile run did: the replay resumed at offset 20 and applied
+// f.0–f.19 with g.20–g.29) and the replacement of one feature of page 1,
+// which leaves the first page as it was (a resume proven by re-reading the
+// first page would apply the old feature), fail the replay's proof (page 1
+// read again) and start it over; an unchanged collection passes it and the
+// replay goes on at page 2. While the poll is parked the stored snapshot
+// stays byte-identical.
 func TestOGCAPIResumeAfterTheLayerChanged(t *testing.T) {
 	t.Parallel()
 	before := namedLayer{prefix: "f", n: 30}
-	for name, after := range map[string]namedLayer{
-		"every feature replaced":     {prefix: "g", n: 30},
-		"one feature of page 1 gone": {prefix: "f", n: 30, other: map[int]string{15: "h.15"}},
+	for name, tc := range map[string]struct {
+		after   namedLayer
+		restart bool
+	}{
+		"every feature replaced":     {namedLayer{prefix: "g", n: 30}, true},
+		"one feature of page 1 gone": {namedLayer{prefix: "f", n: 30, other: map[int]string{15: "h.15"}}, true},
+		"unchanged":                  {before, false},
 	} {
+		after := tc.after
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			p := fastPolicy()
@@ -430,10 +444,15 @@ func TestOGCAPIResumeAfterTheLayerChanged(t *testing.T) {
 			if err := b.pool.QueryRow(b.ctx, `SELECT completeness FROM polls WHERE feed = 'parcels' AND status = 'succeeded' ORDER BY id DESC LIMIT 1`).Scan(&basis); err != nil || basis != "number_matched" {
 				t.Errorf("polls.completeness %q (%v), want number_matched", basis, err)
 			}
-			// The first page three times: the first poll, the parked one,
-			// and the replay that started over.
-			if n := server.ItemRequests("parcels", 0); n != 3 {
-				t.Errorf("first page requested %d times, want 3", n)
+			// Page 1 three times: the first poll, the parked one, and the
+			// replay's proof; the first page once more when the proof
+			// failed and the replay started over.
+			first, second := server.ItemRequests("parcels", 0), server.ItemRequests("parcels", 10)
+			if tc.restart && (first != 3 || second != 4) {
+				t.Errorf("pages 0 and 1 requested %d and %d times, want 3 and 4: the proof failed, the replay started over", first, second)
+			}
+			if !tc.restart && (first != 2 || second != 3) {
+				t.Errorf("pages 0 and 1 requested %d and %d times, want 2 and 3: the proof held, the replay went on", first, second)
 			}
 		})
 	}

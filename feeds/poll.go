@@ -76,11 +76,12 @@ type PageURLer interface {
 
 // Restarter is implemented by a fetcher whose kind cannot prove that the
 // pages a parked poll staged still belong to the server's current layer
-// (OGC API – Features: only reading them all again would, see
-// ogcapi.Client.RestartReason). A poll of such a layer resumed at page
-// n > 0 drops its staged pages and fetches from the first page: resuming
-// would apply a snapshot the server never had when the layer changed while
-// the poll was parked. Without it, a resumed poll fetches from page n.
+// (Socrata: see socrata.Client.RestartReason). A poll of such a layer
+// resumed at page n > 0 drops its staged pages and fetches from the first
+// page: resuming would apply a snapshot the server never had when the
+// layer changed while the poll was parked. Without it, a resumed poll
+// proves its pages by reading page n-1 again (PageRereader), or fetches
+// from page n.
 type Restarter interface {
 	// RestartReason says why a resumed poll of layer must start over, for
 	// the log; "" lets it resume.
@@ -354,8 +355,10 @@ func (m *Manager) recordQueueWait(ctx context.Context, f *Feed, pollID int64, wa
 
 // fetch fetches layer from firstPage on into the poll's staging. A poll
 // resumed at firstPage > 0 of a kind that cannot prove its staged pages
-// current (Restarter) starts over from the first page; fetch returns the
-// layer as fetched and the page it started at.
+// current (Restarter) starts over from the first page; one of a kind that
+// can read a page again (PageRereader) reads the page before firstPage and
+// starts over when it is not what was staged (fetchResumed). fetch returns
+// the layer as fetched and the page it started at.
 func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
 	var stats source.FetchStats
 	if k, ok := m.store.(sridKnower); ok {
@@ -368,6 +371,22 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 	}
 	restart := m.restartReason(firstPage, layer)
 	var err error
+	if restart == "" && firstPage > 0 && m.rereads(layer) {
+		stats, err = m.fetchResumed(ctx, layer, pollID, firstPage, stager, logger)
+		var disproved *ResumeDisprovedError
+		switch {
+		case errors.As(err, &disproved):
+			restart = disproved.Error()
+		case errors.Is(err, source.ErrCannotResume):
+			restart = redact.Text(err.Error())
+		case stats.Pages == 0:
+			// The page before firstPage was not read again (the origin
+			// failed first): what is staged still ends at firstPage.
+			return layer, firstPage, stats, stager.finish(err)
+		default:
+			return layer, firstPage - 1, stats, stager.finish(err)
+		}
+	}
 	if restart == "" {
 		stats, err = m.fetcher.Fetch(ctx, layer, firstPage, stager.handle)
 	} else {

@@ -233,7 +233,7 @@ func (s *pageStager) start(page source.Page) *pageStaging {
 				st.err = fmt.Errorf("feeds: staging page %d of poll %d panicked: %v", page.Index, s.pollID, p)
 			}
 		}()
-		reader := &chunkReader{ctx: s.ctx, chunks: st.chunks, abort: st.abort, room: st.room, recycle: s.recycle}
+		reader := &chunkReader{ctx: s.ctx, chunks: st.chunks, abort: st.abort, room: st.room, recycle: s.recycle, link: page.Next}
 		_, st.err = s.store.StagePage(s.ctx, s.pollID, page.Index, reader)
 	}()
 	return st
@@ -381,6 +381,18 @@ type chunkReader struct {
 	recycle func([]feature.Feature)
 	cur     queuedChunk
 	next    int
+	// link is the page's source.Page.Next (nil for kinds that page by
+	// offset): the store records it with the page, for a resume.
+	link func() string
+}
+
+// NextLink returns the page's next link once the page ended (the store
+// asks after its last feature), and whether the kind pages by links.
+func (r *chunkReader) NextLink() (string, bool) {
+	if r.link == nil {
+		return "", false
+	}
+	return r.link(), true
 }
 
 func (r *chunkReader) Next() (*feature.Feature, error) {

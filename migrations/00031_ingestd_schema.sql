@@ -14,8 +14,10 @@
 --     feed_freshness as the docs show it;
 --   - for the migrating role itself (ALTER ROLE, a non-superuser's own);
 --   - and ingestd's own connections set it in the pool (cmd/ingestd).
--- goose's version table stays public.goose_db_version (VersionTable names
--- it with its schema: goose looks it up in current_schema() otherwise).
+-- goose's version table is not moved here: migrations.Up moves it into
+-- ingestd once this version made the schema, and DownTo moves it back and
+-- drops the schema after the Down (migrations.go, VersionTable), which
+-- therefore leaves both in place.
 
 -- +goose Up
 CREATE SCHEMA IF NOT EXISTS ingestd;
@@ -73,6 +75,7 @@ BEGIN
         SELECT c.oid::regclass AS rel, c.relkind FROM pg_class c
         WHERE c.relnamespace = 'ingestd'::regnamespace
           AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+          AND c.relname <> 'goose_db_version'
           AND NOT (c.relkind = 'S' AND EXISTS (SELECT FROM pg_depend d
                    WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i')))
     LOOP
@@ -94,5 +97,4 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
-DROP SCHEMA ingestd;
 SELECT set_config('search_path', 'public', true);

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -32,10 +33,23 @@ import (
 //go:embed *.sql
 var FS embed.FS
 
-// VersionTable is the table in which goose records the applied versions.
-// Qualified: ingestd's search_path starts with schema ingestd (migration
-// 34), and goose looks an unqualified name up in current_schema() only.
-const VersionTable = "public.goose_db_version"
+// VersionTable is the table in which goose records the applied versions,
+// in schema ingestd with everything else of ingestd's. Qualified: goose
+// looks an unqualified name up in current_schema() only. A database
+// migrated by an older ingestd, or below SchemaVersion, has it in public
+// (legacyVersionTable); Up and DownTo move it before goose reads it.
+const VersionTable = Schema + ".goose_db_version"
+
+// Schema is the schema of ingestd's own tables, views and functions
+// (migration 31), and of goose's version table.
+const Schema = "ingestd"
+
+// SchemaVersion is the migration that makes Schema; goose's table is in
+// public before it.
+const SchemaVersion = 31
+
+// legacyVersionTable is where versions before this one kept goose's table.
+const legacyVersionTable = "public.goose_db_version"
 
 // State tells where a database stands against the embedded migrations.
 type State struct {
@@ -74,17 +88,51 @@ func Up(ctx context.Context, db *sql.DB, opts ...Option) ([]int64, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	var applied []int64
+	err := withVersionLock(ctx, db, func(conn *sql.Conn) error {
+		table, err := placeVersionTable(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if table == legacyVersionTable {
+			// Schema ingestd does not exist yet (a new database, or one
+			// before version 31): goose keeps its table in public up to the
+			// version that makes the schema, which then takes it along.
+			done, err := upTo(ctx, db, legacyVersionTable, o.logger, SchemaVersion)
+			applied = append(applied, done...)
+			if err != nil {
+				return err
+			}
+			if _, err := placeVersionTable(ctx, conn); err != nil {
+				return err
+			}
+		}
+		done, err := upTo(ctx, db, VersionTable, o.logger, -1)
+		applied = append(applied, done...)
+		return err
+	})
+	return applied, err
+}
+
+// upTo applies the pending migrations up to version (-1: all) with goose
+// keeping its versions in table.
+func upTo(ctx context.Context, db *sql.DB, table string, logger *slog.Logger, version int64) ([]int64, error) {
 	// A session advisory lock: several instances starting together must not
 	// race to apply the same version.
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}
-	p, err := newProvider(db, goose.WithSessionLocker(locker), goose.WithSlog(o.logger))
+	p, err := newProvider(db, table, goose.WithSessionLocker(locker), goose.WithSlog(logger))
 	if err != nil {
 		return nil, err
 	}
-	results, err := p.Up(ctx)
+	var results []*goose.MigrationResult
+	if version < 0 {
+		results, err = p.Up(ctx)
+	} else {
+		results, err = p.UpTo(ctx, version)
+	}
 	applied := make([]int64, 0, len(results))
 	for _, r := range results {
 		if r.Error == nil {
@@ -132,11 +180,33 @@ func explain(ctx context.Context, db *sql.DB, err error) error {
 // per transaction, newest first. It is for development and tests; production
 // schemas only move forward.
 func DownTo(ctx context.Context, db *sql.DB, version int64) error {
+	return withVersionLock(ctx, db, func(conn *sql.Conn) error {
+		table, err := placeVersionTable(ctx, conn)
+		if err != nil {
+			return err
+		}
+		if table == VersionTable {
+			if err := downTo(ctx, db, VersionTable, max(version, SchemaVersion-1)); err != nil || version >= SchemaVersion {
+				return err
+			}
+			// Version 31 undone, schema ingestd holds goose's table alone:
+			// both go, as before the schema existed, so that the older
+			// versions' Downs find their objects in public.
+			if _, err := conn.ExecContext(ctx, `ALTER TABLE `+VersionTable+` SET SCHEMA public; DROP SCHEMA `+Schema); err != nil {
+				return fmt.Errorf("migrations: down to %d: moving goose's version table back to public: %w", version, err)
+			}
+		}
+		return downTo(ctx, db, legacyVersionTable, version)
+	})
+}
+
+// downTo rolls db back to version with goose keeping its versions in table.
+func downTo(ctx context.Context, db *sql.DB, table string, version int64) error {
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	p, err := newProvider(db, goose.WithSessionLocker(locker), goose.WithSlog(slog.New(slog.DiscardHandler)))
+	p, err := newProvider(db, table, goose.WithSessionLocker(locker), goose.WithSlog(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return err
 	}
@@ -146,11 +216,34 @@ func DownTo(ctx context.Context, db *sql.DB, version int64) error {
 	return nil
 }
 
+// versionLockID keys the advisory lock Up and DownTo hold while they move
+// goose's table and run goose; goose takes its own (lock.DefaultLockID)
+// inside, on another connection, so this one must differ.
+const versionLockID int64 = 0x696e676573746400 // "ingestd\0"
+
+// withVersionLock runs fn holding versionLockID on a connection of db's,
+// so that instances starting together decide where goose's table is, move
+// it and migrate one after the other.
+func withVersionLock(ctx context.Context, db *sql.DB, fn func(*sql.Conn) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, versionLockID); err != nil {
+		return fmt.Errorf("migrations: taking the migration lock: %w", err)
+	}
+	defer func() {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, versionLockID)
+	}()
+	return fn(conn)
+}
+
 // Status reports which embedded migrations db has applied. It takes no lock
 // and creates nothing, so a readiness probe can call it while another
 // instance migrates; a database without the version table has applied none.
 func Status(ctx context.Context, db *sql.DB) (State, error) {
-	p, err := newProvider(db)
+	p, err := newProvider(db, VersionTable)
 	if err != nil {
 		return State{}, err
 	}
@@ -185,7 +278,7 @@ func Pending(ctx context.Context, db *sql.DB) (bool, error) {
 
 // Versions returns the embedded migration versions in order.
 func Versions() ([]int64, error) {
-	p, err := newProvider(nil)
+	p, err := newProvider(nil, VersionTable)
 	if err != nil {
 		return nil, err
 	}
@@ -217,10 +310,10 @@ func Hash() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func newProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
+func newProvider(db *sql.DB, table string, opts ...goose.ProviderOption) (*goose.Provider, error) {
 	// No global registry: ingestd has no Go migrations, and goose's global
 	// registry is package state we do not want to depend on.
-	opts = append(opts, goose.WithDisableGlobalRegistry(true), goose.WithTableName(VersionTable))
+	opts = append(opts, goose.WithDisableGlobalRegistry(true), goose.WithTableName(table))
 	if db == nil {
 		// goose insists on a *sql.DB even to list sources; an unopened
 		// handle is enough for that and is never used to connect.
@@ -247,23 +340,51 @@ type nilDriver struct{}
 
 func (nilDriver) Open(string) (driver.Conn, error) { return nil, errors.New("migrations: no database") }
 
+// placeVersionTable moves goose's table from public, where versions
+// before this one kept it, into schema ingestd once that schema exists
+// (version 31 makes it), and returns where the table is to be: VersionTable,
+// or legacyVersionTable while the schema does not exist. goose reads only
+// the table it is given and would otherwise make an empty one and apply
+// every version again. ALTER TABLE … SET SCHEMA keeps the rows and takes
+// the identity sequence along.
+func placeVersionTable(ctx context.Context, conn *sql.Conn) (string, error) {
+	var table string
+	err := conn.QueryRowContext(ctx, `SELECT CASE WHEN to_regnamespace($1) IS NULL THEN $3 ELSE $2 END`,
+		Schema, VersionTable, legacyVersionTable).Scan(&table)
+	if err == nil && table == VersionTable {
+		_, err = conn.ExecContext(ctx, `DO $$ BEGIN
+		   IF to_regclass('`+legacyVersionTable+`') IS NOT NULL AND to_regclass('`+VersionTable+`') IS NULL THEN
+		     ALTER TABLE `+legacyVersionTable+` SET SCHEMA `+Schema+`;
+		   END IF;
+		 END $$`)
+	}
+	if err != nil {
+		return "", fmt.Errorf("migrations: moving goose's version table to schema %s: %w", Schema, err)
+	}
+	return table, nil
+}
+
 // appliedVersions reads the version table directly rather than through goose:
 // goose's status takes the migration lock (so it would wait for a running
-// migration) and fails when the table does not exist yet.
+// migration) and fails when the table does not exist yet. A database no
+// Up has moved yet is read where its table is, in public.
 func appliedVersions(ctx context.Context, db *sql.DB) (map[int64]struct{}, error) {
+	var table sql.NullString
+	if err := db.QueryRowContext(ctx, `SELECT CASE WHEN to_regclass($1) IS NOT NULL THEN $1 WHEN to_regclass($2) IS NOT NULL THEN $2 END`,
+		VersionTable, legacyVersionTable).Scan(&table); err != nil {
+		return nil, fmt.Errorf("migrations: read versions: %w", err)
+	}
+	if !table.Valid {
+		return map[int64]struct{}{}, nil
+	}
 	rows, err := db.QueryContext(ctx,
-
 		// The newest row of each version decides: older goose versions
 		// recorded a rollback as a new row with is_applied = false.
 		`SELECT version_id FROM (
 		   SELECT DISTINCT ON (version_id) version_id, is_applied
-		   FROM `+VersionTable+` ORDER BY version_id, id DESC) v
+		   FROM `+pgx.Identifier(strings.Split(table.String, ".")).Sanitize()+` ORDER BY version_id, id DESC) v
 		 WHERE is_applied AND version_id > 0`)
 	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
-			return map[int64]struct{}{}, nil
-		}
 		return nil, fmt.Errorf("migrations: read versions: %w", err)
 	}
 	defer rows.Close()

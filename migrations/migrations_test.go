@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,15 +105,13 @@ func TestUpDownUp(t *testing.T) {
 	if st.Current != 0 || len(st.Pending) != len(vs) {
 		t.Fatalf("after down: status %+v, want nothing applied", st)
 	}
-	var tables int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm') AND c.relname <> $1
-		AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.deptype = 'e')`,
-		strings.TrimPrefix(migrations.VersionTable, "public.")).Scan(&tables); err != nil {
-		t.Fatal(err)
+	// Before version 31, goose's table is in public, and schema ingestd is
+	// not there.
+	if left := ingestdObjectsIn(t, db, "public"); !slices.Equal(left, []string{"goose_db_version", "goose_db_version_id_seq"}) {
+		t.Errorf("after down: public holds %v, want goose's table alone", left)
 	}
-	if tables != 0 {
-		t.Errorf("after down: %d tables or views left", tables)
+	if left := ingestdObjectsIn(t, db, migrations.Schema); len(left) != 0 {
+		t.Errorf("after down: schema %s holds %v", migrations.Schema, left)
 	}
 	if pending, err := migrations.Pending(ctx, db); err != nil || !pending {
 		t.Fatalf("Pending = %v, %v; want true", pending, err)
@@ -127,6 +126,94 @@ func TestUpDownUp(t *testing.T) {
 	}
 	if pending, err := migrations.Pending(ctx, db); err != nil || pending {
 		t.Fatalf("Pending = %v, %v; want false", pending, err)
+	}
+}
+
+// ingestdObjectsIn lists the relations and functions of schema nsp that no
+// extension (PostGIS) owns: ingestd's, once migrated.
+func ingestdObjectsIn(t *testing.T, db *sql.DB, nsp string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `
+		SELECT c.relname::text FROM pg_class c
+		WHERE c.relnamespace = to_regnamespace($1) AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+		  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
+		UNION ALL
+		SELECT p.proname::text FROM pg_proc p
+		WHERE p.pronamespace = to_regnamespace($1)
+		  AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
+		ORDER BY 1`, nsp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestVersionTableLeavesPublic: a database an older version migrated, with
+// goose's version table in public (as migration 30 left it, before schema
+// ingestd existed; and as 37 left it), upgrades: Status reads its versions
+// where they are, Up moves the table with every row into schema ingestd and
+// applies only what is pending, and nothing of ingestd's is left in public.
+func TestVersionTableLeavesPublic(t *testing.T) {
+	for _, at := range []int64{30, 0} { // 0: the latest
+		t.Run(fmt.Sprintf("at=%d", at), func(t *testing.T) {
+			ctx := context.Background()
+			vs, _ := migrations.Versions()
+			if at == 0 {
+				at = vs[len(vs)-1]
+			}
+			_, db := poolAtVersion(t, at)
+			var rows int
+			// Where an older ingestd left it (DownTo leaves it there below
+			// version 31 already).
+			q := `DO $$ BEGIN IF to_regclass('` + migrations.VersionTable + `') IS NOT NULL THEN
+				ALTER TABLE ` + migrations.VersionTable + ` SET SCHEMA public; END IF; END $$`
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM public.goose_db_version`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			st, err := migrations.Status(ctx, db)
+			if err != nil || st.Current != at {
+				t.Fatalf("status of the old database %+v (%v), want version %d", st, err, at)
+			}
+			applied, err := migrations.Up(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := vs[slices.Index(vs, at)+1:]; fmt.Sprint(applied) != fmt.Sprint(want) {
+				t.Fatalf("Up applied %v, want only the pending %v", applied, want)
+			}
+			var moved int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+migrations.VersionTable).Scan(&moved); err != nil {
+				t.Fatal(err)
+			}
+			if moved != rows+len(applied) {
+				t.Errorf("%s holds %d rows, want the %d of public's and one per version applied (%d)", migrations.VersionTable, moved, rows, len(applied))
+			}
+			if left := ingestdObjectsIn(t, db, "public"); len(left) != 0 {
+				t.Errorf("left in public: %v", left)
+			}
+			var nsp string
+			if err := db.QueryRowContext(ctx, `SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'ingestd.goose_db_version_id_seq'::regclass`).Scan(&nsp); err != nil || nsp != migrations.Schema {
+				t.Errorf("goose's identity sequence in %q (%v), want %s", nsp, err, migrations.Schema)
+			}
+			if st, err := migrations.Status(ctx, db); err != nil || !st.UpToDate() {
+				t.Errorf("status after Up %+v (%v), want up to date", st, err)
+			}
+		})
 	}
 }
 

@@ -133,8 +133,11 @@ func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 
 // Fetch fetches the collection, calling handle for each page while its
-// body is open. It always starts at the first page (firstPage must be 0):
-// a parked poll of this kind starts over (see RestartReason).
+// body is open. A fetch at firstPage > 0 (a resumed poll, see
+// RereadsPages) starts at layer.Resume.Link and counts layer.Resume.Features
+// toward the total; without a link, or when the server answers it with a
+// 4xx (an expired cursor), its error wraps source.ErrCannotResume. Each
+// page's Next returns its next link as Storable keeps it.
 //
 // Paging follows each page's rel="next" link exactly as given (never an
 // offset built here) and stops only at a page without one; a page shorter
@@ -176,7 +179,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	st := newFetchState(want)
 	empty := 0
-	for page := 0; ; page++ {
+	for page := firstPage; ; page++ {
 		u, redacted, err := c.nextPage(layer, st, page, next)
 		if err != nil {
 			return stats, err
@@ -203,6 +206,10 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			if page == 0 && LinkExpired(err) {
 				// The items link of a cached discovery may be stale.
 				c.discovery.drop(layer.URL, settingsOf(layer).Collection)
+			}
+			if page == firstPage && page > 0 && LinkExpired(err) {
+				// A cursor the server has expired since the page was staged.
+				return stats, fmt.Errorf("%w: %w", source.ErrCannotResume, c.pageFailed(ctx, err, page, redacted, stats, &res))
 			}
 			return stats, c.pageFailed(ctx, err, page, redacted, stats, &res)
 		}
@@ -248,12 +255,22 @@ func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, s
 	if err != nil {
 		return "", want, err
 	}
-	if firstPage != 0 {
-		return "", want, fmt.Errorf("%w: a fetch starts at the first page, not page %d: a parked poll starts over (see RestartReason)", ErrInvalidLayer, firstPage)
-	}
-	first, err := FirstURL(layer)
-	if err != nil {
-		return "", want, err
+	var start string
+	switch {
+	case firstPage < 0:
+		return "", want, fmt.Errorf("%w: first page %d", ErrInvalidLayer, firstPage)
+	case firstPage > 0 && layer.Resume.Link == "":
+		return "", want, fmt.Errorf("%w: page %d: the page before it recorded no next link", source.ErrCannotResume, firstPage)
+	case firstPage > 0:
+		// The feed's API key, left out when the link was stored.
+		start = Restore(layer.Resume.Link, layer.URL)
+		stats.Features = layer.Resume.Features
+	default:
+		first, err := FirstURL(layer)
+		if err != nil {
+			return "", want, err
+		}
+		start = first.String()
 	}
 	declared, warning, err := c.declared(ctx, layer)
 	if err != nil {
@@ -264,7 +281,7 @@ func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, s
 		stats.Warnings = append(stats.Warnings, warning)
 		c.kit.Logger.Warn(warning, "url", redact.URL(layer.URL))
 	}
-	return first.String(), want, nil
+	return start, want, nil
 }
 
 // nextPage checks the link of page before it is fetched: within the page

@@ -93,10 +93,24 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		feature.WithLimits(layer.Limits.WithDefaults()))
 	pr := &pageReader{dec: dec, st: st, page: p.Index, url: a.Redacted, swap: st.want.crs.LatFirst, body: a,
 		h: newPageHash(st.seed)}
+	base := a.Resp.Request.URL
+	p.Next = func() string {
+		if pr.next == "" {
+			return ""
+		}
+		n, err := resolve(base, pr.next)
+		if err != nil {
+			return "" // the fetch fails on it (PagingError)
+		}
+		return Storable(n, layer.URL)
+	}
 
 	first, err := pr.read()
+	var lone *PagingError
 	switch {
 	case err == io.EOF:
+	case errors.As(err, &lone):
+		return breaker.Result{Outcome: breaker.Success, Err: err}
 	case err != nil:
 		return a.StreamFailed(err)
 	default:
@@ -238,9 +252,11 @@ func (r *pageReader) read() (*feature.Feature, error) {
 	}
 	if r.dec.LoneFeature() {
 		// A Feature is not a page: it has no numberMatched or links of
-		// its own, so one would pass as the whole collection.
-		r.err = &httpcall.BodyError{URL: r.url, Page: r.page,
-			Err: errors.New("the items answer is a single Feature, not a FeatureCollection")}
+		// its own, so one would pass as the whole collection. It arrived
+		// whole and is not the layer: the feed's error, as any document
+		// that does not decode as a page, never retried or parked.
+		r.err = &PagingError{URL: r.url, Page: r.page,
+			Reason: fmt.Sprintf("page %d is a single Feature, not a FeatureCollection", r.page)}
 		return nil, r.err
 	}
 	r.n++

@@ -96,9 +96,9 @@ const (
 )
 
 // PageURL is the request of page of layer as a dead letter names it
-// (credentials redacted): the first page's request, where a parked poll
-// of this kind starts over. Later pages are the server's own links, which
-// only the fetch knows.
+// (credentials redacted): the first page's request. Later pages are the
+// server's own links, which only the fetch knows (a resume reads them back
+// from the pages it staged).
 func (c *Client) PageURL(layer source.Layer, _ int) string {
 	if u, err := FirstURL(layer); err == nil {
 		return redact.URL(u.String())
@@ -106,17 +106,53 @@ func (c *Client) PageURL(layer source.Layer, _ int) string {
 	return redact.URL(layer.URL)
 }
 
-// RestartReason says why a parked poll of any layer of this kind drops the
-// pages it staged and starts over from the first page rather than resume
-// at its next cursor: nothing an OGC API server sends proves that those
-// pages are still its collection. Re-reading the first page (the same ids
-// and content) says nothing of the pages after it (a feature replaced on
-// page 1 leaves page 0 as it was), numberMatched stays the same when a
-// feature is replaced, and servers send no validator for the collection as
-// a whole (MapServer 8.0 sends none at all). Only reading every staged page
-// again would prove them, and that costs what starting over does; a resumed
-// poll that continued at its next link applied a snapshot the server never
-// had (features it had replaced, beside their replacements).
-func (c *Client) RestartReason(source.Layer) string {
-	return "nothing an OGC API server sends proves that the pages staged before the poll parked are still its collection"
+// RereadsPages reports that a poll of any layer of this kind may resume at
+// a later page by reading the page before it again (feeds.PageRereader):
+// the fetch starts at the next link the page before that one recorded
+// (Layer.Resume, Page.Next), and the poll compares the page read again with
+// what it staged, starting over when they differ. Only that comparison
+// proves the staged pages still the collection: numberMatched survives a
+// replacement of every feature, servers send no validator for the
+// collection as a whole (MapServer 8.0 none at all), and an items page's
+// timeStamp is when the answer was made, not a version.
+func (c *Client) RereadsPages(source.Layer) bool { return true }
+
+// Storable returns link, a next link the server gave, as a store may keep
+// it: without home's (the feed's configured url's) userinfo and without
+// each query parameter home has with the same value or that holds a
+// credential of home's (an API key under another name), in the link's own
+// order. Restore puts them back. A link to another origin is kept whole:
+// home's credentials are not for it, and the store scrubs it by value.
+func Storable(link, home string) string {
+	u, err := url.Parse(link)
+	h, herr := url.Parse(home)
+	if err != nil || herr != nil || u.Host != h.Host || u.Scheme != h.Scheme {
+		return link
+	}
+	u.User = nil
+	creds := map[string]bool{}
+	for _, v := range redact.URLSecrets(home) {
+		// As the store's scrub: a short value could be anything's.
+		if len(v) >= redact.MinSecretLen {
+			creds[v] = true
+		}
+	}
+	hq := h.Query()
+	var parts []string
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		name, err1 := url.QueryUnescape(k)
+		value, err2 := url.QueryUnescape(v)
+		if part == "" {
+			continue
+		}
+		if err1 == nil && err2 == nil {
+			if hv, ok := lookupFold(hq, name); (ok && slices.Contains(hv, value)) || creds[value] {
+				continue
+			}
+		}
+		parts = append(parts, part)
+	}
+	u.RawQuery = strings.Join(parts, "&")
+	return u.String()
 }

@@ -49,3 +49,31 @@ func TestRestoreOtherSpellings(t *testing.T) {
 		t.Errorf("Restore of the server's own key: %s", got)
 	}
 }
+
+// Storable keeps a next link's paging in its own order and none of the
+// feed's credentials (its userinfo, its key under any spelling of the
+// name, or under another name); Restore gives the link back with them,
+// once. A link to another origin is kept whole.
+func TestStorableRoundTrip(t *testing.T) {
+	t.Parallel()
+	const key = "k3y-0f-the-feed"
+	home := "https://gisuser:gispassword@gis.example/api/collections/p?apikey=" + key
+	for _, link := range []string{
+		"https://gisuser:gispassword@gis.example/api/collections/p/items?cursor=c2&APIKEY=" + key + "&offset=20",
+		"https://gis.example/api/collections/p/items?cursor=c2&session=" + key + "&offset=20",
+		"https://gis.example/api/collections/p/items?cursor=c2&offset=20",
+	} {
+		stored := ogcapi.Storable(link, home)
+		if want := "https://gis.example/api/collections/p/items?cursor=c2&offset=20"; stored != want {
+			t.Errorf("Storable(%s) = %s, want %s", link, stored, want)
+		}
+		back := ogcapi.Restore(stored, home)
+		if want := "https://gisuser:gispassword@gis.example/api/collections/p/items?cursor=c2&offset=20&apikey=" + key; back != want {
+			t.Errorf("Restore(%s) = %s, want %s", stored, back, want)
+		}
+	}
+	other := "https://peer.example/items?apikey=" + key
+	if got := ogcapi.Storable(other, home); got != other {
+		t.Errorf("Storable of another origin's link = %s, want it whole", got)
+	}
+}

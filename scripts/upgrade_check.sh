@@ -21,6 +21,7 @@ log() { printf 'upgrade_check.sh: %s\n' "$*" >&2; }
 
 work=$(mktemp -d)
 cleanup() {
+	[[ -z ${name:-} ]] || psql "$base" -X -q -c "DROP DATABASE IF EXISTS $name" >/dev/null 2>&1 || true
 	git worktree remove --force "$work/old" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
@@ -35,8 +36,10 @@ base=${DATABASE_URL:-$(scripts/postgis.sh start)}
 ms=${INGESTD_MAPSERVER_URL:-$(scripts/mapserver.sh start)}
 db=${base%%\?*}
 query=${base#"$db"}
-db="${db%/*}/ingestd_upgrade_check$query"
-psql "$base" -X -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS ingestd_upgrade_check" -c "CREATE DATABASE ingestd_upgrade_check"
+# A name of this run's own: others may run the check on the same cluster.
+name=ingestd_upgrade_check_$$
+db="${db%/*}/$name$query"
+psql "$base" -X -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name"
 psql "$db" -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION postgis"
 
 cat >"$work/up.yaml" <<YAML
@@ -80,18 +83,21 @@ for f in "${feeds[@]}"; do
 	echo "layer nc.$f: $n rows"
 	[[ $n == 100 ]] || fail=1
 done
-# Version 31: nothing of ingestd's left in public but goose's version
-# table (the old layer_… views included).
+# Version 31: nothing of ingestd's left in public (the old layer_… views
+# included), goose's version table neither: it is in schema ingestd with
+# every version REV had applied.
 in_public=$(psql "$db" -X -tAc "SELECT count(*) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
-	AND c.relkind IN ('r', 'p', 'v', 'm', 'S') AND c.relname NOT LIKE 'goose\_db\_version%'
+	AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
 	AND NOT EXISTS (SELECT FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')")
 echo "relations of ingestd left in public: $in_public"
 [[ $in_public == 0 ]] || fail=1
+versions=$(psql "$db" -X -tAc "SELECT count(DISTINCT version_id) || ' versions, ' || max(version_id) || ' the latest' FROM ingestd.goose_db_version WHERE version_id > 0" 2>&1 || true)
+echo "ingestd.goose_db_version: $versions"
+[[ $versions == "$(ls migrations/[0-9]*.sql | wc -l) versions, "* ]] || fail=1
 after=$(psql "$db" -X -tAc "$kept_sql")
 echo "before the upgrade: $before; after it and one more poll each: $after"
 [[ ${before%%,*} == "${after%%,*}" ]] || fail=1
 [[ $(cut -d, -f2 <<<"$before") == $(cut -d, -f2 <<<"$after") ]] || fail=1
-psql "$base" -X -q -c "DROP DATABASE ingestd_upgrade_check"
 if ((fail)); then
 	log "FAILED: the first poll after the upgrade changed features, lost rows, or a layer is not under its new name"
 	exit 1

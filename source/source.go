@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -66,6 +67,10 @@ type Layer struct {
 	// The poll sets it from its store.
 	KnownSRID func(ctx context.Context, srid int) (bool, error)
 
+	// Resume, for a fetch that starts at a page after the first, is what
+	// the poll staged before it (see feeds.PageRereader).
+	Resume Resume
+
 	// Settings are the kind's own settings (wfs.Settings, …); nil for a
 	// kind that has none, or to take the kind's defaults.
 	Settings Settings
@@ -107,12 +112,36 @@ type Validators struct {
 // IsZero reports whether v holds no validator.
 func (v Validators) IsZero() bool { return v == Validators{} }
 
+// Resume is what a poll resumed at a page after the first staged before
+// it, for a kind whose pages are reached by the server's links.
+type Resume struct {
+	// Link is the next link of the page before the one the fetch starts
+	// at, as the page recorded it (Page.Next), "" when it recorded none.
+	Link string
+	// Features is how many features the pages before it hold: a kind that
+	// checks its total against the server's count counts them too.
+	Features int
+}
+
+// ErrCannotResume is wrapped by the error of a fetch that started at a
+// page after the first and cannot read that page again (no link recorded,
+// or the server no longer answers its link: an expired cursor). The poll
+// starts over from the first page.
+var ErrCannotResume = errors.New("the page the poll resumes at cannot be read again")
+
 // Page identifies one page request of a fetch.
 type Page struct {
 	// Index is the 0-based page number; the page starts at StartIndex.
 	Index      int
 	URL        string // credentials redacted
 	StartIndex int
+
+	// Next, for a kind whose pages are reached by the server's links,
+	// returns the page's next link once the page's FeatureReader returned
+	// io.EOF ("" on the last page), in the form the kind reads back from
+	// Layer.Resume.Link (without the feed url's own credentials); nil for
+	// the other kinds. A store records it with the page.
+	Next func() string
 }
 
 // PageFunc consumes the features of one page while its body is open, for

@@ -554,3 +554,9 @@ func request(layer source.Layer, u *url.URL, accept string) httpcall.Request {
 	return httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: accept,
 		Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
 }
+
+// RereadsPages reports that a paged layer's page n is asked for by its
+// startIndex alone, whichever page a fetch started at: a resumed poll may
+// read the page before its checkpoint again to prove what it staged
+// (feeds.PageRereader). An unpaged layer is one request, never resumed.
+func (c *Client) RereadsPages(layer source.Layer) bool { return paged(layer) }

@@ -188,9 +188,11 @@ jurisdictions:
 	if !finished.After(leaseA) {
 		t.Errorf("row finished at %s, before A's lease expired at %s", finished.Format(time.RFC3339Nano), leaseA.Format(time.RFC3339Nano))
 	}
-	// Pages before k: once, by the first poll. Page k: once, by A (B keeps
-	// what A staged). Page k+1: by A (hung) and by B. The rest: once, by B.
-	want := map[int]int{0: 1, 1: 1, 2: 1, 3: 2, 4: 1}
+	// Pages before k: once, by the first poll, and k-1 once more by A, its
+	// proof that the staged pages are still the layer's. Page k: by A, and
+	// by B as its proof (B keeps what A staged). Page k+1: by A (hung) and
+	// by B. The rest: once, by B.
+	want := map[int]int{0: 1, 1: 2, 2: 2, 3: 2, 4: 1}
 	for page, n := range want {
 		if got := server.PageRequests("parcels", page); got != n {
 			t.Errorf("page %d requested %d times, want %d", page, got, n)
@@ -246,8 +248,8 @@ jurisdictions:
 	if code != 0 || !strings.Contains(out, "done") {
 		t.Fatalf("replay: exit %d\n%s%s", code, out, stderr)
 	}
-	if n := server.PageRequests("parcels", 0); n != 1 {
-		t.Errorf("page 0 requested %d times, want 1: the replay resumes at page 1", n)
+	if n := server.PageRequests("parcels", 0); n != 2 {
+		t.Errorf("page 0 requested %d times, want 2: the replay reads it again as its proof and resumes at page 1", n)
 	}
 	if code, _, _ := runCLI(t, "deadletter", "replay", "-database-url", dbURL, "-config", cfgPath, "--all-due"); code != 1 {
 		t.Errorf("replay with nothing pending: exit %d, want 1", code)

@@ -385,6 +385,16 @@ func checkCase(t *testing.T, pool *pgxpool.Pool, c *hostile.Case, o hostileOutco
 	if status == "succeeded" {
 		bad("the last poll succeeded")
 	}
+	if c.FeedsFault {
+		var parked int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM dead_letter WHERE jurisdiction = $1 AND feed = $2`,
+			c.Jurisdiction(), c.Name).Scan(&parked); err != nil {
+			t.Fatalf("%s: dead letters: %v", c.Feed(), err)
+		}
+		if parked > 0 {
+			bad("parked for a replay: the answer is the feed's fault, which a replay meets again")
+		}
+	}
 	if o.code == 1 {
 		if !strings.Contains(o.output, c.Feed()) {
 			bad("the error does not name the feed %s", c.Feed())

@@ -144,12 +144,12 @@ jurisdictions:
 		t.Logf("%s: %s, EPSG:%d, %d features, %d fields, key %v", name, l.Geometry, l.SRID, l.Count, len(l.Fields), l.Key)
 	}
 	// The browser's listing: each layer in its schema, none in public.
-	// public holds PostGIS's relations and goose's version table only
-	// (ingestd's are in schema ingestd, migration 31).
+	// public holds PostGIS's relations only (ingestd's, goose's version
+	// table included, are in schema ingestd).
 	listed, public := map[string]bool{}, []string{}
 	for _, tb := range rep.Tables {
 		listed[tb.Schema+"."+tb.Name] = true
-		if tb.Schema == "public" && !slices.Contains([]string{"spatial_ref_sys", "geometry_columns", "geography_columns", "goose_db_version"}, tb.Name) {
+		if tb.Schema == "public" && !slices.Contains([]string{"spatial_ref_sys", "geometry_columns", "geography_columns"}, tb.Name) {
 			public = append(public, tb.Name)
 		}
 	}

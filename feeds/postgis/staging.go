@@ -84,13 +84,46 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), profile)
+		_, err = tx.Exec(ctx, sqlQuery("RecordStagedPage"), pollID, page, n, named, src.invalid.json(), profile, s.nextLink(features))
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgis: stage page %d of poll %d: %w", page, pollID, err)
 	}
 	return src.n, nil
+}
+
+// nextLink is the next link the page's reader knows once it ended (kinds
+// that page by links: see feeds' chunkReader), nil for the others. The
+// kind left the feed url's own credentials out; a secret still in it (the
+// key in a link to another origin, a short one) is scrubbed here by value,
+// and the resume puts the feed's credentials back.
+func (s *Store) nextLink(features feature.FeatureReader) *string {
+	nl, ok := features.(interface{ NextLink() (string, bool) })
+	if !ok {
+		return nil
+	}
+	link, ok := nl.NextLink()
+	if !ok {
+		return nil
+	}
+	link = s.secrets.Scrub(link)
+	return &link
+}
+
+// NextLink returns the next link page of poll pollID recorded when it was
+// staged; ok is false when it recorded none (no such page, or a kind that
+// pages by offset).
+func (s *Store) NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error) {
+	var l *string
+	err = s.pool.QueryRow(ctx, sqlQuery("StagedNextLink"), pollID, page).Scan(&l)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && l == nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("postgis: next link of page %d of poll %d: %w", page, pollID, err)
+	}
+	return *l, true, nil
 }
 
 // RestartStaging deletes every page poll pollID staged, so that it
@@ -110,6 +143,17 @@ func (s *Store) RestartStaging(ctx context.Context, pollID int64) error {
 		return fmt.Errorf("postgis: restart the staging of poll %d: %w", pollID, err)
 	}
 	return nil
+}
+
+// StagedPageDigest implements the digest a resumed poll compares the page
+// before its checkpoint by (feeds.PageDigest): the page's features, and a
+// digest of their ids and content hashes, in any order.
+func (s *Store) StagedPageDigest(ctx context.Context, pollID int64, page int) (feeds.PageDigest, error) {
+	var d feeds.PageDigest
+	if err := s.pool.QueryRow(ctx, sqlQuery("StagedPageDigest"), pollID, page).Scan(&d.Features, &d.Sum); err != nil {
+		return d, fmt.Errorf("postgis: digest of page %d of poll %d: %w", page, pollID, err)
+	}
+	return d, nil
 }
 
 // StagedFeatures returns how many features the poll's staged pages hold:

@@ -85,6 +85,10 @@ type Case struct {
 	// Errors are, for a failing case, the substrings of which the error
 	// must contain at least one: the cause, e.g. "limits.value_bytes".
 	Errors []string
+	// FeedsFault says, for a failing case, that the failure is the feed's
+	// (an answer that arrived whole and is not the layer): the poll fails
+	// and is not parked for a replay, which would meet the same answer.
+	FeedsFault bool
 	// Within bounds the poll's wall time (0: the feed's timeout).
 	Within time.Duration
 

@@ -218,8 +218,13 @@ func ogcapiErrors() (cs []Case) {
 	fail("ogcapi_exception_second_page", withNext(reply(http.StatusOK, ctJSON, exception)), "InvalidParameterValue")
 	fail("ogcapi_html_200", ogcItems(file(ctHTML, "html_200.html")), "HTML")
 	fail("ogcapi_collection_404", ogcOn("/collections/points", reply(http.StatusNotFound, ctJSON, `{"code":"NotFound","description":"no collection points"}`), nil), "404")
-	cs = append(cs, failCase("ogcapi_feature_not_collection", class, OGCAPI, ogcItems(reply(http.StatusOK, "application/geo+json",
-		`{"type":"Feature","id":"x","numberMatched":1,"geometry":null,"properties":{}}`)), "FeatureCollection"))
+	// A lone Feature, as the first page or as the one a next link leads
+	// to: the poll fails naming the page, and is not parked.
+	const lone = `{"type":"Feature","id":"x","numberMatched":1,"geometry":null,"properties":{}}`
+	first := failCase("ogcapi_feature_not_collection", class, OGCAPI, ogcItems(reply(http.StatusOK, "application/geo+json", lone)), "page 0 is a single Feature")
+	second := failCase("ogcapi_feature_second_page", class, OGCAPI, withNext(reply(http.StatusOK, "application/geo+json", lone)), "page 1 is a single Feature")
+	first.FeedsFault, second.FeedsFault = true, true
+	cs = append(cs, first, second)
 	return cs
 }
 

@@ -15,12 +15,24 @@ COPY staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, prope
 	geom_hash, props_hash, geom_broken, invalid_feature) FROM STDIN (FORMAT binary)
 
 -- name: RecordStagedPage
--- $6 is the page's profile (schema.Profile: typed layers). next_link stays
--- NULL: no kind resumes at a stored cursor now (a parked OGC API poll
--- starts over); older rows keep theirs until their poll ends.
-INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features, profile) VALUES ($1, $2, $3, $4, $5, $6)
+-- $6 is the page's profile (schema.Profile: typed layers); $7 its next
+-- link (kinds that page by links: where a resumed poll reads the page
+-- after it again), NULL for the others.
+INSERT INTO staged_pages (poll_id, page, features, named_ids, invalid_features, profile, next_link) VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (poll_id, page) DO UPDATE SET features = excluded.features, named_ids = excluded.named_ids,
-	invalid_features = excluded.invalid_features, profile = excluded.profile, next_link = NULL, staged_at = now()
+	invalid_features = excluded.invalid_features, profile = excluded.profile, next_link = excluded.next_link, staged_at = now()
+
+-- name: StagedNextLink
+-- The next link a staged page recorded. No row, or NULL: none was.
+SELECT next_link FROM staged_pages WHERE poll_id = $1 AND page = $2
+
+-- name: StagedPageDigest
+-- Page $2 of poll $1 as a resume compares it (feeds.PageDigest): its
+-- features, and SHA-256 over each one's id and content hashes, sorted: the
+-- same features in another order are the same page.
+SELECT count(*)::int, sha256(convert_to(coalesce(string_agg(feature_id || E'\t' || coalesce(encode(geom_hash, 'hex'), '')
+	|| E'\t' || coalesce(encode(props_hash, 'hex'), ''), E'\n' ORDER BY feature_id COLLATE "C", geom_hash, props_hash), ''), 'UTF8'))
+FROM staged_features WHERE poll_id = $1 AND page = $2
 
 -- name: StagedFeatures
 SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1
