@@ -194,3 +194,33 @@ func TestZipOfOneFile(t *testing.T) {
 	}
 	noDownloadsLeft(t, dir)
 }
+
+// TestBOMWithContentLength: a CSV and a GeoJSON file that begin with a
+// UTF-8 BOM and are served with their Content-Length (which counts the
+// BOM) load; a body really cut short still fails.
+func TestBOMWithContentLength(t *testing.T) {
+	t.Parallel()
+	const bom = "\xef\xbb\xbf"
+	srv := serveFiles(t, map[string]string{
+		"pts.csv":     bom + "WKT,name\n\"POINT (1 2)\",a\n\"POINT (3 4)\",b\n",
+		"pts.geojson": bom + `{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1}}]}`,
+	})
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	for name, n := range map[string]int{"pts.csv": 2, "pts.geojson": 1} {
+		var col collect
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, col.handle); err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if len(col.props) != n {
+			t.Errorf("%s: %d features, want %d", name, len(col.props), n)
+		}
+	}
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		io.WriteString(w, bom+"WKT,name\n\"POINT (1 2)\",a\n")
+	}))
+	t.Cleanup(cut.Close)
+	_, err := c.Fetch(t.Context(), layer(cut.URL+"/pts.csv", download.Settings{}), 0, (&collect{}).handle)
+	if err == nil || !strings.Contains(err.Error(), "unexpected EOF") && !strings.Contains(err.Error(), "shorter than its Content-Length") {
+		t.Errorf("a body cut short: %v", err)
+	}
+}
