@@ -224,3 +224,24 @@ func TestBOMWithContentLength(t *testing.T) {
 		t.Errorf("a body cut short: %v", err)
 	}
 }
+
+// TestCSVDuplicateColumns: a header with a column name twice keeps both
+// columns, the second as NAME2 (NAME3 when NAME2 is taken), as GDAL names
+// them when it writes the layer.
+func TestCSVDuplicateColumns(t *testing.T) {
+	t.Parallel()
+	srv := serveFiles(t, map[string]string{
+		"dup.csv":   "WKT,NAME,NAME\n\"POINT (1 2)\",a,b\n",
+		"taken.csv": "WKT,NAME,NAME2,NAME\n\"POINT (1 2)\",a,b,c\n",
+	})
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	for name, want := range map[string]string{"dup.csv": `{"NAME":"a","NAME2":"b"}`, "taken.csv": `{"NAME":"a","NAME2":"b","NAME3":"c"}`} {
+		var col collect
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, col.handle); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(col.props) != 1 || col.props[0] != want {
+			t.Errorf("%s: properties %q, want %s", name, col.props, want)
+		}
+	}
+}

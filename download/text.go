@@ -136,6 +136,8 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 		s, _ := c.enc.Decode([]byte(h))
 		c.header = append(c.header, strings.TrimSpace(s))
 	}
+	// Two columns of one name are both kept (as GDAL writes them).
+	c.header = feature.UniqueNames(c.header)
 	if len(c.header) > c.limits.Properties {
 		return nil, &feature.LimitError{Name: "properties", Max: int64(c.limits.Properties), Where: fmt.Sprintf("a header of %d columns", len(c.header))}
 	}
