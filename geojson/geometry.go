@@ -120,7 +120,7 @@ func strideLayout(typ string, stride int) (geom.Layout, error) {
 	case 0, 2:
 		return geom.XY, nil
 	case 1:
-		return geom.NoLayout, geojson.ErrDimensionalityTooLow(1)
+		return geom.NoLayout, fmt.Errorf("%s coordinates: a position of 1 number(s) (a position is x, y and an optional z and m)", typ)
 	case 3:
 		return geom.XYZ, nil
 	case 4:
@@ -241,7 +241,7 @@ func emptyGeometry(typ string, srid int) (geom.T, error) {
 func slowGeometry(raw []byte, srid int) (geom.T, error) {
 	var g geom.T
 	if err := geojson.Unmarshal(raw, &g); err != nil {
-		return nil, err
+		return nil, slowGeometryError(err)
 	}
 	if g == nil {
 		return nil, nil
@@ -327,7 +327,7 @@ func (p *coordParser) position() error {
 	if n < 2 {
 		// [] or [x] inside a line or ring: not a position (go-geom
 		// refuses it too; only a Point may be []).
-		return geojson.ErrDimensionalityTooLow(n)
+		return fmt.Errorf("a position of %d number(s) (a position is x, y and an optional z and m)", n)
 	}
 	if p.stride == 0 {
 		p.stride = n
@@ -388,9 +388,56 @@ func (p *coordParser) number() error {
 	p.ws()
 	f, end, err := jsonscan.Number(p.b, p.i)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("bad coordinate %s", feature.Snippet(p.b[p.i:end]))
+		if end == p.i {
+			// Not a number at all (a string, an object): show what is there.
+			end = min(len(p.b), p.i+32)
+			if j := bytes.IndexAny(p.b[p.i:end], ",]"); j > 0 {
+				end = p.i + j
+			}
+		}
+		return fmt.Errorf("a coordinate is not a number: %s", feature.Snippet(p.b[p.i:end]))
 	}
 	p.i = end
 	p.flat = append(p.flat, f)
 	return nil
+}
+
+// slowGeometryError says what go-geom's GeoJSON decoder (encoding/json
+// below it) found wrong, in ingestd's words: those libraries name Go types
+// and their own packages.
+func slowGeometryError(err error) error {
+	var dim geojson.ErrDimensionalityTooLow
+	var unsupported geojson.ErrUnsupportedType
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &dim):
+		return fmt.Errorf("a position of %d number(s) (a position is x, y and an optional z and m)", int(dim))
+	case errors.As(err, &unsupported):
+		return fmt.Errorf("unknown geometry type %s", feature.Snippet(string(unsupported)))
+	case errors.As(err, &typeErr):
+		where := ""
+		if typeErr.Field != "" {
+			where = " in " + typeErr.Field
+		}
+		return fmt.Errorf("a JSON %s%s where GeoJSON wants %s", typeErr.Value, where, jsonWants(typeErr.Type.Kind().String()))
+	case errors.As(err, &syntaxErr):
+		return fmt.Errorf("invalid JSON at byte %d of the geometry", syntaxErr.Offset)
+	}
+	return errors.New("not a GeoJSON geometry")
+}
+
+// jsonWants names, in JSON's terms, what a Go kind decodes from.
+func jsonWants(kind string) string {
+	switch kind {
+	case "float64", "float32", "int", "int64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "another value"
 }
