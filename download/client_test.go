@@ -245,3 +245,38 @@ func TestCSVDuplicateColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVErrors: a CSV's faults name the line a record starts on (a
+// quoted field may run over many), the column and what is wrong, in one
+// line of ingestd's words: no "parse error", no WKT parser's caret and
+// hint.
+func TestCSVErrors(t *testing.T) {
+	t.Parallel()
+	long := "id,name,WKT\n1,a,POINT (1 2)\n2,\"a note\n" + strings.Repeat("that goes on\n", 20) + "and \"ends\" badly\",POINT (1 2)\n"
+	srv := serveFiles(t, map[string]string{
+		"wkt.csv":    "id,WKT\n1,POINT (1 2)\n2,POINT (1\n",
+		"ring.csv":   "id,WKT\n1,\"POLYGON ((0 0, 1 0, 1 1))\"\n",
+		"long.csv":   long,
+		"ragged.csv": "id,name,WKT\n1,a,POINT (1 2)\n2,POINT (1 2)\n",
+		"later.csv":  "id,name,WKT\n1,\"two\nlines\",POINT (1 2)\n2,b,POINT (1\n",
+	})
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	for name, want := range map[string]string{
+		"wkt.csv":    "line 3, column WKT: not a WKT geometry (not enough coordinates, at character 8): \"POINT (1\"",
+		"ring.csv":   "line 2, column WKT: not a WKT geometry (polygon ring doesn't have enough points",
+		"long.csv":   "the record starting on line 3: its quoted field runs on to line 24, column 5",
+		"ragged.csv": "line 3: 2 fields where the header has 3",
+		"later.csv":  "line 4, column WKT",
+	} {
+		_, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, (&collect{}).handle)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v\nwant %q", name, err, want)
+			continue
+		}
+		for _, leak := range []string{"\n", "parse error", "HINT", "syntax error"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("%s: %q in %q", name, leak, err)
+			}
+		}
+	}
+}

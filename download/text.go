@@ -83,7 +83,7 @@ type csvFile struct {
 	id      int
 	enc     shapefile.Encoding
 	limits  feature.Limits
-	line    int
+	line    int // the line the current record starts on
 	feat    feature.Feature
 	prop    []byte
 	err     error
@@ -130,6 +130,10 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 	c.r.ReuseRecord = true
 	hdr, err := c.r.Read()
 	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("header line: %w", csvError(pe, 0, 0))
+		}
 		return nil, fmt.Errorf("header line: %w", err)
 	}
 	for _, h := range hdr {
@@ -201,18 +205,23 @@ func (c *csvFile) next() (*feature.Feature, error) {
 	if err == io.EOF {
 		return nil, io.EOF
 	}
-	c.line++
 	var le *feature.LimitError
 	if errors.As(err, &le) {
 		return nil, err
 	}
-	if err != nil {
-		return nil, err // csv.ParseError names the line
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return nil, csvError(pe, len(rec), len(c.header))
 	}
+	if err != nil {
+		return nil, err
+	}
+	// The line the record starts on: a quoted field may span lines.
+	c.line, _ = c.r.FieldPos(0)
 	c.cr.mark()
 	c.feat = feature.Feature{}
 	if c.feat.Geometry, err = c.geometry(rec); err != nil {
-		return nil, fmt.Errorf("line %d: %w", c.line+1, err)
+		return nil, fmt.Errorf("line %d, %w", c.line, err)
 	}
 	// A fresh buffer per feature: the poll's stager keeps features of a
 	// batch past the next call.
@@ -224,7 +233,7 @@ func (c *csvFile) next() (*feature.Feature, error) {
 			continue
 		}
 		if int64(len(v)) > c.limits.ValueBytes {
-			return nil, &feature.LimitError{Name: "value_bytes", Max: c.limits.ValueBytes, Where: fmt.Sprintf("line %d, column %s", c.line+1, c.header[i])}
+			return nil, &feature.LimitError{Name: "value_bytes", Max: c.limits.ValueBytes, Where: fmt.Sprintf("line %d, column %s", c.line, c.header[i])}
 		}
 		if !first {
 			p = append(p, ',')
@@ -262,7 +271,7 @@ func (c *csvFile) geometry(rec []string) (geom.T, error) {
 		}
 		g, err := wkt.Unmarshal(s)
 		if err != nil {
-			return nil, fmt.Errorf("column %s: %v: %s", c.header[c.w], err, feature.Snippet(s))
+			return nil, fmt.Errorf("column %s: not a WKT geometry (%s): %s", c.header[c.w], wktProblem(err), feature.Snippet(s))
 		}
 		return withSRID(g, c.srid), nil
 	}
@@ -276,6 +285,41 @@ func (c *csvFile) geometry(rec []string) (geom.T, error) {
 		return nil, fmt.Errorf("columns %s, %s: %q, %q is not a point", c.header[c.x], c.header[c.y], feature.Snippet(xs), feature.Snippet(ys))
 	}
 	return geom.NewPointFlat(geom.XY, []float64{x, y}).SetSRID(c.srid), nil
+}
+
+// csvError says what a CSV record's parse error means, in ingestd's
+// words and by the lines it spans (encoding/csv's own message names the
+// record's line after the line of the fault, which reads as two records).
+// fields and want are the record's number of fields and the header's,
+// for a record of the wrong width.
+func csvError(pe *csv.ParseError, fields, want int) error {
+	switch {
+	case errors.Is(pe.Err, csv.ErrFieldCount):
+		return fmt.Errorf("line %d: %d fields where the header has %d", pe.StartLine, fields, want)
+	case errors.Is(pe.Err, csv.ErrQuote) && pe.Line != pe.StartLine:
+		return fmt.Errorf("the record starting on line %d: its quoted field runs on to line %d, column %d, where a quote is neither doubled nor closes the field",
+			pe.StartLine, pe.Line, pe.Column)
+	case errors.Is(pe.Err, csv.ErrQuote):
+		return fmt.Errorf("line %d, column %d: a quote inside a quoted field is neither doubled nor closes the field", pe.Line, pe.Column)
+	case errors.Is(pe.Err, csv.ErrBareQuote):
+		return fmt.Errorf("line %d, column %d: a quote inside a field that is not quoted", pe.Line, pe.Column)
+	}
+	return fmt.Errorf("the record starting on line %d: unreadable at line %d, column %d", pe.StartLine, pe.Line, pe.Column)
+}
+
+// wktProblem is the first line of go-geom's WKT syntax error, what it
+// found wrong and where: its message goes on over lines with a caret and
+// a hint, as a terminal shows them.
+func wktProblem(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	msg = strings.TrimPrefix(strings.TrimPrefix(msg, "wkt: "), "syntax error: ")
+	if i := strings.LastIndex(msg, " at line "); i > 0 {
+		if _, pos, ok := strings.Cut(msg[i:], ", pos "); ok {
+			return msg[:i] + ", at character " + pos
+		}
+		return msg[:i]
+	}
+	return msg
 }
 
 // withSRID gives g its SRID.
