@@ -177,7 +177,12 @@ func openLocal(p, format string, o OpenOptions) (FileReader, error) {
 		if strings.HasPrefix(err.Error(), f.Name+": ") {
 			return nil, err // the format's own package named itself
 		}
-		return nil, fmt.Errorf("%s: %w", f.Name, err)
+		name := f.Name
+		if name == FormatShapefile {
+			// The format of a zip, whatever it holds (a CSV, say).
+			name = "zip"
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return fr, nil
 }
