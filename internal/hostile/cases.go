@@ -75,6 +75,13 @@ var Groups = []Group{
 	{"OGC API: error answers", ogcapiErrors},
 	{"OGC API: truncated pages", ogcapiTruncated},
 	{"OGC API: bombs", ogcapiBombs},
+	{"file: zips (bombs, slips, damage)", fileZips},
+	{"file: Shapefile headers and fields", fileShapefiles},
+	{"file: CSV", fileCSVs},
+	{"file: GeoJSON", fileGeoJSONs},
+	{"file: GeoPackages", fileGeoPackages},
+	{"file: FlatGeobuf", fileFlatGeobufs},
+	{"file: HTTP (redirects, slow-loris, sizes)", fileTransfers},
 }
 
 // loadCase is a case whose static body loads features.

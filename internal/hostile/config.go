@@ -87,13 +87,21 @@ var casePaths = map[string]string{
 	OGCAPI: "/collections/points",
 }
 
+// urlPath is the path below /hostile/NAME of the case's feed URL.
+func (c *Case) urlPath() string {
+	if c.Kind == File {
+		return "/" + c.File.fileName()
+	}
+	return casePaths[c.Kind]
+}
+
 // writeFeed writes case c's feed entry.
 func writeFeed(b *strings.Builder, c *Case, origins map[string]string) error {
 	base, ok := origins[c.OriginName()]
 	if !ok {
 		return fmt.Errorf("hostile: no URL for origin %q of case %s", c.OriginName(), c.Name)
 	}
-	u, err := url.Parse(base + "/hostile/" + c.Name + casePaths[c.Kind])
+	u, err := url.Parse(base + "/hostile/" + c.Name + c.urlPath())
 	if err != nil {
 		return fmt.Errorf("hostile: case %s: %w", c.Name, err)
 	}
@@ -111,6 +119,14 @@ func writeFeed(b *strings.Builder, c *Case, origins map[string]string) error {
 		fmt.Fprintf(b, "        kind: wfs\n        type_name: points\n        version: \"2.0.0\"\n        output_format: %q\n        sort_by: n\n", format)
 	case ArcGIS, OGCAPI:
 		fmt.Fprintf(b, "        kind: %s\n", c.Kind)
+	case File:
+		b.WriteString("        kind: file\n")
+		for _, kv := range [][2]string{{"format", c.File.Format}, {"layer", c.File.Layer}, {"x", c.File.X}, {"y", c.File.Y},
+			{"wkt", c.File.WKT}, {"crs", c.File.CRS}, {"encoding", c.File.Encoding}} {
+			if kv[1] != "" {
+				fmt.Fprintf(b, "        %s: %q\n", kv[0], kv[1])
+			}
+		}
 	default:
 		b.WriteString("        kind: geojson\n")
 	}

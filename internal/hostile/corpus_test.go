@@ -39,7 +39,7 @@ func TestCorpusShape(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{GeoJSON, WFS, GML, ArcGIS, OGCAPI} {
+	for _, k := range []string{GeoJSON, WFS, GML, ArcGIS, OGCAPI, File} {
 		if kinds[k] < 10 {
 			t.Errorf("%d cases of kind %q, want at least 10", kinds[k], k)
 		}
@@ -80,7 +80,7 @@ func TestCorpusShape(t *testing.T) {
 	for _, c := range cases {
 		// A case may hang: 300ms ends it. A slow machine reads less in
 		// that time, which the size check below cannot mistake for more.
-		b := get(t, ts.URL+"/hostile/"+c.Name+casePaths[c.Kind]+featuresQuery[c.Kind], 300*time.Millisecond)
+		b := get(t, ts.URL+"/hostile/"+c.Name+c.urlPath()+featuresQuery[c.Kind], 300*time.Millisecond)
 		// arcgistest's bombs have their own sizes (at most 100 MiB),
 		// which MaxGenerated does not bound.
 		if int64(len(b)) > h.MaxGenerated+64<<10 && c.Kind != ArcGIS {
