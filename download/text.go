@@ -121,6 +121,9 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 		}
 		c.enc = e
 	}
+	if err := checkRecordSizes(f, c.limits.FeatureBytes); err != nil {
+		return nil, err
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	if b, _ := br.Peek(3); string(b) == "\xef\xbb\xbf" {
 		br.Discard(3)
@@ -410,6 +413,69 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// States of checkRecordSizes' scan, as encoding/csv reads a record (RFC
+// 4180, its defaults: comma, no lazy quotes): a quote opens a quoted field
+// only as a field's first byte, and inside one a doubled quote is a quote.
+const (
+	csvFieldStart = iota
+	csvUnquoted
+	csvQuoted
+	csvQuoteSeen // a quote inside a quoted field: its end, or half of ""
+)
+
+// checkRecordSizes reads the CSV file f once before encoding/csv does,
+// with a buffer of its own, and fails at the first record longer than
+// limit bytes; f is left at its start. encoding/csv holds a record whole
+// and copies it twice as it splits the fields, in buffers that double as
+// they grow, so a record it meets past the bound has already cost several
+// times the bound (countingReader only stops it reading on); this scan
+// holds 64 KiB whatever the record (TestCSVLongLinePeakRSS). A file's
+// bytes are on disk, so a second sequential read is cheap next to the
+// store's work.
+func checkRecordSizes(f *os.File, limit int64) error {
+	buf := make([]byte, 64<<10)
+	state, size, line, start := csvFieldStart, int64(0), 1, 1
+	for {
+		n, err := f.Read(buf)
+		for _, b := range buf[:n] {
+			size++
+			if size > limit {
+				return &feature.LimitError{Name: "feature_bytes", Max: limit, Where: fmt.Sprintf("the CSV record starting on line %d", start)}
+			}
+			if b == '\n' {
+				line++
+			}
+			switch {
+			case state == csvQuoted:
+				if b == '"' {
+					state = csvQuoteSeen
+				}
+			case state == csvQuoteSeen && b == '"':
+				state = csvQuoted
+			case b == '\n':
+				state, size, start = csvFieldStart, 0, line
+			case b == ',':
+				state = csvFieldStart
+			case state == csvFieldStart && b == '"':
+				state = csvQuoted
+			default:
+				state = csvUnquoted
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the file: %w", redactPath(err))
+		}
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	if err != nil {
+		return fmt.Errorf("reading the file: %w", redactPath(err))
+	}
+	return nil
 }
 
 // countingReader bounds the bytes of one CSV record: encoding/csv holds a
