@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/internal/jsonscan"
@@ -88,7 +89,7 @@ func geometrySRID(raw []byte, srid int) (int, error) {
 	}
 	var c geojson.CRS
 	if err := json.Unmarshal(crs, &c); err != nil {
-		return srid, fmt.Errorf("crs: %w", err)
+		return srid, fmt.Errorf("crs: %w", jsonWords(err))
 	}
 	if srid, err = sridOfCRS(&c); err != nil {
 		return srid, fmt.Errorf("crs: %w", err)
@@ -257,7 +258,7 @@ func memberString(obj []byte, name string) (string, bool, error) {
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false, fmt.Errorf("%q: %w", name, err)
+		return "", false, fmt.Errorf("%q: %w", name, jsonWords(err))
 	}
 	return s, true, nil
 }
@@ -408,23 +409,38 @@ func (p *coordParser) number() error {
 func slowGeometryError(err error) error {
 	var dim geojson.ErrDimensionalityTooLow
 	var unsupported geojson.ErrUnsupportedType
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &dim):
 		return fmt.Errorf("a position of %d number(s) (a position is x, y and an optional z and m)", int(dim))
 	case errors.As(err, &unsupported):
 		return fmt.Errorf("unknown geometry type %s", feature.Snippet(string(unsupported)))
+	}
+	if w := jsonWords(err); w != err {
+		return w
+	}
+	return errors.New("not a GeoJSON geometry")
+}
+
+// jsonWords says what encoding/json found wrong in a value, in ingestd's
+// words (encoding/json names Go types: "cannot unmarshal string into Go
+// value of type float64", "invalid character '[' exceeded max depth");
+// any other error is returned as it is.
+func jsonWords(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
 	case errors.As(err, &typeErr):
 		where := ""
 		if typeErr.Field != "" {
 			where = " in " + typeErr.Field
 		}
 		return fmt.Errorf("a JSON %s%s where GeoJSON wants %s", typeErr.Value, where, jsonWants(typeErr.Type.Kind().String()))
+	case errors.As(err, &syntaxErr) && strings.Contains(syntaxErr.Error(), "exceeded max depth"):
+		return fmt.Errorf("nested too deeply (at byte %d)", syntaxErr.Offset)
 	case errors.As(err, &syntaxErr):
-		return fmt.Errorf("invalid JSON at byte %d of the geometry", syntaxErr.Offset)
+		return fmt.Errorf("invalid JSON at byte %d", syntaxErr.Offset)
 	}
-	return errors.New("not a GeoJSON geometry")
+	return err
 }
 
 // jsonWants names, in JSON's terms, what a Go kind decodes from.

@@ -290,6 +290,10 @@ func fileGeoJSONs() (cs []Case) {
 			`{"type":"GeometryCollection","geometries":[]}`)), heldNoGeometry),
 		fails(gj("file_geojson_coordinate_string", fc(pt, `{"type":"Point","coordinates":["-78.9",35.6]}`)), "feature 1"),
 		fails(gj("file_geojson_coordinates_1d", fc(pt, `{"type":"Point","coordinates":[-78.9]}`)), "feature 1"),
+		fails(gj("file_geojson_type_number", fc(pt, `{"type":5,"coordinates":[-78.9,35.6]}`)), "a JSON number where GeoJSON wants a string"),
+		// A legacy crs member nested past encoding/json's depth.
+		fails(gj("file_geojson_crs_deep", fc(pt, `{"type":"Point","coordinates":[-78.9,35.6],"crs":`+
+			strings.Repeat("[", 10001)+strings.Repeat("]", 10001)+`}`)), "nested too deeply"),
 		fails(fileCase("file_geojson_deep_coordinates", class, "pts.geojson", stream(ctGeo, false,
 			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":1,"properties":{},"geometry":{"type":"Polygon","coordinates":`),
 			generator{n: 100_000, item: func(b []byte, _ int64) []byte { return append(b, '[') }},
