@@ -371,7 +371,7 @@ func fileFlatGeobufs() (cs []Case) {
 				b[i] = 0xff
 			}
 			return b
-		}), "feature 1"),
+		}), "feature 1: damaged"),
 		fails(fgb("file_fgb_header_size_lie", func(b []byte) []byte { binary.LittleEndian.PutUint32(b[8:], 0x7fffff00); return b }),
 			"header", "limits.feature_bytes"),
 		fails(fgb("file_fgb_not", func(b []byte) []byte { return append([]byte("fgb\x03fgb\x00"), bytes.Repeat([]byte{0xff}, 64)...) }),
