@@ -354,7 +354,7 @@ func (r *removeOnClose) Close() error {
 // its damaged directory gives names the temporary file).
 func openEntry(f *zip.File) (io.ReadCloser, error) {
 	if f.Flags&0x1 != 0 {
-		return nil, &entryError{name: f.Name, encrypted: true,
+		return nil, &entryError{name: f.Name, state: "is encrypted",
 			why: "it is password-protected, and ingestd reads no encrypted entry: ask the publisher for an unprotected file"}
 	}
 	rc, err := f.Open()
@@ -380,18 +380,19 @@ func (r *entryReader) Read(p []byte) (int, error) {
 
 func (r *entryReader) Close() error { return r.rc.Close() }
 
-// entryError is a zip entry that cannot be read whole: its name and why.
+// entryError is a zip entry that cannot be read whole: its name, its
+// state ("is damaged" when empty) and why.
 type entryError struct {
-	name, why string
-	encrypted bool
-	err       error
+	name, state, why string
+	err              error
 }
 
 func (e *entryError) Error() string {
-	if e.encrypted {
-		return fmt.Sprintf("%s in the zip is encrypted: %s", e.name, e.why)
+	state := e.state
+	if state == "" {
+		state = "is damaged"
 	}
-	return fmt.Sprintf("%s in the zip is damaged: %s", e.name, e.why)
+	return fmt.Sprintf("%s in the zip %s: %s", e.name, state, e.why)
 }
 
 // Unwrap is the cause as archive/zip or compress/flate reported it, for
@@ -415,6 +416,7 @@ func newEntryError(f *zip.File, err error, atOpen bool) error {
 	case errors.Is(err, zip.ErrChecksum):
 		e.why = "its CRC-32 does not match its bytes"
 	case errors.Is(err, zip.ErrAlgorithm):
+		e.state = "cannot be read"
 		e.why = fmt.Sprintf("it is compressed with method %d; ingestd reads stored and deflated entries", f.Method)
 	case errors.Is(err, zip.ErrFormat) && atOpen:
 		e.why = "its local header is broken"

@@ -223,10 +223,12 @@ type zipEntry struct {
 	// encrypted flags the entry as encrypted (traditional PKWARE): its
 	// bytes are noise no key was given for.
 	encrypted bool
-	// raw, when set, is stored as the entry's compressed bytes (Deflate),
-	// its directory declaring declared bytes uncompressed.
+	// raw, when set, is stored as the entry's compressed bytes (Deflate,
+	// or method when set), its directory declaring declared bytes
+	// uncompressed.
 	raw      []byte
 	declared uint64
+	method   uint16
 }
 
 // zipBytes writes a zip of entries.
@@ -238,7 +240,11 @@ func zipBytes(entries ...zipEntry) []byte {
 		switch {
 		case e.raw != nil:
 			var w interface{ Write([]byte) (int, error) }
-			w, err = zw.CreateRaw(&zip.FileHeader{Name: e.name, Method: zip.Deflate, CRC32: 0x12345678,
+			method := e.method
+			if method == 0 {
+				method = zip.Deflate
+			}
+			w, err = zw.CreateRaw(&zip.FileHeader{Name: e.name, Method: method, CRC32: 0x12345678,
 				CompressedSize64: uint64(len(e.raw)), UncompressedSize64: e.declared})
 			if err == nil {
 				_, err = w.Write(e.raw)

@@ -88,6 +88,17 @@ func fileZips() (cs []Case) {
 		fails(fileCase("file_zip_negative_offset", class, "pts.zip", generated(ctZip, func() []byte {
 			return lieDirectoryOffset(zipBytes(zipEntry{name: "pts.csv", body: csv3}), 4096)
 		})), "pts.csv in the zip is damaged"),
+		// bzip2 (method 12), which Go's archive/zip does not read.
+		fails(fileCase("file_zip_method_bzip2", class, "pts.zip", zipped(zipEntry{name: "pts.csv", raw: []byte("BZh91AY&SY"), declared: 100, method: 12})),
+			"pts.csv in the zip cannot be read: it is compressed with method 12"),
+		// The data file's local header (the second entry's) overwritten.
+		fails(fileCase("file_zip_local_header_broken", class, "pts.zip", generated(ctZip, func() []byte {
+			z := zipBytes(zipEntry{name: "readme.txt", body: []byte("parcels")}, zipEntry{name: "pts.csv", body: csv3})
+			copy(z[bytes.Index(z[4:], []byte("PK\x03\x04"))+4:], "XX")
+			return z
+		})), "pts.csv in the zip is damaged: its local header is broken"),
+		loads(fileCase("file_zip_geojson_bom", class, "pts.zip", zipped(zipEntry{name: "pts.geojson",
+			body: []byte("\xef\xbb\xbf" + `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[-78.9,35.6]}}]}`)})), 1),
 		fails(fileCase("file_zip_cut_short", class, "pts.zip", generated(ctZip, func() []byte {
 			z := shapefileZip("pts", pointsShapefile(5), "")
 			return z[:len(z)/2]
@@ -255,6 +266,11 @@ func fileCSVs() (cs []Case) {
 			c.Repaired = true
 			return c
 		}(),
+		func() Case {
+			c := loads(csv("file_csv_nul_bytes", "id,name,WKT\n1,a\x00b,POINT (-78.9 35.6)\n2,b,POINT (-78.8 35.6)\n"), 2)
+			c.Repaired = true
+			return c
+		}(),
 		fails(csv("file_csv_no_geometry_column", "id,name\n1,a\n2,b\n"), "no geometry column"),
 		fails(csv("file_csv_header_only", "id,name,WKT\n"), "held: empty"),
 		fails(csv("file_csv_all_geometry_missing", "id,name,WKT\n1,a,\n2,b,\n3,c,\n"), heldNoGeometry),
@@ -337,6 +353,9 @@ func fileGeoPackages() (cs []Case) {
 			return gpkgFile(append(gpkgPoints("pts", 2), `ALTER TABLE pts ADD COLUMN blob BLOB`,
 				`UPDATE pts SET blob = zeroblob(614400) WHERE fid = 2`)...)
 		}), "limits.value_bytes"), "value_bytes", 256<<10),
+		fails(gp("file_gpkg_blob_garbage", func() []byte {
+			return gpkgFile(append(gpkgPoints("pts", 3), `UPDATE pts SET geom = X'0102030405' WHERE fid = 2`)...)
+		}), "fid 2"),
 		fails(gp("file_gpkg_all_geometry_null", func() []byte {
 			return gpkgFile(append(gpkgPoints("pts", 3), `UPDATE pts SET geom = NULL`)...)
 		}), heldNoGeometry),
