@@ -55,6 +55,10 @@ func TestCorpusShape(t *testing.T) {
 		if c.Load && c.Features <= 0 {
 			t.Errorf("case %s loads but says how many features it leaves: %d", c.Name, c.Features)
 		}
+		var obj map[string]any
+		if c.Contains != "" && (!c.Load || json.Unmarshal([]byte(c.Contains), &obj) != nil) {
+			t.Errorf("case %s: Contains %q is not a JSON object a loading case's features can hold", c.Name, c.Contains)
+		}
 	}
 	const dir = "../../testdata/hostile"
 	h, err := NewServer(dir, cases)
