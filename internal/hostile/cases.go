@@ -235,7 +235,7 @@ func badFeatures() (cs []Case) {
 		}(),
 		loadCase("gml_id_long", badFeature, GML, "gml_id_long.gml", 5),
 		Case{Name: "id_1mb", Class: badFeature, Load: true, Features: 1, Respond: stream(ctJSON, false,
-			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"h.0","geometry":null,"properties":{}},{"type":"Feature","id":"`),
+			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"h.0","geometry":{"type":"Point","coordinates":[-78.9,35.6]},"properties":{}},{"type":"Feature","id":"`),
 			repeatBytes('i', mib), text(`","geometry":null,"properties":{}}]}`))},
 		failCase("number_nan", badFeature, GeoJSON, file(ctJSON, "number_nan.geojson"), "invalid JSON"),
 		failCase("number_leading_zero", badFeature, GeoJSON, file(ctJSON, "number_leading_zero.geojson"), "invalid JSON"),
