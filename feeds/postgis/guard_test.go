@@ -12,6 +12,7 @@ import (
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/source"
 )
 
 // pollHeld runs a poll whose Apply must be held, and returns its id and the
@@ -399,5 +400,26 @@ func TestGeometryGuard(t *testing.T) {
 	b.poll(t, table, none)
 	if _, res := b.poll(t, table, append(slices.Clone(none), feature("new", nil, props("n", 99)))); res.Added != 1 {
 		t.Errorf("an attribute table: %+v, want applied", res)
+	}
+}
+
+// TestGeometryGuardSkipsDeltas: a delta's snapshot is the features it
+// fetched, so edits that all lack a geometry (an attribute edit of a
+// feature whose geometry the server left out) are not "every geometry
+// lost": the delta applies.
+func TestGeometryGuardSkipsDeltas(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("geomdelta")
+	b.poll(t, feed, []ft.Feature{feature("1", point(-78.6, 35.7, 4326), props("n", 1)),
+		feature("2", point(-78.5, 35.7, 4326), props("n", 2)), feature("3", point(-78.4, 35.7, 4326), props("n", 3))})
+	id := b.stage(t, feed, []ft.Feature{feature("2", nil, props("n", 20))})
+	res, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: []int64{1, 2, 3}}, nil)
+	if err != nil || res.Drift() != 0 {
+		t.Fatalf("ComposeDelta = %+v, %v", res, err)
+	}
+	applied, err := b.store.Apply(b.ctx, id, feed)
+	if err != nil || applied.Modified != 1 {
+		t.Fatalf("a delta of one edit without a geometry: %+v, %v; want applied", applied, err)
 	}
 }
