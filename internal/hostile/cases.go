@@ -26,8 +26,8 @@ const (
 
 // Cases returns the hostile corpus: every class of issue 14's findings
 // (1, 3, 5, 6, 8), the classes an earlier hostile run found handled
-// already, and the ArcGIS REST and OGC API – Features lies, each as a case
-// with its expected outcome. Static bodies are files of testdata/hostile;
+// already, the ArcGIS REST and OGC API – Features lies and the downloaded
+// files' (filecases.go), each as a case with its expected outcome. Static bodies are files of testdata/hostile;
 // large ones are generated.
 func Cases() []Case {
 	var cs []Case
