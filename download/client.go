@@ -168,8 +168,10 @@ func (c *Client) attempt(a *httpcall.Attempt, tmp *os.File, dl *download) breake
 		}
 		return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
 	}
-	if cl := a.Resp.ContentLength; cl >= 0 && a.Resp.Header.Get("Content-Encoding") == "" && n < cl {
-		return a.IgnoredOr(breaker.Failure, &httpcall.BodyError{URL: a.Redacted, Err: fmt.Errorf("%w: %d of %d bytes", ErrShortBody, n, cl)})
+	// The body as sent: OpenBody skips a leading UTF-8 BOM, which the
+	// Content-Length counts.
+	if cl, sent := a.Resp.ContentLength, a.BodyBytes(); cl >= 0 && a.Resp.Header.Get("Content-Encoding") == "" && sent < cl {
+		return a.IgnoredOr(breaker.Failure, &httpcall.BodyError{URL: a.Redacted, Err: fmt.Errorf("%w: %d of %d bytes", ErrShortBody, sent, cl)})
 	}
 	dl.bytes = n
 	dl.etag, dl.lastModified = httpcall.ResponseValidators(a.Resp)

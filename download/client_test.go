@@ -194,3 +194,89 @@ func TestZipOfOneFile(t *testing.T) {
 	}
 	noDownloadsLeft(t, dir)
 }
+
+// TestBOMWithContentLength: a CSV and a GeoJSON file that begin with a
+// UTF-8 BOM and are served with their Content-Length (which counts the
+// BOM) load; a body really cut short still fails.
+func TestBOMWithContentLength(t *testing.T) {
+	t.Parallel()
+	const bom = "\xef\xbb\xbf"
+	srv := serveFiles(t, map[string]string{
+		"pts.csv":     bom + "WKT,name\n\"POINT (1 2)\",a\n\"POINT (3 4)\",b\n",
+		"pts.geojson": bom + `{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1}}]}`,
+	})
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	for name, n := range map[string]int{"pts.csv": 2, "pts.geojson": 1} {
+		var col collect
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, col.handle); err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if len(col.props) != n {
+			t.Errorf("%s: %d features, want %d", name, len(col.props), n)
+		}
+	}
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		io.WriteString(w, bom+"WKT,name\n\"POINT (1 2)\",a\n")
+	}))
+	t.Cleanup(cut.Close)
+	_, err := c.Fetch(t.Context(), layer(cut.URL+"/pts.csv", download.Settings{}), 0, (&collect{}).handle)
+	if err == nil || !strings.Contains(err.Error(), "unexpected EOF") && !strings.Contains(err.Error(), "shorter than its Content-Length") {
+		t.Errorf("a body cut short: %v", err)
+	}
+}
+
+// TestCSVDuplicateColumns: a header with a column name twice keeps both
+// columns, the second as NAME2 (NAME3 when NAME2 is taken), as GDAL names
+// them when it writes the layer.
+func TestCSVDuplicateColumns(t *testing.T) {
+	t.Parallel()
+	srv := serveFiles(t, map[string]string{
+		"dup.csv":   "WKT,NAME,NAME\n\"POINT (1 2)\",a,b\n",
+		"taken.csv": "WKT,NAME,NAME2,NAME\n\"POINT (1 2)\",a,b,c\n",
+	})
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	for name, want := range map[string]string{"dup.csv": `{"NAME":"a","NAME2":"b"}`, "taken.csv": `{"NAME":"a","NAME2":"b","NAME3":"c"}`} {
+		var col collect
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, col.handle); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(col.props) != 1 || col.props[0] != want {
+			t.Errorf("%s: properties %q, want %s", name, col.props, want)
+		}
+	}
+}
+
+// TestCSVErrors: a CSV's faults name the line a record starts on (a
+// quoted field may run over many), the column and what is wrong, in one
+// line of ingestd's words: no "parse error", no WKT parser's caret and
+// hint.
+func TestCSVErrors(t *testing.T) {
+	t.Parallel()
+	long := "id,name,WKT\n1,a,POINT (1 2)\n2,\"a note\n" + strings.Repeat("that goes on\n", 20) + "and \"ends\" badly\",POINT (1 2)\n"
+	srv := serveFiles(t, map[string]string{
+		"wkt.csv":    "id,WKT\n1,POINT (1 2)\n2,POINT (1\n",
+		"ring.csv":   "id,WKT\n1,\"POLYGON ((0 0, 1 0, 1 1))\"\n",
+		"long.csv":   long,
+		"ragged.csv": "id,name,WKT\n1,a,POINT (1 2)\n2,POINT (1 2)\n",
+		"later.csv":  "id,name,WKT\n1,\"two\nlines\",POINT (1 2)\n2,b,POINT (1\n",
+	})
+	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	for name, want := range map[string]string{
+		"wkt.csv":    "line 3, column WKT: not a WKT geometry (not enough coordinates, at character 8): \"POINT (1\"",
+		"ring.csv":   "line 2, column WKT: not a WKT geometry (polygon ring doesn't have enough points",
+		"long.csv":   "the record starting on line 3: its quoted field runs on to line 24, column 5",
+		"ragged.csv": "line 3: 2 fields where the header has 3",
+		"later.csv":  "line 4, column WKT",
+	} {
+		_, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, (&collect{}).handle)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v\nwant %q", name, err, want)
+			continue
+		}
+		for _, leak := range []string{"\n", "parse error", "HINT", "syntax error"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("%s: %q in %q", name, leak, err)
+			}
+		}
+	}
+}

@@ -98,7 +98,11 @@ func openFlatGeobuf(p string, o OpenOptions) (FileReader, error) {
 // magic numbers first, then text by its first byte and the file's name.
 func Formats() []Format {
 	return []Format{
-		{Name: FormatShapefile, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("PK\x03\x04")) }, Open: openZip},
+		// A zip: its first entry's local header, or the end of an empty
+		// zip's directory (which openZip reports as empty).
+		{Name: FormatShapefile, Sniff: func(h []byte, _ string) bool {
+			return bytes.HasPrefix(h, []byte("PK\x03\x04")) || bytes.HasPrefix(h, []byte("PK\x05\x06"))
+		}, Open: openZip},
 		{Name: FormatGPKG, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("SQLite format 3\x00")) }, Open: openGPKG},
 		{Name: FormatFlatGeobuf, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("fgb\x03")) }, Open: openFlatGeobuf},
 		{Name: FormatGeoJSON, Sniff: sniffGeoJSON, Open: openGeoJSON},
@@ -173,7 +177,12 @@ func openLocal(p, format string, o OpenOptions) (FileReader, error) {
 		if strings.HasPrefix(err.Error(), f.Name+": ") {
 			return nil, err // the format's own package named itself
 		}
-		return nil, fmt.Errorf("%s: %w", f.Name, err)
+		name := f.Name
+		if name == FormatShapefile {
+			// The format of a zip, whatever it holds (a CSV, say).
+			name = "zip"
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return fr, nil
 }

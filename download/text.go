@@ -83,7 +83,7 @@ type csvFile struct {
 	id      int
 	enc     shapefile.Encoding
 	limits  feature.Limits
-	line    int
+	line    int // the line the current record starts on
 	feat    feature.Feature
 	prop    []byte
 	err     error
@@ -121,6 +121,9 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 		}
 		c.enc = e
 	}
+	if err := checkRecordSizes(f, c.limits.FeatureBytes); err != nil {
+		return nil, err
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	if b, _ := br.Peek(3); string(b) == "\xef\xbb\xbf" {
 		br.Discard(3)
@@ -130,12 +133,18 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 	c.r.ReuseRecord = true
 	hdr, err := c.r.Read()
 	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("header line: %w", csvError(pe, 0, 0))
+		}
 		return nil, fmt.Errorf("header line: %w", err)
 	}
 	for _, h := range hdr {
 		s, _ := c.enc.Decode([]byte(h))
 		c.header = append(c.header, strings.TrimSpace(s))
 	}
+	// Two columns of one name are both kept (as GDAL writes them).
+	c.header = feature.UniqueNames(c.header)
 	if len(c.header) > c.limits.Properties {
 		return nil, &feature.LimitError{Name: "properties", Max: int64(c.limits.Properties), Where: fmt.Sprintf("a header of %d columns", len(c.header))}
 	}
@@ -199,18 +208,23 @@ func (c *csvFile) next() (*feature.Feature, error) {
 	if err == io.EOF {
 		return nil, io.EOF
 	}
-	c.line++
 	var le *feature.LimitError
 	if errors.As(err, &le) {
 		return nil, err
 	}
-	if err != nil {
-		return nil, err // csv.ParseError names the line
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return nil, csvError(pe, len(rec), len(c.header))
 	}
+	if err != nil {
+		return nil, err
+	}
+	// The line the record starts on: a quoted field may span lines.
+	c.line, _ = c.r.FieldPos(0)
 	c.cr.mark()
 	c.feat = feature.Feature{}
 	if c.feat.Geometry, err = c.geometry(rec); err != nil {
-		return nil, fmt.Errorf("line %d: %w", c.line+1, err)
+		return nil, fmt.Errorf("line %d, %w", c.line, err)
 	}
 	// A fresh buffer per feature: the poll's stager keeps features of a
 	// batch past the next call.
@@ -222,7 +236,7 @@ func (c *csvFile) next() (*feature.Feature, error) {
 			continue
 		}
 		if int64(len(v)) > c.limits.ValueBytes {
-			return nil, &feature.LimitError{Name: "value_bytes", Max: c.limits.ValueBytes, Where: fmt.Sprintf("line %d, column %s", c.line+1, c.header[i])}
+			return nil, &feature.LimitError{Name: "value_bytes", Max: c.limits.ValueBytes, Where: fmt.Sprintf("line %d, column %s", c.line, c.header[i])}
 		}
 		if !first {
 			p = append(p, ',')
@@ -260,7 +274,7 @@ func (c *csvFile) geometry(rec []string) (geom.T, error) {
 		}
 		g, err := wkt.Unmarshal(s)
 		if err != nil {
-			return nil, fmt.Errorf("column %s: %v: %s", c.header[c.w], err, feature.Snippet(s))
+			return nil, fmt.Errorf("column %s: not a WKT geometry (%s): %s", c.header[c.w], wktProblem(err), feature.Snippet(s))
 		}
 		return withSRID(g, c.srid), nil
 	}
@@ -274,6 +288,41 @@ func (c *csvFile) geometry(rec []string) (geom.T, error) {
 		return nil, fmt.Errorf("columns %s, %s: %q, %q is not a point", c.header[c.x], c.header[c.y], feature.Snippet(xs), feature.Snippet(ys))
 	}
 	return geom.NewPointFlat(geom.XY, []float64{x, y}).SetSRID(c.srid), nil
+}
+
+// csvError says what a CSV record's parse error means, in ingestd's
+// words and by the lines it spans (encoding/csv's own message names the
+// record's line after the line of the fault, which reads as two records).
+// fields and want are the record's number of fields and the header's,
+// for a record of the wrong width.
+func csvError(pe *csv.ParseError, fields, want int) error {
+	switch {
+	case errors.Is(pe.Err, csv.ErrFieldCount):
+		return fmt.Errorf("line %d: %d fields where the header has %d", pe.StartLine, fields, want)
+	case errors.Is(pe.Err, csv.ErrQuote) && pe.Line != pe.StartLine:
+		return fmt.Errorf("the record starting on line %d: its quoted field runs on to line %d, column %d, where a quote is neither doubled nor closes the field",
+			pe.StartLine, pe.Line, pe.Column)
+	case errors.Is(pe.Err, csv.ErrQuote):
+		return fmt.Errorf("line %d, column %d: a quote inside a quoted field is neither doubled nor closes the field", pe.Line, pe.Column)
+	case errors.Is(pe.Err, csv.ErrBareQuote):
+		return fmt.Errorf("line %d, column %d: a quote inside a field that is not quoted", pe.Line, pe.Column)
+	}
+	return fmt.Errorf("the record starting on line %d: unreadable at line %d, column %d", pe.StartLine, pe.Line, pe.Column)
+}
+
+// wktProblem is the first line of go-geom's WKT syntax error, what it
+// found wrong and where: its message goes on over lines with a caret and
+// a hint, as a terminal shows them.
+func wktProblem(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	msg = strings.TrimPrefix(strings.TrimPrefix(msg, "wkt: "), "syntax error: ")
+	if i := strings.LastIndex(msg, " at line "); i > 0 {
+		if _, pos, ok := strings.Cut(msg[i:], ", pos "); ok {
+			return msg[:i] + ", at character " + pos
+		}
+		return msg[:i]
+	}
+	return msg
 }
 
 // withSRID gives g its SRID.
@@ -364,6 +413,69 @@ func appendJSONString(dst []byte, s string) []byte {
 		}
 	}
 	return append(dst, '"')
+}
+
+// States of checkRecordSizes' scan, as encoding/csv reads a record (RFC
+// 4180, its defaults: comma, no lazy quotes): a quote opens a quoted field
+// only as a field's first byte, and inside one a doubled quote is a quote.
+const (
+	csvFieldStart = iota
+	csvUnquoted
+	csvQuoted
+	csvQuoteSeen // a quote inside a quoted field: its end, or half of ""
+)
+
+// checkRecordSizes reads the CSV file f once before encoding/csv does,
+// with a buffer of its own, and fails at the first record longer than
+// limit bytes; f is left at its start. encoding/csv holds a record whole
+// and copies it twice as it splits the fields, in buffers that double as
+// they grow, so a record it meets past the bound has already cost several
+// times the bound (countingReader only stops it reading on); this scan
+// holds 64 KiB whatever the record (TestCSVLongLinePeakRSS). A file's
+// bytes are on disk, so a second sequential read is cheap next to the
+// store's work.
+func checkRecordSizes(f *os.File, limit int64) error {
+	buf := make([]byte, 64<<10)
+	state, size, line, start := csvFieldStart, int64(0), 1, 1
+	for {
+		n, err := f.Read(buf)
+		for _, b := range buf[:n] {
+			size++
+			if size > limit {
+				return &feature.LimitError{Name: "feature_bytes", Max: limit, Where: fmt.Sprintf("the CSV record starting on line %d", start)}
+			}
+			if b == '\n' {
+				line++
+			}
+			switch {
+			case state == csvQuoted:
+				if b == '"' {
+					state = csvQuoteSeen
+				}
+			case state == csvQuoteSeen && b == '"':
+				state = csvQuoted
+			case b == '\n':
+				state, size, start = csvFieldStart, 0, line
+			case b == ',':
+				state = csvFieldStart
+			case state == csvFieldStart && b == '"':
+				state = csvQuoted
+			default:
+				state = csvUnquoted
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the file: %w", redactPath(err))
+		}
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	if err != nil {
+		return fmt.Errorf("reading the file: %w", redactPath(err))
+	}
+	return nil
 }
 
 // countingReader bounds the bytes of one CSV record: encoding/csv holds a

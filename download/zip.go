@@ -3,9 +3,11 @@ package download
 import (
 	"archive/zip"
 	"bufio"
+	"compress/flate"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
@@ -24,7 +26,9 @@ var ErrZipBomb = errors.New("zip bomb")
 func openZip(p string, o OpenOptions) (FileReader, error) {
 	zr, err := zip.OpenReader(p)
 	if err != nil {
-		return nil, fmt.Errorf("the zip is damaged or cut short (its central directory cannot be read): %w", err)
+		// archive/zip's words (and, for a file it could not open, the
+		// temporary file's path) say nothing an operator can act on.
+		return nil, errors.New("the zip is damaged or cut short: its central directory cannot be read")
 	}
 	fr, err := openZipped(zr, o)
 	if err != nil {
@@ -142,9 +146,30 @@ type zipShapefile struct {
 	zr     *zip.ReadCloser
 	open   []io.Closer
 	layers []string
+	// drain are the .shx and .dbf: the reader stops short of their ends
+	// (it reads the .shx's header and the .dbf's records, not its end
+	// mark), and a zip entry's CRC-32 is checked only at its end.
+	drain []io.Reader
 }
 
 func (z *zipShapefile) Layers() []string { return z.layers }
+
+// Next is the Shapefile's next feature; after the last, the .shx and .dbf
+// are read to their ends, so that a damaged one fails the layer as a
+// damaged .shp does.
+func (z *zipShapefile) Next() (*feature.Feature, error) {
+	f, err := z.Reader.Next()
+	if err != io.EOF {
+		return f, err
+	}
+	for _, r := range z.drain {
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return nil, err
+		}
+	}
+	z.drain = nil
+	return nil, io.EOF
+}
 
 func (z *zipShapefile) Close() error {
 	for _, c := range z.open {
@@ -163,11 +188,14 @@ func openShapefile(zr *zip.ReadCloser, l shpLayer, layers []string, o OpenOption
 	}
 	z := &zipShapefile{zr: zr, layers: layers}
 	stream := func(ext string) (io.Reader, error) {
-		rc, err := l.parts[ext].Open()
+		rc, err := openEntry(l.parts[ext])
 		if err != nil {
-			return nil, fmt.Errorf("layer %s: %s: %w", l.name, l.parts[ext].Name, err)
+			return nil, fmt.Errorf("layer %s: %w", l.name, err)
 		}
 		z.open = append(z.open, rc)
+		if ext != ".shp" {
+			z.drain = append(z.drain, rc)
+		}
 		return bufio.NewReaderSize(rc, 64<<10), nil
 	}
 	small := func(ext string) ([]byte, error) {
@@ -178,14 +206,14 @@ func openShapefile(zr *zip.ReadCloser, l shpLayer, layers []string, o OpenOption
 		if f.UncompressedSize64 > 64<<10 {
 			return nil, fmt.Errorf("layer %s: %s of %d bytes: not a %s", l.name, f.Name, f.UncompressedSize64, ext)
 		}
-		rc, err := f.Open()
+		rc, err := openEntry(f)
 		if err != nil {
-			return nil, fmt.Errorf("layer %s: %s: %w", l.name, f.Name, err)
+			return nil, fmt.Errorf("layer %s: %w", l.name, err)
 		}
 		defer rc.Close()
 		b, err := io.ReadAll(rc)
 		if err != nil {
-			return nil, fmt.Errorf("layer %s: %s: %w", l.name, f.Name, err)
+			return nil, fmt.Errorf("layer %s: %w", l.name, err)
 		}
 		return b, nil
 	}
@@ -283,9 +311,9 @@ func listed(names []string) string {
 
 // extract copies f out of its zip into a temporary file.
 func extract(f *zip.File, dir string) (string, error) {
-	rc, err := f.Open()
+	rc, err := openEntry(f)
 	if err != nil {
-		return "", fmt.Errorf("%s in the zip: %w", f.Name, err)
+		return "", err
 	}
 	defer rc.Close()
 	out, err := os.CreateTemp(dir, "ingestd-file-*"+path.Ext(f.Name))
@@ -295,7 +323,11 @@ func extract(f *zip.File, dir string) (string, error) {
 	if _, err := io.Copy(out, rc); err != nil {
 		out.Close()
 		os.Remove(out.Name())
-		return "", fmt.Errorf("%s in the zip: %w", f.Name, err)
+		var ee *entryError
+		if errors.As(err, &ee) {
+			return "", err
+		}
+		return "", fmt.Errorf("a temporary file for %s: %w", f.Name, redactPath(err))
 	}
 	if err := out.Close(); err != nil {
 		os.Remove(out.Name())
@@ -313,5 +345,103 @@ type removeOnClose struct {
 func (r *removeOnClose) Close() error {
 	err := r.FileReader.Close()
 	os.Remove(r.path)
+	return err
+}
+
+// openEntry opens zip entry f for reading; its errors, and those of its
+// reads, are *entryError: the entry named and what is wrong with it in
+// ingestd's words (archive/zip's name no entry, and a read at an offset
+// its damaged directory gives names the temporary file).
+func openEntry(f *zip.File) (io.ReadCloser, error) {
+	if f.Flags&0x1 != 0 {
+		return nil, &entryError{name: f.Name, state: "is encrypted",
+			why: "it is password-protected, and ingestd reads no encrypted entry: ask the publisher for an unprotected file"}
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, newEntryError(f, err, true)
+	}
+	return &entryReader{rc: rc, f: f}, nil
+}
+
+// entryReader reads a zip entry, turning its errors into *entryError.
+type entryReader struct {
+	rc io.ReadCloser
+	f  *zip.File
+}
+
+func (r *entryReader) Read(p []byte) (int, error) {
+	n, err := r.rc.Read(p)
+	if err != nil && err != io.EOF {
+		err = newEntryError(r.f, err, false)
+	}
+	return n, err
+}
+
+func (r *entryReader) Close() error { return r.rc.Close() }
+
+// entryError is a zip entry that cannot be read whole: its name, its
+// state ("is damaged" when empty) and why.
+type entryError struct {
+	name, state, why string
+	err              error
+}
+
+func (e *entryError) Error() string {
+	state := e.state
+	if state == "" {
+		state = "is damaged"
+	}
+	return fmt.Sprintf("%s in the zip %s: %s", e.name, state, e.why)
+}
+
+// Unwrap is the cause as archive/zip or compress/flate reported it, for
+// errors.Is; the message does not repeat it.
+func (e *entryError) Unwrap() error { return e.err }
+
+// newEntryError says what err, met opening (atOpen) or reading entry f,
+// means.
+func newEntryError(f *zip.File, err error, atOpen bool) error {
+	if _, ok := err.(*entryError); ok {
+		return err
+	}
+	var le *feature.LimitError
+	if errors.As(err, &le) {
+		return err
+	}
+	e := &entryError{name: f.Name, err: err}
+	var corrupt flate.CorruptInputError
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, zip.ErrChecksum):
+		e.why = "its CRC-32 does not match its bytes"
+	case errors.Is(err, zip.ErrAlgorithm):
+		e.state = "cannot be read"
+		e.why = fmt.Sprintf("it is compressed with method %d; ingestd reads stored and deflated entries", f.Method)
+	case errors.Is(err, zip.ErrFormat) && atOpen:
+		e.why = "its local header is broken"
+	case errors.Is(err, zip.ErrFormat):
+		e.why = fmt.Sprintf("it inflates to more than the %d bytes its directory declares", f.UncompressedSize64)
+	case errors.As(err, &corrupt):
+		e.why = fmt.Sprintf("its compressed bytes are corrupt (at byte %d)", int64(corrupt))
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		e.why = "it is cut short"
+	case errors.As(err, &pathErr):
+		// A read outside the file: the directory places the entry
+		// before the file's start or past its end.
+		e.why = "the zip's directory places it outside the file"
+	default:
+		e.why = "it cannot be read"
+	}
+	return e
+}
+
+// redactPath is err without the path of an *fs.PathError: a temporary
+// file's name is nothing to show.
+func redactPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
 	return err
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // errMalformed is what a FlatBuffers access out of range becomes.
-var errMalformed = errors.New("malformed FlatBuffers table (an offset or length out of range)")
+var errMalformed = errors.New("damaged: an offset or length in its FlatBuffers table points outside it")
 
 // slot is a field's offset in a table's vtable: 4 + 2 × its index in the
 // schema.

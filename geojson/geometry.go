@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/internal/jsonscan"
@@ -88,7 +89,7 @@ func geometrySRID(raw []byte, srid int) (int, error) {
 	}
 	var c geojson.CRS
 	if err := json.Unmarshal(crs, &c); err != nil {
-		return srid, fmt.Errorf("crs: %w", err)
+		return srid, fmt.Errorf("crs: %w", jsonWords(err))
 	}
 	if srid, err = sridOfCRS(&c); err != nil {
 		return srid, fmt.Errorf("crs: %w", err)
@@ -120,7 +121,7 @@ func strideLayout(typ string, stride int) (geom.Layout, error) {
 	case 0, 2:
 		return geom.XY, nil
 	case 1:
-		return geom.NoLayout, geojson.ErrDimensionalityTooLow(1)
+		return geom.NoLayout, fmt.Errorf("%s coordinates: a position of 1 number(s) (a position is x, y and an optional z and m)", typ)
 	case 3:
 		return geom.XYZ, nil
 	case 4:
@@ -241,7 +242,7 @@ func emptyGeometry(typ string, srid int) (geom.T, error) {
 func slowGeometry(raw []byte, srid int) (geom.T, error) {
 	var g geom.T
 	if err := geojson.Unmarshal(raw, &g); err != nil {
-		return nil, err
+		return nil, slowGeometryError(err)
 	}
 	if g == nil {
 		return nil, nil
@@ -257,7 +258,7 @@ func memberString(obj []byte, name string) (string, bool, error) {
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", false, fmt.Errorf("%q: %w", name, err)
+		return "", false, fmt.Errorf("%q: %w", name, jsonWords(err))
 	}
 	return s, true, nil
 }
@@ -327,7 +328,7 @@ func (p *coordParser) position() error {
 	if n < 2 {
 		// [] or [x] inside a line or ring: not a position (go-geom
 		// refuses it too; only a Point may be []).
-		return geojson.ErrDimensionalityTooLow(n)
+		return fmt.Errorf("a position of %d number(s) (a position is x, y and an optional z and m)", n)
 	}
 	if p.stride == 0 {
 		p.stride = n
@@ -388,9 +389,71 @@ func (p *coordParser) number() error {
 	p.ws()
 	f, end, err := jsonscan.Number(p.b, p.i)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("bad coordinate %s", feature.Snippet(p.b[p.i:end]))
+		if end == p.i {
+			// Not a number at all (a string, an object): show what is there.
+			end = min(len(p.b), p.i+32)
+			if j := bytes.IndexAny(p.b[p.i:end], ",]"); j > 0 {
+				end = p.i + j
+			}
+		}
+		return fmt.Errorf("a coordinate is not a number: %s", feature.Snippet(p.b[p.i:end]))
 	}
 	p.i = end
 	p.flat = append(p.flat, f)
 	return nil
+}
+
+// slowGeometryError says what go-geom's GeoJSON decoder (encoding/json
+// below it) found wrong, in ingestd's words: those libraries name Go types
+// and their own packages.
+func slowGeometryError(err error) error {
+	var dim geojson.ErrDimensionalityTooLow
+	var unsupported geojson.ErrUnsupportedType
+	switch {
+	case errors.As(err, &dim):
+		return fmt.Errorf("a position of %d number(s) (a position is x, y and an optional z and m)", int(dim))
+	case errors.As(err, &unsupported):
+		return fmt.Errorf("unknown geometry type %s", feature.Snippet(string(unsupported)))
+	}
+	if w := jsonWords(err); w != err {
+		return w
+	}
+	return errors.New("not a GeoJSON geometry")
+}
+
+// jsonWords says what encoding/json found wrong in a value, in ingestd's
+// words (encoding/json names Go types: "cannot unmarshal string into Go
+// value of type float64", "invalid character '[' exceeded max depth");
+// any other error is returned as it is.
+func jsonWords(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		where := ""
+		if typeErr.Field != "" {
+			where = " in " + typeErr.Field
+		}
+		return fmt.Errorf("a JSON %s%s where GeoJSON wants %s", typeErr.Value, where, jsonWants(typeErr.Type.Kind().String()))
+	case errors.As(err, &syntaxErr) && strings.Contains(syntaxErr.Error(), "exceeded max depth"):
+		return fmt.Errorf("nested too deeply (at byte %d)", syntaxErr.Offset)
+	case errors.As(err, &syntaxErr):
+		return fmt.Errorf("invalid JSON at byte %d", syntaxErr.Offset)
+	}
+	return err
+}
+
+// jsonWants names, in JSON's terms, what a Go kind decodes from.
+func jsonWants(kind string) string {
+	switch kind {
+	case "float64", "float32", "int", "int64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "another value"
 }

@@ -205,3 +205,31 @@ func geojsonValid(raw []byte) bool {
 	var m map[string]any
 	return json.Unmarshal(raw, &m) == nil
 }
+
+// TestGeometryErrorsInOwnWords: a geometry go-geom or encoding/json would
+// refuse in their own words (a Go type, "geojson: …", an empty quote of
+// the bad coordinate) is refused saying what GeoJSON wanted there.
+func TestGeometryErrorsInOwnWords(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		`{"type":"Point","coordinates":["-78.9",35.6]}`:                                                              `a coordinate is not a number: "\"-78.9\""`,
+		`{"type":"Point","coordinates":[-78.9]}`:                                                                     "Point coordinates: a position of 1 number(s)",
+		`{"type":"LineString","coordinates":[[1],[2]]}`:                                                              "LineString coordinates: a position of 1 number(s)",
+		`{"type":"GeometryCollection","geometries":[{"type":"Point","coordinates":[1,"x"]}]}`:                        "a coordinate is not a number",
+		`{"type":"Hexagon","coordinates":[1,2]}`:                                                                     `unknown geometry type "Hexagon"`,
+		`{"type":5,"coordinates":[1,2]}`:                                                                             `"type": a JSON number where GeoJSON wants a string`,
+		`{"type":"Point","coordinates":[1,2],"crs":{"type":5}}`:                                                      "crs: a JSON number in type where GeoJSON wants a string",
+		`{"type":"Point","coordinates":[1,2],"crs":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`: "nested too deeply",
+	} {
+		_, err := decodeGeometry([]byte(raw), 4326)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", raw, err, want)
+			continue
+		}
+		for _, leak := range []string{"Go value", "geojson: ", "float64", `bad coordinate ""`, "max depth", "invalid character"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("%s: %q in %v", raw, leak, err)
+			}
+		}
+	}
+}

@@ -285,7 +285,7 @@ func (r *Reader) keepMember(key string, v []byte) error {
 	switch key {
 	case "type":
 		if err := json.Unmarshal(v, &r.topType); err != nil {
-			return r.fail(-1, `member "type"`, err)
+			return r.fail(-1, `member "type"`, jsonWords(err))
 		}
 	case "numberMatched", "totalFeatures":
 		n, err := r.count(key, v)
@@ -374,7 +374,7 @@ func (r *Reader) count(key string, num []byte) (int, error) {
 func (r *Reader) crsMember(raw []byte) error {
 	var crs *geojson.CRS
 	if err := json.Unmarshal(raw, &crs); err != nil {
-		return r.fail(-1, `member "crs"`, err)
+		return r.fail(-1, `member "crs"`, jsonWords(err))
 	}
 	if crs == nil {
 		return nil // crs: null is "unknown"; keep the default

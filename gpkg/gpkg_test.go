@@ -145,6 +145,8 @@ func TestHostile(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "notes.gpkg")
 	os.WriteFile(text, []byte("county parcels, see the attached zip\n"), 0o600)
+	garbage := filepath.Join(dir, "garbage.gpkg")
+	os.WriteFile(garbage, append([]byte("SQLite format 3\x00"), []byte(strings.Repeat("not a database ", 300))...), 0o600)
 	whole, _ := os.ReadFile(good)
 	truncated := filepath.Join(dir, "cut.gpkg")
 	os.WriteFile(truncated, whole[:len(whole)/2], 0o600)
@@ -173,6 +175,7 @@ func TestHostile(t *testing.T) {
 		want       string
 	}{
 		{"text file", text, gpkg.Options{}, "not a GeoPackage: the file does not start with an SQLite header"},
+		{"SQLite header, then garbage", garbage, gpkg.Options{}, "not a GeoPackage: the file starts with an SQLite header but SQLite cannot read it"},
 		{"SQLite without gpkg tables", plain, gpkg.Options{}, "an SQLite database but not a GeoPackage"},
 		{"truncated", truncated, gpkg.Options{Layer: "counties"}, "the file is cut short"},
 		{"lying blob header", lying, gpkg.Options{Layer: "counties"}, "gpkg: feature 2: fid 3: geometry blob header declares a 64-byte envelope but 8 bytes follow it"},
@@ -209,4 +212,37 @@ func blob(flags byte, env []float64, wkb []byte) []byte {
 // GeoPackage reads as GDAL reads it.
 func TestMixedMatchesGDAL(t *testing.T) {
 	gdaltest.MixedMatchesGDAL(t, "GPKG", "mixed.gpkg", open, 8)
+}
+
+// TestViewLayers: a layer that is a view (registered in gpkg_contents and
+// gpkg_geometry_columns, as GDAL reads it) is read as GDAL reads it: its
+// column called fid is the feature id, and without one the rows are
+// numbered from 0, as GDAL numbers them; a view has no rowid to read.
+func TestViewLayers(t *testing.T) {
+	register := func(view string) []string {
+		return []string{
+			`INSERT INTO gpkg_contents (table_name, data_type, identifier, srs_id) VALUES ('` + view + `', 'features', '` + view + `', 4267)`,
+			`INSERT INTO gpkg_geometry_columns VALUES ('` + view + `', 'geom', 'MULTIPOLYGON', 4267, 0, 0)`,
+		}
+	}
+	stmts := []string{`CREATE VIEW with_fid AS SELECT fid, geom, NAME, FIPS FROM counties`,
+		`CREATE VIEW without_fid AS SELECT geom, NAME, FIPS FROM counties ORDER BY fid`}
+	stmts = append(append(stmts, register("with_fid")...), register("without_fid")...)
+	path := exec(t, twoLayers(t), stmts...)
+	for view, firstID := range map[string]string{"with_fid": "1", "without_fid": "0"} {
+		r, err := gpkg.Open(path, gpkg.Options{Layer: view})
+		if err != nil {
+			t.Fatalf("%s: %v", view, err)
+		}
+		if n := gdaltest.Compare(t, r, path, view, 4267); n != 100 {
+			t.Errorf("%s: %d features, want 100", view, n)
+		}
+		r.Close()
+		r, _ = gpkg.Open(path, gpkg.Options{Layer: view})
+		f, err := r.Next()
+		if err != nil || f.ID != firstID || strings.Contains(string(f.Properties), `"fid"`) {
+			t.Errorf("%s: first feature id %q (want %s), properties %s, %v", view, f.ID, firstID, f.Properties, err)
+		}
+		r.Close()
+	}
 }

@@ -115,6 +115,11 @@ func prepare(db *sql.DB, opts Options) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpkg: layer %s: %w", feature.Snippet(layer), err)
 	}
+	var kind string
+	if err := db.QueryRow(`SELECT type FROM sqlite_master WHERE name = ?`, layer).Scan(&kind); err != nil {
+		return nil, fmt.Errorf("gpkg: layer %s is in gpkg_contents but the file has no table or view of that name", feature.Snippet(layer))
+	}
+	r.view = kind == "view"
 	pk, err := r.readColumns(db, geomCol, opts.IDProperty)
 	if err != nil {
 		return nil, fail("reading its columns", err)
@@ -142,7 +147,8 @@ func prepare(db *sql.DB, opts Options) (*Reader, error) {
 }
 
 // readColumns reads the table's columns: its integer primary key (the fid;
-// "" when it has none, and rowid stands in) and the attribute columns.
+// a view's column called fid; "" when it has none, and rowid stands in, or
+// for a view the row's number) and the attribute columns.
 func (r *Reader) readColumns(db *sql.DB, geomCol, idProperty string) (pk string, err error) {
 	rows, err := db.Query(`SELECT name, type, pk FROM pragma_table_info(?)`, r.layer)
 	if err != nil {
@@ -156,7 +162,9 @@ func (r *Reader) readColumns(db *sql.DB, geomCol, idProperty string) (pk string,
 		if err := rows.Scan(&c.name, &c.declType, &isPK); err != nil {
 			return "", err
 		}
-		if isPK == 1 && pk == "" && strings.EqualFold(c.declType, "INTEGER") {
+		// A view has no primary key; GDAL takes its column called fid
+		// for one.
+		if pk == "" && (isPK == 1 && strings.EqualFold(c.declType, "INTEGER") || r.view && strings.EqualFold(c.name, "fid")) {
 			// The fid is the id already; naming it changes nothing.
 			pk, found = c.name, found || c.name == idProperty
 			continue
@@ -186,9 +194,12 @@ func (r *Reader) readColumns(db *sql.DB, geomCol, idProperty string) (pk string,
 func (r *Reader) query(pk, geomCol string) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
-	if pk == "" {
+	switch {
+	case pk == "" && r.view:
+		b.WriteString("NULL") // decodeRow numbers the rows
+	case pk == "":
 		b.WriteString("rowid")
-	} else {
+	default:
 		b.WriteString(quote(pk))
 	}
 	guarded := func(name string, max int64) {

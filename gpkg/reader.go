@@ -47,6 +47,10 @@ type Reader struct {
 	cols     []column
 	keys     propjson.Keys
 	idCol    int // index in cols of Options.IDProperty, -1: the fid
+	// view: the layer is a view, which has no rowid; without a fid
+	// column its rows are numbered from 0 in the order they come, as
+	// GDAL numbers them.
+	view bool
 
 	vals  []any
 	ptrs  []any
@@ -108,7 +112,8 @@ func open(path string) (*sql.DB, error) {
 		AND name IN ('gpkg_contents','gpkg_spatial_ref_sys','gpkg_geometry_columns')`).Scan(&n)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("gpkg: not a readable SQLite database: %w", feature.Bound(err))
+		// SQLite's words ("file is not a database (26)") add nothing.
+		return nil, errors.New("gpkg: not a GeoPackage: the file starts with an SQLite header but SQLite cannot read it as a database (it is damaged, or another format)")
 	}
 	if n != 3 {
 		db.Close()

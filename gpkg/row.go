@@ -13,6 +13,9 @@ import (
 // decodeRow turns the scanned row into the reader's feature.
 func (r *Reader) decodeRow(index int) (*feature.Feature, error) {
 	fid := fidString(r.vals[0])
+	if r.vals[0] == nil && r.view {
+		fid = strconv.Itoa(index)
+	}
 	where := func() string { return feature.Where(index) + " (fid " + fid + ")" }
 	total := int64(0)
 	for i := 1; i < len(r.vals); i += 2 {

@@ -91,6 +91,8 @@ func NewReader(f Files, opts Options) (*Reader, error) {
 		s, _ := r.enc.Decode(n)
 		r.names = append(r.names, s)
 	}
+	// Two fields of one name (dBASE does not forbid it) are both kept.
+	r.names = feature.UniqueNames(r.names)
 	r.srid = opts.SRID
 	if r.srid == 0 {
 		if f.PRJ == nil {

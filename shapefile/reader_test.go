@@ -194,3 +194,25 @@ func TestSRIDFromPRJ(t *testing.T) {
 		t.Errorf("an unknown CRS: %v, want an error asking for crs:", err)
 	}
 }
+
+// TestDuplicateFieldNames: a DBF with two fields called NAME keeps both,
+// the second as NAME2 (GDAL's name for it when it writes the layer), in
+// the properties and the declared schema alike.
+func TestDuplicateFieldNames(t *testing.T) {
+	shp, shx, dbf := points(2, []string{"a", "b"})
+	copy(dbf[64:75], "NAME\x00\x00\x00\x00\x00\x00\x00") // the second field, N, renamed NAME
+	r, err := shapefile.NewReader(files(shp, shx, dbf, wgs84, ""), shapefile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	props, err := readAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"NAME":"a","NAME2":42}`; len(props) != 2 || props[0] != want {
+		t.Errorf("properties %q, want %s first", props, want)
+	}
+	if d := r.Declared(); len(d.Columns) != 2 || d.Columns[1].Name != "NAME2" {
+		t.Errorf("declared %+v", d)
+	}
+}

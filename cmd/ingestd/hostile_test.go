@@ -301,6 +301,15 @@ func checkCase(t *testing.T, pool *pgxpool.Pool, c *hostile.Case, o hostileOutco
 	if strings.Contains(o.output, "panic:") || strings.Contains(o.output, "goroutine ") {
 		bad("panicked")
 	}
+	for _, p := range c.NoWrite {
+		if _, err := os.Lstat(p); err == nil {
+			bad("the poll wrote %s (a zip slip)", p)
+		}
+	}
+	if c.Kind == hostile.File && strings.Contains(o.output, "ingestd-file-") {
+		// The kind's temporary files are its own business.
+		bad("a temporary file's path in the output")
+	}
 	if len(o.output) > 64<<10 {
 		bad("%d bytes of output: error and log texts must be truncated", len(o.output))
 	}
@@ -354,6 +363,18 @@ func checkCase(t *testing.T, pool *pgxpool.Pool, c *hostile.Case, o hostileOutco
 		}
 		if n := featureCount(t, pool, c); n != c.Features {
 			bad("loaded %d features, want %d", n, c.Features)
+		}
+		if c.Contains != "" {
+			var n int
+			err := pool.QueryRow(context.Background(), `
+				SELECT count(*) FROM features WHERE jurisdiction = $1 AND feed = $2 AND properties @> $3::jsonb`,
+				c.Jurisdiction(), c.Name, c.Contains).Scan(&n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				bad("no stored feature's properties contain %s", c.Contains)
+			}
 		}
 		if c.Repaired {
 			var n int

@@ -3,12 +3,16 @@ package postgis_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twpayne/go-geom"
 
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/source"
 )
 
 // pollHeld runs a poll whose Apply must be held, and returns its id and the
@@ -340,5 +344,82 @@ func TestFreezeHoldsRemovals(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'stuck'`); n != 9 {
 		t.Errorf("after accept: %d features, want 9", n)
+	}
+}
+
+// TestGeometryGuard: a snapshot whose features all lack a geometry
+// (missing or empty) is held when the feed's features have one, and the
+// typed view keeps its geom column; accepting applies it. A snapshot with
+// one geometry left applies, and so does a layer that never had any (an
+// attribute table).
+func TestGeometryGuard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("geomless")
+	var good, none, one []ft.Feature
+	for i := range 30 {
+		id := fmt.Sprintf("f%d", i)
+		good = append(good, feature(id, point(-78.6+float64(i)*0.001, 35.7, 4326), props("n", i)))
+		var g geom.T
+		if i%2 == 1 {
+			g = geom.NewPointEmpty(geom.XY).SetSRID(4326)
+		}
+		none = append(none, feature(id, g, props("n", i)))
+		if i == 7 {
+			one = append(one, good[i])
+		} else {
+			one = append(one, none[i])
+		}
+	}
+	b.poll(t, feed, good)
+	_, held := b.pollHeld(t, feed, none)
+	if !strings.HasPrefix(held.Reason, "geometry: none of the snapshot's 30 features has a geometry") {
+		t.Errorf("reason %q", held.Reason)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'geomless' AND geom IS NOT NULL`); n != 30 {
+		t.Errorf("the held snapshot left %d geometries of 30", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM geometry_columns WHERE f_table_schema = 'wake' AND f_table_name = 'geomless'`); n != 1 {
+		t.Errorf("the typed view has %d geometry columns, want 1", n)
+	}
+	if _, err := b.store.AcceptHeld(b.ctx, "wake", "geomless"); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'geomless' AND geom IS NOT NULL AND NOT ST_IsEmpty(geom)`); n != 0 {
+		t.Errorf("accepted: %d geometries left, want 0", n)
+	}
+
+	// One geometry is not none.
+	other := feedInfo("geomfew")
+	b.poll(t, other, good)
+	if _, res := b.poll(t, other, one); res.Modified != 29 {
+		t.Errorf("a snapshot with one geometry: %+v, want applied", res)
+	}
+	// A table that never had geometries.
+	table := feedInfo("geomtable")
+	b.poll(t, table, none)
+	if _, res := b.poll(t, table, append(slices.Clone(none), feature("new", nil, props("n", 99)))); res.Added != 1 {
+		t.Errorf("an attribute table: %+v, want applied", res)
+	}
+}
+
+// TestGeometryGuardSkipsDeltas: a delta's snapshot is the features it
+// fetched, so edits that all lack a geometry (an attribute edit of a
+// feature whose geometry the server left out) are not "every geometry
+// lost": the delta applies.
+func TestGeometryGuardSkipsDeltas(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	feed := feedInfo("geomdelta")
+	b.poll(t, feed, []ft.Feature{feature("1", point(-78.6, 35.7, 4326), props("n", 1)),
+		feature("2", point(-78.5, 35.7, 4326), props("n", 2)), feature("3", point(-78.4, 35.7, 4326), props("n", 3))})
+	id := b.stage(t, feed, []ft.Feature{feature("2", nil, props("n", 20))})
+	res, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: []int64{1, 2, 3}}, nil)
+	if err != nil || res.Drift() != 0 {
+		t.Fatalf("ComposeDelta = %+v, %v", res, err)
+	}
+	applied, err := b.store.Apply(b.ctx, id, feed)
+	if err != nil || applied.Modified != 1 {
+		t.Fatalf("a delta of one edit without a geometry: %+v, %v; want applied", applied, err)
 	}
 }

@@ -22,6 +22,9 @@ const (
 	// Socrata is a dataset of a Socrata portal (kind: socrata, with an app
 	// token), its URL …/resource/ID.json, ID the case's DatasetID.
 	Socrata = "socrata"
+	// File is a downloadable file (kind: file), its URL
+	// …/hostile/NAME/FILE, FILE its FileFeed's name.
+	File = "file"
 )
 
 // Origins of the hostile corpus. Each is its own listener (its own breaker in
@@ -64,8 +67,10 @@ type Case struct {
 	Name string
 	// Class is the class of input the case belongs to, for reports.
 	Class string
-	// Kind is GeoJSON (the default), WFS, GML, ArcGIS, OGCAPI or Socrata.
+	// Kind is GeoJSON (the default), WFS, GML, ArcGIS, OGCAPI, Socrata or File.
 	Kind string
+	// File is a File case's file name and feed settings.
+	File FileFeed
 	// Origin is the origin that serves the case (OriginMain when empty).
 	Origin string
 
@@ -82,6 +87,12 @@ type Case struct {
 	// Repaired says, for a Load case, that some stored id or property
 	// must hold U+FFFD: the bad text was repaired, not dropped.
 	Repaired bool
+	// Contains is, for a Load case, a JSON object that the properties of
+	// some stored feature must contain (jsonb @>): values the poll must
+	// have kept apart or decoded, not only counted.
+	Contains string
+	// NoWrite are paths the poll must not create (a zip slip's target).
+	NoWrite []string
 	// Errors are, for a failing case, the substrings of which the error
 	// must contain at least one: the cause, e.g. "limits.value_bytes".
 	Errors []string

@@ -26,8 +26,9 @@ const (
 
 // Cases returns the hostile corpus: every class of issue 14's findings
 // (1, 3, 5, 6, 8), the classes an earlier hostile run found handled
-// already, and the ArcGIS REST, OGC API – Features and Socrata lies, each as a case
-// with its expected outcome. Static bodies are files of testdata/hostile;
+// already, the ArcGIS REST, OGC API – Features and Socrata lies and the
+// downloaded files' (filecases.go), each as a case with its expected outcome.
+// Static bodies are files of testdata/hostile;
 // large ones are generated.
 func Cases() []Case {
 	var cs []Case
@@ -83,6 +84,13 @@ var Groups = []Group{
 	{sodaTokens, socrataTokens},
 	{sodaHTTP, socrataHTTP},
 	{sodaGeometry, socrataGeometry},
+	{"file: zips (bombs, slips, damage)", fileZips},
+	{"file: Shapefile headers and fields", fileShapefiles},
+	{"file: CSV", fileCSVs},
+	{"file: GeoJSON", fileGeoJSONs},
+	{"file: GeoPackages", fileGeoPackages},
+	{"file: FlatGeobuf", fileFlatGeobufs},
+	{"file: HTTP (redirects, slow-loris, sizes)", fileTransfers},
 }
 
 // loadCase is a case whose static body loads features.
@@ -236,7 +244,7 @@ func badFeatures() (cs []Case) {
 		}(),
 		loadCase("gml_id_long", badFeature, GML, "gml_id_long.gml", 5),
 		Case{Name: "id_1mb", Class: badFeature, Load: true, Features: 1, Respond: stream(ctJSON, false,
-			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"h.0","geometry":null,"properties":{}},{"type":"Feature","id":"`),
+			text(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"h.0","geometry":{"type":"Point","coordinates":[-78.9,35.6]},"properties":{}},{"type":"Feature","id":"`),
 			repeatBytes('i', mib), text(`","geometry":null,"properties":{}}]}`))},
 		failCase("number_nan", badFeature, GeoJSON, file(ctJSON, "number_nan.geojson"), "invalid JSON"),
 		failCase("number_leading_zero", badFeature, GeoJSON, file(ctJSON, "number_leading_zero.geojson"), "invalid JSON"),

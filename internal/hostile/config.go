@@ -87,17 +87,24 @@ var casePaths = map[string]string{
 	OGCAPI: "/collections/points",
 }
 
+// urlPath is the path below /hostile/NAME of the case's feed URL.
+func (c *Case) urlPath() string {
+	switch c.Kind {
+	case File:
+		return "/" + c.File.fileName()
+	case Socrata:
+		return "/resource/" + DatasetID(c.Name) + ".json"
+	}
+	return casePaths[c.Kind]
+}
+
 // writeFeed writes case c's feed entry.
 func writeFeed(b *strings.Builder, c *Case, origins map[string]string) error {
 	base, ok := origins[c.OriginName()]
 	if !ok {
 		return fmt.Errorf("hostile: no URL for origin %q of case %s", c.OriginName(), c.Name)
 	}
-	path := casePaths[c.Kind]
-	if c.Kind == Socrata {
-		path = "/resource/" + DatasetID(c.Name) + ".json"
-	}
-	u, err := url.Parse(base + "/hostile/" + c.Name + path)
+	u, err := url.Parse(base + "/hostile/" + c.Name + c.urlPath())
 	if err != nil {
 		return fmt.Errorf("hostile: case %s: %w", c.Name, err)
 	}
@@ -117,6 +124,14 @@ func writeFeed(b *strings.Builder, c *Case, origins map[string]string) error {
 		fmt.Fprintf(b, "        kind: %s\n", c.Kind)
 	case Socrata:
 		fmt.Fprintf(b, "        kind: socrata\n        app_token: ${%s}\n", AppTokenVar)
+	case File:
+		b.WriteString("        kind: file\n")
+		for _, kv := range [][2]string{{"format", c.File.Format}, {"layer", c.File.Layer}, {"x", c.File.X}, {"y", c.File.Y},
+			{"wkt", c.File.WKT}, {"crs", c.File.CRS}, {"encoding", c.File.Encoding}} {
+			if kv[1] != "" {
+				fmt.Fprintf(b, "        %s: %q\n", kv[0], kv[1])
+			}
+		}
 	default:
 		b.WriteString("        kind: geojson\n")
 	}

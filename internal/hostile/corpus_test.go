@@ -40,7 +40,7 @@ func TestCorpusShape(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{GeoJSON, WFS, GML, ArcGIS, OGCAPI, Socrata} {
+	for _, k := range []string{GeoJSON, WFS, GML, ArcGIS, OGCAPI, Socrata, File} {
 		if kinds[k] < 10 {
 			t.Errorf("%d cases of kind %q, want at least 10", kinds[k], k)
 		}
@@ -55,6 +55,10 @@ func TestCorpusShape(t *testing.T) {
 		}
 		if c.Load && c.Features <= 0 {
 			t.Errorf("case %s loads but says how many features it leaves: %d", c.Name, c.Features)
+		}
+		var obj map[string]any
+		if c.Contains != "" && (!c.Load || json.Unmarshal([]byte(c.Contains), &obj) != nil) {
+			t.Errorf("case %s: Contains %q is not a JSON object a loading case's features can hold", c.Name, c.Contains)
 		}
 	}
 	const dir = "../../testdata/hostile"
@@ -81,11 +85,7 @@ func TestCorpusShape(t *testing.T) {
 	for _, c := range cases {
 		// A case may hang: 300ms ends it. A slow machine reads less in
 		// that time, which the size check below cannot mistake for more.
-		path := casePaths[c.Kind] + featuresQuery[c.Kind]
-		if c.Kind == Socrata {
-			path = "/resource/" + DatasetID(c.Name) + ".json" + featuresQuery[Socrata]
-		}
-		b := get(t, ts.URL+"/hostile/"+c.Name+path, 300*time.Millisecond)
+		b := get(t, ts.URL+"/hostile/"+c.Name+c.urlPath()+featuresQuery[c.Kind], 300*time.Millisecond)
 		// arcgistest's bombs have their own sizes (at most 100 MiB),
 		// which MaxGenerated does not bound.
 		if int64(len(b)) > h.MaxGenerated+64<<10 && c.Kind != ArcGIS {

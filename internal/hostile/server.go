@@ -1,6 +1,7 @@
 // Package hostile is the hostile corpus: lying and malformed answers of
 // every feed kind (GeoJSON, WFS with GeoJSON or GML output, ArcGIS REST,
-// OGC API – Features, Socrata), each with what ingestd must make of it; the server
+// OGC API – Features, Socrata, downloaded files), each with what ingestd
+// must make of it; the server
 // that serves them (a good layer first, then the hostile answer at the same
 // URL); and the ingestd configuration that polls them. No protocol owns it:
 // it exercises them all, and cmd/ingestd's TestHostileCorpus runs the real

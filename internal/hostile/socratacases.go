@@ -344,7 +344,6 @@ func socrataGeometry() (cs []Case) {
 	allNull := sodaCase("socrata_geometry_all_null", sodaGeometry, soda(sodaRows, editRows(isPage, func(_ int, row map[string]any) {
 		delete(row, "location")
 	})), "held", "geometr")
-	allNull.KnownDefect = "all-empty geometry guard not merged yet"
 	add(
 		sodaCase("socrata_geometry_wkt", sodaGeometry, geomAt(12, "POINT (-87.6 41.8)"), `column "location"`),
 		sodaCase("socrata_geometry_bad_geojson", sodaGeometry, geomAt(12, map[string]any{"type": "Point", "coordinates": "here"}), `column "location"`),

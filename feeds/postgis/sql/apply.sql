@@ -151,6 +151,18 @@ extent AS (
 	WHERE p.geom_ewkb IS NOT NULL AND NOT ST_IsEmpty(x.geom)
 )
 
+-- name: GeometryLost
+-- Tells, for ApplyWrites' verdict, whether the snapshot (counts c) lost
+-- every geometry: none of its features has a non-empty one, while some
+-- feature of the feed's table has. A delta's snapshot is the features it
+-- fetched, not the layer, and is not asked. Each probe stops at its first
+-- geometry: for a layer that has them, one staged row and no table scan.
+CASE WHEN c.delta OR c.features = 0 THEN false
+	WHEN EXISTS (SELECT 1 FROM snapshot d CROSS JOIN LATERAL ({{StagedPayload}}) p
+		WHERE p.geom_ewkb IS NOT NULL AND NOT ST_IsEmpty(ST_GeomFromEWKB(p.geom_ewkb))) THEN false
+	ELSE EXISTS (SELECT 1 FROM {{table}} f WHERE f.geom IS NOT NULL AND NOT ST_IsEmpty(f.geom))
+END
+
 -- name: ExtentReason
 -- The extent guard's reason, from e's counts and the bbox $6.
 format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
@@ -227,6 +239,10 @@ superseded AS (
 --   - shrink: fewer than (1 - max_shrink) × the previous count of distinct
 --     features (so a server repeating its first page for every page, which
 --     stages many rows but few ids, is caught too);
+--   - geometry: not one of the snapshot's features has a geometry (each is
+--     missing or empty) while the feed's features have some (GeometryLost):
+--     an export gone wrong would otherwise wipe the layer's geometry and
+--     the typed view's geom column, a shrink of the layer's meaning;
 --   - extent: more than half of the features that have a geometry have a
 --     bounding box (after transform to EPSG:4326) that does not intersect
 --     the bbox — a swapped axis order or a wrong CRS;
@@ -258,14 +274,16 @@ superseded AS (
 		count(*) FILTER (WHERE present AND existed)::int AS kept,
 		count(*) FILTER (WHERE existed)::int AS previous,
 		count(*) FILTER (WHERE present AND named)::int AS named,
-		count(*) FILTER (WHERE present)::int AS fetched
+		count(*) FILTER (WHERE present)::int AS fetched,
+		false AS delta
 	FROM diff
 ), {{ApplyWrites}}
 
 -- name: ApplyWrites
 -- The rest of ApplyDiff and ApplyDelta, after their diff (one row per
 -- snapshot feature to judge: present, and per removed one: NOT present)
--- and counts (features, added, modified, kept, previous, named, fetched):
+-- and counts (features, added, modified, kept, previous, named, fetched,
+-- delta):
 -- the guards' verdict, the writes, the superseded versions and the change
 -- log, and the statement's row: distinct features, added, modified,
 -- unchanged, removed, pages, previous features, the guards' verdict,
@@ -279,6 +297,9 @@ superseded AS (
 		WHEN c.features < (1 - $5::float8) * c.previous THEN
 			format('shrink: the snapshot has %s features, the feed has %s (max_shrink %s allows no fewer than %s)',
 				c.features, c.previous, $5::float8, ceil((1 - $5::float8) * c.previous))
+		WHEN {{GeometryLost}} THEN
+			format('geometry: none of the snapshot''s %s features has a geometry (each is missing or empty), while the feed''s features have them',
+				c.features)
 		WHEN $6::float8[] IS NOT NULL AND (SELECT 2 * e.outside > e.located FROM extent e) THEN
 			(SELECT {{ExtentReason}} FROM extent e)
 		WHEN c.previous > c.kept AND fz.stale THEN

@@ -86,7 +86,7 @@ SELECT f.properties::text, coalesce(get_byte(ST_AsEWKB(f.geom), 1), 0) FROM {{ta
 	WHERE sd.poll_id = $1
 ), counts AS MATERIALIZED (
 	SELECT x.*, x.features - x.fetched + x.fetched_existing + x.gone AS previous,
-		x.features - x.fetched + x.fetched_existing AS kept
+		x.features - x.fetched + x.fetched_existing AS kept, true AS delta
 	FROM (
 		SELECT
 			(SELECT features FROM staged_deltas WHERE poll_id = $1) AS features,
