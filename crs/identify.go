@@ -258,7 +258,9 @@ func (t *table) describe(root *node) (*described, error) {
 		}
 		raw[key] = v
 	}
-	if method != "" {
+	if method != "" && len(raw) > 0 {
+		// A WKT without parameters (a hand-cut .prj) leaves its name to
+		// decide.
 		d.method, d.params = canonical(method, raw)
 	}
 	return d, nil

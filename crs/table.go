@@ -41,8 +41,9 @@ type entry struct {
 	params map[string]float64
 }
 
-// ref is a name's reference to an entry, with the name's tier (0: the
-// entry's own name; 1: an ESRI alias; 2: PROJ's; 3: another EPSG alias).
+// ref is a name's reference to an entry, with the name's tier (0: an EPSG
+// entry's own name; 1: an ESRI name, an ESRI entry's own or ESRI's alias
+// of an EPSG one; 2: PROJ's alias; 3: another EPSG alias).
 type ref[T any] struct {
 	e    T
 	tier uint8

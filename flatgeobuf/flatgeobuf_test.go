@@ -85,7 +85,7 @@ func TestHostile(t *testing.T) {
 		opts       flatgeobuf.Options
 		want       string
 	}{
-		{"no EPSG code", noEPSG, flatgeobuf.Options{}, "flatgeobuf: its header names no EPSG CRS (crs code 0; the feed's crs: can name one)"},
+		{"CRS not identified", noEPSG, flatgeobuf.Options{}, `flatgeobuf: its CRS: the projected CRS "unknown" (projection "Transverse Mercator", datum "Unknown based on GRS80 ellipsoid", unit "metre" = 1 m) matches no EPSG or ESRI CRS`},
 		{"text file", write("a.fgb", []byte("not a flatgeobuf at all")), flatgeobuf.Options{}, "not a FlatGeobuf file"},
 		{"version 2", write("v2.fgb", append([]byte("fgb\x02fgb\x00"), whole[8:]...)), flatgeobuf.Options{}, "major version 2 is not supported"},
 		{"cut in the header", write("h.fgb", whole[:40]), flatgeobuf.Options{}, "cut short in its"},

@@ -163,11 +163,16 @@ func (g *gen) loadAliases() error {
 }
 
 // names lists an object's normalized names, each after the digit of its
-// tier: 0 its own name, 1 an ESRI alias, 2 PROJ's, 3 another EPSG alias
-// (EPSG lists "NAD83" as an alias of NAD83(HARN) too: a lower tier wins).
-// Names of digits alone are left out.
+// tier: 0 an EPSG object's own name, 1 an ESRI name (an ESRI object's own,
+// or ESRI's alias of an EPSG one: "D_NAD_1983_2011" is both), 2 PROJ's
+// alias, 3 another EPSG alias (EPSG lists "NAD83" as an alias of
+// NAD83(HARN) too: a lower tier wins). Names of digits alone are left out.
 func (g *gen) names(table, auth, code, name string) string {
-	all := []string{"0" + normalize(name)}
+	own := "0"
+	if auth == "ESRI" {
+		own = "1"
+	}
+	all := []string{own + normalize(name)}
 	for _, a := range g.aliases[table+" "+auth+" "+code] {
 		n := normalize(a.name)
 		if strings.Trim(n, "0123456789") == "" {
