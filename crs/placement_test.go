@@ -434,4 +434,3 @@ func TestESRIPrjPlacement(t *testing.T) {
 		t.Logf("e.g. %s renamed: %+v", targets[i].code, got[i].res)
 	}
 }
-
