@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ingestd/ingestd/feature"
 )
 
 // Method says how a layer's CRS was identified; polls.crs_identified_by
@@ -69,13 +71,17 @@ type UnknownError struct {
 
 func (e *UnknownError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the %s CRS %s (", e.Kind, strconv.Quote(e.Name))
+	fmt.Fprintf(&b, "the %s CRS %s (", e.Kind, feature.Snippet(e.Name))
 	if e.Kind == "projected" {
 		fmt.Fprintf(&b, "projection %s, ", orNone(e.Projection))
 	}
 	fmt.Fprintf(&b, "datum %s, unit %s", orNone(e.Datum), orNone(e.Unit))
 	if e.UnitFactor > 0 {
-		fmt.Fprintf(&b, " = %s %s", strconv.FormatFloat(e.UnitFactor, 'g', 10, 64), map[bool]string{true: "m", false: "rad"}[e.Kind == "projected"])
+		size := "rad"
+		if e.Kind == "projected" {
+			size = "m"
+		}
+		fmt.Fprintf(&b, " = %s %s", strconv.FormatFloat(e.UnitFactor, 'g', 10, 64), size)
 	}
 	b.WriteString(") matches no EPSG or ESRI CRS of PROJ's database by name, nor by its projection, parameters, datum and unit")
 	if e.Why != "" {
@@ -89,15 +95,16 @@ func orNone(s string) string {
 	if s == "" {
 		return "none"
 	}
-	return strconv.Quote(s)
+	return feature.Snippet(s)
 }
 
 // Identify finds the EPSG (or ESRI) code of a CRS written as WKT 1 (OGC's
 // or ESRI's dialect, as a Shapefile's .prj has it) or WKT 2: its own
 // authority code when it has one; else its name among the names PROJ's
 // database gives EPSG and ESRI CRSs, when that CRS's definition agrees;
-// else the one CRS, on the WKT's datum, whose projection, parameters and
-// unit equal the WKT's within a millimetre on the ground. A CRS none of
+// else the preferred CRS (current, EPSG's, the lowest code) on the WKT's
+// datum whose projection, parameters and unit equal the WKT's within a
+// millimetre on the ground. A CRS none of
 // these identify is an *UnknownError naming what the WKT says; a guessed
 // code would put every feature in the wrong place without a word.
 func Identify(wkt string) (Result, error) {
@@ -107,7 +114,7 @@ func Identify(wkt string) (Result, error) {
 	}
 	root, err := parseWKT(wkt)
 	if err != nil {
-		return Result{}, fmt.Errorf("not a WKT CRS (%s): %v; set the feed's crs: to the EPSG code of the CRS the data is in", snippet(wkt), err)
+		return Result{}, fmt.Errorf("not a WKT CRS (%s): %v; set the feed's crs: to the EPSG code of the CRS the data is in", feature.Snippet(strings.TrimSpace(wkt)), err)
 	}
 	if root.kw == "COMPD_CS" || root.kw == "COMPOUNDCRS" {
 		if h := root.child("PROJCS", "PROJCRS", "PROJECTEDCRS", "GEOGCS", "GEOGCRS", "GEOGRAPHICCRS", "GEODCRS", "GEODETICCRS"); h != nil {
@@ -150,14 +157,6 @@ type described struct {
 	params     map[string]float64
 	unitName   string
 	unit       float64 // metres (projected) or radians (geographic); 0 unknown
-}
-
-func snippet(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 80 {
-		return strconv.Quote(s[:80]) + "…"
-	}
-	return strconv.Quote(s)
 }
 
 // describe reads the WKT's name, datum, unit, projection and parameters.

@@ -66,6 +66,8 @@ func TestUnknown(t *testing.T) {
 		{"cut short", longIsland[:120], []string{"not a WKT CRS", "is not closed"}},
 		{"a vertical CRS", `VERT_CS["NAVD88",VERT_DATUM["North American Vertical Datum 1988",2005]]`, []string{"a WKT VERT_CS, not a projected or geographic CRS"}},
 		{"too deep", strings.Repeat("A[", 100) + strings.Repeat("]", 100), []string{"nested deeper than"}},
+		{"a name of 10 kB", strings.NewReplacer("NAD_1983_StatePlane_New_York_Long_Island_FIPS_3104_Feet", strings.Repeat("x", 10000), "-74.0", "-74.5").Replace(longIsland),
+			[]string{`"xxxx`, "…(10000 bytes)"}},
 	} {
 		t.Run(c.what, func(t *testing.T) {
 			_, err := crs.Identify(c.wkt)
@@ -76,6 +78,9 @@ func TestUnknown(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("%v\nwant it to contain %q", err, w)
 				}
+			}
+			if len(err.Error()) > 1000 {
+				t.Errorf("a message of %d bytes", len(err.Error()))
 			}
 			if m := anyCode.FindString(strings.ReplaceAll(err.Error(), c.wkt[:min(len(c.wkt), 80)], "")); m != "" {
 				t.Errorf("%v\nnames a code (%s)", err, m)
