@@ -161,3 +161,19 @@ func TestMixedMatchesGDAL(t *testing.T) {
 	// builds the spatial index (its default): 7 of Mixed's 8.
 	gdaltest.MixedMatchesGDAL(t, "FlatGeobuf", "mixed.fgb", open, 7)
 }
+
+// TestCRSFromWKT: a header whose CRS GDAL could not name (its WKT 2 alone)
+// is read in the CRS the WKT's parameters identify.
+func TestCRSFromWKT(t *testing.T) {
+	r, err := flatgeobuf.Open(gdaltest.RenamedCRSFile(t, "FlatGeobuf", "renamed.fgb"), flatgeobuf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if c := r.CRS(); c.SRID != 6396 || c.Code != "EPSG:6396" || c.By != "parameters" {
+		t.Errorf("CRS %+v, want EPSG:6396 by parameters", c)
+	}
+	if f, err := r.Next(); err != nil || f.Geometry.SRID() != 6396 {
+		t.Errorf("first feature: %v", err)
+	}
+}

@@ -219,3 +219,19 @@ func blob(flags byte, env []float64, wkb []byte) []byte {
 func TestMixedMatchesGDAL(t *testing.T) {
 	gdaltest.MixedMatchesGDAL(t, "GPKG", "mixed.gpkg", open, 8)
 }
+
+// TestCRSFromWKT: a layer whose SRS GDAL could not name (organization
+// NONE, the WKT alone) is read in the CRS its WKT's parameters identify.
+func TestCRSFromWKT(t *testing.T) {
+	r, err := gpkg.Open(gdaltest.RenamedCRSFile(t, "GPKG", "renamed.gpkg"), gpkg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if c := r.CRS(); c.SRID != 6396 || c.Code != "EPSG:6396" || c.By != "parameters" {
+		t.Errorf("CRS %+v, want EPSG:6396 by parameters", c)
+	}
+	if f, err := r.Next(); err != nil || f.Geometry.SRID() != 6396 {
+		t.Errorf("first feature: %v", err)
+	}
+}
