@@ -163,7 +163,8 @@ func TestMixedMatchesGDAL(t *testing.T) {
 }
 
 // TestCRSFromWKT: a header whose CRS GDAL could not name (its WKT 2 alone)
-// is read in the CRS the WKT's parameters identify.
+// is read in the CRS the WKT's parameters identify. The file has one
+// feature, whose index is two nodes (a leaf and the root).
 func TestCRSFromWKT(t *testing.T) {
 	r, err := flatgeobuf.Open(gdaltest.RenamedCRSFile(t, "FlatGeobuf", "renamed.fgb"), flatgeobuf.Options{})
 	if err != nil {

@@ -167,10 +167,15 @@ func (h *header) indexSize() (int64, error) {
 	if n > 1<<40 {
 		return 0, fmt.Errorf("header counts %d features", n)
 	}
+	// The reference's calcSize: the levels above the leaves down to the
+	// root, which a single feature has too (two nodes, not one).
 	nodes := n
-	for n != 1 {
+	for {
 		n = (n + nodeSize - 1) / nodeSize
 		nodes += n
+		if n == 1 {
+			break
+		}
 	}
 	const nodeItemBytes = 40 // minX, minY, maxX, maxY, offset
 	return int64(nodes * nodeItemBytes), nil

@@ -277,7 +277,7 @@ const mixed = `{"type":"FeatureCollection","features":[
 // code, which only its parameters identify.
 const RenamedPRJ = `PROJCS["Wake_Parcels_Grid",GEOGCS["GCS_NAD_1983_2011",DATUM["D_NAD_1983_2011",SPHEROID["GRS_1980",6378137.0,298.257222101]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Transverse_Mercator"],PARAMETER["False_Easting",500000.0],PARAMETER["False_Northing",0.0],PARAMETER["Central_Meridian",-146.0],PARAMETER["Scale_Factor",0.9999],PARAMETER["Latitude_Of_Origin",54.0],UNIT["Meter",1.0]]`
 
-// RenamedCRSFile has GDAL write a two-point layer "parcels" with driver
+// RenamedCRSFile has GDAL write a one-point layer "parcels" with driver
 // (GPKG, FlatGeobuf) into a file named name, its CRS RenamedPRJ, and
 // returns the file's path.
 func RenamedCRSFile(t testing.TB, driver, name string) string {
@@ -287,7 +287,7 @@ func RenamedCRSFile(t testing.TB, driver, name string) string {
 	if err := os.WriteFile(prj, []byte(RenamedPRJ), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(csv, []byte("PIN,x,y\n1,500000,800000\n2,500100,800100\n"), 0o644); err != nil {
+	if err := os.WriteFile(csv, []byte("PIN,x,y\n1,500000,800000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, name)
