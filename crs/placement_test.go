@@ -303,6 +303,9 @@ type placed struct {
 // the parameter match knows the projection, and placed alike; and a .prj
 // of a CRS that is nothing known fails naming what it saw.
 func TestESRIPrjPlacement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads 200 Shapefiles with GDAL")
+	}
 	db := projDB(t)
 	pool := pgtest.Pool(t)
 	ctx := t.Context()
