@@ -201,6 +201,12 @@ func (t *table) describe(root *node) (*described, error) {
 		}
 	}
 	d.datums = t.datumsNamed(d.datumName, sph != nil, a, rf, pm)
+	if auth, code := geog.authority(); len(d.datums) == 0 && auth != "" {
+		// A hand-cut WKT may give the geographic CRS's code alone.
+		if e := t.byCode[auth+":"+code]; e != nil && e.geographic && t.datums[e.datum] != nil {
+			d.datums = append(d.datums, t.datums[e.datum])
+		}
+	}
 	if len(d.datums) == 0 {
 		// ESRI names a datum apart from its prime meridian ("D_NTF" and
 		// PRIMEM["Paris"]), EPSG as one ("NTF (Paris)"): the geographic

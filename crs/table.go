@@ -39,6 +39,8 @@ type entry struct {
 	unit   float64
 	method string // "" when the parameter match does not know it
 	params map[string]float64
+	// geographic is set for a geographic CRS (a G line).
+	geographic bool
 }
 
 // ref is a name's reference to an entry, with the name's tier (0: an EPSG
@@ -127,6 +129,7 @@ func parseTable(gz []byte) (*table, error) {
 				t.projByDatum[e.datum] = append(t.projByDatum[e.datum], e)
 				t.projCount++
 			} else {
+				e.geographic = true
 				t.geogByDatum[e.datum] = append(t.geogByDatum[e.datum], e)
 			}
 			t.byCode[e.code] = e
