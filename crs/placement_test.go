@@ -33,22 +33,19 @@ const maxPlacementM = 1.0
 // 50 of other datums, each category's CRSs (those ESRI names that
 // PostGIS's spatial_ref_sys has) sorted by code and picked evenly.
 var quotas = []struct {
-	category string
-	name     *regexp.Regexp
-	n        int
+	category  string
+	name, not *regexp.Regexp
+	n         int
 }{
-	{"NAD27 State Plane", regexp.MustCompile(`^NAD_1927_StatePlane_`), 20},
-	{"NAD83 State Plane", regexp.MustCompile(`^NAD_1983_StatePlane_`), 35},
-	{"NAD83(HARN) State Plane", regexp.MustCompile(`^NAD_1983_HARN_StatePlane_`), 20},
-	{"NAD83(NSRS2007) State Plane", regexp.MustCompile(`^NAD_1983_NSRS2007_StatePlane_`), 20},
-	{"NAD83(2011) State Plane", regexp.MustCompile(`^NAD_1983_2011_StatePlane_`), 25},
-	{"Wisconsin WISCRS", regexp.MustCompile(`WISCRS`), 15},
-	{"Minnesota county", regexp.MustCompile(`_Adj_MN_`), 15},
-	{"elsewhere", regexp.MustCompile(`.`), 50}, // no NAD27/NAD83 in the name: see sample
+	{"NAD27 State Plane", regexp.MustCompile(`^NAD_1927_StatePlane_`), nil, 20},
+	{"NAD83 State Plane", regexp.MustCompile(`^NAD_1983_StatePlane_`), nil, 35},
+	{"NAD83(HARN) State Plane", regexp.MustCompile(`^NAD_1983_HARN_StatePlane_`), nil, 20},
+	{"NAD83(NSRS2007) State Plane", regexp.MustCompile(`^NAD_1983_NSRS2007_StatePlane_`), nil, 20},
+	{"NAD83(2011) State Plane", regexp.MustCompile(`^NAD_1983_2011_StatePlane_`), nil, 25},
+	{"Wisconsin WISCRS", regexp.MustCompile(`WISCRS`), nil, 15},
+	{"Minnesota county", regexp.MustCompile(`_Adj_MN_`), nil, 15},
+	{"elsewhere", regexp.MustCompile(`.`), regexp.MustCompile(`NAD_?19(27|83)|NAD(27|83)`), 50},
 }
-
-// usDatum marks the names the elsewhere category leaves out.
-var usDatum = regexp.MustCompile(`NAD_?19(27|83)|NAD(27|83)`)
 
 // target is one sampled CRS: its code, the name ESRI gives it, its
 // category and a point near the middle of its area of use.
@@ -146,13 +143,9 @@ ORDER BY n.auth_name, CAST(n.code AS INTEGER), e.auth_name, CAST(e.code AS INTEG
 	for _, q := range quotas {
 		var pool []target
 		for _, c := range all {
-			if taken[c.code] || !q.name.MatchString(c.name) || q.category == "elsewhere" && usDatum.MatchString(c.name) {
-				continue
+			if !taken[c.code] && q.name.MatchString(c.name) && (q.not == nil || !q.not.MatchString(c.name)) {
+				pool = append(pool, c)
 			}
-			if q.category != "elsewhere" && q.category != "Wisconsin WISCRS" && q.category != "Minnesota county" && (strings.Contains(c.name, "WISCRS") || strings.Contains(c.name, "_Adj_MN_")) {
-				continue
-			}
-			pool = append(pool, c)
 		}
 		if len(pool) < q.n {
 			t.Fatalf("%s: %d CRSs in proj.db, want %d to sample", q.category, len(pool), q.n)
@@ -323,6 +316,13 @@ func TestESRIPrjPlacement(t *testing.T) {
 	}
 	rows.Close()
 	targets := sample(t, db, known)
+	var picked []string
+	for i, c := range targets {
+		if i == 0 || targets[i-1].category != c.category {
+			picked = append(picked, fmt.Sprintf("%s: %s…", c.category, c.code))
+		}
+	}
+	t.Logf("sample of %d: %s", len(targets), strings.Join(picked, "; "))
 	dir := t.TempDir()
 	began := time.Now()
 	writeShapefiles(t, pool, dir, targets)
@@ -413,7 +413,7 @@ func TestESRIPrjPlacement(t *testing.T) {
 	rename := regexp.MustCompile(`^PROJCS\["[^"]*"`)
 	got, errs = place(func(b []byte) []byte { return rename.ReplaceAll(b, []byte(`PROJCS["Custom_County_Grid"`)) })
 	renamed, unknown := 0, 0
-	worst = 0
+	worst, same = 0, 0
 	for i, c := range targets {
 		p := got[i]
 		if errs[i] != nil {
@@ -430,9 +430,14 @@ func TestESRIPrjPlacement(t *testing.T) {
 		}
 		renamed++
 		worst = max(worst, p.dist)
+		if p.res.Code == c.code {
+			same++
+		} else {
+			t.Logf("%s renamed is %s by its parameters: the same definition, preferred", c.code, p.res.Code)
+		}
 	}
-	t.Logf("renamed: %d of %d identified by parameters within %g m (worst %.2g m); %d in a projection the parameter match does not know",
-		renamed, len(targets), maxPlacementM, worst, unknown)
+	t.Logf("renamed: %d of %d identified by parameters within %g m (worst %.2g m), %d as the very code GDAL was given; %d in a projection the parameter match does not know",
+		renamed, len(targets), maxPlacementM, worst, same, unknown)
 	if i := slices.IndexFunc(targets, func(c target) bool { return c.code == "EPSG:2263" || strings.Contains(c.name, "Long_Island") }); i >= 0 {
 		t.Logf("e.g. %s renamed: %+v", targets[i].code, got[i].res)
 	}
