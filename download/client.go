@@ -120,11 +120,12 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	c.kit.Logger.Debug("file downloaded", "url", p.URL, "bytes", dl.bytes, "duration_ms", time.Since(began).Milliseconds())
 	stats.Bytes = dl.bytes
 	stats.Validators = source.Validators{ETag: dl.etag, LastModified: dl.lastModified}
-	n, declared, err := c.read(ctx, layer, tmp.Name(), fileName(u), p, handle)
+	n, declared, id, err := c.read(ctx, layer, tmp.Name(), fileName(u), p, handle)
 	if err != nil {
 		return stats, err
 	}
 	stats.Pages, stats.Features, stats.Declared = 1, n, declared
+	stats.CRS, stats.CRSBy = id.Code, string(id.By)
 	return stats, nil
 }
 

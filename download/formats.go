@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/flatgeobuf"
 	"github.com/ingestd/ingestd/gpkg"
@@ -227,3 +228,12 @@ func FromOneLayer(r OneLayerReader) FileReader { return oneLayer{r} }
 type oneLayer struct{ OneLayerReader }
 
 func (o oneLayer) Layers() []string { return []string{o.Layer()} }
+
+// CRS is the reader's CRS and how it was identified, when the reader
+// says (gpkg, flatgeobuf: package crs); else its SRID, unexplained.
+func (o oneLayer) CRS() crs.Result {
+	if c, ok := o.OneLayerReader.(interface{ CRS() crs.Result }); ok {
+		return c.CRS()
+	}
+	return crs.Result{SRID: o.SRID()}
+}

@@ -252,6 +252,7 @@ func (m *Manager) fetchAndApply(ctx context.Context, p *pollRun) error {
 		p.res, err = m.store.Apply(ctx, p.pollID, p.info)
 		if err == nil {
 			m.recordCompleteness(ctx, p.pollID, p.stats, p.logger)
+			m.recordCRS(ctx, p.pollID, p.stats, p.logger)
 		}
 	}
 	return err
@@ -441,6 +442,30 @@ func (m *Manager) recordCompleteness(ctx context.Context, pollID int64, stats so
 	}
 	if err := cr.RecordCompleteness(ctx, pollID, stats.Completeness); err != nil {
 		logger.Error("recording the poll's completeness", "error", err)
+	}
+}
+
+// crsRecorder is implemented by a Store that records the CRS a poll read
+// its layer in (postgis.Store: polls.crs, polls.crs_identified_by).
+type crsRecorder interface {
+	RecordCRS(ctx context.Context, pollID int64, code, by string) error
+}
+
+// recordCRS records the CRS of the applied snapshot and how it was
+// identified, when the fetcher said (FetchStats.CRS: the file kind), and
+// logs it. The snapshot is applied either way; a failure to record is
+// logged.
+func (m *Manager) recordCRS(ctx context.Context, pollID int64, stats source.FetchStats, logger *slog.Logger) {
+	if stats.CRS == "" {
+		return
+	}
+	logger.Debug("layer CRS identified", "crs", stats.CRS, "identified_by", stats.CRSBy)
+	cr, ok := m.store.(crsRecorder)
+	if !ok {
+		return
+	}
+	if err := cr.RecordCRS(ctx, pollID, stats.CRS, stats.CRSBy); err != nil {
+		logger.Error("recording the poll's CRS", "error", err)
 	}
 }
 

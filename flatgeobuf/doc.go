@@ -5,7 +5,8 @@
 // index skipped by its computed size, then each size-prefixed feature
 // decoded in turn, so that memory is one feature whatever the file's
 // size. The header's columns are the layer's schema.Declared and its CRS
-// code the SRID of every geometry.
+// (its EPSG code, else its WKT as package crs identifies it) the SRID of
+// every geometry.
 //
 // FlatGeobuf's own Go module is not served here, and it reads a whole
 // file into memory (or maps it); this package reads the format from its

@@ -85,7 +85,7 @@ func TestHostile(t *testing.T) {
 		opts       flatgeobuf.Options
 		want       string
 	}{
-		{"no EPSG code", noEPSG, flatgeobuf.Options{}, "flatgeobuf: its header names no EPSG CRS (crs code 0; the feed's crs: can name one)"},
+		{"CRS not identified", noEPSG, flatgeobuf.Options{}, `flatgeobuf: its CRS: the projected CRS "unknown" (projection "Transverse Mercator", datum "Unknown based on GRS80 ellipsoid", unit "metre" = 1 m) matches no EPSG or ESRI CRS`},
 		{"text file", write("a.fgb", []byte("not a flatgeobuf at all")), flatgeobuf.Options{}, "not a FlatGeobuf file"},
 		{"version 2", write("v2.fgb", append([]byte("fgb\x02fgb\x00"), whole[8:]...)), flatgeobuf.Options{}, "major version 2 is not supported"},
 		{"cut in the header", write("h.fgb", whole[:40]), flatgeobuf.Options{}, "cut short in its"},
@@ -160,4 +160,21 @@ func TestMixedMatchesGDAL(t *testing.T) {
 	// GDAL's writer leaves out the feature without a geometry when it
 	// builds the spatial index (its default): 7 of Mixed's 8.
 	gdaltest.MixedMatchesGDAL(t, "FlatGeobuf", "mixed.fgb", open, 7)
+}
+
+// TestCRSFromWKT: a header whose CRS GDAL could not name (its WKT 2 alone)
+// is read in the CRS the WKT's parameters identify. The file has one
+// feature, whose index is two nodes (a leaf and the root).
+func TestCRSFromWKT(t *testing.T) {
+	r, err := flatgeobuf.Open(gdaltest.RenamedCRSFile(t, "FlatGeobuf", "renamed.fgb"), flatgeobuf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if c := r.CRS(); c.SRID != 6396 || c.Code != "EPSG:6396" || c.By != "parameters" {
+		t.Errorf("CRS %+v, want EPSG:6396 by parameters", c)
+	}
+	if f, err := r.Next(); err != nil || f.Geometry.SRID() != 6396 {
+		t.Errorf("first feature: %v", err)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
+	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/schema"
 )
 
@@ -80,6 +82,7 @@ type header struct {
 	indexNodeSize uint16
 	crsOrg        string
 	crsCode       int32
+	crsWKT        string
 }
 
 // column is one attribute column.
@@ -128,19 +131,29 @@ func parseHeader(buf []byte) (h header, err error) {
 	if crs, ok := t.child(hCRS); ok {
 		h.crsOrg = string(crs.bytes(0))
 		h.crsCode = crs.int32(1, 0)
+		h.crsWKT = string(crs.bytes(4))
 	}
 	return h, nil
 }
 
-// srid is the header CRS's EPSG code.
-func (h *header) srid() (int, error) {
-	switch {
-	case h.crsOrg != "" && !strings.EqualFold(h.crsOrg, "EPSG"):
-		return 0, fmt.Errorf("its CRS is %s:%d, not an EPSG code (only EPSG CRSs are read; the feed's crs: can name one)", h.crsOrg, h.crsCode)
-	case h.crsCode <= 0:
-		return 0, fmt.Errorf("its header names no EPSG CRS (crs code %d; the feed's crs: can name one)", h.crsCode)
+// crs is the header's CRS: its EPSG code, else the CRS its WKT is, as
+// package crs identifies it (GDAL writes the WKT alone for a CRS it could
+// not name).
+func (h *header) crs() (crs.Result, error) {
+	if (h.crsOrg == "" || strings.EqualFold(h.crsOrg, "EPSG")) && h.crsCode > 0 {
+		return crs.Result{SRID: int(h.crsCode), Code: fmt.Sprintf("EPSG:%d", h.crsCode), By: crs.ByAuthority}, nil
 	}
-	return int(h.crsCode), nil
+	if strings.TrimSpace(h.crsWKT) == "" {
+		if h.crsOrg != "" {
+			return crs.Result{}, fmt.Errorf("its CRS is %s:%d, not an EPSG code, and comes without WKT: set the feed's crs: to the EPSG code of the CRS the data is in", feature.Snippet(h.crsOrg), h.crsCode)
+		}
+		return crs.Result{}, fmt.Errorf("its header names no CRS (crs code %d, no WKT): set the feed's crs: to the EPSG code of the CRS the data is in", h.crsCode)
+	}
+	res, err := crs.Identify(h.crsWKT)
+	if err != nil {
+		return crs.Result{}, fmt.Errorf("its CRS: %w", err)
+	}
+	return res, nil
 }
 
 // indexSize is the size in bytes of the packed Hilbert R-tree that
@@ -154,10 +167,15 @@ func (h *header) indexSize() (int64, error) {
 	if n > 1<<40 {
 		return 0, fmt.Errorf("header counts %d features", n)
 	}
+	// The reference's calcSize: the levels above the leaves down to the
+	// root, which a single feature has too (two nodes, not one).
 	nodes := n
-	for n != 1 {
+	for {
 		n = (n + nodeSize - 1) / nodeSize
 		nodes += n
+		if n == 1 {
+			break
+		}
 	}
 	const nodeItemBytes = 40 // minX, minY, maxX, maxY, offset
 	return int64(nodes * nodeItemBytes), nil

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/internal/propjson"
 	"github.com/ingestd/ingestd/schema"
@@ -26,7 +27,8 @@ type Options struct {
 	IDProperty string
 	// SRID, when positive, is the SRID of the geometries whatever the
 	// file declares (the feed's crs:, for a file whose CRS is missing or
-	// not an EPSG code); 0 reads the file's own and fails without one.
+	// not one package crs identifies); 0 reads the file's own and fails
+	// without one.
 	SRID int
 	// Limits bound the header and each feature (FeatureBytes, ValueBytes,
 	// Properties, IDBytes); zero fields are the defaults.
@@ -43,6 +45,7 @@ type Reader struct {
 	in       *bufio.Reader
 	h        header
 	srid     int
+	crs      crs.Result
 	limits   feature.Limits
 	declared *schema.Declared
 	keys     propjson.Keys
@@ -111,9 +114,12 @@ func (r *Reader) start(path string, opts Options) error {
 	if opts.Layer != "" && opts.Layer != r.h.name {
 		return fmt.Errorf("flatgeobuf: no layer %s in the file; its one layer is %s", feature.Snippet(opts.Layer), strconv.Quote(r.h.name))
 	}
-	if r.srid = opts.SRID; r.srid <= 0 {
-		r.srid, err = r.h.srid()
+	if opts.SRID > 0 {
+		r.crs = crs.Result{SRID: opts.SRID, Code: fmt.Sprintf("EPSG:%d", opts.SRID), By: crs.BySetting}
+	} else {
+		r.crs, err = r.h.crs()
 	}
+	r.srid = r.crs.SRID
 	if err != nil {
 		return fmt.Errorf("flatgeobuf: %w", err)
 	}
@@ -177,6 +183,10 @@ func (r *Reader) Declared() *schema.Declared { return r.declared }
 
 // SRID is the EPSG code of the header's CRS, which every geometry carries.
 func (r *Reader) SRID() int { return r.srid }
+
+// CRS is the layer's CRS and how it was identified: the header's EPSG
+// code, its WKT (package crs), or Options.SRID (crs.BySetting).
+func (r *Reader) CRS() crs.Result { return r.crs }
 
 // Layer is the layer's name.
 func (r *Reader) Layer() string { return r.h.name }

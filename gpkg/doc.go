@@ -2,7 +2,7 @@
 // (OGC 12-128r18) as a stream of feature.Feature values, for the file
 // kind: the layer's rows in fid order, each geometry blob (GeoPackage
 // header + ISO WKB, see DecodeGeometry) into go-geom with the layer's
-// EPSG SRID, each row's other columns as the properties object, the fid
+// SRID (its SRS's EPSG code, else its WKT as package crs identifies it), each row's other columns as the properties object, the fid
 // as the feature id, and the columns' declared types as the layer's
 // schema.Declared.
 //

@@ -160,8 +160,17 @@ func TestHostile(t *testing.T) {
 	lying := exec(t, good, `UPDATE counties SET geom = X'47500009E6100000000000000000F03F' WHERE fid = 3`)
 	esri := exec(t, good, `UPDATE gpkg_spatial_ref_sys SET organization = 'ESRI', organization_coordsys_id = 102719 WHERE srs_id = 4267`)
 	otherSRS := exec(t, good, `UPDATE counties SET geom = CAST(substr(geom, 1, 4) || X'E8030000' || substr(geom, 9) AS BLOB) WHERE fid = 2`)
-	// The feed's crs: reads a file whose CRS is not an EPSG code.
-	if r, err := gpkg.Open(esri, gpkg.Options{Layer: "counties", SRID: 2264}); err != nil || r.SRID() != 2264 {
+	// A CRS of another organization is read from its WKT (here GDAL's, with
+	// its EPSG code).
+	if r, err := gpkg.Open(esri, gpkg.Options{Layer: "counties"}); err != nil || r.SRID() != 4267 || r.CRS().By != "authority" {
+		t.Errorf("an ESRI code whose WKT says EPSG:4267: %v", err)
+	} else {
+		r.Close()
+	}
+	// One that WKT does not identify.
+	unknown := exec(t, good, `UPDATE gpkg_spatial_ref_sys SET organization = 'NONE', definition = 'PROJCS["Local grid",GEOGCS["GCS_North_American_1927",DATUM["D_North_American_1927",SPHEROID["Clarke_1866",6378206.4,294.978698213898]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Transverse_Mercator"],PARAMETER["False_Easting",1234.5],PARAMETER["Central_Meridian",-79.1],UNIT["Meter",1.0]]' WHERE srs_id = 4267`)
+	// The feed's crs: reads a file whose CRS is not identified.
+	if r, err := gpkg.Open(unknown, gpkg.Options{Layer: "counties", SRID: 2264}); err != nil || r.SRID() != 2264 || r.CRS().By != "setting" {
 		t.Errorf("crs override: %v", err)
 	} else {
 		if f, err := r.Next(); err != nil || f.Geometry.SRID() != 2264 {
@@ -180,7 +189,7 @@ func TestHostile(t *testing.T) {
 		{"truncated", truncated, gpkg.Options{Layer: "counties"}, "the file is cut short"},
 		{"lying blob header", lying, gpkg.Options{Layer: "counties"}, "gpkg: feature 2: fid 3: geometry blob header declares a 64-byte envelope but 8 bytes follow it"},
 		{"blob srs_id", otherSRS, gpkg.Options{Layer: "counties"}, "geometry blob header says srs_id 1000, the layer's is 4267"},
-		{"not EPSG", esri, gpkg.Options{Layer: "counties"}, "srs_id 4267 is \"ESRI\":102719 in gpkg_spatial_ref_sys, not an EPSG code"},
+		{"CRS not identified", unknown, gpkg.Options{Layer: "counties"}, `gpkg: layer "counties": srs_id 4267 ("NONE":4267 in gpkg_spatial_ref_sys): the projected CRS "Local grid" (projection "Transverse_Mercator", datum "D_North_American_1927", unit "Meter" = 1 m) matches no EPSG or ESRI CRS`},
 		{"value_bytes", good, gpkg.Options{Layer: "counties", Limits: feature.Limits{ValueBytes: 4}}, "limits.value_bytes exceeded (4 bytes): gpkg feature 0 (fid 1), column \"FIPS\""},
 		{"feature_bytes", good, gpkg.Options{Layer: "counties", Limits: feature.Limits{FeatureBytes: 500}}, "limits.feature_bytes exceeded (500 bytes): gpkg feature 0 (fid 1)"},
 		{"properties", good, gpkg.Options{Layer: "counties", Limits: feature.Limits{Properties: 3}}, "limits.properties exceeded (3)"},
@@ -244,5 +253,21 @@ func TestViewLayers(t *testing.T) {
 			t.Errorf("%s: first feature id %q (want %s), properties %s, %v", view, f.ID, firstID, f.Properties, err)
 		}
 		r.Close()
+	}
+}
+
+// TestCRSFromWKT: a layer whose SRS GDAL could not name (organization
+// NONE, the WKT alone) is read in the CRS its WKT's parameters identify.
+func TestCRSFromWKT(t *testing.T) {
+	r, err := gpkg.Open(gdaltest.RenamedCRSFile(t, "GPKG", "renamed.gpkg"), gpkg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if c := r.CRS(); c.SRID != 6396 || c.Code != "EPSG:6396" || c.By != "parameters" {
+		t.Errorf("CRS %+v, want EPSG:6396 by parameters", c)
+	}
+	if f, err := r.Next(); err != nil || f.Geometry.SRID() != 6396 {
+		t.Errorf("first feature: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/internal/propjson"
 	"github.com/ingestd/ingestd/schema"
@@ -109,9 +110,12 @@ func prepare(db *sql.DB, opts Options) (*Reader, error) {
 	if err != nil {
 		return nil, fail("reading gpkg_geometry_columns", err)
 	}
-	if r.srid = opts.SRID; r.srid <= 0 {
-		r.srid, err = epsg(db, r.srsID)
+	if opts.SRID > 0 {
+		r.crs = crs.Result{SRID: opts.SRID, Code: fmt.Sprintf("EPSG:%d", opts.SRID), By: crs.BySetting}
+	} else {
+		r.crs, err = layerCRS(db, r.srsID)
 	}
+	r.srid = r.crs.SRID
 	if err != nil {
 		return nil, fmt.Errorf("gpkg: layer %s: %w", feature.Snippet(layer), err)
 	}
@@ -218,22 +222,28 @@ func (r *Reader) query(pk, geomCol string) string {
 	return b.String()
 }
 
-// epsg reads the EPSG code of the SRS srsID from gpkg_spatial_ref_sys.
-func epsg(db *sql.DB, srsID int32) (int, error) {
-	var org string
+// layerCRS reads the SRS srsID from gpkg_spatial_ref_sys: its EPSG code,
+// else the CRS its definition (WKT) is, as package crs identifies it (a
+// GeoPackage written with a CRS GDAL could not name has organization
+// NONE and the WKT alone).
+func layerCRS(db *sql.DB, srsID int32) (crs.Result, error) {
+	var org, def string
 	var code int64
-	err := db.QueryRow(`SELECT organization, organization_coordsys_id FROM gpkg_spatial_ref_sys WHERE srs_id = ?`, srsID).Scan(&org, &code)
+	err := db.QueryRow(`SELECT organization, organization_coordsys_id, definition FROM gpkg_spatial_ref_sys WHERE srs_id = ?`, srsID).Scan(&org, &code, &def)
 	if err == sql.ErrNoRows {
-		return 0, fmt.Errorf("srs_id %d is not in gpkg_spatial_ref_sys", srsID)
+		return crs.Result{}, fmt.Errorf("srs_id %d is not in gpkg_spatial_ref_sys", srsID)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading gpkg_spatial_ref_sys: %w", feature.Bound(err))
+		return crs.Result{}, fmt.Errorf("reading gpkg_spatial_ref_sys: %w", feature.Bound(err))
 	}
-	if !strings.EqualFold(org, "EPSG") || code <= 0 {
-		return 0, fmt.Errorf("srs_id %d is %s:%d in gpkg_spatial_ref_sys, not an EPSG code (only EPSG CRSs are read; the feed's crs: can name one)",
-			srsID, feature.Snippet(org), code)
+	if strings.EqualFold(org, "EPSG") && code > 0 {
+		return crs.Result{SRID: int(code), Code: fmt.Sprintf("EPSG:%d", code), By: crs.ByAuthority}, nil
 	}
-	return int(code), nil
+	res, err := crs.Identify(def)
+	if err != nil {
+		return crs.Result{}, fmt.Errorf("srs_id %d (%s:%d in gpkg_spatial_ref_sys): %w", srsID, feature.Snippet(org), code, err)
+	}
+	return res, nil
 }
 
 // fidString renders the fid.

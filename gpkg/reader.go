@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/internal/propjson"
 	"github.com/ingestd/ingestd/schema"
@@ -27,7 +28,8 @@ type Options struct {
 	IDProperty string
 	// SRID, when positive, is the SRID of the geometries whatever the
 	// file declares (the feed's crs:, for a file whose CRS is missing or
-	// not an EPSG code); 0 reads the file's own and fails without one.
+	// not one package crs identifies); 0 reads the file's own and fails
+	// without one.
 	SRID int
 	// Limits bound each feature (FeatureBytes, ValueBytes, Properties,
 	// IDBytes); zero fields are the defaults.
@@ -42,6 +44,7 @@ type Reader struct {
 	layer    string
 	limits   feature.Limits
 	srid     int
+	crs      crs.Result
 	srsID    int32
 	declared *schema.Declared
 	cols     []column
@@ -174,6 +177,10 @@ func (r *Reader) Declared() *schema.Declared { return r.declared }
 
 // SRID is the EPSG code of the layer's SRS, which every geometry carries.
 func (r *Reader) SRID() int { return r.srid }
+
+// CRS is the layer's CRS and how it was identified: the SRS's EPSG code,
+// its WKT (package crs), or Options.SRID (crs.BySetting).
+func (r *Reader) CRS() crs.Result { return r.crs }
 
 // Layer is the name of the table being read.
 func (r *Reader) Layer() string { return r.layer }

@@ -3,7 +3,7 @@
 // records read side by side, one record of each at a time, so that memory
 // is bounded by a feature whatever the file's size. The .shx is read for
 // its record count only (a completeness check), the .prj names the CRS
-// (SRIDFromPRJ) and the .cpg, else the DBF's language driver id, the
+// (package crs identifies it) and the .cpg, else the DBF's language driver id, the
 // encoding of the DBF's text.
 //
 // Geometries come as go-geom values the way GDAL's Shapefile driver reads

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/schema"
 )
@@ -46,7 +47,7 @@ type Reader struct {
 	names      []string
 	enc        Encoding
 	encFrom    string
-	srid       int
+	crs        crs.Result
 	opts       Options
 	limits     feature.Limits
 
@@ -93,12 +94,13 @@ func NewReader(f Files, opts Options) (*Reader, error) {
 	}
 	// Two fields of one name (dBASE does not forbid it) are both kept.
 	r.names = feature.UniqueNames(r.names)
-	r.srid = opts.SRID
-	if r.srid == 0 {
-		if f.PRJ == nil {
-			return nil, errors.New("no .prj beside the .shp: its CRS is unknown; set crs: (e.g. EPSG:4326)")
-		}
-		if r.srid, err = SRIDFromPRJ(string(f.PRJ)); err != nil {
+	switch {
+	case opts.SRID != 0:
+		r.crs = crs.Result{SRID: opts.SRID, Code: fmt.Sprintf("EPSG:%d", opts.SRID), By: crs.BySetting}
+	case f.PRJ == nil:
+		return nil, errors.New("no .prj beside the .shp: its CRS is unknown; set the feed's crs: to the EPSG code of the CRS the data is in")
+	default:
+		if r.crs, err = crs.Identify(string(f.PRJ)); err != nil {
 			return nil, fmt.Errorf(".prj: %w", err)
 		}
 	}
@@ -106,7 +108,12 @@ func NewReader(f Files, opts Options) (*Reader, error) {
 }
 
 // SRID is the CRS of the geometries: the .prj's, or Options.SRID.
-func (r *Reader) SRID() int { return r.srid }
+func (r *Reader) SRID() int { return r.crs.SRID }
+
+// CRS is the CRS of the geometries and how it was identified: by the
+// .prj's authority code, its name or its definition (package crs), or
+// Options.SRID (crs.BySetting).
+func (r *Reader) CRS() crs.Result { return r.crs }
 
 // Encoding names the DBF's encoding and where it came from.
 func (r *Reader) Encoding() (name, from string) { return r.enc.Name, r.encFrom }
@@ -193,7 +200,7 @@ func (r *Reader) finish() error {
 
 // feature builds the current record's feature.
 func (r *Reader) feature() (*feature.Feature, error) {
-	g, err := decodeShape(r.rec.buf, r.fileType, r.srid)
+	g, err := decodeShape(r.rec.buf, r.fileType, r.crs.SRID)
 	if err != nil {
 		return nil, fmt.Errorf(".shp: record %d: %w", r.n, err)
 	}

@@ -177,21 +177,34 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestSRIDFromPRJ: Esri's and GDAL's dialects of the common CRSs.
-func TestSRIDFromPRJ(t *testing.T) {
+// TestPRJ: Esri's and GDAL's dialects of the common CRSs, as the reader
+// takes them from a .prj (package crs identifies them; its tests and
+// cmd/ingestd's TestESRIPrjPlacement try every dialect at length).
+func TestPRJ(t *testing.T) {
 	for prj, want := range map[string]int{
 		`GEOGCS["GCS_North_American_1927",DATUM["D_North_American_1927",SPHEROID["Clarke_1866",6378206.4,294.978698213898]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]`: 4267,
 		wgs84: 4326,
 		`PROJCS["NAD_1983_StatePlane_North_Carolina_FIPS_3200_Feet",GEOGCS["GCS_North_American_1983",DATUM["D_North_American_1983",SPHEROID["GRS_1980",6378137.0,298.257222101]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Lambert_Conformal_Conic"],UNIT["Foot_US",0.3048006096012192]]`: 2264,
 		`PROJCS["WGS_1984_UTM_Zone_17N",GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]]],PROJECTION["Transverse_Mercator"]]`:                                                                                                                                                    32617,
 		`PROJCS["NAD83 / UTM zone 18N",GEOGCS["NAD83",AUTHORITY["EPSG","4269"]],AUTHORITY["EPSG","26918"]]`:                                                                                                                                                                                                            26918,
+		`PROJCS["NAD_1983_StatePlane_New_York_Long_Island_FIPS_3104_Feet",GEOGCS["GCS_North_American_1983",DATUM["D_North_American_1983",SPHEROID["GRS_1980",6378137.0,298.257222101]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Lambert_Conformal_Conic"],PARAMETER["False_Easting",984250.0],PARAMETER["False_Northing",0.0],PARAMETER["Central_Meridian",-74.0],PARAMETER["Standard_Parallel_1",41.03333333333333],PARAMETER["Standard_Parallel_2",40.66666666666666],PARAMETER["Latitude_Of_Origin",40.16666666666666],UNIT["Foot_US",0.3048006096012192]]`: 2263,
 	} {
-		if got, err := shapefile.SRIDFromPRJ(prj); err != nil || got != want {
-			t.Errorf("%.40s…: %d, %v; want %d", prj, got, err, want)
+		shp, shx, dbf := points(1, []string{"a"})
+		r, err := shapefile.NewReader(files(shp, shx, dbf, prj, ""), shapefile.Options{})
+		if err != nil || r.SRID() != want {
+			t.Errorf("%.40s…: %v; want %d", prj, err, want)
+			continue
 		}
 	}
-	if _, err := shapefile.SRIDFromPRJ(`PROJCS["Some_Local_Grid",GEOGCS["GCS_WGS_1984"]]`); err == nil || !strings.Contains(err.Error(), "set crs:") {
+	shp, shx, dbf := points(1, []string{"a"})
+	_, err := shapefile.NewReader(files(shp, shx, dbf, `PROJCS["Some_Local_Grid",GEOGCS["GCS_WGS_1984"]]`, ""), shapefile.Options{})
+	if err == nil || !strings.Contains(err.Error(), ".prj: ") || !strings.Contains(err.Error(), "set the feed's crs:") {
 		t.Errorf("an unknown CRS: %v, want an error asking for crs:", err)
+	}
+	shp, shx, dbf = points(1, []string{"a"})
+	r, err := shapefile.NewReader(files(shp, shx, dbf, `nonsense`, ""), shapefile.Options{SRID: 2264})
+	if err != nil || r.SRID() != 2264 || r.CRS().By != "setting" {
+		t.Errorf("crs: 2264 over a nonsense .prj: %v, %+v", err, r.CRS())
 	}
 }
 

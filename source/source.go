@@ -193,6 +193,12 @@ type FetchStats struct {
 	// A store records it with the applied snapshot (polls.completeness).
 	Completeness string
 
+	// CRS is the CRS a file kind read the layer in ("EPSG:2263"), and
+	// CRSBy how it was identified (authority, name, parameters, setting:
+	// package crs); "" for kinds that do not identify one. A store records
+	// them with the applied snapshot (polls.crs, polls.crs_identified_by).
+	CRS, CRSBy string
+
 	// Incremental refresh (issue 27).
 
 	// Mode says how the fetch read the layer (polls.fetch_mode): ModeFull,

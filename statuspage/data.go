@@ -98,6 +98,11 @@ type Poll struct {
 	// got wrong, when a full dump compared it.
 	FetchMode string `db:"fetch_mode"`
 	Drift     *int64 `db:"drift"`
+	// CRS is the CRS a file's layer was read in (kind file; "" for the
+	// other kinds) and CRSBy how it was identified (authority, name,
+	// parameters, setting).
+	CRS   string `db:"crs"`
+	CRSBy string `db:"crs_identified_by"`
 }
 
 // Overview is what the overview page shows.

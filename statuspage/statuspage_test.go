@@ -259,3 +259,23 @@ ingestd_status_origin_stuck_open{origin="https://b.example:443"} 1
 		t.Error(err)
 	}
 }
+
+// TestPollCRS: a file poll's CRS and how it was identified show in the
+// feed's last polls.
+func TestPollCRS(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO feed_status (jurisdiction, feed, kind, url, origin, expected_interval)
+		VALUES ('j', 'parcels', 'file', 'https://h.example/parcels.zip', 'https://h.example:443', '1 day')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(t.Context(), `INSERT INTO polls (jurisdiction, feed, url, status, finished_at, fetch_mode, crs, crs_identified_by)
+		VALUES ('j', 'parcels', 'https://h.example/parcels.zip', 'succeeded', now(), 'full', 'EPSG:2263', 'name')`); err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	New(pool, nil).ServeHTTP(w, httptest.NewRequest("GET", FeedPath("j", "parcels"), nil))
+	if page := w.Body.String(); w.Code != 200 || !strings.Contains(page, "full · EPSG:2263 by name") {
+		t.Errorf("%d: the page lacks the poll's CRS:\n%s", w.Code, page)
+	}
+}

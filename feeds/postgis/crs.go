@@ -17,3 +17,12 @@ func (s *Store) KnownSRID(ctx context.Context, srid int) (bool, error) {
 	}
 	return known, nil
 }
+
+// RecordCRS records the CRS a succeeded poll read its layer in and how it
+// was identified (polls.crs, polls.crs_identified_by).
+func (s *Store) RecordCRS(ctx context.Context, pollID int64, code, by string) error {
+	if _, err := s.pool.Exec(ctx, sqlQuery("RecordCRS"), pollID, code, by); err != nil {
+		return fmt.Errorf("postgis: record the CRS of poll %d: %w", pollID, err)
+	}
+	return nil
+}

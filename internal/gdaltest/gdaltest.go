@@ -270,3 +270,27 @@ const mixed = `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"n":7,"big":7,"x":7,"s":"7","b":true,"d":"2000-01-05","dt":"2000-01-05T00:00:00Z"},"geometry":null}
 ]}
 `
+
+// RenamedPRJ is the ESRI WKT GDAL writes for NAD83(2011) / Alaska zone 3
+// (EPSG:6396), under a name no CRS table has ("Wake_Parcels_Grid"): GDAL
+// cannot name it, so a file it writes in it carries its WKT without a
+// code, which only its parameters identify.
+const RenamedPRJ = `PROJCS["Wake_Parcels_Grid",GEOGCS["GCS_NAD_1983_2011",DATUM["D_NAD_1983_2011",SPHEROID["GRS_1980",6378137.0,298.257222101]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Transverse_Mercator"],PARAMETER["False_Easting",500000.0],PARAMETER["False_Northing",0.0],PARAMETER["Central_Meridian",-146.0],PARAMETER["Scale_Factor",0.9999],PARAMETER["Latitude_Of_Origin",54.0],UNIT["Meter",1.0]]`
+
+// RenamedCRSFile has GDAL write a one-point layer "parcels" with driver
+// (GPKG, FlatGeobuf) into a file named name, its CRS RenamedPRJ, and
+// returns the file's path.
+func RenamedCRSFile(t testing.TB, driver, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	prj, csv := filepath.Join(dir, "renamed.prj"), filepath.Join(dir, "parcels.csv")
+	if err := os.WriteFile(prj, []byte(RenamedPRJ), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(csv, []byte("PIN,x,y\n1,500000,800000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	OGR2OGR(t, "-f", driver, out, csv, "-oo", "X_POSSIBLE_NAMES=x", "-oo", "Y_POSSIBLE_NAMES=y", "-a_srs", prj, "-nln", "parcels")
+	return out
+}

@@ -66,7 +66,8 @@ WHERE jurisdiction = $1 AND feed = $2;
 SELECT id, status, started_at,
        extract(epoch FROM (finished_at - started_at))::float8 AS duration_seconds,
        pages, features, added, modified, removed, coalesce(error, '') AS error,
-       coalesce(fetch_mode, '') AS fetch_mode, drift
+       coalesce(fetch_mode, '') AS fetch_mode, drift,
+       coalesce(crs, '') AS crs, coalesce(crs_identified_by, '') AS crs_identified_by
 FROM polls
 WHERE jurisdiction = $1 AND feed = $2
 ORDER BY started_at DESC

@@ -71,6 +71,11 @@ FROM feed_status WHERE last_success_at IS NOT NULL
 -- Kind ogcapi: what a succeeded poll's completeness rests on.
 UPDATE polls SET completeness = $2 WHERE id = $1
 
+-- name: RecordCRS
+-- Kind file: the CRS a succeeded poll read its layer in, and how it was
+-- identified.
+UPDATE polls SET crs = $2, crs_identified_by = $3 WHERE id = $1
+
 -- name: RecordFetch
 -- What poll $1's fetch read: $2 body bytes (added: a resumed poll fetches
 -- in parts) and the validators $3 the server sent (NULL: none) for the
