@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
 )
 
@@ -35,12 +36,18 @@ type SpatialReference struct {
 }
 
 // SRID is the EPSG code of sr: latestWkid first (wkid may be an Esri code
-// such as 102100), with Esri's codes for Web Mercator mapped to 3857; 0
-// when sr names none (a WKT-only spatial reference).
+// such as 102100), with Esri's codes for Web Mercator mapped to 3857; a
+// spatial reference given as WKT alone is identified as a Shapefile's .prj
+// is (package crs); 0 when sr names none or its WKT matches no CRS.
 func (sr SpatialReference) SRID() int {
 	code := sr.LatestWKID
 	if code == 0 {
 		code = sr.WKID
+	}
+	if code == 0 && sr.WKT != "" {
+		if r, err := crs.Identify(sr.WKT); err == nil {
+			code = r.SRID
+		}
 	}
 	switch code {
 	case 102100, 102113, 900913:

@@ -322,11 +322,21 @@ func (z *zeros) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// longIslandESRI is EPSG:2263 as GDAL writes it in Esri's WKT dialect.
+const longIslandESRI = `PROJCS["NAD_1983_StatePlane_New_York_Long_Island_FIPS_3104_Feet",GEOGCS["GCS_North_American_1983",` +
+	`DATUM["D_North_American_1983",SPHEROID["GRS_1980",6378137.0,298.257222101]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],` +
+	`PROJECTION["Lambert_Conformal_Conic"],PARAMETER["False_Easting",984250.0],PARAMETER["False_Northing",0.0],PARAMETER["Central_Meridian",-74.0],` +
+	`PARAMETER["Standard_Parallel_1",41.0333333333333],PARAMETER["Standard_Parallel_2",40.6666666666667],PARAMETER["Latitude_Of_Origin",40.1666666666667],` +
+	`UNIT["US survey foot",0.304800609601219]]`
+
 func TestSRID(t *testing.T) {
 	for _, c := range []struct {
 		sr   SpatialReference
 		want int
-	}{{SpatialReference{WKID: 102100, LatestWKID: 3857}, 3857}, {SpatialReference{WKID: 102100}, 3857}, {SpatialReference{WKID: 2264}, 2264}, {SpatialReference{WKT: "PROJCS[…]"}, 0}} {
+	}{{SpatialReference{WKID: 102100, LatestWKID: 3857}, 3857}, {SpatialReference{WKID: 102100}, 3857}, {SpatialReference{WKID: 2264}, 2264}, {SpatialReference{WKT: "PROJCS[…]"}, 0},
+		// A spatial reference given as WKT alone, as ArcGIS writes a
+		// custom one: Long Island's State Plane zone in US feet.
+		{SpatialReference{WKT: longIslandESRI}, 2263}} {
 		if got := c.sr.SRID(); got != c.want {
 			t.Errorf("%+v: %d, want %d", c.sr, got, c.want)
 		}
