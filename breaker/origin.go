@@ -116,12 +116,12 @@ type origin struct {
 	// state is cb's state as its OnStateChange last reported it (or as a
 	// forced verdict set it): what callers see, except that an open origin
 	// refuses until openUntil while gobreaker's nanosecond has long passed.
-	state       State
-	openUntil   time.Time
-	openSeq     uint64 // incremented on every open, so a call can tell it was opened under it
-	opens       int    // consecutive opens, the growth factor of the open duration
-	closedAt    time.Time
-	tripCounts  gobreaker.Counts
+	state      State
+	openUntil  time.Time
+	openSeq    uint64 // incremented on every open, so a call can tell it was opened under it
+	opens      int    // consecutive opens, the growth factor of the open duration
+	closedAt   time.Time
+	tripCounts gobreaker.Counts
 	// run is the number of logical calls in a row that failed while the
 	// origin was closed, whatever the time between them: gobreaker's own
 	// ConsecutiveFailures lives in its rolling window and forgets a failure
@@ -129,8 +129,8 @@ type origin struct {
 	// often than once per Window would never trip. A Success resets it, and
 	// so does every change of state; epoch counts those changes, so that a
 	// call admitted before one reports to nobody's run.
-	run   int
-	epoch uint64
+	run         int
+	epoch       uint64
 	forced      *forcedOpen // the verdict the next trip of cb stands for (see forceOpenGated)
 	pausedUntil time.Time   // origin paused by a 429 until then
 	pauseSpan   time.Duration
