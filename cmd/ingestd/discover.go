@@ -46,7 +46,7 @@ func cmdDiscover(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("request-timeout", 30*time.Second, "deadline of one HTTP request")
 	headers := headerFlags{}
 	fs.Var(headers, "header", "`Name: value` sent with every request (repeatable; never printed)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() == 0 {

@@ -205,7 +205,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", envOr("INGESTD_CONFIG", "jurisdictions.yaml"), "jurisdictions file ($INGESTD_CONFIG)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	configSet := false
@@ -237,7 +237,7 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var c common
 	c.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	ctx, stop := signalContext()
@@ -266,7 +266,7 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	c.register(fs)
 	migrate := fs.Bool("migrate", true, "apply pending migrations first")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the poll to `FILE` (go tool pprof)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 1 || !strings.Contains(fs.Arg(0), "/") {
@@ -293,6 +293,11 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	defer d.Close()
 	if _, ok := d.cfg.Feed(key); !ok {
 		return usageError{fmt.Sprintf("no feed %q in %s", key, c.config)}
+	}
+	if absent, err := d.absentFeeds(ctx); err != nil {
+		return err
+	} else if w := absentFeedsWarning(absent, c.config); w != "" {
+		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if err := d.manager.Update(ctx, d.cfg); err != nil {
 		return err
