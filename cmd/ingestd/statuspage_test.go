@@ -133,7 +133,10 @@ jurisdictions:
 		if want, err = pgx.CollectRows(rows, pgx.RowToStructByPos[feedRow]); err != nil {
 			t.Fatal(err)
 		}
-		rows, _ = pool.Query(ctx, `SELECT origin, state, override, coalesce(override_by, '') FROM breaker_state ORDER BY state = 'closed', origin`)
+		// The badge is the override in force, else the breaker's state.
+		rows, _ = pool.Query(ctx, `SELECT origin, CASE WHEN override <> 'none' AND (override_until IS NULL OR override_until > now())
+				THEN override ELSE state END, override, coalesce(override_by, '')
+			FROM breaker_state ORDER BY state = 'closed', origin`)
 		if origins, err = pgx.CollectRows(rows, pgx.RowToStructByPos[originRow]); err != nil {
 			t.Fatal(err)
 		}
