@@ -18,7 +18,9 @@ package discover
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -99,6 +101,10 @@ type Check struct {
 	What string
 	// Fails says a poll of the feed as written would fail.
 	Fails bool
+	// Warns says the probe found something suspicious that a poll may
+	// not notice (paging that repeats a page, an empty collection): the
+	// feed is written commented out, for a person to judge.
+	Warns bool
 	// Detail says what the server answered and what it means.
 	Detail string
 }
@@ -111,6 +117,17 @@ func (l *Layer) Failing() bool {
 	}
 	for _, c := range l.Checks {
 		if c.Fails {
+			return true
+		}
+	}
+	return false
+}
+
+// Suspicious reports whether a check of l found something to look at
+// before polling it (Check.Warns).
+func (l *Layer) Suspicious() bool {
+	for _, c := range l.Checks {
+		if c.Warns {
 			return true
 		}
 	}
@@ -210,10 +227,36 @@ func (d *Discoverer) Discover(ctx context.Context, raw string) (*Result, error) 
 		return nil, fmt.Errorf("discover: unknown kind %q (wfs, arcgis or ogcapi)", kind)
 	}
 	if err != nil {
+		if unreachable(err) {
+			err = fmt.Errorf("the server is unreachable: %s", redact.Error(rootCause(err)))
+		}
 		res.Problems = append(res.Problems, redact.Error(err))
 		return res, fmt.Errorf("discover %s: %s", redact.URL(raw), redact.Error(err))
 	}
 	return res, nil
+}
+
+// unreachable reports whether err is a failure to reach the server at all
+// (no such host, a refused or timed-out connection), where no kind of
+// server would have answered.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// rootCause is the network error under err's wrapping: "dial tcp
+// 127.0.0.1:1: connect: connection refused".
+func rootCause(err error) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op
+	}
+	return err
 }
 
 // guess tries WFS capabilities, then an OGC API collections list, for a
@@ -223,6 +266,9 @@ func (d *Discoverer) guess(ctx context.Context, raw string, res *Result) error {
 	if werr == nil {
 		res.Kind = KindWFS
 		return nil
+	}
+	if unreachable(werr) {
+		return werr // no kind would answer: -kind would not help
 	}
 	oerr := d.ogcapiURL(ctx, raw, res)
 	if oerr == nil {

@@ -248,7 +248,8 @@ func withCollections(t *testing.T, api *ogcapitest.Server, ids ...string) *httpt
 // An OGC API server's collections: counts from numberMatched, a listed
 // collection that fails, one without numberMatched nor hits that -check
 // says would fail (no feed), one whose server ignores its offset
-// (MapServer#6613) within one page (a feed) and beyond (none).
+// (MapServer#6613) within one page (a warning: the feed commented out) and
+// beyond (none), and an empty one (a warning too).
 func TestOGCAPI(t *testing.T) {
 	api := ogcapitest.New()
 	api.Add("zoning", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}})
@@ -256,18 +257,19 @@ func TestOGCAPI(t *testing.T) {
 	api.Add("hits", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}, Pitfall: ogcapitest.NoNumberMatched, Hits: true})
 	api.Add("stuck", ogcapitest.Collection{Layer: layertest.Points{N: 30}, Pitfall: ogcapitest.OffsetIgnored})
 	api.Add("stuckbig", ogcapitest.Collection{Layer: layertest.Points{N: 1500}, Pitfall: ogcapitest.OffsetIgnored})
-	ts := withCollections(t, api, "zoning", "nocount", "hits", "stuck", "stuckbig", "gone")
+	api.Add("empty", ogcapitest.Collection{Layer: layertest.Parcels{N: 0}})
+	ts := withCollections(t, api, "zoning", "nocount", "hits", "stuck", "stuckbig", "gone", "empty")
 	results, out, cfg := run(t, discover.Options{Check: true}, ts.URL+"/")
-	if len(results[0].Layers) != 6 {
-		t.Fatalf("%d layers, want 6 (the coverage left out):\n%s", len(results[0].Layers), out)
+	if len(results[0].Layers) != 7 {
+		t.Fatalf("%d layers, want 7 (the coverage left out):\n%s", len(results[0].Layers), out)
 	}
 	got := feedsOf(cfg)
-	for _, id := range []string{"zoning", "hits", "stuck"} {
+	for _, id := range []string{"zoning", "hits"} {
 		if f := got[id]; f == nil || f.Kind != "ogcapi" || f.URL != ts.URL+"/collections/"+id {
 			t.Errorf("feed %s: %+v\n%s", id, f, out)
 		}
 	}
-	for _, id := range []string{"nocount", "stuckbig", "gone"} {
+	for _, id := range []string{"nocount", "stuckbig", "gone", "stuck", "empty"} {
 		if _, ok := got[id]; ok {
 			t.Errorf("feed %s written, want a comment:\n%s", id, out)
 		}
@@ -275,8 +277,11 @@ func TestOGCAPI(t *testing.T) {
 	for _, want := range []string{"zoning: Polygon, 25 features (numberMatched)", "id: the feature id (GeoJSON id)",
 		"hits: Polygon, count unknown", "resulttype=hits answers 25",
 		"nocount: Polygon, count unknown", "check completeness: FAILS: no numberMatched on its pages nor to resulttype=hits",
-		"stuck: Point, 30 features", "its next link serves page 1 again", "gone: FAILED: ogcapi: ",
-		"check paging: ok: next links lead on"} {
+		"stuck: Point, 30 features", "check paging: WARNING: its next link serves page 1 again", "gone: FAILED: ogcapi: ",
+		"check paging: ok: next links lead on",
+		"check features: WARNING: the collection serves no features",
+		"#      feed stuck for stuck commented out: a check warns", "#      - id: stuck\n#        kind: ogcapi\n",
+		"#      feed empty for empty commented out: a check warns", "#      - id: empty\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -330,5 +335,30 @@ func TestHostileCatalogs(t *testing.T) {
 	_, err = discover.New(nil, nil, discover.Options{}).Discover(t.Context(), ts.URL+"/collections")
 	if err == nil || !strings.Contains(err.Error(), "larger than 16 MiB decoded") {
 		t.Errorf("a 40 MB collection id: %v, want the collections document's 16 MiB bound named", err)
+	}
+}
+
+// A server that refuses connections is reported as unreachable, with the
+// cause, whatever kind was guessed: not as a server of no kind with no
+// layers, and without suggesting -kind.
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.NotFoundHandler())
+	addr := ts.URL
+	ts.Close()
+	for _, u := range []string{addr + "/", addr + "/wfs", addr + "/ogcapi/collections", addr + "/arcgis/rest/services"} {
+		d := discover.New(nil, nil, discover.Options{})
+		res, err := d.Discover(t.Context(), u)
+		if err == nil || !strings.Contains(err.Error(), "the server is unreachable: dial tcp") ||
+			!strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "-kind") {
+			t.Errorf("discover %s: %v, want unreachable with its cause and no -kind", u, err)
+		}
+		var b strings.Builder
+		if err := discover.Write(&b, []*discover.Result{res}, discover.Feeds{Jurisdiction: "town"}); err != nil {
+			t.Fatal(err)
+		}
+		if out := b.String(); strings.Contains(out, "(): ") || !strings.Contains(out, "FAILED: the server is unreachable") {
+			t.Errorf("discover %s wrote:\n%s", u, out)
+		}
 	}
 }
