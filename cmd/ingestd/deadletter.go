@@ -89,6 +89,7 @@ func deadLetterReplay(ctx context.Context, fs *flag.FlagSet, c *common, args []s
 	feed := fs.String("feed", "", "replay the open dead letter of JURISDICTION/FEED")
 	allDue := fs.Bool("all-due", false, "replay every pending row, whatever its retry_after")
 	migrate := fs.Bool("migrate", true, "apply pending migrations first")
+	quiet := fs.Bool("quiet", false, "no progress line (there is none unless stderr is a terminal)")
 	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -96,7 +97,8 @@ func deadLetterReplay(ctx context.Context, fs *flag.FlagSet, c *common, args []s
 	if err != nil {
 		return err
 	}
-	d, err := open(ctx, c, openOptions{logs: stderr, migrate: *migrate, poll: true})
+	prog := newProgress(stderr, *quiet)
+	d, err := open(ctx, c, openOptions{logs: stderr, migrate: *migrate, poll: true, progress: prog})
 	if err != nil {
 		return err
 	}
@@ -105,7 +107,9 @@ func deadLetterReplay(ctx context.Context, fs *flag.FlagSet, c *common, args []s
 		return err
 	}
 	// An abandoned row named by ID is revived first (deadletter decides).
+	prog.Start()
 	claimed, err := d.replayer.ReplayNow(ctx, f)
+	prog.Stop()
 	if err != nil {
 		return d.secrets.Wrap(err)
 	}

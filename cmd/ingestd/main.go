@@ -266,6 +266,7 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	c.register(fs)
 	migrate := fs.Bool("migrate", true, "apply pending migrations first")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the poll to `FILE` (go tool pprof)")
+	quiet := fs.Bool("quiet", false, "no progress line (there is none unless stderr is a terminal)")
 	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -286,7 +287,8 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	d, err := open(ctx, &c, openOptions{logs: stderr, migrate: *migrate, poll: true})
+	prog := newProgress(stderr, *quiet)
+	d, err := open(ctx, &c, openOptions{logs: stderr, migrate: *migrate, poll: true, progress: prog})
 	if err != nil {
 		return err
 	}
@@ -302,7 +304,9 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	if err := d.manager.Update(ctx, d.cfg); err != nil {
 		return err
 	}
+	prog.Start()
 	res, err := d.manager.Poll(ctx, key)
+	prog.Stop()
 	if err != nil {
 		// Printed by run: a server's echo of a credential must not be.
 		return d.secrets.Wrap(err)

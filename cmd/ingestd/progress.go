@@ -1,0 +1,204 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"golang.org/x/term"
+
+	"github.com/ingestd/ingestd/redact"
+)
+
+// progressEvery is how often the progress line is redrawn: often enough to
+// look alive, seldom enough to cost nothing.
+const progressEvery = 250 * time.Millisecond
+
+// clearLine returns a terminal's cursor to the start of the line and erases it.
+const clearLine = "\r\x1b[K"
+
+// progress draws one line on a terminal that says how far a one-off
+// command's work is, as ogr2ogr -progress does: the requests (responses)
+// read, their bytes, the rate, the time so far and the request being
+// fetched. It counts at the HTTP client (a request of a layer's discovery counts as one of its pages do), so every kind of feed reports
+// alike. It draws nothing unless its output is a terminal (newProgress
+// returns nil otherwise, and a nil *progress does nothing), and the log
+// lines written meanwhile (through Writer) clear it first, so that they
+// never end up glued to it.
+type progress struct {
+	w     io.Writer
+	width func() int
+	start time.Time
+	pages atomic.Int64
+	bytes atomic.Int64
+	fetch atomic.Pointer[string]
+
+	mu    sync.Mutex // serializes drawing with the log's writes
+	drawn bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// newProgress returns a progress line on w when w is a terminal and quiet
+// is not set; nil otherwise.
+func newProgress(w io.Writer, quiet bool) *progress {
+	f, ok := w.(*os.File)
+	if quiet || !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return newProgressTo(f, func() int {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+		return 80
+	})
+}
+
+// newProgressTo draws on w, whose width in columns width tells.
+func newProgressTo(w io.Writer, width func() int) *progress {
+	return &progress{w: w, width: width, start: time.Now()}
+}
+
+// Start redraws the line until Stop.
+func (p *progress) Start() {
+	if p == nil {
+		return
+	}
+	p.start = time.Now()
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.draw()
+			}
+		}
+	}()
+}
+
+// Stop ends the redraws and erases the line, so that the command's own
+// output starts on a clean line.
+func (p *progress) Stop() {
+	if p == nil || p.stop == nil {
+		return
+	}
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		io.WriteString(p.w, clearLine)
+		p.drawn = false
+	}
+}
+
+// draw writes the line as it stands.
+func (p *progress) draw() {
+	line := p.line(time.Now())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.w, clearLine+line)
+	p.drawn = true
+}
+
+// line is the progress as text, at most width-1 columns: the figures
+// first, then as much of the request's end (its page parameters) as fits.
+func (p *progress) line(now time.Time) string {
+	elapsed := now.Sub(p.start)
+	n := p.bytes.Load()
+	rate := ""
+	if s := elapsed.Seconds(); s > 0 {
+		rate = ", " + humanize.Bytes(uint64(float64(n)/s)) + "/s"
+	}
+	line := fmt.Sprintf("%d requests, %s%s, %s", p.pages.Load(), humanize.Bytes(uint64(n)), rate, elapsed.Round(time.Second))
+	if f := p.fetch.Load(); f != nil {
+		line += " · " + *f
+	}
+	r := []rune(line)
+	if w := p.width() - 1; len(r) > w && w > 1 {
+		// Keep the figures and the end of the request: its offset or page.
+		head := min(len([]rune(line))-1, w/2)
+		r = append(append(r[:head:head], '…'), r[len(r)-(w-head-1):]...)
+	}
+	return string(r)
+}
+
+// Writer is w, clearing the progress line before each write (the log).
+func (p *progress) Writer(w io.Writer) io.Writer {
+	if p == nil {
+		return w
+	}
+	return progressWriter{p: p, w: w}
+}
+
+type progressWriter struct {
+	p *progress
+	w io.Writer
+}
+
+func (pw progressWriter) Write(b []byte) (int, error) {
+	pw.p.mu.Lock()
+	defer pw.p.mu.Unlock()
+	if pw.p.drawn {
+		io.WriteString(pw.p.w, clearLine)
+		pw.p.drawn = false
+	}
+	return pw.w.Write(b)
+}
+
+// Transport counts what rt fetches: each response read to its end or
+// closed is a page, its body's bytes are counted as they are read, and the
+// request last sent is the one shown (redacted).
+func (p *progress) Transport(rt http.RoundTripper) http.RoundTripper {
+	if p == nil {
+		return rt
+	}
+	return progressTransport{p: p, rt: rt}
+}
+
+type progressTransport struct {
+	p  *progress
+	rt http.RoundTripper
+}
+
+func (t progressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	what := req.Method + " " + redact.URL(req.URL.String())
+	t.p.fetch.Store(&what)
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	resp.Body = &progressBody{ReadCloser: resp.Body, p: t.p}
+	return resp, nil
+}
+
+// progressBody counts a response body's bytes, and the page once.
+type progressBody struct {
+	io.ReadCloser
+	p    *progress
+	once sync.Once
+}
+
+func (b *progressBody) Read(buf []byte) (int, error) {
+	n, err := b.ReadCloser.Read(buf)
+	b.p.bytes.Add(int64(n))
+	if err == io.EOF {
+		b.once.Do(func() { b.p.pages.Add(1) })
+	}
+	return n, err
+}
+
+func (b *progressBody) Close() error {
+	b.once.Do(func() { b.p.pages.Add(1) })
+	return b.ReadCloser.Close()
+}
