@@ -1,8 +1,9 @@
 // Package discover lists the layers a GIS server publishes and writes
 // ingestd feeds for them: an ArcGIS REST services directory (its root, a
 // folder, a FeatureServer or MapServer service, one layer), a WFS endpoint
-// (every feature type of its capabilities) or an OGC API – Features server
-// (its landing page, its /collections list, one collection).
+// (every feature type of its capabilities), an OGC API – Features server
+// (its landing page, its /collections list, one collection) or a
+// downloadable file (a zip's Shapefiles, a GeoPackage's tables).
 //
 // Each layer is described with what the server says cheaply: its geometry
 // type, its count where one request gives it (ArcGIS returnCountOnly, the
@@ -42,6 +43,7 @@ const (
 	KindWFS    = "wfs"
 	KindArcGIS = "arcgis"
 	KindOGCAPI = "ogcapi"
+	KindFile   = "file"
 )
 
 // Options says what to discover and how.
@@ -73,8 +75,9 @@ type Layer struct {
 	// URL is the feed's url (the WFS endpoint, the OGC API landing page,
 	// the ArcGIS layer), as given: print it through redact.URL.
 	URL string
-	// TypeName and Version (WFS), Collection (OGC API) are the feed's.
-	TypeName, Version, Collection string
+	// TypeName and Version (WFS), Collection (OGC API) and FileLayer (a
+	// file's layer:, "" for a file of one layer) are the feed's.
+	TypeName, Version, Collection, FileLayer string
 	// PageSizeZero asks for page_size: 0 (a WFS that does not page).
 	PageSizeZero bool
 	// Geometry is the geometry type, "" when unknown.
@@ -150,6 +153,7 @@ type Result struct {
 // Discoverer discovers layers through the kinds' clients.
 type Discoverer struct {
 	opts   Options
+	http   *http.Client // files are downloaded with it
 	wfs    *wfs.Client
 	arcgis *arcgis.Client
 	ogc    *ogcapi.Client
@@ -168,8 +172,12 @@ func New(httpClient *http.Client, logger *slog.Logger, opts Options) *Discoverer
 	if opts.Parallel <= 0 {
 		opts.Parallel = 4
 	}
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
 	return &Discoverer{
 		opts:   opts,
+		http:   httpClient,
 		wfs:    wfs.NewClient(httpClient, nil, logger, wfs.WithUserAgent("ingestd-discover")),
 		arcgis: arcgis.NewClient(httpClient, nil, logger, arcgis.WithUserAgent("ingestd-discover")),
 		ogc:    ogcapi.NewClient(httpClient, nil, logger, ogcapi.WithUserAgent("ingestd-discover"), ogcapi.WithDiscoveryTTL(-1)),
@@ -191,6 +199,8 @@ func GuessKind(u *url.URL) string {
 	switch {
 	case strings.Contains(p, "/rest/services"):
 		return KindArcGIS
+	case strings.HasSuffix(p, ".zip") || strings.HasSuffix(p, ".gpkg") || strings.HasSuffix(p, ".fgb"):
+		return KindFile
 	case strings.HasSuffix(p, "/collections") || strings.Contains(p, "/collections/"):
 		return KindOGCAPI
 	case strings.EqualFold(u.Query().Get("service"), "wfs") || strings.HasSuffix(p, "wfs"):
@@ -221,10 +231,12 @@ func (d *Discoverer) Discover(ctx context.Context, raw string) (*Result, error) 
 		err = d.wfsURL(ctx, raw, res)
 	case KindOGCAPI:
 		err = d.ogcapiURL(ctx, raw, res)
+	case KindFile:
+		err = d.fileURL(ctx, raw, res)
 	case "":
 		err = d.guess(ctx, raw, res)
 	default:
-		return nil, fmt.Errorf("discover: unknown kind %q (wfs, arcgis or ogcapi)", kind)
+		return nil, fmt.Errorf("discover: unknown kind %q (wfs, arcgis, ogcapi or file)", kind)
 	}
 	if err != nil {
 		if unreachable(err) {

@@ -1,7 +1,9 @@
 package discover_test
 
 import (
+	"archive/zip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"github.com/ingestd/ingestd/discover"
 	"github.com/ingestd/ingestd/esrijson"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/gdaltest"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/wfs"
@@ -360,5 +363,79 @@ func TestUnreachable(t *testing.T) {
 		if out := b.String(); strings.Contains(out, "(): ") || !strings.Contains(out, "FAILED: the server is unreachable") {
 			t.Errorf("discover %s wrote:\n%s", u, out)
 		}
+	}
+}
+
+// fileFixtures writes, with GDAL's ogr2ogr, a GeoPackage of two layers
+// (roads, zoning), a zip of two Shapefiles (hydrants, parks) and a
+// FlatGeobuf of one layer into dir, and serves dir until t ends.
+func fileFixtures(t *testing.T) *httptest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	src := gdaltest.Parcels(t, dir, 5, "GeoJSON", "parcels.geojson")
+	gdaltest.OGR2OGR(t, "-f", "GPKG", filepath.Join(dir, "county.gpkg"), src, "-nln", "roads")
+	gdaltest.OGR2OGR(t, "-update", filepath.Join(dir, "county.gpkg"), src, "-nln", "zoning")
+	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", filepath.Join(dir, "trees.fgb"), src, "-nln", "trees")
+	shp := filepath.Join(dir, "shp")
+	if err := os.Mkdir(shp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"hydrants", "parks"} {
+		gdaltest.OGR2OGR(t, "-f", "ESRI Shapefile", filepath.Join(shp, name+".shp"), src, "-nln", name)
+	}
+	zf, err := os.Create(filepath.Join(dir, "county.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(zf)
+	entries, err := os.ReadDir(shp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(shp, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create("county/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+	}
+	if err := errors.Join(zw.Close(), zf.Close()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// A downloadable file's layers, as kind: file feeds name them: a
+// GeoPackage's tables and a zip's Shapefiles each a feed with its layer:,
+// a FlatGeobuf one feed without; the kind is guessed from .gpkg, .zip and
+// .fgb.
+func TestFileLayers(t *testing.T) {
+	t.Parallel()
+	ts := fileFixtures(t)
+	results, out, cfg := run(t, discover.Options{}, ts.URL+"/county.gpkg", ts.URL+"/county.zip", ts.URL+"/trees.fgb")
+	for i, want := range []int{2, 2, 1} {
+		if results[i].Kind != discover.KindFile || len(results[i].Layers) != want {
+			t.Errorf("%s: kind %q, %d layers; want file with %d:\n%s", results[i].URL, results[i].Kind, len(results[i].Layers), want, out)
+		}
+	}
+	got := feedsOf(cfg)
+	for id, url := range map[string]string{"roads": "/county.gpkg", "zoning": "/county.gpkg", "hydrants": "/county.zip", "parks": "/county.zip", "trees": "/trees.fgb"} {
+		if f := got[id]; f == nil || f.Kind != "file" || f.URL != ts.URL+url {
+			t.Errorf("feed %s: %+v, want kind file at %s\n%s", id, f, url, out)
+		}
+	}
+	for _, want := range []string{"layer: roads\n", "layer: zoning\n", "layer: hydrants\n", "layer: parks\n", "note: read as gpkg", "note: read as shapefile", "note: read as flatgeobuf"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out[strings.Index(out, "id: trees"):], "layer:") {
+		t.Errorf("the FlatGeobuf's feed names a layer:\n%s", out)
 	}
 }

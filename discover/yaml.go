@@ -161,6 +161,9 @@ func writeFeed(b *strings.Builder, l *Layer, id string, f Feeds) {
 			b.WriteString("        page_size: 0\n")
 		}
 	}
+	if l.FileLayer != "" {
+		fmt.Fprintf(b, "        layer: %s\n", scalar(l.FileLayer))
+	}
 	if l.IDProperty != "" {
 		fmt.Fprintf(b, "        id_property: %s\n", scalar(l.IDProperty))
 	}
