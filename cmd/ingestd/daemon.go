@@ -162,7 +162,7 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 	httpClient.Transport = o.progress.Transport(httpClient.Transport)
 	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: httpClient, Breakers: d.breakers, Logger: d.logger,
 		UserAgent: "ingestd/" + version})
-	d.manager = feeds.NewManager(d.store, fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
+	d.manager = feeds.NewManager(o.progress.Store(d.store), fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
 		feeds.WithDeadLetters(d.queue, cfg.DeadLetter), feeds.WithRegisterer(o.reg),
 		feeds.WithRecovery(d.store, c.heartbeat), feeds.WithCatchUp(o.catchUp))
 	if o.reg != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,10 +9,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
 	"golang.org/x/term"
 
+	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -23,20 +28,21 @@ const progressEvery = 250 * time.Millisecond
 const clearLine = "\r\x1b[K"
 
 // progress draws one line on a terminal that says how far a one-off
-// command's work is, as ogr2ogr -progress does: the requests (responses)
-// read, their bytes, the rate, the time so far and the request being
+// command's work is, as ogr2ogr -progress does: the features staged, the
+// requests (responses) read, their bytes, the rate, the time so far and the request being
 // fetched. It counts at the HTTP client (a request of a layer's discovery counts as one of its pages do), so every kind of feed reports
 // alike. It draws nothing unless its output is a terminal (newProgress
 // returns nil otherwise, and a nil *progress does nothing), and the log
 // lines written meanwhile (through Writer) clear it first, so that they
 // never end up glued to it.
 type progress struct {
-	w     io.Writer
-	width func() int
-	start time.Time
-	pages atomic.Int64
-	bytes atomic.Int64
-	fetch atomic.Pointer[string]
+	w        io.Writer
+	width    func() int
+	start    time.Time
+	features atomic.Int64
+	pages    atomic.Int64
+	bytes    atomic.Int64
+	fetch    atomic.Pointer[string]
 
 	mu    sync.Mutex // serializes drawing with the log's writes
 	drawn bool
@@ -120,17 +126,24 @@ func (p *progress) line(now time.Time) string {
 	if s := elapsed.Seconds(); s > 0 {
 		rate = ", " + humanize.Bytes(uint64(float64(n)/s)) + "/s"
 	}
-	line := fmt.Sprintf("%d requests, %s%s, %s", p.pages.Load(), humanize.Bytes(uint64(n)), rate, elapsed.Round(time.Second))
-	if f := p.fetch.Load(); f != nil {
-		line += " · " + *f
+	line := fmt.Sprintf("%s features, %d requests, %s%s, %s", humanize.Comma(p.features.Load()), p.pages.Load(),
+		humanize.Bytes(uint64(n)), rate, elapsed.Round(time.Second))
+	w := p.width() - 1
+	f := p.fetch.Load()
+	const sep = " · "
+	room := w - utf8.RuneCountInString(line) - utf8.RuneCountInString(sep)
+	if f == nil || room < 8 {
+		if r := []rune(line); len(r) > w && w > 0 {
+			return string(r[:w])
+		}
+		return line
 	}
-	r := []rune(line)
-	if w := p.width() - 1; len(r) > w && w > 1 {
-		// Keep the figures and the end of the request: its offset or page.
-		head := min(len([]rune(line))-1, w/2)
-		r = append(append(r[:head:head], '…'), r[len(r)-(w-head-1):]...)
+	// The request's end (its offset or page) says the most: cut its start.
+	fetch := []rune(*f)
+	if len(fetch) > room {
+		fetch = append([]rune("…"), fetch[len(fetch)-(room-1):]...)
 	}
-	return string(r)
+	return line + sep + string(fetch)
 }
 
 // Writer is w, clearing the progress line before each write (the log).
@@ -201,4 +214,37 @@ func (b *progressBody) Read(buf []byte) (int, error) {
 func (b *progressBody) Close() error {
 	b.once.Do(func() { b.p.pages.Add(1) })
 	return b.ReadCloser.Close()
+}
+
+// Store counts the features store stages (as StagePage reads them, so a
+// page's features show while it streams) for the line; every other method
+// is store's own, so the manager finds the same optional interfaces.
+func (p *progress) Store(store *postgis.Store) feeds.Store {
+	if p == nil {
+		return store
+	}
+	return progressStore{Store: store, p: p}
+}
+
+type progressStore struct {
+	*postgis.Store
+	p *progress
+}
+
+func (s progressStore) StagePage(ctx context.Context, pollID int64, page int, features feature.FeatureReader) (int, error) {
+	return s.Store.StagePage(ctx, pollID, page, progressFeatures{r: features, p: s.p})
+}
+
+// progressFeatures counts the features read from r.
+type progressFeatures struct {
+	r feature.FeatureReader
+	p *progress
+}
+
+func (f progressFeatures) Next() (*feature.Feature, error) {
+	ft, err := f.r.Next()
+	if err == nil {
+		f.p.features.Add(1)
+	}
+	return ft, err
 }
