@@ -1,8 +1,9 @@
 // Package discover lists the layers a GIS server publishes and writes
 // ingestd feeds for them: an ArcGIS REST services directory (its root, a
 // folder, a FeatureServer or MapServer service, one layer), a WFS endpoint
-// (every feature type of its capabilities) or an OGC API – Features server
-// (its landing page, its /collections list, one collection).
+// (every feature type of its capabilities), an OGC API – Features server
+// (its landing page, its /collections list, one collection) or a
+// downloadable file (a zip's Shapefiles, a GeoPackage's tables).
 //
 // Each layer is described with what the server says cheaply: its geometry
 // type, its count where one request gives it (ArcGIS returnCountOnly, the
@@ -18,8 +19,10 @@ package discover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -40,6 +43,7 @@ const (
 	KindWFS    = "wfs"
 	KindArcGIS = "arcgis"
 	KindOGCAPI = "ogcapi"
+	KindFile   = "file"
 )
 
 // Options says what to discover and how.
@@ -71,8 +75,9 @@ type Layer struct {
 	// URL is the feed's url (the WFS endpoint, the OGC API landing page,
 	// the ArcGIS layer), as given: print it through redact.URL.
 	URL string
-	// TypeName and Version (WFS), Collection (OGC API) are the feed's.
-	TypeName, Version, Collection string
+	// TypeName and Version (WFS), Collection (OGC API) and FileLayer (a
+	// file's layer:, "" for a file of one layer) are the feed's.
+	TypeName, Version, Collection, FileLayer string
 	// PageSizeZero asks for page_size: 0 (a WFS that does not page).
 	PageSizeZero bool
 	// Geometry is the geometry type, "" when unknown.
@@ -99,6 +104,10 @@ type Check struct {
 	What string
 	// Fails says a poll of the feed as written would fail.
 	Fails bool
+	// Warns says the probe found something suspicious that a poll may
+	// not notice (paging that repeats a page, an empty collection): the
+	// feed is written commented out, for a person to judge.
+	Warns bool
 	// Detail says what the server answered and what it means.
 	Detail string
 }
@@ -111,6 +120,17 @@ func (l *Layer) Failing() bool {
 	}
 	for _, c := range l.Checks {
 		if c.Fails {
+			return true
+		}
+	}
+	return false
+}
+
+// Suspicious reports whether a check of l found something to look at
+// before polling it (Check.Warns).
+func (l *Layer) Suspicious() bool {
+	for _, c := range l.Checks {
+		if c.Warns {
 			return true
 		}
 	}
@@ -133,6 +153,7 @@ type Result struct {
 // Discoverer discovers layers through the kinds' clients.
 type Discoverer struct {
 	opts   Options
+	http   *http.Client // files are downloaded with it
 	wfs    *wfs.Client
 	arcgis *arcgis.Client
 	ogc    *ogcapi.Client
@@ -151,8 +172,12 @@ func New(httpClient *http.Client, logger *slog.Logger, opts Options) *Discoverer
 	if opts.Parallel <= 0 {
 		opts.Parallel = 4
 	}
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
 	return &Discoverer{
 		opts:   opts,
+		http:   httpClient,
 		wfs:    wfs.NewClient(httpClient, nil, logger, wfs.WithUserAgent("ingestd-discover")),
 		arcgis: arcgis.NewClient(httpClient, nil, logger, arcgis.WithUserAgent("ingestd-discover")),
 		ogc:    ogcapi.NewClient(httpClient, nil, logger, ogcapi.WithUserAgent("ingestd-discover"), ogcapi.WithDiscoveryTTL(-1)),
@@ -174,6 +199,8 @@ func GuessKind(u *url.URL) string {
 	switch {
 	case strings.Contains(p, "/rest/services"):
 		return KindArcGIS
+	case strings.HasSuffix(p, ".zip") || strings.HasSuffix(p, ".gpkg") || strings.HasSuffix(p, ".fgb"):
+		return KindFile
 	case strings.HasSuffix(p, "/collections") || strings.Contains(p, "/collections/"):
 		return KindOGCAPI
 	case strings.EqualFold(u.Query().Get("service"), "wfs") || strings.HasSuffix(p, "wfs"):
@@ -204,16 +231,44 @@ func (d *Discoverer) Discover(ctx context.Context, raw string) (*Result, error) 
 		err = d.wfsURL(ctx, raw, res)
 	case KindOGCAPI:
 		err = d.ogcapiURL(ctx, raw, res)
+	case KindFile:
+		err = d.fileURL(ctx, raw, res)
 	case "":
 		err = d.guess(ctx, raw, res)
 	default:
-		return nil, fmt.Errorf("discover: unknown kind %q (wfs, arcgis or ogcapi)", kind)
+		return nil, fmt.Errorf("discover: unknown kind %q (wfs, arcgis, ogcapi or file)", kind)
 	}
 	if err != nil {
+		if unreachable(err) {
+			err = fmt.Errorf("the server is unreachable: %s", redact.Error(rootCause(err)))
+		}
 		res.Problems = append(res.Problems, redact.Error(err))
 		return res, fmt.Errorf("discover %s: %s", redact.URL(raw), redact.Error(err))
 	}
 	return res, nil
+}
+
+// unreachable reports whether err is a failure to reach the server at all
+// (no such host, a refused or timed-out connection), where no kind of
+// server would have answered.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// rootCause is the network error under err's wrapping: "dial tcp
+// 127.0.0.1:1: connect: connection refused".
+func rootCause(err error) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op
+	}
+	return err
 }
 
 // guess tries WFS capabilities, then an OGC API collections list, for a
@@ -223,6 +278,9 @@ func (d *Discoverer) guess(ctx context.Context, raw string, res *Result) error {
 	if werr == nil {
 		res.Kind = KindWFS
 		return nil
+	}
+	if unreachable(werr) {
+		return werr // no kind would answer: -kind would not help
 	}
 	oerr := d.ogcapiURL(ctx, raw, res)
 	if oerr == nil {

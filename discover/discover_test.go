@@ -1,7 +1,9 @@
 package discover_test
 
 import (
+	"archive/zip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"github.com/ingestd/ingestd/discover"
 	"github.com/ingestd/ingestd/esrijson"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/gdaltest"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/wfs"
@@ -248,7 +251,8 @@ func withCollections(t *testing.T, api *ogcapitest.Server, ids ...string) *httpt
 // An OGC API server's collections: counts from numberMatched, a listed
 // collection that fails, one without numberMatched nor hits that -check
 // says would fail (no feed), one whose server ignores its offset
-// (MapServer#6613) within one page (a feed) and beyond (none).
+// (MapServer#6613) within one page (a warning: the feed commented out) and
+// beyond (none), and an empty one (a warning too).
 func TestOGCAPI(t *testing.T) {
 	api := ogcapitest.New()
 	api.Add("zoning", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}})
@@ -256,18 +260,19 @@ func TestOGCAPI(t *testing.T) {
 	api.Add("hits", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}, Pitfall: ogcapitest.NoNumberMatched, Hits: true})
 	api.Add("stuck", ogcapitest.Collection{Layer: layertest.Points{N: 30}, Pitfall: ogcapitest.OffsetIgnored})
 	api.Add("stuckbig", ogcapitest.Collection{Layer: layertest.Points{N: 1500}, Pitfall: ogcapitest.OffsetIgnored})
-	ts := withCollections(t, api, "zoning", "nocount", "hits", "stuck", "stuckbig", "gone")
+	api.Add("empty", ogcapitest.Collection{Layer: layertest.Parcels{N: 0}})
+	ts := withCollections(t, api, "zoning", "nocount", "hits", "stuck", "stuckbig", "gone", "empty")
 	results, out, cfg := run(t, discover.Options{Check: true}, ts.URL+"/")
-	if len(results[0].Layers) != 6 {
-		t.Fatalf("%d layers, want 6 (the coverage left out):\n%s", len(results[0].Layers), out)
+	if len(results[0].Layers) != 7 {
+		t.Fatalf("%d layers, want 7 (the coverage left out):\n%s", len(results[0].Layers), out)
 	}
 	got := feedsOf(cfg)
-	for _, id := range []string{"zoning", "hits", "stuck"} {
+	for _, id := range []string{"zoning", "hits"} {
 		if f := got[id]; f == nil || f.Kind != "ogcapi" || f.URL != ts.URL+"/collections/"+id {
 			t.Errorf("feed %s: %+v\n%s", id, f, out)
 		}
 	}
-	for _, id := range []string{"nocount", "stuckbig", "gone"} {
+	for _, id := range []string{"nocount", "stuckbig", "gone", "stuck", "empty"} {
 		if _, ok := got[id]; ok {
 			t.Errorf("feed %s written, want a comment:\n%s", id, out)
 		}
@@ -275,8 +280,11 @@ func TestOGCAPI(t *testing.T) {
 	for _, want := range []string{"zoning: Polygon, 25 features (numberMatched)", "id: the feature id (GeoJSON id)",
 		"hits: Polygon, count unknown", "resulttype=hits answers 25",
 		"nocount: Polygon, count unknown", "check completeness: FAILS: no numberMatched on its pages nor to resulttype=hits",
-		"stuck: Point, 30 features", "its next link serves page 1 again", "gone: FAILED: ogcapi: ",
-		"check paging: ok: next links lead on"} {
+		"stuck: Point, 30 features", "check paging: WARNING: its next link serves page 1 again", "gone: FAILED: ogcapi: ",
+		"check paging: ok: next links lead on",
+		"check features: WARNING: the collection serves no features",
+		"#      feed stuck for stuck commented out: a check warns", "#      - id: stuck\n#        kind: ogcapi\n",
+		"#      feed empty for empty commented out: a check warns", "#      - id: empty\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -330,5 +338,104 @@ func TestHostileCatalogs(t *testing.T) {
 	_, err = discover.New(nil, nil, discover.Options{}).Discover(t.Context(), ts.URL+"/collections")
 	if err == nil || !strings.Contains(err.Error(), "larger than 16 MiB decoded") {
 		t.Errorf("a 40 MB collection id: %v, want the collections document's 16 MiB bound named", err)
+	}
+}
+
+// A server that refuses connections is reported as unreachable, with the
+// cause, whatever kind was guessed: not as a server of no kind with no
+// layers, and without suggesting -kind.
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.NotFoundHandler())
+	addr := ts.URL
+	ts.Close()
+	for _, u := range []string{addr + "/", addr + "/wfs", addr + "/ogcapi/collections", addr + "/arcgis/rest/services"} {
+		d := discover.New(nil, nil, discover.Options{})
+		res, err := d.Discover(t.Context(), u)
+		if err == nil || !strings.Contains(err.Error(), "the server is unreachable: dial tcp") ||
+			!strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "-kind") {
+			t.Errorf("discover %s: %v, want unreachable with its cause and no -kind", u, err)
+		}
+		var b strings.Builder
+		if err := discover.Write(&b, []*discover.Result{res}, discover.Feeds{Jurisdiction: "town"}); err != nil {
+			t.Fatal(err)
+		}
+		if out := b.String(); strings.Contains(out, "(): ") || !strings.Contains(out, "FAILED: the server is unreachable") {
+			t.Errorf("discover %s wrote:\n%s", u, out)
+		}
+	}
+}
+
+// fileFixtures writes, with GDAL's ogr2ogr, a GeoPackage of two layers
+// (roads, zoning), a zip of two Shapefiles (hydrants, parks) and a
+// FlatGeobuf of one layer into dir, and serves dir until t ends.
+func fileFixtures(t *testing.T) *httptest.Server {
+	t.Helper()
+	dir := t.TempDir()
+	src := gdaltest.Parcels(t, dir, 5, "GeoJSON", "parcels.geojson")
+	gdaltest.OGR2OGR(t, "-f", "GPKG", filepath.Join(dir, "county.gpkg"), src, "-nln", "roads")
+	gdaltest.OGR2OGR(t, "-update", filepath.Join(dir, "county.gpkg"), src, "-nln", "zoning")
+	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", filepath.Join(dir, "trees.fgb"), src, "-nln", "trees")
+	shp := filepath.Join(dir, "shp")
+	if err := os.Mkdir(shp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"hydrants", "parks"} {
+		gdaltest.OGR2OGR(t, "-f", "ESRI Shapefile", filepath.Join(shp, name+".shp"), src, "-nln", name)
+	}
+	zf, err := os.Create(filepath.Join(dir, "county.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(zf)
+	entries, err := os.ReadDir(shp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(shp, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create("county/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+	}
+	if err := errors.Join(zw.Close(), zf.Close()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// A downloadable file's layers, as kind: file feeds name them: a
+// GeoPackage's tables and a zip's Shapefiles each a feed with its layer:,
+// a FlatGeobuf one feed without; the kind is guessed from .gpkg, .zip and
+// .fgb.
+func TestFileLayers(t *testing.T) {
+	t.Parallel()
+	ts := fileFixtures(t)
+	results, out, cfg := run(t, discover.Options{}, ts.URL+"/county.gpkg", ts.URL+"/county.zip", ts.URL+"/trees.fgb")
+	for i, want := range []int{2, 2, 1} {
+		if results[i].Kind != discover.KindFile || len(results[i].Layers) != want {
+			t.Errorf("%s: kind %q, %d layers; want file with %d:\n%s", results[i].URL, results[i].Kind, len(results[i].Layers), want, out)
+		}
+	}
+	got := feedsOf(cfg)
+	for id, url := range map[string]string{"roads": "/county.gpkg", "zoning": "/county.gpkg", "hydrants": "/county.zip", "parks": "/county.zip", "trees": "/trees.fgb"} {
+		if f := got[id]; f == nil || f.Kind != "file" || f.URL != ts.URL+url {
+			t.Errorf("feed %s: %+v, want kind file at %s\n%s", id, f, url, out)
+		}
+	}
+	for _, want := range []string{"layer: roads\n", "layer: zoning\n", "layer: hydrants\n", "layer: parks\n", "note: read as gpkg", "note: read as shapefile", "note: read as flatgeobuf"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out[strings.Index(out, "id: trees"):], "layer:") {
+		t.Errorf("the FlatGeobuf's feed names a layer:\n%s", out)
 	}
 }

@@ -93,6 +93,10 @@ func (d *Discoverer) ogcapiLayer(ctx context.Context, l *Layer) {
 	}
 	if d.opts.Check {
 		l.Checks = d.ogcapiChecks(ctx, prepared, first, p)
+		if p.Features == 0 {
+			l.Checks = append(l.Checks, Check{What: "features", Warns: true,
+				Detail: "the collection serves no features: a poll would hold an empty snapshot (the empty guard); check the collection against the server's other interfaces (WFS, its data source)"})
+		}
 	} else if p.NumberMatched < 0 {
 		l.Notes = append(l.Notes, "its pages report no numberMatched: a poll asks resulttype=hits, and fails without a count (run -check)")
 	}
@@ -131,7 +135,10 @@ func (d *Discoverer) ogcapiChecks(ctx context.Context, layer source.Layer, first
 		case err != nil:
 			cs = append(cs, Check{What: "paging", Fails: count > ogcapiDefaultLimit, Detail: "its next link fails: " + redact.Error(err)})
 		case q.Features > 0 && q.FirstID != "" && q.FirstID == p.FirstID:
-			cs = append(cs, Check{What: "paging", Fails: count > ogcapiDefaultLimit || count < 0,
+			fails := count > ogcapiDefaultLimit || count < 0
+			// Within one page a poll never follows a next link, but a
+			// server whose paging repeats itself is one to watch.
+			cs = append(cs, Check{What: "paging", Fails: fails, Warns: !fails,
 				Detail: fmt.Sprintf("its next link serves page 1 again (feature %q; MapServer#6613): only a collection within one page (page_size %d) polls", p.FirstID, ogcapiDefaultLimit)})
 		default:
 			cs = append(cs, Check{What: "paging", Detail: "next links lead on (page 2 starts with another feature)"})

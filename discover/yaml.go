@@ -24,7 +24,8 @@ type Feeds struct {
 // type, count, id and why, notes and checks), then a configuration with
 // one feed per layer that can be polled, which `ingestd validate` accepts
 // as it is; a layer that failed, or whose checks say a poll would fail,
-// is a comment saying why. Every URL is redacted.
+// is a comment saying why, and one whose checks warn is its feed commented
+// out. Every URL is redacted.
 func Write(w io.Writer, results []*Result, f Feeds) error {
 	var b strings.Builder
 	for _, r := range results {
@@ -32,12 +33,13 @@ func Write(w io.Writer, results []*Result, f Feeds) error {
 	}
 	ids := map[string]bool{}
 	var feeds strings.Builder
+	written := 0
 	for _, r := range results {
 		for i := range r.Layers {
-			feed(&feeds, &r.Layers[i], f, ids)
+			feed(&feeds, &r.Layers[i], f, ids, &written)
 		}
 	}
-	if len(ids) == 0 {
+	if written == 0 {
 		// A jurisdiction must list a feed: nothing to paste.
 		b.WriteString("# no layer could be written as a feed\n")
 		b.WriteString(feeds.String())
@@ -51,7 +53,11 @@ func Write(w io.Writer, results []*Result, f Feeds) error {
 
 // listing writes r's layers as comments.
 func listing(b *strings.Builder, r *Result) {
-	fmt.Fprintf(b, "# %s (%s): %d layers", redact.URL(r.URL), r.Kind, len(r.Layers))
+	kind := r.Kind
+	if kind == "" {
+		kind = "kind unknown"
+	}
+	fmt.Fprintf(b, "# %s (%s): %d layers", redact.URL(r.URL), kind, len(r.Layers))
 	if r.Skipped > 0 {
 		fmt.Fprintf(b, ", %d left out by -filter", r.Skipped)
 	}
@@ -84,8 +90,11 @@ func listing(b *strings.Builder, r *Result) {
 		}
 		for _, c := range l.Checks {
 			verdict := "ok"
-			if c.Fails {
+			switch {
+			case c.Fails:
 				verdict = "FAILS"
+			case c.Warns:
+				verdict = "WARNING"
 			}
 			comment(b, "    ", fmt.Sprintf("check %s: %s: %s", c.What, verdict, c.Detail))
 		}
@@ -100,8 +109,9 @@ func comment(b *strings.Builder, indent, s string) {
 	fmt.Fprintf(b, "#%s%s\n", indent, s)
 }
 
-// feed writes l's feed, or a comment saying why it has none.
-func feed(b *strings.Builder, l *Layer, f Feeds, ids map[string]bool) {
+// feed writes l's feed, or a comment saying why it has none, or the feed
+// commented out when a check warns; written counts the feeds written.
+func feed(b *strings.Builder, l *Layer, f Feeds, ids map[string]bool, written *int) {
 	id := feedID(l.Name, ids)
 	if l.Failing() {
 		why := "its checks say a poll would fail"
@@ -112,6 +122,23 @@ func feed(b *strings.Builder, l *Layer, f Feeds, ids map[string]bool) {
 		delete(ids, id)
 		return
 	}
+	if l.Suspicious() {
+		// Written, but commented out: a check's warning is for a person
+		// to judge before the feed polls (its id stays taken).
+		comment(b, "      ", fmt.Sprintf("feed %s for %s commented out: a check warns (see above); uncomment it once judged", id, l.Name))
+		var sub strings.Builder
+		writeFeed(&sub, l, id, f)
+		for line := range strings.Lines(sub.String()) {
+			b.WriteString("#" + line)
+		}
+		return
+	}
+	writeFeed(b, l, id, f)
+	*written++
+}
+
+// writeFeed writes l's feed under id.
+func writeFeed(b *strings.Builder, l *Layer, id string, f Feeds) {
 	u := l.URL
 	if l.Kind == KindOGCAPI {
 		// The collection's own url: a landing page shared by several
@@ -133,6 +160,9 @@ func feed(b *strings.Builder, l *Layer, f Feeds, ids map[string]bool) {
 		if l.PageSizeZero {
 			b.WriteString("        page_size: 0\n")
 		}
+	}
+	if l.FileLayer != "" {
+		fmt.Fprintf(b, "        layer: %s\n", scalar(l.FileLayer))
 	}
 	if l.IDProperty != "" {
 		fmt.Fprintf(b, "        id_property: %s\n", scalar(l.IDProperty))

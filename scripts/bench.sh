@@ -80,6 +80,10 @@
 #                             pacing added; 8 polls of one origin at once: pages/s, mean and peak requests
 #                             in flight. GDAL's ogr2ogr (OAPIF) on the same server when installed.
 #                             BENCH_PACING_FEATURES (50000), BENCH_PACING_SLOW=0 leaves out the 5 s server.
+#   scripts/bench.sh deadorigin  one hourly feed on a port that refuses connections, default
+#                             policy, a real `ingestd run` (its poll, then its dead letter's replays):
+#                             failed calls until the origin opens, seconds to open, connection
+#                             attempts before and in BENCH_DEADORIGIN_AFTER (3) minutes after. ~8 min.
 #   scripts/bench.sh all      all of them (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
@@ -806,6 +810,45 @@ bench_breaker() {
 		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\|?\)'
 }
 
+bench_deadorigin() {
+	echo "== deadorigin: one hourly feed on a port that refuses connections, default policy, a real ingestd run: its poll and its dead letter's replays (30 s, 60 s, 120 s, 240 s apart) until the origin opens"
+	mkdir -p bin
+	go build -o bin/ingestd ./cmd/ingestd
+	local db="ingestd_deadorigin_$$" dir port mport url pid
+	url=$(python3 -c 'import sys,urllib.parse as u; p=u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/"+sys.argv[2])))' "$DATABASE_URL" "$db")
+	psql "$DATABASE_URL" -X -q -c "CREATE DATABASE $db"
+	psql "$url" -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS postgis"
+	dir=$(mktemp -d)
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf 'jurisdictions:\n  - id: county\n    feeds:\n      - {id: roads, kind: geojson, url: "http://127.0.0.1:%s/roads.geojson", schedule: "0 * * * *"}\n' "$port" >"$dir/county.yaml"
+	bin/ingestd run -config "$dir/county.yaml" -database-url "$url" -metrics-addr "127.0.0.1:$mport" >"$dir/daemon.log" 2>&1 &
+	pid=$!
+	trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; psql "$DATABASE_URL" -X -q -c "DROP DATABASE IF EXISTS $db"; rm -rf "$dir"' RETURN
+	local start opened="" now m state attempts calls before=0 after_min=${BENCH_DEADORIGIN_AFTER:-3}
+	start=$(date +%s)
+	while sleep 1; do
+		now=$(date +%s)
+		m=$(curl -s "127.0.0.1:$mport/metrics" | grep -F "origin=\"http://127.0.0.1:$port\"" || true)
+		state=$(awk '/^ingestd_breaker_state/ {print $2}' <<<"$m")
+		attempts=$(awk '/^ingestd_breaker_requests_total/ {n += $2} END {print n + 0}' <<<"$m")
+		calls=$(awk '/^ingestd_breaker_calls_total.*result="failure"/ {n += $2} END {print n + 0}' <<<"$m")
+		if [[ -z $opened && $state == 2 ]]; then
+			opened=$now before=$attempts
+			echo "opened after $calls failed calls in a row, $((now - start)) s after the start (its first poll), $attempts connection attempts sent before"
+		fi
+		if [[ -n $opened && $((now - opened)) -ge $((after_min * 60)) ]]; then
+			echo "in the $after_min min after the open: $((attempts - before)) connection attempts (a probe goes out with the first poll or replay after the cooldown)"
+			break
+		fi
+		if [[ -z $opened && $((now - start)) -ge 900 ]]; then
+			echo "not open after 15 min: $calls failed calls, $attempts attempts" >&2
+			return 1
+		fi
+	done
+	grep -F '"breaker state change"' "$dir/daemon.log" | head -3
+}
+
 bench_incremental() {
 	echo "== incremental: edit-date refresh against full dumps of the same layer (figures; the test asserts identity and bytes)"
 	INGESTD_INCREMENTAL_FEATURES=${BENCH_INCREMENTAL_FEATURES:-100000} INGESTD_INCREMENTAL_ROUNDS=${BENCH_INCREMENTAL_ROUNDS:-20} \
@@ -840,6 +883,7 @@ cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
 breaker) bench_breaker ;;
+deadorigin) bench_deadorigin ;;
 incremental) bench_incremental ;;
 pacing) bench_pacing ;;
 all)
@@ -860,7 +904,7 @@ all)
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, pacing, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, deadorigin, pacing, cluster or all)" >&2
 	exit 2
 	;;
 esac

@@ -51,6 +51,16 @@ type Origin struct {
 	OverrideBy       string     `db:"override_by"`
 }
 
+// Shown is the state the origin is in for the feeds on it: an operator's
+// override in force decides every call, so it wins over the breaker's own
+// state (the page showed a green "closed" beside an "open until …").
+func (o Origin) Shown() string {
+	if o.Override == "open" || o.Override == "closed" {
+		return o.Override
+	}
+	return o.State
+}
+
 // Count is a number of rows with one status.
 type Count struct {
 	Status string

@@ -4,9 +4,10 @@ import (
 	"html/template"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
+
+	"github.com/ingestd/ingestd/internal/errtext"
 )
 
 // shortError is how many characters of an error the overview shows; the
@@ -30,14 +31,9 @@ var funcs = template.FuncMap{
 	"chartH": func() int { return chartHeight },
 }
 
-// short cuts s to shortError characters, marking the cut.
-func short(s string) string {
-	if utf8.RuneCountInString(s) <= shortError {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:shortError-1]) + "…"
-}
+// short cuts s to shortError characters, keeping its first clause and its
+// root cause (errtext.Short).
+func short(s string) string { return errtext.Short(s, shortError) }
 
 // seconds formats a duration in seconds for reading ("3m20s", "2h0m"),
 // "—" for none.

@@ -279,3 +279,33 @@ func TestPollCRS(t *testing.T) {
 		t.Errorf("%d: the page lacks the poll's CRS:\n%s", w.Code, page)
 	}
 }
+
+// An operator's override in force is what the origin's badge shows: an
+// origin forced open is not shown green because its breaker is closed, and
+// a lapsed override no longer counts.
+func TestOriginBadgeFollowsOverride(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO breaker_state (origin, state, override, override_until, override_by) VALUES
+		('https://forced-open.example:443', 'closed', 'open', now() + interval '1 hour', 'me@host'),
+		('https://forced-closed.example:443', 'open', 'closed', NULL, 'me@host'),
+		('https://lapsed.example:443', 'closed', 'open', now() - interval '1 minute', 'me@host')`); err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	New(pool, nil).ServeHTTP(w, httptest.NewRequest("GET", Prefix, nil))
+	page := w.Body.String()
+	for origin, want := range map[string]string{
+		"https://forced-open.example:443":   `<span class="breaker b-open">open</span> <small>by override (breaker closed)</small>`,
+		"https://forced-closed.example:443": `<span class="breaker b-closed">closed</span> <small>by override (breaker open)</small>`,
+		"https://lapsed.example:443":        `<span class="breaker b-closed">closed</span></td>`,
+	} {
+		i := strings.Index(page, "<td>"+origin+"</td>")
+		if i < 0 {
+			t.Fatalf("no row of %s:\n%s", origin, page)
+		}
+		if row := page[i:]; !strings.HasPrefix(row[strings.Index(row, "\n")+1:], "<td>"+want) {
+			t.Errorf("%s's badge: want %s in\n%.300s", origin, want, row)
+		}
+	}
+}

@@ -59,10 +59,10 @@ func cmdBreaker(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{fmt.Sprintf("breaker: unknown subcommand %q\n\n%s", sub, breakerUsage)}
 	}
-	operands, err := parseInterspersed(fs, args)
-	if err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
+	operands := fs.Args()
 	if forDur < 0 {
 		return usageError{"--for must not be negative"}
 	}
@@ -126,23 +126,6 @@ func setOverride(ctx context.Context, d *daemon, stdout io.Writer, req pgshare.O
 		fmt.Fprintf(stdout, "%s: %d parked polls due %s\n", origin, res.Resumed, when)
 	}
 	return nil
-}
-
-// parseInterspersed parses flags wherever they stand among the operands, so
-// that `breaker open ORIGIN --for 2h` works as well as flags first.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var operands []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return operands, nil
-		}
-		operands = append(operands, args[0])
-		args = args[1:]
-	}
 }
 
 // operator names who set an override: user@id (id is the process's

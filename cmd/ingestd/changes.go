@@ -27,7 +27,7 @@ func cmdChanges(args []string, stdout, stderr io.Writer) error {
 	var c common
 	c.register(fs)
 	since := fs.Int64("since", -1, "print the changes of polls after this poll id (0: all)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	jurisdiction, feed, ok := strings.Cut(fs.Arg(0), "/")

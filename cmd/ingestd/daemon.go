@@ -75,6 +75,9 @@ type openOptions struct {
 	catchUp bool
 	// reg, if not nil, gets every package's metrics.
 	reg prometheus.Registerer
+	// progress, if not nil, counts the polls' requests and is cleared by
+	// each log line (one-off commands on a terminal).
+	progress *progress
 }
 
 // signalContext is the context of every command: SIGINT and SIGTERM cancel
@@ -90,7 +93,7 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 	}
 	d := &daemon{id: feeds.InstanceID(), logger: slog.New(slog.DiscardHandler), secrets: c.secrets}
 	if o.logs != nil {
-		logger, err := c.logger(o.logs)
+		logger, err := c.logger(o.progress.Writer(o.logs))
 		if err != nil {
 			return nil, err
 		}
@@ -155,9 +158,11 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 	}
 	// The User-Agent names ingestd to the servers it polls, so a county's
 	// admin can see who is calling and how often.
-	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: newHTTPClient(), Breakers: d.breakers, Logger: d.logger,
+	httpClient := newHTTPClient()
+	httpClient.Transport = o.progress.Transport(httpClient.Transport)
+	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: httpClient, Breakers: d.breakers, Logger: d.logger,
 		UserAgent: "ingestd/" + version})
-	d.manager = feeds.NewManager(d.store, fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
+	d.manager = feeds.NewManager(o.progress.Store(d.store), fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
 		feeds.WithDeadLetters(d.queue, cfg.DeadLetter), feeds.WithRegisterer(o.reg),
 		feeds.WithRecovery(d.store, c.heartbeat), feeds.WithCatchUp(o.catchUp))
 	if o.reg != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/deadletter"
+	"github.com/ingestd/ingestd/internal/errtext"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -55,7 +56,7 @@ func deadLetterList(ctx context.Context, fs *flag.FlagSet, c *common, args []str
 	status := fs.String("status", "", "only rows in this status: pending, replaying, done, abandoned")
 	feed := fs.String("feed", "", "only rows of this JURISDICTION/FEED")
 	limit := fs.Int("limit", 100, "at most this many rows, newest first")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 0 {
@@ -88,14 +89,16 @@ func deadLetterReplay(ctx context.Context, fs *flag.FlagSet, c *common, args []s
 	feed := fs.String("feed", "", "replay the open dead letter of JURISDICTION/FEED")
 	allDue := fs.Bool("all-due", false, "replay every pending row, whatever its retry_after")
 	migrate := fs.Bool("migrate", true, "apply pending migrations first")
-	if err := fs.Parse(args); err != nil {
+	quiet := fs.Bool("quiet", false, "no progress line (there is none unless stderr is a terminal)")
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	f, err := replayFilter(fs, *feed, *allDue)
 	if err != nil {
 		return err
 	}
-	d, err := open(ctx, c, openOptions{logs: stderr, migrate: *migrate, poll: true})
+	prog := newProgress(stderr, *quiet)
+	d, err := open(ctx, c, openOptions{logs: stderr, migrate: *migrate, poll: true, progress: prog})
 	if err != nil {
 		return err
 	}
@@ -104,7 +107,9 @@ func deadLetterReplay(ctx context.Context, fs *flag.FlagSet, c *common, args []s
 		return err
 	}
 	// An abandoned row named by ID is revived first (deadletter decides).
+	prog.Start()
 	claimed, err := d.replayer.ReplayNow(ctx, f)
+	prog.Stop()
 	if err != nil {
 		return d.secrets.Wrap(err)
 	}
@@ -162,7 +167,7 @@ func deadLetterPurge(ctx context.Context, fs *flag.FlagSet, c *common, args []st
 	done := fs.Bool("done", false, "purge rows that were replayed")
 	abandoned := fs.Bool("abandoned", false, "purge rows that were given up")
 	olderThan := fs.String("older-than", "", "purge rows finished longer ago than this (30d, 12h)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	var statuses []deadletter.Status
@@ -211,10 +216,7 @@ func printLetters(w io.Writer, letters []*deadletter.Letter) {
 	fmt.Fprintln(tw, "ID\tFEED\tSTATUS\tREASON\tATTEMPTS\tRETRY_AFTER\tNEXT_PAGE\tORIGIN\tLAST_ERROR")
 	for _, l := range letters {
 		// Redacted before the cut (see feedSummary): old rows may hold secrets.
-		msg := redact.Text(l.LastError)
-		if r := []rune(msg); len(r) > 80 {
-			msg = string(r[:77]) + "..."
-		}
+		msg := errtext.Short(strings.ReplaceAll(redact.Text(l.LastError), "\n", " "), 80)
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", l.ID, l.Key(), l.Status, l.Reason, l.Attempts,
 			l.RetryAfter.Local().Format(time.DateTime), l.Checkpoint.Page, l.Origin, strings.ReplaceAll(msg, "\n", " "))
 	}

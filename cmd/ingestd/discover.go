@@ -35,27 +35,27 @@ func cmdDiscover(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("discover", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ingestd discover [flags] URL...\n\nURL: an ArcGIS REST services directory, folder, service or layer; a WFS endpoint; an OGC API landing page, /collections or collection.")
+		fmt.Fprintln(stderr, "usage: ingestd discover [flags] URL...\n\nURL: an ArcGIS REST services directory, folder, service or layer; a WFS endpoint; an OGC API landing page, /collections or collection; a downloadable file (zip, GeoPackage, FlatGeobuf, GeoJSON, CSV).")
 		fs.PrintDefaults()
 	}
 	jurisdiction := fs.String("jurisdiction", "", "id of the jurisdiction the feeds go under (default: the first URL's host)")
 	schedule := fs.String("schedule", "", "cron schedule of every feed (default: none, the defaults' schedule)")
 	filter := fs.String("filter", "", "keep only the layers whose name matches this regular expression")
 	check := fs.Bool("check", false, "probe each layer's paging and completeness support (reads no layer) and say what would fail")
-	kind := fs.String("kind", "", "wfs, arcgis or ogcapi (default: guessed from the URL)")
+	kind := fs.String("kind", "", "wfs, arcgis, ogcapi or file (default: guessed from the URL; .zip, .gpkg and .fgb are files)")
 	timeout := fs.Duration("request-timeout", 30*time.Second, "deadline of one HTTP request")
 	headers := headerFlags{}
 	fs.Var(headers, "header", "`Name: value` sent with every request (repeatable; never printed)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() == 0 {
 		return usageError{"discover needs at least one URL"}
 	}
 	switch *kind {
-	case "", discover.KindWFS, discover.KindArcGIS, discover.KindOGCAPI:
+	case "", discover.KindWFS, discover.KindArcGIS, discover.KindOGCAPI, discover.KindFile:
 	default:
-		return usageError{"-kind: want wfs, arcgis or ogcapi, not " + *kind}
+		return usageError{"-kind: want wfs, arcgis, ogcapi or file, not " + *kind}
 	}
 	opts := discover.Options{Kind: *kind, Check: *check, Headers: headers, RequestTimeout: *timeout}
 	if *filter != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -33,7 +34,7 @@ func cmdFeeds(args []string, stdout, stderr io.Writer) error {
 	var c common
 	c.register(fs)
 	dryRun := fs.Bool("dry-run", false, "print what would be pruned, change nothing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 0 {
@@ -81,4 +82,40 @@ func cmdFeeds(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d feeds not in %s marked removed, %d dead letters abandoned\n", len(pruned), c.config, n)
 	return nil
+}
+
+// absentFeeds returns "jurisdiction/feed" of every feed the database holds
+// as configured (or with an open dead letter) that d's configuration
+// lacks: what `ingestd feeds prune` would remove, asked without changing
+// anything.
+func (d *daemon) absentFeeds(ctx context.Context) ([]string, error) {
+	keep := make([]feeds.FeedInfo, 0, len(d.cfg.Feeds()))
+	for _, f := range d.cfg.Feeds() {
+		keep = append(keep, feeds.FeedInfo{Jurisdiction: f.Jurisdiction, Feed: f.ID})
+	}
+	absent, err := d.store.Prune(ctx, keep, true)
+	if err != nil {
+		return nil, fmt.Errorf("feeds absent from the configuration: %w", err)
+	}
+	out := make([]string, len(absent))
+	for i, p := range absent {
+		out[i] = p.Jurisdiction + "/" + p.Feed
+	}
+	return out, nil
+}
+
+// absentFeedsWarning says what absent feeds are and what to do about
+// them; "" when there are none. They may be another instance's, which is
+// why nothing prunes them unasked.
+func absentFeedsWarning(absent []string, config string) string {
+	if len(absent) == 0 {
+		return ""
+	}
+	const shown = 5
+	list := strings.Join(absent[:min(len(absent), shown)], ", ")
+	if len(absent) > shown {
+		list += fmt.Sprintf(" and %d more", len(absent)-shown)
+	}
+	return fmt.Sprintf("the database holds %d feeds that %s does not (%s): they stay in `ingestd status` and on the status page; "+
+		"unless another instance polls them, `ingestd feeds prune -config %s` marks them removed", len(absent), config, list, config)
 }

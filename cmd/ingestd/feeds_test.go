@@ -194,3 +194,61 @@ func testConfigLackingFeeds(t *testing.T, bin string) {
 		t.Errorf("c/y has %d features, want 30", n)
 	}
 }
+
+// A feed renamed in the configuration leaves its old name in the database:
+// `poll` (and `run`) warn of it and name `ingestd feeds prune`; once pruned,
+// `status` leaves it out unless -all, and says it did.
+func TestAbsentFeedsWarnedAndRemovedHidden(t *testing.T) {
+	t.Parallel()
+	dbURL, _ := testDB(t)
+	_, ts := fixtureOrigin(t, 5, "parcels")
+	dir := t.TempDir()
+	write := func(name, feed, url string) string {
+		path := filepath.Join(dir, name)
+		yaml := fmt.Sprintf("jurisdictions:\n  - id: c\n    feeds:\n      - {id: %s, kind: wfs, url: %q, type_name: parcels, sort_by: pin, schedule: \"0 5 1 1 *\"}\n",
+			feed, url)
+		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// The earlier configuration's feed fails (its server is gone), as a
+	// renamed feed's old name does forever after.
+	earlier := write("earlier.yaml", "parcles", "http://127.0.0.1:1/wfs")
+	current := write("current.yaml", "parcels", ts.URL+"/wfs")
+	cli := func(args ...string) (int, string, string) {
+		return runCLI(t, append(args, "-database-url", dbURL)...)
+	}
+	if code, _, stderr := cli("poll", "c/parcles", "-config", earlier); code != 1 {
+		t.Fatalf("poll of the refused feed: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr := cli("poll", "c/parcels", "-config", current)
+	if code != 0 {
+		t.Fatalf("poll: exit %d\n%s", code, stderr)
+	}
+	want := "warning: the database holds 1 feeds that " + current + " does not (c/parcles)"
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "ingestd feeds prune -config "+current) {
+		t.Errorf("poll's stderr lacks the warning %q and the prune command:\n%s", want, stderr)
+	}
+	if _, stdout, _ := cli("status"); !strings.Contains(stdout, "c/parcles  parked") {
+		t.Errorf("before the prune, status does not list the parked old feed:\n%s", stdout)
+	}
+	// Cut, the error keeps its first clause and its cause; -full prints it whole.
+	if _, stdout, _ := cli("status", "-full"); !strings.Contains(stdout, "wfs: page 0 (http://127.0.0.1:1/wfs?") ||
+		!strings.Contains(stdout, "connection refused") || strings.Contains(stdout, "…") {
+		t.Errorf("status -full does not print the error whole:\n%s", stdout)
+	}
+	if code, stdout, stderr := cli("feeds", "prune", "-config", current); code != 0 {
+		t.Fatalf("prune: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli("poll", "c/parcels", "-config", current); code != 0 || strings.Contains(stderr, "warning: the database holds") {
+		t.Errorf("after the prune, poll: exit %d, still warns:\n%s", code, stderr)
+	}
+	_, stdout, _ := cli("status")
+	if strings.Contains(stdout, "parcles") || !strings.Contains(stdout, "(1 removed not shown: -all)") {
+		t.Errorf("status lists the pruned feed or does not say it hid it:\n%s", stdout)
+	}
+	if _, stdout, _ := cli("status", "-all"); !strings.Contains(stdout, "parcles") || !strings.Contains(stdout, "removed") {
+		t.Errorf("status -all does not list the pruned feed:\n%s", stdout)
+	}
+}

@@ -205,7 +205,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", envOr("INGESTD_CONFIG", "jurisdictions.yaml"), "jurisdictions file ($INGESTD_CONFIG)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	configSet := false
@@ -237,7 +237,7 @@ func cmdMigrate(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var c common
 	c.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	ctx, stop := signalContext()
@@ -266,7 +266,8 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	c.register(fs)
 	migrate := fs.Bool("migrate", true, "apply pending migrations first")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the poll to `FILE` (go tool pprof)")
-	if err := fs.Parse(args); err != nil {
+	quiet := fs.Bool("quiet", false, "no progress line (there is none unless stderr is a terminal)")
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 1 || !strings.Contains(fs.Arg(0), "/") {
@@ -286,7 +287,8 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	d, err := open(ctx, &c, openOptions{logs: stderr, migrate: *migrate, poll: true})
+	prog := newProgress(stderr, *quiet)
+	d, err := open(ctx, &c, openOptions{logs: stderr, migrate: *migrate, poll: true, progress: prog})
 	if err != nil {
 		return err
 	}
@@ -294,10 +296,17 @@ func cmdPoll(args []string, stdout, stderr io.Writer) error {
 	if _, ok := d.cfg.Feed(key); !ok {
 		return usageError{fmt.Sprintf("no feed %q in %s", key, c.config)}
 	}
+	if absent, err := d.absentFeeds(ctx); err != nil {
+		return err
+	} else if w := absentFeedsWarning(absent, c.config); w != "" {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	if err := d.manager.Update(ctx, d.cfg); err != nil {
 		return err
 	}
+	prog.Start()
 	res, err := d.manager.Poll(ctx, key)
+	prog.Stop()
 	if err != nil {
 		// Printed by run: a server's echo of a credential must not be.
 		return d.secrets.Wrap(err)

@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ingestd/ingestd/feeds"
 )
 
 // The command's logger redacts whatever reaches it: strings, errors, URLs,
@@ -32,5 +35,18 @@ func TestLoggerRedacts(t *testing.T) {
 	}
 	if !strings.Contains(out, `"headers":"Accept,Authorization"`) || !strings.Contains(out, "k=REDACTED") {
 		t.Errorf("log lost what it may show: %s", out)
+	}
+}
+
+// Durations are logged as their text, not as nanoseconds.
+func TestLoggerWritesDurationsAsText(t *testing.T) {
+	var buf bytes.Buffer
+	logger, err := (&common{logLevel: "info"}).logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Info("replayer started", "interval", 5*time.Second, "lease", feeds.Duration(90*time.Second))
+	if out := buf.String(); !strings.Contains(out, `"interval":"5s"`) || !strings.Contains(out, `"lease":"1m30s"`) {
+		t.Errorf("durations not as text: %s", out)
 	}
 }

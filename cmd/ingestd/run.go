@@ -32,7 +32,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		"bound on each statement of the shared breaker state; taking a probe lease is the only one on a request's path")
 	metricsAddr := fs.String("metrics-addr", envOr("INGESTD_METRICS_ADDR", defaultMetricsAddr),
 		`address of /metrics, /healthz, /readyz and the status page /status/ ($INGESTD_METRICS_ADDR; "off" disables)`)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 0 {
@@ -64,6 +64,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer closeOps()
 
+	if absent, err := d.absentFeeds(ctx); err != nil {
+		return err
+	} else if w := absentFeedsWarning(absent, c.config); w != "" {
+		d.logger.Warn("feeds absent from the configuration", "feeds", len(absent), "warning", w)
+	}
 	if err := d.start(ctx); err != nil {
 		return err
 	}

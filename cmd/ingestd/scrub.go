@@ -21,7 +21,7 @@ func cmdScrubSecrets(args []string, stdout, stderr io.Writer) error {
 	var c common
 	c.register(fs)
 	migrate := fs.Bool("migrate", true, "apply pending migrations first")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 0 {

@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/errtext"
 	"github.com/ingestd/ingestd/redact"
 )
 
@@ -19,7 +22,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var c common
 	c.register(fs)
-	if err := fs.Parse(args); err != nil {
+	full := fs.Bool("full", false, "print errors whole (default: their first clause and root cause, in "+strconv.Itoa(statusErrorWidth)+" characters)")
+	all := fs.Bool("all", false, "also list the feeds `ingestd feeds prune` marked removed")
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 0 {
@@ -33,14 +38,23 @@ func cmdStatus(args []string, stdout, stderr io.Writer) error {
 	}
 	defer d.Close()
 
-	if err := feedSummary(ctx, d.store, stdout); err != nil {
+	if err := feedSummary(ctx, d.store, stdout, summaryOptions{full: *full, all: *all}); err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout)
 	return breakerList(ctx, d, stdout)
 }
 
-func feedSummary(ctx context.Context, store *postgis.Store, stdout io.Writer) error {
+// statusErrorWidth is how much of an error `ingestd status` prints without -full.
+const statusErrorWidth = 120
+
+// summaryOptions are status's -full and -all.
+type summaryOptions struct {
+	full bool // errors whole
+	all  bool // removed feeds too
+}
+
+func feedSummary(ctx context.Context, store *postgis.Store, stdout io.Writer, o summaryOptions) error {
 	rows, err := store.Freshness(ctx)
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
@@ -49,7 +63,13 @@ func feedSummary(ctx context.Context, store *postgis.Store, stdout io.Writer) er
 	var order []string
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	header := false
+	hidden := 0
 	for _, r := range rows {
+		if r.Status == "removed" && !o.all {
+			// Pruned on purpose: not news, unless asked for.
+			hidden++
+			continue
+		}
 		if counts[r.Status] == 0 {
 			order = append(order, r.Status)
 		}
@@ -58,9 +78,11 @@ func feedSummary(ctx context.Context, store *postgis.Store, stdout io.Writer) er
 			// Rows written before redaction was complete may still hold a
 			// secret: redact before the cut, which could hide a URL's start.
 			why := redact.Text(r.Why)
-			// Errors wrap outwards: the cause is at the end.
-			if rs := []rune(why); len(rs) > 120 {
-				why = "…" + string(rs[len(rs)-119:])
+			// Errors wrap outwards: the first clause says what failed, the
+			// end why; a cut keeps both.
+			why = strings.ReplaceAll(why, "\n", " ")
+			if !o.full {
+				why = errtext.Short(why, statusErrorWidth)
 			}
 			if !header {
 				fmt.Fprintln(tw, "FEED\tSTATUS\tFEATURES\tAGE\tWHY")
@@ -75,6 +97,9 @@ func feedSummary(ctx context.Context, store *postgis.Store, stdout io.Writer) er
 	fmt.Fprint(stdout, "feeds:")
 	for _, s := range order {
 		fmt.Fprintf(stdout, " %d %s", counts[s], s)
+	}
+	if hidden > 0 {
+		fmt.Fprintf(stdout, " (%d removed not shown: -all)", hidden)
 	}
 	fmt.Fprintln(stdout)
 	return nil

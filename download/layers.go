@@ -1,0 +1,48 @@
+package download
+
+import (
+	"archive/zip"
+	"fmt"
+	"strings"
+
+	"github.com/ingestd/ingestd/gpkg"
+)
+
+// FileLayers names the layers of the local file at p, which its URL calls
+// name, read as format (the format: setting; "" or "auto" sniffs it as a
+// poll does): a zip's Shapefiles or a GeoPackage's feature tables, as the
+// feed's layer: names them; none for a format of one layer (FlatGeobuf,
+// GeoJSON, CSV, a zip holding one such file). It reads a zip's directory
+// and a GeoPackage's contents, no feature, and returns the format it read
+// the file as. It is what `ingestd discover` lists for a kind: file URL.
+func FileLayers(p, name, format string) (string, []string, error) {
+	f, ok := lookup(format)
+	if format == "" || format == "auto" {
+		head, err := readHead(p)
+		if err != nil {
+			return "", nil, err
+		}
+		if f, err = sniff(head, name); err != nil {
+			return "", nil, err
+		}
+	} else if !ok {
+		return "", nil, fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(FormatNames(), ", "))
+	}
+	switch f.Name {
+	case FormatShapefile:
+		zr, err := zip.OpenReader(p)
+		if err != nil {
+			return f.Name, nil, fmt.Errorf("the zip is damaged or cut short (its central directory cannot be read): %w", err)
+		}
+		defer zr.Close()
+		var names []string
+		for _, l := range shapefileLayers(zr.File) {
+			names = append(names, l.name)
+		}
+		return f.Name, names, nil
+	case FormatGPKG:
+		names, err := gpkg.Layers(p)
+		return f.Name, names, err
+	}
+	return f.Name, nil, nil
+}
