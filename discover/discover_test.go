@@ -406,9 +406,63 @@ func fileFixtures(t *testing.T) *httptest.Server {
 	if err := errors.Join(zw.Close(), zf.Close()); err != nil {
 		t.Fatal(err)
 	}
+	// odd.zip: one Shapefile whose .prj is a CRS no definition matches
+	// (a Lambert conformal conic on an ellipsoid of its own).
+	oz, err := os.Create(filepath.Join(dir, "odd.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ozw := zip.NewWriter(oz)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(shp, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(e.Name(), "parks.") {
+			continue
+		}
+		if strings.HasSuffix(e.Name(), ".prj") {
+			b = []byte(oddPRJ)
+		}
+		w, err := ozw.Create(strings.Replace(e.Name(), "parks", "odd", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+	}
+	if err := errors.Join(ozw.Close(), oz.Close()); err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(ts.Close)
 	return ts
+}
+
+// oddPRJ is an Esri .prj of a CRS that matches no definition of PROJ's.
+const oddPRJ = `PROJCS["County_Grid",GEOGCS["GCS_Local",DATUM["D_Local",SPHEROID["Local",6378000.0,300.0]],` +
+	`PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]],PROJECTION["Lambert_Conformal_Conic"],` +
+	`PARAMETER["False_Easting",1000.0],PARAMETER["False_Northing",0.0],PARAMETER["Central_Meridian",-79.0],` +
+	`PARAMETER["Standard_Parallel_1",34.3],PARAMETER["Standard_Parallel_2",36.2],PARAMETER["Latitude_Of_Origin",33.75],UNIT["Meter",1.0]]`
+
+// A file's layer says the CRS a poll would read it in and how it was
+// identified; a layer whose .prj matches no CRS is a warning, naming what
+// the .prj says, and its feed is written commented out.
+func TestFileCRS(t *testing.T) {
+	t.Parallel()
+	ts := fileFixtures(t)
+	_, out, cfg := run(t, discover.Options{}, ts.URL+"/county.zip", ts.URL+"/odd.zip")
+	if !strings.Contains(out, "note: CRS EPSG:") {
+		t.Errorf("the Shapefiles' CRS is not noted:\n%s", out)
+	}
+	for _, want := range []string{"check crs: WARNING", "County_Grid", `datum "D_Local"`, "feed odd for odd commented out"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	got := feedsOf(cfg)
+	if got["odd"] != nil || got["parks"] == nil {
+		t.Errorf("feeds %v: want parks written and odd commented out\n%s", got, out)
+	}
 }
 
 // A downloadable file's layers, as kind: file feeds name them: a

@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/download"
 	"github.com/ingestd/ingestd/redact"
 )
@@ -41,16 +42,35 @@ func (d *Discoverer) fileURL(ctx context.Context, raw string, res *Result) error
 			stem = layers[0]
 		}
 		if d.keep(res, stem) {
-			res.Layers = append(res.Layers, fileLayer(raw, stem, "", note))
+			res.Layers = append(res.Layers, withCRS(fileLayer(raw, stem, "", note), p, name))
 		}
 		return nil
 	}
 	for _, l := range layers {
 		if d.keep(res, l) {
-			res.Layers = append(res.Layers, fileLayer(raw, l, l, note))
+			res.Layers = append(res.Layers, withCRS(fileLayer(raw, l, l, note), p, name))
 		}
 	}
 	return nil
+}
+
+// withCRS adds to l, a layer of the local file at p, the CRS a poll would
+// read it in and how it was identified; a CRS that matches none a poll
+// knows is a warning (the feed is written commented out until a person
+// sets its crs:), and a layer that does not open is the layer's error.
+func withCRS(l Layer, p, name string) Layer {
+	c, err := download.LayerCRS(p, name, l.FileLayer)
+	var unknown *crs.UnknownError
+	switch {
+	case errors.As(err, &unknown):
+		l.Checks = append(l.Checks, Check{What: "crs", Warns: true,
+			Detail: err.Error() + ", then uncomment the feed"})
+	case err != nil:
+		l.Err = err
+	case c.Code != "":
+		l.Notes = append(l.Notes, fmt.Sprintf("CRS %s, identified by %s", c.Code, c.By))
+	}
+	return l
 }
 
 // fileLayer is the Layer of one layer of a downloadable file.

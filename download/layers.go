@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/gpkg"
 )
 
@@ -45,4 +46,19 @@ func FileLayers(p, name, format string) (string, []string, error) {
 		return f.Name, names, err
 	}
 	return f.Name, nil, nil
+}
+
+// LayerCRS is the CRS the layer of the local file at p (its URL calls it
+// name; layer "" for a file's only layer) would be read in, and how it was
+// identified, as a poll without a crs: setting identifies it (package
+// crs). Its error is the poll's: a .prj or layer WKT that matches no CRS
+// (a *crs.UnknownError), or a file that does not open. A text file in its
+// default CRS gives the zero Result.
+func LayerCRS(p, name, layer string) (crs.Result, error) {
+	fr, err := openLocal(p, "auto", OpenOptions{Name: name, Layer: layer})
+	if err != nil {
+		return crs.Result{}, err
+	}
+	defer fr.Close()
+	return identified(fr, 0), nil
 }
