@@ -299,7 +299,7 @@ func (p *pyRegexp) search(s string) ([]rune, *match, error) {
 	return text, m, err
 }
 
-// groupsJoined is ''.join(filter(None, match.groups())): the groups that
+// groupsJoined is ”.join(filter(None, match.groups())): the groups that
 // took part and matched something, concatenated.
 func groupsJoined(text []rune, m *match) string {
 	var b strings.Builder
