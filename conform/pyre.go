@@ -299,8 +299,8 @@ func (p *pyRegexp) search(s string) ([]rune, *match, error) {
 	return text, m, err
 }
 
-// groupsJoined is ”.join(filter(None, match.groups())): the groups that
-// took part and matched something, concatenated.
+// groupsJoined is Python's "".join(filter(None, match.groups())): the
+// groups that took part and matched something, concatenated.
 func groupsJoined(text []rune, m *match) string {
 	var b strings.Builder
 	for _, sp := range m.spans[1:] {
