@@ -212,6 +212,15 @@ func translatePy(p string) (string, int, map[string]int, error) {
 					if strings.ContainsAny(flags, "aL") {
 						return "", 0, nil, fmt.Errorf("flag %q of (?%s) is not supported", strings.Trim(flags, "imsux-"), flags)
 					}
+					if j >= len(rs) {
+						return "", 0, nil, errors.New("missing ) after (?")
+					}
+					if flags != "" && rs[j] != ':' && rs[j] != ')' {
+						return "", 0, nil, fmt.Errorf("unknown flag %q after (?%s", rs[j], flags)
+					}
+					if flags == "" && !strings.ContainsRune(":=!<>(", rs[j]) {
+						return "", 0, nil, fmt.Errorf("unknown extension (?%c", rs[j])
+					}
 					if flags != "" {
 						b.WriteString("(?" + strings.ReplaceAll(flags, "u", ""))
 						i = j - 1
@@ -461,6 +470,9 @@ func (p *pyRegexp) sub(tmpl []templatePart, s string) (string, error) {
 			break
 		}
 		st, en := m.spans[0][0], m.spans[0][1]
+		if st < pos {
+			return "", errors.New("the pattern matched behind where it was asked to start")
+		}
 		if st == en && st == prevEmptyAt {
 			if st >= len(text) {
 				break

@@ -24,6 +24,9 @@ func TestPythonDialectSearch(t *testing.T) {
 		{`(?i)^(main)`, "MAIN ST", "MAIN"},
 		{`^(?:(\d+)|(\w+)) (\w+)`, "MAIN ST", "MAINST"}, // a group that did not take part is left out
 		{`(a)(?#comment)(b)`, "ab", "ab"},
+		{`(?ix:(A)) (b)`, "a b", "ab"},
+		{`(?>(a+))(b)`, "aab", "aab"},
+		{`(a)?(?(1)(b)|(c))`, "c", "c"},
 		{`([]a])`, "x]", "]"}, // ] first in a class is a literal
 		{`(?x) (\d+) \s (\w+)`, "12 AB", "12AB"},
 		{`(fake)`, "123 MAPLE ST", ""},
@@ -79,6 +82,8 @@ func TestPythonDialectRefusals(t *testing.T) {
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(a)`, "replace": `\3`}, `replace "\\3": replacement refers to group 3, the pattern has 1`},
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(a)`, "replace": `\q`}, `bad escape \q in the replacement`},
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(a)`, "replace": `\g<z>`}, `replacement refers to unknown group "z"`},
+		{map[string]any{"function": "regexp", "field": "A", "pattern": `(?r)a`}, `unknown extension (?r`},
+		{map[string]any{"function": "regexp", "field": "A", "pattern": `(?i`}, `missing ) after (?`},
 		{map[string]any{"function": "regexp", "field": "A"}, `conform: city: regexp: "pattern" is missing`},
 		{map[string]any{"function": "regexp", "pattern": "x"}, `conform: city: regexp: "field" is missing`},
 		{map[string]any{"function": "regex", "field": "A"}, `conform: city: regex: no such function (there are chain, constant,`},
