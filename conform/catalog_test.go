@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -42,6 +43,37 @@ type catalogFile struct {
 		Function map[string]any `json:"function"`
 		Cases    [][]any        `json:"cases"`
 	} `json:"regexps"`
+	Functions []struct {
+		Layer   string           `json:"layer"`
+		Conform json.RawMessage  `json:"conform"`
+		Results []functionResult `json:"results"`
+	} `json:"functions"`
+}
+
+type functionResult struct {
+	A, B   string
+	Output map[string]string
+	Error  string
+}
+
+// UnmarshalJSON reads a result row, [A, B, output or null, error or null].
+func (r *functionResult) UnmarshalJSON(data []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if len(raw) != 4 {
+		return fmt.Errorf("result of %d items", len(raw))
+	}
+	for i, dst := range []any{&r.A, &r.B, &r.Output, &r.Error} {
+		if string(raw[i]) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(raw[i], dst); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func loadCatalog(t testing.TB) *catalogFile {
@@ -217,4 +249,45 @@ func TestCatalogDialect(t *testing.T) {
 	if goFails == 0 || lookaround == 0 {
 		t.Errorf("the catalog no longer needs more than Go's regexp: %d refused", goFails)
 	}
+}
+
+// TestTrickyValues: seven conforms using every function, over values where
+// Python's str and re semantics are easy to get wrong (Unicode digits and
+// spaces, case folding under IGNORECASE, "12.0"), map as batch-machine
+// maps them, errors included.
+func TestTrickyValues(t *testing.T) {
+	cat := loadCatalog(t)
+	if len(cat.Functions) != 7 {
+		t.Fatalf("%d function conforms, want 7", len(cat.Functions))
+	}
+	n := 0
+	for _, f := range cat.Functions {
+		spec, err := ParseOpenAddresses(f.Conform, f.Layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Compile(spec)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Conform, err)
+		}
+		for _, r := range f.Results {
+			n++
+			got, err := c.Apply(map[string]any{"A": r.A, "B": r.B})
+			switch {
+			case r.Error != "":
+				if err == nil {
+					t.Errorf("%s on %q, %q: batch-machine raises %s, got %v", f.Conform, r.A, r.B, r.Error, got)
+				}
+			case err != nil:
+				t.Errorf("%s on %q, %q: %v", f.Conform, r.A, r.B, err)
+			case !maps.Equal(got, r.Output):
+				for k, v := range r.Output {
+					if got[k] != v {
+						t.Errorf("%s on %q, %q: %s: got %q, want %q", f.Conform, r.A, r.B, k, got[k], v)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d values", n)
 }

@@ -33,7 +33,7 @@ type pyRegexp struct {
 // absolute end, {,n} is a quantifier, \s also matches \x1c-\x1f and \w is
 // letters, numbers and the underscore. Escapes Python rejects are rejected.
 func compilePy(pattern string, ignoreCase bool) (*pyRegexp, error) {
-	tr, groups, names, err := translatePy(pattern)
+	tr, groups, names, err := translatePy(pattern, ignoreCase || globalIgnoreCase(pattern))
 	if err != nil {
 		return nil, err
 	}
@@ -65,14 +65,66 @@ func cleanEngineError(err error) string {
 const pySpaceClass = `\s\x1c-\x1f`
 const pyWordClass = `\p{L}\p{N}_`
 
-// translatePy rewrites a Python pattern for regexp2 and counts its groups.
-func translatePy(p string) (string, int, map[string]int, error) {
+// globalIgnoreCase reports whether p starts with global flags including i,
+// such as (?i) or (?iu).
+func globalIgnoreCase(p string) bool {
+	if !strings.HasPrefix(p, "(?") {
+		return false
+	}
+	end := strings.IndexByte(p, ')')
+	if end < 0 {
+		return false
+	}
+	flags := p[2:end]
+	return strings.Trim(flags, "aiLmsux") == "" && strings.Contains(flags, "i")
+}
+
+// caseExtras are the characters Python's IGNORECASE matches to an ASCII
+// letter beyond its other case, because their one-character upper or lower
+// case is that letter: U+0130 and U+0131 to i, U+017F (long s) to s, U+212A
+// (Kelvin) to k. regexp2 folds case by lower-casing both sides, which
+// misses the dotless i and the long s.
+var caseExtras = map[rune]string{'i': "\u0130\u0131", 's': "\u017f", 'k': "\u212a"}
+
+// classExtras returns the caseExtras a positive character class body
+// needs: those of each special letter the body holds, alone or in an ASCII
+// range.
+func classExtras(body []rune) string {
+	var out strings.Builder
+	for _, letter := range []rune{'i', 's', 'k'} {
+		upper := unicode.ToUpper(letter)
+		has := false
+		for j := 0; j < len(body) && !has; j++ {
+			c := body[j]
+			if c == '\\' {
+				j++
+				continue
+			}
+			if j+2 < len(body) && body[j+1] == '-' && body[j+2] != '\\' {
+				lo, hi := c, body[j+2]
+				has = (lo <= letter && letter <= hi) || (lo <= upper && upper <= hi)
+				j += 2
+				continue
+			}
+			has = c == letter || c == upper
+		}
+		if has {
+			out.WriteString(caseExtras[letter])
+		}
+	}
+	return out.String()
+}
+
+// translatePy rewrites a Python pattern for regexp2 and counts its groups;
+// fold says Python would match it ignoring case.
+func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 	var b strings.Builder
 	rs := []rune(p)
 	groups := 0
 	names := map[string]int{}
 	inClass := false
 	classStart := 0
+	negated := false
 	for i := 0; i < len(rs); i++ {
 		c := rs[i]
 		switch {
@@ -140,6 +192,9 @@ func translatePy(p string) (string, int, map[string]int, error) {
 		case inClass:
 			if c == ']' && i > classStart {
 				inClass = false
+				if fold && !negated {
+					b.WriteString(classExtras(rs[classStart:i]))
+				}
 			}
 			if c == '[' {
 				// regexp2 reads "-[" as class subtraction; Python as a literal.
@@ -151,10 +206,12 @@ func translatePy(p string) (string, int, map[string]int, error) {
 			inClass = true
 			b.WriteRune(c)
 			classStart = i + 1
+			negated = false
 			if classStart < len(rs) && rs[classStart] == '^' {
 				b.WriteRune('^')
 				i++
 				classStart++
+				negated = true
 			}
 			// A ']' first in a class is a literal in Python.
 			if classStart < len(rs) && rs[classStart] == ']' {
@@ -253,6 +310,10 @@ func translatePy(p string) (string, int, map[string]int, error) {
 			}
 			b.WriteRune(c)
 		default:
+			if extra, ok := caseExtras[unicode.ToLower(c)]; fold && ok && c < 128 {
+				b.WriteString("[" + string(c) + extra + "]")
+				continue
+			}
 			b.WriteRune(c)
 		}
 	}

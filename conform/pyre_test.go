@@ -22,6 +22,10 @@ func TestPythonDialectSearch(t *testing.T) {
 		{`(\w+)`, "x²y", "x²y"},     // numbers of any kind are word characters
 		{`^(\d+)`, "٣٤ x", "٣٤"},    // \d is any decimal digit
 		{`(?i)^(main)`, "MAIN ST", "MAIN"},
+		{`(?i)^(\d+[A-Z])`, "12ſ x", "12ſ"}, // IGNORECASE: long s is s, dotless i is i
+		{`(?i)(suite)`, "ſuıte", "ſuıte"},
+		{`(?i)([^a-z]+)`, "ſ1", "1"},
+		{`(?i)(k)`, "\u212a", "\u212a"},
 		{`^(?:(\d+)|(\w+)) (\w+)`, "MAIN ST", "MAINST"}, // a group that did not take part is left out
 		{`(a)(?#comment)(b)`, "ab", "ab"},
 		{`(?ix:(A)) (b)`, "a b", "ab"},

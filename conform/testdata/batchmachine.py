@@ -79,6 +79,40 @@ def regexp_cases(path, layer, attr, f, test_inputs):
     return cases
 
 
+# Values that probe where Python's str and re semantics are easy to get
+# wrong: Unicode digits, case folding under IGNORECASE, whitespace that
+# str.isspace and \s know, numbers as the CSV extract prints them.
+TRICKY = [
+    '12 MAIN ST', '12\x1cMAIN ST', '12\u00a0MAIN ST', '12\u2003MAIN ST', '12\u200bMAIN ST', '\x1f12 MAIN ST\x1f',
+    '\u0663\u0664 MAIN ST', '\uff11\uff12 MAIN ST', '12\u017f MAIN ST', '12\u212a MAIN ST', '12\u0131 MAIN ST',
+    '12-\u0130 MAIN ST', '12\u00b2 MAIN ST', '12 1/2 MAIN ST', '12-1/2 MAIN ST', '12 \u00bd MAIN ST', '69-15 51ST AVE',
+    '12A MAIN ST', '12-a MAIN ST', '12ab MAIN ST', '12 MAIN ST UNIT 3', '12 MAIN ST apt. 3', '12 MAIN ST #3',
+    '12 MAIN ST\tSTE\t4', '12 MAIN ST\nLOT 3', 'MAIN ST LOT', 'MAIN ST #', '12 MAIN ST \u0131\u0307', '  ', '',
+    '12.0', ' 12.0 ', '12.5', '1.0.0', 'N\u00b0 12', '\u00c9COLE 12 RUE', 'stra\u00dfe 1', 'STRASSE 1',
+]
+FUNCTION_CONFORMS = [
+    ('addresses', {'number': {'function': 'prefixed_number', 'field': 'A'}, 'street': {'function': 'postfixed_street', 'field': 'A'}, 'unit': {'function': 'postfixed_unit', 'field': 'A'}}),
+    ('addresses', {'street': {'function': 'postfixed_street', 'field': 'A', 'may_contain_units': True}, 'number': 'A', 'unit': ['A', 'B']}),
+    ('addresses', {'number': {'function': 'format', 'fields': ['A', 'B'], 'format': '$1-$2'}, 'street': {'function': 'join', 'fields': ['B', 'A'], 'separator': '/'}, 'city': {'function': 'first_non_empty', 'fields': ['A', 'B']}}),
+    ('addresses', {'street': {'function': 'remove_prefix', 'field': 'A', 'field_to_remove': 'B'}, 'unit': {'function': 'remove_postfix', 'field': 'A', 'field_to_remove': 'B'}, 'postcode': 'B'}),
+    ('addresses', {'number': {'function': 'regexp', 'field': 'A', 'pattern': r'^(\d+)\s*(\w?)', 'replace': r'$1$2'}, 'street': {'function': 'regexp', 'field': 'A', 'pattern': r'(?i)(?<=\s)(st|ave)\b'}, 'city': {'function': 'regexp', 'field': 'A', 'pattern': r'\s+', 'replace': ' '}}),
+    ('centerlines', {'speed': {'function': 'mph_to_kph', 'field': 'A'}, 'name': {'function': 'map', 'field': 'A', 'mapping': {'12': 'twelve', '': 'empty'}, 'else': 'other'}}),
+    ('addresses', {'number': {'function': 'chain', 'variable': 'v', 'functions': [{'function': 'prefixed_number', 'field': 'A'}, {'function': 'format', 'fields': ['v', 'B'], 'format': '$1$2'}]}, 'street': {'function': 'chain', 'functions': [{'function': 'postfixed_street', 'field': 'A'}, {'function': 'regexp', 'field': 'street', 'pattern': r'\bST\b', 'replace': 'STREET'}]}}),
+]
+
+
+def function_cases():
+    cases = []
+    for layer, c in FUNCTION_CONFORMS:
+        results = []
+        for a in TRICKY:
+            for b in ('', '12', ' ST', 'MAIN ST'):
+                r = run(layer, c, {'A': a, 'B': b})
+                results.append([a, b, r.get('output'), r.get('error')])
+        cases.append({'layer': layer, 'conform': c, 'results': results})
+    return cases
+
+
 def main():
     out = {
         'batch_machine_commit': git_head(bm),
@@ -86,6 +120,7 @@ def main():
         'python': sys.version.split()[0],
         'acceptance': [],
         'regexps': [],
+        'functions': function_cases(),
     }
     seen = set()
     for path in sorted(glob.glob(os.path.join(oa, 'sources', '**', '*.json'), recursive=True)):
