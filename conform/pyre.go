@@ -86,8 +86,7 @@ func globalIgnoreCase(p string) bool {
 // misses the dotless i and the long s.
 var caseExtras = map[rune]string{'i': "\u0130\u0131", 's': "\u017f", 'k': "\u212a"}
 
-// classExtras returns the caseExtras a positive character class body
-// needs: those of each special letter the body holds, alone or in an ASCII
+// classExtras returns the caseExtras a character class body needs: those of each special letter the body holds, alone or in an ASCII
 // range.
 func classExtras(body []rune) string {
 	var out strings.Builder
@@ -124,7 +123,6 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 	names := map[string]int{}
 	inClass := false
 	classStart := 0
-	negated := false
 	for i := 0; i < len(rs); i++ {
 		c := rs[i]
 		switch {
@@ -192,7 +190,8 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 		case inClass:
 			if c == ']' && i > classStart {
 				inClass = false
-				if fold && !negated {
+				if fold {
+					// In a negated class too: there they are excluded.
 					b.WriteString(classExtras(rs[classStart:i]))
 				}
 			}
@@ -206,12 +205,10 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 			inClass = true
 			b.WriteRune(c)
 			classStart = i + 1
-			negated = false
 			if classStart < len(rs) && rs[classStart] == '^' {
 				b.WriteRune('^')
 				i++
 				classStart++
-				negated = true
 			}
 			// A ']' first in a class is a literal in Python.
 			if classStart < len(rs) && rs[classStart] == ']' {
