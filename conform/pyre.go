@@ -30,8 +30,9 @@ type pyRegexp struct {
 // in ways the catalog's patterns reach: named groups become plain groups so
 // that numbering follows Python (regexp2 numbers named groups after the
 // unnamed ones), (?P=name) becomes a numbered backreference, \Z is an
-// absolute end, {,n} is a quantifier, \s also matches \x1c-\x1f and \w is
-// letters, numbers and the underscore. Escapes Python rejects are rejected.
+// absolute end, {,n} is a quantifier, \s also matches \x1c-\x1f, \w and \b
+// are about letters, numbers and the underscore, and ignoring case matches
+// what Python's does. Escapes Python rejects are rejected.
 func compilePy(pattern string, ignoreCase bool) (*pyRegexp, error) {
 	tr, groups, names, err := translatePy(pattern, ignoreCase || globalIgnoreCase(pattern))
 	if err != nil {
@@ -64,6 +65,13 @@ func cleanEngineError(err error) string {
 
 const pySpaceClass = `\s\x1c-\x1f`
 const pyWordClass = `\p{L}\p{N}_`
+
+// Python's \b and \B, on Python's word characters: regexp2's own count
+// combining marks as word characters and other numbers (², ½) not.
+const (
+	pyWordBoundary    = `(?:(?<=[` + pyWordClass + `])(?![` + pyWordClass + `])|(?<![` + pyWordClass + `])(?=[` + pyWordClass + `]))`
+	pyNotWordBoundary = `(?:(?<=[` + pyWordClass + `])(?=[` + pyWordClass + `])|(?<![` + pyWordClass + `])(?![` + pyWordClass + `]))`
+)
 
 // globalIgnoreCase reports whether p starts with global flags including i,
 // such as (?i) or (?iu).
@@ -123,6 +131,9 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 	names := map[string]int{}
 	inClass := false
 	classStart := 0
+	// fold as it was outside each open group: (?i:...) and (?-i:...)
+	// change it for their group only.
+	var foldStack []bool
 	for i := 0; i < len(rs); i++ {
 		c := rs[i]
 		switch {
@@ -162,8 +173,19 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 				} else {
 					b.WriteString("[^" + pyWordClass + "]")
 				}
-			case 'd', 'D', 'b', 'B', 'A', 'a', 'f', 'n', 'r', 't', 'v', 'x', 'u', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-				if inClass && (e == 'A' || e == 'B') {
+			case 'b', 'B':
+				switch {
+				case inClass && e == 'B':
+					return "", 0, nil, errors.New(`bad escape \B in a character class`)
+				case inClass:
+					b.WriteString(`\b`)
+				case e == 'b':
+					b.WriteString(pyWordBoundary)
+				default:
+					b.WriteString(pyNotWordBoundary)
+				}
+			case 'd', 'D', 'A', 'a', 'f', 'n', 'r', 't', 'v', 'x', 'u', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+				if inClass && e == 'A' {
 					return "", 0, nil, fmt.Errorf(`bad escape \%c in a character class`, e)
 				}
 				b.WriteRune('\\')
@@ -234,6 +256,7 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 					}
 					groups++
 					names[name] = groups
+					foldStack = append(foldStack, fold)
 					b.WriteRune('(')
 					i += 2 + len([]rune(rest[:end+1])) - 1
 				case strings.HasPrefix(rest, "P="):
@@ -275,18 +298,42 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 					if flags == "" && !strings.ContainsRune(":=!<>(", rs[j]) {
 						return "", 0, nil, fmt.Errorf("unknown extension (?%c", rs[j])
 					}
-					if flags != "" {
+					switch {
+					case flags != "" && rs[j] == ')':
+						// Global flags: Python 3.11 takes them only first.
+						if i != 0 {
+							return "", 0, nil, errors.New("global flags such as (?i) must start the pattern")
+						}
+						b.WriteString("(?" + strings.ReplaceAll(flags, "u", "") + ")")
+						i = j
+					case flags != "":
+						foldStack = append(foldStack, fold)
+						on, off, _ := strings.Cut(flags, "-")
+						if strings.Contains(on, "i") {
+							fold = true
+						}
+						if strings.Contains(off, "i") {
+							fold = false
+						}
 						b.WriteString("(?" + strings.ReplaceAll(flags, "u", ""))
 						i = j - 1
-					} else {
+					default:
+						foldStack = append(foldStack, fold)
 						b.WriteString("(?")
 						i++
 					}
 				}
 			} else {
 				groups++
+				foldStack = append(foldStack, fold)
 				b.WriteRune('(')
 			}
+		case c == ')':
+			if len(foldStack) > 0 {
+				fold = foldStack[len(foldStack)-1]
+				foldStack = foldStack[:len(foldStack)-1]
+			}
+			b.WriteRune(c)
 		case c == '{':
 			// Python reads {,n} as {0,n}; regexp2 as a literal.
 			if i+1 < len(rs) && rs[i+1] == ',' {

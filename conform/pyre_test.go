@@ -26,6 +26,13 @@ func TestPythonDialectSearch(t *testing.T) {
 		{`(?i)(suite)`, "ſuıte", "ſuıte"},
 		{`(?i)([^a-z]+)`, "ſ1", "1"},
 		{`(?i)(k)`, "\u212a", "\u212a"},
+		{`(?i:(s))(S)`, "ſS", "ſS"}, // scoped flags scope the folding
+		{`(?i:s)(s)`, "ſſ", ""},
+		{`(?-i:(s))`, "ſ", ""},
+		{`(\w+)\b`, "x² y", "x²"}, // \b on Python's word characters
+		{`\b(\w)`, "é\u0301a", "é"},
+		{`(x\B.)`, "x² ", "x²"},
+		{`[\b](a)`, "\x08a", "a"},
 		{`^(?:(\d+)|(\w+)) (\w+)`, "MAIN ST", "MAINST"}, // a group that did not take part is left out
 		{`(a)(?#comment)(b)`, "ab", "ab"},
 		{`(?ix:(A)) (b)`, "a b", "ab"},
@@ -88,6 +95,7 @@ func TestPythonDialectRefusals(t *testing.T) {
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(a)`, "replace": `\g<z>`}, `replacement refers to unknown group "z"`},
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(?r)a`}, `unknown extension (?r`},
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(?i`}, `missing ) after (?`},
+		{map[string]any{"function": "regexp", "field": "A", "pattern": `a(?i)b`}, `global flags such as (?i) must start the pattern`},
 		{map[string]any{"function": "regexp", "field": "A"}, `conform: city: regexp: "pattern" is missing`},
 		{map[string]any{"function": "regexp", "pattern": "x"}, `conform: city: regexp: "field" is missing`},
 		{map[string]any{"function": "regex", "field": "A"}, `conform: city: regex: no such function (there are chain, constant,`},
