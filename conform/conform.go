@@ -63,6 +63,8 @@ type Error struct {
 	Msg      string
 }
 
+// Error reads "conform: line L: column: function: what was wrong", the
+// parts that are known.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("conform: ")

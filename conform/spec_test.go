@@ -194,6 +194,22 @@ func TestBind(t *testing.T) {
 	}
 }
 
+func TestTestsFromYAML(t *testing.T) {
+	var feed struct {
+		Tests []Test `yaml:"tests"`
+	}
+	doc := "tests:\n  - description: plain\n    inputs: {ADDRESS: 12 MAIN ST, N: 12}\n    expected: {number: 12, street: MAIN ST}\n  - description: two\n    inputs: {}\n"
+	if err := yaml.Unmarshal([]byte(doc), &feed); err != nil {
+		t.Fatal(err)
+	}
+	if len(feed.Tests) != 2 || feed.Tests[0].Line != 2 || feed.Tests[1].Line != 5 {
+		t.Fatalf("%+v", feed.Tests)
+	}
+	if feed.Tests[0].Expected["number"] != "12" || feed.Tests[0].Inputs["N"] != 12 {
+		t.Errorf("%+v", feed.Tests[0])
+	}
+}
+
 func TestRunTests(t *testing.T) {
 	c := mustCompile(t, "layer: addresses\nnumber: {function: prefixed_number, field: ADDRESS}\nstreet: {function: postfixed_street, field: ADDRESS}")
 	tests := []Test{

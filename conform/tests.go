@@ -3,6 +3,8 @@ package conform
 import (
 	"fmt"
 	"slices"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Test is one of OpenAddresses' acceptance tests of a conform: a feature's
@@ -11,9 +13,20 @@ type Test struct {
 	Description string            `yaml:"description" json:"description"`
 	Inputs      map[string]any    `yaml:"inputs" json:"inputs"`
 	Expected    map[string]string `yaml:"expected" json:"expected"`
-	// Line is the test's line in its YAML document, 0 when unknown; the
-	// caller sets it.
+	// Line is the test's line in its YAML document, 0 when unknown.
 	Line int `yaml:"-" json:"-"`
+}
+
+// UnmarshalYAML reads a Test and notes its line, for validate's messages.
+func (t *Test) UnmarshalYAML(n *yaml.Node) error {
+	type plain Test
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*t = Test(p)
+	t.Line = n.Line
+	return nil
 }
 
 // Failure is one way a Test failed: a column that came out other than
@@ -27,6 +40,8 @@ type Failure struct {
 	Err         error
 }
 
+// String is the failure as validate prints it after the feed's name:
+// test N "description": column: got "…", want "…", counting from 1.
 func (f Failure) String() string {
 	name := fmt.Sprintf("test %d", f.Index+1)
 	if f.Description != "" {
@@ -39,9 +54,10 @@ func (f Failure) String() string {
 }
 
 // RunTests runs tests against c, as batch-machine's check_source_tests
-// does, and returns every failure (none when all pass): one per column that
-// differs, in column order, or one for a test whose inputs the conform
-// cannot map. An expected column the layer does not have fails with got "".
+// does, and returns every failure (none when all pass) where batch-machine
+// stops at the first: one per column that differs, in column order, or one
+// for a test whose inputs the conform cannot map. An expected column the
+// layer does not have fails with got "".
 func RunTests(c *Conform, tests []Test) []Failure {
 	var out []Failure
 	for i, t := range tests {
