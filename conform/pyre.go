@@ -3,6 +3,7 @@ package conform
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,6 +135,8 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 	// fold as it was outside each open group: (?i:...) and (?-i:...)
 	// change it for their group only.
 	var foldStack []bool
+	// the group each open parenthesis opened, 0 for one that captures not.
+	var groupStack []int
 	for i := 0; i < len(rs); i++ {
 		c := rs[i]
 		switch {
@@ -184,7 +187,33 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 				default:
 					b.WriteString(pyNotWordBoundary)
 				}
-			case 'd', 'D', 'A', 'a', 'f', 'n', 'r', 't', 'v', 'x', 'u', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+				if inClass {
+					b.WriteRune('\\')
+					b.WriteRune(e)
+					break
+				}
+				// Python: three octal digits are a character, else one or
+				// two digits name a group already closed.
+				if i+2 < len(rs) && isOctal(e) && isOctal(rs[i+1]) && isOctal(rs[i+2]) {
+					v, _ := strconv.ParseUint(string(rs[i:i+3]), 8, 32)
+					if v > 0o377 {
+						return "", 0, nil, fmt.Errorf(`octal escape \%s out of range`, string(rs[i:i+3]))
+					}
+					fmt.Fprintf(&b, `\x{%x}`, v)
+					i += 2
+					break
+				}
+				n := int(e - '0')
+				if i+1 < len(rs) && rs[i+1] >= '0' && rs[i+1] <= '9' {
+					n = n*10 + int(rs[i+1]-'0')
+					i++
+				}
+				if n > groups || slices.Contains(groupStack, n) {
+					return "", 0, nil, fmt.Errorf(`\%d refers to a group not closed before it`, n)
+				}
+				fmt.Fprintf(&b, `(?:\%d)`, n)
+			case 'd', 'D', 'A', 'a', 'f', 'n', 'r', 't', 'v', 'x', 'u', '0':
 				if inClass && e == 'A' {
 					return "", 0, nil, fmt.Errorf(`bad escape \%c in a character class`, e)
 				}
@@ -257,6 +286,7 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 					groups++
 					names[name] = groups
 					foldStack = append(foldStack, fold)
+					groupStack = append(groupStack, groups)
 					b.WriteRune('(')
 					i += 2 + len([]rune(rest[:end+1])) - 1
 				case strings.HasPrefix(rest, "P="):
@@ -308,6 +338,7 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 						i = j
 					case flags != "":
 						foldStack = append(foldStack, fold)
+						groupStack = append(groupStack, 0)
 						on, off, _ := strings.Cut(flags, "-")
 						if strings.Contains(on, "i") {
 							fold = true
@@ -319,6 +350,7 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 						i = j - 1
 					default:
 						foldStack = append(foldStack, fold)
+						groupStack = append(groupStack, 0)
 						b.WriteString("(?")
 						i++
 					}
@@ -326,12 +358,14 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 			} else {
 				groups++
 				foldStack = append(foldStack, fold)
+				groupStack = append(groupStack, groups)
 				b.WriteRune('(')
 			}
 		case c == ')':
 			if len(foldStack) > 0 {
 				fold = foldStack[len(foldStack)-1]
 				foldStack = foldStack[:len(foldStack)-1]
+				groupStack = groupStack[:len(groupStack)-1]
 			}
 			b.WriteRune(c)
 		case c == '{':
@@ -366,6 +400,8 @@ func translatePy(p string, fold bool) (string, int, map[string]int, error) {
 	}
 	return b.String(), groups, names, nil
 }
+
+func isOctal(r rune) bool { return r >= '0' && r <= '7' }
 
 func isPyIdent(s string) bool {
 	if s == "" {

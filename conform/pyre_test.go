@@ -35,6 +35,8 @@ func TestPythonDialectSearch(t *testing.T) {
 		{`[\b](a)`, "\x08a", "a"},
 		{`^(?:(\d+)|(\w+)) (\w+)`, "MAIN ST", "MAINST"}, // a group that did not take part is left out
 		{`(a)(?#comment)(b)`, "ab", "ab"},
+		{`(a)\1(\101)`, "aaA", "aA"}, // three octal digits are a character
+		{`(a)(b)(c)(d)(e)(f)(g)(h)(i)(j)\10(x)`, "abcdefghijjx", "abcdefghijx"},
 		{`(?ix:(A)) (b)`, "a b", "ab"},
 		{`(?>(a+))(b)`, "aab", "aab"},
 		{`(a)?(?(1)(b)|(c))`, "c", "c"},
@@ -57,6 +59,10 @@ func TestPythonDialectSearch(t *testing.T) {
 
 func TestPythonDialectSub(t *testing.T) {
 	for _, tt := range []struct{ pattern, replace, in, want string }{
+		// The three re.sub cases of batch-machine's test_convert_regexp_replace.
+		{`hello (world)`, `goodbye $1`, "hello world", "goodbye world"},
+		{`(hello) (world)`, `goodbye $2`, "hello world", "goodbye world"},
+		{`he(ll)o`, `he$1$1o`, "hello", "hellllo"},
 		{`x*`, `-`, "abxd", "-a-b--d-"}, // an empty match right after a non-empty one counts
 		{`(a)|(b)`, `[\2]`, "ab", "[][b]"},
 		{`(?P<a>\d+)-(\w+)-(?P<b>\d+)`, `\g<b>/\2/\g<a>`, "12-ab-34", "34/ab/12"},
@@ -95,6 +101,8 @@ func TestPythonDialectRefusals(t *testing.T) {
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(a)`, "replace": `\g<z>`}, `replacement refers to unknown group "z"`},
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(?r)a`}, `unknown extension (?r`},
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `(?i`}, `missing ) after (?`},
+		{map[string]any{"function": "regexp", "field": "A", "pattern": `\1(a)`}, `\1 refers to a group not closed before it`},
+		{map[string]any{"function": "regexp", "field": "A", "pattern": `(a\1)`}, `\1 refers to a group not closed before it`},
 		{map[string]any{"function": "regexp", "field": "A", "pattern": `a(?i)b`}, `global flags such as (?i) must start the pattern`},
 		{map[string]any{"function": "regexp", "field": "A"}, `conform: city: regexp: "pattern" is missing`},
 		{map[string]any{"function": "regexp", "pattern": "x"}, `conform: city: regexp: "field" is missing`},

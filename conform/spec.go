@@ -3,6 +3,7 @@ package conform
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -99,8 +100,9 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// yamlMessage is the YAML parser's complaint without its package's name.
 func yamlMessage(err error) string {
-	return err.Error()
+	return strings.TrimPrefix(err.Error(), "yaml: ")
 }
 
 // specFromNode reads a conform mapping; oaLayer, when set, is the common
