@@ -179,7 +179,7 @@ func (c *Conform) ref(name string) int {
 }
 
 func (c *Conform) keySlots(name string) keySlots {
-	c.writes[name], c.writes["oa:"+name] = true, true
+	c.writes["oa:"+name] = true
 	return keySlots{name: name, self: c.slot(name), oa: c.slot("oa:" + name)}
 }
 

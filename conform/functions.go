@@ -281,9 +281,11 @@ func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr)
 			}
 			st.steps = append(st.steps, sub)
 		}
-		// Every key the chain's functions may write under needs its slots.
+		// A chain writes each result under its key's own name as well, so
+		// that the next function can read it: the column's, or a variable's.
 		for _, k := range path {
 			c.keySlots(k)
+			c.writes[k] = true
 		}
 		return st, nil
 	default:

@@ -187,10 +187,22 @@ func TestBind(t *testing.T) {
 	if err == nil || err.Error() != `conform: city: the feed has no property "city_name" (it has "CITY_NAME": names match case and all)` {
 		t.Errorf("got %v", err)
 	}
+	// A column mapped to a property of the same name needs that property.
+	c = mustCompile(t, "layer: addresses\nnumber: number\nstreet: {function: join, fields: [street, x]}")
+	if _, err := c.Bind([]string{"x"}); err == nil || !strings.Contains(err.Error(), `no property "number"`) {
+		t.Errorf("got %v", err)
+	}
+	if f := c.Fields(); !slices.Equal(f, []string{"number", "street", "x"}) {
+		t.Errorf("fields %v", f)
+	}
 	// What the conform writes itself is not a property it needs.
 	c = mustCompile(t, `{layer: addresses, street: {function: remove_postfix, field: S, field_to_remove: oa:unit}, unit: {function: postfixed_unit, field: S}}`)
 	if _, err := c.Bind([]string{"S"}); err != nil {
 		t.Errorf("got %v", err)
+	}
+	c = mustCompile(t, `{layer: addresses, number: {function: chain, variable: v, functions: [{function: prefixed_number, field: A}, {function: format, fields: [v, number], format: $1$2}]}}`)
+	if _, err := c.Bind([]string{"A"}); err != nil {
+		t.Errorf("chain: got %v", err)
 	}
 }
 
