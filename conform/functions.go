@@ -260,9 +260,6 @@ func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr)
 			return nil, err
 		}
 		if variable != "" {
-			if slices.Contains(path, variable) {
-				return fail("variable %q is already the key of an enclosing chain", variable)
-			}
 			st.variable = c.keySlots(variable)
 			st.hasVar = true
 			// batch-machine tests var.lstrip('oa:'), which strips any

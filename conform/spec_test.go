@@ -246,3 +246,34 @@ func TestRunTests(t *testing.T) {
 		t.Errorf("%+v", fails[0])
 	}
 }
+
+// TestChainVariableNamedLikeItsColumn: Fond du Lac's street conform (the
+// catalog's us/wi/fond_du_lac.json) chains under a variable named like its
+// own column; batch-machine then keeps the column as the key. Expected
+// values are batch-machine's; an empty name makes it raise (the second
+// regexp reads "street", which nothing wrote).
+func TestChainVariableNamedLikeItsColumn(t *testing.T) {
+	s, err := ParseOpenAddresses([]byte(`{"street": {"function": "chain", "variable": "street", "functions": [{"function": "regexp", "field": "PRI_NAME", "pattern": "^STH (.+)", "replace": "State Highway $1"}, {"function": "regexp", "field": "street", "pattern": "^USH (.+)", "replace": "US Highway $1"}, {"function": "regexp", "field": "street", "pattern": "^CTH (.+)", "replace": "County Highway $1"}, {"function": "join", "fields": ["DIRECTION", "street", "TYPE"], "separator": " "}]}}`), "addresses")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, dir, typ, want string }{
+		{"STH 23", "N", "", "N State Highway 23"},
+		{"MAIN", "", "ST", "MAIN ST"},
+	} {
+		got, err := c.Apply(map[string]any{"PRI_NAME": tt.name, "DIRECTION": tt.dir, "TYPE": tt.typ})
+		if err != nil || got["street"] != tt.want {
+			t.Errorf("%q: got %q, %v; want %q", tt.name, got["street"], err, tt.want)
+		}
+	}
+	if _, err := c.Apply(map[string]any{"PRI_NAME": "", "DIRECTION": "", "TYPE": ""}); err == nil {
+		t.Error("an empty name: batch-machine raises, Apply did not")
+	}
+	if _, err := c.Bind([]string{"PRI_NAME", "DIRECTION", "TYPE"}); err != nil {
+		t.Error(err)
+	}
+}
