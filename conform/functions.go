@@ -274,7 +274,11 @@ func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr)
 			}
 			sub, ferr := c.compileFunc(fm, path)
 			if ferr != nil {
-				return nil, &funcErr{"chain: " + ferr.fn, ferr.msg}
+				fn := "chain"
+				if ferr.fn != "" {
+					fn += ": " + ferr.fn
+				}
+				return nil, &funcErr{fn, fmt.Sprintf("function %d: %s", i+1, ferr.msg)}
 			}
 			st.steps = append(st.steps, sub)
 		}

@@ -111,8 +111,9 @@ func TestPythonDialectRefusals(t *testing.T) {
 		{map[string]any{"function": "join", "fields": "A"}, `conform: city: join: "fields" is "A", not a list of field names`},
 		{map[string]any{"function": "format", "fields": []any{"A"}}, `conform: city: format: "format" is missing`},
 		{map[string]any{"function": "remove_prefix", "field": "A"}, `remove_prefix: "field_to_remove" is missing`},
-		{map[string]any{"function": "chain", "functions": []any{map[string]any{"function": "nope"}}}, `conform: city: chain: nope: no such function`},
+		{map[string]any{"function": "chain", "functions": []any{map[string]any{"function": "nope"}}}, `conform: city: chain: nope: function 1: no such function`},
 		{map[string]any{"function": "chain"}, `conform: city: chain: "functions" is missing`},
+		{map[string]any{"function": "chain", "functions": []any{map[string]any{"function": "constant", "value": "x"}, map[string]any{"field": "A"}}}, `conform: city: chain: function 2: a function object needs a "function" key`},
 		{map[string]any{"function": "map", "field": "A", "mapping": []any{"x"}}, `map: "mapping" is a list, not an object`},
 		{map[string]any{"function": "constant"}, `constant: "value" is missing`},
 	} {
