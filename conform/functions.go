@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // funcErr is a function's complaint before the column is known to it.
@@ -168,21 +169,19 @@ func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr)
 		if err != nil {
 			return nil, err
 		}
-		re := prefixedNumberRe
 		if name == "postfixed_unit" {
-			re = postfixedUnitRe
+			return &patternStep{field: field, re: postfixedUnitRe}, nil
 		}
-		return &patternStep{field: field, re: re}, nil
+		return &patternStep{field: field, fast: prefixedNumber}, nil
 	case "postfixed_street":
 		field, err := fieldSlot("field")
 		if err != nil {
 			return nil, err
 		}
-		re := postfixedStreetRe
 		if truthy(f["may_contain_units"]) {
-			re = postfixedStreetWithUnitsRe
+			return &patternStep{field: field, re: postfixedStreetWithUnitsRe}, nil
 		}
-		return &patternStep{field: field, re: re}, nil
+		return &patternStep{field: field, fast: postfixedStreet}, nil
 	case "remove_prefix", "remove_postfix":
 		field, err := fieldSlot("field")
 		if err != nil {
@@ -392,6 +391,8 @@ func (s *regexpStep) run(c *Conform, r *row, key keySlots) error {
 type patternStep struct {
 	field int
 	re    *pyRegexp
+	// fast, when set, computes the same without the engine.
+	fast func(string) string
 }
 
 // row_fxn_prefixed_number, row_fxn_postfixed_street and
@@ -399,6 +400,10 @@ type patternStep struct {
 func (s *patternStep) run(c *Conform, r *row, key keySlots) error {
 	if !r.set[s.field] {
 		return missing(c, s.field)
+	}
+	if s.fast != nil && utf8.ValidString(r.vals[s.field]) {
+		r.put(key.oa, s.fast(r.vals[s.field]))
+		return nil
 	}
 	text, m, err := s.re.search(r.vals[s.field])
 	if err != nil {
