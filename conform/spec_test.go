@@ -2,9 +2,11 @@ package conform
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -275,5 +277,46 @@ func TestChainVariableNamedLikeItsColumn(t *testing.T) {
 	}
 	if _, err := c.Bind([]string{"PRI_NAME", "DIRECTION", "TYPE"}); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestConcurrentApply: one Conform and one Bound serve many goroutines,
+// each getting what a lone caller gets (run with -race to see the sharing).
+func TestConcurrentApply(t *testing.T) {
+	c := mustCompile(t, benchSpec)
+	b, err := c.Bind([]string{"pin", "owner", "site_address", "zoning", "land_use", "township"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(i int) []any {
+		return []any{fmt.Sprintf("%010d", i), fmt.Sprintf("OWNER %d", i%50), fmt.Sprintf("%d MAIN ST", 100+i), "R-4", "vacant", "T1"}
+	}
+	want := make([][]string, 200)
+	for i := range want {
+		want[i] = make([]string, len(c.Columns()))
+		if err := b.Apply(row(i), want[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := make([]string, len(c.Columns()))
+			for i := range want {
+				i = (i + g*25) % len(want)
+				if err := b.Apply(row(i), out); err != nil || !slices.Equal(out, want[i]) {
+					errs <- fmt.Sprintf("row %d: %v %v", i, out, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
