@@ -172,7 +172,7 @@ func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr)
 		if name == "postfixed_unit" {
 			return &patternStep{field: field, re: postfixedUnitRe}, nil
 		}
-		return &patternStep{field: field, fast: prefixedNumber}, nil
+		return &patternStep{field: field, re: prefixedNumberRe, fast: prefixedNumber}, nil
 	case "postfixed_street":
 		field, err := fieldSlot("field")
 		if err != nil {
@@ -181,7 +181,7 @@ func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr)
 		if truthy(f["may_contain_units"]) {
 			return &patternStep{field: field, re: postfixedStreetWithUnitsRe}, nil
 		}
-		return &patternStep{field: field, fast: postfixedStreet}, nil
+		return &patternStep{field: field, re: postfixedStreetRe, fast: postfixedStreet}, nil
 	case "remove_prefix", "remove_postfix":
 		field, err := fieldSlot("field")
 		if err != nil {
@@ -391,7 +391,8 @@ func (s *regexpStep) run(c *Conform, r *row, key keySlots) error {
 type patternStep struct {
 	field int
 	re    *pyRegexp
-	// fast, when set, computes the same without the engine.
+	// fast, when set, computes the same as re without the engine, on
+	// valid UTF-8 (re reads invalid bytes as U+FFFD, as it must).
 	fast func(string) string
 }
 

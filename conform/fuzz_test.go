@@ -14,6 +14,7 @@ func FuzzApply(f *testing.F) {
 	f.Add(`(?P<n>\d+)\s+(?<=\d )(\w+)`, `\g<n>/\2`, `foo $1$2-$3 bar`, "12 ab")
 	f.Add(`(?i)^(?:\s*(\d+-?[A-Z])\s+)?(.+?)(?:\s+#.+)?$`, `${2}0\t\&`, `$0$99`, "12-A Elm # 4\x1c")
 	f.Add(`x*`, `-`, `$`, "abxd")
+	f.Add(`(\d+)`, `$1`, `$1`, "12\xff MAIN ST")
 	f.Add(`(\w+)\Z{,3}[]a-[b]`, `\0\12\g<0>`, `$1.0`, "٣٤ x²\n")
 	f.Fuzz(fuzzOne)
 }
