@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,5 +245,33 @@ func TestViewLayers(t *testing.T) {
 			t.Errorf("%s: first feature id %q (want %s), properties %s, %v", view, f.ID, firstID, f.Properties, err)
 		}
 		r.Close()
+	}
+}
+
+// TestLayerNameCase: a layer registered under another case than its
+// table's name (SQLite's names are case-insensitive, and so is GDAL's
+// reading of them) is read, not refused as a layer without a table.
+func TestLayerNameCase(t *testing.T) {
+	path := exec(t, twoLayers(t),
+		`UPDATE gpkg_contents SET table_name = 'COUNTIES' WHERE table_name = 'counties'`,
+		`UPDATE gpkg_geometry_columns SET table_name = 'COUNTIES' WHERE table_name = 'counties'`)
+	r, err := gpkg.Open(path, gpkg.Options{Layer: "COUNTIES"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 100 {
+		t.Errorf("%d features, want 100", n)
 	}
 }
