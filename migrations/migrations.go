@@ -48,7 +48,8 @@ const Schema = "ingestd"
 // public before it.
 const SchemaVersion = 31
 
-// legacyVersionTable is where versions before this one kept goose's table.
+// legacyVersionTable is goose's table where a database has it below
+// SchemaVersion, or as an ingestd that did not place it left it.
 const legacyVersionTable = "public.goose_db_version"
 
 // State tells where a database stands against the embedded migrations.
@@ -340,8 +341,8 @@ type nilDriver struct{}
 
 func (nilDriver) Open(string) (driver.Conn, error) { return nil, errors.New("migrations: no database") }
 
-// placeVersionTable moves goose's table from public, where versions
-// before this one kept it, into schema ingestd once that schema exists
+// placeVersionTable moves goose's table from public (legacyVersionTable)
+// into schema ingestd once that schema exists
 // (version 31 makes it), and returns where the table is to be: VersionTable,
 // or legacyVersionTable while the schema does not exist. goose reads only
 // the table it is given and would otherwise make an empty one and apply
