@@ -40,6 +40,8 @@ func newContentError(what string, row int, column, reason string) *ContentError 
 		decode: &feature.DecodeError{Format: Kind, Index: row, Msg: reason}}
 }
 
+// Error names the answer, the row and the column where they are known,
+// then the reason: "page 2 (offset 20, …), row 3, column \"nom\": …".
 func (e *ContentError) Error() string {
 	var parts []string
 	if e.What != "" {
