@@ -154,10 +154,15 @@ func (h *header) indexSize() (int64, error) {
 	if n > 1<<40 {
 		return 0, fmt.Errorf("header counts %d features", n)
 	}
+	// As the format's calcTreeSize: at least one level above the leaves,
+	// so that one feature's index is two nodes (its leaf and the root).
 	nodes := n
-	for n != 1 {
+	for {
 		n = (n + nodeSize - 1) / nodeSize
 		nodes += n
+		if n == 1 {
+			break
+		}
 	}
 	const nodeItemBytes = 40 // minX, minY, maxX, maxY, offset
 	return int64(nodes * nodeItemBytes), nil
