@@ -88,7 +88,8 @@ func openGPKG(p string, o OpenOptions) (FileReader, error) {
 
 // openFlatGeobuf reads a FlatGeobuf file (package flatgeobuf).
 func openFlatGeobuf(p string, o OpenOptions) (FileReader, error) {
-	r, err := flatgeobuf.Open(p, flatgeobuf.Options{Layer: o.Layer, IDProperty: o.IDProperty, SRID: o.CRS, Limits: o.Limits})
+	r, err := flatgeobuf.Open(p, flatgeobuf.Options{Layer: o.Layer, IDProperty: o.IDProperty, SRID: o.CRS, Limits: o.Limits,
+		Name: layerName(o.Name)})
 	if err != nil {
 		return nil, err
 	}

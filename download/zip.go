@@ -331,7 +331,7 @@ func extract(f *zip.File, dir string) (string, error) {
 	}
 	if err := out.Close(); err != nil {
 		os.Remove(out.Name())
-		return "", fmt.Errorf("a temporary file for %s: %w", f.Name, err)
+		return "", fmt.Errorf("a temporary file for %s: %w", f.Name, redactPath(err))
 	}
 	return out.Name(), nil
 }

@@ -1,6 +1,9 @@
 package feature
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // DecodeError is a malformed GeoJSON, GML or Esri JSON document. Index is
 // the 0-based index of the feature being read, or -1 when the fault is in
@@ -39,3 +42,29 @@ func (e *DecodeError) Error() string {
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// JSONType names, with its article, the JSON type that values of the Go
+// type t decode from ("a number", "an object"; "another type" when t is
+// nil or decodes from none): for a message about an
+// *encoding/json.UnmarshalTypeError in ingestd's words rather than Go's.
+func JSONType(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return JSONType(t.Elem())
+	}
+	return "another type"
+}

@@ -57,6 +57,8 @@ type ResumeDisprovedError struct {
 	Staged, Read PageDigest
 }
 
+// Error says which page differs and both digests, for the log line that
+// starts the poll over.
 func (e *ResumeDisprovedError) Error() string {
 	return fmt.Sprintf("page %d read again is not what the parked poll staged from it (staged %s; read %s): the layer changed while the poll was parked",
 		e.Page, e.Staged, e.Read)

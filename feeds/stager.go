@@ -436,8 +436,8 @@ func isDone(ch <-chan struct{}) bool {
 // secrets' spellings (redact.BenchmarkData: 0.8 us for 500 bytes of
 // properties, no allocation), only for a feed that has secrets.
 func scrubFeature(secrets *redact.Secrets, f *feature.Feature) {
-	if id, changed := secrets.Data([]byte(f.ID), false); changed {
-		f.ID = string(id)
+	if id, changed := secrets.ID(f.ID); changed {
+		f.ID = id
 	}
 	if props, changed := secrets.Data(f.Properties, true); changed {
 		f.Properties = props

@@ -496,3 +496,19 @@ func awaitHang[T any](t *testing.T, ch <-chan T, what string) T {
 	var zero T
 	return zero
 }
+
+// TestScrubFeatureWithoutSecretAllocatesNothing: a feed with secrets has
+// every feature scrubbed before it is staged; one that holds none (nearly
+// all) must cost no allocation, whatever its id.
+func TestScrubFeatureWithoutSecretAllocatesNothing(t *testing.T) {
+	s := layerSecrets(source.Layer{URL: "https://gis.example.org/data.geojson?token=hstAppT0ken7q2zW"})
+	if s == nil {
+		t.Fatal("the url's token is no secret")
+	}
+	for _, id := range []string{"17", "{3F2504E0-4F89-11D3-9A0C-0305E82C3301}"} {
+		f := &feature.Feature{ID: id, Properties: []byte(`{"OWNER":"SMITH JOHN & MARY","SITE":"1234 OAK FOREST DR"}`)}
+		if n := testing.AllocsPerRun(100, func() { scrubFeature(s, f) }); n != 0 {
+			t.Errorf("id %q: %v allocations per feature, want 0", id, n)
+		}
+	}
+}

@@ -178,3 +178,23 @@ func TestCRSFromWKT(t *testing.T) {
 		t.Errorf("first feature: %v", err)
 	}
 }
+
+// TestOneFeature: a file of one feature, whose spatial index is two nodes
+// (the leaf and the root above it), is read as GDAL reads it.
+func TestOneFeature(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "one.geojson")
+	if err := os.WriteFile(src, []byte(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"n":1},"geometry":{"type":"Point","coordinates":[-78.6,35.7]}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "one.fgb")
+	gdaltest.OGR2OGR(t, "-f", "FlatGeobuf", path, src, "-nln", "one")
+	r, err := flatgeobuf.Open(path, flatgeobuf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := gdaltest.Compare(t, r, path, "one", 4326); n != 1 {
+		t.Errorf("%d features, want 1", n)
+	}
+}

@@ -33,6 +33,10 @@ type Options struct {
 	// Limits bound the header and each feature (FeatureBytes, ValueBytes,
 	// Properties, IDBytes); zero fields are the defaults.
 	Limits feature.Limits
+	// Name is the layer's name when the header gives none; "" takes the
+	// file's name without its extension. A caller reading a copy of the
+	// file (a download's temporary file) names the original.
+	Name string
 }
 
 // magic is the file's first 8 bytes: "fgb", major version 3, "fgb", patch.
@@ -108,6 +112,9 @@ func (r *Reader) start(path string, opts Options) error {
 		return fmt.Errorf("flatgeobuf: header: %w", err)
 	}
 	r.h = h
+	if r.h.name == "" {
+		r.h.name = opts.Name
+	}
 	if r.h.name == "" {
 		r.h.name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}

@@ -434,26 +434,11 @@ func jsonWords(err error) error {
 		if typeErr.Field != "" {
 			where = " in " + typeErr.Field
 		}
-		return fmt.Errorf("a JSON %s%s where GeoJSON wants %s", typeErr.Value, where, jsonWants(typeErr.Type.Kind().String()))
+		return fmt.Errorf("a JSON %s%s where GeoJSON wants %s", typeErr.Value, where, feature.JSONType(typeErr.Type))
 	case errors.As(err, &syntaxErr) && strings.Contains(syntaxErr.Error(), "exceeded max depth"):
 		return fmt.Errorf("nested too deeply (at byte %d)", syntaxErr.Offset)
 	case errors.As(err, &syntaxErr):
 		return fmt.Errorf("invalid JSON at byte %d", syntaxErr.Offset)
 	}
 	return err
-}
-
-// jsonWants names, in JSON's terms, what a Go kind decodes from.
-func jsonWants(kind string) string {
-	switch kind {
-	case "float64", "float32", "int", "int64":
-		return "a number"
-	case "string":
-		return "a string"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	}
-	return "another value"
 }

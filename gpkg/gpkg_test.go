@@ -271,3 +271,20 @@ func TestCRSFromWKT(t *testing.T) {
 		t.Errorf("first feature: %v", err)
 	}
 }
+
+// TestLayerNameCase: a layer registered under another case than its
+// table's name (SQLite's names are case-insensitive, and so is GDAL's
+// reading of them) is read, not refused as a layer without a table.
+func TestLayerNameCase(t *testing.T) {
+	path := exec(t, twoLayers(t),
+		`UPDATE gpkg_contents SET table_name = 'COUNTIES' WHERE table_name = 'counties'`,
+		`UPDATE gpkg_geometry_columns SET table_name = 'COUNTIES' WHERE table_name = 'counties'`)
+	r, err := gpkg.Open(path, gpkg.Options{Layer: "COUNTIES"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := gdaltest.Compare(t, r, path, "COUNTIES", 4267); n != 100 {
+		t.Errorf("%d features, want 100", n)
+	}
+}

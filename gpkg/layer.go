@@ -119,9 +119,15 @@ func prepare(db *sql.DB, opts Options) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpkg: layer %s: %w", feature.Snippet(layer), err)
 	}
+	// NOCASE: SQLite resolves a table's name in any case, and so do the
+	// queries below and GDAL; gpkg_contents may spell it otherwise.
 	var kind string
-	if err := db.QueryRow(`SELECT type FROM sqlite_master WHERE name = ?`, layer).Scan(&kind); err != nil {
+	err = db.QueryRow(`SELECT type FROM sqlite_master WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view')`, layer).Scan(&kind)
+	if err == sql.ErrNoRows {
 		return nil, fmt.Errorf("gpkg: layer %s is in gpkg_contents but the file has no table or view of that name", feature.Snippet(layer))
+	}
+	if err != nil {
+		return nil, fail("reading sqlite_master", err)
 	}
 	r.view = kind == "view"
 	pk, err := r.readColumns(db, geomCol, opts.IDProperty)

@@ -48,7 +48,8 @@ const Schema = "ingestd"
 // public before it.
 const SchemaVersion = 31
 
-// legacyVersionTable is where versions before this one kept goose's table.
+// legacyVersionTable is goose's table where a database has it below
+// SchemaVersion, or as an ingestd that did not place it left it.
 const legacyVersionTable = "public.goose_db_version"
 
 // State tells where a database stands against the embedded migrations.
@@ -340,8 +341,8 @@ type nilDriver struct{}
 
 func (nilDriver) Open(string) (driver.Conn, error) { return nil, errors.New("migrations: no database") }
 
-// placeVersionTable moves goose's table from public, where versions
-// before this one kept it, into schema ingestd once that schema exists
+// placeVersionTable moves goose's table from public (legacyVersionTable)
+// into schema ingestd once that schema exists
 // (version 31 makes it), and returns where the table is to be: VersionTable,
 // or legacyVersionTable while the schema does not exist. goose reads only
 // the table it is given and would otherwise make an empty one and apply
@@ -369,23 +370,34 @@ func placeVersionTable(ctx context.Context, conn *sql.Conn) (string, error) {
 // migration) and fails when the table does not exist yet. A database no
 // Up has moved yet is read where its table is, in public.
 func appliedVersions(ctx context.Context, db *sql.DB) (map[int64]struct{}, error) {
-	var table sql.NullString
-	if err := db.QueryRowContext(ctx, `SELECT CASE WHEN to_regclass($1) IS NOT NULL THEN $1 WHEN to_regclass($2) IS NOT NULL THEN $2 END`,
-		VersionTable, legacyVersionTable).Scan(&table); err != nil {
-		return nil, fmt.Errorf("migrations: read versions: %w", err)
-	}
-	if !table.Valid {
-		return map[int64]struct{}{}, nil
-	}
-	rows, err := db.QueryContext(ctx,
-		// The newest row of each version decides: older goose versions
-		// recorded a rollback as a new row with is_applied = false.
-		`SELECT version_id FROM (
-		   SELECT DISTINCT ON (version_id) version_id, is_applied
-		   FROM `+pgx.Identifier(strings.Split(table.String, ".")).Sanitize()+` ORDER BY version_id, id DESC) v
-		 WHERE is_applied AND version_id > 0`)
-	if err != nil {
-		return nil, fmt.Errorf("migrations: read versions: %w", err)
+	var rows *sql.Rows
+	// Twice at most: an Up of another instance may move the table from
+	// public into ingestd between the look-up and the read.
+	for try := 0; ; try++ {
+		var table sql.NullString
+		if err := db.QueryRowContext(ctx, `SELECT CASE WHEN to_regclass($1) IS NOT NULL THEN $1 WHEN to_regclass($2) IS NOT NULL THEN $2 END`,
+			VersionTable, legacyVersionTable).Scan(&table); err != nil {
+			return nil, fmt.Errorf("migrations: read versions: %w", err)
+		}
+		if !table.Valid {
+			return map[int64]struct{}{}, nil
+		}
+		var err error
+		rows, err = db.QueryContext(ctx,
+			// The newest row of each version decides: older goose versions
+			// recorded a rollback as a new row with is_applied = false.
+			`SELECT version_id FROM (
+			   SELECT DISTINCT ON (version_id) version_id, is_applied
+			   FROM `+pgx.Identifier(strings.Split(table.String, ".")).Sanitize()+` ORDER BY version_id, id DESC) v
+			 WHERE is_applied AND version_id > 0`)
+		var pgErr *pgconn.PgError
+		if err != nil && try == 0 && errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("migrations: read versions: %w", err)
+		}
+		break
 	}
 	defer rows.Close()
 	applied := make(map[int64]struct{})

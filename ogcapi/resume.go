@@ -121,7 +121,7 @@ func (c *Client) RereadsPages(source.Layer) bool { return true }
 // it: without home's (the feed's configured url's) userinfo and without
 // each query parameter home has with the same value or that holds a
 // credential of home's (an API key under another name), in the link's own
-// order. Restore puts them back. A link to another origin is kept whole:
+// order; the format parameter f is kept, as Restore does not add it. Restore puts them back. A link to another origin is kept whole:
 // home's credentials are not for it, and the store scrubs it by value.
 func Storable(link, home string) string {
 	u, err := url.Parse(link)
@@ -146,7 +146,9 @@ func Storable(link, home string) string {
 		if part == "" {
 			continue
 		}
-		if err1 == nil && err2 == nil {
+		// The format (f) stays: it carries no credential, and Restore never
+		// adds home's, so a link that had it would come back without it.
+		if err1 == nil && err2 == nil && !strings.EqualFold(name, "f") {
 			if hv, ok := lookupFold(hq, name); (ok && slices.Contains(hv, value)) || creds[value] {
 				continue
 			}

@@ -72,6 +72,13 @@ func TestStorableRoundTrip(t *testing.T) {
 			t.Errorf("Restore(%s) = %s, want %s", stored, back, want)
 		}
 	}
+	// A feed url with the format parameter: the link keeps its own, which
+	// Restore would not put back.
+	withF := "https://gis.example/api/collections/p?f=json&apikey=" + key
+	link := "https://gis.example/api/collections/p/items?f=json&offset=20&apikey=" + key
+	if back, want := ogcapi.Restore(ogcapi.Storable(link, withF), withF), "https://gis.example/api/collections/p/items?f=json&offset=20&apikey="+key; back != want {
+		t.Errorf("Restore(Storable(%s)) = %s, want %s", link, back, want)
+	}
 	other := "https://peer.example/items?apikey=" + key
 	if got := ogcapi.Storable(other, home); got != other {
 		t.Errorf("Storable of another origin's link = %s, want it whole", got)

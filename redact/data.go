@@ -17,8 +17,9 @@ import (
 var lowerPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 // mayHold reports whether p, in ASCII lower case, holds one of set's
-// forms' prefixes: false means it holds no secret.
-func (set *secretSet) mayHold(p []byte) bool {
+// forms' prefixes: false means it holds no secret. p is a string or bytes,
+// so that an id is asked without a copy of its own.
+func mayHold[T string | []byte](set *secretSet, p T) bool {
 	if len(set.forms) == 0 || len(p) < MinSecretLen {
 		return false
 	}
@@ -47,7 +48,7 @@ func (set *secretSet) mayHold(p []byte) bool {
 // it, keys included, is scrubbed instead, a number becoming a string.
 func (s *Secrets) Data(p []byte, isJSON bool) ([]byte, bool) {
 	set := s.load()
-	if set == nil || !set.mayHold(p) {
+	if set == nil || !mayHold(set, p) {
 		return p, false
 	}
 	idx := set.find(p)
@@ -59,6 +60,17 @@ func (s *Secrets) Data(p []byte, isJSON bool) ([]byte, bool) {
 		out = scrubJSONStrings(set, p)
 	}
 	return out, true
+}
+
+// ID is Data for a feature id: id with every secret replaced by Marker,
+// and whether it changed. An id without one costs no allocation.
+func (s *Secrets) ID(id string) (string, bool) {
+	set := s.load()
+	if set == nil || !mayHold(set, id) {
+		return id, false
+	}
+	out, changed := s.Data([]byte(id), false)
+	return string(out), changed
 }
 
 // scrubJSONStrings scrubs every string of the JSON document p, keys

@@ -77,3 +77,20 @@ func BenchmarkData(b *testing.B) {
 		})
 	}
 }
+
+// ID scrubs a feature id as Data does, and an id without a secret comes
+// back without an allocation (every feature of a feed with secrets asks).
+func TestID(t *testing.T) {
+	s := NewSecrets("zqAppTok3n/x+y")
+	if got, changed := s.ID("row-ZQAPPTOK3N/X+Y"); !changed || got != "row-REDACTED" {
+		t.Errorf("ID = %q, %v; want row-REDACTED, true", got, changed)
+	}
+	for _, id := range []string{"17", "{3F2504E0-4F89-11D3-9A0C-0305E82C3301}"} {
+		if got, changed := s.ID(id); changed || got != id {
+			t.Errorf("ID(%q) = %q, %v", id, got, changed)
+		}
+		if n := testing.AllocsPerRun(100, func() { s.ID(id) }); n != 0 {
+			t.Errorf("ID(%q) allocates %v times, want 0", id, n)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +40,8 @@ func newContentError(what string, row int, column, reason string) *ContentError 
 		decode: &feature.DecodeError{Format: Kind, Index: row, Msg: reason}}
 }
 
+// Error names the answer, the row and the column where they are known,
+// then the reason: "page 2 (offset 20, …), row 3, column \"nom\": …".
 func (e *ContentError) Error() string {
 	var parts []string
 	if e.What != "" {
@@ -74,7 +75,7 @@ func jsonReason(err error, subject string) string {
 		if te.Field != "" {
 			what = te.Field
 		}
-		return fmt.Sprintf("%s is %s, want %s", what, article(te.Value), jsonWant(te.Type))
+		return fmt.Sprintf("%s is %s, want %s", what, article(te.Value), feature.JSONType(te.Type))
 	case errors.As(err, &se):
 		return syntaxReason(se, subject)
 	}
@@ -118,29 +119,6 @@ func article(value string) string {
 		return "a number"
 	}
 	return "a " + value
-}
-
-// jsonWant is the JSON type a Go type decodes from.
-func jsonWant(t reflect.Type) string {
-	if t == nil {
-		return "another type"
-	}
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Pointer:
-		return jsonWant(t.Elem())
-	}
-	return "another type"
 }
 
 // describeJSON names the valid JSON value v with its type: "the number

@@ -166,23 +166,39 @@ func hang() Responder {
 func slow(contentType, name string, interval time.Duration) Responder {
 	return func(w http.ResponseWriter, r *Request) {
 		body := r.File(name)
-		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(http.StatusOK)
-		fl, _ := w.(http.Flusher)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for i := range body {
-			if _, err := w.Write(body[i : i+1]); err != nil {
-				return
+		drip(w, r, contentType, interval, func(i int) []byte {
+			if i >= len(body) {
+				return nil
 			}
-			if fl != nil {
-				fl.Flush()
-			}
-			select {
-			case <-r.Context().Done():
-				return
-			case <-t.C:
-			}
+			return body[i : i+1]
+		})
+	}
+}
+
+// drip answers 200 with contentType, then writes chunk(0), chunk(1), …
+// one every interval, each flushed, until chunk returns nil or the client
+// goes away.
+func drip(w http.ResponseWriter, r *Request, contentType string, interval time.Duration, chunk func(i int) []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		b := chunk(i)
+		if b == nil {
+			return
+		}
+		if _, err := w.Write(b); err != nil {
+			return
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
 		}
 	}
 }

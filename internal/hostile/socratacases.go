@@ -279,24 +279,8 @@ func socrataHTTP() (cs []Case) {
 		}}))
 	follow.Redirects = "follow"
 	slowPage := sodaCase("socrata_slowloris", sodaHTTP, soda(sodaRows, on(pageAt(0), func(w http.ResponseWriter, r *Request) {
-		w.Header().Set("Content-Type", ctJSON)
-		w.WriteHeader(http.StatusOK)
-		fl, _ := w.(http.Flusher)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if _, err := w.Write([]byte(" ")); err != nil {
-				return
-			}
-			if fl != nil {
-				fl.Flush()
-			}
-			select {
-			case <-r.Context().Done():
-				return
-			case <-t.C:
-			}
-		}
+		// White space without end: the body never starts its array.
+		drip(w, r, ctJSON, 100*time.Millisecond, func(int) []byte { return []byte(" ") })
 	})), "timed out", "timeout")
 	slowPage.RequestTimeout, slowPage.Within = 2*time.Second, 15*time.Second
 	add(

@@ -156,11 +156,14 @@ extent AS (
 -- every geometry: none of its features has a non-empty one, while some
 -- feature of the feed's table has. A delta's snapshot is the features it
 -- fetched, not the layer, and is not asked. Each probe stops at its first
--- geometry: for a layer that has them, one staged row and no table scan.
+-- geometry. The table is asked first: a layer with geometries answers at
+-- its first row either way, while an attribute table (no geometry stored)
+-- is then answered by one scan of its table rather than a staged-row
+-- lookup per feature of every poll's snapshot.
 CASE WHEN c.delta OR c.features = 0 THEN false
-	WHEN EXISTS (SELECT 1 FROM snapshot d CROSS JOIN LATERAL ({{StagedPayload}}) p
-		WHERE p.geom_ewkb IS NOT NULL AND NOT ST_IsEmpty(ST_GeomFromEWKB(p.geom_ewkb))) THEN false
-	ELSE EXISTS (SELECT 1 FROM {{table}} f WHERE f.geom IS NOT NULL AND NOT ST_IsEmpty(f.geom))
+	WHEN NOT EXISTS (SELECT 1 FROM {{table}} f WHERE f.geom IS NOT NULL AND NOT ST_IsEmpty(f.geom)) THEN false
+	ELSE NOT EXISTS (SELECT 1 FROM snapshot d CROSS JOIN LATERAL ({{StagedPayload}}) p
+		WHERE p.geom_ewkb IS NOT NULL AND NOT ST_IsEmpty(ST_GeomFromEWKB(p.geom_ewkb)))
 END
 
 -- name: ExtentReason
