@@ -281,6 +281,25 @@ func (o *origin) countRunGated(cb *gobreaker.TwoStepCircuitBreaker[struct{}], ep
 	}
 }
 
+// tripOnRunGated trips cb when the run of failures has reached the
+// Policy's count and cb is still closed: gobreaker drops the outcome of a
+// call that began in an earlier window of its own (its generation rolled
+// while the call ran), so a long failed call would not reach ReadyToTrip
+// and the origin would wait for one more failure. One synthetic failure in
+// the current window lets ReadyToTrip read the run; the trip is then an
+// ordinary one (cooldown growth, state change, shared verdict). Needs gate.
+func (o *origin) tripOnRunGated(cb *gobreaker.TwoStepCircuitBreaker[struct{}]) {
+	o.mu.Lock()
+	due := cb == o.cb && o.state == StateClosed && o.policy.ConsecutiveFailures > 0 && o.run >= o.policy.ConsecutiveFailures
+	o.mu.Unlock()
+	if !due || cb.State() != gobreaker.StateClosed {
+		return
+	}
+	if done, err := cb.Allow(); err == nil {
+		done(&callReport{outcome: Failure})
+	}
+}
+
 // flush delivers queued state changes outside every lock. One goroutine
 // delivers at a time, in order; a flush that finds another one delivering
 // leaves its events to it, which also keeps a hook that calls back into the
@@ -382,6 +401,7 @@ func (o *origin) reporter(cb *gobreaker.TwoStepCircuitBreaker[struct{}], gbDone 
 		o.gate.Lock()
 		o.countRunGated(cb, epoch, final)
 		gbDone(final)
+		o.tripOnRunGated(cb)
 		if out := outcomeOf(final); (out == Throttled || out == Ignored) && o.reg.shared != nil && cb == o.cb {
 			o.releaseIdleLeaseGated()
 		}

@@ -151,3 +151,35 @@ func TestRunOfFailuresOutlivesTheWindow(t *testing.T) {
 		t.Fatal("an open origin admitted a call")
 	}
 }
+
+// gobreaker drops the outcome of a call that began in an earlier window of
+// its own (its generation rolled while the call ran), so a dead origin's
+// fifth failure in a row, if its window rolled during it, would not reach
+// ReadyToTrip and the origin would stay closed until a sixth. The wrapper
+// trips on the run itself. Each call here outlasts the window: gobreaker
+// reads the real clock, so the call sleeps past it (the sleep makes the
+// window roll; it proves no absence).
+func TestRunTripsWhenTheWindowRollsDuringTheCall(t *testing.T) {
+	t.Parallel()
+	p := DefaultPolicy()
+	p.MaxAttempts, p.MaxInFlightPerOrigin, p.FailureRatio = 1, 0, 0
+	p.Window = time.Millisecond
+	clock := &stepClock{now: time.Now()}
+	r := NewRegistry(Config{Policy: p, Clock: clock, Jitter: func() float64 { return 0.5 }}, nil)
+	const origin = "http://gis.county.example:8093"
+	slowRefusal := func(context.Context, int) Result {
+		time.Sleep(3 * p.Window) // past gobreaker's window, on its clock
+		return Result{Outcome: Failure, Err: errors.New("dial tcp: connection refused")}
+	}
+	for i := range p.ConsecutiveFailures {
+		if err := r.Do(t.Context(), origin, slowRefusal); err == nil {
+			t.Fatal("a refused call returned nil")
+		} else if _, open := errors.AsType[*OpenError](err); open {
+			t.Fatalf("call %d refused by the breaker before the run was complete", i+1)
+		}
+	}
+	if s := r.origin(origin).snapshot(); s.State != StateOpen {
+		t.Fatalf("after %d failures in a row, each across a window: %s with a run of %d, want open",
+			p.ConsecutiveFailures, s.State, s.Counts.ConsecutiveFailures)
+	}
+}
