@@ -182,6 +182,16 @@ func (t *table) describe(root *node) (*described, error) {
 			d.unitName, d.unit = u.name(), angular
 		}
 	}
+	t.describeDatum(d, geog)
+	if d.kind == "projected" {
+		describeProjection(d, root, angular)
+	}
+	return d, nil
+}
+
+// describeDatum reads the geographic CRS geog's datum, ellipsoid and prime
+// meridian into d, with the table's datums they may name.
+func (t *table) describeDatum(d *described, geog *node) {
 	dn := geog.child("DATUM", "GEODETICDATUM", "TRF", "ENSEMBLE")
 	d.datumName = dn.name()
 	var pm float64
@@ -217,9 +227,12 @@ func (t *table) describe(root *node) (*described, error) {
 			}
 		}
 	}
-	if d.kind == "geographic" {
-		return d, nil
-	}
+}
+
+// describeProjection reads a projected CRS's unit, projection and
+// parameters (angles in degrees, lengths in metres) into d; angular is the
+// geographic CRS's angle unit in radians.
+func describeProjection(d *described, root *node, angular float64) {
 	if u := root.child("UNIT", "LENGTHUNIT"); u != nil {
 		d.unitName = u.name()
 		d.unit, _ = u.num(1)
@@ -246,7 +259,7 @@ func (t *table) describe(root *node) (*described, error) {
 	for _, p := range params {
 		v, ok := p.num(1)
 		if !ok {
-			return d, nil // a parameter without a value: nothing to compare
+			return // a parameter without a value: nothing to compare
 		}
 		key := paramByID(p)
 		if key == "" {
@@ -268,7 +281,6 @@ func (t *table) describe(root *node) (*described, error) {
 		// decide.
 		d.method, d.params = canonical(method, raw)
 	}
-	return d, nil
 }
 
 // angleUnit is the size in radians of a WKT 2 parameter's own ANGLEUNIT,
