@@ -321,7 +321,7 @@ func contentErrors() (cs []Case) {
 		{"geometry_string", "geometry: not an object"}, {"geometry_number", "geometry: not an object"},
 		{"properties_array", "properties is not an object"}, {"properties_string", "properties is not an object"},
 		{"id_object", "want a string or a number"}, {"coordinates_strings", "coordinates"},
-		{"geometry_unknown_type", "unsupported type"}, {"top_array", "not a JSON object"},
+		{"geometry_unknown_type", `unknown geometry type "Circle"`}, {"top_array", "not a JSON object"},
 		{"top_null", "JSON null"}, {"type_topology", "not a FeatureCollection"},
 		{"feature_type_wrong", `want "Feature"`}, {"trailing_garbage", "data after the document"},
 		{"two_documents", "data after the document"}, {"duplicate_features_key", `second "features"`},
