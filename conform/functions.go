@@ -64,6 +64,9 @@ func (n *named) run(c *Conform, r *row, key keySlots) error {
 	return &funcErr{n.fn, err.Error()}
 }
 
+// compileFunc0 compiles a function object without naming its errors'
+// runtime failures: it checks the "function" key and hands the object to
+// that function's compiler in funcCompilers.
 func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr) {
 	name, ok := f["function"].(string)
 	if !ok {
@@ -72,225 +75,338 @@ func (c *Conform) compileFunc0(f map[string]any, path []string) (step, *funcErr)
 		}
 		return nil, &funcErr{"", fmt.Sprintf(`"function" is %s, not a function name`, describe(f["function"]))}
 	}
-	fail := func(format string, args ...any) (step, *funcErr) {
-		return nil, &funcErr{name, fmt.Sprintf(format, args...)}
+	a := &funcArgs{c: c, name: name, f: f}
+	compile, ok := funcCompilers[name]
+	if !ok {
+		return a.fail("no such function (there are %s)", strings.Join(functionNames, ", "))
 	}
-	str := func(key string, required bool) (string, bool, *funcErr) {
-		v, has := f[key]
-		if !has {
-			if required {
-				return "", false, &funcErr{name, fmt.Sprintf("%q is missing", key)}
-			}
-			return "", false, nil
+	return compile(a, path)
+}
+
+// compileStepFunc compiles one function object whose name it was
+// registered under in funcCompilers; path is the column and the chain
+// variables the object sits under.
+type compileStepFunc func(a *funcArgs, path []string) (step, *funcErr)
+
+// funcCompilers holds a compiler per function batch-machine's row_function
+// dispatches, so that each function's checks read on their own and a new
+// function is one entry and one compiler. It is filled in init because
+// compileChain compiles its functions through it, which Go's package
+// initialization would report as a cycle. functionNames must list the same
+// names (TestFunctionNamesMatchCompilers).
+var funcCompilers map[string]compileStepFunc
+
+func init() {
+	funcCompilers = map[string]compileStepFunc{
+		"chain":            compileChain,
+		"constant":         compileConstant,
+		"first_non_empty":  compileFirstNonEmpty,
+		"format":           compileFormat,
+		"join":             compileJoin,
+		"map":              compileMap,
+		"mph_to_kph":       compileMphToKph,
+		"postfixed_street": compilePostfixedStreet,
+		"postfixed_unit":   compilePostfixedUnit,
+		"prefixed_number":  compilePrefixedNumber,
+		"regexp":           compileRegexp,
+		"remove_postfix":   compileRemove,
+		"remove_prefix":    compileRemove,
+	}
+}
+
+// funcArgs reads the keys of one function object, so that every compiler
+// words a missing or mistyped key the same way, under the function's name.
+type funcArgs struct {
+	c    *Conform
+	name string
+	f    map[string]any
+}
+
+// fail is the compiler's error, under the function's name.
+func (a *funcArgs) fail(format string, args ...any) (step, *funcErr) {
+	return nil, &funcErr{a.name, fmt.Sprintf(format, args...)}
+}
+
+// str is the string under key, and whether the object has the key; a key
+// that is required and absent, or not a string, is an error.
+func (a *funcArgs) str(key string, required bool) (string, bool, *funcErr) {
+	v, has := a.f[key]
+	if !has {
+		if required {
+			return "", false, &funcErr{a.name, fmt.Sprintf("%q is missing", key)}
 		}
-		s, ok := v.(string)
+		return "", false, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", false, &funcErr{a.name, fmt.Sprintf("%q is %s, not a string", key, describe(v))}
+	}
+	return s, true, nil
+}
+
+// fieldSlot is the slot of the field named under key, which is required.
+func (a *funcArgs) fieldSlot(key string) (int, *funcErr) {
+	s, _, err := a.str(key, true)
+	if err != nil {
+		return 0, err
+	}
+	return a.c.ref(s), nil
+}
+
+// optionalFieldSlot is the slot of the field named under key, -1 when the
+// key is absent or empty: map and mph_to_kph then write nothing.
+func (a *funcArgs) optionalFieldSlot(key string) (int, *funcErr) {
+	field, _, err := a.str(key, false)
+	if err != nil {
+		return 0, err
+	}
+	if field == "" {
+		return -1, nil
+	}
+	return a.c.ref(field), nil
+}
+
+// fields is the slots of the list of field names under "fields".
+func (a *funcArgs) fields(required bool) ([]int, *funcErr) {
+	v, has := a.f["fields"]
+	if !has {
+		if required {
+			return nil, &funcErr{a.name, `"fields" is missing`}
+		}
+		return nil, nil
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return nil, &funcErr{a.name, fmt.Sprintf(`"fields" is %s, not a list of field names`, describe(v))}
+	}
+	out, err := a.c.fieldList(l)
+	if err != nil {
+		return nil, &funcErr{a.name, err.Error()}
+	}
+	return out, nil
+}
+
+// compileJoin compiles join: the fields, and a separator that defaults to
+// a space as batch-machine's does.
+func compileJoin(a *funcArgs, _ []string) (step, *funcErr) {
+	fs, err := a.fields(true)
+	if err != nil {
+		return nil, err
+	}
+	sep, has, err := a.str("separator", false)
+	if err != nil {
+		return nil, err
+	}
+	if !has {
+		sep = " "
+	}
+	return &joinStep{fields: fs, sep: sep}, nil
+}
+
+// compileRegexp compiles regexp: the pattern in Python's dialect, and a
+// replacement whose $1 and ${1} batch-machine rewrites to Python's before
+// re.sub reads it. A false or empty "replace" means none, as in Python.
+func compileRegexp(a *funcArgs, _ []string) (step, *funcErr) {
+	field, err := a.fieldSlot("field")
+	if err != nil {
+		return nil, err
+	}
+	pat, _, err := a.str("pattern", true)
+	if err != nil {
+		return nil, err
+	}
+	re, perr := compilePy(pat, false)
+	if perr != nil {
+		return a.fail("pattern %q: %s", pat, perr)
+	}
+	st := &regexpStep{field: field, re: re}
+	if v, has := a.f["replace"]; has && v != nil && v != false && v != "" {
+		repl, ok := v.(string)
 		if !ok {
-			return "", false, &funcErr{name, fmt.Sprintf("%q is %s, not a string", key, describe(v))}
+			return a.fail(`"replace" is %s, not a string`, describe(v))
 		}
-		return s, true, nil
+		t, terr := re.parseTemplate(convertRegexpReplace(repl))
+		if terr != nil {
+			return a.fail("replace %q: %s", repl, terr)
+		}
+		st.tmpl, st.replace = t, true
 	}
-	fieldSlot := func(key string) (int, *funcErr) {
-		s, _, err := str(key, true)
-		if err != nil {
-			return 0, err
-		}
-		return c.ref(s), nil
+	return st, nil
+}
+
+// compileFormat compiles format, finding its $n variables once rather than
+// on every feature.
+func compileFormat(a *funcArgs, _ []string) (step, *funcErr) {
+	fs, err := a.fields(true)
+	if err != nil {
+		return nil, err
 	}
-	fields := func(required bool) ([]int, *funcErr) {
-		v, has := f["fields"]
-		if !has {
-			if required {
-				return nil, &funcErr{name, `"fields" is missing`}
-			}
-			return nil, nil
-		}
-		l, ok := v.([]any)
+	format, _, err := a.str("format", true)
+	if err != nil {
+		return nil, err
+	}
+	return &formatStep{fields: fs, format: format, vars: formatVarRe.FindAllStringSubmatchIndex(format, -1)}, nil
+}
+
+// compilePrefixedNumber compiles prefixed_number, with the engine-free
+// matcher for valid UTF-8.
+func compilePrefixedNumber(a *funcArgs, _ []string) (step, *funcErr) {
+	field, err := a.fieldSlot("field")
+	if err != nil {
+		return nil, err
+	}
+	return &patternStep{field: field, re: prefixedNumberRe, fast: prefixedNumber}, nil
+}
+
+// compilePostfixedUnit compiles postfixed_unit, which has no engine-free
+// matcher.
+func compilePostfixedUnit(a *funcArgs, _ []string) (step, *funcErr) {
+	field, err := a.fieldSlot("field")
+	if err != nil {
+		return nil, err
+	}
+	return &patternStep{field: field, re: postfixedUnitRe}, nil
+}
+
+// compilePostfixedStreet compiles postfixed_street: may_contain_units
+// takes batch-machine's other pattern, which has no engine-free matcher.
+func compilePostfixedStreet(a *funcArgs, _ []string) (step, *funcErr) {
+	field, err := a.fieldSlot("field")
+	if err != nil {
+		return nil, err
+	}
+	if truthy(a.f["may_contain_units"]) {
+		return &patternStep{field: field, re: postfixedStreetWithUnitsRe}, nil
+	}
+	return &patternStep{field: field, re: postfixedStreetRe, fast: postfixedStreet}, nil
+}
+
+// compileRemove compiles remove_prefix and remove_postfix, which differ
+// only in the end they cut.
+func compileRemove(a *funcArgs, _ []string) (step, *funcErr) {
+	field, err := a.fieldSlot("field")
+	if err != nil {
+		return nil, err
+	}
+	rm, err := a.fieldSlot("field_to_remove")
+	if err != nil {
+		return nil, err
+	}
+	return &removeStep{field: field, remove: rm, postfix: a.name == "remove_postfix"}, nil
+}
+
+// compileFirstNonEmpty compiles first_non_empty, whose fields may be
+// absent: it then writes nothing.
+func compileFirstNonEmpty(a *funcArgs, _ []string) (step, *funcErr) {
+	fs, err := a.fields(false)
+	if err != nil {
+		return nil, err
+	}
+	return &firstNonEmptyStep{fields: fs}, nil
+}
+
+// compileConstant compiles constant, converting the value to the string
+// Python's str() gives once.
+func compileConstant(a *funcArgs, _ []string) (step, *funcErr) {
+	v, has := a.f["value"]
+	if !has {
+		return a.fail(`"value" is missing`)
+	}
+	s, err := pyStr(v)
+	if err != nil {
+		return a.fail(`"value" is %s`, err)
+	}
+	return &constantStep{value: s}, nil
+}
+
+// compileMap compiles map, converting the mapping's values and the "else"
+// value to the strings Python's str() gives once.
+func compileMap(a *funcArgs, _ []string) (step, *funcErr) {
+	field, ferr := a.optionalFieldSlot("field")
+	if ferr != nil {
+		return nil, ferr
+	}
+	st := &mapStep{field: field, mapping: map[string]string{}}
+	if m, has := a.f["mapping"]; has {
+		mm, ok := m.(map[string]any)
 		if !ok {
-			return nil, &funcErr{name, fmt.Sprintf(`"fields" is %s, not a list of field names`, describe(v))}
+			return a.fail(`"mapping" is %s, not an object`, describe(m))
 		}
-		out, err := c.fieldList(l)
-		if err != nil {
-			return nil, &funcErr{name, err.Error()}
-		}
-		return out, nil
-	}
-	switch name {
-	case "join":
-		fs, err := fields(true)
-		if err != nil {
-			return nil, err
-		}
-		sep, has, err := str("separator", false)
-		if err != nil {
-			return nil, err
-		}
-		if !has {
-			sep = " "
-		}
-		return &joinStep{fields: fs, sep: sep}, nil
-	case "regexp":
-		field, err := fieldSlot("field")
-		if err != nil {
-			return nil, err
-		}
-		pat, _, err := str("pattern", true)
-		if err != nil {
-			return nil, err
-		}
-		re, perr := compilePy(pat, false)
-		if perr != nil {
-			return fail("pattern %q: %s", pat, perr)
-		}
-		st := &regexpStep{field: field, re: re}
-		if v, has := f["replace"]; has && v != nil && v != false && v != "" {
-			repl, ok := v.(string)
-			if !ok {
-				return fail(`"replace" is %s, not a string`, describe(v))
-			}
-			t, terr := re.parseTemplate(convertRegexpReplace(repl))
-			if terr != nil {
-				return fail("replace %q: %s", repl, terr)
-			}
-			st.tmpl, st.replace = t, true
-		}
-		return st, nil
-	case "format":
-		fs, err := fields(true)
-		if err != nil {
-			return nil, err
-		}
-		format, _, err := str("format", true)
-		if err != nil {
-			return nil, err
-		}
-		return &formatStep{fields: fs, format: format, vars: formatVarRe.FindAllStringSubmatchIndex(format, -1)}, nil
-	case "prefixed_number", "postfixed_unit":
-		field, err := fieldSlot("field")
-		if err != nil {
-			return nil, err
-		}
-		if name == "postfixed_unit" {
-			return &patternStep{field: field, re: postfixedUnitRe}, nil
-		}
-		return &patternStep{field: field, re: prefixedNumberRe, fast: prefixedNumber}, nil
-	case "postfixed_street":
-		field, err := fieldSlot("field")
-		if err != nil {
-			return nil, err
-		}
-		if truthy(f["may_contain_units"]) {
-			return &patternStep{field: field, re: postfixedStreetWithUnitsRe}, nil
-		}
-		return &patternStep{field: field, re: postfixedStreetRe, fast: postfixedStreet}, nil
-	case "remove_prefix", "remove_postfix":
-		field, err := fieldSlot("field")
-		if err != nil {
-			return nil, err
-		}
-		rm, err := fieldSlot("field_to_remove")
-		if err != nil {
-			return nil, err
-		}
-		return &removeStep{field: field, remove: rm, postfix: name == "remove_postfix"}, nil
-	case "first_non_empty":
-		fs, err := fields(false)
-		if err != nil {
-			return nil, err
-		}
-		return &firstNonEmptyStep{fields: fs}, nil
-	case "constant":
-		v, has := f["value"]
-		if !has {
-			return fail(`"value" is missing`)
-		}
-		s, err := pyStr(v)
-		if err != nil {
-			return fail(`"value" is %s`, err)
-		}
-		return &constantStep{value: s}, nil
-	case "map":
-		st := &mapStep{field: -1, mapping: map[string]string{}}
-		if field, _, err := str("field", false); err != nil {
-			return nil, err
-		} else if field != "" {
-			st.field = c.ref(field)
-		}
-		if m, has := f["mapping"]; has {
-			mm, ok := m.(map[string]any)
-			if !ok {
-				return fail(`"mapping" is %s, not an object`, describe(m))
-			}
-			for k, v := range mm {
-				s, err := pyStr(v)
-				if err != nil {
-					return fail("mapping of %q is %s", k, err)
-				}
-				st.mapping[k] = s
-			}
-		}
-		if v, has := f["else"]; has {
+		for k, v := range mm {
 			s, err := pyStr(v)
 			if err != nil {
-				return fail(`"else" is %s`, err)
+				return a.fail("mapping of %q is %s", k, err)
 			}
-			st.elseVal, st.hasElse = s, true
+			st.mapping[k] = s
 		}
-		return st, nil
-	case "mph_to_kph":
-		st := &mphStep{field: -1}
-		if field, _, err := str("field", false); err != nil {
-			return nil, err
-		} else if field != "" {
-			st.field = c.ref(field)
-		}
-		return st, nil
-	case "chain":
-		v, has := f["functions"]
-		if !has {
-			return fail(`"functions" is missing`)
-		}
-		l, ok := v.([]any)
-		if !ok {
-			return fail(`"functions" is %s, not a list of function objects`, describe(v))
-		}
-		st := &chainStep{}
-		variable, _, err := str("variable", false)
-		if err != nil {
-			return nil, err
-		}
-		if variable != "" {
-			st.variable = c.keySlots(variable)
-			st.hasVar = true
-			// batch-machine tests var.lstrip('oa:'), which strips any
-			// leading 'o', 'a' and ':' characters, against the schema.
-			st.varInSchema = slices.Contains(reservedSchema(c.layer), strings.TrimLeft(variable, "oa:"))
-			path = append(slices.Clone(path), variable)
-		}
-		for i, e := range l {
-			fm, ok := e.(map[string]any)
-			if !ok {
-				return fail("item %d of \"functions\" is %s, not a function object", i+1, describe(e))
-			}
-			sub, ferr := c.compileFunc(fm, path)
-			if ferr != nil {
-				fn := "chain"
-				if ferr.fn != "" {
-					fn += ": " + ferr.fn
-				}
-				return nil, &funcErr{fn, fmt.Sprintf("function %d: %s", i+1, ferr.msg)}
-			}
-			st.steps = append(st.steps, sub)
-		}
-		// A chain writes each result under its key's own name as well, so
-		// that the next function can read it: the column's, or a variable's.
-		for _, k := range path {
-			c.keySlots(k)
-			c.writes[k] = true
-		}
-		return st, nil
-	default:
-		return fail("no such function (there are %s)", strings.Join(functionNames, ", "))
 	}
+	if v, has := a.f["else"]; has {
+		s, err := pyStr(v)
+		if err != nil {
+			return a.fail(`"else" is %s`, err)
+		}
+		st.elseVal, st.hasElse = s, true
+	}
+	return st, nil
+}
+
+// compileMphToKph compiles mph_to_kph, whose field may be absent: it then
+// writes nothing.
+func compileMphToKph(a *funcArgs, _ []string) (step, *funcErr) {
+	field, err := a.optionalFieldSlot("field")
+	if err != nil {
+		return nil, err
+	}
+	return &mphStep{field: field}, nil
+}
+
+// compileChain compiles chain: its functions in turn, under the variable
+// when it has one, and makes the keys they write readable by name.
+func compileChain(a *funcArgs, path []string) (step, *funcErr) {
+	v, has := a.f["functions"]
+	if !has {
+		return a.fail(`"functions" is missing`)
+	}
+	l, ok := v.([]any)
+	if !ok {
+		return a.fail(`"functions" is %s, not a list of function objects`, describe(v))
+	}
+	st := &chainStep{}
+	variable, _, err := a.str("variable", false)
+	if err != nil {
+		return nil, err
+	}
+	c := a.c
+	if variable != "" {
+		st.variable = c.keySlots(variable)
+		st.hasVar = true
+		// batch-machine tests var.lstrip('oa:'), which strips any
+		// leading 'o', 'a' and ':' characters, against the schema.
+		st.varInSchema = slices.Contains(reservedSchema(c.layer), strings.TrimLeft(variable, "oa:"))
+		path = append(slices.Clone(path), variable)
+	}
+	for i, e := range l {
+		fm, ok := e.(map[string]any)
+		if !ok {
+			return a.fail("item %d of \"functions\" is %s, not a function object", i+1, describe(e))
+		}
+		sub, ferr := c.compileFunc(fm, path)
+		if ferr != nil {
+			fn := "chain"
+			if ferr.fn != "" {
+				fn += ": " + ferr.fn
+			}
+			return nil, &funcErr{fn, fmt.Sprintf("function %d: %s", i+1, ferr.msg)}
+		}
+		st.steps = append(st.steps, sub)
+	}
+	// A chain writes each result under its key's own name as well, so
+	// that the next function can read it: the column's, or a variable's.
+	for _, k := range path {
+		c.keySlots(k)
+		c.writes[k] = true
+	}
+	return st, nil
 }
 
 func truthy(v any) bool {
