@@ -15,6 +15,11 @@ import (
 	"github.com/ingestd/ingestd/shapefile"
 )
 
+// systemLimits bound the rows of the system tables (the catalog,
+// GDB_Items), whose layer definitions are XML documents no feed's limits
+// speak of.
+var systemLimits = feature.Limits{FeatureBytes: 64 << 20, ValueBytes: 64 << 20}
+
 // catalogTable is the table every File Geodatabase starts from: the
 // system catalog naming each table by its number.
 const catalogTable = "a00000001"
@@ -49,7 +54,7 @@ type LayerInfo struct {
 	// SRID is the EPSG code of the layer's CRS (its LatestWKID, else its
 	// WKID, else its WKT read as the Shapefile's .prj is), 0 when it has
 	// none or ingestd cannot name it (SRIDError says why).
-	SRID     int
+	SRID      int
 	SRIDError error
 	// WKT is the CRS as the layer declares it ("" for a table).
 	WKT string
@@ -138,7 +143,7 @@ func (g *GDB) readCatalog() error {
 		return t.errorf("no Name field: not a File Geodatabase catalog")
 	}
 	var rows []catalogRow
-	err = t.scan(g.limits, func(oid int64, vals []value) error {
+	err = t.scan(systemLimits, func(oid int64, vals []value) error {
 		if !vals[nameIdx].null {
 			rows = append(rows, catalogRow{id: oid, name: string(vals[nameIdx].b)})
 		}
@@ -201,7 +206,7 @@ func (g *GDB) readItems(base string) (map[string]itemDef, error) {
 		return nil, t.errorf("no Definition field")
 	}
 	defs := map[string]itemDef{}
-	err = t.scan(g.limits, func(oid int64, vals []value) error {
+	err = t.scan(systemLimits, func(oid int64, vals []value) error {
 		v := vals[defIdx]
 		if v.null || len(v.b) == 0 {
 			return nil

@@ -88,7 +88,7 @@ type Field struct {
 // geomField is what the geometry field's descriptor says about
 // coordinates: the integer grid they are stored on.
 type geomField struct {
-	wkt                  string
+	wkt                   string
 	xOrig, yOrig, xyScale float64
 	zOrig, zScale         float64
 	mOrig, mScale         float64
