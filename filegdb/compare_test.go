@@ -109,11 +109,16 @@ func sameValue(typ filegdb.FieldType, got, want any) bool {
 			return false
 		}
 		d := wt.Sub(gt)
-		// GDAL 3.6 reads an instant before 1970 one second late (an
-		// instant of whole days, 3654.0 for 1910-01-01, as 00:00:01);
-		// TestDatesBefore1970 checks such dates against the source.
-		if gt.Before(time.Unix(0, 0)) && d == time.Second {
-			return true
+		// GDAL 3.6 reads whole seconds: the nearest one to an instant
+		// with milliseconds (within 0.5 s), and that one second late
+		// before 1970 (3654.0 days, 1910-01-01T00:00:00, as 00:00:01).
+		// TestDatesToTheMillisecond checks those instants against what
+		// the file holds.
+		if gt.Before(time.Unix(0, 0)) {
+			return d > 0 && d <= 1500*time.Millisecond
+		}
+		if gt.Nanosecond() != 0 {
+			return d.Abs() <= 500*time.Millisecond
 		}
 		return d.Abs() < time.Millisecond
 	}

@@ -93,6 +93,13 @@ func patch(t *testing.T, file string, off int64, fn func(b []byte)) {
 // (after its length) and the blob's length.
 func geometryAt(t *testing.T, dir, table string, oid int64) (int64, int) {
 	t.Helper()
+	return valueAt(t, dir, table, oid, "")
+}
+
+// valueAt is the offset in the .gdbtable of row oid's value of field
+// (the geometry for "") and the value's length.
+func valueAt(t testing.TB, dir, table string, oid int64, field string) (int64, int) {
+	t.Helper()
 	tb, err := openTable(os.DirFS(dir), ".", table, "test", 1<<30)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +117,14 @@ func geometryAt(t *testing.T, dir, table string, oid int64) (int64, int) {
 	if err := tb.splitRow(blob, vals, 1<<30); err != nil {
 		t.Fatal(err)
 	}
-	g := vals[tb.geomIndex].b
+	i := tb.geomIndex
+	if field != "" {
+		i = tb.fieldIndex(field)
+	}
+	if i < 0 || vals[i].null {
+		t.Fatalf("row %d has no value of %q", oid, field)
+	}
+	g := vals[i].b
 	return off + 4 + int64(cap(blob)-cap(g)), len(g)
 }
 
@@ -119,11 +133,11 @@ func geometryAt(t *testing.T, dir, table string, oid int64) (int64, int) {
 // the row; none ends in io.EOF as if the layer were whole.
 func TestHostile(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		opts  Options
+		name   string
+		opts   Options
 		break_ func(t *testing.T, dir, table string)
-		want  []string
-		limit string
+		want   []string
+		limit  string
 	}{
 		{name: "a row count that lies", break_: func(t *testing.T, dir, table string) {
 			patch(t, filepath.Join(dir, table+".gdbtable"), 4, func(b []byte) { binary.LittleEndian.PutUint32(b, 6) })
