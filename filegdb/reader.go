@@ -145,8 +145,11 @@ func (r *Reader) prepare() error {
 	return nil
 }
 
-// Layer describes the layer being read.
-func (r *Reader) Layer() LayerInfo { return r.info }
+// Layer is the name of the layer being read.
+func (r *Reader) Layer() string { return r.info.Name }
+
+// Info describes the layer being read.
+func (r *Reader) Info() LayerInfo { return r.info }
 
 // SRID is the EPSG code every geometry carries: Options.SRID, else the
 // layer's.
