@@ -256,3 +256,28 @@ func TestDatesToTheMillisecond(t *testing.T) {
 		}
 	}
 }
+
+// TestIDProperty: the OBJECTID is the feature id unless id_property
+// names a field, whose text or number then is; a field the layer lacks is
+// an error naming it.
+func TestIDProperty(t *testing.T) {
+	dir := gdbCases()[0].build(t, t.TempDir())
+	for _, tc := range []struct{ prop, want string }{{"", "1825"}, {"FIPS", "37009"}, {"BIR74", "1091"}} {
+		r, err := filegdb.OpenReader(os.DirFS(dir), filegdb.Options{IDProperty: tc.prop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.ID != tc.want {
+			t.Errorf("id_property %q: id %q, want %q", tc.prop, f.ID, tc.want)
+		}
+		r.Close()
+	}
+	_, err := filegdb.OpenReader(os.DirFS(dir), filegdb.Options{IDProperty: "PIN"})
+	if err == nil || !strings.Contains(err.Error(), `id_property "PIN" is no field of the layer`) {
+		t.Errorf("a missing id_property: %v", err)
+	}
+}
