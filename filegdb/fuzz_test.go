@@ -66,7 +66,7 @@ func FuzzTablx(f *testing.F) {
 		if err := tb.readIndexHeader(); err != nil {
 			return
 		}
-		for i := int64(0); i < tb.slots && i < 1<<16; i++ {
+		for i, n := tb.skipAbsent(0), 0; i < tb.slots && n < 1<<16; i, n = tb.skipAbsent(i+1), n+1 {
 			tb.rowOffset(i)
 		}
 	})

@@ -265,7 +265,7 @@ func (t *table) scan(limits feature.Limits, fn func(oid int64, vals []value) err
 	var buf []byte
 	vals := make([]value, len(t.fields))
 	var n uint32
-	for i := int64(0); i < t.slots; i++ {
+	for i := t.skipAbsent(0); i < t.slots; i = t.skipAbsent(i + 1) {
 		blob, ok, err := t.readRow(i, buf, limits.FeatureBytes)
 		buf = blob
 		if err != nil {

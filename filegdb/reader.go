@@ -217,6 +217,9 @@ func (r *Reader) Next() (*feature.Feature, error) { return feature.StickyNext(&r
 func (r *Reader) next() (*feature.Feature, error) {
 	t := r.t
 	for ; r.slot < t.slots; r.slot++ {
+		if r.slot = t.skipAbsent(r.slot); r.slot >= t.slots {
+			break
+		}
 		oid := r.slot + 1
 		blob, ok, err := t.readRow(r.slot, r.buf, r.limits.FeatureBytes)
 		r.buf = blob

@@ -404,6 +404,23 @@ func (t *table) readIndexHeader() error {
 	return nil
 }
 
+// skipAbsent is the first row slot from i on that lies in a block the
+// index holds, so that a sparse index of few blocks is walked block by
+// block and not row by row.
+func (t *table) skipAbsent(i int64) int64 {
+	if t.blockMap == nil {
+		return i
+	}
+	for i < t.slots {
+		b := i / 1024
+		if t.blockMap[b/8]&(1<<(b%8)) != 0 {
+			return i
+		}
+		i = (b + 1) * 1024
+	}
+	return i
+}
+
 // rowOffset is the offset in the .gdbtable of row slot i (OBJECTID i+1),
 // 0 for a deleted row or one in an absent block.
 func (t *table) rowOffset(i int64) (int64, error) {
