@@ -27,7 +27,7 @@ func openFileGDB(p string, o OpenOptions) (FileReader, error) {
 		zr.Close()
 		return nil, err
 	}
-	r, err := filegdb.OpenReader(zr, filegdb.Options{Layer: o.Layer, IDProperty: o.IDProperty, SRID: o.CRS, Limits: o.Limits})
+	r, err := filegdb.OpenReader(zr, filegdb.Options{Layer: o.Layer, IDProperty: o.IDProperty, SRID: o.CRS, Limits: o.Limits, TempDir: o.TempDir})
 	if err != nil {
 		zr.Close()
 		return nil, err

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/ingestd/ingestd/feature"
 )
 
 // SetDateTime rewrites, in the geodatabase folder dir, the DateTime value
@@ -17,7 +15,7 @@ import (
 // ArcGIS holds.
 func SetDateTime(t testing.TB, dir, layer string, oid int64, field string, tm time.Time) {
 	t.Helper()
-	g, err := Open(os.DirFS(dir), feature.Limits{})
+	g, err := Open(os.DirFS(dir), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,13 @@ import (
 	"os"
 )
 
+// spool says where a file the fs.FS cannot read at offsets is copied
+// ("" for the system's temporary directory) and how large it may be.
+type spool struct {
+	dir   string
+	limit int64
+}
+
 // file is one file of the geodatabase, read at offsets: a .gdbtable's rows
 // are found through its .gdbtablx, never by reading the table whole.
 type file struct {
@@ -23,7 +30,7 @@ type file struct {
 // in place; one it cannot (a deflated zip entry is a stream) is copied
 // once to a temporary file, at most limit bytes, so that memory stays
 // bounded by a row whatever the table's size.
-func openFile(fsys fs.FS, name string, limit int64) (*file, error) {
+func openFile(fsys fs.FS, name string, sp spool) (*file, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
@@ -37,11 +44,12 @@ func openFile(fsys fs.FS, name string, limit int64) (*file, error) {
 		return &file{name: name, r: ra, size: st.Size(), closers: []func() error{f.Close}}, nil
 	}
 	defer f.Close()
-	tmp, err := os.CreateTemp("", "ingestd-filegdb-*")
+	tmp, err := os.CreateTemp(sp.dir, "ingestd-filegdb-*")
 	if err != nil {
 		return nil, fmt.Errorf("spooling %s: %w", name, err)
 	}
 	cleanup := func() error { return errors.Join(tmp.Close(), os.Remove(tmp.Name())) }
+	limit := sp.limit
 	n, err := io.Copy(tmp, io.LimitReader(f, limit+1))
 	if err != nil {
 		cleanup()

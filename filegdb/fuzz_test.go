@@ -95,7 +95,7 @@ func FuzzGeometry(f *testing.F) {
 // layer, as seeds.
 func lakeManRows(f *testing.F) [][2][]byte {
 	dir := lakeMan
-	tb, err := openTable(os.DirFS(dir), ".", "a00000009", "seed", 1<<30)
+	tb, err := openTable(os.DirFS(dir), ".", "a00000009", "seed", spool{limit: 1 << 30})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -146,12 +146,12 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("ogr2ogr: %v: %s", err, b)
 		}
-		g, err := Open(os.DirFS(out), feature.Limits{})
+		g, err := Open(os.DirFS(out), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		table := g.Layers()[0].Table
-		tb, err := openTable(os.DirFS(out), ".", table, "seed", 1<<30)
+		tb, err := openTable(os.DirFS(out), ".", table, "seed", spool{limit: 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}

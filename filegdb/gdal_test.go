@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/filegdb"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 )
@@ -194,7 +193,7 @@ func TestMatchesGDAL(t *testing.T) {
 // layer is an error naming them.
 func TestLayers(t *testing.T) {
 	dir := gdbCases()[3].build(t, t.TempDir())
-	g, err := filegdb.Open(zipGDB(t, dir), feature.Limits{})
+	g, err := filegdb.Open(zipGDB(t, dir), filegdb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,5 +278,26 @@ func TestIDProperty(t *testing.T) {
 	_, err := filegdb.OpenReader(os.DirFS(dir), filegdb.Options{IDProperty: "PIN"})
 	if err == nil || !strings.Contains(err.Error(), `id_property "PIN" is no field of the layer`) {
 		t.Errorf("a missing id_property: %v", err)
+	}
+}
+
+// TestSpooledTables: a compressed zip's tables are copied to TempDir to
+// be read at offsets, the layer's two files while it is read, and removed
+// by Close.
+func TestSpooledTables(t *testing.T) {
+	fsys := zipGDB(t, gdbCases()[0].build(t, t.TempDir()))
+	tmp := t.TempDir()
+	r, err := filegdb.OpenReader(fsys, filegdb.Options{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 2 {
+		t.Errorf("%d files in TempDir while the layer is open, want its .gdbtable and .gdbtablx", len(entries))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("%d files left in TempDir after Close", len(entries))
 	}
 }

@@ -39,6 +39,9 @@ type Options struct {
 	// Properties, IDBytes) and each file of the geodatabase spooled from
 	// a compressed zip (BodyBytes); zero fields are the defaults.
 	Limits feature.Limits
+	// TempDir is where a table of a compressed zip is copied to be read
+	// at offsets ("": the system's temporary directory).
+	TempDir string
 	// Logger receives the warnings (a raster field skipped); nil discards
 	// them.
 	Logger *slog.Logger
@@ -66,15 +69,16 @@ type GDB struct {
 	fsys   fs.FS
 	dir    string
 	layers []LayerInfo
-	limits feature.Limits
+	spool  spool
 }
 
 // Open finds the File Geodatabase in fsys (at its root, or the one
 // `*.gdb` folder inside, as counties zip it) and reads its catalog and
 // the layers' definitions. fsys is any fs.FS: an *zip.Reader and
-// os.DirFS share this one path.
-func Open(fsys fs.FS, limits feature.Limits) (*GDB, error) {
-	g := &GDB{fsys: fsys, limits: limits.WithDefaults()}
+// os.DirFS share this one path. Of opts, Open reads Limits.BodyBytes
+// (the largest table it copies out of a compressed zip) and TempDir.
+func Open(fsys fs.FS, opts Options) (*GDB, error) {
+	g := &GDB{fsys: fsys, spool: spool{dir: opts.TempDir, limit: opts.Limits.WithDefaults().BodyBytes}}
 	var err error
 	if g.dir, err = Find(fsys); err != nil {
 		return nil, err
@@ -133,7 +137,7 @@ type catalogRow struct {
 }
 
 func (g *GDB) readCatalog() error {
-	t, err := openTable(g.fsys, g.dir, catalogTable, "the system catalog ("+catalogTable+".gdbtable)", g.limits.BodyBytes)
+	t, err := openTable(g.fsys, g.dir, catalogTable, "the system catalog ("+catalogTable+".gdbtable)", g.spool)
 	if err != nil {
 		return err
 	}
@@ -196,7 +200,7 @@ type itemDef struct {
 // readItems reads the definitions of the feature classes and tables in
 // GDB_Items, by lower-cased name.
 func (g *GDB) readItems(base string) (map[string]itemDef, error) {
-	t, err := openTable(g.fsys, g.dir, base, "GDB_Items ("+base+".gdbtable)", g.limits.BodyBytes)
+	t, err := openTable(g.fsys, g.dir, base, "GDB_Items ("+base+".gdbtable)", g.spool)
 	if err != nil {
 		return nil, err
 	}

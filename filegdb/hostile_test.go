@@ -42,7 +42,7 @@ func pointsGDB(t *testing.T) (dir, table string) {
 	if err != nil {
 		t.Fatalf("ogr2ogr: %v: %s", err, out)
 	}
-	g, err := Open(os.DirFS(dir), feature.Limits{})
+	g, err := Open(os.DirFS(dir), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func geometryAt(t *testing.T, dir, table string, oid int64) (int64, int) {
 // (the geometry for "") and the value's length.
 func valueAt(t testing.TB, dir, table string, oid int64, field string) (int64, int) {
 	t.Helper()
-	tb, err := openTable(os.DirFS(dir), ".", table, "test", 1<<30)
+	tb, err := openTable(os.DirFS(dir), ".", table, "test", spool{limit: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestHostile(t *testing.T) {
 			patch(t, filepath.Join(dir, table+".gdbtablx"), 16+2*offSize(t, dir, table), func(b []byte) { binary.LittleEndian.PutUint32(b, 0x7FFFFFF0) })
 		}, want: []string{`layer "pts"`, "row 3:", "past the end of the .gdbtable"}},
 		{name: "a row longer than its file", break_: func(t *testing.T, dir, table string) {
-			tb, err := openTable(os.DirFS(dir), ".", table, "test", 1<<30)
+			tb, err := openTable(os.DirFS(dir), ".", table, "test", spool{limit: 1 << 30})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,7 +44,7 @@ type Reader struct {
 // OpenReader opens the File Geodatabase in fsys and the layer
 // opts.Layer of it (Open, then GDB.Reader).
 func OpenReader(fsys fs.FS, opts Options) (*Reader, error) {
-	g, err := Open(fsys, opts.Limits)
+	g, err := Open(fsys, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (g *GDB) Reader(opts Options) (*Reader, error) {
 	}
 	limits := opts.Limits.WithDefaults()
 	label := fmt.Sprintf("layer %q (%s.gdbtable)", info.Name, info.Table)
-	t, err := openTable(g.fsys, g.dir, info.Table, label, limits.BodyBytes)
+	t, err := openTable(g.fsys, g.dir, info.Table, label, g.spool)
 	if err != nil {
 		return nil, err
 	}

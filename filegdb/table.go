@@ -132,17 +132,17 @@ func (t *table) errorf(format string, a ...any) error {
 
 // openTable opens the table named base (e.g. "a00000009") in dir of
 // fsys and reads its header, field descriptors and index header.
-func openTable(fsys fs.FS, dir, base, label string, limit int64) (t *table, err error) {
+func openTable(fsys fs.FS, dir, base, label string, sp spool) (t *table, err error) {
 	t = &table{label: label, geomIndex: -1}
 	defer func() {
 		if err != nil {
 			t.close()
 		}
 	}()
-	if t.data, err = openFile(fsys, path.Join(dir, base+".gdbtable"), limit); err != nil {
+	if t.data, err = openFile(fsys, path.Join(dir, base+".gdbtable"), sp); err != nil {
 		return nil, t.errorf("opening its .gdbtable: %v", err)
 	}
-	if t.index, err = openFile(fsys, path.Join(dir, base+".gdbtablx"), limit); err != nil {
+	if t.index, err = openFile(fsys, path.Join(dir, base+".gdbtablx"), sp); err != nil {
 		return nil, t.errorf("opening its .gdbtablx: %v", err)
 	}
 	if err := t.readHeader(); err != nil {
