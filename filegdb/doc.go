@@ -8,8 +8,8 @@
 // (*zip.Reader) share one path; Find locates the *.gdb folder inside.
 // Open reads the system catalog (a00000001.gdbtable: table names and
 // numbers) and GDB_Items (each layer's definition: its CRS's WKID and
-// LatestWKID, which name its EPSG code, else its WKT, read as a
-// Shapefile's .prj is). GDB.Reader opens one layer.
+// LatestWKID, which name its EPSG code, else its WKT, identified
+// by package crs as a Shapefile's .prj is). GDB.Reader opens one layer.
 //
 // Rows are read one at a time through the .gdbtablx's offset of each row,
 // never by loading the table: memory is bounded by a row

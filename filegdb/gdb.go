@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/shapefile"
 )
 
 // systemLimits bound the rows of the system tables (the catalog,
@@ -55,7 +55,7 @@ type LayerInfo struct {
 	// "a00000009".
 	Table string
 	// SRID is the EPSG code of the layer's CRS (its LatestWKID, else its
-	// WKID, else its WKT read as the Shapefile's .prj is), 0 when it has
+	// WKID, else its WKT identified by package crs), 0 when it has
 	// none or ingestd cannot name it (SRIDError says why).
 	SRID      int
 	SRIDError error
@@ -234,9 +234,11 @@ func (g *GDB) readItems(base string) (map[string]itemDef, error) {
 	return defs, err
 }
 
-// sridOf names a layer's CRS by EPSG code: its LatestWKID or WKID when
-// it is one (Esri's own codes, 100000 and above, are not: 102100 is the
-// WKID of what EPSG calls 3857), else its WKT, read as a .prj is.
+// sridOf names a layer's CRS by its code: its LatestWKID or WKID when
+// it is an EPSG code (Esri's own codes, 100000 and above, are not: 102100
+// is the WKID of what EPSG calls 3857), else its WKT identified by
+// package crs as a Shapefile's .prj is (which finds Esri's codes that
+// PostGIS knows too).
 func sridOf(latest, wkid int, wkt string) (int, error) {
 	for _, id := range []int{latest, wkid} {
 		if id > 0 && id < 100000 {
@@ -246,11 +248,14 @@ func sridOf(latest, wkid int, wkt string) (int, error) {
 	if strings.TrimSpace(wkt) == "" {
 		return 0, errors.New("the layer declares no CRS; set crs: (e.g. EPSG:4326)")
 	}
-	srid, err := shapefile.SRIDFromPRJ(wkt)
-	if err != nil && wkid > 0 {
-		return 0, fmt.Errorf("Esri WKID %d: %w", wkid, err)
+	res, err := crs.Identify(wkt)
+	if err != nil {
+		if wkid > 0 {
+			return 0, fmt.Errorf("Esri WKID %d: %w", wkid, err)
+		}
+		return 0, err
 	}
-	return srid, err
+	return res.SRID, nil
 }
 
 // fieldIndex is the index of the field named name (case-insensitively),
