@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/filegdb"
 )
 
@@ -32,13 +33,17 @@ func openFileGDB(p string, o OpenOptions) (FileReader, error) {
 		zr.Close()
 		return nil, err
 	}
-	return gdbReader{FromOneLayer(r), zr}, nil
+	return gdbReader{FromOneLayer(r), r, zr}, nil
 }
 
 // gdbReader closes the zip after the layer's files.
 type gdbReader struct {
 	FileReader
+	r   *filegdb.Reader
 	zip *zip.ReadCloser
 }
+
+// CRS is the layer's CRS and how it was identified.
+func (g gdbReader) CRS() crs.Result { return g.r.CRS() }
 
 func (g gdbReader) Close() error { return errors.Join(g.FileReader.Close(), g.zip.Close()) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 )
 
@@ -52,6 +53,9 @@ func TestFileGDB(t *testing.T) {
 			defer fr.Close()
 			if fr.SRID() != 4267 || len(fr.Declared().Columns) != 5 || fr.Layers()[0] != "counties" {
 				t.Errorf("SRID %d, declared %+v, layers %v", fr.SRID(), fr.Declared(), fr.Layers())
+			}
+			if got := identified(fr, 0); got != (crs.Result{SRID: 4267, Code: "EPSG:4267", By: crs.ByAuthority}) {
+				t.Errorf("identified as %+v, want EPSG:4267 by its WKID", got)
 			}
 			n := 0
 			for ; ; n++ {

@@ -59,6 +59,9 @@ type LayerInfo struct {
 	// none or ingestd cannot name it (SRIDError says why).
 	SRID      int
 	SRIDError error
+	// CRS is the layer's CRS and how it was identified (crs.ByAuthority
+	// for a WKID), what a poll records.
+	CRS crs.Result
 	// WKT is the CRS as the layer declares it ("" for a table).
 	WKT string
 }
@@ -176,7 +179,8 @@ func (g *GDB) readCatalog() error {
 		def, ok := defs[strings.ToLower(r.name)]
 		if ok {
 			info.WKT = def.SRS.WKT
-			info.SRID, info.SRIDError = sridOf(def.SRS.LatestWKID, def.SRS.WKID, def.SRS.WKT)
+			info.CRS, info.SRIDError = sridOf(def.SRS.LatestWKID, def.SRS.WKID, def.SRS.WKT)
+			info.SRID = info.CRS.SRID
 		}
 		g.layers = append(g.layers, info)
 	}
@@ -239,23 +243,20 @@ func (g *GDB) readItems(base string) (map[string]itemDef, error) {
 // is the WKID of what EPSG calls 3857), else its WKT identified by
 // package crs as a Shapefile's .prj is (which finds Esri's codes that
 // PostGIS knows too).
-func sridOf(latest, wkid int, wkt string) (int, error) {
+func sridOf(latest, wkid int, wkt string) (crs.Result, error) {
 	for _, id := range []int{latest, wkid} {
 		if id > 0 && id < 100000 {
-			return id, nil
+			return crs.Result{SRID: id, Code: fmt.Sprintf("EPSG:%d", id), By: crs.ByAuthority}, nil
 		}
 	}
 	if strings.TrimSpace(wkt) == "" {
-		return 0, errors.New("the layer declares no CRS; set crs: (e.g. EPSG:4326)")
+		return crs.Result{}, errors.New("the layer declares no CRS; set crs: (e.g. EPSG:4326)")
 	}
 	res, err := crs.Identify(wkt)
-	if err != nil {
-		if wkid > 0 {
-			return 0, fmt.Errorf("Esri WKID %d: %w", wkid, err)
-		}
-		return 0, err
+	if err != nil && wkid > 0 {
+		return crs.Result{}, fmt.Errorf("Esri WKID %d: %w", wkid, err)
 	}
-	return res.SRID, nil
+	return res, err
 }
 
 // fieldIndex is the index of the field named name (case-insensitively),

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ingestd/ingestd/crs"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/internal/propjson"
 	"github.com/ingestd/ingestd/schema"
@@ -27,6 +28,7 @@ type Reader struct {
 	opts   Options
 	limits feature.Limits
 	srid   int
+	crs    crs.Result
 	props  []int // indexes in t.fields of the properties, in order
 	keys   propjson.Keys
 	idIdx  int // index in t.fields of Options.IDProperty, -1: OBJECTID
@@ -106,14 +108,17 @@ func (r *Reader) prepare() error {
 		return t.errorf("the layer's geometry type is %d, which ingestd does not know", t.layerType)
 	}
 	r.srid = r.opts.SRID
-	if r.srid <= 0 && t.geom != nil {
+	if r.srid > 0 {
+		r.crs = crs.Result{SRID: r.srid, Code: fmt.Sprintf("EPSG:%d", r.srid), By: crs.BySetting}
+	} else if t.geom != nil {
 		if r.info.SRID == 0 && r.info.SRIDError == nil && r.info.WKT == "" {
-			r.info.SRID, r.info.SRIDError = sridOf(0, 0, t.geom.wkt)
+			r.info.CRS, r.info.SRIDError = sridOf(0, 0, t.geom.wkt)
+			r.info.SRID = r.info.CRS.SRID
 		}
 		if r.info.SRIDError != nil {
 			return t.errorf("its CRS: %v", r.info.SRIDError)
 		}
-		r.srid = r.info.SRID
+		r.srid, r.crs = r.info.SRID, r.info.CRS
 	}
 	var names []string
 	for i, f := range t.fields {
@@ -154,6 +159,11 @@ func (r *Reader) Info() LayerInfo { return r.info }
 // SRID is the EPSG code every geometry carries: Options.SRID, else the
 // layer's.
 func (r *Reader) SRID() int { return r.srid }
+
+// CRS is the layer's CRS and how it was identified: a WKID
+// (crs.ByAuthority), its WKT (package crs), or Options.SRID
+// (crs.BySetting).
+func (r *Reader) CRS() crs.Result { return r.crs }
 
 // Fields are the layer's field descriptors in table order, the OBJECTID
 // and the geometry field included.

@@ -21,8 +21,8 @@ func TestSRIDOf(t *testing.T) {
 		{0, 0, nad27, 4267},
 		{0, 102100, webMercator, 3857},
 	} {
-		if got, err := sridOf(tc.latest, tc.wkid, tc.wkt); err != nil || got != tc.want {
-			t.Errorf("sridOf(%d, %d, %.30s…) = %d, %v; want %d", tc.latest, tc.wkid, tc.wkt, got, err, tc.want)
+		if got, err := sridOf(tc.latest, tc.wkid, tc.wkt); err != nil || got.SRID != tc.want {
+			t.Errorf("sridOf(%d, %d, %.30s…) = %+v, %v; want %d", tc.latest, tc.wkid, tc.wkt, got, err, tc.want)
 		}
 	}
 	_, err := sridOf(0, 0, "")
