@@ -75,6 +75,7 @@ const (
 	FormatFlatGeobuf = "flatgeobuf"
 	FormatGeoJSON    = "geojson"
 	FormatCSV        = "csv"
+	FormatFileGDB    = "filegdb"
 )
 
 // openGPKG reads a GeoPackage layer (package gpkg).
@@ -100,6 +101,7 @@ func openFlatGeobuf(p string, o OpenOptions) (FileReader, error) {
 // magic numbers first, then text by its first byte and the file's name.
 func Formats() []Format {
 	return []Format{
+		{Name: FormatFileGDB, Sniff: sniffFileGDB, Open: openFileGDB},
 		// A zip: its first entry's local header, or the end of an empty
 		// zip's directory (which openZip reports as empty).
 		{Name: FormatShapefile, Sniff: func(h []byte, _ string) bool {
