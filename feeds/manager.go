@@ -478,13 +478,25 @@ func (m *Manager) claim(ctx context.Context, f *Feed, minGap time.Duration) (rel
 		return nil, ok, err
 	}
 	return func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		// A claim left behind keeps every other instance and every one-off
+		// poll off the feed for the rest of its lease (the poll's longest
+		// run), so the release waits its turn for a connection: when a
+		// catch-up of hundreds of feeds keeps the pool busy, a release that
+		// gave up after a few seconds left dozens of feeds claimed after the
+		// polls had ended. A release ends only when done or past releaseWait.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWait)
 		defer cancel()
 		if err := m.store.ReleasePoll(rctx, info, m.instance); err != nil {
-			m.logger.Warn("releasing poll claim", "jurisdiction", f.Jurisdiction, "feed", f.ID, "error", err)
+			m.logger.Error("releasing poll claim: the feed stays claimed until its lease ends", "jurisdiction", f.Jurisdiction,
+				"feed", f.ID, "error", err)
 		}
 	}, true, nil
 }
+
+// releaseWait bounds a poll claim's release: long enough to wait for a
+// connection of a busy pool, short enough that a database gone for good
+// does not hold a shutdown for the lease's length.
+const releaseWait = 2 * time.Minute
 
 func (m *Manager) runAsync(f *Feed) {
 	m.wg.Add(1)
