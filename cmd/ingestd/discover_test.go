@@ -102,7 +102,7 @@ func TestDiscoverMapServerWFS(t *testing.T) {
 
 // discover against MapServer's OGC API landing page: its collections,
 // counted by numberMatched, each polled (MapServer 8.0 ignores the offset
-// of nc's next links, #6613: -check warns of it, so nc's feed is written
+// of nc's next links (MapServer#6613, an upstream bug): -check warns of it, so nc's feed is written
 // commented out, though one page holds it).
 func TestDiscoverMapServerOGCAPI(t *testing.T) {
 	t.Parallel()
