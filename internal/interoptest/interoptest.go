@@ -63,10 +63,16 @@ func (s Server) URL(t testing.TB) string {
 	return u
 }
 
-// Answers reports why a request of method at u, given 10 s, did not
-// answer 200 (nil when it did).
+// probeWait bounds the probe. A server that is not there refuses the
+// connection at once; one that is there may be slow to answer: MapServer
+// runs as a CGI, one process per request, and on a busy 2-core machine
+// the other packages' tests queue their requests beside this one.
+const probeWait = 3 * time.Minute
+
+// Answers reports why a request of method at u did not answer 200 (nil
+// when it did), waiting up to probeWait for the answer.
 func Answers(t testing.TB, method, u string) error {
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), probeWait)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, method, u, nil)
 	resp, err := http.DefaultClient.Do(req)
