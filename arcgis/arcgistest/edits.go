@@ -11,7 +11,7 @@ import (
 	"github.com/ingestd/ingestd/esrijson"
 )
 
-// Edit tracking (issue 27): a layer with an edit date field on every
+// Edit tracking: a layer with an edit date field on every
 // feature, a where clause on it, and the edits, deletes and adds a test
 // makes between polls.
 

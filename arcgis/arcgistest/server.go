@@ -5,8 +5,8 @@
 // exceededTransferLimit lies (or true for ever), an id list that fails,
 // repeats an id or lists ids no feature has, a lastEditDate that
 // moves during a dump, curves, rings in both orientations, multipatch; and
-// the hostile ones of issue 31: gzip bombs in every document (served as
-// they stream, so a 470 MB answer costs the server a feature at a time),
+// the hostile ones: gzip bombs in every document (served as they stream,
+// so a 470 MB answer costs the server a feature at a time),
 // error objects that are not the first member, resultOffset paging that
 // never ends.
 package arcgistest

@@ -16,7 +16,7 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// Incremental refresh (issue 27; sql/delta.sql). A delta poll's staging
+// Incremental refresh (sql/delta.sql). A delta poll's staging
 // holds only the features the server changed. ComposeDelta proves them,
 // with the feed's applied features, against the server's id list and
 // records the list (staged_deltas): the poll's snapshot is then the

@@ -175,8 +175,8 @@ const defaultPageIDs = 1 << 16
 // copySource's set of the page's ids (filled by encode) to max ids, and
 // drops it past that for good, leaving the count to PostgreSQL. A fresh set
 // after the overflow would only be filled to be dropped again: on a page of
-// 1M features, a map of 65,536 ids and their strings rebuilt 15 times, some
-// 4 MB of live heap at each refill's end for a count nobody reads (issue 26).
+// 1M features, a map of 65,536 ids and their strings rebuilt 15 times, for
+// a count nobody reads.
 type pageIDs struct {
 	features feature.FeatureReader
 	src      *copySource

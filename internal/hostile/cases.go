@@ -24,10 +24,10 @@ const (
 	mib = int64(1) << 20
 )
 
-// Cases returns the hostile corpus: every class of issue 14's findings
-// (1, 3, 5, 6, 8), the classes an earlier hostile run found handled
-// already, the ArcGIS REST, OGC API – Features and Socrata lies and the
-// downloaded files' (filecases.go), each as a case with its expected outcome.
+// Cases returns the hostile corpus: every class of hostile input a review
+// found the daemon failing on, the classes it found handled already, the
+// ArcGIS REST, OGC API – Features and Socrata lies and the downloaded
+// files' (filecases.go), each as a case with its expected outcome.
 // Static bodies are files of testdata/hostile;
 // large ones are generated.
 func Cases() []Case {
