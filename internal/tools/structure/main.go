@@ -82,26 +82,30 @@ func Report(w io.Writer, f *Facts, verbose bool) {
 		places(w, f.UpstreamRefs)
 	}
 
-	cited, input := 0, 0
+	cited, constant, input := 0, 0, 0
 	for _, fig := range f.Figures {
 		switch {
 		case fig.Cited:
 			cited++
+		case fig.Constant:
+			constant++
 		case fig.Input:
 			input++
 		}
 	}
-	fmt.Fprintf(w, "\ncomments quoting figures: %d: %d cite a benchmark, %d only size an example input, %d neither\n",
-		len(f.Figures), cited, input, len(f.Figures)-cited-input)
+	fmt.Fprintf(w, "\ncomments quoting figures: %d: %d cite a benchmark, %d document a constant, %d only size an example input, %d none of these\n",
+		len(f.Figures), cited, constant, input, len(f.Figures)-cited-constant-input)
 	for _, fig := range f.Figures {
-		mark := "neither"
+		mark := "neither "
 		switch {
 		case fig.Cited:
-			mark = "cited  "
+			mark = "cited   "
+		case fig.Constant:
+			mark = "constant"
 		case fig.Input:
-			mark = "input  "
+			mark = "input   "
 		}
-		if verbose || mark == "neither" {
+		if verbose || mark == "neither " {
 			fmt.Fprintf(w, "  %s %s: %s\n", mark, fig.Pos, clip(fig.Text))
 		}
 	}

@@ -69,12 +69,16 @@ type Place struct {
 }
 
 // Figure is a comment quoting a figure. Cited says whether it names the
-// benchmark that measures it; Input, whether each of its figures only sizes
-// a hypothetical input ("a 2 GB string"), which no benchmark measures.
+// benchmark that measures it; Constant, whether it documents a constant
+// (the doc or line comment of a const declaration), whose figure is the
+// constant's value or what follows from it; Input, whether each of its
+// figures only sizes a hypothetical input ("a 2 GB string"). No benchmark
+// measures the last two.
 type Figure struct {
 	Place
-	Cited bool `json:"cited"`
-	Input bool `json:"input"`
+	Cited    bool `json:"cited"`
+	Constant bool `json:"constant"`
+	Input    bool `json:"input"`
 }
 
 var (
@@ -95,6 +99,9 @@ var (
 	// inputSize matches a figure that sizes a hypothetical input ("a 2 GB
 	// string", "an 8 MiB page"): an example, not a measurement.
 	inputSize = regexp.MustCompile(`(?i)\ban? $`)
+	// quoted matches a quoted string in a comment ("64MiB"): an example of
+	// a syntax, not a figure.
+	quoted = regexp.MustCompile(`"[^"]*"`)
 	// benchmarkCite matches a comment that names where a figure is measured.
 	benchmarkCite = regexp.MustCompile(`\bBenchmark\w*|scripts/bench\.sh|\bbench\.sh\b|docs/benchmarks\.md`)
 )
@@ -217,10 +224,34 @@ func scanGoFile(fset *token.FileSet, p, rel, mod string, pkgs map[string]*Packag
 	for _, decl := range f.Decls {
 		declared(fset, decl, rel, dir, pkg, sentinels, facts)
 	}
+	constDocs := constComments(f)
 	for _, cg := range f.Comments {
-		scanComment(cg.Text(), fset.Position(cg.Pos()).Line, rel, true, facts)
+		if fig := scanComment(cg.Text(), fset.Position(cg.Pos()).Line, rel, true, facts); fig != nil {
+			fig.Constant = constDocs[cg]
+		}
 	}
 	return nil
+}
+
+// constComments returns the doc and line comments of f's const
+// declarations.
+func constComments(f *ast.File) map[*ast.CommentGroup]bool {
+	docs := map[*ast.CommentGroup]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		d, ok := n.(*ast.GenDecl)
+		if !ok || d.Tok != token.CONST {
+			return true
+		}
+		docs[d.Doc] = true
+		for _, spec := range d.Specs {
+			if s, ok := spec.(*ast.ValueSpec); ok {
+				docs[s.Doc], docs[s.Comment] = true, true
+			}
+		}
+		return false
+	})
+	delete(docs, nil)
+	return docs
 }
 
 // declared counts a top-level declaration's exported names and notes the
@@ -333,8 +364,9 @@ func scanSQLFile(p, rel string, facts *Facts) error {
 }
 
 // scanComment notes a comment's issue references and figures; line is the
-// comment's first line in rel.
-func scanComment(text string, line int, rel string, production bool, facts *Facts) {
+// comment's first line in rel. It returns the comment's figure, if any, as
+// stored in facts.
+func scanComment(text string, line int, rel string, production bool, facts *Facts) *Figure {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	var fig *Figure
 	for i, l := range lines {
@@ -353,19 +385,22 @@ func scanComment(text string, line int, rel string, production bool, facts *Fact
 		if upstreamRef.MatchString(l) {
 			facts.UpstreamRefs = append(facts.UpstreamRefs, Place{pos, l})
 		}
-		for _, m := range figure.FindAllStringIndex(l, -1) {
+		unquoted := quoted.ReplaceAllStringFunc(l, func(q string) string { return strings.Repeat(" ", len(q)) })
+		for _, m := range figure.FindAllStringIndex(unquoted, -1) {
 			if fig == nil {
 				fig = &Figure{Place: Place{pos, l}, Input: true}
 			}
-			if !inputSize.MatchString(l[:m[0]]) {
+			if !inputSize.MatchString(unquoted[:m[0]]) {
 				fig.Input = false
 			}
 		}
 	}
-	if fig != nil {
-		fig.Cited = benchmarkCite.MatchString(text)
-		facts.Figures = append(facts.Figures, *fig)
+	if fig == nil {
+		return nil
 	}
+	fig.Cited = benchmarkCite.MatchString(text)
+	facts.Figures = append(facts.Figures, *fig)
+	return &facts.Figures[len(facts.Figures)-1]
 }
 
 // longestChain returns the number of edges in the longest chain of

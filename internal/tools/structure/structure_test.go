@@ -9,8 +9,9 @@ import (
 
 // TestScan runs the tool on a small module whose every count is known: the
 // packages of a chain a -> b -> c, one sentinel declared in two packages,
-// two open types, issue references beside look-alikes that are none, three
-// figures (one cited, one sizing an example input, one neither), and files
+// two open types, issue references beside look-alikes that are none, five
+// figures (one cited, two documenting a constant, one sizing an example
+// input, one none of these) beside a quoted syntax that is none, and files
 // the scan must leave out (tests' production counts, testdata, internal/tools,
 // a nested module).
 func TestScan(t *testing.T) {
@@ -28,7 +29,7 @@ func TestScan(t *testing.T) {
 	if !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Errorf("packages %v, want a, b, c (no testdata, internal/tools, nested module)", got)
 	}
-	want := map[string][2]int{"a": {23, 5}, "b": {19, 2}, "c": {16, 3}}
+	want := map[string][2]int{"a": {23, 5}, "b": {27, 2}, "c": {16, 3}}
 	for _, p := range f.Packages {
 		if w := want[p.Path]; p.Lines != w[0] || p.Exported != w[1] {
 			t.Errorf("%s: %d lines, %d exported; want %d, %d", p.Path, p.Lines, p.Exported, w[0], w[1])
@@ -54,14 +55,20 @@ func TestScan(t *testing.T) {
 		t.Errorf("upstream references at %v, want MapServer#6613's line only", n)
 	}
 	type class struct {
-		pos          string
-		cited, input bool
+		pos                    string
+		cited, constant, input bool
 	}
 	var figs []class
 	for _, fig := range f.Figures {
-		figs = append(figs, class{fig.Pos, fig.Cited, fig.Input})
+		figs = append(figs, class{fig.Pos, fig.Cited, fig.Constant, fig.Input})
 	}
-	wantFigs := []class{{"b/b.go:12", false, false}, {"b/b.go:15", true, false}, {"b/b.go:18", false, true}}
+	wantFigs := []class{
+		{"b/b.go:12", false, false, false},
+		{"b/b.go:15", true, true, false},
+		{"b/b.go:18", false, false, true},
+		{"b/b.go:21", false, true, false},
+		{"b/b.go:24", false, true, false},
+	}
 	if !slices.Equal(figs, wantFigs) {
 		t.Errorf("figures %+v, want %+v", figs, wantFigs)
 	}
@@ -69,12 +76,12 @@ func TestScan(t *testing.T) {
 	var out bytes.Buffer
 	Report(&out, f, false)
 	for _, line := range []string{
-		"module example.com/mod: 3 packages, 58 lines, 10 exported names",
+		"module example.com/mod: 3 packages, 66 lines, 10 exported names",
 		"import depth: 2 (a -> b -> c)",
 		"duplicated sentinels (Err… = errors.New in more than one package): 1",
 		"issue references in comments: 3 in production code and SQL, 1 in tests",
-		"comments quoting figures: 3: 1 cite a benchmark, 1 only size an example input, 1 neither",
-		"neither b/b.go:12: B reads a page: this costs 74 MB of heap.",
+		"comments quoting figures: 5: 1 cite a benchmark, 2 document a constant, 1 only size an example input, 1 none of these",
+		"neither  b/b.go:12: B reads a page: this costs 74 MB of heap.",
 	} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("report lacks %q:\n%s", line, out.String())

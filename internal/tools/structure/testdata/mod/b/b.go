@@ -15,5 +15,13 @@ func B() error { return c.C() }
 // chunk is 64 KiB: 12 ms a page (BenchmarkB).
 const chunk = 64 << 10
 
-// limit keeps a 2 GB string out of memory.
-const limit = 1
+// read keeps a 2 GB string out of memory.
+func read() {}
+
+// idChunk is how many ids one chunk holds (512 KiB).
+const idChunk = 1 << 16
+
+const limit = 1 << 30 // 1 GiB
+
+// size reads "64MiB" or "1 GB": a syntax, no figure.
+func size() {}
