@@ -71,13 +71,13 @@ type Faults struct {
 	// bombs below always are.
 	Gzip bool
 	// DescriptionBomb gives the layer's description a name of this many
-	// bytes (400 MiB is about 400 KB of gzip on the wire).
+	// bytes (a 400 MiB name is about a 400 KB gzip on the wire).
 	DescriptionBomb int64
 	// CountBomb and StatisticsBomb add a member of this many bytes to
 	// those answers.
 	CountBomb, StatisticsBomb int64
 	// IDListBomb makes the id list the ids 1…IDListBomb, whatever the
-	// layer holds (50 million ids are about 100 KB of gzip).
+	// layer holds (50 million ids make about a 100 KB gzip).
 	IDListBomb int64
 	// Count, when positive, is what the count answers, whatever the
 	// layer holds.

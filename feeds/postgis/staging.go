@@ -73,8 +73,8 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		// A page with too many ids to hold leaves them unknown (NULL): a
 		// poll of that one page cannot repeat an id across pages
 		// (OnePage), one of more pages is checked at apply
-		// (checkPagesDisjoint). Counting them here cost 1.9 s of a
-		// 250k-feature document's first load.
+		// (checkPagesDisjoint). Counting them here would be a large part
+		// of a big document's first load (scripts/bench.sh bigdoc).
 		var named *int
 		if !ids.overflow {
 			count := len(src.ids)
