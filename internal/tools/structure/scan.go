@@ -369,6 +369,7 @@ func scanSQLFile(p, rel string, facts *Facts) error {
 func scanComment(text string, line int, rel string, production bool, facts *Facts) *Figure {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	var fig *Figure
+	prev := "" // the previous line, for a figure that starts a line
 	for i, l := range lines {
 		pos := fmt.Sprintf("%s:%d", rel, line+i)
 		l = strings.TrimSpace(l)
@@ -390,10 +391,15 @@ func scanComment(text string, line int, rel string, production bool, facts *Fact
 			if fig == nil {
 				fig = &Figure{Place: Place{pos, l}, Input: true}
 			}
-			if !inputSize.MatchString(unquoted[:m[0]]) {
+			before := unquoted[:m[0]]
+			if strings.TrimSpace(before) == "" {
+				before = prev + " "
+			}
+			if !inputSize.MatchString(before) {
 				fig.Input = false
 			}
 		}
+		prev = unquoted
 	}
 	if fig == nil {
 		return nil

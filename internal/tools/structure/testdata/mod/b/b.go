@@ -25,3 +25,7 @@ const limit = 1 << 30 // 1 GiB
 
 // size reads "64MiB" or "1 GB": a syntax, no figure.
 func size() {}
+
+// wrapped keeps a string of any size, even a
+// 2 GB one, out of memory.
+func wrapped() {}
