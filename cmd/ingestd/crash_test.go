@@ -364,7 +364,7 @@ func testPostgresCrash(t *testing.T, bin string) {
 	}
 }
 
-// testKilledInstanceIsRecovered is finding 4's "Must show": kill -9 of an
+// testKilledInstanceIsRecovered: kill -9 of an
 // `ingestd run` in the middle of a poll (page 0 staged, page 1 in flight)
 // leaves a running poll, a claim and staged rows. The instance started next
 // on this host recognises them as its dead predecessor's at start-up: the
