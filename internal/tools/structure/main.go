@@ -6,7 +6,7 @@
 // left in comments, and the comments that quote a measured figure, each with
 // whether it names the benchmark that measures it.
 //
-// Production code is the non-test .go files outside testdata and
+// Production code is the non-test .go files outside testdata, tools and
 // internal/tools; issue references are also counted in test files, and
 // comments in .sql files are read for both.
 //

@@ -172,12 +172,12 @@ func Scan(root string) (*Facts, error) {
 
 // skipDir leaves out what the go tool leaves out of the module's packages
 // (testdata, directories starting with "." or "_", vendor, nested modules)
-// and the development tools under internal/tools.
+// and the development tools under internal/tools or tools.
 func skipDir(p, name, rel string) bool {
 	if name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
 		return true
 	}
-	if rel == "internal/tools" {
+	if rel == "internal/tools" || rel == "tools" {
 		return true
 	}
 	_, err := os.Stat(filepath.Join(p, "go.mod"))
