@@ -12,7 +12,7 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// Change tracking (issue 27). A FeatureServer layer whose capabilities
+// Change tracking. A FeatureServer layer whose capabilities
 // name ChangeTracking (ArcGIS Online "keep track of changes", Enterprise
 // archive-enabled or branch-versioned layers) has its service's
 // changeTrackingInfo read before its features: the layer's serverGen is

@@ -12,7 +12,7 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// Incremental refresh by edit date (issue 27). A layer whose description
+// Incremental refresh by edit date. A layer whose description
 // names an editDateField (editFieldsInfo) is read whole once; its
 // validators then carry a watermark, the greatest edit date seen in the
 // data of the applied snapshot (the server's time, never the poller's).

@@ -28,7 +28,7 @@ type Settings struct {
 	// OutFields is the query's outFields; "" means *.
 	OutFields string
 
-	// Incremental refresh (issue 27); not part of Identity: they change
+	// Incremental refresh; not part of Identity: they change
 	// how the layer is read, not what a complete snapshot of it holds.
 
 	// Incremental is the feed's incremental setting: IncrementalAuto

@@ -1,7 +1,7 @@
 package breaker_test
 
 // BenchmarkPacingPolicies measures what the origin's pacing costs a poll and
-// what the origin sees (issue 30): an OGC API – Features collection of
+// what the origin sees: an OGC API – Features collection of
 // generated parcels, served in pygeoapi's mode (pages of at most 1000, the
 // collection's own limit) by the ogcapitest fixture with a per-page delay
 // (the server's time to answer a page), read through ogcapi.Client and a

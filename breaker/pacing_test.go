@@ -148,7 +148,7 @@ func TestRateLimitCapsAdaptivePacing(t *testing.T) {
 	}
 }
 
-// TestDefaultPacing is the default decided in issue 30, in a synctest
+// TestDefaultPacing is the default pacing, in a synctest
 // bubble whose clock moves only when every goroutine waits: a sequential
 // poll of 50 pages from a server taking 50 ms a page sends each page the
 // moment the previous one is answered (the old default, 5/s with a burst

@@ -103,7 +103,7 @@ type Reader struct {
 	oid      int64
 	oidOK    bool
 	// raw holds the feature being decoded, reused from one to the next: a
-	// 16 MB feature costs one buffer, not 16 MB of garbage each.
+	// 16 MB feature costs one buffer, not as much garbage each.
 	raw json.RawMessage
 }
 

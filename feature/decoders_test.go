@@ -22,7 +22,7 @@ import (
 	"github.com/twpayne/go-geom/encoding/wkt"
 )
 
-// The decoders' side of issue 14: GeometryCollections are stored, every
+// The decoders' side of hostile input: GeometryCollections are stored, every
 // dimension of a feature is bounded while streaming, bad text is repaired,
 // an overlong id refuses its feature alone, and error texts stay short.
 

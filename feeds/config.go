@@ -153,7 +153,7 @@ type Jurisdiction struct {
 // request as it is), an arcgis feed's page_size unless set on the feed.
 type Feed struct {
 	ID         string `yaml:"id"`
-	Kind       string `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
+	Kind       string `yaml:"kind"` // "wfs", "geojson", "arcgis", "ogcapi", "socrata" or "file"
 	URL        string `yaml:"url"`
 	TypeName   string `yaml:"type_name"`
 	PageSize   int    `yaml:"page_size"`
@@ -689,7 +689,7 @@ func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindEntry, boo
 	return k, true
 }
 
-// orList is "wfs", "geojson" or "arcgis".
+// orList joins quoted names as a message lists them: "a", "b" or "c".
 func orList(names []string) string {
 	q := yamlconf.QuoteAll(names)
 	if len(q) < 2 {

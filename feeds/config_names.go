@@ -10,7 +10,7 @@ import (
 	"github.com/ingestd/ingestd/internal/yamlconf"
 )
 
-// Layer names (issue 28): each feed's typed layer is <schema>.<name> in
+// Layer names: each feed's typed layer is <schema>.<name> in
 // PostGIS, raleigh.zoning, nc.counties. A jurisdiction's schema: names its
 // schema, a feed's name: its layer; by default each is the id with '-'
 // made '_'. The rule, so that a name never silently shadows another layer:

@@ -11,7 +11,7 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// Incremental refresh (issue 27). A kind that fetched only what changed
+// Incremental refresh. A kind that fetched only what changed
 // since the last applied snapshot says so with FetchStats.Delta; before
 // the apply, the store composes the whole snapshot in the poll's staging
 // (the fetched pages, plus the previous snapshot's features that are still

@@ -27,8 +27,9 @@
 //
 // It does not own storage: Store and Recovery are interfaces, and
 // feeds/postgis implements them with every statement in its sql/*.sql files.
-// Fetching is the kinds' packages' (wfs, geojsonurl, arcgis, ogcapi), breaking the
-// breaker's, and parking deadletter's; cmd/ingestd wires them together.
+// Fetching is the kinds' packages' (wfs, geojsonurl, arcgis, ogcapi, socrata,
+// download), breaking the breaker's, and parking deadletter's; cmd/ingestd
+// wires them together.
 //
 // Every timestamp a poll records or compares comes from the manager's Clock
 // (the real clock unless a test injects one), and the scheduler and the

@@ -19,7 +19,7 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// TestErrorsNameTheirKindOnce (issue 25): a poll error names the feed's
+// TestErrorsNameTheirKindOnce: a poll error names the feed's
 // kind once, at its start, and no other kind: the shared layers (httpcall,
 // the decoders, the limits) name none. An ArcGIS 404, an OGC API page cut
 // short and a plain GeoJSON feed past its poll's deadline (and an ArcGIS

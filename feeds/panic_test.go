@@ -24,7 +24,7 @@ func (p panickingFetcher) Fetch(ctx context.Context, layer source.Layer, first i
 	return p.Fetcher.Fetch(ctx, layer, first, func(ctx context.Context, page source.Page, fr feature.FeatureReader) error {
 		if page.Index == p.panicAt {
 			var g interface{ FlatCoords() []float64 }
-			_ = g.FlatCoords() // a nil interface: the class of bug of issue 14's GeometryCollection
+			_ = g.FlatCoords() // a nil interface: the class of bug an unhandled GeometryCollection was
 		}
 		return handle(ctx, page, fr)
 	})

@@ -50,9 +50,9 @@ type PollResult struct {
 	ApplyResult
 }
 
-// Fetcher fetches a layer page by page; *wfs.Client implements it for the
-// kinds wfs and geojson, and *Fetchers for every kind, picking by the
-// layer's. It speaks only package source's types, so that a kind's package
+// Fetcher fetches a layer page by page; each kind's package implements it
+// (*wfs.Client for kind wfs, *geojsonurl.Client for geojson, …), and
+// *Fetchers for every kind, picking by the layer's. It speaks only package source's types, so that a kind's package
 // implements it without importing feeds or another kind's package.
 type Fetcher interface {
 	// Prepare resolves what the feed left to negotiation (for WFS, version:

@@ -50,8 +50,7 @@ func TestPollAppliesEveryPage(t *testing.T) {
 		t.Errorf("second poll: %+v, want 45 unchanged and nothing else", res.ApplyResult)
 	}
 
-	// polls.bytes is what the poll read, as the log line says (issue 16:
-	// it was NULL for every poll).
+	// polls.bytes is what the poll read, as the log line says (not NULL).
 	var bytes *int64
 	if err := b.pool.QueryRow(b.ctx, `SELECT bytes FROM polls WHERE id = $1`, res.PollID).Scan(&bytes); err != nil {
 		t.Fatal(err)

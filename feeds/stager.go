@@ -21,11 +21,12 @@ import (
 // most queuedBytes together, wait between the reader and the COPY or are
 // being COPYed: with the chunk being read, a page costs at most four chunks
 // of memory, and of chunks of large features (each over queuedBytes) two,
-// whatever their size. A poll of one unpaged response of 1M parcels peaked
-// at 902 MB RSS with the page held whole, 34 MB in chunks
+// whatever their size. A poll of one unpaged response of 1M parcels peaks
+// at 34 MB RSS in chunks, against 902 MB with the page held whole
 // (BenchmarkPollLayer with INGESTD_BENCH_PAGE_SIZE=0, see bench_test.go);
-// an ArcGIS answer of 30 features of 16 MB each (the feature_bytes
-// default) at 271 MB when only the chunks' count was bounded.
+// the bound on bytes, not only on the chunks' count, is for answers of
+// large features (an ArcGIS answer of features of 16 MB each, the
+// feature_bytes default).
 const (
 	chunkFeatures = 1000
 	chunkBytes    = 2 << 20

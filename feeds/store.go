@@ -68,7 +68,7 @@ type Store interface {
 	// records it as failed with cause if it was still open.
 	DiscardPoll(ctx context.Context, feed FeedInfo, pollID int64, cause error) error
 
-	// Conditional GET (issue 16).
+	// Conditional GET.
 
 	// AppliedValidators returns the validators of the feed's last applied
 	// snapshot if they came with the request whose key is requestKey: zero

@@ -3,8 +3,8 @@
 -- feed and changed_at, so both remaining indexes take each row at the same
 -- leaf (B-tree deduplication keeps them small); the primary key put every
 -- row at a random place by feature_id, which made the change log of a
--- 200,000-feature first load cost about twice as much (1.6 s against 0.7 s,
--- scripts/bench.sh gdal). Uniqueness per poll holds by construction: the
+-- first load cost about twice as much (scripts/bench.sh gdal measures a
+-- first load). Uniqueness per poll holds by construction: the
 -- apply writes a snapshot that holds each id once, and a removed id is not
 -- in it.
 

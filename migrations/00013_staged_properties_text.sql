@@ -1,7 +1,7 @@
 -- Staged properties are kept as ingestd's normalised jsonb text (text), with
 -- props_hash computed by ingestd, instead of as jsonb with a generated hash.
--- Parsing jsonb was about 1 s of PostgreSQL's time per 200,000 parcels on
--- every poll, changed or not (scripts/bench.sh gdal); now properties are
+-- Parsing jsonb was a large part of PostgreSQL's work on every poll,
+-- changed or not (scripts/bench.sh gdal measures a poll); now properties are
 -- parsed only when a feature is written (cast to jsonb by the apply). The
 -- hash is unchanged: SHA-256 of jsonb_send(properties), which ingestd
 -- reproduces (feeds/postgis/jsonb.go, tested against PostgreSQL's output).

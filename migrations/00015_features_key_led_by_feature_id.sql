@@ -5,9 +5,9 @@
 -- row, so a key led by them makes every comparison of a sort or a descent
 -- go through two equal strings before reaching the id, and the sort's
 -- abbreviated keys (the first bytes of the leading column) never tell two
--- rows apart. The bulk build of a first load's key took 2.7 s for a million
--- points in that order and 0.9 s led by the id (scripts/bench.sh gdal's
--- layer, PostgreSQL 15). Lookups are unchanged: every query that names a
+-- rows apart. The bulk build of a first load's key took about three times
+-- as long in that order as led by the id (scripts/bench.sh gdal measures a
+-- first load). Lookups are unchanged: every query that names a
 -- feature gives all three columns, ON CONFLICT (jurisdiction, feed,
 -- feature_id) infers the key whatever its column order, and a feed's rows
 -- are found by partition, not by the key.

@@ -4,8 +4,8 @@
 -- rows of one poll sit in a few consecutive block ranges, which a BRIN
 -- index (a min/max per 128 pages) finds, for a few kilobytes. The B-tree it
 -- replaces took every written row: about a quarter of the change log's cost
--- (0.55 s of 1.4 s per 500,000 rows; 0.15 s with BRIN), paid by every first
--- load in full. Lookups by poll are an operator's occasional query.
+-- (BenchmarkFirstLoadWrites in feeds/postgis measures it), paid by every
+-- first load in full. Lookups by poll are an operator's occasional query.
 
 -- +goose Up
 DROP INDEX feature_changes_poll_idx;

@@ -1,6 +1,6 @@
 -- Scrub credentials that earlier versions stored.
 --
--- Why: before issue 14, redaction was a list of sensitive names, and it
+-- Why: earlier versions redacted by a list of sensitive names, which
 -- missed a token given as userinfo (http://TOKEN@host/) and parameters such
 -- as pw, ticket, hash, k or access_key_id. Those values sit in polls,
 -- feed_status, dead_letter and breaker_state, readable by anyone with SQL

@@ -1,4 +1,4 @@
--- Conditional GET (issue 16): the validators a server sent with a feed's
+-- Conditional GET: the validators a server sent with a feed's
 -- snapshot (HTTP ETag / Last-Modified, or a kind's own version of the layer)
 -- are kept with the poll that fetched it, and with the feed once that
 -- snapshot applied; the next poll sends them back, and a server that proves

@@ -1,4 +1,4 @@
--- A poll's timeout is its own work (issue 24): the time it waits in line
+-- A poll's timeout is its own work: the time it waits in line
 -- for a request slot (max_in_flight, an origin's in-flight cap or rate) is
 -- not counted, and is recorded here, so that an operator sees a queue that
 -- is too long in SQL as well as in ingestd_feeds_poll_queue_wait_seconds.

@@ -1,4 +1,4 @@
--- Secrets scrubbed by value (issue 31).
+-- Secrets scrubbed by value.
 --
 -- Why: servers echo credentials back where no URL redaction sees them: in
 -- prose ("Invalid token: …", an HTML page's title, an exception naming the

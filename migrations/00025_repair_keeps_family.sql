@@ -1,5 +1,5 @@
 -- Repair keeps the family; typed views record a declared type the values
--- contradict (issue 30).
+-- contradict.
 --
 -- 1. ingestd_repair_geometry: the one repair of an invalid geometry, for
 --    every kind (feeds/postgis apply.sql and firstload.sql call it).

@@ -1,4 +1,4 @@
--- Feature history (issue 26): every version of a feature that an applied
+-- Feature history: every version of a feature that an applied
 -- snapshot modified or removed, with the polls and times it was valid
 -- from and to, and the layer as of any time.
 --
@@ -8,7 +8,7 @@
 -- feed's own table: valid from its changed_at and poll_id, until now);
 -- feature_history holds only superseded versions, written by the apply in
 -- the statement that supersedes them. A quiet layer adds nothing; a layer
--- modifying 1 % of its features per poll adds 1 % of its rows per poll.
+-- that modifies some of its features per poll adds as many rows per poll.
 --
 -- Validity is half-open, [valid_from, valid_to): a version written by an
 -- apply at time T (its transaction's now(), which is also changed_at and

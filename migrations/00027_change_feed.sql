@@ -1,4 +1,4 @@
--- The change feed (issue 26): what a consumer that follows a layer reads.
+-- The change feed: what a consumer that follows a layer reads.
 --
 -- After each applied snapshot that added, modified or removed features the
 -- apply sends NOTIFY ingestd_changes with a JSON payload (jurisdiction,

@@ -1,4 +1,4 @@
--- Incremental refresh (issue 27): each poll records how it read its layer,
+-- Incremental refresh: each poll records how it read its layer,
 -- and how far an incremental path had drifted from the server's layer.
 --
 -- fetch_mode: full (the whole layer), edit_date (the features edited or

@@ -1,4 +1,4 @@
--- Layers where analysts look (issue 28): a schema per jurisdiction and a
+-- Layers where analysts look: a schema per jurisdiction and a
 -- layer per feed named after it (raleigh.zoning, nc.counties) instead of
 -- public.layer_<jurisdiction>_<feed>_<hash>.
 --

@@ -1,4 +1,4 @@
--- ingestd's own tables out of public (issue 28): every table, partition,
+-- ingestd's own tables out of public: every table, partition,
 -- view, sequence and function of ingestd moves to schema ingestd, so that
 -- public holds PostGIS's objects and an analyst's own, and QGIS's browser
 -- lists ingestd's layers under the jurisdictions' schemas only.

@@ -1,10 +1,10 @@
--- Typed layers as tables kept in step by each apply (issue 28).
+-- Typed layers as tables kept in step by each apply.
 --
 -- Version 30 made each feed's layer (<schema>.<name>) a materialized view
 -- so QGIS finds its key in pg_index; every apply that changed the feed
 -- refreshed it whole (REFRESH … CONCURRENTLY: the typed select over every
--- feature, then a diff against the old rows), about 5 s per changing
--- apply at 100k features whatever the change's size.
+-- feature, then a diff against the old rows): the whole layer's cost on
+-- every apply that changed it, whatever the change's size.
 --
 -- The layer is now a table with feature_id as its primary key (the key
 -- QGIS finds) and a GiST index on geom. It is built whole (CREATE TABLE …

@@ -1,4 +1,4 @@
--- Incremental refresh applies the delta (issue 27): a poll that fetched
+-- Incremental refresh applies the delta: a poll that fetched
 -- only what changed since the last applied snapshot no longer copies the
 -- previous snapshot's other features into its staging. Its staging holds
 -- the fetched features, staged_deltas what the proof against the server's

@@ -1,9 +1,9 @@
--- A first load's typed layer, filled cheaply (issue 26).
+-- A first load's typed layer, filled cheaply.
 --
 -- Version 32 builds a feed's layer table from its typed select, which
 -- reads every property through the safe casts ingestd_as_*. On a first
--- load that build cost more than the load itself (250,000 parcels: 4.2 s
--- against 2.0 s for the feed's own CREATE TABLE … AS): the date cast is
+-- load that build cost more than the feed's own CREATE TABLE … AS
+-- (scripts/bench.sh bigdoc measures a first load): the date cast is
 -- PL/pgSQL with an EXCEPTION block (a subtransaction per value, and no
 -- parallel plan), and the others test each value with a regular
 -- expression before casting it.

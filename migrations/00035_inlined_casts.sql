@@ -1,23 +1,21 @@
--- The safe casts PostgreSQL did not inline (issues 26 and 27).
+-- The safe casts PostgreSQL did not inline.
 --
 -- A SQL function is inlined into the query that calls it only when its
 -- body is a single expression (no FROM) no more volatile than the
 -- function is declared. Three of the safe casts were not, and each call
--- went through the SQL function executor, at 7 to 10 µs a value (EXPLAIN
--- VERBOSE shows the call; an inlined cast shows its CASE):
+-- went through the SQL function executor, several times the cost of the
+-- inlined expression (EXPLAIN VERBOSE shows the call; an inlined cast
+-- shows its CASE; BenchmarkSafeCasts in feeds/postgis times both):
 --
--- - ingestd_as_double read ingestd_as_numeric in a FROM clause: 7.7 µs a
---   value, 2.1 µs as one expression;
+-- - ingestd_as_double read ingestd_as_numeric in a FROM clause;
 -- - ingestd_as_date and ingestd_as_timestamptz cast text to a date, which
 --   PostgreSQL declares STABLE (the text's reading depends on DateStyle
---   and TimeZone), inside functions declared IMMUTABLE: 9.5 µs a value,
---   4.5 µs once they are declared STABLE and inlined. Their values do not
---   change: the text they cast is ISO 8601 by their own check, and it
+--   and TimeZone), inside functions declared IMMUTABLE; they are declared
+--   STABLE now, and inlined. Their values do not change: the text they cast is ISO 8601 by their own check, and it
 --   carries a zone (+00 when it had none).
 --
--- A delta's layer refresh of 500 changed parcels (eleven typed columns,
--- two of them timestamps) spent 33 ms in these calls. STABLE is all a
--- typed select needs: no index or generated column uses the casts.
+-- A delta's layer refresh spent most of its time in these calls. STABLE is
+-- all a typed select needs: no index or generated column uses the casts.
 
 -- +goose Up
 SELECT set_config('search_path', 'ingestd, public', true);

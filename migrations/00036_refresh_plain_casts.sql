@@ -1,13 +1,12 @@
 -- A layer refresh reads the rows a poll wrote with plain casts where the
--- poll's own values all convert (issue 27).
+-- poll's own values all convert.
 --
 -- The safe casts (ingestd_as_*) are inlined, but an inlined cast repeats
 -- its argument wherever its body names it: ingestd_as_timestamptz reads
 -- the property (f.properties -> 'name') and its text some fifteen times
--- per value, ingestd_as_bigint four. The select of a delta's refresh of
--- 500 changed parcels (eleven typed columns, two of them timestamps) took
--- 23 ms, 16 ms of it in the casts; the plain cast of the property's text
--- costs a fraction of that.
+-- per value, ingestd_as_bigint four, and the casts were most of a delta's
+-- refresh; the plain cast of the property's text costs a fraction of that
+-- (BenchmarkSafeCasts in feeds/postgis times both).
 --
 -- A plain cast gives what the safe cast gives for every value that
 -- converts (both cast the same text; TestPlainCastsWhereConverts), and a

@@ -5,9 +5,9 @@
 -- the new version goes to another page, with new entries in the key and
 -- the GiST index; with room on its page, a feature whose geometry did not
 -- change (an attribute edit, the common one) is rewritten there without
--- touching either index (a HOT update). 500 such upserts into a
--- 100,000-parcel table (BenchmarkAttributeEdits): 5.5–7.1 ms against
--- 9.1–11.8 ms on full pages, 99.7 % of them HOT against 7–55 %.
+-- touching either index (a HOT update): such upserts are faster and nearly
+-- all HOT on pages with room, a minority on full pages
+-- (BenchmarkAttributeEdits in feeds/postgis measures both).
 --
 -- Setting it rewrites nothing: pages written from now on keep the room,
 -- and a full page gains it as its rows are updated and the dead versions

@@ -8,7 +8,7 @@ import (
 	"github.com/ingestd/ingestd/migrations"
 )
 
-// Migration 19 scrubs the credentials that versions before issue 14 left in
+// Migration 19 scrubs the credentials that versions before it left in
 // polls, feed_status, dead_letter and breaker_state: every userinfo and
 // every query value, while the rest of each text stays readable.
 func TestScrubStoredSecrets(t *testing.T) {

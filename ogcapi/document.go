@@ -18,8 +18,8 @@ import (
 // document is a kind of document around the items, with its bound on the
 // decoded (decompressed) body. Each is streamed by a token decoder that
 // keeps only the members Prepare needs, so that what a document costs is
-// its bound plus what is kept, never a tree of its values: a 22 KB gzip
-// OpenAPI document inflating to 15 MB decoded into 766 MB of maps before.
+// its bound plus what is kept, never a tree of its values, which a small
+// gzip document can make many times larger than its decoded bytes.
 // The bounds are far above what real servers send (pygeoapi's OpenAPI
 // document for 40 collections is 0.5 MB; a GeoServer collection listing
 // every EPSG code in crs, 0.4 MB).

@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// The six shapes in which issue 31's hostile servers echoed a credential,
+// The six shapes in which hostile servers echo a credential,
 // none of them inside a URL: each is scrubbed by value.
 func TestSecretsScrubEchoes(t *testing.T) {
 	t.Parallel()

@@ -14,11 +14,12 @@ import (
 )
 
 // Layer describes what to fetch: a WFS feature type, an ArcGIS REST layer,
-// an OGC API – Features collection or a plain GeoJSON URL. Its fields are
+// an OGC API – Features collection, a Socrata dataset, a plain GeoJSON URL
+// or a downloadable file. Its fields are
 // the ones every kind (or the poll, or the store) reads; a kind's own
 // settings are in Settings, of that kind's type.
 type Layer struct {
-	// Kind is "wfs", "geojson", "arcgis" or "ogcapi".
+	// Kind is "wfs", "geojson", "arcgis", "ogcapi", "socrata" or "file".
 	Kind string
 	// URL is the service endpoint (WFS), the layer (ArcGIS), the landing
 	// page or collection (OGC API) or the document (GeoJSON).
@@ -75,14 +76,14 @@ type Layer struct {
 	// kind that has none, or to take the kind's defaults.
 	Settings Settings
 
-	// Typed layers (issue 19).
+	// Typed layers.
 
 	// DescribeSchema asks the kind for the layer's declared schema before
 	// fetching it (WFS: DescribeFeatureType), reported in
 	// FetchStats.Declared and used to type text values (GML).
 	DescribeSchema bool
 
-	// Incremental refresh (issue 27).
+	// Incremental refresh.
 
 	// DeltaPlanned, when set, is called by a kind that plans to hand over
 	// only what changed (FetchStats.Delta), once it has decided so and
@@ -174,7 +175,7 @@ type FetchStats struct {
 	// the snapshot if (and only if) it is applied.
 	Validators Validators
 
-	// Typed layers (issue 19).
+	// Typed layers.
 
 	// Declared is the layer's schema as its protocol declares it (nil:
 	// none; the store infers one from the values). A kind fills it from
@@ -184,7 +185,7 @@ type FetchStats struct {
 	// TypedText: the decoder typed text values (GML) by Declared, so the
 	// store types stored values the same way before diffing.
 	TypedText bool
-	// Kinds that page by links (issue 18; the fetcher contract, wave 2).
+	// Kinds that page by links.
 
 	// Completeness says what the completeness of a fetch that pages by
 	// links rests on: "number_matched" (the total was checked against the
@@ -199,7 +200,7 @@ type FetchStats struct {
 	// them with the applied snapshot (polls.crs, polls.crs_identified_by).
 	CRS, CRSBy string
 
-	// Incremental refresh (issue 27).
+	// Incremental refresh.
 
 	// Mode says how the fetch read the layer (polls.fetch_mode): ModeFull,
 	// ModeEditDate, ModeChangeTracking or ModeNotModified; "" is ModeFull

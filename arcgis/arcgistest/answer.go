@@ -10,7 +10,7 @@ import (
 )
 
 // answer is a query's answer for features, written as it streams (a
-// padded answer of 470 MB costs the server a feature at a time).
+// 470 MB padded answer costs the server a feature at a time).
 type answer struct {
 	head     []byte // the members before the features, as a JSON object
 	feats    []Feature

@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// Change tracking (issue 27), as Esri's REST reference describes it: a
+// Change tracking, as Esri's REST reference describes it: a
 // layer with ChangeTracking has a change log of generations; its service
 // (…/FeatureServer) answers changeTrackingInfo.layerServerGens and
 // extractChanges (POST, returnIdsOnly) with the ids added, updated and

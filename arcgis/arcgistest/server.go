@@ -5,8 +5,8 @@
 // exceededTransferLimit lies (or true for ever), an id list that fails,
 // repeats an id or lists ids no feature has, a lastEditDate that
 // moves during a dump, curves, rings in both orientations, multipatch; and
-// the hostile ones of issue 31: gzip bombs in every document (served as
-// they stream, so a 470 MB answer costs the server a feature at a time),
+// the hostile ones: gzip bombs in every document (served as they stream,
+// so a 470 MB answer costs the server a feature at a time),
 // error objects that are not the first member, resultOffset paging that
 // never ends.
 package arcgistest
@@ -71,13 +71,13 @@ type Faults struct {
 	// bombs below always are.
 	Gzip bool
 	// DescriptionBomb gives the layer's description a name of this many
-	// bytes (400 MiB is about 400 KB of gzip on the wire).
+	// bytes (a 400 MiB name is about a 400 KB gzip on the wire).
 	DescriptionBomb int64
 	// CountBomb and StatisticsBomb add a member of this many bytes to
 	// those answers.
 	CountBomb, StatisticsBomb int64
 	// IDListBomb makes the id list the ids 1…IDListBomb, whatever the
-	// layer holds (50 million ids are about 100 KB of gzip).
+	// layer holds (50 million ids make about a 100 KB gzip).
 	IDListBomb int64
 	// Count, when positive, is what the count answers, whatever the
 	// layer holds.

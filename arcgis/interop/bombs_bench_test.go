@@ -9,8 +9,8 @@ import (
 	"github.com/ingestd/ingestd/internal/memstat"
 )
 
-// bombs are the full-size documents of issue 31's hostile run against the
-// ArcGIS kind, each served gzip by the fixture (in this process: it
+// bombs are the full-size documents of the hostile run against the ArcGIS
+// kind, each served gzip by the fixture (in this process: it
 // streams them, a feature or 64 KB at a time).
 var bombs = []struct {
 	name  string

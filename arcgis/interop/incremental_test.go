@@ -19,7 +19,7 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 )
 
-// Incremental refresh (issue 27): a feed read by edit date ("inc") and one
+// Incremental refresh: a feed read by edit date ("inc") and one
 // of the same layer dumped whole ("full", incremental: off), polled at the
 // same moment, must store the same features.
 

@@ -237,7 +237,7 @@ func TestPollArcGISFailureModes(t *testing.T) {
 			l.Features[4].Geometry = map[string]any{"curveRings": []any{}}
 			return l
 		}, want: "returnTrueCurves=false"},
-		// Issue 31: a hostile run against the ArcGIS kind.
+		// A hostile run against the ArcGIS kind.
 		{name: "a wkid PostGIS reserves", layer: func() *arcgistest.Layer {
 			l := arcgistest.Squares(30)
 			l.WKID = 999999

@@ -7,8 +7,8 @@
 //
 // With -tracked the layer is arcgistest.Parcels with edit tracking
 // (editFieldsInfo) and change tracking, and -churn D edits 0.5 % of it,
-// deletes 0.1 % and adds 3 features every D, stamped with this clock
-// (incremental refresh, issue 27).
+// deletes 0.1 % and adds 3 features every D, stamped with this clock, for
+// the incremental refresh.
 //
 // The layer NAME is at http://ADDR/arcgis/rest/services/NAME/FeatureServer/0.
 package main

@@ -49,7 +49,7 @@ const (
 	clusterCeiling = 2 * time.Minute
 )
 
-// TestCluster is issue 7's "Must show", end to end: three `ingestd run`
+// TestCluster runs a cluster end to end: three `ingestd run`
 // processes share one PostGIS and poll three fixture origins, one of which
 // goes down for a while (503s and connection resets) and comes back. Every
 // check is about order and counts, so that it holds on any machine; how long

@@ -26,7 +26,7 @@ import (
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
-// Issue 14, findings 2 and 4: what a PostgreSQL crash and a kill -9 leave
+// What a PostgreSQL crash and a kill -9 leave
 // behind. The crash is real (pg_ctl -m immediate) on a throwaway cluster
 // this test starts on its own Unix socket, never the shared one.
 
@@ -158,7 +158,7 @@ func queryInt(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 	return n
 }
 
-// TestCrashAndConfig runs the tests of issue 14's findings 2, 4 and 7 side by
+// TestCrashAndConfig runs the crash, kill and configuration tests side by
 // side (each has its own database, or cluster), with one build of ingestd.
 func TestCrashAndConfig(t *testing.T) {
 	t.Parallel()
@@ -364,7 +364,7 @@ func testPostgresCrash(t *testing.T, bin string) {
 	}
 }
 
-// testKilledInstanceIsRecovered is finding 4's "Must show": kill -9 of an
+// testKilledInstanceIsRecovered: kill -9 of an
 // `ingestd run` in the middle of a poll (page 0 staged, page 1 in flight)
 // leaves a running poll, a claim and staged rows. The instance started next
 // on this host recognises them as its dead predecessor's at start-up: the

@@ -12,7 +12,7 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 )
 
-// testConfigLackingFeeds (run by TestCrashAndConfig) is finding 7's "Must show". c/x is parked with a
+// testConfigLackingFeeds (run by TestCrashAndConfig): c/x is parked with a
 // dead letter and c/x, c/y, c/z are registered by a configuration that has
 // all three; then, with configurations that lack c/x:
 //

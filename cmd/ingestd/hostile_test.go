@@ -55,7 +55,7 @@ type hostileOutcome struct {
 	duration time.Duration
 }
 
-// TestHostileCorpus is the first "Must show" of issue 14: the real binary
+// TestHostileCorpus is the daemon against hostile servers: the real binary
 // against every case of the hostile corpus (internal/hostile.Cases, with
 // the static bodies of testdata/hostile). Each feed first loads a good
 // layer; then the same URL turns hostile and the feed is polled once more.

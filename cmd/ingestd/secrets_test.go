@@ -137,7 +137,7 @@ func headersSent(t *testing.T) bool {
 	return got.Load()
 }
 
-// TestSecretsNeverLeak is issue 14's leak check, end to end: secrets planted
+// TestSecretsNeverLeak is the leak check, end to end: secrets planted
 // in userinfo (token only, and user:password), in twenty-five query
 // parameters, in headers and in redirect Locations, in a config whose feeds
 // succeed, fail (404, 500, an HTML page, connection refused, redirects),
@@ -182,7 +182,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	refusedHost := ln.Addr().String()
 	ln.Close()
-	// Issue 31's servers, which echo the credential they received.
+	// Servers that echo the credential they received.
 	echo := newEchoServers(t)
 
 	secrets := []string{"zqsectokenonly", "zqsecuser", "zqsecpassword",
@@ -321,7 +321,7 @@ jurisdictions:
 	// The tables now, before replays overwrite the first errors.
 	dumps := []map[string]string{dumpTables(ctx, t, pool)}
 	checkEchoesScrubbed(ctx, t, pool, echo)
-	// Rows as a version before issue 31 left them: the daemon's start
+	// Rows as a version before scrubbing by value left them: the daemon's start
 	// scrubs them.
 	plantOldLeaks(ctx, t, pool, "a")
 
@@ -537,7 +537,7 @@ func fetchText(t *testing.T, u string) string {
 	return string(b)
 }
 
-// Issue 31's leak shapes: servers that echo the credential they received
+// The leak shapes: servers that echo the credential they received
 // where no URL redaction sees it. Each runs on an origin of its own and
 // answers every request in its shape, with the credential the request
 // carried (the X-Esri-Authorization token, or the apikey parameter in any
@@ -690,7 +690,8 @@ func (e *echoServers) yaml() (yaml string, env []string) {
 	return yaml, env
 }
 
-// plantOldLeaks writes rows as a version before issue 31 left them: each
+// plantOldLeaks writes rows as a version before scrubbing by value left
+// them: each
 // shape's credential, as its server echoed it, in every table's texts, for
 // a feed and an origin no poll will write again. tag tells two plantings
 // apart.

@@ -505,8 +505,8 @@ func (s *Store) unchangedSnapshot(ctx context.Context, r *applyRun) error {
 }
 
 // unchangedLargeSnapshot is unchangedSnapshot for a snapshot of more than
-// smallSnapshot features. When something did change, the check's time is
-// lost (1.4 s of a 1M-feature apply), so it is skipped when the staged count
+// smallSnapshot features. When something did change, the check's time (a
+// read of every staged row) is lost, so it is skipped when the staged count
 // differs from the feed's count at its last apply (features were added or
 // removed, or ids repeat) and when that apply changed features: a layer
 // that changed last time likely changed again, one that was quiet likely

@@ -113,9 +113,9 @@ func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int
 // not: PostgreSQL's crash recovery empties staged_features whole, while the
 // pages stay listed. Every staged page commits its rows with its
 // staged_pages row, so a page that kept any row kept all of them, and one
-// index probe per page finds a crash's loss: counting the rows instead cost
-// 0.9 s per million staged features, on every apply. The rows are counted
-// only to report a loss.
+// index probe per page finds a crash's loss: counting the rows instead would
+// read every staged row on every apply. The rows are counted only to report
+// a loss.
 func checkStagingWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, what string, maxPage int) error {
 	var emptied int
 	if _, err := tx.Exec(ctx, sqlQuery("ProbePlanner")); err != nil {

@@ -73,8 +73,8 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		// A page with too many ids to hold leaves them unknown (NULL): a
 		// poll of that one page cannot repeat an id across pages
 		// (OnePage), one of more pages is checked at apply
-		// (checkPagesDisjoint). Counting them here cost 1.9 s of a
-		// 250k-feature document's first load.
+		// (checkPagesDisjoint). Counting them here would be a large part
+		// of a big document's first load (scripts/bench.sh bigdoc).
 		var named *int
 		if !ids.overflow {
 			count := len(src.ids)
@@ -175,8 +175,8 @@ const defaultPageIDs = 1 << 16
 // copySource's set of the page's ids (filled by encode) to max ids, and
 // drops it past that for good, leaving the count to PostgreSQL. A fresh set
 // after the overflow would only be filled to be dropped again: on a page of
-// 1M features, a map of 65,536 ids and their strings rebuilt 15 times, some
-// 4 MB of live heap at each refill's end for a count nobody reads (issue 26).
+// 1M features, a map of 65,536 ids and their strings rebuilt 15 times, for
+// a count nobody reads.
 type pageIDs struct {
 	features feature.FeatureReader
 	src      *copySource

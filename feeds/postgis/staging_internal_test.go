@@ -24,7 +24,7 @@ func (s *sliceFeatures) Next() (*feature.Feature, error) {
 
 // TestPageIDsStopCollectingPastMax: once a page has more distinct ids
 // than StagePage counts, the set is dropped for the rest of the page, not
-// refilled and dropped again (issue 26: a 1M-feature page rebuilt a
+// refilled and dropped again (a 1M-feature page would rebuild a
 // 65,536-id map 15 times). Below the bound every id is counted.
 func TestPageIDsStopCollectingPastMax(t *testing.T) {
 	t.Parallel()

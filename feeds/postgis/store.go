@@ -290,9 +290,9 @@ func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
 
 // truncateStaging deletes a large poll's staging as deleteStaging does,
 // but when no other poll has features staged it truncates staged_features
-// instead: deleting 250,000 rows cost 0.15–0.2 s of a first load or of a
-// refresh that fetched the whole layer, and left as many dead rows for
-// vacuum. TRUNCATE needs the table to itself until the apply commits, so
+// instead: deleting a whole layer's rows is a noticeable part of a first
+// load or of a refresh that fetched the whole layer, and leaves as many
+// dead rows for vacuum. TRUNCATE needs the table to itself until the apply commits, so
 // it is taken only if no session uses staging now (LOCK … NOWAIT; any
 // other poll staging or applying holds a lock on it) and, under that
 // lock, no other poll's rows are left; otherwise the lock is given back

@@ -1,6 +1,6 @@
 // Package funclen measures the production functions of a Go module, for
-// the test that holds them to a length rule (issue 25: none over 100 lines,
-// at most 5 over 80). A function's length runs from its func keyword to its
+// the test that holds them to a length rule (none over 100 lines, at most 5
+// over 80). A function's length runs from its func keyword to its
 // closing brace; its doc comment does not count.
 package funclen
 

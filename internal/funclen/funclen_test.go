@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// moduleRule is issue 25's rule for ingestd's production functions: none
+// moduleRule is the rule for ingestd's production functions: none
 // over 100 lines, at most 5 over 80.
 var moduleRule = Rule{
 	Hard: 100, MaxOverHard: 0,

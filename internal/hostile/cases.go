@@ -24,10 +24,10 @@ const (
 	mib = int64(1) << 20
 )
 
-// Cases returns the hostile corpus: every class of issue 14's findings
-// (1, 3, 5, 6, 8), the classes an earlier hostile run found handled
-// already, the ArcGIS REST, OGC API – Features and Socrata lies and the
-// downloaded files' (filecases.go), each as a case with its expected outcome.
+// Cases returns the hostile corpus: every class of hostile input a review
+// found the daemon failing on, the classes it found handled already, the
+// ArcGIS REST, OGC API – Features and Socrata lies and the downloaded
+// files' (filecases.go), each as a case with its expected outcome.
 // Static bodies are files of testdata/hostile;
 // large ones are generated.
 func Cases() []Case {
@@ -38,7 +38,7 @@ func Cases() []Case {
 	return cs
 }
 
-// Group is one group of findings: its cases come from one function.
+// Group is one group of cases, which come from one function.
 type Group struct {
 	// Name says what the group's cases are about: their Class.
 	Name string
@@ -110,7 +110,7 @@ func failCase(name, class, kind string, r Responder, errs ...string) Case {
 // fcOpen opens a FeatureCollection up to its first feature's properties.
 const fcOpen = `{"type":"FeatureCollection","features":[{"type":"Feature","id":"big","geometry":{"type":"Point","coordinates":[-78.9,35.6]},"properties":`
 
-// geometryCollections is finding 1: GeometryCollections are stored (with members, empty,
+// geometryCollections: GeometryCollections are stored (with members, empty,
 // nested); a member PostGIS cannot hold counts the geometry invalid.
 func geometryCollections() (cs []Case) {
 	add := func(c ...Case) { cs = append(cs, c...) }
@@ -128,7 +128,7 @@ func geometryCollections() (cs []Case) {
 	return cs
 }
 
-// jsonBombs is finding 3: memory bombs. Each must end as the feed's error naming the
+// jsonBombs are memory bombs. Each must end as the feed's error naming the
 // limit, having held no more than the limit.
 func jsonBombs() (cs []Case) {
 	add := func(c ...Case) { cs = append(cs, c...) }
@@ -200,7 +200,7 @@ func jsonBombs() (cs []Case) {
 	return cs
 }
 
-// secrets is finding 5: secrets in URLs and echoed in error bodies never reach
+// secrets: secrets in URLs and echoed in error bodies never reach
 // the output.
 func secrets() (cs []Case) {
 	add := func(c ...Case) { cs = append(cs, c...) }
@@ -220,7 +220,7 @@ func secrets() (cs []Case) {
 	return cs
 }
 
-// badFeatures is finding 6: one bad feature is repaired (U+FFFD) or refused alone,
+// badFeatures: one bad feature is repaired (U+FFFD) or refused alone,
 // never the whole layer.
 func badFeatures() (cs []Case) {
 	add := func(c ...Case) { cs = append(cs, c...) }
@@ -253,7 +253,7 @@ func badFeatures() (cs []Case) {
 	return cs
 }
 
-// redirects is finding 8: redirects to other hosts are refused; 429 with an absurd
+// redirects: redirects to other hosts are refused; 429 with an absurd
 // Retry-After parks at once; out-of-range coordinates are counted
 // invalid; content errors stay the feed's (see OriginContent).
 func redirects() (cs []Case) {
@@ -274,7 +274,7 @@ func redirects() (cs []Case) {
 	return cs
 }
 
-// rateLimits are the cases of finding 8: 429 and Retry-After.
+// rateLimits are the cases of 429 and Retry-After.
 func rateLimits() (cs []Case) {
 	add := func(c ...Case) { cs = append(cs, c...) }
 	const rate = "429 / Retry-After (finding 8)"
@@ -296,7 +296,7 @@ func rateLimits() (cs []Case) {
 	return cs
 }
 
-// coordinates are the cases of finding 8: coordinates out of range.
+// coordinates are the cases of coordinates out of range.
 func coordinates() (cs []Case) {
 	add := func(c ...Case) { cs = append(cs, c...) }
 	const coords = "coordinates out of range (finding 8)"

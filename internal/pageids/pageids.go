@@ -18,8 +18,8 @@ const (
 	Sample   = 64
 )
 
-// Set remembers ids as 64-bit hashes: a million features cost about 20 MB,
-// not the ids' bytes. The seed is random per Set, so an unlucky collision
+// Set remembers ids as 64-bit hashes, about 20 bytes a feature, not the
+// ids' bytes. The seed is random per Set, so an unlucky collision
 // does not repeat in the next fetch.
 //
 // Unless exact, it stops remembering every id of the fetch after ExactIDs
@@ -107,8 +107,8 @@ const hashBucketBits = 12
 // hundred hashes each at a million), grown by a quarter at a time. A map
 // costs 12 to 20 bytes a hash, and the within-page part of a Set grows with
 // the page: an unpaged document of 1M features is one page, whose 900,000
-// hashes past ExactIDs held 14 MB of a 21 MB live heap and, doubled by the
-// collector's pacing, most of the first load's 74 MB peak RSS (issue 26).
+// hashes past ExactIDs are then most of the first load's live heap, and
+// through the collector's pacing of its peak RSS (scripts/bench.sh bigdoc).
 type hashSet struct {
 	buckets [][]uint64 // nil until the first add
 }

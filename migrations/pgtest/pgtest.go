@@ -137,7 +137,7 @@ func unreachable(t testing.TB, server string, err error) {
 // copyStrategy is the STRATEGY clause CREATE DATABASE copies the template
 // with: FILE_COPY on a server that does not fsync (scripts/postgis.sh's),
 // else the server's default. PostgreSQL 15's default, WAL_LOG, writes the
-// 16 MB template through shared buffers and the WAL; FILE_COPY copies its
+// template through shared buffers and the WAL; FILE_COPY copies its
 // files and checkpoints, which costs little without fsync. With dozens of
 // databases made at once, feeds/postgis took about a third less time.
 func copyStrategy(ctx context.Context, admin *pgx.Conn) (string, error) {

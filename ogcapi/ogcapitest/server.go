@@ -35,7 +35,7 @@ const (
 	// None pages correctly.
 	None Pitfall = ""
 	// NoNextOnFullPage omits the next link of the second page, which is
-	// full (pygeoapi#1594, #1658); numberMatched is given.
+	// full (pygeoapi#1594, pygeoapi#1658); numberMatched is given.
 	NoNextOnFullPage Pitfall = "no-next-on-full-page"
 	// NextLoop makes the third page's next link point back to the second
 	// page's URL.

@@ -21,7 +21,7 @@ import (
 // converted by GDAL) are a real layer with invalid polygons: rings that
 // touch or cross themselves where the generalisation pinched a county.
 // ST_MakeValid alone made some of them GEOMETRYCOLLECTION(POLYGON,
-// LINESTRING), NULL in the MultiPolygon typed view (issue 30).
+// LINESTRING), NULL in the MultiPolygon typed view.
 
 // countiesFile is the layer as lighttpd serves it (scripts/mapserver.sh
 // copies it into its document root).

@@ -91,8 +91,7 @@ func (c combo) url(base string) string {
 // MapServer writes GeoJSON in the requested CRS without saying which, and
 // negotiation is what learns it from srsName. GeoJSON feeds without one
 // name their format, so that no capabilities are read: the request itself
-// must ask for WGS 84 (issue 16: it did not, and the counties landed in
-// NAD27 read as WGS 84). GML feeds name their format, and GML names its CRS.
+// must ask for WGS 84 (else the counties land in NAD27 read as WGS 84). GML feeds name their format, and GML names its CRS.
 func (c combo) feedYAML(base string) string {
 	format := "auto"
 	if c.srs == 0 {

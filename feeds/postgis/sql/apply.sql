@@ -82,9 +82,9 @@ WITH staged AS (
 -- it one row anyway), which keeps PostgreSQL from turning the lookup into
 -- a join: with the staging's estimates (a table COPYed into since it was
 -- analysed: one row) it hashed every staged row of the poll, payload and
--- all, to write 500 of 100,000 (100 ms, spilling to disk), or looped over
--- the fetched rows once per staged row (a delta's 550: 276,000
--- comparisons, 43 ms). The extent guard reads every row, so a join is
+-- all, to write 500 of 100,000 (spilling to disk), or looped over the
+-- fetched rows once per staged row (a delta's 550: 276,000 comparisons).
+-- The extent guard reads every row, so a join is
 -- right there.
 SELECT sf.srid, sf.geom_ewkb, sf.geom_broken, sf.properties, sf.invalid_feature FROM staged_features sf
 		WHERE sf.poll_id = $1 AND sf.page = d.page AND sf.ordinal = d.ordinal

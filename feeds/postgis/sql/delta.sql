@@ -1,4 +1,4 @@
--- Incremental refresh (issue 27, delta.go): a poll that fetched only the
+-- Incremental refresh (delta.go): a poll that fetched only the
 -- features changed since the feed's last applied snapshot is proved
 -- against the server's id list (in Go, from StoredIDs and FetchedIDs)
 -- and recorded as a delta (staged_deltas);
@@ -54,8 +54,8 @@ SELECT f.properties::text, coalesce(get_byte(ST_AsEWKB(f.geom), 1), 0) FROM {{ta
 -- (fetched) features, the feed's features the server still lists and the
 -- poll did not fetch (kept as they are, never read), less the removed
 -- ones the proof found. Only the fetched and removed rows are read, by
--- index: a refresh that changed 0.5 % of a layer costs about 0.5 % of
--- ApplyDiff. Arguments, the guards, the writes and the row are
+-- index: a refresh costs ApplyDiff's share of what it changed, not of the
+-- layer. Arguments, the guards, the writes and the row are
 -- ApplyDiff's (ApplyWrites); the extent guard sees the fetched features
 -- only (the kept ones passed it when they were applied). The counts
 -- follow from the proof (ComposeDelta): every listed id is fetched or

@@ -60,7 +60,7 @@ SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0
 
 -- name: BulkPlannerReset
 -- Back to the defaults for the key and index builds, which sort in
--- maintenance_work_mem (the default 64MB spills a large layer to disk).
+-- maintenance_work_mem (PostgreSQL's default spills a large layer to disk).
 RESET enable_indexscan; RESET enable_bitmapscan;
 RESET parallel_setup_cost; RESET parallel_tuple_cost;
 SET LOCAL maintenance_work_mem = '256MB'

@@ -40,7 +40,7 @@ fillfactor = 90
 DROP TABLE {{table}}
 
 -- name: LoadIndexMemory
--- Index builds sort in maintenance_work_mem; the default 64MB spills a
+-- Index builds sort in maintenance_work_mem; PostgreSQL's default spills a
 -- layer of a few hundred thousand features to disk.
 SET LOCAL maintenance_work_mem = '256MB'
 

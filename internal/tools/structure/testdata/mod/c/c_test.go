@@ -1,0 +1,4 @@
+package c
+
+// The test of issue 14's finding.
+func helper() {}

@@ -1,0 +1,2 @@
+// Package skip is testdata: issue 99 is not counted.
+package skip
