@@ -15,8 +15,9 @@ import (
 	"github.com/ingestd/ingestd/httpcall"
 )
 
-// notData is what a 2xx body that is neither JSON nor an error object is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+// expected is what a 2xx body of an ArcGIS server should hold, in the
+// words of the errors on a body that holds something else.
+const expected httpcall.Expected = "JSON"
 
 // maxErrorBytes bounds how much of an error body is read.
 const maxErrorBytes = 1 << 20
@@ -97,7 +98,7 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 		return &breaker.Result{Outcome: breaker.Success, Err: &BodyError{Op: op, URL: redacted,
 			Err: fmt.Errorf("the JSON value %s, not an object", snippet(s.Head))}}
 	}
-	return renamed(notData.Verdict(resp, br, s.Kind, rerr, redacted), op, redacted)
+	return renamed(expected.NotDataVerdict(resp, br, s.Kind, rerr, redacted), op, redacted)
 }
 
 // judgeError is the verdict on an ArcGIS error object (raw, the value of

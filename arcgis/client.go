@@ -529,7 +529,7 @@ func (d *dump) callJSON(ctx context.Context, doc document, u *url.URL, form url.
 			if httpcall.FeedsFault(err, a.BodyErr()) {
 				return breaker.Result{Outcome: breaker.Success, Err: be}
 			}
-			return a.IgnoredOr(breaker.Failure, be)
+			return a.OriginFailure(be)
 		}
 		var e struct {
 			Error json.RawMessage `json:"error"`

@@ -11,14 +11,6 @@ import (
 // below name the kind: Client.Fetch puts "arcgis: " before every error
 // once (source.Named).
 var (
-	// ErrHTMLBody is an HTML page (a proxy's, a login page) where JSON was
-	// expected.
-	ErrHTMLBody = errors.New("HTML page instead of JSON")
-	// ErrEmptyBody is a successful status with no body.
-	ErrEmptyBody = errors.New("empty response body")
-	// ErrUnrecognizedBody is a successful status with a body that is
-	// neither JSON nor HTML.
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 	// ErrNotALayer is a layer URL whose ?f=json is not a layer (a service,
 	// a folder) or a layer of a type ingestd cannot store.
 	ErrNotALayer = errors.New("not a feature layer")

@@ -14,8 +14,9 @@ import (
 	"github.com/ingestd/ingestd/wfs"
 )
 
-// notData is what a 2xx body that is not a JSON document is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+// expected is what a 2xx body should hold, in the words of the errors on a
+// body that holds something else.
+const expected httpcall.Expected = "a GeoJSON document"
 
 // result is what one successful attempt learned about the document.
 type result struct {
@@ -32,7 +33,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	if err != nil {
 		return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 	}
-	if r := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); r != nil {
+	if r := httpcall.Throttled(a.Resp, a.Redacted, c.base.Now()); r != nil {
 		return a.Verdict(r)
 	}
 	s, rerr := httpcall.Sniff(br)
@@ -44,19 +45,19 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		// counts against the origin, a client-side one is the feed's),
 		// and a whole JSON document that is a scalar (null, a number) is
 		// the feed's content.
-		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.base.Now()); r != nil {
 			return a.Verdict(r)
 		}
 	default:
 		if r := httpcall.StatusVerdict(a.Resp.StatusCode, a.Redacted); r != nil {
 			return a.Verdict(r)
 		}
-		return a.Verdict(notData.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
+		return a.Verdict(expected.NotDataVerdict(a.Resp, br, s.Kind, rerr, a.Redacted))
 	}
 	if s.Kind == httpcall.KindXML {
 		// A GML FeatureCollection: the server answered, not in GeoJSON.
 		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
-			Err: fmt.Errorf("%w: the document is XML <%s>, not GeoJSON (a WFS? use kind wfs, or ask for outputFormat=application/json)", ErrUnrecognizedBody, s.Root.Local)}}
+			Err: expected.Unrecognized("the document is XML <" + s.Root.Local + ">, not GeoJSON; a WFS? use kind wfs, or ask for outputFormat=application/json")}}
 	}
 	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	fr := &docReader{dec: dec, url: a.Redacted, ids: pageids.New(false), idProperty: layer.IDProperty, body: a}

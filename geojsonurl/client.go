@@ -22,28 +22,28 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithMaxBodyBytes bounds each body (decompressed) of layers whose
 // Limits.BodyBytes is 0.
 func WithMaxBodyBytes(n int64) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithMaxBodyBytes(n)) }
+	return func(c *Client) { c.base.Use(httpcall.WithMaxBodyBytes(n)) }
 }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client fetches GeoJSON documents, each one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	kit httpcall.Kit
+	base httpcall.ClientBase
 }
 
-// NewClient returns a Client that calls servers through httpcall.Assemble,
+// NewClient returns a Client that calls servers through httpcall.BuildClient,
 // which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // Prepare returns layer as it is: a document needs no discovery.
@@ -97,7 +97,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 	began := time.Now()
 	var res result
-	err := c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err := c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		res = result{}
 		return c.attempt(a, layer, p, handle, &res)
 	})
@@ -110,7 +110,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	stats.Pages, stats.Features, stats.Bytes, stats.NumberMatched = 1, res.features, res.bytes, res.numberMatched
 	stats.Validators = source.Validators{ETag: res.etag, LastModified: res.lastModified}
-	c.kit.Logger.Debug("document fetched", "url", p.URL, "features", res.features, "bytes", res.bytes,
+	c.base.Logger.Debug("document fetched", "url", p.URL, "features", res.features, "bytes", res.bytes,
 		"duration_ms", time.Since(began).Milliseconds())
 	if res.numberMatched >= 0 && res.numberMatched != res.features {
 		return stats, &IncompleteError{Kind: Kind, URL: p.URL, Expected: res.numberMatched, Got: res.features,

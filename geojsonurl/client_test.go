@@ -153,7 +153,7 @@ func TestErrorsNameTheKindOnce(t *testing.T) {
 		is   func(error) bool
 	}{
 		{"/missing", func(err error) bool { var se *httpcall.HTTPStatusError; return errors.As(err, &se) && se.Status == 404 }},
-		{"/html", func(err error) bool { return errors.Is(err, geojsonurl.ErrHTMLBody) }},
+		{"/html", func(err error) bool { return errors.Is(err, httpcall.ErrHTMLBody) }},
 		{"/dup", func(err error) bool { var ie *geojsonurl.IncompleteError; return errors.As(err, &ie) }},
 		{"/hang", func(err error) bool { var te *geojsonurl.TimeoutError; return errors.As(err, &te) }},
 	} {

@@ -10,11 +10,6 @@ import (
 var (
 	// ErrInvalidLayer means a Layer cannot be turned into a request.
 	ErrInvalidLayer = errors.New("invalid layer")
-	// ErrHTMLBody, ErrEmptyBody and ErrUnrecognizedBody are a 2xx body
-	// that is not a JSON document: the origin's failure.
-	ErrHTMLBody         = errors.New("HTML page instead of a GeoJSON document")
-	ErrEmptyBody        = errors.New("empty response body")
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 )
 
 // IncompleteError is a document that does not hold what it says (its

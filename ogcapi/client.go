@@ -38,11 +38,11 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithRequestTimeout(d)) }
+	return func(c *Client) { c.base.Use(httpcall.WithRequestTimeout(d)) }
 }
 
 // WithMaxPages bounds the pages of one Fetch.
@@ -55,11 +55,11 @@ func WithMaxPages(n int) Option {
 }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client fetches OGC API – Features collections. It is safe for concurrent use.
 type Client struct {
-	kit      httpcall.Kit
+	base     httpcall.ClientBase
 	maxPages int
 	maxEmpty int
 	// discovery caches Prepare's discoveries (see WithDiscoveryTTL).
@@ -72,7 +72,7 @@ type Client struct {
 // httpClient, breakers, logger); see wfs.NewClient for what nil means.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{maxPages: DefaultMaxPages, maxEmpty: DefaultMaxEmptyPages}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // FirstURL is the request of layer's first page: its items link (set by
@@ -186,7 +186,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		var res pageResult
 		p := source.Page{Index: page, URL: redacted, StartIndex: stats.Features}
-		log := c.kit.Logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
+		log := c.base.Logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
 		began := time.Now()
 		req := request(layer, u, accept)
 		if page == 0 {
@@ -194,7 +194,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			// done): a 304 to its first page proves it whole.
 			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 		}
-		err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 			res = pageResult{}
 			return c.attempt(a, layer, p, st, handle, &res)
 		})
@@ -279,7 +279,7 @@ func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, s
 	stats.Declared = declared
 	if warning != "" {
 		stats.Warnings = append(stats.Warnings, warning)
-		c.kit.Logger.Warn(warning, "url", redact.URL(layer.URL))
+		c.base.Logger.Warn(warning, "url", redact.URL(layer.URL))
 	}
 	return start, want, nil
 }
@@ -443,7 +443,7 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 		req.BodyLimit = hitsDoc.bound
 	}
 	n := -1
-	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		n = -1
 		dec, done := c.scanItems(a, layer, hitsDoc.name, func(*feature.Feature) {})
 		if done != nil {
@@ -463,6 +463,6 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 	case errors.As(err, &open), errors.As(err, &retry), errors.As(err, &throttled), errors.Is(err, breaker.ErrPastDeadline), ctx.Err() != nil:
 		return -1, fmt.Errorf("asking for the count (%s): %w", redact.URL(u.String()), err)
 	}
-	c.kit.Logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
+	c.base.Logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
 	return -1, nil
 }

@@ -121,7 +121,7 @@ func (c *Client) Page(ctx context.Context, layer source.Layer, u string) (ItemsP
 	}
 	req := request(layer, pu, accept)
 	var p ItemsPage
-	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		p = ItemsPage{NumberMatched: -1}
 		dec, done := c.scanItems(a, layer, "items page", func(f *feature.Feature) {
 			if p.Features++; p.Features == 1 {
@@ -161,7 +161,7 @@ func (c *Client) scanItems(a *httpcall.Attempt, layer source.Layer, name string,
 	if err != nil {
 		return verdict(a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted)))
 	}
-	if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+	if r := classify(a.Resp, br, a.Redacted, c.base.Now()); r != nil {
 		return verdict(a.Verdict(r))
 	}
 	dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))

@@ -143,14 +143,14 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 
 func (c *Client) prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
 	s := settingsOf(layer)
-	d, warnings, ok := c.discovery.get(layer.URL, s.Collection, c.kit.Now())
+	d, warnings, ok := c.discovery.get(layer.URL, s.Collection, c.base.Now())
 	if !ok {
 		var err error
 		d, warnings, err = c.Discover(ctx, layer)
 		if err != nil {
 			return layer, warnings, err
 		}
-		c.discovery.put(layer.URL, s.Collection, d, warnings, c.kit.Now())
+		c.discovery.put(layer.URL, s.Collection, d, warnings, c.base.Now())
 	}
 	s.ItemsURL = d.Items
 	s.SchemaURL, s.SchemaOrigin = d.Schema, d.SchemaOrigin

@@ -17,14 +17,6 @@ const kind = "ogcapi"
 var (
 	// ErrInvalidLayer means a Layer cannot be turned into requests.
 	ErrInvalidLayer = errors.New("invalid layer")
-	// ErrHTMLBody means the server answered with an HTML page where JSON
-	// was expected (a proxy's error page, or f=json not honoured).
-	ErrHTMLBody = errors.New("HTML page instead of JSON")
-	// ErrEmptyBody means a successful status came with no body at all.
-	ErrEmptyBody = errors.New("empty response body")
-	// ErrUnrecognizedBody means a successful status came with a body that
-	// is not JSON (a text or XML error page).
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 )
 
 // ExceptionError is an error document of the server: an OGC API exception

@@ -79,7 +79,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.Verdict(r)
 	}
 	res.warning = note
-	if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+	if r := classify(a.Resp, br, a.Redacted, c.base.Now()); r != nil {
 		var be *httpcall.BodyError
 		if errors.As(r.Err, &be) {
 			be.Page = p.Index

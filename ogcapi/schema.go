@@ -211,7 +211,7 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 	if ttl == 0 {
 		ttl = DefaultDiscoveryTTL
 	}
-	d, err := c.declaredMemo.Get(settingsOf(layer).SchemaURL, ttl, c.kit.Now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
+	d, err := c.declaredMemo.Get(settingsOf(layer).SchemaURL, ttl, c.base.Now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
 	if err == nil {
 		return d, "", nil
 	}

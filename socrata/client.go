@@ -34,23 +34,23 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client reads Socrata datasets, every request one logical call through
 // the breaker of its portal (package httpcall), which paces it and waits
 // out a 429's Retry-After. It is safe for concurrent use.
 type Client struct {
-	kit httpcall.Kit
+	base httpcall.ClientBase
 }
 
-// NewClient returns a Client that calls portals through httpcall.Assemble,
+// NewClient returns a Client that calls portals through httpcall.BuildClient,
 // which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // Prepare returns layer as it is: the metadata is read at every Fetch,
@@ -157,6 +157,6 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, source.Named(Kind, err)
 	}
 	r := &read{c: c, layer: layer, ds: ds, limits: layer.Limits.WithDefaults(), stats: &stats, pageSize: pageSize(layer),
-		log: c.kit.Logger.With("url", ds.redacted), seen: make(map[uint64]int32), seed: maphash.MakeSeed()}
+		log: c.base.Logger.With("url", ds.redacted), seen: make(map[uint64]int32), seed: maphash.MakeSeed()}
 	return stats, source.Named(Kind, r.run(ctx, handle))
 }

@@ -15,11 +15,6 @@ import (
 var (
 	// ErrInvalidLayer means a Layer cannot be turned into a request.
 	ErrInvalidLayer = errors.New("invalid layer")
-	// ErrHTMLBody, ErrEmptyBody and ErrUnrecognizedBody are a 2xx body
-	// that is not a SODA answer: the origin's failure.
-	ErrHTMLBody         = errors.New("HTML page instead of a SODA answer")
-	ErrEmptyBody        = errors.New("empty response body")
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 )
 
 // ServerError is an error body of the portal, in either of the shapes

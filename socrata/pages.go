@@ -77,7 +77,7 @@ func (r *read) page(ctx context.Context, index, offset int, handle source.PageFu
 	p := source.Page{Index: index, URL: redact.URL(u.String()), StartIndex: offset}
 	ref := pageRef{index: index, offset: offset, url: p.URL}
 	var res pageResult
-	err := r.c.kit.Calls.Call(ctx, r.request(&u), func(a *httpcall.Attempt) breaker.Result {
+	err := r.c.base.Calls.Call(ctx, r.request(&u), func(a *httpcall.Attempt) breaker.Result {
 		res = pageResult{}
 		return r.attempt(a, p, ref, handle, &res)
 	})
@@ -115,9 +115,9 @@ func (r *read) attempt(a *httpcall.Attempt, p source.Page, ref pageRef, handle s
 		// An object where the rows should be: an error body sent with 200.
 		body, _ := io.ReadAll(io.LimitReader(br, maxErrorBodyBytes))
 		if code, msg, ok := parseServerError(body); ok {
-			return a.Verdict(httpcall.Judged(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
+			return a.Verdict(httpcall.ErrorVerdict(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
 		}
-		return a.Verdict(httpcall.Judged(newContentError(ref.String(), -1, "", "a page is an array of rows; the portal sent an object, "+
+		return a.Verdict(httpcall.ErrorVerdict(newContentError(ref.String(), -1, "", "a page is an array of rows; the portal sent an object, "+
 			jsonText(body)), false))
 	}
 	rr := newRowReader(br, a, r.limits, r.geomCol, ref, r.cols)

@@ -646,9 +646,9 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		return err
 	}
 	req := request(layer, u, "application/xml, text/xml;q=0.9, */*;q=0.1")
-	return c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
-		actx, resp, redacted, ignoredOr := a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
-		if r := httpcall.Throttled(resp, redacted, c.kit.Now()); r != nil {
+	return c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		actx, resp, redacted := a.Ctx, a.Resp, a.Redacted
+		if r := httpcall.Throttled(resp, redacted, c.base.Now()); r != nil {
 			return *r
 		}
 		br, note, err := a.OpenBody("response body")
@@ -656,7 +656,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 			return a.Verdict(httpcall.ReadFailure(resp, err, redacted))
 		}
 		if note != "" {
-			c.kit.Logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
+			c.base.Logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
 		}
 
 		kind, _, rerr := sniff(br)
@@ -664,10 +664,10 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		case kind == kindException:
 			rep, err := parseExceptionReport(br, resp.StatusCode, redacted)
 			if err != nil {
-				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
+				return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: err})
 			}
 			if rep.ServerSide {
-				return ignoredOr(breaker.Failure, rep)
+				return a.OriginFailure(rep)
 			}
 			return breaker.Result{Outcome: breaker.Success, Err: rep}
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
@@ -677,18 +677,18 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		case kind == kindJSONValue:
 			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
 		case kind == kindHTML:
-			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: notData.HTMLError(br)})
+			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.HTMLPage(br)})
 		case kind == kindEmpty:
-			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrEmptyBody})
+			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.Empty()})
 		case kind != kindXML && kind != kindJSON:
-			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrUnrecognizedBody})
+			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.Unrecognized("")})
 		}
 		if err := read(br); err != nil {
 			var rep *ExceptionReportError
 			if errors.As(err, &rep) {
 				rep.URL, rep.Status = redacted, resp.StatusCode
 				if rep.ServerSide {
-					return ignoredOr(breaker.Failure, rep)
+					return a.OriginFailure(rep)
 				}
 				return breaker.Result{Outcome: breaker.Success, Err: rep}
 			}
@@ -700,7 +700,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 				return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 			}
 			if a.BodyErr() != nil || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || httpcall.IsTransportRead(err) {
-				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
+				return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: err})
 			}
 			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 		}
@@ -767,7 +767,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	if ttl <= 0 {
 		ttl = DefaultNegotiationTTL
 	}
-	now := c.kit.Now()
+	now := c.base.Now()
 	nc.mu.Lock()
 	if e, ok := nc.entries[keyOf(layer)]; ok && now.Sub(e.at) < ttl {
 		nc.mu.Unlock()
@@ -783,7 +783,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	if err != nil {
 		return layer, warnings, err
 	}
-	c.kit.Logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
+	c.base.Logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
 		"version", settingsOf(out).Version, "output_format", settingsOf(out).OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -342,8 +343,8 @@ func TestClientCapabilitiesErrors(t *testing.T) {
 			inner.ServeHTTP(w, r)
 		}))
 		_, err := newTestClient(t, 3).Capabilities(t.Context(), l(srv.URL))
-		if !errors.Is(err, ErrHTMLBody) || n.Load() != 3 {
-			t.Errorf("err %v after %d requests; want ErrHTMLBody after 3", err, n.Load())
+		if !errors.Is(err, httpcall.ErrHTMLBody) || n.Load() != 3 {
+			t.Errorf("err %v after %d requests; want httpcall.ErrHTMLBody after 3", err, n.Load())
 		}
 	})
 }

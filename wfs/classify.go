@@ -53,8 +53,9 @@ func (k bodyKind) String() string {
 	return "unknown"
 }
 
-// notData is what a 2xx body that is neither data nor an exception report is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+// expected is what a 2xx body of a WFS should hold, in the words of the
+// errors on a body that holds something else (httpcall.NotDataError).
+const expected httpcall.Expected = "data"
 
 // maxExceptionBytes bounds how much of an exception report or error body is
 // read: reports are small, and the rest is of no use in an error message.
@@ -341,7 +342,7 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		if err != nil {
 			return kind, httpcall.BodyFailure(redacted, err)
 		}
-		return kind, httpcall.Judged(rep, rep.ServerSide)
+		return kind, httpcall.ErrorVerdict(rep, rep.ServerSide)
 	}
 	if r := httpcall.StatusVerdict(status, redacted); r != nil {
 		return kind, r
@@ -359,13 +360,14 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		}
 		// An XML document that is neither features nor an OGC report: a
 		// proxy's or servlet container's XML error page, most likely.
-		return kind, httpcall.BodyFailure(redacted, fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
+		return kind, httpcall.BodyFailure(redacted, expected.Unrecognized(fmt.Sprintf("XML root element <%s>, not a FeatureCollection", root)))
 	}
-	return kind, notData.Verdict(resp, br, kind.sniffed(), rerr, redacted)
+	return kind, expected.NotDataVerdict(resp, br, kind.sniffed(), rerr, redacted)
 }
 
 // sniffed is the httpcall.Kind of a body that is none of WFS's own kinds
-// (an exception report, data): what httpcall.NotData judges.
+// (an exception report, data): what httpcall.Expected.NotDataVerdict
+// judges.
 func (k bodyKind) sniffed() httpcall.Kind {
 	switch k {
 	case kindEmpty:

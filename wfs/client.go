@@ -41,12 +41,12 @@ type Option func(*Client)
 // Limits.BodyBytes is 0; a larger body fails the call with a *LimitError
 // (body_bytes), the feed's error.
 func WithMaxBodyBytes(n int64) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithMaxBodyBytes(n)) }
+	return func(c *Client) { c.base.Use(httpcall.WithMaxBodyBytes(n)) }
 }
 
 // WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithRequestTimeout(d)) }
+	return func(c *Client) { c.base.Use(httpcall.WithRequestTimeout(d)) }
 }
 
 // WithDuplicateIDCheck makes Fetch remember every feature id of a fetch, so
@@ -68,15 +68,15 @@ func WithMaxPages(n int) Option {
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client fetches layers page by page, each page one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	kit         httpcall.Kit
+	base        httpcall.ClientBase
 	maxPages    int
 	checkIDs    bool
 	negotiation negotiationCache // Prepare's results, per layer
@@ -92,7 +92,7 @@ type Client struct {
 // daemon always passes its registry); logger nil discards.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{maxPages: DefaultMaxPages}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // pageResult is what one successful attempt learned about its page.
@@ -204,7 +204,7 @@ func (r *fetchRun) prepare() error {
 	}
 	if warning != "" {
 		r.stats.Warnings = append(r.stats.Warnings, warning)
-		r.c.kit.Logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
+		r.c.base.Logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
 	}
 	r.typer = schema.Typer(declared)
 	r.stats.Declared = declared
@@ -221,7 +221,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 		return true, source.Named(Kind, err)
 	}
 	p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
-	log := r.c.kit.Logger.With("origin", breaker.Origin(u), "page", page, "url", p.URL)
+	log := r.c.base.Logger.With("origin", breaker.Origin(u), "page", page, "url", p.URL)
 	check := func(key string) error {
 		if page > r.firstPage && key != "" && key == r.prevKey {
 			return ErrStartIndexIgnored
@@ -234,7 +234,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 	if !paged(r.layer) {
 		req.Conditional(r.layer.Validators.ETag, r.layer.Validators.LastModified)
 	}
-	err = r.c.kit.Calls.Call(r.ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = r.c.base.Calls.Call(r.ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		r.ids.Begin(page) // a retry re-reads its page's ids
 		res = pageResult{ids: r.ids, fetched: r.stats.Features, typer: r.typer}
 		return r.c.attempt(a, r.layer, p, check, r.handle, &res)
@@ -352,7 +352,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.Verdict(r)
 	}
 	res.warning = note
-	kind, cls := classify(resp, br, redacted, c.kit.Now())
+	kind, cls := classify(resp, br, redacted, c.base.Now())
 	if cls != nil {
 		var be *httpcall.BodyError
 		if errors.As(cls.Err, &be) {
@@ -370,7 +370,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			feature.WithTypeValue(res.typer))
 	default:
 		// classify lets only decodable kinds through.
-		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
+		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: expected.Unrecognized("")}}
 	}
 	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy,
 		idProperty: layer.IDProperty, body: a}

@@ -63,7 +63,7 @@ func TestLyingBodies(t *testing.T) {
 		{name: "200 GeoServer JSON exception, server code", h: body(t, 200, "geoserver_exception_json_noapplicablecode.json", "Content-Type", "application/json"), want: breaker.Failure,
 			errHas: "NoApplicableCode (locator noLocator): java.lang.RuntimeException: Unable to obtain connection", check: func(err error) bool { return errors.As(err, &exc) && exc.ServerSide }},
 		{name: "200 HTML", h: body(t, 200, "geoserver_error_page.html", "Content-Type", "text/html"), want: breaker.Failure,
-			errHas: "HTML page instead of data", check: func(err error) bool { return errors.Is(err, ErrHTMLBody) }},
+			errHas: "HTML page instead of data", check: func(err error) bool { return errors.Is(err, httpcall.ErrHTMLBody) }},
 		{name: "GeoJSON labelled text/plain: the body decides", h: body(t, 200, "geoserver_2_0_page.json", "Content-Type", "text/plain"), want: breaker.Success, features: 3},
 		{name: "GML labelled application/json: the body decides", h: body(t, 200, "geoserver_wfs20_gml32_parcels.xml", "Content-Type", "application/json"), want: breaker.Success, features: 3},
 		{name: "truncated XML", h: body(t, 200, "geoserver_wfs20_gml32_truncated.xml", "Content-Type", "text/xml; subtype=gml/3.2"), want: breaker.Failure,
@@ -91,7 +91,7 @@ func TestLyingBodies(t *testing.T) {
 		{name: "gzip bomb stops at the decompressed limit", h: gzipHandler(t, append([]byte(`{"type":"FeatureCollection","features":[`), bytes.Repeat([]byte(" "), 1<<20)...), false), client: noCompression, opts: []Option{WithMaxBodyBytes(64 << 10)}, want: breaker.Success,
 			errHas: "limits.body_bytes exceeded (65536 bytes)", check: func(err error) bool { return errors.Is(err, feature.ErrLimit) }},
 		{name: "XML that is not features", h: text(200, `<?xml version="1.0"?><Error><Code>NoSuchKey</Code></Error>`), want: breaker.Failure,
-			errHas: "XML root element <Error>", check: func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }},
+			errHas: "XML root element <Error>", check: func(err error) bool { return errors.Is(err, httpcall.ErrUnrecognizedBody) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

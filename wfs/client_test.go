@@ -171,7 +171,7 @@ func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) sour
 	p := source.Page{Index: 0, URL: RedactURL(u.String())}
 	var col collect
 	var res pageResult
-	r := c.kit.Calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+	r := c.base.Calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
 		return c.attempt(a, l, p, func(string) error { return nil }, col.handle, &res)
 	})
 	return r, &col
@@ -218,9 +218,9 @@ func TestClassification(t *testing.T) {
 		{"200 GeoJSON page", body(t, 200, "geoserver_2_0_page.json"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
 		{"200 GeoServer HTML error page", body(t, 200, "geoserver_error_page.html", "Content-Type", "text/html"), nil, breaker.Failure,
 			func(err error) bool {
-				return errors.Is(err, ErrHTMLBody) && errors.As(err, &be) && strings.Contains(err.Error(), "HTTP Status 500")
+				return errors.Is(err, httpcall.ErrHTMLBody) && errors.As(err, &be) && strings.Contains(err.Error(), "HTTP Status 500")
 			}, 0},
-		{"200 XHTML maintenance page", body(t, 200, "proxy_maintenance.html"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrHTMLBody) }, 0},
+		{"200 XHTML maintenance page", body(t, 200, "proxy_maintenance.html"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, httpcall.ErrHTMLBody) }, 0},
 		{"200 ows:ExceptionReport NoApplicableCode", body(t, 200, "geoserver_exception_2_0_noapplicablecode.xml"), nil, breaker.Failure,
 			func(err error) bool {
 				return errors.As(err, &exc) && exc.Code == "NoApplicableCode" && exc.ServerSide && strings.Contains(exc.Text, "Connection to localhost:5432 refused")
@@ -256,8 +256,8 @@ func TestClassification(t *testing.T) {
 		}), nil, breaker.Failure, func(err error) bool { return errors.As(err, &be) }, 0},
 		{"200 truncated JSON", body(t, 200, "truncated_page.json"), nil, breaker.Failure,
 			func(err error) bool { return errors.As(err, &be) && strings.Contains(err.Error(), "feature 2") }, 0},
-		{"200 empty", text(200, ""), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrEmptyBody) }, 0},
-		{"200 plain text", text(200, "Error: layer is being rebuilt"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }, 0},
+		{"200 empty", text(200, ""), nil, breaker.Failure, func(err error) bool { return errors.Is(err, httpcall.ErrEmptyBody) }, 0},
+		{"200 plain text", text(200, "Error: layer is being rebuilt"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, httpcall.ErrUnrecognizedBody) }, 0},
 		{"200 GML 3.2 page", body(t, 200, "geoserver_wfs20_gml32_parcels.xml"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
 		{"200 too large: the feed's error", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Success,
 			func(err error) bool {
@@ -312,7 +312,7 @@ func TestClassificationTransport(t *testing.T) {
 	l := wfsLayer(srv.URL, 10)
 	u, _ := RequestURL(l, 0)
 	var res pageResult
-	r := c.kit.Calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+	r := c.base.Calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
 		return c.attempt(a, l, source.Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
 	})
 	var te *httpcall.TransportError

@@ -16,18 +16,6 @@ var (
 	// bound ParseCapabilities holds in memory. Bodies over a feed's
 	// limits.body_bytes are a *LimitError instead.
 	ErrResponseTooLarge = errors.New("response body too large")
-	// ErrHTMLBody means the server answered with an HTML page (a proxy or
-	// servlet error page) where data was expected.
-	ErrHTMLBody = errors.New("HTML page instead of data")
-	// ErrEmptyBody means a successful status came with no body at all, which
-	// is never a valid empty page (that is an empty FeatureCollection).
-	ErrEmptyBody = errors.New("empty response body")
-	// ErrUnrecognizedBody means a successful status came with a body that is
-	// neither a JSON document, an OGC exception report, XML features nor
-	// HTML: a plain text error page, most likely, or a JSON value cut short.
-	// It is the origin's failure (a whole JSON document that is not a layer
-	// is a *DecodeError instead, the feed's).
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 	// ErrStartIndexIgnored means a page beyond the first began with the same
 	// feature as the page before it: the server ignores startIndex, and paging
 	// would stage the same features again and again.
