@@ -52,20 +52,6 @@ func (e *ServerError) Error() string {
 	return msg
 }
 
-// IncompleteError is a dump that did not prove complete: the object ids
-// fetched are not the server's id list, the count and the id list
-// disagree, an id came twice, or the layer was edited while it was dumped.
-// Nothing is applied; the next poll retries.
-type IncompleteError struct {
-	// URL is the layer, redacted.
-	URL    string
-	Reason string
-}
-
-func (e *IncompleteError) Error() string {
-	return fmt.Sprintf("%s: incomplete dump: %s; nothing applied, the next poll retries", e.URL, e.Reason)
-}
-
 // BodyError is an answer whose body could not be read or trusted: cut
 // short, malformed, over a bound, an HTML page. It names the request it
 // answered (the document, or the batch of object ids with its range),

@@ -56,20 +56,20 @@ func (c *Client) Prepare(_ context.Context, layer source.Layer) (source.Layer, [
 	return layer, nil, nil
 }
 
-// Validate reports why layer cannot be requested, wrapping ErrInvalidLayer.
+// Validate reports why layer cannot be requested, wrapping source.ErrInvalidLayer.
 func Validate(l source.Layer) error {
 	if l.Kind != Kind {
-		return source.Named(Kind, fmt.Errorf("%w: kind %q: want %q", ErrInvalidLayer, l.Kind, Kind))
+		return source.Named(Kind, fmt.Errorf("%w: kind %q: want %q", source.ErrInvalidLayer, l.Kind, Kind))
 	}
 	u, err := url.Parse(l.URL)
 	if err != nil {
-		return source.Named(Kind, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL)))
+		return source.Named(Kind, fmt.Errorf("%w: url %s: %v", source.ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL)))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return source.Named(Kind, fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, redact.URL(l.URL)))
+		return source.Named(Kind, fmt.Errorf("%w: url %s: want an absolute http or https URL", source.ErrInvalidLayer, redact.URL(l.URL)))
 	}
 	if err := httpcall.CheckHeaders(l.Headers); err != nil {
-		return source.Named(Kind, fmt.Errorf("%w: %v", ErrInvalidLayer, err))
+		return source.Named(Kind, fmt.Errorf("%w: %v", source.ErrInvalidLayer, err))
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, err
 	}
 	if firstPage != 0 {
-		return stats, source.Named(Kind, fmt.Errorf("%w: first page %d of a file, which is one page", ErrInvalidLayer, firstPage))
+		return stats, source.Named(Kind, fmt.Errorf("%w: first page %d of a file, which is one page", source.ErrInvalidLayer, firstPage))
 	}
 	tmp, err := os.CreateTemp(c.tempDir, "ingestd-file-*")
 	if err != nil {

@@ -12,8 +12,6 @@ const expected httpcall.Expected = "a file"
 
 // Errors of this package.
 var (
-	// ErrInvalidLayer means a Layer cannot be turned into a request.
-	ErrInvalidLayer = errors.New("invalid layer")
 	// ErrShortBody is a body shorter than its Content-Length.
 	ErrShortBody = errors.New("body shorter than its Content-Length")
 )

@@ -62,7 +62,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	fr := &docReader{dec: dec, url: a.Redacted, ids: pageids.New(false), idProperty: layer.IDProperty, body: a}
 	if herr := handle(a.CallCtx, p, fr); herr != nil {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		switch {
 		case errors.As(herr, &ie):
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
@@ -75,7 +75,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	// The handler may have stopped early or swallowed an error; the
 	// document counts only if the body really ended where it does.
 	if f, err := fr.Next(); err != io.EOF {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		switch {
 		case errors.As(err, &ie):
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
@@ -86,7 +86,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.StreamFailed(err)
 	}
 	if n := dec.NumberReturned(); n >= 0 && n != fr.n {
-		return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{Kind: Kind, URL: a.Redacted, Expected: -1, Got: fr.n,
+		return breaker.Result{Outcome: breaker.Success, Err: &source.IncompleteError{Kind: Kind, URL: a.Redacted, Expected: -1, Got: fr.n,
 			Reason: fmt.Sprintf("numberReturned says %d features, the body held %d", n, fr.n)}}
 	}
 	res.features, res.bytes, res.numberMatched = fr.n, a.BodyBytes(), dec.NumberMatched()
@@ -133,7 +133,7 @@ func (r *docReader) Next() (*feature.Feature, error) {
 			if r.idProperty != "" {
 				reason += " (id_property " + r.idProperty + " does not identify features)"
 			}
-			r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
+			r.err = &source.IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
 			return nil, r.err
 		}
 	}

@@ -83,11 +83,11 @@ func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog
 func FirstURL(layer source.Layer) (*url.URL, error) {
 	s := settingsOf(layer)
 	if s.ItemsURL == "" {
-		return nil, fmt.Errorf("%w: no items link (the layer was not prepared)", ErrInvalidLayer)
+		return nil, fmt.Errorf("%w: no items link (the layer was not prepared)", source.ErrInvalidLayer)
 	}
 	u, err := url.Parse(s.ItemsURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: items link: %s", ErrInvalidLayer, redact.Text(err.Error()))
+		return nil, fmt.Errorf("%w: items link: %s", source.ErrInvalidLayer, redact.Text(err.Error()))
 	}
 	limit := layer.PageSize
 	if limit <= 0 {
@@ -100,7 +100,7 @@ func FirstURL(layer source.Layer) (*url.URL, error) {
 	if len(s.BBox) == 4 {
 		set = append(set, [2]string{"bbox", fmt.Sprintf("%s,%s,%s,%s", num(s.BBox[0]), num(s.BBox[1]), num(s.BBox[2]), num(s.BBox[3]))})
 	} else if len(s.BBox) != 0 {
-		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", ErrInvalidLayer, len(s.BBox))
+		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", source.ErrInvalidLayer, len(s.BBox))
 	}
 	u.RawQuery = setParams(u.RawQuery, set...)
 	return u, nil
@@ -151,14 +151,14 @@ const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 //     MapServer#6613): *PagingError naming both pages;
 //   - more than DefaultMaxEmptyPages empty pages come in a row: *PagingError;
 //   - a feature comes twice, on two pages or in one (known by its id, or
-//     without one by its content): *IncompleteError;
+//     without one by its content): *source.IncompleteError;
 //   - the total differs from numberMatched, numberMatched changes between
 //     pages or is a string that is not a count, or a page's numberReturned
-//     differs from what it holds: *IncompleteError;
+//     differs from what it holds: *source.IncompleteError;
 //   - no page reports numberMatched and the server answers none to
 //     resulttype=hits either, unless the layer accepts the links alone
 //     (Layer.LinksOnly; even then, not when the last page is full):
-//     *IncompleteError;
+//     *source.IncompleteError;
 //   - the Content-Crs header names another CRS than the one asked for
 //     (CRS84 when none was): *CRSError.
 //
@@ -234,7 +234,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("%d empty pages in a row, each with a next link", empty)}
 		}
 		if stats.NumberMatched >= 0 && stats.Features > stats.NumberMatched {
-			return stats, &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features,
+			return stats, &source.IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features,
 				Reason: fmt.Sprintf("page %d brings the total past numberMatched and still has a next link", page)}
 		}
 		n, err := resolve(u, res.next)
@@ -249,7 +249,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 // items come in; it reads the collection's declared schema into stats.
 func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, stats *source.FetchStats) (string, wantCRS, error) {
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return "", wantCRS{}, fmt.Errorf("%w: %w", ErrInvalidLayer, err)
+		return "", wantCRS{}, fmt.Errorf("%w: %w", source.ErrInvalidLayer, err)
 	}
 	want, err := layerCRS(layer)
 	if err != nil {
@@ -258,7 +258,7 @@ func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, s
 	var start string
 	switch {
 	case firstPage < 0:
-		return "", want, fmt.Errorf("%w: first page %d", ErrInvalidLayer, firstPage)
+		return "", want, fmt.Errorf("%w: first page %d", source.ErrInvalidLayer, firstPage)
 	case firstPage > 0 && layer.Resume.Link == "":
 		return "", want, fmt.Errorf("%w: page %d: the page before it recorded no next link", source.ErrCannotResume, firstPage)
 	case firstPage > 0:
@@ -319,7 +319,7 @@ func (c *Client) count(stats *source.FetchStats, res *pageResult, page int, reda
 		log.Warn(res.warning)
 	}
 	incomplete := func(reason string) error {
-		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features, Reason: reason}
+		return &source.IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features, Reason: reason}
 	}
 	if res.matchedText != "" {
 		// Taken for an absent count, it would let the links alone
@@ -342,7 +342,7 @@ func (c *Client) count(stats *source.FetchStats, res *pageResult, page int, reda
 
 // pageFailed is the error of a fetch whose page failed with err.
 func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted string, stats source.FetchStats, res *pageResult) error {
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	var pe *PagingError
 	var ce *CRSError
 	var le *feature.LimitError
@@ -356,7 +356,7 @@ func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted s
 	case errors.As(err, &le):
 		return fmt.Errorf("page %d (%s): %w", page, redacted, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-		return &TimeoutError{Kind: kind, URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
+		return &source.TimeoutError{Kind: kind, URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
@@ -393,7 +393,7 @@ func (c *Client) done(ctx context.Context, stats source.FetchStats, page int, re
 		if hits {
 			reason += " (numberMatched of its resulttype=hits answer; its pages reported none)"
 		}
-		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
+		return &source.IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
 	}
 	switch {
 	case stats.NumberMatched < 0 && !settingsOf(layer).LinksOnly:

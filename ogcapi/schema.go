@@ -231,7 +231,7 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Declared, error) {
 	u, err := url.Parse(settingsOf(layer).SchemaURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: schema link: %s", ErrInvalidLayer, redact.Text(err.Error()))
+		return nil, fmt.Errorf("%w: schema link: %s", source.ErrInvalidLayer, redact.Text(err.Error()))
 	}
 	var raw json.RawMessage
 	if err := c.getDoc(ctx, layer, u, schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {

@@ -104,14 +104,14 @@ type dataset struct {
 // datasetOf checks layer and builds its URLs.
 func datasetOf(layer source.Layer) (*dataset, error) {
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidLayer, redact.URL(layer.URL), err)
+		return nil, fmt.Errorf("%w: %s: %v", source.ErrInvalidLayer, redact.URL(layer.URL), err)
 	}
 	u, err := url.Parse(layer.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: url %s: %s", ErrInvalidLayer, redact.URL(layer.URL), httpcall.RedactErr(err, layer.URL))
+		return nil, fmt.Errorf("%w: url %s: %s", source.ErrInvalidLayer, redact.URL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, redact.URL(layer.URL))
+		return nil, fmt.Errorf("%w: url %s: want an absolute http or https URL", source.ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	id := settingsOf(layer).Dataset
 	if id == "" {
@@ -119,7 +119,7 @@ func datasetOf(layer source.Layer) (*dataset, error) {
 		id = strings.TrimSuffix(last, ".json")
 	}
 	if !fourByFour.MatchString(id) {
-		return nil, fmt.Errorf("%w: url %s names no dataset (a 4x4 like abcd-1234)", ErrInvalidLayer, redact.URL(layer.URL))
+		return nil, fmt.Errorf("%w: url %s names no dataset (a 4x4 like abcd-1234)", source.ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	res := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, Path: "/resource/" + id + ".json"}
 	views := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, Path: "/api/views/" + id + ".json"}
@@ -150,7 +150,7 @@ func datasetOf(layer source.Layer) (*dataset, error) {
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
 	if firstPage != 0 {
-		return stats, source.Named(Kind, fmt.Errorf("%w: a socrata read starts from the first page (RestartReason), not page %d", ErrInvalidLayer, firstPage))
+		return stats, source.Named(Kind, fmt.Errorf("%w: a socrata read starts from the first page (RestartReason), not page %d", source.ErrInvalidLayer, firstPage))
 	}
 	ds, err := datasetOf(layer)
 	if err != nil {

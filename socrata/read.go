@@ -78,7 +78,7 @@ func (r *read) run(ctx context.Context, handle source.PageFunc) error {
 	if err == nil {
 		err = r.prove(ctx, total)
 	}
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	if errors.As(err, &ie) {
 		// A row missed or read twice is most often an edit: say so if it was.
 		if moved, merr := r.moved(ctx, before); merr == nil && moved != "" {
@@ -93,7 +93,7 @@ func (r *read) run(ctx context.Context, handle source.PageFunc) error {
 		return err
 	}
 	if moved != "" {
-		return &IncompleteError{URL: r.ds.redacted, Reason: moved}
+		return &source.IncompleteError{URL: r.ds.redacted, Expected: -1, Reason: moved}
 	}
 	r.stats.Validators.Version = version
 	return nil

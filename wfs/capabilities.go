@@ -396,7 +396,7 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 			names = append(names, t.Name)
 		}
 		return withSettings(layer, s), nil, fmt.Errorf("wfs: %w: feature type %q is not in the server's capabilities (it offers %s)",
-			ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
+			source.ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
 	}
 
 	if err := negotiateVersion(caps, &s, warn); err != nil {
@@ -483,7 +483,7 @@ func srsNameOf(raw string) string {
 func serviceURL(layer source.Layer, drop []string, ours [][2]string) (*url.URL, error) {
 	u, err := url.Parse(layer.URL)
 	if err != nil {
-		return nil, fmt.Errorf("wfs: %w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
+		return nil, fmt.Errorf("wfs: %w: url %s: %v", source.ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	var parts []string
 	for seg := range strings.SplitSeq(u.RawQuery, "&") {
@@ -534,7 +534,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 		return nil, err
 	}
 	if layer.Kind != Kind {
-		return nil, fmt.Errorf("wfs: %w: resultType=hits needs a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: resultType=hits needs a WFS layer", source.ErrInvalidLayer)
 	}
 	v := versionOf(layer)
 	tn := "typeName"
@@ -551,7 +551,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 // CapabilitiesURL for the version asked for.
 func (c *Client) Capabilities(ctx context.Context, layer source.Layer) (*Capabilities, error) {
 	if layer.Kind != Kind {
-		return nil, fmt.Errorf("wfs: %w: capabilities need a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: capabilities need a WFS layer", source.ErrInvalidLayer)
 	}
 	u, err := CapabilitiesURL(layer)
 	if err != nil {

@@ -243,8 +243,8 @@ func TestCapabilitiesAndHitsURLs(t *testing.T) {
 		t.Errorf("hits query %s; want %s", u.RawQuery, want)
 	}
 	setSettings(&l, func(s *Settings) { s.Version = Auto })
-	if _, err := HitsURL(l); !errors.Is(err, ErrInvalidLayer) {
-		t.Errorf("hits of an unnegotiated layer: err %v; want ErrInvalidLayer", err)
+	if _, err := HitsURL(l); !errors.Is(err, source.ErrInvalidLayer) {
+		t.Errorf("hits of an unnegotiated layer: err %v; want source.ErrInvalidLayer", err)
 	}
 }
 

@@ -127,13 +127,13 @@ type pageResult struct {
 // before handing that page to handle.
 //
 // Complete or nothing: when the server states numberMatched, the features
-// delivered must add up to it, or Fetch returns *IncompleteError — for a
+// delivered must add up to it, or Fetch returns *source.IncompleteError — for a
 // short page while more were promised, a total above or below the promise
 // (a single, unpaged request included: servers cap responses silently),
 // numberMatched changing between pages, or a page whose numberReturned does
 // not match its body. A feature id seen on two pages of one fetch means the
 // server's paging order is unstable (features were skipped as others were
-// repeated): *IncompleteError too, returned from the FeatureReader as the
+// repeated): *source.IncompleteError too, returned from the FeatureReader as the
 // duplicate is read. This catches a server that pages in a random order
 // without numberMatched and never sends a short page, which would otherwise
 // page until the deadline. Ids are tracked as 64-bit hashes, about 16-20
@@ -147,8 +147,8 @@ type pageResult struct {
 // Limits.BodyBytes bounds every body (decompressed), and a redirect to
 // another origin is refused unless CrossOriginRedirects (see httpcall.Client.Call).
 //
-// The error is an *IncompleteError as is (it names the URL); a
-// *TimeoutError ("poll timeout after N pages") when ctx's deadline passed or
+// The error is an *source.IncompleteError as is (it names the URL); a
+// *source.TimeoutError ("poll timeout after N pages") when ctx's deadline passed or
 // the origin's pacing would pass it; the handler's own error as it returned
 // it; otherwise an error naming the page and (redacted) URL, wrapping
 // *breaker.OpenError, *breaker.RetryError, *breaker.ThrottledError,
@@ -196,7 +196,7 @@ func (r *fetchRun) prepare() error {
 		return err
 	}
 	if r.firstPage < 0 || (!paged(r.layer) && r.firstPage != 0) {
-		return fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, r.firstPage, pagingDesc(r.layer))
+		return fmt.Errorf("%w: first page %d of a layer with %s", source.ErrInvalidLayer, r.firstPage, pagingDesc(r.layer))
 	}
 	declared, warning, err := r.c.declared(r.ctx, r.layer)
 	if err != nil {
@@ -257,7 +257,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 
 // callError is the error of a page's failed call, as Fetch returns it.
 func (r *fetchRun) callError(err error, p source.Page, res *pageResult) error {
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	var le *feature.LimitError
 	switch {
 	case errors.As(err, &ie):
@@ -269,7 +269,7 @@ func (r *fetchRun) callError(err error, p source.Page, res *pageResult) error {
 	case errors.Is(r.ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 		// Whatever the last wait or read said (a rate limiter, a
 		// cancelled COPY), the cause is the caller's deadline.
-		return &TimeoutError{Kind: Kind, URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
+		return &source.TimeoutError{Kind: Kind, URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
@@ -284,7 +284,7 @@ func (r *fetchRun) judge(p source.Page, res *pageResult, log *slog.Logger) (done
 	st.Features += res.features
 	st.Bytes += res.bytes
 	incomplete := func(reason string) error {
-		return &IncompleteError{Kind: Kind, URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
+		return &source.IncompleteError{Kind: Kind, URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
 	}
 	if res.numberMatched >= 0 {
 		if st.NumberMatched >= 0 && res.numberMatched != st.NumberMatched {
@@ -380,7 +380,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	}
 
 	if herr := handle(ctx, p, fr); herr != nil {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		if errors.As(herr, &ie) {
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
@@ -393,7 +393,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	// The handler may have stopped early or swallowed an error; the page
 	// counts only if the body really ended where the document does.
 	if f, err := fr.Next(); err != io.EOF {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		if errors.As(err, &ie) {
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
@@ -525,7 +525,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 		} else {
 			reason += " (or the id is not unique)"
 		}
-		r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
+		r.err = &source.IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
 		return r.err
 	}
 	return nil

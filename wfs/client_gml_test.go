@@ -243,12 +243,12 @@ func TestFetchIncomplete(t *testing.T) {
 			srv := serve(t, tt.fx)
 			var c collect
 			_, err := newTestClient(t, 3, WithDuplicateIDCheck()).Fetch(t.Context(), gmlLayer(srv.URL, tt.pageSize), 0, c.handle)
-			var ie *IncompleteError
+			var ie *source.IncompleteError
 			if !errors.As(err, &ie) {
-				t.Fatalf("err = %v, want *IncompleteError", err)
+				t.Fatalf("err = %v, want *source.IncompleteError", err)
 			}
 			if !strings.Contains(ie.Reason, tt.reason) || ie.Expected != tt.expected || ie.Got != tt.got {
-				t.Errorf("IncompleteError %+v, want reason %q expected %d got %d", ie, tt.reason, tt.expected, tt.got)
+				t.Errorf("source.IncompleteError %+v, want reason %q expected %d got %d", ie, tt.reason, tt.expected, tt.got)
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "wfs: incomplete result from http://") || !strings.Contains(msg, "token=REDACTED") || strings.Contains(msg, testToken) {

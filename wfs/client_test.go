@@ -425,8 +425,8 @@ func TestDuplicateIDInOneResponse(t *testing.T) {
 	srv := serve(t, text(http.StatusOK, doc))
 	var c collect
 	_, err := newTestClient(t, 1).Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/p.geojson"}, 0, c.handle)
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `id "a" comes twice in page 0: the ids are not unique`) {
-		t.Fatalf("err = %v, want *IncompleteError naming the id twice in page 0", err)
+		t.Fatalf("err = %v, want *source.IncompleteError naming the id twice in page 0", err)
 	}
 }

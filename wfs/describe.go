@@ -18,7 +18,7 @@ func DescribeURL(layer source.Layer) (*url.URL, error) {
 		return nil, err
 	}
 	if layer.Kind != Kind {
-		return nil, fmt.Errorf("wfs: %w: DescribeFeatureType needs a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: DescribeFeatureType needs a WFS layer", source.ErrInvalidLayer)
 	}
 	v := versionOf(layer)
 	tn := "typeName"

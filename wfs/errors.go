@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/ingestd/ingestd/source"
 )
 
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
@@ -20,8 +18,6 @@ var (
 	// feature as the page before it: the server ignores startIndex, and paging
 	// would stage the same features again and again.
 	ErrStartIndexIgnored = errors.New("server ignores startIndex")
-	// ErrInvalidLayer means a Layer cannot be turned into a request.
-	ErrInvalidLayer = errors.New("invalid layer")
 )
 
 // ExceptionReportError is an OGC exception report (ows:ExceptionReport of
@@ -54,17 +50,3 @@ func (e *ExceptionReportError) Error() string {
 	}
 	return b.String()
 }
-
-// IncompleteError means the pages of a fetch do not add up to one complete,
-// consistent snapshot of the layer: fewer (or more) features than the
-// server's numberMatched promised, a page cut short while numberMatched says
-// more remain, a numberReturned the body does not hold, numberMatched
-// changing between pages, or a feature id delivered on two pages (the
-// server's order is not stable, so others were skipped). The caller must not
-// apply what was staged.
-type IncompleteError = source.IncompleteError
-
-// TimeoutError is a fetch whose context's deadline (the poll's timeout)
-// passed before the last page was in, or that the origin's pacing would
-// have carried past it; it names how far the fetch got.
-type TimeoutError = source.TimeoutError
