@@ -1,17 +1,20 @@
 package geojsonurl
 
 import (
+	"bufio"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/pageids"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
 // expected is what a 2xx body should hold, in the words of the errors on a
@@ -39,13 +42,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	s, rerr := httpcall.Sniff(br)
 	switch s.Kind {
 	case httpcall.KindJSON, httpcall.KindJSONValue, httpcall.KindXML:
-		// A plain GeoJSON URL is often a WFS GetFeature request pasted
-		// whole (outputFormat=application/json): its errors are OGC
-		// exception reports, judged by WFS's rules (a server-side code
-		// counts against the origin, a client-side one is the feed's),
-		// and a whole JSON document that is a scalar (null, a number) is
-		// the feed's content.
-		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.base.Now()); r != nil {
+		if r := classifyDocument(a.Resp, br, s, a.Redacted); r != nil {
 			return a.Verdict(r)
 		}
 	default:
@@ -92,6 +89,42 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	res.features, res.bytes, res.numberMatched = fr.n, a.BodyBytes(), dec.NumberMatched()
 	res.etag, res.lastModified = httpcall.ResponseValidators(a.Resp)
 	return breaker.Result{Outcome: breaker.Success}
+}
+
+// classifyDocument is the verdict on a body that Sniff (s) found to be
+// JSON or XML, nil when it is to be decoded. A plain GeoJSON URL is often
+// a WFS GetFeature request pasted whole (outputFormat=application/json):
+// its errors are OGC exception reports, judged by their codes (a
+// server-side code counts against the origin, a client-side one is the
+// feed's), whatever the status. Then the status decides; with a 2xx, a
+// whole JSON document that is a scalar (null, a number) is the feed's
+// content, XML other than a FeatureCollection (a proxy's XML error page)
+// the origin's failure, and a GML FeatureCollection is left to the caller.
+func classifyDocument(resp *http.Response, br *bufio.Reader, s httpcall.Sniffed, redacted string) *breaker.Result {
+	if f := ows.FormOf(s); f != ows.NotReport {
+		return ows.Verdict(br, f, resp.StatusCode, redacted)
+	}
+	if r := httpcall.StatusVerdict(resp.StatusCode, redacted); r != nil {
+		return r
+	}
+	switch s.Kind {
+	case httpcall.KindJSONValue:
+		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: httpcall.JSONValueError(br, "a FeatureCollection")}}
+	case httpcall.KindXML:
+		if s.Root.Local != "FeatureCollection" {
+			return httpcall.BodyFailure(redacted, expected.Unrecognized("XML root element <"+xmlName(s.Root)+">, not a FeatureCollection"))
+		}
+	}
+	return nil
+}
+
+// xmlName is n as the document wrote it, prefix or namespace and local
+// name.
+func xmlName(n xml.Name) string {
+	if n.Space == "" {
+		return n.Local
+	}
+	return n.Space + ":" + n.Local
 }
 
 // docReader is the FeatureReader handed to the PageFunc: it counts

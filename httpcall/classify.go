@@ -2,12 +2,15 @@ package httpcall
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/feature"
 )
 
 // The helpers below are the parts of a protocol's response classification
@@ -142,4 +145,32 @@ func (x Expected) NotDataVerdict(resp *http.Response, br *bufio.Reader, kind Kin
 		return ReadFailure(resp, rerr, redacted)
 	}
 	return BodyFailure(redacted, x.Unrecognized(""))
+}
+
+// JSONValueError describes a body that Sniff found to be a whole JSON
+// document that is a scalar (KindJSONValue) as the feed's content error:
+// the server answered, with a document that is not a layer. want names
+// what the kind expected ("a FeatureCollection").
+func JSONValueError(br *bufio.Reader, want string) *feature.DecodeError {
+	p, _ := br.Peek(SniffLen)
+	doc := bytes.TrimSpace(bytes.TrimPrefix(p, utf8BOM))
+	var what string
+	switch doc[0] {
+	case 'n':
+		what = "JSON null"
+	case 't', 'f':
+		what = "the JSON boolean " + string(doc)
+	case '"':
+		what = "a JSON string " + strings.ToValidUTF8(truncate(string(doc), 80), "")
+	default:
+		what = "the JSON number " + truncate(string(doc), 40)
+	}
+	return &feature.DecodeError{Index: -1, Msg: "document is " + what + ", not " + want}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

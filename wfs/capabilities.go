@@ -20,6 +20,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -170,7 +171,7 @@ type xmlFeatType struct {
 
 // ParseCapabilities reads a WFS 1.1 or 2.0 GetCapabilities document (a 1.0
 // document yields its version and feature types only). An OGC exception
-// report is returned as *ExceptionReportError. Its errors read "wfs: …".
+// report is returned as *ows.ExceptionReportError. Its errors read "wfs: …".
 func ParseCapabilities(r io.Reader) (*Capabilities, error) {
 	caps, err := parseCapabilities(r)
 	return caps, source.Named(Kind, err)
@@ -193,7 +194,7 @@ func parseCapabilities(r io.Reader) (*Capabilities, error) {
 	switch strings.ToLower(doc.XMLName.Local) {
 	case "wfs_capabilities":
 	case "exceptionreport", "serviceexceptionreport":
-		rep, err := parseExceptionReport(bytes.NewReader(data), http.StatusOK, "")
+		rep, err := ows.Parse(bytes.NewReader(data), ows.XMLReport, http.StatusOK, "")
 		if err != nil {
 			return nil, fmt.Errorf("capabilities: %w", err)
 		}
@@ -590,6 +591,11 @@ func (c *Client) Hits(ctx context.Context, layer source.Layer) (int, error) {
 	return n, nil
 }
 
+// maxHitsBytes bounds how much of a JSON hits answer is read: its count is
+// among its first members, and a server that sends features instead must
+// not make us read them.
+const maxHitsBytes = 1 << 20
+
 // ErrNoHitCount means a resultType=hits answer held no usable count.
 var ErrNoHitCount = errors.New("no feature count in the hits response")
 
@@ -603,7 +609,7 @@ func readHits(br *bufio.Reader) (int, error) {
 			NumberMatched json.RawMessage `json:"numberMatched"`
 			TotalFeatures json.RawMessage `json:"totalFeatures"`
 		}
-		if err := json.NewDecoder(io.LimitReader(br, maxExceptionBytes)).Decode(&doc); err != nil {
+		if err := json.NewDecoder(io.LimitReader(br, maxHitsBytes)).Decode(&doc); err != nil {
 			return 0, fmt.Errorf("hits: %w", err)
 		}
 		for _, raw := range []json.RawMessage{doc.NumberMatched, doc.TotalFeatures} {
@@ -662,7 +668,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		kind, _, rerr := sniff(br)
 		switch {
 		case kind == kindException:
-			rep, err := parseExceptionReport(br, resp.StatusCode, redacted)
+			rep, err := ows.Parse(br, ows.XMLReport, resp.StatusCode, redacted)
 			if err != nil {
 				return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: err})
 			}
@@ -675,7 +681,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		case kind == kindUnknown && rerr != nil:
 			return a.Verdict(httpcall.ReadFailure(resp, rerr, redacted))
 		case kind == kindJSONValue:
-			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
+			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: httpcall.JSONValueError(br, "a FeatureCollection")}}
 		case kind == kindHTML:
 			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.HTMLPage(br)})
 		case kind == kindEmpty:
@@ -684,7 +690,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.Unrecognized("")})
 		}
 		if err := read(br); err != nil {
-			var rep *ExceptionReportError
+			var rep *ows.ExceptionReportError
 			if errors.As(err, &rep) {
 				rep.URL, rep.Status = redacted, resp.StatusCode
 				if rep.ServerSide {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -123,9 +124,9 @@ func TestParseCapabilitiesRejects(t *testing.T) {
 		}
 	}
 	_, err := ParseCapabilities(bytes.NewReader(featuretest.ReadTestdata(t, "mapserver_service_exception_1_1.xml")))
-	var rep *ExceptionReportError
+	var rep *ows.ExceptionReportError
 	if !errors.As(err, &rep) {
-		t.Errorf("exception report: err %v; want *ExceptionReportError", err)
+		t.Errorf("exception report: err %v; want *ows.ExceptionReportError", err)
 	}
 }
 
@@ -314,9 +315,9 @@ func TestClientCapabilitiesErrors(t *testing.T) {
 		t.Parallel()
 		srv := serve(t, body(t, 200, "mapserver_service_exception_1_1.xml"))
 		_, err := newTestClient(t, 1).Capabilities(t.Context(), l(srv.URL))
-		var rep *ExceptionReportError
+		var rep *ows.ExceptionReportError
 		if !errors.As(err, &rep) || !strings.HasPrefix(err.Error(), "wfs: GetCapabilities (") || strings.Count(err.Error(), "wfs: ") != 1 {
-			t.Errorf("err %v; want *ExceptionReportError, named wfs once", err)
+			t.Errorf("err %v; want *ows.ExceptionReportError, named wfs once", err)
 		}
 		if strings.Contains(err.Error(), testToken) {
 			t.Errorf("error leaks the token: %v", err)

@@ -152,7 +152,7 @@ type pageResult struct {
 // the origin's pacing would pass it; the handler's own error as it returned
 // it; otherwise an error naming the page and (redacted) URL, wrapping
 // *breaker.OpenError, *breaker.RetryError, *breaker.ThrottledError,
-// *HTTPStatusError, *ExceptionReportError, *BodyError (which may wrap a
+// *HTTPStatusError, *ows.ExceptionReportError, *BodyError (which may wrap a
 // *LimitError), *RedirectError, *TransportError or a sentinel of this
 // package. FetchStats covers the pages fetched before the error.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {

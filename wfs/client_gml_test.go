@@ -16,6 +16,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -40,7 +41,7 @@ func TestLyingBodies(t *testing.T) {
 	// A transport that does not negotiate gzip: a server that gzips anyway
 	// must still be understood.
 	noCompression := &http.Client{Transport: &http.Transport{DisableCompression: true}}
-	var exc *ExceptionReportError
+	var exc *ows.ExceptionReportError
 	var be *httpcall.BodyError
 	tests := []struct {
 		name     string

@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -203,7 +204,7 @@ func TestClassification(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2024, 5, 14, 9, 0, 0, 0, time.UTC)
 	page := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
-	var exc *ExceptionReportError
+	var exc *ows.ExceptionReportError
 	var hse *httpcall.HTTPStatusError
 	var be *httpcall.BodyError
 	var te *httpcall.TransportError
@@ -352,14 +353,14 @@ func TestFetchOutcomesReachTheBreaker(t *testing.T) {
 		{"400 InvalidParameterValue is not retried", func(t *testing.T) http.Handler {
 			return body(t, 400, "geoserver_exception_2_0_invalidparametervalue.xml")
 		}, 1, func(err error) bool {
-			var exc *ExceptionReportError
+			var exc *ows.ExceptionReportError
 			return errors.As(err, &exc) && exc.Code == "InvalidParameterValue"
 		}},
 		{"200 NoApplicableCode is retried", func(t *testing.T) http.Handler {
 			return body(t, 200, "geoserver_exception_2_0_noapplicablecode.xml")
 		}, 3, func(err error) bool {
 			var re *breaker.RetryError
-			var exc *ExceptionReportError
+			var exc *ows.ExceptionReportError
 			return errors.As(err, &re) && errors.As(err, &exc) && exc.Code == "NoApplicableCode"
 		}},
 	}
