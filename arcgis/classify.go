@@ -50,10 +50,10 @@ func feedsCode(code int) bool {
 //	5xx      anything else                                  Failure     *HTTPStatusError
 //	other    anything else (4xx: 404, 414, …)               Success     *HTTPStatusError
 //	2xx      read error before the first bytes              Failure     *BodyError
-//	2xx      HTML page (proxy, login page)                  Failure     *BodyError wrapping ErrHTMLBody
-//	2xx      empty                                          Failure     *BodyError wrapping ErrEmptyBody
+//	2xx      HTML page (proxy, login page)                  Failure     *BodyError wrapping httpcall.ErrHTMLBody
+//	2xx      empty                                          Failure     *BodyError wrapping httpcall.ErrEmptyBody
 //	2xx      a whole JSON scalar (null, 1, "x")             Success     *BodyError (the feed's)
-//	2xx      neither JSON nor HTML                          Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      neither JSON nor HTML                          Failure     *BodyError wrapping httpcall.ErrUnrecognizedBody
 //	2xx      JSON object or array                           (decode)    nil
 //
 // ArcGIS Server (and Koop) answer errors with status 200 and an error

@@ -109,13 +109,13 @@ func truncate(s string, n int) string {
 //	2xx      a read error before the first bytes said what    Failure     *BodyError naming the error ("reading the body: …":
 //	         the body is (reset, corrupt gzip, malformed                  a reset, "gzip: flate: corrupt input", "malformed
 //	         chunked encoding)                                            chunked transfer encoding"); a *LimitError: Success
-//	2xx      HTML page                                        Failure     *BodyError wrapping ErrHTMLBody
-//	2xx      empty                                            Failure     *BodyError wrapping ErrEmptyBody
+//	2xx      HTML page                                        Failure     *BodyError wrapping httpcall.ErrHTMLBody
+//	2xx      empty                                            Failure     *BodyError wrapping httpcall.ErrEmptyBody
 //	2xx      a whole JSON document that is a scalar (null,    Success     *BodyError wrapping *DecodeError ("document is
 //	         true, false, a number, a string)                             JSON null, not a FeatureCollection")
-//	2xx      neither JSON nor XML (a text page, a truncated   Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      neither JSON nor XML (a text page, a truncated   Failure     *BodyError wrapping httpcall.ErrUnrecognizedBody
 //	         scalar, a scalar longer than the sniffed bytes)
-//	2xx      XML whose root is not a FeatureCollection        Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      XML whose root is not a FeatureCollection        Failure     *BodyError wrapping httpcall.ErrUnrecognizedBody
 //	2xx      GML (root wfs:/gml:FeatureCollection)            (decode)    nil: the caller streams the body
 //	2xx      JSON object or array                             (decode)    nil: the caller streams the body
 //
