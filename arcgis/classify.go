@@ -15,8 +15,9 @@ import (
 	"github.com/ingestd/ingestd/httpcall"
 )
 
-// notData is what a 2xx body that is neither JSON nor an error object is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+// expected is what a 2xx body of an ArcGIS server should hold, in the
+// words of the errors on a body that holds something else.
+const expected httpcall.Expected = "JSON"
 
 // maxErrorBytes bounds how much of an error body is read.
 const maxErrorBytes = 1 << 20
@@ -49,10 +50,10 @@ func feedsCode(code int) bool {
 //	5xx      anything else                                  Failure     *HTTPStatusError
 //	other    anything else (4xx: 404, 414, …)               Success     *HTTPStatusError
 //	2xx      read error before the first bytes              Failure     *BodyError
-//	2xx      HTML page (proxy, login page)                  Failure     *BodyError wrapping ErrHTMLBody
-//	2xx      empty                                          Failure     *BodyError wrapping ErrEmptyBody
+//	2xx      HTML page (proxy, login page)                  Failure     *BodyError wrapping httpcall.ErrHTMLBody
+//	2xx      empty                                          Failure     *BodyError wrapping httpcall.ErrEmptyBody
 //	2xx      a whole JSON scalar (null, 1, "x")             Success     *BodyError (the feed's)
-//	2xx      neither JSON nor HTML                          Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      neither JSON nor HTML                          Failure     *BodyError wrapping httpcall.ErrUnrecognizedBody
 //	2xx      JSON object or array                           (decode)    nil
 //
 // ArcGIS Server (and Koop) answer errors with status 200 and an error
@@ -97,7 +98,7 @@ func Classify(resp *http.Response, br *bufio.Reader, redacted, op string, now ti
 		return &breaker.Result{Outcome: breaker.Success, Err: &BodyError{Op: op, URL: redacted,
 			Err: fmt.Errorf("the JSON value %s, not an object", snippet(s.Head))}}
 	}
-	return renamed(notData.Verdict(resp, br, s.Kind, rerr, redacted), op, redacted)
+	return renamed(expected.NotDataVerdict(resp, br, s.Kind, rerr, redacted), op, redacted)
 }
 
 // judgeError is the verdict on an ArcGIS error object (raw, the value of

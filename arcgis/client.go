@@ -333,7 +333,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		// The pages before firstPage were fetched again, and replaced the
 		// parked poll's; fewer pages than it staged would leave stale ones.
 		if stats.Pages < firstPage {
-			return stats, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the parked poll staged %d pages but the layer now fills %d: it changed; poll again", firstPage, stats.Pages)}
+			return stats, &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("the parked poll staged %d pages but the layer now fills %d: it changed; poll again", firstPage, stats.Pages)}
 		}
 		stats.Pages -= firstPage
 	}
@@ -344,7 +344,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, err
 		}
 		if after := d.info.LastEditDate(); after != before {
-			return stats, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s)", millis(before), millis(after))}
+			return stats, &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("the layer was edited during the dump (lastEditDate moved from %s to %s)", millis(before), millis(after))}
 		}
 	}
 	stats.Validators.Version = d.nextVersion(cheap, prev, stats.Delta != nil).String()
@@ -382,7 +382,7 @@ func (d *dump) readFeatures(ctx context.Context, base *url.URL, count int, prev 
 // annotate names an edit during the dump as the likely cause of an
 // incomplete one.
 func (d *dump) annotate(ctx context.Context, base *url.URL, err error) error {
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	if errors.As(err, &ie) && d.info.LastEditDate() > 0 {
 		// An id that went missing is most often an edit: say so if it was.
 		before := d.info.LastEditDate()
@@ -529,7 +529,7 @@ func (d *dump) callJSON(ctx context.Context, doc document, u *url.URL, form url.
 			if httpcall.FeedsFault(err, a.BodyErr()) {
 				return breaker.Result{Outcome: breaker.Success, Err: be}
 			}
-			return a.IgnoredOr(breaker.Failure, be)
+			return a.OriginFailure(be)
 		}
 		var e struct {
 			Error json.RawMessage `json:"error"`

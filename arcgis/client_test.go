@@ -258,9 +258,9 @@ func TestIncompleteDumps(t *testing.T) {
 			l.Faults = c.faults
 			f.srv.AddLayer("l", l)
 			_, _, err := f.fetch(t, source.Layer{PageSize: 10})
-			var ie *arcgis.IncompleteError
+			var ie *source.IncompleteError
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %v, want an IncompleteError with %q", err, c.want)
+				t.Fatalf("error %v, want an source.IncompleteError with %q", err, c.want)
 			}
 		})
 	}
@@ -373,7 +373,7 @@ func TestResumeStartsOver(t *testing.T) {
 		t.Fatalf("resume at 3: pages %v, stats %+v, %v", pages, stats, err)
 	}
 	_, err = f.client.Fetch(context.Background(), layer, 7, handle)
-	var ie *arcgis.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "staged 7 pages but the layer now fills 5") {
 		t.Fatalf("resume past the end: %v", err)
 	}

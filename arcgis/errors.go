@@ -11,14 +11,6 @@ import (
 // below name the kind: Client.Fetch puts "arcgis: " before every error
 // once (source.Named).
 var (
-	// ErrHTMLBody is an HTML page (a proxy's, a login page) where JSON was
-	// expected.
-	ErrHTMLBody = errors.New("HTML page instead of JSON")
-	// ErrEmptyBody is a successful status with no body.
-	ErrEmptyBody = errors.New("empty response body")
-	// ErrUnrecognizedBody is a successful status with a body that is
-	// neither JSON nor HTML.
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 	// ErrNotALayer is a layer URL whose ?f=json is not a layer (a service,
 	// a folder) or a layer of a type ingestd cannot store.
 	ErrNotALayer = errors.New("not a feature layer")
@@ -58,20 +50,6 @@ func (e *ServerError) Error() string {
 		msg += ": the token or user may not read this layer"
 	}
 	return msg
-}
-
-// IncompleteError is a dump that did not prove complete: the object ids
-// fetched are not the server's id list, the count and the id list
-// disagree, an id came twice, or the layer was edited while it was dumped.
-// Nothing is applied; the next poll retries.
-type IncompleteError struct {
-	// URL is the layer, redacted.
-	URL    string
-	Reason string
-}
-
-func (e *IncompleteError) Error() string {
-	return fmt.Sprintf("%s: incomplete dump: %s; nothing applied, the next poll retries", e.URL, e.Reason)
 }
 
 // BodyError is an answer whose body could not be read or trusted: cut

@@ -50,7 +50,7 @@ func (d *dump) withoutIDs(ctx context.Context, count int, handle source.PageFunc
 		return err
 	}
 	if len(d.seen) != count {
-		return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the count is %d but %d distinct object ids were read", count, len(d.seen))}
+		return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("the count is %d but %d distinct object ids were read", count, len(d.seen))}
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func (d *dump) window(ctx context.Context, a, b int64, p *pageState) error {
 	name := fmt.Sprintf("object-id window (%d, %d]", a, b)
 	ans, err := d.features(ctx, name, form, p, func(id int64) error {
 		if id <= a || id > b {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the %s answered object id %d, outside it", name, id)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("the %s answered object id %d, outside it", name, id)}
 		}
 		return nil
 	})
@@ -157,7 +157,7 @@ func (d *dump) window(ctx context.Context, a, b int64, p *pageState) error {
 	}
 	if ans.exceeded || ans.n >= d.batch {
 		if b-a <= 1 {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the window of object id %d alone is said to exceed the transfer limit", b)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("the window of object id %d alone is said to exceed the transfer limit", b)}
 		}
 		// What this answer brought is handed over already; the halves
 		// bring it again, and it is not handed over twice.
@@ -210,11 +210,11 @@ func (d *dump) offsets(ctx context.Context, handle source.PageFunc) error {
 		case !ans.exceeded:
 			return nil
 		case ans.n == 0:
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("resultOffset %d: no features, yet exceededTransferLimit says there are more", offset)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("resultOffset %d: no features, yet exceededTransferLimit says there are more", offset)}
 		case offset > d.readMax:
 			// Every feature of each answer was a repeat (p.take stops
 			// new ones): the offsets run past the count.
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("resultOffset paging went past the count %d and a page (%d) after %d requests, and exceededTransferLimit still says there are more: stopped", d.stats.NumberMatched, d.pageSize, requests)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("resultOffset paging went past the count %d and a page (%d) after %d requests, and exceededTransferLimit still says there are more: stopped", d.stats.NumberMatched, d.pageSize, requests)}
 		}
 	}
 }

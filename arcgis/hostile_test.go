@@ -38,7 +38,7 @@ func TestDocumentBombs(t *testing.T) {
 		// The issue's case was 50 million ids (97 KB of gzip); 5 million
 		// say the same, and the list is read no further than the count.
 		{"an id list of 5 million ids for a count of 30", func(l *arcgistest.Layer) { l.Faults.IDListBomb = 5_000_000 },
-			"the count is 30 but the id list holds more ids (reading stopped at id number 31", new(*arcgis.IncompleteError)},
+			"the count is 30 but the id list holds more ids (reading stopped at id number 31", new(*source.IncompleteError)},
 		{"an id list padded past its bound", func(l *arcgistest.Layer) { l.Faults.IDListPadding = 2 << 20 },
 			"the id list answer is larger than 1049536 bytes decompressed (1048576 bytes and 32 for each of the 30 features counted)", new(*arcgis.DocumentLimitError)},
 	}
@@ -225,7 +225,7 @@ func TestOffsetsStopPastTheCount(t *testing.T) {
 	defer cancel()
 	layer := source.Layer{Kind: "arcgis", URL: arcgistest.URL(f.base, "l"), PageSize: 10}
 	_, err := f.client.Fetch(ctx, layer, 0, drain)
-	var ie *arcgis.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "read 41 distinct features, more than the count 30 and a page (10)") {
 		t.Fatalf("error %v", err)
 	}
@@ -262,7 +262,7 @@ func TestDuplicateIDPropertyInOneBatch(t *testing.T) {
 	l.Features[19].Attributes["NAME"] = "parcel 10"
 	f.srv.AddLayer("l", l)
 	g, _, err := f.fetch(t, source.Layer{IDProperty: "NAME"})
-	var ie *arcgis.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `feature id "parcel 10" (NAME) is that of object ids 10 and 20 of one page (batch of objectIds 1…30)`) {
 		t.Fatalf("error %v (%d features handed over)", err, len(g.ids))
 	}

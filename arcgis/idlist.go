@@ -13,6 +13,7 @@ import (
 	"github.com/ingestd/ingestd/esrijson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/idsort"
+	"github.com/ingestd/ingestd/source"
 )
 
 // idChunk is how many ids one chunk of an id list holds (512 KiB).
@@ -120,7 +121,7 @@ func (d *dump) idList(ctx context.Context, count int) (*idList, error) {
 		return nil, err
 	}
 	if ids.n != count {
-		return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the count is %d but the id list holds %d ids (the layer changed between them, or the server caps the id list)", count, ids.n)}
+		return nil, &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("the count is %d but the id list holds %d ids (the layer changed between them, or the server caps the id list)", count, ids.n)}
 	}
 	return ids, nil
 }
@@ -156,7 +157,7 @@ func (d *dump) readIDs(ctx context.Context, form url.Values, name string, count 
 		case err == nil:
 			return breaker.Result{Outcome: breaker.Success}
 		case errors.Is(err, errTooManyIDs):
-			return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{URL: d.redacted,
+			return breaker.Result{Outcome: breaker.Success, Err: &source.IncompleteError{URL: d.redacted, Expected: -1,
 				Reason: fmt.Sprintf("the count is %d but the id list holds more ids (reading stopped at id number %d: the list is bounded by the count; the layer changed between them, or the server lies)", count, count+1)}}
 		case errors.As(err, &se) && a.BodyErr() == nil:
 			return a.Verdict(judge(a.Resp.StatusCode, a.Redacted, doc.name, *se))
@@ -164,7 +165,7 @@ func (d *dump) readIDs(ctx context.Context, form url.Values, name string, count 
 		return a.StreamFailed(&BodyError{Op: doc.name, URL: a.Redacted, Err: err})
 	})
 	if err != nil {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		if errors.As(err, &ie) {
 			return nil, ie
 		}
@@ -176,7 +177,7 @@ func (d *dump) readIDs(ctx context.Context, form url.Values, name string, count 
 	ids.sort()
 	for i := 1; i < ids.n; i++ {
 		if ids.at(i) == ids.at(i-1) {
-			return nil, &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("the %s holds object id %d twice", name, ids.at(i))}
+			return nil, &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("the %s holds object id %d twice", name, ids.at(i))}
 		}
 	}
 	return ids, nil

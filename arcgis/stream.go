@@ -171,22 +171,22 @@ func (p *pageState) take(ctx context.Context, oid int64, f *feature.Feature, att
 	}
 	if at, ok := p.got[oid]; ok {
 		if at == attempt {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("object id %d is twice in one answer (%s)", oid, p.what)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("object id %d is twice in one answer (%s)", oid, p.what)}
 		}
 		return nil // handed over already
 	}
 	if p.global {
 		if _, dup := d.seen[oid]; dup {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("object id %d was read twice (the server's order is not stable)", oid)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("object id %d was read twice (the server's order is not stable)", oid)}
 		}
 		if d.read++; d.read > d.readMax {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("%s: read %d distinct features, more than the count %d and a page (%d): the server invents features; stopped", p.what, d.read, d.stats.NumberMatched, d.pageSize)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("%s: read %d distinct features, more than the count %d and a page (%d): the server invents features; stopped", p.what, d.read, d.stats.NumberMatched, d.pageSize)}
 		}
 	}
 	if p.ids != nil && f.ID != "" {
 		h := maphash.String(p.seed, f.ID)
 		if other, dup := p.ids[h]; dup {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("feature id %s (%s) is that of object ids %d and %d of one page (%s): the id property is not unique; set id_property to a unique field",
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("feature id %s (%s) is that of object ids %d and %d of one page (%s): the id property is not unique; set id_property to a unique field",
 				feature.Snippet([]byte(f.ID)), d.idField, other, oid, p.what)}
 		}
 		p.ids[h] = oid
@@ -236,7 +236,7 @@ func (d *dump) byIDs(ctx context.Context, ids *idList, handle source.PageFunc) e
 			return err
 		}
 		if n != len(batch) {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("%s: %d of its %d ids were fetched", name, n, len(batch))}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("%s: %d of its %d ids were fetched", name, n, len(batch))}
 		}
 		fetched += n
 		d.stats.Pages++
@@ -244,7 +244,7 @@ func (d *dump) byIDs(ctx context.Context, ids *idList, handle source.PageFunc) e
 		d.stats.Bytes += bytes
 	}
 	if fetched != ids.n {
-		return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("%d of the %d listed ids were fetched", fetched, ids.n)}
+		return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("%d of the %d listed ids were fetched", fetched, ids.n)}
 	}
 	return nil
 }
@@ -292,7 +292,7 @@ func (d *dump) collectOne(ctx context.Context, ids []int64, p *pageState) error 
 	case len(missing) == 0:
 		return nil
 	case len(ids) == 1:
-		return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("object id %d is in the id list but the server does not return it (deleted during the dump, or not readable)", ids[0])}
+		return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("object id %d is in the id list but the server does not return it (deleted during the dump, or not readable)", ids[0])}
 	}
 	// The server answered fewer than asked: it caps below its
 	// maxRecordCount (exceededTransferLimit set or not). Ask for the rest
@@ -329,7 +329,7 @@ func (d *dump) fetchIDs(ctx context.Context, ids []int64, p *pageState) (answer,
 	name := batchName(ids)
 	return d.features(ctx, name, form, p, func(oid int64) error {
 		if _, ok := slices.BinarySearch(ids, oid); !ok {
-			return &IncompleteError{URL: d.redacted, Reason: fmt.Sprintf("asked for %d object ids (%s), the server answered object id %d, which was not asked for", len(ids), name, oid)}
+			return &source.IncompleteError{URL: d.redacted, Expected: -1, Reason: fmt.Sprintf("asked for %d object ids (%s), the server answered object id %d, which was not asked for", len(ids), name, oid)}
 		}
 		return nil
 	})
@@ -399,7 +399,7 @@ func (d *dump) features(ctx context.Context, op string, form url.Values, p *page
 // error (a Success: the server answered) when the content is wrong, not
 // the origin's doing when the page was abandoned or the store failed.
 func takeFailed(a *httpcall.Attempt, err error) breaker.Result {
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	var ce *CRSError
 	if errors.As(err, &ie) || errors.As(err, &ce) {
 		return breaker.Result{Outcome: breaker.Success, Err: err}

@@ -24,7 +24,7 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithTempDir sets where downloads are written ("": os.TempDir()).
 func WithTempDir(dir string) Option {
@@ -34,15 +34,15 @@ func WithTempDir(dir string) Option {
 // Client fetches files, each download one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	kit     httpcall.Kit
+	base    httpcall.ClientBase
 	tempDir string
 }
 
-// NewClient returns a Client that downloads through httpcall.Assemble,
+// NewClient returns a Client that downloads through httpcall.BuildClient,
 // which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // NewFetcher is NewClient for the registry of kinds: userAgent "" keeps
@@ -56,20 +56,20 @@ func (c *Client) Prepare(_ context.Context, layer source.Layer) (source.Layer, [
 	return layer, nil, nil
 }
 
-// Validate reports why layer cannot be requested, wrapping ErrInvalidLayer.
+// Validate reports why layer cannot be requested, wrapping source.ErrInvalidLayer.
 func Validate(l source.Layer) error {
 	if l.Kind != Kind {
-		return source.Named(Kind, fmt.Errorf("%w: kind %q: want %q", ErrInvalidLayer, l.Kind, Kind))
+		return source.Named(Kind, fmt.Errorf("%w: kind %q: want %q", source.ErrInvalidLayer, l.Kind, Kind))
 	}
 	u, err := url.Parse(l.URL)
 	if err != nil {
-		return source.Named(Kind, fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL)))
+		return source.Named(Kind, fmt.Errorf("%w: url %s: %v", source.ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL)))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return source.Named(Kind, fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, redact.URL(l.URL)))
+		return source.Named(Kind, fmt.Errorf("%w: url %s: want an absolute http or https URL", source.ErrInvalidLayer, redact.URL(l.URL)))
 	}
 	if err := httpcall.CheckHeaders(l.Headers); err != nil {
-		return source.Named(Kind, fmt.Errorf("%w: %v", ErrInvalidLayer, err))
+		return source.Named(Kind, fmt.Errorf("%w: %v", source.ErrInvalidLayer, err))
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, err
 	}
 	if firstPage != 0 {
-		return stats, source.Named(Kind, fmt.Errorf("%w: first page %d of a file, which is one page", ErrInvalidLayer, firstPage))
+		return stats, source.Named(Kind, fmt.Errorf("%w: first page %d of a file, which is one page", source.ErrInvalidLayer, firstPage))
 	}
 	tmp, err := os.CreateTemp(c.tempDir, "ingestd-file-*")
 	if err != nil {
@@ -106,7 +106,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 	began := time.Now()
 	var dl download
-	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		dl = download{}
 		return c.attempt(a, tmp, &dl)
 	})
@@ -117,7 +117,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	case err != nil:
 		return stats, source.Named(Kind, fmt.Errorf("page 0 (%s): %w", p.URL, err))
 	}
-	c.kit.Logger.Debug("file downloaded", "url", p.URL, "bytes", dl.bytes, "duration_ms", time.Since(began).Milliseconds())
+	c.base.Logger.Debug("file downloaded", "url", p.URL, "bytes", dl.bytes, "duration_ms", time.Since(began).Milliseconds())
 	stats.Bytes = dl.bytes
 	stats.Validators = source.Validators{ETag: dl.etag, LastModified: dl.lastModified}
 	n, declared, id, err := c.read(ctx, layer, tmp.Name(), fileName(u), p, handle)
@@ -152,8 +152,7 @@ func (c *Client) attempt(a *httpcall.Attempt, tmp *os.File, dl *download) breake
 		return a.Verdict(r)
 	}
 	if s.Kind == httpcall.KindHTML || s.Kind == httpcall.KindEmpty || (s.Kind == httpcall.KindUnknown && rerr != nil) {
-		nd := httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
-		return a.Verdict(nd.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
+		return a.Verdict(expected.NotDataVerdict(a.Resp, br, s.Kind, rerr, a.Redacted))
 	}
 	if err := tmp.Truncate(0); err != nil {
 		return breaker.Result{Outcome: breaker.Ignored, Err: fmt.Errorf("the temporary file: %w", err)}
@@ -172,7 +171,7 @@ func (c *Client) attempt(a *httpcall.Attempt, tmp *os.File, dl *download) breake
 	// The body as sent: OpenBody skips a leading UTF-8 BOM, which the
 	// Content-Length counts.
 	if cl, sent := a.Resp.ContentLength, a.BodyBytes(); cl >= 0 && a.Resp.Header.Get("Content-Encoding") == "" && sent < cl {
-		return a.IgnoredOr(breaker.Failure, &httpcall.BodyError{URL: a.Redacted, Err: fmt.Errorf("%w: %d of %d bytes", ErrShortBody, sent, cl)})
+		return a.OriginFailure(&httpcall.BodyError{URL: a.Redacted, Err: fmt.Errorf("%w: %d of %d bytes", ErrShortBody, sent, cl)})
 	}
 	dl.bytes = n
 	dl.etag, dl.lastModified = httpcall.ResponseValidators(a.Resp)

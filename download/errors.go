@@ -1,16 +1,17 @@
 package download
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/ingestd/ingestd/httpcall"
+)
+
+// expected is what a 2xx body should be, in the words of the errors on a
+// body that is no file (an HTML page, nothing): the origin's failure.
+const expected httpcall.Expected = "a file"
 
 // Errors of this package.
 var (
-	// ErrInvalidLayer means a Layer cannot be turned into a request.
-	ErrInvalidLayer = errors.New("invalid layer")
-	// ErrHTMLBody and ErrEmptyBody are a 2xx body that is no file: the
-	// origin's failure.
-	ErrHTMLBody         = errors.New("HTML page instead of a file")
-	ErrEmptyBody        = errors.New("empty response body")
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 	// ErrShortBody is a body shorter than its Content-Length.
 	ErrShortBody = errors.New("body shorter than its Content-Length")
 )

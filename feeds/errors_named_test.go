@@ -13,7 +13,6 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojsonurl"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
@@ -75,7 +74,7 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 				return context.WithTimeout(t.Context(), 100*time.Millisecond)
 			},
 			"poll timeout after 0 pages (0 features), at page 0 (" + srv.URL + "/parcels.json)",
-			func(err error) bool { var te *geojsonurl.TimeoutError; return errors.As(err, &te) }},
+			func(err error) bool { var te *source.TimeoutError; return errors.As(err, &te) }},
 	} {
 		ctx, cancel := t.Context(), context.CancelFunc(func() {})
 		if c.ctx != nil {

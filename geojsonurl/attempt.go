@@ -1,21 +1,25 @@
 package geojsonurl
 
 import (
+	"bufio"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/pageids"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
-// notData is what a 2xx body that is not a JSON document is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+// expected is what a 2xx body should hold, in the words of the errors on a
+// body that holds something else.
+const expected httpcall.Expected = "a GeoJSON document"
 
 // result is what one successful attempt learned about the document.
 type result struct {
@@ -32,36 +36,30 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	if err != nil {
 		return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 	}
-	if r := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); r != nil {
+	if r := httpcall.Throttled(a.Resp, a.Redacted, c.base.Now()); r != nil {
 		return a.Verdict(r)
 	}
 	s, rerr := httpcall.Sniff(br)
 	switch s.Kind {
 	case httpcall.KindJSON, httpcall.KindJSONValue, httpcall.KindXML:
-		// A plain GeoJSON URL is often a WFS GetFeature request pasted
-		// whole (outputFormat=application/json): its errors are OGC
-		// exception reports, judged by WFS's rules (a server-side code
-		// counts against the origin, a client-side one is the feed's),
-		// and a whole JSON document that is a scalar (null, a number) is
-		// the feed's content.
-		if r := wfs.ClassifyResponse(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+		if r := classifyDocument(a.Resp, br, s, a.Redacted); r != nil {
 			return a.Verdict(r)
 		}
 	default:
 		if r := httpcall.StatusVerdict(a.Resp.StatusCode, a.Redacted); r != nil {
 			return a.Verdict(r)
 		}
-		return a.Verdict(notData.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
+		return a.Verdict(expected.NotDataVerdict(a.Resp, br, s.Kind, rerr, a.Redacted))
 	}
 	if s.Kind == httpcall.KindXML {
 		// A GML FeatureCollection: the server answered, not in GeoJSON.
 		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
-			Err: fmt.Errorf("%w: the document is XML <%s>, not GeoJSON (a WFS? use kind wfs, or ask for outputFormat=application/json)", ErrUnrecognizedBody, s.Root.Local)}}
+			Err: expected.Unrecognized("the document is XML <" + s.Root.Local + ">, not GeoJSON; a WFS? use kind wfs, or ask for outputFormat=application/json")}}
 	}
 	dec := geojson.NewReader(br, feature.WithIDProperty(layer.IDProperty), feature.WithSRID(layer.SRID), feature.WithLimits(layer.Limits.WithDefaults()))
 	fr := &docReader{dec: dec, url: a.Redacted, ids: pageids.New(false), idProperty: layer.IDProperty, body: a}
 	if herr := handle(a.CallCtx, p, fr); herr != nil {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		switch {
 		case errors.As(herr, &ie):
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
@@ -74,7 +72,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	// The handler may have stopped early or swallowed an error; the
 	// document counts only if the body really ended where it does.
 	if f, err := fr.Next(); err != io.EOF {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		switch {
 		case errors.As(err, &ie):
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
@@ -85,12 +83,48 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.StreamFailed(err)
 	}
 	if n := dec.NumberReturned(); n >= 0 && n != fr.n {
-		return breaker.Result{Outcome: breaker.Success, Err: &IncompleteError{Kind: Kind, URL: a.Redacted, Expected: -1, Got: fr.n,
+		return breaker.Result{Outcome: breaker.Success, Err: &source.IncompleteError{Kind: Kind, URL: a.Redacted, Expected: -1, Got: fr.n,
 			Reason: fmt.Sprintf("numberReturned says %d features, the body held %d", n, fr.n)}}
 	}
 	res.features, res.bytes, res.numberMatched = fr.n, a.BodyBytes(), dec.NumberMatched()
 	res.etag, res.lastModified = httpcall.ResponseValidators(a.Resp)
 	return breaker.Result{Outcome: breaker.Success}
+}
+
+// classifyDocument is the verdict on a body that Sniff (s) found to be
+// JSON or XML, nil when it is to be decoded. A plain GeoJSON URL is often
+// a WFS GetFeature request pasted whole (outputFormat=application/json):
+// its errors are OGC exception reports, judged by their codes (a
+// server-side code counts against the origin, a client-side one is the
+// feed's), whatever the status. Then the status decides; with a 2xx, a
+// whole JSON document that is a scalar (null, a number) is the feed's
+// content, XML other than a FeatureCollection (a proxy's XML error page)
+// the origin's failure, and a GML FeatureCollection is left to the caller.
+func classifyDocument(resp *http.Response, br *bufio.Reader, s httpcall.Sniffed, redacted string) *breaker.Result {
+	if f := ows.FormOf(s); f != ows.NotReport {
+		return ows.Verdict(br, f, resp.StatusCode, redacted)
+	}
+	if r := httpcall.StatusVerdict(resp.StatusCode, redacted); r != nil {
+		return r
+	}
+	switch s.Kind {
+	case httpcall.KindJSONValue:
+		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: httpcall.JSONValueError(br, "a FeatureCollection")}}
+	case httpcall.KindXML:
+		if s.Root.Local != "FeatureCollection" {
+			return httpcall.BodyFailure(redacted, expected.Unrecognized("XML root element <"+xmlName(s.Root)+">, not a FeatureCollection"))
+		}
+	}
+	return nil
+}
+
+// xmlName is n as the document wrote it, prefix or namespace and local
+// name.
+func xmlName(n xml.Name) string {
+	if n.Space == "" {
+		return n.Local
+	}
+	return n.Space + ":" + n.Local
 }
 
 // docReader is the FeatureReader handed to the PageFunc: it counts
@@ -132,7 +166,7 @@ func (r *docReader) Next() (*feature.Feature, error) {
 			if r.idProperty != "" {
 				reason += " (id_property " + r.idProperty + " does not identify features)"
 			}
-			r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
+			r.err = &source.IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.n - 1, Reason: reason}
 			return nil, r.err
 		}
 	}

@@ -22,28 +22,28 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithMaxBodyBytes bounds each body (decompressed) of layers whose
 // Limits.BodyBytes is 0.
 func WithMaxBodyBytes(n int64) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithMaxBodyBytes(n)) }
+	return func(c *Client) { c.base.Use(httpcall.WithMaxBodyBytes(n)) }
 }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client fetches GeoJSON documents, each one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	kit httpcall.Kit
+	base httpcall.ClientBase
 }
 
-// NewClient returns a Client that calls servers through httpcall.Assemble,
+// NewClient returns a Client that calls servers through httpcall.BuildClient,
 // which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // Prepare returns layer as it is: a document needs no discovery.
@@ -51,24 +51,24 @@ func (c *Client) Prepare(_ context.Context, layer source.Layer) (source.Layer, [
 	return layer, nil, nil
 }
 
-// Validate reports why layer cannot be requested, wrapping ErrInvalidLayer.
+// Validate reports why layer cannot be requested, wrapping source.ErrInvalidLayer.
 func Validate(l source.Layer) error {
 	return source.Named(Kind, validate(l))
 }
 
 func validate(l source.Layer) error {
 	if l.Kind != Kind {
-		return fmt.Errorf("%w: kind %q: want %q", ErrInvalidLayer, l.Kind, Kind)
+		return fmt.Errorf("%w: kind %q: want %q", source.ErrInvalidLayer, l.Kind, Kind)
 	}
 	u, err := url.Parse(l.URL)
 	if err != nil {
-		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL))
+		return fmt.Errorf("%w: url %s: %v", source.ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, redact.URL(l.URL))
+		return fmt.Errorf("%w: url %s: want an absolute http or https URL", source.ErrInvalidLayer, redact.URL(l.URL))
 	}
 	if err := httpcall.CheckHeaders(l.Headers); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidLayer, err)
+		return fmt.Errorf("%w: %v", source.ErrInvalidLayer, err)
 	}
 	return nil
 }
@@ -78,7 +78,7 @@ func validate(l source.Layer) error {
 // ETag or Last-Modified of the last applied snapshot they are sent back,
 // and a 304 ends the fetch with FetchStats.NotModified.
 //
-// The error is an *IncompleteError, a *TimeoutError, the handler's own
+// The error is an *source.IncompleteError, a *source.TimeoutError, the handler's own
 // error as it returned it, or an error naming the (redacted) URL, wrapping
 // what httpcall and the breaker report (*httpcall.HTTPStatusError,
 // *httpcall.BodyError, …); every one but the handler's starts "geojson: ".
@@ -88,7 +88,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		return stats, err
 	}
 	if firstPage != 0 {
-		return stats, source.Named(Kind, fmt.Errorf("%w: first page %d of a document, which is one page", ErrInvalidLayer, firstPage))
+		return stats, source.Named(Kind, fmt.Errorf("%w: first page %d of a document, which is one page", source.ErrInvalidLayer, firstPage))
 	}
 	u, _ := url.Parse(layer.URL) // Validate parsed it
 	p := source.Page{URL: redact.URL(layer.URL)}
@@ -97,7 +97,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 	began := time.Now()
 	var res result
-	err := c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err := c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		res = result{}
 		return c.attempt(a, layer, p, handle, &res)
 	})
@@ -110,10 +110,10 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	stats.Pages, stats.Features, stats.Bytes, stats.NumberMatched = 1, res.features, res.bytes, res.numberMatched
 	stats.Validators = source.Validators{ETag: res.etag, LastModified: res.lastModified}
-	c.kit.Logger.Debug("document fetched", "url", p.URL, "features", res.features, "bytes", res.bytes,
+	c.base.Logger.Debug("document fetched", "url", p.URL, "features", res.features, "bytes", res.bytes,
 		"duration_ms", time.Since(began).Milliseconds())
 	if res.numberMatched >= 0 && res.numberMatched != res.features {
-		return stats, &IncompleteError{Kind: Kind, URL: p.URL, Expected: res.numberMatched, Got: res.features,
+		return stats, &source.IncompleteError{Kind: Kind, URL: p.URL, Expected: res.numberMatched, Got: res.features,
 			Reason: fmt.Sprintf("the document holds %d of the %d features its numberMatched promised: the server caps its responses", res.features, res.numberMatched)}
 	}
 	return stats, nil
@@ -121,7 +121,7 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 
 // failed names the error of a fetch that did not complete.
 func (c *Client) failed(ctx context.Context, err error, p source.Page, res *result) error {
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	var le *feature.LimitError
 	switch {
 	case errors.As(err, &ie):
@@ -130,7 +130,7 @@ func (c *Client) failed(ctx context.Context, err error, p source.Page, res *resu
 		// The limit is the whole story; where the decoder was is noise.
 		return fmt.Errorf("%s: page 0 (%s): %w", Kind, p.URL, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-		return &TimeoutError{Kind: Kind, URL: p.URL, Features: res.features, Err: err}
+		return &source.TimeoutError{Kind: Kind, URL: p.URL, Features: res.features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}

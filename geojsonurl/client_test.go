@@ -75,10 +75,10 @@ func TestFetchAsIsGzip(t *testing.T) {
 	// The recorded page promises numberMatched 12 and holds 3: one request
 	// that the server capped is an incomplete snapshot, not a layer of 3.
 	stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
-	var ie *geojsonurl.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || ie.Expected != 12 || ie.Got != 3 || !strings.Contains(err.Error(), "apikey=REDACTED") ||
 		!strings.HasPrefix(err.Error(), "geojson: ") {
-		t.Fatalf("err = %v, want *IncompleteError 3 of 12 naming the kind and the redacted URL", err)
+		t.Fatalf("err = %v, want *source.IncompleteError 3 of 12 naming the kind and the redacted URL", err)
 	}
 	if !sawGzip.Load() {
 		t.Error("the client did not ask for gzip")
@@ -87,8 +87,8 @@ func TestFetchAsIsGzip(t *testing.T) {
 		t.Errorf("stats %+v; want 1 page, 3 features, numberMatched 12, %d decompressed bytes", stats, len(body))
 	}
 	before := requests.Load()
-	if _, err := c.Fetch(t.Context(), layer, 1, col.handle); !errors.Is(err, geojsonurl.ErrInvalidLayer) {
-		t.Errorf("resume a GeoJSON layer at page 1: %v, want ErrInvalidLayer", err)
+	if _, err := c.Fetch(t.Context(), layer, 1, col.handle); !errors.Is(err, source.ErrInvalidLayer) {
+		t.Errorf("resume a GeoJSON layer at page 1: %v, want source.ErrInvalidLayer", err)
 	}
 	if requests.Load() != before {
 		t.Error("a resumed fetch made a request")
@@ -153,9 +153,9 @@ func TestErrorsNameTheKindOnce(t *testing.T) {
 		is   func(error) bool
 	}{
 		{"/missing", func(err error) bool { var se *httpcall.HTTPStatusError; return errors.As(err, &se) && se.Status == 404 }},
-		{"/html", func(err error) bool { return errors.Is(err, geojsonurl.ErrHTMLBody) }},
-		{"/dup", func(err error) bool { var ie *geojsonurl.IncompleteError; return errors.As(err, &ie) }},
-		{"/hang", func(err error) bool { var te *geojsonurl.TimeoutError; return errors.As(err, &te) }},
+		{"/html", func(err error) bool { return errors.Is(err, httpcall.ErrHTMLBody) }},
+		{"/dup", func(err error) bool { var ie *source.IncompleteError; return errors.As(err, &ie) }},
+		{"/hang", func(err error) bool { var te *source.TimeoutError; return errors.As(err, &te) }},
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		_, err := c.Fetch(ctx, source.Layer{Kind: geojsonurl.Kind, URL: srv.URL + tc.path}, 0, (&collect{}).handle)

@@ -161,9 +161,9 @@ func ResponseValidators(resp *http.Response) (etag, lastModified string) {
 // AttemptFunc judges one attempt that got a response: it opens the body
 // (Attempt.OpenBody) when the protocol's rules want it, classifies it and
 // decodes it, and returns what the attempt means to the origin's breaker.
-// It returns Attempt.IgnoredOr(Failure, err) for the origin's failures, so
-// that the caller's cancellation is Ignored and the attempt's own timeout
-// says so.
+// It returns Attempt.OriginFailure(err) for the origin's failures, so that
+// the caller's cancellation is Ignored and the attempt's own timeout says
+// so.
 type AttemptFunc func(a *Attempt) breaker.Result
 
 // Attempt is one attempt of a logical call, with its response. The
@@ -181,27 +181,30 @@ type Attempt struct {
 	// Resp is the response; its body is to be read through OpenBody.
 	Resp *http.Response
 
-	client    *Client
-	req       *Request
-	timeout   time.Duration
-	body      *limitedBody
-	ignoredOr func(breaker.Outcome, error) breaker.Result
+	client  *Client
+	req     *Request
+	timeout time.Duration
+	body    *limitedBody
+	// failure is OriginFailure's rule, which Client.attempt also applies
+	// to the errors it meets before an AttemptFunc runs.
+	failure func(breaker.Outcome, error) breaker.Result
 }
 
-// IgnoredOr classifies an attempt's error by whose doing it was: the
-// caller's context ending is Ignored, the attempt's own timeout is the
-// origin's Failure (its error says so), anything else is out.
-func (a *Attempt) IgnoredOr(out breaker.Outcome, err error) breaker.Result {
-	return a.ignoredOr(out, err)
+// OriginFailure is err, judged the origin's failure, as the attempt's
+// result, unless it was not the origin's doing: after the caller's
+// context ended it is Ignored, and after the attempt's own timeout it is
+// a Failure whose error says so.
+func (a *Attempt) OriginFailure(err error) breaker.Result {
+	return a.failure(breaker.Failure, err)
 }
 
 // Verdict is r, a verdict from ReadFailure or a protocol's classification,
-// as the attempt's result: its Failure through IgnoredOr (the caller's
+// as the attempt's result: its Failure through OriginFailure (the caller's
 // cancellation is Ignored, the attempt's own timeout says so), any other
 // outcome as is.
 func (a *Attempt) Verdict(r *breaker.Result) breaker.Result {
 	if r.Outcome == breaker.Failure {
-		return a.IgnoredOr(r.Outcome, r.Err)
+		return a.OriginFailure(r.Err)
 	}
 	return *r
 }
@@ -209,12 +212,12 @@ func (a *Attempt) Verdict(r *breaker.Result) breaker.Result {
 // StreamFailed judges err, met while streaming a body let through as data:
 // the feed's (a Success: the server answered) when FeedsFault says so and
 // the attempt's context is still live, otherwise the origin's Failure
-// through IgnoredOr.
+// through OriginFailure.
 func (a *Attempt) StreamFailed(err error) breaker.Result {
 	if FeedsFault(err, a.BodyErr()) && a.Ctx.Err() == nil {
 		return breaker.Result{Outcome: breaker.Success, Err: err}
 	}
-	return a.IgnoredOr(breaker.Failure, err)
+	return a.OriginFailure(err)
 }
 
 // OpenBody returns the body decompressed (gzip by its magic number, up to
@@ -286,7 +289,7 @@ func (c *Client) attempt(ctx context.Context, req *Request, u *url.URL, fn Attem
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ignoredOr := func(out breaker.Outcome, err error) breaker.Result {
+	failure := func(out breaker.Outcome, err error) breaker.Result {
 		if ctx.Err() != nil {
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}
@@ -298,7 +301,7 @@ func (c *Client) attempt(ctx context.Context, req *Request, u *url.URL, fn Attem
 	redacted := redact.URL(u.String())
 	resp, rr := c.get(actx, req, u, redacted)
 	if rr != nil {
-		return ignoredOr(rr.Outcome, rr.Err)
+		return failure(rr.Outcome, rr.Err)
 	}
 	defer resp.Body.Close()
 	if r := followed(ctx, resp); r != nil {
@@ -311,7 +314,7 @@ func (c *Client) attempt(ctx context.Context, req *Request, u *url.URL, fn Attem
 		return breaker.Result{Outcome: breaker.Success, Err: ErrNotModified}
 	}
 	return fn(&Attempt{Ctx: actx, CallCtx: ctx, URL: u, Redacted: redacted, Resp: resp,
-		client: c, req: req, timeout: timeout, ignoredOr: ignoredOr})
+		client: c, req: req, timeout: timeout, failure: failure})
 }
 
 // do runs one logical call through the origin's breaker, or, without a

@@ -10,10 +10,12 @@
 // A protocol package (wfs, and the next kinds) supplies what is its own:
 // the request (Request), and, in the AttemptFunc Client.Call runs for each
 // attempt that got a response, its classification rules and its decoder.
-// The verdict helpers (ReadFailure, FeedsFault, Sniff, LeadingKeys, ParseRetryAfter,
-// HTMLTitle; Throttled, StatusVerdict, Judged, BodyFailure and NotData for
-// the protocol-independent part of a classification; Attempt.Verdict and
+// The verdict helpers (ReadFailure, FeedsFault, Sniff, LeadingKeys,
+// ParseRetryAfter, HTMLTitle; Throttled, StatusVerdict, ErrorVerdict,
+// BodyFailure and Expected.NotDataVerdict for the protocol-independent
+// part of a classification; Attempt.Verdict, Attempt.OriginFailure and
 // Attempt.StreamFailed in an AttemptFunc) carry the rules every protocol
 // shares: transport and server errors are the origin's, content errors the
-// feed's.
+// feed's. The errors of a body that is not data (ErrHTMLBody, ErrEmptyBody,
+// ErrUnrecognizedBody) are declared here once for every kind.
 package httpcall

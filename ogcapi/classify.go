@@ -15,8 +15,10 @@ import (
 	"github.com/ingestd/ingestd/httpcall"
 )
 
-// notData is what a 2xx body that is neither JSON nor an exception is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+// expected is what a 2xx body of an OGC API should hold, in the words of
+// the errors on a body that holds something else (an HTML page: a proxy's
+// error page, or f=json not honoured).
+const expected httpcall.Expected = "JSON"
 
 // maxExceptionBytes bounds how much of an exception document is read.
 const maxExceptionBytes = 1 << 20
@@ -34,7 +36,7 @@ const maxExceptionBytes = 1 << 20
 //	5xx     anything else                                Failure    *HTTPStatusError
 //	other   anything else (4xx, unfollowed 3xx)          Success    *HTTPStatusError
 //	2xx     read error before the first bytes            Failure    *BodyError
-//	2xx     HTML page, empty body, text or XML           Failure    *BodyError (ErrHTMLBody, ErrEmptyBody, ErrUnrecognizedBody)
+//	2xx     HTML page, empty body, text or XML           Failure    *BodyError (httpcall.ErrHTMLBody, ErrEmptyBody, ErrUnrecognizedBody)
 //	2xx     a whole JSON scalar (null, 1, "x")           Success    *BodyError wrapping *DecodeError
 //	2xx     a JSON array                                 Success    *BodyError wrapping *DecodeError
 //	2xx     JSON object                                  (decode)   nil
@@ -55,7 +57,7 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	s, rerr := httpcall.Sniff(br)
 	if s.Kind == httpcall.KindJSON && s.Head[0] == '{' && errorDocument(s.Head, resp.Header.Get("Content-Type")) {
 		e := parseException(br, status, redacted)
-		return httpcall.Judged(e, e.ServerSide)
+		return httpcall.ErrorVerdict(e, e.ServerSide)
 	}
 	if r := httpcall.StatusVerdict(status, redacted); r != nil {
 		return r
@@ -73,9 +75,9 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		return &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted,
 			Err: &feature.DecodeError{Index: -1, Msg: "document is the JSON value " + feature.Snippet(string(doc)) + ", not an object"}}}
 	case httpcall.KindXML:
-		return httpcall.BodyFailure(redacted, fmt.Errorf("%w (XML root element <%s>)", ErrUnrecognizedBody, s.Root.Local))
+		return httpcall.BodyFailure(redacted, expected.Unrecognized("XML root element <"+s.Root.Local+">"))
 	}
-	return notData.Verdict(resp, br, s.Kind, rerr, redacted)
+	return expected.NotDataVerdict(resp, br, s.Kind, rerr, redacted)
 }
 
 // errorDocument reports whether the JSON object at the start of p (a body

@@ -38,11 +38,11 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithRequestTimeout(d)) }
+	return func(c *Client) { c.base.Use(httpcall.WithRequestTimeout(d)) }
 }
 
 // WithMaxPages bounds the pages of one Fetch.
@@ -55,11 +55,11 @@ func WithMaxPages(n int) Option {
 }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client fetches OGC API – Features collections. It is safe for concurrent use.
 type Client struct {
-	kit      httpcall.Kit
+	base     httpcall.ClientBase
 	maxPages int
 	maxEmpty int
 	// discovery caches Prepare's discoveries (see WithDiscoveryTTL).
@@ -72,7 +72,7 @@ type Client struct {
 // httpClient, breakers, logger); see wfs.NewClient for what nil means.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{maxPages: DefaultMaxPages, maxEmpty: DefaultMaxEmptyPages}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // FirstURL is the request of layer's first page: its items link (set by
@@ -83,11 +83,11 @@ func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog
 func FirstURL(layer source.Layer) (*url.URL, error) {
 	s := settingsOf(layer)
 	if s.ItemsURL == "" {
-		return nil, fmt.Errorf("%w: no items link (the layer was not prepared)", ErrInvalidLayer)
+		return nil, fmt.Errorf("%w: no items link (the layer was not prepared)", source.ErrInvalidLayer)
 	}
 	u, err := url.Parse(s.ItemsURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: items link: %s", ErrInvalidLayer, redact.Text(err.Error()))
+		return nil, fmt.Errorf("%w: items link: %s", source.ErrInvalidLayer, redact.Text(err.Error()))
 	}
 	limit := layer.PageSize
 	if limit <= 0 {
@@ -100,7 +100,7 @@ func FirstURL(layer source.Layer) (*url.URL, error) {
 	if len(s.BBox) == 4 {
 		set = append(set, [2]string{"bbox", fmt.Sprintf("%s,%s,%s,%s", num(s.BBox[0]), num(s.BBox[1]), num(s.BBox[2]), num(s.BBox[3]))})
 	} else if len(s.BBox) != 0 {
-		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", ErrInvalidLayer, len(s.BBox))
+		return nil, fmt.Errorf("%w: bbox has %d numbers, want 4", source.ErrInvalidLayer, len(s.BBox))
 	}
 	u.RawQuery = setParams(u.RawQuery, set...)
 	return u, nil
@@ -151,14 +151,14 @@ const accept = "application/geo+json, application/json;q=0.9, */*;q=0.1"
 //     MapServer#6613): *PagingError naming both pages;
 //   - more than DefaultMaxEmptyPages empty pages come in a row: *PagingError;
 //   - a feature comes twice, on two pages or in one (known by its id, or
-//     without one by its content): *IncompleteError;
+//     without one by its content): *source.IncompleteError;
 //   - the total differs from numberMatched, numberMatched changes between
 //     pages or is a string that is not a count, or a page's numberReturned
-//     differs from what it holds: *IncompleteError;
+//     differs from what it holds: *source.IncompleteError;
 //   - no page reports numberMatched and the server answers none to
 //     resulttype=hits either, unless the layer accepts the links alone
 //     (Layer.LinksOnly; even then, not when the last page is full):
-//     *IncompleteError;
+//     *source.IncompleteError;
 //   - the Content-Crs header names another CRS than the one asked for
 //     (CRS84 when none was): *CRSError.
 //
@@ -186,7 +186,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 		}
 		var res pageResult
 		p := source.Page{Index: page, URL: redacted, StartIndex: stats.Features}
-		log := c.kit.Logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
+		log := c.base.Logger.With("origin", breaker.Origin(u), "page", page, "url", redacted)
 		began := time.Now()
 		req := request(layer, u, accept)
 		if page == 0 {
@@ -194,7 +194,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			// done): a 304 to its first page proves it whole.
 			req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 		}
-		err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 			res = pageResult{}
 			return c.attempt(a, layer, p, st, handle, &res)
 		})
@@ -234,7 +234,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 			return stats, &PagingError{URL: redacted, Page: page, Reason: fmt.Sprintf("%d empty pages in a row, each with a next link", empty)}
 		}
 		if stats.NumberMatched >= 0 && stats.Features > stats.NumberMatched {
-			return stats, &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features,
+			return stats, &source.IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features,
 				Reason: fmt.Sprintf("page %d brings the total past numberMatched and still has a next link", page)}
 		}
 		n, err := resolve(u, res.next)
@@ -249,7 +249,7 @@ func (c *Client) fetch(ctx context.Context, layer source.Layer, firstPage int, h
 // items come in; it reads the collection's declared schema into stats.
 func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, stats *source.FetchStats) (string, wantCRS, error) {
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return "", wantCRS{}, fmt.Errorf("%w: %w", ErrInvalidLayer, err)
+		return "", wantCRS{}, fmt.Errorf("%w: %w", source.ErrInvalidLayer, err)
 	}
 	want, err := layerCRS(layer)
 	if err != nil {
@@ -258,7 +258,7 @@ func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, s
 	var start string
 	switch {
 	case firstPage < 0:
-		return "", want, fmt.Errorf("%w: first page %d", ErrInvalidLayer, firstPage)
+		return "", want, fmt.Errorf("%w: first page %d", source.ErrInvalidLayer, firstPage)
 	case firstPage > 0 && layer.Resume.Link == "":
 		return "", want, fmt.Errorf("%w: page %d: the page before it recorded no next link", source.ErrCannotResume, firstPage)
 	case firstPage > 0:
@@ -279,7 +279,7 @@ func (c *Client) begin(ctx context.Context, layer source.Layer, firstPage int, s
 	stats.Declared = declared
 	if warning != "" {
 		stats.Warnings = append(stats.Warnings, warning)
-		c.kit.Logger.Warn(warning, "url", redact.URL(layer.URL))
+		c.base.Logger.Warn(warning, "url", redact.URL(layer.URL))
 	}
 	return start, want, nil
 }
@@ -319,7 +319,7 @@ func (c *Client) count(stats *source.FetchStats, res *pageResult, page int, reda
 		log.Warn(res.warning)
 	}
 	incomplete := func(reason string) error {
-		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features, Reason: reason}
+		return &source.IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: stats.Features, Reason: reason}
 	}
 	if res.matchedText != "" {
 		// Taken for an absent count, it would let the links alone
@@ -342,7 +342,7 @@ func (c *Client) count(stats *source.FetchStats, res *pageResult, page int, reda
 
 // pageFailed is the error of a fetch whose page failed with err.
 func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted string, stats source.FetchStats, res *pageResult) error {
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	var pe *PagingError
 	var ce *CRSError
 	var le *feature.LimitError
@@ -356,7 +356,7 @@ func (c *Client) pageFailed(ctx context.Context, err error, page int, redacted s
 	case errors.As(err, &le):
 		return fmt.Errorf("page %d (%s): %w", page, redacted, le)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
-		return &TimeoutError{Kind: kind, URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
+		return &source.TimeoutError{Kind: kind, URL: redacted, Page: page, Pages: stats.Pages, Features: stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
@@ -393,7 +393,7 @@ func (c *Client) done(ctx context.Context, stats source.FetchStats, page int, re
 		if hits {
 			reason += " (numberMatched of its resulttype=hits answer; its pages reported none)"
 		}
-		return &IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
+		return &source.IncompleteError{URL: redacted, Expected: stats.NumberMatched, Got: total, Reason: reason}
 	}
 	switch {
 	case stats.NumberMatched < 0 && !settingsOf(layer).LinksOnly:
@@ -443,7 +443,7 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 		req.BodyLimit = hitsDoc.bound
 	}
 	n := -1
-	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		n = -1
 		dec, done := c.scanItems(a, layer, hitsDoc.name, func(*feature.Feature) {})
 		if done != nil {
@@ -463,6 +463,6 @@ func (c *Client) hits(ctx context.Context, layer source.Layer) (int, error) {
 	case errors.As(err, &open), errors.As(err, &retry), errors.As(err, &throttled), errors.Is(err, breaker.ErrPastDeadline), ctx.Err() != nil:
 		return -1, fmt.Errorf("asking for the count (%s): %w", redact.URL(u.String()), err)
 	}
-	c.kit.Logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
+	c.base.Logger.Debug("no count from resulttype=hits", "url", redact.URL(u.String()), "error", err)
 	return -1, nil
 }

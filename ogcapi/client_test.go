@@ -154,7 +154,7 @@ func TestFetchLegitimateOddities(t *testing.T) {
 // naming the cause; so does a collection that nothing proves whole.
 func TestFetchPitfalls(t *testing.T) {
 	t.Parallel()
-	incomplete := new(*ogcapi.IncompleteError)
+	incomplete := new(*source.IncompleteError)
 	cases := []struct {
 		pit   ogcapitest.Pitfall
 		links bool // completeness: links_only
@@ -177,7 +177,7 @@ func TestFetchPitfalls(t *testing.T) {
 		{ogcapitest.NoNextNoNumberMatched, true, "page 1 was full (100 features) and has no next link, and the server reports no numberMatched", incomplete},
 		// The count the server answers to resulttype=hits proves the pages short.
 		{"hits:" + ogcapitest.NoNextNoNumberMatched, false, "page 1 has no next link, but numberMatched promised more: the page was full (100 features), " +
-			"so the server dropped the next link of a full page (pygeoapi#1594) (numberMatched of its resulttype=hits answer; its pages reported none) (numberMatched 350, got 200)", incomplete},
+			"so the server dropped the next link of a full page (pygeoapi#1594) (numberMatched of its resulttype=hits answer; its pages reported none) (expected 350 features, got 200)", incomplete},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/links_only=%v", c.pit, c.links), func(t *testing.T) {
@@ -258,7 +258,7 @@ func TestPrepareErrors(t *testing.T) {
 		t.Errorf("missing collection: %v", err)
 	}
 	_, _, _, err = fetch(t, source.Layer{Kind: "ogcapi", URL: base + "/api"})
-	if !errors.Is(err, ogcapi.ErrInvalidLayer) {
+	if !errors.Is(err, source.ErrInvalidLayer) {
 		t.Errorf("no collection: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ type CollectionInfo struct {
 func LandingURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: url %s is not an absolute http(s) URL", ErrInvalidLayer, redact.URL(raw))
+		return nil, fmt.Errorf("%w: url %s is not an absolute http(s) URL", source.ErrInvalidLayer, redact.URL(raw))
 	}
 	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/collections")
 	u.RawPath = ""
@@ -117,11 +117,11 @@ func FirstPageURL(layer source.Layer, n int) (string, error) {
 func (c *Client) Page(ctx context.Context, layer source.Layer, u string) (ItemsPage, error) {
 	pu, err := url.Parse(u)
 	if err != nil {
-		return ItemsPage{}, source.Named(kind, fmt.Errorf("%w: page url: %s", ErrInvalidLayer, redact.Text(err.Error())))
+		return ItemsPage{}, source.Named(kind, fmt.Errorf("%w: page url: %s", source.ErrInvalidLayer, redact.Text(err.Error())))
 	}
 	req := request(layer, pu, accept)
 	var p ItemsPage
-	err = c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		p = ItemsPage{NumberMatched: -1}
 		dec, done := c.scanItems(a, layer, "items page", func(f *feature.Feature) {
 			if p.Features++; p.Features == 1 {
@@ -161,7 +161,7 @@ func (c *Client) scanItems(a *httpcall.Attempt, layer source.Layer, name string,
 	if err != nil {
 		return verdict(a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted)))
 	}
-	if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+	if r := classify(a.Resp, br, a.Redacted, c.base.Now()); r != nil {
 		return verdict(a.Verdict(r))
 	}
 	dec := geojson.NewReader(br, feature.WithLimits(layer.Limits.WithDefaults()))

@@ -103,7 +103,7 @@ func (d Discovery) Part2() bool { return slices.Contains(d.Conformance, confCRS)
 func collectionURLs(layer source.Layer) (root, coll *url.URL, err error) {
 	u, err := url.Parse(layer.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, nil, fmt.Errorf("%w: url %s is not an absolute http(s) URL", ErrInvalidLayer, redact.URL(layer.URL))
+		return nil, nil, fmt.Errorf("%w: url %s is not an absolute http(s) URL", source.ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	path := strings.TrimRight(u.Path, "/")
 	root, coll = cloneURL(u), cloneURL(u)
@@ -111,14 +111,14 @@ func collectionURLs(layer source.Layer) (root, coll *url.URL, err error) {
 	if i := strings.LastIndex(path, "/collections/"); i >= 0 && !strings.Contains(path[i+len("/collections/"):], "/") {
 		id, _ := url.PathUnescape(path[i+len("/collections/"):])
 		if collection != "" && collection != id {
-			return nil, nil, fmt.Errorf("%w: url names collection %q, collection: says %q", ErrInvalidLayer, id, collection)
+			return nil, nil, fmt.Errorf("%w: url names collection %q, collection: says %q", source.ErrInvalidLayer, id, collection)
 		}
 		root.Path, root.RawPath = path[:i], ""
 		coll.Path, coll.RawPath = path, ""
 		return root, coll, nil
 	}
 	if collection == "" {
-		return nil, nil, fmt.Errorf("%w: url %s is not a collection (…/collections/{collectionId}); give the landing page and collection:", ErrInvalidLayer, redact.URL(layer.URL))
+		return nil, nil, fmt.Errorf("%w: url %s is not a collection (…/collections/{collectionId}); give the landing page and collection:", source.ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	root.Path, root.RawPath = path, ""
 	coll.Path = path + "/collections/" + collection
@@ -143,14 +143,14 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 
 func (c *Client) prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
 	s := settingsOf(layer)
-	d, warnings, ok := c.discovery.get(layer.URL, s.Collection, c.kit.Now())
+	d, warnings, ok := c.discovery.get(layer.URL, s.Collection, c.base.Now())
 	if !ok {
 		var err error
 		d, warnings, err = c.Discover(ctx, layer)
 		if err != nil {
 			return layer, warnings, err
 		}
-		c.discovery.put(layer.URL, s.Collection, d, warnings, c.kit.Now())
+		c.discovery.put(layer.URL, s.Collection, d, warnings, c.base.Now())
 	}
 	s.ItemsURL = d.Items
 	s.SchemaURL, s.SchemaOrigin = d.Schema, d.SchemaOrigin
@@ -185,7 +185,7 @@ func (c *Client) discover(ctx context.Context, layer source.Layer) (Discovery, [
 	var d Discovery
 	var warnings []string
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return d, nil, fmt.Errorf("%w: %w", ErrInvalidLayer, err)
+		return d, nil, fmt.Errorf("%w: %w", source.ErrInvalidLayer, err)
 	}
 	root, coll, err := collectionURLs(layer)
 	if err != nil {
@@ -201,14 +201,14 @@ func (c *Client) discover(ctx context.Context, layer source.Layer) (Discovery, [
 	}
 	d.CRSs, d.StorageCRS = cd.CRS, cd.StorageCRS
 	if cd.ItemType != "" && cd.ItemType != "feature" {
-		return d, nil, fmt.Errorf("%w: collection %s has itemType %q, not feature", ErrInvalidLayer, redact.URL(d.Collection), cd.ItemType)
+		return d, nil, fmt.Errorf("%w: collection %s has itemType %q, not feature", source.ErrInvalidLayer, redact.URL(d.Collection), cd.ItemType)
 	}
 	items, ok := itemsLink(cd.Links)
 	if !ok {
 		warnings = append(warnings, "the collection document has no items link with a GeoJSON type: using {collection}/items")
 		items = coll.JoinPath("items").String()
 	} else if items, err = resolve(coll, items); err != nil {
-		return d, nil, fmt.Errorf("%w: the collection's items link: %w", ErrInvalidLayer, err)
+		return d, nil, fmt.Errorf("%w: the collection's items link: %w", source.ErrInvalidLayer, err)
 	}
 	// The feed's own query parameters (an API key) go with every request.
 	d.Items = Restore(items, layer.URL)

@@ -79,12 +79,12 @@ func (c *Client) getDoc(ctx context.Context, layer source.Layer, u *url.URL, doc
 	if req.BodyLimit <= 0 || req.BodyLimit > doc.bound {
 		req.BodyLimit = doc.bound
 	}
-	return c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	return c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		br, _, err := a.OpenBody(doc.name)
 		if err != nil {
 			return a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
 		}
-		if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+		if r := classify(a.Resp, br, a.Redacted, c.base.Now()); r != nil {
 			return a.Verdict(r)
 		}
 		dec := json.NewDecoder(br)
@@ -113,7 +113,7 @@ func (c *Client) docFailed(a *httpcall.Attempt, doc document, limit int64, err e
 	case errors.As(err, &le):
 		return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
 	case a.BodyErr() != nil || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return a.IgnoredOr(breaker.Failure, &httpcall.BodyError{URL: a.Redacted, Err: err})
+		return a.OriginFailure(&httpcall.BodyError{URL: a.Redacted, Err: err})
 	}
 	return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: a.Redacted,
 		Err: &feature.DecodeError{Index: -1, Msg: "not the expected JSON document (" + doc.name + ")", Err: feature.Bound(err)}}}

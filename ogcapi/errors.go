@@ -1,31 +1,17 @@
 package ogcapi
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/ingestd/ingestd/source"
 )
 
 // kind is the name every error of this package leaves it under, once
 // (source.Named, in Fetch, Prepare and Discover): neither the errors below
-// (but the shared *TimeoutError, which leads with it itself) nor the layers
+// (but the shared *source.TimeoutError, which leads with it itself) nor the layers
 // under this package (httpcall, the GeoJSON decoder, the limits) name it.
 const kind = "ogcapi"
 
 // Sentinel errors; the typed errors below wrap or accompany them.
-var (
-	// ErrInvalidLayer means a Layer cannot be turned into requests.
-	ErrInvalidLayer = errors.New("invalid layer")
-	// ErrHTMLBody means the server answered with an HTML page where JSON
-	// was expected (a proxy's error page, or f=json not honoured).
-	ErrHTMLBody = errors.New("HTML page instead of JSON")
-	// ErrEmptyBody means a successful status came with no body at all.
-	ErrEmptyBody = errors.New("empty response body")
-	// ErrUnrecognizedBody means a successful status came with a body that
-	// is not JSON (a text or XML error page).
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
-)
+var ()
 
 // ExceptionError is an error document of the server: an OGC API exception
 // ({"code": …, "description": …}, the spec's exception schema; pygeoapi
@@ -58,26 +44,6 @@ func (e *ExceptionError) Error() string {
 	return msg
 }
 
-// IncompleteError means the pages of a fetch do not add up to the whole
-// collection: a total other than the server's numberMatched, numberMatched
-// changing between pages, a numberReturned the page does not hold, or a
-// feature id delivered on two pages. Nothing fetched may be applied. The
-// server answered, so the breaker counts a success.
-type IncompleteError struct {
-	URL      string // redacted URL of the page where the fetch noticed
-	Expected int    // numberMatched, -1 if unknown
-	Got      int    // features delivered up to the verdict
-	Reason   string
-}
-
-func (e *IncompleteError) Error() string {
-	msg := fmt.Sprintf("incomplete result from %s: %s", e.URL, e.Reason)
-	if e.Expected >= 0 {
-		msg += fmt.Sprintf(" (numberMatched %d, got %d)", e.Expected, e.Got)
-	}
-	return msg
-}
-
 // PagingError means the server's links do not page through the
 // collection: a next link that leads back to a page already fetched (a
 // loop, a limit=0 page pointing to itself), a page that repeats an earlier
@@ -106,6 +72,3 @@ type CRSError struct {
 func (e *CRSError) Error() string {
 	return fmt.Sprintf("%s: CRS %s: %s", e.URL, e.Want, e.Reason)
 }
-
-// TimeoutError is a fetch whose deadline passed before the last page.
-type TimeoutError = source.TimeoutError

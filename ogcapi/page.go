@@ -33,7 +33,7 @@ func layerCRS(layer source.Layer) (wantCRS, error) {
 	}
 	c, err := feature.ParseCRS(name)
 	if err != nil {
-		return wantCRS{}, fmt.Errorf("%w: crs: %w", ErrInvalidLayer, err)
+		return wantCRS{}, fmt.Errorf("%w: crs: %w", source.ErrInvalidLayer, err)
 	}
 	return wantCRS{name: name, crs: c}, nil
 }
@@ -79,7 +79,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.Verdict(r)
 	}
 	res.warning = note
-	if r := classify(a.Resp, br, a.Redacted, c.kit.Now()); r != nil {
+	if r := classify(a.Resp, br, a.Redacted, c.base.Now()); r != nil {
 		var be *httpcall.BodyError
 		if errors.As(r.Err, &be) {
 			be.Page = p.Index
@@ -126,7 +126,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		pr.firstKey = k
 	}
 	if herr := handle(a.CallCtx, p, pr); herr != nil {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		var pe *PagingError
 		switch {
 		case errors.As(herr, &ie), errors.As(herr, &pe):
@@ -143,7 +143,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			res.handlerErr = err
 			return breaker.Result{Outcome: breaker.Ignored, Err: err}
 		}
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		var pe *PagingError
 		if errors.As(err, &ie) || errors.As(err, &pe) {
 			return breaker.Result{Outcome: breaker.Success, Err: err}
@@ -330,7 +330,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 			reason += "; if another property identifies features, set id_property"
 		}
 	}
-	r.err = &IncompleteError{URL: r.url, Expected: -1, Got: -1, Reason: reason}
+	r.err = &source.IncompleteError{URL: r.url, Expected: -1, Got: -1, Reason: reason}
 	return r.err
 }
 

@@ -211,7 +211,7 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 	if ttl == 0 {
 		ttl = DefaultDiscoveryTTL
 	}
-	d, err := c.declaredMemo.Get(settingsOf(layer).SchemaURL, ttl, c.kit.Now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
+	d, err := c.declaredMemo.Get(settingsOf(layer).SchemaURL, ttl, c.base.Now, func() (*schema.Declared, error) { return c.describe(ctx, layer) })
 	if err == nil {
 		return d, "", nil
 	}
@@ -231,7 +231,7 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 func (c *Client) describe(ctx context.Context, layer source.Layer) (*schema.Declared, error) {
 	u, err := url.Parse(settingsOf(layer).SchemaURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: schema link: %s", ErrInvalidLayer, redact.Text(err.Error()))
+		return nil, fmt.Errorf("%w: schema link: %s", source.ErrInvalidLayer, redact.Text(err.Error()))
 	}
 	var raw json.RawMessage
 	if err := c.getDoc(ctx, layer, u, schemaDoc, func(dec *json.Decoder) error { return dec.Decode(&raw) }); err != nil {

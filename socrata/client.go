@@ -34,23 +34,23 @@ type Option func(*Client)
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client reads Socrata datasets, every request one logical call through
 // the breaker of its portal (package httpcall), which paces it and waits
 // out a 429's Retry-After. It is safe for concurrent use.
 type Client struct {
-	kit httpcall.Kit
+	base httpcall.ClientBase
 }
 
-// NewClient returns a Client that calls portals through httpcall.Assemble,
+// NewClient returns a Client that calls portals through httpcall.BuildClient,
 // which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // Prepare returns layer as it is: the metadata is read at every Fetch,
@@ -104,14 +104,14 @@ type dataset struct {
 // datasetOf checks layer and builds its URLs.
 func datasetOf(layer source.Layer) (*dataset, error) {
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidLayer, redact.URL(layer.URL), err)
+		return nil, fmt.Errorf("%w: %s: %v", source.ErrInvalidLayer, redact.URL(layer.URL), err)
 	}
 	u, err := url.Parse(layer.URL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: url %s: %s", ErrInvalidLayer, redact.URL(layer.URL), httpcall.RedactErr(err, layer.URL))
+		return nil, fmt.Errorf("%w: url %s: %s", source.ErrInvalidLayer, redact.URL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, redact.URL(layer.URL))
+		return nil, fmt.Errorf("%w: url %s: want an absolute http or https URL", source.ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	id := settingsOf(layer).Dataset
 	if id == "" {
@@ -119,7 +119,7 @@ func datasetOf(layer source.Layer) (*dataset, error) {
 		id = strings.TrimSuffix(last, ".json")
 	}
 	if !fourByFour.MatchString(id) {
-		return nil, fmt.Errorf("%w: url %s names no dataset (a 4x4 like abcd-1234)", ErrInvalidLayer, redact.URL(layer.URL))
+		return nil, fmt.Errorf("%w: url %s names no dataset (a 4x4 like abcd-1234)", source.ErrInvalidLayer, redact.URL(layer.URL))
 	}
 	res := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, Path: "/resource/" + id + ".json"}
 	views := &url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host, Path: "/api/views/" + id + ".json"}
@@ -150,13 +150,13 @@ func datasetOf(layer source.Layer) (*dataset, error) {
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
 	if firstPage != 0 {
-		return stats, source.Named(Kind, fmt.Errorf("%w: a socrata read starts from the first page (RestartReason), not page %d", ErrInvalidLayer, firstPage))
+		return stats, source.Named(Kind, fmt.Errorf("%w: a socrata read starts from the first page (RestartReason), not page %d", source.ErrInvalidLayer, firstPage))
 	}
 	ds, err := datasetOf(layer)
 	if err != nil {
 		return stats, source.Named(Kind, err)
 	}
 	r := &read{c: c, layer: layer, ds: ds, limits: layer.Limits.WithDefaults(), stats: &stats, pageSize: pageSize(layer),
-		log: c.kit.Logger.With("url", ds.redacted), seen: make(map[uint64]int32), seed: maphash.MakeSeed()}
+		log: c.base.Logger.With("url", ds.redacted), seen: make(map[uint64]int32), seed: maphash.MakeSeed()}
 	return stats, source.Named(Kind, r.run(ctx, handle))
 }

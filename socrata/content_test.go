@@ -10,8 +10,8 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/socrata"
 	"github.com/ingestd/ingestd/socrata/socratatest"
+	"github.com/ingestd/ingestd/source"
 )
 
 // editRows edits a page's rows as JSON values.
@@ -119,9 +119,9 @@ func TestColumnsChangedDuringRead(t *testing.T) {
 		s.AddFault(&socratatest.Fault{Match: isViews, Edit: dropOpen})
 	}})
 	_, _, err := fetch(t, layer(ts, 1000), nil)
-	var ie *socrata.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "columns changed during the read (name, amount, inspected, open, location, boundary, then name, amount, inspected, open, location)") {
-		t.Fatalf("err %v; want an *IncompleteError naming the columns before and after", err)
+		t.Fatalf("err %v; want an *source.IncompleteError naming the columns before and after", err)
 	}
 
 	s2, ts2 := portal(t, 1500)

@@ -2,24 +2,12 @@ package socrata
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/feature"
-)
-
-// Errors of this package.
-var (
-	// ErrInvalidLayer means a Layer cannot be turned into a request.
-	ErrInvalidLayer = errors.New("invalid layer")
-	// ErrHTMLBody, ErrEmptyBody and ErrUnrecognizedBody are a 2xx body
-	// that is not a SODA answer: the origin's failure.
-	ErrHTMLBody         = errors.New("HTML page instead of a SODA answer")
-	ErrEmptyBody        = errors.New("empty response body")
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 )
 
 // ServerError is an error body of the portal, in either of the shapes
@@ -80,22 +68,6 @@ func parseServerError(body []byte) (code, message string, ok bool) {
 		msg = "(no message)"
 	}
 	return feature.BoundMessage(code), feature.BoundMessage(feature.FixUTF8(msg)), true
-}
-
-// IncompleteError is a read of the dataset that cannot be proven whole:
-// its rows' count differs from count(*), an :id came twice or went
-// missing, or the dataset was updated while it was read. The portal
-// answered, so the breaker counts the calls as successes; the snapshot is
-// not applied.
-type IncompleteError struct {
-	// URL is the (redacted) dataset.
-	URL string
-	// Reason says what did not add up, naming the ids when known.
-	Reason string
-}
-
-func (e *IncompleteError) Error() string {
-	return fmt.Sprintf("incomplete read of %s: %s", e.URL, e.Reason)
 }
 
 // MetadataError is a dataset whose metadata ingestd cannot use: not a

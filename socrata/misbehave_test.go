@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/socrata"
 	"github.com/ingestd/ingestd/socrata/socratatest"
+	"github.com/ingestd/ingestd/source"
 )
 
 // offset matches the page requests at $offset o.
@@ -35,9 +36,9 @@ func TestConcurrentDeleteNamesTheSkippedRow(t *testing.T) {
 	skipped := s.Rows(dsID)[1000].ID // moves onto page 0 when a row of page 0 goes
 	s.AddFault(&socratatest.Fault{Match: offset(1000), Times: 1, Before: func(s *socratatest.Server) { s.Delete(dsID, row(10).ID) }})
 	_, _, err := fetch(t, layer(ts, 1000), nil)
-	var ie *socrata.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) {
-		t.Fatalf("err %v; want an *IncompleteError", err)
+		t.Fatalf("err %v; want an *source.IncompleteError", err)
 	}
 	for _, want := range []string{"updated during the read", "read 2499 rows of the 2500", strconv.Quote(skipped)} {
 		if !strings.Contains(err.Error(), want) {
@@ -54,9 +55,9 @@ func TestDroppedRowIsNamed(t *testing.T) {
 	dropped := s.Rows(dsID)[2000].ID
 	s.AddFault(&socratatest.Fault{Match: offset(2000), DropRow: true})
 	_, _, err := fetch(t, layer(ts, 1000), nil)
-	var ie *socrata.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not read: :id "+strconv.Quote(dropped)) || strings.Contains(err.Error(), "updated during") {
-		t.Fatalf("err %v; want an *IncompleteError naming %q and no update", err, dropped)
+		t.Fatalf("err %v; want an *source.IncompleteError naming %q and no update", err, dropped)
 	}
 }
 
@@ -69,9 +70,9 @@ func TestOffsetPastTheEnd(t *testing.T) {
 	s.AddFault(&socratatest.Fault{Match: offset(2000), PastEnd: true})
 	_, _, err := fetch(t, layer(ts, 1000), nil)
 	first := s.Rows(dsID)[1000].ID
-	var ie *socrata.IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), strconv.Quote(first)+" came on page 1 and again on page 2") {
-		t.Fatalf("err %v; want an *IncompleteError naming %q on pages 1 and 2", err, first)
+		t.Fatalf("err %v; want an *source.IncompleteError naming %q on pages 1 and 2", err, first)
 	}
 }
 

@@ -48,7 +48,7 @@ func (r *read) pages(ctx context.Context, handle source.PageFunc) (int, error) {
 		}
 		if total > r.count+r.pageSize {
 			// A portal that never sends a short page must not be read for ever.
-			return total, &IncompleteError{URL: r.ds.redacted, Reason: fmt.Sprintf("read %d rows in full pages, and count(*) says %d: the portal does not end its pages", total, r.count)}
+			return total, &source.IncompleteError{URL: r.ds.redacted, Expected: -1, Reason: fmt.Sprintf("read %d rows in full pages, and count(*) says %d: the portal does not end its pages", total, r.count)}
 		}
 	}
 }
@@ -62,7 +62,7 @@ func (r *read) remember(index int, ids []string) error {
 			if int(prev) == index {
 				where = fmt.Sprintf("twice on page %d", index)
 			}
-			return &IncompleteError{URL: r.ds.redacted, Reason: fmt.Sprintf(":id %s came %s: rows moved under $offset paging, or the portal's ids are not unique",
+			return &source.IncompleteError{URL: r.ds.redacted, Expected: -1, Reason: fmt.Sprintf(":id %s came %s: rows moved under $offset paging, or the portal's ids are not unique",
 				feature.Snippet(id), where)}
 		}
 		r.seen[h] = int32(index)
@@ -77,7 +77,7 @@ func (r *read) page(ctx context.Context, index, offset int, handle source.PageFu
 	p := source.Page{Index: index, URL: redact.URL(u.String()), StartIndex: offset}
 	ref := pageRef{index: index, offset: offset, url: p.URL}
 	var res pageResult
-	err := r.c.kit.Calls.Call(ctx, r.request(&u), func(a *httpcall.Attempt) breaker.Result {
+	err := r.c.base.Calls.Call(ctx, r.request(&u), func(a *httpcall.Attempt) breaker.Result {
 		res = pageResult{}
 		return r.attempt(a, p, ref, handle, &res)
 	})
@@ -115,9 +115,9 @@ func (r *read) attempt(a *httpcall.Attempt, p source.Page, ref pageRef, handle s
 		// An object where the rows should be: an error body sent with 200.
 		body, _ := io.ReadAll(io.LimitReader(br, maxErrorBodyBytes))
 		if code, msg, ok := parseServerError(body); ok {
-			return a.Verdict(httpcall.Judged(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
+			return a.Verdict(httpcall.ErrorVerdict(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
 		}
-		return a.Verdict(httpcall.Judged(newContentError(ref.String(), -1, "", "a page is an array of rows; the portal sent an object, "+
+		return a.Verdict(httpcall.ErrorVerdict(newContentError(ref.String(), -1, "", "a page is an array of rows; the portal sent an object, "+
 			jsonText(body)), false))
 	}
 	rr := newRowReader(br, a, r.limits, r.geomCol, ref, r.cols)
@@ -149,7 +149,7 @@ func (r *read) prove(ctx context.Context, total int) error {
 	case total == r.count:
 		return nil
 	case total > r.count:
-		return &IncompleteError{URL: r.ds.redacted, Reason: fmt.Sprintf("read %d rows, and count(*) says %d", total, r.count)}
+		return &source.IncompleteError{URL: r.ds.redacted, Expected: -1, Reason: fmt.Sprintf("read %d rows, and count(*) says %d", total, r.count)}
 	}
 	reason := fmt.Sprintf("read %d rows of the %d count(*) says", total, r.count)
 	missing, more, err := r.missing(ctx)
@@ -162,7 +162,7 @@ func (r *read) prove(ctx context.Context, total int) error {
 			reason += fmt.Sprintf(" and %d more", more)
 		}
 	}
-	return &IncompleteError{URL: r.ds.redacted, Reason: reason}
+	return &source.IncompleteError{URL: r.ds.redacted, Expected: -1, Reason: reason}
 }
 
 // missing lists the dataset's ids ($select=:id, by :id) and returns the

@@ -28,8 +28,9 @@ const idListPage = 50000
 // namedIDs is how many missing ids an error names.
 const namedIDs = 5
 
-// notData is what a 2xx body that is not JSON is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
+// expected is what a 2xx body of a portal should hold, in the words of the
+// errors on a body that holds something else.
+const expected httpcall.Expected = "a SODA answer"
 
 // read is the state of one Fetch.
 type read struct {
@@ -77,7 +78,7 @@ func (r *read) run(ctx context.Context, handle source.PageFunc) error {
 	if err == nil {
 		err = r.prove(ctx, total)
 	}
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	if errors.As(err, &ie) {
 		// A row missed or read twice is most often an edit: say so if it was.
 		if moved, merr := r.moved(ctx, before); merr == nil && moved != "" {
@@ -92,7 +93,7 @@ func (r *read) run(ctx context.Context, handle source.PageFunc) error {
 		return err
 	}
 	if moved != "" {
-		return &IncompleteError{URL: r.ds.redacted, Reason: moved}
+		return &source.IncompleteError{URL: r.ds.redacted, Expected: -1, Reason: moved}
 	}
 	r.stats.Validators.Version = version
 	return nil
@@ -212,7 +213,7 @@ func countOf(raw json.RawMessage) (int, error) {
 func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64, out any) error {
 	req := r.request(u)
 	req.BodyLimit = min(max, r.limits.BodyBytes)
-	err := r.c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err := r.c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		want := "an object"
 		if what != "metadata" {
 			want = "an array of rows"
@@ -226,7 +227,7 @@ func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64,
 			return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
 		}
 		if code, msg, ok := parseServerError(data); ok {
-			return a.Verdict(httpcall.Judged(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
+			return a.Verdict(httpcall.ErrorVerdict(&ServerError{Status: a.Resp.StatusCode, Code: code, Message: msg}, false))
 		}
 		if err := json.Unmarshal(data, out); err != nil {
 			return breaker.Result{Outcome: breaker.Success, Err: newContentError("", -1, "", jsonReason(err, "the "+what))}
@@ -251,7 +252,7 @@ func (r *read) callJSON(ctx context.Context, what string, u *url.URL, max int64,
 func (c *Client) open(a *httpcall.Attempt, what, name, want string) (br *bufio.Reader, ok bool, v breaker.Result) {
 	br, _, err := a.OpenBody(what)
 	if err != nil {
-		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); thr != nil {
+		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.base.Now()); thr != nil {
 			return nil, false, a.Verdict(thr)
 		}
 		return nil, false, a.Verdict(httpcall.ReadFailure(a.Resp, err, a.Redacted))
@@ -259,7 +260,7 @@ func (c *Client) open(a *httpcall.Attempt, what, name, want string) (br *bufio.R
 	if status := a.Resp.StatusCode; status < 200 || status > 299 {
 		body, _ := io.ReadAll(io.LimitReader(br, maxErrorBodyBytes))
 		code, msg, isErr := parseServerError(body)
-		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.kit.Now()); thr != nil {
+		if thr := httpcall.Throttled(a.Resp, a.Redacted, c.base.Now()); thr != nil {
 			if isErr {
 				thr.Err = &ServerError{Status: status, Code: code, Message: msg, RetryAfter: thr.RetryAfter}
 			}
@@ -267,7 +268,7 @@ func (c *Client) open(a *httpcall.Attempt, what, name, want string) (br *bufio.R
 		}
 		if isErr {
 			se := &ServerError{Status: status, Code: code, Message: msg}
-			return nil, false, a.Verdict(httpcall.Judged(se, se.serverSide()))
+			return nil, false, a.Verdict(httpcall.ErrorVerdict(se, se.serverSide()))
 		}
 		return nil, false, a.Verdict(httpcall.StatusVerdict(status, a.Redacted))
 	}
@@ -277,7 +278,7 @@ func (c *Client) open(a *httpcall.Attempt, what, name, want string) (br *bufio.R
 			Err: newContentError(name, -1, "", "the answer is the JSON value "+jsonText(s.Head)+", not "+want)}
 	}
 	if s.Kind != httpcall.KindJSON {
-		return nil, false, a.Verdict(notData.Verdict(a.Resp, br, s.Kind, rerr, a.Redacted))
+		return nil, false, a.Verdict(expected.NotDataVerdict(a.Resp, br, s.Kind, rerr, a.Redacted))
 	}
 	return br, true, breaker.Result{}
 }

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -27,31 +28,42 @@ func (e *namedError) Error() string { return e.kind + ": " + e.err.Error() }
 
 func (e *namedError) Unwrap() error { return e.err }
 
+// ErrInvalidLayer means a Layer cannot be turned into requests: a kind's
+// Validate and Fetch wrap it with what is wrong, and source.Named adds the
+// kind's name.
+var ErrInvalidLayer = errors.New("invalid layer")
+
 // IncompleteError is a fetch whose pages do not add up to one complete,
 // consistent snapshot of the layer: fewer (or more) features than the
 // server promised, a page cut short, a count the body does not hold, a
-// feature id delivered twice. Nothing fetched may be applied. The server
-// answered, so the breaker counts the call as a success: retrying would
-// not change the verdict. Kinds whose words are these (wfs, geojson)
-// name it by an alias.
+// feature id delivered twice, a layer edited while it was read. Nothing
+// fetched may be applied. The server answered, so the breaker counts the
+// call as a success: retrying would not change the verdict. Every kind
+// reports it with this one type.
 type IncompleteError struct {
-	// Kind leads the text ("wfs: incomplete result from …").
+	// Kind, when set, leads the text ("wfs: incomplete result from …");
+	// a kind whose errors all leave through Named may leave it empty.
 	Kind string
-	// URL is the (redacted) URL of the page where the fetch noticed.
+	// URL is the (redacted) URL of the page, or the layer, where the
+	// fetch noticed.
 	URL string
-	// Expected is the number of features promised, -1 if unknown; Got the
-	// number delivered up to the verdict.
+	// Expected is the number of features promised (numberMatched, a
+	// count), -1 if unknown; Got the number delivered up to the verdict.
+	// Set Expected to -1 when there is no count to report: 0 is a count.
 	Expected, Got int
-	// Reason says what did not add up.
+	// Reason says what did not add up, in the kind's words.
 	Reason string
 }
 
 func (e *IncompleteError) Error() string {
-	msg := fmt.Sprintf("%s: incomplete result from %s: %s", e.Kind, e.URL, e.Reason)
+	msg := fmt.Sprintf("incomplete result from %s: %s", e.URL, e.Reason)
+	if e.Kind != "" {
+		msg = e.Kind + ": " + msg
+	}
 	if e.Expected >= 0 {
 		msg += fmt.Sprintf(" (expected %d features, got %d)", e.Expected, e.Got)
 	}
-	return msg
+	return msg + "; nothing applied"
 }
 
 // TimeoutError is a fetch whose context's deadline (the poll's timeout)

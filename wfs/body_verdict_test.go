@@ -99,7 +99,7 @@ func TestJSONValuesAreTheFeeds(t *testing.T) {
 			if !errors.As(err, &de) {
 				t.Fatalf("err %v, want a *DecodeError (the feed's content)", err)
 			}
-			if !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrUnrecognizedBody) {
+			if !strings.Contains(err.Error(), tc.want) || errors.Is(err, httpcall.ErrUnrecognizedBody) {
 				t.Errorf("err %q, want it to say %q", err, tc.want)
 			}
 			var re *breaker.RetryError
@@ -138,8 +138,8 @@ func TestTextPagesStayTheOrigins(t *testing.T) {
 			layer, requests := bodyServer(t, plainBody(body, "Content-Type", "text/plain"))
 			c, reg := verdictClient(t)
 			_, err := c.Fetch(t.Context(), *layer, 0, (&collect{}).handle)
-			if !errors.Is(err, ErrUnrecognizedBody) {
-				t.Fatalf("err %v, want ErrUnrecognizedBody", err)
+			if !errors.Is(err, httpcall.ErrUnrecognizedBody) {
+				t.Fatalf("err %v, want httpcall.ErrUnrecognizedBody", err)
 			}
 			if n := requests.Load(); n < 1 || !charged(onlyOrigin(reg)) {
 				t.Errorf("%d requests, breaker %+v: want the failure charged to the origin", n, onlyOrigin(reg))
@@ -289,7 +289,7 @@ func TestReadErrorsAreNamed(t *testing.T) {
 			if n := strings.Count(err.Error(), "reading the body"); n != 1 {
 				t.Errorf("err %v: says %q %d times, want once", err, "reading the body", n)
 			}
-			if errors.Is(err, ErrEmptyBody) || errors.Is(err, ErrUnrecognizedBody) {
+			if errors.Is(err, httpcall.ErrEmptyBody) || errors.Is(err, httpcall.ErrUnrecognizedBody) {
 				t.Errorf("err %v: a sniffing verdict hides the read error", err)
 			}
 			if n, s := requests.Load(), onlyOrigin(reg); n < 1 || !charged(s) {

@@ -20,6 +20,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -170,7 +171,7 @@ type xmlFeatType struct {
 
 // ParseCapabilities reads a WFS 1.1 or 2.0 GetCapabilities document (a 1.0
 // document yields its version and feature types only). An OGC exception
-// report is returned as *ExceptionReportError. Its errors read "wfs: …".
+// report is returned as *ows.ExceptionReportError. Its errors read "wfs: …".
 func ParseCapabilities(r io.Reader) (*Capabilities, error) {
 	caps, err := parseCapabilities(r)
 	return caps, source.Named(Kind, err)
@@ -193,7 +194,7 @@ func parseCapabilities(r io.Reader) (*Capabilities, error) {
 	switch strings.ToLower(doc.XMLName.Local) {
 	case "wfs_capabilities":
 	case "exceptionreport", "serviceexceptionreport":
-		rep, err := parseExceptionReport(bytes.NewReader(data), http.StatusOK, "")
+		rep, err := ows.Parse(bytes.NewReader(data), ows.XMLReport, http.StatusOK, "")
 		if err != nil {
 			return nil, fmt.Errorf("capabilities: %w", err)
 		}
@@ -396,7 +397,7 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 			names = append(names, t.Name)
 		}
 		return withSettings(layer, s), nil, fmt.Errorf("wfs: %w: feature type %q is not in the server's capabilities (it offers %s)",
-			ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
+			source.ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
 	}
 
 	if err := negotiateVersion(caps, &s, warn); err != nil {
@@ -483,7 +484,7 @@ func srsNameOf(raw string) string {
 func serviceURL(layer source.Layer, drop []string, ours [][2]string) (*url.URL, error) {
 	u, err := url.Parse(layer.URL)
 	if err != nil {
-		return nil, fmt.Errorf("wfs: %w: url %s: %v", ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
+		return nil, fmt.Errorf("wfs: %w: url %s: %v", source.ErrInvalidLayer, RedactURL(layer.URL), httpcall.RedactErr(err, layer.URL))
 	}
 	var parts []string
 	for seg := range strings.SplitSeq(u.RawQuery, "&") {
@@ -534,7 +535,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 		return nil, err
 	}
 	if layer.Kind != Kind {
-		return nil, fmt.Errorf("wfs: %w: resultType=hits needs a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: resultType=hits needs a WFS layer", source.ErrInvalidLayer)
 	}
 	v := versionOf(layer)
 	tn := "typeName"
@@ -551,7 +552,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 // CapabilitiesURL for the version asked for.
 func (c *Client) Capabilities(ctx context.Context, layer source.Layer) (*Capabilities, error) {
 	if layer.Kind != Kind {
-		return nil, fmt.Errorf("wfs: %w: capabilities need a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: capabilities need a WFS layer", source.ErrInvalidLayer)
 	}
 	u, err := CapabilitiesURL(layer)
 	if err != nil {
@@ -590,6 +591,11 @@ func (c *Client) Hits(ctx context.Context, layer source.Layer) (int, error) {
 	return n, nil
 }
 
+// maxHitsBytes bounds how much of a JSON hits answer is read: its count is
+// among its first members, and a server that sends features instead must
+// not make us read them.
+const maxHitsBytes = 1 << 20
+
 // ErrNoHitCount means a resultType=hits answer held no usable count.
 var ErrNoHitCount = errors.New("no feature count in the hits response")
 
@@ -603,7 +609,7 @@ func readHits(br *bufio.Reader) (int, error) {
 			NumberMatched json.RawMessage `json:"numberMatched"`
 			TotalFeatures json.RawMessage `json:"totalFeatures"`
 		}
-		if err := json.NewDecoder(io.LimitReader(br, maxExceptionBytes)).Decode(&doc); err != nil {
+		if err := json.NewDecoder(io.LimitReader(br, maxHitsBytes)).Decode(&doc); err != nil {
 			return 0, fmt.Errorf("hits: %w", err)
 		}
 		for _, raw := range []json.RawMessage{doc.NumberMatched, doc.TotalFeatures} {
@@ -646,9 +652,9 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		return err
 	}
 	req := request(layer, u, "application/xml, text/xml;q=0.9, */*;q=0.1")
-	return c.kit.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
-		actx, resp, redacted, ignoredOr := a.Ctx, a.Resp, a.Redacted, a.IgnoredOr
-		if r := httpcall.Throttled(resp, redacted, c.kit.Now()); r != nil {
+	return c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+		actx, resp, redacted := a.Ctx, a.Resp, a.Redacted
+		if r := httpcall.Throttled(resp, redacted, c.base.Now()); r != nil {
 			return *r
 		}
 		br, note, err := a.OpenBody("response body")
@@ -656,18 +662,18 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 			return a.Verdict(httpcall.ReadFailure(resp, err, redacted))
 		}
 		if note != "" {
-			c.kit.Logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
+			c.base.Logger.Warn(note, "origin", breaker.Origin(a.URL), "url", redacted)
 		}
 
 		kind, _, rerr := sniff(br)
 		switch {
 		case kind == kindException:
-			rep, err := parseExceptionReport(br, resp.StatusCode, redacted)
+			rep, err := ows.Parse(br, ows.XMLReport, resp.StatusCode, redacted)
 			if err != nil {
-				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
+				return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: err})
 			}
 			if rep.ServerSide {
-				return ignoredOr(breaker.Failure, rep)
+				return a.OriginFailure(rep)
 			}
 			return breaker.Result{Outcome: breaker.Success, Err: rep}
 		case resp.StatusCode < 200 || resp.StatusCode > 299:
@@ -675,20 +681,20 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 		case kind == kindUnknown && rerr != nil:
 			return a.Verdict(httpcall.ReadFailure(resp, rerr, redacted))
 		case kind == kindJSONValue:
-			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
+			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: httpcall.JSONValueError(br, "a FeatureCollection")}}
 		case kind == kindHTML:
-			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: notData.HTMLError(br)})
+			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.HTMLPage(br)})
 		case kind == kindEmpty:
-			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrEmptyBody})
+			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.Empty()})
 		case kind != kindXML && kind != kindJSON:
-			return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: ErrUnrecognizedBody})
+			return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: expected.Unrecognized("")})
 		}
 		if err := read(br); err != nil {
-			var rep *ExceptionReportError
+			var rep *ows.ExceptionReportError
 			if errors.As(err, &rep) {
 				rep.URL, rep.Status = redacted, resp.StatusCode
 				if rep.ServerSide {
-					return ignoredOr(breaker.Failure, rep)
+					return a.OriginFailure(rep)
 				}
 				return breaker.Result{Outcome: breaker.Success, Err: rep}
 			}
@@ -700,7 +706,7 @@ func (c *Client) getXML(ctx context.Context, layer source.Layer, u *url.URL, rea
 				return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 			}
 			if a.BodyErr() != nil || errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil || httpcall.IsTransportRead(err) {
-				return ignoredOr(breaker.Failure, &httpcall.BodyError{URL: redacted, Err: err})
+				return a.OriginFailure(&httpcall.BodyError{URL: redacted, Err: err})
 			}
 			return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: err}}
 		}
@@ -767,7 +773,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	if ttl <= 0 {
 		ttl = DefaultNegotiationTTL
 	}
-	now := c.kit.Now()
+	now := c.base.Now()
 	nc.mu.Lock()
 	if e, ok := nc.entries[keyOf(layer)]; ok && now.Sub(e.at) < ttl {
 		nc.mu.Unlock()
@@ -783,7 +789,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	if err != nil {
 		return layer, warnings, err
 	}
-	c.kit.Logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
+	c.base.Logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
 		"version", settingsOf(out).Version, "output_format", settingsOf(out).OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/feature/featuretest"
+	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -122,9 +124,9 @@ func TestParseCapabilitiesRejects(t *testing.T) {
 		}
 	}
 	_, err := ParseCapabilities(bytes.NewReader(featuretest.ReadTestdata(t, "mapserver_service_exception_1_1.xml")))
-	var rep *ExceptionReportError
+	var rep *ows.ExceptionReportError
 	if !errors.As(err, &rep) {
-		t.Errorf("exception report: err %v; want *ExceptionReportError", err)
+		t.Errorf("exception report: err %v; want *ows.ExceptionReportError", err)
 	}
 }
 
@@ -242,8 +244,8 @@ func TestCapabilitiesAndHitsURLs(t *testing.T) {
 		t.Errorf("hits query %s; want %s", u.RawQuery, want)
 	}
 	setSettings(&l, func(s *Settings) { s.Version = Auto })
-	if _, err := HitsURL(l); !errors.Is(err, ErrInvalidLayer) {
-		t.Errorf("hits of an unnegotiated layer: err %v; want ErrInvalidLayer", err)
+	if _, err := HitsURL(l); !errors.Is(err, source.ErrInvalidLayer) {
+		t.Errorf("hits of an unnegotiated layer: err %v; want source.ErrInvalidLayer", err)
 	}
 }
 
@@ -313,9 +315,9 @@ func TestClientCapabilitiesErrors(t *testing.T) {
 		t.Parallel()
 		srv := serve(t, body(t, 200, "mapserver_service_exception_1_1.xml"))
 		_, err := newTestClient(t, 1).Capabilities(t.Context(), l(srv.URL))
-		var rep *ExceptionReportError
+		var rep *ows.ExceptionReportError
 		if !errors.As(err, &rep) || !strings.HasPrefix(err.Error(), "wfs: GetCapabilities (") || strings.Count(err.Error(), "wfs: ") != 1 {
-			t.Errorf("err %v; want *ExceptionReportError, named wfs once", err)
+			t.Errorf("err %v; want *ows.ExceptionReportError, named wfs once", err)
 		}
 		if strings.Contains(err.Error(), testToken) {
 			t.Errorf("error leaks the token: %v", err)
@@ -342,8 +344,8 @@ func TestClientCapabilitiesErrors(t *testing.T) {
 			inner.ServeHTTP(w, r)
 		}))
 		_, err := newTestClient(t, 3).Capabilities(t.Context(), l(srv.URL))
-		if !errors.Is(err, ErrHTMLBody) || n.Load() != 3 {
-			t.Errorf("err %v after %d requests; want ErrHTMLBody after 3", err, n.Load())
+		if !errors.Is(err, httpcall.ErrHTMLBody) || n.Load() != 3 {
+			t.Errorf("err %v after %d requests; want httpcall.ErrHTMLBody after 3", err, n.Load())
 		}
 	})
 }

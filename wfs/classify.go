@@ -2,18 +2,14 @@ package wfs
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
-	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 )
 
 // bodyKind is what the first bytes of a body say it is.
@@ -53,35 +49,31 @@ func (k bodyKind) String() string {
 	return "unknown"
 }
 
-// notData is what a 2xx body that is neither data nor an exception report is.
-var notData = httpcall.NotData{HTML: ErrHTMLBody, Empty: ErrEmptyBody, Unrecognized: ErrUnrecognizedBody}
-
-// maxExceptionBytes bounds how much of an exception report or error body is
-// read: reports are small, and the rest is of no use in an error message.
-const maxExceptionBytes = 1 << 20
+// expected is what a 2xx body of a WFS should hold, in the words of the
+// errors on a body that holds something else (httpcall.NotDataError).
+const expected httpcall.Expected = "data"
 
 // sniff is httpcall.Sniff's verdict with WFS's own kinds: an OGC exception
-// report (XML, or GeoServer's JSON form) and, for XML, the root's qualified
-// name. See httpcall.Sniff for err.
+// report (XML, or GeoServer's JSON form: ows.FormOf) and, for XML, the
+// root's qualified name. See httpcall.Sniff for err.
 func sniff(br *bufio.Reader) (kind bodyKind, root string, err error) {
 	s, err := httpcall.Sniff(br)
+	switch ows.FormOf(s) {
+	case ows.XMLReport:
+		return kindException, "", err
+	case ows.JSONReport:
+		return kindJSONException, "", err
+	}
 	switch s.Kind {
 	case httpcall.KindEmpty:
 		return kindEmpty, "", err
 	case httpcall.KindJSON:
-		if s.Head[0] == '{' && jsonException(s.Head) {
-			return kindJSONException, "", err
-		}
 		return kindJSON, "", err
 	case httpcall.KindJSONValue:
 		return kindJSONValue, "", err
 	case httpcall.KindHTML:
 		return kindHTML, "", err
 	case httpcall.KindXML:
-		switch strings.ToLower(s.Root.Local) {
-		case "exceptionreport", "serviceexceptionreport":
-			return kindException, "", err
-		}
 		root = s.Root.Local
 		if s.Root.Space != "" {
 			root = s.Root.Space + ":" + root
@@ -89,151 +81,6 @@ func sniff(br *bufio.Reader) (kind bodyKind, root string, err error) {
 		return kindXML, root, err
 	}
 	return kindUnknown, "", err
-}
-
-// jsonValueError describes doc, a whole JSON document that sniff found to
-// be a scalar, as the feed's content error: the server answered, with a
-// document that is not a layer.
-func jsonValueError(br *bufio.Reader) *feature.DecodeError {
-	p, _ := br.Peek(httpcall.SniffLen)
-	doc := bytes.TrimSpace(bytes.TrimPrefix(p, []byte("\xef\xbb\xbf")))
-	var what string
-	switch doc[0] {
-	case 'n':
-		what = "JSON null"
-	case 't', 'f':
-		what = "the JSON boolean " + string(doc)
-	case '"':
-		what = "a JSON string " + strings.ToValidUTF8(truncate(string(doc), 80), "")
-	default:
-		what = "the JSON number " + truncate(string(doc), 40)
-	}
-	return &feature.DecodeError{Index: -1, Msg: "document is " + what + ", not a FeatureCollection"}
-}
-
-// jsonException reports whether the JSON object at the start of p is
-// GeoServer's JSON exception report ({"version":"1.1.0","exceptions":[…]}),
-// sent with status 200 when exceptions=application/json. It reads the
-// object's first members from the peeked bytes only, never the body: a
-// member "exceptions" before "type" or "features" decides.
-func jsonException(p []byte) bool {
-	for _, k := range httpcall.LeadingKeys(p, 8) {
-		switch k {
-		case "exceptions":
-			return true
-		case "type", "features":
-			return false
-		}
-	}
-	return false
-}
-
-// Exception codes whose report means "our request is wrong": retrying will
-// not help and the origin is healthy. Every other code, an empty one and a
-// code we do not know mean "the server failed", because a server whose
-// database is down answers NoApplicableCode, and an unknown code is more
-// likely a vendor's server fault than a fault of the fixed requests we send.
-//
-// CannotLockAllFeatures counts as server-side: we never ask for locks, so it
-// can only be server state (another client's lock), which a retry may outlive.
-// ResponseCacheExpired (WFS 2.0 paging via stored results) is transient too.
-func clientSideCode(code string) bool {
-	switch code {
-	case "InvalidParameterValue", "MissingParameterValue", "OperationNotSupported",
-		"OptionNotSupported", "VersionNegotiationFailed", "InvalidFormat", "InvalidCRS",
-		"InvalidSRS", "OperationParsingFailed", "LayerNotDefined", "InvalidUpdateSequence",
-		"DuplicateStoredQueryIdValue", "DuplicateStoredQueryParameterName":
-		return true
-	}
-	return false
-}
-
-type xmlException struct {
-	Code     string   `xml:"exceptionCode,attr"`
-	Code10   string   `xml:"code,attr"`
-	Locator  string   `xml:"locator,attr"`
-	Texts    []string `xml:"ExceptionText"`
-	CharData string   `xml:",chardata"`
-}
-
-type xmlExceptionReport struct {
-	Exceptions        []xmlException `xml:"Exception"`
-	ServiceExceptions []xmlException `xml:"ServiceException"`
-}
-
-// parseExceptionReport reads an exception report. The report counts as
-// client-side only if every exception in it has a client-side code.
-func parseExceptionReport(r io.Reader, status int, redacted string) (*ExceptionReportError, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxExceptionBytes))
-	if err != nil {
-		return nil, err
-	}
-	var rep xmlExceptionReport
-	if err := xml.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("malformed exception report: %w", err)
-	}
-	return judgeExceptions(append(rep.Exceptions, rep.ServiceExceptions...), status, redacted), nil
-}
-
-// jsonExceptionReport is GeoServer's JSON form of an exception report.
-type jsonExceptionReport struct {
-	Exceptions []struct {
-		Code    string `json:"code"`
-		Locator string `json:"locator"`
-		Text    string `json:"text"`
-	} `json:"exceptions"`
-}
-
-// parseJSONExceptionReport reads a JSON exception report and judges it by
-// its codes exactly as parseExceptionReport does an XML one.
-func parseJSONExceptionReport(r io.Reader, status int, redacted string) (*ExceptionReportError, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxExceptionBytes))
-	if err != nil {
-		return nil, err
-	}
-	var rep jsonExceptionReport
-	if err := json.Unmarshal(data, &rep); err != nil {
-		return nil, fmt.Errorf("malformed JSON exception report: %w", err)
-	}
-	all := make([]xmlException, len(rep.Exceptions))
-	for i, x := range rep.Exceptions {
-		all[i] = xmlException{Code: x.Code, Locator: x.Locator, Texts: []string{x.Text}}
-	}
-	return judgeExceptions(all, status, redacted), nil
-}
-
-// judgeExceptions applies the rule: a report is client-side only if every
-// exception in it has a client-side code.
-func judgeExceptions(all []xmlException, status int, redacted string) *ExceptionReportError {
-	e := &ExceptionReportError{Status: status, URL: redacted, ServerSide: true}
-	if len(all) == 0 {
-		return e
-	}
-	first := all[0]
-	e.Code = first.Code
-	if e.Code == "" {
-		e.Code = first.Code10
-	}
-	e.Locator = first.Locator
-	texts := first.Texts
-	if len(texts) == 0 {
-		texts = []string{first.CharData}
-	}
-	for i := range texts {
-		texts[i] = strings.Join(strings.Fields(texts[i]), " ")
-	}
-	e.Text = truncate(strings.Join(texts, "; "), 2000)
-	e.ServerSide = false
-	for _, x := range all {
-		code := x.Code
-		if code == "" {
-			code = x.Code10
-		}
-		if !clientSideCode(code) {
-			e.ServerSide = true
-		}
-	}
-	return e
 }
 
 func truncate(s string, n int) string {
@@ -249,10 +96,10 @@ func truncate(s string, n int) string {
 //
 //	status   body (sniffed after a BOM and whitespace)        outcome     error
 //	429      any                                              Throttled   *HTTPStatusError, RetryAfter from the header (seconds or HTTP-date)
-//	any      OGC exception report, server-side code           Failure     *ExceptionReportError
+//	any      OGC exception report, server-side code           Failure     *ows.ExceptionReportError
 //	         (NoApplicableCode, OperationProcessingFailed,
 //	         CannotLockAllFeatures, none, unknown)
-//	any      OGC exception report, client-side code           Success     *ExceptionReportError
+//	any      OGC exception report, client-side code           Success     *ows.ExceptionReportError
 //	         (InvalidParameterValue, MissingParameterValue,
 //	         OperationNotSupported, OptionNotSupported,
 //	         VersionNegotiationFailed, InvalidFormat, InvalidCRS,
@@ -262,13 +109,13 @@ func truncate(s string, n int) string {
 //	2xx      a read error before the first bytes said what    Failure     *BodyError naming the error ("reading the body: …":
 //	         the body is (reset, corrupt gzip, malformed                  a reset, "gzip: flate: corrupt input", "malformed
 //	         chunked encoding)                                            chunked transfer encoding"); a *LimitError: Success
-//	2xx      HTML page                                        Failure     *BodyError wrapping ErrHTMLBody
-//	2xx      empty                                            Failure     *BodyError wrapping ErrEmptyBody
+//	2xx      HTML page                                        Failure     *BodyError wrapping httpcall.ErrHTMLBody
+//	2xx      empty                                            Failure     *BodyError wrapping httpcall.ErrEmptyBody
 //	2xx      a whole JSON document that is a scalar (null,    Success     *BodyError wrapping *DecodeError ("document is
 //	         true, false, a number, a string)                             JSON null, not a FeatureCollection")
-//	2xx      neither JSON nor XML (a text page, a truncated   Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      neither JSON nor XML (a text page, a truncated   Failure     *BodyError wrapping httpcall.ErrUnrecognizedBody
 //	         scalar, a scalar longer than the sniffed bytes)
-//	2xx      XML whose root is not a FeatureCollection        Failure     *BodyError wrapping ErrUnrecognizedBody
+//	2xx      XML whose root is not a FeatureCollection        Failure     *BodyError wrapping httpcall.ErrUnrecognizedBody
 //	2xx      GML (root wfs:/gml:FeatureCollection)            (decode)    nil: the caller streams the body
 //	2xx      JSON object or array                             (decode)    nil: the caller streams the body
 //
@@ -332,16 +179,11 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		return kindUnknown, r
 	}
 	kind, root, rerr := sniff(br)
-	if kind == kindException || kind == kindJSONException {
-		parse := parseExceptionReport
-		if kind == kindJSONException {
-			parse = parseJSONExceptionReport
-		}
-		rep, err := parse(br, status, redacted)
-		if err != nil {
-			return kind, httpcall.BodyFailure(redacted, err)
-		}
-		return kind, httpcall.Judged(rep, rep.ServerSide)
+	switch kind {
+	case kindException:
+		return kind, ows.Verdict(br, ows.XMLReport, status, redacted)
+	case kindJSONException:
+		return kind, ows.Verdict(br, ows.JSONReport, status, redacted)
 	}
 	if r := httpcall.StatusVerdict(status, redacted); r != nil {
 		return kind, r
@@ -350,7 +192,7 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	case kindJSON:
 		return kind, nil
 	case kindJSONValue:
-		return kind, &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: jsonValueError(br)}}
+		return kind, &breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Err: httpcall.JSONValueError(br, "a FeatureCollection")}}
 	case kindXML:
 		// The root decides: wfs:FeatureCollection (WFS 1.0, 1.1, 2.0) or
 		// gml:FeatureCollection (GML 3.2 outside WFS) are features.
@@ -359,13 +201,14 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 		}
 		// An XML document that is neither features nor an OGC report: a
 		// proxy's or servlet container's XML error page, most likely.
-		return kind, httpcall.BodyFailure(redacted, fmt.Errorf("%w (XML root element <%s>, not a FeatureCollection)", ErrUnrecognizedBody, root))
+		return kind, httpcall.BodyFailure(redacted, expected.Unrecognized(fmt.Sprintf("XML root element <%s>, not a FeatureCollection", root)))
 	}
-	return kind, notData.Verdict(resp, br, kind.sniffed(), rerr, redacted)
+	return kind, expected.NotDataVerdict(resp, br, kind.sniffed(), rerr, redacted)
 }
 
 // sniffed is the httpcall.Kind of a body that is none of WFS's own kinds
-// (an exception report, data): what httpcall.NotData judges.
+// (an exception report, data): what httpcall.Expected.NotDataVerdict
+// judges.
 func (k bodyKind) sniffed() httpcall.Kind {
 	switch k {
 	case kindEmpty:

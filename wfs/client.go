@@ -41,12 +41,12 @@ type Option func(*Client)
 // Limits.BodyBytes is 0; a larger body fails the call with a *LimitError
 // (body_bytes), the feed's error.
 func WithMaxBodyBytes(n int64) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithMaxBodyBytes(n)) }
+	return func(c *Client) { c.base.Use(httpcall.WithMaxBodyBytes(n)) }
 }
 
 // WithRequestTimeout sets the per-attempt timeout used when Layer.RequestTimeout is 0.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *Client) { c.kit.Use(httpcall.WithRequestTimeout(d)) }
+	return func(c *Client) { c.base.Use(httpcall.WithRequestTimeout(d)) }
 }
 
 // WithDuplicateIDCheck makes Fetch remember every feature id of a fetch, so
@@ -68,15 +68,15 @@ func WithMaxPages(n int) Option {
 
 // WithUserAgent sets the User-Agent header of every request; "" keeps
 // the default.
-func WithUserAgent(ua string) Option { return func(c *Client) { c.kit.UserAgent(ua) } }
+func WithUserAgent(ua string) Option { return func(c *Client) { c.base.UserAgent(ua) } }
 
 // WithClock replaces time.Now, for Retry-After dates in tests.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.kit.SetClock(now) } }
+func WithClock(now func() time.Time) Option { return func(c *Client) { c.base.SetClock(now) } }
 
 // Client fetches layers page by page, each page one logical call through the
 // breaker of its origin. It is safe for concurrent use.
 type Client struct {
-	kit         httpcall.Kit
+	base        httpcall.ClientBase
 	maxPages    int
 	checkIDs    bool
 	negotiation negotiationCache // Prepare's results, per layer
@@ -92,7 +92,7 @@ type Client struct {
 // daemon always passes its registry); logger nil discards.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
 	c := &Client{maxPages: DefaultMaxPages}
-	return httpcall.Assemble(c, &c.kit, httpClient, breakers, logger, opts)
+	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
 // pageResult is what one successful attempt learned about its page.
@@ -127,13 +127,13 @@ type pageResult struct {
 // before handing that page to handle.
 //
 // Complete or nothing: when the server states numberMatched, the features
-// delivered must add up to it, or Fetch returns *IncompleteError — for a
+// delivered must add up to it, or Fetch returns *source.IncompleteError — for a
 // short page while more were promised, a total above or below the promise
 // (a single, unpaged request included: servers cap responses silently),
 // numberMatched changing between pages, or a page whose numberReturned does
 // not match its body. A feature id seen on two pages of one fetch means the
 // server's paging order is unstable (features were skipped as others were
-// repeated): *IncompleteError too, returned from the FeatureReader as the
+// repeated): *source.IncompleteError too, returned from the FeatureReader as the
 // duplicate is read. This catches a server that pages in a random order
 // without numberMatched and never sends a short page, which would otherwise
 // page until the deadline. Ids are tracked as 64-bit hashes, about 16-20
@@ -147,12 +147,12 @@ type pageResult struct {
 // Limits.BodyBytes bounds every body (decompressed), and a redirect to
 // another origin is refused unless CrossOriginRedirects (see httpcall.Client.Call).
 //
-// The error is an *IncompleteError as is (it names the URL); a
-// *TimeoutError ("poll timeout after N pages") when ctx's deadline passed or
+// The error is an *source.IncompleteError as is (it names the URL); a
+// *source.TimeoutError ("poll timeout after N pages") when ctx's deadline passed or
 // the origin's pacing would pass it; the handler's own error as it returned
 // it; otherwise an error naming the page and (redacted) URL, wrapping
 // *breaker.OpenError, *breaker.RetryError, *breaker.ThrottledError,
-// *HTTPStatusError, *ExceptionReportError, *BodyError (which may wrap a
+// *HTTPStatusError, *ows.ExceptionReportError, *BodyError (which may wrap a
 // *LimitError), *RedirectError, *TransportError or a sentinel of this
 // package. FetchStats covers the pages fetched before the error.
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
@@ -196,7 +196,7 @@ func (r *fetchRun) prepare() error {
 		return err
 	}
 	if r.firstPage < 0 || (!paged(r.layer) && r.firstPage != 0) {
-		return fmt.Errorf("%w: first page %d of a layer with %s", ErrInvalidLayer, r.firstPage, pagingDesc(r.layer))
+		return fmt.Errorf("%w: first page %d of a layer with %s", source.ErrInvalidLayer, r.firstPage, pagingDesc(r.layer))
 	}
 	declared, warning, err := r.c.declared(r.ctx, r.layer)
 	if err != nil {
@@ -204,7 +204,7 @@ func (r *fetchRun) prepare() error {
 	}
 	if warning != "" {
 		r.stats.Warnings = append(r.stats.Warnings, warning)
-		r.c.kit.Logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
+		r.c.base.Logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
 	}
 	r.typer = schema.Typer(declared)
 	r.stats.Declared = declared
@@ -221,7 +221,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 		return true, source.Named(Kind, err)
 	}
 	p := source.Page{Index: page, URL: RedactURL(u.String()), StartIndex: startIndex}
-	log := r.c.kit.Logger.With("origin", breaker.Origin(u), "page", page, "url", p.URL)
+	log := r.c.base.Logger.With("origin", breaker.Origin(u), "page", page, "url", p.URL)
 	check := func(key string) error {
 		if page > r.firstPage && key != "" && key == r.prevKey {
 			return ErrStartIndexIgnored
@@ -234,7 +234,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 	if !paged(r.layer) {
 		req.Conditional(r.layer.Validators.ETag, r.layer.Validators.LastModified)
 	}
-	err = r.c.kit.Calls.Call(r.ctx, req, func(a *httpcall.Attempt) breaker.Result {
+	err = r.c.base.Calls.Call(r.ctx, req, func(a *httpcall.Attempt) breaker.Result {
 		r.ids.Begin(page) // a retry re-reads its page's ids
 		res = pageResult{ids: r.ids, fetched: r.stats.Features, typer: r.typer}
 		return r.c.attempt(a, r.layer, p, check, r.handle, &res)
@@ -257,7 +257,7 @@ func (r *fetchRun) page(page int) (done bool, err error) {
 
 // callError is the error of a page's failed call, as Fetch returns it.
 func (r *fetchRun) callError(err error, p source.Page, res *pageResult) error {
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	var le *feature.LimitError
 	switch {
 	case errors.As(err, &ie):
@@ -269,7 +269,7 @@ func (r *fetchRun) callError(err error, p source.Page, res *pageResult) error {
 	case errors.Is(r.ctx.Err(), context.DeadlineExceeded) || errors.Is(err, breaker.ErrPastDeadline):
 		// Whatever the last wait or read said (a rate limiter, a
 		// cancelled COPY), the cause is the caller's deadline.
-		return &TimeoutError{Kind: Kind, URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
+		return &source.TimeoutError{Kind: Kind, URL: p.URL, Page: p.Index, Pages: r.stats.Pages, Features: r.stats.Features, Err: err}
 	case res.handlerErr != nil && err == res.handlerErr:
 		return err
 	}
@@ -284,7 +284,7 @@ func (r *fetchRun) judge(p source.Page, res *pageResult, log *slog.Logger) (done
 	st.Features += res.features
 	st.Bytes += res.bytes
 	incomplete := func(reason string) error {
-		return &IncompleteError{Kind: Kind, URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
+		return &source.IncompleteError{Kind: Kind, URL: p.URL, Expected: st.NumberMatched, Got: p.StartIndex + res.features, Reason: reason}
 	}
 	if res.numberMatched >= 0 {
 		if st.NumberMatched >= 0 && res.numberMatched != st.NumberMatched {
@@ -352,7 +352,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		return a.Verdict(r)
 	}
 	res.warning = note
-	kind, cls := classify(resp, br, redacted, c.kit.Now())
+	kind, cls := classify(resp, br, redacted, c.base.Now())
 	if cls != nil {
 		var be *httpcall.BodyError
 		if errors.As(cls.Err, &be) {
@@ -370,7 +370,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 			feature.WithTypeValue(res.typer))
 	default:
 		// classify lets only decodable kinds through.
-		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: ErrUnrecognizedBody}}
+		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: expected.Unrecognized("")}}
 	}
 	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy,
 		idProperty: layer.IDProperty, body: a}
@@ -380,7 +380,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	}
 
 	if herr := handle(ctx, p, fr); herr != nil {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		if errors.As(herr, &ie) {
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
@@ -393,7 +393,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 	// The handler may have stopped early or swallowed an error; the page
 	// counts only if the body really ended where the document does.
 	if f, err := fr.Next(); err != io.EOF {
-		var ie *IncompleteError
+		var ie *source.IncompleteError
 		if errors.As(err, &ie) {
 			return breaker.Result{Outcome: breaker.Success, Err: ie}
 		}
@@ -525,7 +525,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 		} else {
 			reason += " (or the id is not unique)"
 		}
-		r.err = &IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
+		r.err = &source.IncompleteError{Kind: Kind, URL: r.url, Expected: -1, Got: r.fetched + r.n - 1, Reason: reason}
 		return r.err
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -40,7 +41,7 @@ func TestLyingBodies(t *testing.T) {
 	// A transport that does not negotiate gzip: a server that gzips anyway
 	// must still be understood.
 	noCompression := &http.Client{Transport: &http.Transport{DisableCompression: true}}
-	var exc *ExceptionReportError
+	var exc *ows.ExceptionReportError
 	var be *httpcall.BodyError
 	tests := []struct {
 		name     string
@@ -63,7 +64,7 @@ func TestLyingBodies(t *testing.T) {
 		{name: "200 GeoServer JSON exception, server code", h: body(t, 200, "geoserver_exception_json_noapplicablecode.json", "Content-Type", "application/json"), want: breaker.Failure,
 			errHas: "NoApplicableCode (locator noLocator): java.lang.RuntimeException: Unable to obtain connection", check: func(err error) bool { return errors.As(err, &exc) && exc.ServerSide }},
 		{name: "200 HTML", h: body(t, 200, "geoserver_error_page.html", "Content-Type", "text/html"), want: breaker.Failure,
-			errHas: "HTML page instead of data", check: func(err error) bool { return errors.Is(err, ErrHTMLBody) }},
+			errHas: "HTML page instead of data", check: func(err error) bool { return errors.Is(err, httpcall.ErrHTMLBody) }},
 		{name: "GeoJSON labelled text/plain: the body decides", h: body(t, 200, "geoserver_2_0_page.json", "Content-Type", "text/plain"), want: breaker.Success, features: 3},
 		{name: "GML labelled application/json: the body decides", h: body(t, 200, "geoserver_wfs20_gml32_parcels.xml", "Content-Type", "application/json"), want: breaker.Success, features: 3},
 		{name: "truncated XML", h: body(t, 200, "geoserver_wfs20_gml32_truncated.xml", "Content-Type", "text/xml; subtype=gml/3.2"), want: breaker.Failure,
@@ -91,7 +92,7 @@ func TestLyingBodies(t *testing.T) {
 		{name: "gzip bomb stops at the decompressed limit", h: gzipHandler(t, append([]byte(`{"type":"FeatureCollection","features":[`), bytes.Repeat([]byte(" "), 1<<20)...), false), client: noCompression, opts: []Option{WithMaxBodyBytes(64 << 10)}, want: breaker.Success,
 			errHas: "limits.body_bytes exceeded (65536 bytes)", check: func(err error) bool { return errors.Is(err, feature.ErrLimit) }},
 		{name: "XML that is not features", h: text(200, `<?xml version="1.0"?><Error><Code>NoSuchKey</Code></Error>`), want: breaker.Failure,
-			errHas: "XML root element <Error>", check: func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }},
+			errHas: "XML root element <Error>", check: func(err error) bool { return errors.Is(err, httpcall.ErrUnrecognizedBody) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,12 +244,12 @@ func TestFetchIncomplete(t *testing.T) {
 			srv := serve(t, tt.fx)
 			var c collect
 			_, err := newTestClient(t, 3, WithDuplicateIDCheck()).Fetch(t.Context(), gmlLayer(srv.URL, tt.pageSize), 0, c.handle)
-			var ie *IncompleteError
+			var ie *source.IncompleteError
 			if !errors.As(err, &ie) {
-				t.Fatalf("err = %v, want *IncompleteError", err)
+				t.Fatalf("err = %v, want *source.IncompleteError", err)
 			}
 			if !strings.Contains(ie.Reason, tt.reason) || ie.Expected != tt.expected || ie.Got != tt.got {
-				t.Errorf("IncompleteError %+v, want reason %q expected %d got %d", ie, tt.reason, tt.expected, tt.got)
+				t.Errorf("source.IncompleteError %+v, want reason %q expected %d got %d", ie, tt.reason, tt.expected, tt.got)
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "wfs: incomplete result from http://") || !strings.Contains(msg, "token=REDACTED") || strings.Contains(msg, testToken) {

@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -171,7 +172,7 @@ func runAttempt(t *testing.T, h http.Handler, c *Client, layer func(string) sour
 	p := source.Page{Index: 0, URL: RedactURL(u.String())}
 	var col collect
 	var res pageResult
-	r := c.kit.Calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+	r := c.base.Calls.Attempt(ctx, request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
 		return c.attempt(a, l, p, func(string) error { return nil }, col.handle, &res)
 	})
 	return r, &col
@@ -203,7 +204,7 @@ func TestClassification(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2024, 5, 14, 9, 0, 0, 0, time.UTC)
 	page := featuretest.ReadTestdata(t, "geoserver_2_0_page.json")
-	var exc *ExceptionReportError
+	var exc *ows.ExceptionReportError
 	var hse *httpcall.HTTPStatusError
 	var be *httpcall.BodyError
 	var te *httpcall.TransportError
@@ -218,9 +219,9 @@ func TestClassification(t *testing.T) {
 		{"200 GeoJSON page", body(t, 200, "geoserver_2_0_page.json"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
 		{"200 GeoServer HTML error page", body(t, 200, "geoserver_error_page.html", "Content-Type", "text/html"), nil, breaker.Failure,
 			func(err error) bool {
-				return errors.Is(err, ErrHTMLBody) && errors.As(err, &be) && strings.Contains(err.Error(), "HTTP Status 500")
+				return errors.Is(err, httpcall.ErrHTMLBody) && errors.As(err, &be) && strings.Contains(err.Error(), "HTTP Status 500")
 			}, 0},
-		{"200 XHTML maintenance page", body(t, 200, "proxy_maintenance.html"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrHTMLBody) }, 0},
+		{"200 XHTML maintenance page", body(t, 200, "proxy_maintenance.html"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, httpcall.ErrHTMLBody) }, 0},
 		{"200 ows:ExceptionReport NoApplicableCode", body(t, 200, "geoserver_exception_2_0_noapplicablecode.xml"), nil, breaker.Failure,
 			func(err error) bool {
 				return errors.As(err, &exc) && exc.Code == "NoApplicableCode" && exc.ServerSide && strings.Contains(exc.Text, "Connection to localhost:5432 refused")
@@ -256,8 +257,8 @@ func TestClassification(t *testing.T) {
 		}), nil, breaker.Failure, func(err error) bool { return errors.As(err, &be) }, 0},
 		{"200 truncated JSON", body(t, 200, "truncated_page.json"), nil, breaker.Failure,
 			func(err error) bool { return errors.As(err, &be) && strings.Contains(err.Error(), "feature 2") }, 0},
-		{"200 empty", text(200, ""), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrEmptyBody) }, 0},
-		{"200 plain text", text(200, "Error: layer is being rebuilt"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, ErrUnrecognizedBody) }, 0},
+		{"200 empty", text(200, ""), nil, breaker.Failure, func(err error) bool { return errors.Is(err, httpcall.ErrEmptyBody) }, 0},
+		{"200 plain text", text(200, "Error: layer is being rebuilt"), nil, breaker.Failure, func(err error) bool { return errors.Is(err, httpcall.ErrUnrecognizedBody) }, 0},
 		{"200 GML 3.2 page", body(t, 200, "geoserver_wfs20_gml32_parcels.xml"), nil, breaker.Success, func(err error) bool { return err == nil }, 0},
 		{"200 too large: the feed's error", body(t, 200, "geoserver_2_0_page.json"), []Option{WithMaxBodyBytes(600)}, breaker.Success,
 			func(err error) bool {
@@ -312,7 +313,7 @@ func TestClassificationTransport(t *testing.T) {
 	l := wfsLayer(srv.URL, 10)
 	u, _ := RequestURL(l, 0)
 	var res pageResult
-	r := c.kit.Calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
+	r := c.base.Calls.Attempt(t.Context(), request(l, u, acceptHeader(l)), func(a *httpcall.Attempt) breaker.Result {
 		return c.attempt(a, l, source.Page{URL: RedactURL(u.String())}, func(string) error { return nil }, (&collect{}).handle, &res)
 	})
 	var te *httpcall.TransportError
@@ -352,14 +353,14 @@ func TestFetchOutcomesReachTheBreaker(t *testing.T) {
 		{"400 InvalidParameterValue is not retried", func(t *testing.T) http.Handler {
 			return body(t, 400, "geoserver_exception_2_0_invalidparametervalue.xml")
 		}, 1, func(err error) bool {
-			var exc *ExceptionReportError
+			var exc *ows.ExceptionReportError
 			return errors.As(err, &exc) && exc.Code == "InvalidParameterValue"
 		}},
 		{"200 NoApplicableCode is retried", func(t *testing.T) http.Handler {
 			return body(t, 200, "geoserver_exception_2_0_noapplicablecode.xml")
 		}, 3, func(err error) bool {
 			var re *breaker.RetryError
-			var exc *ExceptionReportError
+			var exc *ows.ExceptionReportError
 			return errors.As(err, &re) && errors.As(err, &exc) && exc.Code == "NoApplicableCode"
 		}},
 	}
@@ -425,8 +426,8 @@ func TestDuplicateIDInOneResponse(t *testing.T) {
 	srv := serve(t, text(http.StatusOK, doc))
 	var c collect
 	_, err := newTestClient(t, 1).Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/p.geojson"}, 0, c.handle)
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `id "a" comes twice in page 0: the ids are not unique`) {
-		t.Fatalf("err = %v, want *IncompleteError naming the id twice in page 0", err)
+		t.Fatalf("err = %v, want *source.IncompleteError naming the id twice in page 0", err)
 	}
 }

@@ -18,7 +18,7 @@ func DescribeURL(layer source.Layer) (*url.URL, error) {
 		return nil, err
 	}
 	if layer.Kind != Kind {
-		return nil, fmt.Errorf("wfs: %w: DescribeFeatureType needs a WFS layer", ErrInvalidLayer)
+		return nil, fmt.Errorf("wfs: %w: DescribeFeatureType needs a WFS layer", source.ErrInvalidLayer)
 	}
 	v := versionOf(layer)
 	tn := "typeName"
@@ -74,7 +74,7 @@ func (c *Client) declared(ctx context.Context, layer source.Layer) (*schema.Decl
 	if ttl <= 0 {
 		ttl = DefaultNegotiationTTL
 	}
-	d, err := c.declaredMemo.Get(keyOf(layer), ttl, c.kit.Now, func() (*schema.Declared, error) { return c.Describe(ctx, layer) })
+	d, err := c.declaredMemo.Get(keyOf(layer), ttl, c.base.Now, func() (*schema.Declared, error) { return c.Describe(ctx, layer) })
 	if err == nil {
 		return d, "", nil
 	}

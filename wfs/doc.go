@@ -26,6 +26,6 @@
 //
 // A fetch is complete or it is an error: a total that does not match the
 // server's numberMatched, a short page, or an id on two pages is an
-// *IncompleteError, so that a caller never applies part of a layer as if it
+// *source.IncompleteError, so that a caller never applies part of a layer as if it
 // were all of it.
 package wfs

@@ -2,10 +2,6 @@ package wfs
 
 import (
 	"errors"
-	"fmt"
-	"strings"
-
-	"github.com/ingestd/ingestd/source"
 )
 
 // Sentinel errors. Callers test for them with errors.Is; the typed errors
@@ -16,67 +12,8 @@ var (
 	// bound ParseCapabilities holds in memory. Bodies over a feed's
 	// limits.body_bytes are a *LimitError instead.
 	ErrResponseTooLarge = errors.New("response body too large")
-	// ErrHTMLBody means the server answered with an HTML page (a proxy or
-	// servlet error page) where data was expected.
-	ErrHTMLBody = errors.New("HTML page instead of data")
-	// ErrEmptyBody means a successful status came with no body at all, which
-	// is never a valid empty page (that is an empty FeatureCollection).
-	ErrEmptyBody = errors.New("empty response body")
-	// ErrUnrecognizedBody means a successful status came with a body that is
-	// neither a JSON document, an OGC exception report, XML features nor
-	// HTML: a plain text error page, most likely, or a JSON value cut short.
-	// It is the origin's failure (a whole JSON document that is not a layer
-	// is a *DecodeError instead, the feed's).
-	ErrUnrecognizedBody = errors.New("unrecognized response body")
 	// ErrStartIndexIgnored means a page beyond the first began with the same
 	// feature as the page before it: the server ignores startIndex, and paging
 	// would stage the same features again and again.
 	ErrStartIndexIgnored = errors.New("server ignores startIndex")
-	// ErrInvalidLayer means a Layer cannot be turned into a request.
-	ErrInvalidLayer = errors.New("invalid layer")
 )
-
-// ExceptionReportError is an OGC exception report (ows:ExceptionReport of
-// WFS 1.1/2.0, or ServiceExceptionReport of WFS 1.0 and MapServer), whatever
-// the HTTP status it came with. Code, Locator and Text are those of the first
-// exception of the report. Its text, like httpcall's, names no kind: the
-// error that carries it does.
-type ExceptionReportError struct {
-	Status  int
-	URL     string // redacted
-	Code    string // exceptionCode ("" when the server gave none)
-	Locator string
-	Text    string
-	// ServerSide is the verdict of the classification rule: true when the
-	// code says the server failed, false when it says our request is wrong.
-	ServerSide bool
-}
-
-func (e *ExceptionReportError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "GET %s: HTTP %d: OGC exception", e.URL, e.Status)
-	if e.Code != "" {
-		b.WriteString(" " + e.Code)
-	}
-	if e.Locator != "" {
-		fmt.Fprintf(&b, " (locator %s)", e.Locator)
-	}
-	if e.Text != "" {
-		b.WriteString(": " + e.Text)
-	}
-	return b.String()
-}
-
-// IncompleteError means the pages of a fetch do not add up to one complete,
-// consistent snapshot of the layer: fewer (or more) features than the
-// server's numberMatched promised, a page cut short while numberMatched says
-// more remain, a numberReturned the body does not hold, numberMatched
-// changing between pages, or a feature id delivered on two pages (the
-// server's order is not stable, so others were skipped). The caller must not
-// apply what was staged.
-type IncompleteError = source.IncompleteError
-
-// TimeoutError is a fetch whose context's deadline (the poll's timeout)
-// passed before the last page was in, or that the origin's pacing would
-// have carried past it; it names how far the fetch got.
-type TimeoutError = source.TimeoutError

@@ -107,7 +107,7 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	bad.Headers = map[string]string{"X-Api-Key": headerSecret + "\r\nX-Evil: 1"}
 	before := len(rec.seen["GetFeature"])
 	_, err = c.Fetch(t.Context(), bad, 0, (&collect{}).handle)
-	if !errors.Is(err, ErrInvalidLayer) || strings.Contains(err.Error(), headerSecret) || !strings.Contains(err.Error(), "X-Api-Key") {
+	if !errors.Is(err, source.ErrInvalidLayer) || strings.Contains(err.Error(), headerSecret) || !strings.Contains(err.Error(), "X-Api-Key") {
 		t.Errorf("bad header value: %v", err)
 	}
 	if len(rec.seen["GetFeature"]) != before {
@@ -325,7 +325,7 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 			}))
 			var col collect
 			stats, err := NewClient(&http.Client{}, nil, nil).Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/p.json"}, 0, col.handle)
-			var ie *IncompleteError // the recorded page promises 12 of which it holds 3
+			var ie *source.IncompleteError // the recorded page promises 12 of which it holds 3
 			if !errors.As(err, &ie) || col.total() != 3 || stats.Bytes != int64(len(data)) {
 				t.Fatalf("err %v, %d features, %d bytes; want the 3 features read", err, col.total(), stats.Bytes)
 			}
@@ -382,9 +382,9 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	srv := serve(t, s)
 	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "x", PageSize: 10}
 	_, err := NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
-	var ie *IncompleteError
+	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") || !strings.Contains(err.Error(), "sort_by") {
-		t.Fatalf("err %v, want *IncompleteError for unstable paging", err)
+		t.Fatalf("err %v, want *source.IncompleteError for unstable paging", err)
 	}
 	if n := s.requests.Load(); n > 6 {
 		t.Errorf("%d pages before the verdict, want at most 6 for a 50-feature layer", n)
@@ -399,7 +399,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	layer = source.Layer{Kind: Kind, URL: fsrv.URL + "/wfs", TypeName: "parcels", PageSize: 10}
 	_, err = NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") {
-		t.Fatalf("fixture: err %v, want *IncompleteError for unstable paging", err)
+		t.Fatalf("fixture: err %v, want *source.IncompleteError for unstable paging", err)
 	}
 	if n := fx.Requests(); n > 6 {
 		t.Errorf("fixture: %d pages before the verdict, want at most 6 for a 40-feature layer", n)
@@ -429,9 +429,9 @@ func TestPollTimeoutNamesThePages(t *testing.T) {
 	}
 	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "x", PageSize: 5}
 	stats, err := NewClient(nil, reg, nil).Fetch(ctx, layer, 0, handle)
-	var te *TimeoutError
+	var te *source.TimeoutError
 	if !errors.As(err, &te) || te.Pages != stats.Pages || stats.Pages != 2 {
-		t.Fatalf("err %v (%T), %d pages; want *TimeoutError", err, err, stats.Pages)
+		t.Fatalf("err %v (%T), %d pages; want *source.TimeoutError", err, err, stats.Pages)
 	}
 	msg := err.Error()
 	if !strings.Contains(msg, fmt.Sprintf("poll timeout after %d pages", stats.Pages)) || strings.Contains(msg, "rate:") || strings.Contains(msg, testToken) {

@@ -25,7 +25,7 @@ func paged(l source.Layer) bool {
 
 func versionOf(l source.Layer) string { return settingsOf(l).version() }
 
-// Validate reports why layer l cannot be requested, wrapping ErrInvalidLayer
+// Validate reports why layer l cannot be requested, wrapping source.ErrInvalidLayer
 // ("wfs: invalid layer: …").
 func Validate(l source.Layer) error {
 	return source.Named(Kind, validate(l))
@@ -34,25 +34,25 @@ func Validate(l source.Layer) error {
 func validate(l source.Layer) error {
 	u, err := url.Parse(l.URL)
 	if err != nil {
-		return fmt.Errorf("%w: url %s: %v", ErrInvalidLayer, RedactURL(l.URL), httpcall.RedactErr(err, l.URL))
+		return fmt.Errorf("%w: url %s: %v", source.ErrInvalidLayer, RedactURL(l.URL), httpcall.RedactErr(err, l.URL))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return fmt.Errorf("%w: url %s: want an absolute http or https URL", ErrInvalidLayer, RedactURL(l.URL))
+		return fmt.Errorf("%w: url %s: want an absolute http or https URL", source.ErrInvalidLayer, RedactURL(l.URL))
 	}
 	if l.Kind != Kind {
-		return fmt.Errorf("%w: kind %q: want %q", ErrInvalidLayer, l.Kind, Kind)
+		return fmt.Errorf("%w: kind %q: want %q", source.ErrInvalidLayer, l.Kind, Kind)
 	}
 	if l.TypeName == "" {
-		return fmt.Errorf("%w: WFS layer without a type name", ErrInvalidLayer)
+		return fmt.Errorf("%w: WFS layer without a type name", source.ErrInvalidLayer)
 	}
 	if s := settingsOf(l); s.Version == Auto || s.OutputFormat == Auto {
-		return fmt.Errorf("%w: version or output format %q must be negotiated first (Client.Prepare)", ErrInvalidLayer, Auto)
+		return fmt.Errorf("%w: version or output format %q must be negotiated first (Client.Prepare)", source.ErrInvalidLayer, Auto)
 	}
 	if v := versionOf(l); !slices.Contains(Versions, v) {
-		return fmt.Errorf("%w: WFS version %q: want %s", ErrInvalidLayer, v, strings.Join(Versions, " or "))
+		return fmt.Errorf("%w: WFS version %q: want %s", source.ErrInvalidLayer, v, strings.Join(Versions, " or "))
 	}
 	if l.PageSize < 0 {
-		return fmt.Errorf("%w: negative page size %d", ErrInvalidLayer, l.PageSize)
+		return fmt.Errorf("%w: negative page size %d", source.ErrInvalidLayer, l.PageSize)
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func requestURL(layer source.Layer, startIndex int) (*url.URL, error) {
 		return nil, err
 	}
 	if startIndex < 0 {
-		return nil, fmt.Errorf("%w: negative start index %d", ErrInvalidLayer, startIndex)
+		return nil, fmt.Errorf("%w: negative start index %d", source.ErrInvalidLayer, startIndex)
 	}
 
 	version := versionOf(layer)
@@ -145,7 +145,7 @@ func RedactURL(raw string) string { return redact.URL(raw) }
 // (httpcall.CheckHeaders): the layer is invalid, and no request is made.
 func checkHeaders(layer source.Layer) error {
 	if err := httpcall.CheckHeaders(layer.Headers); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidLayer, err)
+		return fmt.Errorf("%w: %v", source.ErrInvalidLayer, err)
 	}
 	return nil
 }

@@ -57,12 +57,12 @@ func TestRequestURLInvalid(t *testing.T) {
 		{Kind: "wfs", URL: "ftp://x.example/wfs", TypeName: "a"},
 		{Kind: "wfs", URL: "/relative/wfs", TypeName: "a"},
 	} {
-		if _, err := RequestURL(l, 0); !errors.Is(err, ErrInvalidLayer) {
-			t.Errorf("RequestURL(%+v) = %v, want ErrInvalidLayer", l, err)
+		if _, err := RequestURL(l, 0); !errors.Is(err, source.ErrInvalidLayer) {
+			t.Errorf("RequestURL(%+v) = %v, want source.ErrInvalidLayer", l, err)
 		}
 	}
-	if _, err := RequestURL(source.Layer{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", PageSize: 10}, -10); !errors.Is(err, ErrInvalidLayer) {
-		t.Errorf("start index -10: %v, want ErrInvalidLayer", err)
+	if _, err := RequestURL(source.Layer{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", PageSize: 10}, -10); !errors.Is(err, source.ErrInvalidLayer) {
+		t.Errorf("start index -10: %v, want source.ErrInvalidLayer", err)
 	}
 }
 
