@@ -416,7 +416,10 @@ func TestPollTimeoutNamesThePages(t *testing.T) {
 	s := &shuffledWFS{n: 1_000_000} // never repeats within the test
 	srv := serve(t, s)
 	p := breaker.DefaultPolicy()
-	p.RateLimit, p.Burst = 10, 1
+	// Two tokens for the two pages, then one an hour: the third page's
+	// request must wait for the limiter, which refuses a wait past the
+	// deadline at once, however long the pages took on a busy machine.
+	p.RateLimit, p.Burst = 1.0/3600, 2
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	ctx := &lateDeadline{Context: t.Context()}
 	c := &collect{}
