@@ -154,6 +154,18 @@ type Page struct {
 // database failed: the origin is not to blame).
 type PageFunc func(ctx context.Context, page Page, features feature.FeatureReader) error
 
+// Fetcher fetches a layer page by page: what every kind's package
+// implements (its client), in package source's types only, so that a kind
+// needs neither the engine nor another kind's package.
+type Fetcher interface {
+	// Prepare resolves what the feed left to negotiation (for WFS, version:
+	// auto and output_format: auto, from the server's capabilities); a layer
+	// that leaves nothing open comes back as it is.
+	Prepare(ctx context.Context, layer Layer) (Layer, []string, error)
+	// Fetch hands each page of layer from firstPage on to handle.
+	Fetch(ctx context.Context, layer Layer, firstPage int, handle PageFunc) (FetchStats, error)
+}
+
 // FetchStats sums up a fetch, complete or not.
 type FetchStats struct {
 	Pages    int

@@ -8,11 +8,32 @@
 package kindconf
 
 import (
+	"log/slog"
+	"net/http"
+
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/internal/yamlconf"
 	"github.com/ingestd/ingestd/source"
 )
+
+// FetcherDeps is what every kind's fetcher is built from: the process's
+// shared HTTP client, its breaker registry (so that every kind's calls to
+// one origin share that origin's breaker and pacing), its logger and the
+// User-Agent it sends.
+type FetcherDeps struct {
+	// HTTP is the client every fetch shares; nil means http.DefaultClient.
+	HTTP *http.Client
+	// Breakers is the registry of origin breakers; nil makes every page a
+	// single attempt with no breaker (one-off fetches).
+	Breakers *breaker.Registry
+	// Logger receives the fetchers' logs; nil discards.
+	Logger *slog.Logger
+	// UserAgent names ingestd to the servers it polls; "" keeps the
+	// fetcher's default.
+	UserAgent string
+}
 
 // Kind is what a kind's package tells the config loader about its settings.
 type Kind struct {
