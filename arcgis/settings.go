@@ -121,7 +121,19 @@ var layerPath = regexp.MustCompile(`/(FeatureServer|MapServer)/\d+/?$`)
 // be silently dropped).
 func Config() kindconf.Kind {
 	keys := append([]string{"where", "out_fields", "token"}, incrementalKeys...)
-	return kindconf.Kind{Keys: keys, Strict: true, DefaultKeys: incrementalKeys, ParseDefaults: parseDefaults, Parse: parseFeed}
+	return kindconf.Kind{Name: Kind, Keys: keys, Strict: true, DefaultKeys: incrementalKeys, ParseDefaults: parseDefaults, Parse: parseFeed,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the arcgis kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies ("" keeps the
+// default User-Agent).
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	var opts []Option
+	if d.UserAgent != "" {
+		opts = append(opts, WithUserAgent(d.UserAgent))
+	}
+	return NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
 }
 
 // parseFeed reads an arcgis feed's settings: where (default 1=1),

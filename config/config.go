@@ -669,22 +669,22 @@ func (p *parser) feedPolicies(m *yamlconf.Mapping, path string, f *Feed, j *Juri
 }
 
 // kind reads the feed's kind, one of the registry's.
-func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kinds.Kind, bool) {
+func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindconf.Kind, bool) {
 	known := kinds.Names()
 	s, present := p.Str(m, "kind", path)
 	if !present {
 		if !m.Typo("kind") {
 			p.Errorf(m.Node, path+".kind", "required: %s", orList(known))
 		}
-		return kinds.Kind{}, false
+		return kindconf.Kind{}, false
 	}
 	if !s.OK {
-		return kinds.Kind{}, false
+		return kindconf.Kind{}, false
 	}
 	k, ok := kinds.Lookup(s.Val)
 	if !ok {
 		p.Errorf(s.Node, path+".kind", "unknown kind %q: must be %s", s.Raw, orList(known))
-		return kinds.Kind{}, false
+		return kindconf.Kind{}, false
 	}
 	f.Kind = s.Val
 	return k, true
@@ -735,16 +735,16 @@ func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolv
 // kindSettings hands the feed to its kind's package, which reads its own
 // settings and may adjust the common ones (see kindconf.Feed); another
 // kind's settings on the feed are ignored with a warning, or refused.
-func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kinds.Kind, d *resolvedDefaults, psNode *yaml.Node) {
+func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindconf.Kind, d *resolvedDefaults, psNode *yaml.Node) {
 	for _, o := range kinds.All() {
 		if o.Name == f.Kind {
 			continue
 		}
-		for _, key := range o.Settings.Keys {
+		for _, key := range o.Keys {
 			n, ok := m.Get(key)
 			switch {
-			case !ok || slices.Contains(k.Settings.Keys, key):
-			case o.Settings.Strict:
+			case !ok || slices.Contains(k.Keys, key):
+			case o.Strict:
 				p.Errorf(n, path+"."+key, "only %s feed has %s (this feed is %s)", kindconf.Article(o.Name), key, f.Kind)
 			default:
 				p.Warnf(n, path+"."+key, "ignored for %s feed (%s setting)", kindconf.Article(f.Kind), kindconf.Article(o.Name))
@@ -753,7 +753,7 @@ func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kinds
 	}
 	kf := &kindconf.Feed{Parser: p.Parser, Map: m, Path: path, Kind: f.Kind, URL: f.URL, TypeName: f.TypeName,
 		PageSize: f.PageSize, PageSizeNode: psNode, SortBy: f.SortBy, Headers: f.Headers, Defaults: d.Kinds[f.Kind]}
-	f.Settings = k.Settings.Parse(kf)
+	f.Settings = k.Parse(kf)
 	f.URL, f.TypeName, f.PageSize, f.SortBy, f.Headers = kf.URL, kf.TypeName, kf.PageSize, kf.SortBy, kf.Headers
 }
 
@@ -766,10 +766,10 @@ func (p *parser) kindDefaults(m *yamlconf.Mapping, path string, base map[string]
 	}
 	out := map[string]any{}
 	for _, k := range kinds.All() {
-		if k.Settings.ParseDefaults == nil {
+		if k.ParseDefaults == nil {
 			continue
 		}
-		if v := k.Settings.ParseDefaults(p.Parser, m, path, base[k.Name]); v != nil {
+		if v := k.ParseDefaults(p.Parser, m, path, base[k.Name]); v != nil {
 			out[k.Name] = v
 		}
 	}

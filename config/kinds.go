@@ -10,14 +10,14 @@ import (
 // declared schema (typed layers).
 func describesSchema(kind string) bool {
 	k, _ := kinds.Lookup(kind)
-	return k.Settings.DescribeSchema
+	return k.DescribeSchema
 }
 
 // feedKeys are the keys a feed may have: the common ones and every kind's.
 func feedKeys() []string {
 	keys := slices.Clone(commonFeedKeys)
 	for _, k := range kinds.All() {
-		for _, key := range k.Settings.Keys {
+		for _, key := range k.Keys {
 			if !slices.Contains(keys, key) {
 				keys = append(keys, key)
 			}
@@ -38,7 +38,7 @@ func defaultsKeys() []string { return withKindDefaultKeys(commonDefaultsKeys) }
 func withKindDefaultKeys(common []string) []string {
 	keys := slices.Clone(common)
 	for _, k := range kinds.All() {
-		for _, key := range k.Settings.DefaultKeys {
+		for _, key := range k.DefaultKeys {
 			if !slices.Contains(keys, key) {
 				keys = append(keys, key)
 			}

@@ -48,7 +48,14 @@ func settingsOf(l source.Layer) Settings {
 // Config is what the config loader needs of the file kind: format, layer,
 // x, y, wkt, crs and encoding.
 func Config() kindconf.Kind {
-	return kindconf.Kind{Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed}
+	return kindconf.Kind{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the download kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseFeed reads a file feed's settings. The file is read whole, so

@@ -11,6 +11,7 @@ import (
 	"github.com/ingestd/ingestd/geojsonurl"
 	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
+	"github.com/ingestd/ingestd/socrata"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -19,7 +20,7 @@ import (
 // fetcher, and the registry has no kind the configuration refuses.
 func TestFetcherKindsMatchConfig(t *testing.T) {
 	t.Parallel()
-	configKinds := []string{arcgis.Kind, download.Kind, geojsonurl.Kind, ogcapi.Kind, "socrata", wfs.Kind} // config.go's parseFeed accepts these
+	configKinds := []string{arcgis.Kind, download.Kind, geojsonurl.Kind, ogcapi.Kind, socrata.Kind, wfs.Kind} // what the config accepts, sorted
 	if got := NewFetchers(kindconf.FetcherDeps{}).Kinds(); !slices.Equal(got, configKinds) {
 		t.Errorf("registry kinds %v, config kinds %v", got, configKinds)
 	}

@@ -51,17 +51,11 @@ type PollResult struct {
 	ApplyResult
 }
 
-// Fetcher fetches a layer page by page; *wfs.Client implements it for the
-// kinds wfs and geojson, and *Fetchers for every kind, picking by the
-// layer's. It speaks only package source's types, so that a kind's package
-// implements it without importing feeds or another kind's package.
-type Fetcher interface {
-	// Prepare resolves what the feed left to negotiation (for WFS, version:
-	// auto and output_format: auto, from the server's capabilities); a layer
-	// that leaves nothing open comes back as it is.
-	Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error)
-	Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error)
-}
+// Fetcher fetches a layer page by page: each kind's client implements it
+// (source.Fetcher, in package source's types only, so that a kind's
+// package needs neither feeds nor another kind's package), and *Fetchers
+// for every kind, picking by the layer's.
+type Fetcher = source.Fetcher
 
 // What a kind does differently from the others is behind the Fetcher and
 // these optional interfaces, so that a poll never asks which kind it

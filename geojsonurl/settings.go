@@ -12,7 +12,13 @@ const Kind = "geojson"
 // settings of its own, and it reads the document as it is, so the paging
 // and type settings are ignored with a warning.
 func Config() kindconf.Kind {
-	return kindconf.Kind{Parse: parseFeed}
+	return kindconf.Kind{Name: Kind, Parse: parseFeed, NewFetcher: newFetcher}
+}
+
+// newFetcher is the geojsonurl kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 func parseFeed(f *kindconf.Feed) source.Settings {

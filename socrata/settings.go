@@ -52,7 +52,14 @@ var fourByFour = regexp.MustCompile(`^[a-z0-9]{4}-[a-z0-9]{4}$`)
 // app_token and geometry_column, refused on a feed of another kind (a
 // token must not be silently dropped).
 func Config() kindconf.Kind {
-	return kindconf.Kind{Keys: []string{"dataset", "app_token", "geometry_column"}, Strict: true, Parse: parseFeed}
+	return kindconf.Kind{Name: Kind, Keys: []string{"dataset", "app_token", "geometry_column"}, Strict: true, Parse: parseFeed,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the socrata kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseFeed reads a socrata feed's settings: the url is the dataset

@@ -63,7 +63,14 @@ var ownParams = []string{"service", "request", "version", "typename", "typenames
 // (version and output_format, also in the defaults block) and their parser.
 func Config() kindconf.Kind {
 	keys := []string{"version", "output_format"}
-	return kindconf.Kind{Keys: keys, DefaultKeys: keys, ParseDefaults: parseDefaults, Parse: parseFeed, DescribeSchema: true}
+	return kindconf.Kind{Name: Kind, Keys: keys, DefaultKeys: keys, ParseDefaults: parseDefaults, Parse: parseFeed, DescribeSchema: true,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the wfs kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseDefaults reads version and output_format of the defaults block or

@@ -1,10 +1,11 @@
-// Package kindconf is the seam between the config loader (package feeds)
-// and the feed kinds (wfs, arcgis, ogcapi, geojsonurl): what a kind tells
-// the loader about its settings, and what the loader hands a kind's parser.
-// It lets each kind's package own its settings (parse, defaults,
-// validation, errors naming the field) without importing feeds, which
-// imports the kinds; Prometheus' discovery packages, each owning its config
-// type, are the model.
+// Package kindconf is the seam between the feed kinds (wfs, geojsonurl,
+// arcgis, ogcapi, download, socrata) and the rest of ingestd: what a kind
+// tells the config loader (package config) about its settings and the
+// engine (package feeds) about its fetcher, and what the loader hands a
+// kind's parser. It lets each kind's package own its settings (parse,
+// defaults, validation, errors naming the field) and build its fetcher
+// without importing config or feeds; Prometheus' discovery packages, each
+// owning its config type and its discoverer's constructor, are the model.
 package kindconf
 
 import (
@@ -35,8 +36,17 @@ type FetcherDeps struct {
 	UserAgent string
 }
 
-// Kind is what a kind's package tells the config loader about its settings.
+// Kind is what a kind's package tells the rest of ingestd about itself:
+// its name, its settings (what the config loader needs) and its fetcher
+// (what the engine needs). The registry of kinds (package internal/kinds)
+// lists one per kind.
 type Kind struct {
+	// Name is the kind's name in the config (kind: wfs), its package's
+	// Kind constant.
+	Name string
+	// NewFetcher builds the kind's fetcher from the process's shared
+	// dependencies.
+	NewFetcher func(FetcherDeps) source.Fetcher
 	// Keys are the feed keys only this kind reads. On a feed of another
 	// kind one is ignored with a warning, or refused when Strict.
 	Keys []string
