@@ -61,7 +61,7 @@ type Defaults struct {
 	QueueTimeout Duration `yaml:"queue_timeout"`
 	PageSize     int      `yaml:"page_size"`
 	// Kinds holds each kind's own defaults (wfs: version, output_format),
-	// as its kindconf.Kind.ParseDefaults read them, by kind.
+	// as its kindconf.Spec.ParseDefaults read them, by kind.
 	Kinds map[string]any `yaml:"-"`
 	// Breaker is the circuit breaker, retry and pacing policy of every origin
 	// whose jurisdiction does not override it.
@@ -98,7 +98,7 @@ const DefaultMaxInFlight = 20
 //     default maxFeatures caps, large enough to keep request counts low.
 //
 // A kind's own defaults (wfs: version "2.0.0", output_format
-// "application/json") are its package's (see kindconf.Kind.ParseDefaults).
+// "application/json") are its package's (see kindconf.Spec.ParseDefaults).
 func BuiltinDefaults() Defaults {
 	return Defaults{
 		Schedule:        "0 * * * *",
@@ -341,7 +341,7 @@ func Parse(path string, data []byte, env func(string) (string, bool)) (*Config, 
 
 // Keys accepted in each mapping, checked so that a typo ("typename") is an error
 // instead of a silently ignored setting. A kind's own keys are its package's
-// (kindconf.Kind.Keys, DefaultKeys): see feedKeys and defaultsKeys.
+// (kindconf.Spec.Keys, DefaultKeys): see feedKeys and defaultsKeys.
 var (
 	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
 	commonDefaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "breaker", "max_shrink", "invalid_geometry",
@@ -669,22 +669,22 @@ func (p *parser) feedPolicies(m *yamlconf.Mapping, path string, f *Feed, j *Juri
 }
 
 // kind reads the feed's kind, one of the registry's.
-func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindconf.Kind, bool) {
+func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindconf.Spec, bool) {
 	known := kinds.Names()
 	s, present := p.Str(m, "kind", path)
 	if !present {
 		if !m.Typo("kind") {
 			p.Errorf(m.Node, path+".kind", "required: %s", orList(known))
 		}
-		return kindconf.Kind{}, false
+		return kindconf.Spec{}, false
 	}
 	if !s.OK {
-		return kindconf.Kind{}, false
+		return kindconf.Spec{}, false
 	}
 	k, ok := kinds.Lookup(s.Val)
 	if !ok {
 		p.Errorf(s.Node, path+".kind", "unknown kind %q: must be %s", s.Raw, orList(known))
-		return kindconf.Kind{}, false
+		return kindconf.Spec{}, false
 	}
 	f.Kind = s.Val
 	return k, true
@@ -735,7 +735,7 @@ func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolv
 // kindSettings hands the feed to its kind's package, which reads its own
 // settings and may adjust the common ones (see kindconf.Feed); another
 // kind's settings on the feed are ignored with a warning, or refused.
-func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindconf.Kind, d *resolvedDefaults, psNode *yaml.Node) {
+func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindconf.Spec, d *resolvedDefaults, psNode *yaml.Node) {
 	for _, o := range kinds.All() {
 		if o.Name == f.Kind {
 			continue

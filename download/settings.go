@@ -45,10 +45,10 @@ func settingsOf(l source.Layer) Settings {
 	return s
 }
 
-// Config is what the config loader needs of the file kind: format, layer,
-// x, y, wkt, crs and encoding.
-func Config() kindconf.Kind {
-	return kindconf.Kind{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed,
+// Spec is the file kind as the registry of kinds lists it: format, layer,
+// x, y, wkt, crs and encoding, and its fetcher.
+func Spec() kindconf.Spec {
+	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed,
 		NewFetcher: newFetcher}
 }
 

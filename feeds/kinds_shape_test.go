@@ -30,7 +30,7 @@ const module = "github.com/ingestd/ingestd/"
 // (its settings, parsed by it, its fetcher) plus one line in the registry,
 // internal/kinds, and what it does differently reaches a poll only through
 // the Fetcher contract (PageURLer, Restarter, FetchStats) and the config
-// only through kindconf.Kind. No file of feeds or config, poll.go and
+// only through kindconf.Spec. No file of feeds or config, poll.go and
 // config.go first, may compare with a kind's name or import a protocol
 // package.
 func TestOnlyTheRegistryNamesKinds(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 // Kind is the feed kind this package fetches: a plain GeoJSON document.
 const Kind = "geojson"
 
-// Config is what the config loader needs of the geojson kind: it has no
+// Spec is the geojson kind as the registry of kinds lists it: it has no
 // settings of its own, and it reads the document as it is, so the paging
 // and type settings are ignored with a warning.
-func Config() kindconf.Kind {
-	return kindconf.Kind{Name: Kind, Parse: parseFeed, NewFetcher: newFetcher}
+func Spec() kindconf.Spec {
+	return kindconf.Spec{Name: Kind, Parse: parseFeed, NewFetcher: newFetcher}
 }
 
 // newFetcher is the geojsonurl kind's fetcher, as the registry of kinds builds

@@ -36,11 +36,11 @@ type FetcherDeps struct {
 	UserAgent string
 }
 
-// Kind is what a kind's package tells the rest of ingestd about itself:
+// Spec is what a kind's package tells the rest of ingestd about itself:
 // its name, its settings (what the config loader needs) and its fetcher
 // (what the engine needs). The registry of kinds (package internal/kinds)
 // lists one per kind.
-type Kind struct {
+type Spec struct {
 	// Name is the kind's name in the config (kind: wfs), its package's
 	// Kind constant.
 	Name string

@@ -1,5 +1,5 @@
 // Package kinds is the registry of feed kinds: one line per kind, its
-// package's kindconf.Kind (its name in the config, its settings, its
+// package's kindconf.Spec (its name in the config, its settings, its
 // fetcher). The config language (package config) reads settings through it
 // and the engine (package feeds) builds fetchers from it, neither naming a
 // kind; Prometheus' discovery registry, which its core holds while each
@@ -17,18 +17,18 @@ import (
 )
 
 // All lists the registry's kinds, in the order messages name them.
-// Adding a kind is its package (its kindconf.Kind: settings parsed by it,
+// Adding a kind is its package (its kindconf.Spec: settings parsed by it,
 // a fetcher over package source's types making its calls through package
 // httpcall), one line here and its docs. It is a function, not a package
 // variable, so that nothing can change it at run time.
-func All() []kindconf.Kind {
-	return []kindconf.Kind{
-		wfs.Config(),
-		geojsonurl.Config(),
-		arcgis.Config(),
-		ogcapi.Config(),
-		download.Config(),
-		socrata.Config(),
+func All() []kindconf.Spec {
+	return []kindconf.Spec{
+		wfs.Spec(),
+		geojsonurl.Spec(),
+		arcgis.Spec(),
+		ogcapi.Spec(),
+		download.Spec(),
+		socrata.Spec(),
 	}
 }
 
@@ -43,11 +43,11 @@ func Names() []string {
 }
 
 // Lookup finds the kind named name.
-func Lookup(name string) (kindconf.Kind, bool) {
+func Lookup(name string) (kindconf.Spec, bool) {
 	for _, k := range All() {
 		if k.Name == name {
 			return k, true
 		}
 	}
-	return kindconf.Kind{}, false
+	return kindconf.Spec{}, false
 }
