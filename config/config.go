@@ -67,7 +67,7 @@ type Defaults struct {
 	// whose jurisdiction does not override it.
 	Breaker breaker.Policy `yaml:"breaker"`
 	// MaxShrink is the share of its features a snapshot may lose before it
-	// is held (see Guard); 0 means DefaultMaxShrink.
+	// is held (see feeds.Guard); 0 means feeds.DefaultMaxShrink.
 	MaxShrink float64 `yaml:"max_shrink"`
 	// InvalidGeometry is what a poll does with a feature whose geometry is
 	// invalid: InvalidRepair (default) or InvalidSkip.
@@ -154,7 +154,7 @@ type Jurisdiction struct {
 // request as it is), an arcgis feed's page_size unless set on the feed.
 type Feed struct {
 	ID         string `yaml:"id"`
-	Kind       string `yaml:"kind"` // "wfs", "geojson", "arcgis" or "ogcapi"
+	Kind       string `yaml:"kind"` // one of the registry's (internal/kinds)
 	URL        string `yaml:"url"`
 	TypeName   string `yaml:"type_name"`
 	PageSize   int    `yaml:"page_size"`
@@ -209,8 +209,8 @@ type Feed struct {
 	// cron.Cron.Schedule rather than re-parsing Schedule.
 	Cron cron.Schedule `yaml:"-"`
 
-	// Settings are the kind's own settings (wfs.Settings,
-	// arcgis.Settings, ogcapi.Settings; nil for geojson).
+	// Settings are the kind's own settings, of its package's type
+	// (wfs.Settings, …; nil for geojson, which has none).
 	Settings source.Settings `yaml:"-"`
 }
 
@@ -690,7 +690,7 @@ func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindconf.Spec,
 	return k, true
 }
 
-// orList is "wfs", "geojson" or "arcgis".
+// orList joins names as messages list them: "a", "b" or "c".
 func orList(names []string) string {
 	q := yamlconf.QuoteAll(names)
 	if len(q) < 2 {

@@ -13,15 +13,19 @@ import (
 	"github.com/ingestd/ingestd/schema"
 )
 
-// Layer describes what to fetch: a WFS feature type, an ArcGIS REST layer,
-// an OGC API – Features collection or a plain GeoJSON URL. Its fields are
+// Layer describes what to fetch: a WFS feature type, a GeoJSON document, an
+// ArcGIS REST layer, an OGC API – Features collection, a downloadable file
+// or a Socrata dataset. Its fields are
 // the ones every kind (or the poll, or the store) reads; a kind's own
 // settings are in Settings, of that kind's type.
 type Layer struct {
-	// Kind is "wfs", "geojson", "arcgis" or "ogcapi".
+	// Kind is the feed's kind, one of the registry's (package
+	// internal/kinds): "wfs", "geojson", "arcgis", "ogcapi", "file" or
+	// "socrata".
 	Kind string
 	// URL is the service endpoint (WFS), the layer (ArcGIS), the landing
-	// page or collection (OGC API) or the document (GeoJSON).
+	// page or collection (OGC API), the document (GeoJSON), the file
+	// (file) or the dataset (Socrata).
 	URL string
 	// TypeName is the WFS feature type, e.g. "topp:states".
 	TypeName string
