@@ -116,12 +116,24 @@ func readIncremental(p *yamlconf.Parser, m *yamlconf.Mapping, path string, s *Se
 // layerPath is the path of an ArcGIS REST layer.
 var layerPath = regexp.MustCompile(`/(FeatureServer|MapServer)/\d+/?$`)
 
-// Config is what the config loader needs of the arcgis kind: where,
+// Spec is the arcgis kind as the registry of kinds lists it: where,
 // out_fields and token, refused on a feed of another kind (a token must not
-// be silently dropped).
-func Config() kindconf.Kind {
+// be silently dropped), and its fetcher.
+func Spec() kindconf.Spec {
 	keys := append([]string{"where", "out_fields", "token"}, incrementalKeys...)
-	return kindconf.Kind{Keys: keys, Strict: true, DefaultKeys: incrementalKeys, ParseDefaults: parseDefaults, Parse: parseFeed}
+	return kindconf.Spec{Name: Kind, Keys: keys, Strict: true, DefaultKeys: incrementalKeys, ParseDefaults: parseDefaults, Parse: parseFeed,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the arcgis kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies ("" keeps the
+// default User-Agent).
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	var opts []Option
+	if d.UserAgent != "" {
+		opts = append(opts, WithUserAgent(d.UserAgent))
+	}
+	return NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
 }
 
 // parseFeed reads an arcgis feed's settings: where (default 1=1),

@@ -16,9 +16,9 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/discover"
 	"github.com/ingestd/ingestd/esrijson"
-	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
@@ -27,8 +27,8 @@ import (
 )
 
 // run discovers each URL with opts and returns the results and what Write
-// wrote, after checking that feeds.LoadConfig accepts it.
-func run(t *testing.T, opts discover.Options, urls ...string) ([]*discover.Result, string, *feeds.Config) {
+// wrote, after checking that config.Load accepts it.
+func run(t *testing.T, opts discover.Options, urls ...string) ([]*discover.Result, string, *config.Config) {
 	t.Helper()
 	d := discover.New(nil, nil, opts)
 	var results []*discover.Result
@@ -47,7 +47,7 @@ func run(t *testing.T, opts discover.Options, urls ...string) ([]*discover.Resul
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := feeds.LoadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("validate refuses what discover wrote: %v\n%s", err, b.String())
 	}
@@ -55,8 +55,8 @@ func run(t *testing.T, opts discover.Options, urls ...string) ([]*discover.Resul
 }
 
 // feedsOf maps each feed id of cfg to its feed.
-func feedsOf(cfg *feeds.Config) map[string]*feeds.Feed {
-	out := map[string]*feeds.Feed{}
+func feedsOf(cfg *config.Config) map[string]*config.Feed {
+	out := map[string]*config.Feed{}
 	for _, f := range cfg.Feeds() {
 		out[f.ID] = f
 	}

@@ -45,12 +45,6 @@ func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog
 	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
-// NewFetcher is NewClient for the registry of kinds: userAgent "" keeps
-// httpcall's default.
-func NewFetcher(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, userAgent string) *Client {
-	return NewClient(httpClient, breakers, logger, WithUserAgent(userAgent))
-}
-
 // Prepare returns layer as it is: a file needs no discovery.
 func (c *Client) Prepare(_ context.Context, layer source.Layer) (source.Layer, []string, error) {
 	return layer, nil, nil

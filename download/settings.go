@@ -45,10 +45,17 @@ func settingsOf(l source.Layer) Settings {
 	return s
 }
 
-// Config is what the config loader needs of the file kind: format, layer,
-// x, y, wkt, crs and encoding.
-func Config() kindconf.Kind {
-	return kindconf.Kind{Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed}
+// Spec is the file kind as the registry of kinds lists it: format, layer,
+// x, y, wkt, crs and encoding, and its fetcher.
+func Spec() kindconf.Spec {
+	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the download kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseFeed reads a file feed's settings. The file is read whole, so

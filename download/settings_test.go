@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/download"
-	"github.com/ingestd/ingestd/feeds"
 )
 
 // TestSettings: the file kind's settings are read and checked by the
@@ -19,7 +19,7 @@ jurisdictions:
       - {id: parcels, kind: file, url: "https://example.org/parcels.zip", layer: Parcels, crs: "EPSG:2264", encoding: windows-1252}
       - {id: points, kind: file, url: "https://example.org/p.csv", format: csv, x: lon, y: lat}
 `
-	cfg, err := feeds.ParseConfig("good.yaml", []byte(good), nil)
+	cfg, err := config.Parse("good.yaml", []byte(good), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ jurisdictions:
       - {id: e, kind: file, url: "https://example.org/e.zip", encoding: klingon}
       - {id: f, kind: file, url: "https://example.org/f.zip", format: shapefile, wkt: geom}
 `
-	_, err = feeds.ParseConfig("bad.yaml", []byte(bad), nil)
+	_, err = config.Parse("bad.yaml", []byte(bad), nil)
 	if err == nil {
 		t.Fatal("no error")
 	}

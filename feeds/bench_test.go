@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/internal/memstat"
 	"github.com/ingestd/ingestd/migrations/pgtest"
@@ -50,7 +52,7 @@ func BenchmarkPollLayer(b *testing.B) {
 		defer ts.Close()
 		url = ts.URL + "/wfs"
 	}
-	cfg, err := feeds.ParseConfig("bench.yaml", []byte(fmt.Sprintf(`
+	cfg, err := config.Parse("bench.yaml", []byte(fmt.Sprintf(`
 jurisdictions:
   - id: bench
     feeds:
@@ -69,7 +71,7 @@ jurisdictions:
 	p := breaker.DefaultPolicy()
 	p.RateLimit = 0 // measure ingestd, not the politeness towards a county
 	breakers := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	manager := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: breakers}))
+	manager := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(kindconf.FetcherDeps{HTTP: &http.Client{}, Breakers: breakers}))
 	if err := manager.Update(b.Context(), cfg); err != nil {
 		b.Fatal(err)
 	}

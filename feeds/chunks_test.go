@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -23,7 +23,7 @@ import (
 // applies.
 func TestUnpagedResponseStagedInChunksAppliesLikePages(t *testing.T) {
 	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+	b := setupDL(t, config.BuiltinDeadLetter(), withFeeds(`
       - id: whole
         kind: wfs
         url: %[1]s/wfs
@@ -59,8 +59,8 @@ func TestUnpagedResponseStagedInChunksAppliesLikePages(t *testing.T) {
 // does.
 func TestPageCutAfterChunksStagesNothing(t *testing.T) {
 	t.Parallel()
-	cfg := feeds.BuiltinDeadLetter()
-	cfg.FailedBackoff = feeds.Duration(10 * time.Millisecond)
+	cfg := config.BuiltinDeadLetter()
+	cfg.FailedBackoff = config.Duration(10 * time.Millisecond)
 	b := setupDL(t, cfg, withPolicy(fastPolicy()), withFeeds(`
       - id: parcels
         kind: wfs
@@ -155,7 +155,7 @@ func TestPollLimitsFailThePoll(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setupDL(t, feeds.BuiltinDeadLetter(), withPolicy(fastPolicy()))
+			b := setupDL(t, config.BuiltinDeadLetter(), withPolicy(fastPolicy()))
 			b.server.AddLayer("parcels", layertest.Parcels{N: 45})
 			if _, err := b.manager.Poll(b.ctx, "county/parcels"); err != nil {
 				t.Fatal(err)
@@ -200,7 +200,7 @@ func TestPollLimitsFailThePoll(t *testing.T) {
 // the limit of 25, the whole poll (45) is not.
 func TestResumedPollCountsStagedFeaturesAgainstTheLimit(t *testing.T) {
 	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter())
+	b := setupDL(t, config.BuiltinDeadLetter())
 	b.server.AddLayer("parcels", layertest.Parcels{N: 45})
 	var tripped atomic.Bool
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {

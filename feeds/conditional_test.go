@@ -19,9 +19,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -227,7 +229,7 @@ func TestConditionalGETAgainstLighttpd(t *testing.T) {
 	}
 	srv := startLighttpd(t, dir)
 
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(fmt.Sprintf(`
+	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(`
 defaults:
   schedule: "0 5 * * *"
 jurisdictions:
@@ -247,7 +249,7 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	w := &wire{}
-	mgr := feeds.NewManager(store, feeds.NewFetchers(feeds.FetcherDeps{HTTP: w.client(), Logger: logger}), feeds.WithLogger(logger), feeds.WithRegisterer(reg))
+	mgr := feeds.NewManager(store, feeds.NewFetchers(kindconf.FetcherDeps{HTTP: w.client(), Logger: logger}), feeds.WithLogger(logger), feeds.WithRegisterer(reg))
 	t.Cleanup(mgr.Stop)
 	if err := mgr.Update(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -325,7 +327,7 @@ jurisdictions:
 
 	// 2b. The feed's URL changes (another request, maybe another document):
 	// the old validators are not sent, the document is fetched whole.
-	cfg2, err := feeds.ParseConfig("test.yaml", []byte(fmt.Sprintf(`
+	cfg2, err := config.Parse("test.yaml", []byte(fmt.Sprintf(`
 defaults:
   schedule: "0 5 * * *"
 jurisdictions:

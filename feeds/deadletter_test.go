@@ -13,6 +13,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/breaker/pgshare"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/layertest"
@@ -56,7 +57,7 @@ func trippingPolicy() breaker.Policy {
 // clock past it (advanceTo).
 func dlClock() *feeds.FakeClock { return feeds.NewFakeClock(time.Now().Add(time.Hour)) }
 
-func setupDL(t *testing.T, cfg feeds.DeadLetterConfig, opts ...setupOption) *dlBundle {
+func setupDL(t *testing.T, cfg config.DeadLetter, opts ...setupOption) *dlBundle {
 	t.Helper()
 	lq := &lateQueue{}
 	opts = append([]setupOption{withPolicy(trippingPolicy()), withClock(dlClock())}, opts...)
@@ -122,7 +123,7 @@ func (b *dlBundle) contentDigest(t *testing.T, feed string) string {
 // (plus at most 10% jitter), is not replayed before it, and is after.
 func TestRefusalParksUntilTheBreakersRetryAfter(t *testing.T) {
 	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter())
+	b := setupDL(t, config.BuiltinDeadLetter())
 	b.server.AddLayer("parcels", layertest.Parcels{N: 45})
 	b.trip(t)
 	openUntil := b.originState(t).OpenUntil
@@ -187,7 +188,7 @@ func TestRefusalParksUntilTheBreakersRetryAfter(t *testing.T) {
 func TestReplayResumesAtTheRefusedPage(t *testing.T) {
 	t.Parallel()
 	const k = 2
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+	b := setupDL(t, config.BuiltinDeadLetter(), withFeeds(`
       - id: parcels
         kind: wfs
         url: %[1]s/wfs
@@ -297,7 +298,7 @@ func TestResumeProvesStagedPages(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+			b := setupDL(t, config.BuiltinDeadLetter(), withFeeds(`
       - id: parcels
         kind: wfs
         url: %[1]s/wfs
@@ -362,7 +363,7 @@ func TestResumeProvesStagedPages(t *testing.T) {
 func TestResumeProofRefusedKeepsCheckpoint(t *testing.T) {
 	t.Parallel()
 	const k = 3
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+	b := setupDL(t, config.BuiltinDeadLetter(), withFeeds(`
       - id: parcels
         kind: wfs
         url: %[1]s/wfs
@@ -404,8 +405,8 @@ func TestResumeProofRefusedKeepsCheckpoint(t *testing.T) {
 // name is our mistake and fails the poll without parking it.
 func TestFailedAfterRetriesParksButOurErrorFails(t *testing.T) {
 	t.Parallel()
-	cfg := feeds.BuiltinDeadLetter()
-	cfg.FailedBackoff = feeds.Duration(time.Hour)
+	cfg := config.BuiltinDeadLetter()
+	cfg.FailedBackoff = config.Duration(time.Hour)
 	p := fastPolicy() // trips only after 5 failures: this stays a closed-breaker failure
 	b := setupDL(t, cfg, withPolicy(p), withFeeds(`
       - id: parcels
@@ -459,7 +460,7 @@ func TestFailedAfterRetriesParksButOurErrorFails(t *testing.T) {
 // drops its pages and polls from page 0 under a new poll.
 func TestStaleCheckpointRestartsFromTheFirstPage(t *testing.T) {
 	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter())
+	b := setupDL(t, config.BuiltinDeadLetter())
 	b.server.AddLayer("parcels", layertest.Parcels{N: 30})
 	var tripped atomic.Bool
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
@@ -501,7 +502,7 @@ func TestStaleCheckpointRestartsFromTheFirstPage(t *testing.T) {
 func TestScheduledTickSkipsParkedFeed(t *testing.T) {
 	t.Parallel()
 	var sig feeds.Signals
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(`
+	b := setupDL(t, config.BuiltinDeadLetter(), withFeeds(`
       - id: roads
         kind: geojson
         url: %[1]s/geojson/roads.geojson
@@ -536,7 +537,7 @@ func TestScheduledTickSkipsParkedFeed(t *testing.T) {
 // as stuck, and its feeds show as parked with the breaker's state.
 func TestStuckOpenOriginParksItsFeeds(t *testing.T) {
 	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter())
+	b := setupDL(t, config.BuiltinDeadLetter())
 	w := pgshare.NewOriginWatch(b.pool, 2, nil)
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,8 @@
 // Package feeds decides what is polled, when, and what a poll's outcome
 // means; it keeps no SQL of its own.
 //
-// It owns:
+// It runs a configuration (package config's Config) and owns:
 //
-//   - the configuration model and its validation (config*.go): jurisdictions,
-//     feeds' common settings, schedules, guards, breaker policies and
-//     dead-letter settings, all checked when the file is loaded, so that a
-//     daemon never starts, or reloads into, a configuration it cannot run; a
-//     kind's own settings are parsed by its package, through the registry of
-//     kinds (kinds.go);
 //   - the scheduler (Manager): one cron entry per feed, shifted by a
 //     deterministic per-feed offset so that many feeds on one schedule do not
 //     hit one origin at the same second, with claims that keep several
@@ -27,9 +21,9 @@
 //
 // It does not own storage: Store and Recovery are interfaces, and
 // feeds/postgis implements them with every statement in its sql/*.sql files.
-// Fetching is the kinds' packages' (wfs, geojsonurl, arcgis, ogcapi, socrata,
-// download), breaking the breaker's, and parking deadletter's; cmd/ingestd
-// wires them together.
+// Fetching is the kinds' packages', reached through the registry of kinds
+// (package internal/kinds), breaking the breaker's, and parking
+// deadletter's; cmd/ingestd wires them together.
 //
 // Every timestamp a poll records or compares comes from the manager's Clock
 // (the real clock unless a test injects one), and the scheduler and the

@@ -13,7 +13,9 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/geojsonurl"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/source"
 )
@@ -56,20 +58,20 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 		want   string // a substring past the kind's name
 		wantAs func(error) bool
 	}{
-		{"arcgis", source.Layer{Kind: KindArcGIS, URL: srv.URL + "/rest/services/parcels/FeatureServer/0"}, nil,
+		{"arcgis", source.Layer{Kind: arcgis.Kind, URL: srv.URL + "/rest/services/parcels/FeatureServer/0"}, nil,
 			"GET " + srv.URL + "/rest/services/parcels/FeatureServer/0?f=json: HTTP 404 Not Found",
 			func(err error) bool { var se *httpcall.HTTPStatusError; return errors.As(err, &se) && se.Status == 404 }},
 		// The kind's own typed errors under its own wrapping: still once.
-		{"arcgis", source.Layer{Kind: KindArcGIS, URL: srv.URL + "/rest/services/zoning/FeatureServer/0"}, nil,
+		{"arcgis", source.Layer{Kind: arcgis.Kind, URL: srv.URL + "/rest/services/zoning/FeatureServer/0"}, nil,
 			"server answered error 400: Invalid or missing input parameters.",
 			func(err error) bool { var se *arcgis.ServerError; return errors.As(err, &se) }},
-		{"ogcapi", source.Layer{Kind: KindOGCAPI, URL: srv.URL + "/collections/parcels", Settings: ogcapi.Settings{ItemsURL: srv.URL + "/collections/parcels/items"}, PageSize: 10}, nil,
+		{"ogcapi", source.Layer{Kind: ogcapi.Kind, URL: srv.URL + "/collections/parcels", Settings: ogcapi.Settings{ItemsURL: srv.URL + "/collections/parcels/items"}, PageSize: 10}, nil,
 			"geojson: feature 0: unexpected EOF",
 			func(err error) bool {
 				var be *httpcall.BodyError
 				return errors.As(err, &be) && errors.Is(err, io.ErrUnexpectedEOF)
 			}},
-		{"geojson", source.Layer{Kind: KindGeoJSON, URL: srv.URL + "/parcels.json"},
+		{"geojson", source.Layer{Kind: geojsonurl.Kind, URL: srv.URL + "/parcels.json"},
 			func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(t.Context(), 100*time.Millisecond)
 			},
@@ -80,7 +82,7 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 		if c.ctx != nil {
 			ctx, cancel = c.ctx()
 		}
-		_, err := NewFetchers(FetcherDeps{}).Fetch(ctx, c.layer, 0, drain)
+		_, err := NewFetchers(kindconf.FetcherDeps{}).Fetch(ctx, c.layer, 0, drain)
 		cancel()
 		if err == nil {
 			t.Errorf("%s: no error", c.kind)

@@ -24,6 +24,3 @@ func WithSignals(sig *Signals) Option {
 		sig.Ran, sig.Swept = m.signals.ran.ch, m.signals.swept.ch
 	}
 }
-
-// KindNames lists the kinds of the registry (for package feeds_test).
-var KindNames = kindNames

@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -37,7 +39,7 @@ func TestSecretsScrubbedFromFeatureData(t *testing.T) {
 			got, strings.ToUpper(got))
 	}))
 	t.Cleanup(ts.Close)
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(fmt.Sprintf(`
+	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(`
 jurisdictions:
   - id: county
     feeds:
@@ -54,7 +56,7 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	breakers := breaker.NewRegistry(breaker.Config{Policy: fastPolicy()}, logger)
 	manager := feeds.NewManager(postgis.New(pool),
-		feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}), feeds.WithLogger(logger))
+		feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}), feeds.WithLogger(logger))
 	t.Cleanup(manager.Stop)
 	if err := manager.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

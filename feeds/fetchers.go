@@ -3,90 +3,29 @@ package feeds
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/ingestd/ingestd/arcgis"
-	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/geojsonurl"
-	"github.com/ingestd/ingestd/ogcapi"
+	"github.com/ingestd/ingestd/internal/kindconf"
+	"github.com/ingestd/ingestd/internal/kinds"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"
-	"github.com/ingestd/ingestd/wfs"
 )
 
-// FetcherDeps is what every kind's fetcher is built from: the process's
-// shared HTTP client, its breaker registry (so that every kind's calls to
-// one origin share that origin's breaker and pacing), its logger and the
-// User-Agent it sends.
-type FetcherDeps struct {
-	// HTTP is the client every fetch shares; nil means http.DefaultClient.
-	HTTP *http.Client
-	// Breakers is the registry of origin breakers; nil makes every page a
-	// single attempt with no breaker (one-off fetches).
-	Breakers *breaker.Registry
-	// Logger receives the fetchers' logs; nil discards.
-	Logger *slog.Logger
-	// UserAgent names ingestd to the servers it polls; "" keeps the
-	// fetcher's default.
-	UserAgent string
-}
-
-// NewFetcherFunc builds the fetcher of one feed kind.
-type NewFetcherFunc func(FetcherDeps) Fetcher
-
-// newArcGISFetcher is the fetcher of kind arcgis.
-func newArcGISFetcher(d FetcherDeps) Fetcher {
-	var opts []arcgis.Option
-	if d.UserAgent != "" {
-		opts = append(opts, arcgis.WithUserAgent(d.UserAgent))
-	}
-	return arcgis.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
-}
-
-// newOGCAPIFetcher is the fetcher of kind ogcapi.
-func newOGCAPIFetcher(d FetcherDeps) Fetcher {
-	var opts []ogcapi.Option
-	if d.UserAgent != "" {
-		opts = append(opts, ogcapi.WithUserAgent(d.UserAgent))
-	}
-	return ogcapi.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
-}
-
-// newGeoJSONFetcher is the fetcher of kind geojson.
-func newGeoJSONFetcher(d FetcherDeps) Fetcher {
-	var opts []geojsonurl.Option
-	if d.UserAgent != "" {
-		opts = append(opts, geojsonurl.WithUserAgent(d.UserAgent))
-	}
-	return geojsonurl.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
-}
-
-// newWFSFetcher is the fetcher of kind wfs.
-func newWFSFetcher(d FetcherDeps) Fetcher {
-	var opts []wfs.Option
-	if d.UserAgent != "" {
-		opts = append(opts, wfs.WithUserAgent(d.UserAgent))
-	}
-	return wfs.NewClient(d.HTTP, d.Breakers, d.Logger, opts...)
-}
-
-// Fetchers picks the fetcher of each feed by its kind (Layer.Kind). It is
-// itself a Fetcher, which is what NewManager takes; it is safe for
-// concurrent use.
+// Fetchers picks the fetcher of each feed by its kind (Layer.Kind), from
+// the registry of kinds (package internal/kinds). It is itself a Fetcher,
+// which is what NewManager takes; it is safe for concurrent use.
 type Fetchers struct {
 	byKind map[string]Fetcher
 }
 
 // NewFetchers builds the fetcher of every registered kind from d.
-func NewFetchers(d FetcherDeps) *Fetchers {
-	reg := kinds()
+func NewFetchers(d kindconf.FetcherDeps) *Fetchers {
+	reg := kinds.All()
 	f := &Fetchers{byKind: make(map[string]Fetcher, len(reg))}
-	for kind, k := range reg {
-		f.byKind[kind] = k.fetcher(d)
+	for _, k := range reg {
+		f.byKind[k.Name] = k.NewFetcher(d)
 	}
 	return f
 }
@@ -161,15 +100,3 @@ func (f *Fetchers) RereadsPages(layer source.Layer) bool {
 	}
 	return false
 }
-
-// The contract's optional interfaces, held by the kinds that implement
-// them and by Fetchers (which answers for every kind).
-var (
-	_ PageURLer    = (*Fetchers)(nil)
-	_ PageURLer    = (*wfs.Client)(nil)
-	_ PageURLer    = (*ogcapi.Client)(nil)
-	_ Restarter    = (*Fetchers)(nil)
-	_ PageRereader = (*Fetchers)(nil)
-	_ PageRereader = (*wfs.Client)(nil)
-	_ PageRereader = (*ogcapi.Client)(nil)
-)

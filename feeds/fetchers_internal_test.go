@@ -6,8 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/geojsonurl"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
+	"github.com/ingestd/ingestd/socrata"
 	"github.com/ingestd/ingestd/source"
 	"github.com/ingestd/ingestd/wfs"
 )
@@ -16,8 +20,8 @@ import (
 // fetcher, and the registry has no kind the configuration refuses.
 func TestFetcherKindsMatchConfig(t *testing.T) {
 	t.Parallel()
-	configKinds := []string{KindArcGIS, download.Kind, KindGeoJSON, KindOGCAPI, "socrata", KindWFS} // config.go's parseFeed accepts these
-	if got := NewFetchers(FetcherDeps{}).Kinds(); !slices.Equal(got, configKinds) {
+	configKinds := []string{arcgis.Kind, download.Kind, geojsonurl.Kind, ogcapi.Kind, socrata.Kind, wfs.Kind} // what the config accepts, sorted
+	if got := NewFetchers(kindconf.FetcherDeps{}).Kinds(); !slices.Equal(got, configKinds) {
 		t.Errorf("registry kinds %v, config kinds %v", got, configKinds)
 	}
 }
@@ -26,7 +30,7 @@ func TestFetcherKindsMatchConfig(t *testing.T) {
 // any request, naming the kinds there are.
 func TestFetchersUnknownKind(t *testing.T) {
 	t.Parallel()
-	f := NewFetchers(FetcherDeps{})
+	f := NewFetchers(kindconf.FetcherDeps{})
 	_, err := f.Fetch(context.Background(), source.Layer{Kind: "nosuchkind", URL: "http://127.0.0.1:1/x"}, 0, nil)
 	if err == nil || !strings.Contains(err.Error(), `no fetcher for kind "nosuchkind" (kinds: arcgis, file, geojson, ogcapi, socrata, wfs)`) {
 		t.Errorf("Fetch: %v", err)
@@ -43,7 +47,7 @@ func TestFetchersUnknownKind(t *testing.T) {
 // poll's staged pages (wfs when paged, ogcapi) rather than start it over.
 func TestFetchersAnswerPerKind(t *testing.T) {
 	t.Parallel()
-	f := NewFetchers(FetcherDeps{})
+	f := NewFetchers(kindconf.FetcherDeps{})
 	const secret = "s3cr3t"
 	for _, tc := range []struct {
 		layer   source.Layer
@@ -51,15 +55,15 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		url     string // what PageURL must contain
 		rereads bool
 	}{
-		{source.Layer{Kind: KindWFS, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", true},
-		{source.Layer{Kind: KindGeoJSON, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
-		{source.Layer{Kind: KindArcGIS, URL: "http://127.0.0.1:1/arcgis/rest/services/P/FeatureServer/0?token=" + secret, PageSize: 100},
+		{source.Layer{Kind: wfs.Kind, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", true},
+		{source.Layer{Kind: geojsonurl.Kind, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
+		{source.Layer{Kind: arcgis.Kind, URL: "http://127.0.0.1:1/arcgis/rest/services/P/FeatureServer/0?token=" + secret, PageSize: 100},
 			4, "/FeatureServer/0", false},
-		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
+		{source.Layer{Kind: ogcapi.Kind, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
 			Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/p/items?key=" + secret}, PageSize: 50}, 0, "/collections/p/items?", true},
 		// A parked poll of page 2 resumes at a link only its pages know:
 		// its letter names the first page.
-		{source.Layer{Kind: KindOGCAPI, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
+		{source.Layer{Kind: ogcapi.Kind, URL: "http://127.0.0.1:1/collections/p?key=" + secret,
 			Settings: ogcapi.Settings{ItemsURL: "http://127.0.0.1:1/collections/p/items"}, PageSize: 50}, 2, "/collections/p/items?limit=50", true},
 	} {
 		got := f.PageURL(tc.layer, tc.page)
@@ -77,3 +81,15 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		t.Errorf("unknown kind: PageURL %q", got)
 	}
 }
+
+// The contract's optional interfaces, held by the kinds that implement
+// them and by Fetchers (which answers for every kind).
+var (
+	_ PageURLer    = (*Fetchers)(nil)
+	_ PageURLer    = (*wfs.Client)(nil)
+	_ PageURLer    = (*ogcapi.Client)(nil)
+	_ Restarter    = (*Fetchers)(nil)
+	_ PageRereader = (*Fetchers)(nil)
+	_ PageRereader = (*wfs.Client)(nil)
+	_ PageRereader = (*ogcapi.Client)(nil)
+)

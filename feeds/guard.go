@@ -1,6 +1,10 @@
 package feeds
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ingestd/ingestd/config"
+)
 
 // DefaultMaxShrink is max_shrink when neither the feed, its jurisdiction nor
 // the defaults set it: a snapshot with fewer than half the previous features
@@ -21,7 +25,7 @@ type Guard struct {
 	// BBox is the jurisdiction's extent in EPSG:4326 (min lon, min lat, max
 	// lon, max lat); nil skips the extent check. A snapshot with more than
 	// half of its located features outside it is held.
-	BBox *BBox
+	BBox *config.BBox
 	// SkipInvalid leaves out the update of a feature whose geometry is
 	// invalid (unparseable, not valid, or outside longitudes ±180 and
 	// latitudes ±90) instead of repairing it (invalid_geometry: skip).
@@ -37,17 +41,20 @@ type Guard struct {
 
 	// SchemaChange is what a snapshot whose schema drifted (a column
 	// added, removed, retyped, or collapsed to all null) does:
-	// SchemaEvolve ("" too) applies it and the typed view follows;
-	// SchemaHold holds it like the shrink guard, the reason naming the
+	// config.SchemaEvolve ("" too) applies it and the typed view follows;
+	// config.SchemaHold holds it like the shrink guard, the reason naming the
 	// columns, until `ingestd held accept|reject`.
 	SchemaChange string
 }
 
-// Values of schema_change.
-const (
-	SchemaEvolve = "evolve"
-	SchemaHold   = "hold"
-)
+// guardOf returns the checks Apply makes before f's snapshot replaces its
+// features: max_shrink as resolved (feed, else jurisdiction, else
+// defaults), the jurisdiction's bbox, and what to do with invalid
+// geometries and features.
+func guardOf(f *config.Feed) Guard {
+	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox, SkipInvalid: f.InvalidGeometry == config.InvalidSkip,
+		SkipInvalidFeature: f.InvalidFeature == config.InvalidSkip, SchemaChange: f.SchemaChange}
+}
 
 // EffectiveMaxShrink returns MaxShrink with the zero value resolved.
 func (g Guard) EffectiveMaxShrink() float64 {
@@ -55,16 +62,6 @@ func (g Guard) EffectiveMaxShrink() float64 {
 		return DefaultMaxShrink
 	}
 	return g.MaxShrink
-}
-
-// BBox is an extent in EPSG:4326, longitude first.
-type BBox struct {
-	MinX, MinY, MaxX, MaxY float64
-}
-
-// String formats b as the YAML writes it.
-func (b BBox) String() string {
-	return fmt.Sprintf("[%g, %g, %g, %g]", b.MinX, b.MinY, b.MaxX, b.MaxY)
 }
 
 // IncompleteSnapshotError is a staged snapshot the store refuses to apply

@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/testwait"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -29,7 +31,7 @@ type bundle struct {
 	store    *postgis.Store
 	breakers *breaker.Registry
 	manager  *feeds.Manager
-	cfg      *feeds.Config
+	cfg      *config.Config
 	// clock is the manager's and the breakers' clock when the test set
 	// one (withClock), nil otherwise.
 	clock *feeds.FakeClock
@@ -124,7 +126,7 @@ jurisdictions:
     timezone: America/New_York
     feeds:
 `+o.feedsYAML, ts.URL)
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), nil)
+	cfg, err := config.Parse("test.yaml", []byte(yaml), nil)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
@@ -133,7 +135,7 @@ jurisdictions:
 	pool := pgtest.Pool(t)
 	store := postgis.New(pool)
 	breakers := breaker.NewRegistry(o.breakerConfig(), logger)
-	var fetcher feeds.Fetcher = feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
+	var fetcher feeds.Fetcher = feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
 	if o.fetcher != nil {
 		fetcher = o.fetcher(fetcher)
 	}

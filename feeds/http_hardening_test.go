@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/layertest"
@@ -23,7 +24,7 @@ func TestHugeRetryAfterParksThePoll(t *testing.T) {
 	t.Parallel()
 	p := fastPolicy()
 	p.MaxRetryAfter = 10 * time.Minute
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withPolicy(p), withFeeds(defaultFeeds+"        timeout: 2m\n"))
+	b := setupDL(t, config.BuiltinDeadLetter(), withPolicy(p), withFeeds(defaultFeeds+"        timeout: 2m\n"))
 	b.server.AddLayer("parcels", layertest.Parcels{N: 25})
 	b.server.SetFault(func(r wfstest.Request) *wfstest.Fault {
 		if r.Page == 1 {
@@ -60,7 +61,7 @@ func TestHugeRetryAfterParksThePoll(t *testing.T) {
 // then loads.
 func TestBadContentFailsTheFeedNotTheOrigin(t *testing.T) {
 	t.Parallel()
-	b := setupDL(t, feeds.BuiltinDeadLetter(), withFeeds(defaultFeeds+`
+	b := setupDL(t, config.BuiltinDeadLetter(), withFeeds(defaultFeeds+`
       - id: broken
         kind: wfs
         url: %[1]s/wfs

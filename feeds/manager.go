@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 )
 
@@ -31,7 +32,7 @@ type Manager struct {
 
 	// letters is nil without a dead-letter queue: refusals then fail polls.
 	letters DeadLetters
-	dl      DeadLetterConfig
+	dl      config.DeadLetter
 
 	sched  *scheduler
 	ctx    context.Context // cancelled by Stop: in-flight polls end
@@ -60,7 +61,7 @@ type Manager struct {
 }
 
 type scheduledFeed struct {
-	feed  Feed
+	feed  config.Feed
 	entry int // the scheduler's
 }
 
@@ -134,7 +135,7 @@ type DeadLetters interface {
 // retries in q instead of failing them, and makes a feed with an open dead
 // letter wait for its replay (Manager.Replay) instead of being polled anew.
 // cfg supplies max_checkpoint_age and failed_backoff.
-func WithDeadLetters(q DeadLetters, cfg DeadLetterConfig) Option {
+func WithDeadLetters(q DeadLetters, cfg config.DeadLetter) Option {
 	return func(m *Manager) { m.letters, m.dl = q, cfg }
 }
 
@@ -148,7 +149,7 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		clock:     systemClock{},
 		catchUp:   true,
 		rand:      rand.Float64,
-		dl:        BuiltinDeadLetter(),
+		dl:        config.BuiltinDeadLetter(),
 		feeds:     map[string]*scheduledFeed{},
 		running:   map[string]bool{},
 	}
@@ -189,7 +190,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	// Before the first tick: a dead predecessor's claims would make this
 	// instance skip its feeds until the claims' leases ran out.
-	var interrupted []*Feed
+	var interrupted []*config.Feed
 	beatFrom := m.now()
 	if m.recovery != nil {
 		interrupted = m.startRecovery(ctx)
@@ -224,7 +225,7 @@ func (m *Manager) Start(ctx context.Context) error {
 // Update makes cfg the running configuration: feeds that are new or changed are
 // (re)scheduled, removed feeds stop being scheduled. A poll already running is
 // never cancelled by an update, only by Stop.
-func (m *Manager) Update(ctx context.Context, cfg *Config) error {
+func (m *Manager) Update(ctx context.Context, cfg *config.Config) error {
 	now := m.now()
 	feeds := cfg.Feeds()
 	infos := make([]FeedInfo, 0, len(feeds))
@@ -277,7 +278,7 @@ func (m *Manager) Update(ctx context.Context, cfg *Config) error {
 }
 
 // dropped returns the scheduled feeds that are not in next.
-func (m *Manager) dropped(next []*Feed, now time.Time) []FeedInfo {
+func (m *Manager) dropped(next []*config.Feed, now time.Time) []FeedInfo {
 	keep := make(map[string]bool, len(next))
 	for _, f := range next {
 		keep[f.Key()] = true
@@ -385,18 +386,18 @@ func (m *Manager) Replay(ctx context.Context, l *deadletter.Letter) error {
 	return err
 }
 
-func (m *Manager) feed(key string) (Feed, bool) {
+func (m *Manager) feed(key string) (config.Feed, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sf, ok := m.feeds[key]
 	if !ok {
-		return Feed{}, false
+		return config.Feed{}, false
 	}
 	return sf.feed, true
 }
 
 // openLetter returns f's open dead letter, or nil (always nil without a queue).
-func (m *Manager) openLetter(ctx context.Context, f *Feed) (*deadletter.Letter, error) {
+func (m *Manager) openLetter(ctx context.Context, f *config.Feed) (*deadletter.Letter, error) {
 	if m.letters == nil {
 		return nil, nil
 	}
@@ -420,14 +421,14 @@ func (m *Manager) tick(sf *scheduledFeed, planned time.Time) {
 
 // runScheduled polls f for a tick planned at planned (zero: a catch-up),
 // unless the tick is to be skipped.
-func (m *Manager) runScheduled(f *Feed, planned time.Time) {
+func (m *Manager) runScheduled(f *config.Feed, planned time.Time) {
 	outcome := m.runTick(f)
 	m.signals.ran.signal(tickRun{Key: f.Key(), Planned: planned, Outcome: outcome})
 }
 
 // runTick is runScheduled's work; it returns "polled" or why the tick was
 // skipped.
-func (m *Manager) runTick(f *Feed) string {
+func (m *Manager) runTick(f *config.Feed) string {
 	key := f.Key()
 	if !m.acquire(key) {
 		m.metrics.ticksSkipped.WithLabelValues("running").Inc()
@@ -469,11 +470,11 @@ func (m *Manager) runTick(f *Feed) string {
 
 // claim claims f for a poll by this instance (see Store.ClaimPoll); release
 // ends the claim, even when ctx has ended.
-func (m *Manager) claim(ctx context.Context, f *Feed, minGap time.Duration) (release func(), ok bool, err error) {
+func (m *Manager) claim(ctx context.Context, f *config.Feed, minGap time.Duration) (release func(), ok bool, err error) {
 	info := feedInfo(f, m.now())
 	// The lease outlives the poll's longest run, so it lapses only when the
 	// instance died.
-	ok, err = m.store.ClaimPoll(ctx, info, m.instance, f.longestPoll(), minGap)
+	ok, err = m.store.ClaimPoll(ctx, info, m.instance, longestPoll(f), minGap)
 	if err != nil || !ok {
 		return nil, ok, err
 	}
@@ -498,7 +499,7 @@ func (m *Manager) claim(ctx context.Context, f *Feed, minGap time.Duration) (rel
 // does not hold a shutdown for the lease's length.
 const releaseWait = 2 * time.Minute
 
-func (m *Manager) runAsync(f *Feed) {
+func (m *Manager) runAsync(f *config.Feed) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -526,7 +527,7 @@ func (m *Manager) release(key string) {
 
 // overdue lists the scheduled feeds whose last success is older than their
 // expected interval, or that never succeeded.
-func (m *Manager) overdue(ctx context.Context) ([]*Feed, error) {
+func (m *Manager) overdue(ctx context.Context) ([]*config.Feed, error) {
 	last, err := m.store.LastSuccess(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("feeds: reading last successes: %w", err)
@@ -534,7 +535,7 @@ func (m *Manager) overdue(ctx context.Context) ([]*Feed, error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []*Feed
+	var out []*config.Feed
 	for key, sf := range m.feeds {
 		t, ok := last[key]
 		if ok {

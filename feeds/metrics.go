@@ -3,6 +3,7 @@ package feeds
 import (
 	"time"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -95,7 +96,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) pollDone(f *Feed, outcome string, took time.Duration, features int) {
+func (m *metrics) pollDone(f *config.Feed, outcome string, took time.Duration, features int) {
 	m.polls.WithLabelValues(f.Jurisdiction, f.ID, outcome).Inc()
 	m.pollDuration.WithLabelValues(outcome).Observe(took.Seconds())
 	switch outcome {
@@ -109,7 +110,7 @@ func (m *metrics) pollDone(f *Feed, outcome string, took time.Duration, features
 }
 
 // invalidFeaturesSeen counts an applied snapshot's invalid features.
-func (m *metrics) invalidFeaturesSeen(f *Feed, counts InvalidFeatures) {
+func (m *metrics) invalidFeaturesSeen(f *config.Feed, counts InvalidFeatures) {
 	for reason, n := range counts.Reasons() {
 		m.invalidFeatures.WithLabelValues(f.Jurisdiction, f.ID, reason).Add(float64(n))
 	}

@@ -14,9 +14,11 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
@@ -57,7 +59,7 @@ jurisdictions:
     timezone: America/New_York
     feeds:
 `+feedsYAML, ts.URL)
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), nil)
+	cfg, err := config.Parse("test.yaml", []byte(yaml), nil)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
@@ -65,7 +67,7 @@ jurisdictions:
 	pool := pgtest.Pool(t)
 	store := postgis.New(pool)
 	breakers := breaker.NewRegistry(o.breakerConfig(), logger)
-	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
+	fetchers := feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger})
 	var managed feeds.Store = store
 	if o.wrapStore != nil {
 		managed = o.wrapStore(store)
@@ -187,7 +189,7 @@ func TestOGCAPIPitfallsApplyNothing(t *testing.T) {
 func setupOGCAPIDL(t *testing.T, feedsYAML string) (*dlBundle, *ogcapitest.Server) {
 	t.Helper()
 	lq := &lateQueue{}
-	cfg := feeds.BuiltinDeadLetter()
+	cfg := config.BuiltinDeadLetter()
 	b, server := setupOGCAPI(t, feedsYAML, withPolicy(trippingPolicy()), withClock(dlClock()), withManagerOptions(feeds.WithDeadLetters(lq, cfg)))
 	lq.q = deadletter.NewQueue(b.pool)
 	u, _ := url.Parse(b.url)
@@ -388,7 +390,7 @@ func TestOGCAPIResumeAfterTheLayerChanged(t *testing.T) {
 			p := fastPolicy()
 			p.MaxAttempts, p.ConsecutiveFailures, p.FailureRatio = 2, 100, 0
 			lq := &lateQueue{}
-			cfg := feeds.BuiltinDeadLetter()
+			cfg := config.BuiltinDeadLetter()
 			var front *failingItems
 			b, server := setupOGCAPIWith(t, `
       - id: parcels

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/pollbudget"
 	"github.com/ingestd/ingestd/redact"
@@ -50,17 +51,11 @@ type PollResult struct {
 	ApplyResult
 }
 
-// Fetcher fetches a layer page by page; each kind's package implements it
-// (*wfs.Client for kind wfs, *geojsonurl.Client for geojson, …), and
-// *Fetchers for every kind, picking by the layer's. It speaks only package source's types, so that a kind's package
-// implements it without importing feeds or another kind's package.
-type Fetcher interface {
-	// Prepare resolves what the feed left to negotiation (for WFS, version:
-	// auto and output_format: auto, from the server's capabilities); a layer
-	// that leaves nothing open comes back as it is.
-	Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error)
-	Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error)
-}
+// Fetcher fetches a layer page by page: each kind's client implements it
+// (source.Fetcher, in package source's types only, so that a kind's
+// package needs neither feeds nor another kind's package), and *Fetchers
+// for every kind, picking by the layer's.
+type Fetcher = source.Fetcher
 
 // What a kind does differently from the others is behind the Fetcher and
 // these optional interfaces, so that a poll never asks which kind it
@@ -97,7 +92,7 @@ type Restarter interface {
 // manager has one) with its staged pages kept. With letter set it resumes that
 // dead letter's checkpoint, and a new deferral is returned as a
 // *deadletter.DeferError for the replayer to re-park.
-func (m *Manager) poll(ctx context.Context, f *Feed, letter *deadletter.Letter) (PollResult, error) {
+func (m *Manager) poll(ctx context.Context, f *config.Feed, letter *deadletter.Letter) (PollResult, error) {
 	m.metrics.running.Inc()
 	defer m.metrics.running.Dec()
 	start := m.now()
@@ -126,7 +121,7 @@ func pollOutcome(res PollResult, err error) string {
 // pollOnce is poll without its metrics: it begins (or resumes) the poll's
 // row, fetches and applies under the poll's budget, and ends the row as
 // succeeded, held, parked, suspended or failed.
-func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Letter) (PollResult, error) {
+func (m *Manager) pollOnce(ctx context.Context, f *config.Feed, letter *deadletter.Letter) (PollResult, error) {
 	p := &pollRun{f: f, letter: letter, start: m.now()}
 	p.info = feedInfo(f, p.start)
 	p.logger = m.logger.With("jurisdiction", f.Jurisdiction, "feed", f.ID)
@@ -180,7 +175,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *Feed, letter *deadletter.Lett
 // pollRun is one poll as pollOnce's steps see it: its feed and row, the
 // layer as prepared, and what the fetch and the apply returned.
 type pollRun struct {
-	f      *Feed
+	f      *config.Feed
 	letter *deadletter.Letter // the dead letter the poll resumes; nil for a fresh poll
 	info   FeedInfo
 	logger *slog.Logger
@@ -340,7 +335,7 @@ func (m *Manager) logPollFailed(ctx context.Context, p *pollRun, err error) {
 // slots: on its row when it waited a millisecond or more, and in the
 // histogram always (a
 // queue that is too long shows as the share of polls that waited).
-func (m *Manager) recordQueueWait(ctx context.Context, f *Feed, pollID int64, wait time.Duration, logger *slog.Logger) {
+func (m *Manager) recordQueueWait(ctx context.Context, f *config.Feed, pollID int64, wait time.Duration, logger *slog.Logger) {
 	m.metrics.queueWait.Observe(wait.Seconds())
 	if wait < time.Millisecond || pollID == 0 {
 		// No write for a wait nobody would act on (a pool connection
@@ -522,7 +517,7 @@ func (m *Manager) beginPoll(ctx context.Context, info FeedInfo, letter *deadlett
 // by its open breaker, a request that failed after its retries on a closed
 // one, or a 429 whose Retry-After outlasts the poll (parked until then). Our own mistakes (a 404, a bad typeName, a server ignoring
 // startIndex) and local errors fail the poll: retrying them changes nothing.
-func (m *Manager) deferral(f *Feed, layer source.Layer, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
+func (m *Manager) deferral(f *config.Feed, layer source.Layer, info FeedInfo, pollID int64, page int, begun time.Time, attempts int, err error) *deadletter.DeferError {
 	now := m.now()
 	p := deadletter.Parking{
 		Jurisdiction: f.Jurisdiction,
@@ -634,14 +629,14 @@ func (m *Manager) pageURL(layer source.Layer, page int) string {
 }
 
 // feedInfo describes f to the store.
-func feedInfo(f *Feed, now time.Time) FeedInfo {
+func feedInfo(f *config.Feed, now time.Time) FeedInfo {
 	info := FeedInfo{
 		Jurisdiction:     f.Jurisdiction,
 		Feed:             f.ID,
 		Kind:             f.Kind,
 		URL:              redact.URL(f.URL),
 		ExpectedInterval: f.ExpectedInterval(now),
-		Guard:            f.Guard(),
+		Guard:            guardOf(f),
 		History:          f.History,
 		LayerSchema:      f.LayerSchema,
 		LayerName:        f.LayerName,

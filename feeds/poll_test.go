@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -386,7 +387,7 @@ func TestTwoInstancesPollAFeedOnce(t *testing.T) {
 	var sigA, sigB feeds.Signals
 	b := setup(t, withManagerOptions(feeds.WithInstanceID("a:1"), feeds.WithSignals(&sigA)))
 	b.server.AddLayer("parcels", layertest.Parcels{N: 25})
-	other := feeds.NewManager(b.store, feeds.NewFetchers(feeds.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("b:2"), feeds.WithSignals(&sigB))
+	other := feeds.NewManager(b.store, feeds.NewFetchers(kindconf.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("b:2"), feeds.WithSignals(&sigB))
 	t.Cleanup(other.Stop)
 
 	// No page is served until both have started: a catch-up that applied

@@ -13,8 +13,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -52,7 +54,7 @@ func TestQueuedPollsKeepTheirTimeout(t *testing.T) {
 	for i := range feedCount {
 		fmt.Fprintf(&yaml, "      - id: f%d\n        kind: geojson\n        url: %s/geojson/parcels.geojson\n", i, ts.URL)
 	}
-	cfg, err := feeds.ParseConfig("queue.yaml", []byte(yaml.String()), nil)
+	cfg, err := config.Parse("queue.yaml", []byte(yaml.String()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +62,7 @@ func TestQueuedPollsKeepTheirTimeout(t *testing.T) {
 	pool := pgtest.Pool(t)
 	reg := prometheus.NewRegistry()
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: fastPolicy()}, logger)
-	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}),
+	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}),
 		feeds.WithLogger(logger), feeds.WithRegisterer(reg))
 	t.Cleanup(mgr.Stop)
 	ctx := t.Context()
@@ -143,7 +145,7 @@ func TestQueueTimeoutIsNotTheServers(t *testing.T) {
 	})
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
-	cfg, err := feeds.ParseConfig("queue.yaml", []byte(fmt.Sprintf(`
+	cfg, err := config.Parse("queue.yaml", []byte(fmt.Sprintf(`
 max_in_flight: 1
 jurisdictions:
   - id: county
@@ -162,7 +164,7 @@ jurisdictions:
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pool := pgtest.Pool(t)
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: cfg.MaxInFlight, Policy: fastPolicy()}, logger)
-	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}), feeds.WithLogger(logger))
+	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}), feeds.WithLogger(logger))
 	t.Cleanup(mgr.Stop)
 	ctx := t.Context()
 	if err := mgr.Update(ctx, cfg); err != nil {

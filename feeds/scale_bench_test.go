@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/layertest"
@@ -62,7 +63,7 @@ func BenchmarkSchedulerScale(b *testing.B) {
 			fmt.Fprintf(&yaml, "      - {id: f%d, kind: wfs, url: \"%s/wfs\", type_name: parcels, sort_by: pin}\n", i, origins[i%nOrigins])
 		}
 	}
-	cfg, err := feeds.ParseConfig("scale.yaml", []byte(yaml.String()), nil)
+	cfg, err := config.Parse("scale.yaml", []byte(yaml.String()), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,20 +29,6 @@ func (s jitteredSchedule) Next(t time.Time) time.Time {
 	return next.Add(s.offset)
 }
 
-// everySchedule is "@every D" anchored to the clock: it fires at the
-// multiples of D (counted from Go's zero time, the same for every process).
-// cron's own ConstantDelaySchedule counts from whenever the process started,
-// so instances started a second apart tick out of phase: each fires its own
-// tick, the poll claim (which refuses only within half an interval of the
-// last claim) lets several of them through, and the cluster polls the feed
-// more often than once per interval; the phase would also move with every
-// restart. Anchored, every instance fires the same ticks, as with 5-field specs.
-type everySchedule struct{ every time.Duration }
-
-func (s everySchedule) Next(t time.Time) time.Time {
-	return t.Truncate(s.every).Add(s.every)
-}
-
 // startOffset is the feed's deterministic phase inside its schedule, as in
 // Prometheus's scrape loop: a hash of the feed's identity, so fifty feeds on
 // "0 5 * * *" spread over a window instead of hitting one county at 05:00:00,

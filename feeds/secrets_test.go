@@ -13,9 +13,11 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
@@ -81,7 +83,7 @@ func TestOGCAPIReplayWithAKeySpelledOtherwise(t *testing.T) {
 	server := &keyedOGCAPI{api: api, key: key}
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(fmt.Sprintf(`
+	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(`
 jurisdictions:
   - id: county
     feeds:
@@ -103,8 +105,8 @@ jurisdictions:
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 4, Policy: policy}, logger)
 	queue := deadletter.NewQueue(pool, deadletter.QueueSecrets(secrets))
 	manager := feeds.NewManager(postgis.New(pool, postgis.WithSecrets(secrets)),
-		feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}),
-		feeds.WithLogger(logger), feeds.WithDeadLetters(queue, feeds.BuiltinDeadLetter()))
+		feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breakers, Logger: logger}),
+		feeds.WithLogger(logger), feeds.WithDeadLetters(queue, config.BuiltinDeadLetter()))
 	t.Cleanup(manager.Stop)
 	if err := manager.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

@@ -446,7 +446,7 @@ func scrubFeature(secrets *redact.Secrets, f *feature.Feature) {
 }
 
 // layerSecrets are the credentials a layer's requests carry (its headers'
-// and its url's, as feeds.Config.Secrets finds them for the whole
+// and its url's, as config.Config.Secrets finds them for the whole
 // configuration), for scrubFeature; nil when there are none.
 func layerSecrets(l source.Layer) *redact.Secrets {
 	var values []string

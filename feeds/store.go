@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
@@ -148,9 +149,9 @@ type FeedInfo struct {
 	TypedText bool
 	// History is the feed's history retention, recorded by RegisterFeeds
 	// and BeginPoll (feed_status.history_keep) and obeyed by Apply.
-	History History
+	History config.History
 	// LayerSchema and LayerName name the feed's typed layer in PostGIS
-	// (config_names.go); "" leaves the store's default.
+	// (config/names.go); "" leaves the store's default.
 	LayerSchema, LayerName string
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ingestd/ingestd/config"
 )
 
 // DefaultHeartbeat is how often an instance with WithRecovery renews its
@@ -49,7 +51,7 @@ func WithRecovery(r Recovery, every time.Duration) Option {
 
 // startRecovery writes the first heartbeat and ends the work of dead
 // instances; it returns the feeds to poll now.
-func (m *Manager) startRecovery(ctx context.Context) []*Feed {
+func (m *Manager) startRecovery(ctx context.Context) []*config.Feed {
 	m.heartbeat(ctx)
 	return m.sweep(ctx)
 }
@@ -143,7 +145,7 @@ func (m *Manager) heartbeat(ctx context.Context) {
 
 // sweep ends the claims and running polls that dead instances (or this one,
 // see WithRecovery) left, and returns the configured feeds they concerned.
-func (m *Manager) sweep(ctx context.Context) []*Feed {
+func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 	acts, err := m.recovery.Activity(ctx)
 	if err != nil {
 		m.logger.Warn("sweep: cannot list claims and running polls", "error", err)
@@ -164,7 +166,7 @@ func (m *Manager) sweep(ctx context.Context) []*Feed {
 	trustLapse := !m.connectedSince.IsZero() && m.now().Sub(m.connectedSince) > 2*m.beat
 	m.mu.Unlock()
 
-	var again []*Feed
+	var again []*config.Feed
 	queued := map[string]bool{}
 	dead, unfinished := map[string]bool{}, map[string]bool{}
 	for _, a := range acts {
@@ -248,7 +250,7 @@ func (m *Manager) gone(a Activity, inFlight map[string]bool, trustLapse bool) (s
 // configure.
 func (m *Manager) staleAfter(key string) time.Duration {
 	if f, ok := m.feed(key); ok {
-		return f.longestPoll()
+		return longestPoll(&f)
 	}
 	return unknownFeedStale
 }
@@ -256,7 +258,7 @@ func (m *Manager) staleAfter(key string) time.Duration {
 // longestPoll is how long a poll of f can run: its timeout of work, its
 // queue_timeout in line, and a minute to record its outcome. A claim's
 // lease is this long, so it lapses only when its instance died.
-func (f *Feed) longestPoll() time.Duration {
+func longestPoll(f *config.Feed) time.Duration {
 	return f.Timeout.Std() + f.QueueTimeout.Std() + time.Minute
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/kindconf"
 )
 
 // TestSweepEndsDeadInstancesWork plants the claims and running polls that
@@ -71,7 +72,7 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 	const beat = time.Minute
 	clock := feeds.NewFakeClock(time.Now())
 	var sig feeds.Signals
-	m := feeds.NewManager(b.store, feeds.NewFetchers(feeds.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("testhost:1"), feeds.WithCatchUp(false),
+	m := feeds.NewManager(b.store, feeds.NewFetchers(kindconf.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("testhost:1"), feeds.WithCatchUp(false),
 		feeds.WithRecovery(b.store, beat), feeds.WithClock(clock), feeds.WithSignals(&sig),
 		feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
 	if err := m.Update(ctx, b.cfg); err != nil {

@@ -8,11 +8,17 @@ import (
 // Kind is the feed kind this package fetches: a plain GeoJSON document.
 const Kind = "geojson"
 
-// Config is what the config loader needs of the geojson kind: it has no
+// Spec is the geojson kind as the registry of kinds lists it: it has no
 // settings of its own, and it reads the document as it is, so the paging
 // and type settings are ignored with a warning.
-func Config() kindconf.Kind {
-	return kindconf.Kind{Parse: parseFeed}
+func Spec() kindconf.Spec {
+	return kindconf.Spec{Name: Kind, Parse: parseFeed, NewFetcher: newFetcher}
+}
+
+// newFetcher is the geojsonurl kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 func parseFeed(f *kindconf.Feed) source.Settings {

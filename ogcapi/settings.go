@@ -54,10 +54,17 @@ func settingsOf(l source.Layer) Settings {
 	return s
 }
 
-// Config is what the config loader needs of the ogcapi kind: collection,
-// crs, bbox and completeness.
-func Config() kindconf.Kind {
-	return kindconf.Kind{Keys: []string{"collection", "crs", "bbox", "completeness"}, Parse: parseFeed, DescribeSchema: true}
+// Spec is the ogcapi kind as the registry of kinds lists it: collection,
+// crs, bbox and completeness, and its fetcher.
+func Spec() kindconf.Spec {
+	return kindconf.Spec{Name: Kind, Keys: []string{"collection", "crs", "bbox", "completeness"}, Parse: parseFeed, DescribeSchema: true,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the ogcapi kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseFeed reads an ogcapi feed's settings: collection (required unless

@@ -48,11 +48,18 @@ func settingsOf(l source.Layer) Settings {
 // fourByFour is a Socrata dataset identifier.
 var fourByFour = regexp.MustCompile(`^[a-z0-9]{4}-[a-z0-9]{4}$`)
 
-// Config is what the config loader needs of the socrata kind: dataset,
+// Spec is the socrata kind as the registry of kinds lists it: dataset,
 // app_token and geometry_column, refused on a feed of another kind (a
 // token must not be silently dropped).
-func Config() kindconf.Kind {
-	return kindconf.Kind{Keys: []string{"dataset", "app_token", "geometry_column"}, Strict: true, Parse: parseFeed}
+func Spec() kindconf.Spec {
+	return kindconf.Spec{Name: Kind, Keys: []string{"dataset", "app_token", "geometry_column"}, Strict: true, Parse: parseFeed,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the socrata kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseFeed reads a socrata feed's settings: the url is the dataset

@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/socrata"
 )
 
 // parse parses one socrata feed with the given keys, TOKEN set in the
 // environment.
-func parse(keys string) (*feeds.Config, error) {
-	return feeds.ParseConfig("t.yaml", []byte(`
+func parse(keys string) (*config.Config, error) {
+	return config.Parse("t.yaml", []byte(`
 jurisdictions:
   - id: city
     feeds:
@@ -65,7 +65,7 @@ func TestSettingsRefused(t *testing.T) {
 		}
 	}
 	// An app token on a feed of another kind is refused, not dropped.
-	_, err := feeds.ParseConfig("t.yaml", []byte(`
+	_, err := config.Parse("t.yaml", []byte(`
 jurisdictions:
   - id: city
     feeds:

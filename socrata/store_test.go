@@ -13,8 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/socrata"
@@ -54,7 +56,7 @@ func TestPollIntoPostGIS(t *testing.T) {
 	t.Parallel()
 	s, ts := portal(t, 2500)
 	s.AppToken, s.FreeRequests = appToken, 1
-	cfg, err := feeds.ParseConfig("socrata.yaml", []byte(fmt.Sprintf(`
+	cfg, err := config.Parse("socrata.yaml", []byte(fmt.Sprintf(`
 jurisdictions:
   - id: chicago
     feeds:
@@ -72,7 +74,7 @@ jurisdictions:
 	logger := slog.New(slog.NewJSONHandler(secrets.Writer(&logs), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pool := pgtest.Pool(t)
 	store := postgis.New(pool, postgis.WithSecrets(secrets), postgis.WithLogger(logger))
-	m := feeds.NewManager(store, feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: registry(), Logger: logger}), feeds.WithLogger(logger))
+	m := feeds.NewManager(store, feeds.NewFetchers(kindconf.FetcherDeps{HTTP: &http.Client{}, Breakers: registry(), Logger: logger}), feeds.WithLogger(logger))
 	ctx := t.Context()
 	if err := m.Update(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -172,7 +174,7 @@ var (
 // request with the credentials redacted, and a resumed poll restarts.
 func TestPageURLAndRestart(t *testing.T) {
 	t.Parallel()
-	f := feeds.NewFetchers(feeds.FetcherDeps{})
+	f := feeds.NewFetchers(kindconf.FetcherDeps{})
 	l := source.Layer{Kind: socrata.Kind, URL: "https://u:zqpw@data.city.gov/resource/abcd-1234.json", PageSize: 500,
 		Settings: socrata.Settings{Dataset: "abcd-1234"}}
 	u := f.PageURL(l, 3)

@@ -13,16 +13,19 @@ import (
 	"github.com/ingestd/ingestd/schema"
 )
 
-// Layer describes what to fetch: a WFS feature type, an ArcGIS REST layer,
-// an OGC API – Features collection, a Socrata dataset, a plain GeoJSON URL
-// or a downloadable file. Its fields are
+// Layer describes what to fetch: a WFS feature type, a GeoJSON document, an
+// ArcGIS REST layer, an OGC API – Features collection, a downloadable file
+// or a Socrata dataset. Its fields are
 // the ones every kind (or the poll, or the store) reads; a kind's own
 // settings are in Settings, of that kind's type.
 type Layer struct {
-	// Kind is "wfs", "geojson", "arcgis", "ogcapi", "socrata" or "file".
+	// Kind is the feed's kind, one of the registry's (package
+	// internal/kinds): "wfs", "geojson", "arcgis", "ogcapi", "file" or
+	// "socrata".
 	Kind string
 	// URL is the service endpoint (WFS), the layer (ArcGIS), the landing
-	// page or collection (OGC API) or the document (GeoJSON).
+	// page or collection (OGC API), the document (GeoJSON), the file
+	// (file) or the dataset (Socrata).
 	URL string
 	// TypeName is the WFS feature type, e.g. "topp:states".
 	TypeName string
@@ -154,6 +157,18 @@ type Page struct {
 // tells them (*httpcall.BodyError: the origin failed) from the handler's own errors (the
 // database failed: the origin is not to blame).
 type PageFunc func(ctx context.Context, page Page, features feature.FeatureReader) error
+
+// Fetcher fetches a layer page by page: what every kind's package
+// implements (its client), in package source's types only, so that a kind
+// needs neither the engine nor another kind's package.
+type Fetcher interface {
+	// Prepare resolves what the feed left to negotiation (for WFS, version:
+	// auto and output_format: auto, from the server's capabilities); a layer
+	// that leaves nothing open comes back as it is.
+	Prepare(ctx context.Context, layer Layer) (Layer, []string, error)
+	// Fetch hands each page of layer from firstPage on to handle.
+	Fetch(ctx context.Context, layer Layer, firstPage int, handle PageFunc) (FetchStats, error)
+}
 
 // FetchStats sums up a fetch, complete or not.
 type FetchStats struct {

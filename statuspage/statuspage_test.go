@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
@@ -37,14 +39,14 @@ func loadLayers(tb testing.TB, layers map[string]layertest.Layer, pageSize int) 
 		server.AddLayer(name, l)
 		fmt.Fprintf(&b, "      - {id: %s, kind: wfs, url: %q, type_name: %s}\n", name, ts.URL+"/wfs", name)
 	}
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(b.String()), nil)
+	cfg, err := config.Parse("test.yaml", []byte(b.String()), nil)
 	if err != nil {
 		tb.Fatalf("config: %v\n%s", err, b.String())
 	}
 	pool := pgtest.Pool(tb)
 	p := breaker.DefaultPolicy()
 	p.RateLimit = 0
-	m := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breaker.NewRegistry(breaker.Config{MaxInFlight: 4, Policy: p}, nil)}))
+	m := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breaker.NewRegistry(breaker.Config{MaxInFlight: 4, Policy: p}, nil)}))
 	defer m.Stop()
 	ctx := context.Background()
 	if err := m.Update(ctx, cfg); err != nil {

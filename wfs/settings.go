@@ -59,11 +59,19 @@ func withSettings(l source.Layer, s Settings) source.Layer {
 var ownParams = []string{"service", "request", "version", "typename", "typenames", "outputformat",
 	"count", "maxfeatures", "startindex", "sortby", "resulttype"}
 
-// Config is what the config loader needs of the wfs kind: its keys
-// (version and output_format, also in the defaults block) and their parser.
-func Config() kindconf.Kind {
+// Spec is the wfs kind as the registry of kinds lists it: its keys
+// (version and output_format, also in the defaults block), their parser
+// and its fetcher.
+func Spec() kindconf.Spec {
 	keys := []string{"version", "output_format"}
-	return kindconf.Kind{Keys: keys, DefaultKeys: keys, ParseDefaults: parseDefaults, Parse: parseFeed, DescribeSchema: true}
+	return kindconf.Spec{Name: Kind, Keys: keys, DefaultKeys: keys, ParseDefaults: parseDefaults, Parse: parseFeed, DescribeSchema: true,
+		NewFetcher: newFetcher}
+}
+
+// newFetcher is the wfs kind's fetcher, as the registry of kinds builds
+// it: a Client over the process's shared dependencies.
+func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
+	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseDefaults reads version and output_format of the defaults block or

@@ -19,9 +19,11 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -60,7 +62,7 @@ func newRig(t testing.TB, feedsYAML string, env map[string]string) *rig {
 	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	pool := pgtest.Pool(t)
 	breakers := breaker.NewRegistry(breaker.Config{MaxInFlight: 8, Policy: fastPolicy()}, logger)
-	fetchers := feeds.NewFetchers(feeds.FetcherDeps{Breakers: breakers, Logger: logger})
+	fetchers := feeds.NewFetchers(kindconf.FetcherDeps{Breakers: breakers, Logger: logger})
 	store := &stageCounter{Store: postgis.New(pool)}
 	reg := prometheus.NewRegistry()
 	m := feeds.NewManager(store, fetchers, feeds.WithLogger(logger), feeds.WithRegisterer(reg))
@@ -83,7 +85,7 @@ jurisdictions:
     timezone: America/New_York
     feeds:
 ` + feedsYAML
-	cfg, err := feeds.ParseConfig("test.yaml", []byte(yaml), func(k string) (string, bool) { v, ok := r.env[k]; return v, ok })
+	cfg, err := config.Parse("test.yaml", []byte(yaml), func(k string) (string, bool) { v, ok := r.env[k]; return v, ok })
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}

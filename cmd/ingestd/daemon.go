@@ -14,9 +14,11 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/breaker/breakermetrics"
 	"github.com/ingestd/ingestd/breaker/pgshare"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/statuspage"
 )
@@ -44,7 +46,7 @@ type daemon struct {
 	shared *pgshare.Cluster
 
 	// What polls need; nil unless opened with poll.
-	cfg      *feeds.Config
+	cfg      *config.Config
 	breakers *breaker.Registry
 	watch    *pgshare.OriginWatch
 	manager  *feeds.Manager
@@ -101,7 +103,7 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 	}
 	maxInFlight := 0
 	if o.poll {
-		cfg, err := feeds.LoadConfig(c.config)
+		cfg, err := config.Load(c.config)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +162,7 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 	// admin can see who is calling and how often.
 	httpClient := newHTTPClient()
 	httpClient.Transport = o.progress.Transport(httpClient.Transport)
-	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: httpClient, Breakers: d.breakers, Logger: d.logger,
+	fetchers := feeds.NewFetchers(kindconf.FetcherDeps{HTTP: httpClient, Breakers: d.breakers, Logger: d.logger,
 		UserAgent: "ingestd/" + version})
 	d.manager = feeds.NewManager(o.progress.Store(d.store), fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
 		feeds.WithDeadLetters(d.queue, cfg.DeadLetter), feeds.WithRegisterer(o.reg),

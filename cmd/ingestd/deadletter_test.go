@@ -19,23 +19,25 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/deadletter"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
 
 // parkAtPage polls feed key in this process through a breaker that opens
 // while page k-1 is served, so the poll is parked at page k with pages
 // 0..k-1 staged. It returns the dead letter.
-func parkAtPage(t *testing.T, pool *pgxpool.Pool, server *wfstest.Server, ts *httptest.Server, cfg *feeds.Config, key string, k int) *deadletter.Letter {
+func parkAtPage(t *testing.T, pool *pgxpool.Pool, server *wfstest.Server, ts *httptest.Server, cfg *config.Config, key string, k int) *deadletter.Letter {
 	t.Helper()
 	ctx := t.Context()
 	p := breaker.DefaultPolicy()
 	p.ConsecutiveFailures, p.MaxAttempts, p.RateLimit = 1, 1, 0
 	breakers := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	q := deadletter.NewQueue(pool)
-	m := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{HTTP: ts.Client(), Breakers: breakers}), feeds.WithDeadLetters(q, cfg.DeadLetter))
+	m := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(kindconf.FetcherDeps{HTTP: ts.Client(), Breakers: breakers}), feeds.WithDeadLetters(q, cfg.DeadLetter))
 	defer m.Stop()
 	if err := m.Update(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -95,7 +97,7 @@ jurisdictions:
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := feeds.LoadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +236,7 @@ jurisdictions:
 `, ts.URL), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := feeds.LoadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,10 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/breaker/breakermetrics"
 	"github.com/ingestd/ingestd/breaker/pgshare"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/statuspage"
 )
 
@@ -81,7 +83,7 @@ func TestDeadCountyOpensAtTheFifthPollInARow(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfgText.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := feeds.LoadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func TestDeadCountyOpensAtTheFifthPollInARow(t *testing.T) {
 		// Backoffs between attempts pass at once: what they wait is the
 		// benchmark's (BenchmarkDeadOriginOpens), not this test's.
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}, logger)
-	fetchers := feeds.NewFetchers(feeds.FetcherDeps{HTTP: newHTTPClient(), Breakers: reg, Logger: logger})
+	fetchers := feeds.NewFetchers(kindconf.FetcherDeps{HTTP: newHTTPClient(), Breakers: reg, Logger: logger})
 	manager := feeds.NewManager(postgis.New(pool, postgis.WithLogger(logger)), fetchers, feeds.WithLogger(logger))
 	if err := manager.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

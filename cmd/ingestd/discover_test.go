@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/migrations/pgtest"
@@ -65,7 +65,7 @@ func discoverAndPoll(t *testing.T, wantFeeds []string, args ...string) string {
 	if v, err := exec.Command(bin, "validate", "-config", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("ingestd validate -config refuses what discover wrote: %v\n%s\n%s", err, v, out)
 	}
-	cfg, err := feeds.LoadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 )
 
@@ -40,7 +41,7 @@ func cmdFeeds(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageError{"feeds prune takes no arguments"}
 	}
-	cfg, err := feeds.LoadConfig(c.config)
+	cfg, err := config.Load(c.config)
 	if err != nil {
 		return err
 	}

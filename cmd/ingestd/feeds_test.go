@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 )
 
 // testConfigLackingFeeds (run by TestCrashAndConfig): c/x is parked with a
@@ -46,7 +46,7 @@ func testConfigLackingFeeds(t *testing.T, bin string) {
 	all, only := filepath.Join(dir, "all.yaml"), filepath.Join(dir, "y.yaml")
 	write(all, "x", "y", "z")
 	write(only, "y")
-	cfgAll, err := feeds.LoadConfig(all)
+	cfgAll, err := config.Load(all)
 	if err != nil {
 		t.Fatal(err)
 	}

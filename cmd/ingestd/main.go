@@ -37,7 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ingestd/ingestd/breaker/pgshare"
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/migrations"
 	"github.com/ingestd/ingestd/redact"
@@ -219,7 +219,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageError{"validate takes at most one file"}
 	}
-	cfg, err := feeds.LoadConfig(*path)
+	cfg, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintln(stderr, redact.Error(err))
 		return errReported

@@ -31,7 +31,7 @@ func redactAttr(_ []string, a slog.Attr) slog.Attr {
 		switch x := v.Any().(type) {
 		case error:
 			a.Value = slog.StringValue(redact.Error(x))
-		case interface{ Std() time.Duration }: // the config's feeds.Duration
+		case interface{ Std() time.Duration }: // config.Duration
 			a.Value = slog.StringValue(x.Std().String())
 		case *url.URL:
 			a.Value = slog.StringValue(redact.URL(x.String()))

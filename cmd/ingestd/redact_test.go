@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 )
 
 // The command's logger redacts whatever reaches it: strings, errors, URLs,
@@ -45,7 +45,7 @@ func TestLoggerWritesDurationsAsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger.Info("replayer started", "interval", 5*time.Second, "lease", feeds.Duration(90*time.Second))
+	logger.Info("replayer started", "interval", 5*time.Second, "lease", config.Duration(90*time.Second))
 	if out := buf.String(); !strings.Contains(out, `"interval":"5s"`) || !strings.Contains(out, `"lease":"1m30s"`) {
 		t.Errorf("durations not as text: %s", out)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker/pgshare"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/statuspage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -126,7 +127,7 @@ func (d *daemon) serveUntilStopped(ctx context.Context, path string, status *sta
 // the daemon keeps polling on the configuration it has, and says why. Polls
 // in flight are never cancelled by a reload.
 func (d *daemon) reload(ctx context.Context, path string) {
-	cfg, err := feeds.LoadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		d.logger.Error("reload rejected: keeping the running configuration", "config", path, "error", err)
 		return
@@ -159,7 +160,7 @@ func (d *daemon) reload(ctx context.Context, path string) {
 
 // jurisdictionBounds are the jurisdictions' declared bboxes, which the
 // status page draws next to each feed's thumbnail.
-func jurisdictionBounds(cfg *feeds.Config) map[string]statuspage.BBox {
+func jurisdictionBounds(cfg *config.Config) map[string]statuspage.BBox {
 	out := map[string]statuspage.BBox{}
 	for _, j := range cfg.Jurisdictions {
 		if j.BBox != nil {

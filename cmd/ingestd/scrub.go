@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 )
 
 // cmdScrubSecrets replaces the configuration's secrets, in any of their
@@ -27,7 +27,7 @@ func cmdScrubSecrets(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 0 {
 		return usageError{"scrub-secrets takes no arguments"}
 	}
-	cfg, err := feeds.LoadConfig(c.config)
+	cfg, err := config.Load(c.config)
 	if err != nil {
 		return err
 	}

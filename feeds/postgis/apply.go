@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/schema"
 )
@@ -143,7 +144,7 @@ func newApplyRun(tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feed
 			r.bbox = []float64{b.MinX, b.MinY, b.MaxX, b.MaxY}
 		}
 		r.skipInvalid, r.skipInvalidFeature = guard.SkipInvalid, guard.SkipInvalidFeature
-		r.schemaHold = guard.SchemaChange == feeds.SchemaHold
+		r.schemaHold = guard.SchemaChange == config.SchemaHold
 	}
 	if checkPages != nil {
 		r.declared, r.typedText = checkPages.Declared, checkPages.TypedText

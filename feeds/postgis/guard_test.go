@@ -9,6 +9,7 @@ import (
 
 	"github.com/twpayne/go-geom"
 
+	"github.com/ingestd/ingestd/config"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
@@ -276,7 +277,7 @@ func TestExtentGuard(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("extent")
-	feed.Guard.BBox = &feeds.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1} // Wake County, NC
+	feed.Guard.BBox = &config.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1} // Wake County, NC
 	good := []ft.Feature{
 		feature("a", point(-78.64, 35.78, 4326), props("n", 1)),
 		feature("b", point(-78.70, 35.90, 4326), props("n", 2)),

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingestd/ingestd/config"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
@@ -207,7 +208,7 @@ func TestLayerAsOf(t *testing.T) {
 func TestHistoryPrune(t *testing.T) {
 	b := setup(t)
 	feed := feedInfo("pruned")
-	feed.History = feeds.History{Keep: time.Hour}
+	feed.History = config.History{Keep: time.Hour}
 	polls := historyRun(t, b, feed, uint64(time.Now().UnixNano()))
 	cut := polls[15].at.Add(polls[16].at.Sub(polls[15].at) / 2).Truncate(time.Microsecond)
 	older := b.count(t, `SELECT count(*) FROM feature_history WHERE feed = $1 AND valid_to < $2`, feed.Feed, cut)
@@ -235,7 +236,7 @@ func TestHistoryPrune(t *testing.T) {
 	}
 	// A feed that keeps its history forever is not pruned.
 	forever := feedInfo("forever")
-	forever.History = feeds.History{Forever: true}
+	forever.History = config.History{Forever: true}
 	historyRun(t, b, forever, 7)
 	kept := b.count(t, `SELECT count(*) FROM feature_history WHERE feed = $1`, forever.Feed)
 	if _, err := b.store.PruneHistory(b.ctx, time.Now().Add(1000*time.Hour)); err != nil {
@@ -251,7 +252,7 @@ func TestHistoryPrune(t *testing.T) {
 func TestHistoryOff(t *testing.T) {
 	b := setup(t)
 	feed := feedInfo("nohistory")
-	feed.History = feeds.History{Off: true}
+	feed.History = config.History{Off: true}
 	polls := historyRun(t, b, feed, 11)
 	if n := b.count(t, `SELECT count(*) FROM feature_history`); n != 0 {
 		t.Fatalf("history off: %d versions kept", n)
@@ -295,7 +296,7 @@ func TestLayerAsOfTyped(t *testing.T) {
 func TestHistoryPrunerPrunes(t *testing.T) {
 	b := setup(t)
 	feed := feedInfo("short")
-	feed.History = feeds.History{Keep: time.Microsecond}
+	feed.History = config.History{Keep: time.Microsecond}
 	historyRun(t, b, feed, 13)
 	if n := b.count(t, `SELECT count(*) FROM feature_history`); n == 0 {
 		t.Fatal("no versions to prune: the run tests little")

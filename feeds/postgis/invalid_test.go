@@ -8,6 +8,7 @@ import (
 
 	"github.com/twpayne/go-geom"
 
+	"github.com/ingestd/ingestd/config"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 )
@@ -184,7 +185,7 @@ func TestExtentGuardIgnoresEmptyGeometries(t *testing.T) {
 	t.Parallel()
 	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
 		feed := feedInfo("empties")
-		feed.Guard.BBox = &feeds.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
+		feed.Guard.BBox = &config.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
 		layer := []ft.Feature{feature("in", point(-78.6, 35.7, 4326), nil)}
 		for i := range 3 {
 			layer = append(layer,
@@ -243,7 +244,7 @@ func TestCoordinatesOutsideTheCRSDomainAreInvalid(t *testing.T) {
 	}
 	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
 		feed := feedInfo("utm")
-		feed.Guard.BBox = &feeds.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
+		feed.Guard.BBox = &config.BBox{MinX: -79, MinY: 35, MaxX: -78, MaxY: 36}
 		_, res := b.poll(t, feed, layer())
 		check(t, b, res)
 	})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ingestd/ingestd/config"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
@@ -116,7 +117,7 @@ func TestHeldFirstLoadLeavesNoTable(t *testing.T) {
 
 func testHeldFirstLoad(t *testing.T, b *bundle) {
 	feed := feedInfo("held-first")
-	feed.Guard.BBox = &feeds.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1}
+	feed.Guard.BBox = &config.BBox{MinX: -79.0, MinY: 35.5, MaxX: -78.2, MaxY: 36.1}
 	swapped := []ft.Feature{
 		feature("a", point(35.78, -78.64, 4326), props("n", 1)),
 		feature("b", point(35.90, -78.70, 4326), props("n", 2)),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twpayne/go-geom"
 
+	"github.com/ingestd/ingestd/config"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/schema"
@@ -145,7 +146,7 @@ func TestSchemaDrift(t *testing.T) {
 			"b:null_collapse:text:text", "a:bigint,b:text,c:bigint"},
 	}
 	for _, c := range cases {
-		for _, policy := range []string{feeds.SchemaEvolve, feeds.SchemaHold} {
+		for _, policy := range []string{config.SchemaEvolve, config.SchemaHold} {
 			t.Run(c.name+"/"+policy, func(t *testing.T) {
 				t.Parallel()
 				checkDrift(t, c, policy)
@@ -189,7 +190,7 @@ func checkDrift(t *testing.T, c driftCase, policy string) {
 	view := b.viewName(t, feed)
 	before := b.viewColumns(t, view)
 	next := driftFeatures(20, c.props)
-	if policy == feeds.SchemaEvolve {
+	if policy == config.SchemaEvolve {
 		if _, res := b.poll(t, feed, next); res.Features != 20 {
 			t.Errorf("applied %+v", res)
 		}
@@ -229,7 +230,7 @@ func TestSchemaHoldRejected(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	feed := feedInfo("reject")
-	feed.Guard.SchemaChange = feeds.SchemaHold
+	feed.Guard.SchemaChange = config.SchemaHold
 	b.poll(t, feed, driftFeatures(5, func(i int) string { return fmt.Sprintf(`{"a":%d}`, i) }))
 	b.pollHeld(t, feed, driftFeatures(5, func(i int) string { return fmt.Sprintf(`{"a":"s%d"}`, i) }))
 	if err := b.store.RejectHeld(b.ctx, feed.Jurisdiction, feed.Feed); err != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 )
 
 // TestCorpusShape checks the corpus as data: at least 100 cases with
@@ -125,7 +125,7 @@ func TestCorpusShape(t *testing.T) {
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := feeds.LoadConfig(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatalf("the corpus config does not load: %v", err)
 	}

@@ -1,21 +1,52 @@
-// Package kindconf is the seam between the config loader (package feeds)
-// and the feed kinds (wfs, arcgis, ogcapi, geojsonurl): what a kind tells
-// the loader about its settings, and what the loader hands a kind's parser.
-// It lets each kind's package own its settings (parse, defaults,
-// validation, errors naming the field) without importing feeds, which
-// imports the kinds; Prometheus' discovery packages, each owning its config
-// type, are the model.
+// Package kindconf is the seam between the feed kinds (wfs, geojsonurl,
+// arcgis, ogcapi, download, socrata) and the rest of ingestd: what a kind
+// tells the config loader (package config) about its settings and the
+// engine (package feeds) about its fetcher, and what the loader hands a
+// kind's parser. It lets each kind's package own its settings (parse,
+// defaults, validation, errors naming the field) and build its fetcher
+// without importing config or feeds; Prometheus' discovery packages, each
+// owning its config type and its discoverer's constructor, are the model.
 package kindconf
 
 import (
+	"log/slog"
+	"net/http"
+
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/internal/yamlconf"
 	"github.com/ingestd/ingestd/source"
 )
 
-// Kind is what a kind's package tells the config loader about its settings.
-type Kind struct {
+// FetcherDeps is what every kind's fetcher is built from: the process's
+// shared HTTP client, its breaker registry (so that every kind's calls to
+// one origin share that origin's breaker and pacing), its logger and the
+// User-Agent it sends.
+type FetcherDeps struct {
+	// HTTP is the client every fetch shares; nil means http.DefaultClient.
+	HTTP *http.Client
+	// Breakers is the registry of origin breakers; nil makes every page a
+	// single attempt with no breaker (one-off fetches).
+	Breakers *breaker.Registry
+	// Logger receives the fetchers' logs; nil discards.
+	Logger *slog.Logger
+	// UserAgent names ingestd to the servers it polls; "" keeps the
+	// fetcher's default.
+	UserAgent string
+}
+
+// Spec is what a kind's package tells the rest of ingestd about itself:
+// its name, its settings (what the config loader needs) and its fetcher
+// (what the engine needs). The registry of kinds (package internal/kinds)
+// lists one per kind.
+type Spec struct {
+	// Name is the kind's name in the config (kind: wfs), its package's
+	// Kind constant.
+	Name string
+	// NewFetcher builds the kind's fetcher from the process's shared
+	// dependencies.
+	NewFetcher func(FetcherDeps) source.Fetcher
 	// Keys are the feed keys only this kind reads. On a feed of another
 	// kind one is ignored with a warning, or refused when Strict.
 	Keys []string

@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/internal/interoptest/polltest"
@@ -163,7 +164,7 @@ type fixture struct {
 	pool   *pgxpool.Pool
 	client *wfs.Client
 	mgr    *feeds.Manager
-	cfg    *feeds.Config
+	cfg    *config.Config
 }
 
 func setup(t *testing.T) *fixture {

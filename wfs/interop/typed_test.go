@@ -15,9 +15,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/interoptest"
+	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -271,11 +273,11 @@ jurisdictions:
     feeds:
       - {id: roads, kind: geojson, url: "%[2]s/geojson/roads.geojson", id_property: segment_id}
 `, servers["raleigh"], servers["boulder"])
-	cfg, err := feeds.ParseConfig("demo.yaml", []byte(doc), nil)
+	cfg, err := config.Parse("demo.yaml", []byte(doc), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(feeds.FetcherDeps{}))
+	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(kindconf.FetcherDeps{}))
 	t.Cleanup(mgr.Stop)
 	if err := mgr.Update(ctx, cfg); err != nil {
 		t.Fatal(err)

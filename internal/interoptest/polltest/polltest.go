@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
+	"github.com/ingestd/ingestd/internal/kindconf"
 )
 
 // FetcherFunc builds the Manager's fetcher on the test's registry.
@@ -23,16 +25,16 @@ type FetcherFunc func(*breaker.Registry) feeds.Fetcher
 // configuration and returns a Manager that has applied it to pool and
 // polls through fetcher's fetcher (nil: every kind's, feeds.NewFetchers);
 // t's cleanup stops it.
-func Manager(t testing.TB, pool *pgxpool.Pool, name, doc string, fetcher FetcherFunc) (*feeds.Manager, *feeds.Config) {
+func Manager(t testing.TB, pool *pgxpool.Pool, name, doc string, fetcher FetcherFunc) (*feeds.Manager, *config.Config) {
 	t.Helper()
-	cfg, err := feeds.ParseConfig(name, []byte(doc), nil)
+	cfg, err := config.Parse(name, []byte(doc), nil)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, doc)
 	}
 	p := breaker.DefaultPolicy()
 	p.RateLimit = 0 // one loopback origin takes every feed's pages
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	var f feeds.Fetcher = feeds.NewFetchers(feeds.FetcherDeps{HTTP: &http.Client{}, Breakers: reg})
+	var f feeds.Fetcher = feeds.NewFetchers(kindconf.FetcherDeps{HTTP: &http.Client{}, Breakers: reg})
 	if fetcher != nil {
 		f = fetcher(reg)
 	}

@@ -1,9 +1,8 @@
-package feeds
+package config
 
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 const guardYAML = `
@@ -22,32 +21,32 @@ jurisdictions:
 `
 
 func TestGuardConfigResolves(t *testing.T) {
-	cfg, err := ParseConfig("j.yaml", []byte(guardYAML), nil)
+	cfg, err := Parse("j.yaml", []byte(guardYAML), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Guard{
-		"wake/parcels": {MaxShrink: 0.2, BBox: &BBox{-79.0, 35.5, -78.2, 36.1}},
-		"wake/permits": {MaxShrink: 0.9, BBox: &BBox{-79.0, 35.5, -78.2, 36.1}},
-		"durham/roads": {MaxShrink: 0.3},
+	type guard struct {
+		maxShrink float64
+		bbox      *BBox
+	}
+	want := map[string]guard{
+		"wake/parcels": {0.2, &BBox{-79.0, 35.5, -78.2, 36.1}},
+		"wake/permits": {0.9, &BBox{-79.0, 35.5, -78.2, 36.1}},
+		"durham/roads": {0.3, nil},
 	}
 	for key, w := range want {
 		f, ok := cfg.Feed(key)
 		if !ok {
 			t.Fatalf("no feed %s", key)
 		}
-		g := f.Guard()
-		if g.MaxShrink != w.MaxShrink || (g.BBox == nil) != (w.BBox == nil) || (g.BBox != nil && *g.BBox != *w.BBox) {
-			t.Errorf("%s: Guard() = %+v (bbox %v), want %+v", key, g, g.BBox, w)
-		}
-		if got := feedInfo(f, time.Now()).Guard; got != g {
-			t.Errorf("%s: FeedInfo.Guard = %+v, want %+v", key, got, g)
+		if f.MaxShrink != w.maxShrink || (f.BBox == nil) != (w.bbox == nil) || (f.BBox != nil && *f.BBox != *w.bbox) {
+			t.Errorf("%s: max_shrink %v, bbox %v; want %v, %v", key, f.MaxShrink, f.BBox, w.maxShrink, w.bbox)
 		}
 	}
 }
 
 func TestGuardConfigDefault(t *testing.T) {
-	cfg, err := ParseConfig("j.yaml", []byte(`
+	cfg, err := Parse("j.yaml", []byte(`
 jurisdictions:
   - id: x
     feeds:
@@ -57,11 +56,8 @@ jurisdictions:
 		t.Fatal(err)
 	}
 	f, _ := cfg.Feed("x/y")
-	if f.MaxShrink != 0 || f.BBox != nil || f.Guard().EffectiveMaxShrink() != 0.5 {
-		t.Errorf("default guard: %+v", f.Guard())
-	}
-	if (Guard{}).EffectiveMaxShrink() != DefaultMaxShrink {
-		t.Errorf("zero Guard is not the default policy")
+	if f.MaxShrink != 0 || f.BBox != nil {
+		t.Errorf("default guard: max_shrink %v, bbox %v; want neither set", f.MaxShrink, f.BBox)
 	}
 }
 
@@ -78,7 +74,7 @@ func TestGuardConfigErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseConfig("j.yaml", []byte(c.src), nil)
+			_, err := Parse("j.yaml", []byte(c.src), nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
@@ -96,7 +92,7 @@ const minimalJurisdictions = `jurisdictions:
 `
 
 func TestInvalidGeometryConfig(t *testing.T) {
-	cfg, err := ParseConfig("g.yaml", []byte(`
+	cfg, err := Parse("g.yaml", []byte(`
 defaults: {invalid_geometry: skip}
 jurisdictions:
   - id: a
@@ -107,59 +103,21 @@ jurisdictions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, _ := cfg.Feed("a/f"); !f.Guard().SkipInvalid {
+	if f, _ := cfg.Feed("a/f"); f.InvalidGeometry != InvalidSkip {
 		t.Errorf("a/f: %q from defaults, want skip", f.InvalidGeometry)
 	}
-	if g, _ := cfg.Feed("a/g"); g.Guard().SkipInvalid {
+	if g, _ := cfg.Feed("a/g"); g.InvalidGeometry != InvalidRepair {
 		t.Errorf("a/g: %q, want repair", g.InvalidGeometry)
 	}
-	_, err = ParseConfig("g.yaml", []byte("defaults: {invalid_geometry: drop}\n"+minimalJurisdictions), nil)
+	_, err = Parse("g.yaml", []byte("defaults: {invalid_geometry: drop}\n"+minimalJurisdictions), nil)
 	if err == nil || !strings.Contains(err.Error(), `g.yaml:1:30: defaults.invalid_geometry: expected repair or skip, found "drop"`) {
 		t.Errorf("bad invalid_geometry: %v", err)
 	}
 }
 
-// TestInvalidFeatureReachesTheGuard: invalid_feature resolves (feed, else
-// defaults, else repair) into the Guard the store gets.
-func TestInvalidFeatureReachesTheGuard(t *testing.T) {
-	for _, c := range []struct {
-		yaml string
-		want map[string]bool
-	}{{`
-defaults: {invalid_feature: skip}
-jurisdictions:
-  - id: a
-    feeds:
-      - {id: f, kind: geojson, url: "https://a.example.org/f.geojson"}
-      - {id: g, kind: geojson, url: "https://a.example.org/g.geojson", invalid_feature: repair}
-`, map[string]bool{"a/f": true, "a/g": false}}, {`
-jurisdictions:
-  - id: a
-    feeds:
-      - {id: f, kind: geojson, url: "https://a.example.org/f.geojson"}
-      - {id: g, kind: geojson, url: "https://a.example.org/g.geojson", invalid_feature: skip}
-`, map[string]bool{"a/f": false, "a/g": true}}} {
-		cfg, err := ParseConfig("f.yaml", []byte(c.yaml), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkSkipInvalidFeature(t, cfg, c.want)
-	}
-}
-
-func checkSkipInvalidFeature(t *testing.T, cfg *Config, want map[string]bool) {
-	t.Helper()
-	for key, skip := range want {
-		f, _ := cfg.Feed(key)
-		if got := feedInfo(f, time.Now()).Guard.SkipInvalidFeature; got != skip {
-			t.Errorf("%s: invalid_feature %q gives SkipInvalidFeature %v, want %v", key, f.InvalidFeature, got, skip)
-		}
-	}
-}
-
 // schema_change resolves feed, else jurisdiction, else defaults (evolve).
 func TestSchemaChangeConfig(t *testing.T) {
-	cfg, err := ParseConfig("j.yaml", []byte(`
+	cfg, err := Parse("j.yaml", []byte(`
 defaults:
   schema_change: hold
 jurisdictions:
@@ -177,11 +135,11 @@ jurisdictions:
 	}
 	for key, want := range map[string]string{"wake/a": SchemaEvolve, "wake/b": SchemaHold, "durham/c": SchemaHold} {
 		f, _ := cfg.Feed(key)
-		if got := feedInfo(f, time.Now()).Guard.SchemaChange; got != want {
+		if got := f.SchemaChange; got != want {
 			t.Errorf("%s: schema_change %q, want %q", key, got, want)
 		}
 	}
-	cfg, err = ParseConfig("j.yaml", []byte(`
+	cfg, err = Parse("j.yaml", []byte(`
 jurisdictions:
   - id: x
     feeds:
@@ -193,7 +151,7 @@ jurisdictions:
 	if f, _ := cfg.Feed("x/y"); f.SchemaChange != SchemaEvolve {
 		t.Errorf("default schema_change %q", f.SchemaChange)
 	}
-	_, err = ParseConfig("j.yaml", []byte(`
+	_, err = Parse("j.yaml", []byte(`
 jurisdictions:
   - id: x
     feeds:

@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import "github.com/ingestd/ingestd/redact"
 

@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"strings"
@@ -28,10 +28,6 @@ jurisdictions:
 	}
 	if own.QueueTimeout.Std() != 5*time.Minute {
 		t.Errorf("queue_timeout = %s, want 5m", own.QueueTimeout)
-	}
-	// A claim's lease covers the poll's work, its time in line and a minute.
-	if got, want := own.longestPoll(), 2*time.Minute+5*time.Minute+time.Minute; got != want {
-		t.Errorf("longestPoll = %s, want %s", got, want)
 	}
 	if got := mustParse(t, `
 jurisdictions:

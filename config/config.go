@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/internal/kindconf"
+	"github.com/ingestd/ingestd/internal/kinds"
 	"github.com/ingestd/ingestd/internal/yamlconf"
 
 	// Embedded so that a jurisdiction's timezone validates (and schedules fire) the
@@ -39,11 +40,11 @@ type Config struct {
 	// Jurisdictions lists the publishers and their feeds.
 	Jurisdictions []Jurisdiction `yaml:"jurisdictions"`
 	// DeadLetter configures the replay of parked polls.
-	DeadLetter DeadLetterConfig `yaml:"dead_letter"`
+	DeadLetter DeadLetter `yaml:"dead_letter"`
 
 	// Warnings are problems that do not stop the daemon but that an operator
 	// should hear about (`ingestd validate` prints them), in file order.
-	Warnings []*ConfigError `yaml:"-"`
+	Warnings []*Error `yaml:"-"`
 
 	// originPolicies is the breaker policy of each polled origin.
 	originPolicies map[string]breaker.Policy
@@ -60,13 +61,13 @@ type Defaults struct {
 	QueueTimeout Duration `yaml:"queue_timeout"`
 	PageSize     int      `yaml:"page_size"`
 	// Kinds holds each kind's own defaults (wfs: version, output_format),
-	// as its kindconf.Kind.ParseDefaults read them, by kind.
+	// as its kindconf.Spec.ParseDefaults read them, by kind.
 	Kinds map[string]any `yaml:"-"`
 	// Breaker is the circuit breaker, retry and pacing policy of every origin
 	// whose jurisdiction does not override it.
 	Breaker breaker.Policy `yaml:"breaker"`
 	// MaxShrink is the share of its features a snapshot may lose before it
-	// is held (see Guard); 0 means DefaultMaxShrink.
+	// is held (see feeds.Guard); 0 means feeds.DefaultMaxShrink.
 	MaxShrink float64 `yaml:"max_shrink"`
 	// InvalidGeometry is what a poll does with a feature whose geometry is
 	// invalid: InvalidRepair (default) or InvalidSkip.
@@ -97,7 +98,7 @@ const DefaultMaxInFlight = 20
 //     default maxFeatures caps, large enough to keep request counts low.
 //
 // A kind's own defaults (wfs: version "2.0.0", output_format
-// "application/json") are its package's (see kindconf.Kind.ParseDefaults).
+// "application/json") are its package's (see kindconf.Spec.ParseDefaults).
 func BuiltinDefaults() Defaults {
 	return Defaults{
 		Schedule:        "0 * * * *",
@@ -121,7 +122,7 @@ type Jurisdiction struct {
 	Name     string `yaml:"name"`
 	Timezone string `yaml:"timezone"`
 	Feeds    []Feed `yaml:"feeds"`
-	// Schema is the PostGIS schema of its feeds' layers (config_names.go).
+	// Schema is the PostGIS schema of its feeds' layers (names.go).
 	Schema string `yaml:"schema"`
 	// Breaker is the policy of this jurisdiction's origins: the defaults'
 	// breaker block overridden field by field by the jurisdiction's own.
@@ -153,7 +154,7 @@ type Jurisdiction struct {
 // request as it is), an arcgis feed's page_size unless set on the feed.
 type Feed struct {
 	ID         string `yaml:"id"`
-	Kind       string `yaml:"kind"` // "wfs", "geojson", "arcgis", "ogcapi", "socrata" or "file"
+	Kind       string `yaml:"kind"` // one of the registry's (internal/kinds)
 	URL        string `yaml:"url"`
 	TypeName   string `yaml:"type_name"`
 	PageSize   int    `yaml:"page_size"`
@@ -161,7 +162,7 @@ type Feed struct {
 	SortBy     string `yaml:"sort_by"`
 	Schedule   string `yaml:"schedule"`
 	// LayerName is the feed's layer in its jurisdiction's schema, and
-	// LayerSchema that schema (config_names.go).
+	// LayerSchema that schema (names.go).
 	LayerName   string `yaml:"name"`
 	LayerSchema string `yaml:"-"`
 	// Timeout is the poll's budget of its own work: requests, reading,
@@ -192,7 +193,7 @@ type Feed struct {
 	// SchemaHold (held until `ingestd held accept|reject`). Resolved: the
 	// feed's, else its jurisdiction's, else the defaults'.
 	SchemaChange string `yaml:"schema_change"`
-	// History is the feed's history retention (config_history.go).
+	// History is the feed's history retention (history.go).
 	History History `yaml:"-"`
 	// Redirects is RedirectsSameOrigin (default: a redirect to another
 	// origin fails the request) or RedirectsFollow.
@@ -208,8 +209,8 @@ type Feed struct {
 	// cron.Cron.Schedule rather than re-parsing Schedule.
 	Cron cron.Schedule `yaml:"-"`
 
-	// Settings are the kind's own settings (wfs.Settings,
-	// arcgis.Settings, ogcapi.Settings; nil for geojson).
+	// Settings are the kind's own settings, of its package's type
+	// (wfs.Settings, …; nil for geojson, which has none).
 	Settings source.Settings `yaml:"-"`
 }
 
@@ -292,18 +293,18 @@ func (c *Config) Feed(key string) (*Feed, bool) {
 	return nil, false
 }
 
-// ConfigError is one problem in a config file, positioned so an editor can
+// Error is one problem in a config file, positioned so an editor can
 // jump to it (see yamlconf.Error).
-type ConfigError = yamlconf.Error
+type Error = yamlconf.Error
 
-// ConfigErrors is every problem found in a config file, in file order.
+// Errors is every problem found in a config file, in file order.
 // Loading reports them all at once so that an operator fixes a file in one
 // round.
-type ConfigErrors = yamlconf.Errors
+type Errors = yamlconf.Errors
 
-// LoadConfig reads, parses and validates the config file at path, expanding ${VAR}
-// from the process environment. See ParseConfig.
-func LoadConfig(path string) (*Config, error) {
+// Load reads, parses and validates the config file at path, expanding ${VAR}
+// from the process environment. See Parse.
+func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		// The PathError would say "open <path>: ..."; keep the path-first shape of
@@ -314,18 +315,18 @@ func LoadConfig(path string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return ParseConfig(path, data, os.LookupEnv)
+	return Parse(path, data, os.LookupEnv)
 }
 
-// ParseConfig parses and validates data, the contents of the config file path
+// Parse parses and validates data, the contents of the config file path
 // (used in messages only). env looks up variables for ${VAR} in string values; nil
 // means none are set.
 //
-// On failure the error is a ConfigErrors listing every problem found, and no
+// On failure the error is a Errors listing every problem found, and no
 // Config is returned. On success every feed is complete: defaults resolved,
 // Jurisdiction, Location and Cron filled in; Config.Warnings lists the
 // non-fatal problems.
-func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Config, error) {
+func Parse(path string, data []byte, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
@@ -340,7 +341,7 @@ func ParseConfig(path string, data []byte, env func(string) (string, bool)) (*Co
 
 // Keys accepted in each mapping, checked so that a typo ("typename") is an error
 // instead of a silently ignored setting. A kind's own keys are its package's
-// (kindconf.Kind.Keys, DefaultKeys): see feedKeys and defaultsKeys.
+// (kindconf.Spec.Keys, DefaultKeys): see feedKeys and defaultsKeys.
 var (
 	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
 	commonDefaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "breaker", "max_shrink", "invalid_geometry",
@@ -427,9 +428,9 @@ func (p *parser) parse(data []byte) *Config {
 		}
 		cfg.Jurisdictions = append(cfg.Jurisdictions, j.Jurisdiction)
 	}
-	p.layerNamesUnique(cfg, seen) // config_names.go
+	p.layerNamesUnique(cfg, seen) // names.go
 	cfg.originPolicies = p.originPolicies(cfg, seen)
-	p.history(root, cfg) // config_history.go
+	p.history(root, cfg) // history.go
 	return cfg
 }
 
@@ -668,28 +669,28 @@ func (p *parser) feedPolicies(m *yamlconf.Mapping, path string, f *Feed, j *Juri
 }
 
 // kind reads the feed's kind, one of the registry's.
-func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindEntry, bool) {
-	known := kindNames()
+func (p *parser) kind(m *yamlconf.Mapping, path string, f *Feed) (kindconf.Spec, bool) {
+	known := kinds.Names()
 	s, present := p.Str(m, "kind", path)
 	if !present {
 		if !m.Typo("kind") {
 			p.Errorf(m.Node, path+".kind", "required: %s", orList(known))
 		}
-		return kindEntry{}, false
+		return kindconf.Spec{}, false
 	}
 	if !s.OK {
-		return kindEntry{}, false
+		return kindconf.Spec{}, false
 	}
-	k, ok := kinds()[s.Val]
+	k, ok := kinds.Lookup(s.Val)
 	if !ok {
 		p.Errorf(s.Node, path+".kind", "unknown kind %q: must be %s", s.Raw, orList(known))
-		return kindEntry{}, false
+		return kindconf.Spec{}, false
 	}
 	f.Kind = s.Val
 	return k, true
 }
 
-// orList joins quoted names as a message lists them: "a", "b" or "c".
+// orList joins names as messages list them: "a", "b" or "c".
 func orList(names []string) string {
 	q := yamlconf.QuoteAll(names)
 	if len(q) < 2 {
@@ -734,26 +735,25 @@ func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolv
 // kindSettings hands the feed to its kind's package, which reads its own
 // settings and may adjust the common ones (see kindconf.Feed); another
 // kind's settings on the feed are ignored with a warning, or refused.
-func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindEntry, d *resolvedDefaults, psNode *yaml.Node) {
-	for _, other := range kindNames() {
-		o := kinds()[other]
-		if other == f.Kind {
+func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindconf.Spec, d *resolvedDefaults, psNode *yaml.Node) {
+	for _, o := range kinds.All() {
+		if o.Name == f.Kind {
 			continue
 		}
-		for _, key := range o.config.Keys {
+		for _, key := range o.Keys {
 			n, ok := m.Get(key)
 			switch {
-			case !ok || slices.Contains(k.config.Keys, key):
-			case o.config.Strict:
-				p.Errorf(n, path+"."+key, "only %s feed has %s (this feed is %s)", kindconf.Article(other), key, f.Kind)
+			case !ok || slices.Contains(k.Keys, key):
+			case o.Strict:
+				p.Errorf(n, path+"."+key, "only %s feed has %s (this feed is %s)", kindconf.Article(o.Name), key, f.Kind)
 			default:
-				p.Warnf(n, path+"."+key, "ignored for %s feed (%s setting)", kindconf.Article(f.Kind), kindconf.Article(other))
+				p.Warnf(n, path+"."+key, "ignored for %s feed (%s setting)", kindconf.Article(f.Kind), kindconf.Article(o.Name))
 			}
 		}
 	}
 	kf := &kindconf.Feed{Parser: p.Parser, Map: m, Path: path, Kind: f.Kind, URL: f.URL, TypeName: f.TypeName,
 		PageSize: f.PageSize, PageSizeNode: psNode, SortBy: f.SortBy, Headers: f.Headers, Defaults: d.Kinds[f.Kind]}
-	f.Settings = k.config.Parse(kf)
+	f.Settings = k.Parse(kf)
 	f.URL, f.TypeName, f.PageSize, f.SortBy, f.Headers = kf.URL, kf.TypeName, kf.PageSize, kf.SortBy, kf.Headers
 }
 
@@ -765,12 +765,12 @@ func (p *parser) kindDefaults(m *yamlconf.Mapping, path string, base map[string]
 		m, _ = p.Mapping(&yaml.Node{Kind: yaml.MappingNode}, path, nil)
 	}
 	out := map[string]any{}
-	for name, k := range kinds() {
-		if k.config.ParseDefaults == nil {
+	for _, k := range kinds.All() {
+		if k.ParseDefaults == nil {
 			continue
 		}
-		if v := k.config.ParseDefaults(p.Parser, m, path, base[name]); v != nil {
-			out[name] = v
+		if v := k.ParseDefaults(p.Parser, m, path, base[k.Name]); v != nil {
+			out[k.Name] = v
 		}
 	}
 	return out
@@ -961,4 +961,18 @@ func parseCron(spec string, loc *time.Location) (cron.Schedule, string) {
 		return everySchedule{every: cd.Delay}, ""
 	}
 	return c, ""
+}
+
+// everySchedule is "@every D" anchored to the clock: it fires at the
+// multiples of D (counted from Go's zero time, the same for every process).
+// cron's own ConstantDelaySchedule counts from whenever the process started,
+// so instances started a second apart tick out of phase: each fires its own
+// tick, the poll claim (which refuses only within half an interval of the
+// last claim) lets several of them through, and the cluster polls the feed
+// more often than once per interval; the phase would also move with every
+// restart. Anchored, every instance fires the same ticks, as with 5-field specs.
+type everySchedule struct{ every time.Duration }
+
+func (s everySchedule) Next(t time.Time) time.Time {
+	return t.Truncate(s.every).Add(s.every)
 }

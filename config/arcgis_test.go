@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"strings"
@@ -28,7 +28,7 @@ jurisdictions:
 	cfg := mustParse(t, y, map[string]string{"WAKE_TOKEN": "tok-secret"})
 	f := cfg.Feeds()[0]
 	l := f.Layer()
-	if s, _ := l.Settings.(arcgis.Settings); l.Kind != KindArcGIS || s.Where != "STATUS = 'ACTIVE'" || s.OutFields != "PIN,OWNER" || l.PageSize != 500 || l.IDProperty != "PIN" {
+	if s, _ := l.Settings.(arcgis.Settings); l.Kind != arcgis.Kind || s.Where != "STATUS = 'ACTIVE'" || s.OutFields != "PIN,OWNER" || l.PageSize != 500 || l.IDProperty != "PIN" {
 		t.Errorf("layer %+v", l)
 	}
 	if l.Headers[arcgis.TokenHeader] != "Bearer tok-secret" {
@@ -57,7 +57,7 @@ func TestArcGISFeedConfigErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		y := "jurisdictions:\n  - id: j\n    feeds:\n      - " + c.feed + "\n"
-		_, err := ParseConfig("t.yaml", []byte(y), func(k string) (string, bool) { return "", k == "EMPTY" })
+		_, err := Parse("t.yaml", []byte(y), func(k string) (string, bool) { return "", k == "EMPTY" })
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want %q", c.feed, err, c.want)
 		}
@@ -128,7 +128,7 @@ jurisdictions:
 		{`{id: a, kind: wfs, url: "https://h/wfs", type_name: x, full_every: 1h}`, "full_every"},
 	} {
 		y := "jurisdictions:\n  - id: j\n    feeds:\n      - " + bad.feed + "\n"
-		_, err := ParseConfig("t.yaml", []byte(y), func(string) (string, bool) { return "", false })
+		_, err := Parse("t.yaml", []byte(y), func(string) (string, bool) { return "", false })
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: error %v, want %q", bad.feed, err, bad.want)
 		}

@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"strings"
@@ -32,7 +32,7 @@ jurisdictions:
 `
 
 func TestBreakerPolicyPerJurisdiction(t *testing.T) {
-	cfg, err := ParseConfig("b.yaml", []byte(breakerYAML), nil)
+	cfg, err := Parse("b.yaml", []byte(breakerYAML), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestBreakerPolicyErrors(t *testing.T) {
 		{"defaults:\n  breaker:\n    max_attempts: 0\n", "b.yaml:3:5: defaults.breaker:"},
 		{"defaults:\n  breaker:\n    window: 60\n", "b.yaml:3:13: defaults.breaker.window: duration \"60\" has no unit"},
 	} {
-		_, err := ParseConfig("b.yaml", []byte(tc.yaml+"jurisdictions:\n  - id: a\n    feeds:\n      - {id: f, kind: geojson, url: \"http://a.example/x.geojson\"}\n"), nil)
+		_, err := Parse("b.yaml", []byte(tc.yaml+"jurisdictions:\n  - id: a\n    feeds:\n      - {id: f, kind: geojson, url: \"http://a.example/x.geojson\"}\n"), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.want)
 		}

@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"errors"
@@ -29,35 +29,35 @@ func envOf(m map[string]string) func(string) (string, bool) {
 
 func parseString(t *testing.T, src string, env map[string]string) (*Config, error) {
 	t.Helper()
-	return ParseConfig("test.yaml", []byte(src), envOf(env))
+	return Parse("test.yaml", []byte(src), envOf(env))
 }
 
 func mustParse(t *testing.T, src string, env map[string]string) *Config {
 	t.Helper()
 	cfg, err := parseString(t, src, env)
 	if err != nil {
-		t.Fatalf("ParseConfig: unexpected error:\n%v", err)
+		t.Fatalf("Parse: unexpected error:\n%v", err)
 	}
 	return cfg
 }
 
-func configErrors(t *testing.T, err error) ConfigErrors {
+func configErrors(t *testing.T, err error) Errors {
 	t.Helper()
-	var errs ConfigErrors
+	var errs Errors
 	if !errors.As(err, &errs) {
-		t.Fatalf("error is %T (%v), want ConfigErrors", err, err)
+		t.Fatalf("error is %T (%v), want Errors", err, err)
 	}
 	return errs
 }
 
 func TestLoadConfigValid(t *testing.T) {
 	t.Parallel()
-	cfg, err := LoadConfig(filepath.Join("..", "testdata", "configs", "valid.yaml"))
+	cfg, err := Load(filepath.Join("..", "testdata", "configs", "valid.yaml"))
 	if err != nil {
-		t.Fatalf("LoadConfig: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
 	if len(cfg.Warnings) != 0 {
-		t.Errorf("valid.yaml should load without warnings, got:\n%v", ConfigErrors(cfg.Warnings))
+		t.Errorf("valid.yaml should load without warnings, got:\n%v", Errors(cfg.Warnings))
 	}
 	if cfg.MaxInFlight != 8 {
 		t.Errorf("MaxInFlight = %d, want 8", cfg.MaxInFlight)
@@ -190,7 +190,7 @@ jurisdictions:
 		t.Errorf("Location = %v, want UTC", f.Location)
 	}
 	if len(cfg.Warnings) != 0 {
-		t.Errorf("unexpected warnings:\n%v", ConfigErrors(cfg.Warnings))
+		t.Errorf("unexpected warnings:\n%v", Errors(cfg.Warnings))
 	}
 }
 
@@ -224,7 +224,7 @@ jurisdictions:
 		t.Errorf("Timeout = %v, want the default", f.Timeout)
 	}
 	if len(cfg.Warnings) != 1 || cfg.Warnings[0].Field != "jurisdictions[0].feeds[0].page_size" {
-		t.Errorf("want one page_size warning, got:\n%v", ConfigErrors(cfg.Warnings))
+		t.Errorf("want one page_size warning, got:\n%v", Errors(cfg.Warnings))
 	}
 }
 
@@ -482,7 +482,7 @@ func TestBrokenFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ParseConfig("broken.yaml", data, envOf(nil))
+	_, err = Parse("broken.yaml", data, envOf(nil))
 	errs := configErrors(t, err)
 	want := []string{
 		`broken.yaml:3:16: max_in_flight: must be at least 1, got 0`,
@@ -510,16 +510,16 @@ func TestBrokenFile(t *testing.T) {
 		}
 	}
 	// Callers can branch on single errors too.
-	var one *ConfigError
+	var one *Error
 	if !errors.As(err, &one) || one.Line != 3 {
-		t.Errorf("errors.As(*ConfigError) = %v", one)
+		t.Errorf("errors.As(*Error) = %v", one)
 	}
 }
 
 func TestLoadConfigMissingFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "nope.yaml")
-	_, err := LoadConfig(path)
+	_, err := Load(path)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("err = %v, want ErrNotExist", err)
 	}
@@ -617,7 +617,7 @@ func TestWarnings(t *testing.T) {
 		`test.yaml:24:19: jurisdictions[1].feeds[0].schedule: fires every 10s`,
 	}
 	if len(cfg.Warnings) != len(want) {
-		t.Fatalf("got %d warnings, want %d:\n%v", len(cfg.Warnings), len(want), ConfigErrors(cfg.Warnings))
+		t.Fatalf("got %d warnings, want %d:\n%v", len(cfg.Warnings), len(want), Errors(cfg.Warnings))
 	}
 	for i, w := range cfg.Warnings {
 		if !strings.HasPrefix(w.Error(), want[i]) {

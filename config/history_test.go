@@ -1,11 +1,11 @@
-package feeds_test
+package config_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 )
 
 const historyYAML = `
@@ -30,11 +30,11 @@ jurisdictions:
 // the jurisdiction, the nearest winning, and days, durations, forever and
 // off are read.
 func TestHistoryConfig(t *testing.T) {
-	cfg, err := feeds.ParseConfig("h.yaml", []byte(historyYAML), nil)
+	cfg, err := config.Parse("h.yaml", []byte(historyYAML), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]feeds.History{
+	for key, want := range map[string]config.History{
 		"wake/parcels":   {Forever: true},
 		"wake/zoning":    {Off: true},
 		"durham/parcels": {Keep: 30 * 24 * time.Hour},
@@ -49,13 +49,13 @@ func TestHistoryConfig(t *testing.T) {
 			t.Errorf("%s: history %+v, want %+v", key, f.History, want)
 		}
 	}
-	none, err := feeds.ParseConfig("n.yaml", []byte("jurisdictions:\n  - id: a\n    feeds:\n      - {id: b, kind: geojson, url: \"http://127.0.0.1:1/\"}\n"), nil)
+	none, err := config.Parse("n.yaml", []byte("jurisdictions:\n  - id: a\n    feeds:\n      - {id: b, kind: geojson, url: \"http://127.0.0.1:1/\"}\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f, _ := none.Feed("a/b")
-	if got := f.History.KeepMicros(); got != feeds.DefaultHistoryKeep.Microseconds() {
-		t.Errorf("default retention %d µs, want %d", got, feeds.DefaultHistoryKeep.Microseconds())
+	if got := f.History.KeepMicros(); got != config.DefaultHistoryKeep.Microseconds() {
+		t.Errorf("default retention %d µs, want %d", got, config.DefaultHistoryKeep.Microseconds())
 	}
 }
 
@@ -70,7 +70,7 @@ func TestHistoryConfigErrors(t *testing.T) {
 		{`off`, "expected {keep: 90d}"},
 	} {
 		yaml := "jurisdictions:\n  - id: a\n    feeds:\n      - {id: b, kind: geojson, url: \"http://127.0.0.1:1/\", history: " + tc.block + "}\n"
-		_, err := feeds.ParseConfig("e.yaml", []byte(yaml), nil)
+		_, err := config.Parse("e.yaml", []byte(yaml), nil)
 		if err == nil || !strings.Contains(err.Error(), "jurisdictions[0].feeds[0].history") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("history: %s: error %v, want one naming the field and saying %q", tc.block, err, tc.want)
 		}

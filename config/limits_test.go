@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"strings"
@@ -149,7 +149,7 @@ func TestLiteralCredentialHeaderWarns(t *testing.T) {
         headers: {Authorization: "Bearer abc123", X-Api-Key: "${K}", Accept: "application/geo+json"}
 `, map[string]string{"K": "v"})
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0].Error(), "headers.Authorization: a literal credential") {
-		t.Fatalf("warnings = %v, want one about the literal Authorization", ConfigErrors(cfg.Warnings))
+		t.Fatalf("warnings = %v, want one about the literal Authorization", Errors(cfg.Warnings))
 	}
 	if strings.Contains(cfg.Warnings[0].Error(), "abc123") {
 		t.Errorf("the warning quotes the credential: %s", cfg.Warnings[0])

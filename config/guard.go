@@ -1,6 +1,7 @@
-package feeds
+package config
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -9,14 +10,21 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Guard returns the checks Apply makes before the feed's snapshot replaces
-// its features: max_shrink as resolved (feed, else jurisdiction, else
-// defaults), the jurisdiction's bbox, and what to do with invalid
-// geometries and features.
-func (f *Feed) Guard() Guard {
-	return Guard{MaxShrink: f.MaxShrink, BBox: f.BBox, SkipInvalid: f.InvalidGeometry == InvalidSkip,
-		SkipInvalidFeature: f.InvalidFeature == InvalidSkip, SchemaChange: f.SchemaChange}
+// BBox is an extent in EPSG:4326, longitude first.
+type BBox struct {
+	MinX, MinY, MaxX, MaxY float64
 }
+
+// String formats b as the YAML writes it.
+func (b BBox) String() string {
+	return fmt.Sprintf("[%g, %g, %g, %g]", b.MinX, b.MinY, b.MaxX, b.MaxY)
+}
+
+// Values of schema_change.
+const (
+	SchemaEvolve = "evolve"
+	SchemaHold   = "hold"
+)
 
 // schemaChange reads schema_change: evolve or hold (typed layers).
 func (p *parser) schemaChange(m *yamlconf.Mapping, path string) (string, bool) {

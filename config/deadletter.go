@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"time"
@@ -6,9 +6,9 @@ import (
 	"github.com/ingestd/ingestd/internal/yamlconf"
 )
 
-// DeadLetterConfig is the dead_letter block of jurisdictions.yaml: how
+// DeadLetter is the dead_letter block of jurisdictions.yaml: how
 // parked polls are replayed.
-type DeadLetterConfig struct {
+type DeadLetter struct {
 	// MaxAttempts is the replays a parked poll gets before it is abandoned.
 	MaxAttempts int `yaml:"max_attempts"`
 	// MaxCheckpointAge bounds how old staged pages may be for a replay to
@@ -33,8 +33,8 @@ type DeadLetterConfig struct {
 // not set them: 10 attempts; checkpoints kept 6h; 2m leases; a look every 5s;
 // a failed poll retried after 30s, doubling; an origin open across 3
 // consecutive cooldowns is stuck.
-func BuiltinDeadLetter() DeadLetterConfig {
-	return DeadLetterConfig{
+func BuiltinDeadLetter() DeadLetter {
+	return DeadLetter{
 		MaxAttempts:      10,
 		MaxCheckpointAge: Duration(6 * time.Hour),
 		Lease:            Duration(2 * time.Minute),
@@ -47,7 +47,7 @@ func BuiltinDeadLetter() DeadLetterConfig {
 var deadLetterKeys = []string{"max_attempts", "max_checkpoint_age", "lease", "interval", "failed_backoff", "stuck_open_after"}
 
 // deadLetter reads the top-level dead_letter block into d.
-func (p *parser) deadLetter(top *yamlconf.Mapping, d *DeadLetterConfig) {
+func (p *parser) deadLetter(top *yamlconf.Mapping, d *DeadLetter) {
 	n, present := top.Get("dead_letter")
 	if !present {
 		return

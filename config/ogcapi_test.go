@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"slices"
@@ -36,7 +36,7 @@ func TestOGCAPIConfig(t *testing.T) {
 	f, _ := cfg.Feed("county/parcels")
 	l := f.Layer()
 	s, _ := l.Settings.(ogcapi.Settings)
-	if l.Kind != KindOGCAPI || s.Collection != "parcels" || s.CRS != "http://www.opengis.net/def/crs/EPSG/0/2264" ||
+	if l.Kind != ogcapi.Kind || s.Collection != "parcels" || s.CRS != "http://www.opengis.net/def/crs/EPSG/0/2264" ||
 		!slices.Equal(s.BBox, []float64{-79, 35.5, -78.5, 36}) || l.PageSize != 500 || !s.LinksOnly {
 		t.Errorf("layer %+v", l)
 	}

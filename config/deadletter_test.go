@@ -1,14 +1,14 @@
-package feeds_test
+package config_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/config"
 )
 
-func TestDeadLetterConfig(t *testing.T) {
+func TestDeadLetter(t *testing.T) {
 	const base = `
 jurisdictions:
   - id: town
@@ -17,25 +17,25 @@ jurisdictions:
         kind: geojson
         url: http://127.0.0.1:1/roads.geojson
 `
-	cfg, err := feeds.ParseConfig("t.yaml", []byte(base), nil)
+	cfg, err := config.Parse("t.yaml", []byte(base), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.DeadLetter != feeds.BuiltinDeadLetter() {
+	if cfg.DeadLetter != config.BuiltinDeadLetter() {
 		t.Errorf("without a dead_letter block: %+v, want the built-in defaults", cfg.DeadLetter)
 	}
 
-	cfg, err = feeds.ParseConfig("t.yaml", []byte("dead_letter:\n  max_attempts: 3\n  lease: 30s\n"+base), nil)
+	cfg, err = config.Parse("t.yaml", []byte("dead_letter:\n  max_attempts: 3\n  lease: 30s\n"+base), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := feeds.BuiltinDeadLetter()
-	want.MaxAttempts, want.Lease = 3, feeds.Duration(30*time.Second)
+	want := config.BuiltinDeadLetter()
+	want.MaxAttempts, want.Lease = 3, config.Duration(30*time.Second)
 	if cfg.DeadLetter != want {
 		t.Errorf("dead_letter: %+v, want %+v", cfg.DeadLetter, want)
 	}
 
-	_, err = feeds.ParseConfig("t.yaml", []byte("dead_letter:\n  max_attempts: 0\n  leese: 30s\n  interval: 5\n"+base), nil)
+	_, err = config.Parse("t.yaml", []byte("dead_letter:\n  max_attempts: 0\n  leese: 30s\n  interval: 5\n"+base), nil)
 	for _, msg := range []string{
 		"t.yaml:2:17: dead_letter.max_attempts: must be at least 1",
 		"t.yaml:3:3: dead_letter.leese: unknown key",

@@ -1,4 +1,4 @@
-package feeds
+package config
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 func TestFeedLogValueHidesSecrets(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	f := &Feed{ID: "parcels", Jurisdiction: "county", Kind: KindGeoJSON,
+	f := &Feed{ID: "parcels", Jurisdiction: "county", Kind: "geojson",
 		URL:     "http://FEEDUSER@127.0.0.1/a.geojson?access_key_id=FEEDKEY",
 		Headers: map[string]string{"Authorization": "Bearer FEEDBEARER"}}
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("feed", "feed", f)
