@@ -51,12 +51,16 @@
 //
 // # Trip, open and half-open
 //
-// Closed: the breaker trips when ConsecutiveFailures calls in a row failed, or
-// when, over a rolling Window (ten buckets), at least MinCalls calls were
-// decided and at least FailureRatio of them failed. A call whose outcome
-// arrives after its start has left the window is not counted (gobreaker's
-// rolling window works that way), which is why Policy.Validate insists that a
-// call bounded by AttemptTimeout fits in Window.
+// Closed: the breaker trips when ConsecutiveFailures calls in a row failed,
+// whatever the time between them, or when, over a rolling Window (ten
+// buckets), at least MinCalls calls were decided and at least FailureRatio of
+// them failed. The run of failures is the wrapper's (a success or a change of
+// state ends it): gobreaker keeps its ConsecutiveFailures inside its window,
+// which forgets the failures of a dead origin whose feeds poll it minutes
+// apart. For the ratio, a call whose outcome arrives after its start has
+// left the window is not counted (gobreaker's rolling window works that
+// way), which is why Policy.Validate insists that a call bounded by
+// AttemptTimeout fits in Window.
 //
 // Open: calls are refused without touching the network with an *OpenError
 // whose RetryAfter is the time until the next probe. The open duration is
