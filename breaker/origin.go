@@ -347,7 +347,7 @@ func (o *origin) snapshot() OriginState {
 	now := o.reg.clock.Now()
 	o.gate.Lock()
 	if o.reg.shared != nil {
-		o.syncGated(vw, now)
+		vw = o.syncGated(vw, now)
 	}
 	o.mu.Lock()
 	closed := o.state == StateClosed

@@ -67,7 +67,8 @@ type SharedView struct {
 	Verdict Verdict
 	// Exists is true when a row exists (or existed: a deleted row reads as closed).
 	Exists bool
-	// Gen changes whenever the cached row does.
+	// Gen grows whenever the cached row changes: of two views of one
+	// origin, the one with the lower Gen is the older.
 	Gen uint64
 	// Skew is the store's clock minus the local clock.
 	Skew      time.Duration

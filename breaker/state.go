@@ -421,7 +421,7 @@ func (o *origin) stillAdmitted(seq uint64) error {
 	now := o.reg.clock.Now()
 	if o.reg.shared != nil {
 		o.gate.Lock()
-		o.syncGated(vw, now)
+		vw = o.syncGated(vw, now)
 		o.gate.Unlock()
 	}
 	o.mu.Lock()
