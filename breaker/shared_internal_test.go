@@ -56,7 +56,7 @@ func (f *fakeShared) View(string) SharedView {
 	return vw
 }
 
-func (f *fakeShared) AcquireLease(_ context.Context, origin string, opens int) (bool, error) {
+func (f *fakeShared) AcquireLease(_ context.Context, origin string, opens int, _ int64) (bool, error) {
 	f.mu.Lock()
 	f.leases++
 	f.mu.Unlock()

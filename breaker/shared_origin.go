@@ -112,11 +112,15 @@ func (o *origin) takeLeaseGated(ctx context.Context) (lost bool) {
 	sh := o.reg.shared
 	o.mu.Lock()
 	o.leasing = true
-	opens := o.opens
+	// The row this call decided from: the query runs without gate, and by
+	// the time it does another instance may have probed and closed the
+	// origin, which the store must not take for a row this instance's open
+	// never reached.
+	opens, seen := o.opens, o.seen.Version
 	o.mu.Unlock()
 	o.gate.Unlock()
 	o.flush()
-	won, err := sh.AcquireLease(context.WithoutCancel(ctx), o.name, opens)
+	won, err := sh.AcquireLease(context.WithoutCancel(ctx), o.name, opens, seen)
 	o.gate.Lock()
 	now := o.reg.clock.Now()
 	o.mu.Lock()
