@@ -152,3 +152,67 @@ func TestStaleViewDoesNotUndoAnAdoptedClose(t *testing.T) {
 		t.Errorf("state change after the adopted close: %s → %s decided by %q", ev.From, ev.To, ev.DecidedBy)
 	}
 }
+
+// The run of failures belongs to one closed spell of the origin: another
+// instance's open and close, adopted here, end it, and a call admitted
+// before them that fails afterwards does not count in the next spell's
+// run (it asked the origin under the old verdict).
+func TestAdoptedVerdictsEndTheRun(t *testing.T) {
+	t.Parallel()
+	clock := &stepClock{now: time.Now()}
+	sh := &fakeShared{clock: clock}
+	p := DefaultPolicy()
+	p.MaxAttempts, p.RateLimit, p.MaxInFlightPerOrigin, p.FailureRatio = 1, 0, 0, 0
+	r := NewRegistry(Config{Policy: p, Shared: sh, Clock: clock, Jitter: func() float64 { return 0.5 }}, nil)
+	const origin = "http://gis.county.example:8093"
+	refused := func(context.Context, int) Result {
+		return Result{Outcome: Failure, Err: errors.New("dial tcp: connection refused")}
+	}
+	nothing := func(context.Context, int) Result { return Result{Outcome: Ignored} }
+	run := func() uint32 { return r.origin(origin).snapshot().Counts.ConsecutiveFailures }
+
+	for range p.ConsecutiveFailures - 1 {
+		if _, open := errors.AsType[*OpenError](r.Do(t.Context(), origin, refused)); open {
+			t.Fatal("refused before the run was complete")
+		}
+	}
+	// One more call is under way, admitted while the origin is closed.
+	started, fail := make(chan struct{}), make(chan struct{})
+	late := make(chan error, 1)
+	go func() {
+		late <- r.Do(context.Background(), origin, func(ctx context.Context, n int) Result {
+			close(started)
+			<-fail
+			return refused(ctx, n)
+		})
+	}()
+	<-started
+	if got := run(); got != uint32(p.ConsecutiveFailures-1) {
+		t.Fatalf("run %d before the verdicts, want %d", got, p.ConsecutiveFailures-1)
+	}
+
+	// Another instance opens the origin, then closes it after its probe.
+	sh.set(Verdict{Origin: origin, State: StateOpen, ConsecutiveOpens: 1, OpenUntil: clock.Now().Add(time.Hour), UpdatedBy: "a:1"})
+	if _, open := errors.AsType[*OpenError](r.Do(t.Context(), origin, nothing)); !open {
+		t.Fatal("a:1's open verdict not adopted")
+	}
+	sh.set(Verdict{Origin: origin, State: StateClosed, ConsecutiveOpens: 1, UpdatedBy: "a:1"})
+	if err := r.Do(t.Context(), origin, nothing); err != nil {
+		t.Fatalf("a:1's close not adopted: %v", err)
+	}
+	if got := run(); got != 0 {
+		t.Fatalf("run %d after the adopted open and close, want 0", got)
+	}
+
+	// The call admitted before them fails now: not part of the new run.
+	close(fail)
+	if err := <-late; err == nil {
+		t.Fatal("the late call's failure returned nil")
+	}
+	if _, open := errors.AsType[*OpenError](r.Do(t.Context(), origin, refused)); open {
+		t.Fatal("refused at the first failure after the close")
+	}
+	if s := r.origin(origin).snapshot(); s.State != StateClosed || s.Counts.ConsecutiveFailures != 1 {
+		t.Fatalf("after the late failure and one more: %s with a run of %d, want closed with 1", s.State, s.Counts.ConsecutiveFailures)
+	}
+}
