@@ -126,7 +126,10 @@
 //     the rest of the lease. The holder renews the lease while probing; if
 //     it dies the lease lapses and another instance probes. A successful
 //     probe closes the verdict for everyone (and gives every instance a
-//     fresh gobreaker); a failed one re-opens it, longer.
+//     fresh gobreaker); a failed one re-opens it, longer. That close
+//     stands: an instance asks for the lease from the row it last synced
+//     (AcquireLease's seen), and a row closed since is not taken, nor is a
+//     cached view older than the one synced adopted.
 //   - Manual overrides (Override, `ingestd breaker open|close|auto`): open
 //     refuses every call (OpenError.Override), closed admits every call
 //     without the breaker, none lets the breaker decide.
