@@ -8,6 +8,8 @@ package breaker_test
 import (
 	. "github.com/ingestd/ingestd/breaker/internal/breakertest"
 
+	"github.com/ingestd/ingestd/breaker"
+
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -73,4 +75,57 @@ func BenchmarkPacing(b *testing.B) {
 	b.ReportMetric(ms(retry)/float64(b.N), "retry_after_429_ms")
 	b.ReportMetric(ms(other)/float64(b.N), "other_origin_during_pause_ms")
 	b.ReportMetric(ms(paced)/float64(b.N), "six_calls_at_50/s_ms")
+}
+
+// attemptCounter is an Observer that counts the attempts sent.
+type attemptCounter struct{ n atomic.Int64 }
+
+func (c *attemptCounter) Attempt(string, breaker.Outcome) { c.n.Add(1) }
+func (c *attemptCounter) Call(string, breaker.CallResult) {}
+func (c *attemptCounter) StateChange(breaker.StateChange) {}
+
+// BenchmarkDeadOriginOpens: the default policy on the real clock against a
+// loopback port that refuses connections, one logical call after another
+// (the poll, then the replays of its dead letter): the logical calls that
+// failed before the origin opened (the fifth opens it), the time from the
+// first call to the open (the backoffs of the retries the retry budget
+// allowed), the connection attempts the port received before the open, and
+// those of 100 further calls during the cooldown (none: refused without
+// touching the network).
+func BenchmarkDeadOriginOpens(b *testing.B) {
+	var calls, attempts, after int64
+	var toOpen time.Duration
+	for b.Loop() {
+		seen := &attemptCounter{}
+		f := Setup(b, breaker.DefaultPolicy(), RegistryClock(RealClock{}), func(c *breaker.Config) { c.Observer = seen })
+		target := ClosedAddr(b)
+		start := time.Now()
+		for {
+			err := f.Do(b.Context(), b, target)
+			if _, open := AsOpen(err); open {
+				break
+			}
+			if err == nil {
+				b.Fatal("a refused port answered")
+			}
+			calls++
+			if calls > 1000 {
+				b.Fatal("the origin never opened")
+			}
+		}
+		toOpen += time.Since(start)
+		before := seen.n.Load()
+		attempts += before
+		for range 100 {
+			if _, open := AsOpen(f.Do(b.Context(), b, target)); !open {
+				b.Fatal("a call went through during the cooldown")
+			}
+		}
+		after += seen.n.Load() - before
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(calls)/n, "failed_calls_to_open")
+	b.ReportMetric(ms(toOpen)/n, "ms_to_open")
+	b.ReportMetric(float64(attempts)/n, "attempts_before_open")
+	b.ReportMetric(float64(after)/n, "attempts_in_100_calls_after")
 }

@@ -51,12 +51,16 @@
 //
 // # Trip, open and half-open
 //
-// Closed: the breaker trips when ConsecutiveFailures calls in a row failed, or
-// when, over a rolling Window (ten buckets), at least MinCalls calls were
-// decided and at least FailureRatio of them failed. A call whose outcome
-// arrives after its start has left the window is not counted (gobreaker's
-// rolling window works that way), which is why Policy.Validate insists that a
-// call bounded by AttemptTimeout fits in Window.
+// Closed: the breaker trips when ConsecutiveFailures calls in a row failed,
+// whatever the time between them, or when, over a rolling Window (ten
+// buckets), at least MinCalls calls were decided and at least FailureRatio of
+// them failed. The run of failures is the wrapper's (a success or a change of
+// state ends it): gobreaker keeps its ConsecutiveFailures inside its window,
+// which forgets the failures of a dead origin whose feeds poll it minutes
+// apart. For the ratio, a call whose outcome arrives after its start has
+// left the window is not counted (gobreaker's rolling window works that
+// way), which is why Policy.Validate insists that a call bounded by
+// AttemptTimeout fits in Window.
 //
 // Open: calls are refused without touching the network with an *OpenError
 // whose RetryAfter is the time until the next probe. The open duration is
@@ -122,7 +126,10 @@
 //     the rest of the lease. The holder renews the lease while probing; if
 //     it dies the lease lapses and another instance probes. A successful
 //     probe closes the verdict for everyone (and gives every instance a
-//     fresh gobreaker); a failed one re-opens it, longer.
+//     fresh gobreaker); a failed one re-opens it, longer. That close
+//     stands: an instance asks for the lease from the row it last synced
+//     (AcquireLease's seen), and a row closed since is not taken, nor is a
+//     cached view older than the one synced adopted.
 //   - Manual overrides (Override, `ingestd breaker open|close|auto`): open
 //     refuses every call (OpenError.Override), closed admits every call
 //     without the breaker, none lets the breaker decide.

@@ -39,7 +39,9 @@ func (s State) String() string {
 }
 
 // Counts are the outcomes of the logical calls in the breaker's current
-// window (closed) or generation (half-open).
+// window (closed) or generation (half-open), except ConsecutiveFailures:
+// the failed calls in a row since the last success while closed, however
+// far apart they were (see origin.run).
 type Counts struct {
 	Requests            uint32
 	Successes           uint32
@@ -114,12 +116,21 @@ type origin struct {
 	// state is cb's state as its OnStateChange last reported it (or as a
 	// forced verdict set it): what callers see, except that an open origin
 	// refuses until openUntil while gobreaker's nanosecond has long passed.
-	state       State
-	openUntil   time.Time
-	openSeq     uint64 // incremented on every open, so a call can tell it was opened under it
-	opens       int    // consecutive opens, the growth factor of the open duration
-	closedAt    time.Time
-	tripCounts  gobreaker.Counts
+	state      State
+	openUntil  time.Time
+	openSeq    uint64 // incremented on every open, so a call can tell it was opened under it
+	opens      int    // consecutive opens, the growth factor of the open duration
+	closedAt   time.Time
+	tripCounts gobreaker.Counts
+	// run is the number of logical calls in a row that failed while the
+	// origin was closed, whatever the time between them: gobreaker's own
+	// ConsecutiveFailures lives in its rolling window and forgets a failure
+	// once the window has rolled past it, so a dead origin polled less
+	// often than once per Window would never trip. A Success resets it, and
+	// so does every change of state; epoch counts those changes, so that a
+	// call admitted before one reports to nobody's run.
+	run         int
+	epoch       uint64
 	forced      *forcedOpen // the verdict the next trip of cb stands for (see forceOpenGated)
 	pausedUntil time.Time   // origin paused by a 429 until then
 	pauseSpan   time.Duration
@@ -336,7 +347,7 @@ func (o *origin) snapshot() OriginState {
 	now := o.reg.clock.Now()
 	o.gate.Lock()
 	if o.reg.shared != nil {
-		o.syncGated(vw, now)
+		vw = o.syncGated(vw, now)
 	}
 	o.mu.Lock()
 	closed := o.state == StateClosed
@@ -353,6 +364,9 @@ func (o *origin) snapshot() OriginState {
 		State:            o.state,
 		Counts:           countsOf(c),
 		ConsecutiveOpens: o.opens,
+	}
+	if o.state == StateClosed {
+		s.Counts.ConsecutiveFailures = uint32(o.run)
 	}
 	if now.Before(o.openUntil) {
 		s.State = StateOpen

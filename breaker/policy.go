@@ -10,8 +10,10 @@ import (
 // DefaultPolicy and override fields: a zero field is taken literally (see each
 // field), not replaced by a default.
 type Policy struct {
-	// ConsecutiveFailures trips the breaker after this many failed calls in a
-	// row (0 disables the rule).
+	// ConsecutiveFailures trips the breaker after this many failed logical
+	// calls in a row, however far apart (0 disables the rule): a county
+	// server down for hours, polled by its feeds minutes apart, fails one
+	// call per Window, and only a success ends the run.
 	ConsecutiveFailures int
 	// FailureRatio trips the breaker when at least this share of the calls
 	// decided within Window failed (0 disables the rule).
@@ -148,8 +150,8 @@ func (p Policy) Validate() error {
 	case p.AttemptTimeout < 0:
 		return bad("AttemptTimeout %s is negative", p.AttemptTimeout)
 	case p.AttemptTimeout > 0 && p.longestCall() >= p.Window:
-		// gobreaker drops an outcome whose call began before the window, so a
-		// host that hangs every attempt would never trip the breaker.
+		// gobreaker drops an outcome whose call began before the window, so
+		// the failure ratio would never count a host that hangs every attempt.
 		return bad("a call may last %s (attempts × AttemptTimeout + backoffs), not less than Window %s", p.longestCall(), p.Window)
 	case p.TargetConcurrency < 0:
 		return bad("TargetConcurrency %g is negative", p.TargetConcurrency)

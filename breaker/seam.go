@@ -23,8 +23,11 @@ type Shared interface {
 	View(origin string) SharedView
 	// AcquireLease tries to take origin's half-open probe lease and reports
 	// whether it won; either way the cache then holds the row as it stands.
-	// An error means the store is unreachable.
-	AcquireLease(ctx context.Context, origin string, opens int) (won bool, err error)
+	// seen is the Version of the row the caller decided from: a row that
+	// is closed is taken only at that version (the caller's own open never
+	// reached the store), not when another instance closed it since. An
+	// error means the store is unreachable.
+	AcquireLease(ctx context.Context, origin string, opens int, seen int64) (won bool, err error)
 	// RenewLease keeps origin's lease alive while the probe runs; the
 	// returned func stops renewing.
 	RenewLease(origin string) (stop func())
@@ -67,7 +70,8 @@ type SharedView struct {
 	Verdict Verdict
 	// Exists is true when a row exists (or existed: a deleted row reads as closed).
 	Exists bool
-	// Gen changes whenever the cached row does.
+	// Gen grows whenever the cached row changes: of two views of one
+	// origin, the one with the lower Gen is the older.
 	Gen uint64
 	// Skew is the store's clock minus the local clock.
 	Skew      time.Duration

@@ -21,7 +21,7 @@ func (o *origin) admitShared(ctx context.Context) (func(error), uint64, error) {
 		vw := sh.View(o.name)
 		now := o.reg.clock.Now()
 		o.gate.Lock()
-		o.syncGated(vw, now)
+		vw = o.syncGated(vw, now)
 		a, needLease := o.admitSharedGated(vw, now)
 		if needLease {
 			if lost := o.takeLeaseGated(ctx); lost {
@@ -112,11 +112,15 @@ func (o *origin) takeLeaseGated(ctx context.Context) (lost bool) {
 	sh := o.reg.shared
 	o.mu.Lock()
 	o.leasing = true
-	opens := o.opens
+	// The row this call decided from: the query runs without gate, and by
+	// the time it does another instance may have probed and closed the
+	// origin, which the store must not take for a row this instance's open
+	// never reached.
+	opens, seen := o.opens, o.seen.Version
 	o.mu.Unlock()
 	o.gate.Unlock()
 	o.flush()
-	won, err := sh.AcquireLease(context.WithoutCancel(ctx), o.name, opens)
+	won, err := sh.AcquireLease(context.WithoutCancel(ctx), o.name, opens, seen)
 	o.gate.Lock()
 	now := o.reg.clock.Now()
 	o.mu.Lock()
@@ -185,16 +189,30 @@ func (o *origin) lostLeaseRefusal() error {
 }
 
 // syncGated brings the origin in line with the cached row when the row
-// changed since the last sync. It acts on changes only: a row that turned
-// open (or was re-opened) opens the origin until its open_until; a row that
-// turned closed closes it. Comparing with the last row seen, not the local
-// state, keeps a trip of this instance that the table has not recorded yet
-// from being undone by a stale read. Needs gate, not mu.
-func (o *origin) syncGated(vw SharedView, now time.Time) {
+// changed since the last sync, and returns the view the caller is to decide
+// with. It acts on changes only: a row that turned open (or was re-opened)
+// opens the origin until its open_until; a row that turned closed closes
+// it. Comparing with the last row seen, not the local state, keeps a trip
+// of this instance that the table has not recorded yet from being undone by
+// a stale read.
+//
+// Callers read vw before they take gate, so another goroutine may have
+// synced a newer row meanwhile. A view older than the row last synced is
+// history, not news: adopting it would take back what the newer row said
+// (a close adopted from the prober would turn into the stale open before
+// it, and this instance would take the lease of a closed origin and hold
+// the cluster open). It is replaced by the cache as it stands now, read
+// under gate and so at least as new. Needs gate, not mu.
+func (o *origin) syncGated(vw SharedView, now time.Time) SharedView {
 	o.mu.Lock()
+	if vw.Gen < o.seenGen {
+		o.mu.Unlock()
+		vw = o.reg.shared.View(o.name)
+		o.mu.Lock()
+	}
 	if vw.Gen == o.seenGen {
 		o.mu.Unlock()
-		return
+		return vw
 	}
 	prev := o.seen
 	o.seen, o.seenGen = vw.Verdict, vw.Gen
@@ -222,6 +240,7 @@ func (o *origin) syncGated(vw SharedView, now time.Time) {
 	if force != nil {
 		o.forceOpenGated(*force)
 	}
+	return vw
 }
 
 // stopLeaseLocked forgets the lease and stops renewing it. Needs mu.

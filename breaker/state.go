@@ -24,6 +24,10 @@ import (
 //     change during a cooldown): gobreaker cannot be reset or set, so the
 //     wrapper replaces it, by a fresh closed breaker for a close and by one
 //     tripped at once for an open (forceOpenGated).
+//   - the run of consecutive failures: gobreaker's ConsecutiveFailures lives
+//     in its rolling window and is forgotten when the window rolls, so the
+//     wrapper counts the run itself (origin.run) and ReadyToTrip reads it;
+//     the failure ratio stays gobreaker's, in its window.
 //   - the probe lease with a Shared (shared_origin.go).
 
 // gobreakerTimeout is gobreaker's own open period. It is minimal because
@@ -68,8 +72,9 @@ func (o *origin) newBreaker(gen uint64) *gobreaker.TwoStepCircuitBreaker[struct{
 }
 
 // readyToTrip runs under gobreaker's mutex after each failure in the closed
-// state: the Policy's consecutive failures, or its failure ratio over the
-// decided calls of the window.
+// state: the Policy's consecutive failures, counted by the wrapper across
+// windows (origin.run, updated by the reporter just before), or its failure
+// ratio over the decided calls of gobreaker's window.
 func (o *origin) readyToTrip(gen uint64, c gobreaker.Counts) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -80,7 +85,7 @@ func (o *origin) readyToTrip(gen uint64, c gobreaker.Counts) bool {
 		return true // the synthetic failure of forceOpenGated
 	}
 	p := o.policy
-	trip := p.ConsecutiveFailures > 0 && c.ConsecutiveFailures >= uint32(p.ConsecutiveFailures)
+	trip := p.ConsecutiveFailures > 0 && o.run >= p.ConsecutiveFailures
 	if !trip && p.FailureRatio > 0 {
 		// Calls still in flight or excluded are in Requests but decided
 		// nothing, so the ratio is over decided calls only.
@@ -89,7 +94,8 @@ func (o *origin) readyToTrip(gen uint64, c gobreaker.Counts) bool {
 	}
 	if trip {
 		// gobreaker clears its counts before OnStateChange runs; keep them
-		// for the state-change event.
+		// for the state-change event, with the wrapper's run.
+		c.ConsecutiveFailures = uint32(o.run)
 		o.tripCounts = c
 	}
 	return trip
@@ -202,6 +208,7 @@ func (o *origin) forceOpenGated(f forcedOpen) {
 	o.gen++
 	gen := o.gen
 	o.forced = &f
+	o.endRunLocked()
 	o.mu.Unlock()
 	o.cb = o.newBreaker(gen)
 	if done, err := o.cb.Allow(); err == nil {
@@ -216,6 +223,7 @@ func (o *origin) resetClosedLocked(now time.Time, by string) {
 	o.stopLeaseLocked()
 	o.gen++
 	o.cb = o.newBreaker(o.gen)
+	o.endRunLocked()
 	o.forced = nil
 	o.openUntil = time.Time{}
 	o.closedAt = now
@@ -244,6 +252,52 @@ func (o *origin) queueBy(now time.Time, to State, c Counts, retryAfter time.Dura
 		DecidedBy:        by,
 	})
 	o.state = to
+	o.endRunLocked()
+}
+
+// endRunLocked forgets the run of failures at a change of state, and makes
+// the calls admitted before it report to nobody's run. Needs mu.
+func (o *origin) endRunLocked() {
+	o.run = 0
+	o.epoch++
+}
+
+// countRunGated adds a closed-state call's final outcome to the run of
+// failures, before gobreaker hears of it (so that its ReadyToTrip reads the
+// run): a Failure lengthens the run, a Success ends it, the other outcomes
+// leave it be. A call admitted by a replaced breaker or before a change of
+// state counts for nothing, as gobreaker drops it too. Needs gate.
+func (o *origin) countRunGated(cb *gobreaker.TwoStepCircuitBreaker[struct{}], epoch uint64, final error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cb != o.cb || epoch != o.epoch || o.state != StateClosed {
+		return
+	}
+	switch outcomeOf(final) {
+	case Failure:
+		o.run++
+	case Success:
+		o.run = 0
+	}
+}
+
+// tripOnRunGated trips cb when the run of failures has reached the
+// Policy's count and cb is still closed: gobreaker drops the outcome of a
+// call that began in an earlier window of its own (its generation rolled
+// while the call ran), so a long failed call would not reach ReadyToTrip
+// and the origin would wait for one more failure. One synthetic failure in
+// the current window lets ReadyToTrip read the run; the trip is then an
+// ordinary one (cooldown growth, state change, shared verdict). Needs gate.
+func (o *origin) tripOnRunGated(cb *gobreaker.TwoStepCircuitBreaker[struct{}]) {
+	o.mu.Lock()
+	due := cb == o.cb && o.state == StateClosed && o.policy.ConsecutiveFailures > 0 && o.run >= o.policy.ConsecutiveFailures
+	o.mu.Unlock()
+	if !due || cb.State() != gobreaker.StateClosed {
+		return
+	}
+	if done, err := cb.Allow(); err == nil {
+		done(&callReport{outcome: Failure})
+	}
 }
 
 // flush delivers queued state changes outside every lock. One goroutine
@@ -336,15 +390,18 @@ func (o *origin) allowGated() admission {
 		return admission{err: &OpenError{Origin: o.name, RetryAfter: o.probeRefusalRetryAfter(now)}}
 	}
 	o.budget.addCall(now)
-	return admission{done: o.reporter(cb, gbDone), seq: o.openSeq}
+	return admission{done: o.reporter(cb, gbDone, o.epoch), seq: o.openSeq}
 }
 
-// reporter returns the done func of a call admitted by cb: it reports the
-// final outcome to cb under gate, then delivers what that changed.
-func (o *origin) reporter(cb *gobreaker.TwoStepCircuitBreaker[struct{}], gbDone func(error)) func(error) {
+// reporter returns the done func of a call admitted by cb at epoch: it
+// reports the final outcome to the run of failures and to cb under gate,
+// then delivers what that changed.
+func (o *origin) reporter(cb *gobreaker.TwoStepCircuitBreaker[struct{}], gbDone func(error), epoch uint64) func(error) {
 	return func(final error) {
 		o.gate.Lock()
+		o.countRunGated(cb, epoch, final)
 		gbDone(final)
+		o.tripOnRunGated(cb)
 		if out := outcomeOf(final); (out == Throttled || out == Ignored) && o.reg.shared != nil && cb == o.cb {
 			o.releaseIdleLeaseGated()
 		}
@@ -364,7 +421,7 @@ func (o *origin) stillAdmitted(seq uint64) error {
 	now := o.reg.clock.Now()
 	if o.reg.shared != nil {
 		o.gate.Lock()
-		o.syncGated(vw, now)
+		vw = o.syncGated(vw, now)
 		o.gate.Unlock()
 	}
 	o.mu.Lock()

@@ -644,11 +644,11 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
-// AcquireLease tries to take the probe lease of origin. It returns whether it
-// won; either way the cache holds the row as it now stands. Each statement
-// is bounded by the query timeout.
-func (s *Cluster) AcquireLease(ctx context.Context, origin string, opens int) (bool, error) {
-	_, won, err := s.queryRow(ctx, s.sql.lease, origin, s.id, s.opts.lease.Seconds(), opens)
+// AcquireLease tries to take the probe lease of origin, deciding from the
+// row at version seen. It returns whether it won; either way the cache holds
+// the row as it now stands. Each statement is bounded by the query timeout.
+func (s *Cluster) AcquireLease(ctx context.Context, origin string, opens int, seen int64) (bool, error) {
+	_, won, err := s.queryRow(ctx, s.sql.lease, origin, s.id, s.opts.lease.Seconds(), opens, seen)
 	if err != nil || won {
 		return won, err
 	}

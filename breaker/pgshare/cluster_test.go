@@ -388,6 +388,56 @@ func TestSharedOneProbeAcrossInstances(t *testing.T) {
 	waitRow(t, ctl, origin, func(v Verdict) bool { return v.State == StateClosed && v.ProbeOwner == "" })
 }
 
+// An instance asks for the probe lease from the row it last saw; the
+// statement runs without the origin's lock, and by then another instance
+// may have taken the lease, probed and closed the origin. That close
+// stands: the lease of a closed row is taken only at the version the
+// instance saw (its own open never reached the table), else the late
+// asker would re-open the origin for the whole cluster under a lease it
+// may never probe with.
+func TestSharedLateLeaseLeavesAnotherInstancesClose(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	ctl := poolOn(t, db)
+	p := sharedPolicy(time.Hour)
+	a := newNode(t, db, "a:1", p)
+	b := newNode(t, db, "b:2", p)
+	up := NewUpstream(t, http.StatusServiceUnavailable)
+	origin := up.Origin(t)
+
+	a.TripOpen(t, up.URL())
+	b.waitRefused(t, origin)
+	expire(t, ctl, "open_until", origin, a, b)
+	seen := b.shared.View(origin).Verdict.Version // what b decides its lease from
+	up.SetStatus(http.StatusOK)
+	if err := a.Do(t.Context(), t, up.URL()); err != nil {
+		t.Fatalf("a's probe: %v", err)
+	}
+	closed := waitRow(t, ctl, origin, func(v Verdict) bool { return v.State == StateClosed })
+
+	won, err := b.shared.AcquireLease(t.Context(), origin, 1, seen)
+	if err != nil || won {
+		t.Fatalf("b's lease from the open row it saw, after a's close: won %v, %v; want lost", won, err)
+	}
+	if v := row(t, ctl, origin); v.State != StateClosed || v.Version != closed.Version {
+		t.Fatalf("after b's late lease: %+v, want a's close untouched", v)
+	}
+	// b's cache now holds the close, and its next call adopts it.
+	b.waitAdmitted(t, origin)
+	if v := row(t, ctl, origin); v.State != StateClosed || v.Version != closed.Version {
+		t.Fatalf("after b's call: %+v, want a's close untouched", v)
+	}
+	// A closed row at the version an instance saw is one its own open never
+	// reached: the lease is its to take, and publishes the open.
+	won, err = b.shared.AcquireLease(t.Context(), origin, 1, closed.Version)
+	if err != nil || !won {
+		t.Fatalf("b's lease of the closed row it saw: won %v, %v; want won", won, err)
+	}
+	if v := row(t, ctl, origin); v.State != StateHalfOpen || v.ProbeOwner != "b:2" {
+		t.Fatalf("after b's lease: %+v, want half-open under b's lease", v)
+	}
+}
+
 // A prober that dies holds the cluster back for the rest of its lease, and
 // no longer: once the lease has lapsed another instance probes, once.
 func TestSharedLeaseOfDeadProberExpires(t *testing.T) {

@@ -56,10 +56,6 @@ func (c *stepClock) advance(d time.Duration) {
 // gobreaker's window (on the real clock) is shorter than a poll.
 func TestDeadCountyOpensAtTheFifthPollInARow(t *testing.T) {
 	t.Parallel()
-	// The expectation stays the correct behaviour: it passes once the
-	// breaker keeps its run of failures across gobreaker's windows again.
-	t.Skip("known defect: the breaker counts consecutive failures within its rolling window only; " +
-		"the wrapper's run across windows made TestSharedOneProbeAcrossInstances fail and was taken back")
 	ctx := t.Context()
 	_, pool := testDB(t)
 	logger := slog.New(slog.DiscardHandler)

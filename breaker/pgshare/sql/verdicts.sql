@@ -62,10 +62,13 @@ RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, 
 
 -- name: lease
 -- Takes the probe lease ($2 this instance, $3 seconds, $4 consecutive
--- opens): only once the cooldown is over and no other instance holds a live
--- lease. A closed or missing row means this instance's open verdict never
--- reached the table (the database was away): taking the lease publishes it,
--- so that the others hold back too.
+-- opens, $5 the version of the row the instance decided from): only once
+-- the cooldown is over and no other instance holds a live lease. A missing
+-- row, or a closed one at the version the instance saw, means its open
+-- verdict never reached the table (the database was away): taking the
+-- lease publishes it, so that the others hold back too. A row closed since
+-- (at a later version) is another instance's close, which a probe decided
+-- while this instance waited for the statement: it stands.
 INSERT INTO breaker_state AS b (origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until, updated_by)
 VALUES ($1, 'half-open', now(), now(), $4, $2, now() + make_interval(secs => $3::float8), $2)
 ON CONFLICT (origin) DO UPDATE SET
@@ -76,8 +79,8 @@ ON CONFLICT (origin) DO UPDATE SET
     probe_owner = $2,
     probe_until = EXCLUDED.probe_until,
     updated_by = $2
-WHERE b.state = 'closed'
-   OR ((b.open_until IS NULL OR b.open_until <= now())
+WHERE (b.state = 'closed' AND b.version = $5::bigint)
+   OR (b.state <> 'closed' AND (b.open_until IS NULL OR b.open_until <= now())
        AND (b.probe_owner IS NULL OR b.probe_owner = $2 OR b.probe_until < now()))
 RETURNING origin, state, opened_at, open_until, consecutive_opens, probe_owner, probe_until,
        override, override_until, override_reason, override_by, override_at, updated_at, updated_by, last_error, version, clock_timestamp();
