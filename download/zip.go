@@ -22,7 +22,8 @@ import (
 var ErrZipBomb = errors.New("zip bomb")
 
 // openZip reads the zip at p: one of its Shapefiles (the feed's layer:
-// when it holds several), or the one file of another format it holds.
+// when it holds several), a layer of the File Geodatabase it holds, or
+// the one file of another format it holds.
 func openZip(p string, o OpenOptions) (FileReader, error) {
 	zr, err := zip.OpenReader(p)
 	if err != nil {
@@ -43,6 +44,14 @@ func openZipped(zr *zip.ReadCloser, o OpenOptions) (FileReader, error) {
 		return nil, err
 	}
 	layers := shapefileLayers(zr.File)
+	if zipHoldsGDB(zr.File) {
+		switch {
+		case len(layers) == 0:
+			return openZippedGDB(zr, o)
+		case o.format != FormatShapefile:
+			return openShapefileOrGDB(zr, layers, o)
+		}
+	}
 	if len(layers) == 0 {
 		return openInner(zr, o)
 	}
