@@ -284,7 +284,7 @@ func openInner(zr *zip.ReadCloser, o OpenOptions) (FileReader, error) {
 	}
 	switch len(cands) {
 	case 0:
-		return nil, fmt.Errorf("the zip holds no Shapefile (.shp) nor a GeoPackage, FlatGeobuf, GeoJSON or CSV file: %s", listed(all))
+		return nil, fmt.Errorf("the zip holds no Shapefile (.shp), File Geodatabase (*.gdb folder) nor a GeoPackage, FlatGeobuf, GeoJSON or CSV file: %s", listed(all))
 	case 1:
 	default:
 		names := make([]string, len(cands))
