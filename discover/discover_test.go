@@ -493,3 +493,55 @@ func TestFileLayers(t *testing.T) {
 		t.Errorf("the FlatGeobuf's feed names a layer:\n%s", out)
 	}
 }
+
+// A zipped File Geodatabase's feature classes are each a feed with its
+// layer: and the CRS its layer declares, as a GeoPackage's tables are.
+func TestFileGDBLayers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := gdaltest.Parcels(t, dir, 5, "GeoJSON", "parcels.geojson")
+	gdb := filepath.Join(dir, "County.gdb")
+	gdaltest.OGR2OGR(t, "-f", "OpenFileGDB", "-t_srs", "EPSG:2264", gdb, src, "-nln", "parcels")
+	gdaltest.OGR2OGR(t, "-f", "OpenFileGDB", "-update", "-t_srs", "EPSG:4267", gdb, src, "-nln", "zoning")
+	zf, err := os.Create(filepath.Join(dir, "County.gdb.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(zf)
+	entries, err := os.ReadDir(gdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(gdb, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := zw.Create("County.gdb/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+	}
+	if err := errors.Join(zw.Close(), zf.Close()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(ts.Close)
+
+	results, out, cfg := run(t, discover.Options{}, ts.URL+"/County.gdb.zip")
+	if results[0].Kind != discover.KindFile || len(results[0].Layers) != 2 {
+		t.Fatalf("kind %q, %d layers; want file with 2:\n%s", results[0].Kind, len(results[0].Layers), out)
+	}
+	got := feedsOf(cfg)
+	for _, id := range []string{"parcels", "zoning"} {
+		if f := got[id]; f == nil || f.Kind != "file" || f.URL != ts.URL+"/County.gdb.zip" {
+			t.Errorf("feed %s: %+v, want kind file at /County.gdb.zip\n%s", id, f, out)
+		}
+	}
+	for _, want := range []string{"layer: parcels\n", "layer: zoning\n", "note: read as filegdb", "note: CRS EPSG:2264, identified by", "note: CRS EPSG:4267, identified by"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -16,10 +16,11 @@ import (
 	"github.com/ingestd/ingestd/redact"
 )
 
-// fileURL downloads the file at raw (a zip, a GeoPackage, a FlatGeobuf, a
-// GeoJSON or CSV file) and lists its layers as a kind: file feed names
-// them (download.FileLayers): one feed per Shapefile of a zip or table of
-// a GeoPackage, with its layer:, or one feed for a file of one layer.
+// fileURL downloads the file at raw (a zip, a zipped File Geodatabase, a
+// GeoPackage, a FlatGeobuf, a GeoJSON or CSV file) and lists its layers as
+// a kind: file feed names them (download.FileLayers): one feed per
+// Shapefile of a zip, feature class of a File Geodatabase or table of a
+// GeoPackage, with its layer:, or one feed for a file of one layer.
 func (d *Discoverer) fileURL(ctx context.Context, raw string, res *Result) error {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -55,6 +55,9 @@ type OpenOptions struct {
 	// TempDir is where a zip's single file is copied out ("": the
 	// system's).
 	TempDir string
+	// format is the format: the feed set ("" for auto), which settles
+	// a zip holding both Shapefiles and a File Geodatabase.
+	format string
 }
 
 // Format is one file format of the table: its name (the format: setting),
@@ -166,6 +169,7 @@ func hasExt(name string, exts ...string) bool {
 func openLocal(p, format string, o OpenOptions) (FileReader, error) {
 	f, ok := lookup(format)
 	if format == "" || format == "auto" {
+		o.format = ""
 		head, err := readHead(p)
 		if err != nil {
 			return nil, err
@@ -175,10 +179,12 @@ func openLocal(p, format string, o OpenOptions) (FileReader, error) {
 		}
 	} else if !ok {
 		return nil, fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(FormatNames(), ", "))
+	} else {
+		o.format = f.Name
 	}
 	fr, err := f.Open(p, o)
 	if err != nil {
-		if strings.HasPrefix(err.Error(), f.Name+": ") {
+		if strings.HasPrefix(err.Error(), f.Name+": ") || strings.HasPrefix(err.Error(), FormatFileGDB+": ") {
 			return nil, err // the format's own package named itself
 		}
 		name := f.Name

@@ -11,11 +11,13 @@ import (
 
 // FileLayers names the layers of the local file at p, which its URL calls
 // name, read as format (the format: setting; "" or "auto" sniffs it as a
-// poll does): a zip's Shapefiles or a GeoPackage's feature tables, as the
-// feed's layer: names them; none for a format of one layer (FlatGeobuf,
-// GeoJSON, CSV, a zip holding one such file). It reads a zip's directory
-// and a GeoPackage's contents, no feature, and returns the format it read
-// the file as. It is what `ingestd discover` lists for a kind: file URL.
+// poll does): a zip's Shapefiles, a File Geodatabase's layers (after the
+// zip's Shapefiles when it holds both) or a GeoPackage's feature tables,
+// as the feed's layer: names them; none for a format of one layer
+// (FlatGeobuf, GeoJSON, CSV, a zip holding one such file). It reads a
+// zip's directory, a File Geodatabase's catalog and a GeoPackage's
+// contents, no feature, and returns the format it read the file as. It is
+// what `ingestd discover` lists for a kind: file URL.
 func FileLayers(p, name, format string) (string, []string, error) {
 	f, ok := lookup(format)
 	if format == "" || format == "auto" {
@@ -40,7 +42,22 @@ func FileLayers(p, name, format string) (string, []string, error) {
 		for _, l := range shapefileLayers(zr.File) {
 			names = append(names, l.name)
 		}
-		return f.Name, names, nil
+		if !zipHoldsGDB(zr.File) || (format == FormatShapefile && len(names) > 0) {
+			return f.Name, names, nil
+		}
+		gdb, err := gdbLayerNames(&zr.Reader, OpenOptions{})
+		if len(names) == 0 {
+			return FormatFileGDB, gdb, err
+		}
+		return f.Name, append(names, gdb...), err
+	case FormatFileGDB:
+		zr, err := zip.OpenReader(p)
+		if err != nil {
+			return f.Name, nil, fmt.Errorf("a File Geodatabase comes zipped; this zip is damaged or cut short (its central directory cannot be read): %w", err)
+		}
+		defer zr.Close()
+		names, err := gdbLayerNames(&zr.Reader, OpenOptions{})
+		return f.Name, names, err
 	case FormatGPKG:
 		names, err := gpkg.Layers(p)
 		return f.Name, names, err

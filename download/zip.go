@@ -22,7 +22,8 @@ import (
 var ErrZipBomb = errors.New("zip bomb")
 
 // openZip reads the zip at p: one of its Shapefiles (the feed's layer:
-// when it holds several), or the one file of another format it holds.
+// when it holds several), a layer of the File Geodatabase it holds, or
+// the one file of another format it holds.
 func openZip(p string, o OpenOptions) (FileReader, error) {
 	zr, err := zip.OpenReader(p)
 	if err != nil {
@@ -43,6 +44,14 @@ func openZipped(zr *zip.ReadCloser, o OpenOptions) (FileReader, error) {
 		return nil, err
 	}
 	layers := shapefileLayers(zr.File)
+	if zipHoldsGDB(zr.File) {
+		switch {
+		case len(layers) == 0:
+			return openZippedGDB(zr, o)
+		case o.format != FormatShapefile:
+			return openShapefileOrGDB(zr, layers, o)
+		}
+	}
 	if len(layers) == 0 {
 		return openInner(zr, o)
 	}
@@ -275,7 +284,7 @@ func openInner(zr *zip.ReadCloser, o OpenOptions) (FileReader, error) {
 	}
 	switch len(cands) {
 	case 0:
-		return nil, fmt.Errorf("the zip holds no Shapefile (.shp) nor a GeoPackage, FlatGeobuf, GeoJSON or CSV file: %s", listed(all))
+		return nil, fmt.Errorf("the zip holds no Shapefile (.shp), File Geodatabase (*.gdb folder) nor a GeoPackage, FlatGeobuf, GeoJSON or CSV file: %s", listed(all))
 	case 1:
 	default:
 		names := make([]string, len(cands))

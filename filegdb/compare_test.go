@@ -181,10 +181,13 @@ func sameGeometry(g, w geom.T, srid int) error {
 }
 
 // centroid is the mean of a geometry's vertices (of its rings' vertices
-// weighted by area for a polygon) and its planar area.
+// weighted by area for a polygon) and its planar area. A polygon's is
+// computed about its first vertex: about the origin, the products of
+// State Plane coordinates (10^12 square feet) swamp a small lot's area.
 func centroid(g geom.T) (x, y, area float64) {
 	flat, stride := g.FlatCoords(), g.Layout().Stride()
-	if mp, ok := g.(*geom.MultiPolygon); ok {
+	if mp, ok := g.(*geom.MultiPolygon); ok && len(flat) > 0 {
+		ox, oy := flat[0], flat[1]
 		var cx, cy float64
 		start := 0
 		for _, ends := range mp.Endss() {
@@ -193,7 +196,7 @@ func centroid(g geom.T) (x, y, area float64) {
 				n := len(ring) / stride
 				for i := 0; i < n; i++ {
 					j := (i + 1) % n
-					x0, y0, x1, y1 := ring[i*stride], ring[i*stride+1], ring[j*stride], ring[j*stride+1]
+					x0, y0, x1, y1 := ring[i*stride]-ox, ring[i*stride+1]-oy, ring[j*stride]-ox, ring[j*stride+1]-oy
 					c := x0*y1 - x1*y0
 					area += c / 2
 					cx += (x0 + x1) * c / 6
@@ -203,7 +206,7 @@ func centroid(g geom.T) (x, y, area float64) {
 			}
 		}
 		if area != 0 {
-			return cx / area, cy / area, area
+			return ox + cx/area, oy + cy/area, area
 		}
 	}
 	n := len(flat) / stride

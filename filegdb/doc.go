@@ -26,8 +26,10 @@
 // the types GDAL gives them: Point, MultiPoint, MultiLineString and
 // MultiPolygon (clockwise rings are shells, counter-clockwise ones holes of
 // the shell containing them); Z is kept, M dropped as the Shapefile
-// reader drops it. Curved segments and multipatches are refused by name
-// (ErrCurves, ErrMultiPatch).
+// reader drops it. Circular arcs are densified as GDAL densifies them
+// (steps of about 4 degrees, at least 7 and an odd number per arc), so
+// that a curved lot line has GDAL's vertices; Bézier curves, elliptic
+// arcs and multipatches are refused by name (ErrCurves, ErrMultiPatch).
 //
 // The format is hostile input: every count and offset is checked against
 // the bytes that hold it before anything is allocated for it, a varint

@@ -128,18 +128,37 @@ func descriptors(t testing.TB, path string) []byte {
 
 // TestWriteFuzzSeeds writes the fuzzers' seed corpus under testdata/fuzz
 // from tables GDAL writes now (a polygon layer in NAD27, one with Z, a
-// points layer, a line layer): run with INGESTD_FILEGDB_WRITE_SEEDS=1.
+// points layer, a line layer, lines and polygons with circular arcs): run
+// with INGESTD_FILEGDB_WRITE_SEEDS=1.
 func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("INGESTD_FILEGDB_WRITE_SEEDS") == "" {
 		t.Skip("set INGESTD_FILEGDB_WRITE_SEEDS=1 to write the fuzz seeds again")
 	}
 	dir := t.TempDir()
 	src := "../testdata/arcgis/"
+	// Circular arcs, in lines and in polygons' rings, for the curve reader.
+	curves := filepath.Join(dir, "curves.csv")
+	if err := os.WriteFile(curves, []byte("WKT,ID\n"+
+		"\"CIRCULARSTRING(2000000 700000,2000050 700050,2000100 700000)\",1\n"+
+		"\"COMPOUNDCURVE((2000000 700000,2000100 700000),CIRCULARSTRING(2000100 700000,2000170.71 700029.29,2000200 700100))\",2\n"+
+		"\"MULTICURVE(CIRCULARSTRING(2000000 700000,2000100 700100,2000200 700000,2000300 699900,2000400 700000),(2000000 700500,2000100 700500))\",3\n"),
+		0o600); err != nil {
+		t.Fatal(err)
+	}
+	polys := filepath.Join(dir, "curvepolys.csv")
+	if err := os.WriteFile(polys, []byte("WKT,ID\n"+
+		"\"CURVEPOLYGON(CIRCULARSTRING(2000000 700000,2000050 700050,2000100 700000,2000050 699950,2000000 700000))\",1\n"+
+		"\"CURVEPOLYGON((2000000 700000,2000000 700400,2000400 700400,2000400 700000,2000000 700000),CIRCULARSTRING(2000150 700200,2000200 700250,2000250 700200,2000200 700150,2000150 700200))\",2\n"),
+		0o600); err != nil {
+		t.Fatal(err)
+	}
 	for i, args := range [][]string{
 		{"-t_srs", "EPSG:4267", src + "nc_counties.geojson", "-nln", "counties"},
 		{"-t_srs", "EPSG:2264", "-zfield", "BIR74", src + "nc_counties.geojson", "-nln", "counties_z"},
 		{src + "nc_points.geojson", "-nln", "points"},
 		{src + "nc_boundaries.geojson", "-nln", "lines"},
+		{"-a_srs", "EPSG:2264", curves, "-nln", "arcs", "-nlt", "MULTICURVE", "-oo", "KEEP_GEOM_COLUMNS=NO"},
+		{"-a_srs", "EPSG:2264", polys, "-nln", "lots", "-nlt", "MULTISURFACE", "-oo", "KEEP_GEOM_COLUMNS=NO"},
 	} {
 		out := filepath.Join(dir, strconv.Itoa(i)+".gdb")
 		cmd := exec.CommandContext(t.Context(), "ogr2ogr", append([]string{"-f", "OpenFileGDB", out}, args...)...)

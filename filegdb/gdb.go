@@ -93,8 +93,8 @@ func Open(fsys fs.FS, opts Options) (*GDB, error) {
 }
 
 // Find returns the folder of fsys holding a File Geodatabase: "." when
-// its root does, else the only folder named *.gdb (at any depth up to
-// three) that holds a00000001.gdbtable.
+// its root does, else the only folder named *.gdb (at any depth) that
+// holds a00000001.gdbtable.
 func Find(fsys fs.FS) (string, error) {
 	if _, err := fs.Stat(fsys, catalogTable+".gdbtable"); err == nil {
 		return ".", nil
@@ -106,9 +106,6 @@ func Find(fsys fs.FS) (string, error) {
 		}
 		if !d.IsDir() || p == "." {
 			return nil
-		}
-		if strings.Count(p, "/") >= 3 {
-			return fs.SkipDir
 		}
 		if strings.HasSuffix(strings.ToLower(p), ".gdb") {
 			if _, err := fs.Stat(fsys, path.Join(p, catalogTable+".gdbtable")); err == nil {

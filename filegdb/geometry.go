@@ -46,10 +46,11 @@ const (
 	flagCurves = 1 << 29
 )
 
-// ErrCurves is wrapped by the error for a geometry with curved segments
-// (circular, elliptic or Bézier arcs), which ingestd refuses by name
-// rather than store an approximation nobody asked for.
-var ErrCurves = errors.New("curved segments (circular, elliptic or Bézier arcs), which ingestd does not read; export the layer with densified curves")
+// ErrCurves is wrapped by the error for a geometry with a Bézier curve
+// or an elliptic arc, which ingestd refuses by name rather than store an
+// approximation that differs from GDAL's. Circular arcs are densified as
+// GDAL densifies them.
+var ErrCurves = errors.New("curved segments that ingestd does not densify (Bézier curves, elliptic arcs); export the layer with densified curves")
 
 // ErrMultiPatch is wrapped by the error for a multipatch (3-D surface)
 // geometry.
@@ -271,7 +272,13 @@ func (d *shapeDecoder) parts(polygon, curves bool) (geom.T, error) {
 		return nil, err
 	}
 	if ncurves > 0 {
-		return nil, fmt.Errorf("%d %w", ncurves, ErrCurves)
+		curves, err := d.readCurves(ncurves, n)
+		if err != nil {
+			return nil, err
+		}
+		if flat, ends, err = d.densify(flat, ends, curves); err != nil {
+			return nil, err
+		}
 	}
 	if !polygon {
 		return geom.NewMultiLineStringFlat(d.layout, flat, ends), nil

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -224,16 +226,66 @@ func TestDeletedRows(t *testing.T) {
 	}
 }
 
-// TestGeometryRefusedByName: curves and multipatches are refused with
-// what they are, never read wrong.
+// TestGeometryRefusedByName: Bézier curves, elliptic arcs and
+// multipatches are refused with what they are, never read wrong; a curve
+// that lies about its segment is the row's error.
 func TestGeometryRefusedByName(t *testing.T) {
 	g := &geomField{xyScale: 1e9, zScale: 1, mScale: 1}
-	curved := []byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02, // with the curves flag
-		2, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 0}
-	if _, err := decodeGeometry(curved, g, 4326); !errors.Is(err, ErrCurves) {
-		t.Errorf("curves: %v", err)
+	line := []byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02, // with the curves flag
+		2, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2} // 2 points, 1 part, 1 curve, the extent, the points
+	for _, tc := range []struct {
+		name  string
+		curve []byte
+		want  string
+	}{
+		{"Bézier", append([]byte{0, segBezier}, make([]byte, 32)...), "curve 1: a Bézier segment: curved segments that ingestd does not densify"},
+		{"elliptic arc", append([]byte{0, segEllipticArc}, make([]byte, 44)...), "curve 1: an elliptic arc: curved segments"},
+		{"spiral", append([]byte{0, 3}, make([]byte, 32)...), "curve 1: unknown segment type 3"},
+		{"past the last point", append([]byte{1, segCircularArc}, make([]byte, 20)...), "curve 1 starts at point 1 of 2: no segment follows it"},
+		{"cut short", []byte{0, segCircularArc, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, "curve 1: cut short"},
+	} {
+		_, err := decodeGeometry(append(slices.Clone(line), tc.curve...), g, 4326)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if strings.HasPrefix(tc.name, "B") || strings.HasPrefix(tc.name, "e") {
+			if !errors.Is(err, ErrCurves) {
+				t.Errorf("%s: %v is not ErrCurves", tc.name, err)
+			}
+		}
 	}
 	if _, err := decodeGeometry([]byte{shpMultiPatch, 0}, g, 4326); !errors.Is(err, ErrMultiPatch) {
 		t.Errorf("multipatch: %v", err)
+	}
+}
+
+// TestArcByCentre: an arc given by its centre turns the way its flags
+// say, its vertices on its circle, 45 steps for a half circle as GDAL
+// strokes it.
+func TestArcByCentre(t *testing.T) {
+	g := &geomField{xyScale: 1, zScale: 1, mScale: 1}
+	blob := []byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02,
+		2, 1, 1, 0, 0, 0, 0, 0, 0, 2, 0, // (0 0) to (2 0)
+		0, segCircularArc}
+	blob = binary.LittleEndian.AppendUint64(blob, math.Float64bits(1))
+	blob = binary.LittleEndian.AppendUint64(blob, math.Float64bits(0))
+	for _, tc := range []struct {
+		bits uint32
+		side float64
+	}{{arcCCW, -1}, {0, 1}} {
+		geomT, err := decodeGeometry(binary.LittleEndian.AppendUint32(slices.Clone(blob), tc.bits), g, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flat := geomT.FlatCoords()
+		if len(flat) != 46*2 {
+			t.Errorf("bits %#x: %d vertices, want 46", tc.bits, len(flat)/2)
+		}
+		for i := 0; i < len(flat); i += 2 {
+			x, y := flat[i], flat[i+1]
+			if math.Abs(math.Hypot(x-1, y)-1) > 1e-12 || y*tc.side < -1e-12 {
+				t.Fatalf("bits %#x: vertex %d (%v %v) off its half circle", tc.bits, i/2, x, y)
+			}
+		}
 	}
 }

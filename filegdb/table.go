@@ -140,10 +140,10 @@ func openTable(fsys fs.FS, dir, base, label string, sp spool) (t *table, err err
 		}
 	}()
 	if t.data, err = openFile(fsys, path.Join(dir, base+".gdbtable"), sp); err != nil {
-		return nil, t.errorf("opening its .gdbtable: %v", err)
+		return nil, t.fileError(".gdbtable", err)
 	}
 	if t.index, err = openFile(fsys, path.Join(dir, base+".gdbtablx"), sp); err != nil {
-		return nil, t.errorf("opening its .gdbtablx: %v", err)
+		return nil, t.fileError(".gdbtablx", err)
 	}
 	if err := t.readHeader(); err != nil {
 		return nil, err
@@ -152,6 +152,16 @@ func openTable(fsys fs.FS, dir, base, label string, sp spool) (t *table, err err
 		return nil, err
 	}
 	return t, nil
+}
+
+// fileError says that the table's file ext cannot be opened: missing
+// from the geodatabase (a zip made without it), in ingestd's words, else
+// the cause.
+func (t *table) fileError(ext string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Error{Table: t.label, Msg: "its " + ext + " is missing: the geodatabase was zipped without it, and a table is read through both its .gdbtable and its .gdbtablx"}
+	}
+	return &Error{Table: t.label, Msg: "opening its " + ext, Err: err}
 }
 
 func (t *table) close() error {

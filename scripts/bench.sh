@@ -869,6 +869,108 @@ bench_statuspage() {
 	go test -run '^$' -bench FeedPage250k -benchtime 20x ./statuspage
 }
 
+# bench.sh filegdb: the 250,000-parcel layer as a zipped File Geodatabase
+# (written by ogr2ogr -f OpenFileGDB in NC State Plane, zipped as counties
+# zip it: Parcels.gdb/ inside), served by lighttpd: the first load by
+# `ingestd poll` (kind file, format auto) against ogr2ogr from the same zip
+# (/vsizip/) into the same database, one sitting: median wall, CPU and peak
+# RSS of BENCH_COUNT runs. BENCH_FILEGDB_PORT (first of two ports, default
+# 18225), BENCH_FILEGDB_FEATURES (default 250000; delete bench-out/filegdb to
+# regenerate).
+bench_filegdb() {
+	command -v ogr2ogr >/dev/null || { echo "bench.sh: filegdb needs ogr2ogr (gdal-bin)" >&2; return 1; }
+	local lighttpd=/usr/sbin/lighttpd
+	[[ -x $lighttpd ]] || { echo "bench.sh: filegdb needs lighttpd" >&2; return 1; }
+	local out=$ROOT/bench-out
+	local dir=$out/filegdb p0=${BENCH_FILEGDB_PORT:-18225} n=${BENCH_FILEGDB_FEATURES:-250000}
+	local feed=filegdb_$n zip=$dir/Parcels_$n.gdb.zip
+	mkdir -p bin "$dir"
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./cmd/feedserver
+	local pids=
+	trap 'kill $pids 2>/dev/null || true' RETURN
+	if [[ ! -s $zip ]]; then
+		bin/feedserver -serve "127.0.0.1:${p0}=" -generate "parcels=$n" >/dev/null 2>&1 &
+		local fs=$!
+		sleep 1
+		curl -sf -o "$dir/parcels_$n.json" \
+			"http://127.0.0.1:${p0}/wfs?service=WFS&version=2.0.0&request=GetFeature&typeNames=parcels&outputFormat=application/json"
+		kill "$fs" 2>/dev/null || true
+		wait "$fs" 2>/dev/null || true
+		rm -rf "$dir/Parcels.gdb"
+		ogr2ogr -f OpenFileGDB -t_srs EPSG:2264 -nln parcels "$dir/Parcels.gdb" "$dir/parcels_$n.json"
+		python3 -c 'import sys, zipfile, os
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    for f in sorted(os.listdir(sys.argv[2])):
+        z.write(os.path.join(sys.argv[2], f), "Parcels.gdb/" + f)' "$zip" "$dir/Parcels.gdb"
+		rm -rf "$dir/Parcels.gdb" "$dir/parcels_$n.json"
+	fi
+	local conf=$dir/lighttpd.conf
+	{
+		echo "server.document-root = \"$dir\""
+		echo 'server.bind = "127.0.0.1"'
+		echo "server.port = $((p0 + 1))"
+		echo "server.errorlog = \"$dir/lighttpd-error.log\""
+		if ((EUID == 0)); then
+			echo 'server.username = "nobody"'
+			echo 'server.groupname = "nogroup"'
+		fi
+	} >"$conf"
+	chmod -R a+rX "$dir"
+	chmod a+w "$dir" # lighttpd's error log, as the user it drops to
+	"$lighttpd" -D -f "$conf" &
+	pids="$pids $!"
+	sleep 1
+	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
+	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
+	{
+		echo "defaults: {timeout: 1h, breaker: {rate_limit: 0}, limits: {body_bytes: 4GiB, poll_bytes: 4GiB, poll_features: 10000000}}"
+		echo "jurisdictions:"
+		echo "  - id: bench"
+		echo "    feeds:"
+		echo "      - {id: $feed, kind: file, url: \"http://127.0.0.1:$((p0 + 1))/$(basename "$zip")\"}"
+	} >"$out/filegdb.yaml"
+	bin/ingestd migrate >/dev/null
+	# timed CMD...: "wall cpu rss_MB" of CMD, its output kept in filegdb-last.log.
+	timed_filegdb() {
+		local t
+		t=$(mktemp)
+		/usr/bin/time -f '%e %U %S %M' -o "$t" "$@" >"$out/filegdb-last.log" 2>&1 || {
+			echo "bench.sh: failed: $*" >&2
+			tail -n 20 "$out/filegdb-last.log" >&2
+			rm -f "$t"
+			return 1
+		}
+		awk '{ printf "%.2f %.2f %d\n", $1, $2 + $3, $4 / 1024 }' "$t"
+		rm -f "$t"
+	}
+	printf '\n== filegdb: a zipped File Geodatabase of %s parcels (%s MB zipped); first loads, medians of %s runs; the machine is shared, so wall times are noisy\n' \
+		"$n" "$(($(stat -c %s "$zip") / 1048576))" "$count"
+	printf '%-16s %-28s %8s %8s %8s\n' layer run wall_s cpu_s rss_MB
+	local run
+	for run in "ingestd load (kind file)" "ogr2ogr /vsizip/"; do
+		: >"$out/filegdb.runs"
+		for _ in $(seq 1 "$count"); do
+			case $run in
+			ingestd*)
+				"${psql[@]}" -c "SET client_min_messages = warning" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$feed')); END \$\$" \
+					-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$feed'" \
+					-c "DELETE FROM dead_letter WHERE jurisdiction = 'bench' AND feed = '$feed'" \
+					-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
+				timed_filegdb bin/ingestd poll -config "$out/filegdb.yaml" -log-level warn "bench/$feed" >>"$out/filegdb.runs" ;;
+			ogr2ogr*)
+				"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_filegdb" -c "CHECKPOINT"
+				# In EPSG:4326, as ingestd stores it.
+				timed_filegdb ogr2ogr -f PostgreSQL "$pg" "/vsizip/$zip/Parcels.gdb" parcels -nln ogr_filegdb -overwrite -t_srs EPSG:4326 \
+					-nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom --config PG_USE_COPY YES >>"$out/filegdb.runs" ;;
+			esac
+		done
+		sort -g "$out/filegdb.runs" | sed -n "$(((count + 1) / 2))p" | awk -v l="$feed" -v r="$run" '{ printf "%-16s %-28s %8.2f %8.2f %8d\n", l, r, $1, $2, $3 }' | tee -a "$out/filegdb.table"
+	done
+	"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_filegdb"
+}
+
 case $what in
 poll) bench_poll ;;
 statuspage) bench_statuspage ;;
@@ -878,6 +980,7 @@ gdal) bench_gdal ;;
 hostile) bench_hostile ;;
 bigdoc) bench_bigdoc ;;
 shpzip) bench_shpzip ;;
+filegdb) bench_filegdb ;;
 micro) bench_micro ;;
 cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;

@@ -90,6 +90,7 @@ var Groups = []Group{
 	{"file: GeoJSON", fileGeoJSONs},
 	{"file: GeoPackages", fileGeoPackages},
 	{"file: FlatGeobuf", fileFlatGeobufs},
+	{"file: File Geodatabases", fileGDBs},
 	{"file: HTTP (redirects, slow-loris, sizes)", fileTransfers},
 }
 
