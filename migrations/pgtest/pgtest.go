@@ -7,6 +7,12 @@
 // time of migrating, and drops it when the test ends. The template's name
 // carries a hash of the migration files, so a schema change builds a new one.
 //
+// Before it makes a database, a test reserves the connections it will open
+// on it (URLFor; URL and Pool reserve PoolConns) out of the server's
+// max_connections, shared with every other test binary through the server
+// (see budget.go), and waits while others hold them: the suite fits a stock
+// server's 100 connections.
+//
 // When the server cannot be reached the test is skipped, except under CI=true,
 // where it fails: CI must never pass by skipping the database tests.
 package pgtest
@@ -76,27 +82,15 @@ func URL(t testing.TB) string {
 // pools opened on the URL with PoolURL.
 func URLFor(t testing.TB, conns int) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-
 	server := ServerURL()
-	admin, err := connect(ctx, server)
-	if err != nil {
-		unreachable(t, server, err)
-	}
-	// The admin connection holds the test's slots until the test ends,
-	// then drops its database.
+	admin := reserveFor(t, server, conns)
 	name := "ingestd_test_" + randomHex(8)
 	t.Cleanup(func() { dropDatabase(t, admin, server, name) })
 
-	b, err := serverBudget(ctx, admin)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	// One more for the admin connection itself.
-	if err := reserve(t.Context(), admin, b, server, conns+1); err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
+	// The setup's time starts once the test has its connections: the wait
+	// for them is in line, not setup.
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
 	tpl, err := ensureTemplate(ctx, admin, server)
 	if err != nil {
 		t.Fatalf("pgtest: template: %v", err)
@@ -115,6 +109,29 @@ func URLFor(t testing.TB, conns int) string {
 		t.Fatalf("pgtest: search_path of %s: %v", name, err)
 	}
 	return withDatabase(server, name)
+}
+
+// reserveFor connects to server and takes conns slots of its budget, and one
+// for the connection itself, which holds them until the test ends (see
+// dropDatabase). It waits while other tests hold them, and ends t when it
+// cannot have them.
+func reserveFor(t testing.TB, server string, conns int) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	admin, err := connect(ctx, server)
+	if err != nil {
+		unreachable(t, server, err)
+	}
+	b, err := serverBudget(ctx, admin)
+	if err == nil {
+		err = reserve(t.Context(), admin, b, server, conns+1)
+	}
+	if err != nil {
+		admin.Close(context.WithoutCancel(ctx))
+		t.Fatalf("pgtest: %v", err)
+	}
+	return admin
 }
 
 // Pool returns a pool of PoolConns connections on a fresh migrated database
