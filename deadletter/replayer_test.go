@@ -211,10 +211,10 @@ func TestExpiredLeaseIsReclaimed(t *testing.T) {
 func TestTwoReplayersNeverReplayARowTwice(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	u := pgtest.URL(t)
+	u := pgtest.URLFor(t, 2*pgtest.PoolConns)
 	pools := make([]*pgxpool.Pool, 2)
 	for i := range pools {
-		p, err := pgxpool.New(ctx, u)
+		p, err := pgxpool.New(ctx, pgtest.PoolURL(u, pgtest.PoolConns))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -68,7 +68,7 @@ func BenchmarkSchedulerScale(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	pool, err := pgxpool.New(b.Context(), pgtest.URL(b)+"&pool_max_conns=20")
+	pool, err := pgxpool.New(b.Context(), pgtest.PoolURL(pgtest.URLFor(b, 20), 20))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,7 +25,7 @@
 #                             alone in `ingestd poll` (peak RSS per case: the ten largest); then the
 #                             ArcGIS REST bombs (BenchmarkArcGISBombs) and OGC API document bombs
 #                             (TestDocumentBombsPeakRSS), each case in a process of its own.
-#   scripts/bench.sh arcgis   a 200,000-polygon ArcGIS REST layer (cmd/arcgisserver, the arcgistest
+#   scripts/bench.sh arcgis   a 200,000-polygon ArcGIS REST layer (internal/tools/arcgisserver, the arcgistest
 #                             fixture: Koop takes 4 s a request at this size, see docs/interop.md) loaded by
 #                             ingestd poll (id list, objectIds batches of maxRecordCount 2000) and by
 #                             GDAL's ogr2ogr (ESRIJSON, resultOffset paging ordered by OBJECTID) from
@@ -126,7 +126,7 @@ export DATABASE_URL
 
 bench_poll() {
 	mkdir -p bin
-	go build -o bin/feedserver ./cmd/feedserver
+	go build -o bin/feedserver ./internal/tools/feedserver
 	go test -c -o bin/feeds.test ./feeds
 	local port=18091 max=0
 	for n in $sizes; do max=$((n > max ? n : max)); done
@@ -189,7 +189,7 @@ bench_gdal() {
 	mkdir -p bin bench-out
 	out=$ROOT/bench-out
 	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/feedserver ./cmd/feedserver
+	go build -o bin/feedserver ./internal/tools/feedserver
 	# Ports of the two feed servers: a server left over on them would be
 	# benchmarked instead (with its own layer sizes), so a taken port fails.
 	local p1=${BENCH_GDAL_PORT:-18201}
@@ -314,7 +314,7 @@ hostile_cleanup() {
 bench_hostile() {
 	mkdir -p bin bench-out
 	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/feedserver ./cmd/feedserver
+	go build -o bin/feedserver ./internal/tools/feedserver
 	local out=$ROOT/bench-out port=${BENCH_HOSTILE_PORT:-18300}
 	local cfg=$out/hostile.yaml db=ingestd_hostile_bench
 	# The socrata feeds' app_token, for every ingestd the corpus config is
@@ -423,7 +423,7 @@ bench_arcgis() {
 	mkdir -p bin bench-out
 	out=$ROOT/bench-out
 	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/arcgisserver ./cmd/arcgisserver
+	go build -o bin/arcgisserver ./internal/tools/arcgisserver
 	local port=${BENCH_ARCGIS_PORT:-18312} n=${BENCH_ARCGIS_FEATURES:-200000}
 	bin/arcgisserver -listen "127.0.0.1:$port" -generate "parcels=$n" -max-record-count 2000 >"$out/arcgis.url" 2>"$out/arcgis.log" &
 	local as=$!
@@ -484,7 +484,7 @@ bench_ogcapi() {
 	mkdir -p bin bench-out
 	out=$ROOT/bench-out
 	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/feedserver ./cmd/feedserver
+	go build -o bin/feedserver ./internal/tools/feedserver
 	local port=${BENCH_OGCAPI_PORT:-18211} n=${BENCH_OGCAPI_FEATURES:-250000} page=${BENCH_OGCAPI_PAGE_SIZE:-1000}
 	bin/feedserver -ogcapi "127.0.0.1:${port}" -generate "parcels=$n" >/dev/null 2>&1 &
 	local fs=$!
@@ -568,7 +568,7 @@ bench_bigdoc() {
 	local docs=$out/bigdoc p0=${BENCH_BIGDOC_PORT:-18205}
 	local sizes=${BENCH_BIGDOC_SIZES:-250000 1000000} wfsn=250000
 	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/feedserver ./cmd/feedserver
+	go build -o bin/feedserver ./internal/tools/feedserver
 	trap 'kill $bigdoc_pids 2>/dev/null || true' RETURN EXIT
 	# The unpaged WFS layer, served by the feed server (one request, no paging).
 	bin/feedserver -serve "127.0.0.1:${p0}=" -generate "parcels=$wfsn" >/dev/null 2>&1 &
@@ -722,7 +722,7 @@ bench_shpzip() {
 	local dir=$out/shpzip p0=${BENCH_SHPZIP_PORT:-18215} n=${BENCH_SHPZIP_FEATURES:-250000}
 	mkdir -p bin "$dir"
 	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/feedserver ./cmd/feedserver
+	go build -o bin/feedserver ./internal/tools/feedserver
 	trap 'kill $shpzip_pids 2>/dev/null || true' RETURN EXIT
 	local zip=$dir/parcels_$n.zip
 	if [[ ! -s $zip ]]; then
@@ -886,7 +886,7 @@ bench_filegdb() {
 	local feed=filegdb_$n zip=$dir/Parcels_$n.gdb.zip
 	mkdir -p bin "$dir"
 	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/feedserver ./cmd/feedserver
+	go build -o bin/feedserver ./internal/tools/feedserver
 	local pids=
 	trap 'kill $pids 2>/dev/null || true' RETURN
 	if [[ ! -s $zip ]]; then

@@ -19,7 +19,7 @@ log() { printf 'demo.sh: %s\n' "$*" >&2; }
 mkdir -p bin .demo
 log "building ingestd and the fixture feed server"
 go build -o bin/ingestd ./cmd/ingestd
-go build -o bin/feedserver ./cmd/feedserver
+go build -o bin/feedserver ./internal/tools/feedserver
 
 if [[ -z ${DATABASE_URL:-} ]]; then
 	DATABASE_URL=$(scripts/postgis.sh start)

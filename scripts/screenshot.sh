@@ -4,7 +4,7 @@
 # one PNG each. Fails when Chromium reports a page error (any console
 # message: the page has no script, so a message is a refused or failed
 # load, a CSP violation, or worse), when the DOM lacks the page's header,
-# or when the PNG is blank or unstyled (cmd/pngcheck: one colour, or no
+# or when the PNG is blank or unstyled (internal/tools/pngcheck: one colour, or no
 # pixel of the header's colour).
 #
 #   scripts/screenshot.sh --install              install chromium if missing, nothing else
@@ -41,7 +41,7 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pngcheck="$work/pngcheck"
-(cd "$ROOT" && go build -o "$pngcheck" ./cmd/pngcheck)
+(cd "$ROOT" && go build -o "$pngcheck" ./internal/tools/pngcheck)
 
 # A profile of its own, no network beyond what the page asks for (loopback),
 # no first-run or extension noise.

@@ -57,5 +57,13 @@ if ! /usr/bin/python3 -c 'import qgis.core' 2>/dev/null; then
 fi
 echo "test.sh: promtool check/test of the alert rules (deploy/prometheus)" >&2
 scripts/promtool.sh
+# The tests share the server's connections (migrations/pgtest reserves them
+# through the server: docs/decisions/0183-test-connection-budget.md); the
+# largest test needs about 30, a stock server's 100 lets several run at once.
+if command -v psql >/dev/null 2>&1; then
+	conns=$(psql "$DATABASE_URL" -XAtqc "SELECT current_setting('max_connections') || ' (' ||
+		current_setting('superuser_reserved_connections') || ' reserved)'" 2>/dev/null || true)
+	[[ -n $conns ]] && echo "test.sh: the server's max_connections: $conns; the tests share them, less 5 kept free (or INGESTD_TEST_DB_CONNS)" >&2
+fi
 echo "test.sh: go test ./... against $DATABASE_URL" >&2
 go test -count=1 -timeout 20m "$@" ./...

@@ -42,7 +42,7 @@ type node struct {
 // could read the row with a database time just before the write's.
 func newNode(t testing.TB, dbURL, id string, p Policy, opts ...Option) *node {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := pgxpool.New(context.Background(), pgtest.PoolURL(dbURL, pgtest.PoolConns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,11 @@ func (n *node) rand() float64 {
 // pinJitter makes every jitter of the node's registry j.
 func (n *node) pinJitter(j float64) { n.jitter.Store(&j) }
 
+// nodesConns is what a test reserves of the server for its database: up to
+// three nodes' pools (newNode) or the test's own (poolOn), of
+// pgtest.PoolConns each.
+const nodesConns = 3 * pgtest.PoolConns
+
 // testPool opens a pool on a fresh migrated database; it closes when t ends.
 func testPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
@@ -79,7 +84,7 @@ func testPool(t testing.TB) *pgxpool.Pool {
 // closes when t ends.
 func poolOn(t testing.TB, dbURL string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), dbURL)
+	pool, err := pgxpool.New(context.Background(), pgtest.PoolURL(dbURL, pgtest.PoolConns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +211,7 @@ func sharedPolicy(open time.Duration) Policy {
 
 func TestSharedTripRefusedEverywhere(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, nodesConns)
 	ctl := poolOn(t, db)
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
@@ -328,7 +333,7 @@ func holdFirst(t testing.TB, up *Upstream, status int) (held <-chan struct{}, re
 // its verdict (re-open, longer; or close) reaches both.
 func TestSharedOneProbeAcrossInstances(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, nodesConns)
 	ctl := poolOn(t, db)
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
@@ -442,7 +447,7 @@ func TestSharedLateLeaseLeavesAnotherInstancesClose(t *testing.T) {
 // no longer: once the lease has lapsed another instance probes, once.
 func TestSharedLeaseOfDeadProberExpires(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, nodesConns)
 	ctl := poolOn(t, db)
 	const lease = time.Hour
 	p := sharedPolicy(3 * time.Hour) // unlike the lease, so that a refusal tells which held it
@@ -486,7 +491,7 @@ func TestSharedLeaseOfDeadProberExpires(t *testing.T) {
 // slow probe does not lose it.
 func TestSharedProberRenewsItsLease(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, nodesConns)
 	ctl := poolOn(t, db)
 	// Renewed every 100 ms. No other instance: nothing could take the lease
 	// if a renewal came late, so the machine's speed cannot matter.
@@ -521,7 +526,7 @@ func TestSharedProberRenewsItsLease(t *testing.T) {
 
 func TestSharedRestartKeepsOriginOpen(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, nodesConns)
 	ctl := poolOn(t, db)
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
@@ -555,7 +560,7 @@ func TestSharedRestartKeepsOriginOpen(t *testing.T) {
 
 func TestSharedOverride(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, nodesConns)
 	ctl := poolOn(t, db)
 	p := sharedPolicy(time.Hour)
 	a := newNode(t, db, "a:1", p)
@@ -683,7 +688,7 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 
 func TestSharedNoQueryPerCall(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, nodesConns)
 	a := newNode(t, db, "a:1", FastPolicy(), WithRefreshInterval(time.Minute))
 	up := NewUpstream(t, http.StatusOK)
 	if err := a.Do(t.Context(), t, up.URL()); err != nil {

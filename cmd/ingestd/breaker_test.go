@@ -15,7 +15,7 @@ import (
 // change it again.
 func TestBreakerOverrideCommands(t *testing.T) {
 	t.Parallel()
-	db := pgtest.URL(t)
+	db := pgtest.URLFor(t, ingestdConns)
 	conn, err := pgx.Connect(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)

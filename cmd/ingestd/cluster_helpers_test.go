@@ -156,13 +156,13 @@ type instance struct {
 	id      string // host:pid, as breaker_state.probe_owner names it
 }
 
-// startInstance starts `ingestd run` (with extra flags) and waits until it
-// says it is running. The process is killed when the test ends, whatever
+// startInstance starts `ingestd run` (with extra flags, and a pool of
+// ingestdConns) and waits until it says it is running. The process is killed when the test ends, whatever
 // happened.
 func startInstance(t testing.TB, bin, name, config, dbURL string, extra ...string) *instance {
 	t.Helper()
 	in := &instance{name: name, config: config, out: &syncBuffer{}, exited: make(chan struct{})}
-	in.cmd = exec.Command(bin, append([]string{"run", "-config", config, "-database-url", dbURL, "-metrics-addr", "127.0.0.1:0"}, extra...)...)
+	in.cmd = exec.Command(bin, append([]string{"run", "-config", config, "-database-url", ingestdURL(dbURL, ingestdConns), "-metrics-addr", "127.0.0.1:0"}, extra...)...)
 	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
 	if err := in.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

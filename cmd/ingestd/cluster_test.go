@@ -129,10 +129,11 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // returns its figures.
 func runCluster(tb testing.TB) *clusterFigures {
 	fig := &clusterFigures{}
-	dbURL := pgtest.URL(tb)
+	// Instances A, B and C (D replaces C), and the test's own pool.
+	dbURL := pgtest.URLFor(tb, pgtest.PoolConns+3*ingestdConns)
 	bin := buildIngestd(tb)
 	ctx := tb.Context()
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err := pgxpool.New(ctx, pgtest.PoolURL(dbURL, pgtest.PoolConns))
 	if err != nil {
 		tb.Fatal(err)
 	}

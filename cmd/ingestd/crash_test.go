@@ -374,7 +374,8 @@ func testPostgresCrash(t *testing.T, bin string) {
 // one-off `ingestd poll` is killed the same way and the periodic sweep
 // does the same. The layer keeps its features throughout.
 func testKilledInstanceIsRecovered(t *testing.T, bin string) {
-	dbURL, pool := testDB(t)
+	// Instances a and b, and a poll.
+	dbURL, pool := testDBFor(t, 3*ingestdConns)
 	ctx := t.Context()
 	server, ts := fixtureOrigin(t, 30, "parcels")
 	cfgPath := filepath.Join(t.TempDir(), "j.yaml")

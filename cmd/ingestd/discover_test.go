@@ -78,7 +78,7 @@ func discoverAndPoll(t *testing.T, wantFeeds []string, args ...string) string {
 			t.Fatalf("no feed %s:\n%s", id, out)
 		}
 	}
-	dbURL := pgtest.URL(t)
+	dbURL := pgtest.URLFor(t, ingestdConns)
 	for _, f := range cfg.Feeds() {
 		name := f.Jurisdiction + "/" + f.ID
 		p, err := exec.Command(bin, "poll", "-config", cfgPath, "-database-url", dbURL, name).CombinedOutput()

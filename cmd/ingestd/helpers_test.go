@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -120,13 +121,47 @@ func runBinEnv(t *testing.T, env []string, bin string, args ...string) (int, str
 	return 0, string(out)
 }
 
+// What the tests reserve of the server for each ingestd process running at
+// once on a test's database: ingestdConns for an `ingestd run` (its pool is
+// capped so, see ingestdURL) or a one-off command, pollConns for a one-off
+// poll of TestHostileCorpus's workers, whose pools are capped so.
+const (
+	ingestdConns = 8
+	pollConns    = 4
+)
+
+// ingestdURL is dbURL for an ingestd process whose pool holds at most
+// conns, what the test reserved for it, not max_in_flight + 5.
+func ingestdURL(dbURL string, conns int) string {
+	if strings.Contains(dbURL, "pool_max_conns") {
+		return dbURL
+	}
+	return pgtest.PoolURL(dbURL, conns)
+}
+
 // testDB creates a fresh migrated database for t and returns its URL, for
-// the binary's -database-url, and a pool on it, for the test's own checks.
-// The pool is closed and the database dropped when t ends.
+// the binary's -database-url, and a pool on it, for the test's own checks,
+// having reserved the server's connections for the pool and one ingestd
+// process at a time. The pool is closed and the database dropped when t
+// ends.
 func testDB(t *testing.T) (string, *pgxpool.Pool) {
 	t.Helper()
-	pool := pgtest.Pool(t)
-	return pool.Config().ConnString(), pool
+	return testDBFor(t, ingestdConns)
+}
+
+// testDBFor is testDB for a test whose ingestd processes open up to conns
+// connections at once.
+func testDBFor(t *testing.T, conns int) (string, *pgxpool.Pool) {
+	t.Helper()
+	u := pgtest.URLFor(t, pgtest.PoolConns+conns)
+	pool, err := pgxpool.New(t.Context(), pgtest.PoolURL(u, pgtest.PoolConns))
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	// Registered after URLFor's cleanup, so it runs first: the pool must
+	// be closed before its database can be dropped.
+	t.Cleanup(pool.Close)
+	return u, pool
 }
 
 // fixtureOrigin serves layers, each of features parcels, from a wfstest

@@ -72,7 +72,8 @@ func TestHostileCorpus(t *testing.T) {
 		t.Skip("polls every case of the hostile corpus with the real binary")
 	}
 	heavy(t, heavyHostile)
-	dbURL, pool := testDB(t)
+	// The run of every feed, then the workers' polls.
+	dbURL, pool := testDBFor(t, max(ingestdConns, hostileWorkers*pollConns))
 	bin := buildIngestd(t)
 	ctx := t.Context()
 
@@ -247,7 +248,7 @@ func loadGoodLayers(t *testing.T, bin, cfg, dbURL string, pool *pgxpool.Pool, fe
 	t.Helper()
 	ctx := t.Context()
 	out := &syncBuffer{}
-	cmd := exec.CommandContext(ctx, bin, "run", "-config", cfg, "-database-url", dbURL, "-migrate=false", "-metrics-addr", "off")
+	cmd := exec.CommandContext(ctx, bin, "run", "-config", cfg, "-database-url", ingestdURL(dbURL, ingestdConns), "-migrate=false", "-metrics-addr", "off")
 	cmd.Stdout, cmd.Stderr, cmd.Env = out, out, append(os.Environ(), hostile.Env()...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -466,7 +467,7 @@ func pollOnce(ctx context.Context, bin, cfg, dbURL, key string, timeout time.Dur
 	ctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "poll", "-config", cfg, "-database-url", dbURL, "-migrate=false", key)
+	cmd := exec.CommandContext(ctx, bin, "poll", "-config", cfg, "-database-url", ingestdURL(dbURL, pollConns), "-migrate=false", key)
 	cmd.Stdout, cmd.Stderr, cmd.Env = &out, &out, append(os.Environ(), hostile.Env()...)
 	start := time.Now()
 	err := cmd.Run()

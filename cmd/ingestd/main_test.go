@@ -49,7 +49,7 @@ func TestUsageErrors(t *testing.T) {
 func TestPollExitStatus(t *testing.T) {
 	t.Parallel()
 	_, ts := fixtureOrigin(t, 25, "zoning")
-	dbURL := pgtest.URL(t)
+	dbURL := pgtest.URLFor(t, ingestdConns)
 
 	cfg := filepath.Join(t.TempDir(), "j.yaml")
 	yaml := fmt.Sprintf(`

@@ -23,7 +23,7 @@ func TestPollOGCAPI(t *testing.T) {
 	api.Add("broken", ogcapitest.Collection{Layer: layertest.Parcels{N: 25}, Pitfall: ogcapitest.OffsetIgnored})
 	ts := httptest.NewServer(api)
 	t.Cleanup(ts.Close)
-	dbURL := pgtest.URL(t)
+	dbURL := pgtest.URLFor(t, ingestdConns)
 	cfg := filepath.Join(t.TempDir(), "j.yaml")
 	yaml := fmt.Sprintf(`
 jurisdictions:

@@ -95,7 +95,7 @@ jurisdictions:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dbURL := pgtest.URL(t)
+	dbURL := pgtest.URLFor(t, ingestdConns)
 	want := map[string]int{} // schema.name → features polled
 	for _, c := range []struct{ feed, layer string }{
 		{"raleigh/zoning", "raleigh.zoning"}, {"raleigh/addresses", "raleigh.addresses"}, {"boulder/roads", "boulder.roads"},

@@ -153,7 +153,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	heavy(t, heavySecrets)
 	withHeaders := headersSent(t)
 	bin := buildIngestd(t)
-	dbURL, pool := testDB(t)
+	// The daemon, and one-off commands beside it.
+	dbURL, pool := testDBFor(t, 2*ingestdConns)
 	ctx := t.Context()
 
 	// Origins: one healthy (its 404 is our mistake and does not trip it),

@@ -34,7 +34,8 @@ func TestStatusPageDemo(t *testing.T) {
 	t.Parallel()
 	heavy(t, heavyStatusPage)
 	bin := buildIngestd(t)
-	dbURL, pool := testDB(t)
+	// The instance, and breaker commands beside it.
+	dbURL, pool := testDBFor(t, 2*ingestdConns)
 	ctx := t.Context()
 
 	_, good := fixtureOrigin(t, 2000, "parcels")

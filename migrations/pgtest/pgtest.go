@@ -7,6 +7,12 @@
 // time of migrating, and drops it when the test ends. The template's name
 // carries a hash of the migration files, so a schema change builds a new one.
 //
+// Before it makes a database, a test reserves the connections it will open
+// on it (URLFor; URL and Pool reserve PoolConns) out of the server's
+// max_connections, shared with every other test binary through the server
+// (see budget.go), and waits while others hold them: the suite fits a stock
+// server's 100 connections.
+//
 // When the server cannot be reached the test is skipped, except under CI=true,
 // where it fails: CI must never pass by skipping the database tests.
 package pgtest
@@ -59,21 +65,32 @@ func ServerURL() string {
 	return "postgres://postgres@127.0.0.1:" + port + "/ingestd?sslmode=disable"
 }
 
-// URL creates a fresh migrated database for t and returns its URL. The
+// URL creates a fresh migrated database for t and returns its URL, having
+// reserved PoolConns connections for the test's use of it (see URLFor). The
 // database is dropped when t ends (unless INGESTD_TEST_KEEP_DB=1, which keeps
 // it for inspection and logs its name).
 func URL(t testing.TB) string {
 	t.Helper()
+	return URLFor(t, PoolConns)
+}
+
+// URLFor creates a fresh migrated database for t, as URL does, once conns
+// connections to the server are free for t: as many as the test, and the
+// ingestd processes it starts, open at once on the database. It waits while
+// other tests, in this test binary or another, hold the server's connections,
+// and ends the test at once if the server has fewer than it needs. Size the
+// pools opened on the URL with PoolURL.
+func URLFor(t testing.TB, conns int) string {
+	t.Helper()
+	server := ServerURL()
+	admin := reserveFor(t, server, conns)
+	name := "ingestd_test_" + randomHex(8)
+	t.Cleanup(func() { dropDatabase(t, admin, server, name) })
+
+	// The setup's time starts once the test has its connections: the wait
+	// for them is in line, not setup.
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-
-	server := ServerURL()
-	admin, err := connect(ctx, server)
-	if err != nil {
-		unreachable(t, server, err)
-	}
-	defer admin.Close(context.WithoutCancel(ctx))
-
 	tpl, err := ensureTemplate(ctx, admin, server)
 	if err != nil {
 		t.Fatalf("pgtest: template: %v", err)
@@ -82,12 +99,10 @@ func URL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	name := "ingestd_test_" + randomHex(8)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+
 		" TEMPLATE "+pgx.Identifier{tpl}.Sanitize()+strategy); err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
-	t.Cleanup(func() { dropDatabase(t, server, name) })
 	// A copy does not inherit its template's settings: ingestd's tables
 	// are found through search_path (migration 31).
 	if _, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET search_path = ingestd, public"); err != nil {
@@ -96,14 +111,37 @@ func URL(t testing.TB) string {
 	return withDatabase(server, name)
 }
 
-// Pool returns a pool on a fresh migrated database for t; the pool is closed
-// and the database dropped when t ends.
+// reserveFor connects to server and takes conns slots of its budget, and one
+// for the connection itself, which holds them until the test ends (see
+// dropDatabase). It waits while other tests hold them, and ends t when it
+// cannot have them.
+func reserveFor(t testing.TB, server string, conns int) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	admin, err := connect(ctx, server)
+	if err != nil {
+		unreachable(t, server, err)
+	}
+	b, err := serverBudget(ctx, admin)
+	if err == nil {
+		err = reserve(t.Context(), admin, b, server, conns+1)
+	}
+	if err != nil {
+		admin.Close(context.WithoutCancel(ctx))
+		t.Fatalf("pgtest: %v", err)
+	}
+	return admin
+}
+
+// Pool returns a pool of PoolConns connections on a fresh migrated database
+// for t; the pool is closed and the database dropped when t ends.
 func Pool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	u := URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, u)
+	pool, err := pgxpool.New(ctx, PoolURL(u, PoolConns))
 	if err != nil {
 		t.Fatalf("pgtest: pool: %v", err)
 	}
@@ -211,22 +249,20 @@ func migrate(ctx context.Context, u string) error {
 	return err
 }
 
-func dropDatabase(t testing.TB, server, name string) {
-	if os.Getenv("INGESTD_TEST_KEEP_DB") == "1" {
-		t.Logf("pgtest: kept database %s", name)
-		return
-	}
+// dropDatabase drops the test's database on admin, the connection that
+// made it, then frees the test's slots and closes admin.
+func dropDatabase(t testing.TB, admin *pgx.Conn, server, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := connect(ctx, server)
-	if err != nil {
-		t.Errorf("pgtest: drop %s: %v", name, err)
-		return
-	}
 	defer admin.Close(ctx)
-	// FORCE: a test that leaked a connection must not leave its database.
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		t.Errorf("pgtest: drop %s: %v", name, err)
+	if os.Getenv("INGESTD_TEST_KEEP_DB") == "1" {
+		t.Logf("pgtest: kept database %s", name)
+	} else if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		// FORCE: a test that leaked a connection must not leave its database.
+		t.Errorf("pgtest: drop %s on %s: %v", name, redact(server), err)
+	}
+	if err := release(ctx, admin); err != nil {
+		t.Errorf("pgtest: freeing the test's connections: %v", err)
 	}
 }
 
