@@ -17,6 +17,7 @@ const (
 // Bits of a circular arc's flags, as Esri's extended shape buffer
 // defines them.
 const (
+	arcIsEmpty   = 1 << 0 // an undefined arc
 	arcCCW       = 1 << 3 // the arc turns counter-clockwise about its centre
 	arcIsLine    = 1 << 5 // a degenerate arc: a straight segment
 	arcIsPoint   = 1 << 6 // a degenerate arc: its ends are one point
@@ -130,7 +131,12 @@ var errArc = errors.New("a circular arc that draws no circle")
 // vertices' lowest bits), Z interpolated along the angle.
 func strokeArc(p, q []float64, c *curve, stride int) ([]float64, error) {
 	x0, y0, x2, y2 := p[0], p[1], q[0], q[1]
-	if c.bits&(arcIsLine|arcIsPoint) != 0 {
+	// GDAL reads the degenerate flags only of an arc given by its
+	// centre, whose centre then means nothing: the segment stays
+	// straight. An arc given by a point on it is drawn through that
+	// point whatever its flags say; ArcGIS writes a straight "arc" with
+	// the chord's midpoint, which GDAL keeps as a vertex.
+	if c.bits&arcDefinedIP == 0 && c.bits&(arcIsEmpty|arcIsLine|arcIsPoint) != 0 {
 		return nil, nil
 	}
 	var cx, cy, sweep float64

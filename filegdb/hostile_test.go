@@ -289,3 +289,33 @@ func TestArcByCentre(t *testing.T) {
 		}
 	}
 }
+
+// TestStraightArc: an arc flagged straight keeps the point on it that it
+// is given, as GDAL keeps it (ArcGIS writes such arcs with the chord's
+// midpoint); flagged straight, empty or a point when given by its
+// centre, it is the straight segment, the centre ignored.
+func TestStraightArc(t *testing.T) {
+	g := &geomField{xyScale: 1, zScale: 1, mScale: 1}
+	blob := []byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02,
+		2, 1, 1, 0, 0, 0, 0, 0, 0, 2, 0, // (0 0) to (2 0)
+		0, segCircularArc}
+	blob = binary.LittleEndian.AppendUint64(blob, math.Float64bits(1))
+	blob = binary.LittleEndian.AppendUint64(blob, math.Float64bits(0))
+	for _, tc := range []struct {
+		bits uint32
+		want []float64
+	}{
+		{arcDefinedIP | arcIsLine | 1<<8, []float64{0, 0, 1, 0, 2, 0}},
+		{arcIsLine, []float64{0, 0, 2, 0}},
+		{arcIsEmpty, []float64{0, 0, 2, 0}},
+		{arcIsPoint | arcCCW, []float64{0, 0, 2, 0}},
+	} {
+		geomT, err := decodeGeometry(binary.LittleEndian.AppendUint32(slices.Clone(blob), tc.bits), g, 0)
+		if err != nil {
+			t.Fatalf("bits %#x: %v", tc.bits, err)
+		}
+		if got := geomT.FlatCoords(); !slices.Equal(got, tc.want) {
+			t.Errorf("bits %#x: %v, want %v", tc.bits, got, tc.want)
+		}
+	}
+}
