@@ -49,13 +49,15 @@ func TestFileGDBCorpus(t *testing.T) {
 			}
 			defer zr.Close()
 			fsys = zr
-			if strings.HasSuffix(name, ".gdb.zip") {
-				gdalPath = "/vsizip/" + p
-			} else {
-				// GDAL opens a zip only when its name ends in .gdb.zip
-				// or it holds a .gdb folder: it reads a copy.
-				gdalPath = unzipGDB(t, zr, strings.TrimSuffix(name, ".zip"))
+			if !strings.HasSuffix(name, ".gdb.zip") {
+				// GDAL 3.6 opens a zip of a geodatabase's tables (no
+				// .gdb folder inside) only by a name ending .gdb.zip.
+				gdalPath = filepath.Join(t.TempDir(), strings.TrimSuffix(name, ".zip")+".gdb.zip")
+				if err := os.Symlink(p, gdalPath); err != nil {
+					t.Fatal(err)
+				}
 			}
+			gdalPath = "/vsizip/" + gdalPath
 		default:
 			continue
 		}
@@ -108,35 +110,4 @@ func corpusLayer(t *testing.T, g *filegdb.GDB, gdalPath, name, layer string) {
 	if !t.Failed() {
 		t.Logf("PASS %s %s: %d features equal to GDAL's", name, layer, n)
 	}
-}
-
-// unzipGDB copies the files of zr into a temporary folder named
-// name.gdb and returns its path.
-func unzipGDB(t *testing.T, zr *zip.ReadCloser, name string) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), name+".gdb")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range zr.File {
-		if f.FileInfo().IsDir() {
-			continue
-		}
-		if strings.Contains(f.Name, "/") {
-			t.Fatalf("%s: %s is in a folder; GDAL would open the zip itself", name, f.Name)
-		}
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
 }
