@@ -36,6 +36,10 @@ type curve struct {
 	x, y   float64
 	bits   uint32
 	coords []float64 // the arc's stroked inner vertices, flat, in the layout
+	// collapse is set for an arc of no length, its ends and the point
+	// given on it one point: GDAL draws nothing for it and keeps that
+	// point once.
+	collapse bool
 }
 
 // readCurves reads the n curve descriptions that follow a shape's points
@@ -94,6 +98,10 @@ func (d *shapeDecoder) densify(flat []float64, ends []int, curves []curve) ([]fl
 		if k := slices.IndexFunc(ends, func(e int) bool { return e > c.start*stride }); k < 0 || ends[k] <= (c.start+1)*stride {
 			return nil, nil, fmt.Errorf("curve from point %d crosses the end of its part", c.start)
 		}
+		if c.bits&arcDefinedIP != 0 && p[0] == q[0] && p[1] == q[1] && c.x == p[0] && c.y == p[1] {
+			c.collapse = true
+			continue
+		}
 		var err error
 		if c.coords, err = strokeArc(p, q, c, stride); err != nil {
 			return nil, nil, err
@@ -107,13 +115,25 @@ func (d *shapeDecoder) densify(flat []float64, ends []int, curves []curve) ([]fl
 	newEnds := make([]int, len(ends))
 	ci := 0
 	start := 0
+	skip := false
 	for k, e := range ends {
+		partStart, collapsed := len(out), false
 		for pt := start / stride; pt < e/stride; pt++ {
-			out = append(out, flat[pt*stride:(pt+1)*stride]...)
+			// The end of a collapsed arc repeats its start: left out,
+			// though a curve from it is still drawn.
+			if !skip {
+				out = append(out, flat[pt*stride:(pt+1)*stride]...)
+			}
+			skip = false
 			if ci < len(curves) && curves[ci].start == pt {
 				out = append(out, curves[ci].coords...)
+				skip = curves[ci].collapse
+				collapsed = collapsed || skip
 				ci++
 			}
+		}
+		if collapsed && len(out)-partStart < 2*stride {
+			return nil, nil, fmt.Errorf("part %d is one point once its arcs of no length are left out", k+1)
 		}
 		newEnds[k] = len(out)
 		start = e

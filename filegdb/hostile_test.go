@@ -319,3 +319,35 @@ func TestStraightArc(t *testing.T) {
 		}
 	}
 }
+
+// TestArcOfNoLength: an arc whose ends and given point are one point is
+// drawn as nothing and its end kept once, as GDAL reads it (a line of
+// four points with such an arc in the middle is three points in
+// ogr2ogr's export); a part left one point by it is refused.
+func TestArcOfNoLength(t *testing.T) {
+	g := &geomField{xyScale: 1, zScale: 1, mScale: 1}
+	arc := func(start byte, x, y float64) []byte {
+		b := []byte{start, segCircularArc}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(y))
+		return binary.LittleEndian.AppendUint32(b, arcDefinedIP|arcIsPoint)
+	}
+	// (0 0) (1 0) (1 0) (2 0), the arc from point 1.
+	line := append([]byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02,
+		4, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0},
+		arc(1, 1, 0)...)
+	geomT, err := decodeGeometry(line, g, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := geomT.FlatCoords(), []float64{0, 0, 1, 0, 2, 0}; !slices.Equal(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
+	// (1 0) (1 0) alone.
+	lone := append([]byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02,
+		2, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0},
+		arc(0, 1, 0)...)
+	if _, err := decodeGeometry(lone, g, 0); err == nil || !strings.Contains(err.Error(), "one point") {
+		t.Errorf("a part of one arc of no length: %v", err)
+	}
+}
