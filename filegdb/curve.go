@@ -17,6 +17,7 @@ const (
 // Bits of a circular arc's flags, as Esri's extended shape buffer
 // defines them.
 const (
+	arcIsEmpty   = 1 << 0 // an undefined arc
 	arcCCW       = 1 << 3 // the arc turns counter-clockwise about its centre
 	arcIsLine    = 1 << 5 // a degenerate arc: a straight segment
 	arcIsPoint   = 1 << 6 // a degenerate arc: its ends are one point
@@ -35,6 +36,10 @@ type curve struct {
 	x, y   float64
 	bits   uint32
 	coords []float64 // the arc's stroked inner vertices, flat, in the layout
+	// collapse is set for an arc of no length, its ends and the point
+	// given on it one point: GDAL draws nothing for it and keeps that
+	// point once.
+	collapse bool
 }
 
 // readCurves reads the n curve descriptions that follow a shape's points
@@ -93,6 +98,10 @@ func (d *shapeDecoder) densify(flat []float64, ends []int, curves []curve) ([]fl
 		if k := slices.IndexFunc(ends, func(e int) bool { return e > c.start*stride }); k < 0 || ends[k] <= (c.start+1)*stride {
 			return nil, nil, fmt.Errorf("curve from point %d crosses the end of its part", c.start)
 		}
+		if c.bits&arcDefinedIP != 0 && p[0] == q[0] && p[1] == q[1] && c.x == p[0] && c.y == p[1] {
+			c.collapse = true
+			continue
+		}
 		var err error
 		if c.coords, err = strokeArc(p, q, c, stride); err != nil {
 			return nil, nil, err
@@ -106,13 +115,25 @@ func (d *shapeDecoder) densify(flat []float64, ends []int, curves []curve) ([]fl
 	newEnds := make([]int, len(ends))
 	ci := 0
 	start := 0
+	skip := false
 	for k, e := range ends {
+		partStart, collapsed := len(out), false
 		for pt := start / stride; pt < e/stride; pt++ {
-			out = append(out, flat[pt*stride:(pt+1)*stride]...)
+			// The end of a collapsed arc repeats its start: left out,
+			// though a curve from it is still drawn.
+			if !skip {
+				out = append(out, flat[pt*stride:(pt+1)*stride]...)
+			}
+			skip = false
 			if ci < len(curves) && curves[ci].start == pt {
 				out = append(out, curves[ci].coords...)
+				skip = curves[ci].collapse
+				collapsed = collapsed || skip
 				ci++
 			}
+		}
+		if collapsed && len(out)-partStart < 2*stride {
+			return nil, nil, fmt.Errorf("part %d is one point once its arcs of no length are left out", k+1)
 		}
 		newEnds[k] = len(out)
 		start = e
@@ -130,48 +151,80 @@ var errArc = errors.New("a circular arc that draws no circle")
 // vertices' lowest bits), Z interpolated along the angle.
 func strokeArc(p, q []float64, c *curve, stride int) ([]float64, error) {
 	x0, y0, x2, y2 := p[0], p[1], q[0], q[1]
-	if c.bits&(arcIsLine|arcIsPoint) != 0 {
+	if c.bits&arcDefinedIP == 0 {
+		// GDAL reads the degenerate flags only of an arc given by its
+		// centre, whose centre then means nothing: the segment stays
+		// straight.
+		if c.bits&(arcIsEmpty|arcIsLine|arcIsPoint) != 0 {
+			return nil, nil
+		}
+		ccw := c.bits&arcCCW != 0
+		sweep := 2 * math.Pi
+		if x0 != x2 || y0 != y2 {
+			sweep = angleBetween(math.Atan2(y0-c.y, x0-c.x), math.Atan2(y2-c.y, x2-c.x), ccw)
+		} else if !ccw {
+			sweep = -sweep
+		}
+		return strokeAbout(p, q, c.x, c.y, sweep, stride)
+	}
+	// An arc given by a point on it is drawn through that point whatever
+	// its flags say; ArcGIS writes a straight "arc" with the chord's
+	// midpoint, which GDAL keeps as a vertex.
+	x1, y1 := c.x, c.y
+	if x0 != x2 || y0 != y2 {
+		return strokeThrough(p, x1, y1, q, stride)
+	}
+	if x1 == x0 && y1 == y0 {
+		return nil, errArc
+	}
+	// A full circle, the point given across it: GDAL draws it as two
+	// half circles, p to that point and back, each through the point its
+	// own formula picks on the circle (not a quarter of the way round),
+	// Z held at p's until the second half.
+	cx, cy := (x0+x1)/2, (y0+y1)/2
+	mid := pointAt(x1, y1, p, p, 0, stride)
+	first, err := strokeThrough(p, cx-(y1-cy), cy+(x0-cx), mid, stride)
+	if err != nil {
+		return nil, err
+	}
+	second, err := strokeThrough(mid, cx+(y1-cy), cy-(x0-cx), q, stride)
+	if err != nil {
+		return nil, err
+	}
+	out := append(first, mid...)
+	return append(out, second...), nil
+}
+
+// strokeThrough is the inner vertices of the arc from p through (x1, y1)
+// to q, whose ends differ.
+func strokeThrough(p []float64, x1, y1 float64, q []float64, stride int) ([]float64, error) {
+	x0, y0, x2, y2 := p[0], p[1], q[0], q[1]
+	// The circumcentre, computed on differences scaled to one so that
+	// large projected coordinates lose no precision.
+	dx01, dy01, dx12, dy12 := x1-x0, y1-y0, x2-x1, y2-y1
+	scale := max(math.Abs(dx01), math.Abs(dy01), math.Abs(dx12), math.Abs(dy12))
+	if scale == 0 {
 		return nil, nil
 	}
-	var cx, cy, sweep float64
-	if c.bits&arcDefinedIP != 0 {
-		x1, y1 := c.x, c.y
-		if x0 == x2 && y0 == y2 {
-			// A full circle: the point given is across it.
-			cx, cy, sweep = (x0+x1)/2, (y0+y1)/2, 2*math.Pi
-		} else {
-			// The circumcentre, computed on differences scaled to one so
-			// that large projected coordinates lose no precision.
-			dx01, dy01, dx12, dy12 := x1-x0, y1-y0, x2-x1, y2-y1
-			scale := max(math.Abs(dx01), math.Abs(dy01), math.Abs(dx12), math.Abs(dy12))
-			if scale == 0 {
-				return nil, nil
-			}
-			ax, ay, bx, by := dx01/scale, dy01/scale, (x2-x0)/scale, (y2-y0)/scale
-			det := 2 * (ax*by - ay*bx)
-			if math.Abs(det) < 1e-8 {
-				// The three points are in a line: GDAL keeps the middle one.
-				return pointAt(x1, y1, p, q, 0.5, stride), nil
-			}
-			a2, b2 := ax*ax+ay*ay, bx*bx+by*by
-			cx = x0 + scale*(by*a2-ay*b2)/det
-			cy = y0 + scale*(ax*b2-bx*a2)/det
-			// Counter-clockwise when the middle point is left of the chord.
-			ccw := ax*by-ay*bx > 0
-			sweep = angleBetween(math.Atan2(y0-cy, x0-cx), math.Atan2(y2-cy, x2-cx), ccw)
-		}
-	} else {
-		cx, cy = c.x, c.y
-		ccw := c.bits&arcCCW != 0
-		if x0 == x2 && y0 == y2 {
-			sweep = 2 * math.Pi
-			if !ccw {
-				sweep = -sweep
-			}
-		} else {
-			sweep = angleBetween(math.Atan2(y0-cy, x0-cx), math.Atan2(y2-cy, x2-cx), ccw)
-		}
+	ax, ay, bx, by := dx01/scale, dy01/scale, (x2-x0)/scale, (y2-y0)/scale
+	det := 2 * (ax*by - ay*bx)
+	if math.Abs(det) < 1e-8 {
+		// The three points are in a line: GDAL keeps the middle one.
+		return pointAt(x1, y1, p, q, 0.5, stride), nil
 	}
+	a2, b2 := ax*ax+ay*ay, bx*bx+by*by
+	cx := x0 + scale*(by*a2-ay*b2)/det
+	cy := y0 + scale*(ax*b2-bx*a2)/det
+	// Counter-clockwise when the middle point is left of the chord.
+	ccw := ax*by-ay*bx > 0
+	sweep := angleBetween(math.Atan2(y0-cy, x0-cx), math.Atan2(y2-cy, x2-cx), ccw)
+	return strokeAbout(p, q, cx, cy, sweep, stride)
+}
+
+// strokeAbout is the inner vertices of the arc from p turning sweep
+// radians about (cx, cy) to q.
+func strokeAbout(p, q []float64, cx, cy, sweep float64, stride int) ([]float64, error) {
+	x0, y0 := p[0], p[1]
 	r := math.Hypot(x0-cx, y0-cy)
 	if r == 0 || math.IsNaN(r) || math.IsInf(r, 0) {
 		return nil, errArc

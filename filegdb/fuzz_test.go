@@ -16,6 +16,9 @@ import (
 // The fuzzers' seeds are under testdata/fuzz, cut from tables GDAL's
 // OpenFileGDB driver wrote (TestWriteFuzzSeeds writes them again), and
 // batch-machine's lake-man-gdb.gdb, which ArcGIS wrote, is added here.
+// FuzzGeometry's arcgis-bikeinventory-* are two ArcGIS-written lines with
+// arcs flagged straight, from the fgdb npm package's BikeInventory.gdb
+// (MIT; scripts/fgdb-fixtures.sh fetches it).
 
 const lakeMan = "../testdata/filegdb/lake-man-gdb.gdb"
 

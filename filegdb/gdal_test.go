@@ -144,12 +144,12 @@ func gdbCases() []gdbCase {
 			gdaltest.OGR2OGR(t, "-f", "OpenFileGDB", "-update", out, pointsCSV(t, dir), "-a_srs", "EPSG:4326", "-nln", "seats", "-nlt", "POINT", "-oo", "KEEP_GEOM_COLUMNS=NO")
 			return out
 		}},
-		{"circular arcs", "arcs", 2264, 6, func(t *testing.T, dir string) string {
+		{"circular arcs", "arcs", 2264, 8, func(t *testing.T, dir string) string {
 			out := filepath.Join(dir, "Arcs.gdb")
 			gdaltest.OGR2OGR(t, "-f", "OpenFileGDB", "-a_srs", "EPSG:2264", out, curvesCSV(t, dir, arcs), "-nln", "arcs", "-nlt", "MULTICURVE", "-oo", "KEEP_GEOM_COLUMNS=NO")
 			return out
 		}},
-		{"curved polygons", "lots", 2264, 4, func(t *testing.T, dir string) string {
+		{"curved polygons", "lots", 2264, 5, func(t *testing.T, dir string) string {
 			out := filepath.Join(dir, "Lots.gdb")
 			gdaltest.OGR2OGR(t, "-f", "OpenFileGDB", "-a_srs", "EPSG:2264", out, curvesCSV(t, dir, curvedPolygons), "-nln", "lots", "-nlt", "MULTISURFACE", "-oo", "KEEP_GEOM_COLUMNS=NO")
 			return out
@@ -314,7 +314,8 @@ func TestSpooledTables(t *testing.T) {
 
 // arcs are curves as a county's centre lines and lot lines have them, in
 // State Plane feet: arcs turning either way, of a few degrees to nearly a
-// circle, alone and between straight segments.
+// circle, alone and between straight segments, and whole circles of one
+// arc.
 var arcs = []string{
 	"CIRCULARSTRING(2000000 700000,2000050 700050,2000100 700000)",
 	"CIRCULARSTRING(2000000 700000,2000050 699950,2000100 700000)",
@@ -322,15 +323,18 @@ var arcs = []string{
 	"COMPOUNDCURVE((2000000 700000,2000100 700000),CIRCULARSTRING(2000100 700000,2000170.71 700029.29,2000200 700100),(2000200 700100,2000200 700300))",
 	"MULTICURVE(CIRCULARSTRING(2000000 700000,2000100 700100,2000200 700000,2000300 699900,2000400 700000),(2000000 700500,2000100 700500))",
 	"CIRCULARSTRING(2000000 700000,2000050 700049.99,2000000 700099.98)",
+	"CIRCULARSTRING(2000000 700000,2000100 700000,2000000 700000)",
+	"COMPOUNDCURVE((2000000 699900,2000000 700000),CIRCULARSTRING(2000000 700000,2000060 700080,2000000 700000))",
 }
 
 // curvedPolygons are lots and a cul-de-sac with arcs in their rings, one
-// with a hole.
+// with a hole, and a roundabout's circle of one arc.
 var curvedPolygons = []string{
 	"CURVEPOLYGON(CIRCULARSTRING(2000000 700000,2000050 700050,2000100 700000,2000050 699950,2000000 700000))",
 	"CURVEPOLYGON(COMPOUNDCURVE((2000000 700000,2000000 700200,2000100 700200),CIRCULARSTRING(2000100 700200,2000135 700100,2000100 700000),(2000100 700000,2000000 700000)))",
 	"CURVEPOLYGON((2000000 700000,2000000 700400,2000400 700400,2000400 700000,2000000 700000),CIRCULARSTRING(2000150 700200,2000200 700250,2000250 700200,2000200 700150,2000150 700200))",
 	"MULTISURFACE(CURVEPOLYGON(COMPOUNDCURVE(CIRCULARSTRING(2001000 700000,2001010 700010,2001020 700000),(2001020 700000,2001000 700000))),((2002000 700000,2002000 700010,2002010 700010,2002000 700000)))",
+	"CURVEPOLYGON(CIRCULARSTRING(2000000 700000,2000030 699960,2000000 700000))",
 }
 
 // curvesCSV writes geometries as a CSV of WKT with an id and a name, for

@@ -289,3 +289,65 @@ func TestArcByCentre(t *testing.T) {
 		}
 	}
 }
+
+// TestStraightArc: an arc flagged straight keeps the point on it that it
+// is given, as GDAL keeps it (ArcGIS writes such arcs with the chord's
+// midpoint); flagged straight, empty or a point when given by its
+// centre, it is the straight segment, the centre ignored.
+func TestStraightArc(t *testing.T) {
+	g := &geomField{xyScale: 1, zScale: 1, mScale: 1}
+	blob := []byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02,
+		2, 1, 1, 0, 0, 0, 0, 0, 0, 2, 0, // (0 0) to (2 0)
+		0, segCircularArc}
+	blob = binary.LittleEndian.AppendUint64(blob, math.Float64bits(1))
+	blob = binary.LittleEndian.AppendUint64(blob, math.Float64bits(0))
+	for _, tc := range []struct {
+		bits uint32
+		want []float64
+	}{
+		{arcDefinedIP | arcIsLine | 1<<8, []float64{0, 0, 1, 0, 2, 0}},
+		{arcIsLine, []float64{0, 0, 2, 0}},
+		{arcIsEmpty, []float64{0, 0, 2, 0}},
+		{arcIsPoint | arcCCW, []float64{0, 0, 2, 0}},
+	} {
+		geomT, err := decodeGeometry(binary.LittleEndian.AppendUint32(slices.Clone(blob), tc.bits), g, 0)
+		if err != nil {
+			t.Fatalf("bits %#x: %v", tc.bits, err)
+		}
+		if got := geomT.FlatCoords(); !slices.Equal(got, tc.want) {
+			t.Errorf("bits %#x: %v, want %v", tc.bits, got, tc.want)
+		}
+	}
+}
+
+// TestArcOfNoLength: an arc whose ends and given point are one point is
+// drawn as nothing and its end kept once, as GDAL reads it (a line of
+// four points with such an arc in the middle is three points in
+// ogr2ogr's export); a part left one point by it is refused.
+func TestArcOfNoLength(t *testing.T) {
+	g := &geomField{xyScale: 1, zScale: 1, mScale: 1}
+	arc := func(start byte, x, y float64) []byte {
+		b := []byte{start, segCircularArc}
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(y))
+		return binary.LittleEndian.AppendUint32(b, arcDefinedIP|arcIsPoint)
+	}
+	// (0 0) (1 0) (1 0) (2 0), the arc from point 1.
+	line := append([]byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02,
+		4, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0},
+		arc(1, 1, 0)...)
+	geomT, err := decodeGeometry(line, g, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := geomT.FlatCoords(), []float64{0, 0, 1, 0, 2, 0}; !slices.Equal(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
+	// (1 0) (1 0) alone.
+	lone := append([]byte{0x80 | shpGeneralLine, 0x80, 0x80, 0x80, 0x02,
+		2, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0},
+		arc(0, 1, 0)...)
+	if _, err := decodeGeometry(lone, g, 0); err == nil || !strings.Contains(err.Error(), "one point") {
+		t.Errorf("a part of one arc of no length: %v", err)
+	}
+}

@@ -8,6 +8,7 @@
 # tests (wfs/interop) poll, which scripts/mapserver.sh starts otherwise;
 # INGESTD_KOOP_URL for Koop (arcgis/interop), which scripts/koop.sh starts.
 # INGESTD_OGCAPI_URL for its OGC API – Features landing page (ogcapi/interop).
+# INGESTD_FILEGDB_CORPUS for filegdb's corpus, which scripts/fgdb-fixtures.sh fetches.
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -30,6 +31,12 @@ if [[ -z ${INGESTD_OGCAPI_URL:-} ]]; then
 	INGESTD_OGCAPI_URL=$(scripts/mapserver.sh ogcapi-url)
 fi
 export INGESTD_OGCAPI_URL
+# Geodatabases written by ArcGIS (the npm package fgdb's test folder) that
+# filegdb's TestFileGDBCorpus compares with GDAL's reading of them.
+if [[ -z ${INGESTD_FILEGDB_CORPUS:-} ]]; then
+	INGESTD_FILEGDB_CORPUS=$(scripts/fgdb-fixtures.sh)
+fi
+export INGESTD_FILEGDB_CORPUS
 
 echo "test.sh: go vet ./..." >&2
 go vet ./...
