@@ -16,7 +16,7 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// Incremental refresh (issue 27; sql/delta.sql). A delta poll's staging
+// Incremental refresh (sql/delta.sql). A delta poll's staging
 // holds only the features the server changed. ComposeDelta proves them,
 // with the feed's applied features, against the server's id list and
 // records the list (staged_deltas): the poll's snapshot is then the
@@ -25,7 +25,7 @@ import (
 // removes the unlisted ones, so its cost follows the change, not the
 // layer.
 
-// ComposeDelta implements feeds' incremental store: in one transaction,
+// ComposeDelta implements feeds.Store: in one transaction,
 // it proves poll pollID's fetched features and the feed's applied ones
 // against d.IDs and, when they make exactly the listed snapshot, records
 // the poll as a delta of d.IDs with the ids it removes. Nothing is
@@ -37,15 +37,17 @@ import (
 // were fetched), spares that read: 35–50 ms of a 200 ms refresh of a
 // 100,000-feature layer (scripts/bench.sh incremental). A read ahead that
 // failed, or of another table, is read again here.
-func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedInfo, d source.Delta, base feeds.DeltaBase) (feeds.DeltaResult, error) {
+func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedInfo, d source.Delta, base *feeds.DeltaBase) (feeds.DeltaResult, error) {
 	var res feeds.DeltaResult
 	ids := slices.Compact(slices.Clone(d.IDs))
-	ahead, _ := base.(*storedIDs)
-	if ahead != nil {
-		select {
-		case <-ahead.done:
-		case <-ctx.Done():
+	var ahead *storedIDs
+	if base != nil {
+		table, num, other, err := base.Wait(ctx)
+		if ctx.Err() != nil {
 			return res, ctx.Err()
+		}
+		if err == nil {
+			ahead = &storedIDs{table: table, num: num, other: other}
 		}
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -64,7 +66,7 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 		}
 		res.Fetched, res.Extra = fetched.count(ids)
 		stored := ahead
-		if stored == nil || stored.err != nil || stored.table != t.name {
+		if stored == nil || stored.table != t.name {
 			if stored, err = readStoredIDs(ctx, tx, t); err != nil {
 				return err
 			}
@@ -131,39 +133,37 @@ type storedIDs struct {
 	table string
 	num   []int64
 	other []string
-
-	done chan struct{} // closed when a read ahead ends (ReadDeltaBase)
-	err  error         // the read ahead's
 }
 
-// ReadDeltaBase implements feeds' incremental store: it reads the feed's
+// ReadDeltaBase implements feeds.Store: it reads the feed's
 // stored ids in the background, for ComposeDelta (a connection of its
 // own while the poll's stages the changes).
-func (s *Store) ReadDeltaBase(ctx context.Context, pollID int64, feed feeds.FeedInfo) feeds.DeltaBase {
-	ahead := &storedIDs{done: make(chan struct{})}
+func (s *Store) ReadDeltaBase(ctx context.Context, pollID int64, feed feeds.FeedInfo) *feeds.DeltaBase {
+	base := feeds.NewDeltaBase()
 	go func() {
-		defer close(ahead.done)
+		var read *storedIDs
+		var err error
 		defer func() {
 			// The poll's recover cannot reach this goroutine: a panic
 			// here would end the process. ComposeDelta reads again.
 			if r := recover(); r != nil {
-				ahead.err = fmt.Errorf("postgis: reading the stored ids ahead: %v", r)
+				read, err = nil, fmt.Errorf("postgis: reading the stored ids ahead: %v", r)
 			}
+			if read == nil {
+				read = &storedIDs{}
+			}
+			base.Done(read.table, read.num, read.other, err)
 		}()
-		ahead.err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 			if err != nil || !t.exists {
 				return err
 			}
-			read, err := readStoredIDs(ctx, tx, t)
-			if err != nil {
-				return err
-			}
-			ahead.table, ahead.num, ahead.other = read.table, read.num, read.other
-			return nil
+			read, err = readStoredIDs(ctx, tx, t)
+			return err
 		})
 	}()
-	return ahead
+	return base
 }
 
 // readStoredIDs reads the feed's stored ids (its table's key), the object
@@ -299,7 +299,7 @@ func deltaProfile(ctx context.Context, r *applyRun, stored []byte, fetched *sche
 	return p, nil
 }
 
-// ReconcileDrift implements feeds' incremental store: the features of
+// ReconcileDrift implements feeds.Store: the features of
 // poll pollID's full dump that differ from the feed's stored ones (or are
 // new) while their edit date is at most r.Cutoff or unknown.
 func (s *Store) ReconcileDrift(ctx context.Context, pollID int64, feed feeds.FeedInfo, r source.Reconcile) (int, error) {
@@ -320,7 +320,7 @@ func (s *Store) ReconcileDrift(ctx context.Context, pollID int64, feed feeds.Fee
 	return n, nil
 }
 
-// RecordFetchMode implements feeds' incremental store (polls.fetch_mode,
+// RecordFetchMode implements feeds.Store (polls.fetch_mode,
 // polls.drift; drift < 0 is NULL).
 func (s *Store) RecordFetchMode(ctx context.Context, pollID int64, mode string, drift int) error {
 	var d *int
