@@ -40,31 +40,30 @@ func (r DeltaResult) Drift() int { return r.Missing + r.Extra }
 // Store.ComposeDelta. The store that starts the read ends it with Done;
 // ComposeDelta waits for it with Wait. The engine only hands it back.
 type DeltaBase struct {
-	done  chan struct{}
-	of    string
-	ints  []int64
-	texts []string
-	err   error
+	done chan struct{}
+	of   string
+	ids  source.IDs
+	err  error
 }
 
 // NewDeltaBase returns a read ahead that has not ended.
 func NewDeltaBase() *DeltaBase { return &DeltaBase{done: make(chan struct{})} }
 
-// Done ends the read, once: the snapshot's ids that are integers (sorted)
-// and the others, read of what the store names of (postgis: the feed's
-// table, so that a base of another table is read again), or err.
-func (b *DeltaBase) Done(of string, ints []int64, texts []string, err error) {
-	b.of, b.ints, b.texts, b.err = of, ints, texts, err
+// Done ends the read, once: the snapshot's ids, read of what the store
+// names of (postgis: the feed's table, so that a base of another table is
+// read again), or err.
+func (b *DeltaBase) Done(of string, ids source.IDs, err error) {
+	b.of, b.ids, b.err = of, ids, err
 	close(b.done)
 }
 
 // Wait waits for Done (or ctx) and returns what it was given.
-func (b *DeltaBase) Wait(ctx context.Context) (of string, ints []int64, texts []string, err error) {
+func (b *DeltaBase) Wait(ctx context.Context) (of string, ids source.IDs, err error) {
 	select {
 	case <-b.done:
-		return b.of, b.ints, b.texts, b.err
+		return b.of, b.ids, b.err
 	case <-ctx.Done():
-		return "", nil, nil, ctx.Err()
+		return "", source.IDs{}, ctx.Err()
 	}
 }
 
@@ -84,13 +83,13 @@ func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info Fe
 			return layer, stats, err
 		}
 		if res.Drift() == 0 {
-			logger.Debug("delta composed", "since", stats.Delta.Since, "fetched", res.Fetched, "kept", res.Kept, "listed", len(stats.Delta.IDs))
+			logger.Debug("delta composed", "since", stats.Delta.Since.String(), "fetched", res.Fetched, "kept", res.Kept, "listed", stats.Delta.IDs.Len())
 			break
 		}
 		drift = res.Drift()
 		m.metrics.driftSeen(info, "delta_mismatch", drift)
 		logger.Warn("incremental drift: the composed snapshot does not hold the server's ids; fetching the layer in full",
-			"since", stats.Delta.Since, "missing", res.Missing, "extra", res.Extra, "listed", len(stats.Delta.IDs))
+			"since", stats.Delta.Since.String(), "missing", res.Missing, "extra", res.Extra, "listed", stats.Delta.IDs.Len())
 		layer, stats, err = m.fetchFull(ctx, layer, pollID, stats, logger, "drift")
 	case stats.Reconcile != nil:
 		drift, err = m.store.ReconcileDrift(ctx, pollID, info, *stats.Reconcile)

@@ -39,15 +39,15 @@ import (
 // failed, or of another table, is read again here.
 func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedInfo, d source.Delta, base *feeds.DeltaBase) (feeds.DeltaResult, error) {
 	var res feeds.DeltaResult
-	ids := slices.Compact(slices.Clone(d.IDs))
+	listed := listedOf(d.IDs)
 	var ahead *storedIDs
 	if base != nil {
-		table, num, other, err := base.Wait(ctx)
+		table, ids, err := base.Wait(ctx)
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		if err == nil {
-			ahead = &storedIDs{table: table, num: num, other: other}
+			ahead = &storedIDs{table: table, num: ids.Int, other: ids.Text}
 		}
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -57,14 +57,14 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 		}
 		if !t.exists {
 			// No applied snapshot to build on: every listed id is missing.
-			res.Missing = len(ids)
+			res.Missing = listed.len()
 			return nil
 		}
 		fetched, err := fetchedIDs(ctx, tx, pollID)
 		if err != nil {
 			return err
 		}
-		res.Fetched, res.Extra = fetched.count(ids)
+		res.Fetched, res.Extra = fetched.count(listed)
 		stored := ahead
 		if stored == nil || stored.table != t.name {
 			if stored, err = readStoredIDs(ctx, tx, t); err != nil {
@@ -72,15 +72,15 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 			}
 		}
 		var removed []string
-		res.Kept, removed = stored.prove(ids, fetched)
-		res.Missing = len(ids) - res.Kept - (res.Fetched - res.Extra)
+		res.Kept, removed = stored.prove(listed, fetched)
+		res.Missing = listed.len() - res.Kept - (res.Fetched - res.Extra)
 		if res.Drift() != 0 {
 			return nil
 		}
 		if removed == nil {
 			removed = []string{} // an empty array, not NULL
 		}
-		_, err = tx.Exec(ctx, sqlQuery("StageDelta"), pollID, len(ids), removed, d.Since)
+		_, err = tx.Exec(ctx, sqlQuery("StageDelta"), pollID, listed.len(), removed, d.Since.String())
 		return err
 	})
 	if err != nil {
@@ -89,8 +89,40 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 	return res, nil
 }
 
+// listedIDs is a delta's id list as its proof reads it: the integer ids
+// and the text ids in canonical decimal (num, sorted and distinct), any
+// other text (other).
+type listedIDs struct {
+	num   []int64
+	other map[string]bool
+}
+
+// listedOf sorts out ids for the proof. A kind lists integer ids sorted
+// (ArcGIS's are, from its id list), which then are not sorted again.
+func listedOf(ids source.IDs) listedIDs {
+	l := listedIDs{num: slices.Clone(ids.Int)}
+	for _, id := range ids.Text {
+		if n, ok := canonicalInt([]byte(id)); ok {
+			l.num = append(l.num, n)
+			continue
+		}
+		if l.other == nil {
+			l.other = make(map[string]bool, len(ids.Text))
+		}
+		l.other[id] = true
+	}
+	if !slices.IsSorted(l.num) {
+		idsort.Int64s(l.num)
+	}
+	l.num = slices.Compact(l.num)
+	return l
+}
+
+// len is the number of distinct ids listed.
+func (l listedIDs) len() int { return len(l.num) + len(l.other) }
+
 // fetchedSet is the distinct ids a delta poll fetched: object ids in
-// canonical decimal (num), any other text (other; no listed id names it).
+// canonical decimal (num), any other text (other).
 type fetchedSet struct {
 	num   map[int64]bool
 	other map[string]bool
@@ -115,12 +147,16 @@ func fetchedIDs(ctx context.Context, tx pgx.Tx, pollID int64) (fetchedSet, error
 	return f, err
 }
 
-// count is how many ids were fetched, and how many of them the sorted
-// list ids lacks.
-func (f fetchedSet) count(ids []int64) (fetched, extra int) {
-	extra = len(f.other)
+// count is how many ids were fetched, and how many of them the list
+// lacks.
+func (f fetchedSet) count(l listedIDs) (fetched, extra int) {
+	for id := range f.other {
+		if !l.other[id] {
+			extra++
+		}
+	}
 	for n := range f.num {
-		if _, ok := slices.BinarySearch(ids, n); !ok {
+		if _, ok := slices.BinarySearch(l.num, n); !ok {
 			extra++
 		}
 	}
@@ -152,7 +188,7 @@ func (s *Store) ReadDeltaBase(ctx context.Context, pollID int64, feed feeds.Feed
 			if read == nil {
 				read = &storedIDs{}
 			}
-			base.Done(read.table, read.num, read.other, err)
+			base.Done(read.table, source.IDs{Int: read.num, Text: read.other}, err)
 		}()
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
@@ -190,18 +226,21 @@ func readStoredIDs(ctx context.Context, tx pgx.Tx, t feedTable) (*storedIDs, err
 	return ids, nil
 }
 
-// prove merges the stored ids with the sorted, distinct list ids: kept
-// counts the listed ids stored and not fetched, removed names the stored
-// ids neither listed nor fetched (an id that is not an object id is never
-// listed).
-func (st *storedIDs) prove(ids []int64, fetched fetchedSet) (kept int, removed []string) {
+// prove merges the stored ids with the listed ones: kept counts the
+// listed ids stored and not fetched, removed names the stored ids neither
+// listed nor fetched.
+func (st *storedIDs) prove(l listedIDs, fetched fetchedSet) (kept int, removed []string) {
 	for _, id := range st.other {
-		if !fetched.other[id] {
+		switch {
+		case fetched.other[id]:
+		case l.other[id]:
+			kept++
+		default:
 			removed = append(removed, id)
 		}
 	}
-	kept, more := mergeStored(ids, st.num, fetched.num)
-	return kept, append(removed, more...)
+	more, gone := mergeStored(l.num, st.num, fetched.num)
+	return kept + more, append(removed, gone...)
 }
 
 // mergeStored merges the sorted stored object ids (distinct: the table's
