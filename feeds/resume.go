@@ -81,9 +81,8 @@ func (m *Manager) rereads(layer source.Layer) bool {
 // as it would had the edit come while those pages were read without a
 // pause, and the next poll brings the edit.
 func (m *Manager) fetchResumed(ctx context.Context, layer source.Layer, pollID int64, firstPage int, stager *pageStager, logger *slog.Logger) (source.FetchStats, error) {
-	pd := m.store
 	proof := firstPage - 1
-	staged, err := pd.StagedPageDigest(ctx, pollID, proof)
+	staged, err := m.store.StagedPageDigest(ctx, pollID, proof)
 	if err != nil {
 		return source.FetchStats{NumberMatched: -1}, err
 	}
@@ -92,7 +91,7 @@ func (m *Manager) fetchResumed(ctx context.Context, layer source.Layer, pollID i
 	layer.Resume = source.Resume{Features: int(stager.features)}
 	if proof > 0 {
 		// Where a kind that pages by links reads the proof page again.
-		if layer.Resume.Link, _, err = pd.NextLink(ctx, pollID, proof-1); err != nil {
+		if layer.Resume.Link, _, err = m.store.NextLink(ctx, pollID, proof-1); err != nil {
 			return source.FetchStats{NumberMatched: -1}, err
 		}
 	}
@@ -103,7 +102,7 @@ func (m *Manager) fetchResumed(ctx context.Context, layer source.Layer, pollID i
 		if err := stager.wait(); err != nil {
 			return err
 		}
-		read, err := pd.StagedPageDigest(ctx, pollID, proof)
+		read, err := m.store.StagedPageDigest(ctx, pollID, proof)
 		if err != nil {
 			return err
 		}
