@@ -179,7 +179,7 @@ func (d *dump) fromLog(ctx context.Context, base *url.URL, ids *idList, prev lay
 	}
 	d.tracking.ServerGen = next
 	d.stats.Mode = source.ModeChangeTracking
-	d.stats.Delta = &source.Delta{IDs: ids.slice(0, ids.n), Since: "serverGen " + strconv.FormatInt(prev.serverGen, 10)}
+	d.stats.Delta = &source.Delta{IDs: source.IDs{Int: ids.slice(0, ids.n)}, Since: source.Watermark{Field: "serverGen", Value: strconv.FormatInt(prev.serverGen, 10)}}
 	return true, nil
 }
 

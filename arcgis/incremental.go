@@ -214,7 +214,7 @@ func (d *dump) changes(ctx context.Context, ids *idList, prev layerVersion, hand
 		return err
 	}
 	d.stats.Mode = source.ModeEditDate
-	d.stats.Delta = &source.Delta{IDs: ids.slice(0, ids.n), Since: d.editField + " > " + millis(cutoff)}
+	d.stats.Delta = &source.Delta{IDs: source.IDs{Int: ids.slice(0, ids.n)}, Since: source.Watermark{Field: d.editField, Value: millis(cutoff)}}
 	return nil
 }
 

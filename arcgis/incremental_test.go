@@ -48,8 +48,8 @@ func TestIncrementalFetchModes(t *testing.T) {
 		if stats.Mode != wantMode || (stats.Delta != nil) != wantDelta {
 			t.Fatalf("%s: mode %q, delta %v; want %q, delta %v", name, stats.Mode, stats.Delta != nil, wantMode, wantDelta)
 		}
-		if wantDelta && (len(stats.Delta.IDs) != stats.NumberMatched || !slices.IsSorted(stats.Delta.IDs) || len(g.ids) > 20) {
-			t.Fatalf("%s: delta of %d ids (count %d), %d features fetched; want the whole sorted id list and a few features", name, len(stats.Delta.IDs), stats.NumberMatched, len(g.ids))
+		if wantDelta && (stats.Delta.IDs.Len() != stats.NumberMatched || !slices.IsSorted(stats.Delta.IDs.Int) || len(g.ids) > 20) {
+			t.Fatalf("%s: delta of %d ids (count %d), %d features fetched; want the whole sorted id list and a few features", name, stats.Delta.IDs.Len(), stats.NumberMatched, len(g.ids))
 		}
 		layer.Validators = stats.Validators
 		return stats

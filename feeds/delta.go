@@ -35,66 +35,64 @@ type DeltaResult struct {
 // Drift is the ids the composed snapshot got wrong.
 func (r DeltaResult) Drift() int { return r.Missing + r.Extra }
 
-// DeltaBase is what a store read ahead, while a delta was fetched, of the
-// applied snapshot the delta builds on (ReadDeltaBase): opaque outside
-// that store; nil when nothing was read ahead.
-type DeltaBase any
+// DeltaBase is the feed's applied snapshot's ids, which a store reads
+// ahead (Store.ReadDeltaBase) while the poll fetches a delta, for
+// Store.ComposeDelta. The store that starts the read ends it with Done;
+// ComposeDelta waits for it with Wait. The engine only hands it back.
+type DeltaBase struct {
+	done chan struct{}
+	of   string
+	ids  source.IDs
+	err  error
+}
 
-// incrementalStore is implemented by a Store that composes delta
-// snapshots and records how each poll fetched (postgis.Store).
-type incrementalStore interface {
-	// ReadDeltaBase starts reading, in the background, what composing
-	// poll pollID's delta needs of the feed's applied snapshot, for
-	// ComposeDelta: the poll calls it when the kind plans a delta
-	// (source.Layer.DeltaPlanned), so that the read overlaps the fetch of
-	// the changes. The poll's claim on the feed keeps the snapshot as it
-	// was read until the apply: no other poll applies to the feed, and a
-	// feed with a held snapshot (which an operator may accept at any
-	// time) has no validators, so its polls never read a delta.
-	ReadDeltaBase(ctx context.Context, pollID int64, feed FeedInfo) DeltaBase
-	// ComposeDelta composes poll pollID's whole snapshot in its staging
-	// from the pages it fetched and the feed's applied features (those
-	// base read ahead, or read now when base is nil), as d says, and
-	// proves it against d.IDs.
-	ComposeDelta(ctx context.Context, pollID int64, feed FeedInfo, d source.Delta, base DeltaBase) (DeltaResult, error)
-	// ReconcileDrift counts the staged features of a full dump that
-	// differ from the feed's stored ones while their edit date is at most
-	// r.Cutoff.
-	ReconcileDrift(ctx context.Context, pollID int64, feed FeedInfo, r source.Reconcile) (int, error)
-	// RecordFetchMode records how the poll fetched (polls.fetch_mode)
-	// and the drift it found (drift < 0: none compared).
-	RecordFetchMode(ctx context.Context, pollID int64, mode string, drift int) error
+// NewDeltaBase returns a read ahead that has not ended.
+func NewDeltaBase() *DeltaBase { return &DeltaBase{done: make(chan struct{})} }
+
+// Done ends the read, once: the snapshot's ids, read of what the store
+// names of (postgis: the feed's table, so that a base of another table is
+// read again), or err.
+func (b *DeltaBase) Done(of string, ids source.IDs, err error) {
+	b.of, b.ids, b.err = of, ids, err
+	close(b.done)
+}
+
+// Wait waits for Done (or ctx) and returns what it was given.
+func (b *DeltaBase) Wait(ctx context.Context) (of string, ids source.IDs, err error) {
+	select {
+	case <-b.done:
+		return b.of, b.ids, b.err
+	case <-ctx.Done():
+		return "", source.IDs{}, ctx.Err()
+	}
 }
 
 // completeFetch finishes a fetch before the apply: a delta is composed
 // into a whole snapshot, or the layer fetched in full when the composition
 // does not prove whole; a reconciling full dump counts its drift; the
-// fetch's mode is recorded. A store that cannot compose gets a full fetch.
-func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info FeedInfo, pollID int64, stats source.FetchStats, base DeltaBase, logger *slog.Logger) (source.Layer, source.FetchStats, error) {
-	st, ok := m.store.(incrementalStore)
+// fetch's mode is recorded.
+func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info FeedInfo, pollID int64, stats source.FetchStats, base *DeltaBase, logger *slog.Logger) (source.Layer, source.FetchStats, error) {
 	drift := -1
 	var err error
 	switch {
 	case stats.NotModified:
-	case stats.Delta != nil && !ok:
-		layer, stats, err = m.fetchFull(ctx, layer, pollID, stats, logger, "the store cannot compose a delta")
 	case stats.Delta != nil:
 		var res DeltaResult
-		res, err = st.ComposeDelta(ctx, pollID, info, *stats.Delta, base)
+		res, err = m.store.ComposeDelta(ctx, pollID, info, *stats.Delta, base)
 		if err != nil {
 			return layer, stats, err
 		}
 		if res.Drift() == 0 {
-			logger.Debug("delta composed", "since", stats.Delta.Since, "fetched", res.Fetched, "kept", res.Kept, "listed", len(stats.Delta.IDs))
+			logger.Debug("delta composed", "since", stats.Delta.Since.String(), "fetched", res.Fetched, "kept", res.Kept, "listed", stats.Delta.IDs.Len())
 			break
 		}
 		drift = res.Drift()
 		m.metrics.driftSeen(info, "delta_mismatch", drift)
 		logger.Warn("incremental drift: the composed snapshot does not hold the server's ids; fetching the layer in full",
-			"since", stats.Delta.Since, "missing", res.Missing, "extra", res.Extra, "listed", len(stats.Delta.IDs))
+			"since", stats.Delta.Since.String(), "missing", res.Missing, "extra", res.Extra, "listed", stats.Delta.IDs.Len())
 		layer, stats, err = m.fetchFull(ctx, layer, pollID, stats, logger, "drift")
-	case stats.Reconcile != nil && ok:
-		drift, err = st.ReconcileDrift(ctx, pollID, info, *stats.Reconcile)
+	case stats.Reconcile != nil:
+		drift, err = m.store.ReconcileDrift(ctx, pollID, info, *stats.Reconcile)
 		if err != nil {
 			return layer, stats, err
 		}
@@ -103,7 +101,7 @@ func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info Fe
 			logger.Warn("incremental drift: the reconciling full dump found features changed without a newer edit date", "features", drift)
 		}
 	}
-	if err != nil || !ok {
+	if err != nil {
 		return layer, stats, err
 	}
 	mode := stats.Mode
@@ -114,19 +112,15 @@ func (m *Manager) completeFetch(ctx context.Context, layer source.Layer, info Fe
 		mode = source.ModeFull
 	}
 	m.metrics.fetched(info, mode)
-	return layer, stats, st.RecordFetchMode(ctx, pollID, mode, drift)
+	return layer, stats, m.store.RecordFetchMode(ctx, pollID, mode, drift)
 }
 
 // planDeltas has the poll read the applied snapshot's ids ahead, into
 // p.deltaBase, when its kind plans a delta (ReadDeltaBase).
 func (m *Manager) planDeltas(ctx context.Context, p *pollRun) {
-	st, ok := m.store.(incrementalStore)
-	if !ok {
-		return
-	}
 	p.layer.DeltaPlanned = func() {
 		if p.deltaBase == nil {
-			p.deltaBase = st.ReadDeltaBase(ctx, p.pollID, p.info)
+			p.deltaBase = m.store.ReadDeltaBase(ctx, p.pollID, p.info)
 		}
 	}
 }

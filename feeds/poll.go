@@ -192,7 +192,7 @@ type pollRun struct {
 	fetched   bool // pages arrived whose bytes are not recorded yet
 	// deltaBase is the applied snapshot's ids, read ahead while a delta
 	// was fetched (planDeltas).
-	deltaBase DeltaBase
+	deltaBase *DeltaBase
 }
 
 // nextPage is the page after the last one the poll staged.
@@ -357,9 +357,7 @@ func (m *Manager) recordQueueWait(ctx context.Context, f *config.Feed, pollID in
 // the layer as fetched and the page it started at.
 func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, firstPage int, logger *slog.Logger) (source.Layer, int, source.FetchStats, error) {
 	var stats source.FetchStats
-	if k, ok := m.store.(sridKnower); ok {
-		layer.KnownSRID = k.KnownSRID
-	}
+	layer.KnownSRID = m.store.KnownSRID
 	secrets := layerSecrets(layer)
 	stager := newPageStager(ctx, m.store, pollID, layer.Limits, secrets)
 	if err := stager.resumeAt(firstPage); err != nil {
@@ -397,19 +395,6 @@ func (m *Manager) fetch(ctx context.Context, layer source.Layer, pollID int64, f
 	return layer, firstPage, stats, stager.finish(err)
 }
 
-// sridKnower is implemented by a Store that can tell whether it transforms
-// an SRID to EPSG:4326 (postgis.Store: spatial_ref_sys): a kind asks it
-// through source.Layer.KnownSRID before staging anything in that CRS.
-type sridKnower interface {
-	KnownSRID(ctx context.Context, srid int) (bool, error)
-}
-
-// stagingRestarter is implemented by a Store that can drop what a resumed
-// poll staged (postgis.Store), for a fetch from the first page.
-type stagingRestarter interface {
-	RestartStaging(ctx context.Context, pollID int64) error
-}
-
 // restartReason says why a poll resumed at firstPage must start over from
 // the first page (its kind's Restarter), or "" when it continues.
 func (m *Manager) restartReason(firstPage int, layer source.Layer) string {
@@ -419,31 +404,18 @@ func (m *Manager) restartReason(firstPage int, layer source.Layer) string {
 	return ""
 }
 
-// completenessRecorder is implemented by a Store that records what a
-// poll's completeness rests on (postgis.Store: polls.completeness).
-type completenessRecorder interface {
-	RecordCompleteness(ctx context.Context, pollID int64, basis string) error
-}
-
 // recordCompleteness records what the applied snapshot's completeness
 // rests on, when the fetcher said (FetchStats.Completeness: a kind that
 // pages by links tells a total checked against the server's count from
 // one that rests on the links alone). The snapshot is applied either way;
 // a failure to record is logged.
 func (m *Manager) recordCompleteness(ctx context.Context, pollID int64, stats source.FetchStats, logger *slog.Logger) {
-	cr, ok := m.store.(completenessRecorder)
-	if !ok || stats.Completeness == "" {
+	if stats.Completeness == "" {
 		return
 	}
-	if err := cr.RecordCompleteness(ctx, pollID, stats.Completeness); err != nil {
+	if err := m.store.RecordCompleteness(ctx, pollID, stats.Completeness); err != nil {
 		logger.Error("recording the poll's completeness", "error", err)
 	}
-}
-
-// crsRecorder is implemented by a Store that records the CRS a poll read
-// its layer in (postgis.Store: polls.crs, polls.crs_identified_by).
-type crsRecorder interface {
-	RecordCRS(ctx context.Context, pollID int64, code, by string) error
 }
 
 // recordCRS records the CRS of the applied snapshot and how it was
@@ -455,11 +427,7 @@ func (m *Manager) recordCRS(ctx context.Context, pollID int64, stats source.Fetc
 		return
 	}
 	logger.Debug("layer CRS identified", "crs", stats.CRS, "identified_by", stats.CRSBy)
-	cr, ok := m.store.(crsRecorder)
-	if !ok {
-		return
-	}
-	if err := cr.RecordCRS(ctx, pollID, stats.CRS, stats.CRSBy); err != nil {
+	if err := m.store.RecordCRS(ctx, pollID, stats.CRS, stats.CRSBy); err != nil {
 		logger.Error("recording the poll's CRS", "error", err)
 	}
 }
@@ -467,11 +435,7 @@ func (m *Manager) recordCRS(ctx context.Context, pollID int64, stats source.Fetc
 // restartStaging drops what a resumed poll staged, for a fetch from the
 // first page.
 func (m *Manager) restartStaging(ctx context.Context, pollID int64) error {
-	sr, ok := m.store.(stagingRestarter)
-	if !ok {
-		return errors.New("feeds: the store cannot restart a poll's staging")
-	}
-	return sr.RestartStaging(ctx, pollID)
+	return m.store.RestartStaging(ctx, pollID)
 }
 
 // beginPoll starts a fresh poll, or resumes the checkpoint of letter. It

@@ -39,14 +39,6 @@ func (d PageDigest) Equal(o PageDigest) bool {
 	return d.Features == o.Features && string(d.Sum) == string(o.Sum)
 }
 
-// pageDigester is implemented by a Store that can digest a staged page
-// (postgis.Store: the page's ids and content hashes)
-// and return the next link a page recorded (source.Page.Next).
-type pageDigester interface {
-	StagedPageDigest(ctx context.Context, pollID int64, page int) (PageDigest, error)
-	NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error)
-}
-
 // ResumeDisprovedError ends a resumed fetch whose page before the
 // checkpoint, read again, is not what the poll staged from it: the layer
 // changed while the poll was parked, and the pages staged before it cannot
@@ -68,8 +60,7 @@ func (e *ResumeDisprovedError) Error() string {
 // pages by reading the page before its checkpoint again.
 func (m *Manager) rereads(layer source.Layer) bool {
 	r, ok := m.fetcher.(PageRereader)
-	_, digests := m.store.(pageDigester)
-	return ok && digests && r.RereadsPages(layer)
+	return ok && r.RereadsPages(layer)
 }
 
 // fetchResumed fetches layer for a poll resumed at firstPage > 0 from the
@@ -90,9 +81,8 @@ func (m *Manager) rereads(layer source.Layer) bool {
 // as it would had the edit come while those pages were read without a
 // pause, and the next poll brings the edit.
 func (m *Manager) fetchResumed(ctx context.Context, layer source.Layer, pollID int64, firstPage int, stager *pageStager, logger *slog.Logger) (source.FetchStats, error) {
-	pd := m.store.(pageDigester)
 	proof := firstPage - 1
-	staged, err := pd.StagedPageDigest(ctx, pollID, proof)
+	staged, err := m.store.StagedPageDigest(ctx, pollID, proof)
 	if err != nil {
 		return source.FetchStats{NumberMatched: -1}, err
 	}
@@ -101,7 +91,7 @@ func (m *Manager) fetchResumed(ctx context.Context, layer source.Layer, pollID i
 	layer.Resume = source.Resume{Features: int(stager.features)}
 	if proof > 0 {
 		// Where a kind that pages by links reads the proof page again.
-		if layer.Resume.Link, _, err = pd.NextLink(ctx, pollID, proof-1); err != nil {
+		if layer.Resume.Link, _, err = m.store.NextLink(ctx, pollID, proof-1); err != nil {
 			return source.FetchStats{NumberMatched: -1}, err
 		}
 	}
@@ -112,7 +102,7 @@ func (m *Manager) fetchResumed(ctx context.Context, layer source.Layer, pollID i
 		if err := stager.wait(); err != nil {
 			return err
 		}
-		read, err := pd.StagedPageDigest(ctx, pollID, proof)
+		read, err := m.store.StagedPageDigest(ctx, pollID, proof)
 		if err != nil {
 			return err
 		}

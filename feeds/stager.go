@@ -107,22 +107,15 @@ func newPageStager(ctx context.Context, store Store, pollID int64, limits featur
 		pool: make(chan []feature.Feature, chunksQueued+2)}
 }
 
-// stagedCounter is implemented by a Store that can tell how many features
-// a poll's staged pages hold (postgis.Store).
-type stagedCounter interface {
-	StagedFeatures(ctx context.Context, pollID int64) (int64, error)
-}
-
 // resumeAt prepares the stager for a poll that continues at firstPage: the
 // features its staged pages hold count against limits.poll_features, so a
 // poll parked and resumed is bounded like one that was not. (Their bytes
 // are not recorded: limits.poll_bytes counts from the page it resumes at.)
 func (s *pageStager) resumeAt(firstPage int) error {
-	sc, ok := s.store.(stagedCounter)
-	if firstPage == 0 || !ok {
+	if firstPage == 0 {
 		return nil
 	}
-	n, err := sc.StagedFeatures(s.ctx, s.pollID)
+	n, err := s.store.StagedFeatures(s.ctx, s.pollID)
 	if err != nil {
 		return fmt.Errorf("counting the staged features of poll %d: %w", s.pollID, err)
 	}

@@ -12,7 +12,10 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// Store is where polls land. feeds/postgis implements it; main wires it in.
+// Store is where polls land: the whole contract between the engine and its
+// database, every method of which the engine may call. feeds/postgis
+// implements it; main wires it in. A store does not offer a subset: the
+// engine never asks a Store what it can do.
 //
 // A poll stages pages as they arrive and applies them in one step at the end,
 // so a poll that does not finish changes nothing a reader sees.
@@ -65,6 +68,19 @@ type Store interface {
 	// wantPage, or when crash recovery emptied the staged rows of its
 	// recorded pages (then with a *StagingLostError too).
 	ResumePoll(ctx context.Context, feed FeedInfo, pollID int64, wantPage int) (nextPage int, err error)
+	// StagedFeatures counts the features a poll's staged pages hold, which
+	// a resumed poll counts against limits.poll_features.
+	StagedFeatures(ctx context.Context, pollID int64) (int64, error)
+	// StagedPageDigest digests what a poll staged for one page (its ids
+	// and content hashes), for a resume that reads that page again
+	// (fetchResumed).
+	StagedPageDigest(ctx context.Context, pollID int64, page int) (PageDigest, error)
+	// NextLink returns the next link a staged page recorded
+	// (source.Page.Next), ok false when it recorded none.
+	NextLink(ctx context.Context, pollID int64, page int) (link string, ok bool, err error)
+	// RestartStaging drops what a resumed poll staged, for a fetch from
+	// the first page.
+	RestartStaging(ctx context.Context, pollID int64) error
 	// DiscardPoll deletes what a poll that will not be resumed staged, and
 	// records it as failed with cause if it was still open.
 	DiscardPoll(ctx context.Context, feed FeedInfo, pollID int64, cause error) error
@@ -91,6 +107,43 @@ type Store interface {
 	// its features and validators stay. The result counts the feed's
 	// features, all unchanged.
 	RecordNotModified(ctx context.Context, pollID int64, feed FeedInfo) (ApplyResult, error)
+
+	// What a poll read.
+
+	// KnownSRID reports whether the store can transform srid to EPSG:4326
+	// (postgis: spatial_ref_sys): a kind asks it through
+	// source.Layer.KnownSRID before staging anything in that CRS.
+	KnownSRID(ctx context.Context, srid int) (bool, error)
+	// RecordCompleteness records what a poll's completeness rests on
+	// (source.FetchStats.Completeness; polls.completeness).
+	RecordCompleteness(ctx context.Context, pollID int64, basis string) error
+	// RecordCRS records the CRS a poll read its layer in and how it was
+	// identified (source.FetchStats.CRS; polls.crs, polls.crs_identified_by).
+	RecordCRS(ctx context.Context, pollID int64, code, by string) error
+
+	// Incremental refresh (delta.go).
+
+	// ReadDeltaBase starts reading, in the background, what composing
+	// poll pollID's delta needs of the feed's applied snapshot, for
+	// ComposeDelta: the poll calls it when the kind plans a delta
+	// (source.Layer.DeltaPlanned), so that the read overlaps the fetch of
+	// the changes. The poll's claim on the feed keeps the snapshot as it
+	// was read until the apply: no other poll applies to the feed, and a
+	// feed with a held snapshot (which an operator may accept at any
+	// time) has no validators, so its polls never read a delta.
+	ReadDeltaBase(ctx context.Context, pollID int64, feed FeedInfo) *DeltaBase
+	// ComposeDelta composes poll pollID's whole snapshot in its staging
+	// from the pages it fetched and the feed's applied features (those
+	// base read ahead, or read now when base is nil), as d says, and
+	// proves it against d.IDs.
+	ComposeDelta(ctx context.Context, pollID int64, feed FeedInfo, d source.Delta, base *DeltaBase) (DeltaResult, error)
+	// ReconcileDrift counts the staged features of a full dump that
+	// differ from the feed's stored ones while their edit date is at most
+	// r.Cutoff.
+	ReconcileDrift(ctx context.Context, pollID int64, feed FeedInfo, r source.Reconcile) (int, error)
+	// RecordFetchMode records how the poll fetched (polls.fetch_mode)
+	// and the drift it found (drift < 0: none compared).
+	RecordFetchMode(ctx context.Context, pollID int64, mode string, drift int) error
 }
 
 // Checkpoint errors, wrapped by Store.ResumePoll.

@@ -298,7 +298,7 @@ func TestViewColumns(t *testing.T) {
 }
 
 // BenchmarkProfileAddFeature profiles a parcel's properties (the same
-// document as feeds/postgis's BenchmarkJSONBText, which staging already
+// document as internal/jsonbtext's BenchmarkJSONBText, which staging already
 // runs per feature): the staging cost typed layers add.
 func BenchmarkProfileAddFeature(b *testing.B) {
 	doc := []byte(`{"pin":"0000012345","owner":"OWNER 12345","site_address":"145 MAIN ST","zoning":"R-4","land_use":"single family","acres":0.45,"assessed_value":245000,"year_built":1987,"bedrooms":3,"exempt":false,"deed_date":"2011-05-17","township":"T7"}`)

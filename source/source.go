@@ -245,14 +245,45 @@ const (
 // applied snapshot's features whose ids are in IDs and not on those
 // pages; a feature of the previous snapshot whose id is not in IDs was
 // deleted. The store proves it whole: every id of IDs must be in it.
+//
+// A kind offers a delta when it can list every id the layer holds now
+// (IDs) and fetch what changed after a watermark (Since). A watermark
+// alone is not a delta: without the whole list, a deletion is not seen,
+// and the snapshot could not be proved; such a kind dumps in full. The
+// watermark the next poll starts from is the kind's own, kept in its
+// Validators.Version.
 type Delta struct {
-	// IDs is the server's whole id list, sorted; a feature's id is the
-	// decimal text of its id (the object id, for ArcGIS).
-	IDs []int64
-	// Since says what the pages are the changes since, for the log
-	// ("EditDate > 2026-12-01T18:00:00Z").
-	Since string
+	// IDs is the server's whole id list.
+	IDs IDs
+	// Since is the watermark the pages are the changes after, for the
+	// log and the poll's record.
+	Since Watermark
 }
+
+// IDs is a server's list of feature ids, each in the type the kind knows
+// it by: integers (ArcGIS object ids) or text (Socrata row ids, OGC API
+// and WFS feature ids). An integer id names the feature whose id is its
+// decimal text (strconv.FormatInt); a text id that is such a decimal
+// names the same feature as the integer.
+type IDs struct {
+	// Int are the ids that are integers, sorted ascending.
+	Int []int64
+	// Text are the other ids, as the features' ids, in any order.
+	Text []string
+}
+
+// Len is the number of ids listed (an id listed twice counts twice).
+func (l IDs) Len() int { return len(l.Int) + len(l.Text) }
+
+// Watermark is what a delta's changes are after: the field or counter a
+// kind compares and its value, as the kind writes them (an edit date
+// field and an ISO-8601 time, ArcGIS's "serverGen" and a generation).
+type Watermark struct {
+	Field, Value string
+}
+
+// String is the watermark as a condition: "EditDate > 2026-12-01T18:00:00Z".
+func (w Watermark) String() string { return w.Field + " > " + w.Value }
 
 // Reconcile is how a store counts the drift of an incremental path that a
 // full fetch replaces: the snapshot's features that differ from the stored

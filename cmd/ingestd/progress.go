@@ -218,7 +218,7 @@ func (b *progressBody) Close() error {
 
 // Store counts the features store stages (as StagePage reads them, so a
 // page's features show while it streams) for the line; every other method
-// is store's own, so the manager finds the same optional interfaces.
+// is store's own.
 func (p *progress) Store(store *postgis.Store) feeds.Store {
 	if p == nil {
 		return store

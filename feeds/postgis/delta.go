@@ -25,7 +25,7 @@ import (
 // removes the unlisted ones, so its cost follows the change, not the
 // layer.
 
-// ComposeDelta implements feeds' incremental store: in one transaction,
+// ComposeDelta implements feeds.Store: in one transaction,
 // it proves poll pollID's fetched features and the feed's applied ones
 // against d.IDs and, when they make exactly the listed snapshot, records
 // the poll as a delta of d.IDs with the ids it removes. Nothing is
@@ -37,15 +37,17 @@ import (
 // were fetched), spares that read: 35–50 ms of a 200 ms refresh of a
 // 100,000-feature layer (scripts/bench.sh incremental). A read ahead that
 // failed, or of another table, is read again here.
-func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedInfo, d source.Delta, base feeds.DeltaBase) (feeds.DeltaResult, error) {
+func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedInfo, d source.Delta, base *feeds.DeltaBase) (feeds.DeltaResult, error) {
 	var res feeds.DeltaResult
-	ids := slices.Compact(slices.Clone(d.IDs))
-	ahead, _ := base.(*storedIDs)
-	if ahead != nil {
-		select {
-		case <-ahead.done:
-		case <-ctx.Done():
+	listed := listedOf(d.IDs)
+	var ahead *storedIDs
+	if base != nil {
+		table, ids, err := base.Wait(ctx)
+		if ctx.Err() != nil {
 			return res, ctx.Err()
+		}
+		if err == nil {
+			ahead = &storedIDs{table: table, num: ids.Int, other: ids.Text}
 		}
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -55,30 +57,30 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 		}
 		if !t.exists {
 			// No applied snapshot to build on: every listed id is missing.
-			res.Missing = len(ids)
+			res.Missing = listed.len()
 			return nil
 		}
 		fetched, err := fetchedIDs(ctx, tx, pollID)
 		if err != nil {
 			return err
 		}
-		res.Fetched, res.Extra = fetched.count(ids)
+		res.Fetched, res.Extra = fetched.count(listed)
 		stored := ahead
-		if stored == nil || stored.err != nil || stored.table != t.name {
+		if stored == nil || stored.table != t.name {
 			if stored, err = readStoredIDs(ctx, tx, t); err != nil {
 				return err
 			}
 		}
 		var removed []string
-		res.Kept, removed = stored.prove(ids, fetched)
-		res.Missing = len(ids) - res.Kept - (res.Fetched - res.Extra)
+		res.Kept, removed = stored.prove(listed, fetched)
+		res.Missing = listed.len() - res.Kept - (res.Fetched - res.Extra)
 		if res.Drift() != 0 {
 			return nil
 		}
 		if removed == nil {
 			removed = []string{} // an empty array, not NULL
 		}
-		_, err = tx.Exec(ctx, sqlQuery("StageDelta"), pollID, len(ids), removed, d.Since)
+		_, err = tx.Exec(ctx, sqlQuery("StageDelta"), pollID, listed.len(), removed, d.Since.String())
 		return err
 	})
 	if err != nil {
@@ -87,8 +89,40 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 	return res, nil
 }
 
+// listedIDs is a delta's id list as its proof reads it: the integer ids
+// and the text ids in canonical decimal (num, sorted and distinct), any
+// other text (other).
+type listedIDs struct {
+	num   []int64
+	other map[string]bool
+}
+
+// listedOf sorts out ids for the proof. A kind lists integer ids sorted
+// (ArcGIS's are, from its id list), which then are not sorted again.
+func listedOf(ids source.IDs) listedIDs {
+	l := listedIDs{num: slices.Clone(ids.Int)}
+	for _, id := range ids.Text {
+		if n, ok := canonicalInt([]byte(id)); ok {
+			l.num = append(l.num, n)
+			continue
+		}
+		if l.other == nil {
+			l.other = make(map[string]bool, len(ids.Text))
+		}
+		l.other[id] = true
+	}
+	if !slices.IsSorted(l.num) {
+		idsort.Int64s(l.num)
+	}
+	l.num = slices.Compact(l.num)
+	return l
+}
+
+// len is the number of distinct ids listed.
+func (l listedIDs) len() int { return len(l.num) + len(l.other) }
+
 // fetchedSet is the distinct ids a delta poll fetched: object ids in
-// canonical decimal (num), any other text (other; no listed id names it).
+// canonical decimal (num), any other text (other).
 type fetchedSet struct {
 	num   map[int64]bool
 	other map[string]bool
@@ -113,12 +147,16 @@ func fetchedIDs(ctx context.Context, tx pgx.Tx, pollID int64) (fetchedSet, error
 	return f, err
 }
 
-// count is how many ids were fetched, and how many of them the sorted
-// list ids lacks.
-func (f fetchedSet) count(ids []int64) (fetched, extra int) {
-	extra = len(f.other)
+// count is how many ids were fetched, and how many of them the list
+// lacks.
+func (f fetchedSet) count(l listedIDs) (fetched, extra int) {
+	for id := range f.other {
+		if !l.other[id] {
+			extra++
+		}
+	}
 	for n := range f.num {
-		if _, ok := slices.BinarySearch(ids, n); !ok {
+		if _, ok := slices.BinarySearch(l.num, n); !ok {
 			extra++
 		}
 	}
@@ -131,39 +169,37 @@ type storedIDs struct {
 	table string
 	num   []int64
 	other []string
-
-	done chan struct{} // closed when a read ahead ends (ReadDeltaBase)
-	err  error         // the read ahead's
 }
 
-// ReadDeltaBase implements feeds' incremental store: it reads the feed's
+// ReadDeltaBase implements feeds.Store: it reads the feed's
 // stored ids in the background, for ComposeDelta (a connection of its
 // own while the poll's stages the changes).
-func (s *Store) ReadDeltaBase(ctx context.Context, pollID int64, feed feeds.FeedInfo) feeds.DeltaBase {
-	ahead := &storedIDs{done: make(chan struct{})}
+func (s *Store) ReadDeltaBase(ctx context.Context, pollID int64, feed feeds.FeedInfo) *feeds.DeltaBase {
+	base := feeds.NewDeltaBase()
 	go func() {
-		defer close(ahead.done)
+		var read *storedIDs
+		var err error
 		defer func() {
 			// The poll's recover cannot reach this goroutine: a panic
 			// here would end the process. ComposeDelta reads again.
 			if r := recover(); r != nil {
-				ahead.err = fmt.Errorf("postgis: reading the stored ids ahead: %v", r)
+				read, err = nil, fmt.Errorf("postgis: reading the stored ids ahead: %v", r)
 			}
+			if read == nil {
+				read = &storedIDs{}
+			}
+			base.Done(read.table, source.IDs{Int: read.num, Text: read.other}, err)
 		}()
-		ahead.err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 			if err != nil || !t.exists {
 				return err
 			}
-			read, err := readStoredIDs(ctx, tx, t)
-			if err != nil {
-				return err
-			}
-			ahead.table, ahead.num, ahead.other = read.table, read.num, read.other
-			return nil
+			read, err = readStoredIDs(ctx, tx, t)
+			return err
 		})
 	}()
-	return ahead
+	return base
 }
 
 // readStoredIDs reads the feed's stored ids (its table's key), the object
@@ -190,18 +226,21 @@ func readStoredIDs(ctx context.Context, tx pgx.Tx, t feedTable) (*storedIDs, err
 	return ids, nil
 }
 
-// prove merges the stored ids with the sorted, distinct list ids: kept
-// counts the listed ids stored and not fetched, removed names the stored
-// ids neither listed nor fetched (an id that is not an object id is never
-// listed).
-func (st *storedIDs) prove(ids []int64, fetched fetchedSet) (kept int, removed []string) {
+// prove merges the stored ids with the listed ones: kept counts the
+// listed ids stored and not fetched, removed names the stored ids neither
+// listed nor fetched.
+func (st *storedIDs) prove(l listedIDs, fetched fetchedSet) (kept int, removed []string) {
 	for _, id := range st.other {
-		if !fetched.other[id] {
+		switch {
+		case fetched.other[id]:
+		case l.other[id]:
+			kept++
+		default:
 			removed = append(removed, id)
 		}
 	}
-	kept, more := mergeStored(ids, st.num, fetched.num)
-	return kept, append(removed, more...)
+	more, gone := mergeStored(l.num, st.num, fetched.num)
+	return kept + more, append(removed, gone...)
 }
 
 // mergeStored merges the sorted stored object ids (distinct: the table's
@@ -299,7 +338,7 @@ func deltaProfile(ctx context.Context, r *applyRun, stored []byte, fetched *sche
 	return p, nil
 }
 
-// ReconcileDrift implements feeds' incremental store: the features of
+// ReconcileDrift implements feeds.Store: the features of
 // poll pollID's full dump that differ from the feed's stored ones (or are
 // new) while their edit date is at most r.Cutoff or unknown.
 func (s *Store) ReconcileDrift(ctx context.Context, pollID int64, feed feeds.FeedInfo, r source.Reconcile) (int, error) {
@@ -320,7 +359,7 @@ func (s *Store) ReconcileDrift(ctx context.Context, pollID int64, feed feeds.Fee
 	return n, nil
 }
 
-// RecordFetchMode implements feeds' incremental store (polls.fetch_mode,
+// RecordFetchMode implements feeds.Store (polls.fetch_mode,
 // polls.drift; drift < 0 is NULL).
 func (s *Store) RecordFetchMode(ctx context.Context, pollID int64, mode string, drift int) error {
 	var d *int

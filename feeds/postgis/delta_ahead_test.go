@@ -24,7 +24,7 @@ func TestReadDeltaBaseFailedRead(t *testing.T) {
 	}
 	poll := b.begin(t, feed)
 	base := b.store.ReadDeltaBase(b.ctx, poll, feed)
-	if _, err := b.store.ComposeDelta(b.ctx, poll, feed, source.Delta{IDs: []int64{1}}, base); err == nil {
+	if _, err := b.store.ComposeDelta(b.ctx, poll, feed, source.Delta{IDs: source.IDs{Int: []int64{1}}}, base); err == nil {
 		t.Fatal("composing over a table whose ids cannot be read: no error")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/schema"
+	"github.com/ingestd/ingestd/source"
 )
 
 // TestCanonicalInt: an object id is a feature id only in the spelling
@@ -43,6 +44,23 @@ func TestMergeStored(t *testing.T) {
 	}
 	if kept, removed := mergeStored(ids, nil, nil); kept != 0 || removed != nil {
 		t.Errorf("nothing stored: kept %d, removed %v", kept, removed)
+	}
+}
+
+// TestListedOf: a delta's list, whatever the type of its ids, is the
+// distinct object ids sorted (a text id in canonical decimal among them)
+// and the other text ids.
+func TestListedOf(t *testing.T) {
+	l := listedOf(source.IDs{Int: []int64{9, 2, 2, -1}, Text: []string{"5", "007", "row-a", "9", "row-a"}})
+	if want := []int64{-1, 2, 5, 9}; !slices.Equal(l.num, want) {
+		t.Errorf("object ids %v, want %v", l.num, want)
+	}
+	if len(l.other) != 2 || !l.other["007"] || !l.other["row-a"] || l.len() != 6 {
+		t.Errorf("other ids %v (len %d), want 007 and row-a (6 in all)", l.other, l.len())
+	}
+	sorted := []int64{1, 2, 3}
+	if l := listedOf(source.IDs{Int: sorted}); !slices.Equal(l.num, sorted) || l.other != nil {
+		t.Errorf("a sorted list of object ids: %+v", l)
 	}
 }
 

@@ -415,7 +415,7 @@ func TestGeometryGuardSkipsDeltas(t *testing.T) {
 	b.poll(t, feed, []ft.Feature{feature("1", point(-78.6, 35.7, 4326), props("n", 1)),
 		feature("2", point(-78.5, 35.7, 4326), props("n", 2)), feature("3", point(-78.4, 35.7, 4326), props("n", 3))})
 	id := b.stage(t, feed, []ft.Feature{feature("2", nil, props("n", 20))})
-	res, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: []int64{1, 2, 3}}, nil)
+	res, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: source.IDs{Int: []int64{1, 2, 3}}}, nil)
 	if err != nil || res.Drift() != 0 {
 		t.Fatalf("ComposeDelta = %+v, %v", res, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/internal/jsonbtext"
 	"github.com/ingestd/ingestd/schema"
 )
 
@@ -205,7 +206,7 @@ type copySource struct {
 	n        int
 	readErr  error // the reader's own error, kept apart from encoding errors
 	err      error
-	jsonb    jsonbNormalizer
+	jsonb    jsonbtext.Normalizer
 	props    []byte // jsonb_send bytes of the current row's properties
 	// ids holds the page's distinct source ids (staged_pages.named_ids),
 	// at most pageIDs.max of them; nil once a page has more (not counted).
@@ -343,7 +344,7 @@ type stagedRow struct {
 // Values of staged_features.invalid_feature: what the apply may do with the row.
 const (
 	featureValid = 0
-	// featureRepaired: its id or properties were repaired (see jsonb.go);
+	// featureRepaired: its id or properties were repaired (see jsonbtext);
 	// written under invalid_feature: repair, skipped under skip.
 	featureRepaired = 1
 	// featureUnusable: its properties have no faithful repair (not JSON,
@@ -376,14 +377,14 @@ var reasonNames = [numReasons]string{"invalid_utf8", "nul", "lone_surrogate", "i
 type invalidCounts [numReasons]int
 
 // add counts one feature for each kind of repair in mask.
-func (c *invalidCounts) add(mask uint8) {
-	if mask&repairUTF8 != 0 {
+func (c *invalidCounts) add(mask jsonbtext.Repairs) {
+	if mask&jsonbtext.RepairUTF8 != 0 {
 		c[reasonInvalidUTF8]++
 	}
-	if mask&repairNUL != 0 {
+	if mask&jsonbtext.RepairNUL != 0 {
 		c[reasonNUL]++
 	}
-	if mask&repairSurrogate != 0 {
+	if mask&jsonbtext.RepairSurrogate != 0 {
 		c[reasonLoneSurrogate]++
 	}
 }
@@ -438,19 +439,19 @@ func (c *copySource) encode(f *feature.Feature) stagedRow {
 	}
 	// The hash is of jsonb_send's bytes: a version byte, then the text.
 	c.props = append(c.props[:0], jsonbVersion)
-	var repairs uint8
+	var repairs jsonbtext.Repairs
 	switch {
 	case len(f.Properties) == 0:
 		r.propsHash = emptyHash
 	default:
 		var err error
-		c.props, err = c.jsonb.jsonbText(c.props, f.Properties)
-		repairs = c.jsonb.repairs
+		c.props, err = c.jsonb.Append(c.props, f.Properties)
+		repairs = c.jsonb.Repairs()
 		if err != nil {
 			// Staged without properties, hashed by the source's bytes
 			// (with a prefix no jsonb_send output has): the feature's
 			// update is skipped while its properties stay unusable.
-			if errors.Is(err, errNumberRange) {
+			if errors.Is(err, jsonbtext.ErrNumberRange) {
 				c.invalid[reasonNumberRange]++
 			} else {
 				c.invalid[reasonInvalidJSON]++
@@ -476,10 +477,10 @@ func (c *copySource) encode(f *feature.Feature) stagedRow {
 	// The decoders repair what they can before the store sees it; their
 	// repairs count, and are skipped under invalid_feature: skip, as ours.
 	if f.Repairs&feature.RepairedUTF8 != 0 {
-		repairs |= repairUTF8
+		repairs |= jsonbtext.RepairUTF8
 	}
 	if f.Repairs&feature.RepairedSurrogate != 0 {
-		repairs |= repairSurrogate
+		repairs |= jsonbtext.RepairSurrogate
 	}
 	r.id, repairs = repairText(f.ID, repairs)
 	c.invalid.add(repairs)
@@ -495,7 +496,7 @@ func (c *copySource) encode(f *feature.Feature) stagedRow {
 // repairText returns s with what a PostgreSQL text value cannot hold
 // replaced by U+FFFD — each byte of invalid UTF-8, and NUL — and repairs
 // with the kinds of repair made added.
-func repairText(s string, repairs uint8) (string, uint8) {
+func repairText(s string, repairs jsonbtext.Repairs) (string, jsonbtext.Repairs) {
 	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
 		return s, repairs
 	}
@@ -504,11 +505,11 @@ func repairText(s string, repairs uint8) (string, uint8) {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1:
-			repairs |= repairUTF8
-			b.WriteString(replacement)
+			repairs |= jsonbtext.RepairUTF8
+			b.WriteString(jsonbtext.Replacement)
 		case r == 0:
-			repairs |= repairNUL
-			b.WriteString(replacement)
+			repairs |= jsonbtext.RepairNUL
+			b.WriteString(jsonbtext.Replacement)
 		default:
 			b.WriteString(s[i : i+size])
 		}

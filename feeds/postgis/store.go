@@ -9,8 +9,8 @@
 // SHA-256 of the geometry as ingestd re-encodes it from the decoded
 // coordinates (little-endian EWKB in the source CRS) and props_hash is SHA-256
 // of PostgreSQL's normalised jsonb text of the properties (jsonb_send), which
-// ingestd renders itself as the page is staged (jsonb.go) so that PostgreSQL
-// parses properties only for the features it writes. Reordered keys,
+// ingestd renders itself as the page is staged (internal/jsonbtext) so that
+// PostgreSQL parses properties only for the features it writes. Reordered keys,
 // whitespace or number formatting in the source's text therefore do not
 // count as modifications; changed values, coordinates, geometry type or
 // source CRS do.

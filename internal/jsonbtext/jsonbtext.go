@@ -1,4 +1,9 @@
-package postgis
+// Package jsonbtext renders a feature's JSON properties as PostgreSQL's
+// jsonb text, the form PostgreSQL prints a jsonb value in, so that the
+// store can hash and compare properties without asking PostgreSQL to
+// parse them. It uses no database; its tests hold it to PostgreSQL's own
+// output.
+package jsonbtext
 
 import (
 	"bytes"
@@ -13,7 +18,7 @@ import (
 // PostgreSQL prints a jsonb value in (jsonb_out, jsonb_send): keys sorted by
 // byte length and then bytewise, the last of duplicate keys kept, numbers as
 // numeric prints them, strings with PostgreSQL's escapes, ", " and ": " as
-// separators. ingestd computes that text itself while staging (jsonbText) so
+// separators. ingestd computes that text itself while staging (Append) so
 // that PostgreSQL parses properties only for features that are written: the
 // staged text is cast to jsonb on insert, and parsing the normalised text
 // gives the same jsonb as parsing the source's.
@@ -27,29 +32,32 @@ import (
 // does), a \u0000 escape becomes U+FFFD (jsonb is text, which cannot hold
 // NUL), and a lone surrogate escape (\ud800 without a low surrogate after
 // it, or a low one alone) becomes U+FFFD. The normalizer records which
-// repairs it made (repairs), so the poll can count them per kind and the
+// repairs it made (Repairs), so the poll can count them per kind and the
 // feed's invalid_feature policy can skip such features instead. What has no
 // faithful repair (not JSON at all, a number numeric cannot hold) is still
 // an error.
 
-// errJSONB is what jsonbText returns for input PostgreSQL's jsonb rejects
+// ErrInvalid is what Append returns for input PostgreSQL's jsonb rejects
 // too (wrapped with the reason).
-var errJSONB = errors.New("properties are not valid jsonb")
+var ErrInvalid = errors.New("properties are not valid jsonb")
 
-// errNumberRange is wrapped (with errJSONB) by the error for a number that
+// ErrNumberRange is wrapped (with ErrInvalid) by the error for a number that
 // numeric cannot hold.
-var errNumberRange = errors.New("number out of numeric's range")
+var ErrNumberRange = errors.New("number out of numeric's range")
 
-// Repairs jsonbText (and the staging of ids) can make, as bits of a
-// repairs mask.
+// Repairs is a mask of the kinds of repair Append made (and the store's
+// staging of ids, which repairs text the same way).
+type Repairs uint8
+
+// The kinds of repair, bits of Repairs.
 const (
-	repairUTF8      uint8 = 1 << iota // invalid UTF-8 → U+FFFD
-	repairNUL                         // \u0000 (or a NUL byte in an id) → U+FFFD
-	repairSurrogate                   // a lone surrogate escape → U+FFFD
+	RepairUTF8      Repairs = 1 << iota // invalid UTF-8 → U+FFFD
+	RepairNUL                           // \u0000 (or a NUL byte in an id) → U+FFFD
+	RepairSurrogate                     // a lone surrogate escape → U+FFFD
 )
 
-// replacement is U+FFFD in UTF-8, what every repair writes.
-const replacement = "\uFFFD"
+// Replacement is U+FFFD in UTF-8, what every repair writes.
+const Replacement = "\uFFFD"
 
 // jsonbMaxDepth bounds nesting; PostgreSQL's parser stops at its stack depth
 // limit, a few thousand levels with the default max_stack_depth.
@@ -63,9 +71,9 @@ const (
 	numericMaxIntDigits = 131072
 )
 
-// jsonbNormalizer renders JSON text as jsonb text; its buffers are reused
+// Normalizer renders JSON text as jsonb text; its buffers are reused
 // from call to call.
-type jsonbNormalizer struct {
+type Normalizer struct {
 	in  []byte
 	pos int
 	// levels[d] holds the rendered keys and values of the object being
@@ -78,8 +86,8 @@ type jsonbNormalizer struct {
 	lastKeyText []byte
 	lastKeys    [][2]int
 	lastOrder   []int
-	// repairs has a bit set per kind of repair the last jsonbText made.
-	repairs uint8
+	// repairs has a bit set per kind of repair the last Append made.
+	repairs Repairs
 }
 
 // jsonbMember is one rendered key/value pair of an object, as offsets into
@@ -93,9 +101,9 @@ type jsonbMember struct {
 	kprefix uint64
 }
 
-// jsonbText appends the jsonb text of the JSON document in to dst, repairing
-// what jsonb cannot hold (see repairs).
-func (n *jsonbNormalizer) jsonbText(dst, in []byte) ([]byte, error) {
+// Append appends the jsonb text of the JSON document in to dst, repairing
+// what jsonb cannot hold (see Repairs).
+func (n *Normalizer) Append(dst, in []byte) ([]byte, error) {
 	n.in, n.pos, n.members, n.repairs = in, 0, n.members[:0], 0
 	n.skipSpace()
 	out, err := n.value(dst, 0)
@@ -109,16 +117,19 @@ func (n *jsonbNormalizer) jsonbText(dst, in []byte) ([]byte, error) {
 	return out, nil
 }
 
-func (n *jsonbNormalizer) errorf(format string, args ...any) error {
-	return fmt.Errorf("%w: at byte %d: %s", errJSONB, n.pos, fmt.Sprintf(format, args...))
+// Repairs returns the kinds of repair the last Append made.
+func (n *Normalizer) Repairs() Repairs { return n.repairs }
+
+func (n *Normalizer) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: at byte %d: %s", ErrInvalid, n.pos, fmt.Sprintf(format, args...))
 }
 
 // rangeError is the error for a number numeric cannot hold.
-func (n *jsonbNormalizer) rangeError() error {
-	return fmt.Errorf("%w: at byte %d: value overflows numeric format: %w", errJSONB, n.pos, errNumberRange)
+func (n *Normalizer) rangeError() error {
+	return fmt.Errorf("%w: at byte %d: value overflows numeric format: %w", ErrInvalid, n.pos, ErrNumberRange)
 }
 
-func (n *jsonbNormalizer) skipSpace() {
+func (n *Normalizer) skipSpace() {
 	for n.pos < len(n.in) {
 		switch n.in[n.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -130,7 +141,7 @@ func (n *jsonbNormalizer) skipSpace() {
 }
 
 // value renders the value at pos.
-func (n *jsonbNormalizer) value(dst []byte, depth int) ([]byte, error) {
+func (n *Normalizer) value(dst []byte, depth int) ([]byte, error) {
 	if n.pos >= len(n.in) {
 		return dst, n.errorf("unexpected end of input")
 	}
@@ -161,7 +172,7 @@ func (n *jsonbNormalizer) value(dst []byte, depth int) ([]byte, error) {
 	}
 }
 
-func (n *jsonbNormalizer) array(dst []byte, depth int) ([]byte, error) {
+func (n *Normalizer) array(dst []byte, depth int) ([]byte, error) {
 	n.pos++ // [
 	dst = append(dst, '[')
 	n.skipSpace()
@@ -198,7 +209,7 @@ func (n *jsonbNormalizer) array(dst []byte, depth int) ([]byte, error) {
 // them to dst in jsonb's key order, the last of equal keys winning. Each
 // depth has its own buffer so that a nested object's members never share
 // memory with the output they are being copied into.
-func (n *jsonbNormalizer) object(dst []byte, depth int) ([]byte, error) {
+func (n *Normalizer) object(dst []byte, depth int) ([]byte, error) {
 	n.pos++ // {
 	n.skipSpace()
 	if n.pos < len(n.in) && n.in[n.pos] == '}' {
@@ -269,7 +280,7 @@ func (n *jsonbNormalizer) object(dst []byte, depth int) ([]byte, error) {
 // equal keys kept. A layer's features mostly have the same keys in the same
 // order, so the order of the last top-level object is reused when its keys
 // repeat.
-func (n *jsonbNormalizer) keyOrder(buf []byte, members []jsonbMember, depth int) []int {
+func (n *Normalizer) keyOrder(buf []byte, members []jsonbMember, depth int) []int {
 	if depth == 1 && len(members) == len(n.lastKeys) {
 		same := true
 		for i, m := range members {
@@ -390,7 +401,7 @@ func hexValue(c byte) rune {
 // five short control escapes and other control characters (as \u00xx) are
 // escaped; everything else is written as UTF-8. escaped tells whether the
 // rendering holds an escape (its content differs from the string's value).
-func (n *jsonbNormalizer) string(dst []byte) (_ []byte, escaped bool, _ error) {
+func (n *Normalizer) string(dst []byte) (_ []byte, escaped bool, _ error) {
 	n.pos++ // "
 	dst = append(dst, '"')
 	for {
@@ -426,8 +437,8 @@ func (n *jsonbNormalizer) string(dst []byte) (_ []byte, escaped bool, _ error) {
 		default:
 			r, size := utf8.DecodeRune(n.in[n.pos:])
 			if r == utf8.RuneError && size <= 1 {
-				n.repairs |= repairUTF8
-				dst = append(dst, replacement...)
+				n.repairs |= RepairUTF8
+				dst = append(dst, Replacement...)
 				n.pos++
 				continue
 			}
@@ -438,7 +449,7 @@ func (n *jsonbNormalizer) string(dst []byte) (_ []byte, escaped bool, _ error) {
 }
 
 // escape decodes the escape sequence at pos (a backslash).
-func (n *jsonbNormalizer) escape() (rune, error) {
+func (n *Normalizer) escape() (rune, error) {
 	if n.pos+1 >= len(n.in) {
 		return 0, n.errorf("unterminated escape")
 	}
@@ -465,7 +476,7 @@ func (n *jsonbNormalizer) escape() (rune, error) {
 		switch {
 		case r == 0:
 			// jsonb is text, and text cannot hold NUL.
-			n.repairs |= repairNUL
+			n.repairs |= RepairNUL
 			return utf8.RuneError, nil
 		case utf16.IsSurrogate(r) && r < 0xDC00:
 			// A high surrogate must be followed by an escaped low one;
@@ -474,10 +485,10 @@ func (n *jsonbNormalizer) escape() (rune, error) {
 			if lo, ok := n.lowSurrogate(); ok {
 				return utf16.DecodeRune(r, lo), nil
 			}
-			n.repairs |= repairSurrogate
+			n.repairs |= RepairSurrogate
 			return utf8.RuneError, nil
 		case utf16.IsSurrogate(r):
-			n.repairs |= repairSurrogate
+			n.repairs |= RepairSurrogate
 			return utf8.RuneError, nil
 		}
 		return r, nil
@@ -486,7 +497,7 @@ func (n *jsonbNormalizer) escape() (rune, error) {
 }
 
 // lowSurrogate consumes the escaped low surrogate at pos, if there is one.
-func (n *jsonbNormalizer) lowSurrogate() (rune, bool) {
+func (n *Normalizer) lowSurrogate() (rune, bool) {
 	if n.pos+6 > len(n.in) || n.in[n.pos] != '\\' || n.in[n.pos+1] != 'u' {
 		return 0, false
 	}
@@ -505,7 +516,7 @@ func (n *jsonbNormalizer) lowSurrogate() (rune, bool) {
 	return lo, true
 }
 
-func (n *jsonbNormalizer) hex4() (rune, error) {
+func (n *Normalizer) hex4() (rune, error) {
 	if n.pos+4 > len(n.in) {
 		return 0, n.errorf(`"\u" must be followed by four hexadecimal digits`)
 	}
@@ -550,7 +561,7 @@ func appendJSONBRune(dst []byte, r rune) []byte {
 // numeric_in read: the exact value, with as many fractional digits as the
 // text had after the point minus its exponent (never fewer than 0), so
 // 1.50 stays 1.50, 1.5e1 is 15, 15e-1 is 1.5 and -0.0 is 0.0.
-func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
+func (n *Normalizer) number(dst []byte) ([]byte, error) {
 	start := n.pos
 	neg := n.in[n.pos] == '-'
 	if neg {
@@ -587,7 +598,7 @@ func (n *jsonbNormalizer) number(dst []byte) ([]byte, error) {
 }
 
 // exponent consumes the exponent of a number, its 'e' or 'E' at pos.
-func (n *jsonbNormalizer) exponent() (int, error) {
+func (n *Normalizer) exponent() (int, error) {
 	n.pos++
 	expNeg := false
 	if n.pos < len(n.in) && (n.in[n.pos] == '+' || n.in[n.pos] == '-') {
@@ -612,7 +623,7 @@ func (n *jsonbNormalizer) exponent() (int, error) {
 
 // shiftedNumber renders the number of sign neg, digits intDigits.fracDigits
 // (zero: all of them are 0) and exponent exp, as numeric_out would.
-func (n *jsonbNormalizer) shiftedNumber(dst []byte, neg, zero bool, intDigits, fracDigits []byte, exp int) ([]byte, error) {
+func (n *Normalizer) shiftedNumber(dst []byte, neg, zero bool, intDigits, fracDigits []byte, exp int) ([]byte, error) {
 	dscale := max(len(fracDigits)-exp, 0)
 	if dscale > numericMaxDscale {
 		return dst, n.rangeError()
@@ -662,7 +673,7 @@ func (n *jsonbNormalizer) shiftedNumber(dst []byte, neg, zero bool, intDigits, f
 }
 
 // digits consumes the decimal digits at pos.
-func (n *jsonbNormalizer) digits() []byte {
+func (n *Normalizer) digits() []byte {
 	start := n.pos
 	for n.pos < len(n.in) && '0' <= n.in[n.pos] && n.in[n.pos] <= '9' {
 		n.pos++

@@ -1,4 +1,4 @@
-package postgis
+package jsonbtext
 
 import (
 	"context"
@@ -29,7 +29,7 @@ var jsonbCases = []string{
 	`{"pin":"0000000000","owner":"OWNER 0","acres":0.10,"assessed_value":100000,"exempt":true,"deed_date":"2000-01-01"}`,
 }
 
-// TestJSONBTextMatchesPostgres compares jsonbText with PostgreSQL's jsonb
+// TestJSONBTextMatchesPostgres compares Append with PostgreSQL's jsonb
 // output on the edge cases and on random documents: the same text, or an
 // error from both.
 func TestJSONBTextMatchesPostgres(t *testing.T) {
@@ -56,21 +56,21 @@ func TestJSONBTextMatchesPostgres(t *testing.T) {
 		}
 		docs = append(docs, strings.ReplaceAll(b.String(), `\\u`, `\u`)+"}")
 	}
-	var n jsonbNormalizer
+	var n Normalizer
 	for _, doc := range docs {
 		compareWithPostgres(t, pool, &n, doc)
 	}
 }
 
 // compareWithPostgres checks one document.
-func compareWithPostgres(t *testing.T, pool *pgxpool.Pool, n *jsonbNormalizer, doc string) {
+func compareWithPostgres(t *testing.T, pool *pgxpool.Pool, n *Normalizer, doc string) {
 	t.Helper()
-	got, goErr := n.jsonbText(nil, []byte(doc))
+	got, goErr := n.Append(nil, []byte(doc))
 	if goErr == nil && n.repairs != 0 {
 		// PostgreSQL refuses what ingestd repaired: the repair must be
 		// what PostgreSQL would print for the repaired text.
 		doc = string(got)
-		if !strings.Contains(doc, replacement) {
+		if !strings.Contains(doc, Replacement) {
 			t.Errorf("%q: repaired (%b) to %q, without U+FFFD", doc, n.repairs, got)
 		}
 	}
@@ -123,7 +123,7 @@ func randomJSON(rng *rand.Rand, depth int) string {
 
 func space(rng *rand.Rand) string { return []string{"", " ", "\n\t"}[rng.IntN(3)] }
 
-// FuzzJSONBText: jsonbText never panics, accepts only valid JSON, renders
+// FuzzJSONBText: Append never panics, accepts only valid JSON, renders
 // valid JSON, and is idempotent; with a database (always in CI) its output
 // is PostgreSQL's.
 func FuzzJSONBText(f *testing.F) {
@@ -132,19 +132,19 @@ func FuzzJSONBText(f *testing.F) {
 	}
 	pool := pgtest.Pool(f)
 	f.Fuzz(func(t *testing.T, doc string) {
-		var n jsonbNormalizer
+		var n Normalizer
 		compareWithPostgres(t, pool, &n, doc)
-		got, err := n.jsonbText(nil, []byte(doc))
+		got, err := n.Append(nil, []byte(doc))
 		if err != nil {
 			return
 		}
-		if !json.Valid([]byte(doc)) && n.repairs&repairUTF8 == 0 {
+		if !json.Valid([]byte(doc)) && n.repairs&RepairUTF8 == 0 {
 			t.Fatalf("%q accepted, but it is not JSON", doc)
 		}
 		if !json.Valid(got) {
 			t.Fatalf("%q rendered as %q, which is not JSON", doc, got)
 		}
-		again, err := n.jsonbText(nil, got)
+		again, err := n.Append(nil, got)
 		if err != nil || string(again) != string(got) {
 			t.Fatalf("not idempotent: %q -> %q -> %q (%v)", doc, got, again, err)
 		}
@@ -155,12 +155,12 @@ func FuzzJSONBText(f *testing.F) {
 // attributes, as the bench layer has them).
 func BenchmarkJSONBText(b *testing.B) {
 	doc := []byte(`{"pin":"0000012345","owner":"OWNER 12345","site_address":"145 MAIN ST","zoning":"R-4","land_use":"single family","acres":0.45,"assessed_value":245000,"year_built":1987,"bedrooms":3,"exempt":false,"deed_date":"2011-05-17","township":"T7"}`)
-	var n jsonbNormalizer
+	var n Normalizer
 	var out []byte
 	b.SetBytes(int64(len(doc)))
 	for b.Loop() {
 		var err error
-		if out, err = n.jsonbText(out[:0], doc); err != nil {
+		if out, err = n.Append(out[:0], doc); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -173,30 +173,30 @@ func TestJSONBTextRepairs(t *testing.T) {
 	const r = "\uFFFD"
 	for _, c := range []struct {
 		in, want string
-		repairs  uint8
+		repairs  Repairs
 	}{
-		{"\"caf\xe9\"", `"caf` + r + `"`, repairUTF8},
-		{"\"\xed\xa0\x80\"", `"` + r + r + r + `"`, repairUTF8}, // a surrogate encoded in UTF-8
-		{"\"\xe2\x82\"", `"` + r + r + `"`, repairUTF8},         // a truncated sequence
-		{`"a\u0000b"`, `"a` + r + `b"`, repairNUL},
-		{`{"k\u0000":1}`, `{"k` + r + `": 1}`, repairNUL},
-		{`"\ud800"`, `"` + r + `"`, repairSurrogate},
-		{`"\udc00x"`, `"` + r + `x"`, repairSurrogate},
-		{`"\ud800\u0041"`, `"` + r + `A"`, repairSurrogate},
-		{`"\ud800\ud83d\ude00"`, `"` + r + "\U0001F600" + `"`, repairSurrogate},
-		{`"\ud800\\"`, `"` + r + `\\"`, repairSurrogate},
-		{"{\"\xff\":\"\\u0000\",\"s\":\"\\udfff\"}", `{"s": "` + r + `", "` + r + `": "` + r + `"}`, repairUTF8 | repairNUL | repairSurrogate},
+		{"\"caf\xe9\"", `"caf` + r + `"`, RepairUTF8},
+		{"\"\xed\xa0\x80\"", `"` + r + r + r + `"`, RepairUTF8}, // a surrogate encoded in UTF-8
+		{"\"\xe2\x82\"", `"` + r + r + `"`, RepairUTF8},         // a truncated sequence
+		{`"a\u0000b"`, `"a` + r + `b"`, RepairNUL},
+		{`{"k\u0000":1}`, `{"k` + r + `": 1}`, RepairNUL},
+		{`"\ud800"`, `"` + r + `"`, RepairSurrogate},
+		{`"\udc00x"`, `"` + r + `x"`, RepairSurrogate},
+		{`"\ud800\u0041"`, `"` + r + `A"`, RepairSurrogate},
+		{`"\ud800\ud83d\ude00"`, `"` + r + "\U0001F600" + `"`, RepairSurrogate},
+		{`"\ud800\\"`, `"` + r + `\\"`, RepairSurrogate},
+		{"{\"\xff\":\"\\u0000\",\"s\":\"\\udfff\"}", `{"s": "` + r + `", "` + r + `": "` + r + `"}`, RepairUTF8 | RepairNUL | RepairSurrogate},
 		{`"\ud83d\ude00"`, `"` + "\U0001F600" + `"`, 0},
 	} {
-		var n jsonbNormalizer
-		got, err := n.jsonbText(nil, []byte(c.in))
+		var n Normalizer
+		got, err := n.Append(nil, []byte(c.in))
 		if err != nil || string(got) != c.want || n.repairs != c.repairs {
 			t.Errorf("%q: %q, repairs %03b, %v; want %q, repairs %03b", c.in, got, n.repairs, err, c.want, c.repairs)
 		}
 	}
 	for _, in := range []string{`{"a":`, `"\ud800\uZZZZ"`, "\"a\x00\"", `1e2000000000`} {
-		var n jsonbNormalizer
-		if got, err := n.jsonbText(nil, []byte(in)); err == nil {
+		var n Normalizer
+		if got, err := n.Append(nil, []byte(in)); err == nil {
 			t.Errorf("%q: accepted as %q, want an error", in, got)
 		}
 	}
