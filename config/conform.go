@@ -1,10 +1,12 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -309,10 +311,29 @@ func (p *parser) feedConform(fn *yaml.Node, path string, cfg *Config, columns co
 				p.Errorf(item, fmt.Sprintf("%s.tests[%d]", path, i), "a test needs inputs: and expected:")
 				continue
 			}
+			numbersAsWritten(rawGet(item, "inputs"), t.Inputs)
 			fc.Tests = append(fc.Tests, t)
 		}
 	}
 	return fc
+}
+
+// numbersAsWritten replaces the numbers of a test's inputs by their text
+// as written (a json.Number): batch-machine prints 12 and 12.0
+// differently, and a float64 cannot tell them apart.
+func numbersAsWritten(n *yaml.Node, inputs map[string]any) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		v := yamlconf.Resolve(n.Content[i+1])
+		if v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") {
+			continue
+		}
+		if _, err := strconv.ParseFloat(v.Value, 64); err == nil {
+			inputs[n.Content[i].Value] = json.Number(v.Value)
+		}
+	}
 }
 
 // rawKey is the key node of key in the mapping n, n itself when absent.
