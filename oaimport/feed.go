@@ -150,7 +150,7 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 		return nil, "url scheme " + u.Scheme
 	}
 	switch it.Compression {
-	case "", "zip":
+	case "", "zip", "gzip":
 	default:
 		return nil, "compression: " + it.Compression
 	}
