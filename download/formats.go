@@ -41,6 +41,8 @@ type OpenOptions struct {
 	Encoding string
 	// X, Y or WKT name a CSV's geometry columns.
 	X, Y, WKT string
+	// Separator is a CSV's field separator (0: a comma).
+	Separator rune
 	// SRID is the feed's crs: (0: the file's own; 4326 where it has none).
 	SRID int
 	// CRS is the feed's crs: alone (0 when the feed sets none): a

@@ -121,7 +121,11 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 		}
 		c.enc = e
 	}
-	if err := checkRecordSizes(f, c.limits.FeatureBytes); err != nil {
+	sep := ','
+	if o.Separator != 0 {
+		sep = o.Separator
+	}
+	if err := checkRecordSizes(f, c.limits.FeatureBytes, sep); err != nil {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
@@ -131,6 +135,7 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 	c.cr = &countingReader{r: br, limit: c.limits.FeatureBytes}
 	c.r = csv.NewReader(c.cr)
 	c.r.ReuseRecord = true
+	c.r.Comma = sep
 	hdr, err := c.r.Read()
 	if err != nil {
 		var pe *csv.ParseError
@@ -434,7 +439,10 @@ const (
 // holds 64 KiB whatever the record (TestCSVLongLinePeakRSS). A file's
 // bytes are on disk, so a second sequential read is cheap next to the
 // store's work.
-func checkRecordSizes(f *os.File, limit int64) error {
+//
+// sep is the field separator; a separator beyond ASCII is never seen as
+// one, which only keeps a quote after it from opening a quoted field here.
+func checkRecordSizes(f *os.File, limit int64, sep rune) error {
 	buf := make([]byte, 64<<10)
 	state, size, line, start := csvFieldStart, int64(0), 1, 1
 	for {
@@ -456,7 +464,7 @@ func checkRecordSizes(f *os.File, limit int64) error {
 				state = csvQuoted
 			case b == '\n':
 				state, size, start = csvFieldStart, 0, line
-			case b == ',':
+			case rune(b) == sep:
 				state = csvFieldStart
 			case state == csvFieldStart && b == '"':
 				state = csvQuoted

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -163,7 +164,7 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 		return nil, fmt.Sprintf("headers: %d", *o.Headers)
 	case o.SkipLines != nil && *o.SkipLines != 0:
 		return nil, fmt.Sprintf("skiplines: %d", *o.SkipLines)
-	case o.CSVSplit != "" && o.CSVSplit != ",":
+	case utf8.RuneCountInString(o.CSVSplit) > 1 || o.CSVSplit == `"`:
 		return nil, fmt.Sprintf("csvsplit: %q", o.CSVSplit)
 	}
 	var out []*yaml.Node
@@ -192,11 +193,19 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 		add("x", o.Lon)
 		add("y", o.Lat)
 	}
+	if o.CSVSplit != "" && o.CSVSplit != "," {
+		add("separator", o.CSVSplit)
+	}
 	if o.SRS != "" {
 		if _, err := feature.ParseCRS(o.SRS); err != nil {
 			return nil, "srs " + o.SRS
 		}
 		add("crs", o.SRS)
+	}
+	if strings.EqualFold(o.Encoding, "utf-8-sig") {
+		// Python's name for UTF-8 after a byte-order mark, which the CSV
+		// reader skips anyway.
+		o.Encoding = ""
 	}
 	if o.Encoding != "" {
 		if _, err := shapefile.LookupEncoding(o.Encoding); err != nil {
