@@ -34,6 +34,12 @@ type Settings struct {
 	Encoding string
 	// Separator is a CSV's field separator (0: a comma).
 	Separator rune
+	// HeaderLine is the line of a CSV's header (0: the first), the lines
+	// before it skipped (a title above the header); NoHeader: there is
+	// none, and the columns are named COLUMN1, COLUMN2, … as batch-machine
+	// names them.
+	HeaderLine int
+	NoHeader   bool
 }
 
 // Identity lists every setting: they change what is read from the same
@@ -42,6 +48,9 @@ func (s Settings) Identity() []string {
 	id := []string{s.Format, s.Layer, s.X, s.Y, s.WKT, strconv.Itoa(s.SRID), s.Encoding}
 	if s.Separator != 0 {
 		id = append(id, string(s.Separator))
+	}
+	if s.HeaderLine > 1 || s.NoHeader {
+		id = append(id, "header_line="+strconv.Itoa(s.HeaderLine)+strconv.FormatBool(s.NoHeader))
 	}
 	return id
 }
@@ -53,9 +62,9 @@ func settingsOf(l source.Layer) Settings {
 }
 
 // Spec is the file kind as the registry of kinds lists it: format, layer,
-// x, y, wkt, crs, encoding and separator, and its fetcher.
+// x, y, wkt, crs, encoding, separator and header_line, and its fetcher.
 func Spec() kindconf.Spec {
-	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding", "separator"}, Parse: parseFeed,
+	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding", "separator", "header_line"}, Parse: parseFeed,
 		NewFetcher: newFetcher}
 }
 
@@ -117,7 +126,31 @@ func parseFeed(f *kindconf.Feed) source.Settings {
 		}
 	}
 	s.Separator = separator(f, s.Format)
+	s.HeaderLine, s.NoHeader = headerLine(f, s.Format)
 	return s
+}
+
+// headerLine reads a CSV's header_line: a line number from 1, or none.
+func headerLine(f *kindconf.Feed, format string) (int, bool) {
+	v, present := f.Str(f.Map, "header_line", f.Path)
+	if !present || !v.OK {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v.Val))
+	switch {
+	case strings.TrimSpace(v.Val) == "none":
+	case err != nil || n < 1:
+		f.Errorf(f.At("header_line"), f.Field("header_line"), "the line of the CSV's header, from 1, or none; not %q", v.Raw)
+		return 0, false
+	}
+	if format != "" && format != FormatCSV {
+		f.Errorf(f.At("header_line"), f.Field("header_line"), "only a CSV has a header line (format is %s)", format)
+		return 0, false
+	}
+	if err != nil {
+		return 0, true
+	}
+	return n, false
 }
 
 // separator reads a CSV's separator: one character, not a quote or a line

@@ -159,11 +159,23 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 	if !ok {
 		return nil, "format " + o.Format
 	}
+	// batch-machine reads headers: -1 as no header line, and headers: N
+	// only with skiplines: N, as the header on line N.
+	header := ""
 	switch {
-	case o.Headers != nil && *o.Headers != 1:
+	case o.Headers == nil && o.SkipLines != nil:
+		return nil, fmt.Sprintf("skiplines: %d without headers", *o.SkipLines)
+	case o.Headers == nil:
+	case *o.Headers == -1 && o.SkipLines == nil:
+		header = "none"
+	case *o.Headers >= 1 && o.SkipLines != nil && *o.SkipLines == *o.Headers:
+		if *o.Headers > 1 {
+			header = strconv.Itoa(*o.Headers)
+		}
+	default:
 		return nil, fmt.Sprintf("headers: %d", *o.Headers)
-	case o.SkipLines != nil && *o.SkipLines != 0:
-		return nil, fmt.Sprintf("skiplines: %d", *o.SkipLines)
+	}
+	switch {
 	case utf8.RuneCountInString(o.CSVSplit) > 1 || o.CSVSplit == `"`:
 		return nil, fmt.Sprintf("csvsplit: %q", o.CSVSplit)
 	}
@@ -196,6 +208,7 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 	if o.CSVSplit != "" && o.CSVSplit != "," {
 		add("separator", o.CSVSplit)
 	}
+	add("header_line", header)
 	if o.SRS != "" {
 		if _, err := feature.ParseCRS(o.SRS); err != nil {
 			return nil, "srs " + o.SRS

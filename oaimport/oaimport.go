@@ -3,9 +3,9 @@
 // addresses, parcels, buildings and centerlines) into an ingestd config:
 // one jurisdiction per source file, one feed per layer entry, its conform
 // and acceptance tests carried over. What the config cannot express (a
-// skipped entry, an ftp:// URL, a CSV without its header on the first
-// line, an encoding ingestd does not know) becomes a comment naming the
-// reason, and a Tally counts both by protocol and format.
+// skipped entry, an ftp:// URL, an encoding ingestd does not know)
+// becomes a comment naming the reason, and a Tally counts both by protocol
+// and format.
 package oaimport
 
 import (
