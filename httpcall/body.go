@@ -78,11 +78,12 @@ const maxGzipLayers = 3
 // A body gzipped twice (a .gz file served with gzip on top) is decoded
 // layer by layer, up to maxGzipLayers, with a note; each layer's output is
 // bounded by limit as the body is, so that layers cannot multiply a bomb.
-// gunzipped reports whether the body was gzip (its bytes then differ in
-// number from the Content-Length). A read error before the first bytes of a layer (a reset, a corrupt
+// A read error before the first bytes of a layer (a reset, a corrupt
 // deflate stream, a malformed chunked encoding) is returned as is, not
 // taken for an empty body; the caller judges it with readFailure. More
-// layers than that are refused with a *DecodeError, the feed's.
+// layers than that are refused with a *DecodeError, the feed's. The bool
+// reports whether the body was gzip: its bytes then number other than the
+// Content-Length says.
 func decodeContent(resp *http.Response, limit int64) (io.Reader, string, bool, error) {
 	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
 	labelled := !resp.Uncompressed && (enc == "gzip" || enc == "x-gzip")
