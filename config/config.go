@@ -41,6 +41,9 @@ type Config struct {
 	Jurisdictions []Jurisdiction `yaml:"jurisdictions"`
 	// DeadLetter configures the replay of parked polls.
 	DeadLetter DeadLetter `yaml:"dead_letter"`
+	// Layers are the common layers the file declares besides the built-in
+	// ones (conform.go).
+	Layers []CommonLayer `yaml:"-"`
 
 	// Warnings are problems that do not stop the daemon but that an operator
 	// should hear about (`ingestd validate` prints them), in file order.
@@ -212,6 +215,10 @@ type Feed struct {
 	// Settings are the kind's own settings, of its package's type
 	// (wfs.Settings, …; nil for geojson, which has none).
 	Settings source.Settings `yaml:"-"`
+
+	// Conform maps the feed's features to a common layer (conform.go);
+	// nil when the feed has no conform:.
+	Conform *FeedConform `yaml:"-"`
 }
 
 // Key returns "jurisdiction/feed", the feed's name in logs, SQL and the CLI.
@@ -343,14 +350,14 @@ func Parse(path string, data []byte, env func(string) (string, bool)) (*Config, 
 // instead of a silently ignored setting. A kind's own keys are its package's
 // (kindconf.Spec.Keys, DefaultKeys): see feedKeys and defaultsKeys.
 var (
-	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter"}
+	topKeys            = []string{"max_in_flight", "defaults", "jurisdictions", "dead_letter", "layers"}
 	commonDefaultsKeys = []string{"schedule", "timeout", "request_timeout", "queue_timeout", "page_size", "breaker", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "schema_change", "history"}
 	jurisdictionKeys = []string{"id", "name", "schema", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
 		"schema_change", "history"}
 	commonFeedKeys = []string{"id", "name", "kind", "url", "type_name", "page_size",
 		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
-		"invalid_feature", "redirects", "limits", "headers", "schema_change", "history"}
+		"invalid_feature", "redirects", "limits", "headers", "schema_change", "history", "conform", "tests"}
 )
 
 // idPattern keeps ids safe in SQL, logs, metric labels and `poll JURISDICTION/FEED`.
@@ -431,6 +438,8 @@ func (p *parser) parse(data []byte) *Config {
 	p.layerNamesUnique(cfg, seen) // names.go
 	cfg.originPolicies = p.originPolicies(cfg, seen)
 	p.history(root, cfg) // history.go
+	p.layers(root, cfg)  // conform.go
+	p.conforms(root, cfg)
 	return cfg
 }
 

@@ -86,6 +86,9 @@ func (e *Error) Error() string {
 // Python's re dialect and every replacement's group references present.
 func Compile(s *Spec) (*Conform, error) {
 	cols, ok := layers[s.Layer]
+	if s.columns != nil {
+		cols, ok = s.columns, true
+	}
 	if s.Layer == "" {
 		return nil, &Error{Line: s.Line, Msg: fmt.Sprintf("layer is missing: name the common layer (%s)", strings.Join(LayerNames(), ", "))}
 	}

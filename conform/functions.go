@@ -382,7 +382,7 @@ func compileChain(a *funcArgs, path []string) (step, *funcErr) {
 		st.hasVar = true
 		// batch-machine tests var.lstrip('oa:'), which strips any
 		// leading 'o', 'a' and ':' characters, against the schema.
-		st.varInSchema = slices.Contains(reservedSchema(c.layer), strings.TrimLeft(variable, "oa:"))
+		st.varInSchema = slices.Contains(append([]string{"hash"}, c.columns...), strings.TrimLeft(variable, "oa:"))
 		path = append(slices.Clone(path), variable)
 	}
 	for i, e := range l {

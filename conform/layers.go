@@ -29,10 +29,3 @@ func LayerColumns(name string) ([]string, bool) {
 	cols, ok := layers[name]
 	return slices.Clone(cols), ok
 }
-
-// reservedSchema is batch-machine's SCHEMA of a layer: its columns and
-// "hash". A chain's variable named like one of these does not get a slot of
-// its own (row_fxn_chain), so the layer's full schema matters there.
-func reservedSchema(layer string) []string {
-	return append([]string{"hash"}, layers[layer]...)
-}

@@ -35,6 +35,10 @@ type Spec struct {
 	// Line is the line of the conform object in its YAML document, 0 when
 	// unknown.
 	Line int
+
+	// columns are Layer's columns when the layer is declared by the
+	// configuration rather than built in (ParseSpecNode); nil otherwise.
+	columns []string
 }
 
 // Attribute is one column's mapping: a field name, a list of field names
@@ -80,6 +84,18 @@ func ParseOpenAddresses(data []byte, layer string) (*Spec, error) {
 	return specFromNode(&n, layer)
 }
 
+// ColumnsFunc returns the columns of a common layer, and false when there
+// is no such layer.
+type ColumnsFunc func(layer string) ([]string, bool)
+
+// ParseSpecNode reads a conform mapping of ingestd's configuration whose
+// layer may be one the configuration declares: columns returns the
+// columns of such a layer (nil: built-in layers only). Compile then checks
+// the attributes against those columns.
+func ParseSpecNode(n *yaml.Node, columns ColumnsFunc) (*Spec, error) {
+	return specFromNodeCols(n, "", columns)
+}
+
 // UnmarshalYAML lets a Spec sit in ingestd's YAML configuration.
 func (s *Spec) UnmarshalYAML(n *yaml.Node) error {
 	sp, err := specFromNode(n, "")
@@ -108,6 +124,11 @@ func yamlMessage(err error) string {
 // specFromNode reads a conform mapping; oaLayer, when set, is the common
 // layer and the mapping is OpenAddresses' own.
 func specFromNode(n *yaml.Node, oaLayer string) (*Spec, error) {
+	return specFromNodeCols(n, oaLayer, nil)
+}
+
+// specFromNodeCols is specFromNode with the columns of declared layers.
+func specFromNodeCols(n *yaml.Node, oaLayer string, columns ColumnsFunc) (*Spec, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("conform: line %d: want a mapping of columns to fields", n.Line)
 	}
@@ -139,7 +160,12 @@ func specFromNode(n *yaml.Node, oaLayer string) (*Spec, error) {
 		}
 		kvs = append(kvs, kv{k.Value, normalize(val), k.Line})
 	}
-	cols := layers[s.Layer]
+	cols, builtin := layers[s.Layer]
+	if !builtin && columns != nil {
+		if c, ok := columns(s.Layer); ok {
+			cols, s.columns = c, slices.Clone(c)
+		}
+	}
 	for _, e := range kvs {
 		switch {
 		case slices.Contains(optionKeys, e.key):

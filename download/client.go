@@ -123,9 +123,16 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	return stats, nil
 }
 
-// fileName is the file's name as the URL gives it (its last segment).
+// fileName is the file's name as the URL gives it (its last segment),
+// without a .gz or .gzip: the HTTP client has gunzipped the body, and the
+// name inside (a .csv) is what tells the format.
 func fileName(u *url.URL) string {
 	if b := path.Base(u.Path); b != "/" && b != "." {
+		for _, ext := range []string{".gz", ".gzip"} {
+			if len(b) > len(ext) && strings.EqualFold(b[len(b)-len(ext):], ext) {
+				return b[:len(b)-len(ext)]
+			}
+		}
 		return b
 	}
 	return ""
@@ -163,8 +170,10 @@ func (c *Client) attempt(a *httpcall.Attempt, tmp *os.File, dl *download) breake
 		return a.StreamFailed(&httpcall.BodyError{URL: a.Redacted, Err: err})
 	}
 	// The body as sent: OpenBody skips a leading UTF-8 BOM, which the
-	// Content-Length counts.
-	if cl, sent := a.Resp.ContentLength, a.BodyBytes(); cl >= 0 && a.Resp.Header.Get("Content-Encoding") == "" && sent < cl {
+	// Content-Length counts. A gunzipped body (a .csv.gz served as it is)
+	// has as many bytes as it uncompresses to, and gzip's own trailer
+	// catches a cut one.
+	if cl, sent := a.Resp.ContentLength, a.BodyBytes(); cl >= 0 && a.Resp.Header.Get("Content-Encoding") == "" && !a.Gunzipped() && sent < cl {
 		return a.OriginFailure(&httpcall.BodyError{URL: a.Redacted, Err: fmt.Errorf("%w: %d of %d bytes", ErrShortBody, sent, cl)})
 	}
 	dl.bytes = n

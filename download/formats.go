@@ -41,6 +41,13 @@ type OpenOptions struct {
 	Encoding string
 	// X, Y or WKT name a CSV's geometry columns.
 	X, Y, WKT string
+	// Separator is a CSV's field separator (0: a comma).
+	Separator rune
+	// HeaderLine is the line of a CSV's header (0 or 1: the first; the
+	// lines before it are skipped); NoHeader: it has none, its columns
+	// are COLUMN1, COLUMN2, …
+	HeaderLine int
+	NoHeader   bool
 	// SRID is the feed's crs: (0: the file's own; 4326 where it has none).
 	SRID int
 	// CRS is the feed's crs: alone (0 when the feed sets none): a

@@ -24,7 +24,7 @@ func isLimit(err error) bool {
 func (c *Client) read(ctx context.Context, layer source.Layer, p, name string, page source.Page, handle source.PageFunc) (int, *schema.Declared, crs.Result, error) {
 	var none crs.Result
 	s := settingsOf(layer)
-	o := OpenOptions{Name: name, Layer: s.Layer, Encoding: s.Encoding, X: s.X, Y: s.Y, WKT: s.WKT, SRID: s.SRID, CRS: s.SRID,
+	o := OpenOptions{Name: name, Layer: s.Layer, Encoding: s.Encoding, X: s.X, Y: s.Y, WKT: s.WKT, Separator: s.Separator, HeaderLine: s.HeaderLine, NoHeader: s.NoHeader, SRID: s.SRID, CRS: s.SRID,
 		IDProperty: layer.IDProperty, Limits: layer.Limits, TempDir: c.tempDir}
 	if o.SRID == 0 {
 		o.SRID = layer.SRID

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/internal/kindconf"
@@ -31,12 +32,27 @@ type Settings struct {
 	// Encoding overrides the file's text encoding (a Shapefile's .cpg or
 	// language driver; a CSV's UTF-8).
 	Encoding string
+	// Separator is a CSV's field separator (0: a comma).
+	Separator rune
+	// HeaderLine is the line of a CSV's header (0: the first), the lines
+	// before it skipped (a title above the header); NoHeader: there is
+	// none, and the columns are named COLUMN1, COLUMN2, … as batch-machine
+	// names them.
+	HeaderLine int
+	NoHeader   bool
 }
 
 // Identity lists every setting: they change what is read from the same
 // file, so a 304 for the file must not stand for a layer read otherwise.
 func (s Settings) Identity() []string {
-	return []string{s.Format, s.Layer, s.X, s.Y, s.WKT, strconv.Itoa(s.SRID), s.Encoding}
+	id := []string{s.Format, s.Layer, s.X, s.Y, s.WKT, strconv.Itoa(s.SRID), s.Encoding}
+	if s.Separator != 0 {
+		id = append(id, string(s.Separator))
+	}
+	if s.HeaderLine > 1 || s.NoHeader {
+		id = append(id, "header_line="+strconv.Itoa(s.HeaderLine)+strconv.FormatBool(s.NoHeader))
+	}
+	return id
 }
 
 // settingsOf returns l's file settings (zero when it has none).
@@ -46,9 +62,9 @@ func settingsOf(l source.Layer) Settings {
 }
 
 // Spec is the file kind as the registry of kinds lists it: format, layer,
-// x, y, wkt, crs and encoding, and its fetcher.
+// x, y, wkt, crs, encoding, separator and header_line, and its fetcher.
 func Spec() kindconf.Spec {
-	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding"}, Parse: parseFeed,
+	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding", "separator", "header_line"}, Parse: parseFeed,
 		NewFetcher: newFetcher}
 }
 
@@ -109,7 +125,55 @@ func parseFeed(f *kindconf.Feed) source.Settings {
 			s.Encoding = v
 		}
 	}
+	s.Separator = separator(f, s.Format)
+	s.HeaderLine, s.NoHeader = headerLine(f, s.Format)
 	return s
+}
+
+// headerLine reads a CSV's header_line: a line number from 1, or none.
+func headerLine(f *kindconf.Feed, format string) (int, bool) {
+	v, present := f.Str(f.Map, "header_line", f.Path)
+	if !present || !v.OK {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v.Val))
+	switch {
+	case strings.TrimSpace(v.Val) == "none":
+	case err != nil || n < 1:
+		f.Errorf(f.At("header_line"), f.Field("header_line"), "the line of the CSV's header, from 1, or none; not %q", v.Raw)
+		return 0, false
+	}
+	if format != "" && format != FormatCSV {
+		f.Errorf(f.At("header_line"), f.Field("header_line"), "only a CSV has a header line (format is %s)", format)
+		return 0, false
+	}
+	if err != nil {
+		return 0, true
+	}
+	return n, false
+}
+
+// separator reads a CSV's separator: one character, not a quote or a line
+// break; "tab" or "\t" for a tab.
+func separator(f *kindconf.Feed, format string) rune {
+	v, present := f.Str(f.Map, "separator", f.Path)
+	if !present || !v.OK {
+		return 0
+	}
+	s := v.Val
+	if s == "tab" || s == `\t` {
+		s = "\t"
+	}
+	r := []rune(s)
+	switch {
+	case len(r) != 1 || r[0] == '"' || r[0] == '\r' || r[0] == '\n' || r[0] == utf8.RuneError:
+		f.Errorf(f.At("separator"), f.Field("separator"), "a CSV's separator is one character (\";\", \"|\", tab), not %q", v.Raw)
+		return 0
+	case format != "" && format != FormatCSV:
+		f.Errorf(f.At("separator"), f.Field("separator"), "only a CSV has a separator (format is %s)", format)
+		return 0
+	}
+	return r[0]
 }
 
 // checkColumns: x and y go together, and not with wkt; all are a CSV's.

@@ -84,6 +84,12 @@ type csvFile struct {
 	enc     shapefile.Encoding
 	limits  feature.Limits
 	line    int // the line the current record starts on
+	// skipped is the number of lines before the header (header_line: N
+	// skips N-1), added to encoding/csv's line numbers.
+	skipped int
+	// pending is the first record of a file without a header line
+	// (header_line: none), read to count its columns, not yet handed on.
+	pending []string
 	feat    feature.Feature
 	prop    []byte
 	err     error
@@ -121,27 +127,45 @@ func newCSV(f *os.File, o OpenOptions) (*csvFile, error) {
 		}
 		c.enc = e
 	}
-	if err := checkRecordSizes(f, c.limits.FeatureBytes); err != nil {
+	sep := ','
+	if o.Separator != 0 {
+		sep = o.Separator
+	}
+	if err := checkRecordSizes(f, c.limits.FeatureBytes, sep); err != nil {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	if b, _ := br.Peek(3); string(b) == "\xef\xbb\xbf" {
 		br.Discard(3)
 	}
+	for ; c.skipped < o.HeaderLine-1; c.skipped++ {
+		if err := skipLine(br); err != nil {
+			return nil, fmt.Errorf("header_line %d: the file ends on line %d", o.HeaderLine, c.skipped+1)
+		}
+	}
 	c.cr = &countingReader{r: br, limit: c.limits.FeatureBytes}
 	c.r = csv.NewReader(c.cr)
 	c.r.ReuseRecord = true
+	c.r.Comma = sep
 	hdr, err := c.r.Read()
 	if err != nil {
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("header line: %w", csvError(pe, 0, 0))
+			return nil, fmt.Errorf("header line: %w", c.csvError(pe, 0, 0))
 		}
 		return nil, fmt.Errorf("header line: %w", err)
 	}
-	for _, h := range hdr {
-		s, _ := c.enc.Decode([]byte(h))
-		c.header = append(c.header, strings.TrimSpace(s))
+	if o.NoHeader {
+		// Named as batch-machine names them (headers: -1).
+		c.pending = slices.Clone(hdr)
+		for i := range hdr {
+			c.header = append(c.header, fmt.Sprintf("COLUMN%d", i+1))
+		}
+	} else {
+		for _, h := range hdr {
+			s, _ := c.enc.Decode([]byte(h))
+			c.header = append(c.header, strings.TrimSpace(s))
+		}
 	}
 	// Two columns of one name are both kept (as GDAL writes them).
 	c.header = feature.UniqueNames(c.header)
@@ -204,6 +228,12 @@ func (c *csvFile) geometryColumns(o OpenOptions) error {
 func (c *csvFile) Next() (*feature.Feature, error) { return feature.StickyNext(&c.err, c.next) }
 
 func (c *csvFile) next() (*feature.Feature, error) {
+	if c.pending != nil {
+		rec := c.pending
+		c.pending = nil
+		c.line = 1 + c.skipped
+		return c.feature(rec)
+	}
 	rec, err := c.r.Read()
 	if err == io.EOF {
 		return nil, io.EOF
@@ -214,14 +244,21 @@ func (c *csvFile) next() (*feature.Feature, error) {
 	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
-		return nil, csvError(pe, len(rec), len(c.header))
+		return nil, c.csvError(pe, len(rec), len(c.header))
 	}
 	if err != nil {
 		return nil, err
 	}
 	// The line the record starts on: a quoted field may span lines.
 	c.line, _ = c.r.FieldPos(0)
+	c.line += c.skipped
 	c.cr.mark()
+	return c.feature(rec)
+}
+
+// feature makes the feature of the record rec, which starts on c.line.
+func (c *csvFile) feature(rec []string) (*feature.Feature, error) {
+	var err error
 	c.feat = feature.Feature{}
 	if c.feat.Geometry, err = c.geometry(rec); err != nil {
 		return nil, fmt.Errorf("line %d, %w", c.line, err)
@@ -308,6 +345,30 @@ func csvError(pe *csv.ParseError, fields, want int) error {
 		return fmt.Errorf("line %d, column %d: a quote inside a field that is not quoted", pe.Line, pe.Column)
 	}
 	return fmt.Errorf("the record starting on line %d: unreadable at line %d, column %d", pe.StartLine, pe.Line, pe.Column)
+}
+
+// csvError is csvError with the lines counted from the file's first,
+// before the header_line's skipped lines.
+func (c *csvFile) csvError(pe *csv.ParseError, fields, want int) error {
+	shifted := *pe
+	shifted.StartLine += c.skipped
+	shifted.Line += c.skipped
+	return csvError(&shifted, fields, want)
+}
+
+// skipLine reads br past its next line break (or to its end: io.EOF when
+// there was nothing left).
+func skipLine(br *bufio.Reader) error {
+	for {
+		b, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(b) > 0:
+			return nil
+		}
+		return err
+	}
 }
 
 // wktProblem is the first line of go-geom's WKT syntax error, what it
@@ -434,7 +495,10 @@ const (
 // holds 64 KiB whatever the record (TestCSVLongLinePeakRSS). A file's
 // bytes are on disk, so a second sequential read is cheap next to the
 // store's work.
-func checkRecordSizes(f *os.File, limit int64) error {
+//
+// sep is the field separator; a separator beyond ASCII is never seen as
+// one, which only keeps a quote after it from opening a quoted field here.
+func checkRecordSizes(f *os.File, limit int64, sep rune) error {
 	buf := make([]byte, 64<<10)
 	state, size, line, start := csvFieldStart, int64(0), 1, 1
 	for {
@@ -456,7 +520,7 @@ func checkRecordSizes(f *os.File, limit int64) error {
 				state = csvQuoted
 			case b == '\n':
 				state, size, start = csvFieldStart, 0, line
-			case b == ',':
+			case rune(b) == sep:
 				state = csvFieldStart
 			case state == csvFieldStart && b == '"':
 				state = csvQuoted

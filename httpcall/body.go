@@ -81,21 +81,23 @@ const maxGzipLayers = 3
 // A read error before the first bytes of a layer (a reset, a corrupt
 // deflate stream, a malformed chunked encoding) is returned as is, not
 // taken for an empty body; the caller judges it with readFailure. More
-// layers than that are refused with a *DecodeError, the feed's.
-func decodeContent(resp *http.Response, limit int64) (io.Reader, string, error) {
+// layers than that are refused with a *DecodeError, the feed's. The bool
+// reports whether the body was gzip: its bytes then number other than the
+// Content-Length says.
+func decodeContent(resp *http.Response, limit int64) (io.Reader, string, bool, error) {
 	enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
 	labelled := !resp.Uncompressed && (enc == "gzip" || enc == "x-gzip")
 	br := bufio.NewReaderSize(resp.Body, 512)
 	magic, err := peekMagic(br)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	if !isGzip(magic) {
 		note := ""
 		if labelled && len(magic) > 0 {
 			note = "the server says Content-Encoding " + enc + " but the body is not gzip: read as sent"
 		}
-		return br, note, nil
+		return br, note, false, nil
 	}
 	for layers := 1; ; layers++ {
 		src := io.Reader(br)
@@ -109,22 +111,22 @@ func decodeContent(resp *http.Response, limit int64) (io.Reader, string, error) 
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return nil, "", gzipError(err)
+			return nil, "", false, gzipError(err)
 		}
 		br = bufio.NewReaderSize(gzipReader{zr}, 512)
 		if magic, err = peekMagic(br); err != nil {
-			return nil, "", err
+			return nil, "", false, err
 		}
 		if !isGzip(magic) {
 			note := ""
 			if layers > 1 {
 				note = fmt.Sprintf("the body was gzipped %d times over: decoded each layer", layers)
 			}
-			return br, note, nil
+			return br, note, true, nil
 		}
 		if layers == maxGzipLayers {
 			// Deterministic, and no server's accident: the feed's.
-			return nil, "", &feature.DecodeError{Format: "gzip", Index: -1,
+			return nil, "", false, &feature.DecodeError{Format: "gzip", Index: -1,
 				Msg: fmt.Sprintf("the body is gzipped more than %d times over (gzip inside gzip); at most %d layers are decoded", maxGzipLayers, maxGzipLayers)}
 		}
 	}

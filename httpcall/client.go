@@ -185,6 +185,9 @@ type Attempt struct {
 	req     *Request
 	timeout time.Duration
 	body    *limitedBody
+	// gunzipped: OpenBody decompressed the body (BodyBytes then counts
+	// the decompressed bytes, not the Content-Length's).
+	gunzipped bool
 	// failure is OriginFailure's rule, which Client.attempt also applies
 	// to the errors it meets before an AttemptFunc runs.
 	failure func(breaker.Outcome, error) breaker.Result
@@ -227,10 +230,11 @@ func (a *Attempt) StreamFailed(err error) breaker.Result {
 // read error before the first bytes, for ReadFailure to judge.
 func (a *Attempt) OpenBody(where string) (*bufio.Reader, string, error) {
 	limit := a.client.bodyLimit(a.req)
-	raw, note, err := decodeContent(a.Resp, limit)
+	raw, note, gunzipped, err := decodeContent(a.Resp, limit)
 	if err != nil {
 		return nil, "", err
 	}
+	a.gunzipped = gunzipped
 	a.body = &limitedBody{r: raw, limit: limit, where: where}
 	br := bufio.NewReaderSize(a.body, 32<<10)
 	if p, _ := br.Peek(len(utf8BOM)); string(p) == string(utf8BOM) {
@@ -238,6 +242,10 @@ func (a *Attempt) OpenBody(where string) (*bufio.Reader, string, error) {
 	}
 	return br, note, nil
 }
+
+// Gunzipped reports whether OpenBody decompressed a gzip body, labelled
+// so or not: its Content-Length then counts other bytes than BodyBytes.
+func (a *Attempt) Gunzipped() bool { return a.gunzipped }
 
 // BodyBytes is the number of body bytes (decompressed) read so far.
 func (a *Attempt) BodyBytes() int64 {

@@ -51,8 +51,9 @@ const usage = `ingestd keeps a PostGIS mirror of municipal GIS layers fresh.
 Usage:
   ingestd run      [flags]                      schedule and poll every feed until SIGTERM
   ingestd poll     [flags] JURISDICTION/FEED    poll one feed now; exit 1 if it fails
-  ingestd validate [-config FILE | FILE]        check a config file; exit 1 on any error
+  ingestd validate [-config FILE | FILE]        check a config file and run its feeds' tests:; exit 1 on any error or failure
   ingestd discover [flags] URL...               list a server's layers and write feeds for them
+  ingestd import openaddresses [-o FILE] PATH... write a config from OpenAddresses' source catalog
   ingestd status   [flags]                      feeds that are not fresh and why, every origin's breaker
   ingestd migrate  [flags]                      apply pending schema migrations
   ingestd deadletter list|replay|purge          inspect, replay now, or purge parked polls
@@ -87,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdValidate(args, stdout, stderr)
 	case "discover":
 		err = cmdDiscover(args, stdout, stderr)
+	case "import":
+		err = cmdImport(args, stdout, stderr) // import.go
 	case "status":
 		err = cmdStatus(args, stdout, stderr)
 	case "migrate":
@@ -226,6 +229,13 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(stderr, "warning:", redact.Error(w))
+	}
+	ts := runConformTests(cfg, stderr) // validate.go
+	if ts.tests > 0 {
+		fmt.Fprintln(stdout, ts)
+	}
+	if ts.failed > 0 {
+		return errReported
 	}
 	n := len(cfg.Feeds())
 	fmt.Fprintf(stdout, "%s: ok, %d jurisdictions, %d feeds\n", *path, len(cfg.Jurisdictions), n)
