@@ -59,6 +59,8 @@
 #                             State Plane, zipped) served by lighttpd: ingestd poll (kind file) first
 #                             load vs ogr2ogr from the same zip (/vsizip/) into the same database, in
 #                             one sitting: wall, CPU, peak RSS (target <= 64 MB for ingestd).
+#   scripts/bench.sh filegdb  the same parcels as a zipped File Geodatabase (ogr2ogr -f OpenFileGDB;
+#                             BENCH_FILEGDB_FEATURES), the same comparison with ogr2ogr /vsizip/.
 #   scripts/bench.sh breaker  the breaker's and the dead-letter replayer's timings on the real clock
 #                             (the tests assert only order and counts): how soon a trip or an
 #                             override reaches another instance, probes per cooldown across two
@@ -710,21 +712,28 @@ bench_bigdoc() {
 	fi
 }
 
-# bench_shpzip: kind file on a zipped Shapefile vs ogr2ogr reading the same
-# zip. Each run of either starts from an empty table (ingestd: the feed's
-# partition dropped and its validators cleared, so the zip is downloaded).
-shpzip_pids=
-bench_shpzip() {
-	command -v ogr2ogr >/dev/null || { echo "bench.sh: shpzip needs ogr2ogr (gdal-bin; scripts/mapserver.sh installs it)" >&2; return 1; }
+# bench_zipped_file NAME ZIP DRIVER FOLDER OGR_SOURCE: kind file on a zip
+# the script makes once from the feed server's parcels (ogr2ogr -f DRIVER in
+# NC State Plane into FOLDER, zipped as ZIP), served by lighttpd, against
+# ogr2ogr reading the same zip (/vsizip/ZIP/OGR_SOURCE) into the same
+# database. Each run of either starts from an empty table (ingestd: the
+# feed's partition dropped and its validators cleared, so the zip is
+# downloaded). BENCH_<NAME>_PORT and BENCH_<NAME>_FEATURES size it.
+zipped_file_pids=
+bench_zipped_file() {
+	local name=$1 zipname=$2 driver=$3 folder=$4 ogrsrc=$5
+	command -v ogr2ogr >/dev/null || { echo "bench.sh: $name needs ogr2ogr (gdal-bin; scripts/mapserver.sh installs it)" >&2; return 1; }
 	local lighttpd=/usr/sbin/lighttpd
-	[[ -x $lighttpd ]] || { echo "bench.sh: shpzip needs lighttpd (scripts/mapserver.sh installs it)" >&2; return 1; }
-	out=$ROOT/bench-out
-	local dir=$out/shpzip p0=${BENCH_SHPZIP_PORT:-18215} n=${BENCH_SHPZIP_FEATURES:-250000}
+	[[ -x $lighttpd ]] || { echo "bench.sh: $name needs lighttpd (scripts/mapserver.sh installs it)" >&2; return 1; }
+	local upper=${name^^}
+	local portvar=BENCH_${upper}_PORT featvar=BENCH_${upper}_FEATURES
+	local out=$ROOT/bench-out
+	local dir=$out/$name p0=${!portvar:-$6} n=${!featvar:-250000}
+	local feed=${name}_$n zip=$dir/${zipname//\{n\}/$n}
 	mkdir -p bin "$dir"
 	go build -o bin/ingestd ./cmd/ingestd
 	go build -o bin/feedserver ./internal/tools/feedserver
-	trap 'kill $shpzip_pids 2>/dev/null || true' RETURN EXIT
-	local zip=$dir/parcels_$n.zip
+	trap 'kill $zipped_file_pids 2>/dev/null || true' RETURN EXIT
 	if [[ ! -s $zip ]]; then
 		bin/feedserver -serve "127.0.0.1:${p0}=" -generate "parcels=$n" >/dev/null 2>&1 &
 		local fs=$!
@@ -733,13 +742,18 @@ bench_shpzip() {
 			"http://127.0.0.1:${p0}/wfs?service=WFS&version=2.0.0&request=GetFeature&typeNames=parcels&outputFormat=application/json"
 		kill "$fs" 2>/dev/null || true
 		wait "$fs" 2>/dev/null || true
-		rm -rf "$dir/shp" && mkdir -p "$dir/shp"
-		ogr2ogr -f "ESRI Shapefile" -t_srs EPSG:2264 -nln parcels "$dir/shp/parcels.shp" "$dir/parcels_$n.json"
+		rm -rf "${dir:?}/$folder"
+		if [[ $driver == "ESRI Shapefile" ]]; then
+			mkdir -p "$dir/$folder"
+			ogr2ogr -f "$driver" -t_srs EPSG:2264 -nln parcels "$dir/$folder/parcels.shp" "$dir/parcels_$n.json"
+		else
+			ogr2ogr -f "$driver" -t_srs EPSG:2264 -nln parcels "$dir/$folder" "$dir/parcels_$n.json"
+		fi
 		python3 -c 'import sys, zipfile, os
 with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
     for f in sorted(os.listdir(sys.argv[2])):
-        z.write(os.path.join(sys.argv[2], f), "parcels/" + f)' "$zip" "$dir/shp"
-		rm -rf "$dir/shp" "$dir/parcels_$n.json"
+        z.write(os.path.join(sys.argv[2], f), sys.argv[3] + "/" + f)' "$zip" "$dir/$folder" "$folder"
+		rm -rf "${dir:?}/$folder" "$dir/parcels_$n.json"
 	fi
 	local conf=$dir/lighttpd.conf
 	{
@@ -755,7 +769,7 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
 	chmod -R a+rX "$dir"
 	chmod a+w "$dir" # lighttpd's error log, as the user it drops to
 	"$lighttpd" -D -f "$conf" &
-	shpzip_pids="$shpzip_pids $!"
+	zipped_file_pids="$zipped_file_pids $!"
 	sleep 1
 	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
 	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
@@ -764,35 +778,42 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
 		echo "jurisdictions:"
 		echo "  - id: bench"
 		echo "    feeds:"
-		echo "      - {id: shpzip_$n, kind: file, url: \"http://127.0.0.1:$((p0 + 1))/parcels_$n.zip\"}"
-	} >"$out/shpzip.yaml"
+		echo "      - {id: $feed, kind: file, url: \"http://127.0.0.1:$((p0 + 1))/$(basename "$zip")\"}"
+	} >"$out/$name.yaml"
 	bin/ingestd migrate >/dev/null
-	printf '\n== shpzip: a zipped Shapefile of %s parcels (%s MB zipped); medians of %s runs; the machine is shared, so wall times are noisy\n' \
-		"$n" "$(($(stat -c %s "$zip") / 1048576))" "$count"
+	printf '\n== %s: %s of %s parcels (%s MB zipped); first loads, medians of %s runs; the machine is shared, so wall times are noisy\n' \
+		"$name" "$(basename "$zip")" "$n" "$(($(stat -c %s "$zip") / 1048576))" "$count"
 	printf '%-16s %-28s %8s %8s %8s\n' layer run wall_s cpu_s rss_MB
 	local run
 	for run in "ingestd load (kind file)" "ogr2ogr /vsizip/"; do
-		: >"$out/shpzip.runs"
+		: >"$out/$name.runs"
 		for _ in $(seq 1 "$count"); do
 			case $run in
 			ingestd*)
 				"${psql[@]}" -c "SET client_min_messages = warning" \
-					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', 'shpzip_$n')); END \$\$" \
-					-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = 'shpzip_$n'" \
-					-c "DELETE FROM dead_letter WHERE jurisdiction = 'bench' AND feed = 'shpzip_$n'" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$feed')); END \$\$" \
+					-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$feed'" \
+					-c "DELETE FROM dead_letter WHERE jurisdiction = 'bench' AND feed = '$feed'" \
 					-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
-				bigdoc_time bin/ingestd poll -config "$out/shpzip.yaml" -log-level warn "bench/shpzip_$n" >>"$out/shpzip.runs" ;;
+				bigdoc_time bin/ingestd poll -config "$out/$name.yaml" -log-level warn "bench/$feed" >>"$out/$name.runs" ;;
 			ogr2ogr*)
-				"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_shpzip" -c "CHECKPOINT"
+				"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_$name" -c "CHECKPOINT"
 				# In EPSG:4326, as ingestd stores it.
-				bigdoc_time ogr2ogr -f PostgreSQL "$pg" "/vsizip/$zip/parcels/parcels.shp" -nln ogr_shpzip -overwrite -t_srs EPSG:4326 \
-					-nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom --config PG_USE_COPY YES >>"$out/shpzip.runs" ;;
+				# shellcheck disable=SC2086 # OGR_SOURCE may name a layer after the path
+				bigdoc_time ogr2ogr -f PostgreSQL "$pg" /vsizip/$zip/$ogrsrc -nln "ogr_$name" -overwrite -t_srs EPSG:4326 \
+					-nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom --config PG_USE_COPY YES >>"$out/$name.runs" ;;
 			esac
 		done
-		sort -g "$out/shpzip.runs" | sed -n "$(((count + 1) / 2))p" | awk -v l="shpzip_$n" -v r="$run" '{ printf "%-16s %-28s %8.2f %8.2f %8d\n", l, r, $1, $2, $3 }' | tee -a "$out/shpzip.table"
+		sort -g "$out/$name.runs" | sed -n "$(((count + 1) / 2))p" | awk -v l="$feed" -v r="$run" '{ printf "%-16s %-28s %8.2f %8.2f %8d\n", l, r, $1, $2, $3 }' | tee -a "$out/$name.table"
 	done
-	"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_shpzip"
+	"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_$name"
 }
+
+# bench_shpzip: a zipped Shapefile (bench_zipped_file).
+bench_shpzip() { bench_zipped_file shpzip 'parcels_{n}.zip' "ESRI Shapefile" parcels parcels/parcels.shp 18215; }
+
+# bench_filegdb: a zipped File Geodatabase (bench_zipped_file).
+bench_filegdb() { bench_zipped_file filegdb 'Parcels_{n}.gdb.zip' OpenFileGDB Parcels.gdb "Parcels.gdb parcels" 18225; }
 
 bench_cluster() {
 	echo "== cluster: TestCluster's scenario, $count run(s); figures per run (ms unless named)"
@@ -869,108 +890,6 @@ bench_statuspage() {
 	go test -run '^$' -bench FeedPage250k -benchtime 20x ./statuspage
 }
 
-# bench.sh filegdb: the 250,000-parcel layer as a zipped File Geodatabase
-# (written by ogr2ogr -f OpenFileGDB in NC State Plane, zipped as counties
-# zip it: Parcels.gdb/ inside), served by lighttpd: the first load by
-# `ingestd poll` (kind file, format auto) against ogr2ogr from the same zip
-# (/vsizip/) into the same database, one sitting: median wall, CPU and peak
-# RSS of BENCH_COUNT runs. BENCH_FILEGDB_PORT (first of two ports, default
-# 18225), BENCH_FILEGDB_FEATURES (default 250000; delete bench-out/filegdb to
-# regenerate).
-bench_filegdb() {
-	command -v ogr2ogr >/dev/null || { echo "bench.sh: filegdb needs ogr2ogr (gdal-bin)" >&2; return 1; }
-	local lighttpd=/usr/sbin/lighttpd
-	[[ -x $lighttpd ]] || { echo "bench.sh: filegdb needs lighttpd" >&2; return 1; }
-	local out=$ROOT/bench-out
-	local dir=$out/filegdb p0=${BENCH_FILEGDB_PORT:-18225} n=${BENCH_FILEGDB_FEATURES:-250000}
-	local feed=filegdb_$n zip=$dir/Parcels_$n.gdb.zip
-	mkdir -p bin "$dir"
-	go build -o bin/ingestd ./cmd/ingestd
-	go build -o bin/feedserver ./internal/tools/feedserver
-	local pids=
-	trap 'kill $pids 2>/dev/null || true' RETURN
-	if [[ ! -s $zip ]]; then
-		bin/feedserver -serve "127.0.0.1:${p0}=" -generate "parcels=$n" >/dev/null 2>&1 &
-		local fs=$!
-		sleep 1
-		curl -sf -o "$dir/parcels_$n.json" \
-			"http://127.0.0.1:${p0}/wfs?service=WFS&version=2.0.0&request=GetFeature&typeNames=parcels&outputFormat=application/json"
-		kill "$fs" 2>/dev/null || true
-		wait "$fs" 2>/dev/null || true
-		rm -rf "$dir/Parcels.gdb"
-		ogr2ogr -f OpenFileGDB -t_srs EPSG:2264 -nln parcels "$dir/Parcels.gdb" "$dir/parcels_$n.json"
-		python3 -c 'import sys, zipfile, os
-with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
-    for f in sorted(os.listdir(sys.argv[2])):
-        z.write(os.path.join(sys.argv[2], f), "Parcels.gdb/" + f)' "$zip" "$dir/Parcels.gdb"
-		rm -rf "$dir/Parcels.gdb" "$dir/parcels_$n.json"
-	fi
-	local conf=$dir/lighttpd.conf
-	{
-		echo "server.document-root = \"$dir\""
-		echo 'server.bind = "127.0.0.1"'
-		echo "server.port = $((p0 + 1))"
-		echo "server.errorlog = \"$dir/lighttpd-error.log\""
-		if ((EUID == 0)); then
-			echo 'server.username = "nobody"'
-			echo 'server.groupname = "nogroup"'
-		fi
-	} >"$conf"
-	chmod -R a+rX "$dir"
-	chmod a+w "$dir" # lighttpd's error log, as the user it drops to
-	"$lighttpd" -D -f "$conf" &
-	pids="$pids $!"
-	sleep 1
-	local psql=(psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1)
-	local pg="PG:$(python3 -c 'import sys,urllib.parse as u; p=u.urlparse(sys.argv[1]); print(f"host={p.hostname} port={p.port} dbname={p.path[1:]} user={p.username}")' "$DATABASE_URL")"
-	{
-		echo "defaults: {timeout: 1h, breaker: {rate_limit: 0}, limits: {body_bytes: 4GiB, poll_bytes: 4GiB, poll_features: 10000000}}"
-		echo "jurisdictions:"
-		echo "  - id: bench"
-		echo "    feeds:"
-		echo "      - {id: $feed, kind: file, url: \"http://127.0.0.1:$((p0 + 1))/$(basename "$zip")\"}"
-	} >"$out/filegdb.yaml"
-	bin/ingestd migrate >/dev/null
-	# timed CMD...: "wall cpu rss_MB" of CMD, its output kept in filegdb-last.log.
-	timed_filegdb() {
-		local t
-		t=$(mktemp)
-		/usr/bin/time -f '%e %U %S %M' -o "$t" "$@" >"$out/filegdb-last.log" 2>&1 || {
-			echo "bench.sh: failed: $*" >&2
-			tail -n 20 "$out/filegdb-last.log" >&2
-			rm -f "$t"
-			return 1
-		}
-		awk '{ printf "%.2f %.2f %d\n", $1, $2 + $3, $4 / 1024 }' "$t"
-		rm -f "$t"
-	}
-	printf '\n== filegdb: a zipped File Geodatabase of %s parcels (%s MB zipped); first loads, medians of %s runs; the machine is shared, so wall times are noisy\n' \
-		"$n" "$(($(stat -c %s "$zip") / 1048576))" "$count"
-	printf '%-16s %-28s %8s %8s %8s\n' layer run wall_s cpu_s rss_MB
-	local run
-	for run in "ingestd load (kind file)" "ogr2ogr /vsizip/"; do
-		: >"$out/filegdb.runs"
-		for _ in $(seq 1 "$count"); do
-			case $run in
-			ingestd*)
-				"${psql[@]}" -c "SET client_min_messages = warning" \
-					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$feed')); END \$\$" \
-					-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$feed'" \
-					-c "DELETE FROM dead_letter WHERE jurisdiction = 'bench' AND feed = '$feed'" \
-					-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
-				timed_filegdb bin/ingestd poll -config "$out/filegdb.yaml" -log-level warn "bench/$feed" >>"$out/filegdb.runs" ;;
-			ogr2ogr*)
-				"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_filegdb" -c "CHECKPOINT"
-				# In EPSG:4326, as ingestd stores it.
-				timed_filegdb ogr2ogr -f PostgreSQL "$pg" "/vsizip/$zip/Parcels.gdb" parcels -nln ogr_filegdb -overwrite -t_srs EPSG:4326 \
-					-nlt PROMOTE_TO_MULTI -lco GEOMETRY_NAME=geom --config PG_USE_COPY YES >>"$out/filegdb.runs" ;;
-			esac
-		done
-		sort -g "$out/filegdb.runs" | sed -n "$(((count + 1) / 2))p" | awk -v l="$feed" -v r="$run" '{ printf "%-16s %-28s %8.2f %8.2f %8d\n", l, r, $1, $2, $3 }' | tee -a "$out/filegdb.table"
-	done
-	"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_filegdb"
-}
-
 case $what in
 poll) bench_poll ;;
 statuspage) bench_statuspage ;;
@@ -1000,6 +919,7 @@ all)
 	bench_ogcapi
 	bench_bigdoc
 	bench_shpzip
+	bench_filegdb
 	bench_micro
 	bench_statuspage
 	bench_breaker
@@ -1007,7 +927,7 @@ all)
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, micro, statuspage, breaker, deadorigin, pacing, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, filegdb, micro, statuspage, breaker, deadorigin, pacing, cluster or all)" >&2
 	exit 2
 	;;
 esac
