@@ -216,7 +216,7 @@ func TestWFS(t *testing.T) {
 	if len(got) != 7 {
 		t.Fatalf("%d feeds, want 7:\n%s", len(got), out)
 	}
-	if f := got["parcels2"]; f == nil || f.Kind != "wfs" || f.URL != ts.URL+"/wfs" || f.TypeName != "ingestd:parcels2" || f.Settings != (wfs.Settings{Version: "2.0.0", OutputFormat: "auto"}) {
+	if f := got["parcels2"]; f == nil || f.Kind != "wfs" || f.URL != ts.URL+"/wfs" || f.Settings != (wfs.Settings{Version: "2.0.0", OutputFormat: "auto", TypeName: "ingestd:parcels2"}) {
 		t.Errorf("feed parcels2: %+v", f)
 	}
 	for _, want := range []string{"ingestd:parcels2: Polygon, 12 features (resultType=hits)", "ingestd:addresses: Point, 7 features",

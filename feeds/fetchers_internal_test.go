@@ -55,7 +55,7 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		url     string // what PageURL must contain
 		rereads bool
 	}{
-		{source.Layer{Kind: wfs.Kind, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", true},
+		{source.Layer{Kind: wfs.Kind, URL: "http://127.0.0.1:1/wfs?token=" + secret, Settings: wfs.Settings{TypeName: "parcels", Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", true},
 		{source.Layer{Kind: geojsonurl.Kind, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
 		{source.Layer{Kind: arcgis.Kind, URL: "http://127.0.0.1:1/arcgis/rest/services/P/FeatureServer/0?token=" + secret, PageSize: 100},
 			4, "/FeatureServer/0", false},

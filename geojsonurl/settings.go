@@ -10,7 +10,7 @@ const Kind = "geojson"
 
 // Spec is the geojson kind as the registry of kinds lists it: it has no
 // settings of its own, and it reads the document as it is, so the paging
-// and type settings are ignored with a warning.
+// setting is ignored with a warning.
 func Spec() kindconf.Spec {
 	return kindconf.Spec{Name: Kind, Parse: parseFeed, NewFetcher: newFetcher}
 }
@@ -22,7 +22,7 @@ func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 }
 
 func parseFeed(f *kindconf.Feed) source.Settings {
-	f.Ignore("type_name", "page_size")
-	f.TypeName, f.PageSize = "", 0
+	f.Ignore("page_size")
+	f.PageSize = 0
 	return nil
 }
