@@ -18,7 +18,7 @@ import (
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
 	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/discover"
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"

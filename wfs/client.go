@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/encoding/geojson"
+	"github.com/ingestd/ingestd/encoding/gml"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
-	"github.com/ingestd/ingestd/gml"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/schema"

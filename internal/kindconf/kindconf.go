@@ -1,5 +1,5 @@
-// Package kindconf is the seam between the feed kinds (wfs, geojsonurl,
-// arcgis, ogcapi, download, socrata) and the rest of ingestd: what a kind
+// Package kindconf is the seam between the feed kinds (wfs, geojson,
+// arcgis, ogcapi, file, socrata) and the rest of ingestd: what a kind
 // tells the config loader (package config) about its settings and the
 // engine (package feeds) about its fetcher, and what the loader hands a
 // kind's parser. It lets each kind's package own its settings (parse,

@@ -1,4 +1,4 @@
-package geojsonurl
+package geojson
 
 import (
 	"github.com/ingestd/ingestd/internal/kindconf"
@@ -15,7 +15,7 @@ func Spec() kindconf.Spec {
 	return kindconf.Spec{Name: Kind, Parse: parseFeed, NewFetcher: newFetcher}
 }
 
-// newFetcher is the geojsonurl kind's fetcher, as the registry of kinds builds
+// newFetcher is the geojson kind's fetcher, as the registry of kinds builds
 // it: a Client over the process's shared dependencies.
 func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))

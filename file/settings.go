@@ -1,4 +1,4 @@
-package download
+package file
 
 import (
 	"net/url"
@@ -68,7 +68,7 @@ func Spec() kindconf.Spec {
 		NewFetcher: newFetcher}
 }
 
-// newFetcher is the download kind's fetcher, as the registry of kinds builds
+// newFetcher is the file kind's fetcher, as the registry of kinds builds
 // it: a Client over the process's shared dependencies.
 func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
