@@ -1,6 +1,7 @@
 package feeds
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/config"
@@ -45,5 +46,14 @@ func TestRequestKeyPinned(t *testing.T) {
 	}
 	if len(cfg.Feeds()) != len(want) {
 		t.Errorf("%d feeds, want %d", len(cfg.Feeds()), len(want))
+	}
+	var warns []string
+	for _, w := range cfg.Warnings {
+		warns = append(warns, w.Error())
+	}
+	for _, w := range []string{"feeds[2].sort_by: ignored for a geojson feed (a wfs setting)", "feeds[3].sort_by: ignored for an arcgis feed (a wfs setting)"} {
+		if !strings.Contains(strings.Join(warns, "\n"), w) {
+			t.Errorf("warnings %q do not say %q", warns, w)
+		}
 	}
 }
