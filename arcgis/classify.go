@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
 )

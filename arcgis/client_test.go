@@ -15,7 +15,7 @@ import (
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/source"
 	"github.com/twpayne/go-geom"

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 )
 
 // Sentinel errors, tested with errors.Is. Neither they nor the typed errors

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/schema"
 )
 

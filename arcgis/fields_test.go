@@ -3,7 +3,7 @@ package arcgis
 import (
 	"testing"
 
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/schema"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sort"
 
 	"github.com/ingestd/ingestd/breaker"
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/idsort"
 	"github.com/ingestd/ingestd/source"

@@ -145,11 +145,6 @@ func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 func parseFeed(f *kindconf.Feed) source.Settings {
 	s, _ := f.Defaults.(Settings)
 	readIncremental(f.Parser, f.Map, f.Path, &s)
-	f.Ignore("type_name")
-	if n, ok := f.Map.Get("sort_by"); ok {
-		f.Warnf(n, f.Field("sort_by"), "ignored for an arcgis feed: the dump is ordered by object id")
-		f.SortBy = ""
-	}
 	if f.PageSizeNode == nil {
 		f.PageSize = 0
 	}

@@ -153,16 +153,14 @@ type Jurisdiction struct {
 // kind's own in Settings (of the kind's type, parsed by its package).
 //
 // A kind may leave a common setting empty rather than filled from defaults:
-// a geojson feed's page_size and type_name (the document is fetched in one
+// a geojson feed's page_size (the document is fetched in one
 // request as it is), an arcgis feed's page_size unless set on the feed.
 type Feed struct {
 	ID         string `yaml:"id"`
 	Kind       string `yaml:"kind"` // one of the registry's (internal/kinds)
 	URL        string `yaml:"url"`
-	TypeName   string `yaml:"type_name"`
 	PageSize   int    `yaml:"page_size"`
 	IDProperty string `yaml:"id_property"`
-	SortBy     string `yaml:"sort_by"`
 	Schedule   string `yaml:"schedule"`
 	// LayerName is the feed's layer in its jurisdiction's schema, and
 	// LayerSchema that schema (names.go).
@@ -229,11 +227,9 @@ func (f *Feed) Layer() source.Layer {
 	return source.Layer{
 		Kind:           f.Kind,
 		URL:            f.URL,
-		TypeName:       f.TypeName,
 		Settings:       f.Settings,
 		PageSize:       f.PageSize,
 		IDProperty:     f.IDProperty,
-		SortBy:         f.SortBy,
 		RequestTimeout: f.RequestTimeout.Std(),
 		Limits:         f.Limits.WithDefaults(),
 		Headers:        f.Headers,
@@ -355,8 +351,8 @@ var (
 		"invalid_feature", "redirects", "limits", "schema_change", "history"}
 	jurisdictionKeys = []string{"id", "name", "schema", "timezone", "feeds", "breaker", "max_shrink", "bbox", "limits", "headers",
 		"schema_change", "history"}
-	commonFeedKeys = []string{"id", "name", "kind", "url", "type_name", "page_size",
-		"id_property", "sort_by", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
+	commonFeedKeys = []string{"id", "name", "kind", "url", "page_size",
+		"id_property", "schedule", "timeout", "request_timeout", "queue_timeout", "max_shrink", "invalid_geometry",
 		"invalid_feature", "redirects", "limits", "headers", "schema_change", "history", "conform", "tests"}
 )
 
@@ -617,7 +613,11 @@ func (p *parser) jurisdiction(n *yaml.Node, path string, d *resolvedDefaults, so
 			}
 		}
 		if f.URL != "" {
-			src := f.URL + "\x00" + f.TypeName
+			src := f.URL
+			if n, ok := f.Settings.(source.NamedLayer); ok {
+				tn, _ := n.LayerNames()
+				src += "\x00" + tn
+			}
 			if first, dup := sources[src]; dup {
 				// Not fatal (two views of one layer can be deliberate), but it
 				// doubles the load on the server and usually means a copy-paste.
@@ -709,7 +709,7 @@ func orList(names []string) string {
 }
 
 // feedSource reads what every kind's request is built from: url,
-// type_name, id_property, sort_by and page_size (over the defaults'). It
+// id_property and page_size (over the defaults'). It
 // returns page_size's node when the feed sets a good one itself.
 func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolvedDefaults) *yaml.Node {
 	if s, present := p.Str(m, "url", path); !present {
@@ -719,14 +719,8 @@ func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolv
 	} else if s.OK && p.url(s, path+".url") {
 		f.URL = s.Val
 	}
-	if s, present := p.Str(m, "type_name", path); present && s.OK {
-		f.TypeName = s.Val
-	}
 	if s, present := p.Str(m, "id_property", path); present && s.OK {
 		f.IDProperty = s.Val
-	}
-	if s, present := p.Str(m, "sort_by", path); present && s.OK {
-		f.SortBy = s.Val
 	}
 	f.PageSize = d.PageSize
 	v, n, ok := p.Integer(m, "page_size", path)
@@ -760,10 +754,10 @@ func (p *parser) kindSettings(m *yamlconf.Mapping, path string, f *Feed, k kindc
 			}
 		}
 	}
-	kf := &kindconf.Feed{Parser: p.Parser, Map: m, Path: path, Kind: f.Kind, URL: f.URL, TypeName: f.TypeName,
-		PageSize: f.PageSize, PageSizeNode: psNode, SortBy: f.SortBy, Headers: f.Headers, Defaults: d.Kinds[f.Kind]}
+	kf := &kindconf.Feed{Parser: p.Parser, Map: m, Path: path, Kind: f.Kind, URL: f.URL,
+		PageSize: f.PageSize, PageSizeNode: psNode, Headers: f.Headers, Defaults: d.Kinds[f.Kind]}
 	f.Settings = k.Parse(kf)
-	f.URL, f.TypeName, f.PageSize, f.SortBy, f.Headers = kf.URL, kf.TypeName, kf.PageSize, kf.SortBy, kf.Headers
+	f.URL, f.PageSize, f.Headers = kf.URL, kf.PageSize, kf.Headers
 }
 
 // kindDefaults reads each kind's own keys of m — the defaults block (nil:

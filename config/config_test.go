@@ -89,16 +89,16 @@ func TestLoadConfigValid(t *testing.T) {
 	want := []Feed{
 		{
 			ID: "parcels", Kind: "wfs", URL: "https://gis.travis.example.gov/geoserver/wfs",
-			TypeName: "tcad:parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"},
-			PageSize: 500, IDProperty: "prop_id", SortBy: "prop_id", Schedule: "0 */6 * * *",
+			Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json", TypeName: "tcad:parcels", SortBy: "prop_id"},
+			PageSize: 500, IDProperty: "prop_id", Schedule: "0 */6 * * *",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute), QueueTimeout: Duration(30 * time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
 			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(), SchemaChange: SchemaEvolve,
 		},
 		{
 			ID: "roads", Kind: "wfs", URL: "https://gis.travis.example.gov/geoserver/wfs",
-			TypeName: "tc:roads", Settings: wfs.Settings{Version: "1.1.0", OutputFormat: "application/json"},
-			PageSize: 2000, SortBy: "objectid", Schedule: "@daily",
+			Settings: wfs.Settings{Version: "1.1.0", OutputFormat: "application/json", TypeName: "tc:roads", SortBy: "objectid"},
+			PageSize: 2000, Schedule: "@daily",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(2 * time.Minute), QueueTimeout: Duration(30 * time.Minute),
 			Jurisdiction: "travis-county", InvalidGeometry: InvalidRepair,
 			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(), SchemaChange: SchemaEvolve,
@@ -112,8 +112,8 @@ func TestLoadConfigValid(t *testing.T) {
 		},
 		{
 			ID: "hydrants", Kind: "wfs", URL: "http://wfs.example.org:8080/ows",
-			TypeName: "ex:hydrants", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "text/xml; subtype=gml/3.2"},
-			PageSize: 500, SortBy: "id", Schedule: "@every 15m",
+			Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "text/xml; subtype=gml/3.2", TypeName: "ex:hydrants", SortBy: "id"},
+			PageSize: 500, Schedule: "@every 15m",
 			Timeout: Duration(15 * time.Minute), RequestTimeout: Duration(time.Minute), QueueTimeout: Duration(30 * time.Minute),
 			Jurisdiction: "example_utc", InvalidGeometry: InvalidRepair,
 			InvalidFeature: InvalidRepair, Redirects: RedirectsSameOrigin, Limits: feature.DefaultLimits(), SchemaChange: SchemaEvolve,
@@ -182,8 +182,10 @@ jurisdictions:
 		t.Errorf("Defaults = %+v, want built-in %+v", cfg.Defaults, d)
 	}
 	f := cfg.Feeds()[0]
+	s := f.Settings.(wfs.Settings)
+	s.TypeName, s.SortBy = "", "" // the feed's own, not defaults
 	if f.Schedule != d.Schedule || f.Timeout != d.Timeout || f.RequestTimeout != d.RequestTimeout ||
-		f.PageSize != d.PageSize || f.Settings != d.Kinds["wfs"] {
+		f.PageSize != d.PageSize || s != d.Kinds["wfs"] {
 		t.Errorf("feed did not inherit built-in defaults: %+v", *f)
 	}
 	if f.Location != time.UTC {
@@ -651,7 +653,7 @@ func TestAnchors(t *testing.T) {
 		t.Errorf("want one error at line 9, got:\n%v", err)
 	}
 	fs := cfg.Feeds()
-	if len(fs) != 2 || fs[1].ID != "roads" || fs[1].TypeName != "c:roads" ||
+	if len(fs) != 2 || fs[1].ID != "roads" || fs[1].Settings.(wfs.Settings).TypeName != "c:roads" ||
 		fs[1].URL != fs[0].URL || fs[1].Timeout != Duration(20*time.Minute) {
 		t.Errorf("merge key not applied: %+v", fs[1])
 	}

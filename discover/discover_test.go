@@ -18,7 +18,7 @@ import (
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
 	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/discover"
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
@@ -216,7 +216,7 @@ func TestWFS(t *testing.T) {
 	if len(got) != 7 {
 		t.Fatalf("%d feeds, want 7:\n%s", len(got), out)
 	}
-	if f := got["parcels2"]; f == nil || f.Kind != "wfs" || f.URL != ts.URL+"/wfs" || f.TypeName != "ingestd:parcels2" || f.Settings != (wfs.Settings{Version: "2.0.0", OutputFormat: "auto"}) {
+	if f := got["parcels2"]; f == nil || f.Kind != "wfs" || f.URL != ts.URL+"/wfs" || f.Settings != (wfs.Settings{Version: "2.0.0", OutputFormat: "auto", TypeName: "ingestd:parcels2"}) {
 		t.Errorf("feed parcels2: %+v", f)
 	}
 	for _, want := range []string{"ingestd:parcels2: Polygon, 12 features (resultType=hits)", "ingestd:addresses: Point, 7 features",

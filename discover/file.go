@@ -12,13 +12,13 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/crs"
-	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/file"
 	"github.com/ingestd/ingestd/redact"
 )
 
 // fileURL downloads the file at raw (a zip, a zipped File Geodatabase, a
 // GeoPackage, a FlatGeobuf, a GeoJSON or CSV file) and lists its layers as
-// a kind: file feed names them (download.FileLayers): one feed per
+// a kind: file feed names them (file.FileLayers): one feed per
 // Shapefile of a zip, feature class of a File Geodatabase or table of a
 // GeoPackage, with its layer:, or one feed for a file of one layer.
 func (d *Discoverer) fileURL(ctx context.Context, raw string, res *Result) error {
@@ -32,7 +32,7 @@ func (d *Discoverer) fileURL(ctx context.Context, raw string, res *Result) error
 	}
 	defer os.Remove(p)
 	name := path.Base(u.Path)
-	format, layers, err := download.FileLayers(p, name, "auto")
+	format, layers, err := file.FileLayers(p, name, "auto")
 	if err != nil {
 		return fmt.Errorf("file %s: %w", redact.URL(raw), err)
 	}
@@ -60,7 +60,7 @@ func (d *Discoverer) fileURL(ctx context.Context, raw string, res *Result) error
 // knows is a warning (the feed is written commented out until a person
 // sets its crs:), and a layer that does not open is the layer's error.
 func withCRS(l Layer, p, name string) Layer {
-	c, err := download.LayerCRS(p, name, l.FileLayer)
+	c, err := file.LayerCRS(p, name, l.FileLayer)
 	var unknown *crs.UnknownError
 	switch {
 	case errors.As(err, &unknown):

@@ -84,7 +84,7 @@ func (d *Discoverer) wfsLayer(ctx context.Context, caps *wfs.Capabilities, l *La
 	if version == wfs.Auto {
 		version = caps.Version
 	}
-	layer.TypeName, layer.Settings = l.TypeName, wfs.Settings{Version: version}
+	layer.Settings = wfs.Settings{Version: version, TypeName: l.TypeName}
 	if decl, err := d.wfs.Describe(ctx, layer); err == nil {
 		l.Geometry = decl.Geometry
 		if l.Geometry == "" {

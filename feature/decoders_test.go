@@ -13,10 +13,10 @@ import (
 	"testing/iotest"
 	"unicode/utf8"
 
+	"github.com/ingestd/ingestd/encoding/geojson"
+	"github.com/ingestd/ingestd/encoding/gml"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
-	"github.com/ingestd/ingestd/geojson"
-	"github.com/ingestd/ingestd/gml"
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/ewkb"
 	"github.com/twpayne/go-geom/encoding/wkt"

@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/encoding/geojson"
+	"github.com/ingestd/ingestd/encoding/gml"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
-	"github.com/ingestd/ingestd/geojson"
-	"github.com/ingestd/ingestd/gml"
 )
 
 // TestFeatureRepairsReported: a feature whose text a decoder repaired says

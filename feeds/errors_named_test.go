@@ -13,7 +13,7 @@ import (
 
 	"github.com/ingestd/ingestd/arcgis"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojsonurl"
+	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
@@ -71,7 +71,7 @@ func TestErrorsNameTheirKindOnce(t *testing.T) {
 				var be *httpcall.BodyError
 				return errors.As(err, &be) && errors.Is(err, io.ErrUnexpectedEOF)
 			}},
-		{"geojson", source.Layer{Kind: geojsonurl.Kind, URL: srv.URL + "/parcels.json"},
+		{"geojson", source.Layer{Kind: geojson.Kind, URL: srv.URL + "/parcels.json"},
 			func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(t.Context(), 100*time.Millisecond)
 			},

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/arcgis"
-	"github.com/ingestd/ingestd/download"
-	"github.com/ingestd/ingestd/geojsonurl"
+	"github.com/ingestd/ingestd/file"
+	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/socrata"
@@ -20,7 +20,7 @@ import (
 // fetcher, and the registry has no kind the configuration refuses.
 func TestFetcherKindsMatchConfig(t *testing.T) {
 	t.Parallel()
-	configKinds := []string{arcgis.Kind, download.Kind, geojsonurl.Kind, ogcapi.Kind, socrata.Kind, wfs.Kind} // what the config accepts, sorted
+	configKinds := []string{arcgis.Kind, file.Kind, geojson.Kind, ogcapi.Kind, socrata.Kind, wfs.Kind} // what the config accepts, sorted
 	if got := NewFetchers(kindconf.FetcherDeps{}).Kinds(); !slices.Equal(got, configKinds) {
 		t.Errorf("registry kinds %v, config kinds %v", got, configKinds)
 	}
@@ -55,8 +55,8 @@ func TestFetchersAnswerPerKind(t *testing.T) {
 		url     string // what PageURL must contain
 		rereads bool
 	}{
-		{source.Layer{Kind: wfs.Kind, URL: "http://127.0.0.1:1/wfs?token=" + secret, TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", true},
-		{source.Layer{Kind: geojsonurl.Kind, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
+		{source.Layer{Kind: wfs.Kind, URL: "http://127.0.0.1:1/wfs?token=" + secret, Settings: wfs.Settings{TypeName: "parcels", Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 100}, 3, "startIndex=300", true},
+		{source.Layer{Kind: geojson.Kind, URL: "http://127.0.0.1:1/p.geojson?token=" + secret}, 0, "/p.geojson", false},
 		{source.Layer{Kind: arcgis.Kind, URL: "http://127.0.0.1:1/arcgis/rest/services/P/FeatureServer/0?token=" + secret, PageSize: 100},
 			4, "/FeatureServer/0", false},
 		{source.Layer{Kind: ogcapi.Kind, URL: "http://127.0.0.1:1/collections/p?key=" + secret,

@@ -18,7 +18,7 @@ import (
 // format. Whatever else the registry (internal/kinds) imports from this
 // module, bar the packages every kind shares, counts too, so that a new
 // kind's package is covered without editing this list.
-var protocolPackages = []string{"wfs", "arcgis", "ogcapi", "geojsonurl", "geojson", "gml", "esrijson", "socrata", "download"}
+var protocolPackages = []string{"wfs", "arcgis", "ogcapi", "geojson", "encoding/geojson", "encoding/gml", "encoding/esrijson", "socrata", "file"}
 
 var sharedPackages = map[string]bool{"source": true, "breaker": true, "httpcall": true, "redact": true, "feature": true, "schema": true,
 	"kindconf": true, "yamlconf": true}
@@ -43,7 +43,7 @@ func TestOnlyTheRegistryNamesKinds(t *testing.T) {
 		t.Fatalf("kinds registered: %v; the test reads the wrong registry", values)
 	}
 	protocols := protocolSet(parseDirs(t, "../internal/kinds")["../internal/kinds/kinds.go"])
-	for _, p := range []string{"ogcapi", "arcgis", "wfs", "geojsonurl", "socrata", "download"} {
+	for _, p := range []string{"ogcapi", "arcgis", "wfs", "geojson", "socrata", "file"} {
 		if !protocols[module+p] {
 			t.Fatalf("protocol packages: %v; the registry should import every kind's package", protocols)
 		}

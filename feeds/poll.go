@@ -643,7 +643,11 @@ func recoverPanic(logger *slog.Logger, fn func() error) (err error) {
 // Last-Modified could make the server answer 304 to a request it never saw.
 func requestKey(l source.Layer) string {
 	h := sha256.New()
-	parts := []string{l.Kind, l.URL, l.TypeName, strconv.Itoa(l.PageSize), strconv.Itoa(l.SRID), l.IDProperty, l.SortBy}
+	var typeName, sortBy string
+	if n, ok := l.Settings.(source.NamedLayer); ok {
+		typeName, sortBy = n.LayerNames()
+	}
+	parts := []string{l.Kind, l.URL, typeName, strconv.Itoa(l.PageSize), strconv.Itoa(l.SRID), l.IDProperty, sortBy}
 	if l.Settings != nil {
 		parts = append(parts, l.Settings.Identity()...)
 	}

@@ -187,7 +187,7 @@ func ingestdPoller(ctx context.Context, env *stormEnv, layer source.Layer) bool 
 }
 
 func stormLayer(base string) source.Layer {
-	return source.Layer{Kind: wfs.Kind, URL: base + "/wfs", TypeName: "parcels", Settings: wfs.Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 50, RequestTimeout: 300 * time.Millisecond}
+	return source.Layer{Kind: wfs.Kind, URL: base + "/wfs", Settings: wfs.Settings{TypeName: "parcels", Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 50, RequestTimeout: 300 * time.Millisecond}
 }
 
 // flappingCounty answers by request number: OK, three timeouts, an HTML 500,

@@ -16,9 +16,9 @@ import (
 
 	"github.com/twpayne/go-geom"
 
+	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/filegdb"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 )
 

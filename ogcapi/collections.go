@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/redact"
 	"github.com/ingestd/ingestd/source"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/geojson"
+	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"

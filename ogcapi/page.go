@@ -11,8 +11,8 @@ import (
 	"math"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/source"

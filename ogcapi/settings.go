@@ -72,7 +72,6 @@ func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 // each page's limit, at least 1.
 func parseFeed(f *kindconf.Feed) source.Settings {
 	var s Settings
-	f.Ignore("type_name")
 	if f.PageSize == 0 {
 		f.Errorf(f.At("page_size"), f.Field("page_size"), "must be at least 1 for an ogcapi feed: it is the limit of each page, which the feed follows by its next links")
 	}

@@ -636,7 +636,7 @@ bench_bigdoc() {
 			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
 	}
 	# The decoder alone on the first document (one core): it bounds the fetch.
-	BENCH_GEOJSON_FILE=$docs/parcels_${sizes%% *}.geojson go test -run '^$' -bench '^BenchmarkGeoJSONDocument$' -benchtime 3x ./geojson |
+	BENCH_GEOJSON_FILE=$docs/parcels_${sizes%% *}.geojson go test -run '^$' -bench '^BenchmarkGeoJSONDocument$' -benchtime 3x ./encoding/geojson |
 		grep '^Benchmark' | sed 's/^/decode only: /'
 	printf '\n== bigdoc: one document / one unpaged response; medians of %s runs; the machine is shared with other work, so wall times are noisy\n' "$count"
 	printf '%-12s %-30s %8s %8s %8s\n' layer run wall_s cpu_s rss_MB
@@ -822,7 +822,7 @@ bench_cluster() {
 
 bench_micro() {
 	echo "== micro-benchmarks"
-	go test -run '^$' -bench . -benchtime 2x ./geojson ./gml ./esrijson ./wfs/... ./feeds/postgis/...
+	go test -run '^$' -bench . -benchtime 2x ./encoding/geojson ./encoding/gml ./encoding/esrijson ./wfs/... ./feeds/postgis/...
 }
 
 bench_breaker() {

@@ -70,8 +70,7 @@ func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 // not apply).
 func parseFeed(f *kindconf.Feed) source.Settings {
 	var s Settings
-	f.Ignore("type_name", "sort_by", "id_property")
-	f.TypeName, f.SortBy = "", ""
+	f.Ignore("id_property")
 	switch {
 	case f.PageSizeNode == nil:
 		f.PageSize = DefaultPageSize

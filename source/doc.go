@@ -1,5 +1,5 @@
 // Package source is the contract between feeds and the package of each
-// feed kind (wfs, geojsonurl, arcgis, ogcapi, socrata, download): the Layer a feed describes
+// feed kind (wfs, geojson, arcgis, ogcapi, socrata, file): the Layer a feed describes
 // (the common fields, and the kind's own Settings), the Page a fetch hands over with its
 // features (PageFunc), the FetchStats it sums up to (with the Validators of
 // a conditional fetch), and Named, which leads a fetch's error with its

@@ -12,7 +12,7 @@ import (
 func TestLayerLogValueHidesSecrets(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	l := Layer{Kind: "wfs", URL: "http://USERTOK@127.0.0.1/wfs?pw=QUERYTOK", TypeName: "a",
+	l := Layer{Kind: "wfs", URL: "http://USERTOK@127.0.0.1/wfs?pw=QUERYTOK", Settings: namedSettings{"a"},
 		Headers: map[string]string{"Authorization": "Bearer HEADERTOK", "X-Api-Key": "KEYTOK"}}
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("layer", "layer", l)
 	out := buf.String()
@@ -24,4 +24,14 @@ func TestLayerLogValueHidesSecrets(t *testing.T) {
 	if !strings.Contains(out, `"headers":"Authorization,X-Api-Key"`) {
 		t.Errorf("log does not name the headers: %s", out)
 	}
+	if !strings.Contains(out, `"type_name":"a"`) {
+		t.Errorf("log does not name the layer: %s", out)
+	}
 }
+
+// namedSettings are a kind's settings that name the layer (NamedLayer),
+// as wfs.Settings do.
+type namedSettings struct{ typeName string }
+
+func (s namedSettings) Identity() []string                    { return nil }
+func (s namedSettings) LayerNames() (typeName, sortBy string) { return s.typeName, "" }

@@ -27,15 +27,11 @@ type Layer struct {
 	// page or collection (OGC API), the document (GeoJSON), the file
 	// (file) or the dataset (Socrata).
 	URL string
-	// TypeName is the WFS feature type, e.g. "topp:states".
-	TypeName string
 	// PageSize is the number of features per request; 0 means one request
 	// (ArcGIS: the layer's maxRecordCount).
 	PageSize int
 	// IDProperty names the property that identifies a feature, if any.
 	IDProperty string
-	// SortBy is sent as WFS sortBy so that paging sees a stable order; "" sends none.
-	SortBy string
 	// RequestTimeout bounds one attempt of one page request, from dialing to
 	// the last byte of the body; 0 means the Client's default (60s).
 	RequestTimeout time.Duration
@@ -303,8 +299,10 @@ type Reconcile struct {
 // credentials. Without it, slog would print every field, Headers included.
 func (l Layer) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("kind", l.Kind), slog.String("url", redact.URL(l.URL))}
-	if l.TypeName != "" {
-		attrs = append(attrs, slog.String("type_name", l.TypeName))
+	if n, ok := l.Settings.(NamedLayer); ok {
+		if tn, _ := n.LayerNames(); tn != "" {
+			attrs = append(attrs, slog.String("type_name", tn))
+		}
 	}
 	if len(l.Headers) > 0 {
 		attrs = append(attrs, slog.String("headers", headerNames(l.Headers)))
@@ -331,4 +329,16 @@ type Settings interface {
 	// server sends for the layer: its validators answer only for the same
 	// identity (see Layer.Validators).
 	Identity() []string
+}
+
+// NamedLayer is implemented by the settings of a kind whose endpoint serves
+// many layers, one named by the feed, and whose pages are ordered by a
+// property the feed names (wfs: type_name and sort_by). The poll's request
+// key hashes the two in slots of their own, ahead of Identity, which every
+// other kind leaves empty, so that the stored key of every layer is the
+// same whichever package owns the keys; logs name the layer by it.
+type NamedLayer interface {
+	// LayerNames returns the layer's name on its endpoint and the order
+	// its pages are asked in ("" for none).
+	LayerNames() (typeName, sortBy string)
 }

@@ -54,7 +54,7 @@ func bodyServer(t *testing.T, write func(w http.ResponseWriter)) (*source.Layer,
 		n.Add(1)
 		write(w)
 	}))
-	return &source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/layer.geojson"}, &n
+	return &source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: srv.URL + "/layer.geojson"}, &n
 }
 
 func plainBody(body string, header ...string) func(w http.ResponseWriter) {
@@ -340,7 +340,7 @@ func TestReadErrorOnceIsNotLost(t *testing.T) {
 					Body: &onceFailingBody{data: data, err: cause}, Request: r}, nil
 			})}
 			c := NewClient(hc, nil, nil)
-			_, err := c.Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: "http://127.0.0.1:1/layer.geojson"}, 0, (&collect{}).handle)
+			_, err := c.Fetch(t.Context(), source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: "http://127.0.0.1:1/layer.geojson"}, 0, (&collect{}).handle)
 			if !errors.Is(err, cause) {
 				t.Fatalf("err %v, want it to wrap %q", err, cause)
 			}
@@ -371,7 +371,7 @@ func TestCapabilitiesBodyVerdicts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			layer, _ := tc.layer(t)
-			layer.Kind, layer.TypeName = Kind, "x:parcels"
+			layer.Kind, layer.Settings = Kind, Settings{TypeName: "x:parcels"}
 			c, reg := verdictClient(t)
 			_, err := c.Capabilities(t.Context(), *layer)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -390,14 +390,14 @@ func Negotiate(caps *Capabilities, layer source.Layer) (source.Layer, []string, 
 		return layer, nil, nil
 	}
 	s := settingsOf(layer)
-	ft, ok := caps.FeatureType(layer.TypeName)
+	ft, ok := caps.FeatureType(settingsOf(layer).TypeName)
 	if !ok {
 		names := make([]string, 0, min(len(caps.FeatureTypes), 10))
 		for _, t := range caps.FeatureTypes[:min(len(caps.FeatureTypes), 10)] {
 			names = append(names, t.Name)
 		}
 		return withSettings(layer, s), nil, fmt.Errorf("wfs: %w: feature type %q is not in the server's capabilities (it offers %s)",
-			source.ErrInvalidLayer, layer.TypeName, strings.Join(names, ", "))
+			source.ErrInvalidLayer, settingsOf(layer).TypeName, strings.Join(names, ", "))
 	}
 
 	if err := negotiateVersion(caps, &s, warn); err != nil {
@@ -543,7 +543,7 @@ func HitsURL(layer source.Layer) (*url.URL, error) {
 		tn = "typeNames"
 	}
 	return serviceURL(layer, kvpParams, [][2]string{
-		{"service", "WFS"}, {"version", v}, {"request", "GetFeature"}, {tn, layer.TypeName}, {"resultType", "hits"},
+		{"service", "WFS"}, {"version", v}, {"request", "GetFeature"}, {tn, settingsOf(layer).TypeName}, {"resultType", "hits"},
 	})
 }
 
@@ -731,8 +731,8 @@ type negotiationKey struct {
 
 func keyOf(l source.Layer) negotiationKey {
 	s := settingsOf(l)
-	return negotiationKey{kind: l.Kind, url: l.URL, typeName: l.TypeName, version: s.Version,
-		outputFormat: s.OutputFormat, idProperty: l.IDProperty, sortBy: l.SortBy, pageSize: l.PageSize, srid: l.SRID}
+	return negotiationKey{kind: l.Kind, url: l.URL, typeName: s.TypeName, version: s.Version,
+		outputFormat: s.OutputFormat, idProperty: l.IDProperty, sortBy: s.SortBy, pageSize: l.PageSize, srid: l.SRID}
 }
 
 type negotiated struct {
@@ -789,7 +789,7 @@ func (c *Client) Prepare(ctx context.Context, layer source.Layer) (source.Layer,
 	if err != nil {
 		return layer, warnings, err
 	}
-	c.base.Logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", layer.TypeName,
+	c.base.Logger.Info("negotiated WFS request", "origin", httpcall.OriginOf(layer.URL), "type_name", settingsOf(layer).TypeName,
 		"version", settingsOf(out).Version, "output_format", settingsOf(out).OutputFormat, "page_size", out.PageSize, "srid", out.SRID,
 		"vendor", caps.Vendor, "warnings", len(warnings))
 	nc.mu.Lock()

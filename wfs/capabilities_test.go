@@ -147,8 +147,7 @@ func TestNegotiate(t *testing.T) {
 		FeatureTypes:  []FeatureType{{Name: "x:roads", DefaultCRS: "EPSG:2264"}}}
 
 	layer := func(typeName, version, format string, pageSize int) source.Layer {
-		return source.Layer{Kind: Kind, URL: "https://gis.example/wfs?token=s3cret", TypeName: typeName,
-			Settings: Settings{Version: version, OutputFormat: format}, PageSize: pageSize}
+		return source.Layer{Kind: Kind, URL: "https://gis.example/wfs?token=s3cret", Settings: Settings{TypeName: typeName, Version: version, OutputFormat: format}, PageSize: pageSize}
 	}
 	tests := []struct {
 		name     string
@@ -167,13 +166,13 @@ func TestNegotiate(t *testing.T) {
 		{"a layer that cannot be served in 4326: GeoJSON in its DefaultCRS", nad27Only, layer("nc", Auto, Auto, 17),
 			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson"}, PageSize: 17, SRID: 4267}, 0, ""},
 		{"srsName in the URL wins over the default CRS", ms20,
-			source.Layer{Kind: Kind, URL: "http://h/wfs?SRSNAME=EPSG:4326", TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 17},
+			source.Layer{Kind: Kind, URL: "http://h/wfs?SRSNAME=EPSG:4326", Settings: Settings{TypeName: "nc", Version: Auto, OutputFormat: Auto}, PageSize: 17},
 			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json; subtype=geojson"}, PageSize: 17, SRID: 4326}, 0, ""},
 		{"geoserver prefers plain application/json", gs20, layer("topp:states", Auto, Auto, 1000),
 			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 1000, SRID: 0}, 0, ""},
 		{"projected default CRS", gs20, layer("nc:parcels", Auto, Auto, 1000),
 			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 1000, SRID: 2264}, 0, ""},
-		{"a configured SRID is kept", gs20, source.Layer{Kind: Kind, URL: "http://h/wfs", TypeName: "nc:parcels", Settings: Settings{Version: Auto, OutputFormat: Auto}, SRID: 32119},
+		{"a configured SRID is kept", gs20, source.Layer{Kind: Kind, URL: "http://h/wfs", Settings: Settings{TypeName: "nc:parcels", Version: Auto, OutputFormat: Auto}, SRID: 32119},
 			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, SRID: 32119}, 0, ""},
 		{"a fixed format is kept", gs20, layer("topp:states", Auto, "application/json", 1000),
 			source.Layer{Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 1000, SRID: 0}, 0, ""},
@@ -211,7 +210,7 @@ func TestNegotiate(t *testing.T) {
 			if len(warnings) != tt.warnings {
 				t.Errorf("warnings %q; want %d", warnings, tt.warnings)
 			}
-			if got.URL != tt.in.URL || got.TypeName != tt.in.TypeName {
+			if got.URL != tt.in.URL || settingsOf(got).TypeName != settingsOf(tt.in).TypeName {
 				t.Errorf("negotiation changed the URL or type name: %+v", got)
 			}
 			if err := Validate(got); err != nil {
@@ -224,7 +223,7 @@ func TestNegotiate(t *testing.T) {
 func TestCapabilitiesAndHitsURLs(t *testing.T) {
 	t.Parallel()
 	l := source.Layer{Kind: Kind, URL: "https://gis.example/wfs?token=abc&CQL_FILTER=x%3D1&outputFormat=json&VERSION=1.0.0",
-		TypeName: "ms:nc", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 17, SortBy: "FIPS"}
+		Settings: Settings{TypeName: "ms:nc", SortBy: "FIPS", Version: Auto, OutputFormat: Auto}, PageSize: 17}
 	u, err := CapabilitiesURL(l)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +283,7 @@ func TestClientPrepareCaches(t *testing.T) {
 	srv := serve(t, cs)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := newTestClient(t, 2, WithNegotiationTTL(time.Hour), WithClock(func() time.Time { return now }))
-	l := source.Layer{Kind: Kind, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 17}
+	l := source.Layer{Kind: Kind, URL: srv.URL + "/wfs?token=" + testToken, Settings: Settings{TypeName: "nc", Version: Auto, OutputFormat: Auto}, PageSize: 17}
 
 	for i, step := range []time.Duration{0, 30 * time.Minute, 31 * time.Minute} {
 		now = now.Add(step)
@@ -309,7 +308,7 @@ func TestClientPrepareCaches(t *testing.T) {
 func TestClientCapabilitiesErrors(t *testing.T) {
 	t.Parallel()
 	l := func(url string) source.Layer {
-		return source.Layer{Kind: Kind, URL: url + "/wfs?token=" + testToken, TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: Auto}}
+		return source.Layer{Kind: Kind, URL: url + "/wfs?token=" + testToken, Settings: Settings{TypeName: "nc", Version: Auto, OutputFormat: Auto}}
 	}
 	t.Run("exception report is the server's verdict", func(t *testing.T) {
 		t.Parallel()
@@ -368,7 +367,7 @@ func TestClientHits(t *testing.T) {
 			t.Parallel()
 			cs := &capsServer{hits: tt.body}
 			srv := serve(t, cs)
-			n, err := newTestClient(t, 1).Hits(t.Context(), source.Layer{Kind: Kind, URL: srv.URL, TypeName: "nc", Settings: Settings{Version: "2.0.0"}})
+			n, err := newTestClient(t, 1).Hits(t.Context(), source.Layer{Kind: Kind, URL: srv.URL, Settings: Settings{TypeName: "nc", Version: "2.0.0"}})
 			if n != tt.want || !errors.Is(err, tt.err) {
 				t.Errorf("hits %d, err %v; want %d, %v", n, err, tt.want, tt.err)
 			}
@@ -401,7 +400,7 @@ func TestNegotiatedRequestAsksWGS84(t *testing.T) {
 		{"GML says its own CRS", ms20, "http://h/wfs", "application/gml+xml; version=3.2", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := Negotiate(tt.caps, source.Layer{Kind: Kind, URL: tt.url, TypeName: "nc", Settings: Settings{Version: Auto, OutputFormat: tt.format}})
+			got, _, err := Negotiate(tt.caps, source.Layer{Kind: Kind, URL: tt.url, Settings: Settings{TypeName: "nc", Version: Auto, OutputFormat: tt.format}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -416,7 +415,7 @@ func TestNegotiatedRequestAsksWGS84(t *testing.T) {
 	}
 	// Without negotiation (a fixed version and format), a GeoJSON request
 	// asks for WGS 84 too.
-	u, err := RequestURL(source.Layer{Kind: Kind, URL: "http://h/wfs", TypeName: "nc", Settings: Settings{Version: "1.1.0", OutputFormat: "geojson"}}, 0)
+	u, err := RequestURL(source.Layer{Kind: Kind, URL: "http://h/wfs", Settings: Settings{TypeName: "nc", Version: "1.1.0", OutputFormat: "geojson"}}, 0)
 	if err != nil || u.Query().Get("srsName") != GeoJSONSRSName {
 		t.Errorf("fixed format: %v, %v; want srsName %s", u, err, GeoJSONSRSName)
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/encoding/geojson"
+	"github.com/ingestd/ingestd/encoding/gml"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
-	"github.com/ingestd/ingestd/gml"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/schema"
@@ -204,7 +204,7 @@ func (r *fetchRun) prepare() error {
 	}
 	if warning != "" {
 		r.stats.Warnings = append(r.stats.Warnings, warning)
-		r.c.base.Logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", r.layer.TypeName)
+		r.c.base.Logger.Warn(warning, "url", RedactURL(r.layer.URL), "type_name", settingsOf(r.layer).TypeName)
 	}
 	r.typer = schema.Typer(declared)
 	r.stats.Declared = declared
@@ -372,7 +372,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		// classify lets only decodable kinds through.
 		return breaker.Result{Outcome: breaker.Success, Err: &httpcall.BodyError{URL: redacted, Page: p.Index, Err: expected.Unrecognized("")}}
 	}
-	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: layer.SortBy,
+	fr := &pageReader{dec: dec, url: redacted, page: p.Index, ids: res.ids, fetched: res.fetched, sortBy: settingsOf(layer).SortBy,
 		idProperty: layer.IDProperty, body: a}
 
 	if r, failed := fr.readFirst(a, check, res); failed {

@@ -21,7 +21,7 @@ import (
 const testToken = "tok-8c1f3e"
 
 func wfsLayer(url string, pageSize int) source.Layer {
-	return source.Layer{Kind: Kind, URL: url + "/geoserver/wfs?token=" + testToken, TypeName: "county:parcels", PageSize: pageSize}
+	return source.Layer{Kind: Kind, URL: url + "/geoserver/wfs?token=" + testToken, Settings: Settings{TypeName: "county:parcels"}, PageSize: pageSize}
 }
 
 func TestFetchPaging(t *testing.T) {
@@ -405,7 +405,7 @@ func TestUserAgent(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"type":"FeatureCollection","features":[]}`))
 	}))
-	layer := source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/x.geojson"}
+	layer := source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: srv.URL + "/x.geojson"}
 	if _, err := newTestClient(t, 1, WithUserAgent("ingestd/test")).Fetch(t.Context(), layer, 0, (&collect{}).handle); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestDuplicateIDInOneResponse(t *testing.T) {
 		`{"type":"Feature","id":"a","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"n":3}}]}`
 	srv := serve(t, text(http.StatusOK, doc))
 	var c collect
-	_, err := newTestClient(t, 1).Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/p.geojson"}, 0, c.handle)
+	_, err := newTestClient(t, 1).Fetch(t.Context(), source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: srv.URL + "/p.geojson"}, 0, c.handle)
 	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `id "a" comes twice in page 0: the ids are not unique`) {
 		t.Fatalf("err = %v, want *source.IncompleteError naming the id twice in page 0", err)

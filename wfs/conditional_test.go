@@ -62,16 +62,18 @@ func TestConditionalFetch(t *testing.T) {
 		wantNotModified  bool
 		wantValidatorsOf bool // the response's validators are kept
 	}{
-		{"unpaged WFS at a document path: 304", func(u string) source.Layer { return source.Layer{Kind: Kind, TypeName: "t", URL: u + "/doc.geojson"} },
+		{"unpaged WFS at a document path: 304", func(u string) source.Layer {
+			return source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: u + "/doc.geojson"}
+		},
 			false, true, true, true},
 		{"server ignoring validators is served as before", func(u string) source.Layer {
-			return source.Layer{Kind: Kind, TypeName: "t", URL: u + "/doc.geojson"}
+			return source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: u + "/doc.geojson"}
 		}, true, true, false, true},
 		{"unpaged WFS: 304", func(u string) source.Layer {
-			return source.Layer{Kind: Kind, URL: u + "/wfs", TypeName: "t", Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}}
+			return source.Layer{Kind: Kind, URL: u + "/wfs", Settings: Settings{TypeName: "t", Version: "2.0.0", OutputFormat: "application/json"}}
 		}, false, true, true, true},
 		{"paged WFS sends and keeps none", func(u string) source.Layer {
-			return source.Layer{Kind: Kind, URL: u + "/wfs", TypeName: "t", Settings: Settings{Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 10}
+			return source.Layer{Kind: Kind, URL: u + "/wfs", Settings: Settings{TypeName: "t", Version: "2.0.0", OutputFormat: "application/json"}, PageSize: 10}
 		}, false, false, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ func DescribeURL(layer source.Layer) (*url.URL, error) {
 		tn = "typeNames"
 	}
 	return serviceURL(layer, kvpParams, [][2]string{
-		{"service", "WFS"}, {"version", v}, {"request", "DescribeFeatureType"}, {tn, layer.TypeName},
+		{"service", "WFS"}, {"version", v}, {"request", "DescribeFeatureType"}, {tn, settingsOf(layer).TypeName},
 	})
 }
 
@@ -49,7 +49,7 @@ func (c *Client) Describe(ctx context.Context, layer source.Layer) (*schema.Decl
 	var d *schema.Declared
 	err = c.getXML(ctx, layer, u, func(br *bufio.Reader) error {
 		var err error
-		d, err = schema.FromXSD(br, layer.TypeName)
+		d, err = schema.FromXSD(br, settingsOf(layer).TypeName)
 		return err
 	})
 	if err != nil {

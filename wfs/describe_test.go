@@ -60,7 +60,7 @@ func TestDescribeTypesGML(t *testing.T) {
 	var broken atomic.Bool
 	var describes atomic.Int64
 	url := parcelsServer(t, &broken, &describes)
-	layer := source.Layer{Kind: Kind, URL: url, TypeName: "county:parcels", Settings: Settings{Version: "2.0.0",
+	layer := source.Layer{Kind: Kind, URL: url, Settings: Settings{TypeName: "county:parcels", Version: "2.0.0",
 		OutputFormat: "application/gml+xml; version=3.2"}, DescribeSchema: true}
 	// A schema is reused for the negotiation TTL: 1ns asks every time.
 	c := newTestClient(t, 1, WithNegotiationTTL(time.Nanosecond))
@@ -136,7 +136,7 @@ func TestDescribeBounded(t *testing.T) {
 			}
 		}
 	})).URL
-	layer := source.Layer{Kind: Kind, URL: url, TypeName: "nc", Settings: Settings{Version: "2.0.0"}}
+	layer := source.Layer{Kind: Kind, URL: url, Settings: Settings{TypeName: "nc", Version: "2.0.0"}}
 	_, err := newTestClient(t, 1).Describe(t.Context(), layer)
 	if err == nil || !strings.Contains(err.Error(), "limits.body_bytes") || !strings.Contains(err.Error(), "DescribeFeatureType") {
 		t.Errorf("Describe of a %d MB answer: %v", maxDescribeBytes>>20+1, err)

@@ -7,7 +7,7 @@
 // DescribeFeatureType for the layer's declared schema (Describe). A layer
 // fetched in one request sends the validators of the last applied snapshot
 // back (conditional GET); a 304 is a fetch that is not modified. The
-// geojson, arcgis and ogcapi kinds are packages of their own (geojsonurl,
+// geojson, arcgis and ogcapi kinds are packages of their own (geojson,
 // arcgis, ogcapi).
 //
 // Every page request is one logical call to the breaker of its origin

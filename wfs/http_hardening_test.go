@@ -64,7 +64,7 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 	c := NewClient(nil, testRegistry(t, 1), logger)
 	headers := map[string]string{"X-Api-Key": headerSecret}
 
-	auto := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "parcels", Settings: Settings{Version: Auto, OutputFormat: Auto}, PageSize: 10, Headers: headers}
+	auto := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", Settings: Settings{TypeName: "parcels", Version: Auto, OutputFormat: Auto}, PageSize: 10, Headers: headers}
 	layer, _, err := c.Prepare(t.Context(), auto)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestFeedHeadersOnEveryRequest(t *testing.T) {
 		t.Fatalf("fetch: %v, %d features", err, col.total())
 	}
 	// A failing request must not leak the header either.
-	missing := source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/geojson/nope.geojson", Headers: headers}
+	missing := source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: srv.URL + "/geojson/nope.geojson", Headers: headers}
 	_, ferr := c.Fetch(t.Context(), missing, 0, (&collect{}).handle)
 	if ferr == nil || strings.Contains(ferr.Error(), headerSecret) {
 		t.Errorf("missing document: %v", ferr)
@@ -145,7 +145,7 @@ func TestBodyLimitPerFeed(t *testing.T) {
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	c := NewClient(nil, reg, nil)
 
-	small := source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/geojson/parcels.geojson", Limits: feature.Limits{BodyBytes: 4000}}
+	small := source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: srv.URL + "/geojson/parcels.geojson", Limits: feature.Limits{BodyBytes: 4000}}
 	_, err := c.Fetch(t.Context(), small, 0, (&collect{}).handle)
 	var le *feature.LimitError
 	if !errors.As(err, &le) || le.Name != "body_bytes" || le.Max != 4000 || !strings.Contains(err.Error(), "limits.body_bytes") {
@@ -163,12 +163,12 @@ func TestBodyLimitPerFeed(t *testing.T) {
 		t.Fatalf("default limit: %v, %d features", err, col.total())
 	}
 	// GetCapabilities is bounded by the same limit.
-	caps := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "parcels", Limits: feature.Limits{BodyBytes: 500}}
+	caps := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", Settings: Settings{TypeName: "parcels"}, Limits: feature.Limits{BodyBytes: 500}}
 	_, err = c.Capabilities(t.Context(), caps)
 	if !errors.As(err, &le) || le.Max != 500 {
 		t.Errorf("capabilities over the limit: %v, want *LimitError", err)
 	}
-	if _, err := c.Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "parcels"}); err != nil {
+	if _, err := c.Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", Settings: Settings{TypeName: "parcels"}}); err != nil {
 		t.Errorf("capabilities under the default limit: %v", err)
 	}
 	for _, s := range reg.Snapshot() {
@@ -226,7 +226,7 @@ func TestContentErrorsAreTheFeeds(t *testing.T) {
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
 	c := NewClient(nil, reg, nil)
 	layer := func(name string) source.Layer {
-		return source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: name, PageSize: 10}
+		return source.Layer{Kind: Kind, URL: srv.URL + "/wfs", Settings: Settings{TypeName: name}, PageSize: 10}
 	}
 	state := func() breaker.OriginState {
 		for _, s := range reg.Snapshot() {
@@ -299,7 +299,7 @@ func TestByteOrderMark(t *testing.T) {
 			w.Write([]byte("\xef\xbb\xbf"))
 			fx.ServeHTTP(w, r)
 		}))
-		if _, err := NewClient(nil, nil, nil).Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
+		if _, err := NewClient(nil, nil, nil).Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", Settings: Settings{TypeName: "x"}}); err != nil {
 			t.Errorf("capabilities after a BOM: %v", err)
 		}
 	})
@@ -324,7 +324,7 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 				w.Write(data)
 			}))
 			var col collect
-			stats, err := NewClient(&http.Client{}, nil, nil).Fetch(t.Context(), source.Layer{Kind: Kind, TypeName: "t", URL: srv.URL + "/p.json"}, 0, col.handle)
+			stats, err := NewClient(&http.Client{}, nil, nil).Fetch(t.Context(), source.Layer{Kind: Kind, Settings: Settings{TypeName: "t"}, URL: srv.URL + "/p.json"}, 0, col.handle)
 			var ie *source.IncompleteError // the recorded page promises 12 of which it holds 3
 			if !errors.As(err, &ie) || col.total() != 3 || stats.Bytes != int64(len(data)) {
 				t.Fatalf("err %v, %d features, %d bytes; want the 3 features read", err, col.total(), stats.Bytes)
@@ -342,7 +342,7 @@ func TestGzipLabelOnPlainBody(t *testing.T) {
 			w.Header().Set("Content-Encoding", "gzip")
 			fx.ServeHTTP(w, r)
 		}))
-		if _, err := NewClient(&http.Client{}, nil, nil).Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "x"}); err != nil {
+		if _, err := NewClient(&http.Client{}, nil, nil).Capabilities(t.Context(), source.Layer{Kind: Kind, URL: srv.URL + "/wfs", Settings: Settings{TypeName: "x"}}); err != nil {
 			t.Errorf("plain capabilities labelled gzip: %v", err)
 		}
 	})
@@ -380,7 +380,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	t.Parallel()
 	s := &shuffledWFS{n: 50}
 	srv := serve(t, s)
-	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", TypeName: "x", PageSize: 10}
+	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs", Settings: Settings{TypeName: "x"}, PageSize: 10}
 	_, err := NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	var ie *source.IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") || !strings.Contains(err.Error(), "sort_by") {
@@ -396,7 +396,7 @@ func TestUnstablePagingStopsEarly(t *testing.T) {
 	fx.AddLayer("parcels", parcels)
 	fx.SetFault(wfstest.UnstablePages("parcels", parcels))
 	fsrv := serve(t, fx)
-	layer = source.Layer{Kind: Kind, URL: fsrv.URL + "/wfs", TypeName: "parcels", PageSize: 10}
+	layer = source.Layer{Kind: Kind, URL: fsrv.URL + "/wfs", Settings: Settings{TypeName: "parcels"}, PageSize: 10}
 	_, err = NewClient(nil, testRegistry(t, 1), nil).Fetch(t.Context(), layer, 0, (&collect{}).handle)
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "paging is unstable") {
 		t.Fatalf("fixture: err %v, want *source.IncompleteError for unstable paging", err)
@@ -430,7 +430,7 @@ func TestPollTimeoutNamesThePages(t *testing.T) {
 		}
 		return err
 	}
-	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs?token=" + testToken, TypeName: "x", PageSize: 5}
+	layer := source.Layer{Kind: Kind, URL: srv.URL + "/wfs?token=" + testToken, Settings: Settings{TypeName: "x"}, PageSize: 5}
 	stats, err := NewClient(nil, reg, nil).Fetch(ctx, layer, 0, handle)
 	var te *source.TimeoutError
 	if !errors.As(err, &te) || te.Pages != stats.Pages || stats.Pages != 2 {

@@ -86,7 +86,7 @@ func (f *redirectFixture) state(t *testing.T, raw string) breaker.OriginState {
 }
 
 func (f *redirectFixture) layer(base, path string, follow bool) source.Layer {
-	return source.Layer{Kind: Kind, URL: base + path + "?token=" + testToken, TypeName: "parcels", PageSize: 5,
+	return source.Layer{Kind: Kind, URL: base + path + "?token=" + testToken, Settings: Settings{TypeName: "parcels"}, PageSize: 5,
 		Headers: map[string]string{"X-Api-Key": headerSecret}, CrossOriginRedirects: follow}
 }
 

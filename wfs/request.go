@@ -42,7 +42,7 @@ func validate(l source.Layer) error {
 	if l.Kind != Kind {
 		return fmt.Errorf("%w: kind %q: want %q", source.ErrInvalidLayer, l.Kind, Kind)
 	}
-	if l.TypeName == "" {
+	if settingsOf(l).TypeName == "" {
 		return fmt.Errorf("%w: WFS layer without a type name", source.ErrInvalidLayer)
 	}
 	if s := settingsOf(l); s.Version == Auto || s.OutputFormat == Auto {
@@ -85,16 +85,16 @@ func requestURL(layer source.Layer, startIndex int) (*url.URL, error) {
 	}
 	ours := [][2]string{{"service", "WFS"}, {"version", version}, {"request", "GetFeature"}}
 	if version == "2.0.0" {
-		ours = append(ours, [2]string{"typeNames", layer.TypeName})
+		ours = append(ours, [2]string{"typeNames", settingsOf(layer).TypeName})
 	} else {
-		ours = append(ours, [2]string{"typeName", layer.TypeName})
+		ours = append(ours, [2]string{"typeName", settingsOf(layer).TypeName})
 	}
 	ours = append(ours, [2]string{"outputFormat", format})
 	if wgs84SRSName(layer, format) {
 		ours = append(ours, [2]string{"srsName", GeoJSONSRSName})
 	}
-	if layer.SortBy != "" {
-		ours = append(ours, [2]string{"sortBy", layer.SortBy})
+	if settingsOf(layer).SortBy != "" {
+		ours = append(ours, [2]string{"sortBy", settingsOf(layer).SortBy})
 	}
 	if layer.PageSize > 0 {
 		ours = append(ours, [2]string{"startIndex", strconv.Itoa(startIndex)})

@@ -18,18 +18,18 @@ func TestRequestURL(t *testing.T) {
 	}{
 		{
 			name:       "2.0.0 paged with sortBy, token kept, ours override theirs case-insensitively",
-			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&SERVICE=wms&COUNT=5&cql_filter=status%3D%27A%27", TypeName: "county:parcels", PageSize: 1000, SortBy: "pin_num ASC"},
+			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&SERVICE=wms&COUNT=5&cql_filter=status%3D%27A%27", Settings: Settings{TypeName: "county:parcels", SortBy: "pin_num ASC"}, PageSize: 1000},
 			startIndex: 2000,
 			want:       "https://gis.example.gov/geoserver/wfs?token=s3cr%2Ft&cql_filter=status%3D%27A%27&service=WFS&version=2.0.0&request=GetFeature&typeNames=county%3Aparcels&outputFormat=application%2Fjson&srsName=EPSG%3A4326&sortBy=pin_num+ASC&startIndex=2000&count=1000",
 		},
 		{
 			name:  "2.0.0 unpaged, explicit json format",
-			layer: source.Layer{Kind: "wfs", URL: "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map", TypeName: "zoning", Settings: Settings{Version: "2.0.0", OutputFormat: "json"}},
+			layer: source.Layer{Kind: "wfs", URL: "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map", Settings: Settings{TypeName: "zoning", Version: "2.0.0", OutputFormat: "json"}},
 			want:  "http://maps.example.org/cgi-bin/mapserv?map=/srv/zoning.map&service=WFS&version=2.0.0&request=GetFeature&typeNames=zoning&outputFormat=json&srsName=EPSG%3A4326",
 		},
 		{
 			name:       "1.1.0 uses typeName and maxFeatures, drops a stray typeNames",
-			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/wfs?typeNames=old&MaxFeatures=1", TypeName: "roads", Settings: Settings{Version: "1.1.0"}, PageSize: 500},
+			layer:      source.Layer{Kind: "wfs", URL: "https://gis.example.gov/wfs?typeNames=old&MaxFeatures=1", Settings: Settings{TypeName: "roads", Version: "1.1.0"}, PageSize: 500},
 			startIndex: 500,
 			want:       "https://gis.example.gov/wfs?service=WFS&version=1.1.0&request=GetFeature&typeName=roads&outputFormat=application%2Fjson&srsName=EPSG%3A4326&startIndex=500&maxFeatures=500",
 		},
@@ -51,17 +51,17 @@ func TestRequestURLInvalid(t *testing.T) {
 	t.Parallel()
 	for _, l := range []source.Layer{
 		{Kind: "wfs", URL: "https://x.example/wfs"},                                                  // no type name
-		{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", Settings: Settings{Version: "3"}}, // unknown version
-		{Kind: "wms", URL: "https://x.example/wms", TypeName: "a"},
-		{Kind: "geojson", URL: "https://x.example/a.json", TypeName: "a"}, // another kind's layer
-		{Kind: "wfs", URL: "ftp://x.example/wfs", TypeName: "a"},
-		{Kind: "wfs", URL: "/relative/wfs", TypeName: "a"},
+		{Kind: "wfs", URL: "https://x.example/wfs", Settings: Settings{TypeName: "a", Version: "3"}}, // unknown version
+		{Kind: "wms", URL: "https://x.example/wms", Settings: Settings{TypeName: "a"}},
+		{Kind: "geojson", URL: "https://x.example/a.json", Settings: Settings{TypeName: "a"}}, // another kind's layer
+		{Kind: "wfs", URL: "ftp://x.example/wfs", Settings: Settings{TypeName: "a"}},
+		{Kind: "wfs", URL: "/relative/wfs", Settings: Settings{TypeName: "a"}},
 	} {
 		if _, err := RequestURL(l, 0); !errors.Is(err, source.ErrInvalidLayer) {
 			t.Errorf("RequestURL(%+v) = %v, want source.ErrInvalidLayer", l, err)
 		}
 	}
-	if _, err := RequestURL(source.Layer{Kind: "wfs", URL: "https://x.example/wfs", TypeName: "a", PageSize: 10}, -10); !errors.Is(err, source.ErrInvalidLayer) {
+	if _, err := RequestURL(source.Layer{Kind: "wfs", URL: "https://x.example/wfs", Settings: Settings{TypeName: "a"}, PageSize: 10}, -10); !errors.Is(err, source.ErrInvalidLayer) {
 		t.Errorf("start index -10: %v, want source.ErrInvalidLayer", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestRedactURL(t *testing.T) {
 
 func TestValidateDoesNotLeak(t *testing.T) {
 	t.Parallel()
-	err := Validate(source.Layer{Kind: "wfs", TypeName: "a", URL: "http://usertok@x.example:bad/wfs?pw=topsecret"})
+	err := Validate(source.Layer{Kind: "wfs", Settings: Settings{TypeName: "a"}, URL: "http://usertok@x.example:bad/wfs?pw=topsecret"})
 	if err == nil || strings.Contains(err.Error(), "topsecret") || strings.Contains(err.Error(), "usertok") {
 		t.Fatalf("Validate = %v; want an error without the token", err)
 	}

@@ -28,10 +28,19 @@ type Settings struct {
 	// OutputFormat is the GetFeature outputFormat ("": DefaultOutputFormat),
 	// or Auto before Client.Prepare negotiates it.
 	OutputFormat string
+	// TypeName is the feature type, e.g. "topp:states" (type_name).
+	TypeName string
+	// SortBy is sent as sortBy so that paging sees a stable order
+	// (sort_by); "" sends none.
+	SortBy string
 }
 
 // Identity lists the version and the output format.
 func (s Settings) Identity() []string { return []string{s.Version, s.OutputFormat} }
+
+// LayerNames returns the feature type and the sort order, which the poll's
+// request key hashes in slots of their own (source.NamedLayer).
+func (s Settings) LayerNames() (typeName, sortBy string) { return s.TypeName, s.SortBy }
 
 // version is the version asked for: Version, else DefaultVersion.
 func (s Settings) version() string {
@@ -60,11 +69,11 @@ var ownParams = []string{"service", "request", "version", "typename", "typenames
 	"count", "maxfeatures", "startindex", "sortby", "resulttype"}
 
 // Spec is the wfs kind as the registry of kinds lists it: its keys
-// (version and output_format, also in the defaults block), their parser
-// and its fetcher.
+// (type_name and sort_by; version and output_format, also in the defaults
+// block), their parser and its fetcher.
 func Spec() kindconf.Spec {
 	keys := []string{"version", "output_format"}
-	return kindconf.Spec{Name: Kind, Keys: keys, DefaultKeys: keys, ParseDefaults: parseDefaults, Parse: parseFeed, DescribeSchema: true,
+	return kindconf.Spec{Name: Kind, Keys: append([]string{"type_name", "sort_by"}, keys...), DefaultKeys: keys, ParseDefaults: parseDefaults, Parse: parseFeed, DescribeSchema: true,
 		NewFetcher: newFetcher}
 }
 
@@ -119,7 +128,14 @@ func parseFeed(f *kindconf.Feed) source.Settings {
 		s = Settings{Version: DefaultVersion, OutputFormat: DefaultOutputFormat}
 	}
 	readSettings(f.Parser, f.Map, f.Path, &s)
-	if tn, present := f.Str(f.Map, "type_name", f.Path); f.TypeName == "" && (!present || tn.OK) && !f.Map.Typo("type_name") {
+	tn, present := f.Str(f.Map, "type_name", f.Path)
+	if present && tn.OK {
+		s.TypeName = tn.Val
+	}
+	if sb, present := f.Str(f.Map, "sort_by", f.Path); present && sb.OK {
+		s.SortBy = sb.Val
+	}
+	if s.TypeName == "" && (!present || tn.OK) && !f.Map.Typo("type_name") {
 		f.Errorf(f.Map.Node, f.Field("type_name"), "required for a wfs feed (the WFS typeName, e.g. \"topp:states\")")
 	}
 	if f.URL != "" {
@@ -131,7 +147,7 @@ func parseFeed(f *kindconf.Feed) source.Settings {
 			at = f.Map.Node
 		}
 		f.Warnf(at, f.Field("page_size"), "0 fetches the whole layer in one request; servers cap responses (e.g. GeoServer's maxFeatures) and a capped layer looks complete")
-	} else if f.SortBy == "" {
+	} else if s.SortBy == "" {
 		f.Warnf(f.Map.Node, f.Field("sort_by"), "paging without sort_by: some servers return pages in no stable order, so features can be skipped or repeated")
 	}
 	return s

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 )
 
 // Edit tracking: a layer with an edit date field on every

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 )
 
 // Feature is one feature of a fixture layer.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 )
 
 // viewOf is the feed's typed view's name.

@@ -25,7 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojsonurl"
+	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/source"
@@ -122,8 +122,8 @@ func headersSent(t *testing.T) bool {
 		fmt.Fprint(w, `{"type":"FeatureCollection","features":[]}`)
 	}))
 	defer ts.Close()
-	layer := source.Layer{Kind: geojsonurl.Kind, URL: ts.URL + "/a.geojson", Headers: map[string]string{"X-Probe": "probe"}}
-	_, _ = geojsonurl.NewClient(ts.Client(), nil, nil).Fetch(t.Context(), layer, 0,
+	layer := source.Layer{Kind: geojson.Kind, URL: ts.URL + "/a.geojson", Headers: map[string]string{"X-Probe": "probe"}}
+	_, _ = geojson.NewClient(ts.Client(), nil, nil).Fetch(t.Context(), layer, 0,
 		func(_ context.Context, _ source.Page, fr feature.FeatureReader) error {
 			for {
 				if _, err := fr.Next(); err != nil {

@@ -15,19 +15,35 @@ import (
 )
 
 // ReadTestdata returns the recorded response name from the repository's
-// testdata/wfs, read from a package directory one level below the root.
+// testdata/wfs.
 func ReadTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(TestdataDir, name))
+	b, err := os.ReadFile(filepath.Join(TestdataDir(t), name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// TestdataDir is the directory of the recorded responses, relative to a
-// package directory one level below the repository's root.
-const TestdataDir = "../testdata/wfs"
+// TestdataDir is the directory of the recorded responses, found from the
+// test's package directory (at any depth) by the module's go.mod.
+func TestdataDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "testdata", "wfs")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("featuretest: no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
 
 // GMLDoc wraps content (a feature's properties) in the collection of a GML
 // version: 2 (WFS 1.0), 3.1.1 (WFS 1.1) or 3.2 (WFS 2.0).

@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/internal/interoptest"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/schema"

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/ingestd/ingestd/arcgis/arcgistest"
-	"github.com/ingestd/ingestd/esrijson"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/internal/layertest"
 	"github.com/ingestd/ingestd/socrata/socratatest"
 	"github.com/ingestd/ingestd/wfs/wfstest"

@@ -1,5 +1,5 @@
-// Package kindconf is the seam between the feed kinds (wfs, geojsonurl,
-// arcgis, ogcapi, download, socrata) and the rest of ingestd: what a kind
+// Package kindconf is the seam between the feed kinds (wfs, geojson,
+// arcgis, ogcapi, file, socrata) and the rest of ingestd: what a kind
 // tells the config loader (package config) about its settings and the
 // engine (package feeds) about its fetcher, and what the loader hands a
 // kind's parser. It lets each kind's package own its settings (parse,
@@ -83,14 +83,10 @@ type Feed struct {
 	Kind string
 	// URL is the feed's url; the parser clears it when it refuses it.
 	URL string
-	// TypeName is the feed's type_name ("" when none).
-	TypeName string
 	// PageSize is the resolved page size; PageSizeNode is its node when
 	// the feed sets page_size itself (nil when inherited).
 	PageSize     int
 	PageSizeNode *yaml.Node
-	// SortBy is the feed's sort_by.
-	SortBy string
 	// Headers are the feed's headers (jurisdiction's included); a kind
 	// that sends a secret in a header (arcgis' token) replaces the map.
 	Headers map[string]string
@@ -111,7 +107,7 @@ func (f *Feed) At(key string) *yaml.Node {
 }
 
 // Ignore warns about each of keys that the feed sets: a common setting this
-// kind does not read ("type_name: ignored for a geojson feed").
+// kind does not read ("page_size: ignored for a geojson feed").
 func (f *Feed) Ignore(keys ...string) {
 	for _, k := range keys {
 		if n, ok := f.Map.Get(k); ok {

@@ -8,8 +8,8 @@ package kinds
 
 import (
 	"github.com/ingestd/ingestd/arcgis"
-	"github.com/ingestd/ingestd/download"
-	"github.com/ingestd/ingestd/geojsonurl"
+	"github.com/ingestd/ingestd/file"
+	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/internal/kindconf"
 	"github.com/ingestd/ingestd/ogcapi"
 	"github.com/ingestd/ingestd/socrata"
@@ -24,10 +24,10 @@ import (
 func All() []kindconf.Spec {
 	return []kindconf.Spec{
 		wfs.Spec(),
-		geojsonurl.Spec(),
+		geojson.Spec(),
 		arcgis.Spec(),
 		ogcapi.Spec(),
-		download.Spec(),
+		file.Spec(),
 		socrata.Spec(),
 	}
 }

@@ -1,7 +1,10 @@
 package kinds_test
 
 import (
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/internal/kindconf"
@@ -41,5 +44,20 @@ func TestEveryKindIsComplete(t *testing.T) {
 	}
 	if _, ok := kinds.Lookup("shapefile"); ok {
 		t.Error("Lookup found a kind that is not registered")
+	}
+}
+
+// TestKindIsItsPackage: a kind's package is the directory named as its
+// YAML kind (kind: file is package file), so that the config leads to the
+// code without a table. The package is the one that defines the kind's
+// settings parser.
+func TestKindIsItsPackage(t *testing.T) {
+	const module = "github.com/ingestd/ingestd/"
+	for _, k := range kinds.All() {
+		fn := runtime.FuncForPC(reflect.ValueOf(k.Parse).Pointer()).Name() // module/pkg.func
+		pkg := fn[:strings.LastIndex(fn, ".")]
+		if want := module + k.Name; pkg != want {
+			t.Errorf("kind %q is parsed by package %s, want %s", k.Name, pkg, want)
+		}
 	}
 }

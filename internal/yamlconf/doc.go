@@ -7,6 +7,6 @@
 //
 // It knows nothing of ingestd's settings: package feeds walks the common
 // feed model with it, and each feed kind's package (wfs, arcgis, ogcapi,
-// geojsonurl) reads its own settings with it, so that a kind need not
+// geojson) reads its own settings with it, so that a kind need not
 // import feeds.
 package yamlconf

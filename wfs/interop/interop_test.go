@@ -219,7 +219,7 @@ func TestMapServer(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 				defer cancel()
 
-				layer := source.Layer{Kind: wfs.Kind, URL: c.url(f.base), TypeName: "nc", Settings: wfs.Settings{Version: c.version}}
+				layer := source.Layer{Kind: wfs.Kind, URL: c.url(f.base), Settings: wfs.Settings{TypeName: "nc", Version: c.version}}
 				hits, err := f.client.Hits(ctx, layer)
 				if err != nil || hits != wantCounties {
 					t.Fatalf("resultType=hits: %d, %v; want %d", hits, err, wantCounties)
@@ -333,7 +333,7 @@ func TestMapServerNegotiation(t *testing.T) {
 	client := wfs.NewClient(&http.Client{}, nil, nil)
 	for _, version := range []string{wfs.Auto, "1.1.0", "2.0.0"} {
 		t.Run(version, func(t *testing.T) {
-			layer := source.Layer{Kind: wfs.Kind, URL: base, TypeName: "nc", Settings: wfs.Settings{Version: version, OutputFormat: wfs.Auto}, PageSize: pageSize}
+			layer := source.Layer{Kind: wfs.Kind, URL: base, Settings: wfs.Settings{TypeName: "nc", Version: version, OutputFormat: wfs.Auto}, PageSize: pageSize}
 			caps, err := client.Capabilities(t.Context(), layer)
 			if err != nil {
 				t.Fatal(err)

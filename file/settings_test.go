@@ -1,11 +1,11 @@
-package download_test
+package file_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/config"
-	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/file"
 )
 
 // TestSettings: the file kind's settings are read and checked by the
@@ -23,11 +23,11 @@ jurisdictions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := cfg.Jurisdictions[0].Feeds[0].Settings.(download.Settings)
+	s := cfg.Jurisdictions[0].Feeds[0].Settings.(file.Settings)
 	if s.Layer != "Parcels" || s.SRID != 2264 || s.Encoding != "windows-1252" || s.Format != "" {
 		t.Errorf("settings %+v", s)
 	}
-	if p := cfg.Jurisdictions[0].Feeds[1].Settings.(download.Settings); p.X != "lon" || p.Y != "lat" || p.Format != "csv" {
+	if p := cfg.Jurisdictions[0].Feeds[1].Settings.(file.Settings); p.X != "lon" || p.Y != "lat" || p.Format != "csv" {
 		t.Errorf("settings %+v", p)
 	}
 	bad := `
@@ -60,7 +60,7 @@ jurisdictions:
 }
 
 // oneLayerFake is a reader of one layer, as gpkg's and flatgeobuf's are.
-type oneLayerFake struct{ download.FileReader }
+type oneLayerFake struct{ file.FileReader }
 
 func (oneLayerFake) Layer() string { return "parcels" }
 
@@ -68,7 +68,7 @@ func (oneLayerFake) Layer() string { return "parcels" }
 // layer.
 func TestFromOneLayer(t *testing.T) {
 	t.Parallel()
-	if got := download.FromOneLayer(oneLayerFake{}).Layers(); len(got) != 1 || got[0] != "parcels" {
+	if got := file.FromOneLayer(oneLayerFake{}).Layers(); len(got) != 1 || got[0] != "parcels" {
 		t.Errorf("Layers() = %v", got)
 	}
 }

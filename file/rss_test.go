@@ -1,4 +1,4 @@
-package download_test
+package file_test
 
 import (
 	"io"
@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/file"
 )
 
 // rssChildEnv makes the test binary a child that reads one CSV of a 100 MB
@@ -64,7 +64,7 @@ func longLineChild(t *testing.T) {
 		io.WriteString(w, ",POINT (1 2)\n")
 	}))
 	defer srv.Close()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
-	_, err := c.Fetch(t.Context(), layer(srv.URL+"/long.csv", download.Settings{}), 0, (&collect{}).handle)
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(t.TempDir()))
+	_, err := c.Fetch(t.Context(), layer(srv.URL+"/long.csv", file.Settings{}), 0, (&collect{}).handle)
 	t.Logf("LONG-LINE: %v", err)
 }

@@ -1,4 +1,4 @@
-package download
+package file
 
 import (
 	"bufio"
@@ -15,8 +15,8 @@ import (
 	"github.com/twpayne/go-geom"
 	"github.com/twpayne/go-geom/encoding/wkt"
 
+	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/shapefile"
 )

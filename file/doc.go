@@ -1,4 +1,4 @@
-// Package download fetches feeds of kind "file": a downloadable file at a
+// Package file fetches feeds of kind "file": a downloadable file at a
 // URL (a zipped Shapefile, a GeoPackage, FlatGeobuf, GeoJSON or CSV), as
 // counties publish them on their websites and open-data hubs.
 //
@@ -20,4 +20,4 @@
 // and no Shapefile is that file, copied out within the same bound.
 //
 // Its errors name the kind once: "file: …".
-package download
+package file

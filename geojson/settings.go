@@ -1,4 +1,4 @@
-package geojsonurl
+package geojson
 
 import (
 	"github.com/ingestd/ingestd/internal/kindconf"
@@ -10,19 +10,19 @@ const Kind = "geojson"
 
 // Spec is the geojson kind as the registry of kinds lists it: it has no
 // settings of its own, and it reads the document as it is, so the paging
-// and type settings are ignored with a warning.
+// setting is ignored with a warning.
 func Spec() kindconf.Spec {
 	return kindconf.Spec{Name: Kind, Parse: parseFeed, NewFetcher: newFetcher}
 }
 
-// newFetcher is the geojsonurl kind's fetcher, as the registry of kinds builds
+// newFetcher is the geojson kind's fetcher, as the registry of kinds builds
 // it: a Client over the process's shared dependencies.
 func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 func parseFeed(f *kindconf.Feed) source.Settings {
-	f.Ignore("type_name", "page_size")
-	f.TypeName, f.PageSize = "", 0
+	f.Ignore("page_size")
+	f.PageSize = 0
 	return nil
 }

@@ -1,4 +1,4 @@
-package download_test
+package file_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/file"
 	"github.com/ingestd/ingestd/internal/gdaltest"
 )
 
@@ -30,12 +30,12 @@ func TestFlatGeobufWithoutName(t *testing.T) {
 	}
 	srv := serveFiles(t, map[string]string{"parcels.fgb": string(body)})
 	tmp := t.TempDir()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(tmp))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(tmp))
 	var col collect
-	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/parcels.fgb", download.Settings{Layer: "parcels"}), 0, col.handle); err != nil || len(col.props) != 1 {
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/parcels.fgb", file.Settings{Layer: "parcels"}), 0, col.handle); err != nil || len(col.props) != 1 {
 		t.Errorf("layer parcels: %d features, %v; want 1", len(col.props), err)
 	}
-	_, err = c.Fetch(t.Context(), layer(srv.URL+"/parcels.fgb", download.Settings{Layer: "roads"}), 0, (&collect{}).handle)
+	_, err = c.Fetch(t.Context(), layer(srv.URL+"/parcels.fgb", file.Settings{Layer: "roads"}), 0, (&collect{}).handle)
 	if err == nil || strings.Contains(err.Error(), "ingestd-file-") || !strings.Contains(err.Error(), `"parcels"`) {
 		t.Errorf("layer roads: %v; want refused naming the layer parcels, not a temporary file", err)
 	}

@@ -1,4 +1,4 @@
-package geojsonurl
+package geojson
 
 import (
 	"context"

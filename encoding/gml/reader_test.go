@@ -456,7 +456,7 @@ func TestScanFloat(t *testing.T) {
 }
 
 func FuzzGMLReader(f *testing.F) {
-	entries, err := os.ReadDir(featuretest.TestdataDir)
+	entries, err := os.ReadDir(featuretest.TestdataDir(f))
 	if err != nil {
 		f.Fatal(err)
 	}

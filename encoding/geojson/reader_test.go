@@ -302,7 +302,7 @@ func TestGeoJSONReaderReusesFeature(t *testing.T) {
 }
 
 func FuzzGeoJSONReader(f *testing.F) {
-	entries, err := os.ReadDir(featuretest.TestdataDir)
+	entries, err := os.ReadDir(featuretest.TestdataDir(f))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,11 +1,11 @@
-package download_test
+package file_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/config"
-	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/file"
 )
 
 // TestCSVSeparator: separator: splits a CSV on another character (a quoted
@@ -15,10 +15,10 @@ func TestCSVSeparator(t *testing.T) {
 	t.Parallel()
 	semi := "id;lon;lat;voie\n1;2,35;48,85;\"rue de la Paix; bis\"\n2;2.36;48.86;\"quai\nhaut\"\n"
 	srv := serveFiles(t, map[string]string{"a.csv": semi, "a.csv.gz": gzipped(t, semi)})
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(t.TempDir()))
 	for _, name := range []string{"a.csv", "a.csv.gz"} {
 		var col collect
-		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{Separator: ';', X: "id", Y: "id"}), 0, col.handle); err != nil {
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, file.Settings{Separator: ';', X: "id", Y: "id"}), 0, col.handle); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		want := `{"lon":"2,35","lat":"48,85","voie":"rue de la Paix; bis"}` + "\n" + `{"lon":2.36,"lat":48.86,"voie":"quai\u000ahaut"}`
@@ -38,10 +38,10 @@ jurisdictions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := cfg.Jurisdictions[0].Feeds[0].Settings.(download.Settings); s.Separator != ';' {
+	if s := cfg.Jurisdictions[0].Feeds[0].Settings.(file.Settings); s.Separator != ';' {
 		t.Errorf("separator %q", s.Separator)
 	}
-	if s := cfg.Jurisdictions[0].Feeds[1].Settings.(download.Settings); s.Separator != '\t' {
+	if s := cfg.Jurisdictions[0].Feeds[1].Settings.(file.Settings); s.Separator != '\t' {
 		t.Errorf("separator %q", s.Separator)
 	}
 	bad := `
@@ -74,14 +74,14 @@ func TestCSVHeaderLine(t *testing.T) {
 		"bad.csv":      "title\nx,y,num\n1,2,12\n3,4\n",
 		"noheader.csv": "1,2,12\n3,4,14\n",
 	})
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(t.TempDir()))
 	for _, tc := range []struct {
 		file string
-		s    download.Settings
+		s    file.Settings
 		want string
 	}{
-		{"title.csv", download.Settings{HeaderLine: 2}, `{"num":12}` + "\n" + `{"num":14}`},
-		{"noheader.csv", download.Settings{NoHeader: true, X: "COLUMN1", Y: "COLUMN2"}, `{"COLUMN3":12}` + "\n" + `{"COLUMN3":14}`},
+		{"title.csv", file.Settings{HeaderLine: 2}, `{"num":12}` + "\n" + `{"num":14}`},
+		{"noheader.csv", file.Settings{NoHeader: true, X: "COLUMN1", Y: "COLUMN2"}, `{"COLUMN3":12}` + "\n" + `{"COLUMN3":14}`},
 	} {
 		var col collect
 		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+tc.file, tc.s), 0, col.handle); err != nil {
@@ -92,11 +92,11 @@ func TestCSVHeaderLine(t *testing.T) {
 		}
 	}
 	var col collect
-	_, err := c.Fetch(t.Context(), layer(srv.URL+"/bad.csv", download.Settings{HeaderLine: 2}), 0, col.handle)
+	_, err := c.Fetch(t.Context(), layer(srv.URL+"/bad.csv", file.Settings{HeaderLine: 2}), 0, col.handle)
 	if err == nil || !strings.Contains(err.Error(), "line 4: 2 fields where the header has 3") {
 		t.Errorf("bad.csv: %v", err)
 	}
-	_, err = c.Fetch(t.Context(), layer(srv.URL+"/noheader.csv", download.Settings{HeaderLine: 5}), 0, col.handle)
+	_, err = c.Fetch(t.Context(), layer(srv.URL+"/noheader.csv", file.Settings{HeaderLine: 5}), 0, col.handle)
 	if err == nil || !strings.Contains(err.Error(), "header_line 5: the file ends on line 3") {
 		t.Errorf("too few lines: %v", err)
 	}
@@ -108,10 +108,10 @@ func TestCSVHeaderLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := cfg.Jurisdictions[0].Feeds[0].Settings.(download.Settings); s.HeaderLine != 2 || s.NoHeader {
+	if s := cfg.Jurisdictions[0].Feeds[0].Settings.(file.Settings); s.HeaderLine != 2 || s.NoHeader {
 		t.Errorf("settings %+v", s)
 	}
-	if s := cfg.Jurisdictions[0].Feeds[1].Settings.(download.Settings); !s.NoHeader {
+	if s := cfg.Jurisdictions[0].Feeds[1].Settings.(file.Settings); !s.NoHeader {
 		t.Errorf("settings %+v", s)
 	}
 	bad := "jurisdictions:\n  - id: kr\n    feeds:\n" +

@@ -1,4 +1,4 @@
-package download_test
+package file_test
 
 import (
 	"archive/zip"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/download"
+	"github.com/ingestd/ingestd/file"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -131,7 +131,7 @@ func TestDamagedZips(t *testing.T) {
 	}
 	srv := serveFiles(t, files)
 	dir := t.TempDir()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
 	var col collect
 	if _, err := c.Fetch(t.Context(), layer0(srv.URL+"/good.zip", ""), 0, col.handle); err != nil || len(col.props) != 3 {
 		t.Fatalf("the good zip: %d features, %v", len(col.props), err)
@@ -161,4 +161,4 @@ func TestDamagedZips(t *testing.T) {
 	noDownloadsLeft(t, dir)
 }
 
-func layer0(url, name string) source.Layer { return layer(url, download.Settings{Layer: name}) }
+func layer0(url, name string) source.Layer { return layer(url, file.Settings{Layer: name}) }

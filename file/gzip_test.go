@@ -1,4 +1,4 @@
-package download_test
+package file_test
 
 import (
 	"bytes"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ingestd/ingestd/download"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/file"
 )
 
 func gzipped(t *testing.T, s string) string {
@@ -44,15 +44,15 @@ func TestGzipFile(t *testing.T) {
 		t.Fatalf("the fixture must uncompress to fewer bytes than it has: %d, %d", len(whole), len(csv))
 	}
 	dir := t.TempDir()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
 	for _, tc := range []struct {
 		file string
-		s    download.Settings
+		s    file.Settings
 		n    int
 	}{
-		{"a.csv.gz", download.Settings{X: "lon", Y: "lat"}, 2},
-		{"a.csv.gz", download.Settings{Format: "csv", X: "lon", Y: "lat"}, 2},
-		{"b.geojson.gz", download.Settings{}, 1},
+		{"a.csv.gz", file.Settings{X: "lon", Y: "lat"}, 2},
+		{"a.csv.gz", file.Settings{Format: "csv", X: "lon", Y: "lat"}, 2},
+		{"b.geojson.gz", file.Settings{}, 1},
 	} {
 		var col collect
 		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+tc.file, tc.s), 0, col.handle); err != nil {
@@ -63,12 +63,12 @@ func TestGzipFile(t *testing.T) {
 		}
 	}
 	var col collect
-	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/cut.csv.gz", download.Settings{X: "lon", Y: "lat"}), 0, col.handle); err == nil {
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/cut.csv.gz", file.Settings{X: "lon", Y: "lat"}), 0, col.handle); err == nil {
 		t.Errorf("a cut gzip file read without error: %v", col.props)
 	} else {
 		t.Logf("cut: %v", err)
 	}
-	l := layer(srv.URL+"/big.csv.gz", download.Settings{X: "lon", Y: "lat"})
+	l := layer(srv.URL+"/big.csv.gz", file.Settings{X: "lon", Y: "lat"})
 	l.Limits = feature.Limits{BodyBytes: 10000}.WithDefaults()
 	_, err := c.Fetch(t.Context(), l, 0, col.handle)
 	var le *feature.LimitError

@@ -1,4 +1,4 @@
-package geojsonurl
+package geojson
 
 import (
 	"bufio"
@@ -9,8 +9,8 @@ import (
 	"net/http"
 
 	"github.com/ingestd/ingestd/breaker"
+	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/ows"

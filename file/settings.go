@@ -1,4 +1,4 @@
-package download
+package file
 
 import (
 	"net/url"
@@ -68,18 +68,19 @@ func Spec() kindconf.Spec {
 		NewFetcher: newFetcher}
 }
 
-// newFetcher is the download kind's fetcher, as the registry of kinds builds
+// newFetcher is the file kind's fetcher, as the registry of kinds builds
 // it: a Client over the process's shared dependencies.
 func newFetcher(d kindconf.FetcherDeps) source.Fetcher {
 	return NewClient(d.HTTP, d.Breakers, d.Logger, WithUserAgent(d.UserAgent))
 }
 
 // parseFeed reads a file feed's settings. The file is read whole, so
-// type_name, page_size and sort_by are ignored with a warning.
+// page_size is ignored with a warning (and the wfs kind's keys, like
+// every other kind's, by the config).
 func parseFeed(f *kindconf.Feed) source.Settings {
 	var s Settings
-	f.Ignore("type_name", "page_size", "sort_by")
-	f.TypeName, f.PageSize, f.SortBy = "", 0, ""
+	f.Ignore("page_size")
+	f.PageSize = 0
 	if f.URL != "" {
 		if u, err := url.Parse(f.URL); err == nil && u.Scheme != "http" && u.Scheme != "https" {
 			f.Errorf(f.At("url"), f.Field("url"), "a file feed's url is an http or https URL")

@@ -1,4 +1,4 @@
-package geojsonurl_test
+package geojson_test
 
 import (
 	"compress/gzip"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feature/featuretest"
-	"github.com/ingestd/ingestd/geojsonurl"
+	"github.com/ingestd/ingestd/geojson"
 	"github.com/ingestd/ingestd/httpcall"
 	"github.com/ingestd/ingestd/source"
 )
@@ -69,8 +69,8 @@ func TestFetchAsIsGzip(t *testing.T) {
 		zw.Write(body)
 		zw.Close()
 	}))
-	layer := source.Layer{Kind: geojsonurl.Kind, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
-	c := geojsonurl.NewClient(srv.Client(), nil, nil)
+	layer := source.Layer{Kind: geojson.Kind, URL: srv.URL + "/parcels.geojson?apikey=" + testToken, PageSize: 2}
+	c := geojson.NewClient(srv.Client(), nil, nil)
 	var col collect
 	// The recorded page promises numberMatched 12 and holds 3: one request
 	// that the server capped is an incomplete snapshot, not a layer of 3.
@@ -112,8 +112,8 @@ func TestConditional(t *testing.T) {
 		w.Header().Set("ETag", `"v1"`)
 		io.WriteString(w, doc)
 	}))
-	layer := source.Layer{Kind: geojsonurl.Kind, URL: srv.URL + "/doc.geojson", Headers: map[string]string{"X-Api-Key": testToken}}
-	c := geojsonurl.NewClient(srv.Client(), nil, nil)
+	layer := source.Layer{Kind: geojson.Kind, URL: srv.URL + "/doc.geojson", Headers: map[string]string{"X-Api-Key": testToken}}
+	c := geojson.NewClient(srv.Client(), nil, nil)
 	var col collect
 	stats, err := c.Fetch(t.Context(), layer, 0, col.handle)
 	if err != nil || stats.Features != 1 || stats.Validators.ETag != `"v1"` || stats.NotModified {
@@ -147,7 +147,7 @@ func TestErrorsNameTheKindOnce(t *testing.T) {
 		}
 	})
 	srv := serve(t, mux)
-	c := geojsonurl.NewClient(srv.Client(), nil, nil)
+	c := geojson.NewClient(srv.Client(), nil, nil)
 	for _, tc := range []struct {
 		path string
 		is   func(error) bool
@@ -158,7 +158,7 @@ func TestErrorsNameTheKindOnce(t *testing.T) {
 		{"/hang", func(err error) bool { var te *source.TimeoutError; return errors.As(err, &te) }},
 	} {
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-		_, err := c.Fetch(ctx, source.Layer{Kind: geojsonurl.Kind, URL: srv.URL + tc.path}, 0, (&collect{}).handle)
+		_, err := c.Fetch(ctx, source.Layer{Kind: geojson.Kind, URL: srv.URL + tc.path}, 0, (&collect{}).handle)
 		cancel()
 		if err == nil || !tc.is(err) || !strings.HasPrefix(err.Error(), "geojson: ") || strings.Count(err.Error(), "geojson") != 1 ||
 			strings.Contains(err.Error(), "wfs") {

@@ -1,4 +1,4 @@
-package download_test
+package file_test
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 
 	"github.com/twpayne/go-geom"
 
-	"github.com/ingestd/ingestd/download"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/file"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -55,8 +55,8 @@ func serveFiles(t *testing.T, files map[string]string) *httptest.Server {
 	return srv
 }
 
-func layer(url string, s download.Settings) source.Layer {
-	return source.Layer{Kind: download.Kind, URL: url, Settings: s}
+func layer(url string, s file.Settings) source.Layer {
+	return source.Layer{Kind: file.Kind, URL: url, Settings: s}
 }
 
 // noDownloadsLeft fails t when dir holds a download.
@@ -75,9 +75,9 @@ func TestConditional(t *testing.T) {
 	doc := `{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1}}]}`
 	srv := serveFiles(t, map[string]string{"x.geojson": doc})
 	dir := t.TempDir()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
 	var col collect
-	l := layer(srv.URL+"/x.geojson", download.Settings{})
+	l := layer(srv.URL+"/x.geojson", file.Settings{})
 	stats, err := c.Fetch(t.Context(), l, 0, col.handle)
 	if err != nil || stats.Features != 1 || stats.Validators.LastModified == "" {
 		t.Fatalf("first fetch: %+v, %v", stats, err)
@@ -99,9 +99,9 @@ func TestCSV(t *testing.T) {
 		"pts.csv": "id,east,north,zip,n,note\n1,1000.5,2000,02134,7,\"a, b\"\n2,1001,2001,,-1.5e3,\n",
 		"wkt.csv": "WKT,name\n\"POINT (1 2)\",x\n,y\n",
 	})
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(t.TempDir()))
 	var col collect
-	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/pts.csv", download.Settings{X: "east", Y: "north", SRID: 2264}), 0, col.handle); err != nil {
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/pts.csv", file.Settings{X: "east", Y: "north", SRID: 2264}), 0, col.handle); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{`{"id":1,"zip":"02134","n":7,"note":"a, b"}`, `{"id":2,"zip":null,"n":-1.5e3,"note":null}`}
@@ -112,7 +112,7 @@ func TestCSV(t *testing.T) {
 		t.Errorf("geometry %#v", col.geoms[0])
 	}
 	col = collect{}
-	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/wkt.csv", download.Settings{}), 0, col.handle); err != nil {
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/wkt.csv", file.Settings{}), 0, col.handle); err != nil {
 		t.Fatal(err)
 	}
 	if len(col.geoms) != 2 || col.geoms[1] != nil || col.geoms[0].(*geom.Point).SRID() != 4326 {
@@ -142,7 +142,7 @@ func TestRefused(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
 	for path, want := range map[string]string{
 		"/html":       "HTML page instead of a file",
 		"/short.zip":  "unexpected EOF",
@@ -150,7 +150,7 @@ func TestRefused(t *testing.T) {
 		"/x.bin":      "cannot tell the format",
 		"/nogeom.csv": "no geometry column",
 	} {
-		_, err := c.Fetch(t.Context(), layer(srv.URL+path, download.Settings{}), 0, (&collect{}).handle)
+		_, err := c.Fetch(t.Context(), layer(srv.URL+path, file.Settings{}), 0, (&collect{}).handle)
 		if err == nil || !strings.HasPrefix(err.Error(), "file: ") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", path, err, want)
 		}
@@ -163,14 +163,14 @@ func TestRemovedOnPanic(t *testing.T) {
 	t.Parallel()
 	srv := serveFiles(t, map[string]string{"x.csv": "x,y\n1,2\n"})
 	dir := t.TempDir()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
 	func() {
 		defer func() {
 			if recover() == nil {
 				t.Error("the handler's panic did not come through")
 			}
 		}()
-		c.Fetch(t.Context(), layer(srv.URL+"/x.csv", download.Settings{}), 0, func(context.Context, source.Page, feature.FeatureReader) error {
+		c.Fetch(t.Context(), layer(srv.URL+"/x.csv", file.Settings{}), 0, func(context.Context, source.Page, feature.FeatureReader) error {
 			panic("handler")
 		})
 	}()
@@ -184,9 +184,9 @@ func TestZipOfOneFile(t *testing.T) {
 	writeZip(t, &buf, "data/points.csv", "lon,lat,name\n1,2,a\n3,4,b\n")
 	srv := serveFiles(t, map[string]string{"p.zip": buf.String()})
 	dir := t.TempDir()
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(dir))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
 	var col collect
-	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/p.zip", download.Settings{}), 0, col.handle); err != nil {
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/p.zip", file.Settings{}), 0, col.handle); err != nil {
 		t.Fatal(err)
 	}
 	if len(col.props) != 2 || col.props[1] != `{"name":"b"}` {
@@ -205,10 +205,10 @@ func TestBOMWithContentLength(t *testing.T) {
 		"pts.csv":     bom + "WKT,name\n\"POINT (1 2)\",a\n\"POINT (3 4)\",b\n",
 		"pts.geojson": bom + `{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[1,2]},"properties":{"a":1}}]}`,
 	})
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(t.TempDir()))
 	for name, n := range map[string]int{"pts.csv": 2, "pts.geojson": 1} {
 		var col collect
-		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, col.handle); err != nil {
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, file.Settings{}), 0, col.handle); err != nil {
 			t.Errorf("%s: %v", name, err)
 		} else if len(col.props) != n {
 			t.Errorf("%s: %d features, want %d", name, len(col.props), n)
@@ -219,7 +219,7 @@ func TestBOMWithContentLength(t *testing.T) {
 		io.WriteString(w, bom+"WKT,name\n\"POINT (1 2)\",a\n")
 	}))
 	t.Cleanup(cut.Close)
-	_, err := c.Fetch(t.Context(), layer(cut.URL+"/pts.csv", download.Settings{}), 0, (&collect{}).handle)
+	_, err := c.Fetch(t.Context(), layer(cut.URL+"/pts.csv", file.Settings{}), 0, (&collect{}).handle)
 	if err == nil || !strings.Contains(err.Error(), "unexpected EOF") && !strings.Contains(err.Error(), "shorter than its Content-Length") {
 		t.Errorf("a body cut short: %v", err)
 	}
@@ -234,10 +234,10 @@ func TestCSVDuplicateColumns(t *testing.T) {
 		"dup.csv":   "WKT,NAME,NAME\n\"POINT (1 2)\",a,b\n",
 		"taken.csv": "WKT,NAME,NAME2,NAME\n\"POINT (1 2)\",a,b,c\n",
 	})
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(t.TempDir()))
 	for name, want := range map[string]string{"dup.csv": `{"NAME":"a","NAME2":"b"}`, "taken.csv": `{"NAME":"a","NAME2":"b","NAME3":"c"}`} {
 		var col collect
-		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, col.handle); err != nil {
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, file.Settings{}), 0, col.handle); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if len(col.props) != 1 || col.props[0] != want {
@@ -260,7 +260,7 @@ func TestCSVErrors(t *testing.T) {
 		"ragged.csv": "id,name,WKT\n1,a,POINT (1 2)\n2,POINT (1 2)\n",
 		"later.csv":  "id,name,WKT\n1,\"two\nlines\",POINT (1 2)\n2,b,POINT (1\n",
 	})
-	c := download.NewClient(srv.Client(), nil, nil, download.WithTempDir(t.TempDir()))
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(t.TempDir()))
 	for name, want := range map[string]string{
 		"wkt.csv":    "line 3, column WKT: not a WKT geometry (not enough coordinates, at character 8): \"POINT (1\"",
 		"ring.csv":   "line 2, column WKT: not a WKT geometry (polygon ring doesn't have enough points",
@@ -268,7 +268,7 @@ func TestCSVErrors(t *testing.T) {
 		"ragged.csv": "line 3: 2 fields where the header has 3",
 		"later.csv":  "line 4, column WKT",
 	} {
-		_, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, download.Settings{}), 0, (&collect{}).handle)
+		_, err := c.Fetch(t.Context(), layer(srv.URL+"/"+name, file.Settings{}), 0, (&collect{}).handle)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v\nwant %q", name, err, want)
 			continue
