@@ -1,0 +1,212 @@
+package postgis_test
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ingestd/ingestd/config"
+	"github.com/ingestd/ingestd/conform"
+	ft "github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feeds"
+)
+
+// addressConform compiles a conform of the addresses layer from YAML.
+func addressConform(t *testing.T, yaml string) *feeds.CommonConform {
+	t.Helper()
+	spec, err := conform.ParseSpec([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := conform.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layer config.CommonLayer
+	for _, l := range config.BuiltinLayers() {
+		if l.Name == "addresses" {
+			layer = l
+		}
+	}
+	return feeds.NewCommonConform(&config.FeedConform{Layer: "addresses", Common: layer, Spec: spec, Conform: c})
+}
+
+const wakeConform = `
+layer: addresses
+number: ST_NUM
+street: [DIR_PREFIX, ST_NAME, ST_TYPE]
+city: POSTAL_CITY
+`
+
+func wakeAddress(id string, g bool, num any, name, city string) ft.Feature {
+	p := props("ST_NUM", num, "DIR_PREFIX", "N", "ST_NAME", name, "ST_TYPE", "ST", "POSTAL_CITY", city)
+	if g {
+		return feature(id, square(-78.6, 35.7, 0.001), p)
+	}
+	return feature(id, point(-78.6, 35.7, 4326), p)
+}
+
+// commonRows reads the feed's rows of common.addresses: id -> "number|street|city|geometry type".
+func (b *bundle) commonRows(t *testing.T, feed string) map[string]string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT feature_id, concat_ws('|', coalesce(number, '∅'), coalesce(street, '∅'),
+		coalesce(city, '∅'), GeometryType(geom)) FROM common.addresses WHERE jurisdiction = 'wake' AND feed = $1`, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// conformAll is what conforming the whole layer gives, the oracle the
+// incremental rows are held to.
+func conformAll(t *testing.T, cc *feeds.CommonConform, fs []ft.Feature) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range fs {
+		var p map[string]any
+		d := json.NewDecoder(strings.NewReader(string(f.Properties)))
+		d.UseNumber()
+		if err := d.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		m, err := cc.Conform.Apply(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := func(s string) string {
+			if s == "" {
+				return "∅"
+			}
+			return s
+		}
+		out[f.ID] = strings.Join([]string{v(m["number"]), v(m["street"]), v(m["city"]), "POINT"}, "|")
+	}
+	return out
+}
+
+func TestCommonLayerFollowsChangesAndDeletes(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	layer := []ft.Feature{
+		wakeAddress("a1", false, 100, "MAIN", "RALEIGH"),
+		wakeAddress("a2", true, json.Number("12"), "OAK", "CARY"),
+		wakeAddress("a3", false, "7", "ELM", "APEX"),
+	}
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("after the first load: %v, want %v", got, want)
+	}
+	// A polygon's address is a point on its surface.
+	if n := b.count(t, `SELECT count(*) FROM common.addresses c JOIN features f USING (jurisdiction, feed, feature_id)
+		WHERE c.feature_id = 'a2' AND ST_Intersects(c.geom, f.geom)`); n != 1 {
+		t.Fatalf("a2's point is not on its polygon")
+	}
+
+	// Poll 2: a1 changes, a3 is deleted, a4 is added; a2 must not be written.
+	var a2xmin string
+	b.scalar(t, &a2xmin, `SELECT xmin::text FROM common.addresses WHERE feature_id = 'a2'`)
+	layer = []ft.Feature{
+		wakeAddress("a1", false, 102, "MAIN", "RALEIGH"),
+		layer[1],
+		wakeAddress("a4", false, 9, "PINE", "GARNER"),
+	}
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("after a change and a delete: %v, want %v", got, want)
+	}
+	var xmin string
+	b.scalar(t, &xmin, `SELECT xmin::text FROM common.addresses WHERE feature_id = 'a2'`)
+	if xmin != a2xmin {
+		t.Errorf("the unchanged feature a2's common row was rewritten")
+	}
+
+	// Poll 3: unchanged; nothing is written.
+	var before string
+	b.scalar(t, &before, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	b.poll(t, feed, layer)
+	var after string
+	b.scalar(t, &after, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	if after != before {
+		t.Errorf("an unchanged poll rewrote common rows")
+	}
+}
+
+func TestCommonLayerFaultLeavesBothUntouched(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	first := []ft.Feature{wakeAddress("a1", false, 100, "MAIN", "RALEIGH"), wakeAddress("a2", false, 5, "OAK", "CARY")}
+	b.poll(t, feed, first)
+	// The fault: the common layer refuses any write, after the feed's rows
+	// were written by the same apply.
+	if _, err := b.pool.Exec(b.ctx, `
+		CREATE FUNCTION pg_temp_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'injected fault'; END $$;
+		CREATE TRIGGER fault BEFORE INSERT OR UPDATE OR DELETE ON common.addresses
+		FOR EACH ROW EXECUTE FUNCTION pg_temp_fault()`); err != nil {
+		t.Fatal(err)
+	}
+	id := b.stage(t, feed, []ft.Feature{wakeAddress("a1", false, 101, "MAIN", "RALEIGH")})
+	if _, err := b.store.Apply(b.ctx, id, feed); err == nil || !strings.Contains(err.Error(), "injected fault") {
+		t.Fatalf("apply: %v, want the injected fault", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'addresses'`); n != 2 {
+		t.Errorf("the feed has %d features after the failed apply, want its 2", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'addresses' AND properties ->> 'ST_NUM' = '100'`); n != 1 {
+		t.Errorf("a1 changed in the feed despite the failed apply")
+	}
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, first); !maps.Equal(got, want) {
+		t.Errorf("common rows after the failed apply: %v, want %v", got, want)
+	}
+}
+
+func TestCommonLayerConformChangeAndPrune(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	layer := []ft.Feature{wakeAddress("a1", false, 100, "MAIN", "RALEIGH"), wakeAddress("a2", false, 5, "OAK", "CARY")}
+	b.poll(t, feed, layer)
+
+	// The conform changes, the layer does not: every row is conformed again.
+	feed.Common = addressConform(t, "layer: addresses\nnumber: ST_NUM\nstreet: ST_NAME\ncity: POSTAL_CITY\n")
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("after the conform changed: %v, want %v", got, want)
+	}
+
+	// Another feed stays; this one leaves the configuration.
+	other := feedInfo("other")
+	other.Common = feed.Common
+	b.poll(t, other, layer)
+	if _, err := b.store.Prune(b.ctx, []feeds.FeedInfo{other}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.commonRows(t, feed.Feed); len(got) != 0 {
+		t.Errorf("the pruned feed keeps common rows %v", slices.Sorted(maps.Keys(got)))
+	}
+	if got := b.commonRows(t, other.Feed); len(got) != 2 {
+		t.Errorf("the kept feed has %d common rows, want 2", len(got))
+	}
+
+	// A feed whose conform is removed loses its rows at its next apply.
+	other.Common = nil
+	b.poll(t, other, layer)
+	if got := b.commonRows(t, other.Feed); len(got) != 0 {
+		t.Errorf("a feed without a conform keeps common rows %v", got)
+	}
+}
