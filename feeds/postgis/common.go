@@ -133,9 +133,10 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 	if !r.commonKnown {
 		// An operator accepted a held snapshot: the configuration is not
 		// at hand, so the rows are conformed in full at the next apply.
-		if had {
-			_, err = r.tx.Exec(ctx, sqlQuery("StaleCommonFeed"), r.jurisdiction, r.feed)
+		if !had {
+			return nil
 		}
+		_, err := r.tx.Exec(ctx, sqlQuery("StaleCommonFeed"), r.jurisdiction, r.feed)
 		return err
 	}
 	cc := r.common
