@@ -182,8 +182,8 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		tally,                // duplicates and invalid features
 		supersedeHeld,        // an older held snapshot is moot now
 		markHistoryGap,       // history: off and something changed
-		s.conformCommon,      // the feed's rows of its common layer
 		finishLoadTable,      // a first load: its indexes, or no table if held
+		s.conformCommon,      // the feed's rows of its common layer
 		s.recordSchema,       // columns, schema_changes, the typed view
 	} {
 		if err := step(ctx, r); err != nil {

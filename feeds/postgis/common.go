@@ -55,7 +55,8 @@ func (c commonTable) geomType() string {
 	return "Geometry"
 }
 
-// geomExpr is the layer's geometry made of the feed's geometry f.geom. A
+// geomExpr is the layer's geometry made of the feed's geometry f.geom,
+// computed where the page of features is read. A
 // point layer takes a point on the surface of anything else, as
 // batch-machine makes address points of polygons; a multi layer takes a
 // single geometry as a multi of one. A geometry of another type gets no
@@ -89,7 +90,7 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 		columns = append(columns, id+" "+typ)
 		names = append(names, id)
 		values = append(values, fmt.Sprintf("NULLIF(u.k%d, '')::%s", i, typ))
-		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+4))
+		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+5))
 		aliases = append(aliases, fmt.Sprintf("k%d", i))
 		sets = append(sets, id+" = excluded."+id)
 	}
@@ -119,7 +120,7 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 //
 // The conform runs in Go over the properties read back from the feed's
 // table a page at a time (docs/decisions/0154), the geometry is taken in
-// SQL straight from the feed's table.
+// SQL as the page is read.
 func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 	if r.held != nil {
 		return nil
@@ -156,6 +157,21 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 	if err := ensureCommonTable(ctx, r.tx, t); err != nil {
 		return err
 	}
+	// Each page joins a few thousand ids with the feed's table and the
+	// layer's: by index, not by hashing the whole tables page after page.
+	if _, err := r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner")); err != nil {
+		return err
+	}
+	if err := writeCommonRows(ctx, r, t, cc, full); err != nil {
+		return err
+	}
+	_, err = r.tx.Exec(ctx, sqlQuery("ApplyPlanner"))
+	return err
+}
+
+// writeCommonRows replaces the feed's rows of t (full) or those of the
+// features the poll changed.
+func writeCommonRows(ctx context.Context, r *applyRun, t commonTable, cc *feeds.CommonConform, full bool) error {
 	page := "ChangedFeaturesPage"
 	if full {
 		page = "AllFeaturesPage"
@@ -178,11 +194,11 @@ func conformPages(ctx context.Context, r *applyRun, t commonTable, cc *feeds.Com
 	upsert := t.sql("UpsertCommonRows", r.table)
 	after := ""
 	for {
-		ids, values, err := conformPage(ctx, r, cc, query, after)
+		ids, geoms, values, err := conformPage(ctx, r, cc, query, after)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		args := []any{pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, ids}
+		args := []any{pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, ids, geoms}
 		for _, v := range values {
 			args = append(args, v)
 		}
@@ -197,37 +213,40 @@ func conformPages(ctx context.Context, r *applyRun, t commonTable, cc *feeds.Com
 }
 
 // conformPage reads one page of features after feature id after and
-// conforms them: their ids, and per layer column the values in id order.
-func conformPage(ctx context.Context, r *applyRun, cc *feeds.CommonConform, query, after string) ([]string, [][]string, error) {
+// conforms them: their ids, their geometries as the layer takes them
+// (EWKB), and per layer column the values, in id order.
+func conformPage(ctx context.Context, r *applyRun, cc *feeds.CommonConform, query, after string) ([]string, [][]byte, [][]string, error) {
 	rows, err := r.tx.Query(ctx, query, pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, r.pollID, after, commonPage)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer rows.Close()
 	var ids []string
+	var geoms [][]byte
 	values := make([][]string, len(cc.Layer.Columns))
 	for rows.Next() {
 		var id string
-		var props []byte
-		if err := rows.Scan(&id, &props); err != nil {
-			return nil, nil, err
+		var props, g []byte
+		if err := rows.Scan(&id, &props, &g); err != nil {
+			return nil, nil, nil, err
 		}
 		m, err := decodeProperties(props)
 		if err != nil {
-			return nil, nil, fmt.Errorf("feed %s/%s: feature %s: reading its properties to conform them: %w",
+			return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s: reading its properties to conform them: %w",
 				r.jurisdiction, r.feed, quoteInput(id), err)
 		}
 		out, err := cc.Conform.Apply(m)
 		if err != nil {
-			return nil, nil, fmt.Errorf("feed %s/%s: feature %s does not conform to %s: %w",
+			return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s does not conform to %s: %w",
 				r.jurisdiction, r.feed, quoteInput(id), cc.Layer.Name, err)
 		}
 		ids = append(ids, id)
+		geoms = append(geoms, g)
 		for i, c := range cc.Layer.Columns {
 			values[i] = append(values[i], out[c.Name])
 		}
 	}
-	return ids, values, rows.Err()
+	return ids, geoms, values, rows.Err()
 }
 
 // decodeProperties decodes a feature's stored properties with numbers as

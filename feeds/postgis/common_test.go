@@ -14,7 +14,7 @@ import (
 )
 
 // addressConform compiles a conform of the addresses layer from YAML.
-func addressConform(t *testing.T, yaml string) *feeds.CommonConform {
+func addressConform(t testing.TB, yaml string) *feeds.CommonConform {
 	t.Helper()
 	spec, err := conform.ParseSpec([]byte(yaml))
 	if err != nil {

@@ -58,7 +58,7 @@ WHERE t.jurisdiction = $1 AND t.feed = $2
 -- name: ChangedFeaturesPage
 -- The features poll $3 added or modified, after feature id $4, in id
 -- order, $5 at most: a page of what to conform again.
-SELECT c.feature_id, f.properties::text
+SELECT c.feature_id, f.properties::text, ST_AsEWKB({{geom}})
 FROM feature_changes c
 JOIN {{table}} f ON f.feature_id = c.feature_id
 WHERE c.poll_id = $3 AND c.jurisdiction = $1 AND c.feed = $2 AND c.change IN ('added', 'modified')
@@ -69,7 +69,7 @@ LIMIT $5
 -- name: AllFeaturesPage
 -- Every feature of the feed after feature id $4, in id order, $5 at most
 -- ($3 is unused: the same parameters as ChangedFeaturesPage).
-SELECT f.feature_id, f.properties::text
+SELECT f.feature_id, f.properties::text, ST_AsEWKB({{geom}})
 FROM {{table}} f
 WHERE $1::text IS NOT NULL AND $2::text IS NOT NULL AND $3::bigint IS NOT NULL AND f.feature_id > $4
 ORDER BY f.feature_id
@@ -77,9 +77,9 @@ LIMIT $5
 
 -- name: UpsertCommonRows
 -- Conformed values arrive as one text array per column ("" is no value:
--- NULL), the geometry is read from the feed's table.
+-- NULL), the layer's geometries (the page's query made them) as EWKB in
+-- $4: no join with the feed's table, which would read all of it per page.
 INSERT INTO {{layer}} AS t (jurisdiction, feed, feature_id, {{names}}, geom)
-SELECT $1, $2, u.id, {{values}}, {{geom}}
-FROM unnest($3::text[], {{arrays}}) AS u (id, {{aliases}})
-JOIN {{table}} f ON f.feature_id = u.id
+SELECT $1, $2, u.id, {{values}}, ST_GeomFromEWKB(u.g)
+FROM unnest($3::text[], $4::bytea[], {{arrays}}) AS u (id, g, {{aliases}})
 ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET {{sets}}, geom = excluded.geom
