@@ -48,12 +48,13 @@ CREATE INDEX IF NOT EXISTS {{index}} ON {{layer}} USING gist (geom)
 DELETE FROM {{layer}} WHERE jurisdiction = $1 AND feed = $2
 
 -- name: DeleteRemovedCommonRows
--- The rows of the features poll $3 removed.
+-- The rows of the features poll $3 removed. The ids are an array so that
+-- the layer is searched by its key whatever its statistics say (a layer
+-- just filled has none, and a join then scans every row of the feed).
 DELETE FROM {{layer}} t
-USING feature_changes c
-WHERE t.jurisdiction = $1 AND t.feed = $2
-	AND c.poll_id = $3 AND c.jurisdiction = $1 AND c.feed = $2 AND c.change = 'removed'
-	AND t.feature_id = c.feature_id
+WHERE t.jurisdiction = $1 AND t.feed = $2 AND t.feature_id = ANY (ARRAY(
+	SELECT c.feature_id FROM feature_changes c
+	WHERE c.poll_id = $3 AND c.jurisdiction = $1 AND c.feed = $2 AND c.change = 'removed'))
 
 -- name: ChangedFeaturesPage
 -- The features poll $3 added or modified, after feature id $4, in id
