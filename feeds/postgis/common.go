@@ -133,9 +133,13 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 	}
 	if !r.commonKnown {
 		// An operator accepted a held snapshot: the configuration is not
-		// at hand, so the rows are conformed in full at the next apply.
+		// at hand. The removed features' rows go now (that needs no
+		// conform); the rows are conformed in full at the next apply.
 		if !had {
 			return nil
+		}
+		if err := deleteRemovedCommonRows(ctx, r, layer); err != nil {
+			return err
 		}
 		_, err := r.tx.Exec(ctx, sqlQuery("StaleCommonFeed"), r.jurisdiction, r.feed)
 		return err
@@ -181,8 +185,7 @@ func writeCommonRows(ctx context.Context, r *applyRun, t commonTable, cc *feeds.
 		if _, err := r.tx.Exec(ctx, sqlQuery("RecordCommonFeed"), r.jurisdiction, r.feed, cc.Layer.Name, cc.Digest); err != nil {
 			return err
 		}
-	} else if _, err := r.tx.Exec(ctx, t.sql("DeleteRemovedCommonRows", r.table), pgx.QueryExecModeDescribeExec,
-		r.jurisdiction, r.feed, r.pollID); err != nil {
+	} else if err := deleteRemovedCommonRows(ctx, r, t.layer.Name); err != nil {
 		return err
 	}
 	return conformPages(ctx, r, t, cc, t.sql(page, r.table))
@@ -298,5 +301,18 @@ func retireCommonRows(ctx context.Context, tx pgx.Tx, jurisdiction, feed, layer 
 		}
 	}
 	_, err := tx.Exec(ctx, sqlQuery("ForgetCommonFeed"), jurisdiction, feed)
+	return err
+}
+
+// deleteRemovedCommonRows deletes the rows of the features the poll
+// removed from common layer layer, if its table exists.
+func deleteRemovedCommonRows(ctx context.Context, r *applyRun, layer string) error {
+	t := commonTable{layer: config.CommonLayer{Name: layer}}
+	var exists bool
+	if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t.ident()).Scan(&exists); err != nil || !exists {
+		return err
+	}
+	_, err := r.tx.Exec(ctx, t.sql("DeleteRemovedCommonRows", r.table), pgx.QueryExecModeDescribeExec,
+		r.jurisdiction, r.feed, r.pollID)
 	return err
 }

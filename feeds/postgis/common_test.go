@@ -210,3 +210,34 @@ func TestCommonLayerConformChangeAndPrune(t *testing.T) {
 		t.Errorf("a feed without a conform keeps common rows %v", got)
 	}
 }
+
+// An operator accepts a held snapshot without the configuration at hand:
+// the removed features' rows go at once, and the next applied poll
+// conforms the feed's rows in full.
+func TestCommonLayerAcceptedHeldSnapshot(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	var layer []ft.Feature
+	for _, id := range []string{"a1", "a2", "a3", "a4"} {
+		layer = append(layer, wakeAddress(id, false, 1, "MAIN", "RALEIGH"))
+	}
+	b.poll(t, feed, layer)
+	// Three of four removed, one modified: held as a shrink.
+	shrunk := []ft.Feature{wakeAddress("a1", false, 2, "MAIN", "RALEIGH")}
+	id := b.stage(t, feed, shrunk)
+	if _, err := b.store.Apply(b.ctx, id, feed); err == nil {
+		t.Fatal("the shrinking snapshot was not held")
+	}
+	if _, err := b.store.AcceptHeld(b.ctx, "wake", feed.Feed); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(b.commonRows(t, feed.Feed))); !slices.Equal(got, []string{"a1"}) {
+		t.Fatalf("after the accepted snapshot the common layer holds %v, want [a1]", got)
+	}
+	// The next poll changes nothing in the feed, yet conforms a1 again.
+	b.poll(t, feed, shrunk)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, shrunk); !maps.Equal(got, want) {
+		t.Fatalf("after the next poll: %v, want %v", got, want)
+	}
+}
