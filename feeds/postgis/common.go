@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -246,7 +248,12 @@ func conformPage(ctx context.Context, r *applyRun, cc *feeds.CommonConform, quer
 		ids = append(ids, id)
 		geoms = append(geoms, g)
 		for i, c := range cc.Layer.Columns {
-			values[i] = append(values[i], out[c.Name])
+			v := out[c.Name]
+			if !fitsColumn(v, c.Type) {
+				return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s: conformed %s %q is not a value of the %s column of common layer %s",
+					r.jurisdiction, r.feed, quoteInput(id), c.Name, v, c.Type, cc.Layer.Name)
+			}
+			values[i] = append(values[i], v)
 		}
 	}
 	return ids, geoms, values, rows.Err()
@@ -315,4 +322,30 @@ func deleteRemovedCommonRows(ctx context.Context, r *applyRun, layer string) err
 	_, err := r.tx.Exec(ctx, t.sql("DeleteRemovedCommonRows", r.table), pgx.QueryExecModeDescribeExec,
 		r.jurisdiction, r.feed, r.pollID)
 	return err
+}
+
+// fitsColumn tells whether the conformed value v ("" is NULL) casts to a
+// column of type typ, so that a value that does not fails the apply in
+// ingestd's words, naming the feature and the column, rather than in
+// PostgreSQL's. A date is left to PostgreSQL, whose formats are many.
+func fitsColumn(v, typ string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return true
+	}
+	switch typ {
+	case "integer":
+		_, err := strconv.ParseInt(v, 10, 32)
+		return err == nil
+	case "numeric":
+		f, err := strconv.ParseFloat(v, 64)
+		return err == nil && !math.IsInf(f, 0) && !strings.ContainsAny(v, "xXpP_")
+	case "boolean":
+		switch strings.ToLower(v) {
+		case "t", "f", "true", "false", "y", "n", "yes", "no", "on", "off", "1", "0":
+			return true
+		}
+		return false
+	}
+	return true
 }

@@ -241,3 +241,53 @@ func TestCommonLayerAcceptedHeldSnapshot(t *testing.T) {
 		t.Fatalf("after the next poll: %v, want %v", got, want)
 	}
 }
+
+// A layer the configuration declares: typed columns, a multipolygon
+// geometry; a conformed value its type cannot hold fails the poll naming
+// the feed, the feature and the column, and nothing is applied.
+func TestCommonLayerDeclared(t *testing.T) {
+	b := setup(t)
+	cfg, err := config.Parse("zoning.yaml", []byte(`
+layers:
+  - name: zoning
+    geometry: multipolygon
+    columns: {code: text, max_height: integer}
+jurisdictions:
+  - id: wake
+    feeds:
+      - id: zoning
+        kind: wfs
+        url: http://127.0.0.1:1/wfs
+        type_name: zoning
+        conform:
+          layer: zoning
+          code: ZONE
+          max_height: HEIGHT
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := feedInfo("zoning")
+	feed.Common = feeds.NewCommonConform(cfg.Jurisdictions[0].Feeds[0].Conform)
+	b.poll(t, feed, []ft.Feature{
+		feature("z1", square(-78.6, 35.7, 0.01), props("ZONE", "R-4", "HEIGHT", 40)),
+		feature("z2", square(-78.5, 35.7, 0.01), props("ZONE", "CX", "HEIGHT", nil)),
+	})
+	var got string
+	b.scalar(t, &got, `SELECT string_agg(concat_ws('|', feature_id, code, coalesce(max_height::text, '∅'),
+		GeometryType(geom), pg_typeof(max_height)), ',' ORDER BY feature_id) FROM common.zoning`)
+	if want := "z1|R-4|40|MULTIPOLYGON|integer,z2|CX|∅|MULTIPOLYGON|integer"; got != want {
+		t.Fatalf("common.zoning: %s, want %s", got, want)
+	}
+	id := b.stage(t, feed, []ft.Feature{
+		feature("z1", square(-78.6, 35.7, 0.01), props("ZONE", "R-4", "HEIGHT", "tall")),
+		feature("z2", square(-78.5, 35.7, 0.01), props("ZONE", "CX", "HEIGHT", nil)),
+	})
+	_, err = b.store.Apply(b.ctx, id, feed)
+	if err == nil || !strings.Contains(err.Error(), `feed wake/zoning: feature "z1": conformed max_height "tall" is not a value of the integer column of common layer zoning`) {
+		t.Fatalf("apply: %v", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'zoning' AND properties ->> 'HEIGHT' = 'tall'`); n != 0 {
+		t.Errorf("the failed apply changed the feed")
+	}
+}
