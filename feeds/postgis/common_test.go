@@ -291,3 +291,28 @@ jurisdictions:
 		t.Errorf("the failed apply changed the feed")
 	}
 }
+
+// Twenty polls of a layer that changes at random (features added, some of
+// them ids removed earlier, removed, modified in properties or geometry,
+// some polls unchanged): after each, the feed's common rows are what
+// conforming the whole layer gives.
+func TestCommonLayerRandomRounds(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("sim")
+	feed.Common = addressConform(t, "layer: addresses\nnumber: value\nstreet: owner\n")
+	sim := newLayerSim(38, 40)
+	for round := range 20 {
+		snap := sim.snapshot()
+		b.poll(t, feed, snap)
+		got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, snap)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d common rows, want %d", round, len(got), len(want))
+		}
+		for id, w := range want {
+			if got[id] != w {
+				t.Fatalf("round %d: %s is %q, want %q", round, id, got[id], w)
+			}
+		}
+		sim.step()
+	}
+}
