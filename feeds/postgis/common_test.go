@@ -11,6 +11,7 @@ import (
 	"github.com/ingestd/ingestd/conform"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/source"
 )
 
 // addressConform compiles a conform of the addresses layer from YAML.
@@ -314,5 +315,33 @@ func TestCommonLayerRandomRounds(t *testing.T) {
 			}
 		}
 		sim.step()
+	}
+}
+
+// An incremental (delta) poll: the server lists the ids it still has and
+// sends only what changed; the common rows follow the composed snapshot.
+func TestCommonLayerDeltaApply(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("delta")
+	feed.Common = addressConform(t, wakeConform)
+	stored := []ft.Feature{
+		wakeAddress("a", false, 1, "MAIN", "RALEIGH"),
+		wakeAddress("b", false, 2, "OAK", "CARY"),
+		wakeAddress("c", true, 3, "ELM", "APEX"),
+	}
+	b.poll(t, feed, stored)
+	edit := wakeAddress("b", false, 20, "OAK", "CARY")
+	id := b.stage(t, feed, []ft.Feature{edit})
+	if _, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: source.IDs{Text: []string{"a", "b"}},
+		Since: source.Watermark{Field: ":updated_at", Value: "2026-12-01T18:00:00Z"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Apply(b.ctx, id, feed)
+	if err != nil || res.Modified != 1 || res.Removed != 1 {
+		t.Fatalf("Apply = %+v, %v; want b modified, c removed", res, err)
+	}
+	want := conformAll(t, feed.Common, []ft.Feature{stored[0], edit})
+	if got := b.commonRows(t, feed.Feed); !maps.Equal(got, want) {
+		t.Fatalf("after the delta: %v, want %v", got, want)
 	}
 }
