@@ -26,8 +26,8 @@ const CommonSchema = "common"
 const commonPage = 2000
 
 // commonLockClass is the first key of the advisory lock taken while a
-// common layer's table is created: two feeds conforming into a new layer
-// at once would otherwise both try to create it.
+// common layer's table (and the schema) is created: two feeds conforming
+// into a new layer at once would otherwise both try to create it.
 const commonLockClass int32 = 0x636f6d6d // "comm"
 
 // commonTable is a common layer's table and the SQL that writes it.
@@ -281,7 +281,8 @@ func ensureCommonTable(ctx context.Context, tx pgx.Tx, t commonTable) error {
 	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t.ident()).Scan(&exists); err != nil || exists {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", commonLockClass, t.layer.Name); err != nil {
+	// One lock for every layer: the schema is created under it too.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", commonLockClass, CommonSchema); err != nil {
 		return err
 	}
 	for _, q := range []string{sqlQuery("CreateCommonSchema"), t.sql("CreateCommonLayer", feedTable{}),
