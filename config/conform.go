@@ -52,8 +52,9 @@ func (l CommonLayer) ColumnNames() []string {
 // layer its features fill, the compiled mapping and the acceptance tests
 // `ingestd validate` runs.
 type FeedConform struct {
-	// Layer is the common layer's name.
-	Layer string
+	// Layer is the common layer's name, Common the layer itself.
+	Layer  string
+	Common CommonLayer
 	// Spec is the conform as written, Conform the same compiled.
 	Spec    *conform.Spec
 	Conform *conform.Conform
@@ -266,7 +267,8 @@ func (p *parser) feedConform(fn *yaml.Node, path string, cfg *Config, columns co
 		p.Errorf(cn, field, "%s", strings.TrimPrefix(err.Error(), "conform: "))
 		return nil
 	}
-	if _, ok := cfg.CommonLayer(spec.Layer); !ok {
+	common, ok := cfg.CommonLayer(spec.Layer)
+	if !ok {
 		p.Errorf(rawGet(cn, "layer"), field+".layer", "unknown common layer %q: one of %s, or declare it under layers:", spec.Layer, strings.Join(cfg.commonLayerNames(), ", "))
 		return nil
 	}
@@ -291,7 +293,7 @@ func (p *parser) feedConform(fn *yaml.Node, path string, cfg *Config, columns co
 		}
 		return nil
 	}
-	fc := &FeedConform{Layer: spec.Layer, Spec: spec, Conform: c, Line: cn.Line}
+	fc := &FeedConform{Layer: spec.Layer, Common: common, Spec: spec, Conform: c, Line: cn.Line}
 	if tn != nil {
 		items, ok := p.Sequence(tn, path+".tests")
 		if !ok {

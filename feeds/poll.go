@@ -604,6 +604,7 @@ func feedInfo(f *config.Feed, now time.Time) FeedInfo {
 		History:          f.History,
 		LayerSchema:      f.LayerSchema,
 		LayerName:        f.LayerName,
+		Common:           NewCommonConform(f.Conform),
 	}
 	if u, err := url.Parse(f.URL); err == nil {
 		info.Origin = breaker.Origin(u)

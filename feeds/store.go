@@ -2,11 +2,15 @@ package feeds
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ingestd/ingestd/config"
+	"github.com/ingestd/ingestd/conform"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
@@ -206,6 +210,42 @@ type FeedInfo struct {
 	// LayerSchema and LayerName name the feed's typed layer in PostGIS
 	// (config/names.go); "" leaves the store's default.
 	LayerSchema, LayerName string
+	// Common is the feed's conform into a common layer, nil when it has
+	// none: Apply then retires any conformed rows the feed had.
+	Common *CommonConform
+}
+
+// CommonConform is what the store needs to keep a feed's rows in a common
+// layer: the layer (its table's columns and geometry type), the compiled
+// conform, and a digest of both that changes when either does, so that the
+// store re-conforms the feed's rows in full rather than only the changed
+// features.
+type CommonConform struct {
+	Layer   config.CommonLayer
+	Conform *conform.Conform
+	Digest  string
+}
+
+// NewCommonConform returns the hand-off of a feed's conform to the store,
+// nil when fc is nil.
+func NewCommonConform(fc *config.FeedConform) *CommonConform {
+	if fc == nil || fc.Conform == nil || fc.Spec == nil {
+		return nil
+	}
+	// Where the conform is written is not what it says: lines out.
+	layer := fc.Common
+	layer.Line = 0
+	attrs := make([]conform.Attribute, len(fc.Spec.Attributes))
+	for i, a := range fc.Spec.Attributes {
+		attrs[i] = conform.Attribute{Column: a.Column, Value: a.Value}
+	}
+	h := sha256.New()
+	// encoding/json sorts map keys, so equal conforms digest equally.
+	_ = json.NewEncoder(h).Encode(struct {
+		Layer      config.CommonLayer
+		Attributes []conform.Attribute
+	}{layer, attrs})
+	return &CommonConform{Layer: layer, Conform: fc.Conform, Digest: hex.EncodeToString(h.Sum(nil))}
 }
 
 // ApplyResult counts what applying a snapshot changed.

@@ -90,6 +90,10 @@ done
 zoning_view=$("${PSQL[@]}" -tAc "SELECT ingestd_feed_view('raleigh', 'zoning')")
 "${PSQL[@]}" -c "SELECT feature_id, zone_code, height_stories, adopted, GeometryType(geom) AS geom
 	FROM $zoning_view ORDER BY feature_id LIMIT 3" 2>/dev/null || true
+# Common layers (README.md, "Common layers"): the two address feeds,
+# conformed into one layer across jurisdictions.
+"${PSQL[@]}" -c "SELECT jurisdiction, count(*) AS addresses FROM common.addresses GROUP BY 1 ORDER BY 1" 2>/dev/null || true
+"${PSQL[@]}" -c "SELECT jurisdiction, number, street, city FROM common.addresses LIMIT 5" 2>/dev/null || true
 if [[ $pending != 0 ]]; then
 	log "not every feed is fresh after 120 s; see .demo/ingestd.log"
 	exit 1

@@ -131,6 +131,12 @@ type applyRun struct {
 	// keepHistory: the feed keeps the versions a snapshot supersedes
 	// (history.go).
 	keepHistory bool
+
+	// common is the feed's conform into a common layer (common.go), nil
+	// for none; commonKnown is false when the apply does not know the
+	// feed's configuration (an accepted held snapshot).
+	common      *feeds.CommonConform
+	commonKnown bool
 }
 
 // newApplyRun returns the run of an apply of poll pollID of the feed in tx.
@@ -148,6 +154,7 @@ func newApplyRun(tx pgx.Tx, pollID int64, jurisdiction, feed string, guard *feed
 	}
 	if checkPages != nil {
 		r.declared, r.typedText = checkPages.Declared, checkPages.TypedText
+		r.common, r.commonKnown = checkPages.Common, true
 	}
 	return r
 }
@@ -176,6 +183,7 @@ func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
 		supersedeHeld,        // an older held snapshot is moot now
 		markHistoryGap,       // history: off and something changed
 		finishLoadTable,      // a first load: its indexes, or no table if held
+		s.conformCommon,      // the feed's rows of its common layer
 		s.recordSchema,       // columns, schema_changes, the typed view
 	} {
 		if err := step(ctx, r); err != nil {

@@ -21,7 +21,8 @@ type PrunedFeed struct {
 // feed absent from keep (a whole configuration) that is still marked
 // configured, or still has an open dead letter, is marked removed, its open
 // dead letters are abandoned ("pruned") and their checkpoints' staging is
-// deleted. Features and history stay. With dryRun nothing changes and the
+// deleted, and their rows in common layers are deleted (a common layer holds
+// the configured feeds' rows). Features and history stay. With dryRun nothing changes and the
 // result says what would. Start-up, reloads and one-off commands never do
 // this: the configuration one instance has says nothing of the others'.
 //
@@ -55,6 +56,9 @@ func (s *Store) Prune(ctx context.Context, keep []feeds.FeedInfo, dryRun bool) (
 		if _, err := tx.Exec(ctx, sqlQuery("UnconfigureFeeds"), pj, pf); err != nil {
 			return err
 		}
+		if err := retirePrunedCommonRows(ctx, tx, pj, pf); err != nil {
+			return err
+		}
 		if len(letters) == 0 {
 			return nil
 		}
@@ -85,4 +89,28 @@ func (s *Store) Prune(ctx context.Context, keep []feeds.FeedInfo, dryRun bool) (
 		return nil, fmt.Errorf("postgis: prune feeds: %w", err)
 	}
 	return out, nil
+}
+
+// retirePrunedCommonRows deletes the pruned feeds' rows from the common
+// layers they conformed into.
+func retirePrunedCommonRows(ctx context.Context, tx pgx.Tx, jurisdictions, feedIDs []string) error {
+	rows, err := tx.Query(ctx, sqlQuery("CommonFeedsOf"), jurisdictions, feedIDs)
+	if err != nil {
+		return err
+	}
+	type commonFeed struct{ jurisdiction, feed, layer string }
+	common, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (commonFeed, error) {
+		var c commonFeed
+		err := r.Scan(&c.jurisdiction, &c.feed, &c.layer)
+		return c, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range common {
+		if err := retireCommonRows(ctx, tx, c.jurisdiction, c.feed, c.layer); err != nil {
+			return err
+		}
+	}
+	return nil
 }

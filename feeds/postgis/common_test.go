@@ -1,0 +1,347 @@
+package postgis_test
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ingestd/ingestd/config"
+	"github.com/ingestd/ingestd/conform"
+	ft "github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/source"
+)
+
+// addressConform compiles a conform of the addresses layer from YAML.
+func addressConform(t testing.TB, yaml string) *feeds.CommonConform {
+	t.Helper()
+	spec, err := conform.ParseSpec([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := conform.Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layer config.CommonLayer
+	for _, l := range config.BuiltinLayers() {
+		if l.Name == "addresses" {
+			layer = l
+		}
+	}
+	return feeds.NewCommonConform(&config.FeedConform{Layer: "addresses", Common: layer, Spec: spec, Conform: c})
+}
+
+const wakeConform = `
+layer: addresses
+number: ST_NUM
+street: [DIR_PREFIX, ST_NAME, ST_TYPE]
+city: POSTAL_CITY
+`
+
+func wakeAddress(id string, g bool, num any, name, city string) ft.Feature {
+	p := props("ST_NUM", num, "DIR_PREFIX", "N", "ST_NAME", name, "ST_TYPE", "ST", "POSTAL_CITY", city)
+	if g {
+		return feature(id, square(-78.6, 35.7, 0.001), p)
+	}
+	return feature(id, point(-78.6, 35.7, 4326), p)
+}
+
+// commonRows reads the feed's rows of common.addresses: id -> "number|street|city|geometry type".
+func (b *bundle) commonRows(t *testing.T, feed string) map[string]string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT feature_id, concat_ws('|', coalesce(number, '∅'), coalesce(street, '∅'),
+		coalesce(city, '∅'), GeometryType(geom)) FROM common.addresses WHERE jurisdiction = 'wake' AND feed = $1`, feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// conformAll is what conforming the whole layer gives, the oracle the
+// incremental rows are held to.
+func conformAll(t *testing.T, cc *feeds.CommonConform, fs []ft.Feature) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range fs {
+		var p map[string]any
+		d := json.NewDecoder(strings.NewReader(string(f.Properties)))
+		d.UseNumber()
+		if err := d.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		m, err := cc.Conform.Apply(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := func(s string) string {
+			if s == "" {
+				return "∅"
+			}
+			return s
+		}
+		out[f.ID] = strings.Join([]string{v(m["number"]), v(m["street"]), v(m["city"]), "POINT"}, "|")
+	}
+	return out
+}
+
+func TestCommonLayerFollowsChangesAndDeletes(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	layer := []ft.Feature{
+		wakeAddress("a1", false, 100, "MAIN", "RALEIGH"),
+		wakeAddress("a2", true, json.Number("12"), "OAK", "CARY"),
+		wakeAddress("a3", false, "7", "ELM", "APEX"),
+	}
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("after the first load: %v, want %v", got, want)
+	}
+	// A polygon's address is a point on its surface.
+	if n := b.count(t, `SELECT count(*) FROM common.addresses c JOIN features f USING (jurisdiction, feed, feature_id)
+		WHERE c.feature_id = 'a2' AND ST_Intersects(c.geom, f.geom)`); n != 1 {
+		t.Fatalf("a2's point is not on its polygon")
+	}
+
+	// Poll 2: a1 changes, a3 is deleted, a4 is added; a2 must not be written.
+	var a2xmin string
+	b.scalar(t, &a2xmin, `SELECT xmin::text FROM common.addresses WHERE feature_id = 'a2'`)
+	layer = []ft.Feature{
+		wakeAddress("a1", false, 102, "MAIN", "RALEIGH"),
+		layer[1],
+		wakeAddress("a4", false, 9, "PINE", "GARNER"),
+	}
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("after a change and a delete: %v, want %v", got, want)
+	}
+	var xmin string
+	b.scalar(t, &xmin, `SELECT xmin::text FROM common.addresses WHERE feature_id = 'a2'`)
+	if xmin != a2xmin {
+		t.Errorf("the unchanged feature a2's common row was rewritten")
+	}
+
+	// Poll 3: unchanged; nothing is written.
+	var before string
+	b.scalar(t, &before, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	b.poll(t, feed, layer)
+	var after string
+	b.scalar(t, &after, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	if after != before {
+		t.Errorf("an unchanged poll rewrote common rows")
+	}
+}
+
+func TestCommonLayerFaultLeavesBothUntouched(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	first := []ft.Feature{wakeAddress("a1", false, 100, "MAIN", "RALEIGH"), wakeAddress("a2", false, 5, "OAK", "CARY")}
+	b.poll(t, feed, first)
+	// The fault: the common layer refuses any write, after the feed's rows
+	// were written by the same apply.
+	if _, err := b.pool.Exec(b.ctx, `
+		CREATE FUNCTION pg_temp_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'injected fault'; END $$;
+		CREATE TRIGGER fault BEFORE INSERT OR UPDATE OR DELETE ON common.addresses
+		FOR EACH ROW EXECUTE FUNCTION pg_temp_fault()`); err != nil {
+		t.Fatal(err)
+	}
+	id := b.stage(t, feed, []ft.Feature{wakeAddress("a1", false, 101, "MAIN", "RALEIGH")})
+	if _, err := b.store.Apply(b.ctx, id, feed); err == nil || !strings.Contains(err.Error(), "injected fault") {
+		t.Fatalf("apply: %v, want the injected fault", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'addresses'`); n != 2 {
+		t.Errorf("the feed has %d features after the failed apply, want its 2", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'addresses' AND properties ->> 'ST_NUM' = '100'`); n != 1 {
+		t.Errorf("a1 changed in the feed despite the failed apply")
+	}
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, first); !maps.Equal(got, want) {
+		t.Errorf("common rows after the failed apply: %v, want %v", got, want)
+	}
+}
+
+func TestCommonLayerConformChangeAndPrune(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	layer := []ft.Feature{wakeAddress("a1", false, 100, "MAIN", "RALEIGH"), wakeAddress("a2", false, 5, "OAK", "CARY")}
+	b.poll(t, feed, layer)
+
+	// The conform changes, the layer does not: every row is conformed again.
+	feed.Common = addressConform(t, "layer: addresses\nnumber: ST_NUM\nstreet: ST_NAME\ncity: POSTAL_CITY\n")
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("after the conform changed: %v, want %v", got, want)
+	}
+
+	// Another feed stays; this one leaves the configuration.
+	other := feedInfo("other")
+	other.Common = feed.Common
+	b.poll(t, other, layer)
+	if _, err := b.store.Prune(b.ctx, []feeds.FeedInfo{other}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.commonRows(t, feed.Feed); len(got) != 0 {
+		t.Errorf("the pruned feed keeps common rows %v", slices.Sorted(maps.Keys(got)))
+	}
+	if got := b.commonRows(t, other.Feed); len(got) != 2 {
+		t.Errorf("the kept feed has %d common rows, want 2", len(got))
+	}
+
+	// A feed whose conform is removed loses its rows at its next apply.
+	other.Common = nil
+	b.poll(t, other, layer)
+	if got := b.commonRows(t, other.Feed); len(got) != 0 {
+		t.Errorf("a feed without a conform keeps common rows %v", got)
+	}
+}
+
+// An operator accepts a held snapshot without the configuration at hand:
+// the removed features' rows go at once, and the next applied poll
+// conforms the feed's rows in full.
+func TestCommonLayerAcceptedHeldSnapshot(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	var layer []ft.Feature
+	for _, id := range []string{"a1", "a2", "a3", "a4"} {
+		layer = append(layer, wakeAddress(id, false, 1, "MAIN", "RALEIGH"))
+	}
+	b.poll(t, feed, layer)
+	// Three of four removed, one modified: held as a shrink.
+	shrunk := []ft.Feature{wakeAddress("a1", false, 2, "MAIN", "RALEIGH")}
+	id := b.stage(t, feed, shrunk)
+	if _, err := b.store.Apply(b.ctx, id, feed); err == nil {
+		t.Fatal("the shrinking snapshot was not held")
+	}
+	if _, err := b.store.AcceptHeld(b.ctx, "wake", feed.Feed); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(b.commonRows(t, feed.Feed))); !slices.Equal(got, []string{"a1"}) {
+		t.Fatalf("after the accepted snapshot the common layer holds %v, want [a1]", got)
+	}
+	// The next poll changes nothing in the feed, yet conforms a1 again.
+	b.poll(t, feed, shrunk)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, shrunk); !maps.Equal(got, want) {
+		t.Fatalf("after the next poll: %v, want %v", got, want)
+	}
+}
+
+// A layer the configuration declares: typed columns, a multipolygon
+// geometry; a conformed value its type cannot hold fails the poll naming
+// the feed, the feature and the column, and nothing is applied.
+func TestCommonLayerDeclared(t *testing.T) {
+	b := setup(t)
+	cfg, err := config.Parse("zoning.yaml", []byte(`
+layers:
+  - name: zoning
+    geometry: multipolygon
+    columns: {code: text, max_height: integer}
+jurisdictions:
+  - id: wake
+    feeds:
+      - id: zoning
+        kind: wfs
+        url: http://127.0.0.1:1/wfs
+        type_name: zoning
+        conform:
+          layer: zoning
+          code: ZONE
+          max_height: HEIGHT
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := feedInfo("zoning")
+	feed.Common = feeds.NewCommonConform(cfg.Jurisdictions[0].Feeds[0].Conform)
+	b.poll(t, feed, []ft.Feature{
+		feature("z1", square(-78.6, 35.7, 0.01), props("ZONE", "R-4", "HEIGHT", 40)),
+		feature("z2", square(-78.5, 35.7, 0.01), props("ZONE", "CX", "HEIGHT", nil)),
+	})
+	var got string
+	b.scalar(t, &got, `SELECT string_agg(concat_ws('|', feature_id, code, coalesce(max_height::text, '∅'),
+		GeometryType(geom), pg_typeof(max_height)), ',' ORDER BY feature_id) FROM common.zoning`)
+	if want := "z1|R-4|40|MULTIPOLYGON|integer,z2|CX|∅|MULTIPOLYGON|integer"; got != want {
+		t.Fatalf("common.zoning: %s, want %s", got, want)
+	}
+	id := b.stage(t, feed, []ft.Feature{
+		feature("z1", square(-78.6, 35.7, 0.01), props("ZONE", "R-4", "HEIGHT", "tall")),
+		feature("z2", square(-78.5, 35.7, 0.01), props("ZONE", "CX", "HEIGHT", nil)),
+	})
+	_, err = b.store.Apply(b.ctx, id, feed)
+	if err == nil || !strings.Contains(err.Error(), `feed wake/zoning: feature "z1": conformed max_height "tall" is not a value of the integer column of common layer zoning`) {
+		t.Fatalf("apply: %v", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'zoning' AND properties ->> 'HEIGHT' = 'tall'`); n != 0 {
+		t.Errorf("the failed apply changed the feed")
+	}
+}
+
+// Twenty polls of a layer that changes at random (features added, some of
+// them ids removed earlier, removed, modified in properties or geometry,
+// some polls unchanged): after each, the feed's common rows are what
+// conforming the whole layer gives.
+func TestCommonLayerRandomRounds(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("sim")
+	feed.Common = addressConform(t, "layer: addresses\nnumber: value\nstreet: owner\n")
+	sim := newLayerSim(38, 40)
+	for round := range 20 {
+		snap := sim.snapshot()
+		b.poll(t, feed, snap)
+		got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, snap)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d common rows, want %d", round, len(got), len(want))
+		}
+		for id, w := range want {
+			if got[id] != w {
+				t.Fatalf("round %d: %s is %q, want %q", round, id, got[id], w)
+			}
+		}
+		sim.step()
+	}
+}
+
+// An incremental (delta) poll: the server lists the ids it still has and
+// sends only what changed; the common rows follow the composed snapshot.
+func TestCommonLayerDeltaApply(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("delta")
+	feed.Common = addressConform(t, wakeConform)
+	stored := []ft.Feature{
+		wakeAddress("a", false, 1, "MAIN", "RALEIGH"),
+		wakeAddress("b", false, 2, "OAK", "CARY"),
+		wakeAddress("c", true, 3, "ELM", "APEX"),
+	}
+	b.poll(t, feed, stored)
+	edit := wakeAddress("b", false, 20, "OAK", "CARY")
+	id := b.stage(t, feed, []ft.Feature{edit})
+	if _, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: source.IDs{Text: []string{"a", "b"}},
+		Since: source.Watermark{Field: ":updated_at", Value: "2026-12-01T18:00:00Z"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.store.Apply(b.ctx, id, feed)
+	if err != nil || res.Modified != 1 || res.Removed != 1 {
+		t.Fatalf("Apply = %+v, %v; want b modified, c removed", res, err)
+	}
+	want := conformAll(t, feed.Common, []ft.Feature{stored[0], edit})
+	if got := b.commonRows(t, feed.Feed); !maps.Equal(got, want) {
+		t.Fatalf("after the delta: %v, want %v", got, want)
+	}
+}
