@@ -135,7 +135,7 @@ func (x Expected) Unrecognized(detail string) *NotDataError {
 // page, an empty body or an unrecognized one is the origin's failure (a
 // *BodyError wrapping a *NotDataError); a read error (rerr, from Sniff)
 // before the first bytes said what the body is is judged by ReadFailure.
-func (x Expected) NotDataVerdict(resp *http.Response, br *bufio.Reader, kind Kind, rerr error, redacted string) *breaker.Result {
+func (x Expected) NotDataVerdict(resp *http.Response, br *bufio.Reader, kind BodyKind, rerr error, redacted string) *breaker.Result {
 	switch {
 	case kind == KindHTML:
 		return BodyFailure(redacted, x.HTMLPage(br))

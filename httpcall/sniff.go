@@ -9,24 +9,24 @@ import (
 	"strings"
 )
 
-// Kind is what the first bytes of a body say it is, before any protocol's
+// BodyKind is what the first bytes of a body say it is, before any protocol's
 // rules: those (an OGC exception report, an error object) are judged by the
 // protocol from a Sniffed's Head and Root.
-type Kind int
+type BodyKind int
 
 // Kinds of body.
 const (
-	KindUnknown   Kind = iota
-	KindEmpty          // nothing but whitespace
-	KindJSON           // '{' or '['
-	KindJSONValue      // a whole JSON document that is a scalar: null, true, a number, a string
-	KindHTML           // <!DOCTYPE html, <html, or an XHTML root
-	KindXML            // any other XML root
+	KindUnknown   BodyKind = iota
+	KindEmpty              // nothing but whitespace
+	KindJSON               // '{' or '['
+	KindJSONValue          // a whole JSON document that is a scalar: null, true, a number, a string
+	KindHTML               // <!DOCTYPE html, <html, or an XHTML root
+	KindXML                // any other XML root
 )
 
 // Sniffed is Sniff's verdict on a body.
 type Sniffed struct {
-	Kind Kind
+	Kind BodyKind
 	// Head is the body's first bytes (at most SniffLen) past a UTF-8 BOM
 	// and whitespace; it is valid until the body is read on.
 	Head []byte

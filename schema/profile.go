@@ -13,15 +13,15 @@ import (
 	"time"
 )
 
-// Kind is the kind of one property value, as the store's view functions
+// ValueKind is the kind of one property value, as the store's view functions
 // (sql safe casts) will see it. Strings are told apart by their text
 // because a declared type converts them: "12" under a declared bigint is
 // 12, under an inferred schema it is text.
-type Kind uint8
+type ValueKind uint8
 
 // Value kinds.
 const (
-	KNull Kind = iota
+	KNull ValueKind = iota
 	KBool
 	// KInt: a JSON number with no fraction once PostgreSQL's numeric has
 	// normalised it (1e2 is 100, 1.0 is not integral), within int64.
@@ -48,7 +48,7 @@ const (
 
 var kindNames = [numKinds]string{"null", "bool", "int", "num", "strint", "strnum", "strbool", "date", "timestamp", "string", "nested"}
 
-func (k Kind) String() string { return kindNames[k] }
+func (k ValueKind) String() string { return kindNames[k] }
 
 // Infer is the type of a column whose non-null values are of the kinds
 // counted in kinds. The widening rules:
@@ -72,7 +72,7 @@ func Infer(kinds [numKinds]int64) Type {
 			set |= 1 << k
 		}
 	}
-	only := func(ks ...Kind) bool {
+	only := func(ks ...ValueKind) bool {
 		var m uint32
 		for _, k := range ks {
 			m |= 1 << k
@@ -101,7 +101,7 @@ func Infer(kinds [numKinds]int64) Type {
 // Converts reports whether a value of kind k converts to t in the typed
 // view (the safe casts of migrations' ingestd_as_* functions); one that
 // does not is NULL there, and counted as Unconverted.
-func Converts(k Kind, t Type) bool {
+func Converts(k ValueKind, t Type) bool {
 	switch t {
 	case Text, JSON:
 		return true
@@ -177,7 +177,7 @@ type Profile struct {
 	// kind[i], ood[i]: what the current feature's value of column i was
 	// counted as, so that a repeated key counts its last value (jsonb
 	// keeps the last).
-	kind []Kind
+	kind []ValueKind
 	ood  []bool
 }
 
@@ -237,7 +237,7 @@ func (p *Profile) AddFeature(props []byte, geometry string) error {
 	var err error
 	if len(props) > 0 && string(props) != "null" {
 		pos := 0
-		err = scanObject(props, func(name []byte, k Kind, outOfDouble bool) {
+		err = scanObject(props, func(name []byte, k ValueKind, outOfDouble bool) {
 			var i int
 			if pos < len(p.last) && p.Columns[p.last[pos]].Name == string(name) {
 				i = p.last[pos]
@@ -432,7 +432,7 @@ var (
 // string value staged, so the common cases (a name, a code) are decided
 // by the first byte, and numbers are checked by hand; only strings shaped
 // like dates reach the regular expressions.
-func StringKind(s string) Kind {
+func StringKind(s string) ValueKind {
 	if s == "" {
 		return KString
 	}
@@ -578,7 +578,7 @@ func withinDoubleBounds(s string) bool {
 // will hold it: KInt when no fraction is left once the exponent is applied
 // (its display scale is 0) and the value is within int64, else KNum; and
 // whether double precision cannot hold it.
-func NumberKind(s string) (k Kind, outOfDouble bool) {
+func NumberKind(s string) (k ValueKind, outOfDouble bool) {
 	if isStrInt(s) && len(s) <= 18 {
 		return KInt, false // the common case, decided without parsing
 	}

@@ -9,7 +9,7 @@ import (
 // each member with its name and the kind of its value. Written by hand
 // because it runs for every staged feature: it classifies values without
 // building them (no allocation but for keys), and skips nested ones.
-func scanObject(in []byte, fn func(name []byte, k Kind, outOfDouble bool)) error {
+func scanObject(in []byte, fn func(name []byte, k ValueKind, outOfDouble bool)) error {
 	s := scanner{in: in}
 	s.space()
 	if !s.eat('{') {
@@ -115,7 +115,7 @@ func (s *scanner) str() ([]byte, bool, error) {
 }
 
 // value classifies and skips one value.
-func (s *scanner) value() (Kind, bool, error) {
+func (s *scanner) value() (ValueKind, bool, error) {
 	if s.pos >= len(s.in) {
 		return 0, false, s.errorf("unexpected end")
 	}

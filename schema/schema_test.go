@@ -55,7 +55,7 @@ func TestInferWidening(t *testing.T) {
 }
 
 func TestNumberKind(t *testing.T) {
-	for s, want := range map[string]Kind{
+	for s, want := range map[string]ValueKind{
 		"0": KInt, "-0": KInt, "0e5": KInt, "9223372036854775807": KInt, "-9223372036854775808": KInt,
 		"9223372036854775808": KNum, "1.5": KNum, "15e-1": KNum, "1500e-2": KNum, "1.5e1": KInt, "1e19": KNum, "1e18": KInt,
 		"1e999999999": KNum,

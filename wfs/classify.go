@@ -206,10 +206,10 @@ func classify(resp *http.Response, br *bufio.Reader, redacted string, now time.T
 	return kind, expected.NotDataVerdict(resp, br, kind.sniffed(), rerr, redacted)
 }
 
-// sniffed is the httpcall.Kind of a body that is none of WFS's own kinds
+// sniffed is the httpcall.BodyKind of a body that is none of WFS's own kinds
 // (an exception report, data): what httpcall.Expected.NotDataVerdict
 // judges.
-func (k bodyKind) sniffed() httpcall.Kind {
+func (k bodyKind) sniffed() httpcall.BodyKind {
 	switch k {
 	case kindEmpty:
 		return httpcall.KindEmpty
