@@ -66,7 +66,7 @@ func (c commonTable) geomType() string {
 }
 
 // geomExpr is the layer's geometry made of the feed's geometry f.geom,
-// computed where the page of features is read. A
+// computed where the features are read. A
 // point layer takes a point on the surface of anything else, as
 // batch-machine makes address points of polygons; a multi layer takes a
 // single geometry as a multi of one. A geometry of another type gets no
@@ -194,11 +194,10 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 }
 
 // conformAllCommon replaces all the feed's rows of t. The features are
-// read through one cursor (no sort, no page query per page), their
-// conformed values COPYed into a temporary table a page at a time, and
-// the layer written by one INSERT … SELECT that joins them with the
-// feed's table for the geometry, made set-wise there: a row at a time
-// costs more than the conform itself (docs/decisions/0154).
+// read through one cursor with their layer geometry (one scan: no sort,
+// no query per page), their conformed values and geometry COPYed into a
+// temporary table a page at a time, and the layer written by one
+// INSERT … SELECT, not an upsert per page (docs/decisions/0154).
 func conformAllCommon(ctx context.Context, r *applyRun, t commonTable, cc *feeds.CommonConform) error {
 	if _, err := r.tx.Exec(ctx, t.sql("DeleteCommonRows", r.table), r.jurisdiction, r.feed); err != nil {
 		return err
@@ -215,9 +214,10 @@ func conformAllCommon(ctx context.Context, r *applyRun, t commonTable, cc *feeds
 	for i := range cc.Layer.Columns {
 		columns = append(columns, fmt.Sprintf("k%d", i))
 	}
+	columns = append(columns, "g")
 	fetch := fmt.Sprintf("FETCH %d FROM %s", commonPage, commonCursor)
 	for {
-		ids, _, values, err := conformRows(ctx, r, cc, fetch, false, pgx.QueryExecModeSimpleProtocol)
+		ids, geoms, values, err := conformRows(ctx, r, cc, fetch, true, pgx.QueryExecModeSimpleProtocol)
 		if err != nil {
 			return err
 		}
@@ -231,14 +231,13 @@ func conformAllCommon(ctx context.Context, r *applyRun, t commonTable, cc *feeds
 			for i := range values {
 				row = append(row, values[i][j])
 			}
+			row = append(row, geoms[j])
 			rows[j] = row
 		}
 		if _, err := r.tx.CopyFrom(ctx, pgx.Identifier{commonStage}, columns, pgx.CopyFromRows(rows)); err != nil {
 			return err
 		}
 	}
-	// Both sides are the whole feed: joined in bulk (ApplyPlanner, in
-	// force), not a row at a time.
 	if _, err := r.tx.Exec(ctx, t.sql("InsertConformedStage", r.table), pgx.QueryExecModeExec, r.jurisdiction, r.feed); err != nil {
 		return fmt.Errorf("feed %s/%s: writing its rows of common layer %s: %w", r.jurisdiction, r.feed, t.layer.Name, err)
 	}

@@ -68,21 +68,23 @@ ORDER BY c.feature_id
 LIMIT $5
 
 -- name: CreateConformedStage
--- The conformed values of a feed conformed in full, COPYed a page at a
--- time ("" is no value), written into the layer by InsertConformedStage.
-CREATE TEMPORARY TABLE {{stage}} (feature_id text NOT NULL, {{stagecolumns}}) ON COMMIT DROP
+-- The conformed values of a feed conformed in full ("" is no value) and
+-- its layer geometries (EWKB), COPYed a page at a time, written into the
+-- layer by InsertConformedStage.
+CREATE TEMPORARY TABLE {{stage}} (feature_id text NOT NULL, {{stagecolumns}}, g bytea) ON COMMIT DROP
 
 -- name: DeclareAllFeatures
--- Every feature of the feed, in no order: one scan, fetched a page at a
--- time to be conformed.
-DECLARE {{cursor}} NO SCROLL CURSOR FOR SELECT f.feature_id, f.properties::text FROM {{table}} f
+-- Every feature of the feed with its layer geometry, in no order: one
+-- scan, fetched a page at a time to be conformed. BINARY: the geometry
+-- arrives as its bytes, not as hex.
+DECLARE {{cursor}} BINARY NO SCROLL CURSOR FOR SELECT f.feature_id, f.properties::text, ST_AsEWKB({{geom}}) FROM {{table}} f
 
 -- name: InsertConformedStage
--- The feed's rows, its rows of the layer deleted just before: the layer's
--- geometry is made here, set-wise, of the feed's.
+-- The feed's rows, its rows of the layer deleted just before: a plain
+-- INSERT, no conflict to resolve.
 INSERT INTO {{layer}} (jurisdiction, feed, feature_id, {{names}}, geom)
-SELECT $1, $2, u.feature_id, {{values}}, {{geom}}
-FROM {{stage}} u JOIN {{table}} f ON f.feature_id = u.feature_id
+SELECT $1, $2, u.feature_id, {{values}}, ST_GeomFromEWKB(u.g)
+FROM {{stage}} u
 
 -- name: UpsertCommonRows
 -- Conformed values arrive as one text array per column ("" is no value:
