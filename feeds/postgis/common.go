@@ -25,6 +25,14 @@ const CommonSchema = "common"
 // memory, whatever the size of the feed or of its change.
 const commonPage = 2000
 
+// commonCursor and commonStage are the cursor over the feed's features
+// and the temporary table of their conformed values while the feed's
+// rows are conformed in full.
+const (
+	commonCursor = "ingestd_common_features"
+	commonStage  = "ingestd_common_conformed"
+)
+
 // commonLockClass is the first key of the advisory lock taken while a
 // common layer's table (and the schema) is created: two feeds conforming
 // into a new layer at once would otherwise both try to create it.
@@ -58,7 +66,7 @@ func (c commonTable) geomType() string {
 }
 
 // geomExpr is the layer's geometry made of the feed's geometry f.geom,
-// computed where the page of features is read. A
+// computed where the features are read. A
 // point layer takes a point on the surface of anything else, as
 // batch-machine makes address points of polygons; a multi layer takes a
 // single geometry as a multi of one. A geometry of another type gets no
@@ -82,7 +90,7 @@ func (c commonTable) geomExpr() string {
 // sql returns the named query of sql/common.sql for this layer and the
 // feed's table.
 func (c commonTable) sql(name string, feedTable feedTable) string {
-	var columns, names, values, arrays, aliases, sets []string
+	var columns, names, values, arrays, aliases, sets, staged []string
 	for i, col := range c.layer.Columns {
 		id := pgx.Identifier{col.Name}.Sanitize()
 		typ := col.Type
@@ -95,6 +103,7 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+5))
 		aliases = append(aliases, fmt.Sprintf("k%d", i))
 		sets = append(sets, id+" = excluded."+id)
+		staged = append(staged, fmt.Sprintf("k%d text", i))
 	}
 	return strings.NewReplacer(
 		"{{layer}}", c.ident(),
@@ -108,6 +117,9 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 		"{{aliases}}", strings.Join(aliases, ", "),
 		"{{sets}}", strings.Join(sets, ", "),
 		"{{geom}}", c.geomExpr(),
+		"{{stage}}", commonStage,
+		"{{stagecolumns}}", strings.Join(staged, ", "),
+		"{{cursor}}", commonCursor,
 	).Replace(sqlQuery(name))
 }
 
@@ -163,34 +175,74 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 	if err := ensureCommonTable(ctx, r.tx, t); err != nil {
 		return err
 	}
+	if full {
+		return conformAllCommon(ctx, r, t, cc)
+	}
 	// Each page joins a few thousand ids with the feed's table and the
 	// layer's: by index, not by hashing the whole tables page after page.
 	if _, err := r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner")); err != nil {
 		return err
 	}
-	if err := writeCommonRows(ctx, r, t, cc, full); err != nil {
+	if err := deleteRemovedCommonRows(ctx, r, t.layer.Name); err != nil {
+		return err
+	}
+	if err := conformPages(ctx, r, t, cc, t.sql("ChangedFeaturesPage", r.table)); err != nil {
 		return err
 	}
 	_, err = r.tx.Exec(ctx, sqlQuery("ApplyPlanner"))
 	return err
 }
 
-// writeCommonRows replaces the feed's rows of t (full) or those of the
-// features the poll changed.
-func writeCommonRows(ctx context.Context, r *applyRun, t commonTable, cc *feeds.CommonConform, full bool) error {
-	page := "ChangedFeaturesPage"
-	if full {
-		page = "AllFeaturesPage"
-		if _, err := r.tx.Exec(ctx, t.sql("DeleteCommonRows", r.table), r.jurisdiction, r.feed); err != nil {
-			return err
-		}
-		if _, err := r.tx.Exec(ctx, sqlQuery("RecordCommonFeed"), r.jurisdiction, r.feed, cc.Layer.Name, cc.Digest); err != nil {
-			return err
-		}
-	} else if err := deleteRemovedCommonRows(ctx, r, t.layer.Name); err != nil {
+// conformAllCommon replaces all the feed's rows of t. The features are
+// read through one cursor with their layer geometry (one scan: no sort,
+// no query per page), their conformed values and geometry COPYed into a
+// temporary table a page at a time, and the layer written by one
+// INSERT … SELECT, not an upsert per page (docs/decisions/0154).
+func conformAllCommon(ctx context.Context, r *applyRun, t commonTable, cc *feeds.CommonConform) error {
+	if _, err := r.tx.Exec(ctx, t.sql("DeleteCommonRows", r.table), r.jurisdiction, r.feed); err != nil {
 		return err
 	}
-	return conformPages(ctx, r, t, cc, t.sql(page, r.table))
+	if _, err := r.tx.Exec(ctx, sqlQuery("RecordCommonFeed"), r.jurisdiction, r.feed, cc.Layer.Name, cc.Digest); err != nil {
+		return err
+	}
+	for _, q := range []string{t.sql("CreateConformedStage", r.table), t.sql("DeclareAllFeatures", r.table)} {
+		if _, err := r.tx.Exec(ctx, q, pgx.QueryExecModeExec); err != nil {
+			return err
+		}
+	}
+	columns := []string{"feature_id"}
+	for i := range cc.Layer.Columns {
+		columns = append(columns, fmt.Sprintf("k%d", i))
+	}
+	columns = append(columns, "g")
+	fetch := fmt.Sprintf("FETCH %d FROM %s", commonPage, commonCursor)
+	for {
+		ids, geoms, values, err := conformRows(ctx, r, cc, fetch, true, pgx.QueryExecModeSimpleProtocol)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			break
+		}
+		rows := make([][]any, len(ids))
+		for j, id := range ids {
+			row := make([]any, 0, len(columns))
+			row = append(row, id)
+			for i := range values {
+				row = append(row, values[i][j])
+			}
+			row = append(row, geoms[j])
+			rows[j] = row
+		}
+		if _, err := r.tx.CopyFrom(ctx, pgx.Identifier{commonStage}, columns, pgx.CopyFromRows(rows)); err != nil {
+			return err
+		}
+	}
+	if _, err := r.tx.Exec(ctx, t.sql("InsertConformedStage", r.table), pgx.QueryExecModeExec, r.jurisdiction, r.feed); err != nil {
+		return fmt.Errorf("feed %s/%s: writing its rows of common layer %s: %w", r.jurisdiction, r.feed, t.layer.Name, err)
+	}
+	_, err := r.tx.Exec(ctx, "CLOSE "+commonCursor+"; DROP TABLE "+commonStage, pgx.QueryExecModeSimpleProtocol)
+	return err
 }
 
 // conformPages conforms the features query pages through (in feature id
@@ -199,7 +251,8 @@ func conformPages(ctx context.Context, r *applyRun, t commonTable, cc *feeds.Com
 	upsert := t.sql("UpsertCommonRows", r.table)
 	after := ""
 	for {
-		ids, geoms, values, err := conformPage(ctx, r, cc, query, after)
+		ids, geoms, values, err := conformRows(ctx, r, cc, query, true,
+			pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, r.pollID, after, commonPage)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -217,11 +270,12 @@ func conformPages(ctx context.Context, r *applyRun, t commonTable, cc *feeds.Com
 	}
 }
 
-// conformPage reads one page of features after feature id after and
-// conforms them: their ids, their geometries as the layer takes them
-// (EWKB), and per layer column the values, in id order.
-func conformPage(ctx context.Context, r *applyRun, cc *feeds.CommonConform, query, after string) ([]string, [][]byte, [][]string, error) {
-	rows, err := r.tx.Query(ctx, query, pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, r.pollID, after, commonPage)
+// conformRows reads one page of features (query with args) and conforms
+// them: their ids, their geometries as the layer takes them (EWKB, if
+// withGeom: the query reads them as its third column), and per layer
+// column the values, in the query's order.
+func conformRows(ctx context.Context, r *applyRun, cc *feeds.CommonConform, query string, withGeom bool, args ...any) ([]string, [][]byte, [][]string, error) {
+	rows, err := r.tx.Query(ctx, query, args...)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -232,7 +286,11 @@ func conformPage(ctx context.Context, r *applyRun, cc *feeds.CommonConform, quer
 	for rows.Next() {
 		var id string
 		var props, g []byte
-		if err := rows.Scan(&id, &props, &g); err != nil {
+		dest := []any{&id, &props}
+		if withGeom {
+			dest = append(dest, &g)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, nil, err
 		}
 		m, err := decodeProperties(props)

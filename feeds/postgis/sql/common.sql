@@ -67,14 +67,24 @@ WHERE c.poll_id = $3 AND c.jurisdiction = $1 AND c.feed = $2 AND c.change IN ('a
 ORDER BY c.feature_id
 LIMIT $5
 
--- name: AllFeaturesPage
--- Every feature of the feed after feature id $4, in id order, $5 at most
--- ($3 is unused: the same parameters as ChangedFeaturesPage).
-SELECT f.feature_id, f.properties::text, ST_AsEWKB({{geom}})
-FROM {{table}} f
-WHERE $1::text IS NOT NULL AND $2::text IS NOT NULL AND $3::bigint IS NOT NULL AND f.feature_id > $4
-ORDER BY f.feature_id
-LIMIT $5
+-- name: CreateConformedStage
+-- The conformed values of a feed conformed in full ("" is no value) and
+-- its layer geometries (EWKB), COPYed a page at a time, written into the
+-- layer by InsertConformedStage.
+CREATE TEMPORARY TABLE {{stage}} (feature_id text NOT NULL, {{stagecolumns}}, g bytea) ON COMMIT DROP
+
+-- name: DeclareAllFeatures
+-- Every feature of the feed with its layer geometry, in no order: one
+-- scan, fetched a page at a time to be conformed. BINARY: the geometry
+-- arrives as its bytes, not as hex.
+DECLARE {{cursor}} BINARY NO SCROLL CURSOR FOR SELECT f.feature_id, f.properties::text, ST_AsEWKB({{geom}}) FROM {{table}} f
+
+-- name: InsertConformedStage
+-- The feed's rows, its rows of the layer deleted just before: a plain
+-- INSERT, no conflict to resolve.
+INSERT INTO {{layer}} (jurisdiction, feed, feature_id, {{names}}, geom)
+SELECT $1, $2, u.feature_id, {{values}}, ST_GeomFromEWKB(u.g)
+FROM {{stage}} u
 
 -- name: UpsertCommonRows
 -- Conformed values arrive as one text array per column ("" is no value:
