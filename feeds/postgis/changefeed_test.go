@@ -108,23 +108,8 @@ func TestChangeNotices(t *testing.T) {
 // versionsAsOf reads the layer as of poll p's time: id → properties|geometry.
 func versionsAsOf(t *testing.T, b *bundle, feed feeds.FeedInfo, p appliedPoll) map[string]string {
 	t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT feature_id, properties::text || '|' || coalesce(encode(ST_AsEWKB(geom), 'hex'), '')
+	return b.textMap(t, `SELECT feature_id, properties::text || '|' || coalesce(encode(ST_AsEWKB(geom), 'hex'), '')
 		FROM ingestd_layer_as_of($1, $2, $3)`, feed.Jurisdiction, feed.Feed, p.at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for rows.Next() {
-		var id, v string
-		if err := rows.Scan(&id, &v); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = v
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestChangesSinceReplays: from the layer as of any poll, the changes

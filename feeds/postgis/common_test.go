@@ -52,23 +52,8 @@ func wakeAddress(id string, g bool, num any, name, city string) ft.Feature {
 // commonRows reads the feed's rows of common.addresses: id -> "number|street|city|geometry type".
 func (b *bundle) commonRows(t *testing.T, feed string) map[string]string {
 	t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT feature_id, concat_ws('|', coalesce(number, '∅'), coalesce(street, '∅'),
+	return b.textMap(t, `SELECT feature_id, concat_ws('|', coalesce(number, '∅'), coalesce(street, '∅'),
 		coalesce(city, '∅'), GeometryType(geom)) FROM common.addresses WHERE jurisdiction = 'wake' AND feed = $1`, feed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for rows.Next() {
-		var id, v string
-		if err := rows.Scan(&id, &v); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = v
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // conformAll is what conforming the whole layer gives, the oracle the

@@ -167,6 +167,29 @@ func (b *bundle) scalar(t *testing.T, dst any, sql string, args ...any) {
 	}
 }
 
+// textMap runs sql, whose rows are two text columns, and maps the first to
+// the second.
+func (b *bundle) textMap(t *testing.T, sql string, args ...any) map[string]string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	defer rows.Close()
+	m := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
 	var n int

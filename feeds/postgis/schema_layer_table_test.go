@@ -16,23 +16,7 @@ import (
 // transaction that wrote it).
 func (b *bundle) layerRows(t *testing.T, layer string) map[string]string {
 	t.Helper()
-	rows, err := b.pool.Query(b.ctx, fmt.Sprintf(`SELECT feature_id, xmin::text FROM %s`, layer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	m := make(map[string]string)
-	for rows.Next() {
-		var id, xmin string
-		if err := rows.Scan(&id, &xmin); err != nil {
-			t.Fatal(err)
-		}
-		m[id] = xmin
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return b.textMap(t, fmt.Sprintf(`SELECT feature_id, xmin::text FROM %s`, layer))
 }
 
 // layerDiff counts the rows the layer and its typed select do not share
