@@ -118,6 +118,11 @@ start_server() {
 	if is_running; then
 		return
 	fi
+	if greets; then
+		# Another checkout's server would serve another folder.
+		log "something else answers on 127.0.0.1:${PORT}: stop it, or set INGESTD_FTP_PORT"
+		exit 1
+	fi
 	log "starting vsftpd on 127.0.0.1:${PORT}, serving ${SERVED} (log: $RUN)"
 	setsid "$VSFTPD" "$CONF" </dev/null >>"$RUN/stderr.log" 2>&1 &
 	echo $! >"$PIDFILE"
