@@ -18,7 +18,7 @@ import (
 )
 
 // zipOne zips one file.
-func zipOne(t *testing.T, name, body string) []byte {
+func zipOne(t testing.TB, name, body string) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	zw := zip.NewWriter(&b)
