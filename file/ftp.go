@@ -164,8 +164,8 @@ func (c *Client) attemptFTP(ctx context.Context, g *ftpGet) breaker.Result {
 	if err := sc.Login(user, pass); err != nil {
 		if code, _ := reply(err); code == 0 && !isNetwork(err) {
 			// jlaffaye/ftp hands a refused USER over as the reply's text
-			// alone: the server answered, and refused.
-			err = &ReplyError{Code: 530, Msg: err.Error()}
+			// alone, without its code: the server answered, and refused.
+			err = &ReplyError{Msg: err.Error()}
 		}
 		return a.judge("logging in", err)
 	}
@@ -205,13 +205,13 @@ func (a *ftpAttempt) failure(err error) breaker.Result {
 }
 
 // judge is the result of an error of the conversation at step: a
-// permanent reply (5xx) is the feed's (the server answered: a Success
-// with the error, not retried), a transient one (4xx) or a broken
-// connection the origin's failure.
+// permanent reply (5xx, or a refusal without its code) is the feed's (the
+// server answered: a Success with the error, not retried), a transient
+// one (4xx) or a broken connection the origin's failure.
 func (a *ftpAttempt) judge(step string, err error) breaker.Result {
 	err = a.g.errorOf(step, err)
 	var re *ReplyError
-	if errors.As(err, &re) && re.Code >= 500 {
+	if errors.As(err, &re) && (re.Code == 0 || re.Code >= 500) {
 		return breaker.Result{Outcome: breaker.Success, Err: err}
 	}
 	return a.failure(err)
@@ -308,7 +308,8 @@ func (g *ftpGet) errorOf(step string, err error) error {
 }
 
 // ReplyError is an FTP server's negative reply: a 4xx (transient: the
-// origin's failure, retried) or a 5xx (permanent: the feed's, not retried).
+// origin's failure, retried) or a 5xx (permanent: the feed's, not retried);
+// Code 0 is a refused login whose code the client did not keep (the feed's).
 type ReplyError struct {
 	// URL is the file's URL, redacted; Step what was asked (logging in,
 	// MDTM, SIZE, RETR).
@@ -323,6 +324,9 @@ type ReplyError struct {
 func (e *ReplyError) Error() string {
 	if errors.Is(e.Err, ErrNoFile) {
 		return fmt.Sprintf("RETR %s: %v (%d %s)", e.URL, ErrNoFile, e.Code, e.Msg)
+	}
+	if e.Code == 0 {
+		return fmt.Sprintf("%s %s: the FTP server refused: %s", e.Step, e.URL, e.Msg)
 	}
 	return fmt.Sprintf("%s %s: the FTP server answered %d %s", e.Step, e.URL, e.Code, e.Msg)
 }

@@ -123,7 +123,7 @@ jurisdictions:
 
 	for _, tc := range []struct{ feed, cause string }{
 		{"ftp_missing", folder + "/missing.zip: no such file on the server (550"},
-		{"ftp_login", "530 This FTP server is anonymous only"},
+		{"ftp_login", "refused: This FTP server is anonymous only"},
 	} {
 		_, err := mgr.Poll(ctx, "nc/"+tc.feed)
 		if err == nil || !strings.Contains(err.Error(), "nc/"+tc.feed) || !strings.Contains(err.Error(), tc.cause) {
