@@ -3,6 +3,7 @@ package file_test
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -237,5 +238,44 @@ jurisdictions:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)
 		}
+	}
+}
+
+// TestFTPStalledTransfer: jlaffaye/ftp reads without a context, so a
+// server that stops sending mid-transfer is ended by closing the
+// attempt's connections: at the attempt's timeout (request_timeout) a
+// failed attempt that says so, retried; at the caller's cancellation an
+// error that wraps it, at once.
+func TestFTPStalledTransfer(t *testing.T) {
+	t.Parallel()
+	srv := ftptest.Real(t)
+	dir, folder := srv.Folder(t)
+	ftptest.Put(t, dir, "pts.zip", zipOne(t, "pts.csv", ftpCSV), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	proxy := ftptest.NewProxy(t, srv.Addr)
+	proxy.Stall(true)
+	c := file.NewClient(nil, testRegistry(t), nil, file.WithTempDir(t.TempDir()))
+	l := layer("ftp://"+proxy.Addr()+"/"+folder+"/pts.zip", file.Settings{})
+	l.RequestTimeout = 300 * time.Millisecond
+	var col collect
+	_, err := c.Fetch(t.Context(), l, 0, col.handle)
+	var retry *breaker.RetryError
+	if !errors.As(err, &retry) || !strings.Contains(err.Error(), "attempt timed out after 300ms") || proxy.Count("RETR") != retry.Attempts {
+		t.Fatalf("stalled transfer: %v; want each attempt timed out, %d RETR", err, proxy.Count("RETR"))
+	}
+
+	for range retry.Attempts { // the timed-out attempts' stalls
+		<-proxy.Stalled()
+	}
+	l.RequestTimeout = time.Hour
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Fetch(ctx, l, 0, col.handle)
+		done <- err
+	}()
+	<-proxy.Stalled()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled mid-transfer: %v; want context.Canceled", err)
 	}
 }

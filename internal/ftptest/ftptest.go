@@ -124,14 +124,18 @@ func Put(t testing.TB, dir, name string, b []byte, mtime time.Time) {
 // connection through a listener of its own, whose address replaces the
 // server's in the 227 and 229 replies. CutAfter > 0 closes every data
 // connection from the server after that many bytes, cleanly, as a
-// connection cut on the way would look to a client.
+// connection cut on the way would look to a client. Stall holds every
+// later data connection open without a byte, as a server that stopped
+// sending would, and signals each on Stalled.
 type Proxy struct {
 	ln     net.Listener
 	target string
 
 	mu       sync.Mutex
 	cutAfter int64
+	stall    bool
 	commands map[string]int
+	stalled  chan struct{}
 }
 
 // NewProxy starts a proxy to the server at target (host:port) on a
@@ -142,7 +146,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, commands: map[string]int{}}
+	p := &Proxy{ln: ln, target: target, commands: map[string]int{}, stalled: make(chan struct{}, 16)}
 	t.Cleanup(func() { ln.Close() })
 	go p.serve()
 	return p
@@ -157,6 +161,16 @@ func (p *Proxy) CutAfter(n int64) {
 	defer p.mu.Unlock()
 	p.cutAfter = n
 }
+
+// Stall makes every later data connection send nothing (false: relay).
+func (p *Proxy) Stall(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stall = on
+}
+
+// Stalled receives once for each data connection a stall holds.
+func (p *Proxy) Stalled() <-chan struct{} { return p.stalled }
 
 // Count is how many times the client sent command (upper case: "RETR").
 func (p *Proxy) Count(command string) int {
@@ -243,14 +257,34 @@ func (p *Proxy) relayPassive(line string) string {
 		return line
 	}
 	p.mu.Lock()
-	cut := p.cutAfter
+	cut, stall := p.cutAfter, p.stall
 	p.mu.Unlock()
-	go relayData(ln, net.JoinHostPort(host, strconv.Itoa(port)), cut)
+	if stall {
+		go p.holdData(ln)
+	} else {
+		go relayData(ln, net.JoinHostPort(host, strconv.Itoa(port)), cut)
+	}
 	mine := ln.Addr().(*net.TCPAddr).Port
 	if m[1] != "" {
 		return fmt.Sprintf("%s127,0,0,1,%d,%d%s\r\n", m[1], mine/256, mine%256, m[5])
 	}
 	return fmt.Sprintf("%s%d%s\r\n", m[6], mine, m[8])
+}
+
+// holdData accepts one data connection on ln and holds it, silent, until
+// the client closes it.
+func (p *Proxy) holdData(ln net.Listener) {
+	defer ln.Close()
+	client, err := ln.Accept()
+	if err != nil {
+		return
+	}
+	defer client.Close()
+	select {
+	case p.stalled <- struct{}{}:
+	default:
+	}
+	_, _ = io.Copy(io.Discard, client)
 }
 
 // relayData accepts one data connection on ln and relays it to target,
