@@ -193,10 +193,12 @@ type ftpAttempt struct {
 }
 
 // failure is err as the origin's failure, unless the caller's context
-// ended (Ignored); after the attempt's own timeout it says so.
+// ended (Ignored, wrapping the context's error); after the attempt's own
+// timeout it says so.
 func (a *ftpAttempt) failure(err error) breaker.Result {
 	if a.ctx.Err() != nil {
-		return breaker.Result{Outcome: breaker.Ignored, Err: err}
+		// The connection was closed because the caller's context ended.
+		return breaker.Result{Outcome: breaker.Ignored, Err: fmt.Errorf("%w (%w)", err, a.ctx.Err())}
 	}
 	if errors.Is(a.actx.Err(), context.DeadlineExceeded) {
 		return breaker.Result{Outcome: breaker.Failure, Err: fmt.Errorf("attempt timed out after %s: %w", a.g.timeout, err)}

@@ -242,16 +242,18 @@ jurisdictions:
 }
 
 // TestFTPStalledTransfer: jlaffaye/ftp reads without a context, so a
-// server that stops sending mid-transfer is ended by closing the
-// attempt's connections: at the attempt's timeout (request_timeout) a
-// failed attempt that says so, retried; at the caller's cancellation an
-// error that wraps it, at once.
+// transfer that falls silent halfway (a proxy holds the data connection
+// open) is ended by closing the attempt's connections: at the attempt's
+// timeout (request_timeout) a failed attempt that says so, retried; at the
+// caller's cancellation an error that wraps it, at once.
 func TestFTPStalledTransfer(t *testing.T) {
 	t.Parallel()
 	srv := ftptest.Real(t)
 	dir, folder := srv.Folder(t)
-	ftptest.Put(t, dir, "pts.zip", zipOne(t, "pts.csv", ftpCSV), time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	body := zipOne(t, "pts.csv", ftpCSV)
+	ftptest.Put(t, dir, "pts.zip", body, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	proxy := ftptest.NewProxy(t, srv.Addr)
+	proxy.CutAfter(int64(len(body) / 2))
 	proxy.Stall(true)
 	c := file.NewClient(nil, testRegistry(t), nil, file.WithTempDir(t.TempDir()))
 	l := layer("ftp://"+proxy.Addr()+"/"+folder+"/pts.zip", file.Settings{})
@@ -259,7 +261,8 @@ func TestFTPStalledTransfer(t *testing.T) {
 	var col collect
 	_, err := c.Fetch(t.Context(), l, 0, col.handle)
 	var retry *breaker.RetryError
-	if !errors.As(err, &retry) || !strings.Contains(err.Error(), "attempt timed out after 300ms") || proxy.Count("RETR") != retry.Attempts {
+	if !errors.As(err, &retry) || !strings.Contains(err.Error(), "attempt timed out after 300ms") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("failed after %d bytes", len(body)/2)) || proxy.Count("RETR") != retry.Attempts {
 		t.Fatalf("stalled transfer: %v; want each attempt timed out, %d RETR", err, proxy.Count("RETR"))
 	}
 

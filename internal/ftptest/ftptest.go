@@ -125,8 +125,9 @@ func Put(t testing.TB, dir, name string, b []byte, mtime time.Time) {
 // server's in the 227 and 229 replies. CutAfter > 0 closes every data
 // connection from the server after that many bytes, cleanly, as a
 // connection cut on the way would look to a client. Stall holds every
-// later data connection open without a byte, as a server that stopped
-// sending would, and signals each on Stalled.
+// later data connection open and silent after those bytes (none when
+// CutAfter is 0), as a server that stopped sending would, and signals
+// each on Stalled.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -162,7 +163,8 @@ func (p *Proxy) CutAfter(n int64) {
 	p.cutAfter = n
 }
 
-// Stall makes every later data connection send nothing (false: relay).
+// Stall makes every later data connection fall silent after CutAfter's
+// bytes, and stay open (false: relay or cut).
 func (p *Proxy) Stall(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -259,11 +261,7 @@ func (p *Proxy) relayPassive(line string) string {
 	p.mu.Lock()
 	cut, stall := p.cutAfter, p.stall
 	p.mu.Unlock()
-	if stall {
-		go p.holdData(ln)
-	} else {
-		go relayData(ln, net.JoinHostPort(host, strconv.Itoa(port)), cut)
-	}
+	go p.relayData(ln, net.JoinHostPort(host, strconv.Itoa(port)), cut, stall)
 	mine := ln.Addr().(*net.TCPAddr).Port
 	if m[1] != "" {
 		return fmt.Sprintf("%s127,0,0,1,%d,%d%s\r\n", m[1], mine/256, mine%256, m[5])
@@ -271,25 +269,11 @@ func (p *Proxy) relayPassive(line string) string {
 	return fmt.Sprintf("%s%d%s\r\n", m[6], mine, m[8])
 }
 
-// holdData accepts one data connection on ln and holds it, silent, until
-// the client closes it.
-func (p *Proxy) holdData(ln net.Listener) {
-	defer ln.Close()
-	client, err := ln.Accept()
-	if err != nil {
-		return
-	}
-	defer client.Close()
-	select {
-	case p.stalled <- struct{}{}:
-	default:
-	}
-	_, _ = io.Copy(io.Discard, client)
-}
-
-// relayData accepts one data connection on ln and relays it to target,
-// the server's side cut after cut bytes when cut > 0.
-func relayData(ln net.Listener, target string, cut int64) {
+// relayData accepts one data connection on ln and relays it to target:
+// the server's side cut after cut bytes when cut > 0, or, stalled, held
+// open and silent after them (signalled on p.stalled) until the client
+// closes it.
+func (p *Proxy) relayData(ln net.Listener, target string, cut int64, stall bool) {
 	defer ln.Close()
 	client, err := ln.Accept()
 	if err != nil {
@@ -301,12 +285,21 @@ func relayData(ln net.Listener, target string, cut int64) {
 		return
 	}
 	defer server.Close()
+	clientDone := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(server, client)
+		close(clientDone)
 	}()
 	var from io.Reader = server
-	if cut > 0 {
+	if cut > 0 || stall {
 		from = io.LimitReader(server, cut)
 	}
 	_, _ = io.Copy(client, from)
+	if stall {
+		select {
+		case p.stalled <- struct{}{}:
+		default:
+		}
+		<-clientDone
+	}
 }
