@@ -889,9 +889,9 @@ func (p *parser) url(s yamlconf.Scalar, field string, schemes []string) bool {
 		if u.Scheme == "" {
 			p.Errorf(s.Node, field, "bad url: no scheme; write an absolute http:// or https:// URL")
 		} else if s.Expanded {
-			p.Errorf(s.Node, field, "bad url: scheme not supported after expanding environment variables; use http or https")
+			p.Errorf(s.Node, field, "bad url: scheme not supported after expanding environment variables; use %s", schemeList(schemes))
 		} else {
-			p.Errorf(s.Node, field, "bad url: scheme %q not supported; use http or https", u.Scheme)
+			p.Errorf(s.Node, field, "bad url: scheme %q not supported; use %s", u.Scheme, schemeList(schemes))
 		}
 		return false
 	case u.Host == "":
@@ -899,6 +899,13 @@ func (p *parser) url(s yamlconf.Scalar, field string, schemes []string) bool {
 		return false
 	}
 	return true
+}
+
+// schemeList names the schemes a feed's url may have: "http or https",
+// "http, https or ftp".
+func schemeList(others []string) string {
+	all := append([]string{"http", "https"}, others...)
+	return strings.Join(all[:len(all)-1], ", ") + " or " + all[len(all)-1]
 }
 
 func (p *parser) location(s yamlconf.Scalar, field string) (*time.Location, bool) {

@@ -232,8 +232,8 @@ jurisdictions:
 	_, err = config.Parse("bad.yaml", []byte(bad), nil)
 	for _, want := range []string{
 		`feeds[0].url: an ftp:// url names a file, not a folder`,
-		`feeds[1].url: bad url: scheme "ftp" not supported`,
-		`feeds[2].url: bad url: scheme "sftp" not supported`,
+		`feeds[1].url: bad url: scheme "ftp" not supported; use http or https`,
+		`feeds[2].url: bad url: scheme "sftp" not supported; use http, https or ftp`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)
