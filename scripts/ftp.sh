@@ -148,7 +148,13 @@ start)
 stop)
 	if is_running; then
 		log "stopping"
-		kill "$(cat "$PIDFILE")"
+		pid=$(cat "$PIDFILE")
+		kill "$pid"
+		# Until it has let go of the port, a start would find it there.
+		for _ in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
 		rm -f "$PIDFILE"
 	else
 		log "not running"
