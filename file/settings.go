@@ -65,7 +65,7 @@ func settingsOf(l source.Layer) Settings {
 // x, y, wkt, crs, encoding, separator and header_line, and its fetcher.
 func Spec() kindconf.Spec {
 	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding", "separator", "header_line"}, Parse: parseFeed,
-		NewFetcher: newFetcher}
+		NewFetcher: newFetcher, Schemes: []string{"ftp"}}
 }
 
 // newFetcher is the file kind's fetcher, as the registry of kinds builds
@@ -82,9 +82,11 @@ func parseFeed(f *kindconf.Feed) source.Settings {
 	f.Ignore("page_size")
 	f.PageSize = 0
 	if f.URL != "" {
-		if u, err := url.Parse(f.URL); err == nil && u.Scheme != "http" && u.Scheme != "https" {
-			f.Errorf(f.At("url"), f.Field("url"), "a file feed's url is an http or https URL")
+		if u, err := url.Parse(f.URL); err == nil && u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp" {
+			f.Errorf(f.At("url"), f.Field("url"), "a file feed's url is an http, https or ftp URL")
 			f.URL = ""
+		} else if err == nil && u.Scheme == "ftp" {
+			checkFTP(f, u)
 		}
 	}
 	str := func(key string) (string, bool) {

@@ -145,9 +145,9 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 	switch {
 	case err != nil || u.Host == "":
 		return nil, "bad url"
-	case u.Scheme == "ftp":
-		return nil, "ftp:// url"
-	case u.Scheme != "http" && u.Scheme != "https":
+	case u.Scheme == "ftp" && (u.Path == "" || strings.HasSuffix(u.Path, "/")):
+		return nil, "ftp:// url of a folder"
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp":
 		return nil, "url scheme " + u.Scheme
 	}
 	switch it.Compression {

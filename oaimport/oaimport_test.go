@@ -28,16 +28,16 @@ func importTestdata(t *testing.T) (string, *oaimport.Tally, *config.Config) {
 	return string(out), tally, cfg
 }
 
-// TestImportCatalogFiles: ten real catalog files become a config that
+// TestImportCatalogFiles: eleven real catalog files become a config that
 // loads, each layer entry a feed of the right kind and settings or a
 // comment naming why not, and the acceptance tests the reference passes
 // pass while those it fails are left out with the reason.
 func TestImportCatalogFiles(t *testing.T) {
 	out, tally, cfg := importTestdata(t)
-	if tally.Files != 10 || tally.Jurisdictions != 8 || tally.Tests != 6 || tally.LeftOut != 11 {
+	if tally.Files != 11 || tally.Jurisdictions != 9 || tally.Tests != 6 || tally.LeftOut != 11 {
 		t.Errorf("tally %+v", tally)
 	}
-	if e, s, n := tally.Totals(); e != 10 || s != 1 || n != 1 {
+	if e, s, n := tally.Totals(); e != 11 || s != 1 || n != 1 {
 		t.Errorf("totals expressed %d, skip %d, not expressed %d", e, s, n)
 	}
 	wake, ok := cfg.Feed("us-nc-wake/addresses-county")
@@ -83,7 +83,10 @@ func TestImportCatalogFiles(t *testing.T) {
 			t.Errorf("the config lacks %q", want)
 		}
 	}
-	if !strings.Contains(tally.String(), "http csv+gzip          expressed     1\n") {
+	if sioux, ok := cfg.Feed("us-ia-sioux/addresses-county"); !ok || sioux.Kind != "file" || sioux.URL != "ftp://ftp.igsb.uiowa.edu/gis_library/counties/Sioux/Address_84.zip" {
+		t.Errorf("us-ia-sioux/addresses-county, an ftp:// download: %+v", sioux)
+	}
+	if !strings.Contains(tally.String(), "http csv+gzip          expressed     1\n") || !strings.Contains(tally.String(), "ftp shapefile+zip      expressed     1\n") {
 		t.Errorf("tally:\n%s", tally)
 	}
 }

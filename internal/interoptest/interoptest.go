@@ -102,6 +102,10 @@ func NCGpkg(t testing.TB) string {
 	return p
 }
 
+// ModuleRoot is the directory of the go.mod above the test's package,
+// where the scripts keep their servers' folders (.mapserver, .ftp).
+func ModuleRoot() string { return moduleRoot() }
+
 // moduleRoot is the directory of the go.mod above the test's package
 // (where scripts/mapserver.sh keeps .mapserver), whatever the package's
 // depth; "." when there is none.
