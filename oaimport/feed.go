@@ -78,6 +78,7 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 
 	id := feedID(layer, it.Name, names)
 	f := mapping("id", scalar(id))
+	var notes []string
 	switch it.Protocol {
 	case "ESRI":
 		u, err := url.Parse(it.Data)
@@ -89,9 +90,12 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 		}
 		f.Content = append(f.Content, scalar("kind"), scalar("arcgis"), scalar("url"), scalar(it.Data))
 	case "http", "ftp":
-		settings, reason := fileSettings(it, opt)
+		settings, note, reason := fileSettings(it, opt)
 		if reason != "" {
 			return nil, nil, reason
+		}
+		if note != "" {
+			notes = append(notes, fmt.Sprintf("%s/%s: %s", layer, it.Name, note))
 		}
 		f.Content = append(f.Content, scalar("kind"), scalar("file"), scalar("url"), scalar(it.Data))
 		f.Content = append(f.Content, settings...)
@@ -114,7 +118,6 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	}
 	f.Content = append(f.Content, scalar("conform"), cn)
 
-	var notes []string
 	if it.Test != nil && len(it.Test.Tests) > 0 {
 		if it.Test.Enabled != nil && !*it.Test.Enabled {
 			notes = append(notes, fmt.Sprintf("%s/%s: %d acceptance tests disabled in the catalog (test.enabled: false): left out", layer, it.Name, len(it.Test.Tests)))
@@ -138,33 +141,33 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	return f, notes, ""
 }
 
-// fileSettings are the kind-file settings of a download entry, or why it
-// cannot be expressed.
-func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
+// fileSettings are the kind-file settings of a download entry and a note
+// on what was left out, or why it cannot be expressed.
+func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, reason string) {
 	u, err := url.Parse(it.Data)
 	switch {
 	case err != nil || u.Host == "":
-		return nil, "bad url"
+		return nil, "", "bad url"
 	case u.Scheme == "ftp":
-		return nil, "ftp:// url"
+		return nil, "", "ftp:// url"
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, "url scheme " + u.Scheme
+		return nil, "", "url scheme " + u.Scheme
 	}
 	switch it.Compression {
 	case "", "zip", "gzip":
 	default:
-		return nil, "compression: " + it.Compression
+		return nil, "", "compression: " + it.Compression
 	}
 	format, ok := fileFormats[o.Format]
 	if !ok {
-		return nil, "format " + o.Format
+		return nil, "", "format " + o.Format
 	}
 	// batch-machine reads headers: -1 as no header line, and headers: N
 	// only with skiplines: N, as the header on line N.
 	header := ""
 	switch {
 	case o.Headers == nil && o.SkipLines != nil:
-		return nil, fmt.Sprintf("skiplines: %d without headers", *o.SkipLines)
+		return nil, "", fmt.Sprintf("skiplines: %d without headers", *o.SkipLines)
 	case o.Headers == nil:
 	case *o.Headers == -1 && o.SkipLines == nil:
 		header = "none"
@@ -173,11 +176,11 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 			header = strconv.Itoa(*o.Headers)
 		}
 	default:
-		return nil, fmt.Sprintf("headers: %d", *o.Headers)
+		return nil, "", fmt.Sprintf("headers: %d", *o.Headers)
 	}
 	switch {
 	case utf8.RuneCountInString(o.CSVSplit) > 1 || o.CSVSplit == `"`:
-		return nil, fmt.Sprintf("csvsplit: %q", o.CSVSplit)
+		return nil, "", fmt.Sprintf("csvsplit: %q", o.CSVSplit)
 	}
 	var out []*yaml.Node
 	add := func(k, v string) {
@@ -196,11 +199,11 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 		add("layer", o.File)
 	}
 	if (o.Lat != "") != (o.Lon != "") {
-		return nil, "lat without lon"
+		return nil, "", "lat without lon"
 	}
 	if o.Lat != "" {
 		if format != "" && format != "csv" {
-			return nil, "lat/lon on a " + format
+			return nil, "", "lat/lon on a " + format
 		}
 		add("x", o.Lon)
 		add("y", o.Lat)
@@ -211,22 +214,32 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 	add("header_line", header)
 	if o.SRS != "" {
 		if _, err := feature.ParseCRS(o.SRS); err != nil {
-			return nil, "srs " + o.SRS
+			return nil, "", "srs " + o.SRS
 		}
 		add("crs", o.SRS)
 	}
-	if strings.EqualFold(o.Encoding, "utf-8-sig") {
+	switch enc := strings.ToLower(strings.ReplaceAll(o.Encoding, "_", "-")); {
+	case enc == "":
+	case enc == "utf-8-sig":
 		// Python's name for UTF-8 after a byte-order mark, which the CSV
 		// reader skips anyway.
-		o.Encoding = ""
-	}
-	if o.Encoding != "" {
-		if _, err := shapefile.LookupEncoding(o.Encoding); err != nil {
-			return nil, "encoding " + o.Encoding
+	case format != "" && format != "csv" && format != "shapefile":
+		// batch-machine reads a GeoJSON file as UTF-8 whatever encoding
+		// says, and the other formats say their own.
+		if enc != "utf-8" && enc != "utf8" {
+			note = fmt.Sprintf("encoding %s left out: batch-machine reads a %s file's text as UTF-8, as ingestd does", o.Encoding, format)
+		}
+	default:
+		e, err := shapefile.LookupEncoding(o.Encoding)
+		if err != nil {
+			return nil, "", "encoding " + o.Encoding
+		}
+		if sep := []rune(o.CSVSplit); len(sep) == 1 && !e.Splits(sep[0]) {
+			return nil, "", fmt.Sprintf("csvsplit %q in %s", o.CSVSplit, o.Encoding)
 		}
 		add("encoding", o.Encoding)
 	}
-	return out, ""
+	return out, note, ""
 }
 
 // referenceFails says why batch-machine fails an acceptance test it is
