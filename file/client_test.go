@@ -195,6 +195,26 @@ func TestZipOfOneFile(t *testing.T) {
 	noDownloadsLeft(t, dir)
 }
 
+// TestZippedCSVWithFormat: format: csv on a zip (OpenAddresses'
+// compression: zip) reads the CSV it holds, in the feed's encoding.
+func TestZippedCSVWithFormat(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	// "서울,양천구" in EUC-KR.
+	writeZip(t, &buf, "seoul.csv", "x,y,city,district\n1,2,\xbc\xad\xbf\xef,\xbe\xe7\xc3\xb5\xb1\xb8\n")
+	srv := serveFiles(t, map[string]string{"k.zip": buf.String()})
+	dir := t.TempDir()
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
+	var col collect
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/k.zip", file.Settings{Format: file.FormatCSV, Encoding: "EUCKR", X: "x", Y: "y"}), 0, col.handle); err != nil {
+		t.Fatal(err)
+	}
+	if len(col.props) != 1 || col.props[0] != `{"city":"서울","district":"양천구"}` {
+		t.Errorf("features %v", col.props)
+	}
+	noDownloadsLeft(t, dir)
+}
+
 // TestBOMWithContentLength: a CSV and a GeoJSON file that begin with a
 // UTF-8 BOM and are served with their Content-Length (which counts the
 // BOM) load; a body really cut short still fails.

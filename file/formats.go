@@ -188,6 +188,17 @@ func openLocal(p, format string, o OpenOptions) (FileReader, error) {
 		return nil, fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(FormatNames(), ", "))
 	} else {
 		o.format = f.Name
+		if f.Name != FormatShapefile && f.Name != FormatFileGDB {
+			// A zipped file of this format (OpenAddresses' compression:
+			// zip with format: csv): the zip is read as the file it holds.
+			head, err := readHead(p)
+			if err != nil {
+				return nil, err
+			}
+			if zf, _ := lookup(FormatShapefile); zf.Sniff(head, o.Name) {
+				f = zf
+			}
+		}
 	}
 	fr, err := f.Open(p, o)
 	if err != nil {

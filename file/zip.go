@@ -300,7 +300,11 @@ func openInner(zr *zip.ReadCloser, o OpenOptions) (FileReader, error) {
 	zr.Close()
 	inner := o
 	inner.Name = cands[0].Name
-	fr, err := openLocal(tmp, "auto", inner)
+	format := o.format
+	if format == "" || format == FormatShapefile || format == FormatFileGDB {
+		format = "auto"
+	}
+	fr, err := openLocal(tmp, format, inner)
 	if err != nil {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("%s in the zip: %w", cands[0].Name, err)
