@@ -1,6 +1,7 @@
 package oaimport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -65,6 +66,11 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	if len(it.Conform) == 0 {
 		return nil, nil, "no conform"
 	}
+	var notes []string
+	if raw, twice := lastKeyWins(it.Conform); len(twice) > 0 {
+		it.Conform = raw
+		notes = append(notes, fmt.Sprintf("%s/%s: conform key %s given twice: the last kept, as batch-machine (Python's json) reads it", layer, it.Name, strings.Join(twice, ", ")))
+	}
 	spec, err := conform.ParseOpenAddresses(it.Conform, layer)
 	var c *conform.Conform
 	if err == nil {
@@ -78,7 +84,6 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 
 	id := feedID(layer, it.Name, names)
 	f := mapping("id", scalar(id))
-	var notes []string
 	switch it.Protocol {
 	case "ESRI":
 		u, err := url.Parse(it.Data)
@@ -141,6 +146,52 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	return f, notes, ""
 }
 
+// lastKeyWins returns a conform object whose keys are each given once,
+// the last value of a key given twice kept (Python's json, which
+// batch-machine reads the catalog with, keeps it silently), and the keys
+// given twice; raw itself when there are none, or it is no object.
+func lastKeyWins(raw json.RawMessage) (json.RawMessage, []string) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return raw, nil
+	}
+	var keys, twice []string
+	vals := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return raw, nil
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return raw, nil
+		}
+		if _, seen := vals[k]; seen {
+			twice = append(twice, k)
+		} else {
+			keys = append(keys, k)
+		}
+		vals[k] = v
+	}
+	if len(twice) == 0 {
+		return raw, nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kj, _ := json.Marshal(k)
+		b.Write(kj)
+		b.WriteByte(':')
+		b.Write(vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), twice
+}
+
 // fileSettings are the kind-file settings of a download entry and a note
 // on what was left out, or why it cannot be expressed.
 func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, reason string) {
@@ -198,13 +249,13 @@ func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, rea
 	case o.File != "":
 		add("layer", o.File)
 	}
-	if (o.Lat != "") != (o.Lon != "") {
+	switch {
+	case format != "" && format != "csv":
+		// batch-machine reads the geometry of a Shapefile, GeoPackage,
+		// File Geodatabase or GeoJSON file, whatever lat and lon say.
+	case (o.Lat != "") != (o.Lon != ""):
 		return nil, "", "lat without lon"
-	}
-	if o.Lat != "" {
-		if format != "" && format != "csv" {
-			return nil, "", "lat/lon on a " + format
-		}
+	case o.Lat != "":
 		add("x", o.Lon)
 		add("y", o.Lat)
 	}
