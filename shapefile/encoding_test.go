@@ -2,6 +2,8 @@ package shapefile_test
 
 import (
 	"encoding/hex"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -73,5 +75,96 @@ func TestSplits(t *testing.T) {
 		if got := e.Splits(tc.sep); got != tc.want {
 			t.Errorf("%s splits on %q: %v, want %v", tc.name, tc.sep, got, tc.want)
 		}
+	}
+}
+
+// TestShiftJISX0213AgainstPython measures what reading the catalog's
+// SHIFT_JISX0213 as Shift_JIS (x/text's, Windows-31J) changes against
+// Python's shift_jisx0213 codec, which batch-machine decodes with, over
+// every two-byte code: within JIS X 0208's rows both agree on every
+// character JIS X 0208 has, but for seven symbols Windows maps to their
+// full-width forms; outside them (and in the cells JIS X 0208 leaves
+// empty) the counts are logged for docs/decisions/0157-legacy-encodings.md.
+// It skips without python3.
+//
+//	go test ./shapefile -run TestShiftJISX0213AgainstPython -v
+func TestShiftJISX0213AgainstPython(t *testing.T) {
+	t.Parallel()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 (the reference codec) is not installed")
+	}
+	var codes []string
+	for lead := 0x81; lead <= 0xFC; lead++ {
+		if lead >= 0xA0 && lead <= 0xDF {
+			continue
+		}
+		for tr := 0x40; tr <= 0xFC; tr++ {
+			if tr != 0x7F {
+				codes = append(codes, fmt.Sprintf("%02X%02X", lead, tr))
+			}
+		}
+	}
+	cmd := exec.Command(py, "-c", `import sys
+for h in sys.stdin.read().split():
+    try: print(bytes.fromhex(h).decode("shift_jisx0213").encode("utf-8").hex())
+    except UnicodeDecodeError: print("-")`)
+	cmd.Stdin = strings.NewReader(strings.Join(codes, "\n"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	ref := strings.Fields(string(out))
+	if len(ref) != len(codes) {
+		t.Fatalf("python3 answered %d codes of %d", len(ref), len(codes))
+	}
+	e, err := shapefile.LookupEncoding("SHIFT_JISX0213")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The rows of JIS X 0208: 1-8 and 16-84.
+	jis0208 := func(lead byte) bool { return lead <= 0x84 || lead >= 0x88 && lead <= 0xEA }
+	symbols := map[string]bool{"815F": true, "8160": true, "8161": true, "817C": true, "8191": true, "8192": true, "81CA": true}
+	var same, replaced, differ, outSame, outReplaced, outDiffer, neither int
+	for i, code := range codes {
+		b, _ := hex.DecodeString(code)
+		got, repaired := e.Decode(b)
+		want := ""
+		if ref[i] != "-" {
+			w, _ := hex.DecodeString(ref[i])
+			want = string(w)
+		}
+		in := jis0208(b[0])
+		switch {
+		case repaired && want == "":
+			neither++ // no character in either
+		case got == want:
+			if in {
+				same++
+			} else {
+				outSame++
+			}
+		case repaired:
+			// Not a character of Windows-31J: U+FFFD, and the feature
+			// is marked repaired.
+			if in {
+				replaced++
+			} else {
+				outReplaced++
+			}
+		case in:
+			differ++
+			if !symbols[code] {
+				t.Errorf("%s: %q, Python's shift_jisx0213 %q", code, got, want)
+			}
+		default:
+			outDiffer++
+		}
+	}
+	t.Logf("JIS X 0208 rows: %d codes decode alike, %d differ (the seven symbols), %d are U+FFFD where JIS X 0213 has a character", same, differ, replaced)
+	t.Logf("other rows: %d alike, %d decode to another character (NEC and IBM extensions), %d are U+FFFD (JIS X 0213's additions)", outSame, outDiffer, outReplaced)
+	t.Logf("%d codes are no character in either", neither)
+	if differ != len(symbols) {
+		t.Errorf("%d codes of JIS X 0208's rows differ, want the %d symbols", differ, len(symbols))
 	}
 }
