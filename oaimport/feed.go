@@ -33,6 +33,7 @@ var fileFormats = map[string]string{
 	"geojson":           "geojson",
 	"gdb":               "filegdb",
 	"gpkg":              "gpkg",
+	"xml":               "gml",
 }
 
 // readOptions are the catalog's reading options of a file, as its conform
@@ -146,6 +147,12 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	return f, notes, ""
 }
 
+// hasExt reports whether name ends with one of exts, case aside.
+func hasExt(name string, exts ...string) bool {
+	e := strings.ToLower(path.Ext(name))
+	return slices.Contains(exts, e)
+}
+
 // lastKeyWins returns a conform object whose keys are each given once,
 // the last value of a key given twice kept (Python's json, which
 // batch-machine reads the catalog with, keeps it silently), and the keys
@@ -212,6 +219,10 @@ func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, rea
 	format, ok := fileFormats[o.Format]
 	if !ok {
 		return nil, "", "format " + o.Format
+	}
+	if format == "gml" && hasExt(o.File, ".kml", ".kmz") {
+		// batch-machine reads format xml with OGR, which reads KML too.
+		return nil, "", "format xml of a KML file"
 	}
 	// batch-machine reads headers: -1 as no header line, and headers: N
 	// only with skiplines: N, as the header on line N.

@@ -53,12 +53,12 @@ var lakeMan = []oaRow{
 // it checks one, the point to four decimal places; and every record of
 // the file is a row.
 //
-// Left out, and why:
-//   - lake-man-gml (format xml): kind file reads no GML file yet, and
-//     the import says so ("format xml"). batch-machine's own expectation
-//     for it has latitude and longitude swapped (GDAL 3 reading
-//     srs: EPSG:4326 in its authority's axis order), which ingestd
-//     would not reproduce.
+// Where it differs from batch-machine, and why:
+//   - lake-man-gml's point: batch-machine expects latitude and longitude
+//     swapped (GDAL 3 reads srs: EPSG:4326 in its authority's axis order,
+//     latitude first, where the file's gml:coordinates are longitude
+//     first); ingestd keeps the point where the file puts it, which is
+//     where the same address lies in every other lake-man fixture.
 //   - lake-man-split2 is an ESRI source whose file is batch-machine's CSV
 //     cache of an ArcGIS layer: the import makes kind arcgis feeds only
 //     of a …/FeatureServer/N URL, so its feed is written here as kind
@@ -128,6 +128,11 @@ func TestOpenAddressesFixtures(t *testing.T) {
 		// A CSV in EPSG:3740, named without an extension.
 		{"lake-man-3740", "http://fake-web/lake-man-3740", "lake-man-3740", part("lake-man-3740.csv"), []oaRow{
 			xy("5", "PZ ESPAÑA", -122.2592495, 37.8026123),
+		}, 6},
+		// GML (format xml), zipped as its source says; batch-machine's
+		// point with its axes put back (above).
+		{"lake-man-gml", "http://fake-web/lake-man.zip", "lake-man-gml.zip", zipEntries(t, "lake-man-gml.gml", part("lake-man-gml.gml")), []oaRow{
+			xy("5115", "FRUITED PLAINS LN", -122.2592497, 37.8026126),
 		}, 6},
 		// A zipped CSV in Shift_JIS (the catalog's SHIFT_JISX0213) in
 		// JGD2000 (EPSG:4612): batch-machine checks two rows; the five
