@@ -3,15 +3,20 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ingestd/ingestd/arcgis/arcgistest"
+	"github.com/ingestd/ingestd/encoding/esrijson"
 	"github.com/ingestd/ingestd/internal/interoptest"
 )
 
@@ -60,9 +65,10 @@ var lakeMan = []oaRow{
 //     first); ingestd keeps the point where the file puts it, which is
 //     where the same address lies in every other lake-man fixture.
 //   - lake-man-split2 is an ESRI source whose file is batch-machine's CSV
-//     cache of an ArcGIS layer: the import makes kind arcgis feeds only
-//     of a …/FeatureServer/N URL, so its feed is written here as kind
-//     file over the CSV (wkt: its oa:geom column), with the same conform.
+//     cache of the ArcGIS layer; its rows are served here as that layer
+//     (package arcgistest on loopback, the CSV's OA:x and OA:y its points
+//     in EPSG:4326), so that the import makes the kind arcgis feed it
+//     makes of an ESRI source.
 func TestOpenAddressesFixtures(t *testing.T) {
 	t.Parallel()
 	part := func(name string) []byte {
@@ -90,10 +96,14 @@ func TestOpenAddressesFixtures(t *testing.T) {
 		}
 		return zipEntries(t, entries...)
 	}
+	esri := arcgistest.New()
+	esri.AddLayer("lake-man-split2", esriLayer(t, part("lake-man-split2.csv")))
+	esriSrv := httptest.NewServer(esri) // loopback only
+	t.Cleanup(esriSrv.Close)
 	cases := []struct {
 		source string // the fixture's source JSON, without .json
 		data   string // its data URL in the JSON, pointed at served
-		served string // the file lighttpd serves for it
+		served string // the file lighttpd serves for it ("": an ESRI layer)
 		body   []byte
 		rows   []oaRow
 		count  int // the rows the file holds
@@ -144,10 +154,17 @@ func TestOpenAddressesFixtures(t *testing.T) {
 			xy("202-6", "法華寺町", 135.806741, 34.688534), xy("203-6", "法華寺町", 135.806741, 34.688534),
 			xy("205-6", "法華寺町", 135.806741, 34.688534), xy("208-6", "法華寺町", 135.806741, 34.688534),
 		}, 5},
+		// An ESRI source, served as an ArcGIS layer (above).
+		{"lake-man-split2", "http://fake-web/lake-man-split2", "", nil, []oaRow{
+			xy("1", "Spectrum Pointe Dr #320", -122.25925, 37.802613), ns("", ""), ns("300", "E Chapman Ave"),
+			ns("1", "Spectrum Pointe Dr #320"), ns("1", "Spectrum Pointe Dr #320"), ns("1", "Spectrum Pointe Dr #320"),
+		}, 6},
 	}
-	files := map[string][]byte{"lake-man-split2.csv": part("lake-man-split2.csv")}
+	files := map[string][]byte{}
 	for _, c := range cases {
-		files[c.served] = c.body
+		if c.served != "" {
+			files[c.served] = c.body
+		}
 	}
 	base := oaServed(t, files)
 
@@ -162,7 +179,11 @@ func TestOpenAddressesFixtures(t *testing.T) {
 		if bytes.Count(js, []byte(quoted)) != 1 {
 			t.Fatalf("%s.json: data %s not found once", c.source, quoted)
 		}
-		js = bytes.Replace(js, []byte(quoted), []byte(fmt.Sprintf("%q", base+"/"+c.served)), 1)
+		u := base + "/" + c.served
+		if c.served == "" {
+			u = arcgistest.URL(esriSrv.URL, c.source)
+		}
+		js = bytes.Replace(js, []byte(quoted), []byte(fmt.Sprintf("%q", u)), 1)
 		if err := os.WriteFile(filepath.Join(src, c.source+".json"), js, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -173,37 +194,6 @@ func TestOpenAddressesFixtures(t *testing.T) {
 		t.Fatalf("import: exit %d\n%s%s", code, stdout, stderr)
 	}
 	t.Logf("import tally:\n%s", stderr)
-	imported, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// lake-man-split2's feed, as the import would write it were its data
-	// a layer's URL, read from the CSV cache instead.
-	split2 := fmt.Sprintf(`  - id: lake-man-split2
-    feeds:
-      - id: addresses-default
-        kind: file
-        url: %s/lake-man-split2.csv
-        format: csv
-        wkt: oa:geom
-        schedule: 0 0 1 1 *
-        conform:
-          layer: addresses
-          number: {function: regexp, field: MAILSTREET, pattern: '^(\S+)'}
-          street: {function: regexp, field: MAILSTREET, pattern: '^(?:\S+ )(.*)'}
-`, base)
-	if err := os.WriteFile(cfgPath, append(imported, split2...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cases = append(cases, struct {
-		source, data, served string
-		body                 []byte
-		rows                 []oaRow
-		count                int
-	}{source: "lake-man-split2", count: 6, rows: []oaRow{
-		xy("1", "Spectrum Pointe Dr #320", -122.25925, 37.802613), ns("", ""), ns("300", "E Chapman Ave"),
-		ns("1", "Spectrum Pointe Dr #320"), ns("1", "Spectrum Pointe Dr #320"), ns("1", "Spectrum Pointe Dr #320"),
-	}})
 	if code, stdout, stderr := runCLI(t, "validate", "-config", cfgPath); code != 0 {
 		t.Fatalf("validate: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -302,6 +292,43 @@ func oaRows(rows []oaRow) string {
 		fmt.Fprintf(&b, "\t%s\n", r)
 	}
 	return b.String()
+}
+
+// esriLayer is batch-machine's CSV cache of an ArcGIS layer as that
+// layer: its OBJECTID the object id, its point OA:x, OA:y in EPSG:4326
+// (oa:geom, their WKT, left out), every other column a string field.
+func esriLayer(t *testing.T, data []byte) *arcgistest.Layer {
+	t.Helper()
+	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &arcgistest.Layer{GeometryType: "esriGeometryPoint", WKID: 4326}
+	header := recs[0]
+	x, y, oid := slices.Index(header, "OA:x"), slices.Index(header, "OA:y"), slices.Index(header, "OBJECTID")
+	for i, h := range header {
+		if i != x && i != y && i != oid && h != "oa:geom" {
+			l.Fields = append(l.Fields, esrijson.Field{Name: h, Type: "esriFieldTypeString"})
+		}
+	}
+	for n, rec := range recs[1:] {
+		id, err := strconv.ParseInt(rec[oid], 10, 64)
+		if err != nil {
+			t.Fatalf("row %d: OBJECTID %q", n+1, rec[oid])
+		}
+		ft := arcgistest.Feature{OID: id, Attributes: map[string]any{}}
+		for _, f := range l.Fields {
+			ft.Attributes[f.Name] = rec[slices.Index(header, f.Name)]
+		}
+		lon, errX := strconv.ParseFloat(rec[x], 64)
+		lat, errY := strconv.ParseFloat(rec[y], 64)
+		if errX != nil || errY != nil {
+			t.Fatalf("row %d: OA:x %q, OA:y %q", n+1, rec[x], rec[y])
+		}
+		ft.Geometry = map[string]float64{"x": lon, "y": lat}
+		l.Features = append(l.Features, ft)
+	}
+	return l
 }
 
 // zipEntries zips entries (name, bytes, name, bytes, …) in that order.
