@@ -70,9 +70,17 @@ func (e Encoding) Decode(b []byte) (string, bool) {
 	if e.mb != nil {
 		// None of these encodings maps a character to U+FFFD, so one in
 		// the output is a replaced byte sequence.
-		out, err := e.mb.NewDecoder().String(string(b))
+		// One byte becomes at most three of UTF-8 (a half-width katakana
+		// of Shift_JIS), so one Transform into a buffer of thrice the
+		// input is the whole decoding.
+		dst := make([]byte, 3*len(b))
+		n, _, err := e.mb.NewDecoder().Transform(dst, b, true)
+		out := string(dst[:n])
 		if err != nil {
-			return strings.ToValidUTF8(string(b), "\uFFFD"), true
+			// Not expected of these decoders; the general path decides.
+			if out, err = e.mb.NewDecoder().String(string(b)); err != nil {
+				return strings.ToValidUTF8(string(b), "\uFFFD"), true
+			}
 		}
 		return out, strings.ContainsRune(out, utf8.RuneError)
 	}

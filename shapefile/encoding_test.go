@@ -184,3 +184,28 @@ for h in sys.stdin.read().split():
 		t.Errorf("%d codes of JIS X 0208's rows differ, want the %d symbols", differ, len(symbols))
 	}
 }
+
+// BenchmarkDecode decodes one address field (a Korean one of 17 bytes in
+// EUC-KR, a Japanese one of 4 in Shift_JIS, a Latin-1 one of 9), as the
+// CSV and DBF readers decode each field:
+//
+//	go test ./shapefile -run '^$' -bench BenchmarkDecode -benchmem
+func BenchmarkDecode(b *testing.B) {
+	for _, bc := range []struct{ name, hex string }{
+		{"EUCKR", "bcadbfefc6afbab0bdc320bee7c3b5b1b8"},
+		{"SHIFT_JISX0213", "906a92ac"},
+		{"ISO-8859-1", "50 5a 20 45 53 50 41 d1 41"},
+	} {
+		e, err := shapefile.LookupEncoding(bc.name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in, _ := hex.DecodeString(strings.ReplaceAll(bc.hex, " ", ""))
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				e.Decode(in)
+			}
+		})
+	}
+}
