@@ -59,7 +59,7 @@ jurisdictions:
 		`feeds[4].encoding: unknown encoding "klingon"`,
 		`feeds[5].wkt: only a CSV has geometry columns (format is shapefile)`,
 		`feeds[6].encoding: only a Shapefile's DBF or a CSV has an encoding setting (format is geojson`,
-		`feeds[7].encoding: separator "|" can be the second byte of a Shift_JIS character`,
+		`feeds[7].encoding: separator "|" can be the second byte of a Shift_JIS X 0213 character`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)

@@ -25,6 +25,9 @@ type Encoding struct {
 	// one that may be the second half of a character.
 	mb    encoding.Encoding
 	trail func(c byte) bool
+	// fix maps the codes that Python's codec of this name decodes
+	// otherwise than mb to Python's reading (jisx0213.go).
+	fix map[uint16]string
 }
 
 // Splits reports whether text in e can be cut at every c before it is
@@ -57,6 +60,9 @@ func (e Encoding) Decode(b []byte) (string, bool) {
 		}
 		return strings.ToValidUTF8(string(b), "\uFFFD"), true
 	}
+	if e.fix != nil {
+		return e.decodeFixed(b)
+	}
 	ascii := true
 	for _, c := range b {
 		if c >= 0x80 {
@@ -68,21 +74,7 @@ func (e Encoding) Decode(b []byte) (string, bool) {
 		return string(b), false
 	}
 	if e.mb != nil {
-		// None of these encodings maps a character to U+FFFD, so one in
-		// the output is a replaced byte sequence.
-		// One byte becomes at most three of UTF-8 (a half-width katakana
-		// of Shift_JIS), so one Transform into a buffer of thrice the
-		// input is the whole decoding.
-		dst := make([]byte, 3*len(b))
-		n, _, err := e.mb.NewDecoder().Transform(dst, b, true)
-		out := string(dst[:n])
-		if err != nil {
-			// Not expected of these decoders; the general path decides.
-			if out, err = e.mb.NewDecoder().String(string(b)); err != nil {
-				return strings.ToValidUTF8(string(b), "\uFFFD"), true
-			}
-		}
-		return out, strings.ContainsRune(out, utf8.RuneError)
+		return e.decodeMB(b)
 	}
 	var sb strings.Builder
 	sb.Grow(len(b) + len(b)/2)
@@ -90,6 +82,54 @@ func (e Encoding) Decode(b []byte) (string, bool) {
 		sb.WriteRune(e.cm.DecodeByte(c))
 	}
 	return sb.String(), false
+}
+
+// decodeMB decodes b, not all ASCII, with the multibyte encoding e.mb.
+func (e Encoding) decodeMB(b []byte) (string, bool) {
+	// One byte becomes at most three of UTF-8 (a half-width katakana of
+	// Shift_JIS), so one Transform into a buffer of thrice the input is
+	// the whole decoding. None of these encodings maps a character to
+	// U+FFFD, so one in the output is a replaced byte sequence.
+	dst := make([]byte, 3*len(b))
+	n, _, err := e.mb.NewDecoder().Transform(dst, b, true)
+	out := string(dst[:n])
+	if err != nil {
+		// Not expected of these decoders; the general path decides.
+		if out, err = e.mb.NewDecoder().String(string(b)); err != nil {
+			return strings.ToValidUTF8(string(b), "\uFFFD"), true
+		}
+	}
+	return out, strings.ContainsRune(out, utf8.RuneError)
+}
+
+// decodeFixed decodes b as e.mb does but for the codes of e.fix, which
+// are read as e.fix says: runs of other bytes go to decodeMB whole.
+func (e Encoding) decodeFixed(b []byte) (string, bool) {
+	var sb strings.Builder
+	repaired := false
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			s, r := e.decodeMB(b[start:end])
+			sb.WriteString(s)
+			repaired = repaired || r
+		}
+	}
+	for i := 0; i < len(b); {
+		c, n := uint16(b[i]), 1
+		if (b[i] >= 0x81 && b[i] <= 0x9F || b[i] >= 0xE0 && b[i] <= 0xFC) && i+1 < len(b) {
+			c, n = c<<8|uint16(b[i+1]), 2
+		}
+		if s, ok := e.fix[c]; ok {
+			flush(i)
+			sb.WriteString(s)
+			repaired = repaired || s == "\uFFFD"
+			start = i + n
+		}
+		i += n
+	}
+	flush(len(b))
+	return sb.String(), repaired
 }
 
 // UTF8 is the encoding of a .cpg that says UTF-8.
@@ -116,14 +156,14 @@ var codePages = map[string]Encoding{
 	// Multibyte encodings, by the names OpenAddresses' catalog, Python's
 	// codecs and .cpg files give them. x/text's EUC-KR is the WHATWG
 	// one, Windows' code page 949 (UHC), of which EUC-KR is a subset;
-	// its Shift_JIS is Windows-31J (code page 932), which decodes JIS X
-	// 0208 as JIS X 0213 does but for seven symbols, and the codes
-	// outside JIS X 0208 (NEC and IBM extensions there, JIS X 0213's
-	// additions in Python's SHIFT_JISX0213) otherwise: see
-	// docs/decisions/0157-legacy-encodings.md.
+	// its Shift_JIS is Windows-31J (code page 932). The catalog's
+	// SHIFT_JISX0213 is Python's codec of that name, which batch-machine
+	// decodes with: Windows-31J but for the 4,291 codes of jisx0213.go
+	// (docs/decisions/0157-legacy-encodings.md).
 	"EUCKR": euckr, "KSC5601": euckr, "KSC56011987": euckr, "KSX1001": euckr,
 	"CP949": cp949, "949": cp949, "UHC": cp949, "MS949": cp949, "WINDOWS949": cp949,
-	"SHIFTJIS": sjis, "SJIS": sjis, "SHIFTJISX0213": sjis, "SHIFTJIS2004": sjis, "CP932": sjis, "932": sjis, "MS932": sjis,
+	"SHIFTJISX0213": {Name: "Shift_JIS X 0213", mb: japanese.ShiftJIS, trail: trail40, fix: jisx0213},
+	"SHIFTJIS":      sjis, "SJIS": sjis, "CP932": sjis, "932": sjis, "MS932": sjis,
 	"WINDOWS31J": sjis, "MSKANJI": sjis,
 	"EUCJP": {Name: "EUC-JP", mb: japanese.EUCJP},
 	"GBK":   gbk, "CP936": gbk, "936": gbk, "GB2312": gbk, "EUCCN": gbk,
@@ -152,7 +192,7 @@ func LookupEncoding(name string) (Encoding, error) {
 // Known lists the encodings LookupEncoding knows, for messages and the
 // docs.
 const Known = "UTF-8, ISO-8859-1, -2, -3, -15, windows-1250 to -1254, -1257, CP437, CP850, CP852, CP866, " +
-	"EUC-KR and CP949, Shift_JIS (CP932; SHIFT_JISX0213 read as Shift_JIS), EUC-JP, GBK (GB2312), GB18030, Big5"
+	"EUC-KR and CP949, Shift_JIS (CP932), SHIFT_JISX0213, EUC-JP, GBK (GB2312), GB18030, Big5"
 
 // ldids maps a DBF's language driver id (byte 29 of its header) to the
 // code page it stands for, as GDAL's Shapefile driver reads it.
