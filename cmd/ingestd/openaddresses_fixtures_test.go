@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -166,7 +165,7 @@ func TestOpenAddressesFixtures(t *testing.T) {
 			files[c.served] = c.body
 		}
 	}
-	base := oaServed(t, files)
+	base := interoptest.Served(t, "openaddresses-", files)
 
 	// The sources as the catalog has them, but for the data URL.
 	src := filepath.Join(t.TempDir(), "sources")
@@ -349,50 +348,4 @@ func zipEntries(t *testing.T, entries ...any) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// oaLighttpd is the lighttpd that scripts/mapserver.sh starts.
-var oaLighttpd = interoptest.Server{
-	What:   "lighttpd (scripts/mapserver.sh)",
-	URLEnv: "INGESTD_MAPSERVER_URL", PortEnv: "INGESTD_MAPSERVER_PORT", DefaultPort: "18180", Path: "/wfs",
-	Probe: "?SERVICE=WFS&REQUEST=GetCapabilities&VERSION=2.0.0",
-	Start: "start it with `scripts/mapserver.sh start` and export INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh url)",
-}
-
-// oaServed puts files in a fresh folder of lighttpd's document root
-// (INGESTD_MAPSERVER_DOCROOT, else scripts/mapserver.sh's .mapserver/run at
-// the module's root) and returns its base URL; the folder is removed when
-// the test ends. It skips, or fails under CI=true, when lighttpd does not
-// serve it.
-func oaServed(t *testing.T, files map[string][]byte) string {
-	t.Helper()
-	root := strings.TrimSuffix(oaLighttpd.URL(t), "/wfs")
-	docroot := os.Getenv("INGESTD_MAPSERVER_DOCROOT")
-	if docroot == "" {
-		docroot = filepath.Join("..", "..", ".mapserver", "run")
-	}
-	dir, err := os.MkdirTemp(docroot, "openaddresses-")
-	if err != nil {
-		interoptest.Unavailable(t, fmt.Sprintf("lighttpd's document root %s: %v (set INGESTD_MAPSERVER_DOCROOT)", docroot, err))
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	files["probe.txt"] = []byte("probe")
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := root + "/" + filepath.Base(dir)
-	resp, err := http.Get(base + "/probe.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		interoptest.Unavailable(t, fmt.Sprintf("lighttpd does not serve %s (HTTP %d): set INGESTD_MAPSERVER_DOCROOT to its document root", dir, resp.StatusCode))
-	}
-	return base
 }
