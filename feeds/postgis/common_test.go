@@ -218,13 +218,49 @@ func TestCommonLayerAcceptedHeldSnapshot(t *testing.T) {
 	if _, err := b.store.AcceptHeld(b.ctx, "wake", feed.Feed); err != nil {
 		t.Fatal(err)
 	}
-	if got := slices.Sorted(maps.Keys(b.commonRows(t, feed.Feed))); !slices.Equal(got, []string{"a1"}) {
-		t.Fatalf("after the accepted snapshot the common layer holds %v, want [a1]", got)
+	// a1's row is the one conformed before: stale until the next poll.
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer[:1]); !maps.Equal(got, want) {
+		t.Fatalf("after the accepted snapshot the common layer holds %v, want a1's old row %v", got, want)
 	}
 	// The next poll changes nothing in the feed, yet conforms a1 again.
 	b.poll(t, feed, shrunk)
 	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, shrunk); !maps.Equal(got, want) {
 		t.Fatalf("after the next poll: %v, want %v", got, want)
+	}
+}
+
+// An operator accepts a held snapshot with the feed's conform at hand
+// (ingestd held accept reads the configuration): the common rows follow
+// the snapshot in the accept's transaction, the modified feature's row
+// conformed again, the removed ones' deleted, and the next unchanged poll
+// writes nothing.
+func TestCommonLayerAcceptedHeldWithConform(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	var layer []ft.Feature
+	for _, id := range []string{"a1", "a2", "a3", "a4", "a5", "a6"} {
+		layer = append(layer, wakeAddress(id, false, 1, "MAIN", "RALEIGH"))
+	}
+	b.poll(t, feed, layer)
+	shrunk := []ft.Feature{wakeAddress("a1", false, 2, "ELM", "RALEIGH"), wakeAddress("a7", true, 5, "OAK", "CARY")}
+	id := b.stage(t, feed, shrunk)
+	if _, err := b.store.Apply(b.ctx, id, feed); err == nil {
+		t.Fatal("the shrinking snapshot was not held")
+	}
+	if _, err := b.store.AcceptHeldWith(b.ctx, "wake", feed.Feed, feed.Common); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, shrunk); !maps.Equal(got, want) {
+		t.Fatalf("after the accepted snapshot: %v, want %v", got, want)
+	}
+	var before string
+	b.scalar(t, &before, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	b.poll(t, feed, shrunk)
+	var after string
+	b.scalar(t, &after, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	if after != before {
+		t.Errorf("the poll after the accept conformed the feed again")
 	}
 }
 
