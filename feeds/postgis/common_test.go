@@ -352,16 +352,17 @@ func TestCommonLayerDeltaApply(t *testing.T) {
 	}
 	b.poll(t, feed, stored)
 	edit := wakeAddress("b", false, 20, "OAK", "CARY")
-	id := b.stage(t, feed, []ft.Feature{edit})
-	if _, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: source.IDs{Text: []string{"a", "b"}},
+	added := wakeAddress("d", true, 4, "PINE", "APEX")
+	id := b.stage(t, feed, []ft.Feature{edit, added})
+	if _, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: source.IDs{Text: []string{"a", "b", "d"}},
 		Since: source.Watermark{Field: ":updated_at", Value: "2026-12-01T18:00:00Z"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	res, err := b.store.Apply(b.ctx, id, feed)
-	if err != nil || res.Modified != 1 || res.Removed != 1 {
-		t.Fatalf("Apply = %+v, %v; want b modified, c removed", res, err)
+	if err != nil || res.Modified != 1 || res.Removed != 1 || res.Added != 1 {
+		t.Fatalf("Apply = %+v, %v; want b modified, c removed, d added", res, err)
 	}
-	want := conformAll(t, feed.Common, []ft.Feature{stored[0], edit})
+	want := conformAll(t, feed.Common, []ft.Feature{stored[0], edit, added})
 	if got := b.commonRows(t, feed.Feed); !maps.Equal(got, want) {
 		t.Fatalf("after the delta: %v, want %v", got, want)
 	}
