@@ -318,6 +318,9 @@ func conformRows(ctx context.Context, r *applyRun, cc *feeds.CommonConform, quer
 		r.commonSkips.read++
 		r.commonSkips.last = id
 		out, err := cc.Conform.Apply(m)
+		if err == nil {
+			err = misfit(out, cc)
+		}
 		if err != nil {
 			r.commonSkips.skip(id, err)
 			continue
@@ -325,12 +328,7 @@ func conformRows(ctx context.Context, r *applyRun, cc *feeds.CommonConform, quer
 		ids = append(ids, id)
 		geoms = append(geoms, g)
 		for i, c := range cc.Layer.Columns {
-			v := out[c.Name]
-			if !fitsColumn(v, c.Type) {
-				return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s: conformed %s %q is not a value of the %s column of common layer %s",
-					r.jurisdiction, r.feed, quoteInput(id), c.Name, v, c.Type, cc.Layer.Name)
-			}
-			values[i] = append(values[i], v)
+			values[i] = append(values[i], out[c.Name])
 		}
 	}
 	return ids, geoms, values, rows.Err()
@@ -402,10 +400,22 @@ func deleteRemovedCommonRows(ctx context.Context, r *applyRun, layer string) err
 	return err
 }
 
+// misfit says which conformed value of out its declared layer's typed
+// column cannot hold, nil when all fit.
+func misfit(out map[string]string, cc *feeds.CommonConform) error {
+	for _, c := range cc.Layer.Columns {
+		if v := out[c.Name]; !fitsColumn(v, c.Type) {
+			return fmt.Errorf("conformed %s %q is not a value of the %s column of common layer %s", c.Name, v, c.Type, cc.Layer.Name)
+		}
+	}
+	return nil
+}
+
 // fitsColumn tells whether the conformed value v ("" is NULL) casts to a
-// column of type typ, so that a value that does not fails the apply in
-// ingestd's words, naming the feature and the column, rather than in
-// PostgreSQL's. A date is left to PostgreSQL, whose formats are many.
+// column of type typ, so that a feature whose value does not is skipped,
+// as one the conform cannot map, and named in ingestd's words rather than
+// failing the apply in PostgreSQL's. A date is left to PostgreSQL, whose
+// formats are many: a bad one fails the apply.
 func fitsColumn(v, typ string) bool {
 	v = strings.TrimSpace(v)
 	if v == "" {

@@ -1,7 +1,9 @@
 package postgis_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/ingestd/ingestd/conform"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -265,10 +268,13 @@ func TestCommonLayerAcceptedHeldWithConform(t *testing.T) {
 }
 
 // A layer the configuration declares: typed columns, a multipolygon
-// geometry; a conformed value its type cannot hold fails the poll naming
-// the feed, the feature and the column, and nothing is applied.
+// geometry; a feature whose conformed value its type cannot hold is
+// skipped, named with the column in the poll's warning, and the rest
+// applies.
 func TestCommonLayerDeclared(t *testing.T) {
 	b := setup(t)
+	var logs bytes.Buffer
+	b.store = postgis.New(b.pool, postgis.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	cfg, err := config.Parse("zoning.yaml", []byte(`
 layers:
   - name: zoning
@@ -305,12 +311,15 @@ jurisdictions:
 		feature("z1", square(-78.6, 35.7, 0.01), props("ZONE", "R-4", "HEIGHT", "tall")),
 		feature("z2", square(-78.5, 35.7, 0.01), props("ZONE", "CX", "HEIGHT", nil)),
 	})
-	_, err = b.store.Apply(b.ctx, id, feed)
-	if err == nil || !strings.Contains(err.Error(), `feed wake/zoning: feature "z1": conformed max_height "tall" is not a value of the integer column of common layer zoning`) {
-		t.Fatalf("apply: %v", err)
+	if _, err = b.store.Apply(b.ctx, id, feed); err != nil {
+		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'zoning' AND properties ->> 'HEIGHT' = 'tall'`); n != 0 {
-		t.Errorf("the failed apply changed the feed")
+	if !strings.Contains(logs.String(), `feature_id=z1 error="conformed max_height \"tall\" is not a value of the integer column of common layer zoning"`) {
+		t.Errorf("the warning does not name the feature, the column and the value:\n%s", logs.String())
+	}
+	b.scalar(t, &got, `SELECT string_agg(feature_id, ',' ORDER BY feature_id) FROM common.zoning`)
+	if got != "z2" {
+		t.Errorf("common.zoning holds %s, want z2 (z1 skipped)", got)
 	}
 }
 
