@@ -13,6 +13,7 @@ import (
 
 	"github.com/ingestd/ingestd/config"
 	ft "github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 )
 
@@ -265,5 +266,62 @@ func TestCommonLayerSkipsUnmappable(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT common_skipped FROM polls WHERE id = $1`, p2); n != 1999 {
 		t.Errorf("polls.common_skipped = %d, want 1999", n)
+	}
+}
+
+// Two counties' feeds, each with its own conform, fill common.addresses;
+// their polls interleave. The region as of any apply is the union of what
+// conforming each county's layer applied then gives.
+func TestCommonLayerAsOfRegion(t *testing.T) {
+	b := setup(t)
+	wake := feedInfo("addresses")
+	wake.Common = addressConform(t, wakeConform)
+	durham := feedInfo("addresses")
+	durham.Jurisdiction = "durham"
+	durham.Common = addressConform(t, "layer: addresses\nnumber: ADDR_NUM\nstreet: FULL_STREET\ncity: MUNI\n")
+	durhamAddress := func(id string, num int, street string) ft.Feature {
+		return feature(id, point(-78.9, 36.0, 4326), props("ADDR_NUM", num, "FULL_STREET", street, "MUNI", "DURHAM"))
+	}
+	// region reads the layer as of at: "jurisdiction/id" -> "number|street|city".
+	region := func(at time.Time) map[string]string {
+		return b.textMap(t, `SELECT jurisdiction || '/' || feature_id, concat_ws('|', number, street, city)
+			FROM ingestd_layer_as_of($1, NULL::common.addresses)`, at)
+	}
+	var times []time.Time
+	var want []map[string]string
+	cur := map[string]string{}
+	apply := func(feed feeds.FeedInfo, layer []ft.Feature, conformed func(ft.Feature) string) {
+		id, _ := b.poll(t, feed, layer)
+		for k := range cur {
+			if strings.HasPrefix(k, feed.Jurisdiction+"/") {
+				delete(cur, k)
+			}
+		}
+		for _, f := range layer {
+			cur[feed.Jurisdiction+"/"+f.ID] = conformed(f)
+		}
+		times = append(times, b.appliedAt(t, id))
+		want = append(want, maps.Clone(cur))
+	}
+	wakeRow := func(street string) func(ft.Feature) string {
+		return func(f ft.Feature) string {
+			var p map[string]any
+			_ = json.Unmarshal(f.Properties, &p)
+			return fmt.Sprintf("%v|N %s ST|RALEIGH", p["ST_NUM"], street)
+		}
+	}
+	durhamRow := func(f ft.Feature) string {
+		var p map[string]any
+		_ = json.Unmarshal(f.Properties, &p)
+		return fmt.Sprintf("%v|%v|DURHAM", p["ADDR_NUM"], p["FULL_STREET"])
+	}
+	apply(wake, []ft.Feature{wakeAddress("1", false, 1, "MAIN", "RALEIGH"), wakeAddress("2", false, 2, "MAIN", "RALEIGH")}, wakeRow("MAIN"))
+	apply(durham, []ft.Feature{durhamAddress("1", 10, "ROXBORO ST"), durhamAddress("9", 90, "MAIN ST")}, durhamRow)
+	apply(wake, []ft.Feature{wakeAddress("2", false, 2, "OAK", "RALEIGH"), wakeAddress("3", false, 3, "OAK", "RALEIGH")}, wakeRow("OAK"))
+	apply(durham, []ft.Feature{durhamAddress("9", 91, "MAIN ST")}, durhamRow)
+	for i, at := range times {
+		if got := region(at); !maps.Equal(got, want[i]) {
+			t.Errorf("as of apply %d: %v, want %v", i+1, got, want[i])
+		}
 	}
 }
