@@ -181,12 +181,16 @@ func TestCommonLayerConformChangeAndPrune(t *testing.T) {
 	// Another feed stays; this one leaves the configuration.
 	other := feedInfo("other")
 	other.Common = feed.Common
-	b.poll(t, other, layer)
+	last, _ := b.poll(t, other, layer)
 	if _, err := b.store.Prune(b.ctx, []feeds.FeedInfo{other}, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.commonRows(t, feed.Feed); len(got) != 0 {
 		t.Errorf("the pruned feed keeps common rows %v", slices.Sorted(maps.Keys(got)))
+	}
+	// Its past stays: the layer as of before the prune has its rows.
+	if got, want := b.commonAsOf(t, feed.Feed, b.appliedAt(t, last)), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Errorf("the pruned feed's rows as of before the prune: %v, want %v", got, want)
 	}
 	if got := b.commonRows(t, other.Feed); len(got) != 2 {
 		t.Errorf("the kept feed has %d common rows, want 2", len(got))
