@@ -129,6 +129,24 @@ func BenchmarkReadsAtScale(b *testing.B) {
 		fmt.Printf("%-38s %10.2f %10.2f %9d %7d %10.1f  %s\n", s.name, r.plan, r.exec, r.buffers, r.locks, r.runs, r.note)
 	}
 	b.ReportMetric(float64(after-before)/float64(nFeeds), "relations/feed")
+
+	// Dropped a jurisdiction at a time: the database's drop at cleanup
+	// would take longer than its timeout with every feed's tables in it.
+	rows, _ := pool.Query(ctx, `SELECT DISTINCT ingestd_jurisdiction_partition(jurisdiction), (ingestd_feed_layer(jurisdiction, feed))[1]
+		FROM feed_status`)
+	drops, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+		var d [2]string
+		err := r.Scan(&d[0], &d[1])
+		return d, err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, d := range drops {
+		if _, err := pool.Exec(ctx, `DROP TABLE IF EXISTS `+pgx.Identifier{d[0]}.Sanitize()+`; DROP SCHEMA IF EXISTS `+pgx.Identifier{d[1]}.Sanitize()+` CASCADE`); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // readsPoll runs one whole successful poll of feed with one page.
