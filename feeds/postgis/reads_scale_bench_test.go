@@ -132,6 +132,10 @@ func BenchmarkReadsAtScale(b *testing.B) {
 
 	// Dropped a jurisdiction at a time: the database's drop at cleanup
 	// would take longer than its timeout with every feed's tables in it.
+	// INGESTD_TEST_KEEP_DB=1 keeps the database whole, to look at.
+	if os.Getenv("INGESTD_TEST_KEEP_DB") == "1" {
+		return
+	}
 	rows, _ := pool.Query(ctx, `SELECT DISTINCT ingestd_jurisdiction_partition(jurisdiction), (ingestd_feed_layer(jurisdiction, feed))[1]
 		FROM feed_status`)
 	drops, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
