@@ -8,7 +8,11 @@
 #   scripts/bench.sh storm    a flapping county under a naive poller (4 retries, no
 #                             breaker) and under ingestd: requests the county received.
 #   scripts/bench.sh scale    5,000 feeds over 1,000 origins on one instance: scheduling
-#                             lag p50/p99, peak RSS and goroutines.
+#                             lag p50/p99, peak RSS and goroutines; then a database of
+#                             5,000 feeds (INGESTD_READS_FEEDS) and every read an operator,
+#                             `ingestd status` or the status page runs, and the history and
+#                             change-feed functions: planning and execution time, buffers,
+#                             relation locks, seven runs on one connection; relations per feed.
 #   scripts/bench.sh gdal     the same paged WFS 2.0 layers (200k parcels, 1M points; GeoJSON
 #                             and GML 3.2) loaded by ingestd poll (a fresh load, then an
 #                             unchanged refresh), by GDAL's ogr2ogr (WFS driver, paging,
@@ -162,6 +166,7 @@ bench_storm() {
 
 bench_scale() {
 	go test -run '^$' -bench '^BenchmarkSchedulerScale$' -benchtime 1x -timeout 15m ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+	go test -run '^$' -bench '^BenchmarkReadsAtScale$' -benchtime 1x -timeout 40m ./feeds/postgis | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
 }
 
 # timed CMD...: runs CMD, appends "wall_seconds peak_rss_kb" to $timing.
