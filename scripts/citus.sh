@@ -212,8 +212,14 @@ create_db() { # create_db NODE
 		psql_node "$n" -d postgres -c "CREATE DATABASE ${DB}" >&2
 	fi
 	# citus first: it must be the first preloaded extension in the database.
-	psql_node "$n" -d "$DB" -c "SET client_min_messages = warning" \
-		-c "CREATE EXTENSION IF NOT EXISTS citus" -c "CREATE EXTENSION IF NOT EXISTS postgis" >&2
+	# Only when missing: once a worker is in the coordinator's metadata it
+	# refuses DDL of its own, even a CREATE EXTENSION IF NOT EXISTS.
+	local ext
+	for ext in citus postgis; do
+		if [[ $(psql_node "$n" -d "$DB" -tAc "SELECT 1 FROM pg_extension WHERE extname = '$ext'") != 1 ]]; then
+			psql_node "$n" -d "$DB" -c "SET client_min_messages = warning" -c "CREATE EXTENSION $ext" >&2
+		fi
+	done
 }
 
 register_nodes() {
