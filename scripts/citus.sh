@@ -34,9 +34,9 @@
 #   bench        one GeoJSON layer of CITUS_BENCH_FEATURES parcels (default
 #                50000): its first load and a refresh changing 1 % of it, on
 #                the coordinator (database reset first) and on a single
-#                PostGIS (CITUS_SINGLE_URL, default the dev cluster of
-#                scripts/postgis.sh; a database ingestd_citus_bench made there
-#                and dropped after), each CITUS_BENCH_ROUNDS times (2),
+#                PostGIS (CITUS_SINGLE_URL, the URL of its database
+#                "postgres", default the dev cluster of scripts/postgis.sh; a
+#                database ingestd_citus_bench made there and dropped after), each CITUS_BENCH_ROUNDS times (2),
 #                alternating; and on Citus, moving the layer table to its
 #                schema's worker by hand and the same refresh again.
 #                Prints one line per measurement (seconds, wall clock).
@@ -45,7 +45,7 @@
 #   url          print the coordinator's URL without starting anything.
 #   status       exit 0 when all three run, 3 otherwise.
 #
-# Only the URL goes to stdout (export DATABASE_URL=$(scripts/citus.sh));
+# start prints only the URL on stdout (export DATABASE_URL=$(scripts/citus.sh));
 # progress goes to stderr.
 #
 # Environment: CITUS_PORT (default 55440), CITUS_SRC, CITUS_TAG (v13.2.2),
