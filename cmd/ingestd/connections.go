@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ingestd/ingestd/feeds/postgis"
 )
 
 // listenerConns is the connections a polling instance holds outside its
@@ -42,16 +44,11 @@ func (b connectionBudget) Fits() int { return b.Allowed() / b.Need }
 func checkConnections(ctx context.Context, pool *pgxpool.Pool, self string, logger *slog.Logger) (connectionBudget, error) {
 	b := connectionBudget{Pool: int(pool.Config().MaxConns)}
 	b.Need = b.Pool + listenerConns
-	// reserved_connections is PostgreSQL 16's; to_regclass: a database
-	// not migrated yet has no instances table (none is running then).
-	err := pool.QueryRow(ctx, `SELECT current_setting('max_connections')::int,
-		current_setting('superuser_reserved_connections')::int + coalesce(current_setting('reserved_connections', true)::int, 0),
-		CASE WHEN to_regclass('instances') IS NULL THEN 0
-		     ELSE (SELECT count(*) FROM instances WHERE expires_at > now() AND owner <> $1) END`, self).
-		Scan(&b.MaxConnections, &b.Reserved, &b.Others)
+	server, err := postgis.ReadServerConnections(ctx, pool, self)
 	if err != nil {
-		return b, fmt.Errorf("database: reading max_connections: %w", err)
+		return b, fmt.Errorf("database: %w", err)
 	}
+	b.MaxConnections, b.Reserved, b.Others = server.MaxConnections, server.Reserved, server.Others
 	attrs := []any{"pool_max_conns", b.Pool, "connections_needed", b.Need, "max_connections", b.MaxConnections,
 		"reserved_connections", b.Reserved, "other_instances", b.Others}
 	switch {
