@@ -330,3 +330,24 @@ func TestCommonLayerDeltaApply(t *testing.T) {
 		t.Fatalf("after the delta: %v, want %v", got, want)
 	}
 }
+
+// A full conform writes its rows through COPY's text format: ids and
+// values holding its special characters (tab, newline, carriage return,
+// backslash, "\N") arrive as they are, and an empty value as NULL.
+func TestCommonLayerFullConformEscapes(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("escapes")
+	feed.Common = addressConform(t, wakeConform)
+	layer := []ft.Feature{
+		wakeAddress("a\t1", false, 100, "MAIN\tST", "RAL\\EIGH"),
+		wakeAddress("a\n2", true, "12", "OAK\r\nAVE", `\N`),
+		wakeAddress(`a\3`, false, "", `C:\x`, ""),
+	}
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("common rows: %v, want %v", got, want)
+	}
+	if n := b.count(t, `SELECT count(*) FROM common.addresses WHERE feed = 'escapes' AND number IS NULL AND city IS NULL`); n != 1 {
+		t.Fatalf("%d rows with empty number and city stored as NULL, want 1", n)
+	}
+}
