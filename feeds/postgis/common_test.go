@@ -2,6 +2,7 @@ package postgis_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -349,5 +350,34 @@ func TestCommonLayerFullConformEscapes(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM common.addresses WHERE feed = 'escapes' AND number IS NULL AND city IS NULL`); n != 1 {
 		t.Fatalf("%d rows with empty number and city stored as NULL, want 1", n)
+	}
+}
+
+// A feature that does not conform, pages into a full conform (which
+// conforms a page while fetching the next), fails the first load naming
+// it, and nothing of the poll is applied: no feed rows, no common rows,
+// another feed's common rows as they were.
+func TestCommonLayerFullConformFailsLate(t *testing.T) {
+	b := setup(t)
+	other := feedInfo("other")
+	other.Common = addressConform(t, wakeConform)
+	b.poll(t, other, []ft.Feature{wakeAddress("o1", false, 1, "OAK", "CARY")})
+	feed := feedInfo("late")
+	feed.Common = other.Common
+	layer := make([]ft.Feature, 5000)
+	for i := range layer {
+		layer[i] = wakeAddress(fmt.Sprintf("a%04d", i), i%2 == 0, i, "MAIN", "RALEIGH")
+	}
+	layer[4990] = feature("a4990", point(-78.6, 35.7, 4326), props("ST_NUM", map[string]any{"n": 1}, "ST_NAME", "MAIN"))
+	id := b.stage(t, feed, layer[:2500], layer[2500:])
+	_, err := b.store.Apply(b.ctx, id, feed)
+	if err == nil || !strings.Contains(err.Error(), `feed wake/late: feature "a4990" does not conform to addresses: conform: property "ST_NUM" holds an object, not a value`) {
+		t.Fatalf("apply: %v", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'late'`); n != 0 {
+		t.Errorf("the failed apply left %d features", n)
+	}
+	if got := b.textMap(t, `SELECT feed, count(*)::text FROM common.addresses GROUP BY feed`); !maps.Equal(got, map[string]string{"other": "1"}) {
+		t.Errorf("common rows by feed after the failed apply: %v, want other's 1 only", got)
 	}
 }
