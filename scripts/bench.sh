@@ -47,6 +47,13 @@
 #                             identical to the full dump's (TestIncrementalMatchesFullDump asserts it and
 #                             the bytes, <= 2 %), and the mean bytes and wall per refresh of each.
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
+#   scripts/bench.sh conform  the 250,000-parcel fixture's properties conformed to addresses by a
+#                             realistic conform (internal/layertest.ParcelsConform: two regexps, a join,
+#                             prefixed_number/postfixed_street, a field): rows/s per core of the conform
+#                             alone (Go, on a property map and bound to a row; also per CPU second), then
+#                             the first load of the same 250,000 parcels without a conform and conformed
+#                             into common.addresses, alternating in one sitting: medians of BENCH_COUNT
+#                             of the wall and the CPU (this process and its backends). Goal: <= 10 % more wall.
 #   scripts/bench.sh statuspage  the status page of a 250,000-parcel feed (loaded by the real
 #                             poller): ns per page (target < 300 ms) and the thumbnail's bytes
 #                             (target < 200 KB).
@@ -830,6 +837,15 @@ bench_micro() {
 	go test -run '^$' -bench . -benchtime 2x ./encoding/geojson ./encoding/gml ./encoding/esrijson ./wfs/... ./feeds/postgis/...
 }
 
+bench_conform() {
+	echo "== conform: the 250,000-parcel fixture conformed to addresses (layertest.ParcelsConform), one goroutine"
+	go test -run '^$' -bench '^BenchmarkConformParcels$' -benchtime "${count}x" ./conform |
+		grep -E 'rows/s per core' | tac | awk '!seen[$2]++' | tac
+	echo "== conform: first load of 250,000 parcels without and with the conform, alternating; medians of $count"
+	go test -run '^$' -bench '^BenchmarkConformFirstLoad$' -benchtime "${count}x" -timeout 60m ./feeds/postgis |
+		grep -E 'first load of' | tail -n 1
+}
+
 bench_breaker() {
 	echo "== breaker and dead-letter timings on this machine (figures, not pass/fail)"
 	go test -run '^$' -bench . -benchtime "${BENCH_BREAKER_ROUNDS:-5}x" ./breaker/... ./deadletter |
@@ -906,6 +922,7 @@ bigdoc) bench_bigdoc ;;
 shpzip) bench_shpzip ;;
 filegdb) bench_filegdb ;;
 micro) bench_micro ;;
+conform) bench_conform ;;
 cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
@@ -926,13 +943,14 @@ all)
 	bench_shpzip
 	bench_filegdb
 	bench_micro
+	bench_conform
 	bench_statuspage
 	bench_breaker
 	bench_pacing
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, filegdb, micro, statuspage, breaker, deadorigin, pacing, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, filegdb, micro, conform, statuspage, breaker, deadorigin, pacing, cluster or all)" >&2
 	exit 2
 	;;
 esac
