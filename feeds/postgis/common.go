@@ -491,7 +491,6 @@ func deleteRemovedCommonRows(ctx context.Context, r *applyRun, layer string) err
 	return err
 }
 
-
 // fitsColumn tells whether the conformed value v ("" is NULL) casts to a
 // column of type typ, so that a feature whose value does not is skipped,
 // as one the conform cannot map, and named in ingestd's words rather than

@@ -3,8 +3,8 @@ package postgis_test
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
