@@ -54,46 +54,8 @@ func BenchmarkReadsAtScale(b *testing.B) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_class`).Scan(&before); err != nil {
 		b.Fatal(err)
 	}
-	info := func(i int) feeds.FeedInfo {
-		f := feedInfo(fmt.Sprintf("f%d", i))
-		f.Jurisdiction = fmt.Sprintf("j%d", i/50)
-		f.Origin = fmt.Sprintf("https://gis%d.example.org:443", i%1000)
-		return f
-	}
-	layer := generatePolygons(8)
 	start := time.Now()
-	work := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				err := readsPoll(ctx, store, info(i), layer)
-				if err == nil && i%10 == 0 {
-					// A second snapshot: one feature modified, one removed.
-					next := append(layer[:0:0], layer[1:]...)
-					next[0].Properties = props("pin", "changed")
-					err = readsPoll(ctx, store, info(i), next)
-				}
-				if err != nil {
-					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range nFeeds {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
-	}
+	readsLoad(b, ctx, store, nFeeds, workers)
 	var after int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_class`).Scan(&after); err != nil {
 		b.Fatal(err)
@@ -130,9 +92,59 @@ func BenchmarkReadsAtScale(b *testing.B) {
 	}
 	b.ReportMetric(float64(after-before)/float64(nFeeds), "relations/feed")
 
-	// Dropped a jurisdiction at a time: the database's drop at cleanup
-	// would take longer than its timeout with every feed's tables in it.
-	// INGESTD_TEST_KEEP_DB=1 keeps the database whole, to look at.
+	readsDropAll(b, ctx, pool)
+}
+
+// readsLoad polls nFeeds feeds of 8 polygons through workers goroutines,
+// 50 feeds to a jurisdiction, every tenth twice (one feature modified, one
+// removed) so that history and changes have rows.
+func readsLoad(b *testing.B, ctx context.Context, store *postgis.Store, nFeeds, workers int) {
+	info := func(i int) feeds.FeedInfo {
+		f := feedInfo(fmt.Sprintf("f%d", i))
+		f.Jurisdiction = fmt.Sprintf("j%d", i/50)
+		f.Origin = fmt.Sprintf("https://gis%d.example.org:443", i%1000)
+		return f
+	}
+	layer := generatePolygons(8)
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				err := readsPoll(ctx, store, info(i), layer)
+				if err == nil && i%10 == 0 {
+					// A second snapshot: one feature modified, one removed.
+					next := append(layer[:0:0], layer[1:]...)
+					next[0].Properties = props("pin", "changed")
+					err = readsPoll(ctx, store, info(i), next)
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range nFeeds {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+}
+
+// readsDropAll drops the feeds' tables and layers, a jurisdiction at a
+// time: the database's drop at cleanup would take longer than its timeout
+// with every feed's tables in it. INGESTD_TEST_KEEP_DB=1 keeps the
+// database whole, to look at.
+func readsDropAll(b *testing.B, ctx context.Context, pool *pgxpool.Pool) {
 	if os.Getenv("INGESTD_TEST_KEEP_DB") == "1" {
 		return
 	}
