@@ -919,7 +919,7 @@ bench_fleet() {
 		-big "${BENCH_FLEET_BIG:-3}" -big-features "${BENCH_FLEET_BIG_FEATURES:-250000}" -median "${BENCH_FLEET_MEDIAN:-100}" \
 		-flapping "${BENCH_FLEET_FLAPPING:-5}" -flap-for "${BENCH_FLEET_FLAP_FOR:-90s}" -interval "${BENCH_FLEET_INTERVAL:-10m}" \
 		-steady "${BENCH_FLEET_STEADY:-2m}" -conns "${BENCH_FLEET_CONNS:-0}" -kill-at "${BENCH_FLEET_KILL_AT:-0.25}" \
-		-restart-after "${BENCH_FLEET_RESTART_AFTER:-1m}" -port "${BENCH_FLEET_PORT:-18400}" | tee "$log" || rc=$?
+		-restart-after "${BENCH_FLEET_RESTART_AFTER:-1m}" -port "${BENCH_FLEET_PORT:-18400}" -ceiling "${BENCH_FLEET_CEILING:-1h}" | tee "$log" || rc=$?
 	return "$rc"
 }
 
