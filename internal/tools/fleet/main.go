@@ -329,7 +329,15 @@ func run(o options) (int, error) {
 
 	// Sampling until every feed is fresh, the steady phase is over and no
 	// dead letter is open.
-	s := &sampler{pool: pool, db: dbName, cpu: map[int]procStat{}}
+	s := &sampler{pool: pool, db: dbName, cpu: map[int]procStat{}, flapping: []string{}}
+	healthyTotal := 0
+	for _, or := range cat.Origins {
+		if or.Flap > 0 {
+			s.flapping = append(s.flapping, or.ID)
+		} else {
+			healthyTotal += len(or.Layers)
+		}
+	}
 	var (
 		killed      *instance
 		killedAt    time.Time // the database's clock
@@ -337,6 +345,7 @@ func run(o options) (int, error) {
 		heldAtKill  []heldClaim
 		restarted   bool
 		allFresh    time.Time
+		healthyAt   time.Time
 		freshSeries []string
 		nextMark    = 0.1
 		openLetters int
@@ -346,9 +355,13 @@ func run(o options) (int, error) {
 	for {
 		<-tick.C
 		elapsed := time.Since(start0)
-		fresh, err := s.poll(ctx, ins)
+		fresh, healthy, err := s.poll(ctx, ins)
 		if err != nil {
 			return 0, err
+		}
+		if healthyAt.IsZero() && healthy == healthyTotal {
+			healthyAt = time.Now()
+			fmt.Printf("fresh: every feed of a healthy origin (%d) loaded %s after the start\n", healthyTotal, elapsed.Round(time.Second))
 		}
 		share := float64(fresh) / float64(total)
 		for share >= nextMark-1e-9 && nextMark <= 1.0001 {
@@ -424,8 +437,11 @@ func run(o options) (int, error) {
 
 	// Figures.
 	fmt.Printf("fresh over time (share of feeds loaded at least once, since the first instance started): %s\n", strings.Join(freshSeries, ", "))
+	if !healthyAt.IsZero() {
+		fmt.Printf("time until every feed of a healthy origin is fresh: %s\n", healthyAt.Sub(start0).Round(time.Second))
+	}
 	if !allFresh.IsZero() {
-		fmt.Printf("time until every feed is fresh: %s\n", allFresh.Sub(start0).Round(time.Second))
+		fmt.Printf("time until every feed is fresh (the flapping origins' included): %s\n", allFresh.Sub(start0).Round(time.Second))
 	}
 	if err := pollFigures(ctx, pool, start0, allFresh, end); err != nil {
 		return 0, err
@@ -435,8 +451,12 @@ func run(o options) (int, error) {
 		if in == killed {
 			state = "killed (figures up to its last sample)"
 		}
-		fmt.Printf("%s (%s, %s): peak RSS %d MB, peak goroutines %.0f, peak claims held %d, scheduling lag p50 %s p99 %s over %d ticks\n",
-			in.name, in.id, state, in.peakRSS/1024, in.goroutines, in.peakClaims, in.lag.quantile(0.5), in.lag.quantile(0.99), int64(in.lag.count))
+		goroutines := "n/a (no scrape answered)"
+		if in.goroutines > 0 {
+			goroutines = fmt.Sprintf("%.0f", in.goroutines)
+		}
+		fmt.Printf("%s (%s, %s): peak RSS %d MB, peak goroutines %s, peak claims held %d, scheduling lag p50 %s p99 %s over %d ticks\n",
+			in.name, in.id, state, in.peakRSS/1024, goroutines, in.peakClaims, in.lag.quantile(0.5), in.lag.quantile(0.99), int64(in.lag.count))
 	}
 	if err := pollsByInstance(ctx, pool, ins); err != nil {
 		return 0, err
@@ -461,6 +481,7 @@ func run(o options) (int, error) {
 	if err := checks(ctx, pool, cat, check); err != nil {
 		return 0, err
 	}
+	checkLogs(ins, check)
 	if killed != nil {
 		if err := checkTakeover(ctx, pool, killed.id, killedAt, heldAtKill, check); err != nil {
 			return 0, err
@@ -662,10 +683,12 @@ type sampler struct {
 	db                               string
 	peakConns, peakActive, peakLocks int
 	cpu                              map[int]procStat
+	flapping                         []string // the flapping origins' jurisdictions
 }
 
-// poll takes one sample and returns how many feeds have been loaded.
-func (s *sampler) poll(ctx context.Context, ins []*instance) (int, error) {
+// poll takes one sample and returns how many feeds have been loaded, in
+// all and of the healthy origins.
+func (s *sampler) poll(ctx context.Context, ins []*instance) (int, int, error) {
 	for _, in := range ins {
 		if !in.alive() {
 			continue
@@ -675,34 +698,35 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, error) {
 		}
 		in.scrape()
 	}
-	var fresh int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM feed_status WHERE configured AND last_success_at IS NOT NULL`).Scan(&fresh); err != nil {
-		return 0, err
+	var fresh, healthy int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE jurisdiction <> ALL ($1))
+		FROM feed_status WHERE configured AND last_success_at IS NOT NULL`, s.flapping).Scan(&fresh, &healthy); err != nil {
+		return 0, 0, err
 	}
 	held := map[string]int{}
 	rows, err := s.pool.Query(ctx, `SELECT poll_owner, count(*) FROM feed_status WHERE poll_owner IS NOT NULL GROUP BY 1`)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for rows.Next() {
 		var owner string
 		var n int
 		if err := rows.Scan(&owner, &n); err != nil {
 			rows.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		held[owner] = n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, in := range ins {
 		in.peakClaims = max(in.peakClaims, held[in.id])
 	}
 	rows, err = s.pool.Query(ctx, `SELECT pid, coalesce(state = 'active', false), coalesce(backend_type, '') FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.db)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	conns, active := 0, 0
 	for rows.Next() {
@@ -711,7 +735,7 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, error) {
 		var bt string
 		if err := rows.Scan(&pid, &act, &bt); err != nil {
 			rows.Close()
-			return 0, err
+			return 0, 0, err
 		}
 		if bt == "client backend" {
 			conns++
@@ -726,15 +750,15 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, error) {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s.peakConns, s.peakActive = max(s.peakConns, conns), max(s.peakActive, active)
 	var locks int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = $1`, s.db).Scan(&locks); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s.peakLocks = max(s.peakLocks, locks)
-	return fresh, nil
+	return fresh, healthy, nil
 }
 
 // readProc reads a backend's CPU ticks and I/O bytes from /proc.
@@ -997,6 +1021,45 @@ func checks(ctx context.Context, pool *pgxpool.Pool, cat *catalog.Catalog, check
 		"every dead letter replayed once: %d letters (%d replays deferred), %d done, %d still open, %d abandoned, %d done whose poll did not succeed, %d polls replayed by two letters",
 		letters, attempts, done, open, abandoned, badPoll, shared)
 	return nil
+}
+
+// checkLogs checks the instances' logs for polls that failed and could not
+// be parked: no dead letter replays them, and their feed waits for its next
+// tick. Each such line is counted by message and error.
+func checkLogs(ins []*instance, check func(bool, string, ...any)) {
+	lost := map[string]int{}
+	n := 0
+	for _, in := range ins {
+		b, err := os.ReadFile(in.log)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			if !strings.Contains(line, `"level":"ERROR"`) {
+				continue
+			}
+			_, msg, _ := strings.Cut(line, `"msg":"`)
+			msg, _, _ = strings.Cut(msg, `"`)
+			if msg != "parking poll in the dead-letter queue" && msg != "discarding staged pages" {
+				continue
+			}
+			_, e, _ := strings.Cut(line, `"error":"`)
+			e, _, _ = strings.Cut(e, `"`)
+			if i := strings.LastIndex(e, ": "); i >= 0 {
+				e = e[i+2:] // the cause, without the poll and feed
+			}
+			lost[msg+": "+e]++
+			if msg == "parking poll in the dead-letter queue" {
+				n++
+			}
+		}
+	}
+	var parts []string
+	for k, v := range lost {
+		parts = append(parts, fmt.Sprintf("%d × %s", v, k))
+	}
+	sort.Strings(parts)
+	check(n == 0, "every poll that failed was parked for a replay: %d could not be (their feeds wait for their next tick) %s", n, strings.Join(parts, "; "))
 }
 
 // checkTakeover checks that every claim the killed instance held was taken
