@@ -194,6 +194,10 @@ type instance struct {
 	lag        histogram
 	polls      float64 // ingestd_feeds_polls_total (all outcomes), last scrape
 	peakClaims int     // feeds claimed at once (feed_status.poll_owner)
+	scrapes    int     // /metrics answers read
+	scrapeErr  string  // the last failed scrape's error
+	// scrapeFailures counts /metrics answers that were not 200.
+	scrapeFailures int
 }
 
 func run(o options) (int, error) {
@@ -451,12 +455,15 @@ func run(o options) (int, error) {
 		if in == killed {
 			state = "killed (figures up to its last sample)"
 		}
-		goroutines := "n/a (no scrape answered)"
+		goroutines := fmt.Sprintf("n/a (%d scrapes, last error %q)", in.scrapes, in.scrapeErr)
 		if in.goroutines > 0 {
 			goroutines = fmt.Sprintf("%.0f", in.goroutines)
 		}
 		fmt.Printf("%s (%s, %s): peak RSS %d MB, peak goroutines %s, peak claims held %d, scheduling lag p50 %s p99 %s over %d ticks\n",
 			in.name, in.id, state, in.peakRSS/1024, goroutines, in.peakClaims, in.lag.quantile(0.5), in.lag.quantile(0.99), int64(in.lag.count))
+		if in.scrapeFailures > 0 {
+			fmt.Printf("  %s: %d of %d scrapes of /metrics failed; the last: %s\n", in.name, in.scrapeFailures, in.scrapes+in.scrapeFailures, in.scrapeErr)
+		}
 	}
 	if err := pollsByInstance(ctx, pool, ins); err != nil {
 		return 0, err
@@ -612,9 +619,17 @@ func (in *instance) scrape() {
 	c := http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Get("http://" + in.metrics + "/metrics")
 	if err != nil {
+		in.scrapeErr = err.Error()
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		in.scrapeErr = resp.Status + ": " + strings.Join(strings.Fields(string(b)), " ")
+		in.scrapeFailures++
+		return
+	}
+	in.scrapes++
 	var h histogram
 	var polls float64
 	sc := bufio.NewScanner(resp.Body)
@@ -647,6 +662,9 @@ func (in *instance) scrape() {
 		case strings.HasPrefix(name, "ingestd_feeds_polls_total"):
 			polls += v
 		}
+	}
+	if err := sc.Err(); err != nil {
+		in.scrapeErr = err.Error()
 	}
 	if h.count > 0 {
 		in.lag = h
