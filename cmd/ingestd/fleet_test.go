@@ -235,6 +235,6 @@ func TestFleetKilledMidApply(t *testing.T) {
 			lastTakeover = max(lastTakeover, taken.Sub(prev))
 		}
 	}
-	t.Logf("%d feeds over 2 instances; %s killed mid-apply of %s holding %d claims, all taken by %s within their leases (the longest %s after the dead claim; a figure, not a check); %s",
+	t.Logf("%d feeds over 2 instances; %s killed mid-apply of %s holding %d claims, taken by %s (the longest %s after the dead claim; a figure, not a check); %s",
 		len(all), killed.id, victim, len(claimsAtKill), survivor.id, lastTakeover.Round(time.Millisecond), strings.Join(fig.lines, "; "))
 }
