@@ -1119,7 +1119,8 @@ func operatorQueries(ctx context.Context, pool *pgxpool.Pool, ingestd, dbURL str
 		{"SELECT status, count(*) FROM feed_freshness GROUP BY 1", `SELECT status, count(*) FROM feed_freshness GROUP BY 1`},
 	} {
 		t := time.Now()
-		rows, err := pool.Query(ctx, q.sql)
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a hang bound
+		rows, err := pool.Query(qctx, q.sql)
 		n := 0
 		if err == nil {
 			for rows.Next() {
@@ -1128,6 +1129,7 @@ func operatorQueries(ctx context.Context, pool *pgxpool.Pool, ingestd, dbURL str
 			rows.Close()
 			err = rows.Err()
 		}
+		cancel()
 		if err != nil {
 			fmt.Printf("operator query %s: FAILS after %s: %v\n", q.name, time.Since(t).Round(time.Millisecond), err)
 			continue
