@@ -100,7 +100,7 @@
 #                             once, the killed instance's claims taken over within their leases. Heavy at full
 #                             size; BENCH_FEEDS=300 BENCH_FLEET_ORIGINS=60 BENCH_FLEET_BIG_FEATURES=20000 is a
 #                             run of a few minutes.
-#   scripts/bench.sh all      all of them (default).
+#   scripts/bench.sh all      all of them but fleet (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
 # started on demand),
