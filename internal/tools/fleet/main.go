@@ -894,6 +894,27 @@ func pollFigures(ctx context.Context, pool *pgxpool.Pool, start, fresh, end time
 		fmt.Printf("polls %s (%s): %d, %.0f per minute (%s)\n", label, to.Sub(from).Round(time.Second), n, float64(n)/mins, strings.Join(parts, ", "))
 		return nil
 	}
+	// Minute by minute: an @every schedule puts every feed's tick in a
+	// window after each interval, so a window's mean hides the bursts.
+	rows, err := pool.Query(ctx, `SELECT floor(extract(epoch FROM started_at - $1::timestamptz) / 60)::int, count(*)
+		FROM polls WHERE started_at >= $1 GROUP BY 1 ORDER BY 1`, start)
+	if err != nil {
+		return err
+	}
+	var perMinute []string
+	for rows.Next() {
+		var m, n int
+		if err := rows.Scan(&m, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		perMinute = append(perMinute, fmt.Sprintf("%d:%d", m, n))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	fmt.Printf("polls begun per minute since the start (minute:polls): %s\n", strings.Join(perMinute, " "))
 	if fresh.IsZero() {
 		return window(start, end, "over the run")
 	}
