@@ -97,7 +97,21 @@
 #                             policy, a real `ingestd run` (its poll, then its dead letter's replays):
 #                             failed calls until the origin opens, seconds to open, connection
 #                             attempts before and in BENCH_DEADORIGIN_AFTER (3) minutes after. ~8 min.
-#   scripts/bench.sh all      all of them (default).
+#   scripts/bench.sh fleet    issue 40's catalog: BENCH_FEEDS (5000) feeds over BENCH_FLEET_ORIGINS (1000)
+#                             loopback origins (ArcGIS 70 %, GeoJSON and file downloads the rest; sizes
+#                             log-normal, BENCH_FLEET_BIG layers of BENCH_FLEET_BIG_FEATURES), served by
+#                             feedserver -fleet and arcgisserver -fleet in child processes, BENCH_FLEET_FLAPPING
+#                             of them down for a while; BENCH_FLEET_INSTANCES (4) `ingestd run` on one new
+#                             database, the second SIGKILLed once BENCH_FLEET_KILL_AT of the feeds are loaded
+#                             and started again BENCH_FLEET_RESTART_AFTER later (internal/tools/fleet): time
+#                             until every feed is fresh and the share over time, polls per minute, lag p50/p99,
+#                             peak RSS and goroutines per instance, connections and locks, PostgreSQL's CPU
+#                             and I/O, relations; checks (exit 1 when one fails): no feed polled by two
+#                             instances at once, no poll lost or applied twice, every dead letter replayed
+#                             once, the killed instance's claims taken over within their leases. Heavy at full
+#                             size; BENCH_FEEDS=300 BENCH_FLEET_ORIGINS=60 BENCH_FLEET_BIG_FEATURES=20000 is a
+#                             run of a few minutes.
+#   scripts/bench.sh all      all of them but fleet (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
 # started on demand),
@@ -906,6 +920,30 @@ bench_pacing() {
 		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
 }
 
+bench_fleet() {
+	mkdir -p bin bench-out/fleet
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./internal/tools/feedserver
+	go build -o bin/arcgisserver ./internal/tools/arcgisserver
+	go build -o bin/fleet ./internal/tools/fleet
+	local db="ingestd_fleet_$$" url log rc=0
+	url=$(python3 -c 'import sys,urllib.parse as u; p=u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/"+sys.argv[2])))' "$DATABASE_URL" "$db")
+	psql "$DATABASE_URL" -X -q -c "CREATE DATABASE $db"
+	psql "$url" -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS postgis"
+	if [[ -z ${BENCH_FLEET_KEEP:-} ]]; then
+		trap 'psql "$DATABASE_URL" -X -q -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"' RETURN
+	fi
+	log=bench-out/fleet/run-$(date -u +%Y%m%dT%H%M%SZ).txt
+	echo "== fleet: $(nproc) cores; figures also in $log"
+	bin/fleet -database-url "$url" -bin bin -out "bench-out/fleet/$db" \
+		-feeds "${BENCH_FEEDS:-5000}" -origins "${BENCH_FLEET_ORIGINS:-1000}" -instances "${BENCH_FLEET_INSTANCES:-4}" \
+		-big "${BENCH_FLEET_BIG:-3}" -big-features "${BENCH_FLEET_BIG_FEATURES:-250000}" -median "${BENCH_FLEET_MEDIAN:-100}" \
+		-flapping "${BENCH_FLEET_FLAPPING:-5}" -flap-for "${BENCH_FLEET_FLAP_FOR:-90s}" -interval "${BENCH_FLEET_INTERVAL:-10m}" \
+		-steady "${BENCH_FLEET_STEADY:-2m}" -conns "${BENCH_FLEET_CONNS:-0}" -kill-at "${BENCH_FLEET_KILL_AT:-0.25}" \
+		-restart-after "${BENCH_FLEET_RESTART_AFTER:-1m}" -port "${BENCH_FLEET_PORT:-18400}" -ceiling "${BENCH_FLEET_CEILING:-1h}" | tee "$log" || rc=$?
+	return "$rc"
+}
+
 bench_statuspage() {
 	echo "== status page of a 250,000-feature feed"
 	go test -run '^$' -bench FeedPage250k -benchtime 20x ./statuspage
@@ -930,6 +968,7 @@ breaker) bench_breaker ;;
 deadorigin) bench_deadorigin ;;
 incremental) bench_incremental ;;
 pacing) bench_pacing ;;
+fleet) bench_fleet ;;
 all)
 	bench_poll
 	bench_storm
@@ -950,7 +989,7 @@ all)
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, filegdb, micro, conform, statuspage, breaker, deadorigin, pacing, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, filegdb, micro, conform, statuspage, breaker, deadorigin, pacing, cluster, fleet or all)" >&2
 	exit 2
 	;;
 esac
