@@ -200,259 +200,328 @@ type instance struct {
 	scrapeFailures int
 }
 
+// fleetRun is one run of the fleet: what its steps set up and what the
+// sampling saw, for the figures and checks at the end.
+type fleetRun struct {
+	o       options
+	ctx     context.Context
+	cat     *catalog.Catalog
+	total   int    // feeds in the catalog
+	catPath string // the catalog as JSON, for the fixture servers
+	cfgPath string // ingestd's configuration of it
+	ingestd string // the ingestd binary
+	runURL  string // the instances' database URL
+	servers []*child
+	pool    *pgxpool.Pool // the driver's own, small
+	dbName  string
+	ins     []*instance
+	start0  time.Time // when the instances were started
+	s       *sampler
+
+	killed                *instance
+	killedAt, killedLocal time.Time // the database's clock, this process's
+	heldAtKill            []heldClaim
+	restarted             bool
+	allFresh, healthyAt   time.Time
+	freshSeries           []string
+	nextMark              float64
+}
+
 func run(o options) (int, error) {
-	ctx := context.Background()
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	r := &fleetRun{o: o, ctx: context.Background(), nextMark: 0.1}
+	defer r.close()
+	if err := r.writeCatalog(); err != nil {
 		return 0, err
 	}
-	cat, err := catalog.Generate(o.cat)
+	if err := r.startServers(); err != nil {
+		return 0, err
+	}
+	if err := r.prepareDatabase(); err != nil {
+		return 0, err
+	}
+	before, err := readPGStats(r.ctx, r.pool)
 	if err != nil {
 		return 0, err
 	}
-	catPath := filepath.Join(o.out, "catalog.json")
-	if err := cat.Save(catPath); err != nil {
+	if err := r.startInstances(); err != nil {
 		return 0, err
 	}
-	total, _ := cat.Feeds()
-	fmt.Printf("catalog: %s\n", cat.Summary())
-	cfgPath := filepath.Join(o.out, "fleet.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config(cat, o)), 0o644); err != nil {
+	if err := r.sampleUntilDone(); err != nil {
 		return 0, err
 	}
-
-	// The fixture servers, in child processes.
-	var servers []*child
-	defer func() {
-		for _, s := range servers {
-			s.stop(10 * time.Second)
+	end := time.Now()
+	after, err := readPGStats(r.ctx, r.pool)
+	if err != nil {
+		return 0, err
+	}
+	for _, in := range r.ins {
+		if in.alive() {
+			in.stop(2 * time.Minute)
 		}
-	}()
+	}
+	if err := r.printFigures(end, before, after); err != nil {
+		return 0, err
+	}
+	failed, err := r.check()
+	if err != nil {
+		return 0, err
+	}
+	// What an operator runs, at this size.
+	operatorQueries(r.ctx, r.pool, r.ingestd, r.o.dbURL)
+	return failed, nil
+}
+
+// close kills the instances still alive, stops the fixture servers and
+// closes the driver's pool.
+func (r *fleetRun) close() {
+	for _, in := range r.ins {
+		if in.alive() {
+			in.kill()
+		}
+	}
+	for _, s := range r.servers {
+		s.stop(10 * time.Second)
+	}
+	if r.pool != nil {
+		r.pool.Close()
+	}
+}
+
+// writeCatalog generates the catalog and writes it and ingestd's
+// configuration of it under the output folder.
+func (r *fleetRun) writeCatalog() error {
+	if err := os.MkdirAll(r.o.out, 0o755); err != nil {
+		return err
+	}
+	cat, err := catalog.Generate(r.o.cat)
+	if err != nil {
+		return err
+	}
+	r.cat = cat
+	r.catPath = filepath.Join(r.o.out, "catalog.json")
+	if err := cat.Save(r.catPath); err != nil {
+		return err
+	}
+	r.total, _ = cat.Feeds()
+	fmt.Printf("catalog: %s\n", cat.Summary())
+	r.cfgPath = filepath.Join(r.o.out, "fleet.yaml")
+	return os.WriteFile(r.cfgPath, []byte(config(cat, r.o)), 0o644)
+}
+
+// startServers starts the fixture servers the catalog needs, in child
+// processes.
+func (r *fleetRun) startServers() error {
 	hasArc, hasDocs := false, false
-	for _, or := range cat.Origins {
+	for _, or := range r.cat.Origins {
 		hasArc = hasArc || or.ArcGIS
 		hasDocs = hasDocs || !or.ArcGIS
 	}
 	t0 := time.Now()
 	if hasArc {
-		s, err := start(o.out, "arcgisserver", "serving the fleet", filepath.Join(o.bin, "arcgisserver"), "-fleet", catPath, "-max-record-count", "2000")
+		s, err := start(r.o.out, "arcgisserver", "serving the fleet", filepath.Join(r.o.bin, "arcgisserver"), "-fleet", r.catPath, "-max-record-count", "2000")
 		if err != nil {
-			return 0, err
+			return err
 		}
-		servers = append(servers, s)
+		r.servers = append(r.servers, s)
 	}
 	if hasDocs {
-		s, err := start(o.out, "feedserver", "serving the fleet", filepath.Join(o.bin, "feedserver"), "-fleet", catPath)
+		s, err := start(r.o.out, "feedserver", "serving the fleet", filepath.Join(r.o.bin, "feedserver"), "-fleet", r.catPath)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		servers = append(servers, s)
+		r.servers = append(r.servers, s)
 	}
-	fmt.Printf("fixture servers: %d child processes serving %d origins, ready in %s\n", len(servers), len(cat.Origins), time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("fixture servers: %d child processes serving %d origins, ready in %s\n", len(r.servers), len(r.cat.Origins), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
 
-	// The schema, then the instrumentation: the history of every claim,
-	// written by a trigger in the claiming transaction.
-	ingestd := filepath.Join(o.bin, "ingestd")
-	if out, err := exec.Command(ingestd, "migrate", "-database-url", o.dbURL).CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("ingestd migrate: %v\n%s", err, out)
+// prepareDatabase migrates the database and installs the instrumentation:
+// the history of every claim, written by a trigger in the claiming
+// transaction.
+func (r *fleetRun) prepareDatabase() error {
+	r.ingestd = filepath.Join(r.o.bin, "ingestd")
+	if out, err := exec.Command(r.ingestd, "migrate", "-database-url", r.o.dbURL).CombinedOutput(); err != nil {
+		return fmt.Errorf("ingestd migrate: %v\n%s", err, out)
 	}
-	pcfg, err := pgxpool.ParseConfig(o.dbURL)
+	pcfg, err := pgxpool.ParseConfig(r.o.dbURL)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	pcfg.MaxConns = 3
 	pcfg.ConnConfig.RuntimeParams["search_path"] = "ingestd, public"
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return 0, err
+	if r.pool, err = pgxpool.NewWithConfig(r.ctx, pcfg); err != nil {
+		return err
 	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, instrumentSQL); err != nil {
-		return 0, fmt.Errorf("instrument: %w", err)
+	if _, err := r.pool.Exec(r.ctx, instrumentSQL); err != nil {
+		return fmt.Errorf("instrument: %w", err)
 	}
-	var dbName string
-	if err := pool.QueryRow(ctx, `SELECT current_database()`).Scan(&dbName); err != nil {
-		return 0, err
+	r.runURL = r.o.dbURL
+	if r.o.conns > 0 {
+		r.runURL = withParam(r.runURL, "pool_max_conns", strconv.Itoa(r.o.conns))
 	}
-	before, err := readPGStats(ctx, pool)
-	if err != nil {
-		return 0, err
-	}
+	return r.pool.QueryRow(r.ctx, `SELECT current_database()`).Scan(&r.dbName)
+}
 
-	runURL := o.dbURL
-	if o.conns > 0 {
-		runURL = withParam(runURL, "pool_max_conns", strconv.Itoa(o.conns))
+// startInstance starts one `ingestd run` named name and waits until it runs.
+func (r *fleetRun) startInstance(name string) (*instance, error) {
+	c, err := start(r.o.out, name, `"msg":"ingestd running"`, r.ingestd, "run", "-config", r.cfgPath, "-database-url", r.runURL,
+		"-metrics-addr", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	host, _ := os.Hostname()
-	startInstance := func(name string) (*instance, error) {
-		c, err := start(o.out, name, `"msg":"ingestd running"`, ingestd, "run", "-config", cfgPath, "-database-url", runURL,
-			"-metrics-addr", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		in := &instance{child: c, id: fmt.Sprintf("%s:%d", host, c.cmd.Process.Pid)}
-		in.metrics, err = metricsAddr(c.log)
-		return in, err
-	}
-	var ins []*instance
-	defer func() {
-		for _, in := range ins {
-			if in.alive() {
-				in.kill()
-			}
-		}
-	}()
-	// All at once, as a fleet restarted together: which instance claims
-	// what is then the claim protocol's doing, not the start order's.
-	start0 := time.Now()
+	in := &instance{child: c, id: fmt.Sprintf("%s:%d", host, c.cmd.Process.Pid)}
+	in.metrics, err = metricsAddr(c.log)
+	return in, err
+}
+
+// startInstances starts every instance at once, as a fleet restarted
+// together: which instance claims what is then the claim protocol's doing,
+// not the start order's.
+func (r *fleetRun) startInstances() error {
+	r.start0 = time.Now()
 	type started struct {
 		in  *instance
 		err error
 	}
-	ch := make([]chan started, o.instances)
-	for i := range o.instances {
+	ch := make([]chan started, r.o.instances)
+	for i := range r.o.instances {
 		ch[i] = make(chan started, 1)
 		go func() {
-			in, err := startInstance(fmt.Sprintf("instance%d", i+1))
+			in, err := r.startInstance(fmt.Sprintf("instance%d", i+1))
 			ch[i] <- started{in, err}
 		}()
 	}
 	var startErr error
-	for i := range o.instances {
-		r := <-ch[i]
-		if r.err != nil {
-			startErr = r.err
+	for i := range r.o.instances {
+		res := <-ch[i]
+		if res.err != nil {
+			startErr = res.err
 			continue
 		}
-		ins = append(ins, r.in)
+		r.ins = append(r.ins, res.in)
 	}
 	if startErr != nil {
-		return 0, startErr
+		return startErr
 	}
 	fmt.Printf("instances: %d `ingestd run` started together, all running %s later (max_in_flight %d, pool %s, @every %s)\n",
-		o.instances, time.Since(start0).Round(time.Millisecond), o.maxInFlight, poolText(o), o.interval)
+		r.o.instances, time.Since(r.start0).Round(time.Millisecond), r.o.maxInFlight, poolText(r.o), r.o.interval)
+	return nil
+}
 
-	// Sampling until every feed is fresh, the steady phase is over and no
-	// dead letter is open.
-	s := &sampler{pool: pool, db: dbName, cpu: map[int]procStat{}, flapping: []string{}}
+// sampleUntilDone samples the run until every feed is fresh, the steady
+// phase is over and no dead letter is open (or the ceiling), killing an
+// instance on the way and starting it again.
+func (r *fleetRun) sampleUntilDone() error {
+	r.s = &sampler{pool: r.pool, db: r.dbName, cpu: map[int]procStat{}, flapping: []string{}}
 	healthyTotal := 0
-	for _, or := range cat.Origins {
+	for _, or := range r.cat.Origins {
 		if or.Flap > 0 {
-			s.flapping = append(s.flapping, or.ID)
+			r.s.flapping = append(r.s.flapping, or.ID)
 		} else {
 			healthyTotal += len(or.Layers)
 		}
 	}
-	var (
-		killed      *instance
-		killedAt    time.Time // the database's clock
-		killedLocal time.Time
-		heldAtKill  []heldClaim
-		restarted   bool
-		allFresh    time.Time
-		healthyAt   time.Time
-		freshSeries []string
-		nextMark    = 0.1
-		openLetters int
-	)
-	tick := time.NewTicker(o.sample)
+	tick := time.NewTicker(r.o.sample)
 	defer tick.Stop()
 	for {
 		<-tick.C
-		elapsed := time.Since(start0)
-		fresh, healthy, err := s.poll(ctx, ins)
+		elapsed := time.Since(r.start0)
+		fresh, healthy, err := r.s.poll(r.ctx, r.ins)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		if healthyAt.IsZero() && healthy == healthyTotal {
-			healthyAt = time.Now()
+		if r.healthyAt.IsZero() && healthy == healthyTotal {
+			r.healthyAt = time.Now()
 			fmt.Printf("fresh: every feed of a healthy origin (%d) loaded %s after the start\n", healthyTotal, elapsed.Round(time.Second))
 		}
-		share := float64(fresh) / float64(total)
-		for share >= nextMark-1e-9 && nextMark <= 1.0001 {
-			freshSeries = append(freshSeries, fmt.Sprintf("%.0f%% %s", nextMark*100, elapsed.Round(time.Second)))
-			nextMark += 0.1
+		share := float64(fresh) / float64(r.total)
+		for share >= r.nextMark-1e-9 && r.nextMark <= 1.0001 {
+			r.freshSeries = append(r.freshSeries, fmt.Sprintf("%.0f%% %s", r.nextMark*100, elapsed.Round(time.Second)))
+			r.nextMark += 0.1
 		}
-		// The kill waits for the victim to be busy: polls running (claims
-		// held, pages staging or applying), so that the takeover has
-		// something to take.
-		busy, victim := 0, -1
-		if o.killAt > 0 && killed == nil && share >= o.killAt {
-			// The instance with the most polls running, the first one
-			// spared (a fleet's longest-running member).
-			for i, in := range ins[1:] {
-				var n int
-				if err := pool.QueryRow(ctx, `SELECT count(*) FROM polls WHERE status = 'running' AND owner = $1`, in.id).Scan(&n); err != nil {
-					return 0, err
-				}
-				if victim < 0 || n > busy {
-					busy, victim = n, i+1
-				}
-			}
+		if err := r.killOrRestart(share, fresh, elapsed); err != nil {
+			return err
 		}
-		if victim >= 0 && (busy > 0 || share >= 0.95) {
-			killed = ins[victim]
-			killed.kill()
-			killedLocal = time.Now()
-			if err := pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&killedAt); err != nil {
-				return 0, err
-			}
-			heldAtKill, err = claimsOf(ctx, pool, killed.id)
-			if err != nil {
-				return 0, err
-			}
-			fmt.Printf("kill: SIGKILL of %s (%s) at %s, %d of %d feeds loaded; it had %d polls running and held %d claims\n",
-				killed.name, killed.id, elapsed.Round(time.Second), fresh, total, busy, len(heldAtKill))
-		}
-		if killed != nil && !restarted && time.Since(killedLocal) >= o.restartAfter {
-			in, err := startInstance(killed.name + "-restarted")
-			if err != nil {
-				return 0, err
-			}
-			ins = append(ins, in)
-			restarted = true
-			fmt.Printf("restart: %s started again as %s at %s\n", killed.name, in.id, time.Since(start0).Round(time.Second))
-		}
-		if allFresh.IsZero() && fresh == total {
-			allFresh = time.Now()
+		if r.allFresh.IsZero() && fresh == r.total {
+			r.allFresh = time.Now()
 			fmt.Printf("fresh: every feed loaded %s after the start\n", elapsed.Round(time.Second))
 		}
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM dead_letter WHERE status IN ('pending', 'replaying')`).Scan(&openLetters); err != nil {
-			return 0, err
+		var openLetters int
+		if err := r.pool.QueryRow(r.ctx, `SELECT count(*) FROM dead_letter WHERE status IN ('pending', 'replaying')`).Scan(&openLetters); err != nil {
+			return err
 		}
-		done := !allFresh.IsZero() && time.Since(allFresh) >= o.steady && openLetters == 0 && (killed == nil || restarted)
-		if done {
-			break
+		if !r.allFresh.IsZero() && time.Since(r.allFresh) >= r.o.steady && openLetters == 0 && (r.killed == nil || r.restarted) {
+			return nil
 		}
-		if elapsed > o.ceiling {
-			fmt.Printf("ceiling: %d of %d feeds loaded, %d dead letters open after %s; stopping\n", fresh, total, openLetters, o.ceiling)
-			break
-		}
-	}
-	end := time.Now()
-	after, err := readPGStats(ctx, pool)
-	if err != nil {
-		return 0, err
-	}
-	for _, in := range ins {
-		if in.alive() {
-			in.stop(2 * time.Minute)
+		if elapsed > r.o.ceiling {
+			fmt.Printf("ceiling: %d of %d feeds loaded, %d dead letters open after %s; stopping\n", fresh, r.total, openLetters, r.o.ceiling)
+			return nil
 		}
 	}
+}
 
-	// Figures.
-	fmt.Printf("fresh over time (share of feeds loaded at least once, since the first instance started): %s\n", strings.Join(freshSeries, ", "))
-	if !healthyAt.IsZero() {
-		fmt.Printf("time until every feed of a healthy origin is fresh: %s\n", healthyAt.Sub(start0).Round(time.Second))
+// killOrRestart kills the busiest instance once share of the feeds are
+// loaded, and starts it again restartAfter later. The kill waits for the
+// victim to be busy: polls running (claims held, pages staging or
+// applying), so that the takeover has something to take.
+func (r *fleetRun) killOrRestart(share float64, fresh int, elapsed time.Duration) error {
+	busy, victim := 0, -1
+	if r.o.killAt > 0 && r.killed == nil && share >= r.o.killAt {
+		// The instance with the most polls running, the first one
+		// spared (a fleet's longest-running member).
+		for i, in := range r.ins[1:] {
+			var n int
+			if err := r.pool.QueryRow(r.ctx, `SELECT count(*) FROM polls WHERE status = 'running' AND owner = $1`, in.id).Scan(&n); err != nil {
+				return err
+			}
+			if victim < 0 || n > busy {
+				busy, victim = n, i+1
+			}
+		}
 	}
-	if !allFresh.IsZero() {
-		fmt.Printf("time until every feed is fresh (the flapping origins' included): %s\n", allFresh.Sub(start0).Round(time.Second))
+	if victim >= 0 && (busy > 0 || share >= 0.95) {
+		r.killed = r.ins[victim]
+		r.killed.kill()
+		r.killedLocal = time.Now()
+		if err := r.pool.QueryRow(r.ctx, `SELECT clock_timestamp()`).Scan(&r.killedAt); err != nil {
+			return err
+		}
+		var err error
+		if r.heldAtKill, err = claimsOf(r.ctx, r.pool, r.killed.id); err != nil {
+			return err
+		}
+		fmt.Printf("kill: SIGKILL of %s (%s) at %s, %d of %d feeds loaded; it had %d polls running and held %d claims\n",
+			r.killed.name, r.killed.id, elapsed.Round(time.Second), fresh, r.total, busy, len(r.heldAtKill))
 	}
-	if err := pollFigures(ctx, pool, start0, allFresh, end); err != nil {
-		return 0, err
+	if r.killed != nil && !r.restarted && time.Since(r.killedLocal) >= r.o.restartAfter {
+		in, err := r.startInstance(r.killed.name + "-restarted")
+		if err != nil {
+			return err
+		}
+		r.ins = append(r.ins, in)
+		r.restarted = true
+		fmt.Printf("restart: %s started again as %s at %s\n", r.killed.name, in.id, time.Since(r.start0).Round(time.Second))
 	}
-	for _, in := range ins {
+	return nil
+}
+
+// printFigures prints the run's figures: freshness over time, polls, each
+// instance's, the database's.
+func (r *fleetRun) printFigures(end time.Time, before, after pgStats) error {
+	fmt.Printf("fresh over time (share of feeds loaded at least once, since the first instance started): %s\n", strings.Join(r.freshSeries, ", "))
+	if !r.healthyAt.IsZero() {
+		fmt.Printf("time until every feed of a healthy origin is fresh: %s\n", r.healthyAt.Sub(r.start0).Round(time.Second))
+	}
+	if !r.allFresh.IsZero() {
+		fmt.Printf("time until every feed is fresh (the flapping origins' included): %s\n", r.allFresh.Sub(r.start0).Round(time.Second))
+	}
+	if err := pollFigures(r.ctx, r.pool, r.start0, r.allFresh, end); err != nil {
+		return err
+	}
+	for _, in := range r.ins {
 		state := "stopped"
-		if in == killed {
+		if in == r.killed {
 			state = "killed (figures up to its last sample)"
 		}
 		goroutines := fmt.Sprintf("n/a (%d scrapes, last error %q)", in.scrapes, in.scrapeErr)
@@ -465,17 +534,17 @@ func run(o options) (int, error) {
 			fmt.Printf("  %s: %d of %d scrapes of /metrics failed; the last: %s\n", in.name, in.scrapeFailures, in.scrapes+in.scrapeFailures, in.scrapeErr)
 		}
 	}
-	if err := pollsByInstance(ctx, pool, ins); err != nil {
-		return 0, err
+	if err := pollsByInstance(r.ctx, r.pool, r.ins); err != nil {
+		return err
 	}
-	fmt.Printf("database connections of the run (pg_stat_activity): peak %d in all, peak %d active; peak locks held %d\n", s.peakConns, s.peakActive, s.peakLocks)
-	s.printCPU(end.Sub(start0))
-	after.printDelta(before, end.Sub(start0))
-	if err := relations(ctx, pool); err != nil {
-		return 0, err
-	}
+	fmt.Printf("database connections of the run (pg_stat_activity): peak %d in all, peak %d active; peak locks held %d\n", r.s.peakConns, r.s.peakActive, r.s.peakLocks)
+	r.s.printCPU(end.Sub(r.start0))
+	after.printDelta(before, end.Sub(r.start0))
+	return relations(r.ctx, r.pool)
+}
 
-	// Checks.
+// check runs the checks and returns how many failed.
+func (r *fleetRun) check() (int, error) {
 	failed := 0
 	check := func(ok bool, format string, args ...any) {
 		verdict := "ok"
@@ -485,18 +554,15 @@ func run(o options) (int, error) {
 		}
 		fmt.Printf("check %s: %s\n", verdict, fmt.Sprintf(format, args...))
 	}
-	if err := checks(ctx, pool, cat, check); err != nil {
+	if err := checks(r.ctx, r.pool, r.cat, check); err != nil {
 		return 0, err
 	}
-	checkLogs(ins, check)
-	if killed != nil {
-		if err := checkTakeover(ctx, pool, killed.id, killedAt, heldAtKill, check); err != nil {
+	checkLogs(r.ins, check)
+	if r.killed != nil {
+		if err := checkTakeover(r.ctx, r.pool, r.killed.id, r.killedAt, r.heldAtKill, check); err != nil {
 			return 0, err
 		}
 	}
-
-	// What an operator runs, at this size.
-	operatorQueries(ctx, pool, ingestd, o.dbURL)
 	return failed, nil
 }
 

@@ -119,43 +119,8 @@ func Generate(p Params) (*Catalog, error) {
 			ArcGIS: i < arcOrigins,
 		})
 	}
-	// Kinds of the feeds: ArcGIS first, then GeoJSON and files alternating.
-	kinds := make([]string, p.Feeds)
-	for f := range kinds {
-		switch {
-		case f < arcFeeds:
-			kinds[f] = KindArcGIS
-		case (f-arcFeeds)%2 == 0:
-			kinds[f] = KindGeoJSON
-		default:
-			kinds[f] = KindFile
-		}
-	}
-	// Sizes, the big ones spread over the kinds.
-	sizes := make([]int, p.Feeds)
-	for f := range sizes {
-		n := p.Median * math.Exp(p.Sigma*rng.NormFloat64())
-		sizes[f] = max(p.MinSize, int(n))
-	}
-	for k := range p.Big {
-		want := []string{KindArcGIS, KindGeoJSON, KindFile}[k%3]
-		f := slices.IndexFunc(kinds, func(kind string) bool { return kind == want })
-		for f >= 0 && f < p.Feeds && (kinds[f] != want || sizes[f] == p.BigFeatures) {
-			f++
-		}
-		if f < 0 || f >= p.Feeds {
-			// No layer of that kind left: any layer.
-			f = slices.IndexFunc(sizes, func(n int) bool { return n != p.BigFeatures })
-		}
-		if f >= 0 {
-			sizes[f] = p.BigFeatures
-		}
-	}
-	for f := range sizes {
-		if kinds[f] == KindArcGIS && sizes[f] != p.BigFeatures {
-			sizes[f] = Quantize(sizes[f])
-		}
-	}
+	kinds := feedKinds(p.Feeds, arcFeeds)
+	sizes := drawSizes(p, rng, kinds)
 	// Every origin gets one feed of its kind first, then the rest by weight.
 	pick := func(arc bool) []int {
 		var out []int
@@ -199,6 +164,53 @@ func Generate(p Params) (*Catalog, error) {
 		c.Origins[i].Flap = p.FlapFor
 	}
 	return c, nil
+}
+
+// feedKinds is the kind of each of n feeds: ArcGIS first (arcFeeds), then
+// GeoJSON and files alternating.
+func feedKinds(n, arcFeeds int) []string {
+	kinds := make([]string, n)
+	for f := range kinds {
+		switch {
+		case f < arcFeeds:
+			kinds[f] = KindArcGIS
+		case (f-arcFeeds)%2 == 0:
+			kinds[f] = KindGeoJSON
+		default:
+			kinds[f] = KindFile
+		}
+	}
+	return kinds
+}
+
+// drawSizes draws each feed's size, log-normal, with p.Big layers of
+// p.BigFeatures spread over the kinds, and ArcGIS sizes quantized.
+func drawSizes(p Params, rng *rand.Rand, kinds []string) []int {
+	sizes := make([]int, p.Feeds)
+	for f := range sizes {
+		n := p.Median * math.Exp(p.Sigma*rng.NormFloat64())
+		sizes[f] = max(p.MinSize, int(n))
+	}
+	for k := range p.Big {
+		want := []string{KindArcGIS, KindGeoJSON, KindFile}[k%3]
+		f := slices.IndexFunc(kinds, func(kind string) bool { return kind == want })
+		for f >= 0 && f < p.Feeds && (kinds[f] != want || sizes[f] == p.BigFeatures) {
+			f++
+		}
+		if f < 0 || f >= p.Feeds {
+			// No layer of that kind left: any layer.
+			f = slices.IndexFunc(sizes, func(n int) bool { return n != p.BigFeatures })
+		}
+		if f >= 0 {
+			sizes[f] = p.BigFeatures
+		}
+	}
+	for f := range sizes {
+		if kinds[f] == KindArcGIS && sizes[f] != p.BigFeatures {
+			sizes[f] = Quantize(sizes[f])
+		}
+	}
+	return sizes
 }
 
 // Quantize rounds n to the nearest of ArcGISGrid steps per decade.
