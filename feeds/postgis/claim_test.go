@@ -37,7 +37,20 @@ func TestBeginPollRefusedWhileAnotherInstanceHoldsTheClaim(t *testing.T) {
 	if ok, err := b.store.ClaimPoll(b.ctx, feed, "hosta:1", time.Hour, 0); err != nil || !ok {
 		t.Fatalf("claim by hosta:1: %v, %v", ok, err)
 	}
-	if _, err := a.BeginPoll(b.ctx, feed); err != nil {
-		t.Errorf("poll by hosta:1 under its own claim: %v", err)
+	polled, err := a.BeginPoll(b.ctx, feed)
+	if err != nil {
+		t.Fatalf("poll by hosta:1 under its own claim: %v", err)
+	}
+	// hosta:1 taken for dead: its claim ended, its poll not yet interrupted.
+	// hostb:2 claims the feed, but may not poll it beside hosta:1's poll.
+	if err := b.store.ReleasePoll(b.ctx, feed, "hosta:1"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.store.ClaimPoll(b.ctx, feed, "hostb:2", time.Hour, 0); err != nil || !ok {
+		t.Fatalf("claim by hostb:2: %v, %v", ok, err)
+	}
+	bStore := postgis.New(b.pool, postgis.WithOwner("hostb:2"))
+	if _, err := bStore.BeginPoll(b.ctx, feed); !errors.Is(err, feeds.ErrPollInProgress) {
+		t.Fatalf("poll by hostb:2 while hosta:1's poll %d runs: %v, want ErrPollInProgress", polled, err)
 	}
 }

@@ -188,7 +188,8 @@ func (s *Store) RemoveFeeds(ctx context.Context, infos []feeds.FeedInfo) error {
 // BeginPoll records a running poll of feed and its start as the feed's last
 // attempt, and returns the poll's id. A feed not registered yet gets its
 // feed_status row here. It refuses (feeds.ErrPollInProgress) when another
-// instance than this store's owner holds the feed's claim.
+// instance than this store's owner holds the feed's claim or has a poll of
+// it running.
 func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, sqlQuery("BeginPoll"),
@@ -196,7 +197,7 @@ func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, erro
 		feed.History.KeepMicros(),
 	).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("%w: another instance claimed %s/%s while this poll waited for its turn (this instance's claim had ended)",
+		return 0, fmt.Errorf("%w: another instance holds the claim of %s/%s or polls it (this instance's claim had ended while the poll waited for its turn)",
 			feeds.ErrPollInProgress, feed.Jurisdiction, feed.Feed)
 	}
 	if err != nil {
