@@ -98,7 +98,7 @@
 #                             policy, a real `ingestd run` (its poll, then its dead letter's replays):
 #                             failed calls until the origin opens, seconds to open, connection
 #                             attempts before and in BENCH_DEADORIGIN_AFTER (3) minutes after. ~8 min.
-#   scripts/bench.sh fleet    issue 40's catalog: BENCH_FEEDS (5000) feeds over BENCH_FLEET_ORIGINS (1000)
+#   scripts/bench.sh fleet    a catalog's worth of feeds: BENCH_FEEDS (5000) feeds over BENCH_FLEET_ORIGINS (1000)
 #                             loopback origins (ArcGIS 70 %, GeoJSON and file downloads the rest; sizes
 #                             log-normal, BENCH_FLEET_BIG layers of BENCH_FLEET_BIG_FEATURES), served by
 #                             feedserver -fleet and arcgisserver -fleet in child processes, BENCH_FLEET_FLAPPING
