@@ -71,8 +71,9 @@ type Option func(*Manager)
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.logger = l } }
 
-// WithMaxJitter bounds each feed's start offset within its schedule
-// (default DefaultMaxJitter; 0 disables the offset).
+// WithMaxJitter bounds each feed's start offset within a cron-spec
+// schedule (default DefaultMaxJitter); a feed on "@every D" is spread over
+// the whole D instead. 0 disables the offset of both.
 func WithMaxJitter(d time.Duration) Option { return func(m *Manager) { m.maxJitter = d } }
 
 // WithRegisterer registers the package's metrics (polls, durations, features
@@ -258,13 +259,12 @@ func (m *Manager) Update(ctx context.Context, cfg *config.Config) error {
 			}
 			m.sched.remove(old.entry)
 		}
-		offset := startOffset(key, f.ExpectedInterval(now), m.maxJitter)
-		sched := jitteredSchedule{inner: f.Cron, offset: offset}
+		sched := feedSchedule(f, now, m.maxJitter)
 		sf := &scheduledFeed{feed: *f}
 		sf.entry = m.sched.add(sched, func(planned time.Time) { m.tick(sf, planned) })
 		m.feeds[key] = sf
 		m.logger.Debug("feed scheduled", "jurisdiction", f.Jurisdiction, "feed", f.ID,
-			"schedule", f.Schedule, "offset", offset, "next", sched.Next(now))
+			"schedule", f.Schedule, "offset", sched.offset, "next", sched.Next(now))
 	}
 	for key, sf := range m.feeds {
 		if !seen[key] {

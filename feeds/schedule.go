@@ -4,13 +4,17 @@ import (
 	"cmp"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/ingestd/ingestd/config"
 )
 
-// DefaultMaxJitter bounds the start offset of a feed within its schedule.
+// DefaultMaxJitter bounds the start offset of a feed within a cron-spec
+// schedule ("@every" schedules are spread over their whole interval).
 const DefaultMaxJitter = 2 * time.Minute
 
 // jitteredSchedule shifts every activation of a schedule by a fixed offset.
@@ -35,13 +39,52 @@ func (s jitteredSchedule) Next(t time.Time) time.Time {
 // and the spread is the same after every restart. The window is half the
 // interval, capped at maxJitter, so "0 5 * * *" still means "shortly after five".
 func startOffset(key string, interval, maxJitter time.Duration) time.Duration {
-	window := min(interval/2, maxJitter)
+	return keyPhase(key, min(interval/2, maxJitter))
+}
+
+// everyOffset is the phase of a feed on "@every D" inside D: spread over
+// the whole interval, not over a window at its start. "@every 5m" promises
+// a poll every five minutes, not at a time of day, so nothing is lost by
+// placing a feed anywhere in the five; capped like a cron spec's offset,
+// five thousand feeds would fall into the first two minutes of every five
+// and leave three idle. The phase depends on the key and D only: every
+// instance gives the feed the same one (the ticks are anchored to the
+// clock, see config's everySchedule), and so does a restart. A maxJitter
+// of 0 turns the offset off for these schedules as well.
+func everyOffset(key string, every, maxJitter time.Duration) time.Duration {
+	if maxJitter <= 0 {
+		return 0
+	}
+	return keyPhase(key, every)
+}
+
+// keyPhase hashes key to a duration in [0, window); 0 when window is not
+// positive.
+func keyPhase(key string, window time.Duration) time.Duration {
 	if window <= 0 {
 		return 0
 	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(key))
 	return time.Duration(h.Sum64() % uint64(window))
+}
+
+// feedSchedule is f's schedule as the scheduler runs it: its activations
+// shifted by the feed's phase (everyOffset for "@every D", startOffset for
+// a cron spec).
+func feedSchedule(f *config.Feed, now time.Time, maxJitter time.Duration) jitteredSchedule {
+	interval := f.ExpectedInterval(now)
+	offset := startOffset(f.Key(), interval, maxJitter)
+	if isEvery(f.Schedule) {
+		offset = everyOffset(f.Key(), interval, maxJitter)
+	}
+	return jitteredSchedule{inner: f.Cron, offset: offset}
+}
+
+// isEvery reports whether spec is an "@every D" schedule (config reads
+// it, spaces included, the same way).
+func isEvery(spec string) bool {
+	return strings.HasPrefix(strings.TrimSpace(spec), "@every ")
 }
 
 // Clock is the time a Manager reads and waits on: the scheduler's ticks,

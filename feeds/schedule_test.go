@@ -3,10 +3,13 @@ package feeds
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/ingestd/ingestd/config"
 )
 
 func TestStartOffsetIsStableBoundedAndSpread(t *testing.T) {
@@ -193,3 +196,124 @@ func TestNextBeat(t *testing.T) {
 type everySchedule struct{ every time.Duration }
 
 func (s everySchedule) Next(t time.Time) time.Time { return t.Truncate(s.every).Add(s.every) }
+
+// everyFleet is a configuration of n feeds on "@every every", fifty to a
+// jurisdiction as in the scale benchmark, plus one feed on a cron spec.
+func everyFleet(t *testing.T, n int, every time.Duration) *config.Config {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "defaults:\n  schedule: \"@every %s\"\njurisdictions:\n", every)
+	for i := range n {
+		if i%50 == 0 {
+			fmt.Fprintf(&b, "  - id: j%d\n    feeds:\n", i/50)
+		}
+		fmt.Fprintf(&b, "      - {id: f%d, kind: geojson, url: \"https://data.example.org/f%d.geojson\"}\n", i, i)
+	}
+	b.WriteString("  - id: daily\n    feeds:\n      - {id: parcels, kind: geojson, url: \"https://data.example.org/p.geojson\", schedule: \"0 5 * * *\"}\n")
+	cfg, err := config.Parse("fleet.yaml", []byte(b.String()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// firstTicks schedules cfg's "@every every" feeds as the manager does on a
+// scheduler whose clock reads start, moves the clock one interval on, and
+// returns the activation each feed's first tick was planned for: it is the
+// tick that comes when the moved clock reaches it, and every feed has one
+// within an interval.
+func firstTicks(t *testing.T, cfg *config.Config, start time.Time, every time.Duration) map[string]time.Time {
+	t.Helper()
+	clock := NewFakeClock(start)
+	s := newScheduler(clock)
+	defer func() { s.stop(); s.wait() }()
+	type tick struct {
+		key     string
+		planned time.Time
+	}
+	var feeds []*config.Feed
+	for _, f := range cfg.Feeds() {
+		if isEvery(f.Schedule) {
+			feeds = append(feeds, f)
+		}
+	}
+	ticks := make(chan tick, len(feeds))
+	for _, f := range feeds {
+		key := f.Key()
+		s.add(feedSchedule(f, start, DefaultMaxJitter), func(planned time.Time) { ticks <- tick{key, planned} })
+	}
+	s.start()
+	clock.Set(start.Add(every))
+	got := make(map[string]time.Time, len(feeds))
+	for range feeds {
+		select {
+		case tk := <-ticks:
+			if _, twice := got[tk.key]; twice {
+				t.Fatalf("%s ticked twice within one interval", tk.key)
+			}
+			if !tk.planned.After(start) {
+				t.Fatalf("%s: first tick planned at %s, not after the start %s", tk.key, tk.planned, start)
+			}
+			got[tk.key] = tk.planned
+		case <-time.After(time.Minute): // a hang ceiling: the ticks are the events awaited
+			t.Fatalf("%d of %d feeds ticked within the first interval", len(got), len(feeds))
+		}
+	}
+	return got
+}
+
+// A thousand feeds on "@every 5m" tick at phases spread over the whole
+// five minutes, not in a burst at its start; every instance gives a feed
+// the same phase whenever it started, and so does a restart days later.
+func TestEveryPhasesSpreadOverTheIntervalAndHold(t *testing.T) {
+	t.Parallel()
+	const n, every = 1000, 5 * time.Minute
+	cfg := everyFleet(t, n, every)
+	phase := func(at time.Time) time.Duration { return at.Sub(at.Truncate(every)) }
+
+	a := firstTicks(t, cfg, time.Date(2026, 6, 1, 12, 0, 7, 0, time.UTC), every)
+	var perMinute [5]int
+	for _, at := range a {
+		perMinute[phase(at)/time.Minute]++
+	}
+	t.Logf("first ticks of %d feeds per minute of every 5: %v", n, perMinute)
+	for m, c := range perMinute {
+		// Even would be 200 a minute; a hash of 1,000 keys strays by a few
+		// dozen, a phase capped at two minutes puts 500 in each of the first two.
+		if c > n/4 || c < n/10 {
+			t.Errorf("minute %d of every 5 holds %d of %d first ticks, want between %d and %d (per minute: %v)",
+				m, c, n, n/10, n/4, perMinute)
+		}
+	}
+
+	// A second instance started 3m34s later, and a restart two days on.
+	for _, start := range []time.Time{
+		time.Date(2026, 6, 1, 12, 3, 41, 0, time.UTC),
+		time.Date(2026, 6, 3, 8, 17, 0, 500, time.UTC),
+	} {
+		b := firstTicks(t, cfg, start, every)
+		if len(b) != len(a) {
+			t.Fatalf("started at %s: %d feeds ticked, want %d", start, len(b), len(a))
+		}
+		for key, at := range a {
+			if phase(b[key]) != phase(at) {
+				t.Errorf("%s: phase %s when started at %s, %s in the first instance", key, phase(b[key]), start, phase(at))
+			}
+		}
+	}
+
+	// A cron spec keeps its short window: "0 5 * * *" still means shortly after five.
+	for _, f := range cfg.Feeds() {
+		if isEvery(f.Schedule) {
+			continue
+		}
+		s := feedSchedule(f, time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), DefaultMaxJitter)
+		if s.offset != startOffset(f.Key(), 24*time.Hour, DefaultMaxJitter) || s.offset >= DefaultMaxJitter {
+			t.Errorf("%s on %q: offset %s, want the cron window's %s", f.Key(), f.Schedule, s.offset, startOffset(f.Key(), 24*time.Hour, DefaultMaxJitter))
+		}
+	}
+	// Jitter off is off for "@every" as well.
+	if f := cfg.Feeds()[0]; feedSchedule(f, time.Now(), 0).offset != 0 {
+		t.Errorf("%s: offset with jitter disabled", f.Key())
+	}
+}

@@ -120,9 +120,9 @@ func Up(ctx context.Context, db *sql.DB, opts ...Option) ([]int64, error) {
 func upTo(ctx context.Context, db *sql.DB, table string, logger *slog.Logger, version int64) ([]int64, error) {
 	// A session advisory lock: several instances starting together must not
 	// race to apply the same version.
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := newUnshardedLocker()
 	if err != nil {
-		return nil, fmt.Errorf("migrations: %w", err)
+		return nil, err
 	}
 	p, err := newProvider(db, table, goose.WithSessionLocker(locker), goose.WithSlog(logger))
 	if err != nil {
@@ -203,9 +203,9 @@ func DownTo(ctx context.Context, db *sql.DB, version int64) error {
 
 // downTo rolls db back to version with goose keeping its versions in table.
 func downTo(ctx context.Context, db *sql.DB, table string, version int64) error {
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := newUnshardedLocker()
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return err
 	}
 	p, err := newProvider(db, table, goose.WithSessionLocker(locker), goose.WithSlog(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -215,6 +215,64 @@ func downTo(ctx context.Context, db *sql.DB, table string, version int64) error 
 		return fmt.Errorf("migrations: down to %d: %w", version, err)
 	}
 	return nil
+}
+
+// shardingSetting is Citus's switch for schema-based sharding. While it is
+// on, every CREATE SCHEMA makes a distributed schema, placed whole on one
+// worker — CREATE SCHEMA IF NOT EXISTS of a schema that exists too. The
+// schemas the migrations make (ingestd, whose tables the other schemas'
+// rows point to, and common) are to stay plain schemas on the coordinator
+// (decision 0219); the jurisdictions' schemas that ingestd makes as it
+// runs follow the server's setting.
+const shardingSetting = "citus.enable_schema_based_sharding"
+
+// unshardedLocker is goose's session lock, which also turns schema-based
+// sharding off on the connection it locks (goose applies every version on
+// that connection) and puts the setting back when it unlocks, before the
+// connection returns to the pool. Where the setting does not exist (no
+// Citus) it changes nothing.
+type unshardedLocker struct {
+	lock.SessionLocker
+	restore sql.NullString // the setting before SessionLock, when it was changed
+}
+
+func newUnshardedLocker() (*unshardedLocker, error) {
+	l, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return &unshardedLocker{SessionLocker: l}, nil
+}
+
+// SessionLock takes goose's lock, then turns sharding off for the session.
+func (l *unshardedLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	if err := l.SessionLocker.SessionLock(ctx, conn); err != nil {
+		return err
+	}
+	var was sql.NullString
+	err := conn.QueryRowContext(ctx, `SELECT current_setting($1, true)`, shardingSetting).Scan(&was)
+	if err == nil && was.Valid && was.String != "off" {
+		if _, err = conn.ExecContext(ctx, `SELECT set_config($1, 'off', false)`, shardingSetting); err == nil {
+			l.restore = was
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("migrations: turning Citus's %s off for the migrations: %w", shardingSetting, err)
+		return errors.Join(err, l.SessionLocker.SessionUnlock(context.WithoutCancel(ctx), conn))
+	}
+	return nil
+}
+
+// SessionUnlock puts the setting back, then releases goose's lock.
+func (l *unshardedLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	var err error
+	if l.restore.Valid {
+		if _, err = conn.ExecContext(ctx, `SELECT set_config($1, $2, false)`, shardingSetting, l.restore.String); err != nil {
+			err = fmt.Errorf("migrations: restoring Citus's %s: %w", shardingSetting, err)
+		}
+		l.restore = sql.NullString{}
+	}
+	return errors.Join(err, l.SessionLocker.SessionUnlock(ctx, conn))
 }
 
 // versionLockID keys the advisory lock Up and DownTo hold while they move

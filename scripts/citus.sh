@@ -24,13 +24,11 @@
 #                at an already running Koop (INGESTD_KOOP_URL, left out when
 #                none answers), `ingestd run` until every feed is fresh or 120 s
 #                pass; prints feed_freshness, dead letters and where Citus put
-#                each schema. Logs: .citus/demo/.
-#                CITUS_INGESTD_SCHEMA=local (default) first runs `ingestd
-#                migrate` with schema-based sharding off, so schema ingestd
-#                stays on the coordinator and only the schemas made later (the
-#                jurisdictions') go to workers; =distributed migrates with the
-#                database-wide setting, as a first try would
-#                (docs/operations.md says what fails then).
+#                each schema. Logs: .citus/demo/. `ingestd run` migrates the
+#                database itself, with schema-based sharding on in
+#                postgresql.conf: the migration runner turns it off for its
+#                own session, so ingestd and common stay plain schemas on the
+#                coordinator and the jurisdictions' schemas are distributed.
 #   bench        one GeoJSON layer of CITUS_BENCH_FEATURES parcels (default
 #                50000): its first load and a refresh changing 1 % of it, on
 #                the coordinator (database reset first) and on a single
@@ -49,7 +47,7 @@
 # progress goes to stderr.
 #
 # Environment: CITUS_PORT (default 55440), CITUS_SRC, CITUS_TAG (v13.2.2),
-# CITUS_MAKE_JOBS (2), CITUS_DEMO_PORT (18481), CITUS_INGESTD_SCHEMA (local),
+# CITUS_MAKE_JOBS (2), CITUS_DEMO_PORT (18481),
 # INGESTD_KOOP_URL, CITUS_BENCH_FEATURES, CITUS_BENCH_ROUNDS, CITUS_SINGLE_URL.
 set -euo pipefail
 
@@ -282,15 +280,6 @@ demo() {
 			open(p, "w").write(s)
 		PY
 	fi
-	if [[ ${CITUS_INGESTD_SCHEMA:-local} == local ]]; then
-		# The migrations with schema-based sharding off for their session,
-		# so that schema ingestd stays a plain schema on the coordinator.
-		# Creating it beforehand is not enough: with the setting on, Citus
-		# turns an existing plain schema into a distributed one on CREATE
-		# SCHEMA IF NOT EXISTS, and the tables it holds stay local.
-		log "ingestd migrate with schema-based sharding off"
-		migrate_local "$dir/jurisdictions.yaml" "$dir/migrate.log"
-	fi
 	"$ROOT/bin/feedserver" \
 		-serve "127.0.0.1:${dport}=$ROOT/testdata/feeds/raleigh" \
 		-serve "127.0.0.1:$((dport + 1))=$ROOT/testdata/feeds/boulder" \
@@ -334,11 +323,10 @@ demo() {
 	[[ $pending == 0 ]]
 }
 
-# migrate_local runs ingestd's migrations on the coordinator with
-# schema-based sharding off for their session (see demo).
-migrate_local() { # migrate_local CONFIG LOG
-	"$ROOT/bin/ingestd" migrate -config "$1" \
-		-database-url "${URL}&options=-c%20citus.enable_schema_based_sharding%3Doff" >"$2" 2>&1 || {
+# migrate runs ingestd's migrations on the coordinator, as `ingestd run`
+# would at start.
+migrate() { # migrate CONFIG LOG
+	"$ROOT/bin/ingestd" migrate -config "$1" -database-url "$URL" >"$2" 2>&1 || {
 		log "ingestd migrate failed: $(tail -n 3 "$2")"
 		return 1
 	}
@@ -424,7 +412,7 @@ bench() {
 		# Citus: a fresh database, the layer made by ingestd (it stays on
 		# the coordinator, see docs/operations.md), then moved by hand.
 		reset 2>>"$logf"
-		migrate_local "$dir/jurisdictions.yaml" "$dir/migrate.log"
+		migrate "$dir/jurisdictions.yaml" "$dir/migrate.log"
 		serve v0
 		t=$(timed "$logf" "${poll[@]}" -database-url "$URL" wake/parcels)
 		echo "round $r citus  first_load ${n} features: ${t} s"
