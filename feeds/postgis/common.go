@@ -447,11 +447,12 @@ func ensureCommonTable(ctx context.Context, tx pgx.Tx, t commonTable) error {
 	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", t.ident()).Scan(&exists); err != nil || exists {
 		return err
 	}
-	// One lock for every layer: the schema is created under it too.
+	// One lock for every layer. The schema is a migration's: created here it
+	// would be distributed under Citus's schema-based sharding.
 	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, hashtext($2))", commonLockClass, CommonSchema); err != nil {
 		return err
 	}
-	for _, q := range []string{sqlQuery("CreateCommonSchema"), t.sql("CreateCommonLayer", feedTable{}),
+	for _, q := range []string{t.sql("CreateCommonLayer", feedTable{}),
 		t.sql("IndexCommonLayer", feedTable{})} {
 		if _, err := tx.Exec(ctx, q, pgx.QueryExecModeExec); err != nil {
 			return fmt.Errorf("creating common layer %s: %w", t.layer.Name, err)

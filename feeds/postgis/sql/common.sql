@@ -26,9 +26,6 @@ UPDATE common_feeds SET digest = '' WHERE jurisdiction = $1 AND feed = $2
 SELECT jurisdiction, feed, layer FROM common_feeds
 WHERE (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 
--- name: CreateCommonSchema
-CREATE SCHEMA IF NOT EXISTS common
-
 -- name: CreateCommonLayer
 -- The feature's own geometry type stays in geom's typmod so that QGIS
 -- lists the table as a layer of that type without asking.
