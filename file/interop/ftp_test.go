@@ -35,7 +35,8 @@ import (
 //     a third is refused without a connection and parked circuit_open;
 //   - a missing file fails its poll naming the feed and the path, not
 //     parked; a refused login likewise, and no table holds the URL's
-//     credentials.
+//     credentials;
+//   - no download is left on disk once the polls have returned.
 func TestFTPPolls(t *testing.T) {
 	srv := ftptest.Real(t)
 	gpkg := interoptest.NCGpkg(t)
@@ -73,14 +74,15 @@ jurisdictions:
 	p.ConsecutiveFailures = 2
 	p.BackoffBase, p.BackoffMax = time.Millisecond, time.Millisecond
 	reg := breaker.NewRegistry(breaker.Config{Policy: p}, nil)
-	t.Setenv("TMPDIR", t.TempDir()) // where the downloads go (os.TempDir)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the downloads go (os.TempDir)
 	mgr := feeds.NewManager(postgis.New(pool), feeds.NewFetchers(kindconf.FetcherDeps{HTTP: &http.Client{}, Breakers: reg}),
 		feeds.WithDeadLetters(deadletter.NewQueue(pool), cfg.DeadLetter))
 	t.Cleanup(mgr.Stop)
 	if err := mgr.Update(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{gen: gen, pool: pool, mgr: mgr}
+	f := &fixture{gen: gen, pool: pool, mgr: mgr, tmp: tmp}
 	ctx := t.Context()
 	interoptest.OGR2OGR(t, pool, "/vsizip/"+filepath.Join(gen, "nc.zip")+"/counties/nc.shp", "-nln", "gdal_ftp", "-lco", "GEOMETRY_NAME=geom", "-nlt", "GEOMETRY")
 
@@ -145,6 +147,11 @@ jurisdictions:
 	}
 	if strings.Contains(stored, password) || strings.Contains(stored, user) || !strings.Contains(stored, "REDACTED") {
 		t.Errorf("the polls, feed_status and dead_letter tables hold the URL's credentials, or no redacted URL:\n%s", stored)
+	}
+	// Every poll has returned: a download of any of them, whole, cut or
+	// refused, is removed by now, not by the test's cleanup.
+	if left, _ := filepath.Glob(filepath.Join(tmp, "ingestd-file-*")); len(left) > 0 {
+		t.Errorf("downloads left on disk: %v", left)
 	}
 }
 

@@ -94,7 +94,13 @@ func (s Server) Folder(t testing.TB) (dir, name string) {
 	if err != nil {
 		interoptest.Unavailable(t, fmt.Sprintf("a folder in the FTP server's %s: %v", s.Root, err))
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		// Registered before a proxy to the server is started, this runs
+		// after the proxy's cleanup: no session of the test's is open.
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("ftptest: removing the test's folder of the FTP server: %v", err)
+		}
+	})
 	// Readable by the server's anonymous user, not writable by it.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -127,16 +133,24 @@ func Put(t testing.TB, dir, name string, b []byte, mtime time.Time) {
 // connection cut on the way would look to a client. Stall holds every
 // later data connection open and silent after those bytes (none when
 // CutAfter is 0), as a server that stopped sending would, and signals
-// each on Stalled.
+// each on Stalled. Its cleanup closes every listener and connection it
+// opened and returns once each of its relays has ended.
 type Proxy struct {
 	ln     net.Listener
 	target string
+	// relays counts the goroutines that relay; each holds connections
+	// that open (below) keeps.
+	relays sync.WaitGroup
 
 	mu       sync.Mutex
 	cutAfter int64
 	stall    bool
 	commands map[string]int
 	stalled  chan struct{}
+	// open are the listeners and connections not yet closed; closed is
+	// set by the cleanup, which closes what is open and any opened after.
+	open   map[io.Closer]struct{}
+	closed bool
 }
 
 // NewProxy starts a proxy to the server at target (host:port) on a
@@ -147,10 +161,63 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, commands: map[string]int{}, stalled: make(chan struct{}, 16)}
-	t.Cleanup(func() { ln.Close() })
+	p := &Proxy{ln: ln, target: target, commands: map[string]int{}, stalled: make(chan struct{}, 16),
+		open: map[io.Closer]struct{}{}}
+	p.keep(ln)
+	p.relays.Add(1)
 	go p.serve()
+	t.Cleanup(func() { p.stop(t) })
 	return p
+}
+
+// proxyCeiling bounds the cleanup's wait for the relays to end once their
+// connections are closed: it catches a relay that does not end, it is no
+// speed a test expects.
+const proxyCeiling = time.Minute
+
+// stop closes every listener and connection of the proxy and waits for
+// its relays to end: when a test's cleanup goes on to remove the folder
+// the server read from, no session or data connection of the proxy's is
+// open, and no relay is left to outlive the test.
+func (p *Proxy) stop(t testing.TB) {
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.open {
+		c.Close()
+	}
+	clear(p.open)
+	p.mu.Unlock()
+	ended := make(chan struct{})
+	go func() {
+		p.relays.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(proxyCeiling):
+		t.Errorf("ftptest: the proxy's relays still running %s after their connections were closed", proxyCeiling)
+	}
+}
+
+// keep records c as open, for stop to close; false (c closed) when the
+// proxy has stopped.
+func (p *Proxy) keep(c io.Closer) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.Close()
+		return false
+	}
+	p.open[c] = struct{}{}
+	return true
+}
+
+// drop closes c and forgets it.
+func (p *Proxy) drop(c io.Closer) {
+	p.mu.Lock()
+	delete(p.open, c)
+	p.mu.Unlock()
+	c.Close()
 }
 
 // Addr is the proxy's host:port, for an ftp:// URL.
@@ -182,11 +249,16 @@ func (p *Proxy) Count(command string) int {
 }
 
 func (p *Proxy) serve() {
+	defer p.relays.Done()
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return
 		}
+		if !p.keep(c) {
+			return
+		}
+		p.relays.Add(1)
 		go p.session(c)
 	}
 }
@@ -196,13 +268,16 @@ var passiveReply = regexp.MustCompile(`^(227 .*\()(\d+,\d+,\d+,\d+),(\d+),(\d+)(
 
 // session relays one control connection.
 func (p *Proxy) session(client net.Conn) {
-	defer client.Close()
+	defer p.relays.Done()
+	defer p.drop(client)
 	server, err := net.Dial("tcp", p.target)
-	if err != nil {
+	if err != nil || !p.keep(server) {
 		return
 	}
-	defer server.Close()
+	defer p.drop(server)
+	p.relays.Add(1)
 	go func() {
+		defer p.relays.Done()
 		// Commands, counted on the way.
 		r := bufio.NewReader(client)
 		for {
@@ -255,12 +330,13 @@ func (p *Proxy) relayPassive(line string) string {
 		port, _ = strconv.Atoi(m[7])
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	if err != nil || !p.keep(ln) {
 		return line
 	}
 	p.mu.Lock()
 	cut, stall := p.cutAfter, p.stall
 	p.mu.Unlock()
+	p.relays.Add(1)
 	go p.relayData(ln, net.JoinHostPort(host, strconv.Itoa(port)), cut, stall)
 	mine := ln.Addr().(*net.TCPAddr).Port
 	if m[1] != "" {
@@ -274,19 +350,22 @@ func (p *Proxy) relayPassive(line string) string {
 // open and silent after them (signalled on p.stalled) until the client
 // closes it.
 func (p *Proxy) relayData(ln net.Listener, target string, cut int64, stall bool) {
-	defer ln.Close()
+	defer p.relays.Done()
+	defer p.drop(ln)
 	client, err := ln.Accept()
-	if err != nil {
+	if err != nil || !p.keep(client) {
 		return
 	}
-	defer client.Close()
+	defer p.drop(client)
 	server, err := net.Dial("tcp", target)
-	if err != nil {
+	if err != nil || !p.keep(server) {
 		return
 	}
-	defer server.Close()
+	defer p.drop(server)
 	clientDone := make(chan struct{})
+	p.relays.Add(1)
 	go func() {
+		defer p.relays.Done()
 		_, _ = io.Copy(server, client)
 		close(clientDone)
 	}()
