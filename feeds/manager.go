@@ -51,6 +51,11 @@ type Manager struct {
 	recovering bool // Start started the loop: Stop retires the heartbeat
 	catchUp    bool // Start polls overdue feeds at once
 
+	// slots bounds the polls this instance runs at once (nil: no bound).
+	// A tick takes its slot before it claims its feed, so the instance
+	// holds claims only for polls it is running (WithPollSlots).
+	slots chan struct{}
+
 	mu      sync.Mutex
 	started bool
 	feeds   map[string]*scheduledFeed // by Feed.Key()
@@ -110,6 +115,25 @@ func WithClock(c Clock) Option {
 // instances from polling one feed at once, and in its heartbeat (default
 // InstanceID()). main passes the id it gives every other part.
 func WithInstanceID(id string) Option { return func(m *Manager) { m.instance = id } }
+
+// WithPollSlots bounds the polls this instance runs at once to n (0: no
+// bound): a tick or a catch-up waits for a slot before it claims its feed,
+// so that an instance with more feeds due than it can run leaves the rest
+// claimable by the other instances, and its waiting ticks hold no claim,
+// no database connection and no poll's buffers. main passes max_in_flight:
+// a poll beyond that many would only wait for a request slot. The wait for
+// a poll slot is counted in the poll's queue wait (the queue-wait metric
+// and polls.queue_wait) but not bounded by queue_timeout: a tick that
+// waits holds nothing another instance needs.
+func WithPollSlots(n int) Option {
+	return func(m *Manager) {
+		if n > 0 {
+			m.slots = make(chan struct{}, n)
+		} else {
+			m.slots = nil
+		}
+	}
+}
 
 // unknownFeedDelay is how long a dead letter of a feed this instance does
 // not know waits before any replayer claims it again: long enough that the
@@ -330,6 +354,11 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w: dead letter %d (%s) is %s until %s; `ingestd deadletter replay %d` replays it now",
 			ErrParked, l.ID, l.Reason, l.Status, l.RetryAfter.Format(time.RFC3339), l.ID)
 	}
+	waited, ok := m.takeSlot(ctx)
+	if !ok {
+		return PollResult{}, fmt.Errorf("feeds: %s: waiting for a poll slot: %w", key, context.Cause(ctx))
+	}
+	defer m.freeSlot()
 	if m.recovery != nil && !m.recovering {
 		// A one-off poll (the manager was not started): its heartbeat
 		// tells the daemons that it is alive while it runs.
@@ -343,7 +372,7 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w (by another instance)", ErrPollInProgress)
 	}
 	defer release()
-	return m.poll(ctx, &f, nil)
+	return m.poll(ctx, &f, nil, waited)
 }
 
 // Replay resumes the parked poll of l from its checkpoint: the pages staged
@@ -377,7 +406,7 @@ func (m *Manager) Replay(ctx context.Context, l *deadletter.Letter) error {
 	defer cancel()
 	defer context.AfterFunc(m.ctx, cancel)()
 
-	_, err := m.poll(ctx, &f, l)
+	_, err := m.poll(ctx, &f, l, 0)
 	if errors.Is(err, ErrCheckpointApplied) {
 		// An instance applied it and died before recording the replay.
 		m.logger.Info("dead letter already applied", "jurisdiction", f.Jurisdiction, "feed", f.ID, "dead_letter_id", l.ID)
@@ -436,6 +465,15 @@ func (m *Manager) runTick(f *config.Feed) string {
 		return "running"
 	}
 	defer m.release(key)
+	// The slot before anything that needs the database: a tick waiting
+	// for one holds no claim (another instance may poll the feed meanwhile,
+	// and the claim below then finds it polled) and no connection.
+	waited, ok := m.takeSlot(m.ctx)
+	if !ok {
+		m.metrics.ticksSkipped.WithLabelValues("stopped").Inc()
+		return "stopped"
+	}
+	defer m.freeSlot()
 	// A parked feed has one path, its dead letter: the replayer resumes it
 	// from its checkpoint once the origin may be asked again, which a fresh
 	// poll now could only duplicate (or be refused by the same open breaker).
@@ -464,8 +502,38 @@ func (m *Manager) runTick(f *config.Feed) string {
 		return "claimed"
 	}
 	defer release()
-	_, _ = m.poll(m.ctx, f, nil) // the poll logs and records its own outcome
+	_, _ = m.poll(m.ctx, f, nil, waited) // the poll logs and records its own outcome
 	return "polled"
+}
+
+// takeSlot waits for one of the instance's poll slots (WithPollSlots) and
+// returns how long it waited; ok is false when ctx ended first. Without a
+// bound it returns at once.
+func (m *Manager) takeSlot(ctx context.Context) (waited time.Duration, ok bool) {
+	if m.slots == nil {
+		return 0, true
+	}
+	select {
+	case m.slots <- struct{}{}:
+		return 0, true
+	default:
+	}
+	from := m.now()
+	m.metrics.slotWaiting.Inc()
+	defer m.metrics.slotWaiting.Dec()
+	select {
+	case m.slots <- struct{}{}:
+		return m.now().Sub(from), true
+	case <-ctx.Done():
+		return 0, false
+	}
+}
+
+// freeSlot gives back the slot takeSlot took.
+func (m *Manager) freeSlot() {
+	if m.slots != nil {
+		<-m.slots
+	}
 }
 
 // claim claims f for a poll by this instance (see Store.ClaimPoll); release
