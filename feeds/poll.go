@@ -598,14 +598,17 @@ const (
 )
 
 // parkLetter writes p to the dead-letter queue, retrying a failed write
-// (after parkRetryFirst, doubling up to parkRetryMax, on the manager's
-// clock) until it is written or the manager stops. ctx supplies values
+// (parkRetryFirst after the failed attempt began, doubling up to
+// parkRetryMax, on the manager's clock) until it is written or the manager stops. ctx supplies values
 // only: the poll's own deadline has passed by the time a busy database
 // lets the letter in.
 func (m *Manager) parkLetter(ctx context.Context, p deadletter.Parking, logger *slog.Logger) (int64, error) {
 	base := context.WithoutCancel(ctx)
 	wait := parkRetryFirst
 	for attempt := 1; ; attempt++ {
+		// The next attempt's time is from this one's start: an attempt
+		// that took its whole parkAttempt is retried without a wait.
+		retryAt := m.now().Add(wait)
 		actx, cancel := context.WithTimeout(base, parkAttempt)
 		stop := context.AfterFunc(m.ctx, cancel)
 		id, err := m.letters.Park(actx, p)
@@ -618,7 +621,7 @@ func (m *Manager) parkLetter(ctx context.Context, p deadletter.Parking, logger *
 		select {
 		case <-m.ctx.Done():
 			return 0, err
-		case <-m.clock.At(m.now().Add(wait)):
+		case <-m.clock.At(retryAt):
 		}
 		wait = min(2*wait, parkRetryMax)
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/ingestd/ingestd/source"
 )
 
-// poolHoggingFetcher takes every connection of pool, then fails the fetch
-// as an origin that failed after its retries: a poll to park while the
-// instance's other polls hold the whole pool.
+// poolHoggingFetcher takes every connection of pool (none when pool is
+// nil), then fails the fetch as an origin that failed after its retries: a
+// poll to park while the instance's other polls hold the whole pool.
 type poolHoggingFetcher struct {
 	pool *pgxpool.Pool
 	held chan<- []*pgxpool.Conn
@@ -32,7 +32,7 @@ func (poolHoggingFetcher) Prepare(_ context.Context, l source.Layer) (source.Lay
 
 func (f poolHoggingFetcher) Fetch(ctx context.Context, _ source.Layer, _ int, _ source.PageFunc) (source.FetchStats, error) {
 	var conns []*pgxpool.Conn
-	for range f.pool.Config().MaxConns {
+	for f.pool != nil && len(conns) < int(f.pool.Config().MaxConns) {
 		c, err := f.pool.Acquire(ctx)
 		if err != nil {
 			return source.FetchStats{}, err
@@ -124,4 +124,77 @@ jurisdictions:
 	before := expires()
 	clock.Advance(beat)
 	waitFor(t, hangCeiling, "the heartbeat of an instance whose pool is held", func() bool { return expires().After(before) })
+}
+
+// flakyLetters is a real dead-letter queue whose first Park fails, as a
+// write refused by a database that is busy or away for a moment.
+type flakyLetters struct {
+	*deadletter.Queue
+	parks chan<- error // each Park's outcome
+	fails int
+}
+
+func (q *flakyLetters) Park(ctx context.Context, p deadletter.Parking) (int64, error) {
+	if q.fails > 0 {
+		q.fails--
+		err := errors.New("the database refused the write")
+		q.parks <- err
+		return 0, err
+	}
+	id, err := q.Queue.Park(ctx, p)
+	q.parks <- err
+	return id, err
+}
+
+// TestFailedParkingIsRetried: a dead letter whose write fails is written
+// again after the retry wait (on the manager's clock), not dropped: the
+// poll ends parked, its staging kept for the replay.
+func TestFailedParkingIsRetried(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	cfg, err := config.Parse("test.yaml", []byte(`
+defaults:
+  schedule: "0 5 * * *"
+jurisdictions:
+  - id: county
+    timezone: America/New_York
+    feeds:
+      - {id: parcels, kind: wfs, url: "http://origin.test/wfs", type_name: parcels}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	clock := feeds.NewFakeClock(time.Now())
+	parks := make(chan error, 4)
+	letters := &flakyLetters{Queue: deadletter.NewQueue(pool), parks: parks, fails: 1}
+	var sig feeds.Signals
+	m := feeds.NewManager(postgis.New(pool), poolHoggingFetcher{held: make(chan []*pgxpool.Conn, 1)}, feeds.WithClock(clock),
+		feeds.WithSignals(&sig), feeds.WithDeadLetters(letters, config.BuiltinDeadLetter()),
+		feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	t.Cleanup(m.Stop)
+	if err := m.Update(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := await(t, parks, "the first parking"); err == nil {
+		t.Fatal("the first parking succeeded; the test's queue fails it")
+	}
+	// The retry waits for the manager's clock: a second or more.
+	clock.Advance(time.Minute)
+	if err := await(t, parks, "the parking retried"); err != nil {
+		t.Fatalf("the retried parking: %v", err)
+	}
+	if run := awaitRun(t, &sig); run.Outcome != "polled" {
+		t.Fatalf("the catch-up: %+v", run)
+	}
+	var letterCount int
+	if err := pool.QueryRow(ctx, `SELECT count(*)::int FROM dead_letter WHERE feed = 'parcels' AND status = 'pending'`).Scan(&letterCount); err != nil {
+		t.Fatal(err)
+	}
+	if letterCount != 1 {
+		t.Fatalf("%d pending dead letters after a failed then retried parking, want 1", letterCount)
+	}
 }
