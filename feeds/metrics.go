@@ -78,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		schedulerLag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ingestd_feeds_scheduler_lag_seconds",
-			Help:    "Delay between a feed's planned start (cron time plus its offset) and the start of its poll.",
+			Help:    "Delay between a feed's planned start (cron time plus its offset) and its tick's start; the tick's wait for a poll slot after that is in ingestd_feeds_poll_queue_wait_seconds.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
