@@ -2,6 +2,7 @@ package feeds_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -112,5 +113,76 @@ func TestPollSlotsLeaveOverdueFeedsToOthers(t *testing.T) {
 	}
 	if n := claims("a:1") + claims("b:1"); n != 0 {
 		t.Fatalf("%d claims left after every poll ended", n)
+	}
+}
+
+// originGatedFetcher holds the fetches of layers on gated (a URL prefix)
+// at the gate, and answers every other layer at once with an error,
+// without the network.
+type originGatedFetcher struct {
+	gatedFetcher
+	gated string
+}
+
+func (g originGatedFetcher) Prepare(ctx context.Context, layer source.Layer) (source.Layer, []string, error) {
+	if strings.HasPrefix(layer.URL, g.gated) {
+		return g.gatedFetcher.Prepare(ctx, layer)
+	}
+	return layer, nil, nil
+}
+
+func (g originGatedFetcher) Fetch(ctx context.Context, layer source.Layer, first int, handle source.PageFunc) (source.FetchStats, error) {
+	if strings.HasPrefix(layer.URL, g.gated) {
+		return g.gatedFetcher.Fetch(ctx, layer, first, handle)
+	}
+	return source.FetchStats{}, errors.New("not served in this test")
+}
+
+// TestOriginPollSlotsLeavePollSlotsToOtherOrigins: with two poll slots and
+// one poll per origin, three feeds of a slow origin take one slot and wait
+// for their origin, not for a poll slot, so the feed of another origin is
+// polled while the slow origin's first poll runs.
+func TestOriginPollSlotsLeavePollSlotsToOtherOrigins(t *testing.T) {
+	t.Parallel()
+	yaml := `
+      - {id: slow1, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+      - {id: slow2, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+      - {id: slow3, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+      - {id: other, kind: wfs, url: "http://other.test/wfs", type_name: parcels}
+`
+	var inner feeds.Fetcher
+	b := setup(t, withFeeds(yaml), withFetcher(func(f feeds.Fetcher) feeds.Fetcher { inner = f; return f }))
+	b.server.AddLayer("parcels", layertest.Parcels{N: 5})
+	entered := make(chan string, 4)
+	gate := make(chan struct{})
+	var sig feeds.Signals
+	m := feeds.NewManager(b.store, originGatedFetcher{gatedFetcher{Fetcher: inner, entered: entered, gate: gate}, b.url},
+		feeds.WithPollSlots(2), feeds.WithOriginPollSlots(func(string) int { return 1 }), feeds.WithSignals(&sig),
+		feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	t.Cleanup(m.Stop)
+	if err := m.Update(b.ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	await(t, entered, "a poll of the slow origin")
+	if run := awaitRun(t, &sig); run.Key != "county/other" || run.Outcome != "polled" {
+		t.Fatalf("first run to end: %+v; want the other origin's feed polled while the slow origin's poll waits at the gate", run)
+	}
+	// Its slot free again, the slow origin's other feeds still wait for
+	// their origin's.
+	if n := len(entered); n != 0 {
+		t.Fatalf("%d more polls of the slow origin running, want 1 in all (its origin's slots)", n+1)
+	}
+	close(gate)
+	polled := 0
+	for range 3 {
+		if run := awaitRun(t, &sig); run.Outcome == "polled" {
+			polled++
+		}
+	}
+	if polled != 3 {
+		t.Fatalf("%d of the slow origin's 3 feeds polled once the gate opened", polled)
 	}
 }

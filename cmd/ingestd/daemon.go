@@ -187,7 +187,7 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 	d.manager = feeds.NewManager(o.progress.Store(d.store), fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
 		feeds.WithDeadLetters(parkingQueue{Queue: d.queue, parking: deadletter.NewQueue(d.reserved, deadletter.QueueSecrets(d.secrets))}, cfg.DeadLetter),
 		feeds.WithRegisterer(o.reg), feeds.WithRecovery(d.store, c.heartbeat), feeds.WithCatchUp(o.catchUp),
-		feeds.WithPollSlots(cfg.MaxInFlight))
+		feeds.WithPollSlots(cfg.MaxInFlight), feeds.WithOriginPollSlots(d.originPollSlots))
 	if o.reg != nil {
 		o.reg.MustRegister(deadletter.NewCollector(d.pool))
 		o.reg.MustRegister(statuspage.NewCollector(d.pool))
@@ -257,6 +257,13 @@ func (d *daemon) Close() {
 	if d.reserved != nil {
 		d.reserved.Close()
 	}
+}
+
+// originPollSlots is how many polls of origin run at once: twice its
+// requests in flight (max_in_flight_per_origin), so that one poll applies
+// while another requests; 0 (no bound) for an origin without a cap.
+func (d *daemon) originPollSlots(origin string) int {
+	return 2 * d.breakers.Policy(origin).MaxInFlightPerOrigin
 }
 
 // parkingQueue is the dead-letter queue as the manager uses it: the letters
