@@ -51,6 +51,15 @@ type Manager struct {
 	recovering bool // Start started the loop: Stop retires the heartbeat
 	catchUp    bool // Start polls overdue feeds at once
 
+	// slots bounds the polls this instance runs at once (nil: no bound).
+	// A tick takes its slot before it claims its feed, so the instance
+	// holds claims only for polls it is running (WithPollSlots).
+	slots chan struct{}
+	// originSlots, when set, bounds the polls of one origin running at
+	// once (WithOriginPollSlots); origins counts them, under mu.
+	originSlots func(origin string) int
+	origins     map[string]*originGate
+
 	mu      sync.Mutex
 	started bool
 	feeds   map[string]*scheduledFeed // by Feed.Key()
@@ -112,6 +121,44 @@ func WithClock(c Clock) Option {
 // InstanceID()). main passes the id it gives every other part.
 func WithInstanceID(id string) Option { return func(m *Manager) { m.instance = id } }
 
+// WithPollSlots bounds the polls this instance runs at once to n (0: no
+// bound): a tick or a catch-up waits for a slot before it claims its feed,
+// so that an instance with more feeds due than it can run leaves the rest
+// claimable by the other instances, and its waiting ticks hold no claim,
+// no database connection and no poll's buffers. main passes max_in_flight:
+// a poll beyond that many would only wait for a request slot. The wait for
+// a poll slot is counted in the poll's queue wait (the queue-wait metric
+// and polls.queue_wait) but not bounded by queue_timeout: a tick that
+// waits holds nothing another instance needs.
+func WithPollSlots(n int) Option {
+	return func(m *Manager) {
+		if n > 0 {
+			m.slots = make(chan struct{}, n)
+		} else {
+			m.slots = nil
+		}
+	}
+}
+
+// WithOriginPollSlots bounds the polls of one origin (breaker.Origin of
+// the feed's URL) running at once to limit(origin) (0 or less: no bound).
+// A tick waits for its origin's slot before it waits for a poll slot
+// (WithPollSlots), so that the feeds of one origin, whose requests wait
+// for its in-flight cap anyway, cannot fill every poll slot while other
+// origins' feeds wait. limit is asked at every tick, so a reload's
+// policies apply at once. main passes twice the origin's
+// max_in_flight_per_origin: one poll may apply while another requests.
+func WithOriginPollSlots(limit func(origin string) int) Option {
+	return func(m *Manager) { m.originSlots = limit }
+}
+
+// originGate counts an origin's running polls (WithOriginPollSlots); wake
+// is closed and replaced whenever one ends, waking the ticks that wait.
+type originGate struct {
+	running int
+	wake    chan struct{}
+}
+
 // unknownFeedDelay is how long a dead letter of a feed this instance does
 // not know waits before any replayer claims it again: long enough that the
 // instances that know the feed get it, short next to any retry_after.
@@ -153,6 +200,7 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		dl:        config.BuiltinDeadLetter(),
 		feeds:     map[string]*scheduledFeed{},
 		running:   map[string]bool{},
+		origins:   map[string]*originGate{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -330,6 +378,11 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w: dead letter %d (%s) is %s until %s; `ingestd deadletter replay %d` replays it now",
 			ErrParked, l.ID, l.Reason, l.Status, l.RetryAfter.Format(time.RFC3339), l.ID)
 	}
+	waited, ok := m.takeSlots(ctx, &f)
+	if !ok {
+		return PollResult{}, fmt.Errorf("feeds: %s: waiting for a poll slot: %w", key, context.Cause(ctx))
+	}
+	defer m.freeSlots(&f)
 	if m.recovery != nil && !m.recovering {
 		// A one-off poll (the manager was not started): its heartbeat
 		// tells the daemons that it is alive while it runs.
@@ -343,7 +396,7 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w (by another instance)", ErrPollInProgress)
 	}
 	defer release()
-	return m.poll(ctx, &f, nil)
+	return m.poll(ctx, &f, nil, waited)
 }
 
 // Replay resumes the parked poll of l from its checkpoint: the pages staged
@@ -377,7 +430,7 @@ func (m *Manager) Replay(ctx context.Context, l *deadletter.Letter) error {
 	defer cancel()
 	defer context.AfterFunc(m.ctx, cancel)()
 
-	_, err := m.poll(ctx, &f, l)
+	_, err := m.poll(ctx, &f, l, 0)
 	if errors.Is(err, ErrCheckpointApplied) {
 		// An instance applied it and died before recording the replay.
 		m.logger.Info("dead letter already applied", "jurisdiction", f.Jurisdiction, "feed", f.ID, "dead_letter_id", l.ID)
@@ -436,6 +489,15 @@ func (m *Manager) runTick(f *config.Feed) string {
 		return "running"
 	}
 	defer m.release(key)
+	// The slot before anything that needs the database: a tick waiting
+	// for one holds no claim (another instance may poll the feed meanwhile,
+	// and the claim below then finds it polled) and no connection.
+	waited, ok := m.takeSlots(m.ctx, f)
+	if !ok {
+		m.metrics.ticksSkipped.WithLabelValues("stopped").Inc()
+		return "stopped"
+	}
+	defer m.freeSlots(f)
 	// A parked feed has one path, its dead letter: the replayer resumes it
 	// from its checkpoint once the origin may be asked again, which a fresh
 	// poll now could only duplicate (or be refused by the same open breaker).
@@ -464,8 +526,114 @@ func (m *Manager) runTick(f *config.Feed) string {
 		return "claimed"
 	}
 	defer release()
-	_, _ = m.poll(m.ctx, f, nil) // the poll logs and records its own outcome
+	_, _ = m.poll(m.ctx, f, nil, waited) // the poll logs and records its own outcome
 	return "polled"
+}
+
+// takeSlots waits for f's origin's slot (WithOriginPollSlots), then for
+// a poll slot (WithPollSlots), and returns how long it waited in all; ok
+// is false when ctx ended first, holding neither. freeSlots gives them
+// back.
+func (m *Manager) takeSlots(ctx context.Context, f *config.Feed) (waited time.Duration, ok bool) {
+	from := m.now()
+	origin := feedInfo(f, from).Origin
+	if !m.takeOriginSlot(ctx, origin) {
+		return 0, false
+	}
+	if _, ok := m.takeSlot(ctx); !ok {
+		m.freeOriginSlot(origin)
+		return 0, false
+	}
+	return m.now().Sub(from), true
+}
+
+// freeSlots gives back the slots takeSlots took for f.
+func (m *Manager) freeSlots(f *config.Feed) {
+	m.freeSlot()
+	m.freeOriginSlot(feedInfo(f, time.Time{}).Origin)
+}
+
+// takeOriginSlot waits until origin runs fewer polls than its bound and
+// counts one more; false when ctx ended first.
+func (m *Manager) takeOriginSlot(ctx context.Context, origin string) bool {
+	if m.originSlots == nil {
+		return true
+	}
+	counted := false
+	defer func() {
+		if counted {
+			m.metrics.slotWaiting.Dec()
+		}
+	}()
+	for {
+		limit := m.originSlots(origin)
+		m.mu.Lock()
+		g := m.origins[origin]
+		if g == nil {
+			g = &originGate{wake: make(chan struct{})}
+			m.origins[origin] = g
+		}
+		if limit <= 0 || g.running < limit {
+			g.running++
+			m.mu.Unlock()
+			return true
+		}
+		wake := g.wake
+		m.mu.Unlock()
+		if !counted {
+			counted = true
+			m.metrics.slotWaiting.Inc()
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// freeOriginSlot ends a poll of origin counted by takeOriginSlot.
+func (m *Manager) freeOriginSlot(origin string) {
+	if m.originSlots == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if g := m.origins[origin]; g != nil {
+		g.running--
+		close(g.wake)
+		g.wake = make(chan struct{})
+	}
+}
+
+// takeSlot waits for one of the instance's poll slots (WithPollSlots) and
+// returns how long it waited; ok is false when ctx ended first. Without a
+// bound it returns at once.
+func (m *Manager) takeSlot(ctx context.Context) (waited time.Duration, ok bool) {
+	if m.slots == nil {
+		return 0, true
+	}
+	select {
+	case m.slots <- struct{}{}:
+		return 0, true
+	default:
+	}
+	from := m.now()
+	m.metrics.slotWaiting.Inc()
+	defer m.metrics.slotWaiting.Dec()
+	select {
+	case m.slots <- struct{}{}:
+		return m.now().Sub(from), true
+	case <-ctx.Done():
+		return 0, false
+	}
+}
+
+// freeSlot gives back the slot takeSlot took.
+func (m *Manager) freeSlot() {
+	if m.slots != nil {
+		<-m.slots
+	}
 }
 
 // claim claims f for a poll by this instance (see Store.ClaimPoll); release

@@ -19,7 +19,10 @@ type metrics struct {
 	// IngestdFeedStale alert rule compares (deploy/prometheus).
 	expectedInterval *prometheus.GaugeVec
 	running          prometheus.Gauge
-	schedulerLag     prometheus.Histogram
+	// slotWaiting: ticks waiting for a poll slot (WithPollSlots), which
+	// hold no claim yet.
+	slotWaiting  prometheus.Gauge
+	schedulerLag prometheus.Histogram
 	// queueWait: each poll's time in line for request slots, which its
 	// timeout does not count (IngestdPollQueueLong alerts on it).
 	queueWait    prometheus.Histogram
@@ -69,19 +72,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "ingestd_feeds_polls_running",
 			Help: "Polls in progress in this process.",
 		}),
+		slotWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ingestd_feeds_polls_waiting_for_slot",
+			Help: "Ticks and catch-ups in this process waiting for a poll slot (at most max_in_flight polls run at once); they hold no claim, so other instances may poll their feeds meanwhile.",
+		}),
 		schedulerLag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ingestd_feeds_scheduler_lag_seconds",
-			Help:    "Delay between a feed's planned start (cron time plus its offset) and the start of its poll.",
+			Help:    "Delay between a feed's planned start (cron time plus its offset) and its tick's start; the tick's wait for a poll slot after that is in ingestd_feeds_poll_queue_wait_seconds.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ingestd_feeds_poll_queue_wait_seconds",
-			Help:    "Time a poll waited in line for request slots (max_in_flight, an origin's in-flight cap or rate limit), not counted against its timeout; 0 for a poll that never waited.",
+			Help:    "Time a poll waited in line: for a poll slot before it claimed its feed (unbounded), then for request slots (an origin's in-flight cap or rate limit, max_in_flight) and database connections (bounded by queue_timeout); not counted against its timeout; 0 for a poll that never waited.",
 			Buckets: []float64{0, .01, .1, .5, 1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600},
 		}),
 		ticksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestd_feeds_ticks_skipped_total",
-			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter; claimed: another instance polls it).",
+			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter; claimed: another instance polls it or just did; stopped: the instance stopped while the tick waited for a poll slot).",
 		}, []string{"reason"}),
 		invalidFeatures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestd_feeds_invalid_features_total",
@@ -90,7 +97,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.fetches, m.drift = newDeltaMetrics()
 	if reg != nil {
-		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.expectedInterval, m.running, m.schedulerLag, m.ticksSkipped,
+		reg.MustRegister(m.polls, m.pollDuration, m.featuresLoaded, m.lastSuccess, m.expectedInterval, m.running, m.slotWaiting, m.schedulerLag, m.ticksSkipped,
 			m.invalidFeatures, m.queueWait, m.fetches, m.drift)
 	}
 	return m

@@ -92,11 +92,11 @@ type Restarter interface {
 // manager has one) with its staged pages kept. With letter set it resumes that
 // dead letter's checkpoint, and a new deferral is returned as a
 // *deadletter.DeferError for the replayer to re-park.
-func (m *Manager) poll(ctx context.Context, f *config.Feed, letter *deadletter.Letter) (PollResult, error) {
+func (m *Manager) poll(ctx context.Context, f *config.Feed, letter *deadletter.Letter, slotWait time.Duration) (PollResult, error) {
 	m.metrics.running.Inc()
 	defer m.metrics.running.Dec()
 	start := m.now()
-	res, err := m.pollOnce(ctx, f, letter)
+	res, err := m.pollOnce(ctx, f, letter, slotWait)
 	m.metrics.pollDone(f, pollOutcome(res, err), m.now().Sub(start), res.Features)
 	return res, err
 }
@@ -120,8 +120,10 @@ func pollOutcome(res PollResult, err error) string {
 
 // pollOnce is poll without its metrics: it begins (or resumes) the poll's
 // row, fetches and applies under the poll's budget, and ends the row as
-// succeeded, held, parked, suspended or failed.
-func (m *Manager) pollOnce(ctx context.Context, f *config.Feed, letter *deadletter.Letter) (PollResult, error) {
+// succeeded, held, parked, suspended or failed. slotWait is the time the
+// poll waited for its poll slot before it began: queue wait, like the
+// budget's, but not bounded by queue_timeout.
+func (m *Manager) pollOnce(ctx context.Context, f *config.Feed, letter *deadletter.Letter, slotWait time.Duration) (PollResult, error) {
 	p := &pollRun{f: f, letter: letter, start: m.now()}
 	p.info = feedInfo(f, p.start)
 	p.logger = m.logger.With("jurisdiction", f.Jurisdiction, "feed", f.ID)
@@ -140,7 +142,7 @@ func (m *Manager) pollOnce(ctx context.Context, f *config.Feed, letter *deadlett
 	if err != nil {
 		return PollResult{}, p.failed(err)
 	}
-	defer func() { m.recordQueueWait(ctx, f, p.pollID, budget.Waited(), p.logger) }()
+	defer func() { m.recordQueueWait(ctx, f, p.pollID, slotWait+budget.Waited(), p.logger) }()
 	p.logger = p.logger.With("poll_id", p.pollID)
 	if letter != nil {
 		p.logger = p.logger.With("dead_letter_id", letter.ID)
@@ -568,10 +570,13 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 		return fail(de.Err)
 	}
 	if letter == nil {
-		id, err := m.letters.Park(ctx, de.Parking)
+		id, err := m.parkLetter(ctx, de.Parking, logger)
 		if err != nil {
-			logger.Error("parking poll in the dead-letter queue", "error", err)
-			if derr := m.store.DiscardPoll(ctx, info, pollID, err); derr != nil {
+			logger.Error("parking poll in the dead-letter queue: the manager stopped before the letter could be written; the feed is polled afresh at its next tick or catch-up",
+				"error", err)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkAttempt)
+			defer cancel()
+			if derr := m.store.DiscardPoll(dctx, info, pollID, err); derr != nil {
 				logger.Error("discarding staged pages", "error", derr)
 			}
 			return PollResult{}, &PollError{Feed: info.Jurisdiction + "/" + info.Feed, PollID: pollID, Err: de.Err}
@@ -581,6 +586,45 @@ func (m *Manager) park(ctx context.Context, info FeedInfo, letter *deadletter.Le
 	logger.Warn("poll parked", "reason", de.Reason, "origin", de.Origin, "url", de.URL,
 		"next_page", de.Checkpoint.Page, "retry_after", de.RetryAfter, "error", de.Err)
 	return PollResult{}, &PollError{Feed: info.Jurisdiction + "/" + info.Feed, PollID: pollID, Err: de}
+}
+
+// parkRetryFirst and parkRetryMax are the first and the longest wait
+// between two attempts to write a dead letter: the database was busy or
+// away, and a poll refused by its origin is parked, never dropped.
+const (
+	parkRetryFirst = time.Second
+	parkRetryMax   = 30 * time.Second
+	parkAttempt    = 10 * time.Second // one attempt's bound
+)
+
+// parkLetter writes p to the dead-letter queue, retrying a failed write
+// (parkRetryFirst after the failed attempt began, doubling up to
+// parkRetryMax, on the manager's clock) until it is written or the manager stops. ctx supplies values
+// only: the poll's own deadline has passed by the time a busy database
+// lets the letter in.
+func (m *Manager) parkLetter(ctx context.Context, p deadletter.Parking, logger *slog.Logger) (int64, error) {
+	base := context.WithoutCancel(ctx)
+	wait := parkRetryFirst
+	for attempt := 1; ; attempt++ {
+		// The next attempt's time is from this one's start: an attempt
+		// that took its whole parkAttempt is retried without a wait.
+		retryAt := m.now().Add(wait)
+		actx, cancel := context.WithTimeout(base, parkAttempt)
+		stop := context.AfterFunc(m.ctx, cancel)
+		id, err := m.letters.Park(actx, p)
+		stop()
+		cancel()
+		if err == nil {
+			return id, nil
+		}
+		logger.Warn("writing the dead letter failed: retrying", "attempt", attempt, "retry_in", wait, "error", err)
+		select {
+		case <-m.ctx.Done():
+			return 0, err
+		case <-m.clock.At(retryAt):
+		}
+		wait = min(2*wait, parkRetryMax)
+	}
 }
 
 // pageURL is the (redacted) request of page of layer: the one a dead letter

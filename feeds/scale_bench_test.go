@@ -81,7 +81,10 @@ func BenchmarkSchedulerScale(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// A manager starts once: each run gets its own.
-		manager := feeds.NewManager(postgis.New(pool), client, feeds.WithCatchUp(false),
+		// As the daemon runs it: at most max_in_flight polls at once, and
+		// twice an origin's requests in flight of one origin.
+		manager := feeds.NewManager(postgis.New(pool), client, feeds.WithCatchUp(false), feeds.WithPollSlots(cfg.MaxInFlight),
+			feeds.WithOriginPollSlots(func(o string) int { return 2 * breakers.Policy(o).MaxInFlightPerOrigin }),
 			feeds.WithTickObserver(func(_ string, planned, started time.Time) {
 				mu.Lock()
 				lags = append(lags, started.Sub(planned))

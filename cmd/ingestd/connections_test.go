@@ -62,19 +62,20 @@ func TestConnectionsSaidAtStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b.Need != 3 || b.Allowed() != allowed || b.Others != 0 {
-			t.Fatalf("budget %+v, want need 3, allowed %d, no other instance", b, allowed)
+		// The pool, the reserved pool and the listener.
+		if b.Need != 5 || b.Allowed() != allowed || b.Others != 0 {
+			t.Fatalf("budget %+v, want need 5, allowed %d, no other instance", b, allowed)
 		}
-		if !strings.Contains(logs, `"level":"INFO"`) || !strings.Contains(logs, fmt.Sprintf("%d instances of this size fit", allowed/3)) {
+		if !strings.Contains(logs, `"level":"INFO"`) || !strings.Contains(logs, fmt.Sprintf("%d instances of this size fit", allowed/5)) {
 			t.Fatalf("log: %s", logs)
 		}
 	})
 
 	t.Run("the instances running would not fit", func(t *testing.T) {
 		pool := poolOf(2)
-		// Each instance needs 3: one more than a third of what the
+		// Each instance needs 5: one more than a fifth of what the
 		// server allows is too many.
-		others := allowed / 3
+		others := allowed / 5
 		addInstances(pool, others)
 		t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DELETE FROM instances WHERE host = 'other'`) })
 		b, logs, err := check(pool)
@@ -85,7 +86,7 @@ func TestConnectionsSaidAtStart(t *testing.T) {
 			t.Fatalf("%d other instances seen, want %d", b.Others, others)
 		}
 		for _, want := range []string{`"level":"WARN"`, "max_connections", "pool_max_conns",
-			fmt.Sprintf("%d instances of 3 connections need %d", others+1, 3*(others+1))} {
+			fmt.Sprintf("%d instances of 5 connections need %d", others+1, 5*(others+1))} {
 			if !strings.Contains(logs, want) {
 				t.Errorf("the warning does not say %q: %s", want, logs)
 			}
@@ -97,7 +98,7 @@ func TestConnectionsSaidAtStart(t *testing.T) {
 		if err == nil {
 			t.Fatalf("a pool of max_connections (%d) was accepted; log: %s", allowed, logs)
 		}
-		for _, want := range []string{"max_connections", "pool_max_conns", fmt.Sprintf("needs up to %d connections", allowed+1)} {
+		for _, want := range []string{"max_connections", "pool_max_conns", fmt.Sprintf("needs up to %d connections", allowed+3), "reserved for its heartbeat"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("the error does not say %q: %v", want, err)
 			}

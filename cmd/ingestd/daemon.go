@@ -38,8 +38,13 @@ type daemon struct {
 	// state write; a reload adds the new configuration's.
 	secrets *redact.Secrets
 	pool    *pgxpool.Pool
-	store   *postgis.Store
-	queue   *deadletter.Queue
+	// reserved is a polling daemon's reserved pool (postgis.ReservedConns
+	// connections): heartbeats, the ends of polls and dead-letter parkings
+	// go through it, never behind the polls that hold pool. nil for the
+	// other commands.
+	reserved *pgxpool.Pool
+	store    *postgis.Store
+	queue    *deadletter.Queue
 	// shared is the breaker verdicts every instance shares. A polling
 	// daemon starts it (verdicts loaded before the first request); the
 	// other commands only read and override through it.
@@ -131,7 +136,15 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 			return nil, err
 		}
 	}
-	d.store = postgis.New(pool, postgis.WithOwner(d.id), postgis.WithLogger(d.logger), postgis.WithSecrets(d.secrets))
+	storeOpts := []postgis.Option{postgis.WithOwner(d.id), postgis.WithLogger(d.logger), postgis.WithSecrets(d.secrets)}
+	if o.poll {
+		if d.reserved, err = c.reservedPool(ctx); err != nil {
+			d.Close()
+			return nil, err
+		}
+		storeOpts = append(storeOpts, postgis.WithReservedPool(d.reserved))
+	}
+	d.store = postgis.New(pool, storeOpts...)
 	d.queue = deadletter.NewQueue(pool, deadletter.QueueSecrets(d.secrets))
 	if !o.poll {
 		// Lifting an override brings back the polls it parked (breaker
@@ -172,8 +185,9 @@ func (d *daemon) openPolling(ctx context.Context, c *common, o openOptions) erro
 	fetchers := feeds.NewFetchers(kindconf.FetcherDeps{HTTP: httpClient, Breakers: d.breakers, Logger: d.logger,
 		UserAgent: "ingestd/" + version})
 	d.manager = feeds.NewManager(o.progress.Store(d.store), fetchers, feeds.WithLogger(d.logger), feeds.WithInstanceID(d.id),
-		feeds.WithDeadLetters(d.queue, cfg.DeadLetter), feeds.WithRegisterer(o.reg),
-		feeds.WithRecovery(d.store, c.heartbeat), feeds.WithCatchUp(o.catchUp))
+		feeds.WithDeadLetters(parkingQueue{Queue: d.queue, parking: deadletter.NewQueue(d.reserved, deadletter.QueueSecrets(d.secrets))}, cfg.DeadLetter),
+		feeds.WithRegisterer(o.reg), feeds.WithRecovery(d.store, c.heartbeat), feeds.WithCatchUp(o.catchUp),
+		feeds.WithPollSlots(cfg.MaxInFlight), feeds.WithOriginPollSlots(d.originPollSlots))
 	if o.reg != nil {
 		o.reg.MustRegister(deadletter.NewCollector(d.pool))
 		o.reg.MustRegister(statuspage.NewCollector(d.pool))
@@ -240,6 +254,30 @@ func (d *daemon) Close() {
 	if d.pool != nil {
 		d.pool.Close()
 	}
+	if d.reserved != nil {
+		d.reserved.Close()
+	}
+}
+
+// originPollSlots is how many polls of origin run at once: twice its
+// requests in flight (max_in_flight_per_origin), so that one poll applies
+// while another requests; 0 (no bound) for an origin without a cap.
+func (d *daemon) originPollSlots(origin string) int {
+	return 2 * d.breakers.Policy(origin).MaxInFlightPerOrigin
+}
+
+// parkingQueue is the dead-letter queue as the manager uses it: the letters
+// are read through the main pool, and parked through the reserved one, so
+// that a poll refused while the polls hold every connection is still
+// parked.
+type parkingQueue struct {
+	*deadletter.Queue
+	parking *deadletter.Queue // on the reserved pool
+}
+
+// Park implements feeds.DeadLetters.
+func (q parkingQueue) Park(ctx context.Context, p deadletter.Parking) (int64, error) {
+	return q.parking.Park(ctx, p)
 }
 
 // scrubStored replaces the secrets d knows (the configuration's), in any of

@@ -174,6 +174,34 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 // which may stream its page into the database while it is read, unless the
 // URL sets pool_max_conns itself.
 func (c *common) poolFor(ctx context.Context, maxInFlight int) (*pgxpool.Pool, error) {
+	cfg, err := c.poolConfig()
+	if err != nil {
+		return nil, err
+	}
+	if maxInFlight > 0 && !strings.Contains(c.databaseURL, "pool_max_conns") {
+		cfg.MaxConns = int32(max(maxInFlight+5, int(cfg.MaxConns)))
+	}
+	// A poll waiting for a connection waits in line: not its timeout's work.
+	cfg.ConnConfig.Tracer = postgis.AcquireWaits{}
+	return connect(ctx, cfg)
+}
+
+// reservedPool connects a polling instance's reserved pool
+// (postgis.WithReservedPool): postgis.ReservedConns connections, whatever
+// pool_max_conns says of the main pool, kept open from the start so that
+// a server at max_connections later still has them.
+func (c *common) reservedPool(ctx context.Context) (*pgxpool.Pool, error) {
+	cfg, err := c.poolConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns, cfg.MinConns = postgis.ReservedConns, postgis.ReservedConns
+	return connect(ctx, cfg)
+}
+
+// poolConfig is the pool configuration DATABASE_URL says, with ingestd's
+// search_path unless the URL sets one.
+func (c *common) poolConfig() (*pgxpool.Config, error) {
 	if c.databaseURL == "" {
 		return nil, usageError{"no database: set DATABASE_URL or -database-url"}
 	}
@@ -181,16 +209,16 @@ func (c *common) poolFor(ctx context.Context, maxInFlight int) (*pgxpool.Pool, e
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	if maxInFlight > 0 && !strings.Contains(c.databaseURL, "pool_max_conns") {
-		cfg.MaxConns = int32(max(maxInFlight+5, int(cfg.MaxConns)))
-	}
-	// A poll waiting for a connection waits in line: not its timeout's work.
-	cfg.ConnConfig.Tracer = postgis.AcquireWaits{}
 	// ingestd's tables are in schema ingestd, PostGIS's in public
 	// (migration 31); a URL's own options=-c search_path=… wins.
 	if _, ok := cfg.ConnConfig.RuntimeParams["search_path"]; !ok && !strings.Contains(c.databaseURL, "search_path") {
 		cfg.ConnConfig.RuntimeParams["search_path"] = "ingestd, public"
 	}
+	return cfg, nil
+}
+
+// connect opens a pool on cfg and checks that the database answers.
+func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)

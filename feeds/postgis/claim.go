@@ -29,7 +29,7 @@ func (s *Store) ClaimPoll(ctx context.Context, feed feeds.FeedInfo, owner string
 
 // ReleasePoll implements feeds.Store.
 func (s *Store) ReleasePoll(ctx context.Context, feed feeds.FeedInfo, owner string) error {
-	_, err := s.pool.Exec(ctx, sqlQuery("ReleasePoll"),
+	_, err := s.bookkeeping().Exec(ctx, sqlQuery("ReleasePoll"),
 		feed.Jurisdiction, feed.Feed, owner)
 	if err != nil {
 		return fmt.Errorf("postgis: releasing %s/%s: %w", feed.Jurisdiction, feed.Feed, err)

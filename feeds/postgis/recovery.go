@@ -21,7 +21,7 @@ var _ feeds.Recovery = (*Store)(nil)
 // Heartbeat implements feeds.Recovery.
 func (s *Store) Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Duration) error {
 	host, pid := feeds.SplitInstanceID(owner)
-	_, err := s.pool.Exec(ctx, sqlQuery("Heartbeat"),
+	_, err := s.bookkeeping().Exec(ctx, sqlQuery("Heartbeat"),
 		owner, host, pid, pidNS, ttl)
 	if err != nil {
 		return fmt.Errorf("postgis: heartbeat of %s: %w", owner, err)
@@ -31,7 +31,7 @@ func (s *Store) Heartbeat(ctx context.Context, owner, pidNS string, ttl time.Dur
 
 // Retire implements feeds.Recovery.
 func (s *Store) Retire(ctx context.Context, owner string) error {
-	if _, err := s.pool.Exec(ctx, sqlQuery("Retire"), owner); err != nil {
+	if _, err := s.bookkeeping().Exec(ctx, sqlQuery("Retire"), owner); err != nil {
 		return fmt.Errorf("postgis: retire %s: %w", owner, err)
 	}
 	return nil

@@ -96,6 +96,9 @@ type Store struct {
 	// secrets are scrubbed by value from every error text and next link
 	// the store writes (nil: none are known).
 	secrets *redact.Secrets
+	// reserved, when set, carries the heartbeat and the ends of polls
+	// (WithReservedPool, reserve.go).
+	reserved *pgxpool.Pool
 }
 
 var _ feeds.Store = (*Store)(nil)
@@ -215,7 +218,7 @@ func (s *Store) FailPoll(ctx context.Context, pollID int64, feed feeds.FeedInfo,
 	// Retried across a lost connection: the poll often failed because
 	// PostgreSQL went away, and a poll left running would stay so.
 	err := retryOnConnLoss(ctx, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, s.bookkeeping(), func(tx pgx.Tx) error {
 			if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 				return err
 			}
@@ -252,7 +255,7 @@ func (s *Store) RecordRefused(ctx context.Context, feed feeds.FeedInfo, pollID i
 func (s *Store) endPollKeepingStaging(ctx context.Context, feed feeds.FeedInfo, pollID int64, status feeds.PollStatus, retryAfter *time.Time, cause error) error {
 	msg := s.errorText(cause)
 	return retryOnConnLoss(ctx, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, s.bookkeeping(), func(tx pgx.Tx) error {
 			if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 				return err
 			}
