@@ -257,11 +257,13 @@ func TestFTPStalledTransfer(t *testing.T) {
 	proxy.Stall(true)
 	c := file.NewClient(nil, testRegistry(t), nil, file.WithTempDir(t.TempDir()))
 	l := layer("ftp://"+proxy.Addr()+"/"+folder+"/pts.zip", file.Settings{})
-	l.RequestTimeout = 300 * time.Millisecond
+	// Long enough for the login and the first half of the file on a busy
+	// machine: the attempt is to time out in the stalled transfer, not before.
+	l.RequestTimeout = 2 * time.Second
 	var col collect
 	_, err := c.Fetch(t.Context(), l, 0, col.handle)
 	var retry *breaker.RetryError
-	if !errors.As(err, &retry) || !strings.Contains(err.Error(), "attempt timed out after 300ms") ||
+	if !errors.As(err, &retry) || !strings.Contains(err.Error(), "attempt timed out after 2s") ||
 		!strings.Contains(err.Error(), fmt.Sprintf("failed after %d bytes", len(body)/2)) || proxy.Count("RETR") != retry.Attempts {
 		t.Fatalf("stalled transfer: %v; want each attempt timed out, %d RETR", err, proxy.Count("RETR"))
 	}
