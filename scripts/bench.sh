@@ -15,7 +15,8 @@
 #                             PG_USE_COPY; a reload is all it can do) and by a raw COPY of the
 #                             same rows prepared in advance into a bare table, then its primary
 #                             key and GiST built (the floor): median wall time, features/s,
-#                             peak RSS, and the ratios.
+#                             peak RSS, and the ratios; then each layer's storage (table, indexes,
+#                             TOAST) beside ogr2ogr's table (BENCH_PARCELS=250000 for the 250k layer).
 #   scripts/bench.sh hostile  the hostile corpus (internal/hostile.Cases: every kind, ArcGIS REST and
 #                             OGC API included; full-size bombs) served by
 #                             feedserver -hostile in its own process, polled by ONE `ingestd run`
@@ -50,8 +51,8 @@
 #                             served by lighttpd, and an unpaged WFS layer of 250k (feed server):
 #                             ingestd poll first load, refresh of the unchanged document (304),
 #                             refresh after a touch (full fetch, same content), vs ogr2ogr reading
-#                             the same file from disk into the same database: wall, CPU, peak RSS.
-#                             Targets: peak RSS <= 64 MB at every size, first load <= 1/1.5 of
+#                             the same file from disk into the same database: wall, CPU, peak RSS,
+#                             and each layer's storage (table, indexes, TOAST) beside ogr2ogr's. Targets: peak RSS <= 64 MB at every size, first load <= 1/1.5 of
 #                             ogr2ogr's wall at 250k. BENCH_BASE=<commit> also times that commit's
 #                             ingestd (first load, refresh) in a database of its own.
 #   scripts/bench.sh shpzip   a zipped Shapefile of 250,000 parcels (BENCH_SHPZIP_FEATURES; generated
@@ -183,6 +184,40 @@ median_of() {
 	echo "$wall $((rss / 1024))"
 }
 
+# layer_storage JURISDICTION FEED [OGR_TABLE]: the feed's storage — every
+# table ingestd keeps its current features in (today's partition of features
+# and its typed layer; one layer table once there is one copy) — beside
+# ogr2ogr's table of the same layer: table (heap, FSM, VM), indexes, TOAST
+# (with its index), in MB, and the feed's total over ogr2ogr's (the goal:
+# <= 1.25). History and the change log are not a layer's storage.
+layer_storage() {
+	psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -v j="$1" -v f="$2" -v ogr="${3:-}" -P footer=off <<-'EOF'
+		SELECT to_regprocedure('ingestd_feed_partition(text, text)') IS NOT NULL AS has_partition \gset
+		\if :has_partition
+		SELECT to_regclass(format('ingestd.%I', ingestd_feed_partition(:'j', :'f'))) AS part \gset
+		\else
+		\set part ''
+		\endif
+		WITH rels(label, rel, ord) AS (
+			SELECT :'f' || ' partition', nullif(:'part', '')::regclass, 1
+			UNION ALL SELECT :'f' || ' layer', to_regclass(ingestd_feed_view(:'j', :'f')), 2
+			UNION ALL SELECT 'ogr2ogr ' || :'ogr', to_regclass(nullif(:'ogr', '')), 3
+		), sized AS (
+			SELECT r.label, r.ord, pg_table_size(r.rel) - coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) AS tbl,
+				pg_indexes_size(r.rel) AS idx, coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) AS toast,
+				pg_total_relation_size(r.rel) AS total
+			FROM rels r JOIN pg_class c ON c.oid = r.rel AND c.relkind = 'r'
+		)
+		(SELECT label AS storage, round(tbl / 1048576.0, 1) AS table_mb, round(idx / 1048576.0, 1) AS indexes_mb,
+			round(toast / 1048576.0, 1) AS toast_mb, round(total / 1048576.0, 1) AS total_mb
+		FROM sized ORDER BY ord)
+		UNION ALL
+		SELECT :'f' || ' total / ogr2ogr', NULL, NULL, NULL,
+			round(sum(total) FILTER (WHERE ord < 3)::numeric / nullif(sum(total) FILTER (WHERE ord = 3), 0), 2)
+		FROM sized HAVING count(*) FILTER (WHERE ord = 3) > 0;
+	EOF
+}
+
 bench_gdal() {
 	command -v ogr2ogr >/dev/null || {
 		echo "bench.sh: installing gdal-bin for ogr2ogr" >&2
@@ -295,6 +330,9 @@ bench_gdal() {
 				printf "%-8s %-8s load:    ingestd/ogr2ogr throughput %.2f (target >= 1.5), ingestd/COPY time %.2f (target <= 2)\n", l, f, ow / iw, iw / cw
 				printf "%-8s %-8s refresh: ingestd/ogr2ogr throughput %.2f, ingestd/COPY time %.2f\n", l, f, ow / rw, rw / cw
 			}'
+			# The layer's storage after the last run (ogr2ogr's table is the
+			# same run's), side by side.
+			layer_storage bench "${layer}_$fmt" "ogr_$layer"
 		done
 	done
 }
@@ -680,6 +718,10 @@ bench_bigdoc() {
 			# (the two ran back to back), median of the rounds.
 			paste "$out/bigdoc.runs.0" "$out/bigdoc.runs.3" | awk '{ print $1 / $4 }' | sort -g | sed -n "$(((count + 1) / 2))p" |
 				awk -v l="$f" '{ printf "%-12s %-30s %8.3f\n", l, "load / ogr2ogr (wall, rounds)", $1 }' | tee -a "$out/bigdoc.table"
+			# Storage side by side: the last round's ogr2ogr table is this document's.
+			layer_storage bench "$f" ogr_bigdoc | tee -a "$out/bigdoc.table"
+		else
+			layer_storage bench "$f" | tee -a "$out/bigdoc.table"
 		fi
 	done
 	if [[ -n ${BENCH_BASE:-} ]]; then
