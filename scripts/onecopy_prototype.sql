@@ -2,6 +2,7 @@
 -- of each layer", measured on a feed ingestd loaded with today's layout.
 --
 --   psql "$DATABASE_URL" -X -v j=bench -v f=parcels_json -v ogr=ogr_parcels -f scripts/onecopy_prototype.sql
+--   (-v ogr= for a feed without an ogr2ogr table)
 --
 -- Builds onecopy_proto.layer (and two variants) from the feed's partition of
 -- features and its feed_columns: feature_id key, the typed columns, geom,
@@ -56,20 +57,25 @@ SELECT f.feature_id, :typed, f.geom AS geom_sent, f.first_seen_at, f.changed_at,
 FROM :part f;
 CREATE TEMP TABLE split AS
 SELECT t.*,
-    (SELECT jsonb_object_agg(k, t.properties -> k) FROM jsonb_each(r.rendered) e(k, v)
-        WHERE t.properties ? k AND (t.properties -> k)::text <> v::text) ||
-    (SELECT jsonb_object_agg(k, v) FROM jsonb_each(t.properties) e(k, v) WHERE NOT r.rendered ? k) AS props_rest,
+    nullif(coalesce((SELECT jsonb_object_agg(k, t.properties -> k) FROM jsonb_each(r.rendered) e(k, v)
+        WHERE t.properties ? k AND (t.properties -> k)::text <> v::text), '{}') ||
+    coalesce((SELECT jsonb_object_agg(k, v) FROM jsonb_each(t.properties) e(k, v) WHERE NOT r.rendered ? k), '{}'),
+        '{}') AS props_rest,
     (SELECT array_agg(k) FROM jsonb_object_keys(r.rendered) k WHERE NOT t.properties ? k) AS props_absent
 FROM typed t CROSS JOIN LATERAL (SELECT jsonb_build_object(:rendered) AS rendered) r;
 
 -- The one copy: what QGIS opens, and what the poll needs.
 CREATE TABLE onecopy_proto.layer AS
 SELECT feature_id, :collist,
-    (CASE WHEN GeometryType(ingestd_as_geometry(geom_sent, upper(:'gtype'))) IS NOT DISTINCT FROM GeometryType(geom_sent)
-        THEN geom_sent END)::geometry AS geom,
+    ingestd_as_geometry(geom_sent, upper(:'gtype')) AS geom,
     first_seen_at, changed_at, poll_id, content_hash, props_rest, props_absent,
-    (CASE WHEN GeometryType(ingestd_as_geometry(geom_sent, upper(:'gtype'))) IS DISTINCT FROM GeometryType(geom_sent)
-        THEN geom_sent END) AS geom_sent
+    -- A single part the layer's multi type promoted: a flag, not a second
+    -- geometry (ST_GeometryN(geom, 1) gives it back).
+    CASE WHEN ingestd_as_geometry(geom_sent, upper(:'gtype')) IS DISTINCT FROM geom_sent
+        AND ST_NumGeometries(ingestd_as_geometry(geom_sent, upper(:'gtype'))) = 1
+        AND ST_GeometryN(ingestd_as_geometry(geom_sent, upper(:'gtype')), 1) = geom_sent THEN true END AS geom_single,
+    -- Any other geometry the layer's type does not hold as sent.
+    CASE WHEN ingestd_as_geometry(geom_sent, upper(:'gtype')) IS NULL AND geom_sent IS NOT NULL THEN geom_sent END AS geom_sent
 FROM split;
 ALTER TABLE onecopy_proto.layer ADD PRIMARY KEY (feature_id);
 CREATE INDEX ON onecopy_proto.layer USING gist (geom);
@@ -82,7 +88,7 @@ ALTER TABLE onecopy_proto.layer_3hash ADD PRIMARY KEY (feature_id);
 CREATE INDEX ON onecopy_proto.layer_3hash USING gist (geom);
 CREATE TABLE onecopy_proto.layer_uuid AS
 SELECT feature_id, :collist, geom, first_seen_at, changed_at, poll_id,
-    encode(substring(content_hash from 1 for 16), 'hex')::uuid AS content_hash, props_rest, props_absent, geom_sent
+    encode(substring(content_hash from 1 for 16), 'hex')::uuid AS content_hash, props_rest, props_absent, geom_single, geom_sent
 FROM onecopy_proto.layer;
 ALTER TABLE onecopy_proto.layer_uuid ADD PRIMARY KEY (feature_id);
 CREATE INDEX ON onecopy_proto.layer_uuid USING gist (geom);
@@ -90,7 +96,7 @@ CREATE INDEX ON onecopy_proto.layer_uuid USING gist (geom);
 -- columns (docs/querying.md joins a layer to feed_freshness on them).
 CREATE TABLE onecopy_proto.layer_jf AS
 SELECT feature_id, :collist, geom, :'j'::text AS jurisdiction, :'f'::text AS feed, first_seen_at, changed_at, poll_id,
-    content_hash, props_rest, props_absent, geom_sent
+    content_hash, props_rest, props_absent, geom_single, geom_sent
 FROM onecopy_proto.layer;
 ALTER TABLE onecopy_proto.layer_jf ADD PRIMARY KEY (feature_id);
 CREATE INDEX ON onecopy_proto.layer_jf USING gist (geom);
@@ -99,9 +105,11 @@ VACUUM ANALYZE onecopy_proto.layer, onecopy_proto.layer_3hash, onecopy_proto.lay
 -- Step 2: exactness. Every row's properties rebuilt from the one copy.
 SELECT count(*) AS rows,
     count(*) FILTER (WHERE props_rest IS NOT NULL OR props_absent IS NOT NULL) AS rows_with_rest,
+    count(*) FILTER (WHERE geom_single) AS rows_promoted,
     count(*) FILTER (WHERE geom_sent IS NOT NULL) AS rows_with_geom_sent,
     count(*) FILTER (WHERE sha256(jsonb_send(rebuilt)) IS DISTINCT FROM p.props_hash) AS rebuilt_differs,
-    count(*) FILTER (WHERE coalesce(l.geom, l.geom_sent) IS DISTINCT FROM p.geom) AS geom_differs
+    count(*) FILTER (WHERE CASE WHEN l.geom_single THEN ST_GeometryN(l.geom, 1) ELSE coalesce(l.geom_sent, l.geom) END
+        IS DISTINCT FROM p.geom) AS geom_differs
 FROM onecopy_proto.layer l
 JOIN :part p USING (feature_id)
 CROSS JOIN LATERAL (
@@ -111,14 +119,14 @@ CROSS JOIN LATERAL (
 SELECT r.label, pg_relation_size(r.rel) AS heap_bytes, pg_indexes_size(r.rel) AS index_bytes,
     coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0) AS toast_bytes,
     pg_total_relation_size(r.rel) AS total_bytes,
-    round(pg_total_relation_size(r.rel)::numeric / pg_total_relation_size(:'ogr'::regclass), 2) AS vs_ogr2ogr
+    round(pg_total_relation_size(r.rel)::numeric / pg_total_relation_size(to_regclass(nullif(:'ogr', ''))), 2) AS vs_ogr2ogr
 FROM (VALUES ('today: feed partition', format('ingestd.%I', ingestd_feed_partition(:'j', :'f'))::regclass),
         ('today: typed layer', to_regclass(ingestd_feed_view(:'j', :'f'))),
         ('one copy (content_hash 32 B)', 'onecopy_proto.layer'::regclass),
         ('one copy, three hashes', 'onecopy_proto.layer_3hash'::regclass),
         ('one copy, content_hash uuid', 'onecopy_proto.layer_uuid'::regclass),
         ('one copy + jurisdiction, feed', 'onecopy_proto.layer_jf'::regclass),
-        ('ogr2ogr', :'ogr'::regclass)) r(label, rel)
+        ('ogr2ogr', to_regclass(nullif(:'ogr', '')))) r(label, rel)
 JOIN pg_class c ON c.oid = r.rel;
 
 -- Step 4: what computing the rest row by row would cost the write path:
