@@ -1,6 +1,13 @@
 package postgis
 
-import "github.com/ingestd/ingestd/schema"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ingestd/ingestd/schema"
+)
 
 // One copy of each layer (docs/decisions/0200-one-copy-of-each-layer.md):
 // the layer table keeps a feed's values in typed columns and, per row, only
@@ -50,4 +57,102 @@ func columnGivesBack(cp *schema.ColumnProfile, t schema.Type) bool {
 		}
 	}
 	return true
+}
+
+// layerColumn is one typed column of a one-copy layer, as the rest and
+// rebuild expressions need it.
+type layerColumn struct {
+	// name is the property's key, column the layer's column name.
+	name, column string
+	typ          schema.Type
+	// exact: every value the snapshot's profile counted gives back
+	// (columnGivesBack), so no row's value of it goes to the rest.
+	exact bool
+}
+
+// castFuncs are the layer's safe casts by column type (the migrations'
+// ingestd_as_* functions: a value that does not convert is NULL).
+var castFuncs = map[schema.Type]string{
+	schema.Text: "ingestd_as_text", schema.BigInt: "ingestd_as_bigint", schema.Numeric: "ingestd_as_numeric",
+	schema.Double: "ingestd_as_double", schema.Boolean: "ingestd_as_boolean", schema.Date: "ingestd_as_date",
+	schema.Timestamp: "ingestd_as_timestamptz", schema.JSON: "ingestd_as_jsonb",
+}
+
+// buildObjectPairs bounds the key/value pairs of one jsonb_build_object
+// call: a function takes at most 100 arguments (FUNC_MAX_ARGS).
+const buildObjectPairs = 50
+
+// jsonObjectSQL is the SQL of a jsonb object of the pairs (each "key,
+// value" SQL), built 50 pairs a call and concatenated.
+func jsonObjectSQL(pairs []string) string {
+	if len(pairs) == 0 {
+		return "'{}'::jsonb"
+	}
+	var b strings.Builder
+	for i := 0; i < len(pairs); i += buildObjectPairs {
+		if i > 0 {
+			b.WriteString(" || ")
+		}
+		b.WriteString("jsonb_build_object(")
+		b.WriteString(strings.Join(pairs[i:min(i+buildObjectPairs, len(pairs))], ", "))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// layerRestSQL is the SQL of a row's ingestd_rest over p, an SQL
+// expression of the row's source properties (jsonb): the source's value
+// of each inexact column whose typed value does not render back as it
+// (text compared: jsonb's = calls 0.1 and 0.10 equal), and every key that
+// is no column; NULL when there is none. Exact columns cost nothing here.
+func layerRestSQL(p string, cols []layerColumn) string {
+	var checks, names []string
+	for _, c := range cols {
+		key := quoteLiteral(c.name)
+		names = append(names, key)
+		if c.exact {
+			continue
+		}
+		v := fmt.Sprintf("(%s -> %s)", p, key)
+		checks = append(checks, fmt.Sprintf("(%s, CASE WHEN (jsonb_build_object('v', %s(%s)) -> 'v')::text <> %s::text THEN %s END)",
+			key, castFuncs[c.typ], v, v, v))
+	}
+	rest := fmt.Sprintf("(%s - ARRAY[%s]::text[])", p, strings.Join(names, ", "))
+	if len(names) == 0 {
+		rest = p
+	}
+	if len(checks) > 0 {
+		rest = fmt.Sprintf("coalesce((SELECT jsonb_object_agg(r.k, r.v) FROM (VALUES %s) r(k, v) WHERE r.v IS NOT NULL), '{}') || %s",
+			strings.Join(checks, ", "), rest)
+	}
+	return fmt.Sprintf("nullif(%s, '{}')", rest)
+}
+
+// layerAbsentSQL is the SQL of a row's ingestd_absent over p: the columns'
+// keys the row's properties lack (an absent key and a null differ in the
+// content hash), NULL when it has them all — one ?& test for most rows.
+// The profile cannot spare it: it counts an absent key as a null.
+func layerAbsentSQL(p string, cols []layerColumn) string {
+	if len(cols) == 0 {
+		return "NULL::text[]"
+	}
+	keys := make([]string, len(cols))
+	for i, c := range cols {
+		keys[i] = quoteLiteral(c.name)
+	}
+	arr := fmt.Sprintf("ARRAY[%s]::text[]", strings.Join(keys, ", "))
+	return fmt.Sprintf("CASE WHEN %s IS NOT NULL AND NOT %s ?& %s THEN ARRAY(SELECT k FROM unnest(%s) k WHERE NOT %s ? k) END",
+		p, p, arr, arr, p)
+}
+
+// layerPropertiesSQL is the SQL of a row's properties as the source sent
+// them, rebuilt from the layer row l (an alias): every column rendered,
+// less the keys the row lacked, with the rest laid over.
+func layerPropertiesSQL(l string, cols []layerColumn) string {
+	pairs := make([]string, len(cols))
+	for i, c := range cols {
+		pairs[i] = fmt.Sprintf("%s, %s.%s", quoteLiteral(c.name), l, pgx.Identifier{c.column}.Sanitize())
+	}
+	return fmt.Sprintf("((%s) - coalesce(%s.ingestd_absent, '{}')) || coalesce(%s.ingestd_rest, '{}')",
+		jsonObjectSQL(pairs), l, l)
 }

@@ -3,7 +3,11 @@ package postgis
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ingestd/ingestd/migrations/pgtest"
 	"github.com/ingestd/ingestd/schema"
@@ -112,5 +116,122 @@ func TestColumnGivesBack(t *testing.T) {
 	cp.Kinds[schema.KStrInt] = 1
 	if columnGivesBack(&cp, schema.BigInt) {
 		t.Errorf("a string integer should need the rest in a bigint column")
+	}
+}
+
+// TestLayerRowRebuildsProperties: properties of every kind in columns of
+// every type — absent keys, nulls, keys that are no column, more columns
+// than one jsonb_build_object takes — are split into typed columns, a rest
+// and the absent keys by layerRestSQL and layerAbsentSQL, and rebuilt by
+// layerPropertiesSQL into the same jsonb text; a row whose values all give
+// back has no rest.
+func TestLayerRowRebuildsProperties(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	ctx := t.Context()
+	types := []schema.Type{schema.Text, schema.BigInt, schema.Numeric, schema.Double, schema.Boolean, schema.Date, schema.Timestamp, schema.JSON}
+	kinds := make([]schema.ValueKind, 0, len(givesBackSamples))
+	for k := range givesBackSamples {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	// Per type: a column fed every kind (inexact) and one fed only the
+	// kinds the type gives back (exact).
+	var cols []layerColumn
+	values := map[string][]string{} // column name → its values, row by row
+	const rows = 40
+	for _, typ := range types {
+		var all, back []string
+		for _, k := range kinds {
+			all = append(all, givesBackSamples[k]...)
+			if givesBack(k, typ) {
+				back = append(back, givesBackSamples[k]...)
+			}
+		}
+		for _, c := range []struct {
+			suffix  string
+			samples []string
+		}{{"mixed", all}, {"exact", back}} {
+			name := fmt.Sprintf("%s %s", typ, c.suffix)
+			cols = append(cols, layerColumn{name: name, column: name, typ: typ, exact: c.suffix == "exact"})
+			for i := range rows {
+				values[name] = append(values[name], c.samples[(i*7)%len(c.samples)])
+			}
+		}
+	}
+	for i := range 60 {
+		name := fmt.Sprintf("wide_%02d", i)
+		cols = append(cols, layerColumn{name: name, column: name, typ: schema.Text, exact: true})
+		for j := range rows {
+			values[name] = append(values[name], fmt.Sprintf("%q", fmt.Sprint(i*j)))
+		}
+	}
+	// Row i: every column, except that rows 3, 13, … lack every third key,
+	// rows 5, 15, … carry a key that is no column, and row 0 has only
+	// values its columns give back.
+	docs := make([]string, rows)
+	for i := range rows {
+		m := map[string]json.RawMessage{}
+		for j, c := range cols {
+			if i%10 == 3 && j%3 == 0 {
+				continue
+			}
+			v := values[c.name][i]
+			if i == 0 && !c.exact {
+				v = "null"
+			}
+			m[c.name] = json.RawMessage(v)
+		}
+		if i%10 == 5 {
+			m["not a column"] = json.RawMessage(`{"x": [1, null]}`)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[i] = string(b)
+	}
+	var typed []string
+	for _, c := range cols {
+		typed = append(typed, fmt.Sprintf("%s(p.properties -> %s) AS %s", castFuncs[c.typ], quoteLiteral(c.name), pgx.Identifier{c.column}.Sanitize()))
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, stmt := range []string{
+		`CREATE TEMP TABLE src AS SELECT o::int AS id, d::jsonb AS properties FROM unnest($1::text[]) WITH ORDINALITY AS u(d, o)`,
+		fmt.Sprintf(`CREATE TEMP TABLE lay AS SELECT p.id, %s, %s AS ingestd_rest, %s AS ingestd_absent FROM src p`,
+			strings.Join(typed, ", "), layerRestSQL("p.properties", cols), layerAbsentSQL("p.properties", cols)),
+	} {
+		args := []any{}
+		if strings.Contains(stmt, "$1") {
+			args = append(args, docs)
+		}
+		if _, err := conn.Exec(ctx, stmt, args...); err != nil {
+			t.Fatalf("%v\n%s", err, stmt)
+		}
+	}
+	var differ []int
+	var restless, withRest, withAbsent int
+	err = conn.QueryRow(ctx, fmt.Sprintf(`SELECT coalesce(array_agg(s.id ORDER BY s.id) FILTER (WHERE r.rebuilt::text IS DISTINCT FROM s.properties::text), '{}'),
+			count(*) FILTER (WHERE s.id = 1 AND l.ingestd_rest IS NULL), count(l.ingestd_rest), count(l.ingestd_absent)
+		FROM lay l JOIN src s USING (id) CROSS JOIN LATERAL (SELECT %s AS rebuilt) r`, layerPropertiesSQL("l", cols))).
+		Scan(&differ, &restless, &withRest, &withAbsent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(differ) > 0 {
+		id := differ[0]
+		var src, rest string
+		_ = conn.QueryRow(ctx, `SELECT s.properties::text, coalesce(l.ingestd_rest::text, '') FROM src s JOIN lay l USING (id) WHERE id = $1`, id).Scan(&src, &rest)
+		t.Errorf("%d of %d rows rebuild differently (ids %v); row %d: source %s, rest %s", len(differ), rows, differ, id, src, rest)
+	}
+	if restless != 1 {
+		t.Errorf("row 1 (only values its columns give back) has a rest")
+	}
+	if withRest < rows-1 || withAbsent != rows/10 {
+		t.Errorf("%d rows with a rest (want %d: every mixed row), %d with absent keys (want %d)", withRest, rows-1, withAbsent, rows/10)
 	}
 }
