@@ -103,10 +103,13 @@ func jsonObjectSQL(pairs []string) string {
 // layerRestSQL is the SQL of a row's ingestd_rest over p, an SQL
 // expression of the row's source properties (jsonb): the source's value
 // of each inexact column whose typed value does not render back as it
-// (text compared: jsonb's = calls 0.1 and 0.10 equal), and every key that
-// is no column; NULL when there is none. Exact columns cost nothing here.
-func layerRestSQL(p string, cols []layerColumn) string {
-	var checks, names []string
+// (text compared: jsonb's = calls 0.1 and 0.10 equal), and, unless
+// allKeys says every key of the snapshot is a column (the schema is built
+// from the profile of every key), the keys that are no column; NULL when
+// there is none. Exact columns cost nothing here, and nothing here
+// aggregates or rebuilds the properties for a row that needs no rest.
+func layerRestSQL(p string, cols []layerColumn, allKeys bool) string {
+	var parts, names []string
 	for _, c := range cols {
 		key := quoteLiteral(c.name)
 		names = append(names, key)
@@ -114,35 +117,46 @@ func layerRestSQL(p string, cols []layerColumn) string {
 			continue
 		}
 		v := fmt.Sprintf("(%s -> %s)", p, key)
-		checks = append(checks, fmt.Sprintf("(%s, CASE WHEN (jsonb_build_object('v', %s(%s)) -> 'v')::text <> %s::text THEN %s END)",
-			key, castFuncs[c.typ], v, v, v))
+		parts = append(parts, fmt.Sprintf("CASE WHEN coalesce(to_jsonb(%s(%s)), 'null')::text <> %s::text THEN jsonb_build_object(%s, %s) END",
+			castFuncs[c.typ], v, v, key, v))
 	}
-	rest := fmt.Sprintf("(%s - ARRAY[%s]::text[])", p, strings.Join(names, ", "))
-	if len(names) == 0 {
-		rest = p
+	if !allKeys {
+		if len(names) == 0 {
+			parts = append(parts, p)
+		} else {
+			parts = append(parts, fmt.Sprintf("(%s - ARRAY[%s]::text[])", p, strings.Join(names, ", ")))
+		}
 	}
-	if len(checks) > 0 {
-		rest = fmt.Sprintf("coalesce((SELECT jsonb_object_agg(r.k, r.v) FROM (VALUES %s) r(k, v) WHERE r.v IS NOT NULL), '{}') || %s",
-			strings.Join(checks, ", "), rest)
+	switch {
+	case len(parts) == 0:
+		return "NULL::jsonb"
+	case len(parts) == 1 && allKeys:
+		return parts[0]
 	}
-	return fmt.Sprintf("nullif(%s, '{}')", rest)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("coalesce(%s, '{}')", parts[i])
+	}
+	return fmt.Sprintf("nullif(%s, '{}')", strings.Join(parts, " || "))
 }
 
 // layerAbsentSQL is the SQL of a row's ingestd_absent over p: the columns'
 // keys the row's properties lack (an absent key and a null differ in the
 // content hash), NULL when it has them all — one ?& test for most rows.
-// The profile cannot spare it: it counts an absent key as a null.
+// The profile cannot spare it: it counts an absent key as a null. No
+// subquery: one would make the first load's parallel scan of staging
+// parallel-restricted, run by the leader alone.
 func layerAbsentSQL(p string, cols []layerColumn) string {
 	if len(cols) == 0 {
 		return "NULL::text[]"
 	}
 	keys := make([]string, len(cols))
+	each := make([]string, len(cols))
 	for i, c := range cols {
 		keys[i] = quoteLiteral(c.name)
+		each[i] = fmt.Sprintf("CASE WHEN NOT %s ? %s THEN %s END", p, keys[i], keys[i])
 	}
-	arr := fmt.Sprintf("ARRAY[%s]::text[]", strings.Join(keys, ", "))
-	return fmt.Sprintf("CASE WHEN %s IS NOT NULL AND NOT %s ?& %s THEN ARRAY(SELECT k FROM unnest(%s) k WHERE NOT %s ? k) END",
-		p, p, arr, arr, p)
+	return fmt.Sprintf("CASE WHEN %s IS NOT NULL AND NOT %s ?& ARRAY[%s]::text[] THEN array_remove(ARRAY[%s]::text[], NULL) END",
+		p, p, strings.Join(keys, ", "), strings.Join(each, ", "))
 }
 
 // layerPropertiesSQL is the SQL of a row's properties as the source sent

@@ -1,11 +1,15 @@
 package postgis
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -203,7 +207,7 @@ func TestLayerRowRebuildsProperties(t *testing.T) {
 	for _, stmt := range []string{
 		`CREATE TEMP TABLE src AS SELECT o::int AS id, d::jsonb AS properties FROM unnest($1::text[]) WITH ORDINALITY AS u(d, o)`,
 		fmt.Sprintf(`CREATE TEMP TABLE lay AS SELECT p.id, %s, %s AS ingestd_rest, %s AS ingestd_absent FROM src p`,
-			strings.Join(typed, ", "), layerRestSQL("p.properties", cols), layerAbsentSQL("p.properties", cols)),
+			strings.Join(typed, ", "), layerRestSQL("p.properties", cols, false), layerAbsentSQL("p.properties", cols)),
 	} {
 		args := []any{}
 		if strings.Contains(stmt, "$1") {
@@ -233,5 +237,101 @@ func TestLayerRowRebuildsProperties(t *testing.T) {
 	}
 	if withRest < rows-1 || withAbsent != rows/10 {
 		t.Errorf("%d rows with a rest (want %d: every mixed row), %d with absent keys (want %d)", withRest, rows-1, withAbsent, rows/10)
+	}
+}
+
+// backendCPU is the user and system CPU time the connection's backend
+// has used, read from /proc (the benchmark's PostgreSQL runs on this
+// machine; elsewhere it skips).
+func backendCPU(b *testing.B, conn *pgx.Conn) time.Duration {
+	b.Helper()
+	var pid int
+	if err := conn.QueryRow(b.Context(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Skipf("the backend's CPU time is not readable here: %v", err)
+	}
+	// Fields after the command (which may hold spaces), from field 3.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	// Clock ticks of 1/100 s (USER_HZ on Linux).
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// BenchmarkOneCopyWriteExtras: what the one copy's rest and absent keys
+// add to writing a layer's typed rows (CREATE TABLE … AS over parsed
+// properties, as a first load writes them): 100,000 parcel-like rows
+// (INGESTD_ONECOPY_ROWS), one double precision column checked row by row
+// (0.10 does not render back from a double), the rest exact.
+func BenchmarkOneCopyWriteExtras(b *testing.B) {
+	pool := pgtest.Pool(b)
+	ctx := b.Context()
+	n := 100000
+	if s := os.Getenv("INGESTD_ONECOPY_ROWS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `CREATE TABLE src AS SELECT 'parcel.' || i AS feature_id,
+		jsonb_build_object('pin', lpad(i::text, 10, '0'), 'owner', 'OWNER ' || i, 'site_address', (100 + i % 900) || ' MAIN ST',
+			'zoning', 'R-' || (i % 8), 'acres', round((0.1 + (i % 100) / 100.0)::numeric, 2), 'assessed_value', 100000 + i,
+			'year_built', 1900 + i % 120, 'exempt', i % 2 = 0, 'deed_date', to_char(date '2000-01-01' + i % 5000, 'YYYY-MM-DD'),
+			'township', 'T' || (i % 12)) AS properties
+		FROM generate_series(1, $1::int) i`, n); err != nil {
+		b.Fatal(err)
+	}
+	// One backend does all the work, so that its CPU time is the write's:
+	// a parallel plan's workers are other processes.
+	for _, stmt := range []string{`VACUUM ANALYZE src`, `SET max_parallel_workers_per_gather = 0`} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cols := []layerColumn{
+		{name: "pin", typ: schema.Text, exact: true}, {name: "owner", typ: schema.Text, exact: true},
+		{name: "site_address", typ: schema.Text, exact: true}, {name: "zoning", typ: schema.Text, exact: true},
+		{name: "acres", typ: schema.Double}, {name: "assessed_value", typ: schema.BigInt, exact: true},
+		{name: "year_built", typ: schema.BigInt, exact: true}, {name: "exempt", typ: schema.Boolean, exact: true},
+		{name: "deed_date", typ: schema.Date, exact: true}, {name: "township", typ: schema.Text, exact: true},
+	}
+	var typed []string
+	for i := range cols {
+		cols[i].column = cols[i].name
+		typed = append(typed, fmt.Sprintf("%s(p.properties -> %s) AS %s", castFuncs[cols[i].typ], quoteLiteral(cols[i].name), pgx.Identifier{cols[i].column}.Sanitize()))
+	}
+	sel := "SELECT p.feature_id, " + strings.Join(typed, ", ")
+	for _, v := range []struct{ name, sql string }{
+		{"typed", sel + " FROM src p"},
+		{"typed+absent", sel + ", " + layerAbsentSQL("p.properties", cols) + " AS ingestd_absent FROM src p"},
+		{"typed+rest", sel + ", " + layerRestSQL("p.properties", cols, true) + " AS ingestd_rest FROM src p"},
+		{"typed+rest+absent", sel + ", " + layerRestSQL("p.properties", cols, true) + " AS ingestd_rest, " +
+			layerAbsentSQL("p.properties", cols) + " AS ingestd_absent FROM src p"},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			cpu0 := backendCPU(b, conn.Conn())
+			for b.Loop() {
+				if _, err := conn.Exec(ctx, "CREATE TEMP TABLE lay AS "+v.sql); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if _, err := conn.Exec(ctx, "DROP TABLE lay"); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/row")
+			// The backend's CPU (the DROPs' too, a few ms): on a shared
+			// machine the wall time mostly measures the neighbours.
+			b.ReportMetric(float64((backendCPU(b, conn.Conn())-cpu0).Nanoseconds())/float64(b.N)/float64(n), "backend-cpu-ns/row")
+		})
 	}
 }
