@@ -123,16 +123,17 @@ func TestColumnGivesBack(t *testing.T) {
 	}
 }
 
-// TestLayerRowRebuildsProperties: properties of every kind in columns of
-// every type — absent keys, nulls, keys that are no column, more columns
-// than one jsonb_build_object takes — are split into typed columns, a rest
-// and the absent keys by layerRestSQL and layerAbsentSQL, and rebuilt by
-// layerPropertiesSQL into the same jsonb text; a row whose values all give
-// back has no rest.
-func TestLayerRowRebuildsProperties(t *testing.T) {
-	t.Parallel()
-	pool := pgtest.Pool(t)
-	ctx := t.Context()
+// rebuildRows is how many rows rebuildFixture makes.
+const rebuildRows = 40
+
+// rebuildFixture is TestLayerRowRebuildsProperties' layer: per type, a
+// column fed every kind of value (inexact) and one fed only the kinds the
+// type gives back (exact), 60 more text columns, and rebuildRows rows of
+// properties (JSON text). Row i has every column, except that rows 3,
+// 13, … lack every third key, rows 5, 15, … carry a key that is no column,
+// and row 0 has only values its columns give back.
+func rebuildFixture(t *testing.T) ([]layerColumn, []string) {
+	t.Helper()
 	types := []schema.Type{schema.Text, schema.BigInt, schema.Numeric, schema.Double, schema.Boolean, schema.Date, schema.Timestamp, schema.JSON}
 	kinds := make([]schema.ValueKind, 0, len(givesBackSamples))
 	for k := range givesBackSamples {
@@ -143,7 +144,7 @@ func TestLayerRowRebuildsProperties(t *testing.T) {
 	// kinds the type gives back (exact).
 	var cols []layerColumn
 	values := map[string][]string{} // column name → its values, row by row
-	const rows = 40
+	const rows = rebuildRows
 	for _, typ := range types {
 		var all, back []string
 		for _, k := range kinds {
@@ -195,6 +196,21 @@ func TestLayerRowRebuildsProperties(t *testing.T) {
 		}
 		docs[i] = string(b)
 	}
+	return cols, docs
+}
+
+// TestLayerRowRebuildsProperties: properties of every kind in columns of
+// every type — absent keys, nulls, keys that are no column, more columns
+// than one jsonb_build_object takes — are split into typed columns, a rest
+// and the absent keys by layerRestSQL and layerAbsentSQL, and rebuilt by
+// layerPropertiesSQL into the same jsonb text; a row whose values all give
+// back has no rest.
+func TestLayerRowRebuildsProperties(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	ctx := t.Context()
+	cols, docs := rebuildFixture(t)
+	const rows = rebuildRows
 	var typed []string
 	for _, c := range cols {
 		typed = append(typed, fmt.Sprintf("%s(p.properties -> %s) AS %s", castFuncs[c.typ], quoteLiteral(c.name), pgx.Identifier{c.column}.Sanitize()))
