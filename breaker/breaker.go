@@ -182,6 +182,8 @@ func Origin(u *url.URL) string {
 		switch scheme {
 		case "https":
 			port = "443"
+		case "ftp":
+			port = "21"
 		default:
 			port = "80"
 		}
@@ -199,8 +201,8 @@ func ParseOrigin(raw string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %q: %w", ErrBadOrigin, raw, err)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return "", fmt.Errorf("%w: %q (want a URL such as https://host[:port]/...)", ErrBadOrigin, raw)
+	if (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp") || u.Hostname() == "" {
+		return "", fmt.Errorf("%w: %q (want a URL such as https://host[:port]/... or ftp://host[:port]/...)", ErrBadOrigin, raw)
 	}
 	return Origin(u), nil
 }

@@ -79,6 +79,8 @@ func TestOrigin(t *testing.T) {
 		"https://gis.example.org:443/wfs":    "https://gis.example.org:443",
 		"http://gis.example.org/wfs":         "http://gis.example.org:80",
 		"http://[::1]:8080/wfs":              "http://[::1]:8080",
+		"ftp://ftp.example.org/gis/a.zip":    "ftp://ftp.example.org:21",
+		"ftp://u:p@ftp.example.org:2121/a":   "ftp://ftp.example.org:2121",
 	} {
 		u, err := url.Parse(raw)
 		if err != nil {

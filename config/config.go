@@ -646,7 +646,7 @@ func (p *parser) feed(n *yaml.Node, path string, j *Jurisdiction, d *resolvedDef
 	f.ID, idNode = p.id(m, path, "feed")
 	f.LayerName, f.LayerSchema = p.layerIdent(m, "name", path, f.ID, false), j.Schema
 	k, kindOK := p.kind(m, path, &f)
-	psNode := p.feedSource(m, path, &f, d)
+	psNode := p.feedSource(m, path, &f, d, k.Schemes)
 	if kindOK {
 		p.kindSettings(m, path, &f, k, d, psNode)
 	}
@@ -711,12 +711,12 @@ func orList(names []string) string {
 // feedSource reads what every kind's request is built from: url,
 // id_property and page_size (over the defaults'). It
 // returns page_size's node when the feed sets a good one itself.
-func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolvedDefaults) *yaml.Node {
+func (p *parser) feedSource(m *yamlconf.Mapping, path string, f *Feed, d *resolvedDefaults, schemes []string) *yaml.Node {
 	if s, present := p.Str(m, "url", path); !present {
 		if !m.Typo("url") {
 			p.Errorf(m.Node, path+".url", "required")
 		}
-	} else if s.OK && p.url(s, path+".url") {
+	} else if s.OK && p.url(s, path+".url", schemes) {
 		f.URL = s.Val
 	}
 	if s, present := p.Str(m, "id_property", path); present && s.OK {
@@ -869,8 +869,9 @@ func (p *parser) id(m *yamlconf.Mapping, path, what string) (string, *yaml.Node)
 	return s.Val, s.Node
 }
 
-// url checks that a feed's url is an absolute http(s) URL.
-func (p *parser) url(s yamlconf.Scalar, field string) bool {
+// url checks that a feed's url is an absolute http(s) URL, or of one of
+// the kind's other schemes.
+func (p *parser) url(s yamlconf.Scalar, field string, schemes []string) bool {
 	u, err := url.Parse(s.Val)
 	if err != nil {
 		// url.Parse quotes the value; say what is wrong without echoing a URL that
@@ -884,13 +885,13 @@ func (p *parser) url(s yamlconf.Scalar, field string) bool {
 		return false
 	}
 	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
+	case u.Scheme != "http" && u.Scheme != "https" && !slices.Contains(schemes, u.Scheme):
 		if u.Scheme == "" {
 			p.Errorf(s.Node, field, "bad url: no scheme; write an absolute http:// or https:// URL")
 		} else if s.Expanded {
-			p.Errorf(s.Node, field, "bad url: scheme not supported after expanding environment variables; use http or https")
+			p.Errorf(s.Node, field, "bad url: scheme not supported after expanding environment variables; use %s", schemeList(schemes))
 		} else {
-			p.Errorf(s.Node, field, "bad url: scheme %q not supported; use http or https", u.Scheme)
+			p.Errorf(s.Node, field, "bad url: scheme %q not supported; use %s", u.Scheme, schemeList(schemes))
 		}
 		return false
 	case u.Host == "":
@@ -898,6 +899,13 @@ func (p *parser) url(s yamlconf.Scalar, field string) bool {
 		return false
 	}
 	return true
+}
+
+// schemeList names the schemes a feed's url may have: "http or https",
+// "http, https or ftp".
+func schemeList(others []string) string {
+	all := append([]string{"http", "https"}, others...)
+	return strings.Join(all[:len(all)-1], ", ") + " or " + all[len(all)-1]
 }
 
 func (p *parser) location(s yamlconf.Scalar, field string) (*time.Location, bool) {

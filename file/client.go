@@ -36,12 +36,15 @@ func WithTempDir(dir string) Option {
 type Client struct {
 	base    httpcall.ClientBase
 	tempDir string
+	// breakers guard ftp:// downloads, which do not go through base.Calls
+	// (nil: a single attempt, as base.Calls does without a registry).
+	breakers *breaker.Registry
 }
 
 // NewClient returns a Client that downloads through httpcall.BuildClient,
 // which says what nil httpClient, breakers and logger mean.
 func NewClient(httpClient *http.Client, breakers *breaker.Registry, logger *slog.Logger, opts ...Option) *Client {
-	c := &Client{}
+	c := &Client{breakers: breakers}
 	return httpcall.BuildClient(c, &c.base, httpClient, breakers, logger, opts)
 }
 
@@ -59,8 +62,16 @@ func Validate(l source.Layer) error {
 	if err != nil {
 		return source.Named(Kind, fmt.Errorf("%w: url %s: %v", source.ErrInvalidLayer, redact.URL(l.URL), httpcall.RedactErr(err, l.URL)))
 	}
-	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
-		return source.Named(Kind, fmt.Errorf("%w: url %s: want an absolute http or https URL", source.ErrInvalidLayer, redact.URL(l.URL)))
+	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https" && s != "ftp") || u.Host == "" {
+		return source.Named(Kind, fmt.Errorf("%w: url %s: want an absolute http, https or ftp URL", source.ErrInvalidLayer, redact.URL(l.URL)))
+	}
+	if isFTP(u) {
+		switch {
+		case len(l.Headers) > 0:
+			return source.Named(Kind, fmt.Errorf("%w: url %s: headers are HTTP's; an ftp:// download sends none", source.ErrInvalidLayer, redact.URL(l.URL)))
+		case ftpPath(u) == "" || strings.HasSuffix(u.Path, "/"):
+			return source.Named(Kind, fmt.Errorf("%w: url %s: an ftp:// URL names a file, not a folder", source.ErrInvalidLayer, redact.URL(l.URL)))
+		}
 	}
 	if err := httpcall.CheckHeaders(l.Headers); err != nil {
 		return source.Named(Kind, fmt.Errorf("%w: %v", source.ErrInvalidLayer, err))
@@ -72,12 +83,15 @@ func Validate(l source.Layer) error {
 type download struct {
 	bytes              int64
 	etag, lastModified string
+	// version is an ftp:// file's validator (see ftpVersion).
+	version string
 }
 
 // Fetch downloads layer's file into a temporary file (removed before it
 // returns, whatever happens), then hands its features to handle as page 0.
 // When layer.Validators hold the file's last ETag or Last-Modified they
-// are sent back, and a 304 ends the fetch with FetchStats.NotModified.
+// are sent back, and a 304 ends the fetch with FetchStats.NotModified; an
+// ftp:// file is not modified when its MDTM and SIZE are those recorded.
 // Every error but the handler's own starts "file: ".
 func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, handle source.PageFunc) (source.FetchStats, error) {
 	stats := source.FetchStats{NumberMatched: -1}
@@ -95,15 +109,21 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	defer tmp.Close()
 	u, _ := url.Parse(layer.URL) // Validate parsed it
 	p := source.Page{URL: redact.URL(layer.URL)}
-	req := httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: "*/*",
-		Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
-	req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
 	began := time.Now()
 	var dl download
-	err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
-		dl = download{}
-		return c.attempt(a, tmp, &dl)
-	})
+	readPath := tmp.Name()
+	if isFTP(u) {
+		dl, readPath, err = c.fetchFTP(ctx, layer, u, tmp, p.URL)
+		defer os.Remove(readPath)
+	} else {
+		req := httpcall.Request{URL: u, Home: layer.URL, Headers: layer.Headers, Accept: "*/*",
+			Timeout: layer.RequestTimeout, BodyLimit: layer.Limits.BodyBytes, CrossOriginRedirects: layer.CrossOriginRedirects}
+		req.Conditional(layer.Validators.ETag, layer.Validators.LastModified)
+		err = c.base.Calls.Call(ctx, req, func(a *httpcall.Attempt) breaker.Result {
+			dl = download{}
+			return c.attempt(a, tmp, &dl)
+		})
+	}
 	switch {
 	case errors.Is(err, httpcall.ErrNotModified):
 		stats.NotModified, stats.Validators = true, layer.Validators
@@ -113,8 +133,8 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 	}
 	c.base.Logger.Debug("file downloaded", "url", p.URL, "bytes", dl.bytes, "duration_ms", time.Since(began).Milliseconds())
 	stats.Bytes = dl.bytes
-	stats.Validators = source.Validators{ETag: dl.etag, LastModified: dl.lastModified}
-	n, declared, id, err := c.read(ctx, layer, tmp.Name(), fileName(u), p, handle)
+	stats.Validators = source.Validators{ETag: dl.etag, LastModified: dl.lastModified, Version: dl.version}
+	n, declared, id, err := c.read(ctx, layer, readPath, fileName(u), p, handle)
 	if err != nil {
 		return stats, err
 	}
@@ -124,8 +144,8 @@ func (c *Client) Fetch(ctx context.Context, layer source.Layer, firstPage int, h
 }
 
 // fileName is the file's name as the URL gives it (its last segment),
-// without a .gz or .gzip: the HTTP client has gunzipped the body, and the
-// name inside (a .csv) is what tells the format.
+// without a .gz or .gzip: the HTTP client (or gunzipFTP) has gunzipped the
+// body, and the name inside (a .csv) is what tells the format.
 func fileName(u *url.URL) string {
 	if b := path.Base(u.Path); b != "/" && b != "." {
 		for _, ext := range []string{".gz", ".gzip"} {

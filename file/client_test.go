@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -191,6 +192,65 @@ func TestZipOfOneFile(t *testing.T) {
 	}
 	if len(col.props) != 2 || col.props[1] != `{"name":"b"}` {
 		t.Errorf("features %v", col.props)
+	}
+	noDownloadsLeft(t, dir)
+}
+
+// TestZippedCSVWithFormat: format: csv on a zip (OpenAddresses'
+// compression: zip) reads the CSV it holds, in the feed's encoding.
+func TestZippedCSVWithFormat(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	// "서울,양천구" in EUC-KR.
+	writeZip(t, &buf, "seoul.csv", "x,y,city,district\n1,2,\xbc\xad\xbf\xef,\xbe\xe7\xc3\xb5\xb1\xb8\n")
+	srv := serveFiles(t, map[string]string{"k.zip": buf.String()})
+	dir := t.TempDir()
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
+	var col collect
+	if _, err := c.Fetch(t.Context(), layer(srv.URL+"/k.zip", file.Settings{Format: file.FormatCSV, Encoding: "EUCKR", X: "x", Y: "y"}), 0, col.handle); err != nil {
+		t.Fatal(err)
+	}
+	if len(col.props) != 1 || col.props[0] != `{"city":"서울","district":"양천구"}` {
+		t.Errorf("features %v", col.props)
+	}
+	noDownloadsLeft(t, dir)
+}
+
+// TestGML: a GML file as GDAL writes one (gml:coordinates, no srsName:
+// the feed's crs, else EPSG:4326, longitude first), found by its first
+// byte or by format: gml, alone or zipped; its properties as text.
+func TestGML(t *testing.T) {
+	t.Parallel()
+	doc := `<?xml version="1.0" encoding="utf-8" ?>
+<ogr:FeatureCollection xmlns:ogr="http://ogr.maptools.org/" xmlns:gml="http://www.opengis.net/gml">
+  <gml:featureMember>
+    <ogr:lake_man fid="lake_man.0">
+      <ogr:geometryProperty><gml:Point><gml:coordinates>-122.259249687194824,37.802612637607439</gml:coordinates></gml:Point></ogr:geometryProperty>
+      <ogr:NUMBER>5115</ogr:NUMBER>
+      <ogr:STRNAME>FRUITED PLAINS LN</ogr:STRNAME>
+    </ogr:lake_man>
+  </gml:featureMember>
+</ogr:FeatureCollection>
+`
+	var zipped bytes.Buffer
+	writeZip(t, &zipped, "lake-man.gml", doc)
+	srv := serveFiles(t, map[string]string{"lake-man": doc, "lake-man.zip": zipped.String()})
+	dir := t.TempDir()
+	c := file.NewClient(srv.Client(), nil, nil, file.WithTempDir(dir))
+	for _, tc := range []struct {
+		name string
+		s    file.Settings
+	}{{"lake-man", file.Settings{}}, {"lake-man.zip", file.Settings{Format: file.FormatGML}}, {"lake-man.zip", file.Settings{}}} {
+		var col collect
+		if _, err := c.Fetch(t.Context(), layer(srv.URL+"/"+tc.name, tc.s), 0, col.handle); err != nil {
+			t.Fatalf("%s %+v: %v", tc.name, tc.s, err)
+		}
+		if len(col.props) != 1 || col.props[0] != `{"NUMBER":"5115","STRNAME":"FRUITED PLAINS LN"}` {
+			t.Errorf("%s: features %v", tc.name, col.props)
+		}
+		if p, ok := col.geoms[0].(*geom.Point); !ok || math.Abs(p.X()+122.2592497) > 1e-7 || p.SRID() != 4326 {
+			t.Errorf("%s: geometry %#v", tc.name, col.geoms[0])
+		}
 	}
 	noDownloadsLeft(t, dir)
 }

@@ -1,5 +1,5 @@
 // Package file fetches feeds of kind "file": a downloadable file at a
-// URL (a zipped Shapefile, a GeoPackage, FlatGeobuf, GeoJSON or CSV), as
+// URL (a zipped Shapefile, a GeoPackage, FlatGeobuf, GeoJSON, GML or CSV), as
 // counties publish them on their websites and open-data hubs.
 //
 // The file is downloaded in one request through package httpcall (the
@@ -16,7 +16,7 @@
 // at most limits.body_bytes (a zip bomb fails by name), a Shapefile's parts
 // are streamed from it side by side, in a folder or not, and a zip of
 // several layers needs the feed's layer: (without it, the error lists
-// them). A zip that holds one GeoPackage, FlatGeobuf, GeoJSON or CSV file
+// them). A zip that holds one GeoPackage, FlatGeobuf, GeoJSON, GML or CSV file
 // and no Shapefile is that file, copied out within the same bound.
 //
 // Its errors name the kind once: "file: …".

@@ -86,6 +86,7 @@ const (
 	FormatGeoJSON    = "geojson"
 	FormatCSV        = "csv"
 	FormatFileGDB    = "filegdb"
+	FormatGML        = "gml"
 )
 
 // openGPKG reads a GeoPackage layer (package gpkg).
@@ -120,6 +121,7 @@ func Formats() []Format {
 		{Name: FormatGPKG, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("SQLite format 3\x00")) }, Open: openGPKG},
 		{Name: FormatFlatGeobuf, Sniff: func(h []byte, _ string) bool { return bytes.HasPrefix(h, []byte("fgb\x03")) }, Open: openFlatGeobuf},
 		{Name: FormatGeoJSON, Sniff: sniffGeoJSON, Open: openGeoJSON},
+		{Name: FormatGML, Sniff: sniffGML, Open: openGML},
 		{Name: FormatCSV, Sniff: func(_ []byte, name string) bool { return hasExt(name, ".csv", ".txt") }, Open: openCSV},
 	}
 }
@@ -160,6 +162,12 @@ func sniffGeoJSON(head []byte, name string) bool {
 	return bytes.HasPrefix(h, []byte("{")) || hasExt(name, ".geojson", ".json")
 }
 
+// sniffGML: an XML document, or a file named .gml.
+func sniffGML(head []byte, name string) bool {
+	h := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	return bytes.HasPrefix(h, []byte("<")) || hasExt(name, ".gml")
+}
+
 // hasExt reports whether name ends with one of exts, case aside.
 func hasExt(name string, exts ...string) bool {
 	e := strings.ToLower(path.Ext(name))
@@ -188,6 +196,17 @@ func openLocal(p, format string, o OpenOptions) (FileReader, error) {
 		return nil, fmt.Errorf("unknown format %q (want one of %s)", format, strings.Join(FormatNames(), ", "))
 	} else {
 		o.format = f.Name
+		if f.Name != FormatShapefile && f.Name != FormatFileGDB {
+			// A zipped file of this format (OpenAddresses' compression:
+			// zip with format: csv): the zip is read as the file it holds.
+			head, err := readHead(p)
+			if err != nil {
+				return nil, err
+			}
+			if zf, _ := lookup(FormatShapefile); zf.Sniff(head, o.Name) {
+				f = zf
+			}
+		}
 	}
 	fr, err := f.Open(p, o)
 	if err != nil {

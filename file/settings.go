@@ -65,7 +65,7 @@ func settingsOf(l source.Layer) Settings {
 // x, y, wkt, crs, encoding, separator and header_line, and its fetcher.
 func Spec() kindconf.Spec {
 	return kindconf.Spec{Name: Kind, Keys: []string{"format", "layer", "x", "y", "wkt", "crs", "encoding", "separator", "header_line"}, Parse: parseFeed,
-		NewFetcher: newFetcher}
+		NewFetcher: newFetcher, Schemes: []string{"ftp"}}
 }
 
 // newFetcher is the file kind's fetcher, as the registry of kinds builds
@@ -82,9 +82,11 @@ func parseFeed(f *kindconf.Feed) source.Settings {
 	f.Ignore("page_size")
 	f.PageSize = 0
 	if f.URL != "" {
-		if u, err := url.Parse(f.URL); err == nil && u.Scheme != "http" && u.Scheme != "https" {
-			f.Errorf(f.At("url"), f.Field("url"), "a file feed's url is an http or https URL")
+		if u, err := url.Parse(f.URL); err == nil && u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp" {
+			f.Errorf(f.At("url"), f.Field("url"), "a file feed's url is an http, https or ftp URL")
 			f.URL = ""
+		} else if err == nil && u.Scheme == "ftp" {
+			checkFTP(f, u)
 		}
 	}
 	str := func(key string) (string, bool) {
@@ -119,16 +121,38 @@ func parseFeed(f *kindconf.Feed) source.Settings {
 			s.CRS, s.SRID = v, crs.SRID
 		}
 	}
-	if v, ok := str("encoding"); ok {
-		if _, err := shapefile.LookupEncoding(v); err != nil {
-			f.Errorf(f.At("encoding"), f.Field("encoding"), "%v", err)
-		} else {
-			s.Encoding = v
-		}
-	}
 	s.Separator = separator(f, s.Format)
+	s.Encoding = textEncoding(f, s.Format, s.Separator)
 	s.HeaderLine, s.NoHeader = headerLine(f, s.Format)
 	return s
+}
+
+// textEncoding reads the encoding of a Shapefile's DBF or a CSV: a name
+// package shapefile knows. The other formats say their own (GeoJSON,
+// GeoPackage and FlatGeobuf text is UTF-8), so it is refused on them
+// rather than ignored; and a CSV is cut into fields before its text is
+// decoded, so its separator must not be a byte that can end a character
+// of the encoding.
+func textEncoding(f *kindconf.Feed, format string, sep rune) string {
+	v, present := f.Str(f.Map, "encoding", f.Path)
+	if !present || !v.OK {
+		return ""
+	}
+	name := strings.TrimSpace(v.Val)
+	e, err := shapefile.LookupEncoding(name)
+	switch {
+	case name == "":
+		f.Errorf(v.Node, f.Field("encoding"), "empty: leave it out")
+	case err != nil:
+		f.Errorf(v.Node, f.Field("encoding"), "%v", err)
+	case format != "" && format != FormatCSV && format != FormatShapefile:
+		f.Errorf(v.Node, f.Field("encoding"), "only a Shapefile's DBF or a CSV has an encoding setting (format is %s, whose text is in its own encoding)", format)
+	case sep != 0 && !e.Splits(sep):
+		f.Errorf(v.Node, f.Field("encoding"), "separator %q can be the second byte of a %s character: a CSV in %s needs another separator", string(sep), e.Name, e.Name)
+	default:
+		return name
+	}
+	return ""
 }
 
 // headerLine reads a CSV's header_line: a line number from 1, or none.

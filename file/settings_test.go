@@ -18,6 +18,7 @@ jurisdictions:
     feeds:
       - {id: parcels, kind: file, url: "https://example.org/parcels.zip", layer: Parcels, crs: "EPSG:2264", encoding: windows-1252}
       - {id: points, kind: file, url: "https://example.org/p.csv", format: csv, x: lon, y: lat}
+      - {id: korean, kind: file, url: "https://example.org/k.csv", separator: "|", encoding: EUCKR}
 `
 	cfg, err := config.Parse("good.yaml", []byte(good), nil)
 	if err != nil {
@@ -30,6 +31,9 @@ jurisdictions:
 	if p := cfg.Jurisdictions[0].Feeds[1].Settings.(file.Settings); p.X != "lon" || p.Y != "lat" || p.Format != "csv" {
 		t.Errorf("settings %+v", p)
 	}
+	if k := cfg.Jurisdictions[0].Feeds[2].Settings.(file.Settings); k.Encoding != "EUCKR" || k.Separator != '|' {
+		t.Errorf("settings %+v", k)
+	}
 	bad := `
 jurisdictions:
   - id: wake
@@ -40,6 +44,8 @@ jurisdictions:
       - {id: d, kind: file, url: "https://example.org/d.zip", crs: "NAD27 please"}
       - {id: e, kind: file, url: "https://example.org/e.zip", encoding: klingon}
       - {id: f, kind: file, url: "https://example.org/f.zip", format: shapefile, wkt: geom}
+      - {id: g, kind: file, url: "https://example.org/g.geojson", format: geojson, encoding: CP1251}
+      - {id: h, kind: file, url: "https://example.org/h.csv", separator: "|", encoding: SHIFT_JISX0213}
 `
 	_, err = config.Parse("bad.yaml", []byte(bad), nil)
 	if err == nil {
@@ -52,6 +58,8 @@ jurisdictions:
 		`feeds[3].crs: unsupported srsName`,
 		`feeds[4].encoding: unknown encoding "klingon"`,
 		`feeds[5].wkt: only a CSV has geometry columns (format is shapefile)`,
+		`feeds[6].encoding: only a Shapefile's DBF or a CSV has an encoding setting (format is geojson`,
+		`feeds[7].encoding: separator "|" can be the second byte of a Shift_JIS X 0213 character`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/twpayne/go-geom/encoding/wkt"
 
 	"github.com/ingestd/ingestd/encoding/geojson"
+	"github.com/ingestd/ingestd/encoding/gml"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/shapefile"
@@ -59,6 +60,29 @@ func openGeoJSON(p string, o OpenOptions) (FileReader, error) {
 	}
 	dec := geojson.NewReader(br, feature.WithIDProperty(o.IDProperty), feature.WithSRID(srid), feature.WithLimits(o.Limits))
 	return &geojsonFile{fileReader: fileReader{f: f, name: layerName(o.Name), srid: srid}, Reader: dec}, nil
+}
+
+// gmlFile reads a GML file (an OGR or WFS FeatureCollection) with package
+// gml's streaming reader, as kind wfs reads a GetFeature response.
+type gmlFile struct {
+	fileReader
+	*gml.Reader
+}
+
+// SRID is the feed's crs:, else 4326; geometries carry their srsName's.
+func (g *gmlFile) SRID() int { return g.fileReader.SRID() }
+
+func openGML(p string, o OpenOptions) (FileReader, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	srid := o.SRID
+	if srid == 0 {
+		srid = 4326 // as GDAL's GML driver reads coordinates without a srsName
+	}
+	dec := gml.NewReader(bufio.NewReaderSize(f, 64<<10), feature.WithIDProperty(o.IDProperty), feature.WithSRID(srid), feature.WithLimits(o.Limits))
+	return &gmlFile{fileReader: fileReader{f: f, name: layerName(o.Name), srid: srid}, Reader: dec}, nil
 }
 
 // layerName is a file's layer name: its name without folder or extension.

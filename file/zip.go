@@ -259,7 +259,7 @@ func openShapefile(zr *zip.ReadCloser, l shpLayer, layers []string, o OpenOption
 
 // dataExts are the extensions of files a zip may hold instead of a
 // Shapefile.
-var dataExts = []string{".gpkg", ".fgb", ".geojson", ".json", ".csv"}
+var dataExts = []string{".gpkg", ".fgb", ".geojson", ".json", ".csv", ".gml"}
 
 // openInner reads a zip that holds no Shapefile: its one file of another
 // format (or the one named by layer:), copied out to a temporary file
@@ -284,7 +284,7 @@ func openInner(zr *zip.ReadCloser, o OpenOptions) (FileReader, error) {
 	}
 	switch len(cands) {
 	case 0:
-		return nil, fmt.Errorf("the zip holds no Shapefile (.shp), File Geodatabase (*.gdb folder) nor a GeoPackage, FlatGeobuf, GeoJSON or CSV file: %s", listed(all))
+		return nil, fmt.Errorf("the zip holds no Shapefile (.shp), File Geodatabase (*.gdb folder) nor a GeoPackage, FlatGeobuf, GeoJSON, GML or CSV file: %s", listed(all))
 	case 1:
 	default:
 		names := make([]string, len(cands))
@@ -300,7 +300,11 @@ func openInner(zr *zip.ReadCloser, o OpenOptions) (FileReader, error) {
 	zr.Close()
 	inner := o
 	inner.Name = cands[0].Name
-	fr, err := openLocal(tmp, "auto", inner)
+	format := o.format
+	if format == "" || format == FormatShapefile || format == FormatFileGDB {
+		format = "auto"
+	}
+	fr, err := openLocal(tmp, format, inner)
 	if err != nil {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("%s in the zip: %w", cands[0].Name, err)

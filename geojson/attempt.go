@@ -12,6 +12,7 @@ import (
 	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/errtext"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/ows"
 	"github.com/ingestd/ingestd/source"
@@ -162,7 +163,7 @@ func (r *docReader) Next() (*feature.Feature, error) {
 	if f.ID != "" {
 		if _, dup := r.ids.Add(f.ID); dup {
 			// Kept once, the layer would look whole with a feature missing.
-			reason := fmt.Sprintf("id %q comes twice in the document: the ids are not unique", truncate(f.ID, 200))
+			reason := fmt.Sprintf("id %q comes twice in the document: the ids are not unique", errtext.Head(f.ID, 200))
 			if r.idProperty != "" {
 				reason += " (id_property " + r.idProperty + " does not identify features)"
 			}
@@ -171,11 +172,4 @@ func (r *docReader) Next() (*feature.Feature, error) {
 		}
 	}
 	return f, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
+	"github.com/ingestd/ingestd/internal/errtext"
 )
 
 // The helpers below are the parts of a protocol's response classification
@@ -161,16 +162,9 @@ func JSONValueError(br *bufio.Reader, want string) *feature.DecodeError {
 	case 't', 'f':
 		what = "the JSON boolean " + string(doc)
 	case '"':
-		what = "a JSON string " + strings.ToValidUTF8(truncate(string(doc), 80), "")
+		what = "a JSON string " + strings.ToValidUTF8(errtext.Head(string(doc), 80), "")
 	default:
-		what = "the JSON number " + truncate(string(doc), 40)
+		what = "the JSON number " + errtext.Head(string(doc), 40)
 	}
 	return &feature.DecodeError{Index: -1, Msg: "document is " + what + ", not " + want}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

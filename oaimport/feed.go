@@ -1,6 +1,7 @@
 package oaimport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -32,6 +33,7 @@ var fileFormats = map[string]string{
 	"geojson":           "geojson",
 	"gdb":               "filegdb",
 	"gpkg":              "gpkg",
+	"xml":               "gml",
 }
 
 // readOptions are the catalog's reading options of a file, as its conform
@@ -65,6 +67,11 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	if len(it.Conform) == 0 {
 		return nil, nil, "no conform"
 	}
+	var notes []string
+	if raw, twice := lastKeyWins(it.Conform); len(twice) > 0 {
+		it.Conform = raw
+		notes = append(notes, fmt.Sprintf("%s/%s: conform key %s given twice: the last kept, as batch-machine (Python's json) reads it", layer, it.Name, strings.Join(twice, ", ")))
+	}
 	spec, err := conform.ParseOpenAddresses(it.Conform, layer)
 	var c *conform.Conform
 	if err == nil {
@@ -89,9 +96,12 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 		}
 		f.Content = append(f.Content, scalar("kind"), scalar("arcgis"), scalar("url"), scalar(it.Data))
 	case "http", "ftp":
-		settings, reason := fileSettings(it, opt)
+		settings, note, reason := fileSettings(it, opt)
 		if reason != "" {
 			return nil, nil, reason
+		}
+		if note != "" {
+			notes = append(notes, fmt.Sprintf("%s/%s: %s", layer, it.Name, note))
 		}
 		f.Content = append(f.Content, scalar("kind"), scalar("file"), scalar("url"), scalar(it.Data))
 		f.Content = append(f.Content, settings...)
@@ -114,7 +124,6 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	}
 	f.Content = append(f.Content, scalar("conform"), cn)
 
-	var notes []string
 	if it.Test != nil && len(it.Test.Tests) > 0 {
 		if it.Test.Enabled != nil && !*it.Test.Enabled {
 			notes = append(notes, fmt.Sprintf("%s/%s: %d acceptance tests disabled in the catalog (test.enabled: false): left out", layer, it.Name, len(it.Test.Tests)))
@@ -138,33 +147,89 @@ func feedFor(t *Tally, jid, layer string, it layerItem, names map[string]bool) (
 	return f, notes, ""
 }
 
-// fileSettings are the kind-file settings of a download entry, or why it
-// cannot be expressed.
-func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
+// hasExt reports whether name ends with one of exts, case aside.
+func hasExt(name string, exts ...string) bool {
+	e := strings.ToLower(path.Ext(name))
+	return slices.Contains(exts, e)
+}
+
+// lastKeyWins returns a conform object whose keys are each given once,
+// the last value of a key given twice kept (Python's json, which
+// batch-machine reads the catalog with, keeps it silently), and the keys
+// given twice; raw itself when there are none, or it is no object.
+func lastKeyWins(raw json.RawMessage) (json.RawMessage, []string) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return raw, nil
+	}
+	var keys, twice []string
+	vals := make(map[string]json.RawMessage)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return raw, nil
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return raw, nil
+		}
+		if _, seen := vals[k]; seen {
+			twice = append(twice, k)
+		} else {
+			keys = append(keys, k)
+		}
+		vals[k] = v
+	}
+	if len(twice) == 0 {
+		return raw, nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kj, _ := json.Marshal(k)
+		b.Write(kj)
+		b.WriteByte(':')
+		b.Write(vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), twice
+}
+
+// fileSettings are the kind-file settings of a download entry and a note
+// on what was left out, or why it cannot be expressed.
+func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, reason string) {
 	u, err := url.Parse(it.Data)
 	switch {
 	case err != nil || u.Host == "":
-		return nil, "bad url"
-	case u.Scheme == "ftp":
-		return nil, "ftp:// url"
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, "url scheme " + u.Scheme
+		return nil, "", "bad url"
+	case u.Scheme == "ftp" && (u.Path == "" || strings.HasSuffix(u.Path, "/")):
+		return nil, "", "ftp:// url of a folder"
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp":
+		return nil, "", "url scheme " + u.Scheme
 	}
 	switch it.Compression {
 	case "", "zip", "gzip":
 	default:
-		return nil, "compression: " + it.Compression
+		return nil, "", "compression: " + it.Compression
 	}
 	format, ok := fileFormats[o.Format]
 	if !ok {
-		return nil, "format " + o.Format
+		return nil, "", "format " + o.Format
+	}
+	if format == "gml" && hasExt(o.File, ".kml", ".kmz") {
+		// batch-machine reads format xml with OGR, which reads KML too.
+		return nil, "", "format xml of a KML file"
 	}
 	// batch-machine reads headers: -1 as no header line, and headers: N
 	// only with skiplines: N, as the header on line N.
 	header := ""
 	switch {
 	case o.Headers == nil && o.SkipLines != nil:
-		return nil, fmt.Sprintf("skiplines: %d without headers", *o.SkipLines)
+		return nil, "", fmt.Sprintf("skiplines: %d without headers", *o.SkipLines)
 	case o.Headers == nil:
 	case *o.Headers == -1 && o.SkipLines == nil:
 		header = "none"
@@ -173,11 +238,11 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 			header = strconv.Itoa(*o.Headers)
 		}
 	default:
-		return nil, fmt.Sprintf("headers: %d", *o.Headers)
+		return nil, "", fmt.Sprintf("headers: %d", *o.Headers)
 	}
 	switch {
 	case utf8.RuneCountInString(o.CSVSplit) > 1 || o.CSVSplit == `"`:
-		return nil, fmt.Sprintf("csvsplit: %q", o.CSVSplit)
+		return nil, "", fmt.Sprintf("csvsplit: %q", o.CSVSplit)
 	}
 	var out []*yaml.Node
 	add := func(k, v string) {
@@ -195,13 +260,13 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 	case o.File != "":
 		add("layer", o.File)
 	}
-	if (o.Lat != "") != (o.Lon != "") {
-		return nil, "lat without lon"
-	}
-	if o.Lat != "" {
-		if format != "" && format != "csv" {
-			return nil, "lat/lon on a " + format
-		}
+	switch {
+	case format != "" && format != "csv":
+		// batch-machine reads the geometry of a Shapefile, GeoPackage,
+		// File Geodatabase or GeoJSON file, whatever lat and lon say.
+	case (o.Lat != "") != (o.Lon != ""):
+		return nil, "", "lat without lon"
+	case o.Lat != "":
 		add("x", o.Lon)
 		add("y", o.Lat)
 	}
@@ -211,22 +276,32 @@ func fileSettings(it layerItem, o readOptions) ([]*yaml.Node, string) {
 	add("header_line", header)
 	if o.SRS != "" {
 		if _, err := feature.ParseCRS(o.SRS); err != nil {
-			return nil, "srs " + o.SRS
+			return nil, "", "srs " + o.SRS
 		}
 		add("crs", o.SRS)
 	}
-	if strings.EqualFold(o.Encoding, "utf-8-sig") {
+	switch enc := strings.ToLower(strings.ReplaceAll(o.Encoding, "_", "-")); {
+	case enc == "":
+	case enc == "utf-8-sig":
 		// Python's name for UTF-8 after a byte-order mark, which the CSV
 		// reader skips anyway.
-		o.Encoding = ""
-	}
-	if o.Encoding != "" {
-		if _, err := shapefile.LookupEncoding(o.Encoding); err != nil {
-			return nil, "encoding " + o.Encoding
+	case format != "" && format != "csv" && format != "shapefile":
+		// batch-machine reads a GeoJSON file as UTF-8 whatever encoding
+		// says, and the other formats say their own.
+		if enc != "utf-8" && enc != "utf8" {
+			note = fmt.Sprintf("encoding %s left out: batch-machine reads a %s file's text as UTF-8, as ingestd does", o.Encoding, format)
+		}
+	default:
+		e, err := shapefile.LookupEncoding(o.Encoding)
+		if err != nil {
+			return nil, "", "encoding " + o.Encoding
+		}
+		if sep := []rune(o.CSVSplit); len(sep) == 1 && !e.Splits(sep[0]) {
+			return nil, "", fmt.Sprintf("csvsplit %q in %s", o.CSVSplit, o.Encoding)
 		}
 		add("encoding", o.Encoding)
 	}
-	return out, ""
+	return out, note, ""
 }
 
 // referenceFails says why batch-machine fails an acceptance test it is

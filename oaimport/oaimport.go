@@ -2,10 +2,11 @@
 // sources/**.json, one file per county or city, each with layers of
 // addresses, parcels, buildings and centerlines) into an ingestd config:
 // one jurisdiction per source file, one feed per layer entry, its conform
-// and acceptance tests carried over. What the config cannot express (a
-// skipped entry, an ftp:// URL, an encoding ingestd does not know)
-// becomes a comment naming the reason, and a Tally counts both by protocol
-// and format.
+// and acceptance tests carried over (an ftp:// download as a file feed, as
+// an http one). What the config cannot express (a skipped entry, an
+// encoding ingestd does not know, a format it does not read) becomes a
+// comment naming the reason, and a Tally counts both by protocol and
+// format.
 package oaimport
 
 import (

@@ -1,11 +1,13 @@
 package oaimport_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/conform"
+	"github.com/ingestd/ingestd/file"
 	"github.com/ingestd/ingestd/oaimport"
 )
 
@@ -28,16 +30,16 @@ func importTestdata(t *testing.T) (string, *oaimport.Tally, *config.Config) {
 	return string(out), tally, cfg
 }
 
-// TestImportCatalogFiles: ten real catalog files become a config that
+// TestImportCatalogFiles: eleven real catalog files become a config that
 // loads, each layer entry a feed of the right kind and settings or a
 // comment naming why not, and the acceptance tests the reference passes
 // pass while those it fails are left out with the reason.
 func TestImportCatalogFiles(t *testing.T) {
 	out, tally, cfg := importTestdata(t)
-	if tally.Files != 10 || tally.Jurisdictions != 8 || tally.Tests != 6 || tally.LeftOut != 11 {
+	if tally.Files != 11 || tally.Jurisdictions != 9 || tally.Tests != 6 || tally.LeftOut != 11 {
 		t.Errorf("tally %+v", tally)
 	}
-	if e, s, n := tally.Totals(); e != 10 || s != 1 || n != 1 {
+	if e, s, n := tally.Totals(); e != 11 || s != 1 || n != 1 {
 		t.Errorf("totals expressed %d, skip %d, not expressed %d", e, s, n)
 	}
 	wake, ok := cfg.Feed("us-nc-wake/addresses-county")
@@ -83,7 +85,10 @@ func TestImportCatalogFiles(t *testing.T) {
 			t.Errorf("the config lacks %q", want)
 		}
 	}
-	if !strings.Contains(tally.String(), "http csv+gzip          expressed     1\n") {
+	if sioux, ok := cfg.Feed("us-ia-sioux/addresses-county"); !ok || sioux.Kind != "file" || sioux.URL != "ftp://ftp.igsb.uiowa.edu/gis_library/counties/Sioux/Address_84.zip" {
+		t.Errorf("us-ia-sioux/addresses-county, an ftp:// download: %+v", sioux)
+	}
+	if !strings.Contains(tally.String(), "http csv+gzip          expressed     1\n") || !strings.Contains(tally.String(), "ftp shapefile+zip      expressed     1\n") {
 		t.Errorf("tally:\n%s", tally)
 	}
 }
@@ -133,5 +138,75 @@ func TestSourceID(t *testing.T) {
 		if got := oaimport.SourceID(in); got != want {
 			t.Errorf("SourceID(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestImportEncodings: a CSV's or Shapefile's encoding is carried over in
+// any of the catalog's spellings; a GeoJSON file's is left out with a
+// comment (batch-machine reads GeoJSON as UTF-8); a separator that can be
+// half of a Shift_JIS character is not expressed; a conform key given
+// twice keeps its last value, as Python's json reads it; lat/lon of a
+// Shapefile are left to its geometry; format xml is gml, but for KML.
+func TestImportEncodings(t *testing.T) {
+	entry := func(name, format, extra string) string {
+		return fmt.Sprintf(`{"name": %q, "protocol": "http", "data": "https://example.org/%s.zip", "compression": "zip",
+			"conform": {"format": %q, "number": "N", "street": "S"%s}}`, name, name, format, extra)
+	}
+	src := `{"schema": 2, "coverage": {"country": "kr"}, "layers": {"addresses": [` + strings.Join([]string{
+		entry("euckr", "csv", `, "lon": "X", "lat": "Y", "encoding": "EUCKR"`),
+		entry("cp949", "csv", `, "lon": "X", "lat": "Y", "encoding": "CP949", "csvsplit": "|"`),
+		entry("sjis", "csv", `, "lon": "X", "lat": "Y", "encoding": "SHIFT_JISX0213", "csvsplit": "|"`),
+		entry("latin", "shapefile", `, "lon": "X", "lat": "Y", "encoding": "latin-1"`),
+		entry("cyrillic", "geojson", `, "encoding": "CP1251"`),
+		entry("twice", "csv", `, "lon": "X", "lat": "Y", "number": "M"`),
+		entry("gml", "xml", `, "file": "Address.gml", "encoding": "UTF-8"`),
+		entry("kml", "xml", `, "file": "Adressen.kml"`),
+	}, ",\n") + `]}}`
+	out, tally, err := oaimport.Import([]oaimport.Source{{Path: "sources/kr/x.json", ID: "kr-x", Data: []byte(src)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("oa.yaml", out, nil)
+	if err != nil {
+		t.Fatalf("the import does not validate:\n%v\n%s", err, out)
+	}
+	settings := func(feed string) file.Settings {
+		f, ok := cfg.Feed("kr-x/" + feed)
+		if !ok {
+			t.Fatalf("no feed %s in\n%s", feed, out)
+		}
+		return f.Settings.(file.Settings)
+	}
+	if s := settings("addresses-euckr"); s.Encoding != "EUCKR" || s.X != "X" {
+		t.Errorf("euckr: %+v", s)
+	}
+	if s := settings("addresses-cp949"); s.Encoding != "CP949" || s.Separator != '|' {
+		t.Errorf("cp949: %+v", s)
+	}
+	if s := settings("addresses-latin"); s.Encoding != "latin-1" || s.X != "" {
+		t.Errorf("latin: %+v", s)
+	}
+	if s := settings("addresses-cyrillic"); s.Encoding != "" {
+		t.Errorf("cyrillic: %+v", s)
+	}
+	if s := settings("addresses-gml"); s.Format != file.FormatGML || s.Layer != "Address.gml" || s.Encoding != "" {
+		t.Errorf("gml: %+v", s)
+	}
+	twice, _ := cfg.Feed("kr-x/addresses-twice")
+	if got, err := twice.Conform.Conform.Apply(map[string]any{"N": "1", "M": "2", "S": "MAIN ST"}); err != nil || got["number"] != "2" {
+		t.Errorf("number given twice: %v %v, want the last (M)", got, err)
+	}
+	for _, want := range []string{
+		`# addresses/sjis: not expressed: csvsplit "|" in SHIFT_JISX0213`,
+		"# addresses/cyrillic: encoding CP1251 left out: batch-machine reads a geojson file's text as UTF-8",
+		"# addresses/twice: conform key number given twice: the last kept",
+		"# addresses/kml: not expressed: format xml of a KML file",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the config lacks %q:\n%s", want, out)
+		}
+	}
+	if e, _, n := tally.Totals(); e != 6 || n != 2 {
+		t.Errorf("expressed %d, not %d; want 6, 2", e, n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/errtext"
 )
 
 // expected is what a 2xx body of an OGC API should hold, in the words of
@@ -194,8 +195,8 @@ func parseException(r io.Reader, status int, redacted string) *ExceptionError {
 	if desc == "" {
 		desc = detailText(doc.Detail)
 	}
-	e.Code = truncate(strings.TrimSpace(code), 200)
-	e.Description = truncate(strings.Join(strings.Fields(desc), " "), 2000)
+	e.Code = errtext.Head(strings.TrimSpace(code), 200)
+	e.Description = errtext.Head(strings.Join(strings.Fields(desc), " "), 2000)
 	switch {
 	case status >= 500:
 		e.ServerSide = true
@@ -231,11 +232,4 @@ func detailText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

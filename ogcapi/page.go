@@ -14,6 +14,7 @@ import (
 	"github.com/ingestd/ingestd/encoding/geojson"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/errtext"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/source"
 	"github.com/twpayne/go-geom"
@@ -117,7 +118,7 @@ func (c *Client) attempt(a *httpcall.Attempt, layer source.Layer, p source.Page,
 		k := featureKey(st.seed, first)
 		if prev, ok := st.first[k]; ok && prev != p.Index {
 			return breaker.Result{Outcome: breaker.Success, Err: &PagingError{URL: a.Redacted, Page: p.Index,
-				Reason: fmt.Sprintf("page %d repeats page %d: it starts with the same feature (id %q); the server ignores the paging position of its next links (MapServer#6613)", p.Index, prev, truncate(first.ID, 200))}}
+				Reason: fmt.Sprintf("page %d repeats page %d: it starts with the same feature (id %q); the server ignores the paging position of its next links (MapServer#6613)", p.Index, prev, errtext.Head(first.ID, 200))}}
 		}
 		if err := pr.checkID(first); err != nil {
 			return breaker.Result{Outcome: breaker.Success, Err: err}
@@ -176,7 +177,7 @@ func checkContentCRS(header string, want wantCRS, redacted string) error {
 	case got == "":
 		return nil
 	case !sameCRS(got, want.name):
-		return &CRSError{URL: redacted, Want: want.name, Got: got, Reason: "the response's Content-Crs is " + truncate(got, 200)}
+		return &CRSError{URL: redacted, Want: want.name, Got: got, Reason: "the response's Content-Crs is " + errtext.Head(got, 200)}
 	}
 	return nil
 }
@@ -319,7 +320,7 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 	if !dup {
 		return nil
 	}
-	what := fmt.Sprintf("id %q", truncate(f.ID, 200))
+	what := fmt.Sprintf("id %q", errtext.Head(f.ID, 200))
 	if f.ID == "" {
 		what = "the same feature (no id; the same properties and geometry)"
 	}

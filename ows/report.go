@@ -10,6 +10,7 @@ import (
 
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/errtext"
 )
 
 // MaxReportBytes bounds how much of an exception report is read: reports
@@ -177,7 +178,7 @@ func judgeExceptions(all []xmlException, status int, redacted string) *Exception
 	for i := range texts {
 		texts[i] = strings.Join(strings.Fields(texts[i]), " ")
 	}
-	e.Text = truncate(strings.Join(texts, "; "), 2000)
+	e.Text = errtext.Head(strings.Join(texts, "; "), 2000)
 	e.ServerSide = false
 	for _, x := range all {
 		code := x.Code
@@ -189,11 +190,4 @@ func judgeExceptions(all []xmlException, status int, redacted string) *Exception
 		}
 	}
 	return e
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -9,6 +9,7 @@
 # INGESTD_KOOP_URL for Koop (arcgis/interop), which scripts/koop.sh starts.
 # INGESTD_OGCAPI_URL for its OGC API – Features landing page (ogcapi/interop).
 # INGESTD_FILEGDB_CORPUS for filegdb's corpus, which scripts/fgdb-fixtures.sh fetches.
+# INGESTD_FTP_URL for the FTP server of the ftp:// tests, which scripts/ftp.sh starts.
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
@@ -37,6 +38,11 @@ if [[ -z ${INGESTD_FILEGDB_CORPUS:-} ]]; then
 	INGESTD_FILEGDB_CORPUS=$(scripts/fgdb-fixtures.sh)
 fi
 export INGESTD_FILEGDB_CORPUS
+# vsftpd for the file kind's ftp:// tests (file, file/interop).
+if [[ -z ${INGESTD_FTP_URL:-} ]]; then
+	INGESTD_FTP_URL=$(scripts/ftp.sh start)
+fi
+export INGESTD_FTP_URL
 
 echo "test.sh: go vet ./..." >&2
 go vet ./...

@@ -16,6 +16,7 @@ import (
 	"github.com/ingestd/ingestd/breaker"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/errtext"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -133,7 +134,7 @@ func TestTextPagesStayTheOrigins(t *testing.T) {
 		`"` + strings.Repeat("x", httpcall.SniffLen) + `"`,
 		"42" + strings.Repeat(" ", httpcall.SniffLen) + "and then text",
 	} {
-		t.Run(truncate(body, 20), func(t *testing.T) {
+		t.Run(errtext.Head(body, 20), func(t *testing.T) {
 			t.Parallel()
 			layer, requests := bodyServer(t, plainBody(body, "Content-Type", "text/plain"))
 			c, reg := verdictClient(t)

@@ -83,13 +83,6 @@ func sniff(br *bufio.Reader) (kind bodyKind, root string, err error) {
 	return kindUnknown, "", err
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // ClassifyResponse decides, before anyone trusts the body, what a response
 // means to the origin's breaker. It reads at most the first bytes of the
 // body through br, plus the whole of an exception report. The rule, in order:

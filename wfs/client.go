@@ -17,6 +17,7 @@ import (
 	"github.com/ingestd/ingestd/encoding/gml"
 	"github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/httpcall"
+	"github.com/ingestd/ingestd/internal/errtext"
 	"github.com/ingestd/ingestd/internal/pageids"
 	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
@@ -513,10 +514,10 @@ func (r *pageReader) checkID(f *feature.Feature) error {
 	}
 	if prev, dup := r.ids.Add(f.ID); dup {
 		// Got counts the distinct features before the duplicate.
-		reason := fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", truncate(f.ID, 200), prev, r.page)
+		reason := fmt.Sprintf("server paging is unstable: id %q seen on pages %d and %d", errtext.Head(f.ID, 200), prev, r.page)
 		if prev == r.page {
 			// Kept once, the layer would look whole with a feature missing.
-			reason = fmt.Sprintf("id %q comes twice in page %d: the ids are not unique", truncate(f.ID, 200), r.page)
+			reason = fmt.Sprintf("id %q comes twice in page %d: the ids are not unique", errtext.Head(f.ID, 200), r.page)
 			if r.idProperty != "" {
 				reason += " (id_property " + r.idProperty + " does not identify features)"
 			}

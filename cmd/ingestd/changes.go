@@ -18,6 +18,10 @@ its geometry the new version's (the old one's when removed), its properties
 feed's history was off or pruned). A consumer remembers the last poll_id it
 read and passes it as -since next time; LISTEN ingestd_changes tells it
 when there is more (docs/querying.md).
+
+With -common it prints the changes of the feed's rows in its common layer
+instead (ingestd_common_changes_since): properties {"change", "poll_id",
+"layer", "applied_at", "old", "new"} with both rows' conformed values.
 `
 
 func cmdChanges(args []string, stdout, stderr io.Writer) error {
@@ -27,6 +31,7 @@ func cmdChanges(args []string, stdout, stderr io.Writer) error {
 	var c common
 	c.register(fs)
 	since := fs.Int64("since", -1, "print the changes of polls after this poll id (0: all)")
+	commonRows := fs.Bool("common", false, "print the changes of the feed's common-layer rows")
 	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -45,7 +50,11 @@ func cmdChanges(args []string, stdout, stderr io.Writer) error {
 	}
 	defer d.Close()
 	w := bufio.NewWriter(stdout)
-	err = d.store.ChangesSince(ctx, jurisdiction, feed, *since, func(line []byte) error {
+	changesSince := d.store.ChangesSince
+	if *commonRows {
+		changesSince = d.store.CommonChangesSince
+	}
+	err = changesSince(ctx, jurisdiction, feed, *since, func(line []byte) error {
 		if _, err := w.Write(line); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // TestChangesCommand: `ingestd changes -since POLL` prints the changes of
 // the polls after POLL as GeoJSON Features, one a line, with the change
 // and both versions' properties; the config's history retention reaches
-// feed_status.
+// feed_status. With -common, the changes of the feed's common-layer rows.
 func TestChangesCommand(t *testing.T) {
 	t.Parallel()
 	bin := buildIngestd(t)
@@ -26,7 +27,8 @@ jurisdictions:
   - id: wake
     history: {keep: forever}
     feeds:
-      - {id: parcels, kind: wfs, url: %q, type_name: parcels, page_size: 0, id_property: pin}
+      - {id: parcels, kind: wfs, url: %q, type_name: parcels, page_size: 0, id_property: pin,
+         conform: {layer: addresses, number: value}}
 `, ts.URL+"/wfs")
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -77,6 +79,24 @@ jurisdictions:
 	}
 	if c := got[1]; c.ID != "0004" || c.Properties.Change != "modified" || c.Properties.Old["value"] != 4.0 || c.Properties.New["value"] != 40.0 {
 		t.Errorf("second change %+v, want 0004 modified from 4 to 40", c)
+	}
+	code, out = runBin(t, bin, "changes", "-common", "-database-url", dbURL, "-since", strconv.Itoa(first), "wake/parcels")
+	var common []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c struct {
+			Type, ID   string
+			Properties struct {
+				Change, Layer string
+				Old, New      map[string]any
+			}
+		}
+		if json.Unmarshal([]byte(line), &c) == nil && c.Type == "Feature" {
+			common = append(common, fmt.Sprintf("%s %s %s %v→%v", c.ID, c.Properties.Change, c.Properties.Layer,
+				c.Properties.Old["number"], c.Properties.New["number"]))
+		}
+	}
+	if want := []string{"0003 removed addresses 3→<nil>", "0004 modified addresses 4→40"}; code != 0 || !slices.Equal(common, want) {
+		t.Errorf("changes -common: exit %d, %q, want %q:\n%s", code, common, want, out)
 	}
 	if code, out := runBin(t, bin, "changes", "-database-url", dbURL, "wake/parcels"); code != 2 || !strings.Contains(out, "-since") {
 		t.Errorf("changes without -since: exit %d, want 2 and a usage error naming -since:\n%s", code, out)

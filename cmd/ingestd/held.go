@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ingestd/ingestd/config"
 	"github.com/ingestd/ingestd/feeds"
 	"github.com/ingestd/ingestd/feeds/postgis"
 )
@@ -25,7 +26,9 @@ feed's features stay as they were until accept applies the held snapshot
 (bypassing the guards) or reject discards it; a later poll of the feed
 supersedes it. A held snapshot that is no longer whole (a PostgreSQL crash
 empties the staged rows, not the record of what was staged) is discarded by
-accept, never applied: poll the feed again.
+accept, never applied: poll the feed again. accept reads the feed's
+conform from -config, so that its common-layer rows follow the snapshot at
+once; without it they are conformed again at the feed's next applied poll.
 `
 
 func cmdHeld(args []string, stdout, stderr io.Writer) error {
@@ -83,7 +86,16 @@ func cmdHeld(args []string, stdout, stderr io.Writer) error {
 		}
 		return tw.Flush()
 	case "accept":
-		res, err := store.AcceptHeld(ctx, jurisdiction, feed)
+		var res feeds.ApplyResult
+		if f, why := heldFeedConfig(c.config, jurisdiction, feed); f != nil {
+			res, err = store.AcceptHeldWith(ctx, jurisdiction, feed, feeds.NewCommonConform(f.Conform))
+		} else {
+			// Accepting a held snapshot must not wait on a configuration
+			// that does not load: the common rows catch up at the next poll.
+			fmt.Fprintf(stderr, "ingestd: %s; %s/%s's common-layer rows are conformed again at its next applied poll\n",
+				why, jurisdiction, feed)
+			res, err = store.AcceptHeld(ctx, jurisdiction, feed)
+		}
 		if errors.Is(err, postgis.ErrNoHeld) {
 			return fmt.Errorf("%s/%s has no held snapshot", jurisdiction, feed)
 		}
@@ -107,4 +119,18 @@ func cmdHeld(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s/%s: held snapshot discarded; features unchanged\n", jurisdiction, feed)
 	}
 	return nil
+}
+
+// heldFeedConfig is the feed's configuration from file path, or nil and
+// why not.
+func heldFeedConfig(path, jurisdiction, feed string) (*config.Feed, string) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, fmt.Sprintf("the configuration did not load (%v)", err)
+	}
+	f, ok := cfg.Feed(jurisdiction + "/" + feed)
+	if !ok {
+		return nil, fmt.Sprintf("no feed %s/%s in %s", jurisdiction, feed, path)
+	}
+	return f, ""
 }

@@ -15,11 +15,11 @@ func TestImportOpenAddressesValidates(t *testing.T) {
 	if code != 0 || stdout != "" {
 		t.Fatalf("import: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
-	if !strings.Contains(stderr, "total: 10 files, 8 jurisdictions; 10 layers expressed, 1 skip: true, 1 not expressed") {
+	if !strings.Contains(stderr, "total: 11 files, 9 jurisdictions; 11 layers expressed, 1 skip: true, 1 not expressed") {
 		t.Errorf("tally:\n%s", stderr)
 	}
 	code, stdout, stderr = runCLI(t, "validate", out)
-	if code != 0 || !strings.Contains(stdout, "acceptance tests: 6 passed, 0 failed (2 feeds)") || !strings.Contains(stdout, "ok, 8 jurisdictions, 10 feeds") {
+	if code != 0 || !strings.Contains(stdout, "acceptance tests: 6 passed, 0 failed (2 feeds)") || !strings.Contains(stdout, "ok, 9 jurisdictions, 11 feeds") {
 		t.Errorf("validate: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	for _, args := range [][]string{{"import"}, {"import", "openaddresses"}, {"import", "osm", "x"}} {

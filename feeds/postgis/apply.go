@@ -137,6 +137,8 @@ type applyRun struct {
 	// feed's configuration (an accepted held snapshot).
 	common      *feeds.CommonConform
 	commonKnown bool
+	// commonSkips: the features the conform could not map (common_history.go).
+	commonSkips commonSkips
 }
 
 // newApplyRun returns the run of an apply of poll pollID of the feed in tx.

@@ -90,7 +90,7 @@ func (c commonTable) geomExpr() string {
 // sql returns the named query of sql/common.sql for this layer and the
 // feed's table.
 func (c commonTable) sql(name string, feedTable feedTable) string {
-	var columns, names, values, arrays, aliases, sets, staged []string
+	var columns, names, values, arrays, aliases, sets, staged, olds, news []string
 	for i, col := range c.layer.Columns {
 		id := pgx.Identifier{col.Name}.Sanitize()
 		typ := col.Type
@@ -103,6 +103,7 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 		arrays = append(arrays, fmt.Sprintf("$%d::text[]", i+5))
 		aliases = append(aliases, fmt.Sprintf("k%d", i))
 		sets = append(sets, id+" = excluded."+id)
+		olds, news = append(olds, "t."+id), append(news, "excluded."+id)
 		staged = append(staged, fmt.Sprintf("k%d text", i))
 	}
 	return strings.NewReplacer(
@@ -116,6 +117,8 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 		"{{arrays}}", strings.Join(arrays, ", "),
 		"{{aliases}}", strings.Join(aliases, ", "),
 		"{{sets}}", strings.Join(sets, ", "),
+		"{{olds}}", strings.Join(olds, ", "),
+		"{{news}}", strings.Join(news, ", "),
 		"{{geom}}", c.geomExpr(),
 		"{{stage}}", commonStage,
 		"{{stagecolumns}}", strings.Join(staged, ", "),
@@ -176,7 +179,10 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 		return err
 	}
 	if full {
-		return conformAllCommon(ctx, r, t, cc)
+		if err := conformAllCommon(ctx, r, t, cc); err != nil {
+			return err
+		}
+		return s.recordCommonSkips(ctx, r, t)
 	}
 	// Each page joins a few thousand ids with the feed's table and the
 	// layer's: by index, not by hashing the whole tables page after page.
@@ -189,8 +195,10 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 	if err := conformPages(ctx, r, t, cc, t.sql("ChangedFeaturesPage", r.table)); err != nil {
 		return err
 	}
-	_, err = r.tx.Exec(ctx, sqlQuery("ApplyPlanner"))
-	return err
+	if _, err := r.tx.Exec(ctx, sqlQuery("ApplyPlanner")); err != nil {
+		return err
+	}
+	return s.recordCommonSkips(ctx, r, t)
 }
 
 // conformAllCommon replaces all the feed's rows of t. The features are
@@ -221,8 +229,11 @@ func conformAllCommon(ctx context.Context, r *applyRun, t commonTable, cc *feeds
 		if err != nil {
 			return err
 		}
-		if len(ids) == 0 {
+		if r.commonSkips.read == 0 {
 			break
+		}
+		if len(ids) == 0 {
+			continue
 		}
 		rows := make([][]any, len(ids))
 		for j, id := range ids {
@@ -253,20 +264,25 @@ func conformPages(ctx context.Context, r *applyRun, t commonTable, cc *feeds.Com
 	for {
 		ids, geoms, values, err := conformRows(ctx, r, cc, query, true,
 			pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, r.pollID, after, commonPage)
-		if err != nil || len(ids) == 0 {
+		if err != nil {
 			return err
 		}
-		args := []any{pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, ids, geoms}
-		for _, v := range values {
-			args = append(args, v)
+		if len(ids) > 0 {
+			args := []any{pgx.QueryExecModeDescribeExec, r.jurisdiction, r.feed, ids, geoms}
+			for _, v := range values {
+				args = append(args, v)
+			}
+			if _, err := r.tx.Exec(ctx, upsert, args...); err != nil {
+				return fmt.Errorf("feed %s/%s: writing its rows of common layer %s: %w", r.jurisdiction, r.feed, t.layer.Name, err)
+			}
 		}
-		if _, err := r.tx.Exec(ctx, upsert, args...); err != nil {
-			return fmt.Errorf("feed %s/%s: writing its rows of common layer %s: %w", r.jurisdiction, r.feed, t.layer.Name, err)
+		if err := deleteSkippedCommonRows(ctx, r, t); err != nil {
+			return err
 		}
-		if len(ids) < commonPage {
+		if r.commonSkips.read < commonPage {
 			return nil
 		}
-		after = ids[len(ids)-1]
+		after = r.commonSkips.last
 	}
 }
 
@@ -275,6 +291,7 @@ func conformPages(ctx context.Context, r *applyRun, t commonTable, cc *feeds.Com
 // withGeom: the query reads them as its third column), and per layer
 // column the values, in the query's order.
 func conformRows(ctx context.Context, r *applyRun, cc *feeds.CommonConform, query string, withGeom bool, args ...any) ([]string, [][]byte, [][]string, error) {
+	r.commonSkips.newPage()
 	rows, err := r.tx.Query(ctx, query, args...)
 	if err != nil {
 		return nil, nil, nil, err
@@ -298,20 +315,20 @@ func conformRows(ctx context.Context, r *applyRun, cc *feeds.CommonConform, quer
 			return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s: reading its properties to conform them: %w",
 				r.jurisdiction, r.feed, quoteInput(id), err)
 		}
+		r.commonSkips.read++
+		r.commonSkips.last = id
 		out, err := cc.Conform.Apply(m)
+		if err == nil {
+			err = misfit(out, cc)
+		}
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s does not conform to %s: %w",
-				r.jurisdiction, r.feed, quoteInput(id), cc.Layer.Name, err)
+			r.commonSkips.skip(id, err)
+			continue
 		}
 		ids = append(ids, id)
 		geoms = append(geoms, g)
 		for i, c := range cc.Layer.Columns {
-			v := out[c.Name]
-			if !fitsColumn(v, c.Type) {
-				return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s: conformed %s %q is not a value of the %s column of common layer %s",
-					r.jurisdiction, r.feed, quoteInput(id), c.Name, v, c.Type, cc.Layer.Name)
-			}
-			values[i] = append(values[i], v)
+			values[i] = append(values[i], out[c.Name])
 		}
 	}
 	return ids, geoms, values, rows.Err()
@@ -349,7 +366,7 @@ func ensureCommonTable(ctx context.Context, tx pgx.Tx, t commonTable) error {
 			return fmt.Errorf("creating common layer %s: %w", t.layer.Name, err)
 		}
 	}
-	return nil
+	return trackCommonTable(ctx, tx, t)
 }
 
 // retireCommonRows deletes the feed's rows from common layer layer and
@@ -383,10 +400,22 @@ func deleteRemovedCommonRows(ctx context.Context, r *applyRun, layer string) err
 	return err
 }
 
+// misfit says which conformed value of out its declared layer's typed
+// column cannot hold, nil when all fit.
+func misfit(out map[string]string, cc *feeds.CommonConform) error {
+	for _, c := range cc.Layer.Columns {
+		if v := out[c.Name]; !fitsColumn(v, c.Type) {
+			return fmt.Errorf("conformed %s %q is not a value of the %s column of common layer %s", c.Name, v, c.Type, cc.Layer.Name)
+		}
+	}
+	return nil
+}
+
 // fitsColumn tells whether the conformed value v ("" is NULL) casts to a
-// column of type typ, so that a value that does not fails the apply in
-// ingestd's words, naming the feature and the column, rather than in
-// PostgreSQL's. A date is left to PostgreSQL, whose formats are many.
+// column of type typ, so that a feature whose value does not is skipped,
+// as one the conform cannot map, and named in ingestd's words rather than
+// failing the apply in PostgreSQL's. A date is left to PostgreSQL, whose
+// formats are many: a bad one fails the apply.
 func fitsColumn(v, typ string) bool {
 	v = strings.TrimSpace(v)
 	if v == "" {

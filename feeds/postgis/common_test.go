@@ -1,7 +1,9 @@
 package postgis_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/ingestd/ingestd/conform"
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -178,12 +181,16 @@ func TestCommonLayerConformChangeAndPrune(t *testing.T) {
 	// Another feed stays; this one leaves the configuration.
 	other := feedInfo("other")
 	other.Common = feed.Common
-	b.poll(t, other, layer)
+	last, _ := b.poll(t, other, layer)
 	if _, err := b.store.Prune(b.ctx, []feeds.FeedInfo{other}, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.commonRows(t, feed.Feed); len(got) != 0 {
 		t.Errorf("the pruned feed keeps common rows %v", slices.Sorted(maps.Keys(got)))
+	}
+	// Its past stays: the layer as of before the prune has its rows.
+	if got, want := b.commonAsOf(t, feed.Feed, b.appliedAt(t, last)), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Errorf("the pruned feed's rows as of before the prune: %v, want %v", got, want)
 	}
 	if got := b.commonRows(t, other.Feed); len(got) != 2 {
 		t.Errorf("the kept feed has %d common rows, want 2", len(got))
@@ -218,8 +225,9 @@ func TestCommonLayerAcceptedHeldSnapshot(t *testing.T) {
 	if _, err := b.store.AcceptHeld(b.ctx, "wake", feed.Feed); err != nil {
 		t.Fatal(err)
 	}
-	if got := slices.Sorted(maps.Keys(b.commonRows(t, feed.Feed))); !slices.Equal(got, []string{"a1"}) {
-		t.Fatalf("after the accepted snapshot the common layer holds %v, want [a1]", got)
+	// a1's row is the one conformed before: stale until the next poll.
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer[:1]); !maps.Equal(got, want) {
+		t.Fatalf("after the accepted snapshot the common layer holds %v, want a1's old row %v", got, want)
 	}
 	// The next poll changes nothing in the feed, yet conforms a1 again.
 	b.poll(t, feed, shrunk)
@@ -228,11 +236,49 @@ func TestCommonLayerAcceptedHeldSnapshot(t *testing.T) {
 	}
 }
 
+// An operator accepts a held snapshot with the feed's conform at hand
+// (ingestd held accept reads the configuration): the common rows follow
+// the snapshot in the accept's transaction, the modified feature's row
+// conformed again, the removed ones' deleted, and the next unchanged poll
+// writes nothing.
+func TestCommonLayerAcceptedHeldWithConform(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("addresses")
+	feed.Common = addressConform(t, wakeConform)
+	var layer []ft.Feature
+	for _, id := range []string{"a1", "a2", "a3", "a4", "a5", "a6"} {
+		layer = append(layer, wakeAddress(id, false, 1, "MAIN", "RALEIGH"))
+	}
+	b.poll(t, feed, layer)
+	shrunk := []ft.Feature{wakeAddress("a1", false, 2, "ELM", "RALEIGH"), wakeAddress("a7", true, 5, "OAK", "CARY")}
+	id := b.stage(t, feed, shrunk)
+	if _, err := b.store.Apply(b.ctx, id, feed); err == nil {
+		t.Fatal("the shrinking snapshot was not held")
+	}
+	if _, err := b.store.AcceptHeldWith(b.ctx, "wake", feed.Feed, feed.Common); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, shrunk); !maps.Equal(got, want) {
+		t.Fatalf("after the accepted snapshot: %v, want %v", got, want)
+	}
+	var before string
+	b.scalar(t, &before, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	b.poll(t, feed, shrunk)
+	var after string
+	b.scalar(t, &after, `SELECT string_agg(xmin::text, ',' ORDER BY feature_id) FROM common.addresses`)
+	if after != before {
+		t.Errorf("the poll after the accept conformed the feed again")
+	}
+}
+
 // A layer the configuration declares: typed columns, a multipolygon
-// geometry; a conformed value its type cannot hold fails the poll naming
-// the feed, the feature and the column, and nothing is applied.
+// geometry; a feature whose conformed value its type cannot hold is
+// skipped, named with the column in the poll's warning, and the rest
+// applies.
 func TestCommonLayerDeclared(t *testing.T) {
 	b := setup(t)
+	var logs bytes.Buffer
+	b.store = postgis.New(b.pool, postgis.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	cfg, err := config.Parse("zoning.yaml", []byte(`
 layers:
   - name: zoning
@@ -269,12 +315,15 @@ jurisdictions:
 		feature("z1", square(-78.6, 35.7, 0.01), props("ZONE", "R-4", "HEIGHT", "tall")),
 		feature("z2", square(-78.5, 35.7, 0.01), props("ZONE", "CX", "HEIGHT", nil)),
 	})
-	_, err = b.store.Apply(b.ctx, id, feed)
-	if err == nil || !strings.Contains(err.Error(), `feed wake/zoning: feature "z1": conformed max_height "tall" is not a value of the integer column of common layer zoning`) {
-		t.Fatalf("apply: %v", err)
+	if _, err = b.store.Apply(b.ctx, id, feed); err != nil {
+		t.Fatal(err)
 	}
-	if n := b.count(t, `SELECT count(*) FROM features WHERE feed = 'zoning' AND properties ->> 'HEIGHT' = 'tall'`); n != 0 {
-		t.Errorf("the failed apply changed the feed")
+	if !strings.Contains(logs.String(), `feature_id=z1 error="conformed max_height \"tall\" is not a value of the integer column of common layer zoning"`) {
+		t.Errorf("the warning does not name the feature, the column and the value:\n%s", logs.String())
+	}
+	b.scalar(t, &got, `SELECT string_agg(feature_id, ',' ORDER BY feature_id) FROM common.zoning`)
+	if got != "z2" {
+		t.Errorf("common.zoning holds %s, want z2 (z1 skipped)", got)
 	}
 }
 
@@ -316,16 +365,17 @@ func TestCommonLayerDeltaApply(t *testing.T) {
 	}
 	b.poll(t, feed, stored)
 	edit := wakeAddress("b", false, 20, "OAK", "CARY")
-	id := b.stage(t, feed, []ft.Feature{edit})
-	if _, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: source.IDs{Text: []string{"a", "b"}},
+	added := wakeAddress("d", true, 4, "PINE", "APEX")
+	id := b.stage(t, feed, []ft.Feature{edit, added})
+	if _, err := b.store.ComposeDelta(b.ctx, id, feed, source.Delta{IDs: source.IDs{Text: []string{"a", "b", "d"}},
 		Since: source.Watermark{Field: ":updated_at", Value: "2026-12-01T18:00:00Z"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	res, err := b.store.Apply(b.ctx, id, feed)
-	if err != nil || res.Modified != 1 || res.Removed != 1 {
-		t.Fatalf("Apply = %+v, %v; want b modified, c removed", res, err)
+	if err != nil || res.Modified != 1 || res.Removed != 1 || res.Added != 1 {
+		t.Fatalf("Apply = %+v, %v; want b modified, c removed, d added", res, err)
 	}
-	want := conformAll(t, feed.Common, []ft.Feature{stored[0], edit})
+	want := conformAll(t, feed.Common, []ft.Feature{stored[0], edit, added})
 	if got := b.commonRows(t, feed.Feed); !maps.Equal(got, want) {
 		t.Fatalf("after the delta: %v, want %v", got, want)
 	}

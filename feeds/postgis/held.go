@@ -45,7 +45,10 @@ func (s *Store) ListHeld(ctx context.Context) ([]HeldSnapshot, error) {
 }
 
 // AcceptHeld applies the feed's held snapshot without asking the guards, as
-// if its poll had just succeeded, and returns what it changed.
+// if its poll had just succeeded, and returns what it changed. The feed's
+// conform is not at hand: the rows of the features the snapshot removed
+// leave its common layer, the others are conformed again at its next
+// applied poll (AcceptHeldWith conforms them now).
 //
 // A snapshot that is no longer whole (PostgreSQL's crash recovery empties
 // the unlogged staged_features, while the pages and counts recorded when the
@@ -54,6 +57,17 @@ func (s *Store) ListHeld(ctx context.Context) ([]HeldSnapshot, error) {
 // ends as rejected, the hold is cleared) and the error wraps a
 // *feeds.StagingLostError: the feed must be polled again.
 func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feeds.ApplyResult, error) {
+	return s.acceptHeld(ctx, jurisdiction, feed, nil, false)
+}
+
+// AcceptHeldWith is AcceptHeld with the feed's conform at hand (from the
+// configuration; nil: the feed has none): its common rows follow the
+// snapshot in the same transaction, as an applied poll's do.
+func (s *Store) AcceptHeldWith(ctx context.Context, jurisdiction, feed string, common *feeds.CommonConform) (feeds.ApplyResult, error) {
+	return s.acceptHeld(ctx, jurisdiction, feed, common, true)
+}
+
+func (s *Store) acceptHeld(ctx context.Context, jurisdiction, feed string, common *feeds.CommonConform, commonKnown bool) (feeds.ApplyResult, error) {
 	var r *applyRun
 	var pollID int64
 	var lost *feeds.StagingLostError
@@ -69,6 +83,7 @@ func (s *Store) AcceptHeld(ctx context.Context, jurisdiction, feed string) (feed
 			return err
 		}
 		r = newApplyRun(tx, pollID, jurisdiction, feed, nil, nil)
+		r.common, r.commonKnown = common, commonKnown
 		return s.applySnapshot(ctx, r)
 	})
 	if err == nil && lost != nil {

@@ -23,7 +23,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,52 +42,6 @@ const (
 	maxCentroidM = 0.01
 	wantCounties = 100
 )
-
-// lighttpd is the server scripts/mapserver.sh starts; its WFS answering
-// proves it up, and its document root serves the test's files.
-var lighttpd = interoptest.Server{
-	What:   "lighttpd (scripts/mapserver.sh)",
-	URLEnv: "INGESTD_MAPSERVER_URL", PortEnv: "INGESTD_MAPSERVER_PORT", DefaultPort: "18180", Path: "/wfs",
-	Probe: "?SERVICE=WFS&REQUEST=GetCapabilities&VERSION=2.0.0",
-	Start: "start it with `scripts/mapserver.sh start` and export INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh url)",
-}
-
-// served puts files in a fresh folder of lighttpd's document root and
-// returns its base URL. The document root is INGESTD_MAPSERVER_DOCROOT,
-// else scripts/mapserver.sh's (.mapserver/run beside the data folder of
-// nc.gpkg); a probe file proves lighttpd serves it.
-func served(t *testing.T, gpkg string, files map[string][]byte) string {
-	t.Helper()
-	root := strings.TrimSuffix(lighttpd.URL(t), "/wfs")
-	docroot := os.Getenv("INGESTD_MAPSERVER_DOCROOT")
-	if docroot == "" {
-		docroot = filepath.Join(filepath.Dir(gpkg), "..", "run")
-	}
-	dir, err := os.MkdirTemp(docroot, "filekind-")
-	if err != nil {
-		interoptest.Unavailable(t, fmt.Sprintf("lighttpd's document root %s: %v (set INGESTD_MAPSERVER_DOCROOT)", docroot, err))
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	files["probe.txt"] = []byte("probe")
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := root + "/" + filepath.Base(dir)
-	resp, err := http.Get(base + "/probe.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		interoptest.Unavailable(t, fmt.Sprintf("lighttpd does not serve %s (HTTP %d): set INGESTD_MAPSERVER_DOCROOT to its document root", dir, resp.StatusCode))
-	}
-	return base
-}
 
 // zipOf zips files (name in the zip → bytes) in the order given.
 func zipOf(t *testing.T, entries ...any) []byte {
@@ -171,7 +124,7 @@ func setup(t *testing.T) *fixture {
 	if err := os.WriteFile(filepath.Join(gen, "nc.zip"), ncZip, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := served(t, gpkg, map[string][]byte{
+	base := interoptest.Served(t, "filekind-", map[string][]byte{
 		"nc.zip": ncZip, "nc.csv": part("nc", ".csv"), "two.zip": two, "truncated.zip": ncZip[:len(ncZip)*2/3],
 		"noshx.zip": noSHX, "nodbf.zip": noDBF, "bomb.zip": bomb, "latin1.zip": latin1,
 		"two.gpkg": part("two", ".gpkg"), "nc.fgb": part("nc", ".fgb"), "notgpkg.gpkg": []byte("SQLite format 3\x00 but no database"),

@@ -64,3 +64,18 @@ func firstClause(s string) string {
 	}
 	return s[:i]
 }
+
+// Head returns s if it has at most n bytes; otherwise its first n bytes,
+// backed off to a rune boundary so that a quoted id or a server's text is
+// never cut inside a character, and Ellipsis. It bounds what a message
+// quotes from a source (an id, an exception text), where the start is what
+// identifies it.
+func Head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + Ellipsis
+}

@@ -40,3 +40,21 @@ func TestShortKeepsFirstClauseAndRootCause(t *testing.T) {
 		t.Errorf("a short text was changed: %q", got)
 	}
 }
+
+func TestHead(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"parcel-17", 20, "parcel-17"},
+		{"parcel-17", 6, "parcel…"},
+		{"Dürerstraße", 2, "D…"}, // byte 2 is inside "ü": backed off to 1
+		{"Dürerstraße", 3, "Dü…"},
+		{"東京都", 4, "東…"},
+	} {
+		if got := Head(c.s, c.n); got != c.want {
+			t.Errorf("Head(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,10 @@ func NCGpkg(t testing.TB) string {
 	return p
 }
 
+// ModuleRoot is the directory of the go.mod above the test's package,
+// where the scripts keep their servers' folders (.mapserver, .ftp).
+func ModuleRoot() string { return moduleRoot() }
+
 // moduleRoot is the directory of the go.mod above the test's package
 // (where scripts/mapserver.sh keeps .mapserver), whatever the package's
 // depth; "." when there is none.
@@ -158,4 +163,54 @@ func OGR2OGR(t testing.TB, pool *pgxpool.Pool, args ...string) {
 	t.Helper()
 	pg, env := PGDataset(pool)
 	GDAL(t, env, "ogr2ogr", append([]string{"-f", "PostgreSQL", pg}, args...)...)
+}
+
+// Lighttpd is the static server scripts/mapserver.sh starts (it serves
+// MapServer's WFS too, which is what its probe asks).
+var Lighttpd = Server{
+	What:   "lighttpd (scripts/mapserver.sh)",
+	URLEnv: "INGESTD_MAPSERVER_URL", PortEnv: "INGESTD_MAPSERVER_PORT", DefaultPort: "18180", Path: "/wfs",
+	Probe: "?SERVICE=WFS&REQUEST=GetCapabilities&VERSION=2.0.0",
+	Start: "start it with `scripts/mapserver.sh start` and export INGESTD_MAPSERVER_URL=$(scripts/mapserver.sh url)",
+}
+
+// Served puts files (name → bytes) in a fresh folder, named with prefix, of
+// Lighttpd's document root and returns the folder's base URL; the folder is
+// removed when the test ends. The document root is INGESTD_MAPSERVER_DOCROOT,
+// else scripts/mapserver.sh's .mapserver/run at the module's root. A probe
+// file proves lighttpd serves the folder; when it does not, the test skips
+// (fails under CI=true).
+func Served(t testing.TB, prefix string, files map[string][]byte) string {
+	t.Helper()
+	root := strings.TrimSuffix(Lighttpd.URL(t), "/wfs")
+	docroot := os.Getenv("INGESTD_MAPSERVER_DOCROOT")
+	if docroot == "" {
+		docroot = filepath.Join(moduleRoot(), ".mapserver", "run")
+	}
+	dir, err := os.MkdirTemp(docroot, prefix)
+	if err != nil {
+		Unavailable(t, fmt.Sprintf("lighttpd's document root %s: %v (set INGESTD_MAPSERVER_DOCROOT)", docroot, err))
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "probe.txt"), []byte("probe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := root + "/" + filepath.Base(dir)
+	resp, err := http.Get(base + "/probe.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		Unavailable(t, fmt.Sprintf("lighttpd does not serve %s (HTTP %d): set INGESTD_MAPSERVER_DOCROOT to its document root", dir, resp.StatusCode))
+	}
+	return base
 }

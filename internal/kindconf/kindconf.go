@@ -50,6 +50,9 @@ type Spec struct {
 	// Keys are the feed keys only this kind reads. On a feed of another
 	// kind one is ignored with a warning, or refused when Strict.
 	Keys []string
+	// Schemes are the URL schemes a feed of this kind may have besides
+	// http and https (file: ftp).
+	Schemes []string
 	// Strict refuses Keys on a feed of another kind, rather than ignoring
 	// them: arcgis, whose token must not be silently dropped.
 	Strict bool

@@ -250,9 +250,11 @@ func migrate(ctx context.Context, u string) error {
 }
 
 // dropDatabase drops the test's database on admin, the connection that
-// made it, then frees the test's slots and closes admin.
+// made it, then frees the test's slots and closes admin. DROP DATABASE
+// waits for a checkpoint, which on a busy shared server can take longer than
+// any one test's statements, hence the generous bound.
 func dropDatabase(t testing.TB, admin *pgx.Conn, server, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	defer admin.Close(ctx)
 	if os.Getenv("INGESTD_TEST_KEEP_DB") == "1" {

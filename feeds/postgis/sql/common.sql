@@ -90,7 +90,10 @@ FROM {{stage}} u
 -- Conformed values arrive as one text array per column ("" is no value:
 -- NULL), the layer's geometries (the page's query made them) as EWKB in
 -- $4: no join with the feed's table, which would read all of it per page.
+-- A row whose values and geometry stay (the feature changed in a property
+-- the conform does not read) is not rewritten: no new version of it.
 INSERT INTO {{layer}} AS t (jurisdiction, feed, feature_id, {{names}}, geom)
 SELECT $1, $2, u.id, {{values}}, ST_GeomFromEWKB(u.g)
 FROM unnest($3::text[], $4::bytea[], {{arrays}}) AS u (id, g, {{aliases}})
-ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET {{sets}}, geom = excluded.geom
+ON CONFLICT (jurisdiction, feed, feature_id) DO UPDATE SET {{sets}}, geom = excluded.geom, changed_at = now()
+WHERE ({{olds}}, t.geom) IS DISTINCT FROM ({{news}}, excluded.geom)
