@@ -21,9 +21,10 @@ import (
 // (jsonb_build_object of the typed value), is the source's own jsonb text.
 // A null is null in any column. Strings stay strings in text columns,
 // whatever they look like; a number in a text column comes back a string.
-// double precision gives nothing back for sure (0.10 renders 0.1, and 17
-// digits round): it needs the column's scale, which the profile does not
-// count. A timestamptz renders in its own form, not the source's.
+// double precision gives nothing back by kind alone (0.10 renders 0.1, and
+// 17 digits round): its numbers give back only at the column's scale
+// (columnGivesBack, ColumnProfile.DoubleScale). A timestamptz renders in
+// its own form, not the source's.
 func givesBack(k schema.ValueKind, t schema.Type) bool {
 	if k == schema.KNull {
 		return true
@@ -49,14 +50,29 @@ func givesBack(k schema.ValueKind, t schema.Type) bool {
 }
 
 // columnGivesBack reports whether every value the profile counted for a
-// column gives back in type t (givesBack): no row needs a rest for it.
+// column gives back in type t (givesBack, and a double precision column's
+// numbers when they share a scale: layerColumn.scaled): no row needs a
+// rest for it.
 func columnGivesBack(cp *schema.ColumnProfile, t schema.Type) bool {
+	_, scaled := doubleScale(cp, t)
 	for k, n := range cp.Kinds {
-		if n > 0 && !givesBack(schema.ValueKind(k), t) {
+		kind := schema.ValueKind(k)
+		number := kind == schema.KInt || kind == schema.KNum
+		if n > 0 && !givesBack(kind, t) && !(scaled && number) {
 			return false
 		}
 	}
 	return true
+}
+
+// doubleScale is the scale a layer column of type t renders its values at:
+// for double precision, the one scale its numbers share
+// (ColumnProfile.DoubleScale); for any other type none.
+func doubleScale(cp *schema.ColumnProfile, t schema.Type) (int, bool) {
+	if t != schema.Double {
+		return 0, false
+	}
+	return cp.DoubleScale()
 }
 
 // layerColumn is one typed column of a one-copy layer, as the rest and
@@ -68,6 +84,20 @@ type layerColumn struct {
 	// exact: every value the snapshot's profile counted gives back
 	// (columnGivesBack), so no row's value of it goes to the rest.
 	exact bool
+	// scaled: a double precision column renders as numeric rounded to
+	// scale (doubleScale), which gives its numbers back as the source
+	// wrote them; unscaled, it renders as a double does.
+	scaled bool
+	scale  int
+}
+
+// renderSQL is the SQL of the value expr of column c as the layer renders
+// it into the generic row: itself, or a scaled double as numeric.
+func renderSQL(c layerColumn, expr string) string {
+	if c.scaled {
+		return fmt.Sprintf("round((%s)::numeric, %d)", expr, c.scale)
+	}
+	return expr
 }
 
 // castFuncs are the layer's safe casts by column type (the migrations'
@@ -117,8 +147,8 @@ func layerRestSQL(p string, cols []layerColumn, allKeys bool) string {
 			continue
 		}
 		v := fmt.Sprintf("(%s -> %s)", p, key)
-		parts = append(parts, fmt.Sprintf("CASE WHEN coalesce(to_jsonb(%s(%s)), 'null')::text <> %s::text THEN jsonb_build_object(%s, %s) END",
-			castFuncs[c.typ], v, v, key, v))
+		parts = append(parts, fmt.Sprintf("CASE WHEN coalesce(to_jsonb(%s), 'null')::text <> %s::text THEN jsonb_build_object(%s, %s) END",
+			renderSQL(c, fmt.Sprintf("%s(%s)", castFuncs[c.typ], v)), v, key, v))
 	}
 	if !allKeys {
 		if len(names) == 0 {
@@ -165,7 +195,7 @@ func layerAbsentSQL(p string, cols []layerColumn) string {
 func layerPropertiesSQL(l string, cols []layerColumn) string {
 	pairs := make([]string, len(cols))
 	for i, c := range cols {
-		pairs[i] = fmt.Sprintf("%s, %s.%s", quoteLiteral(c.name), l, pgx.Identifier{c.column}.Sanitize())
+		pairs[i] = fmt.Sprintf("%s, %s", quoteLiteral(c.name), renderSQL(c, l+"."+pgx.Identifier{c.column}.Sanitize()))
 	}
 	return fmt.Sprintf("((%s) - coalesce(%s.ingestd_absent, '{}')) || coalesce(%s.ingestd_rest, '{}')",
 		jsonObjectSQL(pairs), l, l)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -121,6 +122,141 @@ func TestColumnGivesBack(t *testing.T) {
 	if columnGivesBack(&cp, schema.BigInt) {
 		t.Errorf("a string integer should need the rest in a bigint column")
 	}
+	// Counted by a profile, numbers of one scale give back in double
+	// precision; one of another scale, or a string, takes that away.
+	for docs, want := range map[string]bool{
+		`{"v":0.10}|{"v":1.25}|{"v":null}`: true,
+		`{"v":0.10}|{"v":1.5}`:             false,
+		`{"v":0.10}|{"v":"1.25"}`:          false,
+	} {
+		var p schema.Profile
+		for _, d := range strings.Split(docs, "|") {
+			if err := p.AddFeature([]byte(d), ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := columnGivesBack(&p.Columns[0], schema.Double); got != want {
+			t.Errorf("%s in double precision: gives back %v, want %v", docs, got, want)
+		}
+	}
+}
+
+// doubleSamples are JSON numbers of 1 to 17 significant digits at scales
+// from 0 to 12, some written with an exponent, and their negatives.
+func doubleSamples() []string {
+	r := rand.New(rand.NewPCG(40, 200))
+	var out []string
+	for sig := 1; sig <= 17; sig++ {
+		for range 30 {
+			digits := []byte{byte('1' + r.IntN(9))}
+			for range sig - 1 {
+				digits = append(digits, byte('0'+r.IntN(10)))
+			}
+			scale := r.IntN(13)
+			var lit string
+			if scale >= len(digits) {
+				lit = "0." + strings.Repeat("0", scale-len(digits)) + string(digits)
+			} else if scale > 0 {
+				lit = string(digits[:len(digits)-scale]) + "." + string(digits[len(digits)-scale:])
+			} else {
+				lit = string(digits)
+			}
+			if r.IntN(4) == 0 {
+				// The same number with an exponent: scale-1 fraction
+				// digits and e-1 (or an integer times 10^k).
+				lit = fmt.Sprintf("%se-%d", strings.TrimLeft(strings.Replace(lit, ".", "", 1), "0"), scale)
+			}
+			if r.IntN(3) == 0 {
+				lit = "-" + lit
+			}
+			out = append(out, lit)
+		}
+	}
+	return append(out, givesBackSamples[schema.KInt]...)
+}
+
+// TestDoubleScaleMatchesTheCasts: a JSON number the profile gives a scale
+// for a double precision column (ColumnProfile.DoubleScale) comes back as
+// the source's jsonb text from the layer's cast and rendering
+// (ingestd_as_double, renderSQL); and a number it calls too wide for a
+// double does not always.
+func TestDoubleScaleMatchesTheCasts(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.Pool(t)
+	samples := doubleSamples()
+	scales := make([]int, len(samples))
+	wideSeen := false
+	for i, v := range samples {
+		var p schema.Profile
+		if err := p.AddFeature([]byte(`{"v":`+v+`}`), ""); err != nil {
+			t.Fatal(err)
+		}
+		scale, ok := p.Columns[0].DoubleScale()
+		scales[i] = -1
+		if ok {
+			scales[i] = scale
+		} else {
+			wideSeen = true
+		}
+	}
+	if !wideSeen {
+		t.Fatal("no sample is too wide for a double: the test cannot tell")
+	}
+	byScale := map[int][]string{}
+	var wide []string
+	for i, v := range samples {
+		if scales[i] < 0 {
+			wide = append(wide, v)
+		} else {
+			byScale[scales[i]] = append(byScale[scales[i]], v)
+		}
+	}
+	for scale, vs := range byScale {
+		c := layerColumn{typ: schema.Double, scaled: true, scale: scale}
+		var notBack, otherScale []string
+		err := pool.QueryRow(t.Context(), fmt.Sprintf(`SELECT
+				coalesce(array_agg(s) FILTER (WHERE to_jsonb(%s)::text <> s::jsonb::text), '{}'),
+				coalesce(array_agg(s) FILTER (WHERE scale(s::jsonb::text::numeric) <> $2), '{}')
+			FROM unnest($1::text[]) AS u(s)`, renderSQL(c, "ingestd_as_double(s::jsonb)")), vs, scale).Scan(&notBack, &otherScale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(notBack) > 0 {
+			t.Errorf("scale %d, but %v do not come back from double precision at it", scale, notBack)
+		}
+		if len(otherScale) > 0 {
+			t.Errorf("scale %d, but PostgreSQL's numeric gives %v another", scale, otherScale)
+		}
+	}
+	var wideBack bool
+	err := pool.QueryRow(t.Context(), `SELECT bool_and(to_jsonb(round(ingestd_as_double(s::jsonb)::numeric,
+			scale(s::jsonb::text::numeric)))::text = s::jsonb::text) FROM unnest($1::text[]) AS u(s)`, wide).Scan(&wideBack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wideBack {
+		t.Errorf("every number called too wide for a double comes back at its scale: the rule is too strict")
+	}
+}
+
+// scaledDoubleColumn is a double precision column whose numbers share a
+// scale, as the profile of its values makes it (exact, at that scale),
+// and its values.
+func scaledDoubleColumn(t *testing.T) (layerColumn, []string) {
+	t.Helper()
+	values := []string{`0.10`, `1.25`, `-3.50`, `12.00`, `1.5e-1`, `null`, `0.00`}
+	var prof schema.Profile
+	for _, v := range values {
+		if err := prof.AddFeature([]byte(`{"v":`+v+`}`), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scale, scaled := doubleScale(&prof.Columns[0], schema.Double)
+	exact := columnGivesBack(&prof.Columns[0], schema.Double)
+	if !scaled || !exact {
+		t.Fatalf("%v: no shared scale found", values)
+	}
+	return layerColumn{name: "double scaled", column: "double scaled", typ: schema.Double, exact: exact, scaled: scaled, scale: scale}, values
 }
 
 // rebuildRows is how many rows rebuildFixture makes.
@@ -163,6 +299,11 @@ func rebuildFixture(t *testing.T) ([]layerColumn, []string) {
 				values[name] = append(values[name], c.samples[(i*7)%len(c.samples)])
 			}
 		}
+	}
+	scaled, scaledValues := scaledDoubleColumn(t)
+	cols = append(cols, scaled)
+	for i := range rows {
+		values[scaled.name] = append(values[scaled.name], scaledValues[i%len(scaledValues)])
 	}
 	for i := range 60 {
 		name := fmt.Sprintf("wide_%02d", i)
