@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ingestd/ingestd/internal/layertest"
 )
 
 const parcelYAML = `
@@ -283,7 +285,7 @@ func TestChainVariableNamedLikeItsColumn(t *testing.T) {
 // TestConcurrentApply: one Conform and one Bound serve many goroutines,
 // each getting what a lone caller gets (run with -race to see the sharing).
 func TestConcurrentApply(t *testing.T) {
-	c := mustCompile(t, benchSpec)
+	c := mustCompile(t, layertest.ParcelsConform)
 	b, err := c.Bind([]string{"pin", "owner", "site_address", "zoning", "land_use", "township"})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,9 @@ func pyStr(v any) (string, error) {
 		return "False", nil
 	case json.Number:
 		s := string(x)
+		if isCanonicalInt(s) {
+			return s, nil
+		}
 		if !strings.ContainsAny(s, ".eE") {
 			n, ok := new(big.Int).SetString(s, 10)
 			if !ok {
@@ -67,6 +70,21 @@ func pyStr(v any) (string, error) {
 	default:
 		return "", fmt.Errorf("a %T, not a value", v)
 	}
+}
+
+// isCanonicalInt tells whether s is an integer as Python's str() prints
+// it (what JSON's grammar gives but "-0"), so that it needs no parse.
+func isCanonicalInt(s string) bool {
+	d := strings.TrimPrefix(s, "-")
+	if d == "" || (d[0] == '0' && (len(d) > 1 || len(s) > 1)) {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func isRangeErr(err error) bool {

@@ -27,10 +27,18 @@ import (
 // the bound on bytes, not only on the chunks' count, is for answers of
 // large features (an ArcGIS answer of features of 16 MB each, the
 // feature_bytes default).
+//
+// A chunk's slice starts at chunkStartFeatures and grows by append (the
+// slices are recycled, so a large page grows them once per poll): most of
+// a catalog's layers are small, and a poll of a few features must not
+// hold chunkFeatures' worth. With every slice allocated whole, 5,000 small
+// feeds held 153 MB of a 228 MB live heap in waiting chunks
+// (BenchmarkSchedulerScale, scripts/bench.sh scale).
 const (
-	chunkFeatures = 1000
-	chunkBytes    = 2 << 20
-	chunksQueued  = 2
+	chunkFeatures      = 1000
+	chunkStartFeatures = 16
+	chunkBytes         = 2 << 20
+	chunksQueued       = 2
 )
 
 // queuedBytes bounds the chunks handed to the COPY and not yet done with,
@@ -292,7 +300,7 @@ func (r *chunkSource) read() (chunk []feature.Feature, size int64, end bool, err
 	select {
 	case chunk = <-s.pool:
 	default:
-		chunk = make([]feature.Feature, 0, s.chunkFeatures)
+		chunk = make([]feature.Feature, 0, min(s.chunkFeatures, chunkStartFeatures))
 	}
 	for len(chunk) < s.chunkFeatures && size < s.chunkBytes {
 		f, err := r.features.Next()

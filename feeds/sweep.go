@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -169,6 +170,10 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 	var again []*config.Feed
 	queued := map[string]bool{}
 	dead, unfinished := map[string]bool{}, map[string]bool{}
+	// A feed whose claim ended but whose running poll could not be ended
+	// is not polled again yet: the poll would not begin beside the one
+	// still running. The sweep that ends that poll queues the feed.
+	unfinishedFeed := map[string]bool{}
 	for _, a := range acts {
 		why, ok := m.gone(a, inFlight, trustLapse)
 		if !ok {
@@ -185,6 +190,7 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 			// Its liveness row stays, for the next sweep to find the
 			// owner dead again.
 			unfinished[a.Owner] = true
+			unfinishedFeed[a.Key()] = true
 			m.logger.Warn("sweep: cannot end a dead instance's work", "jurisdiction", a.Jurisdiction, "feed", a.Feed,
 				"owner", a.Owner, "poll_id", a.PollID, "error", err)
 			continue
@@ -199,6 +205,7 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 			again = append(again, &f)
 		}
 	}
+	again = slices.DeleteFunc(again, func(f *config.Feed) bool { return unfinishedFeed[f.Key()] })
 	for owner := range dead {
 		if unfinished[owner] {
 			continue

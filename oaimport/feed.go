@@ -202,46 +202,15 @@ func lastKeyWins(raw json.RawMessage) (json.RawMessage, []string) {
 // fileSettings are the kind-file settings of a download entry and a note
 // on what was left out, or why it cannot be expressed.
 func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, reason string) {
-	u, err := url.Parse(it.Data)
-	switch {
-	case err != nil || u.Host == "":
-		return nil, "", "bad url"
-	case u.Scheme == "ftp" && (u.Path == "" || strings.HasSuffix(u.Path, "/")):
-		return nil, "", "ftp:// url of a folder"
-	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp":
-		return nil, "", "url scheme " + u.Scheme
+	format, reason := downloadFormat(it, o)
+	if reason != "" {
+		return nil, "", reason
 	}
-	switch it.Compression {
-	case "", "zip", "gzip":
-	default:
-		return nil, "", "compression: " + it.Compression
+	header, reason := headerLine(o)
+	if reason != "" {
+		return nil, "", reason
 	}
-	format, ok := fileFormats[o.Format]
-	if !ok {
-		return nil, "", "format " + o.Format
-	}
-	if format == "gml" && hasExt(o.File, ".kml", ".kmz") {
-		// batch-machine reads format xml with OGR, which reads KML too.
-		return nil, "", "format xml of a KML file"
-	}
-	// batch-machine reads headers: -1 as no header line, and headers: N
-	// only with skiplines: N, as the header on line N.
-	header := ""
-	switch {
-	case o.Headers == nil && o.SkipLines != nil:
-		return nil, "", fmt.Sprintf("skiplines: %d without headers", *o.SkipLines)
-	case o.Headers == nil:
-	case *o.Headers == -1 && o.SkipLines == nil:
-		header = "none"
-	case *o.Headers >= 1 && o.SkipLines != nil && *o.SkipLines == *o.Headers:
-		if *o.Headers > 1 {
-			header = strconv.Itoa(*o.Headers)
-		}
-	default:
-		return nil, "", fmt.Sprintf("headers: %d", *o.Headers)
-	}
-	switch {
-	case utf8.RuneCountInString(o.CSVSplit) > 1 || o.CSVSplit == `"`:
+	if utf8.RuneCountInString(o.CSVSplit) > 1 || o.CSVSplit == `"` {
 		return nil, "", fmt.Sprintf("csvsplit: %q", o.CSVSplit)
 	}
 	var out []*yaml.Node
@@ -280,6 +249,67 @@ func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, rea
 		}
 		add("crs", o.SRS)
 	}
+	encoding, note, reason := encodingSetting(o, format)
+	if reason != "" {
+		return nil, "", reason
+	}
+	add("encoding", encoding)
+	return out, note, ""
+}
+
+// downloadFormat is the kind-file format of a download entry, or why its
+// URL, compression or format cannot be expressed.
+func downloadFormat(it layerItem, o readOptions) (format, reason string) {
+	u, err := url.Parse(it.Data)
+	switch {
+	case err != nil || u.Host == "":
+		return "", "bad url"
+	case u.Scheme == "ftp" && (u.Path == "" || strings.HasSuffix(u.Path, "/")):
+		return "", "ftp:// url of a folder"
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ftp":
+		return "", "url scheme " + u.Scheme
+	}
+	switch it.Compression {
+	case "", "zip", "gzip":
+	default:
+		return "", "compression: " + it.Compression
+	}
+	format, ok := fileFormats[o.Format]
+	if !ok {
+		return "", "format " + o.Format
+	}
+	if format == "gml" && hasExt(o.File, ".kml", ".kmz") {
+		// batch-machine reads format xml with OGR, which reads KML too.
+		return "", "format xml of a KML file"
+	}
+	return format, ""
+}
+
+// headerLine is the header_line setting of a CSV entry ("" the first
+// line), or why its headers and skiplines cannot be expressed.
+// batch-machine reads headers: -1 as no header line, and headers: N only
+// with skiplines: N, as the header on line N.
+func headerLine(o readOptions) (header, reason string) {
+	switch {
+	case o.Headers == nil && o.SkipLines != nil:
+		return "", fmt.Sprintf("skiplines: %d without headers", *o.SkipLines)
+	case o.Headers == nil:
+		return "", ""
+	case *o.Headers == -1 && o.SkipLines == nil:
+		return "none", ""
+	case *o.Headers >= 1 && o.SkipLines != nil && *o.SkipLines == *o.Headers:
+		if *o.Headers > 1 {
+			return strconv.Itoa(*o.Headers), ""
+		}
+		return "", ""
+	default:
+		return "", fmt.Sprintf("headers: %d", *o.Headers)
+	}
+}
+
+// encodingSetting is the encoding setting of an entry of format ("" none),
+// a note when its encoding is left out, or why it cannot be expressed.
+func encodingSetting(o readOptions, format string) (encoding, note, reason string) {
 	switch enc := strings.ToLower(strings.ReplaceAll(o.Encoding, "_", "-")); {
 	case enc == "":
 	case enc == "utf-8-sig":
@@ -294,14 +324,14 @@ func fileSettings(it layerItem, o readOptions) (settings []*yaml.Node, note, rea
 	default:
 		e, err := shapefile.LookupEncoding(o.Encoding)
 		if err != nil {
-			return nil, "", "encoding " + o.Encoding
+			return "", "", "encoding " + o.Encoding
 		}
 		if sep := []rune(o.CSVSplit); len(sep) == 1 && !e.Splits(sep[0]) {
-			return nil, "", fmt.Sprintf("csvsplit %q in %s", o.CSVSplit, o.Encoding)
+			return "", "", fmt.Sprintf("csvsplit %q in %s", o.CSVSplit, o.Encoding)
 		}
-		add("encoding", o.Encoding)
+		return o.Encoding, "", ""
 	}
-	return out, note, ""
+	return "", note, ""
 }
 
 // referenceFails says why batch-machine fails an acceptance test it is

@@ -11,7 +11,7 @@ import (
 )
 
 // TestImportWholeCatalog imports every source file of an OpenAddresses
-// checkout named by INGESTD_OA_CATALOG and checks what the issue asks: the
+// checkout named by INGESTD_OA_CATALOG and checks what an operator relies on: the
 // config loads, every acceptance test carried passes, and at least 95 % of
 // the layers not marked skip are feeds. It logs the tally:
 //

@@ -8,7 +8,11 @@
 #   scripts/bench.sh storm    a flapping county under a naive poller (4 retries, no
 #                             breaker) and under ingestd: requests the county received.
 #   scripts/bench.sh scale    5,000 feeds over 1,000 origins on one instance: scheduling
-#                             lag p50/p99, peak RSS and goroutines.
+#                             lag p50/p99, peak RSS and goroutines; then a database of
+#                             5,000 feeds (INGESTD_READS_FEEDS) and every read an operator,
+#                             `ingestd status` or the status page runs, and the history and
+#                             change-feed functions: planning and execution time, buffers,
+#                             relation locks, seven runs on one connection; relations per feed.
 #   scripts/bench.sh gdal     the same paged WFS 2.0 layers (200k parcels, 1M points; GeoJSON
 #                             and GML 3.2) loaded by ingestd poll (a fresh load, then an
 #                             unchanged refresh), by GDAL's ogr2ogr (WFS driver, paging,
@@ -44,6 +48,13 @@
 #                             identical to the full dump's (TestIncrementalMatchesFullDump asserts it and
 #                             the bytes, <= 2 %), and the mean bytes and wall per refresh of each.
 #   scripts/bench.sh micro    the packages' micro-benchmarks (decoders, staging).
+#   scripts/bench.sh conform  the 250,000-parcel fixture's properties conformed to addresses by a
+#                             realistic conform (internal/layertest.ParcelsConform: two regexps, a join,
+#                             prefixed_number/postfixed_street, a field): rows/s per core of the conform
+#                             alone (Go, on a property map and bound to a row; also per CPU second), then
+#                             the first load of the same 250,000 parcels without a conform and conformed
+#                             into common.addresses, alternating in one sitting: medians of BENCH_COUNT
+#                             of the wall and the CPU (this process and its backends). Goal: <= 10 % more wall.
 #   scripts/bench.sh statuspage  the status page of a 250,000-parcel feed (loaded by the real
 #                             poller): ns per page (target < 300 ms) and the thumbnail's bytes
 #                             (target < 200 KB).
@@ -87,7 +98,21 @@
 #                             policy, a real `ingestd run` (its poll, then its dead letter's replays):
 #                             failed calls until the origin opens, seconds to open, connection
 #                             attempts before and in BENCH_DEADORIGIN_AFTER (3) minutes after. ~8 min.
-#   scripts/bench.sh all      all of them (default).
+#   scripts/bench.sh fleet    a catalog's worth of feeds: BENCH_FEEDS (5000) feeds over BENCH_FLEET_ORIGINS (1000)
+#                             loopback origins (ArcGIS 70 %, GeoJSON and file downloads the rest; sizes
+#                             log-normal, BENCH_FLEET_BIG layers of BENCH_FLEET_BIG_FEATURES), served by
+#                             feedserver -fleet and arcgisserver -fleet in child processes, BENCH_FLEET_FLAPPING
+#                             of them down for a while; BENCH_FLEET_INSTANCES (4) `ingestd run` on one new
+#                             database, the second SIGKILLed once BENCH_FLEET_KILL_AT of the feeds are loaded
+#                             and started again BENCH_FLEET_RESTART_AFTER later (internal/tools/fleet): time
+#                             until every feed is fresh and the share over time, polls per minute, lag p50/p99,
+#                             peak RSS and goroutines per instance, connections and locks, PostgreSQL's CPU
+#                             and I/O, relations; checks (exit 1 when one fails): no feed polled by two
+#                             instances at once, no poll lost or applied twice, every dead letter replayed
+#                             once, the killed instance's claims taken over within their leases. Heavy at full
+#                             size; BENCH_FEEDS=300 BENCH_FLEET_ORIGINS=60 BENCH_FLEET_BIG_FEATURES=20000 is a
+#                             run of a few minutes.
+#   scripts/bench.sh all      all of them but fleet (default).
 #
 # Environment: DATABASE_URL (default: database ingestd_bench in the project's PostGIS,
 # started on demand),
@@ -163,6 +188,7 @@ bench_storm() {
 
 bench_scale() {
 	go test -run '^$' -bench '^BenchmarkSchedulerScale$' -benchtime 1x -timeout 15m ./feeds | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+	go test -run '^$' -bench '^BenchmarkReadsAtScale$' -benchtime 1x -timeout 40m ./feeds/postgis | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
 }
 
 # timed CMD...: runs CMD, appends "wall_seconds peak_rss_kb" to $timing.
@@ -867,6 +893,15 @@ bench_micro() {
 	go test -run '^$' -bench . -benchtime 2x ./encoding/geojson ./encoding/gml ./encoding/esrijson ./wfs/... ./feeds/postgis/...
 }
 
+bench_conform() {
+	echo "== conform: the 250,000-parcel fixture conformed to addresses (layertest.ParcelsConform), one goroutine"
+	go test -run '^$' -bench '^BenchmarkConformParcels$' -benchtime "${count}x" ./conform |
+		grep -E 'rows/s per core' | tac | awk '!seen[$2]++' | tac
+	echo "== conform: first load of 250,000 parcels without and with the conform, alternating; medians of $count"
+	go test -run '^$' -bench '^BenchmarkConformFirstLoad$' -benchtime "${count}x" -timeout 60m ./feeds/postgis |
+		grep -E 'first load of' | tail -n 1
+}
+
 bench_breaker() {
 	echo "== breaker and dead-letter timings on this machine (figures, not pass/fail)"
 	go test -run '^$' -bench . -benchtime "${BENCH_BREAKER_ROUNDS:-5}x" ./breaker/... ./deadletter |
@@ -927,6 +962,30 @@ bench_pacing() {
 		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
 }
 
+bench_fleet() {
+	mkdir -p bin bench-out/fleet
+	go build -o bin/ingestd ./cmd/ingestd
+	go build -o bin/feedserver ./internal/tools/feedserver
+	go build -o bin/arcgisserver ./internal/tools/arcgisserver
+	go build -o bin/fleet ./internal/tools/fleet
+	local db="ingestd_fleet_$$" url log rc=0
+	url=$(python3 -c 'import sys,urllib.parse as u; p=u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/"+sys.argv[2])))' "$DATABASE_URL" "$db")
+	psql "$DATABASE_URL" -X -q -c "CREATE DATABASE $db"
+	psql "$url" -X -q -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS postgis"
+	if [[ -z ${BENCH_FLEET_KEEP:-} ]]; then
+		trap 'psql "$DATABASE_URL" -X -q -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"' RETURN
+	fi
+	log=bench-out/fleet/run-$(date -u +%Y%m%dT%H%M%SZ).txt
+	echo "== fleet: $(nproc) cores; figures also in $log"
+	bin/fleet -database-url "$url" -bin bin -out "bench-out/fleet/$db" \
+		-feeds "${BENCH_FEEDS:-5000}" -origins "${BENCH_FLEET_ORIGINS:-1000}" -instances "${BENCH_FLEET_INSTANCES:-4}" \
+		-big "${BENCH_FLEET_BIG:-3}" -big-features "${BENCH_FLEET_BIG_FEATURES:-250000}" -median "${BENCH_FLEET_MEDIAN:-100}" \
+		-flapping "${BENCH_FLEET_FLAPPING:-5}" -flap-for "${BENCH_FLEET_FLAP_FOR:-90s}" -interval "${BENCH_FLEET_INTERVAL:-10m}" \
+		-steady "${BENCH_FLEET_STEADY:-2m}" -conns "${BENCH_FLEET_CONNS:-0}" -kill-at "${BENCH_FLEET_KILL_AT:-0.25}" \
+		-restart-after "${BENCH_FLEET_RESTART_AFTER:-1m}" -port "${BENCH_FLEET_PORT:-18400}" -ceiling "${BENCH_FLEET_CEILING:-1h}" | tee "$log" || rc=$?
+	return "$rc"
+}
+
 bench_statuspage() {
 	echo "== status page of a 250,000-feature feed"
 	go test -run '^$' -bench FeedPage250k -benchtime 20x ./statuspage
@@ -943,6 +1002,7 @@ bigdoc) bench_bigdoc ;;
 shpzip) bench_shpzip ;;
 filegdb) bench_filegdb ;;
 micro) bench_micro ;;
+conform) bench_conform ;;
 cluster) bench_cluster ;;
 arcgis) bench_arcgis ;;
 ogcapi) bench_ogcapi ;;
@@ -950,6 +1010,7 @@ breaker) bench_breaker ;;
 deadorigin) bench_deadorigin ;;
 incremental) bench_incremental ;;
 pacing) bench_pacing ;;
+fleet) bench_fleet ;;
 all)
 	bench_poll
 	bench_storm
@@ -963,13 +1024,14 @@ all)
 	bench_shpzip
 	bench_filegdb
 	bench_micro
+	bench_conform
 	bench_statuspage
 	bench_breaker
 	bench_pacing
 	bench_cluster
 	;;
 *)
-	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, filegdb, micro, statuspage, breaker, deadorigin, pacing, cluster or all)" >&2
+	echo "bench.sh: unknown benchmark $what (want poll, storm, scale, gdal, hostile, arcgis, incremental, ogcapi, bigdoc, shpzip, filegdb, micro, conform, statuspage, breaker, deadorigin, pacing, cluster, fleet or all)" >&2
 	exit 2
 	;;
 esac

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // BBox is a jurisdiction's declared extent in EPSG:4326 (longitude first),
@@ -56,7 +58,11 @@ func (h *Handler) thumbnail(ctx context.Context, jurisdiction, feed string, coun
 		pct = math.Min(100, 200*want/float64(count))
 	}
 	var minx, miny, maxx, maxy *float64
-	err := h.pool.QueryRow(ctx, h.sql.Get("thumbnail"), jurisdiction, feed, pct, h.opts.thumbFeatures, h.opts.thumbBytes).
+	// Planned at each call with the feed's names as values (an unnamed
+	// statement), so that only the feed's partition of features is opened:
+	// a statement prepared once is planned generically from its sixth run
+	// on a connection, over every feed's table.
+	err := h.pool.QueryRow(ctx, h.sql.Get("thumbnail"), pgx.QueryExecModeExec, jurisdiction, feed, pct, h.opts.thumbFeatures, h.opts.thumbBytes).
 		Scan(&t.Paths, &t.Dots, &t.Sampled, &minx, &miny, &maxx, &maxy)
 	if err != nil {
 		return t, fmt.Errorf("statuspage: thumbnail of %s/%s: %w", jurisdiction, feed, err)

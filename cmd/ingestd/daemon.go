@@ -124,6 +124,13 @@ func open(ctx context.Context, c *common, o openOptions) (*daemon, error) {
 			return nil, err
 		}
 	}
+	if o.poll {
+		// Said at start, before any poll can be refused a connection.
+		if _, err := checkConnections(ctx, pool, d.id, d.logger); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	d.store = postgis.New(pool, postgis.WithOwner(d.id), postgis.WithLogger(d.logger), postgis.WithSecrets(d.secrets))
 	d.queue = deadletter.NewQueue(pool, deadletter.QueueSecrets(d.secrets))
 	if !o.poll {

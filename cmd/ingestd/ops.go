@@ -42,6 +42,19 @@ type opsServer struct {
 	logger *slog.Logger
 }
 
+// metricsHandler serves reg's metrics. A collector that fails (the ones
+// that query the database time out while a catch-up holds the pool) leaves
+// its metrics out of the scrape, logged and counted in
+// promhttp_metric_handler_errors_total, instead of turning the whole scrape
+// into a 500: the busiest instance is the one an operator most needs to see.
+func metricsHandler(reg *prometheus.Registry, logger *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		Registry:      reg,
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	})
+}
+
 func startOpsServer(addr string, reg *prometheus.Registry, pool *pgxpool.Pool, status http.Handler, logger *slog.Logger) (*opsServer, error) {
 	// ingestd_ready is /readyz for Prometheus, read at scrape, so that an
 	// alert can tell "up but not ready" from "down".
@@ -59,7 +72,7 @@ func startOpsServer(addr string, reg *prometheus.Registry, pool *pgxpool.Pool, s
 	mux := http.NewServeMux()
 	mux.Handle(statuspage.Prefix, status)
 	mux.Handle("GET /{$}", http.RedirectHandler(statuspage.Prefix, http.StatusFound))
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", metricsHandler(reg, logger))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

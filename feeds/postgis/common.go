@@ -3,7 +3,6 @@ package postgis
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ingestd/ingestd/config"
+	"github.com/ingestd/ingestd/conform"
 	"github.com/ingestd/ingestd/feeds"
 )
 
@@ -25,13 +25,9 @@ const CommonSchema = "common"
 // memory, whatever the size of the feed or of its change.
 const commonPage = 2000
 
-// commonCursor and commonStage are the cursor over the feed's features
-// and the temporary table of their conformed values while the feed's
-// rows are conformed in full.
-const (
-	commonCursor = "ingestd_common_features"
-	commonStage  = "ingestd_common_conformed"
-)
+// commonCursor is the cursor over the feed's features while its rows are
+// conformed in full.
+const commonCursor = "ingestd_common_features"
 
 // commonLockClass is the first key of the advisory lock taken while a
 // common layer's table (and the schema) is created: two feeds conforming
@@ -90,7 +86,7 @@ func (c commonTable) geomExpr() string {
 // sql returns the named query of sql/common.sql for this layer and the
 // feed's table.
 func (c commonTable) sql(name string, feedTable feedTable) string {
-	var columns, names, values, arrays, aliases, sets, staged, olds, news []string
+	var columns, names, values, arrays, aliases, sets, olds, news []string
 	for i, col := range c.layer.Columns {
 		id := pgx.Identifier{col.Name}.Sanitize()
 		typ := col.Type
@@ -104,7 +100,6 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 		aliases = append(aliases, fmt.Sprintf("k%d", i))
 		sets = append(sets, id+" = excluded."+id)
 		olds, news = append(olds, "t."+id), append(news, "excluded."+id)
-		staged = append(staged, fmt.Sprintf("k%d text", i))
 	}
 	return strings.NewReplacer(
 		"{{layer}}", c.ident(),
@@ -120,8 +115,6 @@ func (c commonTable) sql(name string, feedTable feedTable) string {
 		"{{olds}}", strings.Join(olds, ", "),
 		"{{news}}", strings.Join(news, ", "),
 		"{{geom}}", c.geomExpr(),
-		"{{stage}}", commonStage,
-		"{{stagecolumns}}", strings.Join(staged, ", "),
 		"{{cursor}}", commonCursor,
 	).Replace(sqlQuery(name))
 }
@@ -203,9 +196,11 @@ func (s *Store) conformCommon(ctx context.Context, r *applyRun) error {
 
 // conformAllCommon replaces all the feed's rows of t. The features are
 // read through one cursor with their layer geometry (one scan: no sort,
-// no query per page), their conformed values and geometry COPYed into a
-// temporary table a page at a time, and the layer written by one
-// INSERT … SELECT, not an upsert per page (docs/decisions/0154).
+// no query per page) and COPYed straight into the layer a page at a
+// time, the feed's rows of it deleted just before: no temporary table, no
+// upsert. The conform runs in a goroutine, a page behind the reads, so
+// that conforming page k overlaps fetching page k+1; at most three pages
+// are in memory (docs/decisions/0154).
 func conformAllCommon(ctx context.Context, r *applyRun, t commonTable, cc *feeds.CommonConform) error {
 	if _, err := r.tx.Exec(ctx, t.sql("DeleteCommonRows", r.table), r.jurisdiction, r.feed); err != nil {
 		return err
@@ -213,47 +208,139 @@ func conformAllCommon(ctx context.Context, r *applyRun, t commonTable, cc *feeds
 	if _, err := r.tx.Exec(ctx, sqlQuery("RecordCommonFeed"), r.jurisdiction, r.feed, cc.Layer.Name, cc.Digest); err != nil {
 		return err
 	}
-	for _, q := range []string{t.sql("CreateConformedStage", r.table), t.sql("DeclareAllFeatures", r.table)} {
-		if _, err := r.tx.Exec(ctx, q, pgx.QueryExecModeExec); err != nil {
-			return err
-		}
+	if _, err := r.tx.Exec(ctx, t.sql("DeclareAllFeatures", r.table), pgx.QueryExecModeExec); err != nil {
+		return err
 	}
-	columns := []string{"feature_id"}
-	for i := range cc.Layer.Columns {
-		columns = append(columns, fmt.Sprintf("k%d", i))
-	}
-	columns = append(columns, "g")
+	copySQL := t.sql("CopyCommonRows", r.table)
 	fetch := fmt.Sprintf("FETCH %d FROM %s", commonPage, commonCursor)
+	pages := make(chan []storedFeature, 1)
+	conformed := make(chan copyPage, 1)
+	go func() {
+		defer close(conformed)
+		for p := range pages {
+			buf, err := encodeCommonRows(r, cc, p)
+			conformed <- copyPage{buf: buf, err: err}
+		}
+	}()
+	defer func() {
+		close(pages)
+		for range conformed { // the goroutine ends with the apply
+		}
+	}()
+	pending := false
 	for {
-		ids, geoms, values, err := conformRows(ctx, r, cc, fetch, true, pgx.QueryExecModeSimpleProtocol)
+		p, err := fetchStoredFeatures(ctx, r.tx, fetch)
 		if err != nil {
 			return err
 		}
-		if r.commonSkips.read == 0 {
+		if pending {
+			c := <-conformed
+			pending = false
+			if c.err != nil {
+				return c.err
+			}
+			if _, err := r.tx.Conn().PgConn().CopyFrom(ctx, bytes.NewReader(c.buf), copySQL); err != nil {
+				return fmt.Errorf("feed %s/%s: writing its rows of common layer %s: %w", r.jurisdiction, r.feed, t.layer.Name, err)
+			}
+		}
+		if len(p) == 0 {
 			break
 		}
-		if len(ids) == 0 {
+		pages <- p
+		pending = true
+	}
+	_, err := r.tx.Exec(ctx, "CLOSE "+commonCursor, pgx.QueryExecModeSimpleProtocol)
+	return err
+}
+
+// storedFeature is a feature as the full conform's cursor reads it: its
+// properties as JSON text and its layer geometry as hex EWKB (nil: none).
+type storedFeature struct {
+	id, props string
+	geom      *string
+}
+
+// copyPage is a page of conformed rows in COPY's text format, or why the
+// page could not be conformed.
+type copyPage struct {
+	buf []byte
+	err error
+}
+
+// fetchStoredFeatures fetches the next page of the cursor (in text: the
+// geometry arrives as the hex EWKB that COPY reads).
+func fetchStoredFeatures(ctx context.Context, tx pgx.Tx, fetch string) ([]storedFeature, error) {
+	rows, err := tx.Query(ctx, fetch, pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []storedFeature
+	for rows.Next() {
+		var f storedFeature
+		if err := rows.Scan(&f.id, &f.props, &f.geom); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// encodeCommonRows conforms a page of features into the rows of the
+// layer, in COPY's text format: jurisdiction, feed, feature id, the
+// layer's columns ("" is NULL) and the geometry.
+func encodeCommonRows(r *applyRun, cc *feeds.CommonConform, page []storedFeature) ([]byte, error) {
+	var buf []byte
+	for _, f := range page {
+		values, skip, err := conformFeature(r, cc, f.id, []byte(f.props))
+		if err != nil {
+			return nil, err
+		}
+		if skip != nil {
+			r.commonSkips.skip(f.id, skip) // the goroutine's alone until the full conform ends
 			continue
 		}
-		rows := make([][]any, len(ids))
-		for j, id := range ids {
-			row := make([]any, 0, len(columns))
-			row = append(row, id)
-			for i := range values {
-				row = append(row, values[i][j])
+		buf = appendCopyText(buf, r.jurisdiction)
+		buf = append(buf, '\t')
+		buf = appendCopyText(buf, r.feed)
+		buf = append(buf, '\t')
+		buf = appendCopyText(buf, f.id)
+		for _, v := range values {
+			buf = append(buf, '\t')
+			if v == "" {
+				buf = append(buf, `\N`...)
+			} else {
+				buf = appendCopyText(buf, v)
 			}
-			row = append(row, geoms[j])
-			rows[j] = row
 		}
-		if _, err := r.tx.CopyFrom(ctx, pgx.Identifier{commonStage}, columns, pgx.CopyFromRows(rows)); err != nil {
-			return err
+		buf = append(buf, '\t')
+		if f.geom == nil {
+			buf = append(buf, `\N`...)
+		} else {
+			buf = append(buf, *f.geom...)
+		}
+		buf = append(buf, '\n')
+	}
+	return buf, nil
+}
+
+// appendCopyText appends s as a value of COPY's text format.
+func appendCopyText(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			buf = append(buf, '\\', '\\')
+		case '\t':
+			buf = append(buf, '\\', 't')
+		case '\n':
+			buf = append(buf, '\\', 'n')
+		case '\r':
+			buf = append(buf, '\\', 'r')
+		default:
+			buf = append(buf, c)
 		}
 	}
-	if _, err := r.tx.Exec(ctx, t.sql("InsertConformedStage", r.table), pgx.QueryExecModeExec, r.jurisdiction, r.feed); err != nil {
-		return fmt.Errorf("feed %s/%s: writing its rows of common layer %s: %w", r.jurisdiction, r.feed, t.layer.Name, err)
-	}
-	_, err := r.tx.Exec(ctx, "CLOSE "+commonCursor+"; DROP TABLE "+commonStage, pgx.QueryExecModeSimpleProtocol)
-	return err
+	return buf
 }
 
 // conformPages conforms the features query pages through (in feature id
@@ -310,43 +397,47 @@ func conformRows(ctx context.Context, r *applyRun, cc *feeds.CommonConform, quer
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, nil, err
 		}
-		m, err := decodeProperties(props)
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("feed %s/%s: feature %s: reading its properties to conform them: %w",
-				r.jurisdiction, r.feed, quoteInput(id), err)
-		}
 		r.commonSkips.read++
 		r.commonSkips.last = id
-		out, err := cc.Conform.Apply(m)
-		if err == nil {
-			err = misfit(out, cc)
-		}
+		out, skip, err := conformFeature(r, cc, id, props)
 		if err != nil {
-			r.commonSkips.skip(id, err)
+			return nil, nil, nil, err
+		}
+		if skip != nil {
+			r.commonSkips.skip(id, skip)
 			continue
 		}
 		ids = append(ids, id)
 		geoms = append(geoms, g)
-		for i, c := range cc.Layer.Columns {
-			values[i] = append(values[i], out[c.Name])
+		for i, v := range out {
+			values[i] = append(values[i], v)
 		}
 	}
 	return ids, geoms, values, rows.Err()
 }
 
-// decodeProperties decodes a feature's stored properties with numbers as
-// written (json.Number), which conform renders as batch-machine does.
-func decodeProperties(b []byte) (map[string]any, error) {
-	m := map[string]any{}
-	if len(b) == 0 || string(b) == "null" {
-		return m, nil
+// conformFeature conforms one feature's stored properties to the values
+// of the layer's columns, in the layer's order ("" is no value). skip says
+// why the conform cannot map the feature — a function failing on its
+// values, or a value its declared column cannot hold —, which skips the
+// feature (docs/decisions/0156); err is a failure of the apply.
+func conformFeature(r *applyRun, cc *feeds.CommonConform, id string, props []byte) (values []string, skip, err error) {
+	values = make([]string, len(cc.Layer.Columns))
+	err = cc.Conform.ApplyJSON(props, values)
+	var ce *conform.Error
+	switch {
+	case errors.As(err, &ce):
+		return nil, err, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("feed %s/%s: feature %s: reading its properties to conform them: %w",
+			r.jurisdiction, r.feed, quoteInput(id), err)
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	if err := d.Decode(&m); err != nil {
-		return nil, err
+	for i, c := range cc.Layer.Columns {
+		if v := values[i]; !fitsColumn(v, c.Type) {
+			return nil, fmt.Errorf("conformed %s %q is not a value of the %s column of common layer %s", c.Name, v, c.Type, cc.Layer.Name), nil
+		}
 	}
-	return m, nil
+	return values, nil, nil
 }
 
 // ensureCommonTable creates the layer's table and its index unless they
@@ -398,17 +489,6 @@ func deleteRemovedCommonRows(ctx context.Context, r *applyRun, layer string) err
 	_, err := r.tx.Exec(ctx, t.sql("DeleteRemovedCommonRows", r.table), pgx.QueryExecModeDescribeExec,
 		r.jurisdiction, r.feed, r.pollID)
 	return err
-}
-
-// misfit says which conformed value of out its declared layer's typed
-// column cannot hold, nil when all fit.
-func misfit(out map[string]string, cc *feeds.CommonConform) error {
-	for _, c := range cc.Layer.Columns {
-		if v := out[c.Name]; !fitsColumn(v, c.Type) {
-			return fmt.Errorf("conformed %s %q is not a value of the %s column of common layer %s", c.Name, v, c.Type, cc.Layer.Name)
-		}
-	}
-	return nil
 }
 
 // fitsColumn tells whether the conformed value v ("" is NULL) casts to a

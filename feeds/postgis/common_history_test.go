@@ -131,23 +131,7 @@ func TestCommonLayerAsOfAndChanges(t *testing.T) {
 		t.Errorf("changes since poll 2: %q, want none", got)
 	}
 	// The same from Go, as GeoJSON lines.
-	var lines []string
-	if err := b.store.CommonChangesSince(b.ctx, "wake", feed.Feed, p1, func(line []byte) error {
-		var f struct {
-			ID         string
-			Properties struct {
-				Change, Layer string
-				New           map[string]any
-			}
-		}
-		if err := json.Unmarshal(line, &f); err != nil {
-			return err
-		}
-		lines = append(lines, f.ID+" "+f.Properties.Change+" "+f.Properties.Layer)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	lines := commonChangeLines(t, b, feed.Feed, p1)
 	if want := []string{"a1 modified addresses", "a3 removed addresses", "a4 added addresses"}; !slices.Equal(lines, want) {
 		t.Errorf("CommonChangesSince: %q, want %q", lines, want)
 	}
@@ -163,11 +147,39 @@ func TestCommonLayerAsOfAndChanges(t *testing.T) {
 		t.Errorf("at poll 3 after the conform changed: %v, want %v", got, want)
 	}
 
-	// A feed's row type is not a common layer's.
+}
+
+// A row type that is not a common layer's is refused by name.
+func TestCommonAsOfRefusesOtherRowTypes(t *testing.T) {
+	b := setup(t)
 	if _, err := b.pool.Exec(b.ctx, `SELECT * FROM ingestd_layer_as_of(now(), NULL::ingestd.polls)`); err == nil ||
 		!strings.Contains(err.Error(), "is not a common layer") {
 		t.Errorf("as of with a feed's row type: %v", err)
 	}
+}
+
+// commonChangeLines is Store.CommonChangesSince of wake/feed after poll
+// after, a line "id change layer" per change.
+func commonChangeLines(t *testing.T, b *bundle, feed string, after int64) []string {
+	t.Helper()
+	var lines []string
+	if err := b.store.CommonChangesSince(b.ctx, "wake", feed, after, func(line []byte) error {
+		var f struct {
+			ID         string
+			Properties struct {
+				Change, Layer string
+				New           map[string]any
+			}
+		}
+		if err := json.Unmarshal(line, &f); err != nil {
+			return err
+		}
+		lines = append(lines, f.ID+" "+f.Properties.Change+" "+f.Properties.Layer)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return lines
 }
 
 // History retention follows the feed's history: keep: a feed with

@@ -3,6 +3,7 @@ package postgis_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -378,5 +379,57 @@ func TestCommonLayerDeltaApply(t *testing.T) {
 	want := conformAll(t, feed.Common, []ft.Feature{stored[0], edit, added})
 	if got := b.commonRows(t, feed.Feed); !maps.Equal(got, want) {
 		t.Fatalf("after the delta: %v, want %v", got, want)
+	}
+}
+
+// A full conform writes its rows through COPY's text format: ids and
+// values holding its special characters (tab, newline, carriage return,
+// backslash, "\N") arrive as they are, and an empty value as NULL.
+func TestCommonLayerFullConformEscapes(t *testing.T) {
+	b := setup(t)
+	feed := feedInfo("escapes")
+	feed.Common = addressConform(t, wakeConform)
+	layer := []ft.Feature{
+		wakeAddress("a\t1", false, 100, "MAIN\tST", "RAL\\EIGH"),
+		wakeAddress("a\n2", true, "12", "OAK\r\nAVE", `\N`),
+		wakeAddress(`a\3`, false, "", `C:\x`, ""),
+	}
+	b.poll(t, feed, layer)
+	if got, want := b.commonRows(t, feed.Feed), conformAll(t, feed.Common, layer); !maps.Equal(got, want) {
+		t.Fatalf("common rows: %v, want %v", got, want)
+	}
+	if n := b.count(t, `SELECT count(*) FROM common.addresses WHERE feed = 'escapes' AND number IS NULL AND city IS NULL`); n != 1 {
+		t.Fatalf("%d rows with empty number and city stored as NULL, want 1", n)
+	}
+}
+
+// A feature that does not conform, pages into a full conform (which
+// conforms a page in a goroutine while fetching the next), is skipped and
+// counted, as anywhere else (docs/decisions/0156): the first load applies
+// with every other feature's row, and another feed's rows are as they were.
+func TestCommonLayerFullConformSkipsLate(t *testing.T) {
+	b := setup(t)
+	other := feedInfo("other")
+	other.Common = addressConform(t, wakeConform)
+	b.poll(t, other, []ft.Feature{wakeAddress("o1", false, 1, "OAK", "CARY")})
+	feed := feedInfo("late")
+	feed.Common = other.Common
+	layer := make([]ft.Feature, 5000)
+	for i := range layer {
+		layer[i] = wakeAddress(fmt.Sprintf("a%04d", i), i%2 == 0, i, "MAIN", "RALEIGH")
+	}
+	layer[4990] = feature("a4990", point(-78.6, 35.7, 4326), props("ST_NUM", map[string]any{"n": 1}, "ST_NAME", "MAIN"))
+	id := b.stage(t, feed, layer[:2500], layer[2500:])
+	if _, err := b.store.Apply(b.ctx, id, feed); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if n := b.count(t, `SELECT common_skipped FROM polls WHERE id = $1`, id); n != 1 {
+		t.Errorf("polls.common_skipped = %d, want 1", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM common.addresses WHERE feed = 'late' AND feature_id = 'a4990'`); n != 0 {
+		t.Errorf("the skipped feature has %d rows", n)
+	}
+	if got := b.textMap(t, `SELECT feed, count(*)::text FROM common.addresses GROUP BY feed`); !maps.Equal(got, map[string]string{"other": "1", "late": "4999"}) {
+		t.Errorf("common rows by feed: %v, want other 1, late 4999", got)
 	}
 }

@@ -187,13 +187,19 @@ func (s *Store) RemoveFeeds(ctx context.Context, infos []feeds.FeedInfo) error {
 
 // BeginPoll records a running poll of feed and its start as the feed's last
 // attempt, and returns the poll's id. A feed not registered yet gets its
-// feed_status row here.
+// feed_status row here. It refuses (feeds.ErrPollInProgress) when another
+// instance than this store's owner holds the feed's claim or has a poll of
+// it running.
 func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, error) {
 	var id int64
 	err := s.pool.QueryRow(ctx, sqlQuery("BeginPoll"),
 		feed.Jurisdiction, feed.Feed, feed.Kind, s.secrets.URL(feed.URL), feed.Origin, feed.ExpectedInterval.Microseconds(), s.owner,
 		feed.History.KeepMicros(),
 	).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: another instance holds the claim of %s/%s or polls it (this instance's claim had ended while the poll waited for its turn)",
+			feeds.ErrPollInProgress, feed.Jurisdiction, feed.Feed)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("postgis: begin poll of %s/%s: %w", feed.Jurisdiction, feed.Feed, err)
 	}

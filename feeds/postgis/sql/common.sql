@@ -67,24 +67,16 @@ WHERE c.poll_id = $3 AND c.jurisdiction = $1 AND c.feed = $2 AND c.change IN ('a
 ORDER BY c.feature_id
 LIMIT $5
 
--- name: CreateConformedStage
--- The conformed values of a feed conformed in full ("" is no value) and
--- its layer geometries (EWKB), COPYed a page at a time, written into the
--- layer by InsertConformedStage.
-CREATE TEMPORARY TABLE {{stage}} (feature_id text NOT NULL, {{stagecolumns}}, g bytea) ON COMMIT DROP
-
 -- name: DeclareAllFeatures
 -- Every feature of the feed with its layer geometry, in no order: one
--- scan, fetched a page at a time to be conformed. BINARY: the geometry
--- arrives as its bytes, not as hex.
-DECLARE {{cursor}} BINARY NO SCROLL CURSOR FOR SELECT f.feature_id, f.properties::text, ST_AsEWKB({{geom}}) FROM {{table}} f
+-- scan, fetched a page at a time to be conformed. Read in text: the
+-- geometry arrives as the hex EWKB that CopyCommonRows reads.
+DECLARE {{cursor}} NO SCROLL CURSOR FOR SELECT f.feature_id, f.properties::text, {{geom}} FROM {{table}} f
 
--- name: InsertConformedStage
--- The feed's rows, its rows of the layer deleted just before: a plain
--- INSERT, no conflict to resolve.
-INSERT INTO {{layer}} (jurisdiction, feed, feature_id, {{names}}, geom)
-SELECT $1, $2, u.feature_id, {{values}}, ST_GeomFromEWKB(u.g)
-FROM {{stage}} u
+-- name: CopyCommonRows
+-- A page of the feed's conformed rows, its rows of the layer deleted
+-- just before: no conflict to resolve, and COPY inserts a page at a time.
+COPY {{layer}} (jurisdiction, feed, feature_id, {{names}}, geom) FROM STDIN
 
 -- name: UpsertCommonRows
 -- Conformed values arrive as one text array per column ("" is no value:

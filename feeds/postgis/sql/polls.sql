@@ -25,8 +25,18 @@ WHERE configured AND (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $
 
 -- name: BeginPoll
 -- $8: the feed's history retention (HistoryKeep), which its apply obeys.
+-- No row when another instance ($7 is this one) holds the feed's claim or
+-- has a poll of it running: an instance taken for dead while its poll
+-- waited for a connection or its turn may be alive, its claim ended and
+-- its poll not yet interrupted; neither instance's poll may run beside the
+-- other's.
 WITH p AS (
-	INSERT INTO polls (jurisdiction, feed, url, owner) VALUES ($1, $2, $4, nullif($7, ''))
+	INSERT INTO polls (jurisdiction, feed, url, owner)
+	SELECT $1, $2, $4, nullif($7, '')
+	WHERE $7 = '' OR NOT (
+		EXISTS (SELECT FROM feed_status c WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.poll_owner <> $7)
+		OR EXISTS (SELECT FROM polls r WHERE r.jurisdiction = $1 AND r.feed = $2 AND r.status = 'running'
+			AND r.owner IS DISTINCT FROM $7))
 	RETURNING id, started_at
 ), fs AS (
 	INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, last_attempt_at, last_poll_id, history_keep)

@@ -21,6 +21,13 @@
 // generated as they are sent). -hostile-config FILE writes the ingestd
 // configuration that polls every case; -hostile-phase good serves the good
 // layer first (POST "hostile" to /hostile/_phase switches).
+//
+// -fleet FILE serves the download origins of a fleet catalog (package
+// internal/tools/fleet/catalog, written by the fleet driver, which runs this
+// server as its child): each origin on its own loopback address, its layers
+// as generated parcel documents at /geojson/NAME.geojson, a flapping origin
+// answering 503 for its while. It logs "serving the fleet" once every
+// origin listens.
 package main
 
 import (
@@ -44,6 +51,7 @@ import (
 
 	"github.com/ingestd/ingestd/internal/hostile"
 	"github.com/ingestd/ingestd/internal/layertest"
+	"github.com/ingestd/ingestd/internal/tools/fleet/catalog"
 	"github.com/ingestd/ingestd/ogcapi/ogcapitest"
 	"github.com/ingestd/ingestd/wfs/wfstest"
 )
@@ -65,6 +73,7 @@ func main() {
 	hostilePhase := flag.String("hostile-phase", "hostile", "with -hostile: serve the good layer (good) or the hostile responses (hostile) first")
 	hostileSkip := flag.String("hostile-skip", "", "with -hostile: leave out the cases whose name matches `REGEXP`")
 	hostileMax := flag.Int64("hostile-max-generated", 0, "with -hostile: cut generated bodies after `BYTES` (0: full size)")
+	fleet := flag.String("fleet", "", "serve the download origins of the fleet catalog `FILE` (JSON, written by internal/tools/fleet)")
 	var flaps listFlag
 	flag.Var(&flaps, "flap", "ADDR=DURATION: the origin served on ADDR answers 503 to every request for DURATION after its first one, then recovers (repeatable)")
 	flag.Parse()
@@ -85,6 +94,13 @@ func main() {
 			os.Exit(2)
 		}
 		flapFor[addr] = dur
+	}
+	if *fleet != "" {
+		if err := runFleet(*fleet, logger); err != nil {
+			fmt.Fprintln(os.Stderr, "feedserver:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *hostile != "" {
 		if err := runHostile(*hostile, *hostileConfig, *hostilePhase, *hostileSkip, *hostileMax, logger); err != nil {
@@ -166,6 +182,42 @@ func run(serves, ogcapis, generates []string, crs84 bool, flapFor map[string]tim
 		logger.Info("serving OGC API – Features", "addr", ln.Addr().String())
 		servers.serve(ln, api)
 	}
+	return servers.wait(ctx)
+}
+
+// runFleet serves the download (non-ArcGIS) origins of the catalog at path
+// until SIGINT or SIGTERM.
+func runFleet(path string, logger *slog.Logger) error {
+	c, err := catalog.Load(path)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var servers fixtureServers
+	layers := 0
+	for _, o := range c.Origins {
+		if o.ArcGIS {
+			continue
+		}
+		fs := wfstest.New()
+		for _, l := range o.Layers {
+			fs.AddLayer(l.Name, layertest.Parcels{N: l.Features})
+			layers++
+		}
+		if o.Flap > 0 {
+			fs.SetFault(flap(o.Flap, logger.With("addr", o.Addr)))
+		}
+		ln, err := net.Listen("tcp", o.Addr)
+		if err != nil {
+			return fmt.Errorf("origin %s: %w", o.ID, err)
+		}
+		servers.serve(ln, fs)
+	}
+	if len(servers.list) == 0 {
+		return catalog.ErrNoOrigins
+	}
+	logger.Info("serving the fleet", "origins", len(servers.list), "layers", layers)
 	return servers.wait(ctx)
 }
 
