@@ -48,7 +48,7 @@ BEGIN
     IF (SELECT relkind FROM pg_class WHERE oid = to_regclass('ingestd.features')) IS DISTINCT FROM 'p' THEN
         RETURN;
     END IF;
-    SELECT string_agg(DISTINCT v.oid::regclass::text, ', ') INTO deps
+    SELECT string_agg(DISTINCT format('%s.%I', v.relnamespace::regnamespace, v.relname), ', ') INTO deps
     FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class v ON v.oid = r.ev_class
     WHERE d.refobjid IN ('ingestd.features'::regclass, 'ingestd.features_seen'::regclass, 'ingestd.feature_changes_expanded'::regclass)
       AND v.oid NOT IN ('ingestd.features'::regclass, 'ingestd.features_seen'::regclass, 'ingestd.feature_changes_expanded'::regclass);
@@ -189,17 +189,28 @@ BEGIN
         RETURN;
     END IF;
     SELECT to_regclass(l.layer) INTO lay FROM feed_layers l WHERE l.jurisdiction = j AND l.feed = f;
-    IF lay IS NULL OR (SELECT relkind FROM pg_class WHERE oid = lay) <> 'r' THEN
-        RAISE EXCEPTION 'ingestd: %/%: its features (%) have no layer table to move them into (layer %)', j, f, part,
-            coalesce(lay::text, 'missing')
-            USING HINT = 'poll the feed once with the ingestd that migrated to the version before this one, or drop its partition to poll it anew';
-    END IF;
-    SELECT n.nspname, cl.relname INTO nsp, name FROM pg_class cl JOIN pg_namespace n ON n.oid = cl.relnamespace WHERE cl.oid = lay;
-    SELECT string_agg(DISTINCT v.oid::regclass::text, ', ') INTO deps
-    FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class v ON v.oid = r.ev_class
-    WHERE d.refobjid = lay AND v.oid <> lay;
-    IF deps IS NOT NULL THEN
-        RAISE EXCEPTION 'ingestd: %/%: view % depends on layer %; drop it, migrate, recreate it', j, f, deps, lay;
+    IF lay IS NULL THEN
+        -- A feed whose layer was never built (features loaded before
+        -- typed layers): its layer is made here without typed columns,
+        -- every property in the rest.
+        IF to_regclass(ingestd_feed_view(j, f)) IS NOT NULL THEN
+            RAISE EXCEPTION 'ingestd: %/%: % is not the feed''s layer, and its features must move there; rename it, migrate', j, f,
+                ingestd_feed_view(j, f);
+        END IF;
+        nsp := (ingestd_feed_layer(j, f))[1];
+        name := (ingestd_feed_layer(j, f))[2];
+        EXECUTE format('CREATE SCHEMA IF NOT EXISTS %I', nsp);
+    ELSIF (SELECT relkind FROM pg_class WHERE oid = lay) <> 'r' THEN
+        RAISE EXCEPTION 'ingestd: %/%: its layer % is a view (its rows are wider than a table''s page), which cannot hold its features', j, f, lay
+            USING HINT = 'drop the feed''s partition (ingestd.' || part::text || ') to have it loaded anew, then migrate';
+    ELSE
+        SELECT n.nspname, cl.relname INTO nsp, name FROM pg_class cl JOIN pg_namespace n ON n.oid = cl.relnamespace WHERE cl.oid = lay;
+        SELECT string_agg(DISTINCT format('%s.%I', v.relnamespace::regnamespace, v.relname), ', ') INTO deps
+        FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class v ON v.oid = r.ev_class
+        WHERE d.refobjid = lay AND v.oid <> lay;
+        IF deps IS NOT NULL THEN
+            RAISE EXCEPTION 'ingestd: %/%: view % depends on layer %; drop it, migrate, recreate it', j, f, deps, lay;
+        END IF;
     END IF;
 
     -- The typed columns the layer has, in its order; a double precision
@@ -228,6 +239,9 @@ BEGIN
 
     SELECT postgis_typmod_type(a.atttypmod) INTO gtype FROM pg_attribute a
     WHERE a.attrelid = lay AND a.attname = 'geom' AND NOT a.attisdropped;
+    IF lay IS NULL THEN
+        gtype := 'Geometry';
+    END IF;
     IF gtype = 'Geometry' THEN
         gcast := 'p.geom::geometry(Geometry, 4326)';
     ELSIF gtype IS NOT NULL THEN
@@ -278,7 +292,9 @@ BEGIN
         EXECUTE format('GRANT %s ON %s TO %s', g.privilege_type, tmp,
             CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(g.grantee::regrole::text) END);
     END LOOP;
-    EXECUTE format('DROP TABLE %s', lay);
+    IF lay IS NOT NULL THEN
+        EXECUTE format('DROP TABLE %s', lay);
+    END IF;
     EXECUTE format('ALTER TABLE %s RENAME TO %I', tmp, name);
     EXECUTE format('ALTER TABLE %I.%I ADD CONSTRAINT %I PRIMARY KEY (feature_id), ALTER COLUMN ingestd_poll SET NOT NULL',
         nsp, name, left(name, 50) || '_feature_id');
@@ -286,7 +302,8 @@ BEGIN
         EXECUTE format('CREATE INDEX %I ON %I.%I USING gist (geom)', left(name, 50) || '_geom', nsp, name);
     END IF;
     EXECUTE format('COMMENT ON TABLE %I.%I IS %L', nsp, name, format('Layer of feed %s/%s (ingestd): its current features, one column per attribute (feed_columns), geom in EPSG:4326, key feature_id; the ingestd_ columns are ingestd''s bookkeeping (ingestd.features gives each row as the source sent it).', j, f));
-    UPDATE feed_layers l SET select_sql = NULL WHERE l.jurisdiction = j AND l.feed = f;
+    INSERT INTO feed_layers AS l (jurisdiction, feed, layer, select_sql) VALUES (j, f, format('%I.%I', nsp, name), NULL)
+    ON CONFLICT (jurisdiction, feed) DO UPDATE SET layer = excluded.layer, select_sql = NULL;
     EXECUTE format('DROP TABLE %s', part);
 END
 $$;

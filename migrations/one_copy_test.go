@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/ingestd/ingestd/migrations"
 	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
@@ -178,3 +179,128 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// TestOneCopyMovesFeeds: version 42 moves each feed's partition into its
+// layer without polling it again — features gives every row back as the
+// partition held it (properties to the byte, geometry, times, poll, the
+// content hash's first 16 bytes) — and stops, naming it, at a layer a
+// user's view depends on, having moved the feeds before it; once the view
+// is dropped the migration resumes. A feed that never had a layer gets one.
+// Its Down then refuses.
+func TestOneCopyMovesFeeds(t *testing.T) {
+	ctx := context.Background()
+	_, db := poolAtVersion(t, 41)
+	execAll(t, db, `SELECT set_config('search_path', 'ingestd, public', false)`,
+		`SET TimeZone = 'UTC'`)
+	cols := `[{"name": "Name", "column": "name", "type": "text"}, {"name": "n", "column": "n", "type": "bigint"},
+		{"name": "area", "column": "area", "type": "double precision"}, {"name": "ok", "column": "ok", "type": "boolean"},
+		{"name": "d", "column": "d", "type": "date"}, {"name": "t", "column": "t", "type": "timestamptz"},
+		{"name": "j", "column": "j", "type": "jsonb"}]`
+	feeds := []struct{ feed, geometry, rows string }{
+		{"parcels", "MultiPoint", `
+			('a', 'SRID=4326;MULTIPOINT(1 2,3 4)', '{"Name": "A", "n": 5, "area": 1.25, "ok": true, "d": "2024-01-02", "t": "2024-01-02T03:04:05Z", "j": {"a": [1, 2]}}'),
+			('b', 'SRID=4326;POINT(1 2)', '{"Name": "B"}'),
+			('c', 'SRID=4326;LINESTRING(0 0,1 1)', '{"Name": null, "n": null, "area": null, "ok": null, "d": null, "t": null, "j": null}'),
+			('d', NULL, '{"Name": 7, "n": "12", "area": 0.1, "ok": "yes", "d": "2024-01-02T00:00:00", "x": [1e3], "t": "2024-01-02"}'),
+			('e', 'SRID=4326;MULTIPOINT(5 6)', '{"area": 0.30000000000000004}'),
+			('f', 'SRID=4326;MULTIPOINT(7 8)', '{"area": 2.50}'),
+			('g', 'SRID=4326;MULTIPOINT(9 9)', NULL)`},
+		{"zoning", "Polygon", `
+			('z1', 'SRID=4326;POLYGON((0 0,1 0,1 1,0 0))', '{"Name": "R-4"}'),
+			('z2', 'SRID=4326;MULTIPOLYGON(((0 0,2 0,2 2,0 0)))', '{"Name": "R-6", "n": 2}')`},
+		// Loaded before typed layers: no layer, no columns.
+		{"old", "", `('o1', 'SRID=4326;POINT(1 1)', '{"k": 1.50}')`},
+	}
+	for _, f := range feeds {
+		execAll(t, db,
+			fmt.Sprintf(`DO $$ BEGIN
+				IF to_regclass(format('ingestd.%%I', ingestd_jurisdiction_partition('wake'))) IS NULL THEN
+					EXECUTE format('CREATE TABLE ingestd.%%I PARTITION OF features FOR VALUES IN (''wake'') PARTITION BY LIST (feed)',
+						ingestd_jurisdiction_partition('wake'));
+				END IF;
+				EXECUTE format('CREATE TABLE ingestd.%%I PARTITION OF ingestd.%%I FOR VALUES IN (%%L)',
+					ingestd_feed_partition('wake', %[1]s), ingestd_jurisdiction_partition('wake'), %[1]s);
+			END $$`, quote(f.feed)),
+			fmt.Sprintf(`INSERT INTO features (jurisdiction, feed, feature_id, geom, properties, geom_hash, props_hash, content_hash,
+				first_seen_at, changed_at, poll_id)
+				SELECT 'wake', %s, v.id, v.g::geometry, v.p::jsonb, sha256(convert_to(v.id, 'UTF8')),
+					sha256(coalesce(jsonb_send(v.p::jsonb), '')), sha256(convert_to(v.id || 'c', 'UTF8')),
+					'2026-01-01 00:00:00+00', '2026-01-01 12:00:00+00', 3
+				FROM (VALUES %s) v(id, g, p)`, quote(f.feed), f.rows),
+		)
+		if f.geometry == "" {
+			continue
+		}
+		execAll(t, db,
+			fmt.Sprintf(`INSERT INTO feed_columns (jurisdiction, feed, name, ordinal, view_column, type, type_source,
+				first_seen_at, last_seen_at, first_poll_id, last_poll_id)
+				SELECT 'wake', %s, c ->> 'name', o::int, c ->> 'column', c ->> 'type', 'inferred', now(), now(), 3, 3
+				FROM jsonb_array_elements(%s) WITH ORDINALITY AS x(c, o)`, quote(f.feed), quote(cols)),
+			fmt.Sprintf(`SELECT ingestd_build_feed_view('wake', %s, %s, %s)`, quote(f.feed), quote(cols), quote(f.geometry)))
+	}
+	// A row hashed before geometries were: it keeps no content hash.
+	execAll(t, db, `UPDATE features SET geom_hash = NULL WHERE feature_id = 'z1'`,
+		`CREATE TABLE public.before AS SELECT * FROM features`,
+		`CREATE VIEW public.zoning_names AS SELECT name FROM wake.zoning`)
+
+	_, err := migrations.Up(ctx, db)
+	if err == nil || !strings.Contains(err.Error(), "ingestd: wake/zoning: view public.zoning_names depends on layer wake.zoning; drop it, migrate, recreate it") {
+		t.Fatalf("Up with a view on a layer: %v, want it stopped at wake/zoning naming the view", err)
+	}
+	var moved, left bool
+	if err := db.QueryRowContext(ctx, `SELECT
+		EXISTS (SELECT FROM pg_attribute WHERE attrelid = 'wake.parcels'::regclass AND attname = 'ingestd_hash'),
+		to_regclass(format('ingestd.%I', ingestd_feed_partition('wake', 'zoning'))) IS NOT NULL`).Scan(&moved, &left); err != nil {
+		t.Fatal(err)
+	}
+	if !moved || !left {
+		t.Fatalf("after the stop: parcels moved %v, zoning's partition left %v; want both", moved, left)
+	}
+	execAll(t, db, `DROP VIEW public.zoning_names`)
+	if _, err := migrations.Up(ctx, db); err != nil {
+		t.Fatalf("Up resumed: %v", err)
+	}
+
+	got := readFeatures(t, db, `SELECT * FROM features`)
+	want := readFeatures(t, db, `SELECT feature_id, geom, properties, CASE WHEN geom_hash IS NOT NULL THEN substring(content_hash FOR 16) END AS content_hash,
+		first_seen_at, changed_at, poll_id FROM public.before`)
+	if len(got) != len(want) || len(want) != 10 {
+		t.Errorf("features has %d rows, the partitions had %d (want 10)", len(got), len(want))
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("after the move:\n got %v\nwant %v", got[id], w)
+		}
+	}
+	var kind string
+	var parts, scale int
+	var single, other string
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT relkind::text FROM pg_class WHERE oid = 'ingestd.features'::regclass),
+		(SELECT count(*) FROM pg_class WHERE relname LIKE 'features\_%' AND relkind IN ('r', 'p') AND relnamespace = 'ingestd'::regnamespace),
+		(SELECT scale FROM feed_columns WHERE feed = 'parcels' AND name = 'area'),
+		(SELECT string_agg(feature_id, ',' ORDER BY feature_id) FROM wake.parcels WHERE ingestd_geom_single),
+		(SELECT string_agg(feature_id, ',' ORDER BY feature_id) FROM wake.parcels WHERE ingestd_geom IS NOT NULL)`).Scan(&kind, &parts, &scale, &single, &other); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "v" || parts != 0 || scale != 2 || single != "b" || other != "c" {
+		t.Errorf("after the move: features of kind %q, %d partitions left, area's scale %d, promoted %q, other geometry %q; want v, 0, 2, b, c",
+			kind, parts, scale, single, other)
+	}
+	var n int64
+	var area float64
+	if err := db.QueryRowContext(ctx, `SELECT n, area FROM wake.parcels WHERE feature_id = 'a'`).Scan(&n, &area); err != nil || n != 5 || area != 1.25 {
+		t.Errorf("wake.parcels typed row a: n %d, area %v (%v), want 5, 1.25", n, area, err)
+	}
+
+	// The rest only where a value does not render back: a's "Z", d's
+	// strings and number, e's 17 digits, g's missing properties.
+	var rest string
+	if err := db.QueryRowContext(ctx, `SELECT string_agg(feature_id, ',' ORDER BY feature_id) FROM wake.parcels WHERE ingestd_rest IS NOT NULL`).Scan(&rest); err != nil || rest != "a,d,e,g" {
+		t.Errorf("rows with a rest: %q (%v), want a,d,e,g", rest, err)
+	}
+
+	err = migrations.DownTo(ctx, db, 41)
+	if err == nil || !strings.Contains(err.Error(), "cannot be undone while layers hold features (wake.old, wake.parcels, wake.zoning)") {
+		t.Errorf("Down with layers in one copy: %v, want a refusal naming them", err)
+	}
+}
