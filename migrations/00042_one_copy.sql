@@ -84,6 +84,19 @@ END
 $$;
 -- +goose StatementEnd
 
+-- The SQL of a row's geometry as sent, from the layer table rel's row l: a
+-- single part the layer's multi type promoted taken back out, a geometry
+-- its type could not hold from ingestd_geom (every one, where the layer
+-- has no geom column).
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION ingestd_layer_geom_sql(rel regclass) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'geom' AND NOT a.attisdropped)
+        THEN 'CASE WHEN l.ingestd_geom_single THEN ST_GeometryN(l.geom, 1) ELSE coalesce(l.ingestd_geom, l.geom) END'
+        ELSE 'l.ingestd_geom' END
+$$;
+-- +goose StatementEnd
+
 -- The select of a layer table rel of feed j/f as generic rows: (feature_id,
 -- geom, properties, content_hash, first_seen_at, changed_at, poll_id). The
 -- layer's columns are the feed's columns (feed_columns, not removed) that
@@ -94,7 +107,6 @@ CREATE OR REPLACE FUNCTION ingestd_layer_read_sql(j text, f text, rel regclass) 
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     pairs text[];
-    geom text := 'l.ingestd_geom';
 BEGIN
     SELECT array_agg(format('%L, %s', c.name, CASE WHEN c.type = 'double precision' AND c.scale IS NOT NULL
             THEN format('round(l.%I::numeric, %s)', c.view_column, c.scale) ELSE format('l.%I', c.view_column) END)
@@ -103,14 +115,11 @@ BEGIN
     FROM ingestd.feed_columns c
     JOIN pg_attribute a ON a.attrelid = rel AND a.attname = c.view_column AND a.attnum > 0 AND NOT a.attisdropped
     WHERE c.jurisdiction = j AND c.feed = f AND c.removed_at IS NULL;
-    IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'geom' AND NOT a.attisdropped) THEN
-        geom := 'CASE WHEN l.ingestd_geom_single THEN ST_GeometryN(l.geom, 1) ELSE coalesce(l.ingestd_geom, l.geom) END';
-    END IF;
     RETURN format('SELECT l.feature_id, (%s)::geometry(Geometry, 4326) AS geom, '
         || 'CASE WHEN l.ingestd_rest = ''null'' THEN NULL '
         || 'ELSE ((%s) - coalesce(l.ingestd_absent, ''{}'')) || coalesce(l.ingestd_rest, ''{}'') END AS properties, '
         || 'l.ingestd_hash AS content_hash, l.first_seen_at, l.changed_at, l.ingestd_poll AS poll_id FROM %s l',
-        geom, ingestd.ingestd_jsonb_object_sql(pairs), rel);
+        ingestd.ingestd_layer_geom_sql(rel), ingestd.ingestd_jsonb_object_sql(pairs), rel);
 END
 $$;
 -- +goose StatementEnd
@@ -152,6 +161,26 @@ DECLARE
 BEGIN
     IF rel IS NOT NULL THEN
         RETURN QUERY EXECUTE format('SELECT l.feature_id, l.ingestd_hash FROM %s l WHERE l.ingestd_poll = $1', rel) USING poll;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
+-- A Bernoulli sample of percent of the feed's layer: at most max_rows of
+-- its geometries as sent, none empty (the status page's thumbnail).
+-- TABLESAMPLE needs a table, not the features view.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION ingestd_layer_sample(jurisdiction text, feed text, percent double precision, max_rows bigint)
+RETURNS TABLE (geom geometry)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    rel regclass := (SELECT to_regclass(l.layer) FROM ingestd.feed_layers l
+        WHERE l.jurisdiction = ingestd_layer_sample.jurisdiction AND l.feed = ingestd_layer_sample.feed);
+BEGIN
+    IF rel IS NOT NULL THEN
+        RETURN QUERY EXECUTE format('SELECT s.g FROM (SELECT %s AS g FROM %s l TABLESAMPLE BERNOULLI ($1::real)) s '
+            || 'WHERE s.g IS NOT NULL AND NOT ST_IsEmpty(s.g) LIMIT $2', ingestd.ingestd_layer_geom_sql(rel), rel)
+            USING percent, max_rows;
     END IF;
 END
 $$;
@@ -519,6 +548,7 @@ DROP VIEW features_seen;
 DROP VIEW features;
 DROP FUNCTION ingestd_layer_features(text, text);
 DROP FUNCTION ingestd_layer_loaded(text, text, bigint);
+DROP FUNCTION ingestd_layer_sample(text, text, double precision, bigint);
 
 CREATE TABLE features (
     jurisdiction text NOT NULL,
@@ -673,6 +703,7 @@ COMMENT ON FUNCTION ingestd_layer_as_of_typed(text, text, timestamptz, anyelemen
 
 DROP FUNCTION ingestd_layer_read_sql(text, text);
 DROP FUNCTION ingestd_layer_read_sql(text, text, regclass);
+DROP FUNCTION ingestd_layer_geom_sql(regclass);
 DROP FUNCTION ingestd_jsonb_object_sql(text[]);
 ALTER TABLE feed_columns DROP COLUMN scale;
 COMMIT;

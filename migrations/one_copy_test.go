@@ -169,6 +169,18 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 	if name.String != "C" || area.Float64 != 2.5 || geom != "SRID=4326;MULTIPOINT(5 6)" {
 		t.Errorf("ingestd_layer_as_of_typed: %v %v %s, want C 2.5 MULTIPOINT(5 6)", name, area, geom)
 	}
+	// The status page's sample: every geometry as sent, none empty.
+	var sampled string
+	if err := db.QueryRowContext(ctx, `SELECT string_agg(ST_AsEWKT(geom), ' ' ORDER BY ST_AsEWKT(geom))
+		FROM ingestd_layer_sample('wake', 'parcels', 100, 10)`).Scan(&sampled); err != nil {
+		t.Fatal(err)
+	}
+	if want := "SRID=4326;LINESTRING(0 0,1 1) SRID=4326;MULTIPOINT(1 2,3 4) SRID=4326;POINT(5 6)"; sampled != want {
+		t.Errorf("ingestd_layer_sample: %s, want %s", sampled, want)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ingestd_layer_sample('wake', 'parcels', 100, 2)`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("ingestd_layer_sample of at most 2: %d rows (%v)", n, err)
+	}
 	// A first load's rows, listed by the change feed.
 	execAll(t, db, `INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change, changed_at)
 		VALUES (7, 'wake', 'parcels', '', 'loaded', now())`)
