@@ -87,13 +87,14 @@ $$;
 -- The SQL of a row's geometry as sent, from the layer table rel's row l: a
 -- single part the layer's multi type promoted taken back out, a geometry
 -- its type could not hold from ingestd_geom (every one, where the layer
--- has no geom column).
+-- has no geom column). ingestd_geom is EWKB, not geometry: QGIS would
+-- offer a layer with two geometry columns twice.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION ingestd_layer_geom_sql(rel regclass) RETURNS text
 LANGUAGE sql STABLE AS $$
     SELECT CASE WHEN EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'geom' AND NOT a.attisdropped)
-        THEN 'CASE WHEN l.ingestd_geom_single THEN ST_GeometryN(l.geom, 1) ELSE coalesce(l.ingestd_geom, l.geom) END'
-        ELSE 'l.ingestd_geom' END
+        THEN 'CASE WHEN l.ingestd_geom_single THEN ST_GeometryN(l.geom, 1) ELSE coalesce(ST_GeomFromEWKB(l.ingestd_geom), l.geom) END'
+        ELSE 'ST_GeomFromEWKB(l.ingestd_geom)' END
 $$;
 -- +goose StatementEnd
 
@@ -101,7 +102,8 @@ $$;
 -- geom, properties, content_hash, first_seen_at, changed_at, poll_id). The
 -- layer's columns are the feed's columns (feed_columns, not removed) that
 -- rel has; a double precision column with a scale renders at it. An
--- ingestd_rest that is JSON null marks a feature sent without properties.
+-- ingestd_rest that is JSON null marks a feature sent without properties;
+-- one that is an array holds properties that are no object, whole.
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION ingestd_layer_read_sql(j text, f text, rel regclass) RETURNS text
 LANGUAGE plpgsql STABLE AS $$
@@ -116,7 +118,7 @@ BEGIN
     JOIN pg_attribute a ON a.attrelid = rel AND a.attname = c.view_column AND a.attnum > 0 AND NOT a.attisdropped
     WHERE c.jurisdiction = j AND c.feed = f AND c.removed_at IS NULL;
     RETURN format('SELECT l.feature_id, (%s)::geometry(Geometry, 4326) AS geom, '
-        || 'CASE WHEN l.ingestd_rest = ''null'' THEN NULL '
+        || 'CASE WHEN l.ingestd_rest = ''null'' THEN NULL WHEN jsonb_typeof(l.ingestd_rest) = ''array'' THEN l.ingestd_rest -> 0 '
         || 'ELSE ((%s) - coalesce(l.ingestd_absent, ''{}'')) || coalesce(l.ingestd_rest, ''{}'') END AS properties, '
         || 'l.ingestd_hash AS content_hash, l.first_seen_at, l.changed_at, l.ingestd_poll AS poll_id FROM %s l',
         ingestd.ingestd_layer_geom_sql(rel), ingestd.ingestd_jsonb_object_sql(pairs), rel);
@@ -242,19 +244,26 @@ BEGIN
         END IF;
     END IF;
 
-    -- The typed columns the layer has, in its order; a double precision
-    -- column renders at the scale most of its numbers have (the others go
-    -- to the rest).
-    FOR c IN SELECT fc.name, fc.view_column, fc.type FROM feed_columns fc
+    -- The typed columns the layer has, in its order, at most the 1,586 a
+    -- layer table has room for beside its own (the store's
+    -- maxLayerAttributes; the others' values go to the rest); an attribute
+    -- named as a bookkeeping column is renamed name_attr, as the store
+    -- names it (schema.ViewColumn). A double precision column renders at
+    -- the scale most of its numbers have (the others go to the rest).
+    FOR c IN SELECT fc.name, fc.view_column AS old_column,
+            CASE WHEN fc.view_column IN ('ingestd_poll', 'ingestd_hash', 'ingestd_rest', 'ingestd_absent', 'ingestd_geom_single',
+                'ingestd_geom', 'ingestd_load_invalid', 'ingestd_load_out_of_range', 'ingestd_load_skip', 'ingestd_load_named')
+                THEN fc.view_column || '_attr' ELSE fc.view_column END AS view_column, fc.type
+        FROM feed_columns fc
         JOIN pg_attribute a ON a.attrelid = lay AND a.attname = fc.view_column AND a.attnum > 0 AND NOT a.attisdropped
-        WHERE fc.jurisdiction = j AND fc.feed = f AND fc.removed_at IS NULL ORDER BY a.attnum
+        WHERE fc.jurisdiction = j AND fc.feed = f AND fc.removed_at IS NULL ORDER BY fc.ordinal LIMIT 1586
     LOOP
         sc := NULL;
         IF c.type = 'double precision' THEN
             EXECUTE format('SELECT mode() WITHIN GROUP (ORDER BY scale((p.properties -> %L)::numeric)) FROM %s p '
                 || 'WHERE jsonb_typeof(p.properties -> %L) = ''number''', c.name, part, c.name) INTO sc;
         END IF;
-        UPDATE feed_columns fc SET scale = sc WHERE fc.jurisdiction = j AND fc.feed = f AND fc.name = c.name;
+        UPDATE feed_columns fc SET scale = sc, view_column = c.view_column WHERE fc.jurisdiction = j AND fc.feed = f AND fc.name = c.name;
         typed := typed || format(', %s(p.properties -> %L) AS %I', CASE c.type
             WHEN 'bigint' THEN 'ingestd_as_bigint' WHEN 'numeric' THEN 'ingestd_as_numeric'
             WHEN 'double precision' THEN 'ingestd_as_double' WHEN 'boolean' THEN 'ingestd_as_boolean'
@@ -286,15 +295,16 @@ BEGIN
         CREATE TABLE %s AS
         SELECT t.feature_id%s%s, t.first_seen_at, t.changed_at, t.poll_id AS ingestd_poll,
             CASE WHEN t.geom_hash IS NOT NULL THEN substring(t.content_hash FOR 16) END AS ingestd_hash,
-            CASE WHEN t.properties IS NULL THEN 'null'::jsonb ELSE nullif(
+            CASE WHEN t.properties IS NULL THEN 'null'::jsonb
+                WHEN jsonb_typeof(t.properties) <> 'object' THEN jsonb_build_array(t.properties) ELSE nullif(
                 coalesce((SELECT jsonb_object_agg(e.k, t.properties -> e.k) FROM jsonb_each(r.rendered) e(k, v)
                     WHERE t.properties ? e.k AND (t.properties -> e.k)::text <> e.v::text), '{}')
                 || (t.properties - %L::text[]), '{}') END AS ingestd_rest,
-            CASE WHEN t.properties IS NOT NULL THEN
+            CASE WHEN jsonb_typeof(t.properties) = 'object' THEN
                 (SELECT array_agg(k.k) FROM unnest(%L::text[]) k(k) WHERE NOT t.properties ? k.k) END AS ingestd_absent,
             CASE WHEN t.single THEN true END AS ingestd_geom_single,
             CASE WHEN ST_AsEWKB(t.gcast) IS DISTINCT FROM ST_AsEWKB(t.geom) AND NOT t.single
-                THEN t.geom END::geometry(Geometry, 4326) AS ingestd_geom
+                THEN ST_AsEWKB(t.geom) END AS ingestd_geom
         FROM (SELECT g.*, coalesce(g.geom IS NOT NULL AND ST_AsEWKB(g.gcast) IS DISTINCT FROM ST_AsEWKB(g.geom)
                 AND ST_NumGeometries(g.gcast) = 1 AND GeometryType(g.gcast) = 'MULTI' || GeometryType(g.geom)
                 AND ST_AsEWKB(ST_GeometryN(g.gcast, 1)) = ST_AsEWKB(g.geom), false) AS single

@@ -63,7 +63,8 @@ func readFeatures(t *testing.T, db *sql.DB, q string) map[string]featureRow {
 // copy's shape, built here by hand with rows of every kind, and gives each
 // row back as the source sent it — absent keys stay absent, nulls null,
 // the rest's values as sent, a promoted single part and a geometry the
-// layer's type cannot hold as they were — whatever the reader's time zone.
+// layer's type cannot hold as they were, properties that are no object or
+// none — whatever the reader's time zone.
 func TestLayerFeaturesRebuildsRows(t *testing.T) {
 	ctx := context.Background()
 	db := stdlib.OpenDBFromPool(pgtest.Pool(t))
@@ -79,7 +80,7 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 		`CREATE TABLE wake.parcels (feature_id text PRIMARY KEY, name text, n bigint, area double precision, ok boolean,
 			d date, t timestamptz, j jsonb, geom geometry(MultiPoint, 4326), first_seen_at timestamptz, changed_at timestamptz,
 			ingestd_poll bigint NOT NULL, ingestd_hash bytea, ingestd_rest jsonb, ingestd_absent text[],
-			ingestd_geom_single boolean, ingestd_geom geometry)`,
+			ingestd_geom_single boolean, ingestd_geom bytea)`,
 		`INSERT INTO feed_layers (jurisdiction, feed, layer, select_sql) VALUES ('wake', 'parcels', 'wake.parcels', NULL)`,
 		`INSERT INTO feed_status (jurisdiction, feed, last_success_at) VALUES ('wake', 'parcels', '2026-01-02 00:00:00+00')`,
 	}
@@ -108,9 +109,11 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 		('single', 'C', 1, 2.5, false, NULL, NULL, 'null', 'SRID=4326;MULTIPOINT(5 6)', '2026-01-01 00:00:00+00',
 			'2026-01-01 00:00:00+00', 7, '\x0d', NULL, NULL, true, NULL, NULL),
 		('other', 'D', 1, 2.5, false, NULL, NULL, NULL, NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00', 7, '\x0c',
-			NULL, NULL, NULL, 'SRID=4326;LINESTRING(0 0,1 1)', NULL),
+			NULL, NULL, NULL, ST_AsEWKB('SRID=4326;LINESTRING(0 0,1 1)'::geometry), NULL),
 		('none', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00', 7, '\x0b',
-			'null', NULL, NULL, NULL, NULL)`,
+			'null', NULL, NULL, NULL, NULL),
+		('array', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '2026-01-01 00:00:00+00', '2026-01-01 00:00:00+00', 7, '\x0a',
+			'[[1, "x"]]', NULL, NULL, NULL, NULL)`,
 		// A reader in another time zone, with doubles printed short.
 		`SET TimeZone = 'America/New_York'`, `SET extra_float_digits = 0`)
 	// "gone" is added after the table was made, as a removed column lingers.
@@ -128,6 +131,7 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 		"single":  {"single", "SRID=4326;POINT(5 6)", `{"d": null, "j": null, "n": 1, "t": null, "ok": false, "Name": "C", "area": 2.50}`, "0d", ts, ts, "7"},
 		"other":   {"other", "SRID=4326;LINESTRING(0 0,1 1)", `{"d": null, "j": null, "n": 1, "t": null, "ok": false, "Name": "D", "area": 2.50}`, "0c", ts, ts, "7"},
 		"none":    {"none", "-", "-", "0b", ts, ts, "7"},
+		"array":   {"array", "-", `[1, "x"]`, "0a", ts, ts, "7"},
 	}
 	for _, q := range []string{
 		`SELECT * FROM features WHERE jurisdiction = 'wake' AND feed = 'parcels'`,
@@ -157,8 +161,8 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 	if props != want["single"].props || geom != want["single"].geom {
 		t.Errorf("ingestd_feature_history: %s %s, want %s %s", props, geom, want["single"].props, want["single"].geom)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ingestd_layer_as_of('wake', 'parcels', '2026-01-01 06:00:00+00')`).Scan(&n); err != nil || n != 6 {
-		t.Errorf("ingestd_layer_as_of: %d rows (%v), want the 6 changed by then", n, err)
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ingestd_layer_as_of('wake', 'parcels', '2026-01-01 06:00:00+00')`).Scan(&n); err != nil || n != 7 {
+		t.Errorf("ingestd_layer_as_of: %d rows (%v), want the 7 changed by then", n, err)
 	}
 	var name sql.NullString
 	var area sql.NullFloat64
@@ -185,8 +189,8 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 	execAll(t, db, `INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change, changed_at)
 		VALUES (7, 'wake', 'parcels', '', 'loaded', now())`)
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ingestd_changes_since('wake', 'parcels', 0)
-		WHERE change = 'added' AND new_properties IS NOT DISTINCT FROM (SELECT properties FROM features WHERE feature_id = ingestd_changes_since.feature_id)`).Scan(&n); err != nil || n != 6 {
-		t.Errorf("ingestd_changes_since: %d added rows with their properties (%v), want the 6 of poll 7", n, err)
+		WHERE change = 'added' AND new_properties IS NOT DISTINCT FROM (SELECT properties FROM features WHERE feature_id = ingestd_changes_since.feature_id)`).Scan(&n); err != nil || n != 7 {
+		t.Errorf("ingestd_changes_since: %d added rows with their properties (%v), want the 7 of poll 7", n, err)
 	}
 }
 
@@ -207,7 +211,7 @@ func TestOneCopyMovesFeeds(t *testing.T) {
 	cols := `[{"name": "Name", "column": "name", "type": "text"}, {"name": "n", "column": "n", "type": "bigint"},
 		{"name": "area", "column": "area", "type": "double precision"}, {"name": "ok", "column": "ok", "type": "boolean"},
 		{"name": "d", "column": "d", "type": "date"}, {"name": "t", "column": "t", "type": "timestamptz"},
-		{"name": "j", "column": "j", "type": "jsonb"}]`
+		{"name": "j", "column": "j", "type": "jsonb"}, {"name": "ingestd_hash", "column": "ingestd_hash", "type": "text"}]`
 	feeds := []struct{ feed, geometry, rows string }{
 		{"parcels", "MultiPoint", `
 			('a', 'SRID=4326;MULTIPOINT(1 2,3 4)', '{"Name": "A", "n": 5, "area": 1.25, "ok": true, "d": "2024-01-02", "t": "2024-01-02T03:04:05Z", "j": {"a": [1, 2]}}'),
@@ -216,7 +220,9 @@ func TestOneCopyMovesFeeds(t *testing.T) {
 			('d', NULL, '{"Name": 7, "n": "12", "area": 0.1, "ok": "yes", "d": "2024-01-02T00:00:00", "x": [1e3], "t": "2024-01-02"}'),
 			('e', 'SRID=4326;MULTIPOINT(5 6)', '{"area": 0.30000000000000004}'),
 			('f', 'SRID=4326;MULTIPOINT(7 8)', '{"area": 2.50}'),
-			('g', 'SRID=4326;MULTIPOINT(9 9)', NULL)`},
+			('g', 'SRID=4326;MULTIPOINT(9 9)', NULL),
+			('h', 'SRID=4326;MULTIPOINT(9 8)', '[1, {"ingestd_hash": "x"}]'),
+			('i', 'SRID=4326;MULTIPOINT(9 7)', '{"ingestd_hash": "an attribute", "Name": "I"}')`},
 		{"zoning", "Polygon", `
 			('z1', 'SRID=4326;POLYGON((0 0,1 0,1 1,0 0))', '{"Name": "R-4"}'),
 			('z2', 'SRID=4326;MULTIPOLYGON(((0 0,2 0,2 2,0 0)))', '{"Name": "R-6", "n": 2}')`},
@@ -276,8 +282,8 @@ func TestOneCopyMovesFeeds(t *testing.T) {
 	got := readFeatures(t, db, `SELECT * FROM features`)
 	want := readFeatures(t, db, `SELECT feature_id, geom, properties, CASE WHEN geom_hash IS NOT NULL THEN substring(content_hash FOR 16) END AS content_hash,
 		first_seen_at, changed_at, poll_id FROM public.before`)
-	if len(got) != len(want) || len(want) != 10 {
-		t.Errorf("features has %d rows, the partitions had %d (want 10)", len(got), len(want))
+	if len(got) != len(want) || len(want) != 12 {
+		t.Errorf("features has %d rows, the partitions had %d (want 12)", len(got), len(want))
 	}
 	for id, w := range want {
 		if got[id] != w {
@@ -305,10 +311,18 @@ func TestOneCopyMovesFeeds(t *testing.T) {
 	}
 
 	// The rest only where a value does not render back: a's "Z", d's
-	// strings and number, e's 17 digits, g's missing properties.
+	// strings and number, e's 17 digits, g's missing properties, h's
+	// array.
 	var rest string
-	if err := db.QueryRowContext(ctx, `SELECT string_agg(feature_id, ',' ORDER BY feature_id) FROM wake.parcels WHERE ingestd_rest IS NOT NULL`).Scan(&rest); err != nil || rest != "a,d,e,g" {
-		t.Errorf("rows with a rest: %q (%v), want a,d,e,g", rest, err)
+	if err := db.QueryRowContext(ctx, `SELECT string_agg(feature_id, ',' ORDER BY feature_id) FROM wake.parcels WHERE ingestd_rest IS NOT NULL`).Scan(&rest); err != nil || rest != "a,d,e,g,h" {
+		t.Errorf("rows with a rest: %q (%v), want a,d,e,g,h", rest, err)
+	}
+	// An attribute named as a bookkeeping column is a column of its own.
+	var attr, column string
+	if err := db.QueryRowContext(ctx, `SELECT p.ingestd_hash_attr, c.view_column FROM wake.parcels p, feed_columns c
+		WHERE p.feature_id = 'i' AND c.feed = 'parcels' AND c.name = 'ingestd_hash'`).Scan(&attr, &column); err != nil ||
+		attr != "an attribute" || column != "ingestd_hash_attr" {
+		t.Errorf("attribute ingestd_hash: %q in column %q (%v), want \"an attribute\" in ingestd_hash_attr", attr, column, err)
 	}
 
 	err = migrations.DownTo(ctx, db, 41)
