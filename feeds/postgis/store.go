@@ -93,6 +93,9 @@ type Store struct {
 	// resumes, so that another instance can tell a poll a dead process
 	// left running from one in flight.
 	owner string
+	// oneCopy: a feed's current features live in its layer table alone
+	// (onecopy_apply.go), not in a partition of features.
+	oneCopy bool
 	// secrets are scrubbed by value from every error text and next link
 	// the store writes (nil: none are known).
 	secrets *redact.Secrets
@@ -123,6 +126,15 @@ func WithOwner(owner string) Option {
 // staged_pages.next_link.
 func WithSecrets(secrets *redact.Secrets) Option {
 	return func(s *Store) { s.secrets = secrets }
+}
+
+// WithOneCopy keeps each feed's current features in its layer table
+// alone (docs/decisions/0200): its first load creates the table from
+// staging and each apply diffs and writes it. Deltas are refused on this
+// layout, and the conform into common layers and the generic features
+// table do not read it yet.
+func WithOneCopy() Option {
+	return func(s *Store) { s.oneCopy = true }
 }
 
 // WithLogger sets the logger (nil discards).
