@@ -23,13 +23,8 @@ import (
 // form, rebuilt from the layer's rows (layerPropertiesSQL).
 //
 // The store takes this path when built with oneCopy (WithOneCopy); the
-// partitioned layout stays the default until every path of the store
-// (delta, the conform into common layers, retyping stored values) reads
-// and writes the one table.
-
-// errOneCopyDelta refuses a delta poll's apply on the one-copy layout,
-// which does not apply deltas yet.
-var errOneCopyDelta = errors.New("a delta poll cannot be applied to a one-copy layer yet")
+// partitioned layout stays the default until the features view of the
+// layer tables (migration 42) is there for the readers.
 
 // layerGeom is how a one-copy layer holds its geometry: geometry type ”
 // (no geom column: ingestd_geom holds any geometry), "Geometry" (geom holds
@@ -289,6 +284,8 @@ func (s *Store) applyOneCopy(ctx context.Context, r *applyRun) error {
 		tally,
 		supersedeHeld,
 		markHistoryGap,
+		readAsGeneric,
+		s.conformCommon,
 		s.recordSchema,
 	} {
 		if err := step(ctx, r); err != nil {
@@ -306,41 +303,74 @@ func (s *Store) applyOneCopy(ctx context.Context, r *applyRun) error {
 	return s.recordApplied(ctx, r)
 }
 
-// findLayer looks up the feed's layer table and the poll's size; a delta
-// is refused (errOneCopyDelta).
-func findLayer(ctx context.Context, r *applyRun) error {
-	var names []string
-	t := &r.table
-	t.feedJurisdiction, t.feedName = r.jurisdiction, r.feed
-	if err := r.tx.QueryRow(ctx, sqlQuery("OneCopyLookup"), r.pollID, r.jurisdiction, r.feed).
-		Scan(&t.exists, &names, &t.staged, &t.lastCount, &t.lastQuiet); err != nil {
-		return err
-	}
-	r.firstLoad = !t.exists
-	r.oc.layer = newOneCopyLayer(names[0], names[1])
-	t.name = names[1]
-	if r.firstLoad {
-		return nil
-	}
-	if err := r.tx.QueryRow(ctx, sqlQuery("IsDelta"), r.pollID).Scan(&r.delta); err != nil {
-		return err
-	}
-	if r.delta {
-		return errOneCopyDelta
-	}
-	return readStoredLayer(ctx, r)
+// readAsGeneric points the reads of the feed's rows that follow the
+// write (the conform into a common layer) at the layer's rows rebuilt in
+// the generic form.
+func readAsGeneric(_ context.Context, r *applyRun) error {
+	r.table.readAs = "(" + r.oc.layer.genericSelect() + ")"
+	return nil
 }
 
-// readStoredLayer reads the shape the layer table was written in
-// (feed_columns, with the scales) into r.oc.stored and r.oc.scales.
-func readStoredLayer(ctx context.Context, r *applyRun) error {
-	rows, err := r.tx.Query(ctx, sqlQuery("OneCopyStoredColumns"), r.jurisdiction, r.feed)
-	if err != nil {
+// findLayer looks up the feed's layer table (lookupLayer) and the
+// poll's size, and whether the poll is a delta of it.
+func findLayer(ctx context.Context, r *applyRun) error {
+	var err error
+	r.table, r.oc, err = lookupLayer(ctx, r.tx, r.pollID, r.jurisdiction, r.feed)
+	r.firstLoad = !r.table.exists
+	if err != nil || r.firstLoad {
 		return err
 	}
-	st := r.oc.layer
-	st.cols = nil
-	r.oc.scales = map[string]*int{}
+	if err := r.tx.QueryRow(ctx, sqlQuery("IsDelta"), r.pollID).Scan(&r.delta); err != nil || !r.delta {
+		return err
+	}
+	// Every statement of a delta's apply joins a few ids with the layer.
+	_, err = r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner"))
+	return err
+}
+
+// lookupLayer is lookupFeedTable on the one-copy layout: the feed's
+// table is its layer, and reads of its rows (readAs) read them rebuilt in
+// the generic form. The state holds the layer as it was last written.
+func lookupLayer(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, oneCopyState, error) {
+	var names []string
+	var oc oneCopyState
+	t := feedTable{feedJurisdiction: jurisdiction, feedName: feed}
+	if err := tx.QueryRow(ctx, sqlQuery("OneCopyLookup"), pollID, jurisdiction, feed).
+		Scan(&t.exists, &names, &t.staged, &t.lastCount, &t.lastQuiet); err != nil {
+		return t, oc, err
+	}
+	oc.layer = newOneCopyLayer(names[0], names[1])
+	t.name = names[1]
+	if !t.exists {
+		return t, oc, nil
+	}
+	st, scales, err := readLayerShape(ctx, tx, jurisdiction, feed, oc.layer)
+	if err != nil {
+		return t, oc, err
+	}
+	oc.stored, oc.layer, oc.scales = st, st, scales
+	t.readAs = "(" + st.genericSelect() + ")"
+	return t, oc, nil
+}
+
+// tableOf is lookupFeedTable on the store's layout.
+func (s *Store) tableOf(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, error) {
+	if !s.oneCopy {
+		return lookupFeedTable(ctx, tx, pollID, jurisdiction, feed)
+	}
+	t, _, err := lookupLayer(ctx, tx, pollID, jurisdiction, feed)
+	return t, err
+}
+
+// readLayerShape reads the shape the layer table l was written in
+// (feed_columns, with the scales by name).
+func readLayerShape(ctx context.Context, tx pgx.Tx, jurisdiction, feed string, l oneCopyLayer) (oneCopyLayer, map[string]*int, error) {
+	rows, err := tx.Query(ctx, sqlQuery("OneCopyStoredColumns"), jurisdiction, feed)
+	if err != nil {
+		return l, nil, err
+	}
+	l.cols = nil
+	scales := map[string]*int{}
 	n := 0
 	for rows.Next() {
 		var c layerColumn
@@ -348,30 +378,29 @@ func readStoredLayer(ctx context.Context, r *applyRun) error {
 		var geometry string
 		if err := rows.Scan(&c.name, &c.column, &c.typ, &scale, &geometry); err != nil {
 			rows.Close()
-			return err
+			return l, nil, err
 		}
 		n++
-		st.geometry = geometry
-		r.oc.scales[c.name] = scale
+		l.geometry = geometry
+		scales[c.name] = scale
 		if scale != nil && c.typ == schema.Double {
 			c.scaled, c.scale = true, *scale
 		}
-		if len(st.cols) < maxViewAttributes {
-			st.cols = append(st.cols, c)
+		if len(l.cols) < maxViewAttributes {
+			l.cols = append(l.cols, c)
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return l, nil, err
 	}
 	if n == 0 {
-		if err := r.tx.QueryRow(ctx, sqlQuery("OneCopyStoredGeometry"), r.jurisdiction, r.feed).Scan(&st.geometry); err != nil {
-			return err
+		if err := tx.QueryRow(ctx, sqlQuery("OneCopyStoredGeometry"), jurisdiction, feed).Scan(&l.geometry); err != nil {
+			return l, nil, err
 		}
 	}
-	st.allKeys = n <= maxViewAttributes
-	r.oc.stored = st
-	return nil
+	l.allKeys = n <= maxViewAttributes
+	return l, scales, nil
 }
 
 // plainColumnsOf names the layer's columns whose values in profile all
@@ -626,7 +655,11 @@ func oneCopyDiff(ctx context.Context, r *applyRun) error {
 	}
 	r.oc.layer = l
 	res := &r.out.res
-	err = runApply(ctx, sp, l.sql("OneCopyDiff", nil),
+	name := "OneCopyDiff"
+	if r.delta {
+		name = "OneCopyDelta"
+	}
+	err = runApply(ctx, sp, l.sql(name, nil),
 		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
 			r.keepHistory},
 		&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,

@@ -226,6 +226,65 @@ SELECT
 	FROM diff
 ), {{OneCopyWrites}}
 
+-- name: OneCopyDelta
+-- ApplyDelta on the layer table: the fetched features diffed against
+-- their stored rows read by key (LATERAL, LIMIT 1: a probe per id, never
+-- a join), the removed ones the proof found; counts, parameters, writes
+-- and row as ApplyDelta's.
+{{SnapshotCTEs}}, diff AS MATERIALIZED (
+	SELECT j.*,
+		NOT j.existed OR (j.changed AND (j.legacy
+			OR substring(sha256(j.geom_hash || j.old_props_hash) for 16) <> j.old_hash)) AS geom_changed,
+		NOT j.existed OR (j.changed AND j.old_props_hash IS DISTINCT FROM j.props_hash) AS props_changed
+	FROM (
+		SELECT s.*, f.feature_id AS old_id, true AS present,
+			f.feature_id IS NOT NULL AS existed, f.ingestd_hash AS old_hash,
+			f.feature_id IS NOT NULL AND f.ingestd_hash IS NULL AS legacy,
+			f.ingestd_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16) AS changed,
+			f.props_hash AS old_props_hash
+		FROM snapshot s
+		LEFT JOIN LATERAL (SELECT o.feature_id, o.ingestd_hash,
+				CASE WHEN o.ingestd_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16)
+					THEN sha256(jsonb_send({{old_props}})) END AS props_hash
+			FROM {{layer}} o WHERE o.feature_id = s.feature_id LIMIT 1) f ON true
+		UNION ALL
+		SELECT NULL::text, NULL::boolean, NULL::integer, NULL::integer, NULL::bytea, NULL::bytea,
+			f.feature_id, false, true, f.ingestd_hash, false, true, NULL::bytea
+		FROM staged_deltas sd
+		CROSS JOIN LATERAL unnest(sd.removed) AS r(feature_id)
+		CROSS JOIN LATERAL (SELECT o.feature_id, o.ingestd_hash FROM {{layer}} o WHERE o.feature_id = r.feature_id LIMIT 1) f
+		WHERE sd.poll_id = $1
+	) j
+), counts AS MATERIALIZED (
+	SELECT x.*, x.features - x.fetched + x.fetched_existing + x.gone AS previous,
+		x.features - x.fetched + x.fetched_existing AS kept, true AS delta
+	FROM (
+		SELECT
+			(SELECT features FROM staged_deltas WHERE poll_id = $1) AS features,
+			count(*) FILTER (WHERE present AND NOT existed)::int AS added,
+			count(*) FILTER (WHERE present AND existed AND (geom_changed OR props_changed)
+				AND NOT (legacy AND NOT props_changed))::int AS modified,
+			count(*) FILTER (WHERE present AND existed)::int AS fetched_existing,
+			count(*) FILTER (WHERE NOT present)::int AS gone,
+			count(*) FILTER (WHERE present AND named)::int AS named,
+			count(*) FILTER (WHERE present)::int AS fetched
+		FROM diff) x
+), {{OneCopyWrites}}
+
+-- name: OneCopyReconcileDrift
+-- ReconcileDrift over the layer's rows ({{table}}: rebuilt in the
+-- generic form), compared by the 16-byte content hash.
+WITH snapshot AS (
+	SELECT DISTINCT ON (feature_id COLLATE "C") feature_id, page, ordinal, geom_hash, props_hash
+	FROM staged_features WHERE poll_id = $1
+	ORDER BY feature_id COLLATE "C", page DESC, ordinal DESC
+)
+SELECT count(*) FROM snapshot s
+LEFT JOIN {{table}} f ON f.feature_id = s.feature_id
+JOIN staged_features sf ON sf.poll_id = $1 AND sf.page = s.page AND sf.ordinal = s.ordinal
+WHERE (f.feature_id IS NULL OR f.content_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16))
+	AND coalesce(ingestd_as_timestamptz(sf.properties::jsonb -> $2) <= to_timestamp($3::float8 / 1000), true)
+
 -- name: OneCopyGeometryLost
 -- GeometryLost over the layer table.
 CASE WHEN c.delta OR c.features = 0 THEN false
