@@ -42,13 +42,21 @@ type oneCopyLayer struct {
 	allKeys bool
 }
 
+// maxLayerAttributes is how many attributes a one-copy layer table has
+// as columns at most: a table has at most 1,600 columns, dropped ones
+// included, and the layer has 10 of its own (feature_id, geom,
+// first_seen_at, changed_at, six ingestd_*) and 4 a first load drops
+// (OneCopyFirstLoad). A wider layer's other attributes are in each row's
+// ingestd_rest.
+const maxLayerAttributes = 1600 - 10 - 4
+
 // newOneCopyLayer names the layer table schema.name.
 func newOneCopyLayer(schemaName, name string) oneCopyLayer {
 	return oneCopyLayer{schema: schemaName, name: name, ident: pgx.Identifier{schemaName, name}.Sanitize()}
 }
 
 // shapeFromSchema gives l the columns and geometry of the snapshot's
-// schema snap, as its first maxViewAttributes attributes become columns.
+// schema snap, as its first maxLayerAttributes attributes become columns.
 // whole: the table is written whole (first load, reshape) and each double
 // precision column renders at the scale its numbers share in profile;
 // otherwise at stored (the scale the table was written at, by name).
@@ -59,7 +67,7 @@ func (l *oneCopyLayer) shapeFromSchema(snap schema.Schema, profile *schema.Profi
 		names[i] = c.Name
 	}
 	viewCols := schema.ViewColumns(names)
-	n := min(len(snap.Columns), maxViewAttributes)
+	n := min(len(snap.Columns), maxLayerAttributes)
 	byName := make(map[string]*schema.ColumnProfile, len(profile.Columns))
 	for i := range profile.Columns {
 		byName[profile.Columns[i].Name] = &profile.Columns[i]
@@ -88,7 +96,7 @@ func (l *oneCopyLayer) shapeFromSchema(snap schema.Schema, profile *schema.Profi
 		l.cols[i] = lc
 	}
 	l.geometry = snap.Geometry
-	l.allKeys = len(snap.Columns) <= maxViewAttributes
+	l.allKeys = len(snap.Columns) <= maxLayerAttributes
 }
 
 // hasNumbers reports whether the profile counted numbers for a column.
@@ -148,16 +156,18 @@ func (l oneCopyLayer) rowSQL(plain map[string]bool) string {
 	for _, c := range l.cols {
 		out = append(out, typedSQL(c, "t.props", plain[c.name])+" AS "+pgx.Identifier{c.column}.Sanitize())
 	}
-	single, other := "NULL::boolean", "NULL::geometry"
+	// ingestd_geom is EWKB, not a geometry: a second geometry column
+	// would be a second layer to QGIS (geometry_columns lists each).
+	single, other := "NULL::boolean", "NULL::bytea"
 	switch {
 	case !l.hasGeom():
-		other = "r.g"
+		other = "ST_AsEWKB(r.g)"
 	case l.geometry != "Geometry":
 		out = append(out, fmt.Sprintf("x.tg::geometry(%s, 4326) AS geom", l.geometry))
 		if multiTypes[l.geometry] {
 			single = "CASE WHEN GeometryType(x.tg) <> GeometryType(r.g) AND GeometryType(x.tg) = 'MULTI' || GeometryType(r.g) THEN true END"
 		}
-		other = "CASE WHEN r.g IS NOT NULL AND (x.tg IS NULL OR (GeometryType(x.tg) <> GeometryType(r.g) AND GeometryType(x.tg) <> 'MULTI' || GeometryType(r.g))) THEN r.g END"
+		other = "CASE WHEN r.g IS NOT NULL AND (x.tg IS NULL OR (GeometryType(x.tg) <> GeometryType(r.g) AND GeometryType(x.tg) <> 'MULTI' || GeometryType(r.g))) THEN ST_AsEWKB(r.g) END"
 	default:
 		out = append(out, "r.g::geometry(Geometry, 4326) AS geom")
 	}
@@ -185,17 +195,17 @@ func (l oneCopyLayer) updateSQL() string {
 // feature had it stored (the generic form's geom).
 func (l oneCopyLayer) storedGeomSQL() string {
 	if !l.hasGeom() {
-		return "o.ingestd_geom"
+		return "ST_GeomFromEWKB(o.ingestd_geom)"
 	}
-	return "CASE WHEN o.ingestd_geom IS NOT NULL THEN o.ingestd_geom WHEN o.ingestd_geom_single THEN ST_GeometryN(o.geom, 1) ELSE o.geom::geometry END"
+	return "CASE WHEN o.ingestd_geom IS NOT NULL THEN ST_GeomFromEWKB(o.ingestd_geom) WHEN o.ingestd_geom_single THEN ST_GeometryN(o.geom, 1) ELSE o.geom::geometry END"
 }
 
 // anyGeomSQL is the row f's geometry, in whichever column it is.
 func (l oneCopyLayer) anyGeomSQL() string {
 	if !l.hasGeom() {
-		return "f.ingestd_geom"
+		return "ST_GeomFromEWKB(f.ingestd_geom)"
 	}
-	return "coalesce(f.ingestd_geom, f.geom::geometry)"
+	return "coalesce(ST_GeomFromEWKB(f.ingestd_geom), f.geom::geometry)"
 }
 
 // typedSQL is the value of column c from p (the properties' jsonb): the
@@ -386,7 +396,7 @@ func readLayerShape(ctx context.Context, tx pgx.Tx, jurisdiction, feed string, l
 		if scale != nil && c.typ == schema.Double {
 			c.scaled, c.scale = true, *scale
 		}
-		if len(l.cols) < maxViewAttributes {
+		if len(l.cols) < maxLayerAttributes {
 			l.cols = append(l.cols, c)
 		}
 	}
@@ -399,7 +409,7 @@ func readLayerShape(ctx context.Context, tx pgx.Tx, jurisdiction, feed string, l
 			return l, nil, err
 		}
 	}
-	l.allKeys = n <= maxViewAttributes
+	l.allKeys = n <= maxLayerAttributes
 	return l, scales, nil
 }
 

@@ -97,7 +97,7 @@ func TestOneCopyFirstLoadRebuildsEveryRow(t *testing.T) {
 	}
 	// The Point is kept as sent behind the layer's MultiPoint.
 	geoms := b.textMap(t, "SELECT feature_id, ST_AsText(geom) FROM ("+
-		"SELECT o.feature_id, CASE WHEN o.ingestd_geom_single THEN ST_GeometryN(o.geom, 1) ELSE coalesce(o.ingestd_geom, o.geom) END AS geom FROM wake.parcels o) g")
+		"SELECT o.feature_id, CASE WHEN o.ingestd_geom_single THEN ST_GeometryN(o.geom, 1) ELSE coalesce(ST_GeomFromEWKB(o.ingestd_geom), o.geom) END AS geom FROM wake.parcels o) g")
 	if geoms["b"] != "POINT(-77 35)" {
 		t.Errorf("b's geometry rebuilt as %s", geoms["b"])
 	}

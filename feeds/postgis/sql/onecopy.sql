@@ -83,7 +83,7 @@ AND (p.page, p.ordinal) IN (
 -- (dropped once counted). Pages filled whole: decision 0200.
 CREATE TABLE {{layer}} WITH (fillfactor = 100) AS
 SELECT {{row_exprs}},
-	t.invalid AS load_invalid, t.out_of_range AS load_out_of_range, t.skip AS load_skip, t.named AS load_named
+	t.invalid AS ingestd_load_invalid, t.out_of_range AS ingestd_load_out_of_range, t.skip AS ingestd_load_skip, t.named AS ingestd_load_named
 FROM (SELECT s.*, now() AS first_seen_at, now() AS changed_at, $1::bigint AS ingestd_poll,
 		substring(s.content_hash for 16) AS ingestd_hash
 	FROM ({{OneCopyLoadSource}}) s) t
@@ -99,18 +99,18 @@ SELECT e.rows, e.invalid, e.skipped, e.named,
 		format('extent: %s of %s located features lie outside the jurisdiction''s bbox [%s]',
 			e.outside, e.located, array_to_string($1::float8[], ', ')) END
 FROM (SELECT count(*)::int AS rows,
-		count(*) FILTER (WHERE load_invalid)::int AS invalid,
-		count(*) FILTER (WHERE load_skip)::int AS skipped,
-		count(*) FILTER (WHERE load_named)::int AS named,
-		count(*) FILTER (WHERE load_out_of_range OR NOT ST_IsEmpty({{any_geom}})) AS located,
-		count(*) FILTER (WHERE $1::float8[] IS NOT NULL AND (load_out_of_range OR NOT ST_IsEmpty({{any_geom}}) AND NOT {{any_geom}} && ST_MakeEnvelope(
+		count(*) FILTER (WHERE ingestd_load_invalid)::int AS invalid,
+		count(*) FILTER (WHERE ingestd_load_skip)::int AS skipped,
+		count(*) FILTER (WHERE ingestd_load_named)::int AS named,
+		count(*) FILTER (WHERE ingestd_load_out_of_range OR NOT ST_IsEmpty({{any_geom}})) AS located,
+		count(*) FILTER (WHERE $1::float8[] IS NOT NULL AND (ingestd_load_out_of_range OR NOT ST_IsEmpty({{any_geom}}) AND NOT {{any_geom}} && ST_MakeEnvelope(
 			($1::float8[])[1], ($1::float8[])[2], ($1::float8[])[3], ($1::float8[])[4], 4326))) AS outside
 	FROM {{layer}} f) e
 
 -- name: OneCopyBuildKey
--- One scan: drops load_named, sets NOT NULL and builds the primary key
+-- One scan: drops ingestd_load_named, sets NOT NULL and builds the primary key
 -- (which a repeated id fails).
-ALTER TABLE {{layer}} DROP COLUMN load_named,
+ALTER TABLE {{layer}} DROP COLUMN ingestd_load_named,
 	ALTER first_seen_at SET NOT NULL, ALTER changed_at SET NOT NULL, ALTER ingestd_poll SET NOT NULL,
 	ADD CONSTRAINT {{layer_pkey}} PRIMARY KEY (feature_id)
 
@@ -129,10 +129,10 @@ WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
 
 -- name: OneCopyDeleteSkipped
 -- Leaves out the rows the feed skips ($1: invalid_geometry: skip).
-DELETE FROM {{layer}} WHERE load_skip OR (load_invalid AND $1)
+DELETE FROM {{layer}} WHERE ingestd_load_skip OR (ingestd_load_invalid AND $1)
 
 -- name: OneCopyDropLoadColumns
-ALTER TABLE {{layer}} DROP COLUMN load_invalid, DROP COLUMN load_out_of_range, DROP COLUMN load_skip
+ALTER TABLE {{layer}} DROP COLUMN ingestd_load_invalid, DROP COLUMN ingestd_load_out_of_range, DROP COLUMN ingestd_load_skip
 
 -- name: OneCopyGeomIndex
 CREATE INDEX {{layer_geom}} ON {{layer}} USING gist (geom)
