@@ -326,6 +326,20 @@ func readAsGeneric(_ context.Context, r *applyRun) error {
 func findLayer(ctx context.Context, r *applyRun) error {
 	var err error
 	r.table, r.oc, err = lookupLayer(ctx, r.tx, r.pollID, r.jurisdiction, r.feed)
+	if err == nil && !r.table.exists {
+		if moved, err := moveLayer(ctx, r); err != nil || moved {
+			if err != nil {
+				return err
+			}
+			r.table, r.oc, err = lookupLayer(ctx, r.tx, r.pollID, r.jurisdiction, r.feed)
+			if err != nil {
+				return err
+			}
+			if err := recordLayer(ctx, r.tx, r, r.oc.stored); err != nil {
+				return err
+			}
+		}
+	}
 	r.firstLoad = !r.table.exists
 	if err != nil || r.firstLoad {
 		return err
@@ -336,6 +350,39 @@ func findLayer(ctx context.Context, r *applyRun) error {
 	// Every statement of a delta's apply joins a few ids with the layer.
 	_, err = r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner"))
 	return err
+}
+
+// moveLayer moves the feed's layer table to the layer's name when the
+// feed's layer was renamed (name, schema in its configuration): the table
+// is the feed's features, and goes where the layer now is.
+func moveLayer(ctx context.Context, r *applyRun) (bool, error) {
+	var old []string
+	err := r.tx.QueryRow(ctx, sqlQuery("OneCopyMovedLayer"), r.jurisdiction, r.feed).Scan(&old)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && old == nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	to := r.oc.layer
+	if err := ensureLayerSchema(ctx, r); err != nil {
+		return false, err
+	}
+	var stmts []string
+	if old[0] != to.schema {
+		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s SET SCHEMA %s",
+			pgx.Identifier{old[0], old[1]}.Sanitize(), pgx.Identifier{to.schema}.Sanitize()))
+	}
+	if old[1] != to.name {
+		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s RENAME TO %s",
+			pgx.Identifier{to.schema, old[1]}.Sanitize(), pgx.Identifier{to.name}.Sanitize()))
+	}
+	for _, q := range stmts {
+		if _, err := r.tx.Exec(ctx, q); err != nil {
+			return false, fmt.Errorf("move layer %s.%s to %s: %w", old[0], old[1], to.ident, err)
+		}
+	}
+	return true, nil
 }
 
 // lookupLayer is lookupFeedTable on the one-copy layout: the feed's

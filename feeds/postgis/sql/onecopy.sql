@@ -21,6 +21,17 @@ SELECT coalesce((SELECT true FROM pg_attribute a WHERE a.attrelid = to_regclass(
 	coalesce((SELECT modified = 0 AND removed = 0 AND added IN (0, features) FROM polls
 		WHERE jurisdiction = $2 AND feed = $3 AND status = 'succeeded' ORDER BY started_at DESC LIMIT 1), true)
 
+-- name: OneCopyMovedLayer
+-- The feed's ($1, $2) one-copy layer table under the name it had before
+-- its layer was renamed (feed_layers), as {schema, name}; NULL when it
+-- has none elsewhere.
+SELECT ARRAY[n.nspname::text, c.relname::text]
+FROM feed_layers l
+JOIN pg_class c ON c.oid = to_regclass(l.layer)
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE l.jurisdiction = $1 AND l.feed = $2 AND c.oid IS DISTINCT FROM to_regclass(ingestd_feed_view($1, $2))
+  AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'ingestd_hash' AND NOT a.attisdropped)
+
 -- name: OneCopyStoredColumns
 -- The columns of the feed's ($1, $2) layer table as it was written: the
 -- current columns in their order, with their layer column, type and the
