@@ -35,10 +35,6 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	if os.Getenv("INGESTD_TEST_ONE_COPY") != "" {
-		// The behaviour tests on the one-copy layout (onecopy_test.go).
-		return setupOneCopy(t)
-	}
 	pool := pgtest.Pool(t)
 	return &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool)}
 }

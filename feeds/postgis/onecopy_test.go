@@ -7,20 +7,12 @@ import (
 	"github.com/twpayne/go-geom"
 
 	ft "github.com/ingestd/ingestd/feature"
-	"github.com/ingestd/ingestd/feeds/postgis"
-	"github.com/ingestd/ingestd/migrations/pgtest"
 )
 
-// setupOneCopy is setup with the store on the one-copy layout. The scale
-// column of feed_columns comes with the one-copy migration; until it is
-// merged the test adds it.
+// setupOneCopy is setup: every store keeps one copy of each layer.
 func setupOneCopy(t *testing.T) *bundle {
 	t.Helper()
-	pool := pgtest.Pool(t)
-	if _, err := pool.Exec(t.Context(), "ALTER TABLE ingestd.feed_columns ADD COLUMN IF NOT EXISTS scale int"); err != nil {
-		t.Fatal(err)
-	}
-	return &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool, postgis.WithOneCopy())}
+	return setup(t)
 }
 
 // rebuilt maps each feature id of the feed's layer to its properties as

@@ -128,15 +128,6 @@ func WithSecrets(secrets *redact.Secrets) Option {
 	return func(s *Store) { s.secrets = secrets }
 }
 
-// WithOneCopy keeps each feed's current features in its layer table
-// alone (docs/decisions/0200): its first load creates the table from
-// staging and each apply diffs and writes it. Deltas are refused on this
-// layout, and the conform into common layers and the generic features
-// table do not read it yet.
-func WithOneCopy() Option {
-	return func(s *Store) { s.oneCopy = true }
-}
-
 // WithLogger sets the logger (nil discards).
 func WithLogger(logger *slog.Logger) Option {
 	return func(s *Store) {
@@ -150,7 +141,7 @@ func WithLogger(logger *slog.Logger) Option {
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
 		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true, useBulkFirstLoad: true,
-		pageIDs: defaultPageIDs}
+		pageIDs: defaultPageIDs, oneCopy: true}
 	for _, opt := range opts {
 		opt(s)
 	}
