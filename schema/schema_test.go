@@ -295,6 +295,11 @@ func TestViewColumns(t *testing.T) {
 	if len(got[5]) > 63 || len(got[6]) > 63 || got[5] == got[6] || !utf8.ValidString(got[5]) {
 		t.Errorf("long names: %q, %q", got[5], got[6])
 	}
+	// The layer table's bookkeeping columns begin ingestd_.
+	got = ViewColumns([]string{"ingestd_hash", "ingestd_hash_attr", "ingestd_geom", "ingestd"})
+	if got[0] != "ingestd_hash_attr" || got[1] != "ingestd_hash_attr_2" || got[2] != "ingestd_geom_attr" || got[3] != "ingestd" {
+		t.Errorf("ViewColumns = %q", got)
+	}
 }
 
 // BenchmarkProfileAddFeature profiles a parcel's properties (the same
