@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # upgrade_check.sh [REV] — an upgrade of a loaded database, with real parts.
 #
-# Builds ingestd at REV (default: main) in a temporary git worktree, and at
-# the working tree. Loads feeds of every kind into a fresh database with
-# REV's binary — MapServer's nc layer (scripts/mapserver.sh) by WFS as GML
+# Builds ingestd at REV (default: where this branch left main, git
+# merge-base HEAD main: a later main may hold other migrations of the same
+# numbers, which goose would take for this tree's) in a temporary git
+# worktree, and at the working tree. Loads feeds of every kind into a
+# fresh database with REV's binary — MapServer's nc layer (scripts/mapserver.sh) by WFS as GML
 # 3.2 paged, GML 3.1.1 and GeoJSON, and by OGC API – Features; the fixture
 # server's raleigh layers by WFS and as a downloaded file, boulder's roads
 # as a GeoJSON document; Koop's nc_counties by ArcGIS REST when Koop
@@ -25,7 +27,7 @@
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
-rev=${1:-main}
+rev=${1:-$(git merge-base HEAD main)}
 
 log() { printf 'upgrade_check.sh: %s\n' "$*" >&2; }
 
@@ -105,7 +107,7 @@ rows_sql="SELECT jurisdiction, feed, feature_id, md5(coalesce(properties::text, 
 	md5(coalesce(encode(ST_AsEWKB(geom), 'hex'), '-')), first_seen_at, changed_at, poll_id,
 	encode(substring(content_hash FOR 16), 'hex')
 	FROM features ORDER BY jurisdiction, feed, feature_id"
-snapshot() { psql "$db" -X -tA -c "SET TimeZone = 'UTC'" -c "$rows_sql" >"$work/$1.rows"; }
+snapshot() { psql "$db" -X -q -tA -c "SET TimeZone = 'UTC'" -c "$rows_sql" >"$work/$1.rows"; }
 kept_sql="SELECT (SELECT count(*) FROM features) || ' features, ' || (SELECT count(*) FROM feature_changes) || ' changes, '
 	|| (SELECT count(*) FROM polls) || ' polls'"
 snapshot before
