@@ -139,6 +139,10 @@ type applyRun struct {
 	commonKnown bool
 	// commonSkips: the features the conform could not map (common_history.go).
 	commonSkips commonSkips
+
+	// oc is what the steps of an apply on the one-copy layout find
+	// (onecopy_apply.go).
+	oc oneCopyState
 }
 
 // newApplyRun returns the run of an apply of poll pollID of the feed in tx.
@@ -170,6 +174,9 @@ type applyStep func(context.Context, *applyRun) error
 // one made it moot (an unchanged snapshot is not diffed, a bulk first load
 // is not loaded again).
 func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
+	if s.oneCopy {
+		return s.applyOneCopy(ctx, r)
+	}
 	for _, step := range []applyStep{
 		planForBulk,          // hash joins, no JIT
 		countInvalidFeatures, // polls.invalid_features, whatever the snapshot's fate
@@ -396,7 +403,7 @@ func (s *Store) recordApplied(ctx context.Context, r *applyRun) error {
 	if err := notifyChanges(ctx, r); err != nil {
 		return err
 	}
-	if !r.firstLoad {
+	if !r.firstLoad || s.oneCopy {
 		return nil
 	}
 	// Last: attaching locks the jurisdiction's partition against other

@@ -47,10 +47,20 @@ type feedTable struct {
 	// nothing, and added nothing or everything (a first load); true before
 	// any.
 	lastQuiet bool
+	// readAs, when set, is what reads of the feed's rows read instead of
+	// its table: on the one-copy layout, the layer's rows rebuilt in the
+	// generic form (feature_id, geom, properties, content_hash, …), a
+	// parenthesised select.
+	readAs string
 }
 
-// ident is the table's name quoted for SQL text.
-func (t feedTable) ident() string { return pgx.Identifier{t.name}.Sanitize() }
+// ident is the table's name quoted for SQL text (readAs, when set).
+func (t feedTable) ident() string {
+	if t.readAs != "" {
+		return t.readAs
+	}
+	return pgx.Identifier{t.name}.Sanitize()
+}
 
 // lookupFeedTable names the feed's partition, tells whether it exists, and
 // counts the features poll pollID staged and those the feed held after its

@@ -216,9 +216,15 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 		b.Queue(sqlQuery("SaveHeldDeclared"), r.pollID, declared, r.typedText)
 		return r.tx.SendBatch(ctx, b).Close()
 	}
-	built, err := queueWriteSchema(b, r)
+	built, err := queueWriteSchema(b, r, !s.oneCopy)
 	if err != nil {
 		return err
+	}
+	if s.oneCopy {
+		// The layer table is the feed's features: written by the apply,
+		// nothing to build from them.
+		queueOneCopyScales(b, r)
+		return r.tx.SendBatch(ctx, b).Close()
 	}
 	if err := r.tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
@@ -321,9 +327,9 @@ type viewColumn struct {
 
 // queueWriteSchema queues the upsert of the snapshot's columns, the
 // removal of the missing ones, the view's rebuild when its signature
-// changed, and the feed's schema row. built, when the view is rebuilt,
+// changed (unless buildView is false), and the feed's schema row. built, when the view is rebuilt,
 // receives ingestd_build_feed_view's answer (nil: not rebuilt).
-func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
+func queueWriteSchema(b *pgx.Batch, r *applyRun, buildView bool) (built **string, err error) {
 	st := &r.sch
 	n := len(st.snap.Columns)
 	names, types, sources, declared := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -345,7 +351,7 @@ func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 		return nil, err
 	}
 	sig := string(cols) + "|" + st.snap.Geometry
-	if sig != st.signature || !st.viewExists {
+	if buildView && (sig != st.signature || !st.viewExists) {
 		built = new(*string)
 		b.Queue(sqlQuery("BuildFeedView"), r.jurisdiction, r.feed, cols, st.snap.Geometry).QueryRow(func(row pgx.Row) error {
 			return row.Scan(built)

@@ -93,6 +93,9 @@ type Store struct {
 	// resumes, so that another instance can tell a poll a dead process
 	// left running from one in flight.
 	owner string
+	// oneCopy: a feed's current features live in its layer table alone
+	// (onecopy_apply.go), not in a partition of features.
+	oneCopy bool
 	// secrets are scrubbed by value from every error text and next link
 	// the store writes (nil: none are known).
 	secrets *redact.Secrets
@@ -141,7 +144,7 @@ func WithLogger(logger *slog.Logger) Option {
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
 		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true, useBulkFirstLoad: true,
-		pageIDs: defaultPageIDs}
+		pageIDs: defaultPageIDs, oneCopy: true}
 	for _, opt := range opts {
 		opt(s)
 	}

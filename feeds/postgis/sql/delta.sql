@@ -14,7 +14,7 @@ SET LOCAL enable_nestloop = off; SET LOCAL enable_mergejoin = off; SET LOCAL jit
 -- The feed's stored ids, which a delta's proof merges with the server's
 -- list (delta.go). Its key's column only, so PostgreSQL may read it from
 -- the index.
-SELECT feature_id FROM {{table}}
+SELECT t.feature_id FROM {{table}} t
 
 -- name: FetchedIDs
 -- The distinct ids poll $1 fetched: what the proof checks against the
