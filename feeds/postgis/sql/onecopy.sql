@@ -33,18 +33,29 @@ WHERE l.jurisdiction = $1 AND l.feed = $2 AND c.oid IS DISTINCT FROM to_regclass
   AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'ingestd_hash' AND NOT a.attisdropped)
 
 -- name: OneCopyStoredColumns
--- The columns of the feed's ($1, $2) layer table as it was written: the
--- current columns in their order, with their layer column, type and the
--- scale a double precision column renders at; and the layer's geometry
--- type ('' for none).
-SELECT c.name, c.view_column, c.type, c.scale, coalesce(s.geometry_type, '')
-FROM feed_columns c LEFT JOIN feed_schemas s ON s.jurisdiction = c.jurisdiction AND s.feed = c.feed
-WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.removed_at IS NULL
-ORDER BY c.ordinal
+-- The attribute columns the feed's ($1, $2) layer table has, in its
+-- order: each column's attribute, its layer column, its type as the table
+-- has it and the scale a double precision column renders at; and the
+-- table's geometry type ('' for no geom column). The table, not
+-- feed_columns, says which: a layer a user's view kept from being
+-- reshaped has its old columns.
+SELECT DISTINCT ON (a.attnum) c.name, c.view_column,
+	CASE format_type(a.atttypid, a.atttypmod) WHEN 'timestamp with time zone' THEN 'timestamptz'
+		ELSE format_type(a.atttypid, a.atttypmod) END,
+	c.scale,
+	coalesce((SELECT postgis_typmod_type(g.atttypmod) FROM pg_attribute g
+		WHERE g.attrelid = a.attrelid AND g.attname = 'geom' AND NOT g.attisdropped), '')
+FROM feed_columns c
+JOIN pg_attribute a ON a.attrelid = to_regclass(ingestd_feed_view($1, $2)) AND a.attname = c.view_column
+	AND a.attnum > 0 AND NOT a.attisdropped
+WHERE c.jurisdiction = $1 AND c.feed = $2
+ORDER BY a.attnum, c.removed_at DESC NULLS FIRST
 
 -- name: OneCopyStoredGeometry
--- The layer's geometry type as feed_schemas records it ('' for none).
-SELECT coalesce((SELECT geometry_type FROM feed_schemas WHERE jurisdiction = $1 AND feed = $2), '')
+-- The geometry type of the feed's ($1, $2) layer table ('' for no geom
+-- column).
+SELECT coalesce((SELECT postgis_typmod_type(g.atttypmod) FROM pg_attribute g
+	WHERE g.attrelid = to_regclass(ingestd_feed_view($1, $2)) AND g.attname = 'geom' AND NOT g.attisdropped), '')
 
 -- name: OneCopySetScales
 -- The scales the feed's ($1, $2) layer table renders its columns ($3) at
