@@ -2,9 +2,11 @@ package statuspage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -58,11 +60,19 @@ func (h *Handler) thumbnail(ctx context.Context, jurisdiction, feed string, coun
 		pct = math.Min(100, 200*want/float64(count))
 	}
 	var minx, miny, maxx, maxy *float64
-	// Planned at each call with the feed's names as values (an unnamed
-	// statement), so that only the feed's partition of features is opened:
-	// a statement prepared once is planned generically from its sixth run
-	// on a connection, over every feed's table.
-	err := h.pool.QueryRow(ctx, h.sql.Get("thumbnail"), pgx.QueryExecModeExec, jurisdiction, feed, pct, h.opts.thumbFeatures, h.opts.thumbBytes).
+	// The sample is of the feed's layer table (its geom column), named
+	// in the text: TABLESAMPLE takes a table, not the features view.
+	var layer *string
+	err := h.pool.QueryRow(ctx, h.sql.Get("thumbnail_layer"), jurisdiction, feed).Scan(&layer)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("statuspage: thumbnail of %s/%s: %w", jurisdiction, feed, err)
+	}
+	if layer == nil {
+		// No layer yet, or one without a geom column: nothing to sketch.
+		return t, nil
+	}
+	err = h.pool.QueryRow(ctx, strings.Replace(h.sql.Get("thumbnail"), "{{layer}}", *layer, 1), pgx.QueryExecModeExec,
+		jurisdiction, feed, pct, h.opts.thumbFeatures, h.opts.thumbBytes).
 		Scan(&t.Paths, &t.Dots, &t.Sampled, &minx, &miny, &maxx, &maxy)
 	if err != nil {
 		return t, fmt.Errorf("statuspage: thumbnail of %s/%s: %w", jurisdiction, feed, err)

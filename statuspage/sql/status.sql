@@ -73,17 +73,24 @@ WHERE jurisdiction = $1 AND feed = $2
 ORDER BY started_at DESC
 LIMIT $3;
 
+-- name: thumbnail_layer
+-- The feed's ($1, $2) layer table, quoted, when it has a geom column.
+SELECT c.oid::regclass::text FROM feed_layers l JOIN pg_class c ON c.oid = to_regclass(l.layer)
+WHERE l.jurisdiction = $1 AND l.feed = $2
+  AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'geom' AND NOT a.attisdropped);
+
 -- name: thumbnail
 -- An SVG sketch of the feed's current geometries: a Bernoulli sample of
--- about $4 features ($3 percent of the feed's rows, from its partition
--- only), each part simplified to a 400th of the sample's extent and written
+-- about $4 features ($3 percent of the rows of {{layer}}, the feed's layer
+-- table), each part simplified to a 400th of the sample's extent and written
 -- with the digits that extent needs, stopped once $5 bytes of path data are
 -- out, so the thumbnail's size is bounded whatever the layer holds.
 -- ST_AsSVG writes y downwards (-latitude), as SVG draws.
 WITH sample AS MATERIALIZED (
     SELECT geom
-    FROM features TABLESAMPLE BERNOULLI ($3)
-    WHERE jurisdiction = $1 AND feed = $2 AND geom IS NOT NULL AND NOT ST_IsEmpty(geom)
+    FROM {{layer}} TABLESAMPLE BERNOULLI ($3)
+    -- $1 and $2 name the feed the layer is of (typed for the statement).
+    WHERE $1::text IS NOT NULL AND $2::text IS NOT NULL AND geom IS NOT NULL AND NOT ST_IsEmpty(geom)
     LIMIT $4
 ), extent AS (
     SELECT ST_Extent(geom) AS box FROM sample
