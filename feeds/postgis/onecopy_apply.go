@@ -2,8 +2,10 @@ package postgis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -278,6 +280,26 @@ type oneCopyState struct {
 	// whole: the table was written whole here (first load, reshape):
 	// its columns' scales are recorded.
 	whole bool
+	// retype, unless nil, is the JSON of the types the decoder now types
+	// text values by (property → type), which the reshape retypes the
+	// stored values by (retypeOf).
+	retype []byte
+}
+
+// retypeOf is the JSON of the types the decoder typed this snapshot's
+// text values by, when the stored values were typed by others (the first
+// poll after a declared type became a number): the stored rows must be
+// retyped so that unchanged features keep matching. nil otherwise.
+func retypeOf(r *applyRun) []byte {
+	want := typedByDecoder(r)
+	if !r.sch.known || want == nil || maps.Equal(want, r.sch.typedValues) {
+		return nil
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // applyOneCopy is applySnapshot on the one-copy layout.
@@ -704,7 +726,8 @@ func (s *Store) oneCopyDiff(ctx context.Context, r *applyRun) error {
 	if r.sch.known {
 		want := r.oc.layer
 		want.shapeFromSchema(r.sch.snap, &r.sch.staged, r.oc.scales, false)
-		if !sameShape(want, r.oc.stored) {
+		if retype := retypeOf(r); retype != nil || !sameShape(want, r.oc.stored) {
+			r.oc.retype = retype
 			whole := r.oc.layer
 			whole.shapeFromSchema(r.sch.snap, &r.sch.profile, nil, true)
 			reshaped, err := s.tryReshape(ctx, sp, r, whole)
@@ -830,7 +853,7 @@ func reshape(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCopyLayer) error 
 		return err
 	}
 	var pgErr *pgconn.PgError
-	if _, err := tx.Exec(ctx, q); errors.As(err, &pgErr) && pgErr.Code == "54000" {
+	if _, err := tx.Exec(ctx, q, pgx.QueryExecModeDescribeExec, r.oc.retype); errors.As(err, &pgErr) && pgErr.Code == "54000" {
 		return fmt.Errorf("%w: its rows would not fit a page", errKeepShape)
 	} else if err != nil {
 		return fmt.Errorf("reshape layer %s: %w", l.ident, err)

@@ -176,12 +176,21 @@ WHERE (fl.layer, fl.select_sql) IS DISTINCT FROM (excluded.layer, excluded.selec
 -- The feed's layer rewritten from itself in a new shape, into
 -- {{layer_new}}: each stored row rebuilt in the generic form (o: the old
 -- table) and typed anew; every column's rest is decided row by row (the
--- stored rows have no profile).
+-- stored rows have no profile). $1, unless NULL, retypes the stored
+-- values (property → type) as the decoder now types them
+-- (ingestd_typed_properties): a row whose properties that changes loses
+-- its content hash (a legacy row: the next diff adopts the new hash when
+-- the source's properties are the retyped ones).
 CREATE TABLE {{layer_new}} WITH (fillfactor = 100) AS
 SELECT {{row_exprs}}
-FROM (SELECT o.feature_id, o.first_seen_at, o.changed_at, o.ingestd_poll, o.ingestd_hash,
-		{{old_props}} AS props, {{old_geom}} AS geom
-	FROM {{layer}} o OFFSET 0) t
+FROM (SELECT o.feature_id, o.first_seen_at, o.changed_at, o.ingestd_poll,
+		CASE WHEN p.props IS DISTINCT FROM p0.old THEN NULL ELSE o.ingestd_hash END AS ingestd_hash,
+		p.props, {{old_geom}} AS geom
+	FROM {{layer}} o
+	CROSS JOIN LATERAL (SELECT {{old_props}} AS old OFFSET 0) p0
+	CROSS JOIN LATERAL (SELECT CASE WHEN $1::jsonb IS NOT NULL AND jsonb_typeof(p0.old) = 'object'
+		THEN ingestd_typed_properties(p0.old, $1::jsonb) ELSE p0.old END AS props) p
+	OFFSET 0) t
 CROSS JOIN LATERAL (SELECT t.geom AS g OFFSET 0) r
 CROSS JOIN LATERAL (SELECT {{as_geometry}} AS tg OFFSET 0) x
 
