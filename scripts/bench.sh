@@ -220,7 +220,7 @@ layer_storage() {
 	psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -v j="$1" -v f="$2" -v ogr="${3:-}" -P footer=off <<-'EOF'
 		SELECT to_regprocedure('ingestd_feed_partition(text, text)') IS NOT NULL AS has_partition \gset
 		\if :has_partition
-		SELECT to_regclass(format('ingestd.%I', ingestd_feed_partition(:'j', :'f'))) AS part \gset
+		SELECT coalesce(to_regclass(format('ingestd.%I', ingestd_feed_partition(:'j', :'f')))::text, '') AS part \gset
 		\else
 		\set part ''
 		\endif
@@ -333,7 +333,7 @@ bench_gdal() {
 				# reload). Staging and the new table vacuumed, as autovacuum
 				# would have between two polls of a daemon.
 				"${psql[@]}" -c "VACUUM staged_features, staged_pages" \
-					-c "VACUUM ANALYZE \"$("${psql[@]}" -tAc "SELECT $feedtable")\"" -c "CHECKPOINT"
+					-c "VACUUM ANALYZE $("${psql[@]}" -tAc "SELECT coalesce(to_regclass(quote_ident($feedtable))::text, ${feedtable/ingestd_feed_partition/ingestd_feed_view})")" -c "CHECKPOINT"
 				timing=$out/refresh.$layer.$fmt
 				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
 				"${psql[@]}" -c "CHECKPOINT"
