@@ -511,6 +511,16 @@ func (s *Store) oneCopyFirstLoad(ctx context.Context, r *applyRun) error {
 	if err := ensureLayerSchema(ctx, r); err != nil {
 		return err
 	}
+	var taken bool
+	if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", r.oc.layer.ident).Scan(&taken); err != nil {
+		return err
+	}
+	if taken {
+		// Not the feed's (it has no content hash): a table or view of
+		// someone else's, which the load must not replace.
+		return fmt.Errorf("the feed's layer %s is taken by a relation that is not ingestd's layer table: "+
+			"rename or drop it, or give the feed another layer name (layer_schema, layer_name)", r.oc.layer.ident)
+	}
 	// A plain cast that meets a value it does not take, a repeated id (the
 	// key), a coordinate outside its CRS's domain: the load again, without
 	// what failed.

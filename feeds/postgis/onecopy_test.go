@@ -2,6 +2,7 @@ package postgis_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/twpayne/go-geom"
@@ -231,5 +232,23 @@ func TestLayerFeaturesMatchesTheStoreRebuild(t *testing.T) {
 	}
 	if len(reader) != len(store) {
 		t.Errorf("the reader gives %d rows, the store %d", len(reader), len(store))
+	}
+}
+
+// A relation of someone else's under the layer's name is not replaced
+// by a first load: the poll fails naming it.
+func TestOneCopyFirstLoadLeavesATakenNameAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.pool.Exec(b.ctx, `CREATE SCHEMA wake; CREATE TABLE wake.parcels (id int); INSERT INTO wake.parcels VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	feed := feedInfo("parcels")
+	_, err := b.store.Apply(b.ctx, b.stage(t, feed, generatePolygons(3)), feed)
+	if err == nil || !strings.Contains(err.Error(), `"wake"."parcels" is taken`) {
+		t.Fatalf("apply: %v, want the taken name", err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM wake.parcels"); n != 1 {
+		t.Errorf("the user's table has %d rows, want its 1", n)
 	}
 }
