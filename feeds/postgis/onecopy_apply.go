@@ -774,11 +774,22 @@ func (s *Store) oneCopyDiff(ctx context.Context, r *applyRun) error {
 	if r.delta {
 		name = "OneCopyDelta"
 	}
-	err = runApply(ctx, sp, l.sql(name, nil),
-		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
-			r.keepHistory},
-		&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
-		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split, &r.fetched)
+	args := []any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
+		r.keepHistory}
+	dest := []any{&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
+		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split, &r.fetched}
+	// Every row written was staged: the columns whose staged values all
+	// convert are read with plain casts (a fraction of the safe casts'
+	// cost); should one meet a value it does not take, the safe casts.
+	var plain map[string]bool
+	if r.sch.known {
+		plain = plainColumnsOf(l, &r.sch.staged)
+	}
+	err = runApply(ctx, sp, l.sql(name, plain), args, dest...)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		err = runApply(ctx, sp, l.sql(name, nil), args, dest...)
+	}
 	if err != nil {
 		return err
 	}
