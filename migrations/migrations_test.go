@@ -238,7 +238,7 @@ func TestStatusWithoutVersionTable(t *testing.T) {
 
 // TestPartitioningKeepsRows: version 11 moves the rows of the unpartitioned
 // features into a table per feed under a partition per jurisdiction, and
-// its Down moves them back. (Version 42 moves them on into the layers.)
+// its Down moves them back. (Version 43 moves them on into the layers.)
 func TestPartitioningKeepsRows(t *testing.T) {
 	ctx := context.Background()
 	_, db := poolAtVersion(t, 10)

@@ -196,7 +196,7 @@ func TestLayerFeaturesRebuildsRows(t *testing.T) {
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// TestOneCopyMovesFeeds: version 42 moves each feed's partition into its
+// TestOneCopyMovesFeeds: version 43 moves each feed's partition into its
 // layer without polling it again — features gives every row back as the
 // partition held it (properties to the byte, geometry, times, poll, the
 // content hash's first 16 bytes) — and stops, naming it, at a layer a

@@ -1,6 +1,6 @@
 -- onecopy_reads_at_scale.sql — what the reads of `features` and of the
 -- history and change-feed functions cost at :n feeds once each feed's
--- features are its layer table (migration 42, decision 0201): planning,
+-- features are its layer table (migration 43, decision 0201): planning,
 -- execution, relation locks held, and 7 runs of a statement prepared on the
 -- connection (PostgreSQL plans generically from the sixth).
 --

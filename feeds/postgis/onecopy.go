@@ -191,12 +191,24 @@ func layerAbsentSQL(p string, cols []layerColumn) string {
 
 // layerPropertiesSQL is the SQL of a row's properties as the source sent
 // them, rebuilt from the layer row l (an alias): every column rendered,
-// less the keys the row lacked, with the rest laid over.
+// less the keys the row lacked, with the rest laid over. Properties that
+// are no object are their rest (layerRestOfSQL).
 func layerPropertiesSQL(l string, cols []layerColumn) string {
 	pairs := make([]string, len(cols))
 	for i, c := range cols {
 		pairs[i] = fmt.Sprintf("%s, %s", quoteLiteral(c.name), renderSQL(c, l+"."+pgx.Identifier{c.column}.Sanitize()))
 	}
-	return fmt.Sprintf("((%s) - coalesce(%s.ingestd_absent, '{}')) || coalesce(%s.ingestd_rest, '{}')",
-		jsonObjectSQL(pairs), l, l)
+	return fmt.Sprintf("CASE WHEN %s.ingestd_rest = 'null' THEN NULL WHEN jsonb_typeof(%s.ingestd_rest) = 'array' THEN %s.ingestd_rest -> 0 "+
+		"ELSE ((%s) - coalesce(%s.ingestd_absent, '{}')) || coalesce(%s.ingestd_rest, '{}') END",
+		l, l, l, jsonObjectSQL(pairs), l, l)
+}
+
+// layerRestOfSQL is the SQL of the ingestd_rest of properties p (jsonb),
+// rest being layerRestSQL's for an object: properties that are no object
+// cannot be split into columns and are kept whole, SQL NULL (a feature
+// sent without properties) as JSON null and any other value in a
+// one-element array (a rest of an object is an object).
+func layerRestOfSQL(p, rest string) string {
+	return fmt.Sprintf("CASE WHEN %s IS NULL THEN 'null'::jsonb WHEN jsonb_typeof(%s) <> 'object' THEN jsonb_build_array(%s) ELSE %s END",
+		p, p, p, rest)
 }

@@ -2,8 +2,10 @@ package postgis
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +26,7 @@ import (
 //
 // The store takes this path when built with oneCopy (WithOneCopy); the
 // partitioned layout stays the default until the features view of the
-// layer tables (migration 42) is there for the readers.
+// layer tables (migration 43) is there for the readers.
 
 // layerGeom is how a one-copy layer holds its geometry: geometry type ”
 // (no geom column: ingestd_geom holds any geometry), "Geometry" (geom holds
@@ -172,8 +174,8 @@ func (l oneCopyLayer) rowSQL(plain map[string]bool) string {
 		out = append(out, "r.g::geometry(Geometry, 4326) AS geom")
 	}
 	return strings.Join(append(out, "t.first_seen_at", "t.changed_at", "t.ingestd_poll", "t.ingestd_hash",
-		layerRestSQL("t.props", l.cols, l.allKeys)+" AS ingestd_rest",
-		layerAbsentSQL("t.props", l.cols)+" AS ingestd_absent",
+		layerRestOfSQL("t.props", layerRestSQL("t.props", l.cols, l.allKeys))+" AS ingestd_rest",
+		"CASE WHEN jsonb_typeof(t.props) = 'object' THEN "+layerAbsentSQL("t.props", l.cols)+" END AS ingestd_absent",
 		single+" AS ingestd_geom_single", other+" AS ingestd_geom"), ",\n\t")
 }
 
@@ -278,6 +280,26 @@ type oneCopyState struct {
 	// whole: the table was written whole here (first load, reshape):
 	// its columns' scales are recorded.
 	whole bool
+	// retype, unless nil, is the JSON of the types the decoder now types
+	// text values by (property → type), which the reshape retypes the
+	// stored values by (retypeOf).
+	retype []byte
+}
+
+// retypeOf is the JSON of the types the decoder typed this snapshot's
+// text values by, when the stored values were typed by others (the first
+// poll after a declared type became a number): the stored rows must be
+// retyped so that unchanged features keep matching. nil otherwise.
+func retypeOf(r *applyRun) []byte {
+	want := typedByDecoder(r)
+	if !r.sch.known || want == nil || maps.Equal(want, r.sch.typedValues) {
+		return nil
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // applyOneCopy is applySnapshot on the one-copy layout.
@@ -290,7 +312,7 @@ func (s *Store) applyOneCopy(ctx context.Context, r *applyRun) error {
 		s.readSchema,
 		s.oneCopyFirstLoad,
 		s.oneCopyCheckUnchanged,
-		oneCopyDiff,
+		s.oneCopyDiff,
 		tally,
 		supersedeHeld,
 		markHistoryGap,
@@ -489,11 +511,25 @@ func (s *Store) oneCopyFirstLoad(ctx context.Context, r *applyRun) error {
 	if err := ensureLayerSchema(ctx, r); err != nil {
 		return err
 	}
+	var taken bool
+	if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", r.oc.layer.ident).Scan(&taken); err != nil {
+		return err
+	}
+	if taken {
+		// Not the feed's (it has no content hash): a table or view of
+		// someone else's, which the load must not replace.
+		return fmt.Errorf("the feed's layer %s is taken by a relation that is not ingestd's layer table: "+
+			"rename or drop it, or give the feed another layer name (layer_schema, layer_name)", r.oc.layer.ident)
+	}
 	// A plain cast that meets a value it does not take, a repeated id (the
 	// key), a coordinate outside its CRS's domain: the load again, without
 	// what failed.
 	v := loadVariant{plain: true}
-	for {
+	s.bulkLoads.Add(1)
+	for try := 0; ; try++ {
+		if try > 0 {
+			s.bulkFallbacks.Add(1)
+		}
 		err := s.oneCopyLoad(ctx, r, v)
 		var pgErr *pgconn.PgError
 		switch {
@@ -505,6 +541,10 @@ func (s *Store) oneCopyFirstLoad(ctx context.Context, r *applyRun) error {
 			v.safeTransform = true
 		case v.plain && errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22"):
 			v.plain = false
+		case len(r.oc.layer.cols) > 0 && errors.As(err, &pgErr) && pgErr.Code == "54000":
+			// Its rows would not fit a page as columns: a layer of
+			// feature_id and geom, every attribute in the rows' rest.
+			r.oc.layer.cols, r.oc.layer.allKeys = nil, false
 		default:
 			return err
 		}
@@ -582,6 +622,9 @@ func (s *Store) oneCopyLoad(ctx context.Context, r *applyRun, v loadVariant) err
 		return err
 	}
 	if _, err := sp.Exec(ctx, l.sql("OneCopyBuildKey", nil)); err != nil {
+		return err
+	}
+	if err := s.atLoadStep(ctx, r.tx, "bulk keyed"); err != nil {
 		return err
 	}
 	r.held = verdict
@@ -676,11 +719,12 @@ func (s *Store) oneCopyCheckUnchanged(ctx context.Context, r *applyRun) error {
 }
 
 // oneCopyDiff diffs the snapshot against the layer table and writes the
-// difference (OneCopyDiff), first rewriting the layer in the snapshot's
-// shape when its columns or geometry type changed (reshape), all in a
-// savepoint that a held snapshot rolls back.
-func oneCopyDiff(ctx context.Context, r *applyRun) error {
-	if r.firstLoad || r.unchanged || r.held != nil {
+// difference (OneCopyDiff, OneCopyDelta), first rewriting the layer in
+// the snapshot's shape when its columns or geometry type differ from it
+// (reshape; an unchanged snapshot too), all in a savepoint that a held
+// snapshot rolls back.
+func (s *Store) oneCopyDiff(ctx context.Context, r *applyRun) error {
+	if r.firstLoad || r.held != nil {
 		return nil
 	}
 	sp, err := r.tx.Begin(ctx)
@@ -692,35 +736,60 @@ func oneCopyDiff(ctx context.Context, r *applyRun) error {
 	if r.sch.known {
 		want := r.oc.layer
 		want.shapeFromSchema(r.sch.snap, &r.sch.staged, r.oc.scales, false)
-		if !sameShape(want, r.oc.stored) {
+		if retype := retypeOf(r); retype != nil || !sameShape(want, r.oc.stored) {
+			r.oc.retype = retype
 			whole := r.oc.layer
 			whole.shapeFromSchema(r.sch.snap, &r.sch.profile, nil, true)
-			if err := reshape(ctx, sp, r, whole); err != nil {
+			reshaped, err := s.tryReshape(ctx, sp, r, whole)
+			if err != nil {
 				return err
 			}
-			r.oc.reshaped, r.oc.whole = true, true
-			want = r.oc.layer
-			scales := map[string]*int{}
-			for _, c := range whole.cols {
-				if c.scaled {
-					scales[c.name] = &c.scale
+			if reshaped {
+				r.oc.reshaped, r.oc.whole = true, true
+				want = r.oc.layer
+				scales := map[string]*int{}
+				for _, c := range whole.cols {
+					if c.scaled {
+						scales[c.name] = &c.scale
+					}
 				}
+				want.shapeFromSchema(r.sch.snap, &r.sch.staged, scales, false)
+			} else {
+				// The layer keeps its shape: every value its columns do
+				// not give back, and every key that is no column, goes
+				// to the rows' rest.
+				want = r.oc.stored.inexact()
 			}
-			want.shapeFromSchema(r.sch.snap, &r.sch.staged, scales, false)
 		}
 		l = want
 	}
 	r.oc.layer = l
+	if r.unchanged {
+		// Nothing to write; a layer that could not take its shape
+		// before (a user's view) takes it now.
+		return sp.Commit(ctx)
+	}
 	res := &r.out.res
 	name := "OneCopyDiff"
 	if r.delta {
 		name = "OneCopyDelta"
 	}
-	err = runApply(ctx, sp, l.sql(name, nil),
-		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
-			r.keepHistory},
-		&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
-		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split, &r.fetched)
+	args := []any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
+		r.keepHistory}
+	dest := []any{&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
+		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split, &r.fetched}
+	// Every row written was staged: the columns whose staged values all
+	// convert are read with plain casts (a fraction of the safe casts'
+	// cost); should one meet a value it does not take, the safe casts.
+	var plain map[string]bool
+	if r.sch.known {
+		plain = plainColumnsOf(l, &r.sch.staged)
+	}
+	err = runApply(ctx, sp, l.sql(name, plain), args, dest...)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "22") {
+		err = runApply(ctx, sp, l.sql(name, nil), args, dest...)
+	}
 	if err != nil {
 		return err
 	}
@@ -752,12 +821,46 @@ func sameShape(a, b oneCopyLayer) bool {
 	return true
 }
 
+// errKeepShape is how reshape says the layer cannot take its new shape:
+// a user's view depends on it, or its rows would not fit a page.
+var errKeepShape = errors.New("the layer keeps its shape")
+
+// tryReshape rewrites the layer in the shape of l (reshape) in a
+// savepoint. When it cannot, the layer keeps its shape and the apply goes
+// on (reshaped false): a user's view on a layer does not make its polls
+// fail, and the next apply tries again.
+func (s *Store) tryReshape(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCopyLayer) (reshaped bool, err error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = sp.Rollback(ctx) }()
+	err = reshape(ctx, sp, r, l)
+	if errors.Is(err, errKeepShape) {
+		s.logger.WarnContext(ctx, "layer keeps its columns", "poll_id", r.pollID, "jurisdiction", r.jurisdiction,
+			"feed", r.feed, "reason", err.Error())
+		return false, sp.Rollback(ctx)
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, sp.Commit(ctx)
+}
+
 // reshape rewrites the layer table from itself in the shape of l
 // (OneCopyReshape): the old table's rows rebuilt in the generic form and
 // typed anew, then swapped in with its key, GiST index and catalog row. A
-// user's view on the old table is a dependent the swap cannot keep.
+// user's view on the old table is a dependent the swap cannot keep, and a
+// row wider than a page cannot be written: errKeepShape.
 func reshape(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCopyLayer) error {
 	old := r.oc.stored
+	var deps *string
+	if err := tx.QueryRow(ctx, sqlQuery("OneCopyDependents"), old.ident).Scan(&deps); err != nil {
+		return err
+	}
+	if deps != nil {
+		return fmt.Errorf("%w: %s depends on layer %s", errKeepShape, *deps, old.ident)
+	}
 	newName := trimName(l.name, 40) + "_ingestd_new"
 	q := strings.NewReplacer(
 		"{{layer}}", old.ident,
@@ -770,15 +873,11 @@ func reshape(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCopyLayer) error 
 	if _, err := tx.Exec(ctx, fmt.Sprintf("DROP TABLE IF EXISTS %s", pgx.Identifier{l.schema, newName}.Sanitize())); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, q); err != nil {
+	var pgErr *pgconn.PgError
+	if _, err := tx.Exec(ctx, q, pgx.QueryExecModeDescribeExec, r.oc.retype); errors.As(err, &pgErr) && pgErr.Code == "54000" {
+		return fmt.Errorf("%w: its rows would not fit a page", errKeepShape)
+	} else if err != nil {
 		return fmt.Errorf("reshape layer %s: %w", l.ident, err)
-	}
-	var deps *string
-	if err := tx.QueryRow(ctx, sqlQuery("OneCopyDependents"), old.ident).Scan(&deps); err != nil {
-		return err
-	}
-	if deps != nil {
-		return fmt.Errorf("%s depends on layer %s, whose columns changed; drop it, let the feed apply, recreate it", *deps, old.ident)
 	}
 	stmts := []string{
 		fmt.Sprintf("DROP TABLE %s", old.ident),

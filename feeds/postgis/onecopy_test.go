@@ -2,6 +2,7 @@ package postgis_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/twpayne/go-geom"
@@ -200,5 +201,54 @@ func TestOneCopyHeldWritesNothing(t *testing.T) {
 	}
 	if n := b.count(t, "SELECT count(*) FROM wake.parcels"); n != 50 {
 		t.Errorf("%d rows after a held snapshot, want 50", n)
+	}
+}
+
+// The features view's reader (ingestd_layer_features, migration 43)
+// rebuilds each row as the store does (feed_layers.select_sql), on rows
+// of every kind. The ids in pendingReader are rows the reader does not
+// rebuild yet (properties that are no object: the store keeps them whole
+// in ingestd_rest, a one-element array); the test fails when that list is
+// wrong either way.
+func TestLayerFeaturesMatchesTheStoreRebuild(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	raw, fs := oneCopyFeatures()
+	for id, r := range map[string]string{"arr": `[1, {"k": "v"}]`, "str": `"just a string"`, "jnull": `null`} {
+		raw[id] = json.RawMessage(r)
+		fs = append(fs, feature(id, multiPoint(7, 7), raw[id]))
+	}
+	fs = append(fs, feature("none", multiPoint(8, 8), nil))
+	b.poll(t, feedInfo("kinds"), fs)
+	var sel string
+	b.scalar(t, &sel, "SELECT select_sql FROM ingestd.feed_layers WHERE feed = 'kinds'")
+	store := b.textMap(t, "SELECT feature_id, coalesce(properties::text, '-') || ' ' || ST_AsText(geom) FROM ("+sel+") g")
+	reader := b.textMap(t, "SELECT feature_id, coalesce(properties::text, '-') || ' ' || ST_AsText(geom) FROM ingestd_layer_features('wake', 'kinds')")
+	pendingReader := map[string]bool{"arr": true, "str": true, "jnull": true}
+	for id, s := range store {
+		if differs := reader[id] != s; differs != pendingReader[id] {
+			t.Errorf("%s: the store rebuilds %s, the reader %s (pending: %v)", id, s, reader[id], pendingReader[id])
+		}
+	}
+	if len(reader) != len(store) {
+		t.Errorf("the reader gives %d rows, the store %d", len(reader), len(store))
+	}
+}
+
+// A relation of someone else's under the layer's name is not replaced
+// by a first load: the poll fails naming it.
+func TestOneCopyFirstLoadLeavesATakenNameAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if _, err := b.pool.Exec(b.ctx, `CREATE SCHEMA wake; CREATE TABLE wake.parcels (id int); INSERT INTO wake.parcels VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	feed := feedInfo("parcels")
+	_, err := b.store.Apply(b.ctx, b.stage(t, feed, generatePolygons(3)), feed)
+	if err == nil || !strings.Contains(err.Error(), `"wake"."parcels" is taken`) {
+		t.Fatalf("apply: %v, want the taken name", err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM wake.parcels"); n != 1 {
+		t.Errorf("the user's table has %d rows, want its 1", n)
 	}
 }

@@ -33,18 +33,29 @@ WHERE l.jurisdiction = $1 AND l.feed = $2 AND c.oid IS DISTINCT FROM to_regclass
   AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'ingestd_hash' AND NOT a.attisdropped)
 
 -- name: OneCopyStoredColumns
--- The columns of the feed's ($1, $2) layer table as it was written: the
--- current columns in their order, with their layer column, type and the
--- scale a double precision column renders at; and the layer's geometry
--- type ('' for none).
-SELECT c.name, c.view_column, c.type, c.scale, coalesce(s.geometry_type, '')
-FROM feed_columns c LEFT JOIN feed_schemas s ON s.jurisdiction = c.jurisdiction AND s.feed = c.feed
-WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.removed_at IS NULL
-ORDER BY c.ordinal
+-- The attribute columns the feed's ($1, $2) layer table has, in its
+-- order: each column's attribute, its layer column, its type as the table
+-- has it and the scale a double precision column renders at; and the
+-- table's geometry type ('' for no geom column). The table, not
+-- feed_columns, says which: a layer a user's view kept from being
+-- reshaped has its old columns.
+SELECT DISTINCT ON (a.attnum) c.name, c.view_column,
+	CASE format_type(a.atttypid, a.atttypmod) WHEN 'timestamp with time zone' THEN 'timestamptz'
+		ELSE format_type(a.atttypid, a.atttypmod) END,
+	c.scale,
+	coalesce((SELECT postgis_typmod_type(g.atttypmod) FROM pg_attribute g
+		WHERE g.attrelid = a.attrelid AND g.attname = 'geom' AND NOT g.attisdropped), '')
+FROM feed_columns c
+JOIN pg_attribute a ON a.attrelid = to_regclass(ingestd_feed_view($1, $2)) AND a.attname = c.view_column
+	AND a.attnum > 0 AND NOT a.attisdropped
+WHERE c.jurisdiction = $1 AND c.feed = $2
+ORDER BY a.attnum, c.removed_at DESC NULLS FIRST
 
 -- name: OneCopyStoredGeometry
--- The layer's geometry type as feed_schemas records it ('' for none).
-SELECT coalesce((SELECT geometry_type FROM feed_schemas WHERE jurisdiction = $1 AND feed = $2), '')
+-- The geometry type of the feed's ($1, $2) layer table ('' for no geom
+-- column).
+SELECT coalesce((SELECT postgis_typmod_type(g.atttypmod) FROM pg_attribute g
+	WHERE g.attrelid = to_regclass(ingestd_feed_view($1, $2)) AND g.attname = 'geom' AND NOT g.attisdropped), '')
 
 -- name: OneCopySetScales
 -- The scales the feed's ($1, $2) layer table renders its columns ($3) at
@@ -165,12 +176,21 @@ WHERE (fl.layer, fl.select_sql) IS DISTINCT FROM (excluded.layer, excluded.selec
 -- The feed's layer rewritten from itself in a new shape, into
 -- {{layer_new}}: each stored row rebuilt in the generic form (o: the old
 -- table) and typed anew; every column's rest is decided row by row (the
--- stored rows have no profile).
+-- stored rows have no profile). $1, unless NULL, retypes the stored
+-- values (property → type) as the decoder now types them
+-- (ingestd_typed_properties): a row whose properties that changes loses
+-- its content hash (a legacy row: the next diff adopts the new hash when
+-- the source's properties are the retyped ones).
 CREATE TABLE {{layer_new}} WITH (fillfactor = 100) AS
 SELECT {{row_exprs}}
-FROM (SELECT o.feature_id, o.first_seen_at, o.changed_at, o.ingestd_poll, o.ingestd_hash,
-		{{old_props}} AS props, {{old_geom}} AS geom
-	FROM {{layer}} o OFFSET 0) t
+FROM (SELECT o.feature_id, o.first_seen_at, o.changed_at, o.ingestd_poll,
+		CASE WHEN p.props IS DISTINCT FROM p0.old THEN NULL ELSE o.ingestd_hash END AS ingestd_hash,
+		p.props, {{old_geom}} AS geom
+	FROM {{layer}} o
+	CROSS JOIN LATERAL (SELECT {{old_props}} AS old OFFSET 0) p0
+	CROSS JOIN LATERAL (SELECT CASE WHEN $1::jsonb IS NOT NULL AND jsonb_typeof(p0.old) = 'object'
+		THEN ingestd_typed_properties(p0.old, $1::jsonb) ELSE p0.old END AS props) p
+	OFFSET 0) t
 CROSS JOIN LATERAL (SELECT t.geom AS g OFFSET 0) r
 CROSS JOIN LATERAL (SELECT {{as_geometry}} AS tg OFFSET 0) x
 
