@@ -732,36 +732,9 @@ func (s *Store) oneCopyDiff(ctx context.Context, r *applyRun) error {
 		return err
 	}
 	defer func() { _ = sp.Rollback(ctx) }()
-	l := r.oc.stored
-	if r.sch.known {
-		want := r.oc.layer
-		want.shapeFromSchema(r.sch.snap, &r.sch.staged, r.oc.scales, false)
-		if retype := retypeOf(r); retype != nil || !sameShape(want, r.oc.stored) {
-			r.oc.retype = retype
-			whole := r.oc.layer
-			whole.shapeFromSchema(r.sch.snap, &r.sch.profile, nil, true)
-			reshaped, err := s.tryReshape(ctx, sp, r, whole)
-			if err != nil {
-				return err
-			}
-			if reshaped {
-				r.oc.reshaped, r.oc.whole = true, true
-				want = r.oc.layer
-				scales := map[string]*int{}
-				for _, c := range whole.cols {
-					if c.scaled {
-						scales[c.name] = &c.scale
-					}
-				}
-				want.shapeFromSchema(r.sch.snap, &r.sch.staged, scales, false)
-			} else {
-				// The layer keeps its shape: every value its columns do
-				// not give back, and every key that is no column, goes
-				// to the rows' rest.
-				want = r.oc.stored.inexact()
-			}
-		}
-		l = want
+	l, err := s.shapeForWrite(ctx, sp, r)
+	if err != nil {
+		return err
 	}
 	r.oc.layer = l
 	if r.unchanged {
@@ -803,6 +776,43 @@ func (s *Store) oneCopyDiff(ctx context.Context, r *applyRun) error {
 		return sp.Rollback(ctx)
 	}
 	return sp.Commit(ctx)
+}
+
+// shapeForWrite is the layer the run's rows are written in: the stored
+// one, or, when the snapshot's schema differs from it (or stored values
+// must be retyped), the snapshot's shape after rewriting the layer in it
+// (tryReshape); a layer that cannot take it keeps its own, every column
+// then inexact.
+func (s *Store) shapeForWrite(ctx context.Context, sp pgx.Tx, r *applyRun) (oneCopyLayer, error) {
+	if !r.sch.known {
+		return r.oc.stored, nil
+	}
+	want := r.oc.layer
+	want.shapeFromSchema(r.sch.snap, &r.sch.staged, r.oc.scales, false)
+	retype := retypeOf(r)
+	if retype == nil && sameShape(want, r.oc.stored) {
+		return want, nil
+	}
+	r.oc.retype = retype
+	whole := r.oc.layer
+	whole.shapeFromSchema(r.sch.snap, &r.sch.profile, nil, true)
+	reshaped, err := s.tryReshape(ctx, sp, r, whole)
+	if err != nil || !reshaped {
+		// The layer keeps its shape: every value its columns do not
+		// give back, and every key that is no column, goes to the
+		// rows' rest.
+		return r.oc.stored.inexact(), err
+	}
+	r.oc.reshaped, r.oc.whole = true, true
+	scales := map[string]*int{}
+	for _, c := range whole.cols {
+		if c.scaled {
+			scales[c.name] = &c.scale
+		}
+	}
+	want = r.oc.layer
+	want.shapeFromSchema(r.sch.snap, &r.sch.staged, scales, false)
+	return want, nil
 }
 
 // sameShape reports whether two layers have the same columns (names,
