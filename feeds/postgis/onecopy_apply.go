@@ -24,11 +24,13 @@ import (
 // The superseded versions and the change log are those of the generic
 // form, rebuilt from the layer's rows (layerPropertiesSQL).
 //
-// The store takes this path when built with oneCopy (WithOneCopy); the
-// partitioned layout stays the default until the features view of the
-// layer tables (migration 42) is there for the readers.
+// Every store takes this path (Store.oneCopy, which New sets): since
+// migration 42 features is a view of the layer tables and there is no
+// partition to write. The partition layout's steps in apply.go and
+// firstload.go are no longer reached.
 
-// layerGeom is how a one-copy layer holds its geometry: geometry type ”
+// oneCopyLayer is a one-copy layer table's shape. Its geometry type says
+// how it holds a feature's geometry: ”
 // (no geom column: ingestd_geom holds any geometry), "Geometry" (geom holds
 // every geometry) or one type (geom holds what the type can; a single
 // part promoted to the layer's multi type is flagged, anything else the
