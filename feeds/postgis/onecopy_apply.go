@@ -30,8 +30,8 @@ import (
 // firstload.go are no longer reached.
 
 // oneCopyLayer is a one-copy layer table's shape. Its geometry type says
-// how it holds a feature's geometry: ”
-// (no geom column: ingestd_geom holds any geometry), "Geometry" (geom holds
+// how it holds a feature's geometry: none ("": no geom column,
+// ingestd_geom holds any geometry), "Geometry" (geom holds
 // every geometry) or one type (geom holds what the type can; a single
 // part promoted to the layer's multi type is flagged, anything else the
 // type cannot hold goes to ingestd_geom).
