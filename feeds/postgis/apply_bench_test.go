@@ -92,7 +92,7 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/apply")
 }
 
-// tupleCounts is how many tuples the feed's table and feature_changes have
+// tupleCounts is how many tuples the feed's layer table and feature_changes have
 // had written, as the backend of pool's one connection counts them.
 func tupleCounts(b *testing.B, pool *pgxpool.Pool, feed feeds.FeedInfo) (features, changes int64) {
 	ctx := b.Context()
@@ -102,7 +102,7 @@ func tupleCounts(b *testing.B, pool *pgxpool.Pool, feed feeds.FeedInfo) (feature
 		}
 	}
 	if err := pool.QueryRow(ctx, `
-		SELECT sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relname = ingestd_feed_partition($1, $2)),
+		SELECT sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relid = to_regclass(ingestd_feed_view($1, $2))),
 		       sum(n_tup_ins) FILTER (WHERE relname = 'feature_changes')
 		FROM pg_stat_user_tables`, feed.Jurisdiction, feed.Feed).Scan(&features, &changes); err != nil {
 		b.Fatal(err)

@@ -24,12 +24,14 @@ import (
 // The superseded versions and the change log are those of the generic
 // form, rebuilt from the layer's rows (layerPropertiesSQL).
 //
-// The store takes this path when built with oneCopy (WithOneCopy); the
-// partitioned layout stays the default until the features view of the
-// layer tables (migration 43) is there for the readers.
+// Every store takes this path (Store.oneCopy, which New sets): since
+// migration 43 features is a view of the layer tables and there is no
+// partition to write. The partition layout's steps in apply.go and
+// firstload.go are no longer reached.
 
-// layerGeom is how a one-copy layer holds its geometry: geometry type ”
-// (no geom column: ingestd_geom holds any geometry), "Geometry" (geom holds
+// oneCopyLayer is a one-copy layer table's shape. Its geometry type says
+// how it holds a feature's geometry: none ("": no geom column,
+// ingestd_geom holds any geometry), "Geometry" (geom holds
 // every geometry) or one type (geom holds what the type can; a single
 // part promoted to the layer's multi type is flagged, anything else the
 // type cannot hold goes to ingestd_geom).
@@ -732,36 +734,9 @@ func (s *Store) oneCopyDiff(ctx context.Context, r *applyRun) error {
 		return err
 	}
 	defer func() { _ = sp.Rollback(ctx) }()
-	l := r.oc.stored
-	if r.sch.known {
-		want := r.oc.layer
-		want.shapeFromSchema(r.sch.snap, &r.sch.staged, r.oc.scales, false)
-		if retype := retypeOf(r); retype != nil || !sameShape(want, r.oc.stored) {
-			r.oc.retype = retype
-			whole := r.oc.layer
-			whole.shapeFromSchema(r.sch.snap, &r.sch.profile, nil, true)
-			reshaped, err := s.tryReshape(ctx, sp, r, whole)
-			if err != nil {
-				return err
-			}
-			if reshaped {
-				r.oc.reshaped, r.oc.whole = true, true
-				want = r.oc.layer
-				scales := map[string]*int{}
-				for _, c := range whole.cols {
-					if c.scaled {
-						scales[c.name] = &c.scale
-					}
-				}
-				want.shapeFromSchema(r.sch.snap, &r.sch.staged, scales, false)
-			} else {
-				// The layer keeps its shape: every value its columns do
-				// not give back, and every key that is no column, goes
-				// to the rows' rest.
-				want = r.oc.stored.inexact()
-			}
-		}
-		l = want
+	l, err := s.shapeForWrite(ctx, sp, r)
+	if err != nil {
+		return err
 	}
 	r.oc.layer = l
 	if r.unchanged {
@@ -803,6 +778,43 @@ func (s *Store) oneCopyDiff(ctx context.Context, r *applyRun) error {
 		return sp.Rollback(ctx)
 	}
 	return sp.Commit(ctx)
+}
+
+// shapeForWrite is the layer the run's rows are written in: the stored
+// one, or, when the snapshot's schema differs from it (or stored values
+// must be retyped), the snapshot's shape after rewriting the layer in it
+// (tryReshape); a layer that cannot take it keeps its own, every column
+// then inexact.
+func (s *Store) shapeForWrite(ctx context.Context, sp pgx.Tx, r *applyRun) (oneCopyLayer, error) {
+	if !r.sch.known {
+		return r.oc.stored, nil
+	}
+	want := r.oc.layer
+	want.shapeFromSchema(r.sch.snap, &r.sch.staged, r.oc.scales, false)
+	retype := retypeOf(r)
+	if retype == nil && sameShape(want, r.oc.stored) {
+		return want, nil
+	}
+	r.oc.retype = retype
+	whole := r.oc.layer
+	whole.shapeFromSchema(r.sch.snap, &r.sch.profile, nil, true)
+	reshaped, err := s.tryReshape(ctx, sp, r, whole)
+	if err != nil || !reshaped {
+		// The layer keeps its shape: every value its columns do not
+		// give back, and every key that is no column, goes to the
+		// rows' rest.
+		return r.oc.stored.inexact(), err
+	}
+	r.oc.reshaped, r.oc.whole = true, true
+	scales := map[string]*int{}
+	for _, c := range whole.cols {
+		if c.scaled {
+			scales[c.name] = &c.scale
+		}
+	}
+	want = r.oc.layer
+	want.shapeFromSchema(r.sch.snap, &r.sch.staged, scales, false)
+	return want, nil
 }
 
 // sameShape reports whether two layers have the same columns (names,

@@ -275,7 +275,7 @@ func TestTypedGMLUpgradeKeepsHashes(t *testing.T) {
 		old = append(old, feature(fmt.Sprintf("nc.%d", i), square(float64(i), 0, 1), json.RawMessage(gmlText(i))))
 	}
 	// Loaded untyped, as a version before typed GML values stored it
-	// (migration 42 moves such a layer as it is).
+	// (migration 43 moves such a layer as it is).
 	b.poll(t, feed, old)
 	declared := &schema.Declared{Origin: "wfs DescribeFeatureType", Columns: []schema.Column{
 		{Name: "NAME", Type: schema.Text}, {Name: "AREA", Type: schema.Double}, {Name: "CRESS_ID", Type: schema.BigInt},

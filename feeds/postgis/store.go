@@ -94,7 +94,9 @@ type Store struct {
 	// left running from one in flight.
 	owner string
 	// oneCopy: a feed's current features live in its layer table alone
-	// (onecopy_apply.go), not in a partition of features.
+	// (onecopy_apply.go), not in a partition of features. New sets it:
+	// migration 43 leaves no partition to write; the partition layout's
+	// code is still in the package, unreached.
 	oneCopy bool
 	// secrets are scrubbed by value from every error text and next link
 	// the store writes (nil: none are known).

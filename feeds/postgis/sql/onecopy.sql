@@ -233,14 +233,16 @@ SELECT
 			OR substring(sha256(j.geom_hash || j.old_props_hash) for 16) <> j.old_hash)) AS geom_changed,
 		NOT j.existed OR (j.changed AND j.old_props_hash IS DISTINCT FROM j.props_hash) AS props_changed
 	FROM (
-		SELECT s.*, f.feature_id AS old_id, s.feature_id IS NOT NULL AS present,
+		SELECT s.feature_id, s.named, s.page, s.ordinal, s.geom_hash, s.props_hash,
+			f.feature_id AS old_id, s.feature_id IS NOT NULL AS present,
 			f.feature_id IS NOT NULL AS existed, f.ingestd_hash AS old_hash,
 			f.feature_id IS NOT NULL AND f.ingestd_hash IS NULL AS legacy,
-			f.ingestd_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16) AS changed,
-			CASE WHEN s.feature_id IS NOT NULL AND f.feature_id IS NOT NULL
-				AND f.ingestd_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16)
+			f.ingestd_hash IS DISTINCT FROM s.hash AS changed,
+			CASE WHEN s.feature_id IS NOT NULL AND f.feature_id IS NOT NULL AND f.ingestd_hash IS DISTINCT FROM s.hash
 			THEN (SELECT sha256(jsonb_send({{old_props}})) FROM {{layer}} o WHERE o.feature_id = s.feature_id) END AS old_props_hash
-		FROM snapshot s
+		-- The staged content hash computed once a row (OFFSET 0: not
+		-- pulled up into each mention).
+		FROM (SELECT s.*, substring(sha256(s.geom_hash || s.props_hash) for 16) AS hash FROM snapshot s OFFSET 0) s
 		FULL JOIN (SELECT feature_id, ingestd_hash FROM {{layer}}) f ON f.feature_id = s.feature_id
 	) j
 ), counts AS MATERIALIZED (
