@@ -136,6 +136,12 @@ ALTER TABLE {{layer}} DROP COLUMN ingestd_load_named,
 	ALTER first_seen_at SET NOT NULL, ALTER changed_at SET NOT NULL, ALTER ingestd_poll SET NOT NULL,
 	ADD CONSTRAINT {{layer_pkey}} PRIMARY KEY (feature_id)
 
+-- name: OneCopyBuildKeyColumns
+-- OneCopyBuildKey less its key, for a database that runs ADD CONSTRAINT
+-- only alone (Citus): the key follows in OneCopyBuildKeyOnly, a second scan.
+ALTER TABLE {{layer}} DROP COLUMN ingestd_load_named,
+	ALTER first_seen_at SET NOT NULL, ALTER changed_at SET NOT NULL, ALTER ingestd_poll SET NOT NULL
+
 -- name: OneCopyBuildKeyOnly
 -- The key of a layer table rewritten whole (reshape).
 ALTER TABLE {{layer}} ADD CONSTRAINT {{layer_pkey}} PRIMARY KEY (feature_id)
@@ -428,3 +434,8 @@ SELECT
 	CASE WHEN {{OnePage}} THEN 0 ELSE {{SplitIDs}} - c.named END,
 	c.fetched
 FROM counts c
+
+-- name: OneCopyCitus
+-- Whether the database runs Citus, whose ALTER TABLE refuses ADD
+-- CONSTRAINT among other subcommands.
+SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')
