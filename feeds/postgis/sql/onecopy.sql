@@ -250,6 +250,9 @@ SELECT
 		-- pulled up into each mention).
 		FROM (SELECT s.*, substring(sha256(s.geom_hash || s.props_hash) for 16) AS hash FROM snapshot s OFFSET 0) s
 		FULL JOIN (SELECT feature_id, ingestd_hash FROM {{layer}}) f ON f.feature_id = s.feature_id
+		-- OFFSET 0: the stored properties' hash is rebuilt once a row,
+		-- not once for each of the three mentions above.
+		OFFSET 0
 	) j
 ), counts AS MATERIALIZED (
 	SELECT
@@ -293,6 +296,7 @@ SELECT
 		CROSS JOIN LATERAL unnest(sd.removed) AS r(feature_id)
 		CROSS JOIN LATERAL (SELECT o.feature_id, o.ingestd_hash FROM {{layer}} o WHERE o.feature_id = r.feature_id LIMIT 1) f
 		WHERE sd.poll_id = $1
+		OFFSET 0
 	) j
 ), counts AS MATERIALIZED (
 	SELECT x.*, x.features - x.fetched + x.fetched_existing + x.gone AS previous,
