@@ -57,7 +57,11 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	}
 	// Statistics as the daemon's autovacuum would have them by the next
 	// poll; without them the first diff is planned blind.
-	if _, err := pool.Exec(ctx, `ANALYZE features`); err != nil {
+	var table string
+	if err := pool.QueryRow(ctx, `SELECT ingestd_feed_view($1, $2)`, feed.Jurisdiction, feed.Feed).Scan(&table); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE `+table); err != nil {
 		b.Fatal(err)
 	}
 

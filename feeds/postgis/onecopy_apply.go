@@ -623,7 +623,7 @@ func (s *Store) oneCopyLoad(ctx context.Context, r *applyRun, v loadVariant) err
 	if _, err := sp.Exec(ctx, sqlQuery("BulkPlannerReset")); err != nil {
 		return err
 	}
-	if _, err := sp.Exec(ctx, l.sql("OneCopyBuildKey", nil)); err != nil {
+	if err := s.buildKey(ctx, sp, l); err != nil {
 		return err
 	}
 	if err := s.atLoadStep(ctx, r.tx, "bulk keyed"); err != nil {
@@ -661,6 +661,55 @@ func (s *Store) oneCopyLoad(ctx context.Context, r *applyRun, v loadVariant) err
 	}
 	return sp.Commit(ctx)
 }
+
+// buildKey drops the load's named column, sets the NOT NULLs and builds
+// the key of a first load's layer table: one ALTER (one scan), or two
+// where the database runs ADD CONSTRAINT only alone (splitKeyBuild).
+func (s *Store) buildKey(ctx context.Context, tx pgx.Tx, l oneCopyLayer) error {
+	split, err := s.splitKeyBuild(ctx, tx)
+	if err != nil {
+		return err
+	}
+	steps := []string{"OneCopyBuildKey"}
+	if split {
+		steps = []string{"OneCopyBuildKeyColumns", "OneCopyBuildKeyOnly"}
+	}
+	for _, name := range steps {
+		if _, err := tx.Exec(ctx, l.sql(name, nil)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitKeyBuild tells whether the layer's key is built in an ALTER of its
+// own: where the citus extension is installed (asked once per store, a
+// pool's database), or where a test forces it.
+func (s *Store) splitKeyBuild(ctx context.Context, tx pgx.Tx) (bool, error) {
+	switch s.citus.Load() {
+	case keyBuildSplit:
+		return true, nil
+	case keyBuildJoined:
+		return false, nil
+	}
+	var citus bool
+	if err := tx.QueryRow(ctx, sqlQuery("OneCopyCitus")).Scan(&citus); err != nil {
+		return false, err
+	}
+	mode := keyBuildJoined
+	if citus {
+		mode = keyBuildSplit
+	}
+	s.citus.CompareAndSwap(keyBuildUnknown, mode)
+	return citus, nil
+}
+
+// How a first load builds its layer's key (Store.citus).
+const (
+	keyBuildUnknown int32 = iota
+	keyBuildJoined
+	keyBuildSplit
+)
 
 // recordLayer writes the layer's catalog row (feed_layers) and comment.
 func recordLayer(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCopyLayer) error {

@@ -104,6 +104,9 @@ type Store struct {
 	// reserved, when set, carries the heartbeat and the ends of polls
 	// (WithReservedPool, reserve.go).
 	reserved *pgxpool.Pool
+	// citus: whether a first load builds its layer's key in an ALTER of
+	// its own (keyBuild*: unknown until the first load asks the database).
+	citus atomic.Int32
 }
 
 var _ feeds.Store = (*Store)(nil)

@@ -136,6 +136,12 @@ ALTER TABLE {{layer}} DROP COLUMN ingestd_load_named,
 	ALTER first_seen_at SET NOT NULL, ALTER changed_at SET NOT NULL, ALTER ingestd_poll SET NOT NULL,
 	ADD CONSTRAINT {{layer_pkey}} PRIMARY KEY (feature_id)
 
+-- name: OneCopyBuildKeyColumns
+-- OneCopyBuildKey less its key, for a database that runs ADD CONSTRAINT
+-- only alone (Citus): the key follows in OneCopyBuildKeyOnly, a second scan.
+ALTER TABLE {{layer}} DROP COLUMN ingestd_load_named,
+	ALTER first_seen_at SET NOT NULL, ALTER changed_at SET NOT NULL, ALTER ingestd_poll SET NOT NULL
+
 -- name: OneCopyBuildKeyOnly
 -- The key of a layer table rewritten whole (reshape).
 ALTER TABLE {{layer}} ADD CONSTRAINT {{layer_pkey}} PRIMARY KEY (feature_id)
@@ -244,6 +250,9 @@ SELECT
 		-- pulled up into each mention).
 		FROM (SELECT s.*, substring(sha256(s.geom_hash || s.props_hash) for 16) AS hash FROM snapshot s OFFSET 0) s
 		FULL JOIN (SELECT feature_id, ingestd_hash FROM {{layer}}) f ON f.feature_id = s.feature_id
+		-- OFFSET 0: the stored properties' hash is rebuilt once a row,
+		-- not once for each of the three mentions above.
+		OFFSET 0
 	) j
 ), counts AS MATERIALIZED (
 	SELECT
@@ -287,6 +296,7 @@ SELECT
 		CROSS JOIN LATERAL unnest(sd.removed) AS r(feature_id)
 		CROSS JOIN LATERAL (SELECT o.feature_id, o.ingestd_hash FROM {{layer}} o WHERE o.feature_id = r.feature_id LIMIT 1) f
 		WHERE sd.poll_id = $1
+		OFFSET 0
 	) j
 ), counts AS MATERIALIZED (
 	SELECT x.*, x.features - x.fetched + x.fetched_existing + x.gone AS previous,
@@ -428,3 +438,8 @@ SELECT
 	CASE WHEN {{OnePage}} THEN 0 ELSE {{SplitIDs}} - c.named END,
 	c.fetched
 FROM counts c
+
+-- name: OneCopyCitus
+-- Whether the database runs Citus, whose ALTER TABLE refuses ADD
+-- CONSTRAINT among other subcommands.
+SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')
