@@ -228,8 +228,8 @@ func queueSchemaChanges(b *pgx.Batch, r *applyRun, action string) {
 // feed_columns lists them all, and properties holds every value.
 const maxViewAttributes = 1600 - 6
 
-// viewColumn is one column of a typed view as ingestd_build_feed_view
-// takes it.
+// viewColumn is one column of the feed's schema signature (feed_schema),
+// in the form the typed views of the partition layout took.
 type viewColumn struct {
 	Name   string      `json:"name"`
 	Column string      `json:"column"`
