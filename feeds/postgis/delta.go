@@ -21,7 +21,7 @@ import (
 // with the feed's applied features, against the server's id list and
 // records the list (staged_deltas): the poll's snapshot is then the
 // fetched features, the listed ones it did not fetch as they are stored,
-// and nothing else. The apply (ApplyDelta) diffs only the fetched rows and
+// and nothing else. The apply (OneCopyDelta) diffs only the fetched rows and
 // removes the unlisted ones, so its cost follows the change, not the
 // layer.
 
@@ -351,11 +351,7 @@ func (s *Store) ReconcileDrift(ctx context.Context, pollID int64, feed feeds.Fee
 		if _, err := tx.Exec(ctx, sqlQuery("DeltaPlanner")); err != nil {
 			return err
 		}
-		q := "ReconcileDrift"
-		if s.oneCopy {
-			q = "OneCopyReconcileDrift"
-		}
-		return tx.QueryRow(ctx, t.sql(q), pgx.QueryExecModeDescribeExec, pollID, r.Field, r.Cutoff).Scan(&n)
+		return tx.QueryRow(ctx, t.sql("OneCopyReconcileDrift"), pgx.QueryExecModeDescribeExec, pollID, r.Field, r.Cutoff).Scan(&n)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgis: reconciling poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)

@@ -20,8 +20,9 @@ func LargeUnchangedChecks(s *Store) (ran, unchanged int64) {
 	return s.largeChecks.Load(), s.largeUnchanged.Load()
 }
 
-// SetBulkFirstLoad turns bulkFirstLoad on or off for large first loads.
-func SetBulkFirstLoad(s *Store, on bool) { s.useBulkFirstLoad = on }
+// SetBulkIndexMin sets the staged size from which an apply truncates the
+// poll's staging (bulkIndexMin).
+func SetBulkIndexMin(s *Store, features int) { s.bulkIndexMin = int64(features) }
 
 // BulkFirstLoads is how many times bulkFirstLoad ran, and how many times it
 // fell back to FirstLoad (a repeated id, a failed transform).

@@ -66,22 +66,19 @@ const maxQuotedLen = 200
 type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
-	// bulkIndexMin: a first load of at least this many staged features
-	// builds its indexes after filling its table.
+	// bulkIndexMin: from this many staged features an apply truncates
+	// the poll's staging instead of deleting its rows.
 	bulkIndexMin int64
 	// smallSnapshot: up to this many staged features, an apply first
 	// checks with a statement of its own whether anything changed.
 	smallSnapshot int64
 	// largeUnchangedCheck: above smallSnapshot, an apply first checks
-	// with UnchangedLarge (sql/apply.sql) whether anything changed.
+	// with OneCopyUnchangedLarge (sql/onecopy.sql) whether anything changed.
 	largeUnchangedCheck bool
 	// How many times it ran, and found the snapshot unchanged (tests).
 	largeChecks, largeUnchanged atomic.Int64
-	// useBulkFirstLoad: a first load of bulkIndexMin features or more is built
-	// by bulkFirstLoad (else by FirstLoad, sql/firstload.sql). How many times it ran, and
-	// fell back to FirstLoad for a repeated id or a failed transform
-	// (tests).
-	useBulkFirstLoad         bool
+	// How many first loads ran, and how many times one was loaded again
+	// without what failed (a plain cast, a repeated id, a transform) (tests).
 	bulkLoads, bulkFallbacks atomic.Int64
 	// loadHook, unless nil (tests), is called in the middle of a first
 	// load's transaction (atLoadStep), where a crash must leave nothing.
@@ -93,10 +90,8 @@ type Store struct {
 	// resumes, so that another instance can tell a poll a dead process
 	// left running from one in flight.
 	owner string
-	// oneCopy: a feed's current features live in its layer table alone
-	// (onecopy_apply.go), not in a partition of features. New sets it:
-	// migration 43 leaves no partition to write; the partition layout's
-	// code is still in the package, unreached.
+	// oneCopy is always true: a feed's current features live in its layer
+	// table alone (onecopy_apply.go); tableOf still asks it.
 	oneCopy bool
 	// secrets are scrubbed by value from every error text and next link
 	// the store writes (nil: none are known).
@@ -113,13 +108,6 @@ var _ feeds.Store = (*Store)(nil)
 
 // Option configures a Store.
 type Option func(*Store)
-
-// WithBulkIndexMin sets the size from which a feed's first load builds its
-// primary key and GiST index after filling its table instead of with it
-// (default 10,000 features; 0: always after).
-func WithBulkIndexMin(features int) Option {
-	return func(s *Store) { s.bulkIndexMin = int64(features) }
-}
 
 // WithOwner records owner (the instance's host:pid, as the feed manager
 // names its claims) on the polls the store begins or resumes. Without it
@@ -148,7 +136,7 @@ func WithLogger(logger *slog.Logger) Option {
 // New returns a Store writing through pool. The schema must be migrated.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
-		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true, useBulkFirstLoad: true,
+		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true,
 		pageIDs: defaultPageIDs, oneCopy: true}
 	for _, opt := range opts {
 		opt(s)
