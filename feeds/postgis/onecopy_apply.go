@@ -24,10 +24,8 @@ import (
 // The superseded versions and the change log are those of the generic
 // form, rebuilt from the layer's rows (layerPropertiesSQL).
 //
-// Every store takes this path (Store.oneCopy, which New sets): since
-// migration 43 features is a view of the layer tables and there is no
-// partition to write. The partition layout's steps in apply.go and
-// firstload.go are no longer reached.
+// Since migration 43 features is a view of the layer tables: the layer
+// table is the only copy the apply writes.
 
 // oneCopyLayer is a one-copy layer table's shape. Its geometry type says
 // how it holds a feature's geometry: none ("": no geom column,
@@ -409,7 +407,7 @@ func moveLayer(ctx context.Context, r *applyRun) (bool, error) {
 	return true, nil
 }
 
-// lookupLayer is lookupFeedTable on the one-copy layout: the feed's
+// lookupLayer finds the feed's layer table: the feed's
 // table is its layer, and reads of its rows (readAs) read them rebuilt in
 // the generic form. The state holds the layer as it was last written.
 func lookupLayer(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, oneCopyState, error) {
@@ -434,11 +432,9 @@ func lookupLayer(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, fee
 	return t, oc, nil
 }
 
-// tableOf is lookupFeedTable on the store's layout.
+// tableOf is the feed's layer table, for the steps that need only its
+// handle.
 func (s *Store) tableOf(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, error) {
-	if !s.oneCopy {
-		return lookupFeedTable(ctx, tx, pollID, jurisdiction, feed)
-	}
 	t, _, err := lookupLayer(ctx, tx, pollID, jurisdiction, feed)
 	return t, err
 }

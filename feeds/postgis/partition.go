@@ -1,17 +1,10 @@
 package postgis
 
-import (
-	"context"
+import "github.com/jackc/pgx/v5"
 
-	"github.com/jackc/pgx/v5"
-)
-
-// Before one copy, features was partitioned by jurisdiction and then by
-// feed (migration 11), each feed with a table of its own; migration 43
-// made features a view over the layer tables. lookupFeedTable is that
-// layout's lookup, which tableOf keeps for a store that is not one-copy;
-// feedTable is still the apply's handle on the feed's table (its layer
-// table, readAs, on one copy).
+// feedTable is the apply's handle on the feed's layer table (the one copy
+// of its features, onecopy_apply.go): readAs reads its rows in the
+// generic form.
 
 // feedTable is where one feed's features live.
 type feedTable struct {
@@ -44,16 +37,6 @@ func (t feedTable) ident() string {
 		return t.readAs
 	}
 	return pgx.Identifier{t.name}.Sanitize()
-}
-
-// lookupFeedTable names the feed's partition, tells whether it exists, and
-// counts the features poll pollID staged and those the feed held after its
-// last apply, and tells whether that apply changed anything.
-func lookupFeedTable(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed string) (feedTable, error) {
-	t := feedTable{feedJurisdiction: jurisdiction, feedName: feed}
-	err := tx.QueryRow(ctx, sqlQuery("LookupFeedTable"), pollID, jurisdiction, feed).
-		Scan(&t.name, &t.jurisdiction, &t.exists, &t.staged, &t.lastCount, &t.lastQuiet)
-	return t, err
 }
 
 // defaultBulkIndexMin is the size from which an apply truncates the

@@ -90,9 +90,6 @@ type Store struct {
 	// resumes, so that another instance can tell a poll a dead process
 	// left running from one in flight.
 	owner string
-	// oneCopy is always true: a feed's current features live in its layer
-	// table alone (onecopy_apply.go); tableOf still asks it.
-	oneCopy bool
 	// secrets are scrubbed by value from every error text and next link
 	// the store writes (nil: none are known).
 	secrets *redact.Secrets
@@ -137,7 +134,7 @@ func WithLogger(logger *slog.Logger) Option {
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
 		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true,
-		pageIDs: defaultPageIDs, oneCopy: true}
+		pageIDs: defaultPageIDs}
 	for _, opt := range opts {
 		opt(s)
 	}
