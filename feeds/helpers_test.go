@@ -181,18 +181,28 @@ func (b *bundle) featureIDs(t *testing.T, feed string) []string {
 }
 
 // featureDigest fingerprints every stored row of a feed (id, geometry,
-// properties, hash, timestamps), to prove a failed poll touched nothing.
+// properties, hash, timestamps, and the row versions of its layer table,
+// which a rewrite of an unchanged row would move), to prove a failed poll
+// touched nothing.
 func (b *bundle) featureDigest(t *testing.T, feed string) string {
 	t.Helper()
-	var digest string
+	var digest, layer string
 	err := b.pool.QueryRow(b.ctx, `
 		SELECT coalesce(md5(string_agg(feature_id || ST_AsEWKT(geom) || properties::text
-			|| encode(content_hash, 'hex') || changed_at::text || xmin::text, '|' ORDER BY feature_id)), '')
-		FROM features WHERE jurisdiction = 'county' AND feed = $1`, feed).Scan(&digest)
+			|| encode(content_hash, 'hex') || changed_at::text, '|' ORDER BY feature_id)), ''),
+			coalesce((SELECT layer FROM feed_layers WHERE jurisdiction = 'county' AND feed = $1), '')
+		FROM features WHERE jurisdiction = 'county' AND feed = $1`, feed).Scan(&digest, &layer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return digest
+	if layer == "" {
+		return digest
+	}
+	var versions string
+	if err := b.pool.QueryRow(b.ctx, `SELECT coalesce(md5(string_agg(feature_id || xmin::text, '|' ORDER BY feature_id)), '') FROM `+layer).Scan(&versions); err != nil {
+		t.Fatal(err)
+	}
+	return digest + "/" + versions
 }
 
 type pollRow struct {

@@ -85,6 +85,11 @@ func WithLogger(logger *slog.Logger) Option {
 // returns the versions it applied. db must use the pgx driver (for a pool,
 // stdlib.OpenDBFromPool).
 func Up(ctx context.Context, db *sql.DB, opts ...Option) ([]int64, error) {
+	return up(ctx, db, -1, opts...)
+}
+
+// up applies the pending migrations up to version (-1: all), as Up.
+func up(ctx context.Context, db *sql.DB, version int64, opts ...Option) ([]int64, error) {
 	o := options{logger: slog.New(slog.DiscardHandler)}
 	for _, opt := range opts {
 		opt(&o)
@@ -99,7 +104,7 @@ func Up(ctx context.Context, db *sql.DB, opts ...Option) ([]int64, error) {
 			// Schema ingestd does not exist yet (a new database, or one
 			// before version 31): goose keeps its table in public up to the
 			// version that makes the schema, which then takes it along.
-			done, err := upTo(ctx, db, legacyVersionTable, o.logger, SchemaVersion)
+			done, err := upTo(ctx, db, legacyVersionTable, o.logger, bound(SchemaVersion, version))
 			applied = append(applied, done...)
 			if err != nil {
 				return err
@@ -108,11 +113,22 @@ func Up(ctx context.Context, db *sql.DB, opts ...Option) ([]int64, error) {
 				return err
 			}
 		}
-		done, err := upTo(ctx, db, VersionTable, o.logger, -1)
+		if version >= 0 && version <= SchemaVersion {
+			return nil
+		}
+		done, err := upTo(ctx, db, VersionTable, o.logger, version)
 		applied = append(applied, done...)
 		return err
 	})
 	return applied, err
+}
+
+// bound is the lower of two versions, -1 meaning none.
+func bound(v, limit int64) int64 {
+	if limit < 0 {
+		return v
+	}
+	return min(v, limit)
 }
 
 // upTo applies the pending migrations up to version (-1: all) with goose

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"math/big"
@@ -127,6 +128,96 @@ type ColumnProfile struct {
 	Kinds [numKinds]int64
 	// outOfDouble counts numbers double precision cannot hold (1e400).
 	outOfDouble int64
+	// scales counts the JSON numbers (KInt, KNum) a double gives back by
+	// their scale (numberClass), wide those it cannot (more than 15
+	// significant digits, or out of its range).
+	scales []scaleCount
+	wide   int64
+}
+
+type scaleCount struct {
+	scale int32
+	n     int64
+}
+
+// The classes of a value for double precision (numberClass), besides a
+// scale (≥ 0).
+const (
+	notANumber    int32 = -1
+	wideForDouble int32 = -2
+)
+
+// doubleDigits is how many significant decimal digits a double precision
+// value converted to numeric keeps (PostgreSQL's float8 to numeric cast
+// prints DBL_DIG digits): a number of at most as many comes back exactly.
+const doubleDigits = 15
+
+// numberClass is the JSON number literal s's class for double precision:
+// the display scale PostgreSQL's numeric (and so jsonb) gives it —
+// fraction digits less the exponent, at least 0 — when it has at most
+// doubleDigits significant digits, else wideForDouble.
+func numberClass(s string) int32 {
+	s = strings.TrimPrefix(s, "-")
+	if len(s) <= doubleDigits && digitsOnly(s) {
+		return 0 // the common case: a short integer
+	}
+	mant, exp := s, 0
+	if i := indexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		e, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		if err != nil || e > 1000 || e < -1000 {
+			return wideForDouble
+		}
+		exp = e
+	}
+	intPart, frac := mant, ""
+	if i := indexAny(mant, "."); i >= 0 {
+		intPart, frac = mant[:i], mant[i+1:]
+	}
+	digits := strings.TrimRight(trimLeftZeros(intPart+frac), "0")
+	if len(digits) > doubleDigits {
+		return wideForDouble
+	}
+	return int32(max(len(frac)-exp, 0))
+}
+
+// countClass adds n to the count of class c (a scale or wideForDouble;
+// notANumber is not counted).
+func (c *ColumnProfile) countClass(class int32, n int64) {
+	switch {
+	case class == notANumber:
+		return
+	case class == wideForDouble:
+		c.wide += n
+		return
+	}
+	for i := range c.scales {
+		if c.scales[i].scale == class {
+			c.scales[i].n += n
+			return
+		}
+	}
+	c.scales = append(c.scales, scaleCount{class, n})
+}
+
+// DoubleScale is the scale at which a double precision column gives back
+// every JSON number the profile counted for it: when all of them have at
+// most 15 significant digits and one display scale s (0.10 and 1.25: 2; 7
+// and 1e3: 0), round(value::numeric, s) renders each as the source's
+// jsonb does, and ok is true. ok is false when the numbers' scales differ,
+// one does not fit, the column has no numbers, or the profile was stored
+// before it counted scales.
+func (c *ColumnProfile) DoubleScale() (scale int, ok bool) {
+	numbers := c.Kinds[KInt] + c.Kinds[KNum]
+	var counted, n int64
+	for _, sc := range c.scales {
+		if sc.n > 0 {
+			counted += sc.n
+			scale = int(sc.scale)
+			n++
+		}
+	}
+	return scale, numbers > 0 && c.wide == 0 && n == 1 && counted == numbers
 }
 
 func (c *ColumnProfile) nonNull() int64 {
@@ -177,8 +268,9 @@ type Profile struct {
 	// kind[i], ood[i]: what the current feature's value of column i was
 	// counted as, so that a repeated key counts its last value (jsonb
 	// keeps the last).
-	kind []ValueKind
-	ood  []bool
+	kind  []ValueKind
+	ood   []bool
+	class []int32
 }
 
 type geomCount struct {
@@ -217,6 +309,7 @@ func (p *Profile) columnAdd(name string) int {
 		p.seen = append(p.seen, false)
 		p.kind = append(p.kind, KNull)
 		p.ood = append(p.ood, false)
+		p.class = append(p.class, notANumber)
 	}
 	return i
 }
@@ -237,7 +330,8 @@ func (p *Profile) AddFeature(props []byte, geometry string) error {
 	var err error
 	if len(props) > 0 && string(props) != "null" {
 		pos := 0
-		err = scanObject(props, func(name []byte, k ValueKind, outOfDouble bool) {
+		err = scanObject(props, func(name []byte, v scanned) {
+			k, outOfDouble := v.kind, v.outOfDouble
 			var i int
 			if pos < len(p.last) && p.Columns[p.last[pos]].Name == string(name) {
 				i = p.last[pos]
@@ -262,12 +356,14 @@ func (p *Profile) AddFeature(props []byte, geometry string) error {
 				if p.ood[i] {
 					c.outOfDouble--
 				}
+				c.countClass(p.class[i], -1)
 			}
-			p.seen[i], p.kind[i], p.ood[i] = true, k, outOfDouble
+			p.seen[i], p.kind[i], p.ood[i], p.class[i] = true, k, outOfDouble, v.class
 			c.Kinds[k]++
 			if outOfDouble {
 				c.outOfDouble++
 			}
+			c.countClass(v.class, 1)
 		})
 	}
 	for i, s := range p.seen {
@@ -289,6 +385,10 @@ func (p *Profile) Merge(q *Profile) {
 			c.Kinds[k] += qc.Kinds[k]
 		}
 		c.outOfDouble += qc.outOfDouble
+		c.wide += qc.wide
+		for _, sc := range qc.scales {
+			c.countClass(sc.scale, sc.n)
+		}
 	}
 	// Columns q never saw are null in q's features.
 	for i := range p.Columns {
@@ -317,6 +417,11 @@ func (p *Profile) Subtract(q *Profile) {
 			c.Kinds[k] = max(c.Kinds[k]-qc.Kinds[k], 0)
 		}
 		c.outOfDouble = max(c.outOfDouble-qc.outOfDouble, 0)
+		c.wide = max(c.wide-qc.wide, 0)
+		for _, sc := range qc.scales {
+			c.countClass(sc.scale, -sc.n)
+		}
+		c.scales = slices.DeleteFunc(c.scales, func(sc scaleCount) bool { return sc.n <= 0 })
 	}
 	// Columns q never saw were null in q's features.
 	for i := range p.Columns {
@@ -374,6 +479,10 @@ type columnJSON struct {
 	Name        string           `json:"name"`
 	Kinds       map[string]int64 `json:"kinds"`
 	OutOfDouble int64            `json:"out_of_double,omitempty"`
+	// Scales: the numbers' counts by scale; Wide: those a double does not
+	// give back (ColumnProfile.scales, wide).
+	Scales map[string]int64 `json:"scales,omitempty"`
+	Wide   int64            `json:"wide,omitempty"`
 }
 
 // MarshalJSON renders p with kinds by name.
@@ -386,7 +495,15 @@ func (p *Profile) MarshalJSON() ([]byte, error) {
 		}
 	}
 	for _, c := range p.Columns {
-		cj := columnJSON{Name: c.Name, Kinds: map[string]int64{}, OutOfDouble: c.outOfDouble}
+		cj := columnJSON{Name: c.Name, Kinds: map[string]int64{}, OutOfDouble: c.outOfDouble, Wide: c.wide}
+		for _, sc := range c.scales {
+			if sc.n > 0 {
+				if cj.Scales == nil {
+					cj.Scales = map[string]int64{}
+				}
+				cj.Scales[strconv.Itoa(int(sc.scale))] = sc.n
+			}
+		}
 		for k, n := range c.Kinds {
 			if n > 0 {
 				cj.Kinds[kindNames[k]] = n
@@ -419,6 +536,14 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 			}
 		}
 		c.outOfDouble = cj.OutOfDouble
+		c.wide = cj.Wide
+		for _, name := range slices.Sorted(maps.Keys(cj.Scales)) {
+			scale, err := strconv.Atoi(name)
+			if err != nil || scale < 0 {
+				return fmt.Errorf("schema: profile of %q: bad scale %q", cj.Name, name)
+			}
+			c.countClass(int32(scale), cj.Scales[name])
+		}
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 // each member with its name and the kind of its value. Written by hand
 // because it runs for every staged feature: it classifies values without
 // building them (no allocation but for keys), and skips nested ones.
-func scanObject(in []byte, fn func(name []byte, k ValueKind, outOfDouble bool)) error {
+func scanObject(in []byte, fn func(name []byte, v scanned)) error {
 	s := scanner{in: in}
 	s.space()
 	if !s.eat('{') {
@@ -38,11 +38,11 @@ func scanObject(in []byte, fn func(name []byte, k ValueKind, outOfDouble bool)) 
 			return s.errorf("expected ':'")
 		}
 		s.space()
-		k, ood, err := s.value()
+		v, err := s.value()
 		if err != nil {
 			return err
 		}
-		fn(name, k, ood)
+		fn(name, v)
 		s.space()
 		if s.eat(',') {
 			continue
@@ -114,38 +114,48 @@ func (s *scanner) str() ([]byte, bool, error) {
 	return nil, false, s.errorf("unterminated string")
 }
 
+// scanned is what the scanner tells of one value: its kind, whether
+// double precision cannot hold it (a number, or a string a declared double
+// reads), and for a JSON number its class for double precision
+// (numberClass; notANumber for any other value).
+type scanned struct {
+	kind        ValueKind
+	outOfDouble bool
+	class       int32
+}
+
 // value classifies and skips one value.
-func (s *scanner) value() (ValueKind, bool, error) {
+func (s *scanner) value() (scanned, error) {
 	if s.pos >= len(s.in) {
-		return 0, false, s.errorf("unexpected end")
+		return scanned{}, s.errorf("unexpected end")
 	}
+	str := func(k ValueKind) scanned { return scanned{kind: k, class: notANumber} }
 	switch c := s.in[s.pos]; {
 	case c == '"':
 		raw, escaped, err := s.str()
 		if err != nil {
-			return 0, false, err
+			return scanned{}, err
 		}
 		if escaped {
-			return KString, false, nil
+			return str(KString), nil
 		}
 		body := raw[1 : len(raw)-1]
 		if len(body) == 0 || !(body[0] == '-' || body[0] == 't' || body[0] == 'f' || (body[0] >= '0' && body[0] <= '9')) {
-			return KString, false, nil // StringKind's first test, without a string
+			return str(KString), nil // StringKind's first test, without a string
 		}
-		str := string(body)
-		k := StringKind(str)
-		if k == KStrNum {
+		text := string(body)
+		v := str(StringKind(text))
+		if v.kind == KStrNum {
 			// A declared double reads it: it may not fit.
-			_, ood := NumberKind(str)
-			return k, ood, nil
+			_, v.outOfDouble = NumberKind(text)
 		}
-		return k, false, nil
+		return v, nil
 	case c == 'n':
-		return KNull, false, s.word("null")
+		return str(KNull), s.word("null")
 	case c == 't':
-		return KBool, false, s.word("true")
+		return str(KBool), s.word("true")
 	case c == 'f':
-		return KBool, false, s.word("false")
+		return str(KBool), s.word("false")
 	case c == '-' || (c >= '0' && c <= '9'):
 		start := s.pos
 		for s.pos < len(s.in) {
@@ -155,12 +165,17 @@ func (s *scanner) value() (ValueKind, bool, error) {
 			}
 			s.pos++
 		}
-		k, ood := NumberKind(string(s.in[start:s.pos]))
-		return k, ood, nil
+		lit := string(s.in[start:s.pos])
+		k, ood := NumberKind(lit)
+		class := numberClass(lit)
+		if ood {
+			class = wideForDouble
+		}
+		return scanned{kind: k, outOfDouble: ood, class: class}, nil
 	case c == '{' || c == '[':
-		return KNested, false, s.skipNested()
+		return str(KNested), s.skipNested()
 	}
-	return 0, false, s.errorf("unexpected %q", s.in[s.pos])
+	return scanned{}, s.errorf("unexpected %q", s.in[s.pos])
 }
 
 func (s *scanner) word(w string) error {

@@ -310,11 +310,17 @@ func Describe(changes []Change) string {
 
 // viewOwnColumns are the typed view's columns that are not attributes.
 var viewOwnColumns = map[string]bool{"feature_id": true, "geom": true, "jurisdiction": true, "feed": true,
-	"first_seen_at": true, "changed_at": true}
+	"first_seen_at": true, "changed_at": true,
+	// The one-copy layer table's bookkeeping (docs/decisions/0200), and
+	// the columns its first load counts with before dropping them.
+	"ingestd_poll": true, "ingestd_hash": true, "ingestd_rest": true, "ingestd_absent": true,
+	"ingestd_geom_single": true, "ingestd_geom": true, "ingestd_load_invalid": true,
+	"ingestd_load_out_of_range": true, "ingestd_load_skip": true, "ingestd_load_named": true}
 
 // ViewColumn is the typed view's column for the property name: the name
 // itself, unless it is one of the view's own columns (feature_id, geom,
-// jurisdiction, feed, first_seen_at, changed_at: then name_attr) or
+// jurisdiction, feed, first_seen_at, changed_at, and the layer table's
+// bookkeeping columns ingestd_…: then name_attr) or
 // longer than PostgreSQL's 63 bytes (then its first bytes and a hash of
 // the whole, so that two long names that share a prefix stay apart).
 func ViewColumn(name string) string {

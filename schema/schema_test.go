@@ -295,6 +295,11 @@ func TestViewColumns(t *testing.T) {
 	if len(got[5]) > 63 || len(got[6]) > 63 || got[5] == got[6] || !utf8.ValidString(got[5]) {
 		t.Errorf("long names: %q, %q", got[5], got[6])
 	}
+	// The layer table's bookkeeping columns begin ingestd_.
+	got = ViewColumns([]string{"ingestd_hash", "ingestd_hash_attr", "ingestd_geom", "ingestd"})
+	if got[0] != "ingestd_hash_attr" || got[1] != "ingestd_hash_attr_2" || got[2] != "ingestd_geom_attr" || got[3] != "ingestd" {
+		t.Errorf("ViewColumns = %q", got)
+	}
 }
 
 // BenchmarkProfileAddFeature profiles a parcel's properties (the same
@@ -400,5 +405,74 @@ func TestProfileRepeatedKeyCountsLast(t *testing.T) {
 	}
 	if s := Build(p, nil, nil); s.Columns[0].Type == BigInt {
 		t.Errorf("a typed %s although jsonb holds \"+5\" for the first feature", s.Columns[0].Type)
+	}
+}
+
+// TestNumberClass: a number's scale as numeric displays it, or wide when
+// a double keeps fewer of its significant digits.
+func TestNumberClass(t *testing.T) {
+	for s, want := range map[string]int32{
+		"0": 0, "-0": 0, "1900": 0, "1e3": 0, "1.5e1": 0, "0.10": 2, "1.0": 1, "-2.25e-3": 5, "0.000": 3,
+		"1.50e1": 1, "1e20": 0, "1E+2": 0, "123456789012345": 0, "1234567890123456": wideForDouble,
+		"0.1234567890123456": wideForDouble, "1.23456789012345": 14, "100000000000000000000": 0,
+		"3.14159265358979323846": wideForDouble, "1e-2000": wideForDouble,
+	} {
+		if got := numberClass(s); got != want {
+			t.Errorf("numberClass(%s) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestDoubleScale: a double column has a scale when its numbers share
+// one and fit; merged, subtracted, through JSON and with a repeated key
+// the counts hold; a profile stored before scales were counted has none.
+func TestDoubleScale(t *testing.T) {
+	scaleOf := func(p *Profile) (int, bool) {
+		t.Helper()
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Profile
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		return back.column("a").DoubleScale()
+	}
+	cases := []struct {
+		docs  []string
+		scale int
+		ok    bool
+	}{
+		{[]string{`{"a":0.10}`, `{"a":1.25}`, `{"a":null}`, `{"b":1}`}, 2, true},
+		{[]string{`{"a":7}`, `{"a":1e3}`}, 0, true},
+		{[]string{`{"a":0.10}`, `{"a":1.5}`}, 0, false},
+		{[]string{`{"a":0.10}`, `{"a":1}`}, 0, false},
+		{[]string{`{"a":0.1234567890123456}`}, 0, false},
+		{[]string{`{"a":1e400}`}, 0, false},
+		{[]string{`{"a":"x"}`}, 0, false},
+		{[]string{`{"a":1.5,"a":2.25}`, `{"a":0.75}`}, 2, true},
+	}
+	for _, c := range cases {
+		scale, ok := scaleOf(profileOf(t, c.docs...))
+		if ok != c.ok || (ok && scale != c.scale) {
+			t.Errorf("%v: scale %d, %v; want %d, %v", c.docs, scale, ok, c.scale, c.ok)
+		}
+	}
+	p := profileOf(t, `{"a":0.10}`, `{"a":2.5}`)
+	if _, ok := scaleOf(p); ok {
+		t.Fatalf("mixed scales give a scale")
+	}
+	p.Subtract(profileOf(t, `{"a":2.5}`))
+	p.Merge(profileOf(t, `{"a":3.75}`))
+	if scale, ok := scaleOf(p); !ok || scale != 2 {
+		t.Errorf("after the 2.5 was replaced by 3.75: scale %d, %v; want 2", scale, ok)
+	}
+	var old Profile
+	if err := json.Unmarshal([]byte(`{"n":1,"c":[{"name":"a","kinds":{"num":1}}]}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := old.column("a").DoubleScale(); ok {
+		t.Errorf("a profile stored without scales gives a scale")
 	}
 }

@@ -220,7 +220,7 @@ layer_storage() {
 	psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -v j="$1" -v f="$2" -v ogr="${3:-}" -P footer=off <<-'EOF'
 		SELECT to_regprocedure('ingestd_feed_partition(text, text)') IS NOT NULL AS has_partition \gset
 		\if :has_partition
-		SELECT to_regclass(format('ingestd.%I', ingestd_feed_partition(:'j', :'f'))) AS part \gset
+		SELECT coalesce(to_regclass(format('ingestd.%I', ingestd_feed_partition(:'j', :'f')))::text, '') AS part \gset
 		\else
 		\set part ''
 		\endif
@@ -323,6 +323,7 @@ bench_gdal() {
 				# append-only log full of holes no daemon's log has.
 				"${psql[@]}" -c "SET client_min_messages = warning" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ${feedtable/ingestd_feed_partition/ingestd_feed_view}); END \$\$" \
 					-c "TRUNCATE feature_changes" \
 					-c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
 				timing=$out/ingestd.$layer.$fmt
@@ -332,7 +333,7 @@ bench_gdal() {
 				# reload). Staging and the new table vacuumed, as autovacuum
 				# would have between two polls of a daemon.
 				"${psql[@]}" -c "VACUUM staged_features, staged_pages" \
-					-c "VACUUM ANALYZE \"$("${psql[@]}" -tAc "SELECT $feedtable")\"" -c "CHECKPOINT"
+					-c "VACUUM ANALYZE $("${psql[@]}" -tAc "SELECT coalesce(to_regclass(quote_ident($feedtable))::text, ${feedtable/ingestd_feed_partition/ingestd_feed_view})")" -c "CHECKPOINT"
 				timing=$out/refresh.$layer.$fmt
 				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
 				"${psql[@]}" -c "CHECKPOINT"
@@ -523,6 +524,7 @@ bench_arcgis() {
 	for _ in $(seq 1 "$count"); do
 		"${psql[@]}" -c "SET client_min_messages = warning" \
 			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ${feedtable/ingestd_feed_partition/ingestd_feed_view}); END \$\$" \
 			-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = 'arcgis_parcels'" \
 			-c "DROP TABLE IF EXISTS ogr_arcgis" -c "CHECKPOINT"
 		/usr/bin/time -f '%e %U %S %M' -o "$out/time" bin/ingestd poll -config "$out/arcgis.yaml" -log-level warn bench/arcgis_parcels >"$out/last.log" 2>&1 ||
@@ -582,6 +584,7 @@ bench_ogcapi() {
 	for run in $(seq 1 "$count"); do
 		"${psql[@]}" -c "SET client_min_messages = warning" \
 			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ${feedtable/ingestd_feed_partition/ingestd_feed_view}); END \$\$" \
 			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages" -c "CHECKPOINT"
 		/usr/bin/time -f '%e %U %S %M' -o "$out/time" bin/ingestd poll -config "$out/bench-ogcapi.yaml" -log-level warn bench/ogcapi_parcels >"$out/last.log" 2>&1 ||
 			{ echo "bench.sh: ingestd poll failed" >&2; tail -n 20 "$out/last.log" >&2; return 1; }
@@ -696,6 +699,7 @@ bench_bigdoc() {
 	fresh() {
 		"${psql[@]}" -c "SET client_min_messages = warning" \
 			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$1')); END \$\$" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ingestd_feed_view('bench', '$1')); END \$\$" \
 			-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$1'" \
 			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
 	}
@@ -768,6 +772,7 @@ bench_bigdoc() {
 		for _ in $(seq 1 "$count"); do
 			psql "$url" -X -q -c "SET client_min_messages = warning" \
 				-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', 'doc_$n')); END \$\$" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ingestd_feed_view('bench', 'doc_$n')); END \$\$" \
 				-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = 'doc_$n'" -c "CHECKPOINT"
 			bigdoc_time bin/ingestd-base poll -config "$out/bigdoc.yaml" -database-url "$url" -log-level warn "bench/doc_$n" >>"$out/bigdoc.load"
 			psql "$url" -X -q -c "CHECKPOINT"
@@ -860,6 +865,7 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
 			ingestd*)
 				"${psql[@]}" -c "SET client_min_messages = warning" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$feed')); END \$\$" \
+					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ingestd_feed_view('bench', '$feed')); END \$\$" \
 					-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$feed'" \
 					-c "DELETE FROM dead_letter WHERE jurisdiction = 'bench' AND feed = '$feed'" \
 					-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"

@@ -58,10 +58,8 @@ func (h *Handler) thumbnail(ctx context.Context, jurisdiction, feed string, coun
 		pct = math.Min(100, 200*want/float64(count))
 	}
 	var minx, miny, maxx, maxy *float64
-	// Planned at each call with the feed's names as values (an unnamed
-	// statement), so that only the feed's partition of features is opened:
-	// a statement prepared once is planned generically from its sixth run
-	// on a connection, over every feed's table.
+	// An unnamed statement: planned at each call, not kept prepared on
+	// the connection. ingestd_layer_sample opens the feed's layer alone.
 	err := h.pool.QueryRow(ctx, h.sql.Get("thumbnail"), pgx.QueryExecModeExec, jurisdiction, feed, pct, h.opts.thumbFeatures, h.opts.thumbBytes).
 		Scan(&t.Paths, &t.Dots, &t.Sampled, &minx, &miny, &maxx, &maxy)
 	if err != nil {

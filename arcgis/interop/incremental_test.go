@@ -79,7 +79,7 @@ func (r *rig) contentDigest(t testing.TB, feed string) (string, int) {
 func (r *rig) typedDigest(t testing.TB, feed, layer string) string {
 	t.Helper()
 	var rows, cols string
-	err := r.pool.QueryRow(r.ctx, fmt.Sprintf(`SELECT coalesce(md5(string_agg((to_jsonb(l) - 'jurisdiction' - 'feed' - 'first_seen_at' - 'changed_at')::text, '|' ORDER BY feature_id)), '') FROM %s l`, layer)).Scan(&rows)
+	err := r.pool.QueryRow(r.ctx, fmt.Sprintf(`SELECT coalesce(md5(string_agg((to_jsonb(l) - 'first_seen_at' - 'changed_at' - 'ingestd_poll' - 'ingestd_rest' - 'ingestd_absent')::text, '|' ORDER BY feature_id)), '') FROM %s l`, layer)).Scan(&rows)
 	if err != nil {
 		t.Fatal(err)
 	}

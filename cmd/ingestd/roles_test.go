@@ -252,7 +252,8 @@ func assertOwnedBy(t *testing.T, dbURL, owner string, feedTables int) {
 		t.Errorf("objects not owned by %s: %v", owner, foreign)
 	}
 	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	// The feeds' layer tables (one copy of each layer).
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM ingestd.feed_layers l JOIN pg_class c ON c.oid = to_regclass(l.layer)
 		WHERE c.relkind = 'r' AND pg_get_userbyid(c.relowner) = $1`, owner).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

@@ -100,13 +100,10 @@ type applyRun struct {
 	table     feedTable
 	firstLoad bool
 	// delta: the poll fetched what changed since the feed's last apply
-	// and ComposeDelta proved it (staged_deltas): ApplyDelta applies it.
+	// and ComposeDelta proved it (staged_deltas): OneCopyDelta applies it.
 	// fetched is the distinct features it staged.
 	delta   bool
 	fetched int
-	// bulk: a large first load done (or held) by bulkFirstLoad, with its
-	// table, indexes and change log.
-	bulk bool
 	// checked: the ids on two pages were counted (split) before anything
 	// was written; unchanged: the snapshot is the feed's features.
 	checked, unchanged bool
@@ -125,8 +122,6 @@ type applyRun struct {
 	typedText  bool
 	schemaHold bool
 	sch        schemaState
-	// retyped: retypeStored rewrote stored values (no change logged).
-	retyped bool
 
 	// keepHistory: the feed keeps the versions a snapshot supersedes
 	// (history.go).
@@ -139,6 +134,10 @@ type applyRun struct {
 	commonKnown bool
 	// commonSkips: the features the conform could not map (common_history.go).
 	commonSkips commonSkips
+
+	// oc is what the steps of an apply on the one-copy layout find
+	// (onecopy_apply.go).
+	oc oneCopyState
 }
 
 // newApplyRun returns the run of an apply of poll pollID of the feed in tx.
@@ -170,37 +169,7 @@ type applyStep func(context.Context, *applyRun) error
 // one made it moot (an unchanged snapshot is not diffed, a bulk first load
 // is not loaded again).
 func (s *Store) applySnapshot(ctx context.Context, r *applyRun) error {
-	for _, step := range []applyStep{
-		planForBulk,          // hash joins, no JIT
-		countInvalidFeatures, // polls.invalid_features, whatever the snapshot's fate
-		findTable,            // the feed's table, the poll's size, the last apply
-		readHistory,          // keep superseded versions? a time after the last change
-		s.readSchema,         // the snapshot's schema and its drift (schema_change: hold)
-		retypeStored,         // stored text values typed as the decoder types them
-		s.firstLoadInBulk,    // a large first load: CREATE TABLE … AS, in parallel
-		s.createLoadTable,    // another first load: an empty table to fill
-		s.checkUnchanged,     // a quiet layer: recognised, nothing written
-		diffAndWrite,         // one statement: diff, guards, writes, change log
-		tally,                // duplicates and invalid features
-		supersedeHeld,        // an older held snapshot is moot now
-		markHistoryGap,       // history: off and something changed
-		finishLoadTable,      // a first load: its indexes, or no table if held
-		s.conformCommon,      // the feed's rows of its common layer
-		s.recordSchema,       // columns, schema_changes, the typed view
-	} {
-		if err := step(ctx, r); err != nil {
-			return err
-		}
-	}
-	if r.held != nil {
-		return recordHeld(ctx, r)
-	}
-	if r.firstLoad {
-		if err := s.atLoadStep(ctx, r.tx, "loaded"); err != nil {
-			return err
-		}
-	}
-	return s.recordApplied(ctx, r)
+	return s.applyOneCopy(ctx, r)
 }
 
 // planForBulk sets the planner for the apply's bulk statements (sql/apply.sql,
@@ -227,94 +196,11 @@ func countInvalidFeatures(ctx context.Context, r *applyRun) error {
 	return err
 }
 
-// findTable looks up the feed's table (lookupFeedTable), and whether the
-// poll is a delta of it.
-func findTable(ctx context.Context, r *applyRun) error {
-	var err error
-	r.table, err = lookupFeedTable(ctx, r.tx, r.pollID, r.jurisdiction, r.feed)
-	r.firstLoad = !r.table.exists
-	if err != nil || r.firstLoad {
-		return err
-	}
-	if err := r.tx.QueryRow(ctx, sqlQuery("IsDelta"), r.pollID).Scan(&r.delta); err != nil || !r.delta {
-		return err
-	}
-	// Every statement of a delta's apply joins a few ids with the table.
-	_, err = r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner"))
-	return err
-}
-
-// firstLoadInBulk loads a large first snapshot with bulkFirstLoad; one it
-// declines (a repeated id, a failed transform) is left to createLoadTable
-// and diffAndWrite.
-func (s *Store) firstLoadInBulk(ctx context.Context, r *applyRun) error {
-	if !r.firstLoad || !s.useBulkFirstLoad || r.table.staged < s.bulkIndexMin {
-		return nil
-	}
-	var err error
-	if r.bulk, err = s.bulkFirstLoad(ctx, r); err != nil || !r.bulk {
-		return err
-	}
-	return checkSplit(ctx, r)
-}
-
-// createLoadTable creates the table of a first load not done in bulk.
-func (s *Store) createLoadTable(ctx context.Context, r *applyRun) error {
-	if !r.firstLoad || r.bulk {
-		return nil
-	}
-	return createLoadTable(ctx, r.tx, &r.table, s.bulkIndexMin)
-}
-
-// checkUnchanged asks unchangedSnapshot whether the snapshot is the feed's
-// features. Ids on two pages fail the poll before anything is written, when
-// its statement already counted them.
-func (s *Store) checkUnchanged(ctx context.Context, r *applyRun) error {
-	if r.firstLoad || r.delta {
-		return nil
-	}
-	if err := s.unchangedSnapshot(ctx, r); err != nil || !r.checked {
-		return err
-	}
-	return checkSplit(ctx, r)
-}
-
-// diffAndWrite runs the apply statement — ApplyDiff, ApplyDelta for a
-// delta, or FirstLoad into a new table — which diffs, asks the guards and
-// writes, unless the snapshot is known unchanged or was loaded in bulk.
-func diffAndWrite(ctx context.Context, r *applyRun) error {
-	if r.unchanged || r.bulk || r.held != nil {
-		return nil
-	}
-	name := "ApplyDiff"
-	switch {
-	case r.firstLoad:
-		name = "FirstLoad"
-	case r.delta:
-		name = "ApplyDelta"
-	}
-	res := &r.out.res
-	dest := []any{&res.Features, &res.Added, &res.Modified, &res.Unchanged, &res.Removed,
-		&r.pages, &r.out.previous, &r.held, &res.InvalidGeometries, &r.split}
-	if !r.firstLoad {
-		dest = append(dest, &r.fetched)
-	}
-	err := runApply(ctx, r.tx, r.table.sql(name),
-		[]any{r.pollID, r.jurisdiction, r.feed, r.accept, r.maxShrink, r.bbox, r.skipInvalid, r.skipInvalidFeature,
-			r.keepHistory},
-		dest...)
-	if err != nil || r.checked {
-		return err
-	}
-	// Written rows are rolled back with the transaction.
-	return checkSplit(ctx, r)
-}
-
 // tally counts the ids the snapshot repeats, and its invalid features.
 func tally(_ context.Context, r *applyRun) error {
 	staged := r.out.res.Features
 	if r.delta {
-		// ApplyDelta counted them; a snapshot the schema held was not
+		// OneCopyDelta counted them; a snapshot the schema held was not
 		// diffed, and its repeats are not known.
 		staged = r.fetched
 		if r.sch.heldHere {
@@ -342,22 +228,6 @@ func supersedeHeld(ctx context.Context, r *applyRun) error {
 		return err
 	}
 	return deleteStaging(ctx, r.tx, *oldHeld)
-}
-
-// finishLoadTable finishes a first load's table not loaded in bulk: a held
-// one is dropped (nothing was written into it; the feed stays without a
-// table until a snapshot applies), a large one gets its indexes.
-func finishLoadTable(ctx context.Context, r *applyRun) error {
-	switch {
-	case !r.firstLoad || r.bulk:
-		return nil
-	case r.held != nil:
-		_, err := r.tx.Exec(ctx, r.table.sql("DropLoadTable"))
-		return err
-	case !r.table.indexed:
-		return buildLoadIndexes(ctx, r.tx, r.table)
-	}
-	return nil
 }
 
 // recordHeld ends the poll as held, its staging kept, and shows the hold on
@@ -396,12 +266,7 @@ func (s *Store) recordApplied(ctx context.Context, r *applyRun) error {
 	if err := notifyChanges(ctx, r); err != nil {
 		return err
 	}
-	if !r.firstLoad {
-		return nil
-	}
-	// Last: attaching locks the jurisdiction's partition against other
-	// attaches until the transaction ends.
-	return attachFeedTable(ctx, r.tx, r.table)
+	return nil
 }
 
 // checkSplit fails the apply when r.split (SplitIDs' count, nil when
@@ -482,70 +347,6 @@ func safeTransforms(sql string) string {
 }
 
 // defaultSmallSnapshot is the size up to which an apply first checks
-// whether the snapshot changes anything with the Unchanged statement; above
-// it with UnchangedLarge.
+// whether the snapshot changes anything with a statement of its own; above
+// it with OneCopyUnchangedLarge.
 const defaultSmallSnapshot = 10000
-
-// unchangedSnapshot tells (r.unchanged) whether the snapshot holds exactly
-// the feed's features with the same hashes, and if so fills in the counts
-// of an apply that changes nothing. Most polls of a quiet layer are that,
-// and both checks cost a fraction of ApplyDiff: for a small layer, planning
-// ApplyDiff (a dozen CTEs, a new plan per feed) costs more than running it;
-// for a large one, ApplyDiff's sort and full join run on one core, while
-// UnchangedLarge is read-only and PostgreSQL runs it in parallel. A
-// snapshot that changes anything goes to ApplyDiff. r.checked says whether
-// r.split holds SplitIDs' count (only the small statement counts it).
-func (s *Store) unchangedSnapshot(ctx context.Context, r *applyRun) error {
-	if r.table.staged > s.smallSnapshot {
-		return s.unchangedLargeSnapshot(ctx, r)
-	}
-	var features, changed, current int
-	err := r.tx.QueryRow(ctx, r.table.sql("Unchanged"), pgx.QueryExecModeDescribeExec,
-		r.pollID, r.jurisdiction, r.feed).Scan(&r.pages, &features, &changed, &current, &r.split)
-	if err != nil {
-		return err
-	}
-	r.checked = true
-	if changed > 0 || current != features {
-		return nil
-	}
-	r.unchanged = true
-	r.out.res = feeds.ApplyResult{Features: features, Unchanged: features}
-	r.out.previous = current
-	return nil
-}
-
-// unchangedLargeSnapshot is unchangedSnapshot for a snapshot of more than
-// smallSnapshot features. When something did change, the check's time (a
-// read of every staged row) is lost, so it is skipped when the staged count
-// differs from the feed's count at its last apply (features were added or
-// removed, or ids repeat) and when that apply changed features: a layer
-// that changed last time likely changed again, one that was quiet likely
-// is still.
-func (s *Store) unchangedLargeSnapshot(ctx context.Context, r *applyRun) error {
-	t := r.table
-	if !s.largeUnchangedCheck || t.staged != t.lastCount || !t.lastQuiet {
-		return nil
-	}
-	s.largeChecks.Add(1)
-	if _, err := r.tx.Exec(ctx, sqlQuery("UnchangedLargePlanner")); err != nil {
-		return err
-	}
-	var current, matched int
-	if err := r.tx.QueryRow(ctx, t.sql("UnchangedLarge"), pgx.QueryExecModeDescribeExec,
-		r.pollID).Scan(&r.pages, &current, &matched); err != nil {
-		return err
-	}
-	if _, err := r.tx.Exec(ctx, sqlQuery("UnchangedLargePlannerReset")); err != nil {
-		return err
-	}
-	if int64(current) != t.staged || matched != current {
-		return nil
-	}
-	s.largeUnchanged.Add(1)
-	zero := 0
-	r.unchanged, r.checked, r.split = true, true, &zero
-	r.out.res = feeds.ApplyResult{Features: current, Unchanged: current}
-	r.out.previous = current
-	return nil
-}

@@ -57,7 +57,11 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	}
 	// Statistics as the daemon's autovacuum would have them by the next
 	// poll; without them the first diff is planned blind.
-	if _, err := pool.Exec(ctx, `ANALYZE features`); err != nil {
+	var table string
+	if err := pool.QueryRow(ctx, `SELECT ingestd_feed_view($1, $2)`, feed.Jurisdiction, feed.Feed).Scan(&table); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE `+table); err != nil {
 		b.Fatal(err)
 	}
 
@@ -92,7 +96,7 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/apply")
 }
 
-// tupleCounts is how many tuples the feed's table and feature_changes have
+// tupleCounts is how many tuples the feed's layer table and feature_changes have
 // had written, as the backend of pool's one connection counts them.
 func tupleCounts(b *testing.B, pool *pgxpool.Pool, feed feeds.FeedInfo) (features, changes int64) {
 	ctx := b.Context()
@@ -102,7 +106,7 @@ func tupleCounts(b *testing.B, pool *pgxpool.Pool, feed feeds.FeedInfo) (feature
 		}
 	}
 	if err := pool.QueryRow(ctx, `
-		SELECT sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relname = ingestd_feed_partition($1, $2)),
+		SELECT sum(n_tup_ins + n_tup_upd + n_tup_del) FILTER (WHERE relid = to_regclass(ingestd_feed_view($1, $2))),
 		       sum(n_tup_ins) FILTER (WHERE relname = 'feature_changes')
 		FROM pg_stat_user_tables`, feed.Jurisdiction, feed.Feed).Scan(&features, &changes); err != nil {
 		b.Fatal(err)

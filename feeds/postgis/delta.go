@@ -21,7 +21,7 @@ import (
 // with the feed's applied features, against the server's id list and
 // records the list (staged_deltas): the poll's snapshot is then the
 // fetched features, the listed ones it did not fetch as they are stored,
-// and nothing else. The apply (ApplyDelta) diffs only the fetched rows and
+// and nothing else. The apply (OneCopyDelta) diffs only the fetched rows and
 // removes the unlisted ones, so its cost follows the change, not the
 // layer.
 
@@ -51,7 +51,7 @@ func (s *Store) ComposeDelta(ctx context.Context, pollID int64, feed feeds.FeedI
 		}
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
+		t, err := s.tableOf(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 		if err != nil {
 			return err
 		}
@@ -191,7 +191,7 @@ func (s *Store) ReadDeltaBase(ctx context.Context, pollID int64, feed feeds.Feed
 			base.Done(read.table, source.IDs{Int: read.num, Text: read.other}, err)
 		}()
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
+			t, err := s.tableOf(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 			if err != nil || !t.exists {
 				return err
 			}
@@ -344,14 +344,14 @@ func deltaProfile(ctx context.Context, r *applyRun, stored []byte, fetched *sche
 func (s *Store) ReconcileDrift(ctx context.Context, pollID int64, feed feeds.FeedInfo, r source.Reconcile) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		t, err := lookupFeedTable(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
+		t, err := s.tableOf(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 		if err != nil || !t.exists {
 			return err
 		}
 		if _, err := tx.Exec(ctx, sqlQuery("DeltaPlanner")); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, t.sql("ReconcileDrift"), pgx.QueryExecModeDescribeExec, pollID, r.Field, r.Cutoff).Scan(&n)
+		return tx.QueryRow(ctx, t.sql("OneCopyReconcileDrift"), pgx.QueryExecModeDescribeExec, pollID, r.Field, r.Cutoff).Scan(&n)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("postgis: reconciling poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ingestd/ingestd/schema"
 	"github.com/ingestd/ingestd/source"
 )
 
@@ -61,26 +60,5 @@ func TestListedOf(t *testing.T) {
 	sorted := []int64{1, 2, 3}
 	if l := listedOf(source.IDs{Int: sorted}); !slices.Equal(l.num, sorted) || l.other != nil {
 		t.Errorf("a sorted list of object ids: %+v", l)
-	}
-}
-
-// TestPlainColumns: the refresh's plain casts are for the typed columns
-// whose values on the poll's pages all convert: not a declared bigint with
-// a word among its values, not jsonb, and a column no staged feature
-// carries (all NULL) converts.
-func TestPlainColumns(t *testing.T) {
-	var staged schema.Profile
-	for _, props := range []string{
-		`{"n":1,"w":2,"t":"2021-02-03T04:05:06","s":"a","j":{"k":1}}`,
-		`{"n":2,"w":"two","t":"2021-02-03","s":"b","j":[1]}`,
-	} {
-		if err := staged.AddFeature([]byte(props), "Point"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	declared := &schema.Declared{Columns: []schema.Column{{Name: "w", Type: schema.BigInt}, {Name: "gone", Type: schema.Date}}}
-	r := &applyRun{sch: schemaState{snap: schema.Build(&staged, declared, nil), staged: staged}}
-	if got, want := plainColumns(r), []string{"gone", "n", "s", "t"}; !slices.Equal(slices.Sorted(slices.Values(got)), want) {
-		t.Errorf("plain columns %v, want %v (of %+v)", got, want, r.sch.snap.Columns)
 	}
 }

@@ -20,8 +20,9 @@ func LargeUnchangedChecks(s *Store) (ran, unchanged int64) {
 	return s.largeChecks.Load(), s.largeUnchanged.Load()
 }
 
-// SetBulkFirstLoad turns bulkFirstLoad on or off for large first loads.
-func SetBulkFirstLoad(s *Store, on bool) { s.useBulkFirstLoad = on }
+// SetBulkIndexMin sets the staged size from which an apply truncates the
+// poll's staging (bulkIndexMin).
+func SetBulkIndexMin(s *Store, features int) { s.bulkIndexMin = int64(features) }
 
 // BulkFirstLoads is how many times bulkFirstLoad ran, and how many times it
 // fell back to FirstLoad (a repeated id, a failed transform).
@@ -43,3 +44,13 @@ func SetLoadHook(s *Store, hook func(ctx context.Context, tx pgx.Tx, step string
 
 // SetAfterPrune makes p tell fn the outcome of each prune.
 func SetAfterPrune(p *HistoryPruner, fn func(n int64, err error)) { p.afterPrune = fn }
+
+// SetSplitKeyBuild makes s's first loads build the layer's key in an
+// ALTER of its own, as on Citus (on), or in one ALTER with the NOT NULLs.
+func SetSplitKeyBuild(s *Store, on bool) {
+	if on {
+		s.citus.Store(keyBuildSplit)
+	} else {
+		s.citus.Store(keyBuildJoined)
+	}
+}

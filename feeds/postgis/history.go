@@ -12,7 +12,7 @@ import (
 
 // Feature history (migration 26, docs/querying.md): the apply that
 // modifies or removes a feature keeps the version it supersedes in
-// feature_history (ApplyDiff's SupersededCTE), with the polls and times it
+// feature_history (OneCopyDiff, OneCopyDelta), with the polls and times it
 // was valid from and to; the current version is the feature's row in the
 // feed's table. ingestd_layer_as_of and ingestd_feature_history read them
 // back; the daemon prunes by each feed's retention (HistoryPruner).

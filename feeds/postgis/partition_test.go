@@ -1,7 +1,6 @@
 package postgis_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,51 +12,33 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 )
 
-// feedTableState tells whether the feed's table exists, is a partition of
-// features (through its jurisdiction's partition), and which indexes it has.
+// feedTableState tells whether the feed's layer table exists, is the
+// feed's in the catalog of layers (feed_layers), and which indexes it has.
 func (b *bundle) feedTableState(t *testing.T, feed feeds.FeedInfo) (exists, attached bool, indexes string) {
 	t.Helper()
 	err := b.pool.QueryRow(b.ctx, `
 		SELECT c.oid IS NOT NULL,
-			coalesce(c.relispartition AND EXISTS (
-				SELECT 1 FROM pg_inherits i JOIN pg_inherits j ON j.inhrelid = i.inhparent
-				WHERE i.inhrelid = c.oid AND j.inhparent = 'features'::regclass), false),
+			EXISTS (SELECT FROM feed_layers l WHERE l.jurisdiction = $1 AND l.feed = $2 AND to_regclass(l.layer) = c.oid),
 			coalesce((SELECT string_agg(am.amname || ':' || pg_get_indexdef(x.indexrelid, 1, false)
 					|| ':' || x.indisprimary, ',' ORDER BY am.amname)
 				FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid JOIN pg_am am ON am.oid = ic.relam
 				WHERE x.indrelid = c.oid), '')
-		FROM (SELECT ingestd_feed_partition($1, $2) AS name) n
-		LEFT JOIN pg_class c ON c.relname = n.name`, feed.Jurisdiction, feed.Feed).Scan(&exists, &attached, &indexes)
+		FROM (SELECT to_regclass(ingestd_feed_view($1, $2)) AS oid) n
+		LEFT JOIN pg_class c ON c.oid = n.oid`, feed.Jurisdiction, feed.Feed).Scan(&exists, &attached, &indexes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return exists, attached, indexes
 }
 
-// firstLoadPaths name the ways a feed's first load is built: small (the
-// table created with its indexes, FirstLoad), bulk (bulkFirstLoad) and
-// bulkSQL (FirstLoad into a table indexed afterwards: bulkFirstLoad's
-// fallback for a repeated id).
-var firstLoadPaths = []string{"small", "bulk", "bulkSQL"}
-
-// forFirstLoadPaths runs test once per first-load path, on a store that
-// takes that path for any first load, and checks that bulkFirstLoad ran
-// exactly on the bulk path.
+// forFirstLoadPaths runs test on a store: every first load is one
+// CREATE TABLE … AS (oneCopyFirstLoad), taken again with each id's last
+// row for a snapshot that repeats ids.
 func forFirstLoadPaths(t *testing.T, test func(t *testing.T, b *bundle)) {
-	for _, path := range firstLoadPaths {
-		t.Run(path, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			if path != "small" {
-				b.store = postgis.New(b.pool, postgis.WithBulkIndexMin(0))
-				postgis.SetBulkFirstLoad(b.store, path == "bulk")
-			}
-			test(t, b)
-			if ran, _ := postgis.BulkFirstLoads(b.store); (ran > 0) != (path == "bulk") {
-				t.Errorf("path %s: bulkFirstLoad ran %d times", path, ran)
-			}
-		})
-	}
+	t.Run("load", func(t *testing.T) {
+		t.Parallel()
+		test(t, setup(t))
+	})
 }
 
 // TestFirstLoadBuildsFeedTable: the first snapshot of a feed lands in a
@@ -177,8 +158,9 @@ func testConcurrentFirstLoads(t *testing.T, b *bundle) {
 	if n := b.count(t, `SELECT count(*) FROM features WHERE jurisdiction = 'new county'`); n != 6*200 {
 		t.Errorf("%d features, want %d", n, 6*200)
 	}
-	if n := b.count(t, `SELECT count(*) FROM pg_inherits WHERE inhparent = to_regclass(quote_ident(ingestd_jurisdiction_partition('new county')))`); n != 6 {
-		t.Errorf("jurisdiction partition has %d feed tables, want 6", n)
+	if n := b.count(t, `SELECT count(*) FROM feed_layers l JOIN pg_class c ON c.oid = to_regclass(l.layer)
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE l.jurisdiction = 'new county' AND n.nspname = 'new county'`); n != 6 {
+		t.Errorf("the jurisdiction's schema has %d layer tables, want 6", n)
 	}
 }
 
@@ -235,40 +217,20 @@ func TestSplitPagesOfAnUnchangedSnapshot(t *testing.T) {
 	b.applyIncomplete(t, b.stage(t, feed, layer[:3], layer[2:]), feed, "1 feature ids appear on more than one page")
 }
 
-// TestFeedTablesLeaveRoom: whichever way its first load built it, a feed's
-// table leaves a tenth of each page free (fillfactor 90, migration 37), so
-// that an apply rewrites an edited feature on its own page: one whose
-// geometry did not change then needs no new index entries (a HOT update).
-func TestFeedTablesLeaveRoom(t *testing.T) {
+// TestLayerTablesFilledWhole: a feed's layer table fills its pages
+// (fillfactor 100): the room 0005 left for HOT updates cost a tenth of
+// the table, which the one copy's storage goal cannot carry (decision
+// 0200).
+func TestLayerTablesFilledWhole(t *testing.T) {
 	t.Parallel()
 	forFirstLoadPaths(t, func(t *testing.T, b *bundle) {
 		feed := feedInfo("room")
-		layer := generatePolygons(300)
-		b.poll(t, feed, layer)
-		var table, options string
-		b.scalar(t, &table, `SELECT quote_ident(ingestd_feed_partition($1, $2))`, feed.Jurisdiction, feed.Feed)
-		b.scalar(t, &options, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = $1::regclass`, table)
-		if options != "fillfactor=90" {
-			t.Errorf("the feed's table has options %q, want fillfactor=90", options)
-		}
-		// A feature of the first page, edited: its new version stays there.
-		// It is longer than the old (by 300 bytes, more than a full page's
-		// leftover, less than the tenth kept free), so only the room kept
-		// holds it.
-		var id string
-		b.scalar(t, &id, fmt.Sprintf(`SELECT feature_id FROM %s WHERE (ctid::text::point)[0] = 0 ORDER BY ctid LIMIT 1`, table))
-		for i := range layer {
-			if layer[i].ID == id {
-				layer[i].Properties = json.RawMessage(`{"edited":"` + strings.Repeat("x", 300) + `"}`)
-			}
-		}
-		if _, res := b.poll(t, feed, layer); res.Modified != 1 {
-			t.Fatalf("the edit modified %d features, want 1", res.Modified)
-		}
-		var page int
-		b.scalar(t, &page, fmt.Sprintf(`SELECT (ctid::text::point)[0]::int FROM %s WHERE feature_id = $1`, table), id)
-		if page != 0 {
-			t.Errorf("%s's new version is on page %d, want its own page 0", id, page)
+		b.poll(t, feed, generatePolygons(300))
+		var options string
+		b.scalar(t, &options, `SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = to_regclass(ingestd_feed_view($1, $2))`,
+			feed.Jurisdiction, feed.Feed)
+		if options != "fillfactor=100" {
+			t.Errorf("the layer table has options %q, want fillfactor=100", options)
 		}
 	})
 }

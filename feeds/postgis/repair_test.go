@@ -5,12 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/twpayne/go-geom"
 
 	ft "github.com/ingestd/ingestd/feature"
 	"github.com/ingestd/ingestd/feeds"
-	"github.com/ingestd/ingestd/migrations"
 )
 
 // familyLayers are a polygonal and a lineal layer, each with valid
@@ -142,37 +140,5 @@ func TestRepairFunction(t *testing.T) {
 				t.Errorf("repair of %s is not valid", in)
 			}
 		}
-	}
-}
-
-// TestMigrationCutsStoredCollections: the collections an earlier repair
-// stored for a polygonal feed are cut to their polygonal part by
-// migration 25 (their source is unchanged, so no poll would rewrite them);
-// a feed of mixed types keeps its collections.
-func TestMigrationCutsStoredCollections(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	polys, _ := familyLayers(true)
-	b.poll(t, feedInfo("parcels"), polys)
-	b.poll(t, feedInfo("mixed"), []ft.Feature{feature("p", point(1, 1, 4326), nil), polys[0]})
-	// What ST_MakeValid alone stored for a spiked square.
-	const collection = `ST_GeomFromText('GEOMETRYCOLLECTION(POLYGON((2 0,0 0,0 2,2 2,2 0)),LINESTRING(2 2,3 3))', 4326)`
-	if _, err := b.pool.Exec(b.ctx, `UPDATE features SET geom = `+collection+` WHERE (feed, feature_id) IN (('parcels', 'square'), ('mixed', 'p'))`); err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDBFromPool(b.pool)
-	defer db.Close()
-	if err := migrations.DownTo(b.ctx, db, 24); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := migrations.Up(b.ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	var got string
-	b.scalar(t, &got, `SELECT string_agg(feed || '/' || feature_id || ':' || ST_AsText(geom), ',' ORDER BY feed)
-		FROM features WHERE (feed, feature_id) IN (('parcels', 'square'), ('mixed', 'p'))`)
-	if want := "mixed/p:" + "GEOMETRYCOLLECTION(POLYGON((2 0,0 0,0 2,2 2,2 0)),LINESTRING(2 2,3 3))," +
-		"parcels/square:MULTIPOLYGON(((2 0,0 0,0 2,2 2,2 0)))"; got != want {
-		t.Errorf("after migration 25:\n got %s\nwant %s", got, want)
 	}
 }

@@ -3,7 +3,6 @@ package postgis
 import (
 	"context"
 	"encoding/json"
-	"maps"
 
 	"github.com/jackc/pgx/v5"
 
@@ -161,30 +160,10 @@ func typedByDecoder(r *applyRun) map[string]schema.Type {
 	return m
 }
 
-// retypeStored types the feed's stored text values as the decoder typed
-// this snapshot's, when the types it typed by differ from those the
-// stored rows were typed by (the first poll after upgrading to typed GML
-// values, or a declared type that became a number): unchanged features
-// keep matching their stored hashes. Held snapshots change nothing.
-func retypeStored(ctx context.Context, r *applyRun) error {
-	st := &r.sch
-	want := typedByDecoder(r)
-	if !st.known || r.held != nil || r.firstLoad || want == nil || maps.Equal(want, st.typedValues) {
-		return nil
-	}
-	b, err := json.Marshal(want)
-	if err != nil {
-		return err
-	}
-	_, err = r.tx.Exec(ctx, r.table.sql("RetypeStored"), b)
-	r.retyped = err == nil
-	return err
-}
-
 // recordSchema records the snapshot's schema: for a held snapshot its
 // changes (action held) and what was declared, for an applied one its
-// columns, its changes (evolved, or accepted), and the typed view, rebuilt
-// when its columns or geometry type changed. Its writes go in one round
+// columns, its changes (evolved, or accepted) and the layer's numeric
+// scales. Its writes go in one round
 // trip, and rows that did not change are not written.
 func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 	st := &r.sch
@@ -216,75 +195,13 @@ func (s *Store) recordSchema(ctx context.Context, r *applyRun) error {
 		b.Queue(sqlQuery("SaveHeldDeclared"), r.pollID, declared, r.typedText)
 		return r.tx.SendBatch(ctx, b).Close()
 	}
-	built, err := queueWriteSchema(b, r)
-	if err != nil {
+	if err := queueWriteSchema(b, r); err != nil {
 		return err
 	}
-	if err := r.tx.SendBatch(ctx, b).Close(); err != nil {
-		return err
-	}
-	switch {
-	case built != nil && *built == nil:
-		// Another view depends on it: the old view stays, and the next
-		// poll tries again (the old signature is put back).
-		s.logger.WarnContext(ctx, "typed view not rebuilt: other objects depend on it", "poll_id", r.pollID,
-			"jurisdiction", r.jurisdiction, "feed", r.feed)
-		_, err = r.tx.Exec(ctx, sqlQuery("RestoreViewSignature"), r.jurisdiction, r.feed, st.signature)
-	case built == nil && r.retyped:
-		// Stored values were retyped without a change logged: the layer
-		// is rebuilt from them whole.
-		_, err = r.tx.Exec(ctx, sqlQuery("RebuildFeedLayer"), r.jurisdiction, r.feed)
-	case built == nil && changedFeatures(r):
-		// The layer is a table keyed on feature_id (QGIS finds its key):
-		// a rebuilt one is current, another gets the rows of the
-		// features this poll changed (feature_changes).
-		err = refreshLayer(ctx, r)
-	}
-	return err
-}
-
-// refreshLayer gives the feed's layer table the rows of the features the
-// run's apply changed, joined by index when they are few (a tenth of the
-// layer at most; a delta's apply joins by index throughout): a few
-// hundred changed parcels must not hash the whole layer, while a large
-// change is faster hashed.
-func refreshLayer(ctx context.Context, r *applyRun) error {
-	res := &r.out.res
-	// A delta's apply joins by index already (findTable).
-	byIndex := !r.delta && 10*(res.Added+res.Modified+res.Removed) <= res.Features+res.Removed
-	if byIndex {
-		if _, err := r.tx.Exec(ctx, sqlQuery("IndexJoinsPlanner")); err != nil {
-			return err
-		}
-	}
-	if _, err := r.tx.Exec(ctx, sqlQuery("RefreshFeedLayer"), r.jurisdiction, r.feed, r.pollID, plainColumns(r)); err != nil {
-		return err
-	}
-	if byIndex {
-		return planForBulk(ctx, r)
-	}
-	return nil
-}
-
-// plainColumns names the typed columns whose values on the poll's staged
-// pages all convert to their type: every row the refresh writes was
-// staged, so it reads them with plain casts, a fraction of the safe
-// casts' cost (migration 36). jsonb keeps its safe cast, which is cheap.
-func plainColumns(r *applyRun) []string {
-	var names []string
-	for _, c := range r.sch.snap.Columns {
-		if c.Type != schema.JSON && r.sch.staged.AllConvert(c.Name, c.Type) {
-			names = append(names, c.Name)
-		}
-	}
-	return names
-}
-
-// changedFeatures reports whether the run's apply added, modified or
-// removed a feature.
-func changedFeatures(r *applyRun) bool {
-	res := &r.out.res
-	return res.Added+res.Modified+res.Removed > 0
+	// The layer table is the feed's features: written by the apply,
+	// nothing to build from them.
+	queueOneCopyScales(b, r)
+	return r.tx.SendBatch(ctx, b).Close()
 }
 
 // queueSchemaChanges queues the run's changes for schema_changes.
@@ -311,8 +228,8 @@ func queueSchemaChanges(b *pgx.Batch, r *applyRun, action string) {
 // feed_columns lists them all, and properties holds every value.
 const maxViewAttributes = 1600 - 6
 
-// viewColumn is one column of a typed view as ingestd_build_feed_view
-// takes it.
+// viewColumn is one column of the feed's schema signature (feed_schema),
+// in the form the typed views of the partition layout took.
 type viewColumn struct {
 	Name   string      `json:"name"`
 	Column string      `json:"column"`
@@ -320,10 +237,9 @@ type viewColumn struct {
 }
 
 // queueWriteSchema queues the upsert of the snapshot's columns, the
-// removal of the missing ones, the view's rebuild when its signature
-// changed, and the feed's schema row. built, when the view is rebuilt,
-// receives ingestd_build_feed_view's answer (nil: not rebuilt).
-func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
+// removal of the missing ones, and the feed's schema row with the
+// signature of its columns and geometry type.
+func queueWriteSchema(b *pgx.Batch, r *applyRun) error {
 	st := &r.sch
 	n := len(st.snap.Columns)
 	names, types, sources, declared := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -342,15 +258,9 @@ func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 	b.Queue(sqlQuery("RemoveColumns"), r.jurisdiction, r.feed, names)
 	cols, err := json.Marshal(view)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sig := string(cols) + "|" + st.snap.Geometry
-	if sig != st.signature || !st.viewExists {
-		built = new(*string)
-		b.Queue(sqlQuery("BuildFeedView"), r.jurisdiction, r.feed, cols, st.snap.Geometry).QueryRow(func(row pgx.Row) error {
-			return row.Scan(built)
-		})
-	}
 	typed := st.typedValues
 	if want := typedByDecoder(r); want != nil {
 		typed = want
@@ -358,7 +268,7 @@ func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 	var typedJSON []byte
 	if typed != nil {
 		if typedJSON, err = json.Marshal(typed); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	declaredBy := ""
@@ -367,9 +277,9 @@ func queueWriteSchema(b *pgx.Batch, r *applyRun) (built **string, err error) {
 	}
 	profile, err := json.Marshal(&st.profile)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	b.Queue(sqlQuery("UpsertFeedSchema"), r.jurisdiction, r.feed, st.snap.Geometry,
 		st.snap.Features, declaredBy, typedJSON, sig, r.pollID, profile)
-	return built, nil
+	return nil
 }

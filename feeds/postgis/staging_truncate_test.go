@@ -22,7 +22,8 @@ func (b *bundle) stagingFile(t *testing.T) int64 {
 func TestLargeApplyTruncatesStaging(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.store = postgis.New(b.pool, postgis.WithBulkIndexMin(3))
+	b.store = postgis.New(b.pool)
+	postgis.SetBulkIndexMin(b.store, 3)
 	page := func(n int) []ft.Feature {
 		return []ft.Feature{
 			feature("a", point(1, 1, 4326), props("n", n)), feature("b", point(2, 2, 4326), props("n", n)),

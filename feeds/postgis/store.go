@@ -66,22 +66,19 @@ const maxQuotedLen = 200
 type Store struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
-	// bulkIndexMin: a first load of at least this many staged features
-	// builds its indexes after filling its table.
+	// bulkIndexMin: from this many staged features an apply truncates
+	// the poll's staging instead of deleting its rows.
 	bulkIndexMin int64
 	// smallSnapshot: up to this many staged features, an apply first
 	// checks with a statement of its own whether anything changed.
 	smallSnapshot int64
 	// largeUnchangedCheck: above smallSnapshot, an apply first checks
-	// with UnchangedLarge (sql/apply.sql) whether anything changed.
+	// with OneCopyUnchangedLarge (sql/onecopy.sql) whether anything changed.
 	largeUnchangedCheck bool
 	// How many times it ran, and found the snapshot unchanged (tests).
 	largeChecks, largeUnchanged atomic.Int64
-	// useBulkFirstLoad: a first load of bulkIndexMin features or more is built
-	// by bulkFirstLoad (else by FirstLoad, sql/firstload.sql). How many times it ran, and
-	// fell back to FirstLoad for a repeated id or a failed transform
-	// (tests).
-	useBulkFirstLoad         bool
+	// How many first loads ran, and how many times one was loaded again
+	// without what failed (a plain cast, a repeated id, a transform) (tests).
 	bulkLoads, bulkFallbacks atomic.Int64
 	// loadHook, unless nil (tests), is called in the middle of a first
 	// load's transaction (atLoadStep), where a crash must leave nothing.
@@ -99,19 +96,15 @@ type Store struct {
 	// reserved, when set, carries the heartbeat and the ends of polls
 	// (WithReservedPool, reserve.go).
 	reserved *pgxpool.Pool
+	// citus: whether a first load builds its layer's key in an ALTER of
+	// its own (keyBuild*: unknown until the first load asks the database).
+	citus atomic.Int32
 }
 
 var _ feeds.Store = (*Store)(nil)
 
 // Option configures a Store.
 type Option func(*Store)
-
-// WithBulkIndexMin sets the size from which a feed's first load builds its
-// primary key and GiST index after filling its table instead of with it
-// (default 10,000 features; 0: always after).
-func WithBulkIndexMin(features int) Option {
-	return func(s *Store) { s.bulkIndexMin = int64(features) }
-}
 
 // WithOwner records owner (the instance's host:pid, as the feed manager
 // names its claims) on the polls the store begins or resumes. Without it
@@ -140,7 +133,7 @@ func WithLogger(logger *slog.Logger) Option {
 // New returns a Store writing through pool. The schema must be migrated.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{pool: pool, logger: slog.New(slog.DiscardHandler), bulkIndexMin: defaultBulkIndexMin,
-		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true, useBulkFirstLoad: true,
+		smallSnapshot: defaultSmallSnapshot, largeUnchangedCheck: true,
 		pageIDs: defaultPageIDs}
 	for _, opt := range opts {
 		opt(s)

@@ -75,16 +75,13 @@ LIMIT $3;
 
 -- name: thumbnail
 -- An SVG sketch of the feed's current geometries: a Bernoulli sample of
--- about $4 features ($3 percent of the feed's rows, from its partition
--- only), each part simplified to a 400th of the sample's extent and written
+-- about $4 features ($3 percent of the feed's rows, from its layer table
+-- only: TABLESAMPLE needs a table, features is a view), each part simplified to a 400th of the sample's extent and written
 -- with the digits that extent needs, stopped once $5 bytes of path data are
 -- out, so the thumbnail's size is bounded whatever the layer holds.
 -- ST_AsSVG writes y downwards (-latitude), as SVG draws.
 WITH sample AS MATERIALIZED (
-    SELECT geom
-    FROM features TABLESAMPLE BERNOULLI ($3)
-    WHERE jurisdiction = $1 AND feed = $2 AND geom IS NOT NULL AND NOT ST_IsEmpty(geom)
-    LIMIT $4
+    SELECT geom FROM ingestd_layer_sample($1, $2, $3, $4)
 ), extent AS (
     SELECT ST_Extent(geom) AS box FROM sample
 ), scale AS (

@@ -1,4 +1,4 @@
--- Typed layers: a feed's schema, its drift and its typed view (schema.go).
+-- Typed layers: a feed's schema and its drift (schema.go).
 -- {{table}} is the feed's table (feedTable.sql).
 
 -- name: PollProfiles
@@ -26,17 +26,6 @@ SELECT declared, typed_text FROM poll_declared WHERE poll_id = $1
 -- name: SaveHeldDeclared
 INSERT INTO poll_declared (poll_id, declared, typed_text) VALUES ($1, $2, $3)
 ON CONFLICT (poll_id) DO UPDATE SET declared = excluded.declared, typed_text = excluded.typed_text
-
--- name: RetypeStored
--- Types the stored text values of the properties named in $1 (property →
--- declared type) as the decoder now types them, and rehashes the rows it
--- changes (props_hash is SHA-256 of jsonb_send): a feature unchanged at
--- its source stays unchanged.
-UPDATE {{table}} f SET properties = t.props, props_hash = sha256(jsonb_send(t.props)),
-	content_hash = sha256(f.geom_hash || sha256(jsonb_send(t.props)))
-FROM (SELECT feature_id, ingestd_typed_properties(properties, $1::jsonb) AS props FROM {{table}}
-	WHERE properties IS NOT NULL) t
-WHERE f.feature_id = t.feature_id AND f.properties IS DISTINCT FROM t.props AND f.geom_hash IS NOT NULL
 
 -- name: InsertSchemaChanges
 -- Poll $1's schema changes of feed ($2, $3), with what was done ($4).
@@ -81,22 +70,6 @@ WHERE (fc.ordinal, fc.view_column, fc.type, fc.type_source, fc.non_null, fc.unco
 UPDATE feed_columns SET removed_at = now()
 WHERE jurisdiction = $1 AND feed = $2 AND removed_at IS NULL AND name <> ALL($3::text[])
 
--- name: BuildFeedView
--- (Re)builds the feed's typed layer (<schema>.<name>, a table keyed on
--- feature_id, the key QGIS finds); ingestd_build_feed_view quotes every name
--- it is given.
-SELECT ingestd_build_feed_view($1, $2, $3::jsonb, $4)
-
--- name: RefreshFeedLayer
--- The feed's layer (a table) after poll $3's apply changed its features:
--- only the rows of the features it changed are rewritten, read with plain
--- casts for the properties $4 names (their staged values all convert).
-SELECT ingestd_refresh_feed_layer($1, $2, $3, $4::text[])
-
--- name: RebuildFeedLayer
--- The feed's layer rebuilt whole (the apply retyped stored values).
-SELECT ingestd_refresh_feed_layer($1, $2)
-
 -- name: UpsertFeedSchema
 INSERT INTO feed_schemas (jurisdiction, feed, view_name, geometry_type, features, declared_by, typed_values, signature, poll_id, profile)
 VALUES ($1, $2, ingestd_feed_view($1, $2), nullif($3, ''), $4, nullif($5, ''), $6, $7, $8, $9)
@@ -105,8 +78,3 @@ ON CONFLICT (jurisdiction, feed) DO UPDATE SET view_name = excluded.view_name, g
 	signature = excluded.signature, poll_id = excluded.poll_id, profile = excluded.profile, updated_at = now()
 WHERE (feed_schemas.view_name, feed_schemas.geometry_type, feed_schemas.features, feed_schemas.declared_by, feed_schemas.typed_values, feed_schemas.signature, feed_schemas.profile)
 	IS DISTINCT FROM (excluded.view_name, excluded.geometry_type, excluded.features, excluded.declared_by, excluded.typed_values, excluded.signature, excluded.profile)
-
--- name: RestoreViewSignature
--- The view could not be rebuilt (another object depends on it): the
--- signature it was built with goes back, so the next poll tries again.
-UPDATE feed_schemas SET signature = $3 WHERE jurisdiction = $1 AND feed = $2
