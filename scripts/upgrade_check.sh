@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # upgrade_check.sh [REV] — an upgrade of a loaded database, with real parts.
 #
-# Builds ingestd at REV (default: the commit before the one that added
-# migration 43, one copy of each layer: the last binary that kept features
-# in partitions) in a temporary git worktree, and at the working tree. Loads feeds of every kind into a
+# Builds ingestd at REV (default 25a3c99: the last main before one copy of
+# each layer, migration 43, whose binary keeps features in partitions) in
+# a temporary git worktree, and at the working tree. Loads feeds of every kind into a
 # fresh database with REV's binary — MapServer's nc layer (scripts/mapserver.sh) by WFS as GML
 # 3.2 paged, GML 3.1.1 and GeoJSON, and by OGC API – Features; the fixture
 # server's raleigh layers by WFS and as a downloaded file, boulder's roads
@@ -26,7 +26,7 @@
 set -euo pipefail
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$ROOT"
-rev=${1:-$(git log -1 --format=%H --diff-filter=A -- migrations/00043_one_copy.sql)^}
+rev=${1:-25a3c99}
 
 log() { printf 'upgrade_check.sh: %s\n' "$*" >&2; }
 
