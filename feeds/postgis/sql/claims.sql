@@ -11,7 +11,14 @@ WHERE jurisdiction = $1 AND feed = $2
 RETURNING 1
 
 -- name: ReleasePoll
-UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL
+-- A claim under which no poll began (it found another instance's poll
+-- still running) leaves no claim time behind: its tick did not happen, and
+-- a claim within half an interval of it would otherwise be refused as that
+-- same tick.
+UPDATE feed_status s SET poll_owner = NULL, poll_lease_until = NULL,
+	poll_claimed_at = CASE WHEN EXISTS (SELECT FROM polls p
+		WHERE p.jurisdiction = s.jurisdiction AND p.feed = s.feed AND p.started_at >= s.poll_claimed_at)
+		THEN s.poll_claimed_at END
 WHERE jurisdiction = $1 AND feed = $2 AND poll_owner = $3
 
 -- name: FeedsByOrigin
