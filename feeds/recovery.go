@@ -20,10 +20,22 @@ type Recovery interface {
 	Activity(ctx context.Context) ([]Activity, error)
 	// Interrupt ends a: a running poll is recorded as failed with cause and
 	// its staging deleted (kept when the poll is an open dead letter's
-	// checkpoint, for its replay), and the feed's claim by a.Owner is released (so
-	// that the feed may be claimed again at once). It reports whether it
-	// ended anything: a poll that finished meanwhile is left alone.
-	Interrupt(ctx context.Context, a Activity, cause error) (bool, error)
+	// checkpoint, for its replay), and the feed's claim by a.Owner is
+	// released. A claim whose tick's poll did not succeed is forgotten
+	// whole, so that the feed may be claimed again at once; one whose poll
+	// succeeded keeps its claim time, so that the tick is not polled twice.
+	// A poll that finished meanwhile is left alone.
+	Interrupt(ctx context.Context, a Activity, cause error) (Interruption, error)
+}
+
+// Interruption is what Recovery.Interrupt ended.
+type Interruption struct {
+	// Ended is set when a running poll or a claim was ended.
+	Ended bool
+	// TickDone is set when the claim's tick had been polled successfully
+	// before its owner died (it died before releasing the claim): the feed
+	// is fresh and is not polled again.
+	TickDone bool
 }
 
 // Activity is a claim or a running poll as the database records it.

@@ -195,11 +195,14 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 				"owner", a.Owner, "poll_id", a.PollID, "error", err)
 			continue
 		}
-		if !ended {
+		if !ended.Ended {
 			continue
 		}
 		m.logger.Warn("sweep: ended a dead instance's work", "jurisdiction", a.Jurisdiction, "feed", a.Feed,
-			"owner", a.Owner, "poll_id", a.PollID, "cause", why)
+			"owner", a.Owner, "poll_id", a.PollID, "cause", why, "tick_polled", ended.TickDone)
+		if ended.TickDone {
+			continue
+		}
 		if f, ok := m.feed(a.Key()); ok && !queued[a.Key()] {
 			queued[a.Key()] = true
 			again = append(again, &f)

@@ -152,3 +152,59 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 		t.Errorf("liveness rows left: %q, want %s (far:7 forgotten, testhost:1 retired at Stop)", instances, want)
 	}
 }
+
+// TestSweepRepollsOnlyUnfinishedTicks plants two claims of a dead process of
+// this host: one whose tick's poll succeeded before the process died (it
+// never released the claim) and one whose tick's poll never ended. The
+// sweep at start ends both claims and polls again only the feed whose tick
+// was not done: a county is not asked twice for a tick that was applied,
+// and the claim time of the done tick stays, so that no other instance
+// polls it either.
+func TestSweepRepollsOnlyUnfinishedTicks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withFeeds(`      - {id: done, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+      - {id: undone, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+`))
+	ctx := b.ctx
+	dead := fmt.Sprintf("testhost:%d", 1<<30) // beyond any pid_max
+	// Both fresh enough that the catch-up of overdue feeds leaves them alone.
+	for _, q := range []string{
+		`UPDATE feed_status SET poll_owner = $1, poll_lease_until = now() + interval '1 hour',
+			poll_claimed_at = now() - interval '1 minute', last_success_at = now() WHERE feed = 'done'`,
+		`UPDATE feed_status SET poll_owner = $1, poll_lease_until = now() + interval '1 hour',
+			poll_claimed_at = now(), last_success_at = now() - interval '1 hour' WHERE feed = 'undone'`,
+	} {
+		if _, err := b.pool.Exec(ctx, q, dead); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var sig feeds.Signals
+	m := feeds.NewManager(b.store, feeds.NewFetchers(kindconf.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("testhost:1"),
+		feeds.WithRecovery(b.store, time.Hour), feeds.WithClock(feeds.NewFakeClock(time.Now())), feeds.WithSignals(&sig),
+		feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	if err := m.Update(ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if run := awaitRun(t, &sig); run.Key != "county/undone" || run.Outcome != "polled" {
+		t.Fatalf("first run after the sweep: %+v, want county/undone polled", run)
+	}
+	m.Stop()
+	if rest := pending(sig.Ran); len(rest) != 0 {
+		t.Errorf("runs besides the unfinished tick's: %+v", rest)
+	}
+	var doneClaimed, undonePolled bool
+	var owners int
+	if err := b.pool.QueryRow(ctx, `SELECT
+			(SELECT poll_claimed_at IS NOT NULL FROM feed_status WHERE feed = 'done'),
+			EXISTS (SELECT FROM polls WHERE feed = 'undone'),
+			(SELECT count(*)::int FROM feed_status WHERE poll_owner IS NOT NULL)`).Scan(&doneClaimed, &undonePolled, &owners); err != nil {
+		t.Fatal(err)
+	}
+	if !doneClaimed || !undonePolled || owners != 0 {
+		t.Errorf("done's claim time kept: %v (want true); undone polled: %v (want true); claims left: %d (want 0)",
+			doneClaimed, undonePolled, owners)
+	}
+}

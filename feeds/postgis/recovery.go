@@ -59,11 +59,12 @@ func (s *Store) Activity(ctx context.Context) ([]feeds.Activity, error) {
 }
 
 // Interrupt implements feeds.Recovery.
-func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (bool, error) {
+func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (feeds.Interruption, error) {
 	msg := s.errorText(cause)
-	ended := false
+	var out feeds.Interruption
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		ended = false
+		out = feeds.Interruption{}
+		pollEnded := false
 		if a.PollID != 0 {
 			// Waits for an apply of the poll in flight; status is then
 			// no longer running and nothing happens.
@@ -72,7 +73,7 @@ func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (b
 				return err
 			}
 			if tag.RowsAffected() == 1 {
-				ended = true
+				out.Ended, pollEnded = true, true
 				if _, err := tx.Exec(ctx, sqlQuery("FeedFailed"), a.Jurisdiction, a.Feed, msg, a.PollID); err != nil {
 					return err
 				}
@@ -92,19 +93,21 @@ func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (b
 		if a.Owner == "" || a.Feed == "" {
 			return nil
 		}
-		// The claim's time goes too: a claim within half an interval of
-		// the last one counts as the same tick, and this tick's poll did
-		// not happen.
-		tag, err := tx.Exec(ctx, sqlQuery("InterruptClaim"), a.Jurisdiction, a.Feed, a.Owner)
-		if err == nil && tag.RowsAffected() == 1 {
-			ended = true
+		var tickDone bool
+		err := tx.QueryRow(ctx, sqlQuery("InterruptClaim"), a.Jurisdiction, a.Feed, a.Owner).Scan(&tickDone)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
 		}
-		return err
+		out.Ended, out.TickDone = true, tickDone && !pollEnded
+		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("postgis: interrupt %s of %s/%s by %q: %w", activityKind(a), a.Jurisdiction, a.Feed, a.Owner, err)
+		return feeds.Interruption{}, fmt.Errorf("postgis: interrupt %s of %s/%s by %q: %w", activityKind(a), a.Jurisdiction, a.Feed, a.Owner, err)
 	}
-	return ended, nil
+	return out, nil
 }
 
 func activityKind(a feeds.Activity) string {

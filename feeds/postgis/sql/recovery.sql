@@ -40,7 +40,12 @@ SELECT EXISTS (SELECT FROM dead_letter
 	WHERE poll_id = $1 AND status IN ('pending', 'replaying'))
 
 -- name: InterruptClaim
--- The claim's time goes too: a claim within half an interval of the last
--- one counts as the same tick, and this tick's poll did not happen.
-UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL, poll_claimed_at = NULL
+-- A claim within half an interval of the last one counts as the same tick.
+-- When the tick's poll did not succeed, the claim's time goes too, so that
+-- the feed may be polled at once; when it succeeded (its owner died before
+-- releasing the claim), the time stays and the tick is not polled twice.
+-- Returns whether the tick was done.
+UPDATE feed_status SET poll_owner = NULL, poll_lease_until = NULL,
+	poll_claimed_at = CASE WHEN last_success_at >= poll_claimed_at THEN poll_claimed_at END
 WHERE jurisdiction = $1 AND feed = $2 AND poll_owner = $3
+RETURNING poll_claimed_at IS NOT NULL
