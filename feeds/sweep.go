@@ -209,6 +209,26 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 		}
 	}
 	again = slices.DeleteFunc(again, func(f *config.Feed) bool { return unfinishedFeed[f.Key()] })
+	// A feed whose work an earlier sweep could not end, and which this one
+	// no longer finds: it ended after all (an Interrupt whose commit
+	// outlived its deadline), or another sweep ended it. Its tick still
+	// wants a poll; if the tick was done, the claim refuses the poll.
+	for key := range m.unswept {
+		if unfinishedFeed[key] {
+			continue
+		}
+		delete(m.unswept, key)
+		if f, ok := m.feed(key); ok && !queued[key] {
+			queued[key] = true
+			again = append(again, &f)
+		}
+	}
+	for key := range unfinishedFeed {
+		if m.unswept == nil {
+			m.unswept = map[string]bool{}
+		}
+		m.unswept[key] = true
+	}
 	for owner := range dead {
 		if unfinished[owner] {
 			continue

@@ -1,6 +1,7 @@
 package feeds_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ingestd/ingestd/feeds"
+	"github.com/ingestd/ingestd/feeds/postgis"
 	"github.com/ingestd/ingestd/internal/kindconf"
 )
 
@@ -206,5 +208,59 @@ func TestSweepRepollsOnlyUnfinishedTicks(t *testing.T) {
 	if !doneClaimed || !undonePolled || owners != 0 {
 		t.Errorf("done's claim time kept: %v (want true); undone polled: %v (want true); claims left: %d (want 0)",
 			doneClaimed, undonePolled, owners)
+	}
+}
+
+// commitThenFail is the store's Recovery whose Interrupt of a running poll
+// commits and then reports an error, once: a sweep whose deadline passed
+// while PostgreSQL committed its work.
+type commitThenFail struct {
+	*postgis.Store
+	failed bool
+}
+
+func (r *commitThenFail) Interrupt(ctx context.Context, a feeds.Activity, cause error) (feeds.Interruption, error) {
+	out, err := r.Store.Interrupt(ctx, a, cause)
+	if err == nil && a.PollID != 0 && !r.failed {
+		r.failed = true
+		return feeds.Interruption{}, context.DeadlineExceeded
+	}
+	return out, err
+}
+
+// TestSweepPollsWhatItCouldNotConfirmEnded: a dead instance's claim ends,
+// but the end of its running poll reports an error though it committed. The
+// sweep does not poll the feed beside a poll it believes running; the next
+// sweep no longer finds that poll, and polls the feed then.
+func TestSweepPollsWhatItCouldNotConfirmEnded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withFeeds(`      - {id: x, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+`))
+	ctx := b.ctx
+	dead := fmt.Sprintf("testhost:%d", 1<<30) // beyond any pid_max
+	if _, err := b.pool.Exec(ctx, `UPDATE feed_status SET poll_owner = $1, poll_lease_until = now() + interval '1 hour',
+		poll_claimed_at = now(), last_success_at = now() - interval '1 hour' WHERE feed = 'x'`, dead); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `INSERT INTO polls (jurisdiction, feed, owner) VALUES ('county', 'x', $1)`, dead); err != nil {
+		t.Fatal(err)
+	}
+	const beat = time.Minute
+	clock := feeds.NewFakeClock(time.Now())
+	var sig feeds.Signals
+	m := feeds.NewManager(b.store, feeds.NewFetchers(kindconf.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("testhost:1"),
+		feeds.WithRecovery(&commitThenFail{Store: b.store}, beat), feeds.WithClock(clock), feeds.WithSignals(&sig),
+		feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	if err := m.Update(ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	clock.Advance(beat)
+	await(t, sig.Swept, "sweep")
+	if run := awaitRun(t, &sig); run.Key != "county/x" || run.Outcome != "polled" {
+		t.Fatalf("run after the second sweep: %+v, want county/x polled", run)
 	}
 }
