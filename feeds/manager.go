@@ -54,7 +54,7 @@ type Manager struct {
 	// commit); a later sweep that no longer finds that work polls them.
 	// Only the sweep touches it, and sweeps never overlap.
 	unswept map[string]bool
-	catchUp    bool // Start polls overdue feeds at once
+	catchUp bool // Start polls overdue feeds at once
 
 	// slots bounds the polls this instance runs at once (nil: no bound).
 	// A tick takes its slot before it claims its feed, so the instance
