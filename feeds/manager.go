@@ -49,12 +49,12 @@ type Manager struct {
 	beat       time.Duration
 	loops      sync.WaitGroup
 	recovering bool // Start started the loop: Stop retires the heartbeat
+	catchUp    bool // Start polls overdue feeds at once
 	// unswept holds the keys of feeds whose dead owner's work a sweep
 	// could not be sure it ended (Interrupt failed: perhaps after its
 	// commit); a later sweep that no longer finds that work polls them.
 	// Only the sweep touches it, and sweeps never overlap.
 	unswept map[string]bool
-	catchUp bool // Start polls overdue feeds at once
 
 	// slots bounds the polls this instance runs at once (nil: no bound).
 	// A tick takes its slot before it claims its feed, so the instance
