@@ -241,3 +241,34 @@ func TestOriginSlotSkipsFreshTickPastItsInterval(t *testing.T) {
 		t.Fatalf("every poll ended: %d running, waiting %v; want 0 and none", running, waiting)
 	}
 }
+
+// BenchmarkOriginGateHandOff measures one hand-off of a freed slot among n
+// waiting ticks of one origin (the scan for the one that needs it most and
+// its removal), the work a slot's release does under the manager's lock.
+func BenchmarkOriginGateHandOff(b *testing.B) {
+	for _, n := range []int{166, 5000} {
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+			m := NewManager(nil, nil)
+			g := &originGate{running: 1}
+			waiter := func(i int) *originWaiter {
+				return &originWaiter{
+					feed:     fmt.Sprintf("county/f%d", i),
+					lastOK:   now.Add(-time.Duration(i%977) * time.Minute),
+					interval: time.Duration(1+i%5) * time.Hour,
+					queued:   now,
+					done:     make(chan struct{}),
+				}
+			}
+			for i := range n {
+				g.waiting = append(g.waiting, waiter(i))
+			}
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				g.running--
+				m.dispatch(g, 1, now)
+				g.waiting = append(g.waiting, waiter(n+i))
+			}
+		})
+	}
+}
