@@ -14,6 +14,9 @@ type Signals struct {
 	// Swept receives the beat of every heartbeat and sweep of the
 	// recovery loop that has ended.
 	Swept <-chan time.Time
+	// OriginWaiting receives the key of every feed whose tick or poll
+	// begins to wait for its origin's poll slot.
+	OriginWaiting <-chan string
 }
 
 // WithSignals makes the manager report its events to sig (tests only).
@@ -21,6 +24,7 @@ func WithSignals(sig *Signals) Option {
 	return func(m *Manager) {
 		m.signals.ran.init()
 		m.signals.swept.init()
-		sig.Ran, sig.Swept = m.signals.ran.ch, m.signals.swept.ch
+		m.signals.originWaiting.init()
+		sig.Ran, sig.Swept, sig.OriginWaiting = m.signals.ran.ch, m.signals.swept.ch, m.signals.originWaiting.ch
 	}
 }

@@ -64,6 +64,11 @@ type Manager struct {
 	// once (WithOriginPollSlots); origins counts them, under mu.
 	originSlots func(origin string) int
 	origins     map[string]*originGate
+	// lastOK is each feed's last success as this process knows it (read
+	// at Start, then set by its own successful polls), under mu: what
+	// orders the ticks waiting for an origin's slot without a query per
+	// tick. Another instance's polls are not in it.
+	lastOK map[string]time.Time
 
 	mu      sync.Mutex
 	started bool
@@ -157,12 +162,64 @@ func WithOriginPollSlots(limit func(origin string) int) Option {
 	return func(m *Manager) { m.originSlots = limit }
 }
 
-// originGate counts an origin's running polls (WithOriginPollSlots); wake
-// is closed and replaced whenever one ends, waking the ticks that wait.
+// originGate counts an origin's running polls (WithOriginPollSlots) and
+// holds the ticks that wait for one. A freed slot is handed to the one
+// waiter that needs it most (originWaiter.before) rather than raced for:
+// a race is won by whichever tick comes back first, and on an origin with
+// more feeds than its slots can serve in an interval, that kept its fresh
+// feeds re-polling while its never-loaded ones waited.
 type originGate struct {
 	running int
-	wake    chan struct{}
+	// waiting is in arrival order; the hand-off scans it, since a
+	// waiter's need grows with time at a rate of its own (see before).
+	// It holds one waiter per feed at most: a feed's next tick is
+	// skipped ("running") while one waits.
+	waiting []*originWaiter
 }
+
+// originWaiter is a tick (or a catch-up, or a one-off poll) waiting for
+// its origin's slot.
+type originWaiter struct {
+	feed     string
+	lastOK   time.Time // the feed's last success; zero: never loaded
+	interval time.Duration
+	queued   time.Time
+	// skippable: the feed was fresh when its tick came (loaded, last
+	// success within its interval) and the wait is a tick's or a
+	// catch-up's, which the feed's next tick replaces (never a one-off
+	// poll's); see Manager.dispatch.
+	skippable bool
+	// done is closed once the gate has decided: granted (the waiter
+	// holds a slot) or not (skipped). Both under Manager.mu.
+	done    chan struct{}
+	granted bool
+}
+
+// before reports whether w should have a slot before v at now: a feed
+// never loaded first, then the longest since its last success relative
+// to its interval, then the first to come.
+func (w *originWaiter) before(v *originWaiter, now time.Time) bool {
+	if w.lastOK.IsZero() || v.lastOK.IsZero() {
+		return w.lastOK.IsZero() && !v.lastOK.IsZero()
+	}
+	// (now - lastOK) / interval, compared without dividing.
+	a := float64(now.Sub(w.lastOK)) * float64(v.interval)
+	b := float64(now.Sub(v.lastOK)) * float64(w.interval)
+	return a > b
+}
+
+// originSlotOutcome is how a wait for an origin's slot ended.
+type originSlotOutcome int
+
+const (
+	originSlotTaken   originSlotOutcome = iota
+	originSlotSkipped                   // a fresh feed's tick that waited past its interval
+	originSlotStopped                   // ctx ended first
+)
+
+// skipReasonOriginBusy is the ticks-skipped reason of a fresh feed's tick
+// that waited longer than its interval for its origin's slot.
+const skipReasonOriginBusy = "origin_busy"
 
 // unknownFeedDelay is how long a dead letter of a feed this instance does
 // not know waits before any replayer claims it again: long enough that the
@@ -206,6 +263,7 @@ func NewManager(store Store, fetcher Fetcher, opts ...Option) *Manager {
 		feeds:     map[string]*scheduledFeed{},
 		running:   map[string]bool{},
 		origins:   map[string]*originGate{},
+		lastOK:    map[string]time.Time{},
 	}
 	for _, o := range opts {
 		o(m)
@@ -249,12 +307,16 @@ func (m *Manager) Start(ctx context.Context) error {
 	if m.recovery != nil {
 		interrupted = m.startRecovery(ctx)
 	}
-	m.sched.start()
-	if m.catchUp {
-		overdue, err := m.overdue(ctx)
-		if err != nil {
+	var last map[string]time.Time
+	if m.catchUp || m.originSlots != nil {
+		var err error
+		if last, err = m.lastSuccesses(ctx); err != nil {
 			return err
 		}
+	}
+	m.sched.start()
+	if m.catchUp {
+		overdue := m.overdue(last)
 		seen := map[string]bool{}
 		for _, f := range interrupted {
 			seen[f.Key()] = true
@@ -323,6 +385,7 @@ func (m *Manager) Update(ctx context.Context, cfg *config.Config) error {
 		if !seen[key] {
 			m.sched.remove(sf.entry)
 			delete(m.feeds, key)
+			delete(m.lastOK, key)
 			m.metrics.forget(sf.feed.Jurisdiction, sf.feed.ID)
 			m.logger.Info("feed unscheduled", "feed", key)
 		}
@@ -383,8 +446,8 @@ func (m *Manager) Poll(ctx context.Context, key string) (PollResult, error) {
 		return PollResult{}, fmt.Errorf("%w: dead letter %d (%s) is %s until %s; `ingestd deadletter replay %d` replays it now",
 			ErrParked, l.ID, l.Reason, l.Status, l.RetryAfter.Format(time.RFC3339), l.ID)
 	}
-	waited, ok := m.takeSlots(ctx, &f)
-	if !ok {
+	waited, outcome := m.takeSlots(ctx, &f, false)
+	if outcome != originSlotTaken {
 		return PollResult{}, fmt.Errorf("feeds: %s: waiting for a poll slot: %w", key, context.Cause(ctx))
 	}
 	defer m.freeSlots(&f)
@@ -497,10 +560,17 @@ func (m *Manager) runTick(f *config.Feed) string {
 	// The slot before anything that needs the database: a tick waiting
 	// for one holds no claim (another instance may poll the feed meanwhile,
 	// and the claim below then finds it polled) and no connection.
-	waited, ok := m.takeSlots(m.ctx, f)
-	if !ok {
+	waited, outcome := m.takeSlots(m.ctx, f, true)
+	switch outcome {
+	case originSlotStopped:
 		m.metrics.ticksSkipped.WithLabelValues("stopped").Inc()
 		return "stopped"
+	case originSlotSkipped:
+		m.metrics.ticksSkipped.WithLabelValues(skipReasonOriginBusy).Inc()
+		m.logger.Warn("tick skipped: the feed was fresh and its tick waited longer than its interval for one of its origin's poll slots, "+
+			"which go to its never-loaded and most overdue feeds first; its next tick waits in its turn", "jurisdiction", f.Jurisdiction, "feed", f.ID,
+			"origin", feedInfo(f, time.Time{}).Origin, "interval", f.ExpectedInterval(m.now()))
+		return skipReasonOriginBusy
 	}
 	defer m.freeSlots(f)
 	// A parked feed has one path, its dead letter: the replayer resumes it
@@ -536,20 +606,21 @@ func (m *Manager) runTick(f *config.Feed) string {
 }
 
 // takeSlots waits for f's origin's slot (WithOriginPollSlots), then for
-// a poll slot (WithPollSlots), and returns how long it waited in all; ok
-// is false when ctx ended first, holding neither. freeSlots gives them
-// back.
-func (m *Manager) takeSlots(ctx context.Context, f *config.Feed) (waited time.Duration, ok bool) {
+// a poll slot (WithPollSlots), and returns how long it waited in all. It
+// holds both when the outcome is originSlotTaken and neither otherwise:
+// ctx ended first, or (skippable) the feed was fresh and its tick waited
+// longer than its interval for the origin. freeSlots gives them back.
+func (m *Manager) takeSlots(ctx context.Context, f *config.Feed, skippable bool) (waited time.Duration, outcome originSlotOutcome) {
 	from := m.now()
 	origin := feedInfo(f, from).Origin
-	if !m.takeOriginSlot(ctx, origin) {
-		return 0, false
+	if outcome := m.takeOriginSlot(ctx, origin, f, skippable); outcome != originSlotTaken {
+		return 0, outcome
 	}
 	if _, ok := m.takeSlot(ctx); !ok {
 		m.freeOriginSlot(origin)
-		return 0, false
+		return 0, originSlotStopped
 	}
-	return m.now().Sub(from), true
+	return m.now().Sub(from), originSlotTaken
 }
 
 // freeSlots gives back the slots takeSlots took for f.
@@ -558,56 +629,139 @@ func (m *Manager) freeSlots(f *config.Feed) {
 	m.freeOriginSlot(feedInfo(f, time.Time{}).Origin)
 }
 
-// takeOriginSlot waits until origin runs fewer polls than its bound and
-// counts one more; false when ctx ended first.
-func (m *Manager) takeOriginSlot(ctx context.Context, origin string) bool {
+// takeOriginSlot counts one more poll of origin, for f, once origin runs
+// fewer than its bound and f is the waiter that needs the slot most (see
+// originGate). A skippable wait of a feed fresh when it began ends with
+// originSlotSkipped once it has lasted longer than f's interval (see
+// dispatch).
+func (m *Manager) takeOriginSlot(ctx context.Context, origin string, f *config.Feed, skippable bool) originSlotOutcome {
 	if m.originSlots == nil {
-		return true
+		return originSlotTaken
 	}
-	counted := false
-	defer func() {
-		if counted {
-			m.metrics.slotWaiting.Dec()
-		}
-	}()
-	for {
-		limit := m.originSlots(origin)
-		m.mu.Lock()
-		g := m.origins[origin]
-		if g == nil {
-			g = &originGate{wake: make(chan struct{})}
-			m.origins[origin] = g
-		}
-		if limit <= 0 || g.running < limit {
-			g.running++
-			m.mu.Unlock()
-			return true
-		}
-		wake := g.wake
+	limit := m.originSlots(origin)
+	now := m.now()
+	key := f.Key()
+	m.mu.Lock()
+	g := m.origins[origin]
+	if g == nil {
+		g = &originGate{}
+		m.origins[origin] = g
+	}
+	w := &originWaiter{
+		feed:     key,
+		lastOK:   m.lastOK[key],
+		interval: f.ExpectedInterval(now),
+		queued:   now,
+		done:     make(chan struct{}),
+	}
+	w.skippable = skippable && !w.lastOK.IsZero() && now.Sub(w.lastOK) <= w.interval
+	g.waiting = append(g.waiting, w)
+	m.dispatch(g, limit, now)
+	if w.granted {
 		m.mu.Unlock()
-		if !counted {
-			counted = true
-			m.metrics.slotWaiting.Inc()
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return false
-		}
+		return originSlotTaken
 	}
+	m.mu.Unlock()
+	m.metrics.slotWaiting.Inc()
+	defer m.metrics.slotWaiting.Dec()
+	m.signals.originWaiting.signal(key)
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		m.mu.Lock()
+		select {
+		case <-w.done:
+			// Decided as ctx ended: a slot handed over goes on to the
+			// next waiter, not back to nobody.
+			if w.granted {
+				m.mu.Unlock()
+				m.freeOriginSlot(origin)
+				return originSlotStopped
+			}
+		default:
+			g.remove(w)
+		}
+		m.mu.Unlock()
+		return originSlotStopped
+	}
+	m.mu.Lock()
+	granted := w.granted
+	m.mu.Unlock()
+	if granted {
+		return originSlotTaken
+	}
+	return originSlotSkipped
 }
 
-// freeOriginSlot ends a poll of origin counted by takeOriginSlot.
+// freeOriginSlot ends a poll of origin counted by takeOriginSlot and hands
+// the slot on.
 func (m *Manager) freeOriginSlot(origin string) {
 	if m.originSlots == nil {
 		return
 	}
+	limit := m.originSlots(origin)
+	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if g := m.origins[origin]; g != nil {
 		g.running--
-		close(g.wake)
-		g.wake = make(chan struct{})
+		m.dispatch(g, limit, now)
+	}
+}
+
+// dispatch decides what it can of g's waiters at now, under mu. First it
+// lets go the skippable waiters that have waited longer than their
+// feed's interval: their feed's next tick has come and gone ("running")
+// meanwhile, and one more poll of a fresh feed must not hold the slot an
+// overdue or never-loaded one waits for; that next tick then comes as an
+// overdue feed's and waits in its turn. Then, while g runs fewer polls
+// than limit (0 or less: no bound), it hands a slot to the waiter first
+// by originWaiter.before, the earliest among equals.
+func (m *Manager) dispatch(g *originGate, limit int, now time.Time) {
+	kept := g.waiting[:0]
+	for _, w := range g.waiting {
+		if w.skippable && now.Sub(w.queued) > w.interval {
+			close(w.done)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(g.waiting[len(kept):])
+	g.waiting = kept
+	for len(g.waiting) > 0 && (limit <= 0 || g.running < limit) {
+		best := 0
+		for i, w := range g.waiting[1:] {
+			if w.before(g.waiting[best], now) {
+				best = i + 1
+			}
+		}
+		w := g.waiting[best]
+		g.remove(w)
+		g.running++
+		w.granted = true
+		close(w.done)
+	}
+}
+
+// remove takes w out of g's waiters, keeping their arrival order.
+func (g *originGate) remove(w *originWaiter) {
+	for i, v := range g.waiting {
+		if v == w {
+			copy(g.waiting[i:], g.waiting[i+1:])
+			g.waiting[len(g.waiting)-1] = nil
+			g.waiting = g.waiting[:len(g.waiting)-1]
+			return
+		}
+	}
+}
+
+// noteSuccess records that a poll of the feed named key succeeded at t,
+// for the order of the ticks waiting for its origin's slot.
+func (m *Manager) noteSuccess(key string, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.After(m.lastOK[key]) {
+		m.lastOK[key] = t
 	}
 }
 
@@ -698,29 +852,45 @@ func (m *Manager) release(key string) {
 	m.wg.Done()
 }
 
-// overdue lists the scheduled feeds whose last success is older than their
-// expected interval, or that never succeeded.
-func (m *Manager) overdue(ctx context.Context) ([]*config.Feed, error) {
+// lastSuccesses reads every feed's last success from the database, keeps
+// it for the order of the ticks waiting for an origin's slot, and sets the
+// last-success gauges of the scheduled feeds from it.
+func (m *Manager) lastSuccesses(ctx context.Context) (map[string]time.Time, error) {
 	last, err := m.store.LastSuccess(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("feeds: reading last successes: %w", err)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, sf := range m.feeds {
+		t, ok := last[key]
+		if !ok {
+			continue
+		}
+		if t.After(m.lastOK[key]) {
+			m.lastOK[key] = t
+		}
+		// The stale alert compares this gauge: after a restart it
+		// starts from the database, not from nothing.
+		m.metrics.lastSuccess.WithLabelValues(sf.feed.Jurisdiction, sf.feed.ID).Set(float64(t.Unix()))
+	}
+	return last, nil
+}
+
+// overdue lists the scheduled feeds whose last success (in last) is older
+// than their expected interval, or that never succeeded.
+func (m *Manager) overdue(last map[string]time.Time) []*config.Feed {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []*config.Feed
 	for key, sf := range m.feeds {
 		t, ok := last[key]
-		if ok {
-			// The stale alert compares this gauge: after a restart it
-			// starts from the database, not from nothing.
-			m.metrics.lastSuccess.WithLabelValues(sf.feed.Jurisdiction, sf.feed.ID).Set(float64(t.Unix()))
-		}
 		if !ok || now.Sub(t) > sf.feed.ExpectedInterval(now) {
 			out = append(out, &sf.feed)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Healthy reports whether the manager still responds: its lock can be taken

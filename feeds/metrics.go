@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		ticksSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestd_feeds_ticks_skipped_total",
-			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter; claimed: another instance polls it or just did; stopped: the instance stopped while the tick waited for a poll slot).",
+			Help: "Scheduled ticks not polled, by reason (running: the previous poll is still running; parked: the feed waits for its dead letter; claimed: another instance polls it or just did; stopped: the instance stopped while the tick waited for a poll slot; origin_busy: the feed was fresh and its tick waited longer than its interval for its origin's poll slots, which went to the origin's overdue and never-loaded feeds).",
 		}, []string{"reason"}),
 		invalidFeatures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ingestd_feeds_invalid_features_total",

@@ -97,7 +97,12 @@ func (m *Manager) poll(ctx context.Context, f *config.Feed, letter *deadletter.L
 	defer m.metrics.running.Dec()
 	start := m.now()
 	res, err := m.pollOnce(ctx, f, letter, slotWait)
-	m.metrics.pollDone(f, pollOutcome(res, err), m.now().Sub(start), res.Features)
+	end := m.now()
+	outcome := pollOutcome(res, err)
+	m.metrics.pollDone(f, outcome, end.Sub(start), res.Features)
+	if outcome == outcomeSucceeded || outcome == outcomeNotModified {
+		m.noteSuccess(f.Key(), end)
+	}
 	return res, err
 }
 

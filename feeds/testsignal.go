@@ -36,6 +36,9 @@ type managerSignals struct {
 	ran testSignal[tickRun]
 	// swept: the recovery loop has ended a heartbeat and its sweep.
 	swept testSignal[time.Time]
+	// originWaiting: a feed's tick (or poll) waits for its origin's
+	// poll slot (WithOriginPollSlots), by the feed's key.
+	originWaiting testSignal[string]
 }
 
 // tickRun is what a tick (or a catch-up) of a feed came to, as the
@@ -46,6 +49,7 @@ type tickRun struct {
 	// Planned is the tick's planned activation; zero for a catch-up.
 	Planned time.Time
 	// Outcome is "polled" (whatever the poll's own outcome), or why the
-	// tick was skipped: "running", "parked", "claimed", "error".
+	// tick was skipped: "running", "parked", "claimed", "error",
+	// "origin_busy", "stopped".
 	Outcome string
 }
