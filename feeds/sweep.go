@@ -209,12 +209,27 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 		}
 	}
 	again = slices.DeleteFunc(again, func(f *config.Feed) bool { return unfinishedFeed[f.Key()] })
-	// A feed whose work an earlier sweep could not end, and which this one
-	// no longer finds: it ended after all (an Interrupt whose commit
-	// outlived its deadline), or another sweep ended it. Its tick still
-	// wants a poll; if the tick was done, the claim refuses the poll.
+	again = m.requeueUnswept(again, queued, unfinishedFeed)
+	for owner := range dead {
+		if unfinished[owner] {
+			continue
+		}
+		if err := m.recovery.Retire(ctx, owner); err != nil {
+			m.logger.Warn("sweep: cannot forget a dead instance", "owner", owner, "error", err)
+		}
+	}
+	return again
+}
+
+// requeueUnswept adds to again the feeds whose work an earlier sweep could
+// not end and which this one (unfinished: the feeds whose work it could not
+// end) no longer finds: it ended after all (an Interrupt whose commit
+// outlived its deadline), or another sweep ended it. Their ticks still want
+// a poll; if a tick was done, its claim refuses the poll. It remembers this
+// sweep's unfinished feeds for the next.
+func (m *Manager) requeueUnswept(again []*config.Feed, queued, unfinished map[string]bool) []*config.Feed {
 	for key := range m.unswept {
-		if unfinishedFeed[key] {
+		if unfinished[key] {
 			continue
 		}
 		delete(m.unswept, key)
@@ -223,19 +238,11 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 			again = append(again, &f)
 		}
 	}
-	for key := range unfinishedFeed {
+	for key := range unfinished {
 		if m.unswept == nil {
 			m.unswept = map[string]bool{}
 		}
 		m.unswept[key] = true
-	}
-	for owner := range dead {
-		if unfinished[owner] {
-			continue
-		}
-		if err := m.recovery.Retire(ctx, owner); err != nil {
-			m.logger.Warn("sweep: cannot forget a dead instance", "owner", owner, "error", err)
-		}
 	}
 	return again
 }
