@@ -2,6 +2,7 @@ package postgis_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	ft "github.com/ingestd/ingestd/feature"
@@ -29,6 +32,9 @@ import (
 // database backend spent on Apply (from /proc, when the server runs on this
 // machine; parallel workers' not counted): on a shared machine the wall
 // time grows with everyone else's load, the backend's own CPU much less.
+// Each apply is logged apart (-v): the first one reshapes the layer.
+// INGESTD_BENCH_EXPLAIN_MS=250 logs the plan of each statement slower than
+// that (explainPlans).
 func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	const total, pageSize, every = 200_000, 5_000, 100
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(b))
@@ -38,6 +44,7 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	// One connection: the statistics read after each apply are those of the
 	// backend that applied, flushed on demand.
 	cfg.MaxConns = 1
+	explainPlans(b, cfg)
 	pool, err := pgxpool.NewWithConfig(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -94,15 +101,21 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 		id := stage(snap)
 		f0, c0 := tuples()
 		cpu0, ok0 := processCPU(backend)
+		start := time.Now()
 		b.StartTimer()
 		res, err := store.Apply(ctx, id, feed)
 		b.StopTimer()
+		wall := time.Since(start)
 		if err != nil {
 			b.Fatal(err)
 		}
 		cpu1, ok1 := processCPU(backend)
 		cpuKnown = cpuKnown && ok0 && ok1
 		cpu += cpu1 - cpu0
+		// Each apply apart: the first one's changed features bring a new
+		// property (rev), a new column, so it rewrites the layer whole
+		// (OneCopyReshape), which the later ones do not.
+		b.Logf("apply %d: %d ms, backend CPU %d ms", i+1, wall.Milliseconds(), (cpu1 - cpu0).Milliseconds())
 		f1, c1 := tuples()
 		written += f1 - f0
 		logged += c1 - c0
@@ -115,6 +128,31 @@ func BenchmarkApplyOnePercentChanged(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/apply")
 	if cpuKnown {
 		b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "backend-cpu-ms/apply")
+	}
+}
+
+// explainPlans, when INGESTD_BENCH_EXPLAIN_MS is set, has PostgreSQL's
+// auto_explain send the benchmark the plan (EXPLAIN ANALYZE, BUFFERS) of
+// every statement that ran longer than that many milliseconds, and logs
+// them: where an apply's time goes, in the run that timed it.
+func explainPlans(b *testing.B, cfg *pgxpool.Config) {
+	ms := os.Getenv("INGESTD_BENCH_EXPLAIN_MS")
+	if ms == "" {
+		return
+	}
+	if _, err := strconv.Atoi(ms); err != nil {
+		b.Fatalf("INGESTD_BENCH_EXPLAIN_MS: %v", err)
+	}
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.HasPrefix(n.Message, "duration:") {
+			b.Log(n.Message)
+		}
+	}
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "LOAD 'auto_explain'; SET auto_explain.log_min_duration = "+ms+
+			"; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on"+
+			"; SET auto_explain.log_nested_statements = on; SET client_min_messages = log")
+		return err
 	}
 }
 
