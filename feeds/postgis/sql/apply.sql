@@ -53,9 +53,9 @@ coalesce(content_hash, substring(sha256(geom_hash || props_hash) for 16))
 -- Reads poll $1's snapshot: staged (every staged row, named by its source
 -- id or, without one, its hex content hash) and snapshot (the last row of
 -- each id in page and ordinal order). Narrow: ids, hashes (content_hash
--- is StagedHash) and where the row is staged; the geometry and properties are read back (StagedPayload) only
--- for features that are written, so an unchanged layer's payload is never
--- moved again. COLLATE "C": the sort only groups equal ids, so it compares
+-- is StagedHash) and where the row is staged; the geometry and properties
+-- are read back (StagedPayload) only for features that are written, so an
+-- unchanged layer's payload is never moved again. COLLATE "C": the sort only groups equal ids, so it compares
 -- bytes (abbreviated keys) instead of calling strcoll.
 WITH staged AS (
 	SELECT {{StagedID}} AS id,
