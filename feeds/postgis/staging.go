@@ -297,7 +297,7 @@ func (c *copySource) encodeChunk() {
 // NULL) and bytes in PostgreSQL's binary format.
 func (c *copySource) appendRow(b []byte, row stagedRow) []byte {
 	be := binary.BigEndian
-	b = be.AppendUint16(b, 11)
+	b = be.AppendUint16(b, 12)
 	b = be.AppendUint64(be.AppendUint32(b, 8), uint64(c.pollID))
 	b = be.AppendUint32(be.AppendUint32(b, 4), uint32(c.page))
 	b = be.AppendUint32(be.AppendUint32(b, 4), uint32(c.n))
@@ -307,6 +307,7 @@ func (c *copySource) appendRow(b []byte, row stagedRow) []byte {
 	b = appendNullable(b, row.properties)
 	b = append(be.AppendUint32(b, uint32(len(row.geomHash))), row.geomHash...)
 	b = append(be.AppendUint32(b, uint32(len(row.propsHash))), row.propsHash...)
+	b = append(be.AppendUint32(b, uint32(len(row.contentHash))), row.contentHash[:]...)
 	broken := byte(0)
 	if row.broken {
 		broken = 1
@@ -337,8 +338,26 @@ type stagedRow struct {
 	properties []byte // jsonb text, nil for no properties
 	geomHash   []byte
 	propsHash  []byte
-	broken     bool // the geometry cannot be stored: ewkb is nil, geomHash is of the source's
-	invalid    int16
+	// contentHash is the layer's content hash of the row (contentHash).
+	contentHash [contentHashBytes]byte
+	broken      bool // the geometry cannot be stored: ewkb is nil, geomHash is of the source's
+	invalid     int16
+}
+
+// contentHashBytes is the length of a feature's content hash as a layer
+// table keeps it (ingestd_hash) and the change log records it.
+const contentHashBytes = 16
+
+// contentHash is a feature's content hash as a layer keeps it: the first
+// contentHashBytes of SHA-256(geomHash || propsHash), the bytes SQL's
+// substring(sha256(geom_hash || props_hash) for 16) gives, so that hashes
+// stored before staging computed it stay valid. Computed here, once per
+// staged row, rather than by the apply for every row of every snapshot:
+// docs/decisions/0221-content-hash-at-staging.md.
+func contentHash(geomHash, propsHash []byte) [contentHashBytes]byte {
+	in := make([]byte, 0, 2*sha256.Size)
+	sum := sha256.Sum256(append(append(in, geomHash...), propsHash...))
+	return [contentHashBytes]byte(sum[:contentHashBytes])
 }
 
 // Values of staged_features.invalid_feature: what the apply may do with the row.
@@ -482,6 +501,7 @@ func (c *copySource) encode(f *feature.Feature) stagedRow {
 	if f.Repairs&feature.RepairedSurrogate != 0 {
 		repairs |= jsonbtext.RepairSurrogate
 	}
+	r.contentHash = contentHash(r.geomHash, r.propsHash)
 	r.id, repairs = repairText(f.ID, repairs)
 	c.invalid.add(repairs)
 	if repairs != 0 && r.invalid == featureValid {

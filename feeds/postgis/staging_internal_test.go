@@ -52,3 +52,17 @@ func TestPageIDsStopCollectingPastMax(t *testing.T) {
 		t.Errorf("100 ids under a bound of 8: overflow %v, %d ids still held; want true and none", ids.overflow, len(src.ids))
 	}
 }
+
+// BenchmarkContentHash is what staging adds per row to hand the apply its
+// content hash (decision 0221): one SHA-256 of 64 bytes.
+//
+//	go test -run '^$' -bench ContentHash ./feeds/postgis
+func BenchmarkContentHash(b *testing.B) {
+	g, p := geomHash([]byte("geometry")), emptyHash
+	var sink byte
+	for b.Loop() {
+		h := contentHash(g, p)
+		sink ^= h[0]
+	}
+	_ = sink
+}

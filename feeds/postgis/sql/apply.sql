@@ -43,21 +43,28 @@ RETURNING invalid_features
 -- its content hash.
 CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END
 
+-- name: StagedHash
+-- A staged_features row's 16-byte content hash, a layer's ingestd_hash:
+-- as staging computed it, or from its two hashes for a row staged before
+-- version 44 (NULL).
+coalesce(content_hash, substring(sha256(geom_hash || props_hash) for 16))
+
 -- name: SnapshotCTEs
 -- Reads poll $1's snapshot: staged (every staged row, named by its source
 -- id or, without one, its hex content hash) and snapshot (the last row of
--- each id in page and ordinal order). Narrow: ids, hashes and where the row
--- is staged; the geometry and properties are read back (StagedPayload) only
--- for features that are written, so an unchanged layer's payload is never
--- moved again. COLLATE "C": the sort only groups equal ids, so it compares
+-- each id in page and ordinal order). Narrow: ids, hashes (content_hash
+-- is StagedHash) and where the row is staged; the geometry and properties
+-- are read back (StagedPayload) only for features that are written, so an
+-- unchanged layer's payload is never moved again. COLLATE "C": the sort only groups equal ids, so it compares
 -- bytes (abbreviated keys) instead of calling strcoll.
 WITH staged AS (
 	SELECT {{StagedID}} AS id,
-		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash
+		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash,
+		{{StagedHash}} AS content_hash
 	FROM staged_features
 	WHERE poll_id = $1
 ), snapshot AS MATERIALIZED (
-	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash
+	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash, content_hash
 	FROM staged
 	ORDER BY id COLLATE "C", page DESC, ordinal DESC
 )

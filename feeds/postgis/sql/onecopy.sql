@@ -75,7 +75,7 @@ CREATE SCHEMA IF NOT EXISTS {{schema}}
 -- only each id's last row when the snapshot repeats ids; $2 is
 -- invalid_feature: skip.
 SELECT {{StagedID}} AS feature_id, p.feature_id <> '' AS named,
-	p.geom_hash, p.props_hash, p.properties_jsonb AS props, p.content_hash, {{StoredGeometry}} AS geom,
+	p.geom_hash, p.props_hash, p.properties_jsonb AS props, p.ingestd_hash, {{StoredGeometry}} AS geom,
 	{{InvalidGeometry}} AS invalid,
 	g.geom IS NOT NULL AND NOT {{InRange}} AS out_of_range,
 	p.invalid_feature = 2 OR (p.invalid_feature = 1 AND $2::boolean) AS skip
@@ -83,7 +83,7 @@ FROM (
 	SELECT p.*, g.geom AS geom_4326,
 		(CASE WHEN NOT (p.invalid_feature = 2 OR (p.invalid_feature = 1 AND $2::boolean))
 			THEN p.properties END)::jsonb AS properties_jsonb,
-		sha256(p.geom_hash || p.props_hash) AS content_hash
+		coalesce(p.content_hash, substring(sha256(p.geom_hash || p.props_hash) for 16)) AS ingestd_hash
 	FROM staged_features p
 	{{StagedGeometry}}
 	WHERE p.poll_id = $1 {{dedupe}}
@@ -106,8 +106,7 @@ AND (p.page, p.ordinal) IN (
 CREATE TABLE {{layer}} WITH (fillfactor = 100) AS
 SELECT {{row_exprs}},
 	t.invalid AS ingestd_load_invalid, t.out_of_range AS ingestd_load_out_of_range, t.skip AS ingestd_load_skip, t.named AS ingestd_load_named
-FROM (SELECT s.*, now() AS first_seen_at, now() AS changed_at, $1::bigint AS ingestd_poll,
-		substring(s.content_hash for 16) AS ingestd_hash
+FROM (SELECT s.*, now() AS first_seen_at, now() AS changed_at, $1::bigint AS ingestd_poll
 	FROM ({{OneCopyLoadSource}}) s) t
 CROSS JOIN LATERAL (SELECT {{RepairedGeometry}} AS g OFFSET 0) r
 CROSS JOIN LATERAL (SELECT {{as_geometry}} AS tg OFFSET 0) x
@@ -209,7 +208,7 @@ SELECT
 	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
 	count(*)::int,
 	count(*) FILTER (WHERE f.feature_id IS NULL
-		OR f.ingestd_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16))::int,
+		OR f.ingestd_hash IS DISTINCT FROM s.content_hash)::int,
 	(SELECT count(*) FROM {{layer}})::int,
 	CASE WHEN {{OnePage}} THEN 0 ELSE {{SplitIDs}} - count(*) FILTER (WHERE s.named) END
 FROM snapshot s
@@ -224,7 +223,7 @@ SELECT
 		SELECT FROM staged_features s
 		WHERE s.poll_id = $1
 		  AND {{StagedID}} = f.feature_id
-		  AND substring(sha256(s.geom_hash || s.props_hash) for 16) = f.ingestd_hash))::int
+		  AND {{StagedHash}} = f.ingestd_hash))::int
 
 -- name: OneCopyDiff
 -- ApplyDiff on the layer table: the same parameters, guards and row. The
@@ -239,16 +238,14 @@ SELECT
 			OR substring(sha256(j.geom_hash || j.old_props_hash) for 16) <> j.old_hash)) AS geom_changed,
 		NOT j.existed OR (j.changed AND j.old_props_hash IS DISTINCT FROM j.props_hash) AS props_changed
 	FROM (
-		SELECT s.feature_id, s.named, s.page, s.ordinal, s.geom_hash, s.props_hash,
+		SELECT s.feature_id, s.named, s.page, s.ordinal, s.geom_hash, s.props_hash, s.content_hash,
 			f.feature_id AS old_id, s.feature_id IS NOT NULL AS present,
 			f.feature_id IS NOT NULL AS existed, f.ingestd_hash AS old_hash,
 			f.feature_id IS NOT NULL AND f.ingestd_hash IS NULL AS legacy,
-			f.ingestd_hash IS DISTINCT FROM s.hash AS changed,
-			CASE WHEN s.feature_id IS NOT NULL AND f.feature_id IS NOT NULL AND f.ingestd_hash IS DISTINCT FROM s.hash
+			f.ingestd_hash IS DISTINCT FROM s.content_hash AS changed,
+			CASE WHEN s.feature_id IS NOT NULL AND f.feature_id IS NOT NULL AND f.ingestd_hash IS DISTINCT FROM s.content_hash
 			THEN (SELECT sha256(jsonb_send({{old_props}})) FROM {{layer}} o WHERE o.feature_id = s.feature_id) END AS old_props_hash
-		-- The staged content hash computed once a row (OFFSET 0: not
-		-- pulled up into each mention).
-		FROM (SELECT s.*, substring(sha256(s.geom_hash || s.props_hash) for 16) AS hash FROM snapshot s OFFSET 0) s
+		FROM snapshot s
 		FULL JOIN (SELECT feature_id, ingestd_hash FROM {{layer}}) f ON f.feature_id = s.feature_id
 		-- OFFSET 0: the stored properties' hash is rebuilt once a row,
 		-- not once for each of the three mentions above.
@@ -282,15 +279,15 @@ SELECT
 		SELECT s.*, f.feature_id AS old_id, true AS present,
 			f.feature_id IS NOT NULL AS existed, f.ingestd_hash AS old_hash,
 			f.feature_id IS NOT NULL AND f.ingestd_hash IS NULL AS legacy,
-			f.ingestd_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16) AS changed,
+			f.ingestd_hash IS DISTINCT FROM s.content_hash AS changed,
 			f.props_hash AS old_props_hash
 		FROM snapshot s
 		LEFT JOIN LATERAL (SELECT o.feature_id, o.ingestd_hash,
-				CASE WHEN o.ingestd_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16)
+				CASE WHEN o.ingestd_hash IS DISTINCT FROM s.content_hash
 					THEN sha256(jsonb_send({{old_props}})) END AS props_hash
 			FROM {{layer}} o WHERE o.feature_id = s.feature_id LIMIT 1) f ON true
 		UNION ALL
-		SELECT NULL::text, NULL::boolean, NULL::integer, NULL::integer, NULL::bytea, NULL::bytea,
+		SELECT NULL::text, NULL::boolean, NULL::integer, NULL::integer, NULL::bytea, NULL::bytea, NULL::bytea,
 			f.feature_id, false, true, f.ingestd_hash, false, true, NULL::bytea
 		FROM staged_deltas sd
 		CROSS JOIN LATERAL unnest(sd.removed) AS r(feature_id)
@@ -318,14 +315,14 @@ SELECT
 -- ReconcileDrift over the layer's rows ({{table}}: rebuilt in the
 -- generic form), compared by the 16-byte content hash.
 WITH snapshot AS (
-	SELECT DISTINCT ON (feature_id COLLATE "C") feature_id, page, ordinal, geom_hash, props_hash
+	SELECT DISTINCT ON (feature_id COLLATE "C") feature_id, page, ordinal, {{StagedHash}} AS content_hash
 	FROM staged_features WHERE poll_id = $1
 	ORDER BY feature_id COLLATE "C", page DESC, ordinal DESC
 )
 SELECT count(*) FROM snapshot s
 LEFT JOIN {{table}} f ON f.feature_id = s.feature_id
 JOIN staged_features sf ON sf.poll_id = $1 AND sf.page = s.page AND sf.ordinal = s.ordinal
-WHERE (f.feature_id IS NULL OR f.content_hash IS DISTINCT FROM substring(sha256(s.geom_hash || s.props_hash) for 16))
+WHERE (f.feature_id IS NULL OR f.content_hash IS DISTINCT FROM s.content_hash)
 	AND coalesce(ingestd_as_timestamptz(sf.properties::jsonb -> $2) <= to_timestamp($3::float8 / 1000), true)
 
 -- name: OneCopyGeometryLost
@@ -370,7 +367,7 @@ END
 	) fz ON true
 ), towrite AS MATERIALIZED (
 	SELECT w.*, {{SkippedRow}} AS skipped FROM (
-	SELECT d.*, substring(sha256(d.geom_hash || d.props_hash) for 16) AS content_hash, p.properties, p.invalid_feature,
+	SELECT d.*, p.properties, p.invalid_feature,
 		{{StoredGeometry}} AS geom, {{InvalidGeometry}} AS invalid
 	FROM diff d
 	CROSS JOIN LATERAL ({{StagedPayload}} LIMIT 1) p

@@ -12,7 +12,7 @@ DELETE FROM staged_features WHERE poll_id = $1 AND page = $2
 -- name: StagingCopy
 -- The COPY StagePage sends; copySource writes its rows in this order.
 COPY staged_features (poll_id, page, ordinal, feature_id, srid, geom_ewkb, properties,
-	geom_hash, props_hash, geom_broken, invalid_feature) FROM STDIN (FORMAT binary)
+	geom_hash, props_hash, content_hash, geom_broken, invalid_feature) FROM STDIN (FORMAT binary)
 
 -- name: RecordStagedPage
 -- $6 is the page's profile (schema.Profile: typed layers); $7 its next
