@@ -396,8 +396,10 @@ END
 	DELETE FROM {{layer}} o
 	WHERE o.feature_id = ANY (ARRAY(SELECT old_id FROM diff WHERE NOT present))
 	  AND (SELECT reason FROM verdict) IS NULL
-	RETURNING o.feature_id, o.ingestd_hash AS content_hash, {{old_geom}} AS geom, {{old_props}} AS properties,
-		o.changed_at, o.ingestd_poll AS poll_id
+	-- The stored columns, rendered below: Citus refuses a RETURNING
+	-- that calls a function not IMMUTABLE (jsonb_build_object is STABLE)
+	-- on a distributed table.
+	RETURNING o.*
 ), superseded AS (
 	INSERT INTO feature_history (jurisdiction, feed, feature_id, geom, properties, content_hash,
 		valid_from, valid_to, from_poll, to_poll, ended_by)
@@ -409,8 +411,8 @@ END
 	WHERE $9 AND t.existed AND NOT t.skipped AND (t.geom_changed OR t.props_changed)
 	  AND NOT (t.legacy AND NOT t.props_changed)
 	UNION ALL
-	SELECT $2, $3, r.feature_id, r.geom, r.properties, r.content_hash, r.changed_at, now(), r.poll_id, $1, 'removed'
-	FROM removed r WHERE $9
+	SELECT $2, $3, o.feature_id, {{old_geom}}, {{old_props}}, o.ingestd_hash, o.changed_at, now(), o.ingestd_poll, $1, 'removed'
+	FROM removed o WHERE $9
 ), logged AS (
 	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
 		geometry_changed, properties_changed, old_hash, new_hash, changed_at)
@@ -421,7 +423,7 @@ END
 	WHERE (NOT d.existed OR ((d.geom_changed OR d.props_changed) AND NOT (d.legacy AND NOT d.props_changed)))
 	  AND NOT d.skipped
 	UNION ALL
-	SELECT $1, $2, $3, r.feature_id, 'removed', true, true, r.content_hash, NULL, now()
+	SELECT $1, $2, $3, r.feature_id, 'removed', true, true, r.ingestd_hash, NULL, now()
 	FROM removed r
 )
 SELECT
