@@ -346,7 +346,8 @@ demo() {
 	# feed's page, each naming the feed.
 	local page status_ok=1
 	for page in "" "feed/raleigh/zoning" "feed/durham/parcels"; do
-		if curl -fsS "http://${status_addr}/status/${page}" 2>"$dir/curl.err" | grep -q 'zoning\|parcels'; then
+		if curl -fsS -o "$dir/page.html" "http://${status_addr}/status/${page}" 2>"$dir/curl.err" &&
+			grep -q 'zoning\|parcels' "$dir/page.html"; then
 			log "status page /status/${page}: ok"
 		else
 			log "status page /status/${page}: FAILED ($(cat "$dir/curl.err"))"
@@ -386,6 +387,7 @@ demo() {
 		curl -fsS -o /dev/null "http://127.0.0.1:$((dport + 1))/geojson/roads.geojson" 2>/dev/null && break
 		sleep 0.1
 	done
+	: >"$dir/poll.log"
 	local remote="${URL}&options=-c%20citus.log_remote_commands%3Don%20-c%20log_min_messages%3Dnotice"
 	local f logline poll_id
 	: >"$dir/remote.txt"
