@@ -1,4 +1,4 @@
--- Two changes to ingestd's functions after one copy of each layer.
+-- Three changes to ingestd's functions after one copy of each layer.
 --
 -- 1. The functions that built and refreshed a feed's layer from its
 -- partition of features go: since version 43 a layer table is the feed's
@@ -22,8 +22,18 @@
 -- ("TABLESAMPLE parameter cannot be null"). The statement is planned at
 -- each call either way (EXECUTE).
 --
--- Down re-creates the dropped functions and the sample as version 44 had
--- them, so that the migrations below (43's Down among them) find them.
+-- 3. ingestd_changes_since reads the feed's layer once, for the features
+-- the change log names, into a CTE joined to the log, instead of a
+-- lateral probe of the layer per change: Citus refuses a lateral join of
+-- a layer on a worker with feature_history on the coordinator ("relation
+-- feature_history is not distributed"). The layer is still read by its
+-- key, and only it is opened; a first load's changes read the layer's
+-- rows twice (the log's expansion and the CTE) where a lateral probe read
+-- them once per change.
+--
+-- Down re-creates the dropped functions, the sample and the change feed as
+-- version 44 had them, so that the migrations below (43's Down among them)
+-- find them.
 
 -- +goose Up
 DROP FUNCTION ingestd.ingestd_refresh_feed_layer(text, text);
@@ -52,6 +62,44 @@ BEGIN
     END IF;
 END
 $$;
+-- +goose StatementEnd
+
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION ingestd.ingestd_changes_since(jurisdiction text, feed text, after_poll bigint)
+ RETURNS TABLE(poll_id bigint, feature_id text, change text, applied_at timestamp with time zone, old_properties jsonb, old_geom geometry, new_properties jsonb, new_geom geometry)
+ LANGUAGE plpgsql
+ STABLE
+ SET "TimeZone" TO 'UTC'
+ SET extra_float_digits TO '1'
+AS $function$
+BEGIN
+    RETURN QUERY EXECUTE format($q$
+    WITH cur AS MATERIALIZED (
+        SELECT f.feature_id, f.poll_id, f.properties, f.geom::geometry AS geom FROM (%s) f
+        WHERE f.feature_id = ANY (ARRAY(SELECT x.feature_id FROM feature_changes_expanded x
+                WHERE x.jurisdiction = $1 AND x.feed = $2 AND x.poll_id > $3 AND x.change <> 'removed'))
+          AND f.poll_id > $3
+    )
+    SELECT c.poll_id, c.feature_id, c.change, c.changed_at, o.properties, o.geom,
+        CASE WHEN k.feature_id IS NOT NULL THEN k.properties ELSE n.properties END,
+        CASE WHEN k.feature_id IS NOT NULL THEN k.geom ELSE n.geom END
+    FROM feature_changes_expanded c
+    LEFT JOIN cur k ON c.change <> 'removed' AND k.feature_id = c.feature_id AND k.poll_id = c.poll_id
+    LEFT JOIN LATERAL (
+        SELECT h.properties, h.geom::geometry AS geom FROM feature_history h
+        WHERE h.jurisdiction = $1 AND h.feed = $2 AND h.feature_id = c.feature_id AND h.to_poll = c.poll_id
+    ) o ON c.change <> 'added'
+    LEFT JOIN LATERAL (
+        SELECT h.properties, h.geom::geometry AS geom FROM feature_history h
+        WHERE h.jurisdiction = $1 AND h.feed = $2 AND h.feature_id = c.feature_id AND h.from_poll = c.poll_id
+        LIMIT 1
+    ) n ON c.change <> 'removed' AND k.feature_id IS NULL
+    WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.poll_id > $3
+    ORDER BY c.poll_id, c.feature_id
+    $q$, ingestd_layer_read_sql(jurisdiction, feed)) USING jurisdiction, feed, after_poll;
+END
+$function$;
 -- +goose StatementEnd
 
 -- +goose Down
@@ -381,4 +429,35 @@ BEGIN
     END IF;
 END
 $$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION ingestd.ingestd_changes_since(jurisdiction text, feed text, after_poll bigint)
+ RETURNS TABLE(poll_id bigint, feature_id text, change text, applied_at timestamp with time zone, old_properties jsonb, old_geom geometry, new_properties jsonb, new_geom geometry)
+ LANGUAGE plpgsql
+ STABLE
+ SET "TimeZone" TO 'UTC'
+ SET extra_float_digits TO '1'
+AS $function$
+BEGIN
+    RETURN QUERY EXECUTE format($q$
+    SELECT c.poll_id, c.feature_id, c.change, c.changed_at, o.properties, o.geom, n.properties, n.geom
+    FROM feature_changes_expanded c
+    LEFT JOIN LATERAL (
+        SELECT h.properties, h.geom::geometry AS geom FROM feature_history h
+        WHERE h.jurisdiction = $1 AND h.feed = $2 AND h.feature_id = c.feature_id AND h.to_poll = c.poll_id
+    ) o ON c.change <> 'added'
+    LEFT JOIN LATERAL (
+        SELECT f.properties, f.geom::geometry AS geom FROM (%s) f
+        WHERE f.feature_id = c.feature_id AND f.poll_id = c.poll_id
+        UNION ALL
+        SELECT h.properties, h.geom::geometry FROM feature_history h
+        WHERE h.jurisdiction = $1 AND h.feed = $2 AND h.feature_id = c.feature_id AND h.from_poll = c.poll_id
+        LIMIT 1
+    ) n ON c.change <> 'removed'
+    WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.poll_id > $3
+    ORDER BY c.poll_id, c.feature_id
+    $q$, ingestd_layer_read_sql(jurisdiction, feed)) USING jurisdiction, feed, after_poll;
+END
+$function$;
 -- +goose StatementEnd

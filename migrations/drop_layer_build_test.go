@@ -18,7 +18,7 @@ import (
 
 // layerBuildFunctions are the functions that built a layer from its feed's
 // partition, unused since one copy: the migration named
-// *_layer_functions.sql drops them (and rewrites layerSample).
+// *_layer_functions.sql drops them (and rewrites the changed functions).
 var layerBuildFunctions = []string{
 	"ingestd_build_feed_view(text,text,jsonb,text)",
 	"ingestd_build_layer_table(text,text,text,text)",
@@ -31,12 +31,16 @@ var layerBuildFunctions = []string{
 	"ingestd_refresh_feed_layer(text,text,bigint,text[])",
 }
 
-// layerSample is the thumbnail's sample, which the same migration changes.
-const layerSample = "ingestd_layer_sample(text,text,double precision,bigint)"
+// changedFunctions are the functions the same migration rewrites for Citus:
+// the thumbnail's sample and the change feed.
+var changedFunctions = []string{
+	"ingestd_changes_since(text,text,bigint)",
+	"ingestd_layer_sample(text,text,double precision,bigint)",
+}
 
 // TestLayerBuildFunctionsDroppedAndRestored: the migrated database has none
 // of the layer-build functions, and the migration's Down gives them and
-// the sample back exactly as the migrations before it made them
+// the changed functions back exactly as the migrations before it made them
 // (definition, settings and comment), so that going further down (43's
 // Down rebuilds partitions with them) works as before.
 func TestLayerBuildFunctionsDroppedAndRestored(t *testing.T) {
@@ -46,14 +50,14 @@ func TestLayerBuildFunctionsDroppedAndRestored(t *testing.T) {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 
-	if got := layerBuildDefinitions(t, db); len(got) != 1 || got[layerSample] == "" {
-		t.Fatalf("migrated: %v defined, want %s alone", slices.Sorted(maps.Keys(got)), layerSample)
+	if got := slices.Sorted(maps.Keys(layerBuildDefinitions(t, db))); !slices.Equal(got, changedFunctions) {
+		t.Fatalf("migrated: %v defined, want %v alone", got, changedFunctions)
 	}
 	if err := migrations.DownTo(ctx, db, version-1); err != nil {
 		t.Fatal(err)
 	}
 	restored := layerBuildDefinitions(t, db)
-	if len(restored) != len(layerBuildFunctions)+1 {
+	if len(restored) != len(layerBuildFunctions)+len(changedFunctions) {
 		t.Fatalf("after Down: %v defined, want all of %v", slices.Sorted(maps.Keys(restored)), layerBuildFunctions)
 	}
 	// The originals: below the oldest of them (migration 21's typed views)
@@ -65,7 +69,7 @@ func TestLayerBuildFunctionsDroppedAndRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	original := layerBuildDefinitions(t, db)
-	for _, fn := range append(slices.Clone(layerBuildFunctions), layerSample) {
+	for _, fn := range slices.Concat(layerBuildFunctions, changedFunctions) {
 		if restored[fn] != original[fn] {
 			t.Errorf("%s as Down restores it:\n%s\nwant, as the migrations before made it:\n%s", fn, restored[fn], original[fn])
 		}
@@ -93,7 +97,7 @@ func dropVersion(t *testing.T) int64 {
 	return 0
 }
 
-// layerBuildDefinitions maps each layer-build function and the sample
+// layerBuildDefinitions maps each layer-build function and changed function
 // defined in schema ingestd to its full definition and comment.
 func layerBuildDefinitions(t *testing.T, db *sql.DB) map[string]string {
 	t.Helper()
@@ -101,7 +105,7 @@ func layerBuildDefinitions(t *testing.T, db *sql.DB) map[string]string {
 		SELECT p.oid::regprocedure::text, pg_get_functiondef(p.oid) || coalesce(obj_description(p.oid, 'pg_proc'), '')
 		FROM pg_proc p
 		WHERE p.pronamespace = to_regnamespace($1)
-		  AND replace(p.oid::regprocedure::text, $1 || '.', '') = ANY($2)`, migrations.Schema, append(slices.Clone(layerBuildFunctions), layerSample))
+		  AND replace(p.oid::regprocedure::text, $1 || '.', '') = ANY($2)`, migrations.Schema, slices.Concat(layerBuildFunctions, changedFunctions))
 	if err != nil {
 		t.Fatal(err)
 	}
