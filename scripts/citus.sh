@@ -39,12 +39,12 @@
 #                coordinator and the jurisdictions' schemas are distributed.
 #   bench        one GeoJSON layer of CITUS_BENCH_FEATURES parcels (default
 #                50000): its first load and a refresh changing 1 % of it, on
-#                the coordinator (database reset first) and on a single
-#                PostGIS (CITUS_SINGLE_URL, the URL of its database
-#                "postgres", default the dev cluster of scripts/postgis.sh; a
-#                database ingestd_citus_bench made there and dropped after), each CITUS_BENCH_ROUNDS times (2),
-#                alternating; and on Citus, moving the layer table to its
-#                schema's worker by hand and the same refresh again.
+#                Citus (database reset first; the layer on its schema's
+#                worker) and on a single PostGIS (CITUS_SINGLE_URL, the URL
+#                of its database "postgres", default the dev cluster of
+#                scripts/postgis.sh; a database ingestd_citus_bench made
+#                there and dropped after), each CITUS_BENCH_ROUNDS times (2),
+#                alternating.
 #                Prints one line per measurement (seconds, wall clock).
 #   reset        drop and recreate database "ingestd" on all three nodes.
 #   stop         stop the three clusters (their data stays in .citus/).
@@ -521,23 +521,16 @@ bench() {
 	}
 	local r t
 	for r in $(seq 1 "$rounds"); do
-		# Citus: a fresh database, the layer made by ingestd (it stays on
-		# the coordinator, see docs/operations.md), then moved by hand.
+		# Citus: a fresh database; the first load places the layer on its
+		# schema's worker.
 		reset 2>>"$logf"
 		migrate "$dir/jurisdictions.yaml" "$dir/migrate.log"
 		serve v0
 		t=$(timed "$logf" "${poll[@]}" -database-url "$URL" wake/parcels)
-		echo "round $r citus  first_load ${n} features: ${t} s"
+		echo "round $r citus  first_load ${n} features (layer on worker $(psql_node coord -d "$DB" -tAc "SELECT nodeport FROM citus_shards WHERE table_name = 'wake.parcels'::regclass")): ${t} s"
 		serve v1
 		t=$(timed "$logf" "${poll[@]}" -database-url "$URL" wake/parcels)
-		echo "round $r citus  refresh 1% (layer on coordinator): ${t} s ($(changes "$URL"))"
-		t=$(timed "$logf" psql_node coord -d "$DB" -c "SET citus.enable_schema_based_sharding = off" \
-			-c "CREATE SCHEMA IF NOT EXISTS citus_move" -c "ALTER TABLE wake.parcels SET SCHEMA citus_move" \
-			-c "SET citus.enable_schema_based_sharding = on" -c "ALTER TABLE citus_move.parcels SET SCHEMA wake")
-		echo "round $r citus  move layer to worker $(psql_node coord -d "$DB" -tAc "SELECT nodeport FROM citus_shards WHERE table_name = 'wake.parcels'::regclass"): ${t} s"
-		serve v0
-		t=$(timed "$logf" "${poll[@]}" -database-url "$URL" wake/parcels)
-		echo "round $r citus  refresh 1% (layer on worker): ${t} s ($(changes "$URL"))"
+		echo "round $r citus  refresh 1%: ${t} s ($(changes "$URL"))"
 		# Single node: the same on a plain PostGIS.
 		psql "$single" -X -q -c "DROP DATABASE IF EXISTS ingestd_citus_bench WITH (FORCE)" -c "CREATE DATABASE ingestd_citus_bench" >/dev/null
 		psql "$single_db" -X -q -c "CREATE EXTENSION postgis" >/dev/null
