@@ -22,21 +22,29 @@
 #                coordinator: the fixture feed server on CITUS_DEMO_PORT..+2
 #                (default 18481, so it runs beside a demo.sh), the ArcGIS feed
 #                at an already running Koop (INGESTD_KOOP_URL, left out when
-#                none answers), `ingestd run` until every feed is fresh or 120 s
-#                pass; prints feed_freshness, dead letters and where Citus put
-#                each schema. Logs: .citus/demo/. `ingestd run` migrates the
+#                none answers), and durham/parcels, a tracked ArcGIS layer
+#                (arcgisserver on CITUS_DEMO_PORT+3). Act 1: `ingestd run`
+#                (status page on CITUS_DEMO_PORT+4) until every feed is fresh
+#                or 120 s pass; prints feed_freshness, dead letters, fetches
+#                the status page. Act 2: edits the fixture files and runs
+#                `ingestd poll` of a full refresh, a conformed one and two
+#                incremental ones, each with citus.log_remote_commands on,
+#                counting what the coordinator sends to the workers
+#                (.citus/demo/remote.txt). Act 3: the reads (features,
+#                history, as-of, change feeds) and where Citus put each
+#                table. Logs: .citus/demo/. `ingestd run` migrates the
 #                database itself, with schema-based sharding on in
 #                postgresql.conf: the migration runner turns it off for its
 #                own session, so ingestd and common stay plain schemas on the
 #                coordinator and the jurisdictions' schemas are distributed.
 #   bench        one GeoJSON layer of CITUS_BENCH_FEATURES parcels (default
 #                50000): its first load and a refresh changing 1 % of it, on
-#                the coordinator (database reset first) and on a single
-#                PostGIS (CITUS_SINGLE_URL, the URL of its database
-#                "postgres", default the dev cluster of scripts/postgis.sh; a
-#                database ingestd_citus_bench made there and dropped after), each CITUS_BENCH_ROUNDS times (2),
-#                alternating; and on Citus, moving the layer table to its
-#                schema's worker by hand and the same refresh again.
+#                Citus (database reset first; the layer on its schema's
+#                worker) and on a single PostGIS (CITUS_SINGLE_URL, the URL
+#                of its database "postgres", default the dev cluster of
+#                scripts/postgis.sh; a database ingestd_citus_bench made
+#                there and dropped after), each CITUS_BENCH_ROUNDS times (2),
+#                alternating.
 #                Prints one line per measurement (seconds, wall clock).
 #   reset        drop and recreate database "ingestd" on all three nodes.
 #   stop         stop the three clusters (their data stays in .citus/).
@@ -260,11 +268,17 @@ shard_check() {
 demo() {
 	local dir=$BASE/demo dport=${CITUS_DEMO_PORT:-18481}
 	local koop=${INGESTD_KOOP_URL:-http://127.0.0.1:18182/file-geojson/rest/services}
+	local status_addr=127.0.0.1:$((dport + 4))
 	mkdir -p "$dir" "$ROOT/bin"
-	log "building ingestd and the fixture feed server"
-	(cd "$ROOT" && go build -o bin/ingestd ./cmd/ingestd && go build -o bin/feedserver ./internal/tools/feedserver)
+	log "building ingestd and the fixture servers"
+	(cd "$ROOT" && go build -o bin/ingestd ./cmd/ingestd && go build -o bin/feedserver ./internal/tools/feedserver &&
+		go build -o bin/arcgisserver ./internal/tools/arcgisserver)
+	# The fixture files are copied: the second act edits them.
+	rm -rf "$dir/feeds" && mkdir -p "$dir/feeds"
+	cp -r "$ROOT/testdata/feeds/raleigh" "$ROOT/testdata/feeds/boulder" "$dir/feeds/"
 	# The demo's file with the fixture ports moved; the ArcGIS feed kept only
-	# when Koop answers (this script does not run one).
+	# when Koop answers (this script does not run one); and durham/parcels,
+	# an ArcGIS layer with change tracking, for the incremental refresh.
 	sed -e "s#127.0.0.1:18081/#127.0.0.1:${dport}/#" \
 		-e "s#127.0.0.1:18082/#127.0.0.1:$((dport + 1))/#" \
 		-e "s#127.0.0.1:18083/#127.0.0.1:$((dport + 2))/#" \
@@ -280,16 +294,33 @@ demo() {
 			open(p, "w").write(s)
 		PY
 	fi
+	python3 - "$dir/jurisdictions.yaml" "http://127.0.0.1:$((dport + 3))/arcgis/rest/services/parcels/FeatureServer/0" <<-'PY'
+		import sys
+		p, url = sys.argv[1], sys.argv[2]
+		s = open(p).read()
+		durham = ("  - id: durham\n    name: Durham County, NC (ArcGIS, change tracking)\n"
+		          "    timezone: America/New_York\n    feeds:\n      - id: parcels\n        kind: arcgis\n"
+		          f"        url: {url}\n        schedule: \"0 * * * *\"\n\n")
+		i = s.index("# --- Templates")
+		open(p, "w").write(s[:i] + durham + s[i:])
+	PY
 	"$ROOT/bin/feedserver" \
-		-serve "127.0.0.1:${dport}=$ROOT/testdata/feeds/raleigh" \
-		-serve "127.0.0.1:$((dport + 1))=$ROOT/testdata/feeds/boulder" \
-		-serve "127.0.0.1:$((dport + 2))=$ROOT/testdata/feeds/raleigh" \
+		-serve "127.0.0.1:${dport}=$dir/feeds/raleigh" \
+		-serve "127.0.0.1:$((dport + 1))=$dir/feeds/boulder" \
+		-serve "127.0.0.1:$((dport + 2))=$dir/feeds/raleigh" \
 		-flap "127.0.0.1:$((dport + 2))=8s" >"$dir/feedserver.log" 2>&1 &
+	local fs_pid=$!
+	BG_PIDS+=($fs_pid)
+	# 2,000 parcels; every 15 s 10 edited, 2 deleted, 3 added (often
+	# enough for the second act, rarely enough that a dump seldom meets an
+	# edit, which fails it as incomplete until the next try).
+	"$ROOT/bin/arcgisserver" -listen "127.0.0.1:$((dport + 3))" -generate parcels=2000 -tracked -churn 15s \
+		-max-record-count 1000 >"$dir/arcgisserver.log" 2>&1 &
 	BG_PIDS+=($!)
-	log "running ingestd against the coordinator (log: $dir/ingestd.log)"
+	log "act 1: ingestd run against the coordinator until every feed is fresh (log: $dir/ingestd.log)"
 	local t0=$SECONDS
 	DATABASE_URL=$URL "$ROOT/bin/ingestd" run -config "$dir/jurisdictions.yaml" \
-		-metrics-addr off >"$dir/ingestd.log" 2>&1 &
+		-metrics-addr "$status_addr" >"$dir/ingestd.log" 2>&1 &
 	local ingestd_pid=$!
 	BG_PIDS+=($ingestd_pid)
 	local pending=x
@@ -310,7 +341,87 @@ demo() {
 			CASE WHEN status <> 'fresh' THEN left(last_error, 100) END AS last_error
 		FROM ingestd.feed_freshness ORDER BY jurisdiction, feed" \
 		-c "SELECT id, jurisdiction || '/' || feed AS feed, status, attempts, left(last_error, 80) AS last_error
-		FROM ingestd.dead_letter ORDER BY id" \
+		FROM ingestd.dead_letter ORDER BY id"
+	# The status page, as an operator opens it: the overview and one
+	# feed's page, each naming the feed.
+	local page status_ok=1
+	for page in "" "feed/raleigh/zoning" "feed/durham/parcels"; do
+		if curl -fsS -o "$dir/page.html" "http://${status_addr}/status/${page}" 2>"$dir/curl.err" &&
+			grep -q 'zoning\|parcels' "$dir/page.html"; then
+			log "status page /status/${page}: ok"
+		else
+			log "status page /status/${page}: FAILED ($(cat "$dir/curl.err"))"
+			status_ok=0
+		fi
+	done
+	kill -TERM "$ingestd_pid" && wait "$ingestd_pid" || true
+
+	# Act 2: every kind of refresh, one feed at a time, each under
+	# citus.log_remote_commands so the coordinator's log shows what it
+	# sends to the workers: boulder/roads (a full refresh: one feature
+	# changed, one gone), raleigh/addresses (a full refresh conformed into
+	# common.addresses, which keeps history) and durham/parcels (an
+	# incremental one, by change tracking).
+	log "act 2: refreshes with changes, by ingestd poll"
+	python3 - "$dir/feeds" <<-'PY'
+		import json, sys
+		d = sys.argv[1]
+		p = f"{d}/boulder/roads.geojson"
+		doc = json.load(open(p))
+		doc["features"][0]["properties"]["speed_limit"] += 10
+		del doc["features"][1]
+		json.dump(doc, open(p, "w"))
+		p = f"{d}/raleigh/addresses.geojson"
+		doc = json.load(open(p))
+		doc["features"][0]["properties"]["street"] = "Fayetteville Street"
+		json.dump(doc, open(p, "w"))
+	PY
+	# The feed server reads its files at start: a new one serves the edits.
+	kill -TERM "$fs_pid" && wait "$fs_pid" || true
+	"$ROOT/bin/feedserver" \
+		-serve "127.0.0.1:${dport}=$dir/feeds/raleigh" \
+		-serve "127.0.0.1:$((dport + 1))=$dir/feeds/boulder" \
+		-serve "127.0.0.1:$((dport + 2))=$dir/feeds/raleigh" >>"$dir/feedserver.log" 2>&1 &
+	BG_PIDS+=($!)
+	for _ in $(seq 1 50); do
+		curl -fsS -o /dev/null "http://127.0.0.1:$((dport + 1))/geojson/roads.geojson" 2>/dev/null && break
+		sleep 0.1
+	done
+	: >"$dir/poll.log"
+	local remote="${URL}&options=-c%20citus.log_remote_commands%3Don%20-c%20log_min_messages%3Dnotice"
+	local f logline poll_id
+	: >"$dir/remote.txt"
+	for f in boulder/roads raleigh/addresses durham/parcels durham/parcels; do
+		logline=$(wc -l <"$BASE/coord.log")
+		"$ROOT/bin/ingestd" poll -quiet -config "$dir/jurisdictions.yaml" -database-url "$remote" "$f" >>"$dir/poll.log" 2>&1 || {
+			log "poll $f failed: $(tail -n 3 "$dir/poll.log")"
+			return 1
+		}
+		poll_id=$(psql_node coord -d "$DB" -tAc "SELECT max(id) FROM ingestd.polls WHERE jurisdiction || '/' || feed = '$f'")
+		# Commands sent to a worker, by their first words.
+		tail -n +"$((logline + 1))" "$BASE/coord.log" | grep -o 'issuing .*' |
+			sed -E 's/^issuing //; s/[0-9]{3,}/N/g' | cut -c1-60 | sort | uniq -c | sort -rn |
+			sed "s#^#${f} poll ${poll_id}: #" >>"$dir/remote.txt"
+		log "poll $f: $(psql_node coord -d "$DB" -tAc "SELECT format('%s, %s added, %s modified, %s removed, %s ms', fetch_mode, added, modified, removed,
+			round(extract(epoch FROM finished_at - started_at) * 1000)) FROM ingestd.polls WHERE id = ${poll_id}"); $(awk -v id=" poll ${poll_id}:" 'index($0, id) {sub(/^[^:]*: */, ""); n += $1; k++} END {printf "%d commands (%d kinds)", n, k}' "$dir/remote.txt") sent to workers"
+		[[ $f == durham/parcels ]] && sleep 16 # a churn between the two incremental polls
+	done
+	log "what the coordinator sent to the workers (count, command), per poll: $dir/remote.txt"
+
+	log "act 3: reads"
+	psql_node coord -d "$DB" \
+		-c "SELECT l.jurisdiction || '/' || l.feed AS feed, (SELECT count(*) FROM ingestd.features f WHERE f.jurisdiction = l.jurisdiction AND f.feed = l.feed) AS in_features,
+			s.nodeport AS worker FROM ingestd.feed_layers l LEFT JOIN citus_shards s ON s.table_name = to_regclass(l.layer) ORDER BY 1" \
+		-c "SELECT jurisdiction || '/' || feed AS feed, count(*) AS versions FROM ingestd.feature_history GROUP BY 1 ORDER BY 1" \
+		-c "SELECT count(*) AS roads_history_rows FROM ingestd_feature_history('boulder', 'roads', 'BLD-7000')" \
+		-c "SELECT h.feature_id, h.properties ->> 'speed_limit' AS superseded_speed_limit, r.speed_limit AS current_speed_limit,
+			h.valid_from, h.valid_to, r.changed_at AS current_changed_at
+		FROM ingestd.feature_history h JOIN boulder.roads r USING (feature_id) WHERE h.feed = 'roads'" \
+		-c "SELECT count(*) AS roads_as_of_first_load FROM ingestd_layer_as_of('boulder', 'roads', (SELECT min(finished_at) FROM ingestd.polls WHERE feed = 'roads' AND status = 'succeeded'))" \
+		-c "SELECT change, count(*) AS changes, count(old_properties) AS with_old, count(new_properties) AS with_new
+			FROM ingestd_changes_since('durham', 'parcels', 0) GROUP BY 1 ORDER BY 1" \
+		-c "SELECT change, count(*) FROM ingestd_common_changes_since('raleigh', 'addresses', 0) GROUP BY 1 ORDER BY 1" \
+		-c "SELECT count(*) AS common_history_rows FROM ingestd.common_history" \
 		-c "SELECT schema_name, colocation_id, schema_size FROM citus_schemas ORDER BY 1" \
 		-c "SELECT n.nspname AS schema, count(*) AS tables,
 			count(*) FILTER (WHERE p.partmethod = 'n') AS on_a_worker,
@@ -319,8 +430,9 @@ demo() {
 		LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid
 		WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast', 'citus', 'columnar', 'columnar_internal')
 		GROUP BY 1 ORDER BY 1"
-	grep -E '"level":"(ERROR|WARN)"' "$dir/ingestd.log" | cut -c1-400 | sort | uniq -c | sort -rn | head -n 15 >&2 || true
-	[[ $pending == 0 ]]
+	"$ROOT/bin/ingestd" status -config "$dir/jurisdictions.yaml" -database-url "$URL" >&2 || status_ok=0
+	grep -E '"level":"(ERROR|WARN)"' "$dir/ingestd.log" "$dir/poll.log" | cut -c1-300 | sort | uniq -c | sort -rn | head -n 15 >&2 || true
+	[[ $pending == 0 && $status_ok == 1 ]]
 }
 
 # migrate runs ingestd's migrations on the coordinator, as `ingestd run`
@@ -409,23 +521,16 @@ bench() {
 	}
 	local r t
 	for r in $(seq 1 "$rounds"); do
-		# Citus: a fresh database, the layer made by ingestd (it stays on
-		# the coordinator, see docs/operations.md), then moved by hand.
+		# Citus: a fresh database; the first load places the layer on its
+		# schema's worker.
 		reset 2>>"$logf"
 		migrate "$dir/jurisdictions.yaml" "$dir/migrate.log"
 		serve v0
 		t=$(timed "$logf" "${poll[@]}" -database-url "$URL" wake/parcels)
-		echo "round $r citus  first_load ${n} features: ${t} s"
+		echo "round $r citus  first_load ${n} features (layer on worker $(psql_node coord -d "$DB" -tAc "SELECT nodeport FROM citus_shards WHERE table_name = 'wake.parcels'::regclass")): ${t} s"
 		serve v1
 		t=$(timed "$logf" "${poll[@]}" -database-url "$URL" wake/parcels)
-		echo "round $r citus  refresh 1% (layer on coordinator): ${t} s ($(changes "$URL"))"
-		t=$(timed "$logf" psql_node coord -d "$DB" -c "SET citus.enable_schema_based_sharding = off" \
-			-c "CREATE SCHEMA IF NOT EXISTS citus_move" -c "ALTER TABLE wake.parcels SET SCHEMA citus_move" \
-			-c "SET citus.enable_schema_based_sharding = on" -c "ALTER TABLE citus_move.parcels SET SCHEMA wake")
-		echo "round $r citus  move layer to worker $(psql_node coord -d "$DB" -tAc "SELECT nodeport FROM citus_shards WHERE table_name = 'wake.parcels'::regclass"): ${t} s"
-		serve v0
-		t=$(timed "$logf" "${poll[@]}" -database-url "$URL" wake/parcels)
-		echo "round $r citus  refresh 1% (layer on worker): ${t} s ($(changes "$URL"))"
+		echo "round $r citus  refresh 1%: ${t} s ($(changes "$URL"))"
 		# Single node: the same on a plain PostGIS.
 		psql "$single" -X -q -c "DROP DATABASE IF EXISTS ingestd_citus_bench WITH (FORCE)" -c "CREATE DATABASE ingestd_citus_bench" >/dev/null
 		psql "$single_db" -X -q -c "CREATE EXTENSION postgis" >/dev/null

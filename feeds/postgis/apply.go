@@ -49,7 +49,7 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 		return s.applySnapshot(ctx, r)
 	})
 	if err != nil {
-		return feeds.ApplyResult{}, fmt.Errorf("postgis: apply poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)
+		return feeds.ApplyResult{}, fmt.Errorf("postgis: apply poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, nodeLost(err))
 	}
 	out := r.out
 	if out.held != "" {

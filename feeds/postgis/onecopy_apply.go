@@ -729,6 +729,12 @@ func (s *Store) oneCopyCheckUnchanged(ctx context.Context, r *applyRun) error {
 		if !s.largeUnchangedCheck || t.staged != t.lastCount || !t.lastQuiet {
 			return nil
 		}
+		// On Citus the check's EXISTS joins the layer, on its worker, with
+		// staging on the coordinator, which Citus refuses ("direct joins
+		// between distributed and local tables"): the diff decides there.
+		if citus, err := s.splitKeyBuild(ctx, r.tx); err != nil || citus {
+			return err
+		}
 		s.largeChecks.Add(1)
 		if _, err := r.tx.Exec(ctx, sqlQuery("UnchangedLargePlanner")); err != nil {
 			return err

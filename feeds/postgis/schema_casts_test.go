@@ -102,7 +102,7 @@ func TestTypedValueMatchesSQL(t *testing.T) {
 }
 
 // TestSafeCastsValues: the safe casts' values, where they convert, are the
-// plain cast of the value's text (ingestd_layer_fill relies on it), and
+// plain cast of the value's text (typedSQL relies on it), and
 // ingestd_as_text and ingestd_as_jsonb give what they gave before they
 // were inlined (migration 34).
 func TestSafeCastsValues(t *testing.T) {
@@ -132,7 +132,7 @@ func TestSafeCastsValues(t *testing.T) {
 }
 
 // plainCasts are the casts a layer refresh reads a property with when the
-// poll's values all convert (ingestd_plain_select, migration 36), from the
+// poll's values all convert (typedSQL with plain), from the
 // property's text (->>).
 var plainCasts = map[schema.Type]string{
 	schema.BigInt: "::bigint", schema.Numeric: "::numeric", schema.Double: "::numeric::double precision",

@@ -140,7 +140,7 @@ func TestLayerFollowsRandomPolls(t *testing.T) {
 }
 
 // A first load fills its layer with plain casts for the columns whose
-// values all convert (ingestd_layer_fill, migration 34): the rows are the
+// values all convert (typedSQL with plain, in oneCopyLoad): the rows are the
 // typed select's all the same, and a value a plain cast refuses makes the
 // fill fall back to the typed select.
 func TestLayerFirstFill(t *testing.T) {

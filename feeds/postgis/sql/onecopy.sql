@@ -375,6 +375,17 @@ END
 	WHERE d.present AND (NOT d.existed OR d.geom_changed OR d.props_changed)
 	  AND (SELECT reason FROM verdict) IS NULL
 	) w
+), superseded_rows AS MATERIALIZED (
+	-- The versions the writes below supersede, read before them: every
+	-- CTE sees the statement's snapshot on PostgreSQL, but Citus runs
+	-- each write as a step of its own, in order, and a read placed after
+	-- it would see the new version.
+	SELECT v.* FROM towrite t
+	CROSS JOIN LATERAL (SELECT o.feature_id, {{old_geom}} AS geom, {{old_props}} AS properties,
+			o.ingestd_hash AS content_hash, o.changed_at, o.ingestd_poll AS poll_id
+		FROM {{layer}} o WHERE o.feature_id = t.feature_id LIMIT 1) v
+	WHERE $9 AND t.existed AND NOT t.skipped AND (t.geom_changed OR t.props_changed)
+	  AND NOT (t.legacy AND NOT t.props_changed)
 ), written AS (
 	INSERT INTO {{layer}} AS f ({{row_cols}})
 	SELECT {{row_exprs}}
@@ -393,21 +404,18 @@ END
 	DELETE FROM {{layer}} o
 	WHERE o.feature_id = ANY (ARRAY(SELECT old_id FROM diff WHERE NOT present))
 	  AND (SELECT reason FROM verdict) IS NULL
-	RETURNING o.feature_id, o.ingestd_hash AS content_hash, {{old_geom}} AS geom, {{old_props}} AS properties,
-		o.changed_at, o.ingestd_poll AS poll_id
+	-- The stored columns, rendered below: Citus refuses a RETURNING
+	-- that calls a function not IMMUTABLE (jsonb_build_object is STABLE)
+	-- on a distributed table.
+	RETURNING o.*
 ), superseded AS (
 	INSERT INTO feature_history (jurisdiction, feed, feature_id, geom, properties, content_hash,
 		valid_from, valid_to, from_poll, to_poll, ended_by)
 	SELECT $2, $3, v.feature_id, v.geom, v.properties, v.content_hash, v.changed_at, now(), v.poll_id, $1, 'modified'
-	FROM towrite t
-	CROSS JOIN LATERAL (SELECT o.feature_id, {{old_geom}} AS geom, {{old_props}} AS properties,
-			o.ingestd_hash AS content_hash, o.changed_at, o.ingestd_poll AS poll_id
-		FROM {{layer}} o WHERE o.feature_id = t.feature_id LIMIT 1) v
-	WHERE $9 AND t.existed AND NOT t.skipped AND (t.geom_changed OR t.props_changed)
-	  AND NOT (t.legacy AND NOT t.props_changed)
+	FROM superseded_rows v
 	UNION ALL
-	SELECT $2, $3, r.feature_id, r.geom, r.properties, r.content_hash, r.changed_at, now(), r.poll_id, $1, 'removed'
-	FROM removed r WHERE $9
+	SELECT $2, $3, o.feature_id, {{old_geom}}, {{old_props}}, o.ingestd_hash, o.changed_at, now(), o.ingestd_poll, $1, 'removed'
+	FROM removed o WHERE $9
 ), logged AS (
 	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
 		geometry_changed, properties_changed, old_hash, new_hash, changed_at)
@@ -418,7 +426,7 @@ END
 	WHERE (NOT d.existed OR ((d.geom_changed OR d.props_changed) AND NOT (d.legacy AND NOT d.props_changed)))
 	  AND NOT d.skipped
 	UNION ALL
-	SELECT $1, $2, $3, r.feature_id, 'removed', true, true, r.content_hash, NULL, now()
+	SELECT $1, $2, $3, r.feature_id, 'removed', true, true, r.ingestd_hash, NULL, now()
 	FROM removed r
 )
 SELECT
