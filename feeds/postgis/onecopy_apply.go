@@ -912,7 +912,9 @@ func (s *Store) tryReshape(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCop
 
 // reshape rewrites the layer table from itself in the shape of l
 // (OneCopyReshape): the old table's rows rebuilt in the generic form and
-// typed anew, then swapped in with its key, GiST index and catalog row. A
+// typed anew, or, when l only adds columns and nothing is retyped,
+// copied with the new columns read from their rest (OneCopyReshapeAdd,
+// copyRowSQL); then swapped in with its key, GiST index and catalog row. A
 // user's view on the old table is a dependent the swap cannot keep, and a
 // row wider than a page cannot be written: errKeepShape.
 func reshape(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCopyLayer) error {
@@ -925,19 +927,28 @@ func reshape(ctx context.Context, tx pgx.Tx, r *applyRun, l oneCopyLayer) error 
 		return fmt.Errorf("%w: %s depends on layer %s", errKeepShape, *deps, old.ident)
 	}
 	newName := trimName(l.name, 40) + "_ingestd_new"
+	name, copyExprs := "OneCopyReshape", ""
+	if added, ok := addedColumns(old, l); ok && r.oc.retype == nil {
+		name, copyExprs = "OneCopyReshapeAdd", l.copyRowSQL(added)
+	}
 	q := strings.NewReplacer(
 		"{{layer}}", old.ident,
 		"{{layer_new}}", pgx.Identifier{l.schema, newName}.Sanitize(),
 		"{{row_exprs}}", l.inexact().rowSQL(nil),
+		"{{copy_exprs}}", copyExprs,
 		"{{as_geometry}}", l.asGeometrySQL(),
 		"{{old_props}}", layerPropertiesSQL("o", old.cols),
 		"{{old_geom}}", old.storedGeomSQL(),
-	).Replace(sqlQuery("OneCopyReshape"))
+	).Replace(sqlQuery(name))
 	if _, err := tx.Exec(ctx, fmt.Sprintf("DROP TABLE IF EXISTS %s", pgx.Identifier{l.schema, newName}.Sanitize())); err != nil {
 		return err
 	}
+	var args []any
+	if name == "OneCopyReshape" {
+		args = append(args, r.oc.retype)
+	}
 	var pgErr *pgconn.PgError
-	if _, err := tx.Exec(ctx, q, pgx.QueryExecModeDescribeExec, r.oc.retype); errors.As(err, &pgErr) && pgErr.Code == "54000" {
+	if _, err := tx.Exec(ctx, q, append([]any{pgx.QueryExecModeDescribeExec}, args...)...); errors.As(err, &pgErr) && pgErr.Code == "54000" {
 		return fmt.Errorf("%w: its rows would not fit a page", errKeepShape)
 	} else if err != nil {
 		return fmt.Errorf("reshape layer %s: %w", l.ident, err)

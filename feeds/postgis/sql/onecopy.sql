@@ -199,6 +199,17 @@ FROM (SELECT o.feature_id, o.first_seen_at, o.changed_at, o.ingestd_poll,
 CROSS JOIN LATERAL (SELECT t.geom AS g OFFSET 0) r
 CROSS JOIN LATERAL (SELECT {{as_geometry}} AS tg OFFSET 0) x
 
+-- name: OneCopyReshapeAdd
+-- OneCopyReshape when the new shape only adds columns: each stored row
+-- (o) copied with its columns, geometry, hash and history as they are;
+-- a new column's value, its rest and the row's absent keys
+-- ({{copy_exprs}}) come from the row's ingestd_rest, where a key that was
+-- no column is. The rows are neither rebuilt in the generic form nor
+-- typed anew: the same rows as OneCopyReshape's, at the cost of a copy.
+CREATE TABLE {{layer_new}} WITH (fillfactor = 100) AS
+SELECT {{copy_exprs}}
+FROM {{layer}} o
+
 -- name: OneCopyUnchanged
 -- Unchanged for the layer table: the pages of poll $1, the snapshot's
 -- distinct features, those of them that are new or whose content hash
