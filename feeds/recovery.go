@@ -36,6 +36,10 @@ type Interruption struct {
 	// before its owner died (it died before releasing the claim): the feed
 	// is fresh and is not polled again.
 	TickDone bool
+	// Parked is set when the ended poll is an open dead letter's
+	// checkpoint: the dead-letter replayer resumes it, and a fresh poll
+	// now would only stand in the replay's way.
+	Parked bool
 }
 
 // Activity is a claim or a running poll as the database records it.

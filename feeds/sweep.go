@@ -199,8 +199,8 @@ func (m *Manager) sweep(ctx context.Context) []*config.Feed {
 			continue
 		}
 		m.logger.Warn("sweep: ended a dead instance's work", "jurisdiction", a.Jurisdiction, "feed", a.Feed,
-			"owner", a.Owner, "poll_id", a.PollID, "cause", why, "tick_polled", ended.TickDone)
-		if ended.TickDone {
+			"owner", a.Owner, "poll_id", a.PollID, "cause", why, "tick_polled", ended.TickDone, "parked", ended.Parked)
+		if ended.TickDone || ended.Parked {
 			continue
 		}
 		if f, ok := m.feed(a.Key()); ok && !queued[a.Key()] {

@@ -155,26 +155,33 @@ func TestSweepEndsDeadInstancesWork(t *testing.T) {
 	}
 }
 
-// TestSweepRepollsOnlyUnfinishedTicks plants two claims of a dead process of
-// this host: one whose tick's poll succeeded before the process died (it
-// never released the claim) and one whose tick's poll never ended. The
-// sweep at start ends both claims and polls again only the feed whose tick
-// was not done: a county is not asked twice for a tick that was applied,
-// and the claim time of the done tick stays, so that no other instance
-// polls it either.
+// TestSweepRepollsOnlyUnfinishedTicks plants the work a dead process of
+// this host left: a claim whose tick's poll succeeded before the process
+// died (it never released the claim), a claim whose tick's poll never
+// ended, and a running poll that is a dead letter's replay. The sweep at
+// start ends all three and polls again only the feed whose tick was not
+// done: a county is not asked twice for a tick that was applied (the claim
+// time of the done tick stays, so that no other instance polls it either),
+// and a parked feed is left to the replayer, whose checkpoint it keeps.
 func TestSweepRepollsOnlyUnfinishedTicks(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withFeeds(`      - {id: done, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
       - {id: undone, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
+      - {id: parked, kind: wfs, url: "%[1]s/wfs", type_name: parcels, page_size: 10, sort_by: pin, id_property: pin}
 `))
 	ctx := b.ctx
 	dead := fmt.Sprintf("testhost:%d", 1<<30) // beyond any pid_max
-	// Both fresh enough that the catch-up of overdue feeds leaves them alone.
+	// All fresh enough that the catch-up of overdue feeds leaves them alone.
 	for _, q := range []string{
 		`UPDATE feed_status SET poll_owner = $1, poll_lease_until = now() + interval '1 hour',
 			poll_claimed_at = now() - interval '1 minute', last_success_at = now() WHERE feed = 'done'`,
 		`UPDATE feed_status SET poll_owner = $1, poll_lease_until = now() + interval '1 hour',
 			poll_claimed_at = now(), last_success_at = now() - interval '1 hour' WHERE feed = 'undone'`,
+		`UPDATE feed_status SET last_success_at = now() - interval '1 hour' WHERE feed = 'parked' AND $1 <> ''`,
+		`WITH p AS (INSERT INTO polls (jurisdiction, feed, owner) VALUES ('county', 'parked', $1) RETURNING id),
+			s AS (INSERT INTO staged_pages (poll_id, page, features) SELECT id, 0, 0 FROM p)
+		INSERT INTO dead_letter (jurisdiction, feed, url, origin, reason, retry_after, poll_id, next_page)
+		SELECT 'county', 'parked', 'http://127.0.0.1/wfs', 'http://127.0.0.1', 'circuit_open', now() + interval '1 hour', id, 1 FROM p`,
 	} {
 		if _, err := b.pool.Exec(ctx, q, dead); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -190,24 +197,28 @@ func TestSweepRepollsOnlyUnfinishedTicks(t *testing.T) {
 	if err := m.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if run := awaitRun(t, &sig); run.Key != "county/undone" || run.Outcome != "polled" {
-		t.Fatalf("first run after the sweep: %+v, want county/undone polled", run)
+	runs := []feeds.TickRun{awaitRun(t, &sig)}
+	for runs[len(runs)-1].Key != "county/undone" {
+		runs = append(runs, awaitRun(t, &sig))
 	}
 	m.Stop()
-	if rest := pending(sig.Ran); len(rest) != 0 {
-		t.Errorf("runs besides the unfinished tick's: %+v", rest)
+	runs = append(runs, pending(sig.Ran)...)
+	if len(runs) != 1 || runs[0].Outcome != "polled" {
+		t.Errorf("runs after the sweep: %+v, want county/undone polled and nothing else", runs)
 	}
 	var doneClaimed, undonePolled bool
-	var owners int
+	var owners, parkedStaged int
 	if err := b.pool.QueryRow(ctx, `SELECT
 			(SELECT poll_claimed_at IS NOT NULL FROM feed_status WHERE feed = 'done'),
 			EXISTS (SELECT FROM polls WHERE feed = 'undone'),
-			(SELECT count(*)::int FROM feed_status WHERE poll_owner IS NOT NULL)`).Scan(&doneClaimed, &undonePolled, &owners); err != nil {
+			(SELECT count(*)::int FROM feed_status WHERE poll_owner IS NOT NULL),
+			(SELECT count(*)::int FROM staged_pages s JOIN polls p ON p.id = s.poll_id WHERE p.feed = 'parked' AND p.status = 'failed')`).
+		Scan(&doneClaimed, &undonePolled, &owners, &parkedStaged); err != nil {
 		t.Fatal(err)
 	}
-	if !doneClaimed || !undonePolled || owners != 0 {
-		t.Errorf("done's claim time kept: %v (want true); undone polled: %v (want true); claims left: %d (want 0)",
-			doneClaimed, undonePolled, owners)
+	if !doneClaimed || !undonePolled || owners != 0 || parkedStaged != 1 {
+		t.Errorf("done's claim time kept: %v (want true); undone polled: %v (want true); claims left: %d (want 0); "+
+			"the parked poll ended with its staged page kept: %d (want 1)", doneClaimed, undonePolled, owners, parkedStaged)
 	}
 }
 

@@ -83,6 +83,7 @@ func (s *Store) Interrupt(ctx context.Context, a feeds.Activity, cause error) (f
 				if err := tx.QueryRow(ctx, sqlQuery("PollParked"), a.PollID).Scan(&parked); err != nil {
 					return err
 				}
+				out.Parked = parked
 				if !parked {
 					if err := deleteStaging(ctx, tx, a.PollID); err != nil {
 						return err
