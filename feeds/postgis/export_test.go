@@ -45,12 +45,13 @@ func SetLoadHook(s *Store, hook func(ctx context.Context, tx pgx.Tx, step string
 // SetAfterPrune makes p tell fn the outcome of each prune.
 func SetAfterPrune(p *HistoryPruner, fn func(n int64, err error)) { p.afterPrune = fn }
 
-// SetSplitKeyBuild makes s's first loads build the layer's key in an
-// ALTER of its own, as on Citus (on), or in one ALTER with the NOT NULLs.
-func SetSplitKeyBuild(s *Store, on bool) {
+// SetCitus makes s act as on a Citus coordinator (on: a first load builds
+// the layer's key in an ALTER of its own, the large unchanged check is
+// left to the diff) or as on a single PostgreSQL.
+func SetCitus(s *Store, on bool) {
 	if on {
-		s.citus.Store(keyBuildSplit)
+		s.citus.Store(citusYes)
 	} else {
-		s.citus.Store(keyBuildJoined)
+		s.citus.Store(citusNo)
 	}
 }

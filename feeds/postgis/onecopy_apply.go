@@ -660,9 +660,9 @@ func (s *Store) oneCopyLoad(ctx context.Context, r *applyRun, v loadVariant) err
 
 // buildKey drops the load's named column, sets the NOT NULLs and builds
 // the key of a first load's layer table: one ALTER (one scan), or two
-// where the database runs ADD CONSTRAINT only alone (splitKeyBuild).
+// where the database runs ADD CONSTRAINT only alone (onCitus).
 func (s *Store) buildKey(ctx context.Context, tx pgx.Tx, l oneCopyLayer) error {
-	split, err := s.splitKeyBuild(ctx, tx)
+	split, err := s.onCitus(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -678,33 +678,36 @@ func (s *Store) buildKey(ctx context.Context, tx pgx.Tx, l oneCopyLayer) error {
 	return nil
 }
 
-// splitKeyBuild tells whether the layer's key is built in an ALTER of its
-// own: where the citus extension is installed (asked once per store, a
-// pool's database), or where a test forces it.
-func (s *Store) splitKeyBuild(ctx context.Context, tx pgx.Tx) (bool, error) {
+// onCitus tells whether the database is a Citus coordinator (the citus
+// extension installed; asked once per store, a pool's database), or a test
+// makes the store act as on one (SetCitus). There a first load builds the
+// layer's key in an ALTER of its own, and the large unchanged check, which
+// joins the layer on a worker with staging on the coordinator, is left to
+// the diff.
+func (s *Store) onCitus(ctx context.Context, tx pgx.Tx) (bool, error) {
 	switch s.citus.Load() {
-	case keyBuildSplit:
+	case citusYes:
 		return true, nil
-	case keyBuildJoined:
+	case citusNo:
 		return false, nil
 	}
 	var citus bool
 	if err := tx.QueryRow(ctx, sqlQuery("OneCopyCitus")).Scan(&citus); err != nil {
 		return false, err
 	}
-	mode := keyBuildJoined
+	mode := citusNo
 	if citus {
-		mode = keyBuildSplit
+		mode = citusYes
 	}
-	s.citus.CompareAndSwap(keyBuildUnknown, mode)
+	s.citus.CompareAndSwap(citusUnknown, mode)
 	return citus, nil
 }
 
-// How a first load builds its layer's key (Store.citus).
+// Whether the store's database is a Citus coordinator (Store.citus).
 const (
-	keyBuildUnknown int32 = iota
-	keyBuildJoined
-	keyBuildSplit
+	citusUnknown int32 = iota
+	citusNo
+	citusYes
 )
 
 // recordLayer writes the layer's catalog row (feed_layers) and comment.
@@ -732,7 +735,7 @@ func (s *Store) oneCopyCheckUnchanged(ctx context.Context, r *applyRun) error {
 		// On Citus the check's EXISTS joins the layer, on its worker, with
 		// staging on the coordinator, which Citus refuses ("direct joins
 		// between distributed and local tables"): the diff decides there.
-		if citus, err := s.splitKeyBuild(ctx, r.tx); err != nil || citus {
+		if citus, err := s.onCitus(ctx, r.tx); err != nil || citus {
 			return err
 		}
 		s.largeChecks.Add(1)

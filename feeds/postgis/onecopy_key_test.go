@@ -30,7 +30,7 @@ func TestFirstLoadSplitKeyBuild(t *testing.T) {
 	layer := generatePolygons(20)
 	shapes := map[bool]string{}
 	for _, split := range []bool{false, true} {
-		postgis.SetSplitKeyBuild(b.store, split)
+		postgis.SetCitus(b.store, split)
 		name := "joined"
 		if split {
 			name = "split"

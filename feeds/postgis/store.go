@@ -96,8 +96,8 @@ type Store struct {
 	// reserved, when set, carries the heartbeat and the ends of polls
 	// (WithReservedPool, reserve.go).
 	reserved *pgxpool.Pool
-	// citus: whether a first load builds its layer's key in an ALTER of
-	// its own (keyBuild*: unknown until the first load asks the database).
+	// citus: whether the database is a Citus coordinator (citus*:
+	// unknown until the first apply that needs to know asks; onCitus).
 	citus atomic.Int32
 }
 
