@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -431,6 +432,11 @@ func (r *fleetRun) sampleUntilDone() error {
 		if err != nil {
 			return err
 		}
+		if n := len(r.s.staging); n == 0 || elapsed-r.s.staging[n-1].at >= stagingEvery {
+			if err := r.s.sampleStaging(r.ctx, elapsed); err != nil {
+				return err
+			}
+		}
 		if r.healthyAt.IsZero() && healthy == healthyTotal {
 			r.healthyAt = time.Now()
 			fmt.Printf("fresh: every feed of a healthy origin (%d) loaded %s after the start\n", healthyTotal, elapsed.Round(time.Second))
@@ -540,7 +546,14 @@ func (r *fleetRun) printFigures(end time.Time, before, after pgStats) error {
 	fmt.Printf("database connections of the run (pg_stat_activity): peak %d in all, peak %d active; peak locks held %d\n", r.s.peakConns, r.s.peakActive, r.s.peakLocks)
 	r.s.printCPU(end.Sub(r.start0))
 	after.printDelta(before, end.Sub(r.start0))
-	return relations(r.ctx, r.pool)
+	if err := relations(r.ctx, r.pool); err != nil {
+		return err
+	}
+	r.s.printStaging()
+	if err := relationIO(r.ctx, r.pool); err != nil {
+		return err
+	}
+	return r.s.active.print(filepath.Join(r.o.out, "statements.txt"), r.o.sample)
 }
 
 // check runs the checks and returns how many failed.
@@ -769,6 +782,8 @@ type sampler struct {
 	peakConns, peakActive, peakLocks int
 	cpu                              map[int]procStat
 	flapping                         []string // the flapping origins' jurisdictions
+	staging                          []stagingSample
+	active                           activeStatements
 }
 
 // poll takes one sample and returns how many feeds have been loaded, in
@@ -809,7 +824,8 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, int, error) {
 	for _, in := range ins {
 		in.peakClaims = max(in.peakClaims, held[in.id])
 	}
-	rows, err = s.pool.Query(ctx, `SELECT pid, coalesce(state = 'active', false), coalesce(backend_type, '') FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.db)
+	rows, err = s.pool.Query(ctx, `SELECT pid, coalesce(state = 'active', false), coalesce(backend_type, ''), coalesce(query, '')
+		FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.db)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -817,8 +833,8 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, int, error) {
 	for rows.Next() {
 		var pid int
 		var act bool
-		var bt string
-		if err := rows.Scan(&pid, &act, &bt); err != nil {
+		var bt, query string
+		if err := rows.Scan(&pid, &act, &bt, &query); err != nil {
 			rows.Close()
 			return 0, 0, err
 		}
@@ -826,6 +842,7 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, int, error) {
 			conns++
 			if act {
 				active++
+				s.active.add(query)
 			}
 		}
 		if st, ok := readProc(pid); ok {
@@ -1176,7 +1193,9 @@ func checkTakeover(ctx context.Context, pool *pgxpool.Pool, dead string, killedA
 	var longest time.Duration
 	var example string
 	done := 0
+	var span takeoverSpan
 	for _, h := range held {
+		span.lease(h.until.Sub(h.claimedAt))
 		// A claim whose poll had succeeded before the kill (the instance
 		// died before releasing it) is not polled again until its next tick.
 		var tickDone bool
@@ -1189,11 +1208,13 @@ func checkTakeover(ctx context.Context, pool *pgxpool.Pool, dead string, killedA
 			done++
 			continue
 		}
-		var taken *time.Time // min() over no row is NULL
-		if err := pool.QueryRow(ctx, `SELECT min(at) FROM fleet_claims WHERE jurisdiction || '/' || feed = $1 AND at > $2
-			AND owner IS NOT NULL AND owner <> $3 AND claimed_at IS NOT NULL`, h.feed, killedAt, dead).Scan(&taken); err != nil {
+		var taken, released *time.Time // min() over no row is NULL
+		if err := pool.QueryRow(ctx, `SELECT min(at) FILTER (WHERE owner IS NOT NULL AND owner <> $3 AND claimed_at IS NOT NULL),
+				min(at) FILTER (WHERE owner IS NULL)
+			FROM fleet_claims WHERE jurisdiction || '/' || feed = $1 AND at > $2`, h.feed, killedAt, dead).Scan(&taken, &released); err != nil {
 			return err
 		}
+		span.add(killedAt, released, taken)
 		switch {
 		case taken == nil:
 			never++
@@ -1208,7 +1229,44 @@ func checkTakeover(ctx context.Context, pool *pgxpool.Pool, dead string, killedA
 	}
 	check(len(held) > 0 && late == 0 && never == 0, "the killed instance's %d claims taken over within their leases (%d whose poll had succeeded left alone): %d late, %d never (the last taken %s after the kill) %s",
 		len(held), done, late, never, longest.Round(time.Millisecond), example)
+	span.print()
 	return nil
+}
+
+// takeoverSpan is when the killed instance's claims were released (the
+// survivors' sweeps end them) and claimed again (a survivor's poll of the
+// feed begins once the feed has one of its poll slots), after the kill.
+type takeoverSpan struct {
+	released, taken  []time.Duration
+	leaseLo, leaseHi time.Duration
+}
+
+func (t *takeoverSpan) lease(d time.Duration) {
+	if t.leaseLo == 0 || d < t.leaseLo {
+		t.leaseLo = d
+	}
+	t.leaseHi = max(t.leaseHi, d)
+}
+
+func (t *takeoverSpan) add(kill time.Time, released, taken *time.Time) {
+	if released != nil {
+		t.released = append(t.released, released.Sub(kill))
+	}
+	if taken != nil {
+		t.taken = append(t.taken, taken.Sub(kill))
+	}
+}
+
+func (t *takeoverSpan) print() {
+	span := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "none"
+		}
+		slices.Sort(ds)
+		return fmt.Sprintf("%d, %s to %s (median %s)", len(ds), ds[0].Round(time.Second), ds[len(ds)-1].Round(time.Second), ds[len(ds)/2].Round(time.Second))
+	}
+	fmt.Printf("takeover: after the kill, claims released by the survivors' sweeps: %s; claimed again by a survivor's poll: %s; leases %s to %s (a claim's lease is its feed's timeout + queue_timeout + 1 min)\n",
+		span(t.released), span(t.taken), t.leaseLo.Round(time.Second), t.leaseHi.Round(time.Second))
 }
 
 // operatorQueries times what an operator runs at this size: the generic
