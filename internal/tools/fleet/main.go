@@ -1119,9 +1119,19 @@ func checks(ctx context.Context, pool *pgxpool.Pool, cat *catalog.Catalog, check
 		FROM got`, js, fs, ns).Scan(&wrong, &never, &running, &stale); err != nil {
 		return err
 	}
+	// A poll left running names itself: which instance began it, when,
+	// and how far it got.
+	var leftRunning string
+	if running > 0 {
+		if err := pool.QueryRow(ctx, `SELECT string_agg(format('poll %s of %s/%s by %s, begun %s, %s pages', id, jurisdiction, feed, coalesce(owner, '?'),
+				started_at, coalesce(pages::text, '?')), '; ' ORDER BY id)
+			FROM (SELECT * FROM polls WHERE status = 'running' ORDER BY id LIMIT 3) p`).Scan(&leftRunning); err != nil {
+			return err
+		}
+	}
 	check(wrong == 0 && never == 0 && running == 0 && stale == 0,
-		"no poll lost or applied twice: %d feeds, %d never loaded, %d whose features or net additions differ from the layer's size, %d polls left running, %d stale at the end",
-		len(ns), never, wrong, running, stale)
+		"no poll lost or applied twice: %d feeds, %d never loaded, %d whose features or net additions differ from the layer's size, %d polls left running, %d stale at the end %s",
+		len(ns), never, wrong, running, stale, leftRunning)
 	var staged, claimsLeft int
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM staged_pages) + (SELECT count(*) FROM staged_features),
 		(SELECT count(*) FROM feed_status WHERE poll_owner IS NOT NULL)`).Scan(&staged, &claimsLeft); err != nil {
