@@ -107,7 +107,10 @@
 #                             and started again BENCH_FLEET_RESTART_AFTER later (internal/tools/fleet): time
 #                             until every feed is fresh and the share over time, polls per minute, lag p50/p99,
 #                             peak RSS and goroutines per instance, connections and locks, PostgreSQL's CPU
-#                             and I/O, relations; checks (exit 1 when one fails): no feed polled by two
+#                             and I/O, relations, the tables by size and by blocks read, staging's size and
+#                             the oldest transaction every 30 s, the statements running at the samples, when
+#                             the killed instance's claims were released and taken again; checks (exit 1
+#                             when one fails): no feed polled by two
 #                             instances at once, no poll lost or applied twice, every dead letter replayed
 #                             once, the killed instance's claims taken over within their leases. Heavy at full
 #                             size; BENCH_FEEDS=300 BENCH_FLEET_ORIGINS=60 BENCH_FLEET_BIG_FEATURES=20000 is a

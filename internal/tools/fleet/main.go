@@ -7,7 +7,8 @@
 // later. It prints figures (time until every feed is fresh and the share
 // fresh over time, polls per minute, scheduling lag per instance, peak RSS
 // and goroutines per instance, database connections, PostgreSQL's CPU and
-// I/O, relations) and checks (no feed polled by two instances at once, no
+// I/O, relations, and where the database's size and reads went: storage.go)
+// and checks (no feed polled by two instances at once, no
 // poll lost or applied twice, every dead letter replayed once, the killed
 // instance's claims taken over within their leases); a failed check makes
 // it exit 1.
