@@ -825,7 +825,8 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, int, error) {
 	for _, in := range ins {
 		in.peakClaims = max(in.peakClaims, held[in.id])
 	}
-	rows, err = s.pool.Query(ctx, `SELECT pid, coalesce(state = 'active', false), coalesce(backend_type, ''), coalesce(query, '')
+	rows, err = s.pool.Query(ctx, `SELECT pid, coalesce(state = 'active', false), coalesce(backend_type, ''), coalesce(query, ''),
+			coalesce(wait_event_type || ':' || wait_event, '')
 		FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, s.db)
 	if err != nil {
 		return 0, 0, err
@@ -834,8 +835,8 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, int, error) {
 	for rows.Next() {
 		var pid int
 		var act bool
-		var bt, query string
-		if err := rows.Scan(&pid, &act, &bt, &query); err != nil {
+		var bt, query, wait string
+		if err := rows.Scan(&pid, &act, &bt, &query, &wait); err != nil {
 			rows.Close()
 			return 0, 0, err
 		}
@@ -843,7 +844,7 @@ func (s *sampler) poll(ctx context.Context, ins []*instance) (int, int, error) {
 			conns++
 			if act {
 				active++
-				s.active.add(query)
+				s.active.add(query, wait)
 			}
 		}
 		if st, ok := readProc(pid); ok {

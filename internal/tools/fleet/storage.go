@@ -161,9 +161,11 @@ func relationIO(ctx context.Context, pool *pgxpool.Pool) error {
 // activeStatements counts, per statement, the samples at which a client
 // backend of the run was running it: where PostgreSQL's time went.
 type activeStatements struct {
-	samples int
-	count   map[string]int
-	text    map[string]string
+	count map[string]int
+	text  map[string]string
+	// waits counts, per statement, the sightings at which it waited and
+	// on what (pg_stat_activity's wait_event_type:wait_event).
+	waits map[string]map[string]int
 }
 
 // layerName matches a layer table's quoted name, schema and table, and
@@ -174,10 +176,11 @@ var (
 	spaces    = regexp.MustCompile(`\s+`)
 )
 
-// add counts one active statement.
-func (a *activeStatements) add(query string) {
+// add counts one active statement, and what it waited on ("" when it
+// did not).
+func (a *activeStatements) add(query, wait string) {
 	if a.count == nil {
-		a.count, a.text = map[string]int{}, map[string]string{}
+		a.count, a.text, a.waits = map[string]int{}, map[string]string{}, map[string]map[string]int{}
 	}
 	q := spaces.ReplaceAllString(strings.TrimSpace(query), " ")
 	q = number.ReplaceAllString(layerName.ReplaceAllString(q, `"j"."l"`), "N")
@@ -185,6 +188,33 @@ func (a *activeStatements) add(query string) {
 	id := hex.EncodeToString(sum[:4])
 	a.count[id]++
 	a.text[id] = q
+	if wait != "" {
+		if a.waits[id] == nil {
+			a.waits[id] = map[string]int{}
+		}
+		a.waits[id][wait]++
+	}
+}
+
+// waitText is what statement id waited on at its sightings, most often
+// first: "waiting at 12 (Lock:relation 10, LWLock:BufferMapping 2)".
+func (a *activeStatements) waitText(id string) string {
+	w := a.waits[id]
+	if len(w) == 0 {
+		return "never waiting"
+	}
+	kinds := make([]string, 0, len(w))
+	n := 0
+	for k, c := range w {
+		kinds = append(kinds, k)
+		n += c
+	}
+	sort.Slice(kinds, func(i, j int) bool { return w[kinds[i]] > w[kinds[j]] })
+	var parts []string
+	for _, k := range kinds[:min(3, len(kinds))] {
+		parts = append(parts, fmt.Sprintf("%s %d", k, w[k]))
+	}
+	return fmt.Sprintf("waiting at %d: %s", n, strings.Join(parts, ", "))
 }
 
 // print prints the statements seen running most often and writes their
@@ -205,8 +235,8 @@ func (a *activeStatements) print(path string, every time.Duration) error {
 		if len(head) > 60 {
 			head = head[:60] + "…"
 		}
-		parts = append(parts, fmt.Sprintf("%s %d (%s)", id, a.count[id], head))
-		fmt.Fprintf(&b, "%s %d samples\n%s\n\n", id, a.count[id], a.text[id])
+		parts = append(parts, fmt.Sprintf("%s %d, %s (%s)", id, a.count[id], a.waitText(id), head))
+		fmt.Fprintf(&b, "%s %d samples, %s\n%s\n\n", id, a.count[id], a.waitText(id), a.text[id])
 	}
 	fmt.Printf("statements running at the samples (every %s; %d sightings; the full texts in %s): %s\n", every, total, path, strings.Join(parts, "; "))
 	return os.WriteFile(path, []byte(b.String()), 0o644)
