@@ -120,12 +120,40 @@ func (m *Manager) beatWhile(ctx context.Context) (stop func()) {
 }
 
 // retire deletes this instance's liveness row once its polls have ended: a
-// clean shutdown is not a death.
+// clean shutdown is not a death. What the database still lists as this
+// instance's is ended first (endLeftovers).
 func (m *Manager) retire() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	m.endLeftovers(ctx)
 	if err := m.recovery.Retire(ctx, m.instance); err != nil {
 		m.logger.Warn("retiring this instance's heartbeat", "instance", m.instance, "error", err)
+	}
+}
+
+// endLeftovers ends the running polls and claims the database still lists
+// as this instance's once none of its polls runs: a poll whose start was
+// committed while the stop cancelled it never learnt its id, and would stay
+// running (its feed unpollable by any instance that trusts the claim) until
+// another instance's sweep, or none if every instance stopped.
+func (m *Manager) endLeftovers(ctx context.Context) {
+	acts, err := m.recovery.Activity(ctx)
+	if err != nil {
+		m.logger.Warn("stop: cannot list this instance's leftover polls", "instance", m.instance, "error", err)
+		return
+	}
+	for _, a := range acts {
+		if a.Owner != m.instance || a.Feed == "" {
+			continue
+		}
+		why := fmt.Errorf("interrupted: instance %s stopped before it recorded the poll's outcome", m.instance)
+		if _, err := m.recovery.Interrupt(ctx, a, why); err != nil {
+			m.logger.Warn("stop: cannot end a leftover poll", "jurisdiction", a.Jurisdiction, "feed", a.Feed,
+				"poll_id", a.PollID, "error", err)
+			continue
+		}
+		m.logger.Warn("stop: ended a claim or poll this instance had left unrecorded", "jurisdiction", a.Jurisdiction,
+			"feed", a.Feed, "poll_id", a.PollID)
 	}
 }
 

@@ -275,3 +275,53 @@ func TestSweepPollsWhatItCouldNotConfirmEnded(t *testing.T) {
 		t.Fatalf("run after the second sweep: %+v, want county/x polled", run)
 	}
 }
+
+// TestStopEndsItsOwnLeftovers plants, after Start, a running poll and a
+// claim of the manager's own instance that none of its polls runs: what a
+// poll leaves when the stop cancels it after its start was committed but
+// before it learnt the poll's id. Stop ends both before it retires the
+// instance; without that they would stay until another instance's sweep,
+// and for ever if every instance stopped.
+func TestStopEndsItsOwnLeftovers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withFeeds(`      - {id: orphan, kind: wfs, url: "%[1]s/wfs", type_name: orphan}
+      - {id: claimed, kind: wfs, url: "%[1]s/wfs", type_name: claimed}
+`))
+	ctx := b.ctx
+	clock := feeds.NewFakeClock(time.Now())
+	m := feeds.NewManager(b.store, feeds.NewFetchers(kindconf.FetcherDeps{Breakers: b.breakers}), feeds.WithInstanceID("testhost:1"),
+		feeds.WithCatchUp(false), feeds.WithRecovery(b.store, time.Minute), feeds.WithClock(clock),
+		feeds.WithLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	if err := m.Update(ctx, b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var poll int64
+	if err := b.pool.QueryRow(ctx, `INSERT INTO polls (jurisdiction, feed, owner, active_at)
+		VALUES ('county', 'orphan', 'testhost:1', now()) RETURNING id`).Scan(&poll); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE feed_status SET poll_owner = 'testhost:1', poll_lease_until = now() + interval '1 hour',
+		poll_claimed_at = now() WHERE jurisdiction = 'county' AND feed IN ('orphan', 'claimed')`); err != nil {
+		t.Fatal(err)
+	}
+	m.Stop()
+
+	var status, msg string
+	if err := b.pool.QueryRow(ctx, `SELECT status, coalesce(error, '') FROM polls WHERE id = $1`, poll).Scan(&status, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if want := "interrupted: instance testhost:1 stopped before it recorded the poll's outcome"; status != "failed" || !strings.HasPrefix(msg, want) {
+		t.Errorf("the leftover poll is %s %q after Stop, want failed %q", status, msg, want)
+	}
+	var claims, instances int
+	if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*)::int FROM feed_status WHERE poll_owner = 'testhost:1'),
+		(SELECT count(*)::int FROM instances WHERE owner = 'testhost:1')`).Scan(&claims, &instances); err != nil {
+		t.Fatal(err)
+	}
+	if claims != 0 || instances != 0 {
+		t.Errorf("after Stop testhost:1 still holds %d claims and %d liveness rows, want none", claims, instances)
+	}
+}
