@@ -241,6 +241,7 @@ func (l oneCopyLayer) sql(name string, plain map[string]bool) string {
 		"{{layer_pkey}}", pgx.Identifier{short + "_feature_id"}.Sanitize(),
 		"{{layer_geom}}", pgx.Identifier{short + "_geom"}.Sanitize(),
 		"{{schema}}", pgx.Identifier{l.schema}.Sanitize(),
+		"{{history}}", historyTable(l.schema),
 		"{{row_cols}}", strings.Join(l.rowColumns(), ", "),
 		"{{row_exprs}}", l.rowSQL(plain),
 		"{{row_update}}", l.updateSQL(),
@@ -249,6 +250,16 @@ func (l oneCopyLayer) sql(name string, plain map[string]bool) string {
 		"{{old_geom}}", l.storedGeomSQL(),
 		"{{any_geom}}", l.anyGeomSQL(),
 	).Replace(sqlQuery(name))
+}
+
+// historyTableName is the table of a jurisdiction's schema that holds its
+// feeds' superseded versions (migration 46); config reserves layer names
+// that begin with "ingestd_".
+const historyTableName = "ingestd_history"
+
+// historyTable is the history table of schemaName, quoted.
+func historyTable(schemaName string) string {
+	return pgx.Identifier{schemaName, historyTableName}.Sanitize()
 }
 
 // trimName is name cut to at most n bytes.
@@ -284,6 +295,8 @@ type oneCopyState struct {
 	// text values by (property → type), which the reshape retypes the
 	// stored values by (retypeOf).
 	retype []byte
+	// history: the layer's schema has its history table.
+	history bool
 }
 
 // retypeOf is the JSON of the types the decoder typed this snapshot's
@@ -366,6 +379,14 @@ func findLayer(ctx context.Context, r *applyRun) error {
 	if err != nil || r.firstLoad {
 		return err
 	}
+	if !r.oc.history {
+		// A schema made before its history table was (by a user, or
+		// restored without it): the writes below need it.
+		if err := ensureLayerSchema(ctx, r); err != nil {
+			return err
+		}
+		r.oc.history = true
+	}
 	if err := r.tx.QueryRow(ctx, sqlQuery("IsDelta"), r.pollID).Scan(&r.delta); err != nil || !r.delta {
 		return err
 	}
@@ -404,6 +425,20 @@ func moveLayer(ctx context.Context, r *applyRun) (bool, error) {
 			return false, fmt.Errorf("move layer %s.%s to %s: %w", old[0], old[1], to.ident, err)
 		}
 	}
+	if old[0] != to.schema {
+		// The feed's history goes with its layer: its readers find it in
+		// the layer's schema.
+		var oldHistory bool
+		if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", historyTable(old[0])).Scan(&oldHistory); err != nil {
+			return false, err
+		}
+		if oldHistory {
+			q := strings.Replace(to.sql("OneCopyMoveHistory", nil), "{{old_history}}", historyTable(old[0]), 1)
+			if _, err := r.tx.Exec(ctx, q, r.feed); err != nil {
+				return false, fmt.Errorf("move the history of %s/%s from schema %s to %s: %w", r.jurisdiction, r.feed, old[0], to.schema, err)
+			}
+		}
+	}
 	return true, nil
 }
 
@@ -415,7 +450,7 @@ func lookupLayer(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, fee
 	var oc oneCopyState
 	t := feedTable{feedJurisdiction: jurisdiction, feedName: feed}
 	if err := tx.QueryRow(ctx, sqlQuery("OneCopyLookup"), pollID, jurisdiction, feed).
-		Scan(&t.exists, &names, &t.staged, &t.lastCount, &t.lastQuiet); err != nil {
+		Scan(&t.exists, &names, &t.staged, &t.lastCount, &t.lastQuiet, &oc.history); err != nil {
 		return t, oc, err
 	}
 	oc.layer = newOneCopyLayer(names[0], names[1])
@@ -553,12 +588,13 @@ func (s *Store) oneCopyFirstLoad(ctx context.Context, r *applyRun) error {
 // id's last row, transforms that give a failing geometry no value.
 type loadVariant struct{ plain, dedupe, safeTransform bool }
 
-// ensureLayerSchema creates the jurisdiction's schema for its first layer
-// (a concurrent first load of another of its feeds may create it first).
+// ensureLayerSchema creates the jurisdiction's schema for its first layer,
+// with its history table (a concurrent first load of another of its feeds
+// may create them first).
 func ensureLayerSchema(ctx context.Context, r *applyRun) error {
 	var exists bool
-	if err := r.tx.QueryRow(ctx, "SELECT to_regnamespace($1) IS NOT NULL",
-		pgx.Identifier{r.oc.layer.schema}.Sanitize()).Scan(&exists); err != nil || exists {
+	if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL",
+		historyTable(r.oc.layer.schema)).Scan(&exists); err != nil || exists {
 		return err
 	}
 	sp, err := r.tx.Begin(ctx)

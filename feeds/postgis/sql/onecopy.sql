@@ -11,15 +11,17 @@
 -- name: OneCopyLookup
 -- Whether the feed's ($2, $3) one-copy layer exists (its table has the
 -- content hash column), the layer as {schema, name}, the features poll
--- $1 staged, those the feed held after its last apply, and whether that
--- apply changed anything.
+-- $1 staged, those the feed held after its last apply, whether that
+-- apply changed anything, and whether the layer's schema has its history
+-- table.
 SELECT coalesce((SELECT true FROM pg_attribute a WHERE a.attrelid = to_regclass(ingestd_feed_view($2, $3))
 		AND a.attname = 'ingestd_hash' AND NOT a.attisdropped), false),
 	ingestd_feed_layer($2, $3),
 	(SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1),
 	coalesce((SELECT feature_count FROM feed_status WHERE jurisdiction = $2 AND feed = $3), 0),
 	coalesce((SELECT modified = 0 AND removed = 0 AND added IN (0, features) FROM polls
-		WHERE jurisdiction = $2 AND feed = $3 AND status = 'succeeded' ORDER BY started_at DESC LIMIT 1), true)
+		WHERE jurisdiction = $2 AND feed = $3 AND status = 'succeeded' ORDER BY started_at DESC LIMIT 1), true),
+	to_regclass(format('%I.ingestd_history', (ingestd_feed_layer($2, $3))[1])) IS NOT NULL
 
 -- name: OneCopyMovedLayer
 -- The feed's ($1, $2) one-copy layer table under the name it had before
@@ -65,8 +67,31 @@ FROM unnest($3::text[], $4::int[]) AS s(name, scale)
 WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.name = s.name AND c.scale IS DISTINCT FROM s.scale
 
 -- name: OneCopyCreateSchema
--- The jurisdiction's schema for its first layer.
-CREATE SCHEMA IF NOT EXISTS {{schema}}
+-- The jurisdiction's schema for its first layer, with the table of its
+-- feeds' superseded versions (migration 46, docs/decisions/0225): each a
+-- statement of its own, at the top level, which is what Citus distributes
+-- in a distributed schema.
+CREATE SCHEMA IF NOT EXISTS {{schema}};
+CREATE TABLE IF NOT EXISTS {{history}} (
+	feed text NOT NULL,
+	feature_id text NOT NULL,
+	geom geometry(Geometry, 4326),
+	properties jsonb,
+	content_hash bytea NOT NULL,
+	valid_from timestamptz NOT NULL,
+	valid_to timestamptz NOT NULL,
+	from_poll bigint NOT NULL,
+	to_poll bigint NOT NULL,
+	ended_by text NOT NULL CHECK (ended_by IN ('modified', 'removed')));
+CREATE INDEX IF NOT EXISTS ingestd_history_feature ON {{history}} (feed, feature_id, to_poll);
+CREATE INDEX IF NOT EXISTS ingestd_history_valid_to ON {{history}} (feed, valid_to)
+
+-- name: OneCopyMoveHistory
+-- Feed $1's superseded versions from the history table of its layer's old
+-- schema ({{old_history}}) to the new one's, with the layer.
+WITH moved AS (DELETE FROM {{old_history}} h WHERE h.feed = $1 RETURNING h.*)
+INSERT INTO {{history}} (feed, feature_id, geom, properties, content_hash, valid_from, valid_to, from_poll, to_poll, ended_by)
+SELECT feed, feature_id, geom, properties, content_hash, valid_from, valid_to, from_poll, to_poll, ended_by FROM moved
 
 -- name: OneCopyLoadSource
 -- Poll $1's staged rows as a first load reads them (BulkCreate's inner
@@ -348,7 +373,8 @@ END
 -- ApplyWrites on the layer table: the verdict, the writes (each written
 -- row typed as the layer's columns, the source values they do not give
 -- back in its rest), the superseded versions rebuilt in the generic form,
--- and the change log with the 16-byte content hash.
+-- into the jurisdiction's history table, and the change log with the
+-- 16-byte content hash.
 {{ExtentCTE}}, verdict AS MATERIALIZED (
 	SELECT CASE
 		WHEN $4 THEN NULL
@@ -420,12 +446,12 @@ END
 	-- on a distributed table.
 	RETURNING o.*
 ), superseded AS (
-	INSERT INTO feature_history (jurisdiction, feed, feature_id, geom, properties, content_hash,
+	INSERT INTO {{history}} (feed, feature_id, geom, properties, content_hash,
 		valid_from, valid_to, from_poll, to_poll, ended_by)
-	SELECT $2, $3, v.feature_id, v.geom, v.properties, v.content_hash, v.changed_at, now(), v.poll_id, $1, 'modified'
+	SELECT $3, v.feature_id, v.geom, v.properties, v.content_hash, v.changed_at, now(), v.poll_id, $1, 'modified'
 	FROM superseded_rows v
 	UNION ALL
-	SELECT $2, $3, o.feature_id, {{old_geom}}, {{old_props}}, o.ingestd_hash, o.changed_at, now(), o.ingestd_poll, $1, 'removed'
+	SELECT $3, o.feature_id, {{old_geom}}, {{old_props}}, o.ingestd_hash, o.changed_at, now(), o.ingestd_poll, $1, 'removed'
 	FROM removed o WHERE $9
 ), logged AS (
 	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,
