@@ -3,6 +3,8 @@ package migrations_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -122,5 +124,87 @@ func TestHistoryMovesToJurisdictions(t *testing.T) {
 	}
 	if props != `{"n": 1} {"n": 10} {"n": 11}` {
 		t.Errorf("ingestd_feature_history after an apply past the upgrade: %s", props)
+	}
+}
+
+// TestStagingMovesToJurisdictions: version 47 moves the rows still staged
+// (a held snapshot, a suspended poll's checkpoint) from
+// ingestd.staged_features into their jurisdiction's <schema>.ingestd_staged,
+// and after it the held snapshot is accepted and the suspended poll
+// resumed and applied from them; its Down moves them back.
+func TestStagingMovesToJurisdictions(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	db := stdlib.OpenDBFromPool(pool)
+	t.Cleanup(func() { _ = db.Close() })
+	store := postgis.New(pool)
+	info := func(name string) feeds.FeedInfo {
+		return feeds.FeedInfo{Jurisdiction: "wake", Feed: name, Kind: "wfs", URL: "https://gis.example.org/wfs?t=" + name,
+			Origin: "https://gis.example.org:443", ExpectedInterval: time.Hour}
+	}
+	ten := make([]ft.Feature, 10)
+	for i := range ten {
+		ten[i] = pointFeature(fmt.Sprintf("f%d", i), float64(i), `{"n":1}`)
+	}
+	// A held snapshot: 10 features, then 2.
+	held := info("held")
+	pollOnce(t, store, held, ten...)
+	heldPoll, err := store.BeginPoll(ctx, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.StagePage(ctx, heldPoll, 0, &sliceReader{features: ten[:2]}); err != nil {
+		t.Fatal(err)
+	}
+	var he *feeds.HeldError
+	if _, err := store.Apply(ctx, heldPoll, held); !errors.As(err, &he) {
+		t.Fatalf("apply of 2 after 10: %v, want the snapshot held", err)
+	}
+	// A suspended poll with page 0 staged.
+	parked := info("parked")
+	parkedPoll, err := store.BeginPoll(ctx, parked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.StagePage(ctx, parkedPoll, 0, &sliceReader{features: ten[:5]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SuspendPoll(ctx, parked, parkedPoll, time.Now(), errors.New("origin down")); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := migrations.DownTo(ctx, db, 46); err != nil {
+		t.Fatal(err)
+	}
+	var staged int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ingestd.staged_features WHERE poll_id IN ($1, $2)`, heldPoll, parkedPoll).Scan(&staged); err != nil || staged != 7 {
+		t.Fatalf("after Down: %d rows in the table staged_features (%v), want 7", staged, err)
+	}
+	if _, err := migrations.Up(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM wake.ingestd_staged WHERE poll_id IN ($1, $2)`, heldPoll, parkedPoll).Scan(&staged); err != nil || staged != 7 {
+		t.Fatalf("after Up: %d rows in wake.ingestd_staged (%v), want 7", staged, err)
+	}
+
+	res, err := store.AcceptHeld(ctx, "wake", "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Features != 2 || res.Removed != 8 {
+		t.Errorf("the accepted held snapshot: %+v, want 2 features, 8 removed", res)
+	}
+	next, err := store.ResumePoll(ctx, parked, parkedPoll, 1)
+	if err != nil || next != 1 {
+		t.Fatalf("resume: page %d, %v; want page 1", next, err)
+	}
+	if _, err := store.StagePage(ctx, parkedPoll, 1, &sliceReader{features: ten[5:]}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := store.Apply(ctx, parkedPoll, parked); err != nil || res.Added != 10 {
+		t.Fatalf("the resumed poll's apply: %+v, %v; want 10 added", res, err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ingestd.staged_features`).Scan(&staged); err != nil || staged != 0 {
+		t.Errorf("%d rows left staged (%v)", staged, err)
 	}
 }

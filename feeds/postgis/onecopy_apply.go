@@ -589,31 +589,17 @@ func (s *Store) oneCopyFirstLoad(ctx context.Context, r *applyRun) error {
 type loadVariant struct{ plain, dedupe, safeTransform bool }
 
 // ensureLayerSchema creates the jurisdiction's schema for its first layer,
-// with its history table (a concurrent first load of another of its feeds
-// may create them first).
+// with its staging and history tables, unless its history table exists.
 func ensureLayerSchema(ctx context.Context, r *applyRun) error {
 	var exists bool
 	if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL",
 		historyTable(r.oc.layer.schema)).Scan(&exists); err != nil || exists {
 		return err
 	}
-	sp, err := r.tx.Begin(ctx)
-	if err != nil {
-		return err
+	if err := ensureJurisdictionTables(ctx, r.tx, r.oc.layer.schema); err != nil {
+		return fmt.Errorf("the layer of %s/%s: %w", r.jurisdiction, r.feed, err)
 	}
-	_, err = sp.Exec(ctx, r.oc.layer.sql("OneCopyCreateSchema", nil))
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return sp.Rollback(ctx)
-	}
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-		return fmt.Errorf("role may not create schema %s for the layer of %s/%s: an administrator must grant CREATE on the database (deploy/roles.sql)",
-			r.oc.layer.schema, r.jurisdiction, r.feed)
-	}
-	if err != nil {
-		return err
-	}
-	return sp.Commit(ctx)
+	return nil
 }
 
 // oneCopyLoad is one attempt of a first load in a savepoint: CREATE TABLE

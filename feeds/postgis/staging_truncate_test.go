@@ -7,11 +7,12 @@ import (
 	"github.com/ingestd/ingestd/feeds/postgis"
 )
 
-// stagingFile is staged_features' file: TRUNCATE gives the table a new one.
+// stagingFile is the file of wake's staging table: TRUNCATE gives the
+// table a new one.
 func (b *bundle) stagingFile(t *testing.T) int64 {
 	t.Helper()
 	var n int64
-	b.scalar(t, &n, `SELECT relfilenode::bigint FROM pg_class WHERE oid = 'ingestd.staged_features'::regclass`)
+	b.scalar(t, &n, `SELECT relfilenode::bigint FROM pg_class WHERE oid = 'wake.ingestd_staged'::regclass`)
 	return n
 }
 
@@ -33,8 +34,8 @@ func TestLargeApplyTruncatesStaging(t *testing.T) {
 	staged := func(poll int64) int {
 		return b.count(t, `SELECT count(*) FROM staged_features WHERE poll_id = $1`, poll)
 	}
+	other := b.stage(t, feedInfo("other"), page(1)) // wake's first poll makes its staging table
 	file := b.stagingFile(t)
-	other := b.stage(t, feedInfo("other"), page(1))
 	large, _ := b.poll(t, feedInfo("large"), page(1))
 	if staged(large) != 0 || staged(other) != 3 || b.stagingFile(t) != file {
 		t.Fatalf("after a large apply beside another poll's staging: %d and %d rows staged (want 0 and 3), file %d → %d (want kept)",
@@ -51,7 +52,7 @@ func TestLargeApplyTruncatesStaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(b.ctx, `SELECT count(*) FROM staged_features`); err != nil {
+	if _, err := tx.Exec(b.ctx, `SELECT count(*) FROM wake.ingestd_staged`); err != nil {
 		t.Fatal(err)
 	}
 	again, _ := b.poll(t, feedInfo("large"), page(2))

@@ -67,11 +67,26 @@ FROM unnest($3::text[], $4::int[]) AS s(name, scale)
 WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.name = s.name AND c.scale IS DISTINCT FROM s.scale
 
 -- name: OneCopyCreateSchema
--- The jurisdiction's schema for its first layer, with the table of its
--- feeds' superseded versions (migration 46, docs/decisions/0225): each a
--- statement of its own, at the top level, which is what Citus distributes
--- in a distributed schema.
+-- The jurisdiction's schema for its first poll or layer, with the table
+-- its polls stage into (migration 47, docs/decisions/0226) and the table
+-- of its feeds' superseded versions (migration 46, docs/decisions/0225):
+-- each a statement of its own, at the top level, which is what Citus
+-- distributes in a distributed schema.
 CREATE SCHEMA IF NOT EXISTS {{schema}};
+CREATE UNLOGGED TABLE IF NOT EXISTS {{staged}} (
+	poll_id bigint NOT NULL,
+	page integer NOT NULL,
+	ordinal integer NOT NULL,
+	feature_id text NOT NULL,
+	srid integer NOT NULL,
+	geom_ewkb bytea,
+	properties text,
+	geom_hash bytea NOT NULL,
+	geom_broken boolean NOT NULL DEFAULT false,
+	props_hash bytea NOT NULL,
+	invalid_feature smallint NOT NULL DEFAULT 0,
+	content_hash bytea,
+	PRIMARY KEY (poll_id, page, ordinal));
 CREATE TABLE IF NOT EXISTS {{history}} (
 	feed text NOT NULL,
 	feature_id text NOT NULL,
@@ -109,7 +124,7 @@ FROM (
 		(CASE WHEN NOT (p.invalid_feature = 2 OR (p.invalid_feature = 1 AND $2::boolean))
 			THEN p.properties END)::jsonb AS properties_jsonb,
 		coalesce(p.content_hash, substring(sha256(p.geom_hash || p.props_hash) for 16)) AS ingestd_hash
-	FROM staged_features p
+	FROM {{staged}} p
 	{{StagedGeometry}}
 	WHERE p.poll_id = $1 {{dedupe}}
 	OFFSET 0
@@ -121,7 +136,7 @@ OFFSET 0
 -- The last staged row of each id of poll $1 (SnapshotCTEs' rule).
 AND (p.page, p.ordinal) IN (
 		SELECT DISTINCT ON (id COLLATE "C") page, ordinal
-		FROM (SELECT {{StagedID}} AS id, page, ordinal FROM staged_features WHERE poll_id = $1) s
+		FROM (SELECT {{StagedID}} AS id, page, ordinal FROM {{staged}} WHERE poll_id = $1) s
 		ORDER BY id COLLATE "C", page DESC, ordinal DESC)
 
 -- name: OneCopyFirstLoad
@@ -256,7 +271,7 @@ SELECT
 	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
 	(SELECT count(*) FROM {{layer}})::int,
 	(SELECT count(*) FROM {{layer}} f WHERE EXISTS (
-		SELECT FROM staged_features s
+		SELECT FROM {{staged}} s
 		WHERE s.poll_id = $1
 		  AND {{StagedID}} = f.feature_id
 		  AND {{StagedHash}} = f.ingestd_hash))::int
@@ -352,12 +367,12 @@ SELECT
 -- generic form), compared by the 16-byte content hash.
 WITH snapshot AS (
 	SELECT DISTINCT ON (feature_id COLLATE "C") feature_id, page, ordinal, {{StagedHash}} AS content_hash
-	FROM staged_features WHERE poll_id = $1
+	FROM {{staged}} WHERE poll_id = $1
 	ORDER BY feature_id COLLATE "C", page DESC, ordinal DESC
 )
 SELECT count(*) FROM snapshot s
 LEFT JOIN {{table}} f ON f.feature_id = s.feature_id
-JOIN staged_features sf ON sf.poll_id = $1 AND sf.page = s.page AND sf.ordinal = s.ordinal
+JOIN {{staged}} sf ON sf.poll_id = $1 AND sf.page = s.page AND sf.ordinal = s.ordinal
 WHERE (f.feature_id IS NULL OR f.content_hash IS DISTINCT FROM s.content_hash)
 	AND coalesce(ingestd_as_timestamptz(sf.properties::jsonb -> $2) <= to_timestamp($3::float8 / 1000), true)
 
