@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -629,7 +630,14 @@ func (s *Store) oneCopyLoad(ctx context.Context, r *applyRun, v loadVariant) err
 	if _, err := sp.Exec(ctx, sqlQuery("BulkPlanner")); err != nil {
 		return err
 	}
-	if _, err := sp.Exec(ctx, create, pgx.QueryExecModeDescribeExec, r.pollID, r.skipInvalidFeature); err != nil {
+	// The transaction's time, read here and passed: on Citus the load
+	// runs on the worker that holds the jurisdiction's staging and layer,
+	// whose now() is its own transaction's, later than the poll's.
+	var at time.Time
+	if err := sp.QueryRow(ctx, "SELECT now()").Scan(&at); err != nil {
+		return err
+	}
+	if _, err := sp.Exec(ctx, create, pgx.QueryExecModeDescribeExec, r.pollID, r.skipInvalidFeature, at); err != nil {
 		return err
 	}
 	var rows, invalid, skipped, named int

@@ -115,7 +115,14 @@ func ensureJurisdictionTables(ctx context.Context, db beginner, schemaName strin
 	}
 	ddl := strings.NewReplacer("{{schema}}", pgx.Identifier{schemaName}.Sanitize(),
 		"{{staged}}", stagedTable(schemaName), "{{history}}", historyTable(schemaName)).Replace(sqlQuery("OneCopyCreateSchema"))
-	_, err = sp.Exec(ctx, ddl)
+	// One statement a call: a connection that prepares its statements
+	// (extended protocol) refuses several in one, and Citus distributes
+	// each as its own top-level statement either way.
+	for _, stmt := range strings.Split(ddl, ";\n") {
+		if _, err = sp.Exec(ctx, stmt); err != nil {
+			break
+		}
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return sp.Rollback(ctx)

@@ -142,11 +142,12 @@ AND (p.page, p.ordinal) IN (
 -- name: OneCopyFirstLoad
 -- Creates the feed's layer table {{layer}} from poll $1's staged rows in
 -- one CREATE TABLE … AS, with four load columns BulkCreate has too
--- (dropped once counted). Pages filled whole: decision 0200.
+-- (dropped once counted). Pages filled whole: decision 0200. $3 is the
+-- transaction's now(), the rows' first_seen_at and changed_at.
 CREATE TABLE {{layer}} WITH (fillfactor = 100) AS
 SELECT {{row_exprs}},
 	t.invalid AS ingestd_load_invalid, t.out_of_range AS ingestd_load_out_of_range, t.skip AS ingestd_load_skip, t.named AS ingestd_load_named
-FROM (SELECT s.*, now() AS first_seen_at, now() AS changed_at, $1::bigint AS ingestd_poll
+FROM (SELECT s.*, $3::timestamptz AS first_seen_at, $3::timestamptz AS changed_at, $1::bigint AS ingestd_poll
 	FROM ({{OneCopyLoadSource}}) s) t
 CROSS JOIN LATERAL (SELECT {{RepairedGeometry}} AS g OFFSET 0) r
 CROSS JOIN LATERAL (SELECT {{as_geometry}} AS tg OFFSET 0) x

@@ -75,10 +75,16 @@ SET LOCAL enable_seqscan TO DEFAULT
 -- Counts poll $1's pages (below $2; -1: all) that recorded features when
 -- they were staged but have no staged row left. A scalar subquery, not
 -- NOT EXISTS: the planner cannot turn it into an anti-join over all of
--- staging, so each page costs one probe of the primary key.
-SELECT count(*)::int FROM staged_pages p
-WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2) AND p.features > 0
-  AND (SELECT 1 FROM {{staged}} f WHERE f.poll_id = p.poll_id AND f.page = p.page LIMIT 1) IS NULL
+-- staging, so each page costs one probe of the primary key. The pages
+-- are read first, into an array (a MATERIALIZED CTE): on Citus staging
+-- is on the jurisdiction's worker and staged_pages on the coordinator,
+-- and Citus refuses a subquery of one correlated with the other.
+WITH pages AS MATERIALIZED (
+	SELECT coalesce(array_agg(p.page), '{}') AS pages FROM staged_pages p
+	WHERE p.poll_id = $1 AND ($2 < 0 OR p.page < $2) AND p.features > 0
+)
+SELECT count(*)::int FROM pages, unnest(pages.pages) AS u(page)
+WHERE (SELECT 1 FROM {{staged}} f WHERE f.poll_id = $1 AND f.page = u.page LIMIT 1) IS NULL
 
 -- name: StagingLoss
 -- Poll $1's pages (below $2; -1: all), the features they recorded, and the
