@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -68,6 +69,15 @@ func TestHistoryLivesInJurisdictionSchema(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM county.ingestd_history WHERE feed = 'parcels'`); n != 3 {
 		t.Errorf("county.ingestd_history has %d versions of wake/parcels, want 3", n)
+	}
+
+	// A prune a year on (90 days kept) empties every jurisdiction's table.
+	n, err := b.store.PruneHistory(b.ctx, time.Now().AddDate(1, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := b.count(t, `SELECT (SELECT count(*) FROM county.ingestd_history) + (SELECT count(*) FROM durham.ingestd_history)`); n != 5 || left != 0 {
+		t.Errorf("the prune deleted %d versions and left %d; want all 5 deleted", n, left)
 	}
 }
 
