@@ -74,3 +74,31 @@ func TestLargeApplyTruncatesStaging(t *testing.T) {
 		t.Fatalf("%d features stored; want 3 for each feed", n)
 	}
 }
+
+// TestTruncateIsPerJurisdiction: a poll of another jurisdiction with rows
+// staged (in its own schema's table) does not keep a large apply from
+// truncating its jurisdiction's staging; the other's rows stay.
+func TestTruncateIsPerJurisdiction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.store = postgis.New(b.pool)
+	postgis.SetBulkIndexMin(b.store, 3)
+	page := []ft.Feature{
+		feature("a", point(1, 1, 4326), props("n", 1)), feature("b", point(2, 2, 4326), props("n", 1)),
+		feature("c", point(3, 3, 4326), props("n", 1)),
+	}
+	durham := feedInfo("other")
+	durham.Jurisdiction = "durham"
+	other := b.stage(t, durham, page)
+	large := b.stage(t, feedInfo("large"), page)
+	file := b.stagingFile(t)
+	if _, err := b.store.Apply(b.ctx, large, feedInfo("large")); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM wake.ingestd_staged`); n != 0 || b.stagingFile(t) == file {
+		t.Errorf("wake's staging after its apply: %d rows, file %d → %d; want none, truncated", n, file, b.stagingFile(t))
+	}
+	if n := b.count(t, `SELECT count(*) FROM durham.ingestd_staged WHERE poll_id = $1`, other); n != 3 {
+		t.Errorf("durham's poll has %d rows staged, want its 3", n)
+	}
+}
