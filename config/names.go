@@ -22,13 +22,19 @@ import (
 //   - it is not a reserved SQL word (user, order, table, …: a layer one
 //     must quote in every query), and a schema is none of PostgreSQL's,
 //     PostGIS's or ingestd's own (public, ingestd, pg_…, information_schema,
-//     topology, tiger…);
+//     topology, tiger…); a layer's name does not begin with ingestd_ (the
+//     schema's history table is ingestd_history);
 //   - two jurisdictions with one schema, or two feeds of a jurisdiction
 //     with one name, are a config error naming both.
 //
 // An id that breaks the rule (a leading digit, a reserved word, "a-b"
 // beside "a_b") is no error until it is used as a default: the error then
 // asks for a schema: or name: setting.
+
+// reservedLayerPrefix begins the names of ingestd's own tables in each
+// jurisdiction's schema (its feeds' history, ingestd_history): no layer
+// takes one.
+const reservedLayerPrefix = "ingestd_"
 
 // maxIdentifier is PostgreSQL's longest identifier in bytes (NAMEDATALEN-1).
 const maxIdentifier = 63
@@ -73,6 +79,8 @@ func identProblem(name string, schema bool) string {
 		return "is a reserved SQL word (every query would have to quote it)"
 	case schema && (reservedSchemas[name] || strings.HasPrefix(name, "pg_")):
 		return "is reserved for PostgreSQL, PostGIS or ingestd itself"
+	case !schema && strings.HasPrefix(name, reservedLayerPrefix):
+		return "begins with " + reservedLayerPrefix + ", which names ingestd's own tables in a jurisdiction's schema (ingestd_history)"
 	}
 	return ""
 }

@@ -59,6 +59,8 @@ func TestLayerNameErrors(t *testing.T) {
 		{"same layer", "", "        name: parks\n", "", "", `feeds raleigh/zoning and raleigh/parks have the same layer raleigh.parks`},
 		{"reserved word", "", "        name: order\n", "", "", `name "order" is a reserved SQL word`},
 		{"reserved schema", "    schema: public\n", "", "", "", `schema "public" is reserved for PostgreSQL, PostGIS or ingestd`},
+		{"ingestd's table", "", "        name: ingestd_history\n", "", "", `name "ingestd_history" begins with ingestd_, which names ingestd's own tables`},
+		{"ingestd's table by default", "", "", "", "      - {id: ingestd-history, kind: geojson, url: \"https://example.com/h.geojson\"}\n", `the default name "ingestd_history" (from id "ingestd-history") begins with ingestd_`},
 		{"pg_ schema", "    schema: pg_zoning\n", "", "", "", `schema "pg_zoning" is reserved`},
 		{"too long", "", "        name: " + long + "\n", "", "", `is 64 bytes long; PostgreSQL's limit is 63`},
 		{"not an identifier", "", "        name: Zoning\n", "", "", `name "Zoning" is not a plain SQL identifier`},

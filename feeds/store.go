@@ -161,8 +161,8 @@ var (
 
 // StagingLostError is returned (wrapped) when a poll's staged snapshot is
 // not whole: fewer staged features than the pages recorded when they were
-// staged. staged_features is unlogged, so PostgreSQL's crash recovery
-// empties it while the (logged) record of its pages stays; applying what is
+// staged. Staging (each jurisdiction's ingestd_staged) is unlogged, so
+// PostgreSQL's crash recovery empties it while the (logged) record of its pages stays; applying what is
 // left would remove every feature of the lost pages. The snapshot is
 // discarded, never applied.
 type StagingLostError struct {

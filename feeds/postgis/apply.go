@@ -37,9 +37,17 @@ func (s *Store) Apply(ctx context.Context, pollID int64, feed feeds.FeedInfo) (f
 		if err := lockFeed(ctx, tx, feed.Jurisdiction, feed.Feed); err != nil {
 			return err
 		}
-		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+		stx, err := lockRunningPoll(ctx, tx, pollID, feed)
+		if err != nil {
 			return err
 		}
+		if stx == nil {
+			if stx, err = withStaging(ctx, tx, pollID); err != nil {
+				return err
+			}
+		}
+		// Every statement of the apply names the poll's staging table.
+		tx = stx
 		// A crash of PostgreSQL during the poll emptied the pages it had
 		// staged; what is left must not replace the layer.
 		if err := checkStagingWhole(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, "staged snapshot", -1); err != nil {
@@ -292,9 +300,13 @@ func checkSplit(ctx context.Context, r *applyRun) error {
 // every staged page, a resumed poll's earlier pages included, rather than in
 // memory while fetching, so memory does not grow with the layer.
 func checkPagesDisjoint(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds.FeedInfo) error {
+	tx, err := withStaging(ctx, tx, pollID)
+	if err != nil {
+		return err
+	}
 	var n int
 	var example, pages *string
-	err := tx.QueryRow(ctx, sqlQuery("PagesDisjoint"), pollID).Scan(&n, &example, &pages)
+	err = tx.QueryRow(ctx, sqlQuery("PagesDisjoint"), pollID).Scan(&n, &example, &pages)
 	if err != nil || n == 0 {
 		return err
 	}

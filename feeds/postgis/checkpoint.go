@@ -30,8 +30,9 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 	var next int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var status feeds.PollStatus
-		var jur, name string
-		err := tx.QueryRow(ctx, sqlQuery("LockPoll"), pollID).Scan(&status, &jur, &name)
+		var jur, name, stagingSchema string
+		var staged bool
+		err := tx.QueryRow(ctx, sqlQuery("LockPoll"), pollID).Scan(&status, &jur, &name, &stagingSchema, &staged)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: no poll %d", feeds.ErrCheckpointLost, pollID)
@@ -41,6 +42,10 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 			return fmt.Errorf("poll %d belongs to %s/%s", pollID, jur, name)
 		case status == feeds.PollSucceeded:
 			return fmt.Errorf("%w: poll %d", feeds.ErrCheckpointApplied, pollID)
+		}
+		tx, err = stagingOf(ctx, tx, pollID, stagingSchema, staged)
+		if err != nil {
+			return err
 		}
 		rows, err := tx.Query(ctx, sqlQuery("StagedPageNumbers"), pollID)
 		if err != nil {
@@ -62,7 +67,7 @@ func (s *Store) ResumePoll(ctx context.Context, feed feeds.FeedInfo, pollID int6
 				feeds.ErrCheckpointLost, pollID, next-1, wantPage-1)
 		}
 		// The pages are listed, but a crash of PostgreSQL may have
-		// emptied them (staged_features is unlogged).
+		// emptied them (staging is unlogged).
 		if err := checkStagingWhole(ctx, tx, pollID, feed.Jurisdiction, feed.Feed, "checkpoint", next); err != nil {
 			return fmt.Errorf("%w: %w", feeds.ErrCheckpointLost, err)
 		}
@@ -109,19 +114,23 @@ func (s *Store) DiscardPoll(ctx context.Context, feed feeds.FeedInfo, pollID int
 
 // checkStagingWhole fails with a *feeds.StagingLostError when a page of poll
 // pollID (below maxPage; -1: all) that recorded features when it was staged
-// has no staged rows left. staged_pages is logged and staged_features is
-// not: PostgreSQL's crash recovery empties staged_features whole, while the
+// has no staged rows left. staged_pages is logged and the staging tables
+// are not: PostgreSQL's crash recovery empties them whole, while the
 // pages stay listed. Every staged page commits its rows with its
 // staged_pages row, so a page that kept any row kept all of them, and one
 // index probe per page finds a crash's loss: counting the rows instead would
 // read every staged row on every apply. The rows are counted only to report
 // a loss.
 func checkStagingWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed, what string, maxPage int) error {
+	tx, err := withStaging(ctx, tx, pollID)
+	if err != nil {
+		return err
+	}
 	var emptied int
 	if _, err := tx.Exec(ctx, sqlQuery("ProbePlanner")); err != nil {
 		return err
 	}
-	err := tx.QueryRow(ctx, sqlQuery("EmptiedPages"), pollID, maxPage).Scan(&emptied)
+	err = tx.QueryRow(ctx, sqlQuery("EmptiedPages"), pollID, maxPage).Scan(&emptied)
 	if err == nil {
 		_, err = tx.Exec(ctx, sqlQuery("ProbePlannerReset"))
 	}

@@ -61,7 +61,8 @@ func (s *Store) RecordNotModified(ctx context.Context, pollID int64, feed feeds.
 		if err := lockFeed(ctx, tx, feed.Jurisdiction, feed.Feed); err != nil {
 			return err
 		}
-		if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+		stx, err := lockRunningPoll(ctx, tx, pollID, feed)
+		if err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, sqlQuery("RecordNotModifiedFeed"), feed.Jurisdiction, feed.Feed, pollID).Scan(&n); err != nil {
@@ -72,7 +73,10 @@ func (s *Store) RecordNotModified(ctx context.Context, pollID int64, feed feeds.
 		}
 		// A fetcher that answered "not modified" staged nothing; a page
 		// it staged anyway must not linger.
-		return deleteStaging(ctx, tx, pollID)
+		if stx == nil {
+			return nil // the jurisdiction has no staging table: nothing was staged
+		}
+		return deleteStaging(ctx, stx, pollID)
 	})
 	if err != nil {
 		return feeds.ApplyResult{}, fmt.Errorf("postgis: record not-modified poll %d of %s/%s: %w", pollID, feed.Jurisdiction, feed.Feed, err)

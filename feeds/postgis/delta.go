@@ -131,6 +131,10 @@ type fetchedSet struct {
 // fetchedIDs reads the distinct ids poll pollID staged (a few hundred).
 func fetchedIDs(ctx context.Context, tx pgx.Tx, pollID int64) (fetchedSet, error) {
 	f := fetchedSet{num: map[int64]bool{}, other: map[string]bool{}}
+	tx, err := withStaging(ctx, tx, pollID)
+	if err != nil {
+		return f, err
+	}
 	rows, err := tx.Query(ctx, sqlQuery("FetchedIDs"), pollID)
 	if err != nil {
 		return f, err

@@ -76,6 +76,10 @@ func (s *Store) acceptHeld(ctx context.Context, jurisdiction, feed string, commo
 		if pollID, err = lockHeld(ctx, tx, jurisdiction, feed); err != nil {
 			return err
 		}
+		// Every statement of the apply names the poll's staging table.
+		if tx, err = withStaging(ctx, tx, pollID); err != nil {
+			return err
+		}
 		if lost, err = heldWhole(ctx, tx, pollID, jurisdiction, feed); err != nil || lost != nil {
 			if err == nil {
 				err = s.discardHeld(ctx, tx, pollID, jurisdiction, feed, "lost: "+lost.Error())
@@ -171,6 +175,9 @@ func heldWhole(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, feed 
 	}
 	var wantPages, havePages int
 	var want, have int64
+	if tx, err = withStaging(ctx, tx, pollID); err != nil {
+		return nil, err
+	}
 	err = tx.QueryRow(ctx, sqlQuery("HeldRecorded"), pollID).Scan(&wantPages, &want, &havePages, &have)
 	if err != nil {
 		return nil, err

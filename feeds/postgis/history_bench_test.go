@@ -69,13 +69,17 @@ func BenchmarkHistoryStorage(b *testing.B) {
 				}
 			}
 		}
-		if _, err := pool.Exec(ctx, `VACUUM ANALYZE feature_history`); err != nil {
+		var hist string
+		if err := pool.QueryRow(ctx, `SELECT ingestd_history_table($1, $2)::text`, feed.Jurisdiction, feed.Feed).Scan(&hist); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `VACUUM ANALYZE `+hist); err != nil {
 			b.Fatal(err)
 		}
 		var layerBytes, histBytes, histHeap, rows int64
-		if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size(ingestd_feed_partition($1, $2)::regclass),
-			pg_total_relation_size('feature_history'), pg_relation_size('feature_history'), (SELECT count(*) FROM feature_history)`,
-			feed.Jurisdiction, feed.Feed).Scan(&layerBytes, &histBytes, &histHeap, &rows); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size(ingestd_feed_view($1, $2)::regclass),
+			pg_total_relation_size($3::regclass), pg_relation_size($3::regclass), (SELECT count(*) FROM feature_history)`,
+			feed.Jurisdiction, feed.Feed, hist).Scan(&layerBytes, &histBytes, &histHeap, &rows); err != nil {
 			b.Fatal(err)
 		}
 		asOf := func(at time.Time) time.Duration { return timeAsOf(b, pool, feed, at, total) }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -241,6 +242,7 @@ func (l oneCopyLayer) sql(name string, plain map[string]bool) string {
 		"{{layer_pkey}}", pgx.Identifier{short + "_feature_id"}.Sanitize(),
 		"{{layer_geom}}", pgx.Identifier{short + "_geom"}.Sanitize(),
 		"{{schema}}", pgx.Identifier{l.schema}.Sanitize(),
+		"{{history}}", historyTable(l.schema),
 		"{{row_cols}}", strings.Join(l.rowColumns(), ", "),
 		"{{row_exprs}}", l.rowSQL(plain),
 		"{{row_update}}", l.updateSQL(),
@@ -249,6 +251,16 @@ func (l oneCopyLayer) sql(name string, plain map[string]bool) string {
 		"{{old_geom}}", l.storedGeomSQL(),
 		"{{any_geom}}", l.anyGeomSQL(),
 	).Replace(sqlQuery(name))
+}
+
+// historyTableName is the table of a jurisdiction's schema that holds its
+// feeds' superseded versions (migration 46); config reserves layer names
+// that begin with "ingestd_".
+const historyTableName = "ingestd_history"
+
+// historyTable is the history table of schemaName, quoted.
+func historyTable(schemaName string) string {
+	return pgx.Identifier{schemaName, historyTableName}.Sanitize()
 }
 
 // trimName is name cut to at most n bytes.
@@ -284,6 +296,8 @@ type oneCopyState struct {
 	// text values by (property → type), which the reshape retypes the
 	// stored values by (retypeOf).
 	retype []byte
+	// history: the layer's schema has its history table.
+	history bool
 }
 
 // retypeOf is the JSON of the types the decoder typed this snapshot's
@@ -366,6 +380,14 @@ func findLayer(ctx context.Context, r *applyRun) error {
 	if err != nil || r.firstLoad {
 		return err
 	}
+	if !r.oc.history {
+		// A schema made before its history table was (by a user, or
+		// restored without it): the writes below need it.
+		if err := ensureLayerSchema(ctx, r); err != nil {
+			return err
+		}
+		r.oc.history = true
+	}
 	if err := r.tx.QueryRow(ctx, sqlQuery("IsDelta"), r.pollID).Scan(&r.delta); err != nil || !r.delta {
 		return err
 	}
@@ -404,6 +426,20 @@ func moveLayer(ctx context.Context, r *applyRun) (bool, error) {
 			return false, fmt.Errorf("move layer %s.%s to %s: %w", old[0], old[1], to.ident, err)
 		}
 	}
+	if old[0] != to.schema {
+		// The feed's history goes with its layer: its readers find it in
+		// the layer's schema.
+		var oldHistory bool
+		if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", historyTable(old[0])).Scan(&oldHistory); err != nil {
+			return false, err
+		}
+		if oldHistory {
+			q := strings.Replace(to.sql("OneCopyMoveHistory", nil), "{{old_history}}", historyTable(old[0]), 1)
+			if _, err := r.tx.Exec(ctx, q, r.feed); err != nil {
+				return false, fmt.Errorf("move the history of %s/%s from schema %s to %s: %w", r.jurisdiction, r.feed, old[0], to.schema, err)
+			}
+		}
+	}
 	return true, nil
 }
 
@@ -415,7 +451,7 @@ func lookupLayer(ctx context.Context, tx pgx.Tx, pollID int64, jurisdiction, fee
 	var oc oneCopyState
 	t := feedTable{feedJurisdiction: jurisdiction, feedName: feed}
 	if err := tx.QueryRow(ctx, sqlQuery("OneCopyLookup"), pollID, jurisdiction, feed).
-		Scan(&t.exists, &names, &t.staged, &t.lastCount, &t.lastQuiet); err != nil {
+		Scan(&t.exists, &names, &t.staged, &t.lastCount, &t.lastQuiet, &oc.history); err != nil {
 		return t, oc, err
 	}
 	oc.layer = newOneCopyLayer(names[0], names[1])
@@ -553,31 +589,18 @@ func (s *Store) oneCopyFirstLoad(ctx context.Context, r *applyRun) error {
 // id's last row, transforms that give a failing geometry no value.
 type loadVariant struct{ plain, dedupe, safeTransform bool }
 
-// ensureLayerSchema creates the jurisdiction's schema for its first layer
-// (a concurrent first load of another of its feeds may create it first).
+// ensureLayerSchema creates the jurisdiction's schema for its first layer,
+// with its staging and history tables, unless its history table exists.
 func ensureLayerSchema(ctx context.Context, r *applyRun) error {
 	var exists bool
-	if err := r.tx.QueryRow(ctx, "SELECT to_regnamespace($1) IS NOT NULL",
-		pgx.Identifier{r.oc.layer.schema}.Sanitize()).Scan(&exists); err != nil || exists {
+	if err := r.tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL",
+		historyTable(r.oc.layer.schema)).Scan(&exists); err != nil || exists {
 		return err
 	}
-	sp, err := r.tx.Begin(ctx)
-	if err != nil {
-		return err
+	if err := ensureJurisdictionTables(ctx, r.tx, r.oc.layer.schema); err != nil {
+		return fmt.Errorf("the layer of %s/%s: %w", r.jurisdiction, r.feed, err)
 	}
-	_, err = sp.Exec(ctx, r.oc.layer.sql("OneCopyCreateSchema", nil))
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-		return sp.Rollback(ctx)
-	}
-	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-		return fmt.Errorf("role may not create schema %s for the layer of %s/%s: an administrator must grant CREATE on the database (deploy/roles.sql)",
-			r.oc.layer.schema, r.jurisdiction, r.feed)
-	}
-	if err != nil {
-		return err
-	}
-	return sp.Commit(ctx)
+	return nil
 }
 
 // oneCopyLoad is one attempt of a first load in a savepoint: CREATE TABLE
@@ -607,7 +630,14 @@ func (s *Store) oneCopyLoad(ctx context.Context, r *applyRun, v loadVariant) err
 	if _, err := sp.Exec(ctx, sqlQuery("BulkPlanner")); err != nil {
 		return err
 	}
-	if _, err := sp.Exec(ctx, create, pgx.QueryExecModeDescribeExec, r.pollID, r.skipInvalidFeature); err != nil {
+	// The transaction's time, read here and passed: on Citus the load
+	// runs on the worker that holds the jurisdiction's staging and layer,
+	// whose now() is its own transaction's, later than the poll's.
+	var at time.Time
+	if err := sp.QueryRow(ctx, "SELECT now()").Scan(&at); err != nil {
+		return err
+	}
+	if _, err := sp.Exec(ctx, create, pgx.QueryExecModeDescribeExec, r.pollID, r.skipInvalidFeature, at); err != nil {
 		return err
 	}
 	var rows, invalid, skipped, named int

@@ -76,7 +76,11 @@ func (s *Store) Prune(ctx context.Context, keep []feeds.FeedInfo, dryRun bool) (
 			}
 			// A checkpoint being replayed right now is left to its
 			// replay; any other's pages will never be resumed.
-			if _, err := tx.Exec(ctx, sqlQuery("DeletePrunedStagedFeatures"), *id); err != nil {
+			stx, err := withStaging(ctx, tx, *id)
+			if err != nil {
+				return err
+			}
+			if _, err := stx.Exec(ctx, sqlQuery("DeletePrunedStagedFeatures"), *id); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, sqlQuery("DeletePrunedStagedPages"), *id); err != nil {

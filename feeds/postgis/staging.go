@@ -44,7 +44,9 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		// FOR SHARE makes a concurrent FailPoll or Apply of this poll wait for
 		// the page, so staging never lands after the poll was cleaned up.
 		var status feeds.PollStatus
-		if err := tx.QueryRow(ctx, sqlQuery("LockPollForStaging"), pollID).Scan(&status); err != nil {
+		var stagingSchema string
+		var staged bool
+		if err := tx.QueryRow(ctx, sqlQuery("LockPollForStaging"), pollID).Scan(&status, &stagingSchema, &staged); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("%w: no poll %d", ErrPollNotRunning, pollID)
 			}
@@ -53,11 +55,16 @@ func (s *Store) StagePage(ctx context.Context, pollID int64, page int, features 
 		if status != feeds.PollRunning {
 			return fmt.Errorf("%w: poll %d is %s", ErrPollNotRunning, pollID, status)
 		}
+		tx, err := stagingOf(ctx, tx, pollID, stagingSchema, staged)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedPage"), pollID, page); err != nil {
 			return err
 		}
 		src.pollID = pollID
-		tag, err := tx.Conn().PgConn().CopyFrom(ctx, src, sqlQuery("StagingCopy"))
+		tag, err := tx.Conn().PgConn().CopyFrom(ctx, src,
+			strings.ReplaceAll(sqlQuery("StagingCopy"), "{{staged}}", stagedTable(stagingSchema)))
 		if err != nil {
 			// The reader's error is the cause (the caller branches on
 			// it), then an encoding error; PostgreSQL's report of the
@@ -131,13 +138,17 @@ func (s *Store) NextLink(ctx context.Context, pollID int64, page int) (link stri
 // fetches again from the first page (a resume whose next link expired).
 func (s *Store) RestartStaging(ctx context.Context, pollID int64) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tx, err := withStaging(ctx, tx, pollID)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedFeaturesFrom"), pollID, 0); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, sqlQuery("DeleteStagedPagesFrom"), pollID, 0); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, sqlQuery("DeleteStagedDelta"), pollID)
+		_, err = tx.Exec(ctx, sqlQuery("DeleteStagedDelta"), pollID)
 		return err
 	})
 	if err != nil {
@@ -151,7 +162,14 @@ func (s *Store) RestartStaging(ctx context.Context, pollID int64) error {
 // digest of their ids and content hashes, in any order.
 func (s *Store) StagedPageDigest(ctx context.Context, pollID int64, page int) (feeds.PageDigest, error) {
 	var d feeds.PageDigest
-	if err := s.pool.QueryRow(ctx, sqlQuery("StagedPageDigest"), pollID, page).Scan(&d.Features, &d.Sum); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tx, err := withStaging(ctx, tx, pollID)
+		if err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, sqlQuery("StagedPageDigest"), pollID, page).Scan(&d.Features, &d.Sum)
+	})
+	if err != nil {
 		return d, fmt.Errorf("postgis: digest of page %d of poll %d: %w", page, pollID, err)
 	}
 	return d, nil

@@ -142,7 +142,7 @@ func TestRowsStagedWithoutContentHash(t *testing.T) {
 		t.Helper()
 		id := b.stage(t, feed, fs)
 		want, _ := b.stagedHashes(t, id)
-		if n := b.count(t, `WITH u AS (UPDATE staged_features SET content_hash = NULL WHERE poll_id = $1 RETURNING 1)
+		if n := b.count(t, `WITH u AS (UPDATE wake.ingestd_staged SET content_hash = NULL WHERE poll_id = $1 RETURNING 1)
 			SELECT count(*) FROM u`, id); n != len(fs) {
 			t.Fatalf("cleared the hash of %d staged rows, want %d", n, len(fs))
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/ingestd/ingestd/feeds"
 )
 
-// TestStagingLostIsNeverApplied empties staged_features the way PostgreSQL's
+// TestStagingLostIsNeverApplied empties wake's staging table the way PostgreSQL's
 // crash recovery empties an unlogged table (cmd/ingestd's TestCrashAndConfig
 // does it with a real crash) and checks that what is left is never applied:
 // the held accept, the apply of a poll that staged more pages after the
@@ -22,7 +22,7 @@ func TestStagingLostIsNeverApplied(t *testing.T) {
 	b.poll(t, feed, twenty[:10], twenty[10:])
 	crash := func() {
 		t.Helper()
-		if _, err := b.pool.Exec(b.ctx, `TRUNCATE staged_features`); err != nil {
+		if _, err := b.pool.Exec(b.ctx, `TRUNCATE wake.ingestd_staged`); err != nil {
 			t.Fatal(err)
 		}
 	}

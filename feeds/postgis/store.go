@@ -188,16 +188,29 @@ func (s *Store) RemoveFeeds(ctx context.Context, infos []feeds.FeedInfo) error {
 // it running.
 func (s *Store) BeginPoll(ctx context.Context, feed feeds.FeedInfo) (int64, error) {
 	var id int64
+	var stagingSchema string
+	var staged bool
 	err := s.pool.QueryRow(ctx, sqlQuery("BeginPoll"),
 		feed.Jurisdiction, feed.Feed, feed.Kind, s.secrets.URL(feed.URL), feed.Origin, feed.ExpectedInterval.Microseconds(), s.owner,
 		feed.History.KeepMicros(),
-	).Scan(&id)
+	).Scan(&id, &stagingSchema, &staged)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("%w: another instance holds the claim of %s/%s or polls it (this instance's claim had ended while the poll waited for its turn)",
 			feeds.ErrPollInProgress, feed.Jurisdiction, feed.Feed)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("postgis: begin poll of %s/%s: %w", feed.Jurisdiction, feed.Feed, err)
+	}
+	if !staged {
+		// The jurisdiction's first poll: its schema and staging table,
+		// before its first page. A poll that cannot stage fails now.
+		if err := ensureJurisdictionTables(ctx, s.pool, stagingSchema); err != nil {
+			err = fmt.Errorf("postgis: begin poll of %s/%s: %w", feed.Jurisdiction, feed.Feed, err)
+			if ferr := s.FailPoll(ctx, id, feed, err); ferr != nil {
+				return 0, errors.Join(err, ferr)
+			}
+			return 0, err
+		}
 	}
 	return id, nil
 }
@@ -212,7 +225,8 @@ func (s *Store) FailPoll(ctx context.Context, pollID int64, feed feeds.FeedInfo,
 	// PostgreSQL went away, and a poll left running would stay so.
 	err := retryOnConnLoss(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.bookkeeping(), func(tx pgx.Tx) error {
-			if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+			stx, err := lockRunningPoll(ctx, tx, pollID, feed)
+			if err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, sqlQuery("FailPoll"), pollID, msg); err != nil {
@@ -221,7 +235,10 @@ func (s *Store) FailPoll(ctx context.Context, pollID int64, feed feeds.FeedInfo,
 			if _, err := tx.Exec(ctx, sqlQuery("FeedFailed"), feed.Jurisdiction, feed.Feed, msg, pollID); err != nil {
 				return err
 			}
-			return deleteStaging(ctx, tx, pollID)
+			if stx == nil {
+				return nil // nothing was staged: the jurisdiction has no staging table
+			}
+			return deleteStaging(ctx, stx, pollID)
 		})
 	})
 	if err != nil {
@@ -249,7 +266,7 @@ func (s *Store) endPollKeepingStaging(ctx context.Context, feed feeds.FeedInfo, 
 	msg := s.errorText(cause)
 	return retryOnConnLoss(ctx, func() error {
 		return pgx.BeginFunc(ctx, s.bookkeeping(), func(tx pgx.Tx) error {
-			if err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
+			if _, err := lockRunningPoll(ctx, tx, pollID, feed); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, sqlQuery("EndPollKeepingStaging"), pollID, msg, retryAfter, string(status)); err != nil {
@@ -262,26 +279,35 @@ func (s *Store) endPollKeepingStaging(ctx context.Context, feed feeds.FeedInfo, 
 }
 
 // lockRunningPoll locks the poll's row and checks that it is running and
-// belongs to feed, so a poll is finished exactly once.
-func lockRunningPoll(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds.FeedInfo) error {
+// belongs to feed, so a poll is finished exactly once. It returns tx
+// naming the poll's staging table (stagedTx), nil when the poll's
+// jurisdiction has none (nothing of it can be staged).
+func lockRunningPoll(ctx context.Context, tx pgx.Tx, pollID int64, feed feeds.FeedInfo) (pgx.Tx, error) {
 	var status feeds.PollStatus
-	var jur, name string
-	err := tx.QueryRow(ctx, sqlQuery("LockPoll"), pollID).Scan(&status, &jur, &name)
+	var jur, name, stagingSchema string
+	var staged bool
+	err := tx.QueryRow(ctx, sqlQuery("LockPoll"), pollID).Scan(&status, &jur, &name, &stagingSchema, &staged)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: no poll %d", ErrPollNotRunning, pollID)
+		return nil, fmt.Errorf("%w: no poll %d", ErrPollNotRunning, pollID)
 	case err != nil:
-		return err
+		return nil, err
 	case jur != feed.Jurisdiction || name != feed.Feed:
-		return fmt.Errorf("poll %d belongs to %s/%s", pollID, jur, name)
+		return nil, fmt.Errorf("poll %d belongs to %s/%s", pollID, jur, name)
 	case status != feeds.PollRunning:
-		return fmt.Errorf("%w: poll %d is %s", ErrPollNotRunning, pollID, status)
+		return nil, fmt.Errorf("%w: poll %d is %s", ErrPollNotRunning, pollID, status)
+	case !staged:
+		return nil, nil
 	}
-	return nil
+	return stagedTx{Tx: tx, pollID: pollID, table: stagedTable(stagingSchema)}, nil
 }
 
 // deleteStaging deletes what poll pollID staged.
 func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
+	tx, err := withStaging(ctx, tx, pollID)
+	if err != nil {
+		return err
+	}
 	for _, q := range []string{"DeleteStagedFeatures", "DeleteStagedPages", "DeleteStagedDelta"} {
 		if _, err := tx.Exec(ctx, sqlQuery(q), pollID); err != nil {
 			return err
@@ -300,8 +326,12 @@ func deleteStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
 // lock, no other poll's rows are left; otherwise the lock is given back
 // with its savepoint and the rows are deleted.
 func truncateStaging(ctx context.Context, tx pgx.Tx, pollID int64) error {
+	tx, err := withStaging(ctx, tx, pollID)
+	if err != nil {
+		return err
+	}
 	alone := false
-	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 		if _, err := sp.Exec(ctx, sqlQuery("LockStagingAlone")); err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available

@@ -39,12 +39,12 @@ WHERE id = $1
 RETURNING invalid_features
 
 -- name: StagedID
--- Names a staged_features row: its source id, or without one the hex of
+-- Names a staged row: its source id, or without one the hex of
 -- its content hash.
 CASE WHEN feature_id = '' THEN encode(sha256(geom_hash || props_hash), 'hex') ELSE feature_id END
 
 -- name: StagedHash
--- A staged_features row's 16-byte content hash, a layer's ingestd_hash:
+-- A staged row's 16-byte content hash, a layer's ingestd_hash:
 -- as staging computed it, or from its two hashes for a row staged before
 -- version 44 (NULL).
 coalesce(content_hash, substring(sha256(geom_hash || props_hash) for 16))
@@ -61,7 +61,7 @@ WITH staged AS (
 	SELECT {{StagedID}} AS id,
 		feature_id <> '' AS named, page, ordinal, geom_hash, props_hash,
 		{{StagedHash}} AS content_hash
-	FROM staged_features
+	FROM {{staged}}
 	WHERE poll_id = $1
 ), snapshot AS MATERIALIZED (
 	SELECT DISTINCT ON (id COLLATE "C") id AS feature_id, named, page, ordinal, geom_hash, props_hash, content_hash
@@ -94,7 +94,7 @@ WITH staged AS (
 -- fetched rows once per staged row (a delta's 550: 276,000 comparisons).
 -- The extent guard reads every row, so a join is
 -- right there.
-SELECT sf.srid, sf.geom_ewkb, sf.geom_broken, sf.properties, sf.invalid_feature FROM staged_features sf
+SELECT sf.srid, sf.geom_ewkb, sf.geom_broken, sf.properties, sf.invalid_feature FROM {{staged}} sf
 		WHERE sf.poll_id = $1 AND sf.page = d.page AND sf.ordinal = d.ordinal
 
 -- name: StagedGeometry
@@ -188,7 +188,7 @@ RESET enable_indexscan; RESET enable_bitmapscan
 SELECT count(*)::int, min(feature_id), (array_agg(pages ORDER BY feature_id))[1]
 FROM (
 	SELECT feature_id, array_to_string(array_agg(DISTINCT page ORDER BY page), ', ') AS pages
-	FROM staged_features WHERE poll_id = $1 AND feature_id <> ''
+	FROM {{staged}} WHERE poll_id = $1 AND feature_id <> ''
 	GROUP BY feature_id HAVING min(page) <> max(page)
 ) d
 

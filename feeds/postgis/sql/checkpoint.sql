@@ -5,7 +5,7 @@ SELECT page FROM staged_pages WHERE poll_id = $1 ORDER BY page
 
 -- name: DeleteStagedFeaturesFrom
 -- Pages past a gap cannot be trusted to belong with the rest.
-DELETE FROM staged_features WHERE poll_id = $1 AND page >= $2
+DELETE FROM {{staged}} WHERE poll_id = $1 AND page >= $2
 
 -- name: DeleteStagedPagesFrom
 DELETE FROM staged_pages WHERE poll_id = $1 AND page >= $2

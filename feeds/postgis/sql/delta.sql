@@ -19,7 +19,7 @@ SELECT t.feature_id FROM {{table}} t
 -- name: FetchedIDs
 -- The distinct ids poll $1 fetched: what the proof checks against the
 -- server's id list.
-SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
+SELECT DISTINCT feature_id FROM {{staged}} WHERE poll_id = $1
 
 -- name: StageDelta
 -- Records poll $1 as a delta of $2 listed ids that removes the feed's
@@ -40,7 +40,7 @@ SELECT EXISTS (SELECT FROM staged_deltas WHERE poll_id = $1)
 -- EWKB's type byte: ST_AsEWKB writes little-endian; 0: none): what the
 -- apply takes out of the stored profile, each read by key (see ApplyDelta).
 SELECT f.properties::text, coalesce(get_byte(ST_AsEWKB(f.geom), 1), 0)
-FROM (SELECT DISTINCT feature_id FROM staged_features WHERE poll_id = $1
+FROM (SELECT DISTINCT feature_id FROM {{staged}} WHERE poll_id = $1
 	UNION SELECT unnest(removed) FROM staged_deltas WHERE poll_id = $1) d
 CROSS JOIN LATERAL (SELECT t.properties, t.geom FROM {{table}} t WHERE t.feature_id = d.feature_id LIMIT 1) f
 

@@ -33,5 +33,5 @@ SELECT p.pages,
 		THEN (SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = p.id)
 		ELSE coalesce(p.features, 0) + coalesce(p.duplicate_ids, 0) END,
 	(SELECT count(*) FROM staged_pages WHERE poll_id = p.id)::int,
-	(SELECT count(*) FROM staged_features WHERE poll_id = p.id)
+	(SELECT count(*) FROM {{staged}} WHERE poll_id = $1)
 FROM polls p WHERE p.id = $1

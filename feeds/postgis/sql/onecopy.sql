@@ -11,15 +11,17 @@
 -- name: OneCopyLookup
 -- Whether the feed's ($2, $3) one-copy layer exists (its table has the
 -- content hash column), the layer as {schema, name}, the features poll
--- $1 staged, those the feed held after its last apply, and whether that
--- apply changed anything.
+-- $1 staged, those the feed held after its last apply, whether that
+-- apply changed anything, and whether the layer's schema has its history
+-- table.
 SELECT coalesce((SELECT true FROM pg_attribute a WHERE a.attrelid = to_regclass(ingestd_feed_view($2, $3))
 		AND a.attname = 'ingestd_hash' AND NOT a.attisdropped), false),
 	ingestd_feed_layer($2, $3),
 	(SELECT coalesce(sum(features), 0) FROM staged_pages WHERE poll_id = $1),
 	coalesce((SELECT feature_count FROM feed_status WHERE jurisdiction = $2 AND feed = $3), 0),
 	coalesce((SELECT modified = 0 AND removed = 0 AND added IN (0, features) FROM polls
-		WHERE jurisdiction = $2 AND feed = $3 AND status = 'succeeded' ORDER BY started_at DESC LIMIT 1), true)
+		WHERE jurisdiction = $2 AND feed = $3 AND status = 'succeeded' ORDER BY started_at DESC LIMIT 1), true),
+	to_regclass(format('%I.ingestd_history', (ingestd_feed_layer($2, $3))[1])) IS NOT NULL
 
 -- name: OneCopyMovedLayer
 -- The feed's ($1, $2) one-copy layer table under the name it had before
@@ -65,8 +67,46 @@ FROM unnest($3::text[], $4::int[]) AS s(name, scale)
 WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.name = s.name AND c.scale IS DISTINCT FROM s.scale
 
 -- name: OneCopyCreateSchema
--- The jurisdiction's schema for its first layer.
-CREATE SCHEMA IF NOT EXISTS {{schema}}
+-- The jurisdiction's schema for its first poll or layer, with the table
+-- its polls stage into (migration 47, docs/decisions/0226) and the table
+-- of its feeds' superseded versions (migration 46, docs/decisions/0225):
+-- each a statement of its own, at the top level, which is what Citus
+-- distributes in a distributed schema.
+CREATE SCHEMA IF NOT EXISTS {{schema}};
+CREATE UNLOGGED TABLE IF NOT EXISTS {{staged}} (
+	poll_id bigint NOT NULL,
+	page integer NOT NULL,
+	ordinal integer NOT NULL,
+	feature_id text NOT NULL,
+	srid integer NOT NULL,
+	geom_ewkb bytea,
+	properties text,
+	geom_hash bytea NOT NULL,
+	geom_broken boolean NOT NULL DEFAULT false,
+	props_hash bytea NOT NULL,
+	invalid_feature smallint NOT NULL DEFAULT 0,
+	content_hash bytea,
+	PRIMARY KEY (poll_id, page, ordinal));
+CREATE TABLE IF NOT EXISTS {{history}} (
+	feed text NOT NULL,
+	feature_id text NOT NULL,
+	geom geometry(Geometry, 4326),
+	properties jsonb,
+	content_hash bytea NOT NULL,
+	valid_from timestamptz NOT NULL,
+	valid_to timestamptz NOT NULL,
+	from_poll bigint NOT NULL,
+	to_poll bigint NOT NULL,
+	ended_by text NOT NULL CHECK (ended_by IN ('modified', 'removed')));
+CREATE INDEX IF NOT EXISTS ingestd_history_feature ON {{history}} (feed, feature_id, to_poll);
+CREATE INDEX IF NOT EXISTS ingestd_history_valid_to ON {{history}} (feed, valid_to)
+
+-- name: OneCopyMoveHistory
+-- Feed $1's superseded versions from the history table of its layer's old
+-- schema ({{old_history}}) to the new one's, with the layer.
+WITH moved AS (DELETE FROM {{old_history}} h WHERE h.feed = $1 RETURNING h.*)
+INSERT INTO {{history}} (feed, feature_id, geom, properties, content_hash, valid_from, valid_to, from_poll, to_poll, ended_by)
+SELECT feed, feature_id, geom, properties, content_hash, valid_from, valid_to, from_poll, to_poll, ended_by FROM moved
 
 -- name: OneCopyLoadSource
 -- Poll $1's staged rows as a first load reads them (BulkCreate's inner
@@ -84,7 +124,7 @@ FROM (
 		(CASE WHEN NOT (p.invalid_feature = 2 OR (p.invalid_feature = 1 AND $2::boolean))
 			THEN p.properties END)::jsonb AS properties_jsonb,
 		coalesce(p.content_hash, substring(sha256(p.geom_hash || p.props_hash) for 16)) AS ingestd_hash
-	FROM staged_features p
+	FROM {{staged}} p
 	{{StagedGeometry}}
 	WHERE p.poll_id = $1 {{dedupe}}
 	OFFSET 0
@@ -96,17 +136,18 @@ OFFSET 0
 -- The last staged row of each id of poll $1 (SnapshotCTEs' rule).
 AND (p.page, p.ordinal) IN (
 		SELECT DISTINCT ON (id COLLATE "C") page, ordinal
-		FROM (SELECT {{StagedID}} AS id, page, ordinal FROM staged_features WHERE poll_id = $1) s
+		FROM (SELECT {{StagedID}} AS id, page, ordinal FROM {{staged}} WHERE poll_id = $1) s
 		ORDER BY id COLLATE "C", page DESC, ordinal DESC)
 
 -- name: OneCopyFirstLoad
 -- Creates the feed's layer table {{layer}} from poll $1's staged rows in
 -- one CREATE TABLE … AS, with four load columns BulkCreate has too
--- (dropped once counted). Pages filled whole: decision 0200.
+-- (dropped once counted). Pages filled whole: decision 0200. $3 is the
+-- transaction's now(), the rows' first_seen_at and changed_at.
 CREATE TABLE {{layer}} WITH (fillfactor = 100) AS
 SELECT {{row_exprs}},
 	t.invalid AS ingestd_load_invalid, t.out_of_range AS ingestd_load_out_of_range, t.skip AS ingestd_load_skip, t.named AS ingestd_load_named
-FROM (SELECT s.*, now() AS first_seen_at, now() AS changed_at, $1::bigint AS ingestd_poll
+FROM (SELECT s.*, $3::timestamptz AS first_seen_at, $3::timestamptz AS changed_at, $1::bigint AS ingestd_poll
 	FROM ({{OneCopyLoadSource}}) s) t
 CROSS JOIN LATERAL (SELECT {{RepairedGeometry}} AS g OFFSET 0) r
 CROSS JOIN LATERAL (SELECT {{as_geometry}} AS tg OFFSET 0) x
@@ -231,7 +272,7 @@ SELECT
 	(SELECT count(*) FROM staged_pages WHERE poll_id = $1)::int,
 	(SELECT count(*) FROM {{layer}})::int,
 	(SELECT count(*) FROM {{layer}} f WHERE EXISTS (
-		SELECT FROM staged_features s
+		SELECT FROM {{staged}} s
 		WHERE s.poll_id = $1
 		  AND {{StagedID}} = f.feature_id
 		  AND {{StagedHash}} = f.ingestd_hash))::int
@@ -327,12 +368,12 @@ SELECT
 -- generic form), compared by the 16-byte content hash.
 WITH snapshot AS (
 	SELECT DISTINCT ON (feature_id COLLATE "C") feature_id, page, ordinal, {{StagedHash}} AS content_hash
-	FROM staged_features WHERE poll_id = $1
+	FROM {{staged}} WHERE poll_id = $1
 	ORDER BY feature_id COLLATE "C", page DESC, ordinal DESC
 )
 SELECT count(*) FROM snapshot s
 LEFT JOIN {{table}} f ON f.feature_id = s.feature_id
-JOIN staged_features sf ON sf.poll_id = $1 AND sf.page = s.page AND sf.ordinal = s.ordinal
+JOIN {{staged}} sf ON sf.poll_id = $1 AND sf.page = s.page AND sf.ordinal = s.ordinal
 WHERE (f.feature_id IS NULL OR f.content_hash IS DISTINCT FROM s.content_hash)
 	AND coalesce(ingestd_as_timestamptz(sf.properties::jsonb -> $2) <= to_timestamp($3::float8 / 1000), true)
 
@@ -348,7 +389,8 @@ END
 -- ApplyWrites on the layer table: the verdict, the writes (each written
 -- row typed as the layer's columns, the source values they do not give
 -- back in its rest), the superseded versions rebuilt in the generic form,
--- and the change log with the 16-byte content hash.
+-- into the jurisdiction's history table, and the change log with the
+-- 16-byte content hash.
 {{ExtentCTE}}, verdict AS MATERIALIZED (
 	SELECT CASE
 		WHEN $4 THEN NULL
@@ -420,12 +462,12 @@ END
 	-- on a distributed table.
 	RETURNING o.*
 ), superseded AS (
-	INSERT INTO feature_history (jurisdiction, feed, feature_id, geom, properties, content_hash,
+	INSERT INTO {{history}} (feed, feature_id, geom, properties, content_hash,
 		valid_from, valid_to, from_poll, to_poll, ended_by)
-	SELECT $2, $3, v.feature_id, v.geom, v.properties, v.content_hash, v.changed_at, now(), v.poll_id, $1, 'modified'
+	SELECT $3, v.feature_id, v.geom, v.properties, v.content_hash, v.changed_at, now(), v.poll_id, $1, 'modified'
 	FROM superseded_rows v
 	UNION ALL
-	SELECT $2, $3, o.feature_id, {{old_geom}}, {{old_props}}, o.ingestd_hash, o.changed_at, now(), o.ingestd_poll, $1, 'removed'
+	SELECT $3, o.feature_id, {{old_geom}}, {{old_props}}, o.ingestd_hash, o.changed_at, now(), o.ingestd_poll, $1, 'removed'
 	FROM removed o WHERE $9
 ), logged AS (
 	INSERT INTO feature_changes (poll_id, jurisdiction, feed, feature_id, change,

@@ -31,13 +31,13 @@ WHERE configured AND (jurisdiction, feed) IN (SELECT * FROM unnest($1::text[], $
 -- its poll not yet interrupted; neither instance's poll may run beside the
 -- other's.
 WITH p AS (
-	INSERT INTO polls (jurisdiction, feed, url, owner)
-	SELECT $1, $2, $4, nullif($7, '')
+	INSERT INTO polls (jurisdiction, feed, url, owner, staging_schema)
+	SELECT $1, $2, $4, nullif($7, ''), (ingestd_feed_layer($1, $2))[1]
 	WHERE $7 = '' OR NOT (
 		EXISTS (SELECT FROM feed_status c WHERE c.jurisdiction = $1 AND c.feed = $2 AND c.poll_owner <> $7)
 		OR EXISTS (SELECT FROM polls r WHERE r.jurisdiction = $1 AND r.feed = $2 AND r.status = 'running'
 			AND r.owner IS DISTINCT FROM $7))
-	RETURNING id, started_at
+	RETURNING id, started_at, staging_schema
 ), fs AS (
 	INSERT INTO feed_status AS s (jurisdiction, feed, kind, url, origin, expected_interval, last_attempt_at, last_poll_id, history_keep)
 	SELECT $1, $2, $3, $4, $5, CASE WHEN $6::bigint > 0 THEN $6 * interval '1 microsecond' END, p.started_at, p.id,
@@ -46,10 +46,14 @@ WITH p AS (
 		last_attempt_at = excluded.last_attempt_at, history_keep = excluded.history_keep,
 		last_poll_id = GREATEST(s.last_poll_id, excluded.last_poll_id)
 )
-SELECT id FROM p
+SELECT id, staging_schema, to_regclass(format('%I.ingestd_staged', staging_schema)) IS NOT NULL FROM p
 
 -- name: LockPoll
-SELECT status, jurisdiction, feed FROM polls WHERE id = $1 FOR UPDATE
+-- The poll's state, its feed, the schema it stages into and whether that
+-- schema's staging table exists.
+SELECT status, jurisdiction, feed, s, to_regclass(format('%I.ingestd_staged', s)) IS NOT NULL
+FROM polls CROSS JOIN LATERAL (SELECT coalesce(staging_schema, (ingestd_feed_layer(jurisdiction, feed))[1]) AS s) x
+WHERE id = $1 FOR UPDATE OF polls
 
 -- name: FailPoll
 UPDATE polls SET status = 'failed', finished_at = now(), error = $2 WHERE id = $1

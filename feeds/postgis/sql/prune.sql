@@ -25,7 +25,7 @@ RETURNING poll_id
 
 -- name: DeletePrunedStagedFeatures
 -- A checkpoint being replayed right now is left to its replay.
-DELETE FROM staged_features WHERE poll_id = $1
+DELETE FROM {{staged}} WHERE poll_id = $1
   AND NOT EXISTS (SELECT FROM polls WHERE id = $1 AND status = 'running')
 
 -- name: DeletePrunedStagedPages
