@@ -60,11 +60,11 @@ func explainedPool(t *testing.T) (*pgxpool.Pool, *planLog) {
 	return pool, log
 }
 
-// stagingScans are the plans that read all of staged_features.
+// stagingScans are the plans that read all of a jurisdiction's staging table.
 func stagingScans(plans []string) []string {
 	var out []string
 	for _, p := range plans {
-		if strings.Contains(p, "Seq Scan on staged_features") {
+		if strings.Contains(p, "Seq Scan on ingestd_staged") {
 			out = append(out, p)
 		}
 	}
