@@ -324,18 +324,20 @@ bench_gdal() {
 				# (its partition of features) and change log go. TRUNCATE,
 				# not DELETE: a million deleted rows per run would leave the
 				# append-only log full of holes no daemon's log has.
+				vacuum_staging
 				"${psql[@]}" -c "SET client_min_messages = warning" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ${feedtable/ingestd_feed_partition/ingestd_feed_view}); END \$\$" \
 					-c "TRUNCATE feature_changes" \
-					-c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
+					-c "VACUUM staged_pages, feature_changes" -c "CHECKPOINT"
 				timing=$out/ingestd.$layer.$fmt
 				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
 				# A refresh of the mirrored layer, unchanged: what every later
 				# poll of a quiet layer costs (ogr2ogr has no other way than a
 				# reload). Staging and the new table vacuumed, as autovacuum
 				# would have between two polls of a daemon.
-				"${psql[@]}" -c "VACUUM staged_features, staged_pages" \
+				vacuum_staging
+				"${psql[@]}" -c "VACUUM staged_pages" \
 					-c "VACUUM ANALYZE $("${psql[@]}" -tAc "SELECT coalesce(to_regclass(quote_ident($feedtable))::text, ${feedtable/ingestd_feed_partition/ingestd_feed_view})")" -c "CHECKPOINT"
 				timing=$out/refresh.$layer.$fmt
 				timed bin/ingestd poll -config "$out/bench.yaml" -log-level warn "bench/${layer}_$fmt"
@@ -585,10 +587,11 @@ bench_ogcapi() {
 	printf '%-8s %-4s %8s %8s %8s %9s %9s\n' tool run wall_s cpu_s rss_MB rows distinct
 	local run f
 	for run in $(seq 1 "$count"); do
+		vacuum_staging
 		"${psql[@]}" -c "SET client_min_messages = warning" \
 			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', $feedtable); END \$\$" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ${feedtable/ingestd_feed_partition/ingestd_feed_view}); END \$\$" \
-			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages" -c "CHECKPOINT"
+			-c "TRUNCATE feature_changes" -c "VACUUM staged_pages" -c "CHECKPOINT"
 		/usr/bin/time -f '%e %U %S %M' -o "$out/time" bin/ingestd poll -config "$out/bench-ogcapi.yaml" -log-level warn bench/ogcapi_parcels >"$out/last.log" 2>&1 ||
 			{ echo "bench.sh: ingestd poll failed" >&2; tail -n 20 "$out/last.log" >&2; return 1; }
 		f=$(awk '{ printf "%s %.2f %d", $1, $2 + $3, $4 / 1024 }' "$out/time")
@@ -700,11 +703,12 @@ bench_bigdoc() {
 	} >"$out/bigdoc.yaml"
 	bin/ingestd migrate >/dev/null
 	fresh() {
+		vacuum_staging
 		"${psql[@]}" -c "SET client_min_messages = warning" \
 			-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$1')); END \$\$" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ingestd_feed_view('bench', '$1')); END \$\$" \
 			-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$1'" \
-			-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
+			-c "TRUNCATE feature_changes" -c "VACUUM staged_pages, feature_changes" -c "CHECKPOINT"
 	}
 	# The decoder alone on the first document (one core): it bounds the fetch.
 	BENCH_GEOJSON_FILE=$docs/parcels_${sizes%% *}.geojson go test -run '^$' -bench '^BenchmarkGeoJSONDocument$' -benchtime 3x ./encoding/geojson |
@@ -866,12 +870,13 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
 		for _ in $(seq 1 "$count"); do
 			case $run in
 			ingestd*)
+				vacuum_staging
 				"${psql[@]}" -c "SET client_min_messages = warning" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %I CASCADE', ingestd_feed_partition('bench', '$feed')); END \$\$" \
 					-c "DO \$\$ BEGIN EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', ingestd_feed_view('bench', '$feed')); END \$\$" \
 					-c "UPDATE feed_status SET validators = NULL WHERE jurisdiction = 'bench' AND feed = '$feed'" \
 					-c "DELETE FROM dead_letter WHERE jurisdiction = 'bench' AND feed = '$feed'" \
-					-c "TRUNCATE feature_changes" -c "VACUUM staged_features, staged_pages, feature_changes" -c "CHECKPOINT"
+					-c "TRUNCATE feature_changes" -c "VACUUM staged_pages, feature_changes" -c "CHECKPOINT"
 				bigdoc_time bin/ingestd poll -config "$out/$name.yaml" -log-level warn "bench/$feed" >>"$out/$name.runs" ;;
 			ogr2ogr*)
 				"${psql[@]}" -c "DROP TABLE IF EXISTS ogr_$name" -c "CHECKPOINT"
@@ -969,6 +974,15 @@ bench_pacing() {
 	command -v ogr2ogr >/dev/null && gdal=1
 	BENCH_PACING=1 BENCH_PACING_GDAL=$gdal go test -run '^$' -bench '^BenchmarkPacingPolicies$' -benchtime 1x -timeout 30m ./breaker |
 		grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok\)'
+}
+
+# vacuum_staging vacuums every jurisdiction's staging table (a poll stages
+# into its jurisdiction's <schema>.ingestd_staged), so that a run starts
+# with staging as a quiet daemon leaves it.
+vacuum_staging() {
+	psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 <<-'EOF'
+		SELECT format('VACUUM %s', c.oid::regclass) FROM pg_class c WHERE c.relname = 'ingestd_staged' AND c.relkind = 'r' \gexec
+	EOF
 }
 
 bench_fleet() {

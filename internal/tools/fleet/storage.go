@@ -24,9 +24,9 @@ import (
 // stagingEvery.
 type stagingSample struct {
 	at                time.Duration // since the start
-	stagingBytes      int64         // staged_features, with its indexes and TOAST
-	live, dead        int64         // staged_features' tuples (pg_stat_user_tables)
-	vacuums           int64         // of staged_features, auto and manual
+	stagingBytes      int64         // every jurisdiction's ingestd_staged, with indexes and TOAST
+	live, dead        int64         // their tuples (pg_stat_user_tables)
+	vacuums           int64         // of them, auto and manual
 	oldestXact        time.Duration // the run's oldest open transaction (client backends)
 	autovacuumWorkers int           // in the run's database at that moment
 	dbBytes           int64
@@ -40,13 +40,14 @@ const stagingEvery = 30 * time.Second
 func (s *sampler) sampleStaging(ctx context.Context, since time.Duration) error {
 	var st stagingSample
 	var oldest float64
-	err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size('ingestd.staged_features'),
-			coalesce(t.n_live_tup, 0), coalesce(t.n_dead_tup, 0), coalesce(t.autovacuum_count + t.vacuum_count, 0),
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(t.relid)), 0)::bigint,
+			coalesce(sum(t.n_live_tup), 0)::bigint, coalesce(sum(t.n_dead_tup), 0)::bigint,
+			coalesce(sum(t.autovacuum_count + t.vacuum_count), 0)::bigint,
 			(SELECT coalesce(extract(epoch FROM max(clock_timestamp() - xact_start)), 0) FROM pg_stat_activity
 				WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()),
 			(SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'autovacuum worker'),
 			pg_database_size(current_database())
-		FROM pg_stat_user_tables t WHERE t.relid = 'ingestd.staged_features'::regclass`).Scan(
+		FROM pg_stat_user_tables t WHERE t.relname = 'ingestd_staged'`).Scan(
 		&st.stagingBytes, &st.live, &st.dead, &st.vacuums, &oldest, &st.autovacuumWorkers, &st.dbBytes)
 	if err != nil {
 		return fmt.Errorf("staging sample: %w", err)
@@ -80,7 +81,7 @@ func (s *sampler) printStaging() {
 		parts = append(parts, fmt.Sprintf("%s %d MB (%d live, %d dead, %d vacuums; db %d MB; oldest xact %s)",
 			st.at.Round(time.Second), st.stagingBytes>>20, st.live, st.dead, st.vacuums, st.dbBytes>>20, st.oldestXact.Round(time.Second)))
 	}
-	fmt.Printf("staging over time (ingestd.staged_features with indexes and TOAST, every %s, shown every minute): %s\n", stagingEvery, strings.Join(parts, "; "))
+	fmt.Printf("staging over time (every jurisdiction's ingestd_staged with indexes and TOAST, every %s, shown every minute): %s\n", stagingEvery, strings.Join(parts, "; "))
 	fmt.Printf("staging peak %d MB at %s; the run's oldest open transaction at a sample %s; an autovacuum worker in the run's database at %d of %d samples\n",
 		peak>>20, peakAt.Round(time.Second), oldest.Round(time.Second), workers, len(s.staging))
 }
@@ -93,7 +94,7 @@ type relStat struct {
 	autovacuums, autoanalyzes  int64
 	blksRead, blksHit          int64 // heap, indexes, TOAST and its index
 	seqScans, seqRead, idxScan int64
-	layer                      bool // a layer table (a jurisdiction's schema)
+	layer                      bool // in a jurisdiction's schema: a layer, its staging or its history
 }
 
 func (r relStat) String() string {
@@ -118,8 +119,10 @@ func relationIO(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	var all []relStat
-	layers := relStat{name: "all layer tables together"}
-	var n int
+	// A jurisdiction's schema holds its layers, its staging and its
+	// history: each kind summed as one.
+	groups := map[string]*relStat{"layer": {}, "ingestd_staged": {}, "ingestd_history": {}}
+	counts := map[string]int{}
 	for rows.Next() {
 		var r relStat
 		var nsp, rel string
@@ -131,12 +134,12 @@ func relationIO(ctx context.Context, pool *pgxpool.Pool) error {
 		r.name = nsp + "." + rel
 		r.layer = !strings.HasPrefix(nsp, "pg_") && nsp != "ingestd" && nsp != "public" && nsp != "information_schema"
 		if r.layer {
-			n++
-			layers.bytes += r.bytes
-			layers.live, layers.dead = layers.live+r.live, layers.dead+r.dead
-			layers.autovacuums, layers.autoanalyzes = layers.autovacuums+r.autovacuums, layers.autoanalyzes+r.autoanalyzes
-			layers.blksRead, layers.blksHit = layers.blksRead+r.blksRead, layers.blksHit+r.blksHit
-			layers.seqScans, layers.seqRead, layers.idxScan = layers.seqScans+r.seqScans, layers.seqRead+r.seqRead, layers.idxScan+r.idxScan
+			kind := "layer"
+			if groups[rel] != nil {
+				kind = rel
+			}
+			groups[kind].add(r)
+			counts[kind]++
 		}
 		all = append(all, r)
 	}
@@ -144,7 +147,9 @@ func relationIO(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	layers.name = fmt.Sprintf("all %d layer tables together", n)
+	groups["layer"].name = fmt.Sprintf("all %d layer tables together", counts["layer"])
+	groups["ingestd_staged"].name = fmt.Sprintf("all %d jurisdictions' staging tables together", counts["ingestd_staged"])
+	groups["ingestd_history"].name = fmt.Sprintf("all %d jurisdictions' history tables together", counts["ingestd_history"])
 	top := func(label string, less func(a, b relStat) bool) {
 		sort.Slice(all, func(i, j int) bool { return less(all[i], all[j]) })
 		fmt.Printf("%s:\n", label)
@@ -154,8 +159,19 @@ func relationIO(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	top("largest tables at the end (size with indexes and TOAST)", func(a, b relStat) bool { return a.bytes > b.bytes })
 	top("tables by blocks read over the run (pg_statio: heap, indexes, TOAST)", func(a, b relStat) bool { return a.blksRead > b.blksRead })
-	fmt.Printf("  %s\n", layers)
+	for _, kind := range []string{"layer", "ingestd_staged", "ingestd_history"} {
+		fmt.Printf("  %s\n", groups[kind])
+	}
 	return nil
+}
+
+// add sums r's figures into g.
+func (g *relStat) add(r relStat) {
+	g.bytes += r.bytes
+	g.live, g.dead = g.live+r.live, g.dead+r.dead
+	g.autovacuums, g.autoanalyzes = g.autovacuums+r.autovacuums, g.autoanalyzes+r.autoanalyzes
+	g.blksRead, g.blksHit = g.blksRead+r.blksRead, g.blksHit+r.blksHit
+	g.seqScans, g.seqRead, g.idxScan = g.seqScans+r.seqScans, g.seqRead+r.seqRead, g.idxScan+r.idxScan
 }
 
 // activeStatements counts, per statement, the samples at which a client
