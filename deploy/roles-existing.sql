@@ -81,5 +81,17 @@ BEGIN
         EXECUTE format('ALTER %s %s OWNER TO %I', CASE r.relkind WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'r' THEN 'TABLE' ELSE 'VIEW' END,
             r.rel, new_owner);
     END LOOP;
+    -- Each jurisdiction's staging and history tables (versions 46 and 47),
+    -- with their schema (a jurisdiction whose first poll failed has no
+    -- layer yet): every poll writes them.
+    FOR r IN
+        SELECT c.oid::regclass AS rel, c.relnamespace::regnamespace AS nsp FROM pg_class c
+        WHERE c.relname IN ('ingestd_staged', 'ingestd_history') AND c.relkind = 'r'
+          AND c.relnamespace NOT IN ('public'::regnamespace, 'pg_catalog'::regnamespace)
+          AND c.relnamespace IS DISTINCT FROM to_regnamespace('ingestd')
+    LOOP
+        EXECUTE format('ALTER SCHEMA %s OWNER TO %I', r.nsp, new_owner);
+        EXECUTE format('ALTER TABLE %s OWNER TO %I', r.rel, new_owner);
+    END LOOP;
 END
 $$;

@@ -348,6 +348,10 @@ func deltaProfile(ctx context.Context, r *applyRun, stored []byte, fetched *sche
 func (s *Store) ReconcileDrift(ctx context.Context, pollID int64, feed feeds.FeedInfo, r source.Reconcile) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tx, err := withStaging(ctx, tx, pollID)
+		if err != nil {
+			return err
+		}
 		t, err := s.tableOf(ctx, tx, pollID, feed.Jurisdiction, feed.Feed)
 		if err != nil || !t.exists {
 			return err
