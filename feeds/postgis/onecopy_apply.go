@@ -319,7 +319,6 @@ func retypeOf(r *applyRun) []byte {
 // applyOneCopy is applySnapshot on the one-copy layout.
 func (s *Store) applyOneCopy(ctx context.Context, r *applyRun) error {
 	for _, step := range []applyStep{
-		planForBulk,
 		countInvalidFeatures,
 		findLayer,
 		readHistory,
@@ -358,7 +357,8 @@ func readAsGeneric(_ context.Context, r *applyRun) error {
 }
 
 // findLayer looks up the feed's layer table (lookupLayer) and the
-// poll's size, and whether the poll is a delta of it.
+// poll's size, and whether the poll is a delta of it; then it sets the
+// planner for the bulk statements that follow (planForBulk).
 func findLayer(ctx context.Context, r *applyRun) error {
 	var err error
 	r.table, r.oc, err = lookupLayer(ctx, r.tx, r.pollID, r.jurisdiction, r.feed)
@@ -376,9 +376,18 @@ func findLayer(ctx context.Context, r *applyRun) error {
 			}
 		}
 	}
-	r.firstLoad = !r.table.exists
-	if err != nil || r.firstLoad {
+	if err != nil {
 		return err
+	}
+	// Bulk planning only from here: the lookups above find a catalog row
+	// by key, which a plan without nested loops does by hashing whole
+	// catalogs (in parallel workers, at thousands of layers).
+	if err := planForBulk(ctx, r); err != nil {
+		return err
+	}
+	r.firstLoad = !r.table.exists
+	if r.firstLoad {
+		return nil
 	}
 	if !r.oc.history {
 		// A schema made before its history table was (by a user, or

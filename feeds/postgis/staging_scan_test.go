@@ -105,3 +105,40 @@ func TestApplyReadsOnlyItsPollsStagedRows(t *testing.T) {
 		}
 	}
 }
+
+// catalogScans are the plans that read a whole system catalog.
+func catalogScans(plans []string) []string {
+	var out []string
+	for _, p := range plans {
+		for _, cat := range []string{"pg_attribute", "pg_class", "pg_namespace"} {
+			if strings.Contains(p, "Seq Scan on "+cat) {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// An apply looks its layer up in the catalogs by key. Its bulk statements
+// are planned without nested loops (ApplyPlanner); a catalog lookup planned
+// so hashes all of pg_attribute and pg_class, in parallel workers, for every
+// apply: at 5,000 feeds a quarter of what a fleet's database was seen
+// running was such a lookup, waiting on its workers.
+func TestApplyLooksUpItsLayerByKey(t *testing.T) {
+	t.Parallel()
+	pool, plans := explainedPool(t)
+	b := &bundle{ctx: t.Context(), pool: pool, store: postgis.New(pool)}
+	small := generatePolygons(50)
+	changed := append([]ft.Feature(nil), small...)
+	changed[0] = feature(changed[0].ID, changed[0].Geometry, props("pin", "changed"))
+	plans.take()
+	for i, snap := range [][]ft.Feature{small, changed, changed} {
+		if _, res := b.poll(t, feedInfo("lookups"), snap); res.Features != 50 {
+			t.Fatalf("poll %d: %+v", i, res)
+		}
+		for _, p := range catalogScans(plans.take()) {
+			t.Errorf("poll %d scanned a whole catalog:\n%s", i, p)
+		}
+	}
+}
