@@ -187,13 +187,15 @@ ALTER TABLE {{layer}} DROP COLUMN ingestd_load_named,
 ALTER TABLE {{layer}} ADD CONSTRAINT {{layer_pkey}} PRIMARY KEY (feature_id)
 
 -- name: OneCopyDependents
--- The views that depend on the layer table $1, named; NULL for none.
-SELECT string_agg(DISTINCT v.oid::regclass::text, ', ')
-FROM pg_depend d
-JOIN pg_rewrite w ON w.oid = d.objid
-JOIN pg_class v ON v.oid = w.ev_class
-WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
-  AND d.refobjid = to_regclass($1) AND v.oid <> to_regclass($1)
+-- The views that depend on the layer table $1, named; NULL for none. Each
+-- rule's view by a subquery on its key, not a join: an apply runs this
+-- without nested loops, and a join would hash all of pg_class.
+SELECT string_agg(DISTINCT r.view::text, ', ')
+FROM (SELECT (SELECT w.ev_class::regclass FROM pg_rewrite w WHERE w.oid = d.objid) AS view
+	FROM pg_depend d
+	WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
+	  AND d.refobjid = to_regclass($1)) r
+WHERE r.view <> to_regclass($1)
 
 -- name: OneCopyDeleteSkipped
 -- Leaves out the rows the feed skips ($1: invalid_geometry: skip).
