@@ -771,9 +771,10 @@ func (s *Store) oneCopyCheckUnchanged(ctx context.Context, r *applyRun) error {
 		if !s.largeUnchangedCheck || t.staged != t.lastCount || !t.lastQuiet {
 			return nil
 		}
-		// On Citus the check's EXISTS joins the layer, on its worker, with
-		// staging on the coordinator, which Citus refuses ("direct joins
-		// between distributed and local tables"): the diff decides there.
+		// On Citus the diff decides: this check's parallel join of staging
+		// with the layer has not been tried there since both moved to the
+		// schema's worker (before, Citus refused it: "direct joins between
+		// distributed and local tables").
 		if citus, err := s.onCitus(ctx, r.tx); err != nil || citus {
 			return err
 		}
