@@ -28,30 +28,8 @@ const orderFeeds = `
 // database at start.
 func TestOriginSlotsServeNeverLoadedFeedFirst(t *testing.T) {
 	t.Parallel()
-	entered := make(chan string, 4)
-	gate := make(chan struct{})
-	var sig feeds.Signals
-	clock := schedClock()
-	b := setup(t, withFeeds(orderFeeds), withClock(clock),
-		withFetcher(func(f feeds.Fetcher) feeds.Fetcher { return gatedFetcher{Fetcher: f, entered: entered, gate: gate} }),
-		withManagerOptions(feeds.WithSignals(&sig), feeds.WithMaxJitter(0), feeds.WithCatchUp(false),
-			feeds.WithOriginPollSlots(func(string) int { return 1 })))
-	for _, l := range []string{"holder", "fresh1", "fresh2", "never"} {
-		b.server.AddLayer(l, layertest.Parcels{N: 3})
-	}
-	if _, err := b.pool.Exec(b.ctx, `UPDATE feed_status SET last_success_at = $1
-		WHERE jurisdiction = 'county' AND feed IN ('fresh1', 'fresh2')`, clock.Now().Add(-10*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.manager.Start(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	held := make(chan error, 1)
-	go func() {
-		_, err := b.manager.Poll(b.ctx, "county/holder")
-		held <- err
-	}()
+	rig := holdOrigin(t, orderFeeds, []string{"fresh1", "fresh2"})
+	b, clock, sig, entered, gate, held := rig.b, rig.clock, rig.sig, rig.entered, rig.gate, rig.held
 	if u := await(t, entered, "the holder's fetch"); !strings.HasSuffix(u, "/holder.geojson") {
 		t.Fatalf("first fetch: %s, want the holder's", u)
 	}
@@ -73,7 +51,7 @@ func TestOriginSlotsServeNeverLoadedFeedFirst(t *testing.T) {
 			t.Fatalf("next fetch: %s, want %s's", u, want)
 		}
 		gate <- struct{}{}
-		if r := awaitRun(t, &sig); r.Key != "county/"+want || r.Outcome != "polled" {
+		if r := awaitRun(t, sig); r.Key != "county/"+want || r.Outcome != "polled" {
 			t.Fatalf("run: %+v, want %s polled", r, want)
 		}
 	}
@@ -89,34 +67,13 @@ func TestOriginSlotsServeNeverLoadedFeedFirst(t *testing.T) {
 // goes to the never-loaded feed that waited behind it.
 func TestOriginSlotsSkipFreshTickPastItsInterval(t *testing.T) {
 	t.Parallel()
-	entered := make(chan string, 4)
-	gate := make(chan struct{})
-	var sig feeds.Signals
 	reg := prometheus.NewRegistry()
-	clock := schedClock()
-	b := setup(t, withFeeds(`
+	rig := holdOrigin(t, `
       - {id: holder, kind: geojson, url: "%[1]s/geojson/holder.geojson"}
       - {id: fresh1, kind: geojson, url: "%[1]s/geojson/fresh1.geojson", schedule: "5 * * * *"}
       - {id: never, kind: geojson, url: "%[1]s/geojson/never.geojson", schedule: "7 * * * *"}
-`), withClock(clock),
-		withFetcher(func(f feeds.Fetcher) feeds.Fetcher { return gatedFetcher{Fetcher: f, entered: entered, gate: gate} }),
-		withManagerOptions(feeds.WithSignals(&sig), feeds.WithMaxJitter(0), feeds.WithCatchUp(false), feeds.WithRegisterer(reg),
-			feeds.WithOriginPollSlots(func(string) int { return 1 })))
-	for _, l := range []string{"holder", "fresh1", "never"} {
-		b.server.AddLayer(l, layertest.Parcels{N: 3})
-	}
-	if _, err := b.pool.Exec(b.ctx, `UPDATE feed_status SET last_success_at = $1
-		WHERE jurisdiction = 'county' AND feed = 'fresh1'`, clock.Now().Add(-10*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.manager.Start(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan error, 1)
-	go func() {
-		_, err := b.manager.Poll(b.ctx, "county/holder")
-		held <- err
-	}()
+`, []string{"fresh1"}, feeds.WithRegisterer(reg))
+	b, clock, sig, entered, gate, held := rig.b, rig.clock, rig.sig, rig.entered, rig.gate, rig.held
 	await(t, entered, "the holder's fetch")
 	hour := clock.Now().Truncate(time.Hour)
 	b.advanceTo(t, hour.Add(5*time.Minute))
@@ -129,7 +86,7 @@ func TestOriginSlotsSkipFreshTickPastItsInterval(t *testing.T) {
 	}
 	// fresh1's next tick finds its first still waiting.
 	b.advanceTo(t, hour.Add(time.Hour+6*time.Minute))
-	if r := awaitRun(t, &sig); r.Key != "county/fresh1" || r.Outcome != "running" {
+	if r := awaitRun(t, sig); r.Key != "county/fresh1" || r.Outcome != "running" {
 		t.Fatalf("run: %+v, want fresh1's second tick skipped as running", r)
 	}
 	gate <- struct{}{}
@@ -142,7 +99,7 @@ func TestOriginSlotsSkipFreshTickPastItsInterval(t *testing.T) {
 	gate <- struct{}{}
 	got := map[string]string{}
 	for range 2 {
-		r := awaitRun(t, &sig)
+		r := awaitRun(t, sig)
 		got[r.Key] = r.Outcome
 	}
 	if got["county/fresh1"] != "origin_busy" || got["county/never"] != "polled" {
@@ -155,4 +112,48 @@ func TestOriginSlotsSkipFreshTickPastItsInterval(t *testing.T) {
 	if rest := pending(sig.Ran); len(rest) != 0 {
 		t.Errorf("more runs: %+v", rest)
 	}
+}
+
+// originRig is one origin of one poll slot whose slot the holder's poll
+// holds: its fetch has entered and waits on gate; held gets the poll's
+// outcome.
+type originRig struct {
+	b       *bundle
+	clock   *feeds.FakeClock
+	sig     *feeds.Signals
+	entered chan string
+	gate    chan struct{}
+	held    chan error
+}
+
+// holdOrigin sets up feedsYAML's feeds on one origin of one poll slot,
+// marks the feeds fresh as loaded ten minutes ago, starts the manager and
+// polls county/holder until its fetch holds the slot.
+func holdOrigin(t *testing.T, feedsYAML string, fresh []string, opts ...feeds.Option) *originRig {
+	t.Helper()
+	rig := &originRig{clock: schedClock(), sig: &feeds.Signals{}, entered: make(chan string, 4),
+		gate: make(chan struct{}), held: make(chan error, 1)}
+	opts = append(opts, feeds.WithSignals(rig.sig), feeds.WithMaxJitter(0), feeds.WithCatchUp(false),
+		feeds.WithOriginPollSlots(func(string) int { return 1 }))
+	rig.b = setup(t, withFeeds(feedsYAML), withClock(rig.clock),
+		withFetcher(func(f feeds.Fetcher) feeds.Fetcher {
+			return gatedFetcher{Fetcher: f, entered: rig.entered, gate: rig.gate}
+		}),
+		withManagerOptions(opts...))
+	b := rig.b
+	for _, l := range append([]string{"holder", "never"}, fresh...) {
+		b.server.AddLayer(l, layertest.Parcels{N: 3})
+	}
+	if _, err := b.pool.Exec(b.ctx, `UPDATE feed_status SET last_success_at = $1
+		WHERE jurisdiction = 'county' AND feed = ANY ($2)`, rig.clock.Now().Add(-10*time.Minute), fresh); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.manager.Start(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := b.manager.Poll(b.ctx, "county/holder")
+		rig.held <- err
+	}()
+	return rig
 }
