@@ -94,7 +94,6 @@ type relStat struct {
 	autovacuums, autoanalyzes  int64
 	blksRead, blksHit          int64 // heap, indexes, TOAST and its index
 	seqScans, seqRead, idxScan int64
-	layer                      bool // in a jurisdiction's schema: a layer, its staging or its history
 }
 
 func (r relStat) String() string {
@@ -132,8 +131,8 @@ func relationIO(ctx context.Context, pool *pgxpool.Pool) error {
 			return err
 		}
 		r.name = nsp + "." + rel
-		r.layer = !strings.HasPrefix(nsp, "pg_") && nsp != "ingestd" && nsp != "public" && nsp != "information_schema"
-		if r.layer {
+		// In a jurisdiction's schema: a layer, its staging or its history.
+		if !strings.HasPrefix(nsp, "pg_") && nsp != "ingestd" && nsp != "public" && nsp != "information_schema" {
 			kind := "layer"
 			if groups[rel] != nil {
 				kind = rel
