@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,6 +126,40 @@ func TestHistoryMovesToJurisdictions(t *testing.T) {
 	if props != `{"n": 1} {"n": 10} {"n": 11}` {
 		t.Errorf("ingestd_feature_history after an apply past the upgrade: %s", props)
 	}
+
+	// A jurisdiction's first load makes its history table as the
+	// migration made durham's.
+	pollOnce(t, store, feeds.FeedInfo{Jurisdiction: "raleigh", Feed: "zoning", Kind: "wfs", URL: "https://gis.example.org/wfs?z",
+		Origin: "https://gis.example.org:443", ExpectedInterval: time.Hour}, pointFeature("z", 3, `{"n":1}`))
+	sameTable(t, db, "durham", "raleigh", "ingestd_history")
+}
+
+// sameTable fails unless table is made alike in schemas a and b: its
+// persistence, columns (types, nullability, defaults), constraints and
+// indexes. The tables a migration makes for existing jurisdictions and
+// those a jurisdiction's first poll makes are written twice (a migration
+// is frozen, the store's DDL is not): this keeps them one design.
+func sameTable(t *testing.T, db *sql.DB, a, b, table string) {
+	t.Helper()
+	const shape = `SELECT c.relpersistence::text || ' | ' ||
+		(SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
+			|| coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), ''), ', ' ORDER BY a.attnum)
+			FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) || ' | ' ||
+		coalesce((SELECT string_agg(pg_get_constraintdef(k.oid), ', ' ORDER BY pg_get_constraintdef(k.oid))
+			FROM pg_constraint k WHERE k.conrelid = c.oid), '') || ' | ' ||
+		coalesce((SELECT string_agg(replace(pg_get_indexdef(i.indexrelid), quote_ident($1) || '.', ''), ', '
+			ORDER BY pg_get_indexdef(i.indexrelid)) FROM pg_index i WHERE i.indrelid = c.oid), '')
+		FROM pg_class c WHERE c.oid = to_regclass(quote_ident($1) || '.' || quote_ident($2))`
+	var shapes [2]string
+	for i, schema := range []string{a, b} {
+		if err := db.QueryRowContext(t.Context(), shape, schema, table).Scan(&shapes[i]); err != nil {
+			t.Fatalf("%s.%s: %v", schema, table, err)
+		}
+	}
+	if shapes[0] != shapes[1] {
+		t.Errorf("%s.%s and %s.%s differ:\n%s\n%s", a, table, b, table, shapes[0], shapes[1])
+	}
 }
 
 // TestStagingMovesToJurisdictions: version 47 moves the rows still staged
@@ -207,4 +242,12 @@ func TestStagingMovesToJurisdictions(t *testing.T) {
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ingestd.staged_features`).Scan(&staged); err != nil || staged != 0 {
 		t.Errorf("%d rows left staged (%v)", staged, err)
 	}
+
+	// A jurisdiction's first poll makes its staging table as the migration
+	// made wake's.
+	if _, err := store.BeginPoll(ctx, feeds.FeedInfo{Jurisdiction: "raleigh", Feed: "zoning", Kind: "wfs",
+		URL: "https://gis.example.org/wfs?z", Origin: "https://gis.example.org:443", ExpectedInterval: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	sameTable(t, db, "wake", "raleigh", "ingestd_staged")
 }
